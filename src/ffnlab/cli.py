@@ -1,0 +1,341 @@
+"""The ``ffnlab`` command line. Sizing, audit and claim commands never import torch."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import typer
+
+from . import render
+from .errors import EXIT_USAGE, FfnlabError, require
+from .render import Column, human, num, pct
+
+HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
+
+What d_ff should I use, what does it cost, what do real models do, and is a claim about FFN width true at my scale? Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements.
+
+[bold]Examples[/bold]: ffnlab size --d-model 4096 --ffn swiglu --rule llama | ffnlab audit llama-2-7b path/to/config.json | ffnlab verify (the main job: claims, audit and a CPU sweep, written to an HTML report)
+
+Every command takes --help; table commands take --json and --format table|markdown|csv.
+"""
+
+app = typer.Typer(help=HELP, add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+                  pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+SIZING = "Sizing (instant, no torch)"
+MODELS = "Real models and claims (no torch)"
+EXPERIMENTS = "Experiments (PyTorch)"
+FMT_HELP = "Output format for tables: table, markdown or csv."
+
+
+def _fmt(fmt: str) -> str:
+    require(fmt in render.FORMATS, f"--format must be one of {', '.join(render.FORMATS)}, got {fmt!r}")
+    return fmt
+
+
+def _rule(ffn: str, ratio: str | None, rule: str | None, multiplier: str | None, multiple_of: int | None,
+          rounding: str, d_ff: int | None):
+    from .kinds import get_kind
+    from .widths import make_rule
+
+    get_kind(ffn)
+    require(d_ff is not None or ratio is not None or rule in ("llama", "golden"),
+            "give a width: --d-ff F, --ratio R (optionally --rule param-matched), --rule llama or --rule golden")
+    return make_rule(rule, ratio=ratio, d_ff=d_ff, multiplier=multiplier, multiple_of=multiple_of,
+                     rounding=rounding)
+
+
+@app.command(rich_help_panel=SIZING)
+def size(
+    d_model: int = typer.Option(..., "--d-model", help="Model width."),
+    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu."),
+    ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
+    rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
+    multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier (llama rule)."),
+    multiple_of: int = typer.Option(None, "--multiple-of", help="Round the width to this multiple."),
+    rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
+    d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
+    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth."),
+    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64)."),
+    n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
+    vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for attention FLOPs."),
+    experts: int = typer.Option(0, "--experts", help="MoE: number of routed experts (0 = dense)."),
+    top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
+    bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+) -> None:
+    """FFN width, ratios and parameters for a width rule; add --n-layers for a whole model."""
+    from .config import FFNSpec, make_config, validate
+    from .counting import ffn_params
+    from .flops import flops_per_token, training_memory
+    from .kinds import get_kind
+    from .widths import alignment, check_width, param_matched_ratio, resolve_d_ff
+
+    _fmt(fmt)
+    check_width(d_model, "d_model")
+    r = _rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
+    width = resolve_d_ff(d_model, ffn, r)
+    gated = get_kind(ffn).gated
+    require(experts >= 0, f"--experts must be >= 0, got {experts}")
+    spec = FFNSpec(kind=ffn, d_ff=width, bias=bias, n_experts=experts, top_k=top_k if experts else 0)
+    out: dict[str, Any] = {
+        "d_model": d_model, "ffn_kind": ffn, "gated": gated, "rule": r.describe(), "d_ff": width,
+        "ratio_raw": width / d_model, "ratio_param_matched": float(param_matched_ratio(d_model, width, gated)),
+        "ffn_params_per_layer": ffn_params(d_model, spec) if experts == 0 or 1 <= top_k <= experts else None,
+        "alignment": alignment(width),
+    }
+    if experts:
+        require(1 <= top_k <= experts, f"--top-k must be between 1 and --experts={experts}")
+        out["ffn_params_per_layer_active"] = ffn_params(d_model, spec, active=True)
+    if n_layers is not None:
+        check_width(n_layers, "n_layers")
+        heads = n_heads if n_heads is not None else d_model // 64
+        require(heads >= 1, "d_model < 64: give --n-heads")
+        cfg = make_config(d_model, n_layers, heads, width, kind=ffn, vocab_size=vocab, n_kv_heads=n_kv_heads,
+                          bias=bias, n_experts=experts, top_k=top_k if experts else 0, max_positions=seq_len)
+        cfg = validate(cfg)
+        from .counting import count_params
+
+        c = count_params(cfg)
+        out["model"] = {
+            "n_layers": n_layers, "n_heads": heads, "n_kv_heads": cfg.n_kv_heads, "vocab_size": vocab,
+            "norm": cfg.norm, "positions": cfg.positions, "params": c.as_dict(),
+            "flops_per_token": flops_per_token(cfg, seq_len).as_dict(), "seq_len": seq_len,
+            "training_memory_bytes": training_memory(cfg, dtype).as_dict(), "dtype": dtype,
+        }
+    if as_json:
+        render.emit_json(out)
+        return
+    a = out["alignment"]
+    pairs: list[tuple[str, Any]] = [
+        ("FFN kind", f"{ffn} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
+        ("rule", out["rule"]), ("d_ff", width), ("raw ratio d_ff/d_model", f"{out['ratio_raw']:.4f}"),
+        ("parameter-matched ratio", f"{out['ratio_param_matched']:.4f}"),
+        ("FFN params / layer", f"{out['ffn_params_per_layer']:,}"),
+        ("alignment", f"2^{a['pow2_divisor'].bit_length() - 1} divides d_ff; /64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']}"),
+    ]
+    if experts:
+        pairs.append(("FFN params / layer, active", f"{out['ffn_params_per_layer_active']:,}"))
+    if "model" in out:
+        m = out["model"]
+        p, fl, mem = m["params"], m["flops_per_token"], m["training_memory_bytes"]
+        pairs += [
+            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, {m['positions']}"),
+            ("params total", f"{p['total']:,} ({human(p['total'])})"),
+            ("params non-embedding", f"{p['non_embedding']:,} ({human(p['non_embedding'])})"),
+            ("FFN share of non-embedding", f"{p['ffn_share']:.1%}"),
+            (f"forward FLOPs/token @ {seq_len}", f"{human(fl['forward'])}  (ffn {fl['ffn'] / fl['forward']:.0%}, "
+             f"attn proj {(fl['qkv'] + fl['attn_out']) / fl['forward']:.0%}, scores {fl['attn_scores'] / fl['forward']:.0%}, "
+             f"head {fl['lm_head'] / fl['forward']:.0%})"),
+            ("training FLOPs/token (3x fwd)", human(fl["training"])),
+            (f"memory w+g+AdamW ({dtype})", f"{mem['total'] / 2**30:.2f} GiB"),
+        ]
+    render.key_values(pairs, fmt, title=f"ffnlab size: d_model {d_model}")
+
+
+@app.command(rich_help_panel=SIZING)
+def plan(
+    target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
+    ffn: str = typer.Option("swiglu", "--ffn", help="FFN kind."),
+    ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule param-matched)."),
+    rule: str = typer.Option("param-matched", "--rule", help="ratio | param-matched | llama | golden."),
+    multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
+    multiple_of: int = typer.Option(None, "--multiple-of", help="Round d_ff to this multiple."),
+    vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    count: str = typer.Option("total", "--count", help="Match 'total' or 'non-embedding' parameters."),
+    d_multiple: int = typer.Option(64, "--d-multiple", help="d_model must be a multiple of this."),
+    head_dims: str = typer.Option("64,128", "--head-dims", help="Allowed head sizes, comma-separated."),
+    aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
+    kv_groups: int = typer.Option(1, "--kv-groups", help="Query heads per KV head (1 = MHA)."),
+    top: int = typer.Option(8, "--top", help="How many candidates to show."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+) -> None:
+    """A model shape near a parameter target, under shape constraints, with the nearest alternatives."""
+    from .plan import parse_count
+    from .plan import plan as make_plan
+
+    _fmt(fmt)
+    n = parse_count(target)
+    if ratio is None and rule in ("ratio", "param-matched"):
+        ratio = "4"
+    r = _rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
+    try:
+        hds = tuple(int(x) for x in head_dims.split(","))
+        lo, hi = (float(x) for x in aspect_band.split(":"))
+    except ValueError:
+        raise FfnlabError("--head-dims takes integers like 64,128 and --aspect-band takes LO:HI like 32:160") from None
+    require(all(h > 0 for h in hds), "--head-dims must be positive")
+    cands = make_plan(n, ffn, r, vocab_size=vocab, count=count, d_multiple=d_multiple, head_dims=hds,
+                      aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top)
+    rows = [c.as_dict() for c in cands]
+    if as_json:
+        render.emit_json({"target": n, "count": count, "ffn_kind": ffn, "rule": r.describe(), "best": rows[0],
+                          "candidates": rows})
+        return
+    cols = [Column("d_model", "d_model"), Column("n_layers", "layers"), Column("n_heads", "heads"),
+            Column("head_dim", "head_dim"), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
+            Column("aspect", "d/L", lambda x: f"{x:.0f}"), Column("params", count, human),
+            Column("error", "error", pct)]
+    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()} (best first)")
+
+
+@app.command(rich_help_panel=SIZING)
+def explain(
+    d_model: int = typer.Option(..., "--d-model", help="Model width."),
+    d_ff: int = typer.Option(..., "--d-ff", help="FFN width to explain."),
+    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+) -> None:
+    """Which width rules reproduce d_ff exactly, and how well it is aligned for matmul hardware."""
+    from .explain import explain as run_explain
+
+    _fmt(fmt)
+    out = run_explain(d_model, d_ff, ffn)
+    if as_json:
+        render.emit_json(out)
+        return
+    a = out["alignment"]
+    title = (f"d_ff {d_ff} for d_model {d_model} ({ffn}): raw {out['ratio_raw']:.4f}, "
+             f"param-matched {out['ratio_param_matched']:.4f}; largest power of two dividing it "
+             f"{a['pow2_divisor']} (/64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']})")
+    cols = [Column("rule", "rule", justify="left"), Column("ratio", "ratio", str),
+            Column("multiplier", "multiplier", lambda x: "-" if x is None else f"{x:.4g}"),
+            Column("multiples_of", "multiple_of that work", lambda m: ", ".join(map(str, m))),
+            Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
+    render.emit(out["rules"], cols, fmt, title=title)
+
+
+AUDIT_COLS = [
+    Column("name", "model", justify="left"), Column("model_type", "type", justify="left"),
+    Column("d_model", "d_model"), Column("d_ff", "d_ff"), Column("ffn_kind", "kind", justify="left"),
+    Column("ratio_raw", "raw", lambda x: num(x, 2)), Column("ratio_param_matched", "p-m", lambda x: num(x, 2)),
+    Column("deviation_param_matched", "p-m vs 4", pct),
+    Column("ffn_share", "FFN share", lambda x: "-" if x is None else f"{x:.0%}"),
+    Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human),
+    Column("alignment", "pow2", lambda a: "-" if not a else str(a["pow2_divisor"])),
+]
+VERDICT_COL = Column("verdict", "verdict", justify="left")
+
+
+@app.command(rich_help_panel=MODELS)
+def audit(
+    targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo') or paths to config.json files."),
+    all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+) -> None:
+    """Audit real models: raw and parameter-matched ratio vs 4, FFN share, exact totals, alignment."""
+    from .audit import audit as run_audit
+    from .audit import audit_entry
+    from .zoo import load_zoo
+
+    _fmt(fmt)
+    require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
+    rows = [audit_entry(e) for e in load_zoo()] if all_models else []
+    rows += [run_audit(t) for t in targets or []]
+    if as_json:
+        render.emit_json(rows)
+        return
+    title = "FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; pow2 = largest power of 2 dividing d_ff)"
+    if fmt != "table":
+        render.emit(rows, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
+        return
+    render.emit(rows, AUDIT_COLS, fmt, title=title)
+    for r in rows:
+        print(f"{r['name']}: {r['verdict']}")
+
+
+@app.command(rich_help_panel=MODELS)
+def zoo(
+    family: str = typer.Option(None, "--family", help="Only this family (case-insensitive substring)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+) -> None:
+    """List the published models ffnlab knows, with the source of every number."""
+    from .zoo import load_zoo
+
+    _fmt(fmt)
+    rows = []
+    for e in load_zoo():
+        if family and family.lower() not in e.family.lower():
+            continue
+        cfg = e.config()
+        rows.append({"name": e.name, "display": e.display, "family": e.family, "model_type": e.model_type,
+                     "d_model": cfg.d_model if cfg else (e.estimate or {}).get("d_model"),
+                     "d_ff": cfg.ffn.d_ff if cfg else (e.estimate or {}).get("d_ff"),
+                     "ffn_kind": cfg.ffn.kind if cfg else None, "source": e.source,
+                     "verified_against": e.verified_against, "note": e.note})
+    if as_json:
+        render.emit_json(rows)
+        return
+    cols = [Column("name", "name", justify="left"), Column("family", "family", justify="left"),
+            Column("model_type", "type", justify="left"), Column("d_model", "d_model"), Column("d_ff", "d_ff"),
+            Column("ffn_kind", "kind", justify="left"), Column("source", "source", justify="left")]
+    render.emit(rows, cols, fmt, title=f"ffnlab zoo: {len(rows)} models")
+
+
+@app.command(rich_help_panel=MODELS)
+def claims(
+    evidence: str = typer.Option(None, "--evidence", help="Report folder whose experiments settle the needs-experiment claims."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
+    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+) -> None:
+    """Check every claim of the two seed documents; evidence is computed now, not stored."""
+    from .claims import evaluate, load_evidence
+
+    _fmt(fmt)
+    rows = evaluate(load_evidence(evidence) if evidence else None)
+    if as_json:
+        render.emit_json(rows)
+        return
+    cols = [Column("id", "claim id", justify="left"), Column("verdict", "verdict", justify="left"),
+            Column("claim", "claim (paraphrased)", justify="left"), Column("evidence", "evidence", justify="left")]
+    render.emit(rows, cols, fmt, title="Claims of the seed documents")
+
+
+def _register_heavy_commands() -> None:
+    """Commands that need torch register here; their modules import torch only when run."""
+    from . import cli_experiments  # noqa: F401
+
+
+def _click_errors() -> tuple[type[BaseException], ...]:
+    """The ClickException classes in play (typer may vendor its own copy of click)."""
+    found = {c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"}
+    try:
+        import click
+
+        found.add(click.ClickException)
+    except ImportError:  # pragma: no cover
+        pass
+    return tuple(found)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: user errors print one line and exit 2."""
+    _register_heavy_commands()
+    command = typer.main.get_command(app)
+    click_errors = _click_errors()
+    try:
+        rc = command.main(args=argv, prog_name="ffnlab", standalone_mode=False)
+    except FfnlabError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
+    except click_errors as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # bare 'ffnlab' printed the help
+            sys.exit(0)
+        print(f"error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
+        sys.exit(EXIT_USAGE if getattr(e, "exit_code", 2) == 2 else e.exit_code)  # type: ignore[attr-defined]
+    except (typer.Abort, KeyboardInterrupt):
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,1 @@
+"""Experiment commands (train, export, sweep, report, verify) are added here."""

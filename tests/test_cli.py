@@ -1,0 +1,137 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from cli_run import assert_usage_error, run, run_json
+
+
+def test_size_json_contract():
+    out = run_json("size", "--d-model", "4096", "--ffn", "swiglu", "--rule", "llama")
+    assert out["d_ff"] == 11008
+    assert out["ratio_raw"] == pytest.approx(2.6875)
+    assert out["ratio_param_matched"] == pytest.approx(4.03125)
+    assert out["ffn_params_per_layer"] == 3 * 4096 * 11008
+    for rule_args, width in [
+        (["--ratio", "4"], 3072), (["--rule", "param-matched", "--ratio", "4"], 2048),
+        (["--rule", "golden"], 3072), (["--d-ff", "1000"], 1000),
+    ]:
+        kind = "swiglu" if "param-matched" in rule_args else "gelu"
+        assert run_json("size", "--d-model", "768", "--ffn", kind, *rule_args)["d_ff"] == width
+
+
+def test_size_whole_model():
+    out = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--n-heads", "12",
+                   "--seq-len", "1024", "--bias")
+    assert out["model"]["params"]["total"] == 124_439_808 - 0  # GPT-2 small shape, untied vocab 50257
+    assert out["model"]["flops_per_token"]["training"] == 3 * out["model"]["flops_per_token"]["forward"]
+
+
+def test_audit_json_contract(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "vocab_size": 100}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    rows = run_json("audit", "gpt2", str(path))
+    assert [r["name"] for r in rows] == ["gpt2", tmp_path.name]
+    keys = {"name", "model_type", "d_model", "d_ff", "ffn_kind", "gated", "n_layers", "params_total",
+            "params_non_embedding", "params_ffn", "ratio_raw", "ratio_param_matched"}
+    for r in rows:
+        assert keys <= set(r)
+    assert rows[1]["params_ffn"] == 2 * 3 * 64 * 172
+    assert rows[1]["ratio_param_matched"] == pytest.approx(172 / 64 * 1.5)
+
+
+def test_claims_json_contract():
+    rows = run_json("claims")
+    assert all({"id", "claim", "verdict", "evidence"} <= set(r) for r in rows)
+    assert {r["id"]: r["verdict"] for r in rows}["golden-identity"] == "false"
+
+
+def test_explain_json_contract():
+    out = run_json("explain", "--d-model", "4096", "--d-ff", "11008", "--ffn", "swiglu")
+    assert out["alignment"]["pow2_divisor"] == 256
+    assert all({"multiplier", "multiple_of"} <= set(r) for r in out["rules"])
+    llama = [r for r in out["rules"] if r["rule"] == "llama" and r["multiplier"] is None]
+    assert llama and 256 in llama[0]["multiples_of"]
+
+
+def test_plan_json():
+    out = run_json("plan", "125M", "--ffn", "swiglu")
+    assert abs(out["best"]["error"]) < 0.02
+    assert out["best"]["d_model"] % 64 == 0 and out["best"]["head_dim"] in (64, 128)
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "csv", "table"])
+def test_formats(fmt):
+    p = run("audit", "gpt2", "llama-7b", "--format", fmt)
+    assert p.returncode == 0, p.stderr
+    assert "llama-7b" in p.stdout
+    if fmt == "csv":
+        assert p.stdout.splitlines()[0].startswith("name,model_type,d_model")
+    if fmt == "markdown":
+        assert p.stdout.count("| llama-7b |") == 1
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["size", "--d-model", "-8", "--ratio", "4"], "d_model"),
+    (["size", "--d-model", "768", "--ratio", "0"], "ratio"),
+    (["size", "--d-model", "768", "--ratio", "-1"], "ratio"),
+    (["size", "--d-model", "768", "--d-ff", "0"], "d_ff"),
+    (["size", "--d-model", "768", "--d-ff", "2.5"], "d-ff"),
+    (["size", "--d-model", "768"], "give a width"),
+    (["size", "--d-model", "100", "--ratio", "4", "--n-layers", "2", "--n-heads", "3"], "does not divide"),
+    (["size", "--d-model", "768", "--ratio", "4", "--ffn", "tanh"], "unknown FFN kind"),
+    (["audit", "llam-7b"], "did you mean"),
+    (["audit"], "at least one"),
+    (["plan", "lots"], "parameter count"),
+    (["explain", "--d-model", "0", "--d-ff", "4"], "d_model"),
+    (["audit", "gpt2", "--format", "xml"], "--format"),
+    (["claims", "--evidence", "/nonexistent/report"], "no experiment evidence"),
+])
+def test_bad_input_one_line_exit_2(args, fragment):
+    assert_usage_error(run(*args), fragment)
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "JSON object"),
+    ('{"hidden_size": 8}', "model_type"),
+    ('{"model_type": "mamba"}', "not supported"),
+    ('{"model_type": "llama", "hidden_size": "big"}', "hidden_size"),
+    ('{"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3}', "does not divide"),
+    ('{"model_type": "gpt2", "n_embd": 64, "n_head": 4, "activation_function": "tanh"}', "activation_function"),
+    ('{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": -3}', "intermediate_size"),
+])
+def test_malformed_config_json(tmp_path, content, fragment):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    before = path.read_bytes()
+    assert_usage_error(run("audit", str(path)), fragment)
+    assert path.read_bytes() == before  # nothing the user had is touched
+
+
+def test_missing_config_file(tmp_path):
+    assert_usage_error(run("audit", str(tmp_path / "nope" / "config.json")), "no such file")
+
+
+@pytest.mark.parametrize("command", [
+    ["size", "--d-model", "768", "--ratio", "4"], ["audit", "--all"], ["claims"],
+    ["explain", "--d-model", "768", "--d-ff", "3072"], ["plan", "125M"], ["zoo"],
+])
+def test_sizing_commands_never_import_torch(command):
+    code = ("import sys, ffnlab.cli\n"
+            f"sys.argv = ['ffnlab', *{command!r}]\n"
+            "try:\n    ffnlab.cli.main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+            "bad = [m for m in ('torch', 'transformers', 'numpy') if m in sys.modules]\n"
+            "assert not bad, bad\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_help_fits_one_screen():
+    p = run("--help")
+    assert p.returncode == 0
+    assert len(p.stdout.splitlines()) <= 50
+    for cmd in ("size", "plan", "explain", "audit", "zoo", "claims"):
+        assert cmd in p.stdout

@@ -1,0 +1,81 @@
+import re
+
+import pytest
+
+from ffnlab.config import make_config
+from ffnlab.counting import count_params
+from ffnlab.errors import FfnlabError
+from ffnlab.explain import explain
+from ffnlab.plan import parse_count, plan
+from ffnlab.widths import make_rule
+from ffnlab.zoo import find, load_zoo
+
+SEED_TABLE = {"gpt2": (768, 3072), "gpt-3-175b": (12288, 49152), "llama-7b": (4096, 11008),
+              "llama-13b": (5120, 13824), "llama-30b": (6656, 17920), "mistral-7b": (4096, 14336),
+              "falcon-40b": (8192, 32768)}
+
+
+def test_zoo_is_sourced_data():
+    zoo = load_zoo()
+    assert len(zoo) >= 40
+    assert len({e.name for e in zoo}) == len(zoo)
+    for e in zoo:
+        assert re.fullmatch(r"[a-z0-9.-]+", e.name)
+        if e.has_config:
+            assert e.source, e.name
+            e.config()  # translates and validates
+        else:
+            assert e.estimate and e.source is None  # only the GPT-4 estimate has no architecture
+    families = {e.family for e in zoo}
+    for fam in ("GPT-2", "GPT-3", "Pythia", "OPT", "BLOOM", "LLaMA", "Llama-2", "Llama-3", "Mistral", "Mixtral", "Qwen2", "Gemma",
+                "Phi", "OLMo", "T5"):
+        assert any(f.startswith(fam) for f in families), fam
+
+
+@pytest.mark.parametrize("name, dims", SEED_TABLE.items())
+def test_seed_table_rows_are_in_the_zoo(name, dims):
+    cfg = find(name).config()
+    assert (cfg.d_model, cfg.ffn.d_ff) == dims
+
+
+def test_lookup_is_case_insensitive_and_suggests():
+    assert find("MISTRALAI/MISTRAL-7B-V0.1").name == "mistral-7b"
+    with pytest.raises(FfnlabError, match="did you mean"):
+        find("mistral-7")
+
+
+def test_explain_finds_llama_and_ratio_rules():
+    out = explain(4096, 11008, "swiglu")
+    rules = {(r["rule"], r["multiplier"]): r for r in out["rules"]}
+    assert rules[("llama", None)]["multiples_of"] == [128, 256]
+    assert out["ratio_raw_exact"] == "43/16"
+    plain = explain(768, 3072, "gelu")
+    assert plain["rules"][0]["ratio"] == "4" and not plain["gated"]
+
+
+@pytest.mark.parametrize("text, value", [("125M", 125_000_000), ("7B", 7_000_000_000), ("1.3e9", 1_300_000_000),
+                                         ("350k", 350_000), (1000, 1000)])
+def test_parse_count(text, value):
+    assert parse_count(text) == value
+
+
+@pytest.mark.parametrize("target", ["125M", "350M", "1.3B", "7B"])
+def test_plan_hits_target_within_constraints(target):
+    n = parse_count(target)
+    rule = make_rule("param-matched", ratio="4")
+    best, *rest = plan(n, "swiglu", rule, d_multiple=64, aspect_band=(32, 160))
+    cfg = best.config
+    assert abs(best.error) <= 0.02
+    assert cfg.d_model % 64 == 0 and cfg.head_dim in (64, 128) and 32 <= cfg.d_model / cfg.n_layers <= 160
+    assert count_params(cfg).total == best.params  # the planner's number is the counter's number
+    assert all(abs(c.error) >= 0 for c in rest)
+
+
+def test_plan_rejects_impossible_constraints():
+    with pytest.raises(FfnlabError):
+        plan(1000, "gelu", make_rule("ratio", ratio=4), aspect_band=(10, 5))
+
+
+def test_make_config_defaults_follow_kind():
+    assert make_config(64, 1, 1, 128, kind="swiglu").norm == "rmsnorm"
+    assert make_config(64, 1, 1, 128, kind="gelu").positions == "learned"

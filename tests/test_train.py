@@ -1,0 +1,195 @@
+"""Training end to end on CPU: learning, exact resume after SIGKILL, DDP, export, failure paths."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from cli_run import assert_usage_error, run
+
+TINY = ["model.d_model=32", "model.n_layers=2", "model.n_heads=2", "train.seq_len=32", "train.batch_size=8",
+        "train.warmup_steps=5", "train.lr=0.01", "train.eval_tokens=4096", "train.progress=off",
+        "train.tensorboard=false", "train.threads=1", "train.peak_flops=1e11"]
+
+
+def sets(*items: str) -> list[str]:
+    return [a for item in items for a in ("--set", item)]
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("data_cache"))
+
+
+def train_args(out: Path, cache_dir: str, *extra: str) -> list[str]:
+    return ["train", "--out", str(out), *sets(*TINY, f"data.cache_dir={cache_dir}", *extra)]
+
+
+def records(run_dir: Path, kind: str) -> list[dict]:
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def test_tiny_model_learns_well_below_unigram_entropy(tmp_path, cache_dir):
+    from ffnlab.corpus import load_prepared
+
+    out = tmp_path / "run"
+    p = run(*train_args(out, cache_dir, "train.max_steps=100", "train.eval_every=50", "model.d_model=128",
+                        "model.n_layers=4", "model.n_heads=4", "train.batch_size=32", "train.seq_len=64",
+                        "train.lr=0.003", "train.warmup_steps=30", "train.threads=2"))
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    prepared = load_prepared(json.loads((out / "model.json").read_text())["prepared_data"])
+    unigram = prepared.unigram_entropy_nats("val")
+    assert summary["final_val_loss"] < 0.8 * unigram, (summary["final_val_loss"], unigram)
+    evals = records(out, "eval")
+    assert [e["step"] for e in evals] == [50, 100] and evals[1]["val_loss"] < evals[0]["val_loss"]
+    assert summary["final_val_bpb"] == pytest.approx(summary["final_val_loss"] / 0.6931471805599453)
+    assert (out / "config.yaml").exists() and (out / "checkpoints").is_dir()
+
+
+def test_resume_after_sigkill_reproduces_the_curve_bit_for_bit(tmp_path, cache_dir):
+    steps = ["train.max_steps=240", "train.checkpoint_every=40", "train.eval_every=40", "train.log_every=1",
+             "train.keep_last=2"]
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    p = run(*train_args(full, cache_dir, *steps))
+    assert p.returncode == 0, p.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(cut, cache_dir, *steps)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once a checkpoint exists and training has moved past it
+        ckpts = list((cut / "checkpoints").glob("step-*")) if (cut / "checkpoints").exists() else []
+        if ckpts and (cut / "metrics.jsonl").exists() and len(records(cut, "train")) >= 100:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (cut / "summary.json").exists(), "the run finished before it could be killed"
+    killed_at = len(records(cut, "train"))
+    assert 40 <= killed_at < 240
+    p = run(*train_args(cut, cache_dir, *steps), "--resume")
+    assert p.returncode == 0, p.stderr
+    for kind, key in (("train", "loss"), ("train", "grad_norm"), ("eval", "val_loss")):
+        a, b = records(full, kind), records(cut, kind)
+        assert [r["step"] for r in a] == [r["step"] for r in b]
+        assert [r[key] for r in a] == [r[key] for r in b], kind  # exact float equality
+    assert len(list((cut / "checkpoints").glob("step-*"))) == 2  # keep-last-K
+
+
+def test_rerun_without_resume_refuses_and_keeps_the_run(tmp_path, cache_dir):
+    out = tmp_path / "run"
+    assert run(*train_args(out, cache_dir, "train.max_steps=3")).returncode == 0
+    before = (out / "metrics.jsonl").read_bytes()
+    assert_usage_error(run(*train_args(out, cache_dir, "train.max_steps=3")), "--resume")
+    assert_usage_error(run(*train_args(out, cache_dir, "train.max_steps=3", "model.d_model=64"), "--resume"),
+                       "model.d_model")
+    assert (out / "metrics.jsonl").read_bytes() == before
+
+
+def test_ddp_two_processes_match_one_process(tmp_path, cache_dir):
+    common = ["train.max_steps=6", "train.eval_every=6", "train.log_every=1", "train.batch_size=8"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    p = run(*train_args(one, cache_dir, *common))
+    assert p.returncode == 0, p.stderr
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                        "29533", "-m", "ffnlab", *train_args(two, cache_dir, *common)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    a, b = records(one, "train"), records(two, "train")
+    assert len(a) == len(b) == 6
+    for x, y in zip(a, b, strict=True):
+        assert y["loss"] == pytest.approx(x["loss"], rel=1e-5, abs=1e-6)
+    assert records(two, "eval")[0]["val_loss"] == pytest.approx(records(one, "eval")[0]["val_loss"], rel=1e-5)
+
+
+@pytest.mark.parametrize("arch", [
+    ["model.ffn.kind=swiglu", "model.norm=rmsnorm", "model.positions=rope", "model.n_kv_heads=1",
+     "model.tied_embeddings=false"],
+    ["model.ffn.kind=gelu_tanh", "model.ffn.rule=ratio", "model.norm=layernorm", "model.positions=learned",
+     "model.bias=true", "model.ffn.bias=true"],
+    ["model.ffn.kind=relu", "model.ffn.rule=ratio", "model.norm=layernorm", "model.positions=learned"],
+])
+def test_export_round_trip_same_logits(tmp_path, cache_dir, arch):
+    transformers = pytest.importorskip("transformers")
+    out, hf = tmp_path / "run", tmp_path / "hf"
+    p = run(*train_args(out, cache_dir, "train.max_steps=3", *arch))
+    assert p.returncode == 0, p.stderr
+    p = run("export", str(out), "--hf", str(hf))
+    assert p.returncode == 0, p.stderr
+    from ffnlab.export import load_run_model
+
+    ours = load_run_model(out)
+    theirs = transformers.AutoModelForCausalLM.from_pretrained(str(hf)).eval()
+    idx = torch.randint(0, 256, (2, 32))
+    with torch.no_grad():
+        diff = (ours(idx)[0] - theirs(idx).logits).abs().max().item()
+    assert diff < 1e-4
+    assert_usage_error(run("export", str(out), "--hf", str(hf)), "not empty")  # never overwrites
+
+
+def test_export_refuses_moe_with_reason(tmp_path, cache_dir):
+    out = tmp_path / "run"
+    p = run(*train_args(out, cache_dir, "train.max_steps=2", "model.ffn.n_experts=2", "model.ffn.top_k=1"))
+    assert p.returncode == 0, p.stderr
+    assert_usage_error(run("export", str(out), "--hf", str(tmp_path / "hf")), "MoE")
+
+
+@pytest.mark.parametrize("overrides, fragment", [
+    (["model.d_model=30", "model.n_heads=4"], "does not divide"),
+    (["model.d_model=30"], "even head_dim"),
+    (["model.ffn.ratio=-1"], "ratio"),
+    (["train.lr=fast"], "train.lr"),
+    (["train.max_stepz=3"], "did you mean max_steps"),
+    (["data.corpus=/nonexistent/corpus.txt"], "/nonexistent/corpus.txt"),
+    (["data.tokenizer=words"], "tokenizer"),
+])
+def test_bad_config_exits_2(tmp_path, cache_dir, overrides, fragment):
+    assert_usage_error(run(*train_args(tmp_path / "r", cache_dir, *overrides)), fragment)
+
+
+def test_bad_config_files(tmp_path, cache_dir):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: [unclosed\n")
+    assert_usage_error(run("train", str(bad), "--out", str(tmp_path / "r")), "cannot parse")
+    assert_usage_error(run("train", str(tmp_path / "missing.yaml")), "not found")
+
+
+def test_missing_hf_dataset_exits_2(tmp_path, cache_dir):
+    assert_usage_error(run(*train_args(tmp_path / "r", cache_dir, "data.corpus=hf:no-such-org/no-such-dataset")),
+                       "no-such")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "pickle", "delete"])
+def test_corrupt_or_pickled_checkpoint_exits_2_and_keeps_files(tmp_path, cache_dir, damage):
+    out = tmp_path / "run"
+    assert run(*train_args(out, cache_dir, "train.max_steps=4", "train.checkpoint_every=2")).returncode == 0
+    ckpt = sorted((out / "checkpoints").glob("step-*"))[-1]
+    target = ckpt / "model.safetensors"
+    if damage == "truncate":
+        target.write_bytes(target.read_bytes()[:100])
+    elif damage == "pickle":
+        torch.save({"w": torch.zeros(3)}, target)  # a pickle where safetensors belongs
+    else:
+        target.unlink()
+    snapshot = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    p = run(*train_args(out, cache_dir, "train.max_steps=8", "train.checkpoint_every=2"), "--resume")
+    assert_usage_error(p, "checkpoint")
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
+    assert_usage_error(run("export", str(out), "--hf", str(tmp_path / "hf")), "checkpoint")
+
+
+def test_non_finite_loss_stops_with_clear_message(tmp_path, cache_dir):
+    out = tmp_path / "run"
+    p = run(*train_args(out, cache_dir, "train.max_steps=40", "train.checkpoint_every=2", "train.lr=1e12",
+                        "train.warmup_steps=0", "train.grad_clip=1e30"))
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "loss became" in p.stderr and "Traceback" not in p.stderr
+    assert not (out / "summary.json").exists()

@@ -76,3 +76,68 @@ def export(
     out = export_model(model, hf)
     print(f"wrote {out}/config.json and model.safetensors ({layout_for(model.cfg)} layout); "
           f"load with transformers.AutoModelForCausalLM.from_pretrained('{out}')")
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def sweep(
+    spec: str = typer.Argument(..., help="Sweep spec YAML, or a preset name: golden-quick, golden, golden-gpu, glu-variants."),
+    out: Path = typer.Option(None, "--out", "-o", help="Sweep folder (default sweeps/NAME)."),
+    backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
+    workers: int = typer.Option(None, "--workers", help="Parallel runs (default: cores / threads_per_worker)."),
+    report_too: bool = typer.Option(True, "--report/--no-report", help="Write the report when the sweep finishes."),
+) -> None:
+    """Train every (arm, seed) of a spec under its control (iso-params, iso-flops, fixed-d-model).
+    Resumable: rerun the same command; finished runs are kept, interrupted ones continue."""
+    from .report import write_report
+    from .sweep_run import execute
+    from .sweep_spec import load_spec
+
+    s = load_spec(spec)
+    folder = out or Path("sweeps") / s.name
+    status = execute(s, folder, backend=backend, address=address, workers=workers)
+    done = sum(v == "finished" for v in status.values())
+    print(f"{folder}: {done} run(s) trained, {len(status) - done} already finished")
+    if report_too:
+        paths = write_report(folder)
+        print(f"report: {paths['html']} and {paths['markdown']}")
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def report(
+    sweep_dir: Path = typer.Argument(..., help="A finished sweep folder."),
+    out: Path = typer.Option(None, "--out", "-o", help="Report folder (default SWEEP_DIR/report)."),
+) -> None:
+    """Analyse a sweep: means and 95% CIs per arm, convergence speed vs the reference arm with a
+    bootstrap CI, claim verdicts, the seed's table filled; Markdown + HTML + CSV/JSON."""
+    from .report import write_report
+
+    paths = write_report(sweep_dir, out)
+    import json
+
+    for k, v in json.loads(paths["claims"].read_text()).items():
+        print(f"{k}: {v['verdict']} - {v['evidence']}")
+    print(f"report: {paths['html']} and {paths['markdown']}")
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def verify(
+    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run: golden-quick (CPU, ~5 min), golden (CPU, ~1 h), golden-gpu, glu-variants."),
+    out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
+    workers: int = typer.Option(None, "--workers", help="Parallel runs."),
+    backend: str = typer.Option("local", "--backend", help="local or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address."),
+) -> None:
+    """The main job: check the claims, audit the zoo, run a controlled FFN-ratio sweep and write
+    one report that fills the seed's empty table and settles the claims needing experiments."""
+    from .verify import verify as run_verify
+
+    result = run_verify(preset, out, workers=workers, backend=backend, address=address)
+    print("\nVerdicts:")
+    for c in result["claims"]:
+        print(f"  {c['verdict']:<16} {c['id']}")
+    exp = [c for c in result["claims"] if "from_report" in c["numbers"]]
+    for c in exp:
+        print(f"\n{c['id']}: {c['verdict']}\n  {c['evidence']}")
+    p = result["paths"]
+    print(f"\nreport: {p['html']}\n        {p['markdown']}\n({result['wall_s']:.0f} s)")

@@ -23,8 +23,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m ffnlab claims
-	$(PY) -m ffnlab audit --all
+	$(PY) -m ffnlab verify
 
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

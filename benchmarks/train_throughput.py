@@ -137,7 +137,7 @@ def ffn_overheads(device: str, quick: bool) -> None:
         x = torch.randn(n, d, device=device, dtype=dtype, requires_grad=True)
         gy = torch.randn(n, d, device=device, dtype=dtype)
 
-        def module_step() -> None:
+        def module_step(mod: nn.Module = mod, x: torch.Tensor = x, gy: torch.Tensor = gy) -> None:
             mod(x).backward(gy)
 
         w_in, w_out = mod.w_in.weight.detach(), mod.w_out.weight.detach()
@@ -145,7 +145,9 @@ def ffn_overheads(device: str, quick: bool) -> None:
         h2 = torch.randn(n, ff, device=device, dtype=dtype)
         g_in = torch.randn(n, w_in.shape[0], device=device, dtype=dtype)
 
-        def bare_step() -> None:  # the same six matmuls on preallocated operands, nothing else
+        def bare_step(xd: torch.Tensor = xd, w_in: torch.Tensor = w_in, w_out: torch.Tensor = w_out,
+                      h2: torch.Tensor = h2, g_in: torch.Tensor = g_in, gy: torch.Tensor = gy) -> None:
+            # the same six matmuls on preallocated operands, nothing else
             xd @ w_in.t()
             h2 @ w_out.t()
             gy @ w_out

@@ -200,7 +200,7 @@ def verdict_glu(arms: list[ArmStats], reference: str) -> dict[str, Any] | None:
         return None
     best_g = min(gated, key=lambda a: sum(a.values("final_val_loss")) / len(a.runs))
     pm = [a for a in plain if abs(a.params_non_embedding / best_g.params_non_embedding - 1) <= 0.05]
-    ref = next((a for a in pm if a.name == reference), None) or min(pm or plain, key=lambda a: sum(a.values("final_val_loss")) / len(a.runs))
+    ref = min(pm or plain, key=lambda a: sum(a.values("final_val_loss")) / len(a.runs))  # the best plain arm
     d = welch_ci(best_g.values("final_val_loss"), ref.values("final_val_loss"))
     text = (f"{best_g.name} - {ref.name} (non-embedding params {best_g.params_non_embedding:,} vs "
             f"{ref.params_non_embedding:,}): delta = {_ci_text(*d)} nats")
@@ -216,9 +216,13 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
     spec = record["spec"]
     reference = spec["reference"]
     conv = convergence(arms, reference)
-    claims = {"ratio_optimal": verdict_ratio_optimal(arms, reference),
-              "convergence_speed": verdict_convergence(conv, arms)}
-    glu = verdict_glu(arms, reference)
+    wanted = spec.get("claims") or ["ratio_optimal", "convergence_speed", "glu_vs_plain"]
+    claims: dict[str, Any] = {}
+    if "ratio_optimal" in wanted:
+        claims["ratio_optimal"] = verdict_ratio_optimal(arms, reference)
+    if "convergence_speed" in wanted:
+        claims["convergence_speed"] = verdict_convergence(conv, arms)
+    glu = verdict_glu(arms, reference) if "glu_vs_plain" in wanted else None
     if glu is not None:
         claims["glu_vs_plain"] = glu
     return {"spec": spec, "record": record, "arms": arm_table(arms), "convergence": conv,

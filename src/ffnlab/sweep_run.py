@@ -27,6 +27,7 @@ from typing import Any
 
 from . import runconfig
 from .errors import FfnlabError, require
+from .locking import die_with_parent, folder_lock
 from .progress import Progress
 from .sweep_spec import ResolvedRun, SweepSpec, resolve
 
@@ -57,6 +58,14 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     """Resolve the runs (preparing the corpus once for its vocabulary) and write sweep.json."""
     from .corpus import prepare
 
+    path = out / "sweep.json"
+    if path.exists():  # refuse a different sweep before any work
+        try:
+            old_spec = json.loads(path.read_text()).get("spec")
+        except json.JSONDecodeError as e:
+            raise FfnlabError(f"{path} is corrupt ({e}); move it away or use another --out") from None
+        require(old_spec == json.loads(json.dumps(asdict(spec))),
+                f"{out} holds a different sweep (its spec differs); use another --out")
     base = runconfig.from_dict(spec.base)
     d = base.data
     data = prepare(d.corpus, d.tokenizer, cache_dir=d.cache_dir, bpe_vocab_size=d.bpe_vocab_size,
@@ -64,7 +73,6 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     runs = resolve(spec, data.vocab_size)
     record = {"spec": asdict(spec), "vocab_size": data.vocab_size, "prepared_data": str(data.dir),
               "runs": [asdict(r) for r in runs]}
-    path = out / "sweep.json"
     if path.exists():
         old = json.loads(path.read_text())
         require(old.get("runs") == record["runs"],
@@ -100,7 +108,8 @@ def _run_local(cmd: list[str], log: Path, threads: int) -> int:
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env(threads)).returncode
+        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env(threads),
+                              preexec_fn=die_with_parent).returncode
 
 
 def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str | None = None,
@@ -108,6 +117,12 @@ def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str 
     """Run every unfinished run; return {run: 'finished'|'skipped'|'failed (code)'}."""
     require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
     out = Path(out)
+    with folder_lock(out, "ffnlab sweep"):
+        return _execute(spec, out, backend, address, workers, progress_mode)
+
+
+def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, workers: int | None,
+             progress_mode: str) -> dict[str, Any]:
     runs = prepare_sweep(spec, out)
     threads = spec.threads_per_worker
     n_workers = workers or spec.workers or max(1, (os.cpu_count() or 1) // threads)

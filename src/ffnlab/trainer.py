@@ -59,7 +59,8 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
         require(not changed, f"cannot resume {out_dir}: the config differs in {', '.join(changed)}")
         return True
     if out_dir.exists():
-        require(not any(out_dir.iterdir()), f"{out_dir} exists and is not an ffnlab run; choose another --out")
+        require(not any(p.name != ".lock" for p in out_dir.iterdir()),
+                f"{out_dir} exists and is not an ffnlab run; choose another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
     return False
 
@@ -122,13 +123,16 @@ def evaluate(model: torch.nn.Module, val: Any, starts: Any, seq_len: int, batch_
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[str, Any]:
     """Train (or continue) the run in ``out_dir``; return its summary."""
     from .corpus import batch_starts, eval_starts, get_batch, load_prepared, prepare
+    from .locking import folder_lock
     from .nn import build_model
 
     t = cfg.train
     info = setup(t.device)
+    lock = folder_lock(Path(out_dir), "ffnlab train") if info.is_main else contextlib.nullcontext()
     try:
-        return _train(cfg, Path(out_dir), resume, info, prepare, load_prepared, batch_starts, eval_starts,
-                      get_batch, build_model)
+        with lock:
+            return _train(cfg, Path(out_dir), resume, info, prepare, load_prepared, batch_starts, eval_starts,
+                          get_batch, build_model)
     finally:
         teardown(info)
 

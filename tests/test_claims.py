@@ -55,6 +55,10 @@ def test_evidence_from_a_report_fills_experiment_claims(tmp_path):
 def test_bad_evidence(tmp_path):
     with pytest.raises(FfnlabError):
         load_evidence(tmp_path)
+    for bad in ({"ratio_optimal": "false"}, {"ratio_optimal": {"verdict": "maybe", "evidence": "x"}}):
+        (tmp_path / "claims.json").write_text(json.dumps(bad))
+        with pytest.raises(FfnlabError, match="verdict"):
+            load_evidence(tmp_path)
     (tmp_path / "claims.json").write_text("{oops")
     with pytest.raises(FfnlabError, match="not valid JSON"):
         load_evidence(tmp_path)

@@ -23,7 +23,7 @@ def test_size_json_contract():
 def test_size_whole_model():
     out = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--n-heads", "12",
                    "--seq-len", "1024", "--bias")
-    assert out["model"]["params"]["total"] == 124_439_808 - 0  # GPT-2 small shape, untied vocab 50257
+    assert out["model"]["params"]["total"] == 124_439_808  # GPT-2 small's shape and count (tied head)
     assert out["model"]["flops_per_token"]["training"] == 3 * out["model"]["flops_per_token"]["forward"]
 
 
@@ -52,7 +52,7 @@ def test_explain_json_contract():
     out = run_json("explain", "--d-model", "4096", "--d-ff", "11008", "--ffn", "swiglu")
     assert out["alignment"]["pow2_divisor"] == 256
     assert all({"multiplier", "multiple_of"} <= set(r) for r in out["rules"])
-    llama = [r for r in out["rules"] if r["rule"] == "llama" and r["multiplier"] is None]
+    llama = [r for r in out["rules"] if r["rule"] == "llama" and r["ffn_dim_multiplier"] is None]
     assert llama and 256 in llama[0]["multiples_of"]
 
 
@@ -98,6 +98,7 @@ def test_bad_input_one_line_exit_2(args, fragment):
     ("[1, 2]", "JSON object"),
     ('{"hidden_size": 8}', "model_type"),
     ('{"model_type": "mamba"}', "not supported"),
+    ('{"model_type": ["llama"]}', "must be a string"),
     ('{"model_type": "llama", "hidden_size": "big"}', "hidden_size"),
     ('{"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3}', "does not divide"),
     ('{"model_type": "gpt2", "n_embd": 64, "n_head": 4, "activation_function": "tanh"}', "activation_function"),

@@ -23,7 +23,8 @@ def test_tokens_to_target_interpolates():
     tokens, losses = [100, 200, 300, 400], [4.0, 3.0, 2.0, 1.5]
     assert tokens_to_target(tokens, losses, 2.5) == pytest.approx(250)
     assert tokens_to_target(tokens, losses, 3.0) == pytest.approx(200)
-    assert tokens_to_target(tokens, losses, 5.0) == 100
+    assert tokens_to_target(tokens, losses, 5.0) is None  # below target at the first evaluation: censored
+    assert tokens_to_target(tokens, losses, 5.0, start=(0, 6.0)) == pytest.approx(50)
     assert tokens_to_target(tokens, losses, 1.0) is None
 
 

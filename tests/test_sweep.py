@@ -76,6 +76,8 @@ def test_iso_flops_and_fixed_d_model_controls():
 @pytest.mark.parametrize("bad, fragment", [
     ({"control": "iso-vibes"}, "control"), ({"reference": "nope"}, "reference"), ({"seeds": []}, "seeds"),
     ({"arms": [{"name": "a b", "ffn": {}}]}, "arm name"), ({"colour": 1}, "unknown key"),
+    ({"seeds": [0, 0]}, "unique"), ({"tolerance": "two"}, "tolerance"), ({"base": [1]}, "base"),
+    ({"claims": ["ratio_optimall"]}, "claims"),
 ])
 def test_bad_specs(tmp_path, bad, fragment):
     path = tmp_path / "bad.yaml"
@@ -142,6 +144,16 @@ def test_a_different_spec_cannot_reuse_a_sweep_folder(tmp_path, micro_spec):
     spec["seeds"] = [0, 1, 2]
     micro_spec.write_text(yaml.safe_dump(spec))
     assert_usage_error(run("sweep", str(micro_spec), "--out", str(out)), "different sweep")
+    (out / "sweep.json").unlink()  # even without its record, the runs of the old spec are recognised
+    spec["seeds"] = [0, 1]
+    spec["base"]["train"]["lr"] = 0.01
+    micro_spec.write_text(yaml.safe_dump(spec))
+    assert_usage_error(run("sweep", str(micro_spec), "--out", str(out)), "different sweep")
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("keep me")
+    assert_usage_error(run("report", str(out), "--out", str(foreign)), "not an ffnlab report")
+    assert (foreign / "notes.txt").read_text() == "keep me"
 
 
 def _fake_sweep(root: Path, curves: dict[str, list[list[float]]], tokens: list[int]) -> None:

@@ -110,6 +110,17 @@ def test_ddp_two_processes_match_one_process(tmp_path, cache_dir):
     assert records(two, "eval")[0]["val_loss"] == pytest.approx(records(one, "eval")[0]["val_loss"], rel=1e-5)
 
 
+def test_gradient_accumulation_matches_the_larger_batch(tmp_path, cache_dir):
+    common = ["train.max_steps=5", "train.eval_every=5", "train.log_every=1", "train.tensorboard=true"]
+    big, acc = tmp_path / "big", tmp_path / "acc"
+    assert run(*train_args(big, cache_dir, *common, "train.batch_size=8")).returncode == 0
+    p = run(*train_args(acc, cache_dir, *common, "train.batch_size=4", "train.grad_accum=2"))
+    assert p.returncode == 0, p.stderr
+    for x, y in zip(records(big, "train"), records(acc, "train"), strict=True):
+        assert y["loss"] == pytest.approx(x["loss"], rel=1e-5) and y["tokens"] == x["tokens"]
+    assert list((big / "tb").glob("events.out.tfevents.*"))  # TensorBoard logs alongside the JSONL
+
+
 @pytest.mark.parametrize("arch", [
     ["model.ffn.kind=swiglu", "model.norm=rmsnorm", "model.positions=rope", "model.n_kv_heads=1",
      "model.tied_embeddings=false"],
@@ -150,8 +161,14 @@ def test_export_refuses_moe_with_reason(tmp_path, cache_dir):
     (["train.max_stepz=3"], "did you mean max_steps"),
     (["data.corpus=/nonexistent/corpus.txt"], "/nonexistent/corpus.txt"),
     (["data.tokenizer=words"], "tokenizer"),
+    (["train.device=cuda"], "CUDA"),
+    (["train.device=gpu"], "train.device"),
+    (["train.beta1=1.5"], "beta1"),
+    (["train.dtype=fp16"], "dtype"),
 ])
 def test_bad_config_exits_2(tmp_path, cache_dir, overrides, fragment):
+    if "train.device=cuda" in overrides and torch.cuda.is_available():
+        pytest.skip("CUDA is available here")
     assert_usage_error(run(*train_args(tmp_path / "r", cache_dir, *overrides)), fragment)
 
 

@@ -48,9 +48,12 @@ def test_param_matched_gated_equals_plain_when_exact(d, r):
         assert 0 <= p_gated - (2 * d * ratio * d) < 3 * d
 
 
-@given(st.integers(1, 100_000))
-def test_eight_thirds_parity_identity(d):
-    assert 3 * d * Fraction(8, 3) * d == 2 * d * 4 * d
+@given(st.integers(1, 30_000))
+def test_eight_thirds_swiglu_has_a_4x_mlps_parameters_when_3_divides_d(d):
+    d = 3 * d
+    width = resolve_d_ff(d, "swiglu", make_rule("param-matched", ratio="4"))
+    assert width == 8 * d // 3
+    assert dense_ffn_params(d, width, True, False) == dense_ffn_params(d, 4 * d, False, False)
 
 
 @given(st.integers(1, 10_000), st.integers(1, 10_000))

@@ -46,7 +46,7 @@ def test_lookup_is_case_insensitive_and_suggests():
 
 def test_explain_finds_llama_and_ratio_rules():
     out = explain(4096, 11008, "swiglu")
-    rules = {(r["rule"], r["multiplier"]): r for r in out["rules"]}
+    rules = {(r["rule"], r["ffn_dim_multiplier"]): r for r in out["rules"] if r["rule"] == "llama"}
     assert rules[("llama", None)]["multiples_of"] == [128, 256]
     assert out["ratio_raw_exact"] == "43/16"
     plain = explain(768, 3072, "gelu")
@@ -68,7 +68,11 @@ def test_plan_hits_target_within_constraints(target):
     assert abs(best.error) <= 0.02
     assert cfg.d_model % 64 == 0 and cfg.head_dim in (64, 128) and 32 <= cfg.d_model / cfg.n_layers <= 160
     assert count_params(cfg).total == best.params  # the planner's number is the counter's number
-    assert all(abs(c.error) >= 0 for c in rest)
+    assert [abs(c.error) for c in rest] == sorted(abs(c.error) for c in rest)
+    for c in rest:
+        assert c.config.d_model % 64 == 0 and c.config.head_dim in (64, 128)
+        assert 32 <= c.config.d_model / c.config.n_layers <= 160
+        assert count_params(c.config).total == c.params
 
 
 def test_plan_rejects_impossible_constraints():

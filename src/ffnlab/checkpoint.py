@@ -112,19 +112,21 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
     if missing or unexpected:
         raise FfnlabError(f"checkpoint {path} does not fit this model (missing {sorted(missing)[:3]}, "
                           f"unexpected {sorted(unexpected)[:3]}); was the config changed?")
-    if opt is not None:
-        sd: dict[str, Any] = {"state": {}, "param_groups": state["optimizer"]["param_groups"]}
-        for key, value in list(tensors.items()) + list(state["optimizer"]["scalars"].items()):
-            if key.startswith("state."):
-                _, idx, name = key.split(".", 2)
-                sd["state"].setdefault(int(idx), {})[name] = value
-        try:
+    try:
+        if not isinstance(state.get("step"), int):
+            raise ValueError("state.json has no integer step")
+        if opt is not None:
+            sd: dict[str, Any] = {"state": {}, "param_groups": state["optimizer"]["param_groups"]}
+            for key, value in list(tensors.items()) + list(state["optimizer"]["scalars"].items()):
+                if key.startswith("state."):
+                    _, idx, name = key.split(".", 2)
+                    sd["state"].setdefault(int(idx), {})[name] = value
             opt.load_state_dict(sd)
-        except (ValueError, KeyError, RuntimeError) as e:
-            raise _corrupt(path / "optim.safetensors", e) from None
-    torch.set_rng_state(tensors["rng.cpu"])
-    if torch.cuda.is_available():
-        cuda = [tensors[k] for k in sorted(t for t in tensors if t.startswith("rng.cuda."))]
-        if len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(cuda)
+        torch.set_rng_state(tensors["rng.cpu"])
+        if torch.cuda.is_available():
+            cuda = [tensors[k] for k in sorted(t for t in tensors if t.startswith("rng.cuda."))]
+            if len(cuda) == torch.cuda.device_count():
+                torch.cuda.set_rng_state_all(cuda)
+    except (ValueError, KeyError, TypeError, RuntimeError, AttributeError) as e:
+        raise _corrupt(path, f"{type(e).__name__}: {e}") from None
     return state

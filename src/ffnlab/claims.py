@@ -261,6 +261,9 @@ def load_evidence(report_dir: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as e:
         raise FfnlabError(f"{path}: not valid JSON ({e})") from None
     require(isinstance(data, dict), f"{path}: expected a JSON object of experiment verdicts")
+    for key, entry in data.items():
+        require(isinstance(entry, dict) and entry.get("verdict") in VERDICTS and isinstance(entry.get("evidence"), str),
+                f"{path}: entry {key!r} needs a verdict ({', '.join(VERDICTS)}) and an evidence string")
     return data
 
 

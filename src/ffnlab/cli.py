@@ -13,11 +13,7 @@ from .render import Column, human, num, pct
 
 HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
 
-What d_ff should I use, what does it cost, what do real models do, and is a claim about FFN width true at my scale? Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements.
-
-[bold]Examples[/bold]: ffnlab size --d-model 4096 --ffn swiglu --rule llama | ffnlab audit llama-2-7b path/to/config.json | ffnlab verify (the main job: claims, audit and a CPU sweep, written to an HTML report)
-
-Every command takes --help; table commands take --json and --format table|markdown|csv.
+Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). Table commands take --json and --format table|markdown|csv.
 """
 
 app = typer.Typer(help=HELP, add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
@@ -27,6 +23,8 @@ SIZING = "Sizing (instant, no torch)"
 MODELS = "Real models and claims (no torch)"
 EXPERIMENTS = "Experiments (PyTorch)"
 FMT_HELP = "Output format for tables: table, markdown or csv."
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented contract).")
+FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
 
 
 def _fmt(fmt: str) -> str:
@@ -65,10 +63,10 @@ def size(
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
 ) -> None:
-    """FFN width, ratios and parameters for a width rule; add --n-layers for a whole model."""
+    """d_ff, ratios and parameters for a width rule (--n-layers: whole model)."""
     from .config import FFNSpec, make_config, validate
     from .counting import ffn_params
     from .flops import flops_per_token, training_memory
@@ -81,15 +79,15 @@ def size(
     width = resolve_d_ff(d_model, ffn, r)
     gated = get_kind(ffn).gated
     require(experts >= 0, f"--experts must be >= 0, got {experts}")
+    require(not experts or 1 <= top_k <= experts, f"--top-k must be between 1 and --experts={experts}")
     spec = FFNSpec(kind=ffn, d_ff=width, bias=bias, n_experts=experts, top_k=top_k if experts else 0)
     out: dict[str, Any] = {
         "d_model": d_model, "ffn_kind": ffn, "gated": gated, "rule": r.describe(), "d_ff": width,
         "ratio_raw": width / d_model, "ratio_param_matched": float(param_matched_ratio(d_model, width, gated)),
-        "ffn_params_per_layer": ffn_params(d_model, spec) if experts == 0 or 1 <= top_k <= experts else None,
+        "ffn_params_per_layer": ffn_params(d_model, spec),
         "alignment": alignment(width),
     }
     if experts:
-        require(1 <= top_k <= experts, f"--top-k must be between 1 and --experts={experts}")
         out["ffn_params_per_layer_active"] = ffn_params(d_model, spec, active=True)
     if n_layers is not None:
         check_width(n_layers, "n_layers")
@@ -152,10 +150,10 @@ def plan(
     aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
     kv_groups: int = typer.Option(1, "--kv-groups", help="Query heads per KV head (1 = MHA)."),
     top: int = typer.Option(8, "--top", help="How many candidates to show."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
 ) -> None:
-    """A model shape near a parameter target, under shape constraints, with the nearest alternatives."""
+    """A model shape near a parameter target, with the nearest alternatives."""
     from .plan import parse_count
     from .plan import plan as make_plan
 
@@ -189,10 +187,10 @@ def explain(
     d_model: int = typer.Option(..., "--d-model", help="Model width."),
     d_ff: int = typer.Option(..., "--d-ff", help="FFN width to explain."),
     ffn: str = typer.Option("gelu", "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
 ) -> None:
-    """Which width rules reproduce d_ff exactly, and how well it is aligned for matmul hardware."""
+    """Which width rules reproduce a d_ff, and its hardware alignment."""
     from .explain import explain as run_explain
 
     _fmt(fmt)
@@ -205,7 +203,8 @@ def explain(
              f"param-matched {out['ratio_param_matched']:.4f}; largest power of two dividing it "
              f"{a['pow2_divisor']} (/64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']})")
     cols = [Column("rule", "rule", justify="left"), Column("ratio", "ratio", str),
-            Column("multiplier", "multiplier", lambda x: "-" if x is None else f"{x:.4g}"),
+            Column("multiplier", "x d_model", lambda x: "-" if x is None else f"{x:.4g}"),
+            Column("ffn_dim_multiplier", "ffn_dim_multiplier", lambda x: "-" if x is None else f"{x:g}"),
             Column("multiples_of", "multiple_of that work", lambda m: ", ".join(map(str, m))),
             Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
     render.emit(out["rules"], cols, fmt, title=title)
@@ -227,10 +226,10 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 def audit(
     targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo') or paths to config.json files."),
     all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
-    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
 ) -> None:
-    """Audit real models: raw and parameter-matched ratio vs 4, FFN share, exact totals, alignment."""
+    """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
     from .audit import audit as run_audit
     from .audit import audit_entry
     from .zoo import load_zoo
@@ -254,10 +253,10 @@ def audit(
 @app.command(rich_help_panel=MODELS)
 def zoo(
     family: str = typer.Option(None, "--family", help="Only this family (case-insensitive substring)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
 ) -> None:
-    """List the published models ffnlab knows, with the source of every number."""
+    """The published models ffnlab knows, with sources."""
     from .zoo import load_zoo
 
     _fmt(fmt)
@@ -271,32 +270,26 @@ def zoo(
                      "d_ff": cfg.ffn.d_ff if cfg else (e.estimate or {}).get("d_ff"),
                      "ffn_kind": cfg.ffn.kind if cfg else None, "source": e.source,
                      "verified_against": e.verified_against, "note": e.note})
-    if as_json:
-        render.emit_json(rows)
-        return
     cols = [Column("name", "name", justify="left"), Column("family", "family", justify="left"),
             Column("model_type", "type", justify="left"), Column("d_model", "d_model"), Column("d_ff", "d_ff"),
             Column("ffn_kind", "kind", justify="left"), Column("source", "source", justify="left")]
-    render.emit(rows, cols, fmt, title=f"ffnlab zoo: {len(rows)} models")
+    render.output(rows, cols, as_json=as_json, fmt=fmt, title=f"ffnlab zoo: {len(rows)} models")
 
 
 @app.command(rich_help_panel=MODELS)
 def claims(
     evidence: str = typer.Option(None, "--evidence", help="Report folder whose experiments settle the needs-experiment claims."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON (a list of objects)."),
-    fmt: str = typer.Option("table", "--format", "-f", help=FMT_HELP),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
 ) -> None:
-    """Check every claim of the two seed documents; evidence is computed now, not stored."""
+    """Check every claim of the seed documents; evidence computed now."""
     from .claims import evaluate, load_evidence
 
     _fmt(fmt)
     rows = evaluate(load_evidence(evidence) if evidence else None)
-    if as_json:
-        render.emit_json(rows)
-        return
     cols = [Column("id", "claim id", justify="left"), Column("verdict", "verdict", justify="left"),
             Column("claim", "claim (paraphrased)", justify="left"), Column("evidence", "evidence", justify="left")]
-    render.emit(rows, cols, fmt, title="Claims of the seed documents")
+    render.output(rows, cols, as_json=as_json, fmt=fmt, title="Claims of the seed documents")
 
 
 def _register_heavy_commands() -> None:
@@ -331,6 +324,9 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(0)
         print(f"error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
         sys.exit(EXIT_USAGE if getattr(e, "exit_code", 2) == 2 else e.exit_code)  # type: ignore[attr-defined]
+    except OSError as e:  # a path that is a file, a full disk, a permission: the user's environment
+        print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     except (typer.Abort, KeyboardInterrupt):
         print("interrupted", file=sys.stderr)
         sys.exit(130)

@@ -36,7 +36,11 @@ def train(
     device: str = typer.Option(None, "--device", help="Shortcut for train.device (auto, cpu, cuda)."),
     threads: int = typer.Option(None, "--threads", help="Shortcut for train.threads."),
 ) -> None:
-    """Train a small decoder LM whose FFN follows a width rule. Resumable; works under torchrun (DDP)."""
+    """Train a small LM whose FFN follows a width rule; resumable, DDP-ready.
+
+    Config from YAML/TOML/JSON plus --set overrides; see docs/training.md. Under torchrun it trains
+    with DistributedDataParallel.
+    """
     from . import runconfig
     from .trainer import TrainingDiverged
     from .trainer import train as run_train
@@ -68,8 +72,11 @@ def export(
     hf: Path = typer.Option(..., "--hf", help="Empty output folder for config.json + model.safetensors."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:
-    """Write a trained run as a Hugging Face model (Llama layout for RMSNorm/RoPE/gated, GPT-2 for
-    LayerNorm/learned/plain); refuse, with the reason, configs neither layout can express."""
+    """Write a trained run as a Hugging Face model folder.
+
+    Llama layout for RMSNorm + RoPE + gated FFNs, GPT-2 layout for LayerNorm + learned positions +
+    plain MLPs; other configs are refused with the reason.
+    """
     from .export import export_model, layout_for, load_run_model
 
     model = load_run_model(run, checkpoint)
@@ -87,15 +94,22 @@ def sweep(
     workers: int = typer.Option(None, "--workers", help="Parallel runs (default: cores / threads_per_worker)."),
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the report when the sweep finishes."),
 ) -> None:
-    """Train every (arm, seed) of a spec under its control (iso-params, iso-flops, fixed-d-model).
-    Resumable: rerun the same command; finished runs are kept, interrupted ones continue."""
+    """Run every (arm, seed) of a sweep spec under its control; resumable.
+
+    Controls: iso-params, iso-flops, fixed-d-model. Rerun the same command to continue: finished runs
+    are kept, interrupted ones resume from their last checkpoint. See docs/experiments.md.
+    """
     from .report import write_report
-    from .sweep_run import execute
+    from .sweep_run import RunsFailed, execute
     from .sweep_spec import load_spec
 
     s = load_spec(spec)
     folder = out or Path("sweeps") / s.name
-    status = execute(s, folder, backend=backend, address=address, workers=workers)
+    try:
+        status = execute(s, folder, backend=backend, address=address, workers=workers)
+    except RunsFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
     done = sum(v == "finished" for v in status.values())
     print(f"{folder}: {done} run(s) trained, {len(status) - done} already finished")
     if report_too:
@@ -108,8 +122,11 @@ def report(
     sweep_dir: Path = typer.Argument(..., help="A finished sweep folder."),
     out: Path = typer.Option(None, "--out", "-o", help="Report folder (default SWEEP_DIR/report)."),
 ) -> None:
-    """Analyse a sweep: means and 95% CIs per arm, convergence speed vs the reference arm with a
-    bootstrap CI, claim verdicts, the seed's table filled; Markdown + HTML + CSV/JSON."""
+    """Analyse a finished sweep: CIs, convergence speed, verdicts, plots.
+
+    Means and 95% CIs per arm, tokens to a target loss vs the reference arm with a bootstrap CI,
+    the seed's table filled; writes Markdown, self-contained HTML, CSV and JSON.
+    """
     from .report import write_report
 
     paths = write_report(sweep_dir, out)
@@ -128,11 +145,18 @@ def verify(
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address."),
 ) -> None:
-    """The main job: check the claims, audit the zoo, run a controlled FFN-ratio sweep and write
-    one report that fills the seed's empty table and settles the claims needing experiments."""
+    """The main job: claims, zoo audit and a controlled sweep, in one report.
+
+    Fills the seed's empty table with measured numbers and settles the claims that need training.
+    """
+    from .sweep_run import RunsFailed
     from .verify import verify as run_verify
 
-    result = run_verify(preset, out, workers=workers, backend=backend, address=address)
+    try:
+        result = run_verify(preset, out, workers=workers, backend=backend, address=address)
+    except RunsFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
     print("\nVerdicts:")
     for c in result["claims"]:
         print(f"  {c['verdict']:<16} {c['id']}")

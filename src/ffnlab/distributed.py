@@ -37,6 +37,11 @@ def setup(requested_device: str) -> DistInfo:
     rank, local = int(os.environ.get("RANK", "0")), int(os.environ.get("LOCAL_RANK", "0"))
     device = pick_device(requested_device, local)
     if device.startswith("cuda"):
+        from .errors import require
+
+        require(torch.cuda.is_available(), f"device {device} requested but this torch build has no CUDA device; "
+                                           "use --device cpu or install a CUDA build of torch")
+        require(int(device.split(":")[1]) < torch.cuda.device_count(), f"no CUDA device {device}")
         torch.cuda.set_device(device)
     if world > 1:
         import torch.distributed as dist

@@ -1,4 +1,9 @@
-"""Which width rules reproduce a given d_ff, and how well it is aligned for hardware."""
+"""Which width rules reproduce a given d_ff, and how well it is aligned for hardware.
+
+Each rule reads ``d_ff = round(multiplier x d_model)`` to a multiple of ``multiple_of``: for
+ratio rules ``multiplier`` is the ratio (x2/3 when parameter-matched), for the LLaMA rule it is
+8/3 x ``ffn_dim_multiplier`` (the rule also truncates to integers along the way).
+"""
 
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ def explain(d_model: int, d_ff: int, kind: str = "gelu") -> dict[str, Any]:
     gated = get_kind(kind).gated
     raw = Fraction(d_ff, d_model)
     rules: list[dict[str, Any]] = [{
-        "rule": "ratio", "ratio": _txt(raw), "multiplier": float(raw), "multiple_of": 1,
+        "rule": "ratio", "ratio": _txt(raw), "multiplier": float(raw), "ffn_dim_multiplier": None, "multiple_of": 1,
         "multiples_of": [1], "rounding": "exact", "describe": f"d_ff = {_txt(raw)} x d_model exactly",
     }]
     rule_kinds = ["ratio", "param-matched"] if gated else ["ratio"]
@@ -55,7 +60,8 @@ def explain(d_model: int, d_ff: int, kind: str = "gelu") -> dict[str, Any]:
                 if ms:
                     scale = r * 2 / 3 if rule == "param-matched" else r
                     rules.append({
-                        "rule": rule, "ratio": _txt(r), "multiplier": float(scale), "multiple_of": max(ms),
+                        "rule": rule, "ratio": _txt(r), "multiplier": float(scale), "ffn_dim_multiplier": None,
+                        "multiple_of": max(ms),
                         "multiples_of": ms, "rounding": rounding,
                         "describe": f"{'raw' if rule == 'ratio' else rule} ratio {_txt(r)} (x{float(scale):.4g}), rounded {rounding} to a multiple of {max(ms)}",
                     })
@@ -65,8 +71,8 @@ def explain(d_model: int, d_ff: int, kind: str = "gelu") -> dict[str, Any]:
                               lambda m, mult=mult: WidthRule("llama", ratio=Fraction(4), multiplier=mult, multiple_of=m))
             if ms:
                 rules.append({
-                    "rule": "llama", "ratio": "4", "multiplier": _num(mult), "multiple_of": max(ms),
-                    "multiples_of": ms, "rounding": "up",
+                    "rule": "llama", "ratio": "4", "multiplier": float(Fraction(8, 3) * (mult or 1)),
+                    "ffn_dim_multiplier": _num(mult), "multiple_of": max(ms), "multiples_of": ms, "rounding": "up",
                     "describe": f"LLaMA rule int(8d/3){'' if mult is None else f' x {float(mult):g}'}, "
                                 f"rounded up to a multiple of {max(ms)}",
                 })

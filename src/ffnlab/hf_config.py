@@ -158,7 +158,7 @@ def _llama_like(defaults: dict[str, Any], *, qkv_bias_key: str | None = "attenti
         if k.data.get("head_dim") is None and not defaults.get("head_dim"):
             require(d % n_heads == 0, f"config.json: num_attention_heads={n_heads} does not divide "
                                       f"hidden_size={d} (and no head_dim is given)")
-        n_experts = k.first("num_local_experts", default=0) if defaults.get("moe") else 0
+        n_experts = k.first("num_local_experts", default=defaults["moe"]) if defaults.get("moe") else 0
         ffn = FFNSpec(
             k.act(act_key, defaults[act_key], gated=True),
             k.get("intermediate_size", defaults["intermediate_size"]),
@@ -221,7 +221,7 @@ HF_TRANSLATORS: dict[str, Callable[[_Keys], ModelConfig]] = {
     "falcon": _falcon,
     "llama": _llama_like(_LLAMA, mlp_bias_key="mlp_bias"),
     "mistral": _llama_like({**_LLAMA, "intermediate_size": 14336, "num_key_value_heads": 8}, qkv_bias_key=None),
-    "mixtral": _llama_like({**_LLAMA, "intermediate_size": 14336, "num_key_value_heads": 8, "moe": True},
+    "mixtral": _llama_like({**_LLAMA, "intermediate_size": 14336, "num_key_value_heads": 8, "moe": 8},
                            qkv_bias_key=None),
     "qwen2": _llama_like({**_LLAMA, "intermediate_size": 22016, "vocab_size": 151936,
                           "num_key_value_heads": 32}, qkv_bias_key=None, qkv_bias=True, out_bias_follows=False),
@@ -246,6 +246,7 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     require(isinstance(data, dict), "config.json must contain a JSON object")
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")
+    require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {model_type!r}")
     require(model_type in HF_TRANSLATORS,
             f"config.json model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     cfg = HF_TRANSLATORS[model_type](_Keys(data, model_type))

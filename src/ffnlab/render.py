@@ -90,6 +90,15 @@ def console_for_tables():  # noqa: ANN201 - rich type kept out of the signature
     return Console(width=width, soft_wrap=False)
 
 
+def output(rows: Sequence[dict[str, Any]], columns: Sequence[Column], *, as_json: bool, fmt: str,
+           title: str | None = None) -> None:
+    """JSON of the rows with ``--json``, otherwise the table in ``fmt``."""
+    if as_json:
+        emit_json(list(rows))
+    else:
+        emit(rows, columns, fmt, title)
+
+
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], title: str | None = None) -> str:
     buf = io.StringIO()
     if title:

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import plots
 from .analysis import analyse
+from .errors import require
 from .render import Column, markdown_table
 
 ARM_COLUMNS = [
@@ -98,8 +99,9 @@ CONV_COLUMNS = [Column("arm", "arm", justify="left"), Column("reached", "runs re
 def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, extra_sections: list[tuple[str, str]] | None = None,
                  title: str | None = None) -> dict[str, Path]:
     """Analyse ``sweep_dir`` and write the report files into ``out_dir`` (default: sweep_dir/report)."""
-    result = analyse(sweep_dir)
     out = Path(out_dir) if out_dir else Path(sweep_dir) / "report"
+    claim_report_dir(out)
+    result = analyse(sweep_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     arms = result["arm_objects"]
     figures = {
@@ -186,6 +188,20 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ex
     (out / "index.html").write_text(page)
     return {"html": out / "index.html", "markdown": out / "report.md", "claims": out / "claims.json",
             "results": out / "results.json", "dir": out}
+
+
+MARKER = ".ffnlab-report"
+
+
+def claim_report_dir(out: Path) -> None:
+    """Make ``out`` a report folder, refusing one that holds anything else (never overwrite)."""
+    if out.exists():
+        require(out.is_dir(), f"{out} is a file; choose a folder for the report")
+        foreign = [p.name for p in out.iterdir() if p.name not in (MARKER, "sweep")]
+        require((out / MARKER).exists() or not foreign,
+                f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by ffnlab report; its files are rewritten on each run\n")
 
 
 def _html_table(rows: list[dict[str, Any]], columns: list[Column]) -> str:

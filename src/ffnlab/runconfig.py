@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import re
 import types
 import typing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-from .config import AttentionSpec, FFNSpec, ModelConfig, validate
+from .config import AttentionSpec, FFNSpec, ModelConfig, check_trainable, validate
 from .errors import FfnlabError, require
 from .widths import make_rule, resolve_d_ff
 
@@ -82,7 +83,7 @@ class TrainSection:
     checkpoint_every: int = 100
     keep_last: int = 2
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    dtype: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16 | fp16
+    dtype: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
     compile: bool = False
     threads: Union[int, None] = None
     tensorboard: bool = True
@@ -243,15 +244,17 @@ def check(cfg: RunConfig) -> None:
     require(t.lr > 0, f"config: train.lr must be > 0, got {t.lr}")
     require(0 <= t.min_lr_ratio <= 1, "config: train.min_lr_ratio must be in [0, 1]")
     require(t.warmup_steps >= 0, "config: train.warmup_steps must be >= 0")
-    require(t.dtype in ("auto", "fp32", "bf16", "fp16"), f"config: train.dtype must be auto, fp32, bf16 or fp16, got {t.dtype!r}")
+    require(t.dtype in ("auto", "fp32", "bf16"), f"config: train.dtype must be auto, fp32 or bf16, got {t.dtype!r}")
+    require(0 <= t.beta1 < 1 and 0 <= t.beta2 < 1, "config: train.beta1 and train.beta2 must be in [0, 1)")
+    require(t.weight_decay >= 0 and t.grad_clip > 0, "config: train.weight_decay must be >= 0 and train.grad_clip > 0")
+    require(re.fullmatch(r"auto|cpu|cuda(:\d+)?", t.device) is not None,
+            f"config: train.device must be auto, cpu, cuda or cuda:N, got {t.device!r}")
     if isinstance(t.progress, bool):
         t.progress = "auto" if t.progress else "off"
     require(t.progress in ("auto", "bar", "lines", "off"), "config: train.progress must be auto, bar, lines or off")
     require(t.threads is None or t.threads >= 1, "config: train.threads must be >= 1")
     require(cfg.data.tokenizer in ("byte", "bpe"), f"config: data.tokenizer must be byte or bpe, got {cfg.data.tokenizer!r}")
     require(m.ffn.aux_loss_coef >= 0, "config: model.ffn.aux_loss_coef must be >= 0")
-    from .nn.model import check_trainable
-
     check_trainable(model_config(cfg, vocab_size=256))  # shape errors surface before any data work
 
 

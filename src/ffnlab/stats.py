@@ -39,13 +39,22 @@ def welch_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tup
         return d, math.nan, math.nan
     va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
     se = math.sqrt(va + vb)
-    if se == 0:
-        return d, d, d
+    if se == 0:  # identical values: no spread to judge a difference by
+        return d, math.nan, math.nan
     df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
     from scipy import stats
 
     half = float(stats.t.ppf(0.5 + level / 2, df) * se)
     return d, d - half, d + half
+
+
+def log_ratio_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(mean(a) / mean(b), low, high) from Welch's t interval on log values: conservative with
+    few seeds (the percentile bootstrap is reported beside it but decides nothing)."""
+    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    _, lo, hi = welch_ci(la, lb, level)
+    point = float(np.mean(a) / np.mean(b)) if len(a) and len(b) else math.nan
+    return point, math.exp(lo) if lo == lo else math.nan, math.exp(hi) if hi == hi else math.nan
 
 
 def diff_of_means(a: np.ndarray, b: np.ndarray) -> float:
@@ -77,13 +86,20 @@ def bootstrap_ci(a: Sequence[float], b: Sequence[float], stat: Callable[[np.ndar
     return point, float(lo), float(hi)
 
 
-def tokens_to_target(tokens: Sequence[float], losses: Sequence[float], target: float) -> float | None:
+def tokens_to_target(tokens: Sequence[float], losses: Sequence[float], target: float,
+                     start: tuple[float, float] | None = None) -> float | None:
     """First point where the curve reaches ``target`` (loss <= target), linearly interpolated
-    between the evaluation before and the one at the crossing; None if it never does."""
+    between the evaluation before and the one at the crossing; None if it never does.
+
+    ``start`` is the curve's origin, e.g. (0, ln V) for a model that starts at chance; without it a
+    curve already below the target at its first evaluation is censored and gives None.
+    """
+    if start is not None:
+        tokens, losses = [start[0], *tokens], [start[1], *losses]
     for i, (t, loss) in enumerate(zip(tokens, losses, strict=True)):
         if loss <= target:
             if i == 0:
-                return float(t)
+                return None if start is None else float(t)
             t0, l0 = tokens[i - 1], losses[i - 1]
             if l0 == loss:
                 return float(t)

@@ -40,6 +40,17 @@ def run_finished(run_dir: Path, max_steps: int) -> bool:
     return s.get("status") == "finished" and s.get("steps") == max_steps
 
 
+def _same_run(path: Path, config: dict[str, Any]) -> bool:
+    """Whether the config saved at ``path`` trains the same run as ``config``."""
+    from .trainer import RESUMABLE_CHANGES
+
+    saved = runconfig.load(path).to_dict()
+    for d in (saved, config := json.loads(json.dumps(config))):
+        for key in RESUMABLE_CHANGES:
+            d["train"].pop(key, None)
+    return saved == config
+
+
 def steps_done(run_dir: Path) -> int:
     """Latest logged step of a run (0 if none), read from its metrics file."""
     try:
@@ -84,7 +95,10 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
         os.replace(tmp, path)
     (out / "configs").mkdir(exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
-    for r in runs:
+    for r in runs:  # leftovers of another spec (e.g. after sweep.json was moved away) are refused
+        for saved in (out / "configs" / f"{r.run}.yaml", out / "runs" / r.run / "config.yaml"):
+            require(not saved.exists() or _same_run(saved, r.config),
+                    f"{saved} was written for a different sweep; use another --out")
         cfg_path = out / "configs" / f"{r.run}.yaml"
         if not cfg_path.exists():
             runconfig.save(runconfig.from_dict(r.config), cfg_path)
@@ -116,6 +130,7 @@ def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str 
             workers: int | None = None, progress_mode: str = "auto") -> dict[str, Any]:
     """Run every unfinished run; return {run: 'finished'|'skipped'|'failed (code)'}."""
     require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
+    require(workers is None or workers >= 1, f"--workers must be >= 1, got {workers}")
     out = Path(out)
     with folder_lock(out, "ffnlab sweep"):
         return _execute(spec, out, backend, address, workers, progress_mode)
@@ -168,9 +183,13 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     failed = [k for k, v in status.items() if v.startswith("failed")]
     (out / "status.json").write_text(json.dumps(status, indent=1))
     if failed:
-        raise FfnlabError(f"{len(failed)} of {len(runs)} runs failed ({', '.join(failed[:4])}); see {out}/logs; "
-                          "rerun the same command to retry them (finished runs are kept)")
+        raise RunsFailed(f"{len(failed)} of {len(runs)} runs failed ({', '.join(failed[:4])}); see {out}/logs; "
+                         "rerun the same command to retry them (finished runs are kept)")
     return status
+
+
+class RunsFailed(RuntimeError):
+    """Some runs of a sweep failed (exit status 1: not a usage error)."""
 
 
 def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: float, address: str | None,
@@ -194,4 +213,12 @@ def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: floa
     while remaining:
         _, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=1.0)
         poll()
-    return {name: "finished" if ray.get(ref) == 0 else f"failed (exit {ray.get(ref)})" for name, ref in refs.items()}
+    status = {}
+    for name, ref in refs.items():
+        try:
+            code = ray.get(ref)
+        except Exception as e:  # a task that died (node lost, worker crash) fails that run only
+            status[name] = f"failed ({type(e).__name__})"
+            continue
+        status[name] = "finished" if code == 0 else f"failed (exit {code})"
+    return status

@@ -27,6 +27,7 @@ from .errors import FfnlabError, require
 from .flops import flops_per_token
 
 CONTROLS = ("iso-params", "iso-flops", "fixed-d-model")
+EXPERIMENTS = ("ratio_optimal", "convergence_speed", "glu_vs_plain")  # what a report can decide
 PRESET_DIR = Path(__file__).resolve().parents[2] / "configs"
 
 
@@ -102,11 +103,20 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     seeds = data["seeds"]
     require(isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds),
             "sweep spec: seeds must be a non-empty list of integers")
+    require(len(set(seeds)) == len(seeds), "sweep spec: seeds must be unique")
+    require(isinstance(data.get("base", {}), dict), "sweep spec: base must be a mapping (a run config)")
+    for key, kind in (("tolerance", (int, float)), ("d_step", int), ("workers", int), ("threads_per_worker", int)):
+        value = data.get(key)
+        require(value is None or (isinstance(value, kind) and not isinstance(value, bool)),
+                f"sweep spec: {key} must be a number, got {value!r}")
+    claims = data.get("claims", [])
+    require(isinstance(claims, list) and set(claims) <= set(EXPERIMENTS),
+            f"sweep spec: claims must be a list drawn from {', '.join(EXPERIMENTS)}")
     spec = SweepSpec(name=str(data["name"]), base=dict(data.get("base", {})), arms=arms, seeds=list(seeds),
                      control=data.get("control", "iso-params"), tolerance=float(data.get("tolerance", 0.02)),
                      reference=str(data.get("reference", names[0])), d_step=int(data.get("d_step", 4)),
                      workers=int(data.get("workers", 0)), threads_per_worker=int(data.get("threads_per_worker", 1)),
-                     description=str(data.get("description", "")), claims=list(data.get("claims", [])))
+                     description=str(data.get("description", "")), claims=list(claims))
     require(spec.control in CONTROLS, f"sweep spec: control must be one of {', '.join(CONTROLS)}, got {spec.control!r}")
     require(spec.reference in names, f"sweep spec: reference arm {spec.reference!r} is not among the arms")
     require(spec.tolerance > 0 and spec.d_step >= 1 and spec.threads_per_worker >= 1 and spec.workers >= 0,

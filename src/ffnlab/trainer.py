@@ -30,8 +30,9 @@ from .runconfig import RunConfig
 from .schedule import lr_at
 
 # Train settings that may change when a run is resumed (they do not alter the trajectory).
-RESUMABLE_CHANGES = {"max_steps", "eval_every", "log_every", "checkpoint_every", "keep_last", "device",
-                     "compile", "threads", "tensorboard", "peak_flops", "progress"}
+# (max_steps is not among them: the cosine schedule depends on it.)
+RESUMABLE_CHANGES = {"eval_every", "log_every", "checkpoint_every", "keep_last", "device", "compile", "threads",
+                     "tensorboard", "peak_flops", "progress"}
 
 
 class TrainingDiverged(RuntimeError):
@@ -65,6 +66,25 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
     return False
 
 
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a metrics file; a line torn by a kill (the last one) is dropped."""
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and "step" in rec and "kind" in rec:
+            out.append(rec)
+    return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
 class MetricsLog:
     """Append-only JSON lines; on resume, records past the checkpoint step are dropped."""
 
@@ -74,10 +94,8 @@ class MetricsLog:
     def truncate_after(self, step: int) -> None:
         if not (self.enabled and self.path.exists()):
             return
-        keep = [ln for ln in self.path.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] <= step]
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text("".join(ln + "\n" for ln in keep))
-        os.replace(tmp, self.path)
+        keep = [json.dumps(r) for r in read_records(self.path) if r["step"] <= step]
+        write_atomic(self.path, "".join(ln + "\n" for ln in keep))
 
     def write(self, record: dict[str, Any]) -> None:
         if self.enabled:
@@ -98,8 +116,7 @@ def _autocast(device: str, dtype: str) -> contextlib.AbstractContextManager:
         dtype = "bf16" if device.startswith("cuda") else "fp32"
     if dtype == "fp32":
         return contextlib.nullcontext()
-    tdtype = torch.bfloat16 if dtype == "bf16" else torch.float16
-    return torch.autocast(device_type=device.split(":")[0], dtype=tdtype)
+    return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16)
 
 
 @torch.no_grad()
@@ -121,24 +138,22 @@ def evaluate(model: torch.nn.Module, val: Any, starts: Any, seq_len: int, batch_
 
 
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[str, Any]:
-    """Train (or continue) the run in ``out_dir``; return its summary."""
-    from .corpus import batch_starts, eval_starts, get_batch, load_prepared, prepare
+    """Train (or continue) the run in ``out_dir``; return its summary (empty on ranks > 0)."""
     from .locking import folder_lock
-    from .nn import build_model
 
-    t = cfg.train
-    info = setup(t.device)
+    info = setup(cfg.train.device)
     lock = folder_lock(Path(out_dir), "ffnlab train") if info.is_main else contextlib.nullcontext()
     try:
         with lock:
-            return _train(cfg, Path(out_dir), resume, info, prepare, load_prepared, batch_starts, eval_starts,
-                          get_batch, build_model)
+            return _train(cfg, Path(out_dir), resume, info)
     finally:
         teardown(info)
 
 
-def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, prepare: Any, load_prepared: Any,
-           batch_starts: Any, eval_starts: Any, get_batch: Any, build_model: Any) -> dict[str, Any]:
+def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str, Any]:
+    from .corpus import batch_starts, eval_starts, get_batch, load_prepared, prepare
+    from .nn import build_model
+
     t, d = cfg.train, cfg.data
     if t.threads:
         torch.set_num_threads(t.threads)
@@ -169,10 +184,13 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, prepare: Any
     if ckpt is not None:  # load before writing anything: a bad checkpoint must leave the run untouched
         state = load_checkpoint(ckpt, model, opt)
         step, elapsed_before = state["step"], state.get("elapsed_s", 0.0)
+        require(step <= t.max_steps, f"{out} is already at step {step}, past train.max_steps={t.max_steps}")
     if info.is_main:
-        runconfig.save(cfg, out / "config.yaml")
-        (out / "model.json").write_text(json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
-                                                    "prepared_data": prepared_dir}, indent=1))
+        import yaml
+
+        write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+        write_atomic(out / "model.json", json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
+                                                     "prepared_data": prepared_dir}, indent=1))
         log.truncate_after(step)
 
     tokens_per_step = cfg.tokens_per_step()
@@ -207,10 +225,12 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, prepare: Any
                 g["lr"] = lr
             loss_sum = torch.zeros((), device=info.device)
             aux_sum = torch.zeros((), device=info.device)
+            # the step's global batch depends on (seed, step) only: accumulation and processes split it
+            step_starts = batch_starts(len(train_arr), t.batch_size * t.grad_accum, t.seq_len, seed=t.seed,
+                                       step=step)
             for micro in range(t.grad_accum):
-                starts = batch_starts(len(train_arr), t.batch_size, t.seq_len, seed=t.seed,
-                                      step=step * t.grad_accum + micro)
-                starts = starts[info.rank * per_rank:(info.rank + 1) * per_rank]
+                chunk = step_starts[micro * t.batch_size:(micro + 1) * t.batch_size]
+                starts = chunk[info.rank * per_rank:(info.rank + 1) * per_rank]
                 x, y = get_batch(train_arr, starts, t.seq_len)
                 x, y = x.to(info.device), y.to(info.device)
                 sync = contextlib.nullcontext()
@@ -236,7 +256,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, prepare: Any
             tokens = step * tokens_per_step
             wall = time.perf_counter() - t_start
             tok_s = (step - progress.start) * tokens_per_step / wall if wall > 0 else 0.0
-            mfu = tok_s * fpt / peak if peak else 0.0
+            mfu = tok_s * fpt / (peak * info.world_size) if peak else 0.0  # peak is one device's
             if step % t.log_every == 0 or step == t.max_steps or step == 1:
                 rec = {"kind": "train", "step": step, "tokens": tokens, "loss": loss_value, "lr": lr,
                        "grad_norm": float(grad_norm), "tokens_per_s": tok_s, "mfu": mfu,
@@ -273,7 +293,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, prepare: Any
 
 def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: int, peak: float,
              elapsed: float, info: DistInfo) -> dict[str, Any]:
-    records = [json.loads(ln) for ln in (out / "metrics.jsonl").read_text().splitlines() if ln.strip()]
+    records = read_records(out / "metrics.jsonl")
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     final = evals[-1] if evals else {}
@@ -289,9 +309,7 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "wall_s": elapsed, "peak_flops": peak, "device": info.device, "world_size": info.world_size,
         "torch": torch.__version__, "tokenizer": data.tokenizer_name, "vocab_size": data.vocab_size,
     }
-    tmp = out / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=1))
-    os.replace(tmp, out / "summary.json")
+    write_atomic(out / "summary.json", json.dumps(summary, indent=1))
     return summary
 
 

@@ -24,13 +24,14 @@ AUDIT_COLS = [Column("name", "model", justify="left"), Column("ffn_kind", "kind"
 
 def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, workers: int | None = None,
            backend: str = "local", address: str | None = None, progress: str = "auto") -> dict[str, Any]:
-    from .report import write_report
+    from .report import claim_report_dir, write_report
     from .sweep_run import execute
     from .sweep_spec import load_spec
 
     t0 = time.perf_counter()
     out = Path(out)
     spec = load_spec(preset)
+    claim_report_dir(out)  # before hours of work, not after
     print(f"[1/4] checking {len(evaluate())} claims of the seed documents (sympy + zoo)", flush=True)
     static = evaluate()
     print(f"[2/4] auditing {len(load_zoo())} published models", flush=True)

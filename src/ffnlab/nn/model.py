@@ -14,27 +14,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config import ModelConfig, validate
+from ..config import ModelConfig, check_trainable, validate
 from ..errors import FfnlabError
 from .ffn import DenseFFN, MoEFFN, build_ffn
-
-TRAINABLE_POSITIONS = ("rope", "learned", "none")
-
-
-def check_trainable(cfg: ModelConfig) -> None:
-    """Raise if ``cfg`` uses a feature the counter knows but these modules do not build."""
-    problems = [what for bad, what in (
-        (cfg.encoder_layers > 0, "encoder-decoder stacks"),
-        (cfg.norms_per_block != 2, f"{cfg.norms_per_block} norms per block (only pre-norm with 2)"),
-        (cfg.embed_norm, "an embedding norm"),
-        (cfg.embed_proj_dim not in (None, cfg.d_model), "embedding projections"),
-        (cfg.positions not in TRAINABLE_POSITIONS, f"{cfg.positions} positions"),
-        (cfg.position_offset != 0, "position offsets"),
-        (cfg.attn.qk_norm, "q/k norms"),
-        (cfg.positions == "rope" and cfg.head_dim % 2, f"RoPE with an odd head_dim ({cfg.head_dim}; needs an even head_dim)"),
-    ) if bad]
-    if problems:
-        raise FfnlabError(f"ffnlab.nn cannot build {', '.join(problems)}; these configs are for counting only")
 
 
 def make_norm(kind: str, d: int, eps: float) -> nn.Module:

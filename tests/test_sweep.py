@@ -101,7 +101,10 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     claims = json.loads((rep / "claims.json").read_text())
     assert {"ratio_optimal", "convergence_speed", "glu_vs_plain"} <= set(claims)
     rows = {r["id"]: r for r in json.loads(run("claims", "--evidence", str(rep), "--json").stdout)}
-    assert rows["ratio-4-optimal"]["verdict"] == claims["ratio_optimal"]["verdict"] != "needs-experiment"
+    # two FFN kinds and one ratio: the ratio claim stays open, the speed and GLU claims are decided
+    assert claims["ratio_optimal"]["verdict"] == rows["ratio-4-optimal"]["verdict"] == "needs-experiment"
+    assert rows["golden-transformer-8pct"]["verdict"] == claims["convergence_speed"]["verdict"]
+    assert rows["golden-transformer-8pct"]["numbers"]["from_report"] is True
     # rerunning a finished sweep trains nothing and keeps every file
     before = {f: f.stat().st_mtime_ns for f in (out / "runs").rglob("summary.json")}
     p = run("sweep", str(micro_spec), "--out", str(out), "--no-report")

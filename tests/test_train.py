@@ -197,7 +197,7 @@ def test_corrupt_or_pickled_checkpoint_exits_2_and_keeps_files(tmp_path, cache_d
     else:
         target.unlink()
     snapshot = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    p = run(*train_args(out, cache_dir, "train.max_steps=8", "train.checkpoint_every=2"), "--resume")
+    p = run(*train_args(out, cache_dir, "train.max_steps=4", "train.checkpoint_every=2"), "--resume")
     assert_usage_error(p, "checkpoint")
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
     assert_usage_error(run("export", str(out), "--hf", str(tmp_path / "hf")), "checkpoint")

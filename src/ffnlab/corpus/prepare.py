@@ -420,5 +420,4 @@ def prepare(
         found = _reuse(out, settings, source, texts)
         if found is None:
             return _build(out, settings, source, texts, progress)
-    _note(progress, f"using prepared corpus {out}")
-    return found
+    return found  # reused silently: nothing to report

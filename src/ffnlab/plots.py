@@ -67,7 +67,7 @@ def loss_vs_ratio(rows: list[dict[str, Any]]) -> bytes:
             ax.annotate(r["arm"], (r["ratio_raw"], r["val_loss"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.axvline(4, color="k", lw=0.8, ls=":", label="ratio 4 (the seed's law)")
     ax.set_xscale("log", base=2)
-    ticks = sorted({round(r["ratio_raw"], 3) for r in rows} | {4.0})
+    ticks = sorted({round(r["ratio_raw"], 2) for r in rows} | {4.0})
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:.3g}" for t in ticks], fontsize=7)
     ax.minorticks_off()

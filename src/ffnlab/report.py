@@ -9,13 +9,13 @@ import html
 import json
 import os
 import platform
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from . import plots
 from .analysis import analyse
 from .errors import require
+from .provenance import git_commit
 from .render import Column, markdown_table
 
 ARM_COLUMNS = [
@@ -35,25 +35,15 @@ SEED_TABLE = [
 ]
 
 
-def git_commit() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
-
-
 def provenance(result: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     runs = [r for a in result["arm_objects"] for r in a.runs]
     first = runs[0].summary if runs else {}
     return {
-        "ffnlab_commit": git_commit(), "torch": torch.__version__, "python": platform.python_version(),
+        "ffnlab_commit_report": git_commit(),
+        "ffnlab_commits_training": sorted({r.summary.get("ffnlab_commit", "unknown") for r in runs}),
+        "torch": torch.__version__, "python": platform.python_version(),
         "platform": platform.platform(), "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(), "device": first.get("device"),
         "cuda_device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,

@@ -26,6 +26,7 @@ from .distributed import DistInfo, barrier, broadcast_str, mean_across, setup, t
 from .errors import FfnlabError, require
 from .flops import flops_per_token
 from .progress import Progress
+from .provenance import git_commit
 from .runconfig import RunConfig
 from .schedule import lr_at
 
@@ -308,6 +309,7 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "train_flops_per_token": fpt, "train_flops": fpt * cfg.train.max_steps * cfg.tokens_per_step(),
         "wall_s": elapsed, "peak_flops": peak, "device": info.device, "world_size": info.world_size,
         "torch": torch.__version__, "tokenizer": data.tokenizer_name, "vocab_size": data.vocab_size,
+        "ffnlab_commit": git_commit(),
     }
     write_atomic(out / "summary.json", json.dumps(summary, indent=1))
     return summary

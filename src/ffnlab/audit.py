@@ -7,7 +7,6 @@ from typing import Any
 
 from .config import ModelConfig
 from .counting import count_params
-from .errors import FfnlabError
 from .hf_config import load_hf_config
 from .widths import alignment, param_matched_ratio
 from .zoo import ZooEntry, find, is_zoo_name
@@ -83,5 +82,4 @@ def audit(target: str) -> dict[str, Any]:
     if p.exists() or target.endswith(".json") or "/" in target:
         cfg, raw = load_hf_config(p)
         return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p))
-    find(target)  # raises with suggestions
-    raise FfnlabError(f"unknown model {target!r}")  # pragma: no cover
+    return audit_entry(find(target))  # not a file either: find() names close zoo names

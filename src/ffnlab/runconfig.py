@@ -20,6 +20,11 @@ from .config import AttentionSpec, FFNSpec, ModelConfig, check_trainable, valida
 from .errors import FfnlabError, require
 from .widths import make_rule, resolve_d_ff
 
+# Train settings that may change when a run is resumed (they do not alter the trajectory;
+# max_steps is not among them: the cosine schedule depends on it).
+RESUMABLE_CHANGES = frozenset({"eval_every", "log_every", "checkpoint_every", "keep_last", "device", "compile",
+                               "threads", "tensorboard", "peak_flops", "progress"})
+
 
 @dataclass
 class FFNSection:

@@ -42,11 +42,9 @@ def run_finished(run_dir: Path, max_steps: int) -> bool:
 
 def _same_run(path: Path, config: dict[str, Any]) -> bool:
     """Whether the config saved at ``path`` trains the same run as ``config``."""
-    from .trainer import RESUMABLE_CHANGES
-
     saved = runconfig.load(path).to_dict()
     for d in (saved, config := json.loads(json.dumps(config))):
-        for key in RESUMABLE_CHANGES:
+        for key in runconfig.RESUMABLE_CHANGES:
             d["train"].pop(key, None)
     return saved == config
 

@@ -27,13 +27,8 @@ from .errors import FfnlabError, require
 from .flops import flops_per_token
 from .progress import Progress
 from .provenance import git_commit
-from .runconfig import RunConfig
+from .runconfig import RESUMABLE_CHANGES, RunConfig
 from .schedule import lr_at
-
-# Train settings that may change when a run is resumed (they do not alter the trajectory).
-# (max_steps is not among them: the cosine schedule depends on it.)
-RESUMABLE_CHANGES = {"eval_every", "log_every", "checkpoint_every", "keep_last", "device", "compile", "threads",
-                     "tensorboard", "peak_flops", "progress"}
 
 
 class TrainingDiverged(RuntimeError):

@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import FfnlabError, require
 from .kinds import get_kind
+from .runfiles import read_records
 from .stats import bootstrap_ci, log_ratio_ci, mean_ci, ratio_of_means, tokens_to_target, welch_ci
 
 CLAIMED_SPEEDUP = 1.08  # the first seed's "8% faster"
@@ -50,6 +51,12 @@ class ArmStats:
     def values(self, key: str) -> list[float]:
         return [float(r.summary[key]) for r in self.runs]
 
+    @property
+    def mean_loss(self) -> float:
+        """Mean final validation loss over seeds."""
+        losses = self.values("final_val_loss")
+        return sum(losses) / len(losses)
+
 
 def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
     root = Path(sweep_dir)
@@ -70,11 +77,11 @@ def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
         run_dir = root / "runs" / r["run"]
         try:
             summary = json.loads((run_dir / "summary.json").read_text())
-            lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+            records = read_records(run_dir / "metrics.jsonl")
         except (OSError, json.JSONDecodeError):
             missing.append(r["run"])
             continue
-        evals = [e for e in map(json.loads, lines) if e["kind"] == "eval"]
+        evals = [e for e in records if e["kind"] == "eval"]
         arm.runs.append(RunResult(r["run"], r["arm"], r["seed"], summary, [e["tokens"] for e in evals],
                                   [e["val_loss"] for e in evals], r["train_flops_per_token"]))
     require(not missing, f"{len(missing)} run(s) of {root} have not finished ({', '.join(missing[:4])}); "
@@ -157,7 +164,7 @@ def verdict_ratio_optimal(arms: list[ArmStats], reference: str) -> dict[str, Any
                 "evidence": "the sweep needs a ratio-4 reference arm and other ratios of the same FFN kind"}
     level = 1 - 0.05 / len(others)
     deltas = {a.name: welch_ci(ref.values("final_val_loss"), a.values("final_val_loss"), level) for a in others}
-    best = min(others, key=lambda a: sum(a.values("final_val_loss")) / len(a.runs))
+    best = min(others, key=lambda a: a.mean_loss)
     n = len(ref.runs)
     worse = [k for k, (_, lo, _) in deltas.items() if lo > 0]  # NaN compares False: never significant
     if worse:
@@ -213,11 +220,11 @@ def verdict_glu(arms: list[ArmStats], reference: str) -> dict[str, Any] | None:
     plain = [a for a in arms if not a.gated and a.runs]
     if not gated or not plain:
         return None
-    best_g = min(gated, key=lambda a: sum(a.values("final_val_loss")) / len(a.runs))
+    best_g = min(gated, key=lambda a: a.mean_loss)
     pm = [a for a in plain if abs(a.params_non_embedding / best_g.params_non_embedding - 1) <= 0.05]
     if not pm:  # the claim is about equal parameters
         return None
-    ref = min(pm, key=lambda a: sum(a.values("final_val_loss")) / len(a.runs))  # the best plain arm
+    ref = min(pm, key=lambda a: a.mean_loss)  # the best plain arm
     d = welch_ci(best_g.values("final_val_loss"), ref.values("final_val_loss"))
     text = (f"{best_g.name} - {ref.name} (non-embedding params {best_g.params_non_embedding:,} vs "
             f"{ref.params_non_embedding:,}): delta = {_ci_text(*d)} nats")

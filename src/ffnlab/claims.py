@@ -156,7 +156,7 @@ def param_saving(a: dict[str, Any]) -> Result:
 
 
 def uses_ratio(a: dict[str, Any]) -> Result:
-    found = {n: _cfg(n).ffn.d_ff / _cfg(n).d_model for n in a["models"]}
+    found = {n: (c := _cfg(n)).ffn.d_ff / c.d_model for n in a["models"]}
     ok = all(abs(r - a["ratio"]) < 1e-9 for r in found.values())
     return ("true" if ok else "false",
             "; ".join(f"{n}: {r:g}x" for n, r in found.items()) + " (published configs / paper tables).",
@@ -185,9 +185,10 @@ def ffn_share(a: dict[str, Any]) -> Result:
 
     d = sp.symbols("d", positive=True)
     share = sp.simplify((8 * d**2) / (8 * d**2 + 4 * d**2))
-    rows = {n: count_params(_cfg(n)).ffn_share for n in a["models"]}
+    cfgs = {n: _cfg(n) for n in a["models"]}
+    rows = {n: count_params(c).ffn_share for n, c in cfgs.items()}
     lo, hi = min(rows.values()), max(rows.values())
-    classic = [n for n in a["models"] if not _cfg(n).ffn.is_moe and _cfg(n).n_kv_heads == _cfg(n).attn.n_heads]
+    classic = [n for n, c in cfgs.items() if not c.ffn.is_moe and c.n_kv_heads == c.attn.n_heads]
     classic_ok = all(abs(rows[n] - 2 / 3) < 0.03 for n in classic)
     verdict = "true" if classic_ok and lo > 0.6 else "misleading"
     return (verdict,

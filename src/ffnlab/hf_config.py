@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -250,8 +251,6 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     require(model_type in HF_TRANSLATORS,
             f"config.json model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     cfg = HF_TRANSLATORS[model_type](_Keys(data, model_type))
-    from dataclasses import replace
-
     return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type))
 
 

@@ -263,6 +263,14 @@ def check(cfg: RunConfig) -> None:
     check_trainable(model_config(cfg, vocab_size=256))  # shape errors surface before any data work
 
 
+def prepare_data(data: DataSection, *, progress: bool = True) -> Any:
+    """Tokenise (or reuse) the corpus a run config names; returns ``corpus.PreparedData``."""
+    from .corpus import prepare
+
+    return prepare(data.corpus, data.tokenizer, cache_dir=data.cache_dir, bpe_vocab_size=data.bpe_vocab_size,
+                   text_column=data.text_column, max_chars=data.max_chars, progress=progress)
+
+
 def model_config(cfg: RunConfig, vocab_size: int) -> ModelConfig:
     """The architecture this run trains, with d_ff resolved by the width rule."""
     m, f = cfg.model, cfg.model.ffn

@@ -29,6 +29,7 @@ from . import runconfig
 from .errors import FfnlabError, require
 from .locking import die_with_parent, folder_lock
 from .progress import Progress
+from .runfiles import read_records, write_atomic
 from .sweep_spec import ResolvedRun, SweepSpec, resolve
 
 
@@ -52,21 +53,14 @@ def _same_run(path: Path, config: dict[str, Any]) -> bool:
 def steps_done(run_dir: Path) -> int:
     """Latest logged step of a run (0 if none), read from its metrics file."""
     try:
-        lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+        records = read_records(run_dir / "metrics.jsonl")
     except OSError:
         return 0
-    for line in reversed(lines):
-        try:
-            return int(json.loads(line)["step"])
-        except (json.JSONDecodeError, KeyError, ValueError):
-            continue
-    return 0
+    return int(records[-1]["step"]) if records else 0
 
 
 def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     """Resolve the runs (preparing the corpus once for its vocabulary) and write sweep.json."""
-    from .corpus import prepare
-
     path = out / "sweep.json"
     if path.exists():  # refuse a different sweep before any work
         try:
@@ -75,10 +69,7 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
             raise FfnlabError(f"{path} is corrupt ({e}); move it away or use another --out") from None
         require(old_spec == json.loads(json.dumps(asdict(spec))),
                 f"{out} holds a different sweep (its spec differs); use another --out")
-    base = runconfig.from_dict(spec.base)
-    d = base.data
-    data = prepare(d.corpus, d.tokenizer, cache_dir=d.cache_dir, bpe_vocab_size=d.bpe_vocab_size,
-                   text_column=d.text_column, max_chars=d.max_chars, progress=True)
+    data = runconfig.prepare_data(runconfig.from_dict(spec.base).data)
     runs = resolve(spec, data.vocab_size)
     record = {"spec": asdict(spec), "vocab_size": data.vocab_size, "prepared_data": str(data.dir),
               "runs": [asdict(r) for r in runs]}
@@ -88,9 +79,7 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
                 f"{out} holds a different sweep (its spec or resolved runs differ); use another --out")
     else:
         out.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(record, indent=1))
     (out / "configs").mkdir(exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
     for r in runs:  # leftovers of another spec (e.g. after sweep.json was moved away) are refused

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -28,6 +27,7 @@ from .flops import flops_per_token
 from .progress import Progress
 from .provenance import git_commit
 from .runconfig import RESUMABLE_CHANGES, RunConfig
+from .runfiles import read_records, write_atomic
 from .schedule import lr_at
 
 
@@ -60,25 +60,6 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
                 f"{out_dir} exists and is not an ffnlab run; choose another --out")
     out_dir.mkdir(parents=True, exist_ok=True)
     return False
-
-
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The records of a metrics file; a line torn by a kill (the last one) is dropped."""
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and "step" in rec and "kind" in rec:
-            out.append(rec)
-    return out
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
 
 
 class MetricsLog:
@@ -147,10 +128,10 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[
 
 
 def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str, Any]:
-    from .corpus import batch_starts, eval_starts, get_batch, load_prepared, prepare
+    from .corpus import batch_starts, eval_starts, get_batch, load_prepared
     from .nn import build_model
 
-    t, d = cfg.train, cfg.data
+    t = cfg.train
     if t.threads:
         torch.set_num_threads(t.threads)
     require(t.batch_size % info.world_size == 0,
@@ -158,12 +139,8 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
     continuing = open_run_dir(out, cfg, resume) if info.is_main else resume
     barrier(info)
     if info.is_main:
-        data = prepare(d.corpus, d.tokenizer, cache_dir=d.cache_dir, bpe_vocab_size=d.bpe_vocab_size,
-                       text_column=d.text_column, max_chars=d.max_chars, progress=t.progress != "off")
-        prepared_dir = str(data.dir)
-    else:
-        prepared_dir = ""
-    prepared_dir = broadcast_str(prepared_dir, info)
+        data = runconfig.prepare_data(cfg.data, progress=t.progress != "off")
+    prepared_dir = broadcast_str(str(data.dir) if info.is_main else "", info)
     if not info.is_main:
         data = load_prepared(prepared_dir)
     train_arr, val_arr = data.train(), data.val()

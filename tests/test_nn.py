@@ -7,12 +7,12 @@ from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from ffnlab.config import AttentionSpec, FFNSpec, ModelConfig, validate
-from ffnlab.counting import count_params
 from ffnlab.errors import FfnlabError
-from ffnlab.flops import flops_per_token
-from ffnlab.kinds import FFN_KINDS
-from ffnlab.nn import MoEFFN, build_model
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, validate
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.flops import flops_per_token
+from ffnlab.sizing.kinds import FFN_KINDS
+from ffnlab.training.nn import MoEFFN, build_model
 
 
 @st.composite

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from ffnlab import runconfig
 from ffnlab.errors import FfnlabError
-from ffnlab.schedule import lr_at
+from ffnlab.training import runconfig
+from ffnlab.training.schedule import lr_at
 
 
 @pytest.mark.parametrize("suffix, text", [

@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from ffnlab.stats import bootstrap_ci, mean_ci, ratio_of_means, tokens_to_target
+from ffnlab.experiments.stats import bootstrap_ci, mean_ci, ratio_of_means, tokens_to_target
 
 
 def test_mean_ci_matches_t_interval():
@@ -47,7 +47,7 @@ def test_bootstrap_difference_detects_and_does_not_invent_effects():
 
 
 def test_welch_ci_is_wide_with_two_seeds_and_exact_formula():
-    from ffnlab.stats import welch_ci
+    from ffnlab.experiments.stats import welch_ci
 
     d, lo, hi = welch_ci([1.0, 1.2], [1.5, 1.9])
     # se = sqrt(0.02/2 + 0.08/2) = sqrt(0.05); df = 0.05^2 / (0.01^2 + 0.04^2) = 1.4706

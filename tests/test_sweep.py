@@ -17,8 +17,8 @@ import pytest
 import yaml
 from cli_run import assert_usage_error, run
 
-from ffnlab.analysis import analyse
-from ffnlab.sweep_spec import load_spec, resolve, spec_from_dict
+from ffnlab.experiments.analysis import analyse
+from ffnlab.experiments.sweep_spec import load_spec, resolve, spec_from_dict
 
 MICRO = {
     "name": "micro", "control": "iso-params", "reference": "gelu-r4", "seeds": [0, 1], "threads_per_worker": 1,

@@ -38,7 +38,7 @@ def records(run_dir: Path, kind: str) -> list[dict]:
 
 
 def test_tiny_model_learns_well_below_unigram_entropy(tmp_path, cache_dir):
-    from ffnlab.corpus import load_prepared
+    from ffnlab.training.corpus import load_prepared
 
     out = tmp_path / "run"
     p = run(*train_args(out, cache_dir, "train.max_steps=100", "train.eval_every=50", "model.d_model=128",
@@ -135,7 +135,7 @@ def test_export_round_trip_same_logits(tmp_path, cache_dir, arch):
     assert p.returncode == 0, p.stderr
     p = run("export", str(out), "--hf", str(hf))
     assert p.returncode == 0, p.stderr
-    from ffnlab.export import load_run_model
+    from ffnlab.training.export import load_run_model
 
     ours = load_run_model(out)
     theirs = transformers.AutoModelForCausalLM.from_pretrained(str(hf)).eval()

@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ffnlab.counting import dense_ffn_params
 from ffnlab.errors import FfnlabError
-from ffnlab.widths import (
+from ffnlab.sizing.counting import dense_ffn_params
+from ffnlab.sizing.widths import (
     WidthRule,
     alignment,
     make_rule,

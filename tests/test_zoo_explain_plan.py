@@ -2,13 +2,13 @@ import re
 
 import pytest
 
-from ffnlab.config import make_config
-from ffnlab.counting import count_params
 from ffnlab.errors import FfnlabError
-from ffnlab.explain import explain
-from ffnlab.plan import parse_count, plan
-from ffnlab.widths import make_rule
-from ffnlab.zoo import find, load_zoo
+from ffnlab.sizing.config import make_config
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.explain import explain
+from ffnlab.sizing.plan import parse_count, plan
+from ffnlab.sizing.widths import make_rule
+from ffnlab.sizing.zoo import find, load_zoo
 
 SEED_TABLE = {"gpt2": (768, 3072), "gpt-3-175b": (12288, 49152), "llama-7b": (4096, 11008),
               "llama-13b": (5120, 13824), "llama-30b": (6656, 17920), "mistral-7b": (4096, 14336),

@@ -1,6 +1,9 @@
 """ffnlab: choose, check and test the feed-forward width of Transformers.
 
-The sizing API never imports torch::
+Three layers, each importing only downward: ``ffnlab.sizing`` (pure Python: widths, configs,
+counts, FLOPs, config.json translators, zoo, audit, claims), ``ffnlab.training`` (PyTorch
+modules, corpora, the trainer) and ``ffnlab.experiments`` (sweeps, statistics, reports); the
+``ffnlab`` command line in ``ffnlab.cli`` sits on top. The sizing API never imports torch::
 
     from ffnlab import make_config, count_params, make_rule, resolve_d_ff
     cfg = make_config(768, 12, 12, 3072)
@@ -17,18 +20,20 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "AttentionSpec": "config", "FFNSpec": "config", "ModelConfig": "config", "make_config": "config",
-    "ParamCounts": "counting", "count_params": "counting",
+    "AttentionSpec": "sizing.config", "FFNSpec": "sizing.config", "ModelConfig": "sizing.config",
+    "make_config": "sizing.config",
+    "ParamCounts": "sizing.counting", "count_params": "sizing.counting",
     "FfnlabError": "errors",
-    "explain_width": "explain:explain",
-    "flops_per_token": "flops", "training_memory": "flops",
-    "from_hf_dict": "hf_config", "load_hf_config": "hf_config",
-    "FFN_KINDS": "kinds",
-    "parse_count": "plan", "plan_model": "plan:plan",
-    "WidthRule": "widths", "make_rule": "widths", "parse_ratio": "widths", "resolve_d_ff": "widths",
-    "load_zoo": "zoo", "find_model": "zoo:find",
-    "audit_model": "audit:audit", "audit_config": "audit",
-    "evaluate_claims": "claims:evaluate",
+    "explain_width": "sizing.explain:explain",
+    "flops_per_token": "sizing.flops", "training_memory": "sizing.flops",
+    "from_hf_dict": "sizing.hf", "load_hf_config": "sizing.hf",
+    "FFN_KINDS": "sizing.kinds",
+    "parse_count": "sizing.plan", "plan_model": "sizing.plan:plan",
+    "WidthRule": "sizing.widths", "make_rule": "sizing.widths", "parse_ratio": "sizing.widths",
+    "resolve_d_ff": "sizing.widths",
+    "load_zoo": "sizing.zoo", "find_model": "sizing.zoo:find",
+    "audit_model": "sizing.audit:audit", "audit_config": "sizing.audit",
+    "evaluate_claims": "sizing.claims:check_claims",
 }
 __all__ = sorted(_EXPORTS)
 

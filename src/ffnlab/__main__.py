@@ -1,3 +1,3 @@
-from .cli import main
+from ffnlab.cli import main
 
 main()

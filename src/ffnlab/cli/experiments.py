@@ -1,0 +1,91 @@
+"""Experiment commands: sweep, report and verify (import torch only when a command runs)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from ffnlab.cli.app import EXPERIMENTS, app
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def sweep(
+    spec: str = typer.Argument(..., help="Sweep spec YAML, or a preset name: golden-quick, golden, golden-gpu, glu-variants."),
+    out: Path = typer.Option(None, "--out", "-o", help="Sweep folder (default sweeps/NAME)."),
+    backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
+    workers: int = typer.Option(None, "--workers", help="Parallel runs (default: cores / threads_per_worker)."),
+    report_too: bool = typer.Option(True, "--report/--no-report", help="Write the report when the sweep finishes."),
+) -> None:
+    """Run every (arm, seed) of a sweep spec under its control; resumable.
+
+    Controls: iso-params, iso-flops, fixed-d-model. Rerun the same command to continue: finished runs
+    are kept, interrupted ones resume from their last checkpoint. See docs/experiments.md.
+    """
+    from ffnlab.experiments.report import write_report
+    from ffnlab.experiments.sweep_run import RunsFailed, execute
+    from ffnlab.experiments.sweep_spec import load_spec
+
+    s = load_spec(spec)
+    folder = out or Path("sweeps") / s.name
+    try:
+        status = execute(s, folder, backend=backend, address=address, workers=workers)
+    except RunsFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    done = sum(v == "finished" for v in status.values())
+    print(f"{folder}: {done} run(s) trained, {len(status) - done} already finished")
+    if report_too:
+        paths = write_report(folder)
+        print(f"report: {paths['html']} and {paths['markdown']}")
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def report(
+    sweep_dir: Path = typer.Argument(..., help="A finished sweep folder."),
+    out: Path = typer.Option(None, "--out", "-o", help="Report folder (default SWEEP_DIR/report)."),
+) -> None:
+    """Analyse a finished sweep: CIs, convergence speed, verdicts, plots.
+
+    Means and 95% CIs per arm, tokens to a target loss vs the reference arm with a bootstrap CI,
+    the seed's table filled; writes Markdown, self-contained HTML, CSV and JSON.
+    """
+    from ffnlab.experiments.report import write_report
+
+    paths = write_report(sweep_dir, out)
+    for k, v in json.loads(paths["claims"].read_text()).items():
+        print(f"{k}: {v['verdict']} - {v['evidence']}")
+    print(f"report: {paths['html']} and {paths['markdown']}")
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def verify(
+    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run: golden-quick (CPU, ~5 min), golden (CPU, ~1 h), golden-gpu, glu-variants."),
+    out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
+    workers: int = typer.Option(None, "--workers", help="Parallel runs."),
+    backend: str = typer.Option("local", "--backend", help="local or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address."),
+) -> None:
+    """The main job: claims, zoo audit and a controlled sweep, in one report.
+
+    Fills the seed's empty table with measured numbers and settles the claims that need training.
+    """
+    from ffnlab.experiments.sweep_run import RunsFailed
+    from ffnlab.experiments.verify import verify as run_verify
+
+    try:
+        result = run_verify(preset, out, workers=workers, backend=backend, address=address)
+    except RunsFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    print("\nVerdicts:")
+    for c in result["claims"]:
+        print(f"  {c['verdict']:<16} {c['id']}")
+    exp = [c for c in result["claims"] if "from_report" in c["numbers"]]
+    for c in exp:
+        print(f"\n{c['id']}: {c['verdict']}\n  {c['evidence']}")
+    p = result["paths"]
+    print(f"\nreport: {p['html']}\n        {p['markdown']}\n({result['wall_s']:.0f} s)")

@@ -1,0 +1,229 @@
+"""Sizing, real-model and claim commands: size, plan, explain, audit, zoo, claims (never import torch)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import typer
+
+from ffnlab import render
+from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, MODELS, SIZING, app, check_format, width_rule
+from ffnlab.errors import FfnlabError, require
+from ffnlab.render import Column, human, num, pct
+
+
+@app.command(rich_help_panel=SIZING)
+def size(
+    d_model: int = typer.Option(..., "--d-model", help="Model width."),
+    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu."),
+    ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
+    rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
+    multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier (llama rule)."),
+    multiple_of: int = typer.Option(None, "--multiple-of", help="Round the width to this multiple."),
+    rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
+    d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
+    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth."),
+    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64)."),
+    n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
+    vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for attention FLOPs."),
+    experts: int = typer.Option(0, "--experts", help="MoE: number of routed experts (0 = dense)."),
+    top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
+    bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
+) -> None:
+    """d_ff, ratios and parameters for a width rule (--n-layers: whole model)."""
+    from ffnlab.sizing.size import size_summary
+
+    check_format(fmt)
+    r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
+    out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                       vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype)
+    width, gated = out["d_ff"], out["gated"]
+    if as_json:
+        render.emit_json(out)
+        return
+    a = out["alignment"]
+    pairs: list[tuple[str, Any]] = [
+        ("FFN kind", f"{ffn} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
+        ("rule", out["rule"]), ("d_ff", width), ("raw ratio d_ff/d_model", f"{out['ratio_raw']:.4f}"),
+        ("parameter-matched ratio", f"{out['ratio_param_matched']:.4f}"),
+        ("FFN params / layer", f"{out['ffn_params_per_layer']:,}"),
+        ("alignment", f"2^{a['pow2_divisor'].bit_length() - 1} divides d_ff; /64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']}"),
+    ]
+    if experts:
+        pairs.append(("FFN params / layer, active", f"{out['ffn_params_per_layer_active']:,}"))
+    if "model" in out:
+        m = out["model"]
+        p, fl, mem = m["params"], m["flops_per_token"], m["training_memory_bytes"]
+        pairs += [
+            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, {m['positions']}"),
+            ("params total", f"{p['total']:,} ({human(p['total'])})"),
+            ("params non-embedding", f"{p['non_embedding']:,} ({human(p['non_embedding'])})"),
+            ("FFN share of non-embedding", f"{p['ffn_share']:.1%}"),
+            (f"forward FLOPs/token @ {seq_len}", f"{human(fl['forward'])}  (ffn {fl['ffn'] / fl['forward']:.0%}, "
+             f"attn proj {(fl['qkv'] + fl['attn_out']) / fl['forward']:.0%}, scores {fl['attn_scores'] / fl['forward']:.0%}, "
+             f"head {fl['lm_head'] / fl['forward']:.0%})"),
+            ("training FLOPs/token (3x fwd)", human(fl["training"])),
+            (f"memory w+g+AdamW ({dtype})", f"{mem['total'] / 2**30:.2f} GiB"),
+        ]
+    render.key_values(pairs, fmt, title=f"ffnlab size: d_model {d_model}")
+
+
+@app.command(rich_help_panel=SIZING)
+def plan(
+    target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
+    ffn: str = typer.Option("swiglu", "--ffn", help="FFN kind."),
+    ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule param-matched)."),
+    rule: str = typer.Option("param-matched", "--rule", help="ratio | param-matched | llama | golden."),
+    multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
+    multiple_of: int = typer.Option(None, "--multiple-of", help="Round d_ff to this multiple."),
+    vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    count: str = typer.Option("total", "--count", help="Match 'total' or 'non-embedding' parameters."),
+    d_multiple: int = typer.Option(64, "--d-multiple", help="d_model must be a multiple of this."),
+    head_dims: str = typer.Option("64,128", "--head-dims", help="Allowed head sizes, comma-separated."),
+    aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
+    kv_groups: int = typer.Option(1, "--kv-groups", help="Query heads per KV head (1 = MHA)."),
+    top: int = typer.Option(8, "--top", help="How many candidates to show."),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
+) -> None:
+    """A model shape near a parameter target, with the nearest alternatives."""
+    from ffnlab.sizing.plan import parse_count
+    from ffnlab.sizing.plan import plan as make_plan
+
+    check_format(fmt)
+    n = parse_count(target)
+    if ratio is None and rule in ("ratio", "param-matched"):
+        ratio = "4"
+    r = width_rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
+    try:
+        hds = tuple(int(x) for x in head_dims.split(","))
+        lo, hi = (float(x) for x in aspect_band.split(":"))
+    except ValueError:
+        raise FfnlabError("--head-dims takes integers like 64,128 and --aspect-band takes LO:HI like 32:160") from None
+    require(all(h > 0 for h in hds), "--head-dims must be positive")
+    cands = make_plan(n, ffn, r, vocab_size=vocab, count=count, d_multiple=d_multiple, head_dims=hds,
+                      aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top)
+    rows = [c.as_dict() for c in cands]
+    if as_json:
+        render.emit_json({"target": n, "count": count, "ffn_kind": ffn, "rule": r.describe(), "best": rows[0],
+                          "candidates": rows})
+        return
+    cols = [Column("d_model", "d_model"), Column("n_layers", "layers"), Column("n_heads", "heads"),
+            Column("head_dim", "head_dim"), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
+            Column("aspect", "d/L", lambda x: f"{x:.0f}"), Column("params", count, human),
+            Column("error", "error", pct)]
+    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()} (best first)")
+
+
+@app.command(rich_help_panel=SIZING)
+def explain(
+    d_model: int = typer.Option(..., "--d-model", help="Model width."),
+    d_ff: int = typer.Option(..., "--d-ff", help="FFN width to explain."),
+    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
+) -> None:
+    """Which width rules reproduce a d_ff, and its hardware alignment."""
+    from ffnlab.sizing.explain import explain as run_explain
+
+    check_format(fmt)
+    out = run_explain(d_model, d_ff, ffn)
+    if as_json:
+        render.emit_json(out)
+        return
+    a = out["alignment"]
+    title = (f"d_ff {d_ff} for d_model {d_model} ({ffn}): raw {out['ratio_raw']:.4f}, "
+             f"param-matched {out['ratio_param_matched']:.4f}; largest power of two dividing it "
+             f"{a['pow2_divisor']} (/64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']})")
+    cols = [Column("rule", "rule", justify="left"), Column("ratio", "ratio", str),
+            Column("multiplier", "x d_model", lambda x: "-" if x is None else f"{x:.4g}"),
+            Column("ffn_dim_multiplier", "ffn_dim_multiplier", lambda x: "-" if x is None else f"{x:g}"),
+            Column("multiples_of", "multiple_of that work", lambda m: ", ".join(map(str, m))),
+            Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
+    render.emit(out["rules"], cols, fmt, title=title)
+
+
+AUDIT_COLS = [
+    Column("name", "model", justify="left"), Column("model_type", "type", justify="left"),
+    Column("d_model", "d_model"), Column("d_ff", "d_ff"), Column("ffn_kind", "kind", justify="left"),
+    Column("ratio_raw", "raw", lambda x: num(x, 2)), Column("ratio_param_matched", "p-m", lambda x: num(x, 2)),
+    Column("deviation_param_matched", "p-m vs 4", pct),
+    Column("ffn_share", "FFN share", lambda x: "-" if x is None else f"{x:.0%}"),
+    Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human),
+    Column("alignment", "pow2", lambda a: "-" if not a else str(a["pow2_divisor"])),
+]
+VERDICT_COL = Column("verdict", "verdict", justify="left")
+
+
+@app.command(rich_help_panel=MODELS)
+def audit(
+    targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo') or paths to config.json files."),
+    all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
+) -> None:
+    """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
+    from ffnlab.sizing.audit import audit as run_audit
+    from ffnlab.sizing.audit import audit_entry
+    from ffnlab.sizing.zoo import load_zoo
+
+    check_format(fmt)
+    require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
+    rows = [audit_entry(e) for e in load_zoo()] if all_models else []
+    rows += [run_audit(t) for t in targets or []]
+    if as_json:
+        render.emit_json(rows)
+        return
+    title = "FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; pow2 = largest power of 2 dividing d_ff)"
+    if fmt != "table":
+        render.emit(rows, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
+        return
+    render.emit(rows, AUDIT_COLS, fmt, title=title)
+    for r in rows:
+        print(f"{r['name']}: {r['verdict']}")
+
+
+@app.command(rich_help_panel=MODELS)
+def zoo(
+    family: str = typer.Option(None, "--family", help="Only this family (case-insensitive substring)."),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
+) -> None:
+    """The published models ffnlab knows, with sources."""
+    from ffnlab.sizing.zoo import load_zoo
+
+    check_format(fmt)
+    rows = []
+    for e in load_zoo():
+        if family and family.lower() not in e.family.lower():
+            continue
+        cfg = e.config()
+        rows.append({"name": e.name, "display": e.display, "family": e.family, "model_type": e.model_type,
+                     "d_model": cfg.d_model if cfg else (e.estimate or {}).get("d_model"),
+                     "d_ff": cfg.ffn.d_ff if cfg else (e.estimate or {}).get("d_ff"),
+                     "ffn_kind": cfg.ffn.kind if cfg else None, "source": e.source,
+                     "verified_against": e.verified_against, "note": e.note})
+    cols = [Column("name", "name", justify="left"), Column("family", "family", justify="left"),
+            Column("model_type", "type", justify="left"), Column("d_model", "d_model"), Column("d_ff", "d_ff"),
+            Column("ffn_kind", "kind", justify="left"), Column("source", "source", justify="left")]
+    render.output(rows, cols, as_json=as_json, fmt=fmt, title=f"ffnlab zoo: {len(rows)} models")
+
+
+@app.command(rich_help_panel=MODELS)
+def claims(
+    evidence: str = typer.Option(None, "--evidence", help="Report folder whose experiments settle the needs-experiment claims."),
+    as_json: bool = JSON_OPTION,
+    fmt: str = FORMAT_OPTION,
+) -> None:
+    """Check every claim of the seed documents; evidence computed now."""
+    from ffnlab.sizing.claims import check_claims, load_evidence
+
+    check_format(fmt)
+    rows = check_claims(load_evidence(evidence) if evidence else None)
+    cols = [Column("id", "claim id", justify="left"), Column("verdict", "verdict", justify="left"),
+            Column("claim", "claim (paraphrased)", justify="left"), Column("evidence", "evidence", justify="left")]
+    render.output(rows, cols, as_json=as_json, fmt=fmt, title="Claims of the seed documents")

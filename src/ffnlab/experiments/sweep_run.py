@@ -1,0 +1,211 @@
+"""Run a sweep: every (arm, seed) is an ``ffnlab train`` run in its own folder.
+
+Layout of a sweep folder::
+
+    sweep.json          the spec and the resolved runs (what each arm's d_model became)
+    configs/RUN.yaml    the run config given to ``ffnlab train``
+    runs/RUN/           the run itself (metrics, checkpoints, summary)
+    logs/RUN.log        its output
+
+Resumable: finished runs are skipped; unfinished ones (crashed, killed) continue from their
+last checkpoint via ``ffnlab train --resume``. Nothing finished is rerun or overwritten.
+Backends: ``local`` (worker processes sharing the cores, ``threads_per_worker`` each) and
+``ray`` (the same commands as Ray tasks on a cluster sharing the sweep folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.experiments.sweep_spec import ResolvedRun, SweepSpec, resolve
+from ffnlab.training import runconfig
+from ffnlab.training.locking import die_with_parent, folder_lock
+from ffnlab.training.progress import Progress
+from ffnlab.training.runfiles import read_records, write_atomic
+
+
+def run_finished(run_dir: Path, max_steps: int) -> bool:
+    try:
+        s = json.loads((run_dir / "summary.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return s.get("status") == "finished" and s.get("steps") == max_steps
+
+
+def _same_run(path: Path, config: dict[str, Any]) -> bool:
+    """Whether the config saved at ``path`` trains the same run as ``config``."""
+    saved = runconfig.load(path).to_dict()
+    for d in (saved, config := json.loads(json.dumps(config))):
+        for key in runconfig.RESUMABLE_CHANGES:
+            d["train"].pop(key, None)
+    return saved == config
+
+
+def steps_done(run_dir: Path) -> int:
+    """Latest logged step of a run (0 if none), read from its metrics file."""
+    try:
+        records = read_records(run_dir / "metrics.jsonl")
+    except OSError:
+        return 0
+    return int(records[-1]["step"]) if records else 0
+
+
+def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
+    """Resolve the runs (preparing the corpus once for its vocabulary) and write sweep.json."""
+    path = out / "sweep.json"
+    if path.exists():  # refuse a different sweep before any work
+        try:
+            old_spec = json.loads(path.read_text()).get("spec")
+        except json.JSONDecodeError as e:
+            raise FfnlabError(f"{path} is corrupt ({e}); move it away or use another --out") from None
+        require(old_spec == json.loads(json.dumps(asdict(spec))),
+                f"{out} holds a different sweep (its spec differs); use another --out")
+    data = runconfig.prepare_data(runconfig.from_dict(spec.base).data)
+    runs = resolve(spec, data.vocab_size)
+    record = {"spec": asdict(spec), "vocab_size": data.vocab_size, "prepared_data": str(data.dir),
+              "runs": [asdict(r) for r in runs]}
+    if path.exists():
+        old = json.loads(path.read_text())
+        require(old.get("runs") == record["runs"],
+                f"{out} holds a different sweep (its spec or resolved runs differ); use another --out")
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps(record, indent=1))
+    (out / "configs").mkdir(exist_ok=True)
+    (out / "logs").mkdir(exist_ok=True)
+    for r in runs:  # leftovers of another spec (e.g. after sweep.json was moved away) are refused
+        for saved in (out / "configs" / f"{r.run}.yaml", out / "runs" / r.run / "config.yaml"):
+            require(not saved.exists() or _same_run(saved, r.config),
+                    f"{saved} was written for a different sweep; use another --out")
+        cfg_path = out / "configs" / f"{r.run}.yaml"
+        if not cfg_path.exists():
+            runconfig.save(runconfig.from_dict(r.config), cfg_path)
+    return runs
+
+
+def command(out: Path, run: ResolvedRun, threads: int, peak: float) -> list[str]:
+    sets = [f"train.threads={threads}", "train.progress=lines", f"train.peak_flops={peak}"]
+    args = [sys.executable, "-m", "ffnlab", "train", str(out / "configs" / f"{run.run}.yaml"),
+            "--out", str(out / "runs" / run.run), "--resume"]
+    for s in sets:
+        args += ["--set", s]
+    return args
+
+
+def _env(threads: int) -> dict[str, str]:
+    return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+
+
+def _run_local(cmd: list[str], log: Path, threads: int) -> int:
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(cmd)}\n")
+        f.flush()
+        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env(threads),
+                              preexec_fn=die_with_parent).returncode
+
+
+def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str | None = None,
+            workers: int | None = None, progress_mode: str = "auto") -> dict[str, Any]:
+    """Run every unfinished run; return {run: 'finished'|'skipped'|'failed (code)'}."""
+    require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
+    require(workers is None or workers >= 1, f"--workers must be >= 1, got {workers}")
+    out = Path(out)
+    with folder_lock(out, "ffnlab sweep"):
+        return _execute(spec, out, backend, address, workers, progress_mode)
+
+
+def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, workers: int | None,
+             progress_mode: str) -> dict[str, Any]:
+    runs = prepare_sweep(spec, out)
+    threads = spec.threads_per_worker
+    n_workers = workers or spec.workers or max(1, (os.cpu_count() or 1) // threads)
+    steps = {r.run: r.config["train"]["max_steps"] for r in runs}
+    status: dict[str, Any] = {}
+    pending = []
+    for r in runs:
+        if run_finished(out / "runs" / r.run, steps[r.run]):
+            status[r.run] = "skipped (finished)"
+        else:
+            pending.append(r)
+    import torch
+
+    from ffnlab.training.peak import measure_peak_flops
+
+    torch.set_num_threads(threads)
+    peak = measure_peak_flops("cpu", "fp32") if not torch.cuda.is_available() else 0.0
+    total = sum(steps.values())
+    tokens_per_step = runconfig.from_dict(runs[0].config).tokens_per_step() if runs else 0
+    bar = Progress(total, start=sum(steps_done(out / "runs" / r.run) for r in runs), description=spec.name,
+                   unit="step", tokens_per_unit=tokens_per_step, mode=progress_mode)
+
+    def poll() -> None:
+        done = sum(steps_done(out / "runs" / r.run) for r in runs)
+        finished = sum(run_finished(out / "runs" / r.run, steps[r.run]) for r in runs)
+        bar.update(done, runs=f"{finished}/{len(runs)}")
+
+    try:
+        if backend == "local":
+            with ThreadPoolExecutor(max_workers=n_workers) as pool:
+                futures = {r.run: pool.submit(_run_local, command(out, r, threads, peak),
+                                              out / "logs" / f"{r.run}.log", threads) for r in pending}
+                while not all(f.done() for f in futures.values()):
+                    poll()
+                    time.sleep(1.0)
+                for name, f in futures.items():
+                    status[name] = "finished" if f.result() == 0 else f"failed (exit {f.result()})"
+        else:
+            status.update(_execute_ray(out, pending, threads, peak, address, poll))
+        poll()
+    finally:
+        bar.close()
+    failed = [k for k, v in status.items() if v.startswith("failed")]
+    (out / "status.json").write_text(json.dumps(status, indent=1))
+    if failed:
+        raise RunsFailed(f"{len(failed)} of {len(runs)} runs failed ({', '.join(failed[:4])}); see {out}/logs; "
+                         "rerun the same command to retry them (finished runs are kept)")
+    return status
+
+
+class RunsFailed(RuntimeError):
+    """Some runs of a sweep failed (exit status 1: not a usage error)."""
+
+
+def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: float, address: str | None,
+                 poll: Any) -> dict[str, str]:
+    try:
+        import ray
+    except ImportError:
+        raise FfnlabError("the ray backend needs Ray: pip install 'ffnlab[ray]'") from None
+    try:
+        ray.init(address=address, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+    except Exception as e:  # connection problems come in many types
+        raise FfnlabError(f"cannot connect to Ray at {address or 'a new local instance'}: {e}") from None
+
+    @ray.remote(num_cpus=threads)
+    def run_one(cmd: list[str], log: str, n_threads: int) -> int:
+        return _run_local(cmd, Path(log), n_threads)
+
+    refs = {r.run: run_one.remote(command(out, r, threads, peak), str(out / "logs" / f"{r.run}.log"), threads)
+            for r in pending}
+    remaining = list(refs.values())
+    while remaining:
+        _, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=1.0)
+        poll()
+    status = {}
+    for name, ref in refs.items():
+        try:
+            code = ray.get(ref)
+        except Exception as e:  # a task that died (node lost, worker crash) fails that run only
+            status[name] = f"failed ({type(e).__name__})"
+            continue
+        status[name] = "finished" if code == 0 else f"failed (exit {code})"
+    return status

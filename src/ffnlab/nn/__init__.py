@@ -1,6 +1,0 @@
-"""PyTorch modules built from :class:`ffnlab.config.ModelConfig` (imports torch)."""
-
-from .ffn import ACTIVATIONS, DenseFFN, MoEFFN, build_ffn
-from .model import DecoderLM, build_model, check_trainable
-
-__all__ = ["ACTIVATIONS", "DenseFFN", "MoEFFN", "build_ffn", "DecoderLM", "build_model", "check_trainable"]

@@ -1,0 +1,282 @@
+"""Check the claims of the two seed documents.
+
+The claims are data (``data/claims.json``: id, paraphrase, which check to run). Every verdict
+and every number in the evidence is computed here at run time: sympy for the algebra, the
+sizing model and the zoo for architectures, experiment reports for what needs training.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from fractions import Fraction
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.counting import count_params, dense_ffn_params
+from ffnlab.sizing.widths import WidthRule, resolve_d_ff
+from ffnlab.sizing.zoo import find, load_zoo
+
+VERDICTS = ("true", "false", "misleading", "unverifiable", "needs-experiment")
+Result = tuple[str, str, dict[str, Any]]  # verdict, evidence sentence, numbers
+
+
+@lru_cache(maxsize=1)
+def load_claims() -> tuple[dict[str, Any], ...]:
+    raw = json.loads(resources.files("ffnlab").joinpath("data/claims.json").read_text(encoding="utf-8"))
+    return tuple(raw["claims"])
+
+
+def _cfg(name: str):  # noqa: ANN202 - small local helper
+    cfg = find(name).config()
+    require(cfg is not None, f"zoo entry {name!r} has no published architecture")
+    return cfg
+
+
+# -- algebra ---------------------------------------------------------------------------------
+
+def golden_identity(_: dict[str, Any]) -> Result:
+    import sympy as sp
+
+    s5 = sp.sqrt(5)
+    Phi, phi = (1 + s5) / 2, (1 - s5) / 2
+    claimed = sp.radsimp(sp.expand(Phi**3 - phi**-3))
+    alt_minus = sp.radsimp(sp.expand(Phi**3 - Phi**-3))
+    alt_plus = sp.radsimp(sp.expand(Phi**3 + phi**3))
+    verdict = "true" if sp.simplify(claimed - 4) == 0 else "false"
+    evidence = (f"Phi^3 = {sp.radsimp(sp.expand(Phi**3))}, phi^-3 = {sp.radsimp(sp.expand(phi**-3))}, so "
+                f"Phi^3 - phi^-3 = {claimed} = {float(claimed):.6f}, not 4. What does equal 4: "
+                f"Phi^3 - Phi^-3 = {alt_minus} and Phi^3 + phi^3 = {alt_plus} (the Lucas number L3).")
+    return verdict, evidence, {"value": str(claimed), "numeric": float(claimed),
+                               "Phi3_minus_Phi_inv3": str(alt_minus), "Phi3_plus_phi3": str(alt_plus)}
+
+
+def golden_law(_: dict[str, Any]) -> Result:
+    v, ev, nums = golden_identity({})
+    raws = sorted({round(e.config().ffn.d_ff / e.config().d_model, 4) for e in load_zoo() if e.has_config})
+    return ("false",
+            f"The identity is itself false ({ev.split(', not 4')[0]}), and no algebraic constant fixes a "
+            f"hyper-parameter: the {len(raws)} distinct raw ratios among the zoo's published models range "
+            f"from {raws[0]} to {raws[-1]}. Whether 4 is best is an empirical question (see ratio-4-optimal).",
+            {"identity_verdict": v, "zoo_raw_ratios": raws, **nums})
+
+
+def swiglu_parity(_: dict[str, Any]) -> Result:
+    import sympy as sp
+
+    d = sp.symbols("d", positive=True)
+    plain = 2 * d * (4 * d)
+    gated = 3 * d * (sp.Rational(8, 3) * d)
+    eq = sp.simplify(gated - plain) == 0
+    return ("true" if eq else "false",
+            f"plain 4x MLP: 2*d*4d = {sp.expand(plain)}; SwiGLU at 8/3 d: 3*d*(8/3)d = {sp.expand(gated)}; "
+            f"difference {sp.simplify(gated - plain)}. Matmul FLOPs per token are 2x these, so they match too.",
+            {"plain": str(plain), "gated": str(gated)})
+
+
+def swiglu_inflation(_: dict[str, Any]) -> Result:
+    import sympy as sp
+
+    d = sp.symbols("d", positive=True)
+    ratio = sp.simplify((3 * d * 4 * d) / (2 * d * 4 * d))
+    return ("true" if ratio == sp.Rational(3, 2) else "false",
+            f"SwiGLU at 4d holds 3*d*4d = 12d^2 weights vs 8d^2 for a 4x MLP: x{ratio} "
+            f"({float(ratio) - 1:+.0%}) parameters and FLOPs.", {"ratio": str(ratio)})
+
+
+# -- architecture facts --------------------------------------------------------------------
+
+def table_row(a: dict[str, Any]) -> Result:
+    e = find(a["model"])
+    cfg = e.config()
+    if cfg is None:
+        return ("unverifiable",
+                f"{e.display}: its maker published no architecture; the only numbers are an estimate "
+                f"(source: {e.source or 'none'}). The row's ratio {a['d_ff'] / a['d_model']:.2f} is arithmetic on a guess.",
+                {"source": e.source})
+    d, ff = cfg.d_model, cfg.ffn.d_ff
+    ratio = ff / d
+    dev = ratio / 4 - 1
+    dims_ok = (d, ff) == (a["d_model"], a["d_ff"])
+    ratio_ok = abs(ratio - a["ratio"]) < 0.006
+    dev_ok = abs(dev - a["deviation"]) < 0.002
+    pm = ratio * 1.5 if cfg.gated else ratio
+    note = (f"; but it is a {cfg.ffn.kind} (gated) FFN, so its parameter-matched ratio is {pm:.3f}, "
+            f"{pm / 4 - 1:+.1%} from 4" if cfg.gated else "")
+    verdict = "true" if dims_ok and ratio_ok and dev_ok else "false"
+    detail = f"published config ({e.source}): d_model {d}, FFN {ff}, raw ratio {ratio:.4f}, {dev:+.2%} from 4"
+    if dims_ok and ratio_ok and not dev_ok:
+        detail += f" (the row says {a['deviation']:+.1%})"
+    if cfg.gated and dims_ok:
+        verdict = "misleading"
+    return verdict, detail + note, {"d_model": d, "d_ff": ff, "ratio_raw": ratio, "ratio_param_matched": pm}
+
+
+def capacity_shortfall(a: dict[str, Any]) -> Result:
+    rows, parts = [], []
+    for name in a["models"]:
+        cfg = _cfg(name)
+        d, ff = cfg.d_model, cfg.ffn.d_ff
+        actual = dense_ffn_params(d, ff, cfg.gated, False)
+        mlp4 = dense_ffn_params(d, 4 * d, False, False)
+        rel = actual / mlp4 - 1
+        rows.append({"model": name, "ffn_params_per_layer": actual, "mlp4x_params_per_layer": mlp4, "relative": rel})
+        parts.append(f"{name}: {ff}/{d} {cfg.ffn.kind} -> {actual:,} FFN weights/layer vs {mlp4:,} for a 4x MLP ({rel:+.1%})")
+    worst = min(r["relative"] for r in rows)
+    verdict = "false" if worst > a["stated"] / 2 else "true"
+    return (verdict,
+            "Raw ratios ignore that a gated FFN has three matrices. " + "; ".join(parts) +
+            f". The stated shortfall is {a['stated']:+.1%}.", {"rows": rows})
+
+
+def mixtral_experts(a: dict[str, Any]) -> Result:
+    moe, dense = _cfg(a["moe"]), _cfg(a["dense"])
+    cm, cd = count_params(moe), count_params(dense)
+    smaller = moe.ffn.d_ff < dense.ffn.d_ff
+    return ("true" if smaller else "false",
+            f"{a['moe']}: {moe.ffn.n_experts} experts of width {moe.ffn.d_ff} (top-{moe.ffn.top_k}) vs "
+            f"{a['dense']}'s dense width {dense.ffn.d_ff}: each expert is as wide as the dense FFN, not smaller. "
+            f"FFN parameters {cm.ffn / 1e9:.2f}B total, {cm.ffn_active / 1e9:.2f}B active per token vs "
+            f"{cd.ffn / 1e9:.2f}B dense.",
+            {"expert_width": moe.ffn.d_ff, "dense_width": dense.ffn.d_ff, "ffn_total": cm.ffn,
+             "ffn_active": cm.ffn_active, "ffn_dense": cd.ffn})
+
+
+def param_saving(a: dict[str, Any]) -> Result:
+    cfg = _cfg(a["model"])
+    d, ff = cfg.d_model, cfg.ffn.d_ff
+    actual, mlp4 = dense_ffn_params(d, ff, True, False), dense_ffn_params(d, 4 * d, False, False)
+    return ("false" if actual >= mlp4 * 0.98 else "true",
+            f"{a['model']} spends {actual:,} FFN weights per layer, {actual / mlp4 - 1:+.2%} vs a 4x MLP "
+            f"({mlp4:,}): the narrower width pays for SwiGLU's third matrix; it saves no parameters.",
+            {"ffn_params": actual, "mlp4x_params": mlp4})
+
+
+def uses_ratio(a: dict[str, Any]) -> Result:
+    found = {n: (c := _cfg(n)).ffn.d_ff / c.d_model for n in a["models"]}
+    ok = all(abs(r - a["ratio"]) < 1e-9 for r in found.values())
+    return ("true" if ok else "false",
+            "; ".join(f"{n}: {r:g}x" for n, r in found.items()) + " (published configs / paper tables).",
+            {"ratios": found})
+
+
+def unpublished(a: dict[str, Any]) -> Result:
+    e = find(a["model"])
+    return ("unverifiable",
+            f"No architecture for {e.display} has been published; the zoo keeps only an estimate with "
+            + ("no source" if e.source is None else f"source {e.source}") + ".", {"source": e.source})
+
+
+def golden_tool(_: dict[str, Any]) -> Result:
+    rule = WidthRule("golden", ratio=Fraction(4))
+    sizes = {d: resolve_d_ff(d, "gelu", rule) for d in (768, 4096)}
+    return ("unverifiable",
+            "The repository and its star count cannot be checked offline and no such tool is cited. "
+            f"The rule it is said to apply is a constant: ffnlab's 'golden' rule gives d_ff = {sizes[768]} for "
+            f"d_model 768 and {sizes[4096]} for 4096 ('ffnlab size --rule golden'), and "
+            "'ffnlab plan' sizes a whole model for any target.", {"golden_sizes": sizes})
+
+
+def ffn_share(a: dict[str, Any]) -> Result:
+    import sympy as sp
+
+    d = sp.symbols("d", positive=True)
+    share = sp.simplify((8 * d**2) / (8 * d**2 + 4 * d**2))
+    cfgs = {n: _cfg(n) for n in a["models"]}
+    rows = {n: count_params(c).ffn_share for n, c in cfgs.items()}
+    lo, hi = min(rows.values()), max(rows.values())
+    classic = [n for n, c in cfgs.items() if not c.ffn.is_moe and c.n_kv_heads == c.attn.n_heads]
+    classic_ok = all(abs(rows[n] - 2 / 3) < 0.03 for n in classic)
+    verdict = "true" if classic_ok and lo > 0.6 else "misleading"
+    return (verdict,
+            f"Symbolically 8d^2 / (8d^2 + 4d^2) = {share} for MHA with a 4x (or 8/3x gated) FFN. Measured shares "
+            f"of non-embedding parameters: " + ", ".join(f"{n} {s:.1%}" for n, s in rows.items()) +
+            f". GQA, wider FFNs and MoE push it above 2/3 (range {lo:.1%}-{hi:.1%}).",
+            {"symbolic": str(share), "shares": rows})
+
+
+def llama_rounding(a: dict[str, Any]) -> Result:
+    d, target, m = a["d_model"], a["d_ff"], a["multiple_of"]
+    exact = Fraction(8, 3) * d
+    up = resolve_d_ff(d, "swiglu", WidthRule("llama", ratio=Fraction(4), multiple_of=m))
+    near = resolve_d_ff(d, "swiglu", WidthRule("param-matched", ratio=Fraction(4), multiple_of=m, rounding="nearest"))
+    return ("true" if up == target else "false",
+            f"8/3 x {d} = {float(exact):.2f}; LLaMA's rule int(8d/3) = {int(exact)} rounded up to a multiple of {m} "
+            f"= {up} (rounding to the nearest multiple gives {near}).",
+            {"exact": float(exact), "rounded_up": up, "rounded_nearest": near})
+
+
+def multiples_of(a: dict[str, Any]) -> Result:
+    rows = {e.name: e.config().ffn.d_ff for e in load_zoo()
+            if e.has_config and e.name.startswith(a["family_prefix"])}
+    bad = {n: w for n, w in rows.items() if w % a["multiple"]}
+    return ("true" if rows and not bad else "false",
+            f"{len(rows) - len(bad)} of {len(rows)} LLaMA-family widths in the zoo are multiples of {a['multiple']}: "
+            + ", ".join(f"{n} {w} = {w // a['multiple']}x{a['multiple']}" for n, w in rows.items() if n not in bad)
+            + (f"; not: {bad}" if bad else ""), {"widths": rows})
+
+
+def paper_ratio(a: dict[str, Any]) -> Result:
+    r = Fraction(a["d_ff"], a["d_model"])
+    return ("true" if r == 4 else "false", f"{a['source']}: d_model {a['d_model']}, d_ff {a['d_ff']}, ratio {r}.",
+            {"ratio": float(r)})
+
+
+def moe_active(a: dict[str, Any]) -> Result:
+    rows = {}
+    for n in a["models"]:
+        c = count_params(_cfg(n))
+        rows[n] = {"total": c.total, "active": c.total_active, "ratio": c.total / c.total_active}
+    ok = all(r["ratio"] > 2 for r in rows.values())
+    return ("true" if ok else "false",
+            "; ".join(f"{n}: {r['total'] / 1e9:.1f}B total, {r['active'] / 1e9:.1f}B active per token "
+                      f"({r['ratio']:.1f}x)" for n, r in rows.items()), {"rows": rows})
+
+
+def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Result:
+    found = (evidence or {}).get(a["experiment"])
+    if found:
+        return found["verdict"], found["evidence"], {"from_report": True, **found.get("numbers", {})}
+    return ("needs-experiment", f"Needs a measurement; run: {a['command']}", {"command": a["command"]})
+
+
+CHECKS: dict[str, Callable[[dict[str, Any]], Result]] = {
+    f.__name__: f for f in (
+        golden_identity, golden_law, swiglu_parity, swiglu_inflation, table_row, capacity_shortfall,
+        mixtral_experts, param_saving, uses_ratio, unpublished, golden_tool, ffn_share, llama_rounding,
+        multiples_of, paper_ratio, moe_active,
+    )
+}
+
+
+def load_evidence(report_dir: str | Path) -> dict[str, Any]:
+    """Read the experiment verdicts a report wrote (``claims.json`` in the report folder)."""
+    p = Path(report_dir)
+    path = p / "claims.json" if p.is_dir() else p
+    require(path.is_file(), f"no experiment evidence at {path} (run 'ffnlab verify' or 'ffnlab report' first)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise FfnlabError(f"{path}: not valid JSON ({e})") from None
+    require(isinstance(data, dict), f"{path}: expected a JSON object of experiment verdicts")
+    for key, entry in data.items():
+        require(isinstance(entry, dict) and entry.get("verdict") in VERDICTS and isinstance(entry.get("evidence"), str),
+                f"{path}: entry {key!r} needs a verdict ({', '.join(VERDICTS)}) and an evidence string")
+    return data
+
+
+def check_claims(evidence: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    out = []
+    for c in load_claims():
+        args = c.get("args", {})
+        if c["check"] == "experiment":
+            verdict, ev, nums = experiment(args, evidence)
+        else:
+            verdict, ev, nums = CHECKS[c["check"]](args)
+        assert verdict in VERDICTS, verdict
+        out.append({"id": c["id"], "seed": c["seed"], "claim": c["claim"], "verdict": verdict,
+                    "evidence": ev, "numbers": nums})
+    return out

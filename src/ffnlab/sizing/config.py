@@ -1,0 +1,226 @@
+"""The architecture description every part of ffnlab reads.
+
+One :class:`ModelConfig` feeds the parameter counter (:mod:`ffnlab.counting`), the FLOP and
+memory model (:mod:`ffnlab.flops`), the Hugging Face translator (:mod:`ffnlab.hf_config`) and
+the PyTorch modules (:mod:`ffnlab.nn`). It covers decoder-only models (GPT-2, LLaMA, Mixtral,
+...) and, for counting, T5-style encoder-decoders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.widths import check_width
+
+NORMS = ("layernorm", "rmsnorm", "layernorm-nobias", "none")
+POSITIONS = ("rope", "learned", "none", "alibi", "relative")
+
+
+@dataclass(frozen=True)
+class FFNSpec:
+    """One FFN layer. For MoE, ``d_ff`` is the width of each routed expert."""
+
+    kind: str = "gelu"
+    d_ff: int = 3072
+    bias: bool = False
+    n_experts: int = 0  # 0 = dense
+    top_k: int = 0
+    n_shared_experts: int = 0
+    d_shared: int | None = None  # width of each shared expert (default d_ff)
+    shared_expert_gate: bool = False  # Qwen-MoE style scalar gate on the shared expert
+    router_bias: bool = False
+
+    @property
+    def gated(self) -> bool:
+        return get_kind(self.kind).gated
+
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    n_heads: int = 12
+    n_kv_heads: int | None = None  # None = n_heads (MHA); 1 = MQA; otherwise GQA
+    head_dim: int | None = None  # None = d_model // n_heads
+    qkv_bias: bool = False
+    out_bias: bool = False
+    qk_norm: bool = False  # per-head LayerNorm on q and k (Phi qk_layernorm)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    d_model: int = 768
+    n_layers: int = 12
+    vocab_size: int = 50257
+    ffn: FFNSpec = field(default_factory=FFNSpec)
+    attn: AttentionSpec = field(default_factory=AttentionSpec)
+    norm: str = "layernorm"
+    norms_per_block: int = 2  # 1 for parallel blocks (GPT-J, Phi-2), 4 for Gemma-2's sandwich
+    final_norm: bool = True
+    embed_norm: bool = False  # BLOOM's LayerNorm after the embedding
+    positions: str = "learned"
+    max_positions: int = 1024  # rows of a learned position table
+    position_offset: int = 0  # OPT keeps 2 extra rows
+    tied_embeddings: bool = True
+    lm_head_bias: bool = False
+    embed_proj_dim: int | None = None  # OPT-350m: embeddings of another width, projected in/out
+    encoder_layers: int = 0  # > 0: T5-style encoder-decoder (decoder layers = n_layers)
+    relative_buckets: int = 0  # T5 relative position buckets (a table in each stack's first layer)
+    name: str = ""
+
+    # -- derived ---------------------------------------------------------------------------
+    @property
+    def n_kv_heads(self) -> int:
+        return self.attn.n_kv_heads or self.attn.n_heads
+
+    @property
+    def head_dim(self) -> int:
+        return self.attn.head_dim or self.d_model // self.attn.n_heads
+
+    @property
+    def d_attn(self) -> int:
+        """Width of the concatenated query heads."""
+        return self.attn.n_heads * self.head_dim
+
+    @property
+    def d_kv(self) -> int:
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def gated(self) -> bool:
+        return self.ffn.gated
+
+    def with_ffn(self, **changes: Any) -> ModelConfig:
+        return replace(self, ffn=replace(self.ffn, **changes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error."""
+        data = dict(data)
+        ffn = _sub(FFNSpec, data.pop("ffn", {}), "ffn")
+        attn = _sub(AttentionSpec, data.pop("attn", {}), "attn")
+        known = set(cls.__dataclass_fields__) - {"ffn", "attn"}
+        unknown = sorted(set(data) - known)
+        require(not unknown, f"unknown model config key(s): {', '.join(unknown)}")
+        return validate(cls(ffn=ffn, attn=attn, **data))
+
+
+def _sub(cls: type, data: Any, where: str) -> Any:
+    if isinstance(data, cls):
+        return data
+    require(isinstance(data, dict), f"model config key {where!r} must be a mapping")
+    unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+    require(not unknown, f"unknown {where} config key(s): {', '.join(unknown)}")
+    return cls(**data)
+
+
+def _positive(value: Any, what: str) -> None:
+    check_width(value, what)
+
+
+def validate(cfg: ModelConfig) -> ModelConfig:
+    """Check a config for consistency; raise :class:`FfnlabError` with the first problem."""
+    for what in ("d_model", "n_layers", "vocab_size"):
+        _positive(getattr(cfg, what), what)
+    _positive(cfg.ffn.d_ff, "d_ff")
+    get_kind(cfg.ffn.kind)
+    a = cfg.attn
+    _positive(a.n_heads, "n_heads")
+    if a.head_dim is None:
+        require(cfg.d_model % a.n_heads == 0,
+                f"n_heads={a.n_heads} does not divide d_model={cfg.d_model}; "
+                "choose heads that divide it or set head_dim explicitly")
+    else:
+        _positive(a.head_dim, "head_dim")
+    if a.n_kv_heads is not None:
+        _positive(a.n_kv_heads, "n_kv_heads")
+        require(a.n_heads % a.n_kv_heads == 0,
+                f"n_kv_heads={a.n_kv_heads} must divide n_heads={a.n_heads}")
+    require(cfg.norm in NORMS, f"norm must be one of {NORMS}, got {cfg.norm!r}")
+    require(cfg.positions in POSITIONS, f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
+    require(cfg.norms_per_block in (1, 2, 3, 4), f"norms_per_block must be 1-4, got {cfg.norms_per_block}")
+    if cfg.positions == "learned":
+        _positive(cfg.max_positions, "max_positions")
+    f = cfg.ffn
+    if f.is_moe:
+        require(f.n_experts >= 1, "n_experts must be >= 1")
+        require(1 <= f.top_k <= f.n_experts, f"top_k must be between 1 and n_experts={f.n_experts}, got {f.top_k}")
+    else:
+        require(f.top_k == 0 and f.n_shared_experts == 0, "top_k and shared experts need n_experts > 0")
+    require(f.n_shared_experts >= 0, "n_shared_experts must be >= 0")
+    if f.d_shared is not None:
+        _positive(f.d_shared, "d_shared")
+    if cfg.embed_proj_dim is not None:
+        _positive(cfg.embed_proj_dim, "embed_proj_dim")
+    require(cfg.encoder_layers >= 0, "encoder_layers must be >= 0")
+    return cfg
+
+
+TRAINABLE_POSITIONS = ("rope", "learned", "none")
+
+
+def check_trainable(cfg: ModelConfig) -> None:
+    """Raise if ``cfg`` uses a feature the counter knows but these modules do not build."""
+    problems = [what for bad, what in (
+        (cfg.encoder_layers > 0, "encoder-decoder stacks"),
+        (cfg.norms_per_block != 2, f"{cfg.norms_per_block} norms per block (only pre-norm with 2)"),
+        (cfg.embed_norm, "an embedding norm"),
+        (cfg.embed_proj_dim not in (None, cfg.d_model), "embedding projections"),
+        (cfg.positions not in TRAINABLE_POSITIONS, f"{cfg.positions} positions"),
+        (cfg.position_offset != 0, "position offsets"),
+        (cfg.attn.qk_norm, "q/k norms"),
+        (cfg.positions == "rope" and cfg.head_dim % 2, f"RoPE with an odd head_dim ({cfg.head_dim}; needs an even head_dim)"),
+    ) if bad]
+    if problems:
+        raise FfnlabError(f"ffnlab.nn cannot build {', '.join(problems)}; these configs are for counting only")
+
+
+def make_config(
+    d_model: int,
+    n_layers: int,
+    n_heads: int,
+    d_ff: int,
+    *,
+    kind: str = "gelu",
+    vocab_size: int = 50257,
+    n_kv_heads: int | None = None,
+    head_dim: int | None = None,
+    norm: str | None = None,
+    positions: str | None = None,
+    max_positions: int = 1024,
+    tied_embeddings: bool = True,
+    bias: bool = False,
+    n_experts: int = 0,
+    top_k: int = 0,
+    n_shared_experts: int = 0,
+    name: str = "",
+) -> ModelConfig:
+    """A decoder-only config with modern defaults: RMSNorm + RoPE for gated kinds,
+    LayerNorm + learned positions for plain MLPs (GPT-2 style)."""
+    gated = get_kind(kind).gated
+    cfg = ModelConfig(
+        d_model=d_model,
+        n_layers=n_layers,
+        vocab_size=vocab_size,
+        ffn=FFNSpec(kind=kind, d_ff=d_ff, bias=bias, n_experts=n_experts, top_k=top_k,
+                    n_shared_experts=n_shared_experts),
+        attn=AttentionSpec(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
+                           qkv_bias=bias, out_bias=bias),
+        norm=norm or ("rmsnorm" if gated else "layernorm"),
+        positions=positions or ("rope" if gated else "learned"),
+        max_positions=max_positions,
+        tied_embeddings=tied_embeddings,
+        name=name,
+    )
+    return validate(cfg)
+
+
+__all__ = ["FFNSpec", "AttentionSpec", "ModelConfig", "check_trainable", "make_config", "validate", "FfnlabError"]

@@ -1,0 +1,110 @@
+"""FLOPs per token and training memory, from the same config as the parameter counts.
+
+Convention (stated so numbers can be compared):
+
+* one multiply-add = 2 FLOPs; only matrix multiplications are counted (norms, activations,
+  softmax, residual adds and the embedding lookup are ignored, as in Kaplan et al. 2020 Table 1);
+* attention scores (QK^T) and the weighted sum over values (AV) are counted over the full
+  context of ``seq_len`` tokens with no causal discount, as PaLM (Chowdhery et al. 2022,
+  App. B) and ``torch.utils.flop_counter`` do: 4 * seq_len * n_heads * head_dim per layer;
+* MoE layers count only the router and the ``top_k`` routed (plus shared) experts a token uses;
+* training = forward + backward = 3 x forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.counting import count_params
+
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
+}
+
+
+@dataclass(frozen=True)
+class FlopsPerToken:
+    """Forward FLOPs per token, by component."""
+
+    qkv: int
+    attn_out: int
+    attn_scores: int
+    ffn: int
+    lm_head: int
+
+    @property
+    def forward(self) -> int:
+        return self.qkv + self.attn_out + self.attn_scores + self.ffn + self.lm_head
+
+    @property
+    def training(self) -> int:
+        return 3 * self.forward
+
+    def as_dict(self) -> dict[str, int]:
+        out = dict(asdict(self))
+        out.update(forward=self.forward, training=self.training)
+        return out
+
+
+def flops_per_token(cfg: ModelConfig, seq_len: int, *, include_lm_head: bool = True) -> FlopsPerToken:
+    """Forward matmul FLOPs per token of a decoder-only model (encoder-decoders: both stacks,
+    each token counted once per stack it passes through, cross-attention over ``seq_len``)."""
+    d, dq, dkv = cfg.d_model, cfg.d_attn, cfg.d_kv
+    f = cfg.ffn
+    layers = cfg.n_layers + cfg.encoder_layers
+    cross = cfg.n_layers if cfg.encoder_layers else 0
+    qkv = 2 * d * (dq + 2 * dkv) * (layers + cross)
+    attn_out = 2 * dq * d * (layers + cross)
+    attn_scores = 4 * seq_len * dq * (layers + cross)
+    n_in = 2 if f.gated else 1
+    expert = 2 * (n_in + 1) * d * f.d_ff
+    ffn_layer = expert
+    if f.is_moe:
+        shared = f.n_shared_experts * 2 * (n_in + 1) * d * (f.d_shared or f.d_ff)
+        ffn_layer = 2 * d * f.n_experts + f.top_k * expert + shared
+    ffn = ffn_layer * layers
+    width_e = cfg.embed_proj_dim or d
+    lm_head = 2 * width_e * cfg.vocab_size if include_lm_head else 0
+    return FlopsPerToken(qkv=qkv, attn_out=attn_out, attn_scores=attn_scores, ffn=ffn, lm_head=lm_head)
+
+
+def six_n(cfg: ModelConfig) -> int:
+    """Kaplan's 6N training FLOPs per token (N = non-embedding active parameters)."""
+    c = count_params(cfg)
+    return 6 * (c.non_embedding - c.ffn + c.ffn_active)
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    weights: float
+    grads: float
+    optimizer: float
+    master_weights: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.optimizer + self.master_weights
+
+    def as_dict(self) -> dict[str, float]:
+        out = dict(asdict(self))
+        out["total"] = self.total
+        return out
+
+
+def training_memory(cfg: ModelConfig, dtype: str = "bf16", *, optimizer: str = "adamw") -> TrainingMemory:
+    """Bytes for weights, gradients and optimizer state (activations excluded).
+
+    Weights and gradients in ``dtype``; AdamW keeps two fp32 moments per parameter; with a
+    16-bit ``dtype`` an fp32 master copy of the weights is kept as mixed-precision training does.
+    """
+    from ffnlab.errors import require
+
+    require(dtype in DTYPE_BYTES, f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
+    require(optimizer in ("adamw", "sgd", "none"), f"optimizer must be adamw, sgd or none, got {optimizer!r}")
+    n = count_params(cfg).total
+    b = DTYPE_BYTES[dtype]
+    states = {"adamw": 2, "sgd": 0, "none": 0}[optimizer]
+    master = 4 * n if b < 4 and optimizer != "none" else 0
+    grads = 0 if optimizer == "none" else b * n
+    return TrainingMemory(weights=b * n, grads=grads, optimizer=4 * states * n, master_weights=master)

@@ -1,0 +1,17 @@
+"""BLOOM (bloom): ALiBi, a LayerNorm on the embeddings, an MLP fixed at 4 x hidden_size."""
+
+from __future__ import annotations
+
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    d = k.first("hidden_size", "n_embed", default=64)
+    return ModelConfig(
+        d_model=d, n_layers=k.first("n_layer", "num_hidden_layers", default=2),
+        vocab_size=k.get("vocab_size", 250880),
+        ffn=FFNSpec("gelu_tanh", 4 * d, bias=True),  # BLOOM's MLP width is fixed at 4 x hidden_size
+        attn=AttentionSpec(k.first("n_head", "num_attention_heads", default=8), qkv_bias=True, out_bias=True),
+        norm="layernorm", embed_norm=True, positions="alibi",
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))

@@ -1,0 +1,29 @@
+"""Falcon (falcon): multi-query or grouped KV heads, parallel attention with one or two norms."""
+
+from __future__ import annotations
+
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    d = k.get("hidden_size", 4544)
+    n_heads = k.first("num_attention_heads", "n_head", default=71)
+    new_arch = k.get("new_decoder_architecture", False, kind=bool)
+    if new_arch:
+        n_kv = k.get("num_kv_heads", n_heads)
+    elif k.get("multi_query", True, kind=bool):
+        n_kv = 1
+    else:
+        n_kv = n_heads
+    parallel = k.get("parallel_attn", True, kind=bool)
+    n_ln = k.get("num_ln_in_parallel_attn", 2 if new_arch else 1)
+    bias = k.get("bias", False, kind=bool)
+    return ModelConfig(
+        d_model=d, n_layers=k.first("num_hidden_layers", "n_layer", default=32),
+        vocab_size=k.get("vocab_size", 65024),
+        ffn=FFNSpec(k.act("activation", "gelu", gated=False), k.get("ffn_hidden_size", 4 * d), bias=bias),
+        attn=AttentionSpec(n_heads, n_kv_heads=n_kv, qkv_bias=bias, out_bias=bias),
+        norm="layernorm", norms_per_block=(n_ln if parallel else 2),
+        positions="alibi" if k.get("alibi", False, kind=bool) else "rope",
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))

@@ -1,0 +1,8 @@
+"""Qwen2 and Qwen2.5 (qwen2): the LLaMA layout with biased q/k/v projections and an unbiased output."""
+
+from __future__ import annotations
+
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, llama_like
+
+translate = llama_like({**LLAMA_DEFAULTS, "intermediate_size": 22016, "vocab_size": 151936,
+                        "num_key_value_heads": 32}, qkv_bias_key=None, qkv_bias=True, out_bias_follows=False)

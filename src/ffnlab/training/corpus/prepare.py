@@ -1,0 +1,423 @@
+"""Tokenise a corpus once into flat token files that training memory-maps.
+
+A prepared folder ``cache_dir/<key>/`` holds ``train.bin`` and ``val.bin`` (raw token ids,
+uint16 or uint32), ``tokenizer.json`` for a BPE, and ``manifest.json``, which is written
+last. ``<key>`` hashes the settings (normalised corpus spec, tokenizer, BPE vocabulary for a
+BPE, text column for a dataset, ``max_chars``, format version), so different settings never
+share a folder.
+
+Reuse: a folder is reused when its manifest records the same settings and the same source.
+File-backed corpora (the built-in plays, local files) are first compared by a cheap
+fingerprint of file paths, sizes and mtimes; only if that changed is the text re-read and
+its sha256 compared. Hugging Face datasets have no such fingerprint here: their text is
+loaded (from the local datasets cache) and hashed every time, which is far cheaper than
+tokenising it again.
+
+Documents are tokenised one by one, each followed by the separator that gives exactly one
+blank line between documents, so the token files decode to the joined text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+import numpy as np
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.training.corpus.sources import Source, Texts, resolve_source, separator_after
+from ffnlab.training.corpus.tokenizers import (
+    MANIFEST_FILE,
+    TOKENIZER_FILE,
+    TOKENIZER_NAMES,
+    ByteTokenizer,
+    Tokenizer,
+    check_bpe_vocab,
+    open_tokenizer,
+    train_bpe,
+)
+
+FORMAT_VERSION = 1
+SPLIT_FILES = {"train": "train.bin", "val": "val.bin"}
+PIECE_CHARS = 1 << 20  # long documents are encoded in pieces of about this many characters
+BATCH_CHARS = 1 << 23  # characters handed to one encode_batch call
+LINE_EVERY_S = 10.0  # seconds between progress lines when stderr is not a terminal
+_CUT = re.compile(r"\n(?=\w)")
+
+
+class _Encoder(Protocol):
+    def encode_batch(self, texts: Sequence[str]) -> list[np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class PreparedData:
+    """A prepared corpus folder: token files, tokenizer and counts."""
+
+    dir: Path
+    tokenizer_name: str
+    vocab_size: int
+    train_tokens: int
+    val_tokens: int
+    val_bytes: int
+    manifest: dict[str, Any] = field(repr=False, compare=False)
+    reused: bool = field(default=False, compare=False)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.manifest["dtype"])
+
+    def _memmap(self, split: str, n_tokens: int) -> np.memmap:
+        return np.memmap(
+            self.dir / SPLIT_FILES[split], dtype=self.dtype, mode="r", shape=(n_tokens,)
+        )
+
+    def train(self) -> np.memmap:
+        """The training tokens as a read-only memory map."""
+        return self._memmap("train", self.train_tokens)
+
+    def val(self) -> np.memmap:
+        """The validation tokens as a read-only memory map."""
+        return self._memmap("val", self.val_tokens)
+
+    def tokenizer(self) -> Tokenizer:
+        return open_tokenizer(self.tokenizer_name, self.dir)
+
+    def bits_per_byte(self, val_loss_nats: float) -> float:
+        """Validation loss (nats per token) as bits per UTF-8 byte of validation text."""
+        return val_loss_nats * self.val_tokens / (self.val_bytes * math.log(2))
+
+    def unigram_entropy_nats(self, split: str = "train") -> float:
+        """Entropy (nats per token) of the split's token frequencies: a no-context baseline."""
+        require(
+            split in SPLIT_FILES, f"split must be one of {', '.join(SPLIT_FILES)}, got {split!r}."
+        )
+        tokens = self.train() if split == "train" else self.val()
+        counts = np.bincount(tokens, minlength=self.vocab_size)
+        p = counts[counts > 0] / len(tokens)
+        return float(-(p * np.log(p)).sum())
+
+
+# ---------------------------------------------------------------- manifest and folders
+
+
+def settings_key(settings: dict[str, Any]) -> str:
+    """Short hash naming the cache folder for these settings."""
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """Smallest unsigned dtype holding every id of the vocabulary."""
+    return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
+
+
+def _files_match(folder: Path, manifest: dict[str, Any]) -> bool:
+    itemsize = np.dtype(manifest["dtype"]).itemsize
+    counts = manifest["counts"]
+    sizes = {"train": counts["train_tokens"], "val": counts["val_tokens"]}
+    return all(
+        (folder / name).is_file() and (folder / name).stat().st_size == sizes[split] * itemsize
+        for split, name in SPLIT_FILES.items()
+    )
+
+
+def _from_manifest(folder: Path, manifest: dict[str, Any], reused: bool = False) -> PreparedData:
+    counts = manifest["counts"]
+    return PreparedData(
+        dir=folder,
+        tokenizer_name=manifest["tokenizer"],
+        vocab_size=int(manifest["vocab_size"]),
+        train_tokens=int(counts["train_tokens"]),
+        val_tokens=int(counts["val_tokens"]),
+        val_bytes=int(counts["val_bytes"]),
+        manifest=manifest,
+        reused=reused,
+    )
+
+
+def _read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The folder's manifest if it is complete and its token files fit it, else None."""
+    try:
+        manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        ok = manifest["format_version"] == FORMAT_VERSION and _files_match(folder, manifest)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return manifest if ok else None
+
+
+def load_prepared(folder: str | Path) -> PreparedData:
+    """Reopen a folder written by :func:`prepare`."""
+    folder = Path(folder)
+    manifest = _read_manifest(folder)
+    require(
+        manifest is not None,
+        f"{folder} is not a complete prepared corpus (its {MANIFEST_FILE} is missing, corrupt, "
+        "from another format version, or does not match its token files); prepare it again.",
+    )
+    return _from_manifest(folder, manifest)  # type: ignore[arg-type]
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write JSON next to ``path`` and move it into place in one step."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _install(tmp: Path, out: Path) -> None:
+    """Move the finished folder ``tmp`` to ``out``, replacing a stale ``out`` if present."""
+    stale = out.with_name(f".old-{out.name}-{uuid.uuid4().hex[:8]}")
+    if out.exists():
+        os.replace(out, stale)
+    try:
+        os.replace(tmp, out)
+    except OSError:
+        if _read_manifest(out) is None:  # not a concurrent preparer finishing first
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(stale, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- tokenising
+
+
+def truncate_docs(docs: Sequence[str], max_chars: int | None) -> list[str]:
+    """The leading documents whose joined text fits in ``max_chars`` (the last one cut)."""
+    if max_chars is None:
+        return list(docs)
+    kept: list[str] = []
+    budget = max_chars
+    for doc in docs:
+        if budget <= 0:
+            break
+        piece = doc[:budget]
+        if piece.strip():
+            kept.append(piece)
+        budget -= len(doc) + len(separator_after(doc))
+    return kept
+
+
+def split_pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    """Cut ``text`` into pieces of at least ``size`` characters (the last may be shorter).
+
+    Cuts fall only after a newline that is followed by a letter, digit or underscore, where
+    the byte-level pre-tokenizer always starts a new token, so encoding the pieces one by one
+    gives exactly the tokens of the whole text.
+    """
+    pieces, start = [], 0
+    while len(text) - start > size:
+        match = _CUT.search(text, start + size)
+        if match is None:
+            break
+        pieces.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        pieces.append(text[start:])
+    return pieces
+
+
+def _units(docs: Sequence[str]) -> Iterator[str]:
+    """Each document with its separator (none after the last), in encodable pieces."""
+    for i, doc in enumerate(docs):
+        yield from split_pieces(doc if i == len(docs) - 1 else doc + separator_after(doc))
+
+
+def _batches(units: Iterator[str], limit: int = BATCH_CHARS) -> Iterator[list[str]]:
+    batch: list[str] = []
+    size = 0
+    for unit in units:
+        batch.append(unit)
+        size += len(unit)
+        if size >= limit:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def write_tokens(
+    encoder: _Encoder,
+    docs: Sequence[str],
+    out: BinaryIO,
+    dtype: np.dtype,
+    advance: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Encode ``docs`` into ``out`` as raw ``dtype`` ids; returns (tokens, UTF-8 bytes)."""
+    n_tokens = n_bytes = 0
+    for batch in _batches(_units(docs)):
+        for ids in encoder.encode_batch(batch):
+            out.write(ids.astype(dtype).tobytes())
+            n_tokens += len(ids)
+        n_bytes += sum(len(u.encode("utf-8")) for u in batch)
+        if advance is not None:
+            advance(sum(len(u) for u in batch))
+    return n_tokens, n_bytes
+
+
+def _periodic_lines(total: int, label: str, every_s: float = LINE_EVERY_S) -> Callable[[int], None]:
+    """An ``advance(n)`` that prints a progress line on stderr at most every ``every_s``."""
+    state = {"done": 0, "last": time.monotonic()}
+
+    def advance(n: int) -> None:
+        state["done"] += n
+        now = time.monotonic()
+        if now - state["last"] >= every_s:
+            state["last"] = now
+            _note(
+                True, f"{label}: {100 * state['done'] / max(total, 1):.0f}% of {total:,} characters"
+            )
+
+    return advance
+
+
+@contextlib.contextmanager
+def _progress(show: bool, total: int, label: str) -> Iterator[Callable[[int], None] | None]:
+    """Progress for tokenising: a rich bar on a terminal, periodic lines otherwise, or none."""
+    if not show:
+        yield None
+        return
+    if not sys.stderr.isatty():
+        yield _periodic_lines(total, label)
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def _note(show: bool, message: str) -> None:
+    if show:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _make_tokenizer(name: str, vocab: int, train: Sequence[str], folder: Path, show: bool) -> Any:
+    if name == "byte":
+        return ByteTokenizer()
+    _note(show, f"training a byte-level BPE with {vocab} tokens ...")
+    bpe = train_bpe(train, vocab)
+    bpe.save(folder / TOKENIZER_FILE)
+    return bpe
+
+
+# ---------------------------------------------------------------- prepare
+
+
+def _settings(
+    source: Source, tokenizer: str, vocab: int, column: str, max_chars: int | None
+) -> dict:
+    return {
+        "format_version": FORMAT_VERSION,
+        "corpus": source.spec,
+        "tokenizer": tokenizer,
+        "bpe_vocab_size": vocab if tokenizer == "bpe" else None,
+        "text_column": column if source.kind == "hf" else None,
+        "max_chars": max_chars,
+    }
+
+
+def _reuse(out: Path, settings: dict, source: Source, texts: Texts | None) -> PreparedData | None:
+    """The existing folder if it was prepared from the same settings and source, else None."""
+    manifest = _read_manifest(out)
+    if manifest is None or manifest.get("settings") != settings:
+        return None
+    same_stat = source.stat_fingerprint is not None and (
+        manifest.get("stat_fingerprint") == source.stat_fingerprint
+    )
+    if texts is None:
+        return _from_manifest(out, manifest, reused=True) if same_stat else None
+    if manifest.get("source_hash") != texts.source_hash:
+        return None
+    if not same_stat:  # files touched but unchanged: remember the new fingerprint
+        manifest["stat_fingerprint"] = source.stat_fingerprint
+        _write_json(out / MANIFEST_FILE, manifest)
+    return _from_manifest(out, manifest, reused=True)
+
+
+def _build(out: Path, settings: dict, source: Source, texts: Texts, show: bool) -> PreparedData:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".tmp-{out.name}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir()
+    try:
+        train = truncate_docs(texts.train, settings["max_chars"])
+        val = truncate_docs(texts.val, settings["max_chars"])
+        require(train and val, "max_chars leaves no text in one of the splits; raise it.")
+        tok = _make_tokenizer(settings["tokenizer"], settings["bpe_vocab_size"], train, tmp, show)
+        dtype = token_dtype(tok.vocab_size)
+        counts: dict[str, int] = {"n_train_docs": len(train), "n_val_docs": len(val)}
+        total = sum(map(len, train)) + sum(map(len, val))
+        with _progress(show, total, f"tokenising ({tok.name})") as advance:
+            for split, docs in (("train", train), ("val", val)):
+                with open(tmp / SPLIT_FILES[split], "wb") as f:
+                    tokens, nbytes = write_tokens(tok, docs, f, dtype, advance)
+                counts[f"{split}_tokens"], counts[f"{split}_bytes"] = tokens, nbytes
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            "key": out.name,
+            "settings": settings,
+            "corpus": source.spec,
+            "source_kind": source.kind,
+            "source_hash": texts.source_hash,
+            "stat_fingerprint": source.stat_fingerprint,
+            "tokenizer": tok.name,
+            "vocab_size": tok.vocab_size,
+            "dtype": dtype.name,
+            "counts": counts,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        _write_json(tmp / MANIFEST_FILE, manifest)
+        _install(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _note(show, f"prepared {source.spec} -> {out} ({counts['train_tokens']:,} training tokens)")
+    return load_prepared(out)
+
+
+def prepare(
+    corpus: str = "shakespeare",
+    tokenizer: str = "byte",
+    *,
+    cache_dir: str | Path = "data_cache",
+    bpe_vocab_size: int = 4096,
+    text_column: str = "text",
+    max_chars: int | None = None,
+    progress: bool = True,
+) -> PreparedData:
+    """Tokenise ``corpus`` into ``cache_dir/<key>/`` (or reuse an identical earlier run)."""
+    require(
+        tokenizer in TOKENIZER_NAMES,
+        f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZER_NAMES)}.",
+    )
+    require(
+        max_chars is None or (isinstance(max_chars, int) and max_chars > 0),
+        f"max_chars must be a positive integer or None, got {max_chars!r}.",
+    )
+    require(isinstance(text_column, str) and text_column, "the text column name is empty.")
+    if tokenizer == "bpe":
+        check_bpe_vocab(bpe_vocab_size)
+    source = resolve_source(corpus, text_column)
+    settings = _settings(source, tokenizer, bpe_vocab_size, text_column, max_chars)
+    out = Path(cache_dir) / settings_key(settings)
+    if out.exists() and not out.is_dir():
+        raise FfnlabError(f"{out} exists and is not a folder; move it away from the cache folder.")
+    found = _reuse(out, settings, source, None)
+    if found is None:
+        _note(progress, f"loading corpus {source.spec} ...")
+        texts = source.load(progress)
+        found = _reuse(out, settings, source, texts)
+        if found is None:
+            return _build(out, settings, source, texts, progress)
+    return found  # reused silently: nothing to report

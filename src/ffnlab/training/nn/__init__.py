@@ -1,0 +1,6 @@
+"""PyTorch modules built from :class:`ffnlab.config.ModelConfig` (imports torch)."""
+
+from ffnlab.training.nn.ffn import ACTIVATIONS, DenseFFN, MoEFFN, build_ffn
+from ffnlab.training.nn.model import DecoderLM, build_model, check_trainable
+
+__all__ = ["ACTIVATIONS", "DenseFFN", "MoEFFN", "build_ffn", "DecoderLM", "build_model", "check_trainable"]

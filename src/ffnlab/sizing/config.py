@@ -50,6 +50,16 @@ class AttentionSpec:
     qkv_bias: bool = False
     out_bias: bool = False
     qk_norm: bool = False  # per-head LayerNorm on q and k (Phi qk_layernorm)
+    # sliding-window attention (Mistral v0.1, Gemma 2/3, gpt-oss): the window in tokens, and which
+    # layers use it (None with a window = every layer)
+    sliding_window: int | None = None
+    sliding_layers: tuple[int, ...] | None = None
+    # multi-head latent attention (DeepSeek V2/V3): set kv_lora_rank to switch it on
+    q_lora_rank: int | None = None  # None = queries projected directly from d_model
+    kv_lora_rank: int | None = None  # width of the compressed KV latent that is cached
+    qk_rope_head_dim: int | None = None  # rotary part of each q/k head (shared across heads for k)
+    qk_nope_head_dim: int | None = None  # non-rotary part of each q/k head
+    v_head_dim: int | None = None  # value head width
 
 
 @dataclass(frozen=True)
@@ -71,6 +81,10 @@ class ModelConfig:
     embed_proj_dim: int | None = None  # OPT-350m: embeddings of another width, projected in/out
     encoder_layers: int = 0  # > 0: T5-style encoder-decoder (decoder layers = n_layers)
     relative_buckets: int = 0  # T5 relative position buckets (a table in each stack's first layer)
+    # per-layer FFN layout (DeepSeek's first k dense layers, Qwen-MoE mlp_only_layers, Llama 4's
+    # interleaved MoE): the decoder layers at these indices use dense_ffn instead of ffn
+    dense_layers: tuple[int, ...] = ()
+    dense_ffn: FFNSpec | None = None
     name: str = ""
 
     # -- derived ---------------------------------------------------------------------------
@@ -94,6 +108,24 @@ class ModelConfig:
     @property
     def gated(self) -> bool:
         return self.ffn.gated
+
+    @property
+    def is_mla(self) -> bool:
+        return self.attn.kv_lora_rank is not None
+
+    def layer_ffns(self) -> list[FFNSpec]:
+        """The FFN of each decoder layer, in order (``dense_ffn`` at the ``dense_layers`` indices)."""
+        dense = set(self.dense_layers)
+        return [self.dense_ffn if (i in dense and self.dense_ffn is not None) else self.ffn
+                for i in range(self.n_layers)]
+
+    def attention_layers(self) -> list[str]:
+        """``"sliding"`` or ``"full"`` for each decoder layer, in order."""
+        w, which = self.attn.sliding_window, self.attn.sliding_layers
+        if w is None:
+            return ["full"] * self.n_layers
+        chosen = set(range(self.n_layers)) if which is None else set(which)
+        return ["sliding" if i in chosen else "full" for i in range(self.n_layers)]
 
     def with_ffn(self, **changes: Any) -> ModelConfig:
         return replace(self, ffn=replace(self.ffn, **changes))

@@ -27,7 +27,7 @@ from ffnlab.training.corpus import (
     load_tokenizer,
     prepare,
 )
-from ffnlab.training.corpus.prepare import _periodic_lines, split_pieces, truncate_docs
+from ffnlab.training.corpus.prepare import _progress, split_pieces, truncate_docs
 from ffnlab.training.corpus.sources import (
     join_documents,
     load_texts,
@@ -426,10 +426,15 @@ def test_progress_goes_to_stderr_only(corpus_dir, tmp_path, capfd):
     assert capfd.readouterr() == ("", "")
 
 
-def test_periodic_progress_lines(capsys):
-    advance = _periodic_lines(200, "tokenising", every_s=0)
-    advance(50)
-    assert "tokenising: 25% of 200 characters" in capsys.readouterr().err
+def test_tokenising_progress_uses_the_shared_progress_lines(capsys):
+    with _progress(True, 200, "tokenising") as advance:
+        advance(50)
+        assert capsys.readouterr().err == ""  # lines at most every 10 s, and at the end
+        advance(150)
+    err = capsys.readouterr().err
+    assert "[tokenising] characters 200/200" in err and "ETA 0:00" in err
+    with _progress(False, 200, "tokenising") as advance:
+        assert advance is None
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from ffnlab.experiments.stats import (
     welch_ci,
 )
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.widths import param_matched_ratio
 from ffnlab.training.runfiles import read_records
 
 CLAIMED_SPEEDUP = 1.08  # the first seed's "8% faster"
@@ -79,7 +80,7 @@ def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
         kind = get_kind(ffn["kind"])
         arm = arms.setdefault(r["arm"], ArmStats(
             name=r["arm"], kind=ffn["kind"], gated=kind.gated, rule=ffn["rule"], d_model=r["d_model"], d_ff=r["d_ff"],
-            ratio_raw=r["d_ff"] / r["d_model"], ratio_param_matched=r["d_ff"] / r["d_model"] * (1.5 if kind.gated else 1),
+            ratio_raw=r["d_ff"] / r["d_model"], ratio_param_matched=float(param_matched_ratio(r["d_model"], r["d_ff"], kind.gated)),
             params_non_embedding=r["params_non_embedding"], train_flops_per_token=r["train_flops_per_token"]))
         run_dir = root / "runs" / r["run"]
         try:

@@ -27,10 +27,11 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep_spec import ResolvedRun, SweepSpec, resolve
+from ffnlab.files import write_atomic
 from ffnlab.training import runconfig
 from ffnlab.training.locking import die_with_parent, folder_lock
 from ffnlab.training.progress import Progress
-from ffnlab.training.runfiles import read_records, write_atomic
+from ffnlab.training.runfiles import read_records
 
 
 def run_finished(run_dir: Path, max_steps: int) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.counting import count_params, dense_ffn_params
-from ffnlab.sizing.widths import WidthRule, resolve_d_ff
+from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import find, load_zoo
 
 VERDICTS = ("true", "false", "misleading", "unverifiable", "needs-experiment")
@@ -103,7 +103,7 @@ def table_row(a: dict[str, Any]) -> Result:
     dims_ok = (d, ff) == (a["d_model"], a["d_ff"])
     ratio_ok = abs(ratio - a["ratio"]) < 0.006
     dev_ok = abs(dev - a["deviation"]) < 0.002
-    pm = ratio * 1.5 if cfg.gated else ratio
+    pm = float(param_matched_ratio(d, ff, cfg.gated))
     note = (f"; but it is a {cfg.ffn.kind} (gated) FFN, so its parameter-matched ratio is {pm:.3f}, "
             f"{pm / 4 - 1:+.1%} from 4" if cfg.gated else "")
     verdict = "true" if dims_ok and ratio_ok and dev_ok else "false"

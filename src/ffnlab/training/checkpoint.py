@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError
+from ffnlab.files import fsync_files, publish_dir
 
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d{7})$")
@@ -73,12 +74,8 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, opt: torch.optim.Opti
     tensors, opt_json = _optimizer_tensors(opt)
     save_file({**tensors, **_rng_tensors()}, str(tmp / "optim.safetensors"))
     (tmp / "state.json").write_text(json.dumps({"format": FORMAT, **state, "optimizer": opt_json}, indent=1))
-    for f in tmp.iterdir():  # make the files durable before the rename publishes them
-        with open(f, "rb") as fh:
-            os.fsync(fh.fileno())
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    fsync_files(tmp)  # durable before the rename publishes them
+    publish_dir(tmp, final)
     for old in checkpoint_dirs(run_dir)[:-keep_last]:
         shutil.rmtree(old, ignore_errors=True)
     return final

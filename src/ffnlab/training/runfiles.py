@@ -1,9 +1,8 @@
-"""Reading and writing a run folder's files (no torch): metrics records and atomic writes."""
+"""Reading a run folder's files (no torch): the tolerant metrics reader; atomic writes are in ffnlab.files."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +18,3 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         if isinstance(rec, dict) and "step" in rec and "kind" in rec:
             out.append(rec)
     return out
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that readers see the old file or the new one, never half of one."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)

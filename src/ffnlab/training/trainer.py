@@ -19,9 +19,11 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import write_atomic
 from ffnlab.provenance import git_commit
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.flops import flops_per_token
+from ffnlab.sizing.widths import param_matched_ratio
 from ffnlab.training import runconfig
 from ffnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from ffnlab.training.distributed import (
@@ -34,7 +36,7 @@ from ffnlab.training.distributed import (
 )
 from ffnlab.training.progress import Progress
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
-from ffnlab.training.runfiles import read_records, write_atomic
+from ffnlab.training.runfiles import read_records
 from ffnlab.training.schedule import lr_at
 
 
@@ -283,7 +285,7 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "final_val_bpb": final.get("val_bpb"), "final_train_loss": trains[-1]["loss"] if trains else None,
         "d_ff": mcfg.ffn.d_ff, "d_model": mcfg.d_model, "ffn_kind": mcfg.ffn.kind,
         "ratio_raw": mcfg.ffn.d_ff / mcfg.d_model,
-        "ratio_param_matched": mcfg.ffn.d_ff / mcfg.d_model * (1.5 if mcfg.gated else 1),
+        "ratio_param_matched": float(param_matched_ratio(mcfg.d_model, mcfg.ffn.d_ff, mcfg.gated)),
         "params": asdict(counts) | {"total": counts.total, "non_embedding": counts.non_embedding},
         "train_flops_per_token": fpt, "train_flops": fpt * cfg.train.max_steps * cfg.tokens_per_step(),
         "wall_s": elapsed, "peak_flops": peak, "device": info.device, "world_size": info.world_size,

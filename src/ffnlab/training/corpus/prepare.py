@@ -23,11 +23,9 @@ import contextlib
 import hashlib
 import json
 import math
-import os
 import re
 import shutil
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +36,7 @@ from typing import Any, BinaryIO, Protocol
 import numpy as np
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import publish_dir, write_atomic
 from ffnlab.training.corpus.sources import Source, Texts, resolve_source, separator_after
 from ffnlab.training.corpus.tokenizers import (
     MANIFEST_FILE,
@@ -49,6 +48,7 @@ from ffnlab.training.corpus.tokenizers import (
     open_tokenizer,
     train_bpe,
 )
+from ffnlab.training.progress import Progress
 
 FORMAT_VERSION = 1
 SPLIT_FILES = {"train": "train.bin", "val": "val.bin"}
@@ -170,24 +170,17 @@ def load_prepared(folder: str | Path) -> PreparedData:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write JSON next to ``path`` and move it into place in one step."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def _install(tmp: Path, out: Path) -> None:
     """Move the finished folder ``tmp`` to ``out``, replacing a stale ``out`` if present."""
-    stale = out.with_name(f".old-{out.name}-{uuid.uuid4().hex[:8]}")
-    if out.exists():
-        os.replace(out, stale)
     try:
-        os.replace(tmp, out)
+        publish_dir(tmp, out)
     except OSError:
         if _read_manifest(out) is None:  # not a concurrent preparer finishing first
             raise
         shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(stale, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- tokenising
@@ -266,37 +259,21 @@ def write_tokens(
     return n_tokens, n_bytes
 
 
-def _periodic_lines(total: int, label: str, every_s: float = LINE_EVERY_S) -> Callable[[int], None]:
-    """An ``advance(n)`` that prints a progress line on stderr at most every ``every_s``."""
-    state = {"done": 0, "last": time.monotonic()}
-
-    def advance(n: int) -> None:
-        state["done"] += n
-        now = time.monotonic()
-        if now - state["last"] >= every_s:
-            state["last"] = now
-            _note(
-                True, f"{label}: {100 * state['done'] / max(total, 1):.0f}% of {total:,} characters"
-            )
-
-    return advance
-
-
 @contextlib.contextmanager
 def _progress(show: bool, total: int, label: str) -> Iterator[Callable[[int], None] | None]:
-    """Progress for tokenising: a rich bar on a terminal, periodic lines otherwise, or none."""
+    """Progress for tokenising (the one :class:`Progress`): yields ``advance(n_characters)``."""
     if not show:
         yield None
         return
-    if not sys.stderr.isatty():
-        yield _periodic_lines(total, label)
-        return
-    from rich.console import Console
-    from rich.progress import Progress
+    bar = Progress(total, description=label, unit="characters", every_s=LINE_EVERY_S)
 
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+    def advance(n: int) -> None:
+        bar.update(bar.done + n)
+
+    try:
+        yield advance
+    finally:
+        bar.close()
 
 
 def _note(show: bool, message: str) -> None:

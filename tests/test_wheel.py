@@ -1,0 +1,68 @@
+"""A wheel built from this tree, installed outside the checkout, answers sizing and finds presets."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Build the wheel from a copy of the project, install it into a fresh target folder."""
+    base = tmp_path_factory.mktemp("wheel")
+    project = base / "project"
+    project.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "src", project / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", str(project), "-w", str(base / "dist")],
+                   check=True, capture_output=True, timeout=300)
+    wheels = list((base / "dist").glob("ffnlab-*.whl"))
+    assert len(wheels) == 1
+    target = base / "site"
+    subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheels[0])],
+                   check=True, capture_output=True, timeout=300)
+    return target
+
+
+def _run(target: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          cwd=target.parent, timeout=120)
+
+
+def test_wheel_holds_data_and_presets(installed: Path) -> None:
+    pkg = installed / "ffnlab"
+    assert (pkg / "data" / "zoo.json").is_file() and (pkg / "data" / "claims.json").is_file()
+    presets = sorted(p.stem for p in (pkg / "experiments" / "presets").glob("*.yaml"))
+    assert "golden-quick" in presets
+
+
+def test_installed_wheel_runs_sizing_from_outside_the_checkout(installed: Path) -> None:
+    r = _run(installed, "-c", "import ffnlab; print(ffnlab.__file__)")
+    assert r.stdout.strip().startswith(str(installed)), r.stdout + r.stderr  # not the checkout's copy
+    r = _run(installed, "-m", "ffnlab", "size", "--d-model", "4096", "--ffn", "swiglu", "--rule", "llama", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["d_ff"] == 11008  # LLaMA-7B's published width
+
+
+def test_installed_wheel_resolves_presets(installed: Path) -> None:
+    r = _run(installed, "-m", "ffnlab", "sweep", "--help")
+    assert r.returncode == 0 and "golden-quick" in r.stdout
+    code = ("from ffnlab.experiments.sweep_spec import PRESET_DIR, load_spec; s = load_spec('golden-quick'); "
+            "print(s.name, len(s.arms), PRESET_DIR)")
+    r = _run(installed, "-c", code)
+    assert r.returncode == 0, r.stderr
+    name, n_arms, where = r.stdout.split()
+    assert name == "golden-quick" and int(n_arms) >= 2 and where.startswith(str(installed))
+    r = _run(installed, "-m", "ffnlab", "sweep", "no-such-preset")
+    assert r.returncode == 2 and "golden-quick" in r.stderr  # the error lists the shipped presets

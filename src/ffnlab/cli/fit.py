@@ -78,6 +78,17 @@ TERM_COLS = [Column("term", "term", justify="left"), Column("total_bytes", "whol
              Column("per_gpu_bytes", "per GPU", gib), Column("rule", "rule", justify="left")]
 
 
+MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "training_total_bytes",
+               "kv_cache_bytes", "serving_weights_bytes", "serving_total_bytes")
+MEMORY_CSV_COLS = [Column(f"memory.{k}", f"memory.{k}") for k in MEMORY_KEYS]
+
+
+def flat_memory(row: dict[str, Any]) -> dict[str, Any]:
+    """The byte counts of ``row["memory"]`` as ``memory.KEY`` cells (for CSV)."""
+    mem = row.get("memory") or {}
+    return {f"memory.{k}": mem.get(k) for k in MEMORY_KEYS}
+
+
 def emit_memory(rows: list[dict[str, Any]], fmt: str) -> None:
     """The memory section of ``audit``: one line per model with an architecture."""
     mems = [{"name": r["name"], **r["memory"]} for r in rows if r.get("memory")]

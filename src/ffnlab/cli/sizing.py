@@ -15,6 +15,7 @@ from ffnlab.cli.fit import (
     EP_OPTION,
     GROUP_SIZE_OPTION,
     KV_DTYPE_OPTION,
+    MEMORY_CSV_COLS,
     PP_OPTION,
     RECOMPUTE_OPTION,
     SP_OPTION,
@@ -23,6 +24,7 @@ from ffnlab.cli.fit import (
     ZERO_OPTION,
     check_train_dtype,
     emit_memory,
+    flat_memory,
     memory_options,
     memory_pairs,
 )
@@ -238,6 +240,10 @@ def audit(
         render.emit_json(rows)
         return
     title = "FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; pow2 = largest power of 2 dividing d_ff)"
+    if fmt == "csv":  # one table: the memory bytes as extra columns
+        render.emit([{**r, **flat_memory(r)} for r in rows], [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS], fmt,
+                    title=title)
+        return
     if fmt != "table":
         render.emit(rows, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
         emit_memory(rows, fmt)

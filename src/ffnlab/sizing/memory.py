@@ -134,7 +134,7 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
         if attention == "eager":
             out.append(_t("q, k, v copies at query width", 3 * dq * b, tokens, f"3 x dq {dq} x {b:g} B", "tp"))
         else:
-            out.append(_t("q|k|v projection output", (dq + 2 * dkv) * b, tokens,
+            out.append(_t("qkv projection output", (dq + 2 * dkv) * b, tokens,
                           f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp"))
             if cfg.positions == "rope":
                 out.append(_t("rotated q and k", (dq + dkv) * b, tokens, f"(dq {dq} + dkv {dkv}) x {b:g} B", "tp"))

@@ -103,6 +103,9 @@ def emit_memory(rows: list[dict[str, Any]], fmt: str) -> None:
     if fmt == "table":
         print()
     render.emit(mems, MEMORY_COLS, fmt, title=title)
+    for r in rows:
+        if r.get("memory_error"):
+            print(f"{r['name']}: no memory estimate: {r['memory_error']}")
 
 
 def _count(text: str) -> int:

@@ -235,7 +235,13 @@ def audit(
     configs = [e.config() for e in load_zoo()] if all_models else []
     configs += [resolve_config(t)[1] for t in targets or []]
     for row, cfg in zip(rows, configs, strict=True):
-        row["memory"] = None if cfg is None else memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+        row["memory"] = None
+        try:
+            row["memory"] = None if cfg is None else memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+        except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
+            if len(rows) == 1:
+                raise
+            row["memory_error"] = str(e)
     if as_json:
         render.emit_json(rows)
         return

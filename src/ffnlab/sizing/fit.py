@@ -109,7 +109,7 @@ def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: floa
                                "fits": best is not None, "layout": best["describe"] if best else None,
                                "per_gpu_bytes": best["per_gpu_bytes"] if best else res["smallest_need_bytes"],
                                "usable_bytes": res["usable_bytes"], "source": acc.source}
-        if tokens and (precision == "bf16" or acc.fp8_tflops is not None):
+        if tokens and res["mode"] == "train" and (precision == "bf16" or acc.fp8_tflops is not None):
             t = training_time(cfg, tokens=tokens, gpus=gpus, accelerator=acc.name,
                               seq_len=kwargs.get("seq_len", 2048), mfu=mfu, precision=precision)
             row.update(days=t.days, gpu_hours=t.gpu_hours, training_flops=t.flops)

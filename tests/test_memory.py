@@ -157,6 +157,27 @@ def test_activations_gated_rope_and_moe_capacity() -> None:
     assert activation_memory(dense, seq_len=16).per_layer == [16 * (attn + ffn_norm + 4 * 256 * 2)]
 
 
+def test_activations_norm_layouts() -> None:
+    base = small_gelu()
+    parallel = ModelConfig(**{**base.__dict__, "norms_per_block": 1})  # GPT-J: one norm feeds both
+    assert activation_memory(parallel, seq_len=32, batch=2).per_layer[0] == 64 * (GELU_LAYER - 128 - 8 - 128)
+    sandwich = ModelConfig(**{**base.__dict__, "norms_per_block": 4})  # Gemma-2: two post-norms
+    assert activation_memory(sandwich, seq_len=32, batch=2).per_layer[0] == 64 * (GELU_LAYER + 2 * (128 + 8))
+
+
+def test_activations_mla_and_per_layer_ffns() -> None:
+    a = activation_memory(deepseek_v3(), seq_len=1, batch=1)
+    attn = ((2 * 7168 * 2 + 4) + 7168 * 2  # RMSNorm, attention input
+            + 2 * 1536 * 2 + 2 * (512 + 64) * 2  # q latent and its norm, kv latent and its norm
+            + (2 * 128 * 192 + 128 * 128) * 2 + 128 * 4 + 128 * 128 * 2)  # q, k, v; lse; output
+    ffn_in = (2 * 7168 * 2 + 4) + 7168 * 2
+    dense = 4 * 18432 * 2
+    moe = (256 * 4 + (8 * 8 + 9 * 4) + 8 * (7168 * 2 + 8) + 8 * 4 * 2048 * 2 + 8 * (2 * 7168 * 2 + 12)
+           + 4 * 2048 * 2)  # router, top-k, dispatch, experts, combine, shared expert
+    assert a.per_layer[:3] == [attn + ffn_in + dense] * 3
+    assert a.per_layer[3:] == [attn + ffn_in + moe] * 58
+
+
 # -- sharding ---------------------------------------------------------------------------------------
 
 def terms(rows) -> dict[str, int]:

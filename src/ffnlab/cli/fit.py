@@ -187,6 +187,8 @@ def fit(
             Column("per_gpu_bytes", "per GPU", gib)]
     render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({gib(res['usable_bytes'])} usable): "
                                        "layouts that fit, smallest first")
+    best = res["best"]
+    render.emit(best["table"], TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
     if "time" in res:
         t = res["time"]
         print(f"time for {tokens} tokens at MFU {mfu:.0%}: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "

@@ -89,7 +89,8 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str, mode: str = "train", s
                                   kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
         total = table_total(table)
         rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": total,
-                     "fits": total <= budget, "terms": {r.term: r.per_gpu_bytes for r in table}})
+                     "fits": total <= budget, "terms": {r.term: r.per_gpu_bytes for r in table},
+                     "table": [r.as_dict() for r in table]})
     rows.sort(key=_key)
     fitting = [r for r in rows if r["fits"]]
     return {"mode": mode, "gpus": gpus, "accelerator": acc.name, "memory_bytes": acc.memory_bytes,

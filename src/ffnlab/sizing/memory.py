@@ -187,8 +187,8 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
     terms = _norm_terms(cfg, "attention", tokens, b) + _attention_terms(cfg, tokens, seq_len, b, attention)
     if cfg.norms_per_block != 1:  # parallel blocks (GPT-J) share one norm
         terms += _norm_terms(cfg, "FFN", tokens, b)
-    for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich norms: input and stats
-        terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b)[:1]
+    for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich post-norms
+        terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b)
     return terms + _ffn_terms(cfg, spec, tokens, b, capacity_factor)
 
 

@@ -102,16 +102,17 @@ class Row:
         return asdict(self)
 
 
-def _split(total_dense: float, total_expert: float, lay: Layout, shard_dp: bool) -> tuple[int, str]:
-    """Bytes per GPU of a parameter-sized term, and the arithmetic."""
+def _split(dense: float, expert: float, per_param: float, lay: Layout, shard_dp: bool) -> tuple[int, str]:
+    """Bytes per GPU of a parameter-sized term (``per_param`` bytes each), and the arithmetic."""
     mp = lay.tp * lay.pp
     dense_div = mp * (lay.dp if shard_dp else 1)
     expert_div = lay.ep * mp * ((lay.dp // lay.ep) if shard_dp else 1)
-    per_gpu = math.ceil(total_dense / dense_div + total_expert / expert_div)
-    if not total_expert:
-        return per_gpu, f"/ (tp x pp{' x dp' if shard_dp else ''}) = / {dense_div}"
-    return per_gpu, (f"dense / {dense_div} (tp x pp{' x dp' if shard_dp else ''}) + experts / {expert_div}"
-                     f" (ep x tp x pp{' x dp/ep' if shard_dp else ''})")
+    per_gpu = math.ceil((dense / dense_div + expert / expert_div) * per_param)
+    dp_note = " x dp" if shard_dp else ""
+    if not expert:
+        return per_gpu, f"{dense:,.0f} params x {per_param:g} B / {dense_div} (tp x pp{dp_note})"
+    return per_gpu, (f"(dense {dense:,.0f} / {dense_div} (tp x pp{dp_note}) + experts {expert:,.0f} / "
+                     f"{expert_div} (ep x tp x pp{' x dp/ep' if shard_dp else ''})) params x {per_param:g} B")
 
 
 def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 1, dtype: str = "bf16",
@@ -125,12 +126,12 @@ def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 
     pd = p - pe
     rows = []
     for term, per, shard in (("weights", w, lay.zero >= 3), ("gradients", w, lay.zero >= 2)):
-        per_gpu, rule = _split(pd * per, pe * per, lay, shard)
-        rows.append(Row(term, math.ceil(p * per), per_gpu, f"{p:,} params x {w:g} B {rule}"))
+        per_gpu, rule = _split(pd, pe, per, lay, shard)
+        rows.append(Row(term, math.ceil(p * per), per_gpu, rule))
     moments, master = 8, (4 if w < 4 else 0)
-    per_gpu, rule = _split(pd * (moments + master), pe * (moments + master), lay, lay.zero >= 1)
+    per_gpu, rule = _split(pd, pe, moments + master, lay, lay.zero >= 1)
     rows.append(Row("optimizer", p * (moments + master), per_gpu,
-                    f"{p:,} params x ({moments} B AdamW moments + {master} B fp32 master) {rule}"))
+                    f"{rule} (AdamW moments {moments} B + fp32 master {master} B)"))
     full = activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                              attention=attention, capacity_factor=capacity_factor)
     mine = activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
@@ -152,7 +153,10 @@ def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, we
     pe = routed_expert_params(cfg)
     p = count_params(cfg).total
     frac_e = pe / p if p else 0.0  # experts' share, applied to the weight bytes
-    per_gpu, rule = _split(wb.total * (1 - frac_e), wb.total * frac_e, lay, False)
+    dense_div, expert_div = lay.tp * lay.pp, lay.ep * lay.tp * lay.pp
+    per_gpu = math.ceil(wb.total * (1 - frac_e) / dense_div + wb.total * frac_e / expert_div)
+    rule = (f"/ {dense_div} (tp x pp)" if not pe else
+            f"dense share / {dense_div} (tp x pp) + expert share {frac_e:.1%} / {expert_div} (ep x tp x pp)")
     kv_all = kv_cache(cfg, batch=batch, context=context, kv_dtype=kv_dtype, mla=mla)
     kv_mine = kv_cache(cfg, batch=batch, context=context, kv_dtype=kv_dtype, mla=mla, tp=lay.tp)
     kv_gpu = math.ceil(kv_mine.total / lay.pp)

@@ -70,7 +70,7 @@ def test_formats(fmt):
     if fmt == "csv":
         assert p.stdout.splitlines()[0].startswith("name,model_type,d_model")
     if fmt == "markdown":
-        assert p.stdout.count("| llama-7b |") == 1
+        assert p.stdout.count("| llama-7b |") == 2  # the audit table and the memory section
 
 
 @pytest.mark.parametrize("args, fragment", [

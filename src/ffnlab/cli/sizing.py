@@ -8,6 +8,26 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, MODELS, SIZING, app, check_format, width_rule
+from ffnlab.cli.fit import (
+    ATTENTION_OPTION,
+    BATCH_OPTION,
+    DP_OPTION,
+    EP_OPTION,
+    GROUP_SIZE_OPTION,
+    KV_DTYPE_OPTION,
+    MEMORY_CSV_COLS,
+    PP_OPTION,
+    RECOMPUTE_OPTION,
+    SP_OPTION,
+    TP_OPTION,
+    WEIGHTS_DTYPE_OPTION,
+    ZERO_OPTION,
+    check_train_dtype,
+    emit_memory,
+    flat_memory,
+    memory_options,
+    memory_pairs,
+)
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
 
@@ -31,6 +51,18 @@ def size(
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
+    batch: int = BATCH_OPTION,
+    recompute: str = RECOMPUTE_OPTION,
+    attention: str = ATTENTION_OPTION,
+    kv_dtype: str = KV_DTYPE_OPTION,
+    weights_dtype: str = WEIGHTS_DTYPE_OPTION,
+    group_size: int = GROUP_SIZE_OPTION,
+    dp: int = DP_OPTION,
+    tp: int = TP_OPTION,
+    pp: int = PP_OPTION,
+    ep: int = EP_OPTION,
+    zero: int = ZERO_OPTION,
+    sp: bool = SP_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -39,8 +71,12 @@ def size(
 
     check_format(fmt)
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
+    mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
+                              weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
+                              zero=zero, sp=sp)
     out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                       vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype)
+                       vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype,
+                       memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None)
     width, gated = out["d_ff"], out["gated"]
     if as_json:
         render.emit_json(out)
@@ -69,6 +105,7 @@ def size(
             ("training FLOPs/token (3x fwd)", human(fl["training"])),
             (f"memory w+g+AdamW ({dtype})", f"{mem['total'] / 2**30:.2f} GiB"),
         ]
+        pairs += memory_pairs(m["memory"])
     render.key_values(pairs, fmt, title=f"ffnlab size: d_model {d_model}")
 
 
@@ -163,28 +200,64 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 def audit(
     targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo') or paths to config.json files."),
     all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length for the memory section."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory section."),
+    batch: int = BATCH_OPTION,
+    recompute: str = RECOMPUTE_OPTION,
+    attention: str = ATTENTION_OPTION,
+    kv_dtype: str = KV_DTYPE_OPTION,
+    weights_dtype: str = WEIGHTS_DTYPE_OPTION,
+    group_size: int = GROUP_SIZE_OPTION,
+    dp: int = DP_OPTION,
+    tp: int = TP_OPTION,
+    pp: int = PP_OPTION,
+    ep: int = EP_OPTION,
+    zero: int = ZERO_OPTION,
+    sp: bool = SP_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
     from ffnlab.sizing.audit import audit as run_audit
     from ffnlab.sizing.audit import audit_entry
+    from ffnlab.sizing.fit import resolve_config
+    from ffnlab.sizing.parallel import memory_summary
     from ffnlab.sizing.zoo import load_zoo
 
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
     rows = [audit_entry(e) for e in load_zoo()] if all_models else []
     rows += [run_audit(t) for t in targets or []]
+    mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
+                              weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
+                              zero=zero, sp=sp)
+    check_train_dtype(dtype)
+    configs = [e.config() for e in load_zoo()] if all_models else []
+    configs += [resolve_config(t)[1] for t in targets or []]
+    for row, cfg in zip(rows, configs, strict=True):
+        row["memory"] = None
+        try:
+            row["memory"] = None if cfg is None else memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+        except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
+            if len(rows) == 1:
+                raise
+            row["memory_error"] = str(e)
     if as_json:
         render.emit_json(rows)
         return
     title = "FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; pow2 = largest power of 2 dividing d_ff)"
+    if fmt == "csv":  # one table: the memory bytes as extra columns
+        render.emit([{**r, **flat_memory(r)} for r in rows], [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS], fmt,
+                    title=title)
+        return
     if fmt != "table":
         render.emit(rows, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
+        emit_memory(rows, fmt)
         return
     render.emit(rows, AUDIT_COLS, fmt, title=title)
     for r in rows:
         print(f"{r['name']}: {r['verdict']}")
+    emit_memory(rows, fmt)
 
 
 @app.command(rich_help_panel=MODELS)

@@ -14,6 +14,7 @@ from ffnlab.sizing.config import FFNSpec, make_config, validate
 from ffnlab.sizing.counting import count_params, ffn_params
 from ffnlab.sizing.flops import flops_per_token, training_memory
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.parallel import memory_summary
 from ffnlab.sizing.widths import (
     WidthRule,
     alignment,
@@ -26,8 +27,9 @@ from ffnlab.sizing.widths import (
 def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | None = None,
                  n_heads: int | None = None, n_kv_heads: int | None = None, vocab_size: int = 50257,
                  seq_len: int = 2048, n_experts: int = 0, top_k: int = 2, bias: bool = False,
-                 dtype: str = "bf16") -> dict[str, Any]:
-    """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs."""
+                 dtype: str = "bf16", memory: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs (``memory``: the
+    keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary` for ``model.memory``)."""
     check_width(d_model, "d_model")
     width = resolve_d_ff(d_model, kind, rule)
     gated = get_kind(kind).gated
@@ -56,4 +58,6 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
         "flops_per_token": flops_per_token(cfg, seq_len).as_dict(), "seq_len": seq_len,
         "training_memory_bytes": training_memory(cfg, dtype).as_dict(), "dtype": dtype,
     }
+    if memory is not None:
+        out["model"]["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory)
     return out

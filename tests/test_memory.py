@@ -1,0 +1,275 @@
+"""Every memory term against hand arithmetic (pure Python, no torch)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, make_config
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.fit import fit
+from ffnlab.sizing.flops import flops_per_token
+from ffnlab.sizing.hardware import find_accelerator, load_accelerators, training_time
+from ffnlab.sizing.memory import activation_memory, kv_cache, weight_bytes
+from ffnlab.sizing.parallel import Layout, memory_summary, serving_table, training_table
+
+GiB = 2**30
+
+
+def llama3_8b() -> ModelConfig:
+    # meta-llama/Meta-Llama-3-8B config.json: 4096 wide, 32 layers, 32 heads, 8 KV heads, 14336, 128256
+    return make_config(4096, 32, 32, 14336, kind="swiglu", n_kv_heads=8, vocab_size=128256, tied_embeddings=False)
+
+
+def deepseek_v3() -> ModelConfig:
+    # deepseek-ai/DeepSeek-V3 config.json: 7168 wide, 61 layers (first 3 dense), 128 heads, MLA with
+    # q_lora_rank 1536, kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128;
+    # 256 routed experts of 2048, top 8, 1 shared; dense FFN 18432; vocab 129280
+    return ModelConfig(
+        d_model=7168, n_layers=61, vocab_size=129280, norm="rmsnorm", positions="rope", tied_embeddings=False,
+        attn=AttentionSpec(n_heads=128, q_lora_rank=1536, kv_lora_rank=512, qk_rope_head_dim=64,
+                           qk_nope_head_dim=128, v_head_dim=128),
+        ffn=FFNSpec(kind="swiglu", d_ff=2048, n_experts=256, top_k=8, n_shared_experts=1),
+        dense_layers=(0, 1, 2), dense_ffn=FFNSpec(kind="swiglu", d_ff=18432))
+
+
+# -- KV cache ---------------------------------------------------------------------------------------
+
+def test_kv_llama3_8b_8192_tokens_is_one_gib() -> None:
+    kv = kv_cache(llama3_8b(), batch=1, context=8192, kv_dtype="bf16")
+    assert kv.total == 2 * 8 * 128 * 32 * 2 * 8192 == GiB
+    assert kv.bytes_per_token == 131072
+
+
+def test_kv_deepseek_v3_latent_and_expanded() -> None:
+    cfg = deepseek_v3()
+    latent = kv_cache(cfg, batch=1, context=1, kv_dtype="bf16", mla="latent")
+    assert latent.bytes_per_token == (512 + 64) * 61 * 2 == 70272
+    expanded = kv_cache(cfg, batch=1, context=1, kv_dtype="bf16", mla="expanded")
+    assert expanded.bytes_per_token == 128 * (128 + 64 + 128) * 61 * 2  # 4,997,120
+    # tensor parallelism replicates the latent, splits the expanded heads
+    assert kv_cache(cfg, batch=1, context=1, mla="latent", tp=8).bytes_per_token == 70272
+    assert kv_cache(cfg, batch=1, context=1, mla="expanded", tp=8).bytes_per_token == 128 * 320 * 61 * 2 // 8
+
+
+def test_kv_mha_mqa_dtypes_batch() -> None:
+    mha = make_config(768, 12, 12, 3072)
+    assert kv_cache(mha, batch=3, context=100, kv_dtype="fp32").total == 2 * 768 * 12 * 4 * 100 * 3
+    mqa = make_config(1024, 4, 16, 4096, kind="swiglu", n_kv_heads=1)
+    assert kv_cache(mqa, batch=2, context=10, kv_dtype="int4").total == 2 * 64 * 4 * 10 * 2 // 2
+    assert kv_cache(mqa, batch=1, context=10, kv_dtype="fp8", tp=4).total == 2 * 64 * 4 * 10  # replicated
+    gqa = llama3_8b()
+    assert kv_cache(gqa, batch=1, context=10, tp=4).total == 2 * 2 * 128 * 32 * 2 * 10
+
+
+def test_kv_sliding_window_layers() -> None:
+    # Gemma-2 style: a 4096-token window on alternate layers, full attention on the others
+    base = make_config(2304, 26, 8, 9216, kind="geglu", n_kv_heads=4, head_dim=256)
+    cfg = ModelConfig(**{**base.__dict__, "attn": AttentionSpec(
+        n_heads=8, n_kv_heads=4, head_dim=256, sliding_window=4096, sliding_layers=tuple(range(0, 26, 2)))})
+    per_tok = 2 * 4 * 256 * 2
+    kv = kv_cache(cfg, batch=1, context=8192)
+    assert kv.total == 13 * per_tok * 8192 + 13 * per_tok * 4096
+    assert kv_cache(cfg, batch=1, context=1000).total == 26 * per_tok * 1000  # window not reached
+    every = ModelConfig(**{**base.__dict__, "attn": AttentionSpec(n_heads=8, n_kv_heads=4, head_dim=256,
+                                                                 sliding_window=128)})
+    assert kv_cache(every, batch=2, context=8192).total == 26 * per_tok * 128 * 2
+
+
+# -- weights for serving ----------------------------------------------------------------------------
+
+def test_quantised_weight_bytes_with_group_scales() -> None:
+    cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000)
+    c = count_params(cfg)
+    q = c.attention + c.ffn  # 2 x (4 x 256^2 + 3 x 256 x 1024) = 2,097,152
+    assert q == 2 * (4 * 256 * 256 + 3 * 256 * 1024)
+    rest = c.total - q
+    w4 = weight_bytes(cfg, "int4", group_size=128)
+    assert (w4.data, w4.scales, w4.kept) == (q // 2, q // 128 * 2, 2 * rest)
+    w8 = weight_bytes(cfg, "int8", group_size=64, zero_point=True)
+    assert w8.total == q + q // 64 * 4 + 2 * rest
+    assert weight_bytes(cfg, "fp8", group_size=0).total == q + 2 * rest
+    assert weight_bytes(cfg, "bf16").total == 2 * c.total
+    assert weight_bytes(cfg, "fp32").total == 4 * c.total
+    with pytest.raises(FfnlabError):
+        weight_bytes(cfg, "int3")
+
+
+# -- activations ------------------------------------------------------------------------------------
+
+def small_gelu() -> ModelConfig:
+    return make_config(64, 2, 4, 256, kind="gelu", vocab_size=97, max_positions=32)  # LayerNorm, learned
+
+
+# per token, bf16: norm 128 + 8, qkv input 128, qkv 384, lse 16, out 128, norm 128 + 8, ffn input 128,
+# gelu hidden 2 x 256 x 2 = 1024
+GELU_LAYER = 128 + 8 + 128 + 384 + 16 + 128 + 128 + 8 + 128 + 1024  # 2080
+# token ids 8, final norm 128 + 8, head input 128, fp32 log-softmax 97 x 4, targets 8; positions 32 x 8
+GELU_HEAD = 64 * (8 + 136 + 128 + 388 + 8) + 256  # 43,008
+
+
+def test_activations_dense_by_policy() -> None:
+    cfg = small_gelu()
+    a = activation_memory(cfg, seq_len=32, batch=2, dtype="bf16")
+    assert a.per_layer == [64 * GELU_LAYER] * 2 and a.head == GELU_HEAD
+    assert a.total == 2 * 64 * 2080 + 43008 == 309248
+    assert activation_memory(cfg, seq_len=32, batch=2, recompute="selective").total == a.total  # fused
+    full = activation_memory(cfg, seq_len=32, batch=2, recompute="full")
+    assert full.per_layer == [64 * 64 * 2] * 2 and full.recompute_peak == 64 * GELU_LAYER
+    assert full.total == 2 * 8192 + 133120 + 43008
+    fp32 = activation_memory(cfg, seq_len=32, batch=2, dtype="fp32")
+    assert fp32.per_layer[0] == 64 * (2 * (GELU_LAYER - 8 - 8 - 16) + 8 + 8 + 16)  # stats stay 4 B
+
+
+def test_activations_eager_and_selective() -> None:
+    cfg = small_gelu()
+    eager = activation_memory(cfg, seq_len=32, batch=2, attention="eager")
+    # q, k, v copies 3 x 64 x 2 = 384 (= the fused q|k|v for MHA); probabilities 4 heads x 32 x 2 B
+    assert eager.per_layer[0] == 64 * (GELU_LAYER - 16 + 4 * 32 * 2)
+    sel = activation_memory(cfg, seq_len=32, batch=2, attention="eager", recompute="selective")
+    assert sel.per_layer[0] == 64 * (GELU_LAYER - 16)
+
+
+def test_activations_tensor_and_sequence_parallel() -> None:
+    cfg = small_gelu()
+    tp = activation_memory(cfg, seq_len=32, batch=2, tp=2)
+    split = 64 * (384 + 16 + 128 + 1024)
+    assert tp.per_layer[0] == split // 2 + 64 * GELU_LAYER - split
+    assert tp.head == GELU_HEAD - 64 * 388 // 2  # vocab-parallel logits
+    sp = activation_memory(cfg, seq_len=32, batch=2, tp=2, sp=True)
+    assert sp.per_layer[0] == 64 * GELU_LAYER // 2
+    assert sp.head == 64 * 8 * 2 + 256 + 64 * (136 + 128 + 388) // 2
+
+
+def test_activations_gated_rope_and_moe_capacity() -> None:
+    cfg = make_config(64, 1, 4, 256, kind="swiglu", vocab_size=97, n_experts=4, top_k=2)  # RMSNorm, RoPE
+    attn = (256 + 4) + 128 + 384 + 256 + 16 + 128  # norm (x, x_hat, rstd), input, qkv, rotated q k, lse, out
+    ffn_norm = (256 + 4) + 128
+    router = 4 * 4 + 2 * 8 + 3 * 4
+    routed = 2 * (128 + 8) + 2 * 4 * 256 * 2 + 2 * (2 * 128 + 4 + 8)  # dispatch, hidden, combine
+    a = activation_memory(cfg, seq_len=16, batch=1)
+    assert a.per_layer == [16 * (attn + ffn_norm + router + routed)]
+    cap = activation_memory(cfg, seq_len=16, batch=1, capacity_factor=1.25)
+    assert cap.per_layer == [16 * (attn + ffn_norm + router) + math.ceil(16 * routed * 1.25)]
+    dense = make_config(64, 1, 4, 256, kind="swiglu", vocab_size=97)
+    assert activation_memory(dense, seq_len=16).per_layer == [16 * (attn + ffn_norm + 4 * 256 * 2)]
+
+
+def test_activations_norm_layouts() -> None:
+    base = small_gelu()
+    parallel = ModelConfig(**{**base.__dict__, "norms_per_block": 1})  # GPT-J: one norm feeds both
+    assert activation_memory(parallel, seq_len=32, batch=2).per_layer[0] == 64 * (GELU_LAYER - 128 - 8 - 128)
+    sandwich = ModelConfig(**{**base.__dict__, "norms_per_block": 4})  # Gemma-2: two post-norms
+    assert activation_memory(sandwich, seq_len=32, batch=2).per_layer[0] == 64 * (GELU_LAYER + 2 * (128 + 8))
+
+
+def test_activations_mla_and_per_layer_ffns() -> None:
+    a = activation_memory(deepseek_v3(), seq_len=1, batch=1)
+    attn = ((2 * 7168 * 2 + 4) + 7168 * 2  # RMSNorm, attention input
+            + 2 * 1536 * 2 + 2 * (512 + 64) * 2  # q latent and its norm, kv latent and its norm
+            + (2 * 128 * 192 + 128 * 128) * 2 + 128 * 4 + 128 * 128 * 2)  # q, k, v; lse; output
+    ffn_in = (2 * 7168 * 2 + 4) + 7168 * 2
+    dense = 4 * 18432 * 2
+    moe = (256 * 4 + (8 * 8 + 9 * 4) + 8 * (7168 * 2 + 8) + 8 * 4 * 2048 * 2 + 8 * (2 * 7168 * 2 + 12)
+           + 4 * 2048 * 2)  # router, top-k, dispatch, experts, combine, shared expert
+    assert a.per_layer[:3] == [attn + ffn_in + dense] * 3
+    assert a.per_layer[3:] == [attn + ffn_in + moe] * 58
+
+
+# -- sharding ---------------------------------------------------------------------------------------
+
+def terms(rows) -> dict[str, int]:
+    return {r.term: r.per_gpu_bytes for r in rows}
+
+
+def test_zero_stages_and_model_parallel_rules() -> None:
+    cfg = llama3_8b()
+    p = count_params(cfg).total
+    kw = dict(seq_len=2048, batch=1)
+    base = terms(training_table(cfg, Layout(dp=8), **kw))
+    assert (base["weights"], base["gradients"], base["optimizer"]) == (2 * p, 2 * p, 12 * p)
+    z1 = terms(training_table(cfg, Layout(dp=8, zero=1), **kw))
+    assert (z1["gradients"], z1["optimizer"]) == (2 * p, math.ceil(12 * p / 8))
+    z2 = terms(training_table(cfg, Layout(dp=8, zero=2), **kw))
+    assert (z2["weights"], z2["gradients"]) == (2 * p, math.ceil(2 * p / 8))
+    z3 = terms(training_table(cfg, Layout(dp=8, zero=3), **kw))
+    assert z3["weights"] == math.ceil(2 * p / 8)
+    mp = terms(training_table(cfg, Layout(dp=2, tp=2, pp=2, zero=3), **kw))
+    assert (mp["weights"], mp["optimizer"]) == (math.ceil(2 * p / 8), math.ceil(12 * p / 8))
+    fp32 = terms(training_table(cfg, Layout(), dtype="fp32", **kw))
+    assert fp32["optimizer"] == 8 * p  # no master copy in fp32
+    acts = activation_memory(cfg, seq_len=2048, tp=2, sp=True).total
+    assert terms(training_table(cfg, Layout(tp=2, pp=4, sp=True), **kw))["activations"] == acts
+
+
+def test_expert_parallel_rules() -> None:
+    cfg = make_config(512, 4, 8, 1024, kind="swiglu", n_experts=8, top_k=2, vocab_size=1000)
+    p = count_params(cfg).total
+    experts = 4 * 8 * 3 * 512 * 1024
+    dense = p - experts
+    t = terms(training_table(cfg, Layout(dp=4, ep=4), seq_len=128))
+    assert t["weights"] == math.ceil(2 * dense + 2 * experts / 4)
+    z1 = terms(training_table(cfg, Layout(dp=4, ep=2, zero=1), seq_len=128))
+    assert z1["optimizer"] == math.ceil(12 * dense / 4 + 12 * experts / 4)
+    with pytest.raises(FfnlabError, match="divide"):
+        training_table(cfg, Layout(dp=2, ep=4), seq_len=128)
+    with pytest.raises(FfnlabError, match="mixture"):
+        training_table(llama3_8b(), Layout(dp=2, ep=2), seq_len=128)
+    with pytest.raises(FfnlabError, match="n_heads"):
+        training_table(cfg, Layout(tp=3), seq_len=128)
+
+
+def test_serving_table_splits_weights_and_cache() -> None:
+    cfg = llama3_8b()
+    p = count_params(cfg).total
+    rows = terms(serving_table(cfg, Layout(tp=2, pp=2), batch=4, context=8192))
+    assert rows["weights"] == math.ceil(2 * p / 4)
+    assert rows["kv_cache"] == 4 * GiB // 4
+
+
+def test_memory_summary_contract() -> None:
+    m = memory_summary(llama3_8b(), seq_len=8192)
+    for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes"):
+        assert isinstance(m[key], int)
+    assert m["kv_cache_bytes"] == GiB
+    assert m["training_total_bytes"] == sum(m[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes",
+                                                           "activations_bytes"))
+
+
+# -- time and fit -----------------------------------------------------------------------------------
+
+def test_accelerators_have_sources_and_peaks() -> None:
+    accs = {a.name: a for a in load_accelerators()}
+    assert set(accs) == {"A100", "H100", "H200", "B200", "MI300X"}
+    for a in accs.values():
+        assert a.source.startswith(("NVIDIA", "AMD")) and "http" in a.source
+        assert a.bf16_tflops > 0 and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.01))
+    assert accs["A100"].fp8_tflops is None
+    with pytest.raises(FfnlabError, match="no fp8"):
+        accs["A100"].peak_flops("fp8")
+    assert find_accelerator("h100") is accs["H100"]
+
+
+def test_training_time_hand_arithmetic() -> None:
+    cfg = llama3_8b()
+    t = training_time(cfg, tokens=10**12, gpus=64, accelerator="H100", seq_len=8192, mfu=0.5)
+    flops = flops_per_token(cfg, 8192).training * 10**12
+    assert t.flops == flops
+    assert t.seconds == pytest.approx(flops / (64 * 989e12 * 0.5))
+    assert t.gpu_hours == pytest.approx(t.seconds * 64 / 3600)
+
+
+def test_fit_picks_the_smallest_layout_that_fits() -> None:
+    cfg = llama3_8b()
+    res = fit(cfg, gpus=8, accelerator="H100", seq_len=2048)
+    best = res["best"]
+    assert best["per_gpu_bytes"] <= res["usable_bytes"] == int(80 * GiB * 0.9)
+    # plain data parallelism (16 B/param + activations) does not fit in 80 GiB; ZeRO-1 does
+    assert 16 * count_params(cfg).total > res["usable_bytes"]
+    assert best["layout"] == {"dp": 8, "tp": 1, "pp": 1, "ep": 1, "zero": 1, "sp": False, "gpus": 8}
+    serve = fit(cfg, gpus=8, accelerator="A100", mode="serve", batch=1, seq_len=8192)
+    assert serve["best"]["layout"]["tp"] * serve["best"]["layout"]["pp"] == 1
+    none = fit(deepseek_v3(), gpus=1, accelerator="H100", mode="serve")
+    assert none["best"] is None and none["smallest_need_bytes"] > none["usable_bytes"]

@@ -1,0 +1,99 @@
+"""The activation model against what ffnlab's own modules really keep for backward.
+
+``torch.autograd.graph.saved_tensors_hooks`` sees every tensor autograd saves during a forward
+pass; counting each storage once and leaving out parameters and buffers gives the bytes held for
+the backward pass. ffnlab's estimate (:func:`ffnlab.sizing.memory.activation_memory`, pure
+arithmetic) must agree within 5%. What remains is a few scalars (the loss's total weight, the MoE
+load-balancing loss terms): the tests print the gap and require it below 0.1%.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ffnlab.sizing.config import make_config
+from ffnlab.sizing.memory import activation_memory
+from ffnlab.training.nn import build_model
+
+
+def saved_bytes(cfg, batch: int, seq_len: int, *, math_sdpa: bool = False, full: bool = False) -> int:
+    """Bytes of the distinct storages autograd saves in one forward pass (fp32, CPU)."""
+    model = build_model(cfg, seed=0, max_seq_len=seq_len)
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    seen: dict[int, int] = {}
+
+    def pack(x: torch.Tensor) -> torch.Tensor:
+        st = x.untyped_storage()
+        if st.data_ptr() not in own:
+            seen.setdefault(st.data_ptr(), st.nbytes())
+        return x
+
+    gen = torch.Generator().manual_seed(0)
+    idx, targets = torch.randint(0, cfg.vocab_size, (2, batch, seq_len), generator=gen)
+    backend = torch.nn.attention.SDPBackend.MATH if math_sdpa else torch.nn.attention.SDPBackend.FLASH_ATTENTION
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x), torch.nn.attention.sdpa_kernel(backend):
+        _, loss, aux = model(idx, targets)
+    (loss if aux is None else loss + aux).backward()
+    return sum(seen.values())
+
+
+CASES = {
+    "gelu-mha-learned": dict(kind="gelu"),
+    "relu-mha": dict(kind="relu"),
+    "swiglu-gqa-rope": dict(kind="swiglu", n_kv_heads=2),
+    "bilinear-mqa": dict(kind="bilinear", n_kv_heads=1),
+    "geglu-moe": dict(kind="geglu", n_experts=4, top_k=2),
+    "swiglu-moe-shared": dict(kind="swiglu", n_experts=4, top_k=1, n_shared_experts=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fused_attention_saved_tensors(name: str) -> None:
+    cfg = make_config(64, 2, 4, 160, vocab_size=97, max_positions=48, **CASES[name])
+    measured = saved_bytes(cfg, batch=2, seq_len=48)
+    est = activation_memory(cfg, seq_len=48, batch=2, dtype="fp32", attention="fused").total
+    gap = (measured - est) / measured
+    print(f"{name}: measured {measured:,} B, estimated {est:,} B, gap {gap:+.4%}")
+    assert abs(gap) < 0.05
+    assert abs(gap) < 0.001  # the remainder is a handful of scalars
+
+
+@pytest.mark.parametrize("kind", ["gelu", "swiglu"])
+def test_eager_attention_saved_tensors(kind: str) -> None:
+    cfg = make_config(64, 2, 4, 160, kind=kind, vocab_size=97, max_positions=40,
+                      n_kv_heads=2 if kind == "swiglu" else None)
+    measured = saved_bytes(cfg, batch=2, seq_len=40, math_sdpa=True)
+    est = activation_memory(cfg, seq_len=40, batch=2, dtype="fp32", attention="eager").total
+    assert abs(measured - est) / measured < 0.001, (measured, est)
+    # and the s x s term is what selective recomputation drops
+    sel = activation_memory(cfg, seq_len=40, batch=2, dtype="fp32", attention="eager", recompute="selective")
+    assert est - sel.total == 2 * 4 * 40 * 40 * 2 * 4  # layers x heads x s x s x batch x 4 B
+
+
+def test_full_recompute_keeps_layer_inputs() -> None:
+    """With torch.utils.checkpoint around each block only the block inputs stay saved."""
+    from torch.utils.checkpoint import checkpoint
+
+    cfg = make_config(64, 3, 4, 160, kind="swiglu", vocab_size=97, max_positions=32)
+    model = build_model(cfg, seed=0, max_seq_len=32)
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    seen: dict[int, int] = {}
+
+    def pack(x: torch.Tensor) -> torch.Tensor:
+        if x.untyped_storage().data_ptr() not in own:
+            seen.setdefault(x.untyped_storage().data_ptr(), x.untyped_storage().nbytes())
+        return x
+
+    idx, targets = torch.randint(0, 97, (2, 2, 32), generator=torch.Generator().manual_seed(0))
+    rope = (model.rope_cos, model.rope_sin)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        x = model.tok_emb(idx)
+        for block in model.blocks:
+            x, _ = checkpoint(block, x, rope, use_reentrant=True)
+        logits = model.lm_head(model.norm_f(x))
+        loss = torch.nn.functional.cross_entropy(logits.view(-1, 97), targets.reshape(-1))
+    est = activation_memory(cfg, seq_len=32, batch=2, dtype="fp32", recompute="full")
+    kept = sum(est.per_layer) + est.head  # what stays saved; recompute_peak is transient
+    assert abs(sum(seen.values()) - kept) / kept < 0.001, (sum(seen.values()), kept)
+    loss.backward()

@@ -7,15 +7,16 @@ export) and ``experiments`` (sweep, report, verify) import it only when their co
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
 
-# isort: off  (the order the command groups appear in --help)
-from ffnlab.cli import experiments, fit, sizing, training  # noqa: F401  (registers the commands)
-
-# isort: on
 from ffnlab.cli.app import app
 from ffnlab.errors import EXIT_USAGE, FfnlabError
+
+GROUPS = ("sizing", "fit", "training", "experiments")  # command modules, in the order of --help
+for _group in GROUPS:
+    import_module(f"ffnlab.cli.{_group}")  # importing a group registers its commands on ``app``
 
 
 def _click_errors() -> tuple[type[BaseException], ...]:

@@ -8,7 +8,7 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, MODELS, SIZING, app, check_format, width_rule
-from ffnlab.cli.fit import (
+from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
     BATCH_OPTION,
     DP_OPTION,

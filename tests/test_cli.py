@@ -97,7 +97,7 @@ def test_bad_input_one_line_exit_2(args, fragment):
     ("{not json", "not valid JSON"),
     ("[1, 2]", "JSON object"),
     ('{"hidden_size": 8}', "model_type"),
-    ('{"model_type": "mamba"}', "not supported"),
+    ('{"model_type": "no_such_model"}', "not supported"),
     ('{"model_type": ["llama"]}', "must be a string"),
     ('{"model_type": "llama", "hidden_size": "big"}', "hidden_size"),
     ('{"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3}', "does not divide"),

@@ -23,10 +23,13 @@ def size(
     rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
     d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
     n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth."),
-    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64)."),
+    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64, i.e. head_dim 64)."),
     n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
     vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for attention FLOPs."),
+    untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
+    norm: str = typer.Option(None, "--norm", help="rmsnorm | layernorm | layernorm-nobias | none (default: rmsnorm for gated FFNs, layernorm for plain)."),
+    positions: str = typer.Option(None, "--positions", help="rope | learned | none | alibi (default: rope for gated FFNs, learned for plain)."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Context length: attention FLOPs and the rows of a learned position table."),
     experts: int = typer.Option(0, "--experts", help="MoE: number of routed experts (0 = dense)."),
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
@@ -40,7 +43,8 @@ def size(
     check_format(fmt)
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
     out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                       vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype)
+                       vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype,
+                       tied=not untied, norm=norm, positions=positions)
     width, gated = out["d_ff"], out["gated"]
     if as_json:
         render.emit_json(out)
@@ -59,7 +63,9 @@ def size(
         m = out["model"]
         p, fl, mem = m["params"], m["flops_per_token"], m["training_memory_bytes"]
         pairs += [
-            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, {m['positions']}"),
+            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, "
+                      f"{m['positions']} positions" + (f" ({m['position_table_rows']} rows)" if m["position_table_rows"] else "")
+                      + f", embeddings {'tied' if m['tied_embeddings'] else 'untied'}"),
             ("params total", f"{p['total']:,} ({human(p['total'])})"),
             ("params non-embedding", f"{p['non_embedding']:,} ({human(p['non_embedding'])})"),
             ("FFN share of non-embedding", f"{p['ffn_share']:.1%}"),
@@ -69,6 +75,7 @@ def size(
             ("training FLOPs/token (3x fwd)", human(fl["training"])),
             (f"memory w+g+AdamW ({dtype})", f"{mem['total'] / 2**30:.2f} GiB"),
         ]
+        pairs += [("assumed", line) for line in m["assumed"]]
     render.key_values(pairs, fmt, title=f"ffnlab size: d_model {d_model}")
 
 

@@ -1,4 +1,5 @@
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -7,7 +8,7 @@ from ffnlab.sizing.config import make_config
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.explain import explain
 from ffnlab.sizing.plan import parse_count, plan
-from ffnlab.sizing.widths import make_rule
+from ffnlab.sizing.widths import make_rule, resolve_d_ff
 from ffnlab.sizing.zoo import find, load_zoo
 
 SEED_TABLE = {"gpt2": (768, 3072), "gpt-3-175b": (12288, 49152), "llama-7b": (4096, 11008),
@@ -54,25 +55,63 @@ def test_explain_finds_llama_and_ratio_rules():
 
 
 @pytest.mark.parametrize("text, value", [("125M", 125_000_000), ("7B", 7_000_000_000), ("1.3e9", 1_300_000_000),
-                                         ("350k", 350_000), (1000, 1000)])
+                                         ("350k", 350_000), (1000, 1000), ("1e30", 10**30)])
 def test_parse_count(text, value):
     assert parse_count(text) == value
 
 
+def _conventions_broken(cfg):
+    """Independent restatement of plan's conventions: d%128, d_ff%256, heads%4."""
+    return [name for name, ok in (("d_model%128", cfg.d_model % 128 == 0), ("d_ff%256", cfg.ffn.d_ff % 256 == 0),
+                                  ("heads%4", cfg.attn.n_heads % 4 == 0)) if not ok]
+
+
 @pytest.mark.parametrize("target", ["125M", "350M", "1.3B", "7B"])
-def test_plan_hits_target_within_constraints(target):
+def test_plan_proposes_shapes_people_build(target):
     n = parse_count(target)
-    rule = make_rule("param-matched", ratio="4")
-    best, *rest = plan(n, "swiglu", rule, d_multiple=64, aspect_band=(32, 160))
+    best, *rest = plan(n, "swiglu")  # default: the LLaMA rule, shapes that keep every convention
     cfg = best.config
-    assert abs(best.error) <= 0.02
-    assert cfg.d_model % 64 == 0 and cfg.head_dim in (64, 128) and 32 <= cfg.d_model / cfg.n_layers <= 160
+    assert abs(best.error) <= 0.02 and best.trades == ()
+    assert cfg.d_model % 128 == 0 and cfg.head_dim in (64, 128) and cfg.attn.n_heads % 4 == 0
+    assert cfg.ffn.d_ff == resolve_d_ff(cfg.d_model, "swiglu", make_rule("llama")) and cfg.ffn.d_ff % 256 == 0
+    assert 32 <= cfg.d_model / cfg.n_layers <= 160
     assert count_params(cfg).total == best.params  # the planner's number is the counter's number
-    assert [abs(c.error) for c in rest] == sorted(abs(c.error) for c in rest)
-    for c in rest:
+    for c in [best, *rest]:
+        assert list(c.trades) == _conventions_broken(c.config)
         assert c.config.d_model % 64 == 0 and c.config.head_dim in (64, 128)
         assert 32 <= c.config.d_model / c.config.n_layers <= 160
         assert count_params(c.config).total == c.params
+        assert c.error == (c.params - n) / n
+    # shapes that keep every convention come before any that trades one
+    keeps = [i for i, c in enumerate(rest) if not c.trades and abs(c.error) <= 0.02]
+    trading = [i for i, c in enumerate(rest) if c.trades]
+    assert not keeps or not trading or max(keeps) < min(trading)
+    assert [abs(rest[i].error) for i in keeps] == sorted(abs(rest[i].error) for i in keeps)
+
+
+def test_plan_7b_swiglu_is_no_longer_an_odd_shape():
+    # the issue: d_model 3776, 39 layers, 59 heads, d_ff 10070 came first
+    best = plan(7 * 10**9, "swiglu")[0].config
+    assert (best.d_model % 128, best.attn.n_heads % 4, best.ffn.d_ff % 256) == (0, 0, 0)
+    old_rule = plan(7 * 10**9, "swiglu", make_rule("param-matched", ratio=4))
+    assert all(("d_ff%256" in c.trades) == (c.config.ffn.d_ff % 256 != 0) for c in old_rule)
+
+
+@pytest.mark.parametrize("target, fragment", [(10_000, "smallest shape allowed is already bigger"),
+                                              (10**30, "beyond the shapes")])
+def test_plan_refuses_targets_it_cannot_meet(target, fragment):
+    with pytest.raises(FfnlabError, match=fragment) as e:
+        plan(target, "swiglu")
+    assert "no shape comes within 2%" in str(e.value)
+
+
+def test_plan_untied_counts_the_lm_head():
+    vocab = 128256
+    best = plan(8 * 10**9, "swiglu", vocab_size=vocab, tied=False, kv_groups=4)[0]
+    cfg = best.config
+    assert not cfg.tied_embeddings
+    tied = count_params(replace(cfg, tied_embeddings=True)).total
+    assert best.params - tied == vocab * cfg.d_model
 
 
 def test_plan_rejects_impossible_constraints():

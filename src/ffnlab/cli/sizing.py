@@ -83,12 +83,15 @@ def size(
 def plan(
     target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
     ffn: str = typer.Option("swiglu", "--ffn", help="FFN kind."),
-    ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule param-matched)."),
-    rule: str = typer.Option("param-matched", "--rule", help="ratio | param-matched | llama | golden."),
+    ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule ratio or param-matched)."),
+    rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for plain)."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
     multiple_of: int = typer.Option(None, "--multiple-of", help="Round d_ff to this multiple."),
     vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Rows of a learned position table (plain FFNs)."),
     count: str = typer.Option("total", "--count", help="Match 'total' or 'non-embedding' parameters."),
+    tolerance: float = typer.Option(0.02, "--tolerance", help="Refuse when no shape is this close (0.02 = 2%)."),
     d_multiple: int = typer.Option(64, "--d-multiple", help="d_model must be a multiple of this."),
     head_dims: str = typer.Option("64,128", "--head-dims", help="Allowed head sizes, comma-separated."),
     aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
@@ -98,11 +101,13 @@ def plan(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """A model shape near a parameter target, with the nearest alternatives."""
-    from ffnlab.sizing.plan import parse_count
+    from ffnlab.sizing.plan import CONVENTIONS, default_rule, parse_count
     from ffnlab.sizing.plan import plan as make_plan
 
     check_format(fmt)
     n = parse_count(target)
+    if rule is None:
+        rule = default_rule(ffn).rule
     if ratio is None and rule in ("ratio", "param-matched"):
         ratio = "4"
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
@@ -113,17 +118,27 @@ def plan(
         raise FfnlabError("--head-dims takes integers like 64,128 and --aspect-band takes LO:HI like 32:160") from None
     require(all(h > 0 for h in hds), "--head-dims must be positive")
     cands = make_plan(n, ffn, r, vocab_size=vocab, count=count, d_multiple=d_multiple, head_dims=hds,
-                      aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top)
+                      aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top, tied=not untied,
+                      seq_len=seq_len, tolerance=tolerance)
     rows = [c.as_dict() for c in cands]
+    cfg = cands[0].config
+    model = (f"{cfg.norm}, {cfg.positions} positions"
+             + (f" ({cfg.max_positions} rows, --seq-len)" if cfg.positions == "learned" else "")
+             + f", embeddings {'untied' if untied else 'tied (--untied for a separate LM head)'}, vocab {vocab}")
     if as_json:
-        render.emit_json({"target": n, "count": count, "ffn_kind": ffn, "rule": r.describe(), "best": rows[0],
-                          "candidates": rows})
+        render.emit_json({"target": n, "count": count, "ffn_kind": ffn, "rule": r.describe(), "tolerance": tolerance,
+                          "norm": cfg.norm, "positions": cfg.positions, "tied_embeddings": not untied,
+                          "best": rows[0], "candidates": rows})
         return
     cols = [Column("d_model", "d_model"), Column("n_layers", "layers"), Column("n_heads", "heads"),
             Column("head_dim", "head_dim"), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
             Column("aspect", "d/L", lambda x: f"{x:.0f}"), Column("params", count, human),
-            Column("error", "error", pct)]
-    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()} (best first)")
+            Column("error", "error", pct),
+            Column("trades", "trades", lambda t: ", ".join(t) if t else "-", justify="left")]
+    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()}; {model} (best first)")
+    if fmt == "table":
+        print("trades = conventions a shape breaks for a smaller error: "
+              + "; ".join(f"{c.name}: {c.meaning}" for c in CONVENTIONS))
 
 
 @app.command(rich_help_panel=SIZING)
@@ -152,6 +167,9 @@ def explain(
             Column("multiples_of", "multiple_of that work", lambda m: ", ".join(map(str, m))),
             Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
     render.emit(out["rules"], cols, fmt, title=title)
+    if not out["rules"] and fmt == "table":
+        print(f"no simple rule gives {d_ff} (raw ratio {out['ratio_raw_exact']}): no common ratio or LLaMA "
+              "rule lands on it by rounding to a multiple well below d_ff")
 
 
 AUDIT_COLS = [

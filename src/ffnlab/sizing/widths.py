@@ -148,7 +148,7 @@ def check_width(value: object, what: str) -> int:
         else:
             raise FfnlabError(f"{what} must be a positive integer, got {value!r}")
     require(value > 0, f"{what} must be a positive integer, got {value}")
-    require(value <= MAX_WIDTH, f"{what} must be at most {MAX_WIDTH:,}, got {_sci(value)}")
+    require(value <= MAX_WIDTH, f"{what} must be at most {MAX_WIDTH:,}, got {short_int(value)}")
     return value
 
 
@@ -178,12 +178,12 @@ def resolve_d_ff(d_model: int, kind: str, rule: WidthRule) -> int:
     if rule.rule == "explicit":
         return rule.d_ff  # type: ignore[return-value]
     width = round_to_multiple(target, rule.multiple_of, rule.rounding)
-    require(width <= MAX_WIDTH, f"the {rule.rule} rule gives d_ff = {_sci(width)} for d_model {d_model}, "
+    require(width <= MAX_WIDTH, f"the {rule.rule} rule gives d_ff = {short_int(width)} for d_model {d_model}, "
                                 f"beyond any model (at most {MAX_WIDTH:,}); check the ratio or multiplier")
     return width
 
 
-def _sci(n: int) -> str:
+def short_int(n: int) -> str:
     """A huge integer in a few characters (``1.0e+308``) without float overflow."""
     digits = str(n)
     return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}" if len(digits) > 12 else f"{n:,}"

@@ -110,9 +110,9 @@ def plan(
     """Return candidates, best first.
 
     The best is within ``tolerance`` of the target, breaks the fewest :data:`CONVENTIONS`, and
-    has the aspect ratio closest to ``aspect``; the rest are shapes that keep every convention,
-    by error (within ``tolerance`` first, then those that keep every convention), and last up to
-    :data:`SHOWN_TRADES` that trade a convention for a smaller error than the best's. Raises
+    has the aspect ratio closest to ``aspect``; the rest are the nearest shapes, always including
+    up to :data:`SHOWN_TRADES` that trade a convention for a smaller error than the best's, listed
+    within ``tolerance`` first, shapes that keep every convention first, then by error. Raises
     :class:`FfnlabError` when no shape comes within ``tolerance``. ``rule`` defaults to
     :func:`default_rule`; a learned position table (plain kinds) has ``seq_len`` rows.
     """
@@ -156,12 +156,14 @@ def plan(
     if abs(best.error) > tolerance:
         closest = min(found, key=lambda c: abs(c.params - target))
         raise FfnlabError(_miss(closest, target, count, tolerance, max_d_model, aspect_band))
-    others = sorted((c for c in found if c is not best),
-                    key=lambda c: (abs(c.error) > tolerance, bool(c.trades), abs(c.error)))
+    def order(c: PlanCandidate) -> tuple[bool, bool, float]:
+        return (abs(c.error) > tolerance, bool(c.trades), abs(c.error))
+
+    others = sorted((c for c in found if c is not best), key=order)
     traded = sorted((c for c in others if c.trades and abs(c.error) < abs(best.error)),
                     key=lambda c: abs(c.error))[:SHOWN_TRADES]
     kept = [c for c in others if c not in traded][: max(0, n_candidates - 1 - len(traded))]
-    return [best, *kept, *traded][:n_candidates]
+    return [best, *sorted([*kept, *traded], key=order)][:n_candidates]
 
 
 def _miss(best: PlanCandidate, target: int, count: str, tolerance: float, max_d_model: int,

@@ -60,6 +60,72 @@ def test_plan_json():
     out = run_json("plan", "125M", "--ffn", "swiglu")
     assert abs(out["best"]["error"]) < 0.02
     assert out["best"]["d_model"] % 64 == 0 and out["best"]["head_dim"] in (64, 128)
+    keys = {"d_model", "n_layers", "n_heads", "head_dim", "d_ff", "params", "error", "trades"}
+    assert all(keys <= set(c) for c in out["candidates"]) and out["best"] == out["candidates"][0]
+    assert out["best"]["trades"] == [] and out["best"]["d_ff"] % 256 == 0  # the LLaMA rule by default
+    assert out["tied_embeddings"] is True
+
+
+@pytest.mark.parametrize("target", ["10K", "1e30"])
+def test_plan_refuses_a_target_it_misses(target):
+    assert_usage_error(run("plan", target), "no shape comes within 2%")
+
+
+def test_plan_table_names_the_trades():
+    p = run("plan", "7B", "--rule", "param-matched", "--format", "markdown")
+    assert p.returncode == 0, p.stderr
+    assert "| trades |" in p.stdout and "d_ff%256" in p.stdout
+    assert "embeddings tied (--untied" in p.stdout
+
+
+def _size(*args):
+    return run_json("size", "--ffn", "swiglu", *args)
+
+
+def test_size_llama_multiplier_overflow_is_one_line():
+    assert_usage_error(run("size", "--d-model", "4096", "--ffn", "swiglu", "--rule", "llama",
+                           "--multiplier", "1e308"), "beyond any model")
+
+
+@pytest.mark.parametrize("rounding, d_ff", [("up", 11008), ("down", 10752), ("nearest", 11008)])
+def test_size_llama_rule_honours_rounding(rounding, d_ff):
+    # int(8 * 4096 / 3) = 10922 = 42.66 x 256
+    out = _size("--d-model", "4096", "--rule", "llama", "--rounding", rounding, "--multiple-of", "256")
+    assert out["d_ff"] == d_ff and f"({rounding})" in out["rule"]
+
+
+@pytest.mark.parametrize("name, args", [
+    ("mistral-7b", ["--d-model", "4096", "--d-ff", "14336", "--n-heads", "32", "--n-kv-heads", "8",
+                    "--vocab", "32000"]),
+    ("llama-3-8b", ["--d-model", "4096", "--d-ff", "14336", "--n-heads", "32", "--n-kv-heads", "8",
+                    "--vocab", "128256"]),
+])
+def test_size_untied_matches_the_real_model(name, args):
+    (real,) = run_json("audit", name)
+    untied = _size(*args, "--n-layers", "32", "--untied")["model"]
+    tied = _size(*args, "--n-layers", "32")["model"]
+    assert untied["params"]["total"] == real["params_total"]
+    vocab = int(args[args.index("--vocab") + 1])
+    assert untied["params"]["total"] - tied["params"]["total"] == vocab * 4096
+    assert tied["tied_embeddings"] and not untied["tied_embeddings"]
+    assert any("--untied" in a for a in tied["assumed"])
+
+
+def test_size_states_what_it_assumed():
+    m = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--bias")["model"]
+    assumed = " ".join(m["assumed"])
+    assert m["n_heads"] == 12 and "n_heads = d_model/64 = 12" in assumed
+    assert (m["norm"], m["positions"]) == ("layernorm", "learned") and "--norm, --positions" in assumed
+    assert m["position_table_rows"] == 2048 and "--seq-len 2048 rows" in assumed
+    longer = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--bias",
+                      "--seq-len", "4096")["model"]
+    assert longer["params"]["total"] - m["params"]["total"] == 2048 * 768  # the table grows with --seq-len
+    given = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--n-heads", "6",
+                     "--norm", "rmsnorm", "--positions", "rope")["model"]
+    assert given["position_table_rows"] == 0 and given["norm"] == "rmsnorm"
+    assert not any("n_heads" in a or "--norm" in a for a in given["assumed"])
+    p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--format", "markdown")
+    assert "| assumed | n_heads = d_model/64" in p.stdout and "learned positions (2048 rows)" in p.stdout
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "csv", "table"])
@@ -85,6 +151,10 @@ def test_formats(fmt):
     (["audit", "llam-7b"], "did you mean"),
     (["audit"], "at least one"),
     (["plan", "lots"], "parameter count"),
+    (["size", "--d-model", "768", "--ratio", "1e308"], "beyond any model"),
+    (["size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--norm", "batchnorm"], "--norm"),
+    (["size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--positions", "sinusoid"], "--positions"),
+    (["plan", "125M", "--tolerance", "2"], "tolerance"),
     (["explain", "--d-model", "0", "--d-ff", "4"], "d_model"),
     (["audit", "gpt2", "--format", "xml"], "--format"),
     (["claims", "--evidence", "/nonexistent/report"], "no experiment evidence"),
@@ -97,7 +167,7 @@ def test_bad_input_one_line_exit_2(args, fragment):
     ("{not json", "not valid JSON"),
     ("[1, 2]", "JSON object"),
     ('{"hidden_size": 8}', "model_type"),
-    ('{"model_type": "mamba"}', "not supported"),
+    ('{"model_type": "no_such_model"}', "not supported"),
     ('{"model_type": ["llama"]}', "must be a string"),
     ('{"model_type": "llama", "hidden_size": "big"}', "hidden_size"),
     ('{"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3}', "does not divide"),

@@ -9,6 +9,7 @@ from ffnlab.sizing.counting import dense_ffn_params
 from ffnlab.sizing.widths import (
     WidthRule,
     alignment,
+    check_width,
     make_rule,
     param_matched_ratio,
     parse_ratio,
@@ -96,3 +97,21 @@ def test_alignment():
 def test_bad_rules_raise(kwargs):
     with pytest.raises(FfnlabError):
         make_rule(**kwargs)
+
+
+def test_llama_rule_honours_rounding_and_clamp_is_visible():
+    from ffnlab.sizing.widths import rounding_quotient, unrounded_width
+
+    # int(2 * 4 * 4096 / 3) = 10922 = 42.66 multiples of 256
+    assert unrounded_width(4096, "swiglu", make_rule("llama")) == 10922
+    assert resolve_d_ff(4096, "swiglu", make_rule("llama", multiple_of=256, rounding="down")) == 42 * 256
+    assert resolve_d_ff(4096, "swiglu", make_rule("llama", multiple_of=256, rounding="nearest")) == 43 * 256
+    assert rounding_quotient(64, 4096, "nearest") == 0  # round_to_multiple clamps this 0 up to 1
+    assert round_to_multiple(64, 4096, "nearest") == 4096
+
+
+def test_absurd_widths_are_refused_not_overflowed():
+    with pytest.raises(FfnlabError, match="beyond any model"):
+        resolve_d_ff(4096, "swiglu", make_rule("llama", multiplier="1e308"))
+    with pytest.raises(FfnlabError, match="at most"):
+        check_width(2**40, "d_model")

@@ -43,10 +43,13 @@ def size(
     rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
     d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
     n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth."),
-    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64)."),
+    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64, i.e. head_dim 64)."),
     n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
     vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Context length for attention FLOPs."),
+    untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
+    norm: str = typer.Option(None, "--norm", help="rmsnorm | layernorm | layernorm-nobias | none (default: rmsnorm for gated FFNs, layernorm for plain)."),
+    positions: str = typer.Option(None, "--positions", help="rope | learned | none | alibi (default: rope for gated FFNs, learned for plain)."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Context length: attention FLOPs and the rows of a learned position table."),
     experts: int = typer.Option(0, "--experts", help="MoE: number of routed experts (0 = dense)."),
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
@@ -76,6 +79,7 @@ def size(
                               zero=zero, sp=sp)
     out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
                        vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype,
+                       tied=not untied, norm=norm, positions=positions,
                        memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None)
     width, gated = out["d_ff"], out["gated"]
     if as_json:
@@ -95,7 +99,9 @@ def size(
         m = out["model"]
         p, fl, mem = m["params"], m["flops_per_token"], m["training_memory_bytes"]
         pairs += [
-            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, {m['positions']}"),
+            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, "
+                      f"{m['positions']} positions" + (f" ({m['position_table_rows']} rows)" if m["position_table_rows"] else "")
+                      + f", embeddings {'tied' if m['tied_embeddings'] else 'untied'}"),
             ("params total", f"{p['total']:,} ({human(p['total'])})"),
             ("params non-embedding", f"{p['non_embedding']:,} ({human(p['non_embedding'])})"),
             ("FFN share of non-embedding", f"{p['ffn_share']:.1%}"),
@@ -106,6 +112,7 @@ def size(
             (f"memory w+g+AdamW ({dtype})", f"{mem['total'] / 2**30:.2f} GiB"),
         ]
         pairs += memory_pairs(m["memory"])
+        pairs += [("assumed", line) for line in m["assumed"]]
     render.key_values(pairs, fmt, title=f"ffnlab size: d_model {d_model}")
 
 
@@ -113,12 +120,15 @@ def size(
 def plan(
     target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
     ffn: str = typer.Option("swiglu", "--ffn", help="FFN kind."),
-    ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule param-matched)."),
-    rule: str = typer.Option("param-matched", "--rule", help="ratio | param-matched | llama | golden."),
+    ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule ratio or param-matched)."),
+    rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for plain)."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
     multiple_of: int = typer.Option(None, "--multiple-of", help="Round d_ff to this multiple."),
     vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
+    seq_len: int = typer.Option(2048, "--seq-len", help="Rows of a learned position table (plain FFNs)."),
     count: str = typer.Option("total", "--count", help="Match 'total' or 'non-embedding' parameters."),
+    tolerance: float = typer.Option(0.02, "--tolerance", help="Refuse when no shape is this close (0.02 = 2%)."),
     d_multiple: int = typer.Option(64, "--d-multiple", help="d_model must be a multiple of this."),
     head_dims: str = typer.Option("64,128", "--head-dims", help="Allowed head sizes, comma-separated."),
     aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
@@ -128,11 +138,13 @@ def plan(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """A model shape near a parameter target, with the nearest alternatives."""
-    from ffnlab.sizing.plan import parse_count
+    from ffnlab.sizing.plan import CONVENTIONS, default_rule, parse_count
     from ffnlab.sizing.plan import plan as make_plan
 
     check_format(fmt)
     n = parse_count(target)
+    if rule is None:
+        rule = default_rule(ffn).rule
     if ratio is None and rule in ("ratio", "param-matched"):
         ratio = "4"
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
@@ -143,17 +155,27 @@ def plan(
         raise FfnlabError("--head-dims takes integers like 64,128 and --aspect-band takes LO:HI like 32:160") from None
     require(all(h > 0 for h in hds), "--head-dims must be positive")
     cands = make_plan(n, ffn, r, vocab_size=vocab, count=count, d_multiple=d_multiple, head_dims=hds,
-                      aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top)
+                      aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top, tied=not untied,
+                      seq_len=seq_len, tolerance=tolerance)
     rows = [c.as_dict() for c in cands]
+    cfg = cands[0].config
+    model = (f"{cfg.norm}, {cfg.positions} positions"
+             + (f" ({cfg.max_positions} rows, --seq-len)" if cfg.positions == "learned" else "")
+             + f", embeddings {'untied' if untied else 'tied (--untied for a separate LM head)'}, vocab {vocab}")
     if as_json:
-        render.emit_json({"target": n, "count": count, "ffn_kind": ffn, "rule": r.describe(), "best": rows[0],
-                          "candidates": rows})
+        render.emit_json({"target": n, "count": count, "ffn_kind": ffn, "rule": r.describe(), "tolerance": tolerance,
+                          "norm": cfg.norm, "positions": cfg.positions, "tied_embeddings": not untied,
+                          "best": rows[0], "candidates": rows})
         return
     cols = [Column("d_model", "d_model"), Column("n_layers", "layers"), Column("n_heads", "heads"),
             Column("head_dim", "head_dim"), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
             Column("aspect", "d/L", lambda x: f"{x:.0f}"), Column("params", count, human),
-            Column("error", "error", pct)]
-    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()} (best first)")
+            Column("error", "error", pct),
+            Column("trades", "trades", lambda t: ", ".join(t) if t else "-", justify="left")]
+    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()}; {model} (best first)")
+    if fmt == "table":
+        print("trades = conventions a shape breaks for a smaller error: "
+              + "; ".join(f"{c.name}: {c.meaning}" for c in CONVENTIONS))
 
 
 @app.command(rich_help_panel=SIZING)
@@ -182,6 +204,9 @@ def explain(
             Column("multiples_of", "multiple_of that work", lambda m: ", ".join(map(str, m))),
             Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
     render.emit(out["rules"], cols, fmt, title=title)
+    if not out["rules"] and fmt == "table":
+        print(f"no simple rule gives {d_ff} (raw ratio {out['ratio_raw_exact']}): no common ratio or LLaMA "
+              "rule lands on it by rounding to a multiple well below d_ff")
 
 
 AUDIT_COLS = [
@@ -223,17 +248,20 @@ def audit(
     from ffnlab.sizing.fit import resolve_config
     from ffnlab.sizing.parallel import memory_summary
     from ffnlab.sizing.zoo import load_zoo
+    from ffnlab.training.hf_count import count_with_transformers
 
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
     rows = [audit_entry(e) for e in load_zoo()] if all_models else []
-    rows += [run_audit(t) for t in targets or []]
+    rows += [run_audit(t, count_with_transformers) for t in targets or []]
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp)
     check_train_dtype(dtype)
     configs = [e.config() for e in load_zoo()] if all_models else []
-    configs += [resolve_config(t)[1] for t in targets or []]
+    targeted = rows[len(configs):]  # counted by transformers: no ffnlab config, no memory model
+    configs += [None if row.get("counted_by") == "transformers" else resolve_config(t)[1]
+                for t, row in zip(targets or [], targeted, strict=True)]
     for row, cfg in zip(rows, configs, strict=True):
         row["memory"] = None
         try:

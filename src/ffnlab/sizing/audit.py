@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.hf import load_hf_config
+from ffnlab.sizing.hf import SUPPORTED_MODEL_TYPES, load_hf_config
+from ffnlab.sizing.hf_fallback import Counter, audit_untranslated
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
@@ -74,12 +76,23 @@ def audit_entry(e: ZooEntry) -> dict[str, Any]:
     }
 
 
-def audit(target: str) -> dict[str, Any]:
-    """Audit a zoo name or a path to a config.json (or a folder holding one)."""
+def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
+    """Audit a zoo name or a path to a config.json (or a folder holding one).
+
+    ``counter`` counts a config.json whose model_type has no translator (the ``audit`` command
+    passes :func:`ffnlab.training.hf_count.count_with_transformers`); without one such a config
+    is an error naming the supported types.
+    """
     if is_zoo_name(target):
         return audit_entry(find(target))
     p = Path(target)
     if p.exists() or target.endswith(".json") or "/" in target:
-        cfg, raw = load_hf_config(p)
+        try:
+            cfg, raw = load_hf_config(p)
+        except FfnlabError:  # a model_type without a translator: transformers counts it
+            row = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
+            if row is None:
+                raise
+            return row
         return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p))
     return audit_entry(find(target))  # not a file either: find() names close zoo names

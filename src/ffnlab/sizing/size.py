@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ffnlab.errors import require
-from ffnlab.sizing.config import FFNSpec, make_config, validate
+from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config, validate
 from ffnlab.sizing.counting import count_params, ffn_params
 from ffnlab.sizing.flops import flops_per_token, training_memory
 from ffnlab.sizing.kinds import get_kind
@@ -23,18 +23,55 @@ from ffnlab.sizing.widths import (
     resolve_d_ff,
 )
 
+HEAD_DIM_DEFAULT = 64  # GPT-2/GPT-3/Pythia heads; LLaMA 7B-65B use 128 (give --n-heads)
+SIZE_POSITIONS = ("rope", "learned", "none", "alibi")
+SIZE_NORMS = ("rmsnorm", "layernorm", "layernorm-nobias", "none")
+
+
+def _assumptions(cfg: ModelConfig, *, heads_given: bool, norm_given: bool, positions_given: bool,
+                 seq_len: int) -> list[str]:
+    """What the whole-model numbers assume that the user did not say, one sentence each."""
+    kind = "a gated FFN" if cfg.gated else "a plain MLP"
+    out = []
+    if not heads_given:
+        out.append(f"n_heads = d_model/{HEAD_DIM_DEFAULT} = {cfg.attn.n_heads} (head_dim {HEAD_DIM_DEFAULT}; "
+                   "give --n-heads)")
+    defaulted = [(what, flag) for given, what, flag in (
+        (norm_given, cfg.norm, "--norm"), (positions_given, f"{cfg.positions} positions", "--positions"))
+        if not given]
+    if defaulted:
+        out.append(f"{' and '.join(w for w, _ in defaulted)}: ffnlab's default{'s' if len(defaulted) > 1 else ''}"
+                   f" for {kind} ({', '.join(f for _, f in defaulted)})")
+    out.append("embeddings tied: the LM head reuses the token embedding (the default; --untied adds "
+               f"vocab x d_model = {cfg.vocab_size * cfg.d_model:,})" if cfg.tied_embeddings else
+               f"embeddings untied: a separate LM head of vocab x d_model = {cfg.vocab_size * cfg.d_model:,}")
+    if cfg.positions == "learned":
+        out.append(f"learned position table of --seq-len {seq_len} rows x d_model = "
+                   f"{cfg.max_positions * cfg.d_model:,} parameters (grows with --seq-len)")
+    return out
+
 
 def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | None = None,
                  n_heads: int | None = None, n_kv_heads: int | None = None, vocab_size: int = 50257,
                  seq_len: int = 2048, n_experts: int = 0, top_k: int = 2, bias: bool = False,
-                 dtype: str = "bf16", memory: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs (``memory``: the
-    keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary` for ``model.memory``)."""
+                 dtype: str = "bf16", tied: bool = True, norm: str | None = None,
+                 positions: str | None = None, memory: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs.
+
+    With ``n_layers``, a whole decoder: ``n_heads`` defaults to d_model/64, ``norm`` and
+    ``positions`` to ffnlab's defaults for the kind (RMSNorm + RoPE when gated, LayerNorm +
+    learned positions when plain, the table sized by ``seq_len``), embeddings tied unless
+    ``tied`` is False; ``model["assumed"]`` says which of these were assumed. ``memory``: the
+    keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary` for ``model.memory``.
+    """
     check_width(d_model, "d_model")
     width = resolve_d_ff(d_model, kind, rule)
     gated = get_kind(kind).gated
     require(n_experts >= 0, f"--experts must be >= 0, got {n_experts}")
     require(not n_experts or 1 <= top_k <= n_experts, f"--top-k must be between 1 and --experts={n_experts}")
+    require(norm is None or norm in SIZE_NORMS, f"--norm must be one of {', '.join(SIZE_NORMS)}, got {norm!r}")
+    require(positions is None or positions in SIZE_POSITIONS,
+            f"--positions must be one of {', '.join(SIZE_POSITIONS)}, got {positions!r}")
     spec = FFNSpec(kind=kind, d_ff=width, bias=bias, n_experts=n_experts, top_k=top_k if n_experts else 0)
     out: dict[str, Any] = {
         "d_model": d_model, "ffn_kind": kind, "gated": gated, "rule": rule.describe(), "d_ff": width,
@@ -47,16 +84,22 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
     if n_layers is None:
         return out
     check_width(n_layers, "n_layers")
-    heads = n_heads if n_heads is not None else d_model // 64
-    require(heads >= 1, "d_model < 64: give --n-heads")
+    check_width(seq_len, "seq_len")
+    heads = n_heads if n_heads is not None else d_model // HEAD_DIM_DEFAULT
+    require(heads >= 1, f"d_model < {HEAD_DIM_DEFAULT}: give --n-heads")
     cfg = validate(make_config(d_model, n_layers, heads, width, kind=kind, vocab_size=vocab_size,
                                n_kv_heads=n_kv_heads, bias=bias, n_experts=n_experts,
-                               top_k=top_k if n_experts else 0, max_positions=seq_len))
+                               top_k=top_k if n_experts else 0, max_positions=seq_len,
+                               tied_embeddings=tied, norm=norm, positions=positions))
     out["model"] = {
         "n_layers": n_layers, "n_heads": heads, "n_kv_heads": cfg.n_kv_heads, "vocab_size": vocab_size,
-        "norm": cfg.norm, "positions": cfg.positions, "params": count_params(cfg).as_dict(),
+        "norm": cfg.norm, "positions": cfg.positions, "tied_embeddings": cfg.tied_embeddings,
+        "position_table_rows": cfg.max_positions if cfg.positions == "learned" else 0,
+        "params": count_params(cfg).as_dict(),
         "flops_per_token": flops_per_token(cfg, seq_len).as_dict(), "seq_len": seq_len,
         "training_memory_bytes": training_memory(cfg, dtype).as_dict(), "dtype": dtype,
+        "assumed": _assumptions(cfg, heads_given=n_heads is not None, norm_given=norm is not None,
+                                positions_given=positions is not None, seq_len=seq_len),
     }
     if memory is not None:
         out["model"]["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory)

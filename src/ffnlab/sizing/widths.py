@@ -12,7 +12,8 @@ Rules
                    FFN gets r * d_model.
 ``llama``          Meta's rule (LLaMA ``model.py``): h = int(2 * r * d / 3) with r = 4,
                    then h = int(ffn_dim_multiplier * h) if a multiplier is set, then
-                   rounded *up* to ``multiple_of`` (256 by default).
+                   rounded *up* to ``multiple_of`` (256 by default; Meta always rounds up,
+                   ``rounding`` may ask for nearest or down instead).
 ``golden``         the first seed document's law: raw ratio exactly 4 for every kind.
 """
 
@@ -28,6 +29,7 @@ from ffnlab.sizing.kinds import get_kind
 RULES = ("explicit", "ratio", "param-matched", "llama", "golden")
 ROUNDINGS = ("up", "nearest", "down")
 GOLDEN_RATIO = Fraction(4)
+MAX_WIDTH = 2**31 - 1  # a width past the int32 range is a typo, not a model (and overflows floats)
 
 
 def parse_ratio(text: str | float | int | Fraction) -> Fraction:
@@ -55,18 +57,22 @@ def parse_ratio(text: str | float | int | Fraction) -> Fraction:
     return value
 
 
-def round_to_multiple(value: Fraction | int, multiple: int, mode: str = "up") -> int:
-    """Round ``value`` to a multiple of ``multiple`` (up, nearest with halves up, or down)."""
+def rounding_quotient(value: Fraction | int, multiple: int, mode: str = "up") -> int:
+    """How many ``multiple``s ``value`` rounds to (up, nearest with halves up, or down), before
+    :func:`round_to_multiple` clamps a 0 up to 1."""
     require(isinstance(multiple, int) and multiple >= 1, f"multiple_of must be an integer >= 1, got {multiple!r}")
     require(mode in ROUNDINGS, f"rounding must be one of {ROUNDINGS}, got {mode!r}")
     q = Fraction(value) / multiple
     if mode == "up":
-        n = math.ceil(q)
-    elif mode == "down":
-        n = math.floor(q)
-    else:
-        n = math.floor(q + Fraction(1, 2))
-    return max(1, n) * multiple
+        return math.ceil(q)
+    if mode == "down":
+        return math.floor(q)
+    return math.floor(q + Fraction(1, 2))
+
+
+def round_to_multiple(value: Fraction | int, multiple: int, mode: str = "up") -> int:
+    """Round ``value`` to a multiple of ``multiple``; a width never rounds to 0 (one multiple)."""
+    return max(1, rounding_quotient(value, multiple, mode)) * multiple
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,8 @@ class WidthRule:
         if self.rule == "explicit":
             return f"explicit d_ff={self.d_ff}"
         if self.rule == "golden":
-            return "golden (raw ratio 4, the seed's law)"
+            tail = f", multiple_of={self.multiple_of} ({self.rounding})" if self.multiple_of != 1 else ""
+            return f"golden (raw ratio 4, the seed's law{tail})"
         parts = [self.rule]
         if self.ratio is not None:
             parts.append(f"ratio={_fmt(self.ratio)}")
@@ -127,7 +134,7 @@ def make_rule(
     if rule == "llama":
         r = parse_ratio(ratio) if ratio is not None else Fraction(4)
         m = parse_ratio(multiplier) if multiplier is not None else None
-        return WidthRule("llama", ratio=r, multiplier=m, multiple_of=multiple_of or 256, rounding="up")
+        return WidthRule("llama", ratio=r, multiplier=m, multiple_of=multiple_of or 256, rounding=rounding)
     require(ratio is not None, f"the {rule!r} rule needs a ratio (e.g. --ratio 4 or --ratio 8/3)")
     require(multiplier is None, "multiplier applies to the llama rule only")
     return WidthRule(rule, ratio=parse_ratio(ratio), multiple_of=multiple_of or 1, rounding=rounding)
@@ -141,26 +148,45 @@ def check_width(value: object, what: str) -> int:
         else:
             raise FfnlabError(f"{what} must be a positive integer, got {value!r}")
     require(value > 0, f"{what} must be a positive integer, got {value}")
+    require(value <= MAX_WIDTH, f"{what} must be at most {MAX_WIDTH:,}, got {short_int(value)}")
     return value
 
 
-def resolve_d_ff(d_model: int, kind: str, rule: WidthRule) -> int:
-    """Apply ``rule`` to ``d_model`` for an FFN of ``kind``; return the integer width."""
+def unrounded_width(d_model: int, kind: str, rule: WidthRule) -> Fraction:
+    """The width ``rule`` asks for before rounding to ``multiple_of`` (LLaMA's rule truncates
+    to integers on the way, as Meta's ``model.py`` does)."""
     check_width(d_model, "d_model")
     gated = get_kind(kind).gated
     if rule.rule == "explicit":
         assert rule.d_ff is not None
-        return rule.d_ff
+        return Fraction(rule.d_ff)
     assert rule.ratio is not None
     if rule.rule == "llama":
         hidden = int(Fraction(2) * rule.ratio * d_model / 3)
         if rule.multiplier is not None:
             hidden = int(rule.multiplier * hidden)
-        return round_to_multiple(hidden, rule.multiple_of, "up")
+        return Fraction(hidden)
     target = rule.ratio * d_model
     if rule.rule == "param-matched" and gated:
         target = target * 2 / 3
-    return round_to_multiple(target, rule.multiple_of, rule.rounding)
+    return target
+
+
+def resolve_d_ff(d_model: int, kind: str, rule: WidthRule) -> int:
+    """Apply ``rule`` to ``d_model`` for an FFN of ``kind``; return the integer width."""
+    target = unrounded_width(d_model, kind, rule)
+    if rule.rule == "explicit":
+        return rule.d_ff  # type: ignore[return-value]
+    width = round_to_multiple(target, rule.multiple_of, rule.rounding)
+    require(width <= MAX_WIDTH, f"the {rule.rule} rule gives d_ff = {short_int(width)} for d_model {d_model}, "
+                                f"beyond any model (at most {MAX_WIDTH:,}); check the ratio or multiplier")
+    return width
+
+
+def short_int(n: int) -> str:
+    """A huge integer in a few characters (``1.0e+308``) without float overflow."""
+    digits = str(n)
+    return f"{digits[0]}.{digits[1:3]}e+{len(digits) - 1}" if len(digits) > 12 else f"{n:,}"
 
 
 def raw_ratio(d_model: int, d_ff: int) -> Fraction:

@@ -1,0 +1,159 @@
+"""The transformers fallback of ``audit``: model types without a translator, counted on the meta device."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from cli_run import run
+
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.audit import audit as sizing_audit
+from ffnlab.sizing.hf import HF_TRANSLATORS
+from ffnlab.sizing.hf_fallback import classify
+from ffnlab.training.hf_count import count_with_transformers
+
+
+def audit(target: str) -> dict:
+    """The audit as the command runs it: with the transformers counter."""
+    return sizing_audit(target, count_with_transformers)
+
+D, L, V, POS = 64, 2, 100, 128
+IDS = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0}
+
+
+def _persimmon(ff: int) -> dict:
+    """Persimmon: fused qkv with biases, per-head q/k LayerNorms, plain MLP with biases, untied head."""
+    return {"model_type": "persimmon", "hidden_size": D, "intermediate_size": ff, "num_hidden_layers": L,
+            "num_attention_heads": 4, "vocab_size": V, "max_position_embeddings": POS, **IDS}
+
+
+def _biogpt(ff: int) -> dict:
+    """BioGPT: fc1/fc2 directly under each layer (no 'mlp' module), learned positions (+2 rows), tied head."""
+    return {"model_type": "biogpt", "hidden_size": D, "intermediate_size": ff, "num_hidden_layers": L,
+            "num_attention_heads": 4, "vocab_size": V, "max_position_embeddings": POS, **IDS}
+
+
+# the split worked out by hand from each family's modeling file (weights + biases)
+CASES = {
+    "persimmon": (_persimmon, lambda ff: {
+        "ffn": L * (D * ff + ff + ff * D + D),
+        "attention": L * (D * 3 * D + 3 * D + D * D + D + 2 * 2 * (D // 4)),
+        "embedding": 2 * V * D,
+        "norms": (2 * L + 1) * 2 * D}),
+    "biogpt": (_biogpt, lambda ff: {
+        "ffn": L * (D * ff + ff + ff * D + D),
+        "attention": L * 4 * (D * D + D),
+        "embedding": V * D + (POS + 2) * D,
+        "norms": (2 * L + 1) * 2 * D}),
+}
+
+
+def _transformers_total(config: dict) -> int:
+    """transformers' own count, built independently of ffnlab (AutoConfig.for_model)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    d = dict(config)
+    cfg = AutoConfig.for_model(d.pop("model_type"), **d)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    return sum(p.numel() for p in model.parameters())
+
+
+def _write(tmp_path, config: dict, name: str = "m") -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return str(folder)
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+@pytest.mark.parametrize("ff", [96, 256])
+def test_untranslated_type_counted_exactly(tmp_path, family, ff):
+    pytest.importorskip("transformers")
+    make, split = CASES[family]
+    assert family not in HF_TRANSLATORS  # otherwise this test no longer tests the fallback
+    config = make(ff)
+    row = audit(_write(tmp_path, config))
+    assert row["counted_by"] == "transformers" and row["verdict"].startswith("counted by transformers")
+    assert row["params_total"] == _transformers_total(config)
+    want = split(ff)
+    got = {k: row[f"params_{k}"] for k in want}
+    assert got == want
+    assert row["params_other"] == 0
+    assert row["params_total"] == sum(want.values())
+    assert row["params_non_embedding"] == row["params_total"] - want["embedding"]
+    assert (row["d_model"], row["d_ff"], row["n_layers"]) == (D, ff, L)
+    assert row["ratio_raw"] == ff / D
+
+
+def test_fallback_row_is_labelled_in_the_table(tmp_path):
+    pytest.importorskip("transformers")
+    p = run("audit", "gpt2", _write(tmp_path, _persimmon(256), "pers"))
+    assert p.returncode == 0, p.stderr
+    assert "pers: counted by transformers" in p.stdout
+
+
+@pytest.mark.parametrize("name, part", [
+    ("model.layers.0.post_attention_layernorm.weight", "norms"),
+    ("model.layers.0.self_attn.q_norm.weight", "attention"),
+    ("model.layers.3.mlp.experts.gate_up_proj", "ffn"),
+    ("model.layers.0.mlp.shared_expert_gate.weight", "ffn"),
+    ("transformer.h.0.ln_1.bias", "norms"),
+    ("transformer.h.0.attn.c_attn.weight", "attention"),
+    ("transformer.h.0.mlp.c_fc.weight", "ffn"),
+    ("transformer.wte.weight", "embedding"),
+    ("lm_head.weight", "embedding"),
+    ("transformer.word_embeddings_layernorm.weight", "norms"),
+    ("biogpt.layers.0.fc1.weight", "ffn"),
+    ("model.norm.weight", "norms"),
+    ("model.rotary.inv_freq_scale", "other"),
+])
+def test_classify_by_module_name(name, part):
+    assert classify(name) == part
+
+
+def _cli_code(args: list[str], block_transformers: bool) -> str:
+    block = "sys.modules['transformers'] = None\n" if block_transformers else ""
+    return ("import sys, ffnlab.cli\n" + block
+            + f"sys.argv = ['ffnlab', *{args!r}]\n"
+            "try:\n    ffnlab.cli.main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+            "loaded = [m for m in ('torch', 'transformers') if sys.modules.get(m) is not None]\n"
+            "print('LOADED', loaded, 'CODE', code)\n")
+
+
+def test_known_type_stays_on_the_fast_path(tmp_path):
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "vocab_size": 100}
+    p = subprocess.run([sys.executable, "-c", _cli_code(["audit", _write(tmp_path, cfg)], False)],
+                       capture_output=True, text=True)
+    assert "LOADED [] CODE 0" in p.stdout, (p.stdout, p.stderr)
+
+
+def test_without_transformers_one_line_names_types_and_fallback(tmp_path):
+    code = _cli_code(["audit", _write(tmp_path, _persimmon(256))], True)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert "CODE 2" in p.stdout and len(lines) == 1, (p.stdout, p.stderr)
+    assert lines[0].startswith("error: ") and "'persimmon' is not supported" in lines[0]
+    assert "llama" in lines[0] and "ffnlab[hf]" in lines[0] and "meta device" in lines[0]
+
+
+def test_type_unknown_to_transformers_too(tmp_path):
+    pytest.importorskip("transformers")
+    with pytest.raises(FfnlabError, match="'no_such_model' is not supported by ffnlab"):
+        audit(_write(tmp_path, {"model_type": "no_such_model"}))
+
+
+def test_transformers_refusing_the_config_is_one_line(tmp_path):
+    pytest.importorskip("transformers")
+    bad = dict(_persimmon(256), hidden_size=66)  # 66 is not divisible by 4 heads
+    with pytest.raises(FfnlabError, match="could not build model_type 'persimmon'") as e:
+        audit(_write(tmp_path, bad))
+    assert "\n" not in str(e.value)
+
+
+def test_library_audit_without_a_counter_names_the_fallback(tmp_path):
+    with pytest.raises(FfnlabError, match="'persimmon' is not supported; supported: .*ffnlab audit"):
+        sizing_audit(_write(tmp_path, _persimmon(256)))

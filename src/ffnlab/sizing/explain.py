@@ -33,6 +33,7 @@ from ffnlab.sizing.widths import (
     WidthRule,
     alignment,
     check_width,
+    fraction_text,
     param_matched_ratio,
     rounding_quotient,
     unrounded_width,
@@ -61,9 +62,7 @@ def _num(x: Fraction | None) -> float | None:
 
 
 def _txt(x: Fraction | None) -> str | None:
-    if x is None:
-        return None
-    return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
+    return None if x is None else fraction_text(x)
 
 
 def is_simple(r: Fraction) -> bool:

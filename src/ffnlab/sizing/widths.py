@@ -94,15 +94,16 @@ class WidthRule:
             return f"golden (raw ratio 4, the seed's law{tail})"
         parts = [self.rule]
         if self.ratio is not None:
-            parts.append(f"ratio={_fmt(self.ratio)}")
+            parts.append(f"ratio={fraction_text(self.ratio)}")
         if self.multiplier is not None:
-            parts.append(f"multiplier={_fmt(self.multiplier)}")
+            parts.append(f"multiplier={fraction_text(self.multiplier)}")
         if self.multiple_of != 1:
             parts.append(f"multiple_of={self.multiple_of} ({self.rounding})")
         return " ".join(parts)
 
 
-def _fmt(x: Fraction) -> str:
+def fraction_text(x: Fraction) -> str:
+    """An exact ratio as people write it: ``4``, ``8/3``."""
     return str(x.numerator) if x.denominator == 1 else f"{x.numerator}/{x.denominator}"
 
 

@@ -1,4 +1,7 @@
+import csv
+import io
 import json
+import re
 import subprocess
 import sys
 
@@ -128,15 +131,50 @@ def test_size_states_what_it_assumed():
     assert "| assumed | n_heads = d_model/64" in p.stdout and "learned positions (2048 rows)" in p.stdout
 
 
+# published shapes and transformers' own parameter counts (tied GPT-2 head, untied LLaMA head)
+AUDIT_WANT = {"gpt2": {"d_model": "768", "d_ff": "3072", "total": 124_439_808},
+              "llama-7b": {"d_model": "4096", "d_ff": "11008", "total": 6_738_415_616}}
+
+
+def _cells(fmt: str, stdout: str) -> list[dict[str, str]]:
+    """The rows of a rendered table as {header: cell}, parsed per format."""
+    if fmt == "csv":
+        return list(csv.DictReader(io.StringIO(stdout)))
+    sep = "|" if fmt == "markdown" else "\u2502"  # rich draws body cells between box verticals
+    head_sep = "|" if fmt == "markdown" else "\u2503"
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.count(head_sep) > 3)
+    header = lines[start]
+    names = [c.strip() for c in header.strip().strip(head_sep).split(head_sep)]
+    body = []
+    for line in lines[start + 1:]:  # the first table only (a memory section may follow)
+        if line.count(sep) <= 3 and "---" not in line and "━" not in line and "─" not in line:
+            break
+        if line.count(sep) > 3 and "---" not in line:
+            body.append(line)
+    return [dict(zip(names, (c.strip() for c in line.strip().strip(sep).split(sep)), strict=True)) for line in body]
+
+
 @pytest.mark.parametrize("fmt", ["markdown", "csv", "table"])
 def test_formats(fmt):
     p = run("audit", "gpt2", "llama-7b", "--format", fmt)
     assert p.returncode == 0, p.stderr
-    assert "llama-7b" in p.stdout
-    if fmt == "csv":
-        assert p.stdout.splitlines()[0].startswith("name,model_type,d_model")
     if fmt == "markdown":
         assert p.stdout.count("| llama-7b |") == 2  # the audit table and the memory section
+    rows = _cells(fmt, p.stdout)
+    name, d_model, total = ("name", "d_model", "params_total") if fmt == "csv" else ("model", "d_model", "total")
+    assert [r[name] for r in rows] == list(AUDIT_WANT)
+    for r in rows:
+        want = AUDIT_WANT[r[name]]
+        assert (r[d_model], r["d_ff"]) == (want["d_model"], want["d_ff"])
+        if fmt == "csv":
+            assert int(r[total]) == want["total"]
+        else:  # human-readable: 124.4M, 6.74B
+            assert float(r[total][:-1]) * {"M": 1e6, "B": 1e9}[r[total][-1]] == pytest.approx(want["total"], rel=5e-3)
+    if fmt == "csv":  # every CSV cell is the JSON contract's value (a second rendering path)
+        for r, j in zip(rows, run_json("audit", "gpt2", "llama-7b"), strict=True):
+            for key in ("model_type", "d_model", "d_ff", "ffn_kind", "params_total", "params_non_embedding"):
+                assert r[key] == str(j[key]), key
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -204,5 +242,12 @@ def test_help_fits_one_screen():
     p = run("--help")
     assert p.returncode == 0
     assert len(p.stdout.splitlines()) <= 50
-    for cmd in ("size", "plan", "explain", "audit", "zoo", "claims"):
-        assert cmd in p.stdout
+    import typer
+
+    from ffnlab.cli import app
+
+    registered = set(typer.main.get_command(app).commands)  # click's registry, not the help text
+    assert {"size", "plan", "explain", "audit", "zoo", "claims", "train", "export", "sweep", "report",
+            "verify"} <= registered
+    listed = {m.group(1) for m in re.finditer(r"^\W ([a-z][a-z-]*)\s{2,}\S", p.stdout, re.MULTILINE)}
+    assert listed == registered  # every command is on the one screen, and nothing else is

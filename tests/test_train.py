@@ -159,7 +159,7 @@ def test_export_refuses_moe_with_reason(tmp_path, cache_dir):
     (["model.ffn.ratio=-1"], "ratio"),
     (["train.lr=fast"], "train.lr"),
     (["train.max_stepz=3"], "did you mean max_steps"),
-    (["data.corpus=/nonexistent/corpus.txt"], "/nonexistent/corpus.txt"),
+    (["data.corpus=/nonexistent/corpus.txt"], "'/nonexistent/corpus.txt' is not 'shakespeare'"),
     (["data.tokenizer=words"], "tokenizer"),
     (["train.device=cuda"], "CUDA"),
     (["train.device=gpu"], "train.device"),
@@ -181,7 +181,7 @@ def test_bad_config_files(tmp_path, cache_dir):
 
 def test_missing_hf_dataset_exits_2(tmp_path, cache_dir):
     assert_usage_error(run(*train_args(tmp_path / "r", cache_dir, "data.corpus=hf:no-such-org/no-such-dataset")),
-                       "no-such")
+                       "cannot load Hugging Face dataset 'no-such-org/no-such-dataset'")
 
 
 @pytest.mark.parametrize("damage", ["truncate", "pickle", "delete"])

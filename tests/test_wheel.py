@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -57,7 +58,9 @@ def test_installed_wheel_runs_sizing_from_outside_the_checkout(installed: Path) 
 
 def test_installed_wheel_resolves_presets(installed: Path) -> None:
     r = _run(installed, "-m", "ffnlab", "sweep", "--help")
-    assert r.returncode == 0 and "golden-quick" in r.stdout
+    shipped = {p.stem for p in (installed / "ffnlab" / "experiments" / "presets").glob("*.yaml")}
+    assert r.returncode == 0 and shipped
+    assert shipped <= set(re.findall(r"[a-z][a-z0-9-]+", r.stdout)), shipped  # the help names what ships
     code = ("from ffnlab.experiments.sweep_spec import PRESET_DIR, load_spec; s = load_spec('golden-quick'); "
             "print(s.name, len(s.arms), PRESET_DIR)")
     r = _run(installed, "-c", code)

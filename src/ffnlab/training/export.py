@@ -32,6 +32,7 @@ def layout_for(cfg: ModelConfig) -> str:
     """``llama`` or ``gpt2``; raise with the reason when neither fits."""
     f = cfg.ffn
     require(not f.is_moe, "MoE runs cannot be exported: Hugging Face's Llama/GPT-2 layouts have dense FFNs")
+    require(cfg.final_norm, "both layouts end with a final norm; this model has none")
     require(not cfg.lm_head_bias, "an LM-head bias has no place in the Llama or GPT-2 layouts")
     require(cfg.d_model % cfg.attn.n_heads == 0,
             "transformers requires n_heads to divide d_model, even with an explicit head_dim")
@@ -151,7 +152,7 @@ def export_model(model: torch.nn.Module, out_dir: str | Path) -> Path:
 def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.nn.Module:
     """Rebuild a run's model and load its latest (or the named) checkpoint's weights."""
     from ffnlab.training import runconfig
-    from ffnlab.training.checkpoint import latest_checkpoint, load_checkpoint
+    from ffnlab.training.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.nn import build_model
 
     run = Path(run_dir)
@@ -164,7 +165,12 @@ def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.
         raise FfnlabError(f"{run}/model.json is corrupt ({e})") from None
     model = build_model(mcfg, max_seq_len=cfg.train.seq_len, rope_theta=cfg.model.rope_theta,
                         norm_eps=cfg.model.norm_eps)
-    ckpt = run / "checkpoints" / checkpoint if checkpoint else latest_checkpoint(run)
-    require(ckpt is not None and ckpt.is_dir(), f"{run} has no checkpoint to export")
+    if checkpoint:
+        names = [c.name for c in checkpoint_dirs(run)]
+        require(checkpoint in names, f"{run} has no checkpoint {checkpoint!r}; it has: {', '.join(names) or 'none'}")
+        ckpt = run / "checkpoints" / checkpoint
+    else:
+        ckpt = latest_checkpoint(run)
+    require(ckpt is not None, f"{run} has no checkpoint to export")
     load_checkpoint(ckpt, model, None)
     return model.eval()

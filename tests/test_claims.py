@@ -26,6 +26,7 @@ def test_every_claim_gets_a_known_verdict(verdicts):
     ("llama-multiples-of-256", "true"), ("openai-uses-4x", "true"), ("moe-decouples", "true"),
     ("ratio-4-optimal", "needs-experiment"), ("golden-transformer-8pct", "needs-experiment"),
     ("glu-beats-plain", "needs-experiment"), ("unaligned-widths-slow", "needs-experiment"),
+    ("capacity-peaks-at-ratio-4", "needs-experiment"), ("gated-stores-as-much", "needs-experiment"),
 ])
 def test_verdicts(verdicts, claim_id, verdict):
     assert verdicts[claim_id]["verdict"] == verdict

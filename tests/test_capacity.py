@@ -236,3 +236,4 @@ def test_capacity_cli_errors(tmp_path):
     assert_usage_error(run("capacity", "measure", str(tmp_path)), "not an ffnlab run")
     assert_usage_error(run("capacity", "report", str(tmp_path)), "no sweep.json")
     assert_usage_error(run("capacity", "run", "no-such-preset"), "no capacity preset")
+    assert_usage_error(run("sweep", "capacity"), "ffnlab capacity run capacity")

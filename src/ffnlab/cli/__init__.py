@@ -11,7 +11,7 @@ import sys
 import typer
 
 # isort: off  (the order the command groups appear in --help)
-from ffnlab.cli import capacity, experiments, sizing, training  # noqa: F401  (registers the commands)
+from ffnlab.cli import capacity, experiments, probe, sizing, training  # noqa: F401  (registers the commands)
 
 # isort: on
 from ffnlab.cli.app import app

@@ -142,6 +142,18 @@ def test_probe_a_trained_ffnlab_run(tmp_path, capsys):
                 assert e["coefficient"] == pytest.approx(e["gate_act"] * e["up"], rel=1e-4, abs=1e-6)
             projection = model.lm_head.weight @ w_out[:, u["unit"]]
             assert [t["id"] for t in u["promotes"]] == projection.topk(10).indices.tolist()
+    # the same weights exported to a transformers folder give the same keys and values
+    code, _, err = cli(capsys, "export", str(out), "--hf", str(tmp_path / "hf"))
+    assert code == 0, err
+    h = probe_json(capsys, str(tmp_path / "hf"), "--tokens", "1024", "--units", "2", "--examples", "3",
+                   "--out", str(tmp_path / "p2"))
+    assert h["tokenizer"] == "byte" and h["tokens"] == r["tokens"]
+    for a, b in zip(r["layers"], h["layers"], strict=True):
+        assert a["summary"]["mean_fire_rate"] == pytest.approx(b["summary"]["mean_fire_rate"], abs=1e-3)
+        assert [u["unit"] for u in a["units"]] == [u["unit"] for u in b["units"]]
+        for ua, ub in zip(a["units"], b["units"], strict=True):
+            assert ua["max_coefficient"] == pytest.approx(ub["max_coefficient"], rel=1e-3)
+            assert [t["id"] for t in ua["promotes"]] == [t["id"] for t in ub["promotes"]]
 
 
 def test_probe_errors(tmp_path, corpus_file, capsys):
@@ -153,3 +165,24 @@ def test_probe_errors(tmp_path, corpus_file, capsys):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "config.json").write_text("{}")
     usage_error(capsys, "cannot load a causal LM", "probe", str(tmp_path / "bad"))
+
+
+def test_probe_reads_text_with_the_folders_own_tokenizer(tmp_path, corpus_file, capsys):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    inner = Tokenizer(models.BPE())
+    inner.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    inner.train_from_iterator([TEXT], trainers.BpeTrainer(
+        vocab_size=300, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tok = PreTrainedTokenizerFast(tokenizer_object=inner)
+    tok.save_pretrained(tmp_path / "m")
+    save_hf("gpt2", tmp_path / "m", vocab=inner.get_vocab_size())
+    r = probe_json(capsys, str(tmp_path / "m"), "--corpus", str(corpus_file), "--split", "train",
+                   "--tokens", "128", "--seq-len", "32", "--units", "2", "--out", str(tmp_path / "p"))
+    assert r["tokenizer"] == "hf" and r["tokens"] == 128
+    ids = tok(corpus_file.read_text(), add_special_tokens=False)["input_ids"]
+    for u in r["layers"][0]["units"]:
+        for e in u["examples"]:
+            assert e["trigger"] == tok.decode([ids[e["position"]]])
+        assert all(t["token"] == tok.decode([t["id"]]) for t in u["promotes"])

@@ -161,8 +161,9 @@ def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]
         if not (run / "summary.json").is_file():
             missing.append(r["run"])
             continue
-        cached = run / "capacity.json"
-        result = json.loads(cached.read_text()) if cached.is_file() and not remeasure else measure_run(run)
+        cached = run / "capacity.json"  # reused unless the run finished (again) after it was measured
+        fresh = cached.is_file() and cached.stat().st_mtime >= (run / "summary.json").stat().st_mtime
+        result = json.loads(cached.read_text()) if fresh and not remeasure else measure_run(run)
         kind = get_kind(r["config"]["model"]["ffn"]["kind"])
         arm = arms.setdefault(r["arm"], ArmCapacity(
             budget=folder.name, arm=r["arm"], kind=kind.name, gated=kind.gated, d_model=r["d_model"],

@@ -112,10 +112,13 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str,
     assert cfg is not None
     require(cfg.data.tokenizer == "byte", "capacity is measured on byte-level runs (data.tokenizer: byte)")
     bank = bank_of(cfg.data.corpus)
-    model = load_run_model(run, checkpoint)
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = load_run_model(run, checkpoint).to(device)
     meta = json.loads((run / "model.json").read_text())
     params = meta["params"]
-    result = measure_logits(lambda ids: model(ids)[0], bank)
+    result = measure_logits(lambda ids: model(ids)[0], bank, device=device)
     summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
     train_tokens = load_prepared(meta["prepared_data"]).train_tokens
     tokens = summary.get("tokens", cfg.train.max_steps * cfg.tokens_per_step())

@@ -97,13 +97,13 @@ def test_needs_experiment_claims_name_a_command_that_exists(verdicts):
     assert {verdicts[c["id"]]["verdict"] for c in open_claims} == {"needs-experiment"}  # no evidence given
     for c in open_claims:
         command = c["args"]["command"]
-        for spec in re.findall(r"ffnlab sweep (\S+)", command):
+        for spec in re.findall(r"ffnlab (?:sweep|capacity run) (\S+)", command):
             find_spec(spec)  # raises FfnlabError for a spec that does not exist
         for script in re.findall(r"python (\S+\.py)", command):
             assert (ROOT / script).is_file(), script
-        assert re.search(r"ffnlab (verify|sweep)|python benchmarks/", command), command
-        if "ffnlab" in command:
-            assert c["args"]["experiment"] in ANALYSES  # a report can settle it
+        assert re.search(r"ffnlab (verify|sweep|capacity run)|python benchmarks/", command), command
+        if re.search(r"ffnlab (verify|sweep)", command):
+            assert c["args"]["experiment"] in ANALYSES  # a sweep report can settle it
 
 
 def test_evidence_from_a_report_fills_experiment_claims(tmp_path):

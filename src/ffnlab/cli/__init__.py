@@ -14,7 +14,7 @@ import typer
 from ffnlab.cli.app import app
 from ffnlab.errors import EXIT_USAGE, FfnlabError
 
-GROUPS = ("sizing", "fit", "training", "experiments")  # command modules, in the order of --help
+GROUPS = ("sizing", "fit", "training", "experiments", "probe", "capacity")  # command modules, in the order of --help
 for _group in GROUPS:
     import_module(f"ffnlab.cli.{_group}")  # importing a group registers its commands on ``app``
 

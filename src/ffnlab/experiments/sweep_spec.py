@@ -85,6 +85,8 @@ def load_spec(name_or_path: str) -> SweepSpec:
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     known = set(SweepSpec.__dataclass_fields__)
+    require("budgets" not in data, "this is a capacity preset (it has budgets): run it with "
+                                   f"'ffnlab capacity run {data.get('name', 'NAME')}'")
     unknown = sorted(set(data) - known)
     require(not unknown, f"sweep spec: unknown key(s) {', '.join(unknown)}")
     for key in ("name", "arms", "seeds"):

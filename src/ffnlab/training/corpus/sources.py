@@ -37,7 +37,9 @@ CORPUS_HELP = (
     "(searched recursively; every 10th file is validation), 'hf:NAME' or 'hf:NAME:CONFIG' for a "
     "Hugging Face dataset on the Hub or saved locally with save_to_disk (split 'train' for "
     "training, the first of 'validation', 'valid', 'test' for validation; the text column is 'text' "
-    "unless data.text_column says otherwise), or the shortcuts 'wikitext-2-raw-v1' and 'wikitext-103-raw-v1'."
+    "unless data.text_column says otherwise), the shortcuts 'wikitext-2-raw-v1' and 'wikitext-103-raw-v1', "
+    "or 'facts:subjects=N,relations=R,values=K,...' for synthetic facts of known entropy "
+    "(see ffnlab.training.corpus.facts; every 10th subject is validation)."
 )
 
 SplitLoader = Callable[[bool], tuple[list[str], list[str]]]
@@ -310,6 +312,16 @@ def _parse_hf(rest: str) -> tuple[str, str | None]:
     return name, config or None
 
 
+# ---------------------------------------------------------------- synthetic facts
+
+
+def _facts_source(spec: str) -> Source:
+    from ffnlab.training.corpus.facts import make_bank, parse_spec
+
+    parsed = parse_spec(spec)
+    return Source(parsed.spec(), "facts", None, lambda _progress: make_bank(parsed).split())
+
+
 # ---------------------------------------------------------------- entry point
 
 
@@ -323,6 +335,8 @@ def resolve_source(spec: str, text_column: str = "text") -> Source:
         return _hf_source(*HF_SHORTCUTS[spec], text_column)
     if spec.startswith(HF_PREFIX):
         return _hf_source(*_parse_hf(spec[len(HF_PREFIX) :]), text_column)
+    if spec.startswith("facts:"):
+        return _facts_source(spec)
     path = Path(spec).expanduser()
     require(
         path.exists(),

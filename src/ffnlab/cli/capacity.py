@@ -1,0 +1,79 @@
+"""Capacity commands: ``ffnlab capacity run|report|measure`` (torch only when a command runs)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+
+capacity_app = typer.Typer(
+    help="Knowledge capacity: bits stored per parameter on synthetic facts (Allen-Zhu & Li 2024) vs the FFN ratio.",
+    no_args_is_help=True)
+app.add_typer(capacity_app, name="capacity", rich_help_panel=EXPERIMENTS)
+
+
+@capacity_app.command("run")
+def run(
+    preset: str = typer.Argument("capacity", help="Capacity preset name (capacity, capacity-gpu) or YAML file."),
+    out: Path = typer.Option(None, "--out", "-o", help="Folder (default sweeps/NAME); one sweep per budget."),
+    workers: int = typer.Option(None, "--workers", help="Parallel runs (default: cores / threads_per_worker)."),
+    backend: str = typer.Option("local", "--backend", help="local or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
+    report_too: bool = typer.Option(True, "--report/--no-report", help="Write the capacity report at the end."),
+) -> None:
+    """Train a capacity preset: every budget's sweep on its facts corpus (resumable)."""
+    from ffnlab.experiments.capacity import load_preset, run_preset, write_report
+    from ffnlab.experiments.sweep_run import RunsFailed
+
+    p = load_preset(preset)
+    folder = out or Path("sweeps") / p.name
+    try:
+        run_preset(p, folder, workers=workers, backend=backend, address=address)
+    except RunsFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise typer.Exit(1) from None
+    if report_too:
+        _print_report(write_report(folder))
+
+
+def _print_report(paths: dict[str, Path]) -> None:
+    for k, v in json.loads(paths["claims"].read_text()).items():
+        print(f"{k}: {v['verdict']} - {v['evidence']}")
+    print(f"report: {paths['html']} and {paths['markdown']}")
+
+
+@capacity_app.command("report")
+def report(
+    folder: Path = typer.Argument(..., help="A capacity folder (one sweep per budget) or one sweep folder."),
+    out: Path = typer.Option(None, "--out", "-o", help="Report folder (default FOLDER/capacity-report)."),
+    remeasure: bool = typer.Option(False, "--remeasure", help="Measure runs again instead of reusing capacity.json."),
+) -> None:
+    """Measure every run and report bits per parameter per arm (mean, 95% CI) and the verdicts."""
+    from ffnlab.experiments.capacity import write_report
+
+    _print_report(write_report(folder, out, remeasure=remeasure))
+
+
+@capacity_app.command("measure")
+def measure(
+    run_dir: Path = typer.Argument(..., help="An 'ffnlab train' run folder trained on a facts: corpus."),
+    checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Bits one run stores about its trained facts (and, as a control, the held-out ones)."""
+    from ffnlab.training.capacity import measure_run
+
+    r = measure_run(run_dir, checkpoint)
+    if as_json:
+        print(json.dumps(r, indent=1))
+        return
+    t, h = r["trained"], r["heldout"]
+    print(f"{run_dir}: {t['bits']:,.0f} of {t['entropy_bits']:,.0f} bits ({t['fraction']:.1%}) about "
+          f"{r['facts_trained']:,} trained facts after {r['exposures']:.0f} exposures; "
+          f"{r['bits_per_param']:.4f} bits per non-embedding parameter ({r['params_non_embedding']:,}), "
+          f"{r['bits_per_param_total']:.4f} per parameter ({r['params_total']:,}); "
+          f"held-out control: {h['bits']:,.0f} bits")

@@ -1,0 +1,67 @@
+"""``ffnlab probe``: the FFN as key-value memory, read off a trained model (torch on demand)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+
+
+def _layers(text: str | None) -> list[int] | None:
+    from ffnlab.errors import FfnlabError
+
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise FfnlabError(f"--layers takes comma-separated layer numbers, e.g. 0,2, got {text!r}") from None
+
+
+@app.command(rich_help_panel=EXPERIMENTS)
+def probe(
+    model: Path = typer.Argument(..., help="An 'ffnlab train' run folder or a local Hugging Face model folder."),
+    corpus: str = typer.Option("shakespeare", "--corpus", help="Text to run: shakespeare or a local file/folder."),
+    split: str = typer.Option("val", "--split", help="Corpus split: val (held-out text) or train."),
+    tokens: int = typer.Option(16384, "--tokens", help="Tokens of corpus to run through the model."),
+    layers: str = typer.Option(None, "--layers", help="Layers to describe, e.g. 0,3 (default: all)."),
+    units: int = typer.Option(8, "--units", help="Units shown per layer (largest coefficients)."),
+    examples: int = typer.Option(5, "--examples", help="Top text windows per unit."),
+    top_tokens: int = typer.Option(10, "--top-tokens", help="Tokens listed per value vector."),
+    seq_len: int = typer.Option(128, "--seq-len", help="Window length (capped by the model's context)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Output folder (default probes/MODEL_NAME)."),
+    as_json: bool = JSON_OPTION,
+) -> None:
+    """Top keys (text windows, trigger marked) and value-vector tokens of each FFN unit.
+
+    Geva et al. 2021/2022: a unit's input weights are a key that fires on context patterns, its
+    output weights a value whose projection through the unembedding lists the tokens it
+    promotes. Gated FFNs: coefficient = act(gate) x up, both shown. Writes probe.json and a
+    self-contained index.html.
+    """
+    from ffnlab.errors import require
+    from ffnlab.experiments.probe_report import write
+    from ffnlab.training.probe import corpus_tokens, open_model
+    from ffnlab.training.probe import probe as run_probe
+
+    require(tokens >= 2 and seq_len >= 1, "--tokens must be >= 2 and --seq-len >= 1")
+    probed = open_model(model)
+    ids = corpus_tokens(probed, corpus, split, tokens)
+    result = run_probe(probed, ids, layers=_layers(layers), units=units, examples=examples,
+                       top_tokens=top_tokens, seq_len=seq_len)
+    result["corpus"] = f"{corpus} ({split})"
+    paths = write(result, out or Path("probes") / model.resolve().name)
+    if as_json:
+        print(json.dumps(result, indent=1, ensure_ascii=False))
+        return
+    for ly in result["layers"]:
+        s = ly["summary"]
+        top = ly["units"][0]
+        print(f"layer {ly['layer']}: d_ff {s['d_ff']}, units fire on {s['mean_fire_rate']:.1%} of positions "
+              f"(dead {s['dead_units']}), value projections hold {s['value_top_mass_mean']:.1%} in their top "
+              f"{s['value_top_k']} tokens; unit {top['unit']} fires hardest on {top['examples'][0]['trigger']!r} "
+              f"and promotes {[t['token'] for t in top['promotes'][:5]]}")
+    print(f"probe: {paths['html']} and {paths['json']}")

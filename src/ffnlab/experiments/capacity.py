@@ -1,0 +1,383 @@
+"""The knowledge-capacity sweep: bits stored per parameter against the FFN ratio.
+
+A capacity preset (``presets/capacity*.yaml``) is an ordinary sweep spec under ``sweep:``,
+run once per parameter ``budgets`` entry (each overrides ``base.model``, e.g. d_model), on a
+``facts:`` corpus, with ``train.max_steps`` set from ``exposures``: the steps that show every
+training token that many times in expectation (see
+:func:`ffnlab.training.capacity.steps_for_exposures`). Each budget is a sweep folder
+``OUT/BUDGET`` that ``ffnlab sweep``'s machinery fills (resumable, the same iso-params control).
+
+The analysis measures every run with :func:`ffnlab.training.capacity.measure_run` (Allen-Zhu &
+Li 2024's lower bound on stored bits), gives each arm its mean and 95% t interval over seeds of
+bits per non-embedding parameter, and decides the two capacity claims with Welch intervals, as
+the loss sweeps do (:mod:`ffnlab.experiments.analysis`).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.experiments.stats import mean_ci, welch_ci
+from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
+from ffnlab.render import Column, markdown_table
+from ffnlab.sizing.kinds import get_kind
+from ffnlab.training import runconfig
+from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run, steps_for_exposures
+
+EQUIVALENCE = 0.10  # "as much": a deficit of at most 10% of the plain arm's bits/param
+PRESET_KEYS = {"name", "description", "exposures", "budgets", "sweep"}
+
+
+@dataclass
+class CapacityPreset:
+    name: str
+    description: str
+    exposures: float | None
+    budgets: list[dict[str, Any]]
+    sweep: dict[str, Any]
+
+
+def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(a)
+    for k, v in b.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def find_preset(name_or_path: str) -> Path:
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    cand = PRESET_DIR / f"{name_or_path}.yaml"
+    require(cand.is_file(), f"no capacity preset {name_or_path!r}: not a file, and not a preset "
+                            f"({', '.join(sorted(x.stem for x in PRESET_DIR.glob('capacity*.yaml')))})")
+    return cand
+
+
+def load_preset(name_or_path: str) -> CapacityPreset:
+    data = runconfig.read_file(find_preset(name_or_path))
+    unknown = sorted(set(data) - PRESET_KEYS)
+    require(not unknown, f"capacity preset: unknown key(s) {', '.join(unknown)}")
+    require("budgets" in data and "sweep" in data and "name" in data,
+            "capacity preset: needs name, budgets and sweep (a sweep spec without a name)")
+    budgets = data["budgets"]
+    require(isinstance(budgets, list) and budgets and all(
+        isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("model", {}), dict)
+        for b in budgets), "capacity preset: budgets must be a list of {name, model: {...}}")
+    require(len({b["name"] for b in budgets}) == len(budgets), "capacity preset: budget names must be unique")
+    require(isinstance(data["sweep"], dict) and "name" not in data["sweep"],
+            "capacity preset: sweep must be a mapping (a sweep spec; its name comes from the preset)")
+    exposures = data.get("exposures")
+    require(exposures is None or (isinstance(exposures, (int, float)) and exposures > 0),
+            f"capacity preset: exposures must be a positive number, got {exposures!r}")
+    return CapacityPreset(str(data["name"]), str(data.get("description", "")), exposures, budgets, data["sweep"])
+
+
+def budget_spec(preset: CapacityPreset, budget: dict[str, Any]) -> SweepSpec:
+    """The sweep spec of one budget, ``train.max_steps`` set from the exposures."""
+    data = copy.deepcopy(preset.sweep)
+    data["name"] = f"{preset.name}-{budget['name']}"
+    data["description"] = f"{preset.description} (budget {budget['name']})".strip()
+    base = _merge(data.get("base", {}), {"model": budget.get("model", {})})
+    cfg = runconfig.from_dict(base)
+    require(cfg.data.corpus.startswith("facts:") and cfg.data.tokenizer == "byte",
+            "capacity preset: base.data must use a 'facts:...' corpus with the byte tokenizer")
+    if preset.exposures is not None:
+        data_prepared = runconfig.prepare_data(cfg.data, progress=False)
+        steps = steps_for_exposures(preset.exposures, data_prepared.train_tokens, cfg.tokens_per_step())
+        train = base.setdefault("train", {})
+        train["max_steps"] = steps
+        train["checkpoint_every"] = steps
+        train["eval_every"] = min(int(train.get("eval_every", steps)), steps)
+        train["warmup_steps"] = min(int(train.get("warmup_steps", 0)), steps // 10)
+    data["base"] = base
+    return spec_from_dict(data)
+
+
+def run_preset(preset: CapacityPreset, out: Path, *, workers: int | None = None,
+               backend: str = "local", address: str | None = None) -> dict[str, Any]:
+    """Train every budget's sweep into ``out/BUDGET``; return the runs' statuses."""
+    from ffnlab.experiments.sweep_run import execute
+
+    status = {}
+    for b in preset.budgets:
+        spec = budget_spec(preset, b)
+        status[b["name"]] = execute(spec, out / b["name"], backend=backend, address=address, workers=workers)
+    (out / "capacity-preset.json").write_text(json.dumps(
+        {"name": preset.name, "description": preset.description, "exposures": preset.exposures,
+         "budgets": preset.budgets}, indent=1))
+    return status
+
+
+# ---------------------------------------------------------------- analysis
+
+
+@dataclass
+class ArmCapacity:
+    budget: str
+    arm: str
+    kind: str
+    gated: bool
+    d_model: int
+    d_ff: int
+    ratio_raw: float
+    ratio_param_matched: float
+    params_non_embedding: int
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def values(self, key: str) -> list[float]:
+        return [float(r[key]) for r in self.runs]
+
+    @property
+    def mean(self) -> float:
+        v = self.values("bits_per_param")
+        return sum(v) / len(v)
+
+
+def sweep_folders(root: Path) -> list[Path]:
+    """The sweep folders under ``root`` (itself, or its budget sub-folders)."""
+    if (root / "sweep.json").is_file():
+        return [root]
+    found = sorted(p for p in root.iterdir() if (p / "sweep.json").is_file()) if root.is_dir() else []
+    require(found, f"{root} is neither a sweep folder nor a folder of capacity sweeps (no sweep.json)")
+    return found
+
+
+def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]:
+    """Every run of one sweep folder measured (``capacity.json`` per run is reused)."""
+    record = json.loads((folder / "sweep.json").read_text())
+    arms: dict[str, ArmCapacity] = {}
+    missing = []
+    for r in record["runs"]:
+        run = folder / "runs" / r["run"]
+        if not (run / "summary.json").is_file():
+            missing.append(r["run"])
+            continue
+        cached = run / "capacity.json"  # reused unless the run finished (again) after it was measured
+        fresh = cached.is_file() and cached.stat().st_mtime >= (run / "summary.json").stat().st_mtime
+        result = json.loads(cached.read_text()) if fresh and not remeasure else measure_run(run)
+        kind = get_kind(r["config"]["model"]["ffn"]["kind"])
+        arm = arms.setdefault(r["arm"], ArmCapacity(
+            budget=folder.name, arm=r["arm"], kind=kind.name, gated=kind.gated, d_model=r["d_model"],
+            d_ff=r["d_ff"], ratio_raw=r["d_ff"] / r["d_model"],
+            ratio_param_matched=r["d_ff"] / r["d_model"] * (1.5 if kind.gated else 1),
+            params_non_embedding=r["params_non_embedding"]))
+        arm.runs.append({"run": r["run"], "seed": r["seed"], "bits": result["trained"]["bits"],
+                         "bits_per_param": result["bits_per_param"],
+                         "bits_per_param_total": result["bits_per_param_total"],
+                         "fraction": result["trained"]["fraction"], "heldout_bits": result["heldout"]["bits"],
+                         "entropy_bits": result["trained"]["entropy_bits"], "exposures": result["exposures"]})
+    require(not missing, f"{len(missing)} run(s) of {folder} have not finished ({', '.join(missing[:4])}); "
+                         "finish the sweep first (rerun 'ffnlab capacity run' with the same --out)")
+    return list(arms.values())
+
+
+def arm_rows(arms: list[ArmCapacity]) -> list[dict[str, Any]]:
+    rows = []
+    for a in arms:
+        bpp = mean_ci(a.values("bits_per_param"))
+        rows.append({
+            "budget": a.budget, "arm": a.arm, "kind": a.kind, "gated": a.gated, "d_model": a.d_model,
+            "d_ff": a.d_ff, "ratio_raw": a.ratio_raw, "ratio_param_matched": a.ratio_param_matched,
+            "params_non_embedding": a.params_non_embedding, "n_seeds": len(a.runs),
+            "bits_per_param": bpp[0], "bits_per_param_lo": bpp[1], "bits_per_param_hi": bpp[2],
+            "bits": mean_ci(a.values("bits"))[0], "entropy_bits": a.runs[0]["entropy_bits"],
+            "fraction": mean_ci(a.values("fraction"))[0], "heldout_bits": mean_ci(a.values("heldout_bits"))[0],
+            "bits_per_param_total": mean_ci(a.values("bits_per_param_total"))[0],
+            "exposures": mean_ci(a.values("exposures"))[0],
+        })
+    return rows
+
+
+def _ci(d: tuple[float, float, float]) -> str:
+    return f"{d[0]:+.4f} (95% CI [{d[1]:+.4f}, {d[2]:+.4f}])"
+
+
+def _combine(per_budget: dict[str, dict[str, Any]], order: tuple[str, ...]) -> str:
+    verdicts = [v["verdict"] for v in per_budget.values()]
+    return next((v for v in order if v in verdicts), verdicts[0])
+
+
+def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
+    """"Capacity per parameter peaks at ratio 4": the plain ratio-4 arm against every other plain
+    arm of its budget (Welch, Bonferroni over the comparisons); false at any budget is false."""
+    per: dict[str, dict[str, Any]] = {}
+    for budget, arms in by_budget.items():
+        plain = [a for a in arms if not a.gated]
+        ref = next((a for a in plain if abs(a.ratio_raw - 4) < 1e-9), None)
+        others = [a for a in plain if a is not ref]
+        if ref is None or not others:
+            per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain ratio-4 arm to compare"}
+            continue
+        if any(len(a.runs) < 2 for a in [ref, *others]):
+            per[budget] = {"verdict": "unverifiable", "evidence": f"{budget}: one seed per arm, no interval"}
+            continue
+        level = 1 - 0.05 / len(others)
+        deltas = {a.arm: welch_ci(ref.values("bits_per_param"), a.values("bits_per_param"), level) for a in others}
+        better = [k for k, d in deltas.items() if d[2] < 0]  # another ratio stores significantly more
+        best = max(others, key=lambda a: a.mean)
+        if better:
+            k = min(better, key=lambda k: deltas[k][0])
+            per[budget] = {"verdict": "false", "evidence": f"{budget}: ratio 4 minus {k} = {_ci(deltas[k])} bits/param"}
+        elif all(d[1] > 0 for d in deltas.values()):
+            per[budget] = {"verdict": "true",
+                           "evidence": f"{budget}: ratio 4 beats every plain arm; closest {best.arm}: "
+                                       f"{_ci(deltas[best.arm])} bits/param"}
+        else:
+            per[budget] = {"verdict": "misleading",
+                           "evidence": f"{budget}: ratio 4 ({ref.mean:.4f}) is not significantly above "
+                                       f"{best.arm} ({best.mean:.4f}): {_ci(deltas[best.arm])} bits/param"}
+    verdict = _combine(per, ("false", "needs-experiment", "unverifiable", "misleading", "true"))
+    return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()) +
+            " (Welch t, Bonferroni over the plain arms of each budget)", "numbers": {"budgets": per}}
+
+
+def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
+    """"Gated FFNs store as much per parameter as plain ones": the best gated arm minus the best
+    plain arm of equal parameters (within 5%); true when the interval rules out a deficit over
+    ``EQUIVALENCE`` of the plain figure, false when gated stores significantly less."""
+    per: dict[str, dict[str, Any]] = {}
+    for budget, arms in by_budget.items():
+        gated = [a for a in arms if a.gated]
+        plain = [a for a in arms if not a.gated]
+        if not gated or not plain:
+            per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: needs gated and plain arms"}
+            continue
+        g = max(gated, key=lambda a: a.mean)
+        pm = [a for a in plain if abs(a.params_non_embedding / g.params_non_embedding - 1) <= 0.05]
+        if not pm:
+            per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain arm of equal parameters"}
+            continue
+        p = max(pm, key=lambda a: a.mean)
+        d = welch_ci(g.values("bits_per_param"), p.values("bits_per_param"))
+        text = f"{budget}: {g.arm} minus {p.arm} = {_ci(d)} bits/param (plain {p.mean:.4f})"
+        if math.isnan(d[1]):
+            per[budget] = {"verdict": "unverifiable", "evidence": text + ", no interval (one seed or no spread)"}
+        elif d[2] < 0:
+            per[budget] = {"verdict": "false", "evidence": text}
+        elif d[1] > -EQUIVALENCE * p.mean:
+            per[budget] = {"verdict": "true", "evidence": text + f", no deficit over {EQUIVALENCE:.0%}"}
+        else:
+            per[budget] = {"verdict": "unverifiable",
+                           "evidence": text + f", too wide to rule out a deficit over {EQUIVALENCE:.0%}"}
+    verdict = _combine(per, ("false", "needs-experiment", "unverifiable", "true"))
+    return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()),
+            "numbers": {"budgets": per}}
+
+
+def analyse(root: str | Path, *, remeasure: bool = False) -> dict[str, Any]:
+    folders = sweep_folders(Path(root))
+    by_budget = {f.name: measure_sweep(f, remeasure=remeasure) for f in folders}
+    arms = [a for v in by_budget.values() for a in v]
+    first = json.loads((folders[0] / "sweep.json").read_text())
+    return {"root": str(root), "corpus": first["spec"]["base"]["data"]["corpus"],
+            "seeds": first["spec"]["seeds"], "arms": arm_rows(arms),
+            "claims": {"capacity_peak": verdict_peak(by_budget), "capacity_gated": verdict_gated(by_budget)},
+            "reference_bits_per_param": REFERENCE_BITS_PER_PARAM}
+
+
+# ---------------------------------------------------------------- report
+
+
+COLUMNS = [
+    Column("budget", "budget", justify="left"), Column("arm", "arm", justify="left"),
+    Column("ratio_raw", "raw ratio", lambda x: f"{x:.3f}"),
+    Column("ratio_param_matched", "p-m ratio", lambda x: f"{x:.3f}"),
+    Column("d_model", "d_model"), Column("d_ff", "d_ff"),
+    Column("params_non_embedding", "non-emb params", lambda x: f"{x:,}"),
+    Column("bits_per_param", "bits/param", lambda x: f"{x:.4f}"), Column("ci", "95% CI", justify="left"),
+    Column("bits", "bits stored", lambda x: f"{x:,.0f}"), Column("fraction", "of entropy", lambda x: f"{x:.1%}"),
+    Column("heldout_bits", "held-out bits", lambda x: f"{x:,.0f}"),
+    Column("exposures", "exposures", lambda x: f"{x:.0f}"), Column("n_seeds", "seeds"),
+]
+
+
+def _figure(rows: list[dict[str, Any]]) -> bytes:
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.set_title("Knowledge stored per parameter vs FFN ratio (95% CI over seeds)")
+    ax.set_xlabel("parameter-matched FFN ratio")
+    ax.set_ylabel("bits per non-embedding parameter")
+    ax.grid(alpha=0.3)
+    for budget in dict.fromkeys(r["budget"] for r in rows):
+        for gated, marker in ((False, "o"), (True, "s")):
+            sel = sorted((r for r in rows if r["budget"] == budget and r["gated"] == gated),
+                         key=lambda r: r["ratio_param_matched"])
+            if not sel:
+                continue
+            err = [[r["bits_per_param"] - r["bits_per_param_lo"] if r["bits_per_param_lo"] == r["bits_per_param_lo"]
+                    else 0 for r in sel],
+                   [r["bits_per_param_hi"] - r["bits_per_param"] if r["bits_per_param_hi"] == r["bits_per_param_hi"]
+                    else 0 for r in sel]]
+            ax.errorbar([r["ratio_param_matched"] for r in sel], [r["bits_per_param"] for r in sel], yerr=err,
+                        marker=marker, capsize=3, ls="none" if gated else "-",
+                        label=f"{budget}: {'gated' if gated else 'plain'}")
+    ax.axhline(REFERENCE_BITS_PER_PARAM, color="k", lw=0.8, ls=":",
+               label="2 bits/param (Allen-Zhu & Li 2024, 1000 exposures)")
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _ci_text(r: dict[str, Any]) -> str:
+    lo, hi = r["bits_per_param_lo"], r["bits_per_param_hi"]
+    return "n/a (1 seed)" if lo != lo else f"[{lo:.4f}, {hi:.4f}]"
+
+
+def write_report(root: str | Path, out: str | Path | None = None, *, remeasure: bool = False) -> dict[str, Path]:
+    """Measure, analyse and write ``capacity.json``, ``claims.json``, ``report.md``, ``index.html``."""
+    result = analyse(root, remeasure=remeasure)
+    out = Path(out) if out else Path(root) / "capacity-report"
+    if out.exists():
+        require(out.is_dir(), f"{out} is a file; choose a folder for the report")
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [{**r, "ci": _ci_text(r)} for r in result["arms"]]
+    png = _figure(result["arms"])
+    (out / "bits_vs_ratio.png").write_bytes(png)
+    (out / "capacity.json").write_text(json.dumps(result, indent=1))
+    (out / "claims.json").write_text(json.dumps(result["claims"], indent=1))
+    claims = result["claims"]
+    title = f"ffnlab capacity report: {Path(root).name}"
+    intro = (f"Corpus `{result['corpus']}`, seeds {result['seeds']}. Bits: Allen-Zhu & Li (2024) lower bound, "
+             "N x (log2 K - mean value loss in bits) per relation over the trained facts; held-out facts (never "
+             "trained) are the control and should hold about none.")
+    md = [f"# {title}", "", intro, "", "## Verdicts", "",
+          *[f"- **{k}**: `{v['verdict']}` — {v['evidence']}" for k, v in claims.items()], "",
+          "## Arms (bits per non-embedding parameter, mean and 95% CI over seeds)", "",
+          markdown_table(rows, COLUMNS), "", "![bits per parameter vs ratio](bits_vs_ratio.png)", ""]
+    (out / "report.md").write_text("\n".join(md))
+    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in COLUMNS)
+    body_rows = "".join("<tr>" + "".join(f"<td>{html.escape(c.fmt(r[c.key]) if r.get(c.key) is not None else '-')}</td>"
+                                         for c in COLUMNS) + "</tr>" for r in rows)
+    page = ("<!doctype html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>body{{font-family:system-ui,sans-serif;max-width:1100px;"
+            "margin:2em auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+            f"padding:3px 7px}}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
+            "<h2>Verdicts</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v['verdict'])} — "
+                                             f"{html.escape(v['evidence'])}</li>" for k, v in claims.items()) +
+            f"</ul><h2>Arms</h2><table><tr>{head}</tr>{body_rows}</table>"
+            f"<img alt='bits per parameter vs ratio' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
+            "</body></html>")
+    (out / "index.html").write_text(page)
+    return {"html": out / "index.html", "markdown": out / "report.md", "claims": out / "claims.json",
+            "json": out / "capacity.json", "dir": out}
+
+
+__all__ = ["FfnlabError", "analyse", "budget_spec", "load_preset", "run_preset", "write_report"]

@@ -24,7 +24,12 @@ def hf_param_count(config: dict[str, Any]) -> tuple[int, bool]:
     for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
         d.setdefault(key, 0)  # the classes' defaults can lie outside a tiny test vocabulary
     if mt in MULTIMODAL and isinstance(d.get("text_config"), dict):
-        d["text_config"] = {"pad_token_id": 0, "bos_token_id": 0, "eos_token_id": 0, **d["text_config"]}
+        d["text_config"] = {
+            "pad_token_id": 0,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+            **d["text_config"],
+        }
     cfg = AutoConfig.for_model(mt, **d)
     with torch.device("meta"):
         if mt == "t5":
@@ -34,8 +39,11 @@ def hf_param_count(config: dict[str, Any]) -> tuple[int, bool]:
         else:
             model = AutoModelForCausalLM.from_config(cfg)
     if mt in MULTIMODAL:  # named_parameters() yields shared tensors once, under their first name
-        n = sum(p.numel() for name, p in model.named_parameters()
-                if name.startswith("lm_head.") or "language_model." in name)
+        n = sum(
+            p.numel()
+            for name, p in model.named_parameters()
+            if name.startswith("lm_head.") or "language_model." in name
+        )
     else:
         n = sum(p.numel() for p in model.parameters())  # parameters() yields shared tensors once
     forced_tie = False

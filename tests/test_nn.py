@@ -38,14 +38,16 @@ def trainable_configs(draw):
     ffn = draw(ffn_specs(moe))
     n_layers = draw(st.integers(1, 3))
     # a per-layer layout: some layers (DeepSeek's first k, Llama 4's every other) use dense_ffn
-    dense_layers = tuple(draw(st.lists(st.integers(0, n_layers - 1), unique=True, max_size=n_layers)))
+    indices = st.lists(st.integers(0, n_layers - 1), unique=True, max_size=n_layers)
+    dense_layers = tuple(draw(indices))
     dense_ffn = draw(ffn_specs(False)) if dense_layers or draw(st.booleans()) else None
     qk_norm = draw(st.booleans())
     return validate(ModelConfig(
         d_model=d_model, n_layers=n_layers, vocab_size=draw(st.integers(2, 80)), ffn=ffn,
         dense_layers=dense_layers, dense_ffn=dense_ffn,
         attn=AttentionSpec(n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim if explicit_hd else None,
-                           qkv_bias=draw(st.booleans()), out_bias=draw(st.booleans()), qk_norm=qk_norm,
+                           qkv_bias=draw(st.booleans()), out_bias=draw(st.booleans()),
+                           qk_norm=qk_norm,
                            qk_norm_kind=draw(st.sampled_from(["layernorm", "rmsnorm"])),
                            qk_norm_width=draw(st.sampled_from(["head", "full"]))),
         norm=draw(st.sampled_from(["layernorm", "rmsnorm", "layernorm-nobias", "none"])),
@@ -106,7 +108,8 @@ def test_shared_expert_gate_flops_are_counted():
                                ffn=FFNSpec("swiglu", 8, n_experts=2, top_k=1, n_shared_experts=1,
                                            shared_expert_gate=True)))
     ungated = validate(ModelConfig(d_model=16, n_layers=1, vocab_size=10, attn=AttentionSpec(2),
-                                   ffn=FFNSpec("swiglu", 8, n_experts=2, top_k=1, n_shared_experts=1)))
+                                   ffn=FFNSpec("swiglu", 8, n_experts=2, top_k=1,
+                                               n_shared_experts=1)))
     assert flops_per_token(cfg, 4).ffn - flops_per_token(ungated, 4).ffn == 2 * 16
 
 

@@ -34,7 +34,8 @@ def moe_summary(cfg: ModelConfig) -> dict[str, Any]:
     ``routed_share`` split the active expert parameters between shared and routed experts."""
     f, d = cfg.ffn, cfg.d_model
     keys = ("expert_granularity", "expert_design", "moe_layers", "n_shared_experts", "d_shared",
-            "params_ffn_routed", "params_ffn_shared", "params_ffn_router", "params_ffn_dense_layers",
+            "params_ffn_routed", "params_ffn_shared", "params_ffn_router",
+            "params_ffn_dense_layers",
             "shared_share", "routed_share", "ratio_active_param_matched")
     if not f.is_moe:
         return dict.fromkeys(keys)
@@ -97,8 +98,9 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
         "deviation_raw": raw / CONVENTION - 1, "deviation_param_matched": pm / CONVENTION - 1,
         "alignment": alignment(f.d_ff), "verdict": verdict(cfg), "source": source, "note": note,
         "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_summary(cfg),
-        "flops_per_token": flops_per_token(cfg, AUDIT_SEQ_LEN).forward, "flops_seq_len": AUDIT_SEQ_LEN,
-        "training_memory_bytes": mem.total, "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
+        "flops_per_token": flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
+        "flops_seq_len": AUDIT_SEQ_LEN, "training_memory_bytes": mem.total,
+        "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
     }
 
 
@@ -136,5 +138,6 @@ def audit(target: str) -> dict[str, Any]:
     if p.exists() or target.endswith(".json") or "/" in target:
         cfg, raw = load_hf_config(p)
         note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
-        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note)
+        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p),
+                            note=note)
     return audit_entry(find(target))  # not a file either: find() names close zoo names

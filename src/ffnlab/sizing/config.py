@@ -59,7 +59,7 @@ class AttentionSpec:
     head_dim: int | None = None  # None = d_model // n_heads
     qkv_bias: bool = False
     out_bias: bool = False
-    qk_norm: bool = False  # a norm on queries and keys before RoPE (Phi qk_layernorm, Qwen3, OLMo 2)
+    qk_norm: bool = False  # a norm on queries and keys (Phi qk_layernorm, Qwen3, OLMo 2)
     qk_norm_kind: str = "layernorm"  # which norm (NORMS); "none" = a weightless L2 norm (Llama 4)
     # "head": one norm of head_dim shared by all heads (Qwen3, Gemma 3); "full": over the
     # concatenated heads, n_heads * head_dim for q and n_kv_heads * head_dim for k (OLMo 2,
@@ -186,7 +186,8 @@ class ModelConfig:
         ffn = _sub(FFNSpec, data.pop("ffn", {}), "ffn")
         attn = _sub(AttentionSpec, data.pop("attn", {}), "attn")
         if attn.sliding_layers is not None:
-            attn = replace(attn, sliding_layers=_indices(attn.sliding_layers, "attn.sliding_layers"))
+            layers = _indices(attn.sliding_layers, "attn.sliding_layers")
+            attn = replace(attn, sliding_layers=layers)
         dense = data.pop("dense_ffn", None)
         dense_ffn = None if dense is None else _sub(FFNSpec, dense, "dense_ffn")
         if "dense_layers" in data:

@@ -99,7 +99,8 @@ def mtp_params(cfg: ModelConfig) -> int:
     main FFN, two input norms and a 2d -> d projection, and a norm before the output head; the
     embedding and the head are shared with the main model and not counted again."""
     d, norm = cfg.d_model, cfg.norm
-    layer = attention_params(cfg) + ffn_params(d, cfg.ffn) + cfg.norms_per_block * norm_params(norm, d)
+    layer = (attention_params(cfg) + ffn_params(d, cfg.ffn)
+             + cfg.norms_per_block * norm_params(norm, d))
     return cfg.mtp_layers * (layer + 3 * norm_params(norm, d) + 2 * d * d)
 
 

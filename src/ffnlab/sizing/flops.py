@@ -73,7 +73,8 @@ def projection_flops(cfg: ModelConfig) -> tuple[int, int]:
     q_out = a.n_heads * cfg.qk_head_dim
     q = d * q_out if a.q_lora_rank is None else a.q_lora_rank * (d + q_out)
     rank = a.kv_lora_rank or 0
-    kv = d * (rank + (a.qk_rope_head_dim or 0)) + rank * a.n_heads * ((a.qk_nope_head_dim or 0) + cfg.v_head_dim)
+    kv_up = a.n_heads * ((a.qk_nope_head_dim or 0) + cfg.v_head_dim)
+    kv = d * (rank + (a.qk_rope_head_dim or 0)) + rank * kv_up
     return 2 * (q + kv), out
 
 
@@ -87,7 +88,8 @@ def flops_per_token(cfg: ModelConfig, seq_len: int, *, include_lm_head: bool = T
     qkv = proj_in * (layers + cross)
     attn_out = proj_out * (layers + cross)
     window = cfg.attn.sliding_window or seq_len
-    contexts = [min(seq_len, window) if kind == "sliding" else seq_len for kind in cfg.attention_layers()]
+    contexts = [min(seq_len, window) if kind == "sliding" else seq_len
+                for kind in cfg.attention_layers()]
     contexts += [seq_len] * (cfg.encoder_layers + cross)
     per_token_context = 2 * cfg.attn.n_heads * (cfg.qk_head_dim + cfg.v_head_dim)
     attn_scores = per_token_context * sum(contexts)

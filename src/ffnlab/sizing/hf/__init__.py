@@ -123,14 +123,15 @@ HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type
 # multimodal model types: ffnlab counts the language model of their text_config (the vision
 # encoder and projector are left out), translated as the text model type named here
 MULTIMODAL: dict[str, str] = {
-    "gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "qwen2_5_vl": "qwen2_5_vl_text",
+    "gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral",
+    "qwen2_5_vl": "qwen2_5_vl_text",
 }
 # transformers ties the LM head by the outer config's tie_word_embeddings, whose class defaults
 # are these (Gemma3Config, Llama4Config, Mistral3Config, Qwen2_5_VLConfig)
 MULTIMODAL_TIE = {"gemma3": True, "llama4": False, "mistral3": True, "qwen2_5_vl": False}
 SUPPORTED_MODEL_TYPES = tuple(HF_TRANSLATORS) + tuple(MULTIMODAL)
-MULTIMODAL_NOTE = ("multimodal config: counted its text_config (the language model and its LM head); "
-                   "the vision encoder and projector are not counted")
+MULTIMODAL_NOTE = ("multimodal config: counted its text_config (the language model and its LM "
+                   "head); the vision encoder and projector are not counted")
 
 
 def text_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -151,7 +152,9 @@ def text_config(data: dict[str, Any]) -> dict[str, Any]:
     if model_type == "qwen2_5_vl" and text.get("tie_word_embeddings") is True:
         tie = True
     text["tie_word_embeddings"] = tie
-    text["model_type"] = MULTIMODAL[model_type] if model_type != "mistral3" else text.get("model_type", "mistral")
+    # Mistral 3's text_config names its own model_type (mistral by default)
+    default = MULTIMODAL[model_type]
+    text["model_type"] = text.get("model_type", default) if model_type == "mistral3" else default
     return text
 
 

@@ -6,9 +6,22 @@ from __future__ import annotations
 
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
 
-COHERE_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 256000, "hidden_size": 8192, "intermediate_size": 22528,
-                   "num_hidden_layers": 40, "num_attention_heads": 64, "tie_word_embeddings": True}
-COHERE_LAYOUT = Layout(norm="layernorm-nobias", norms_per_block=1, norm_placement="parallel", qk_norm="full",
-                       qk_norm_kind="layernorm-nobias", qk_norm_key="use_qk_norm")
+COHERE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 256000,
+    "hidden_size": 8192,
+    "intermediate_size": 22528,
+    "num_hidden_layers": 40,
+    "num_attention_heads": 64,
+    "tie_word_embeddings": True,
+}
+COHERE_LAYOUT = Layout(
+    norm="layernorm-nobias",
+    norms_per_block=1,
+    norm_placement="parallel",
+    qk_norm="full",
+    qk_norm_kind="layernorm-nobias",
+    qk_norm_key="use_qk_norm",
+)
 
 translate = llama_like(COHERE_DEFAULTS, COHERE_LAYOUT)

@@ -8,5 +8,7 @@ from dataclasses import replace
 from ffnlab.sizing.hf.cohere import COHERE_DEFAULTS, COHERE_LAYOUT
 from ffnlab.sizing.hf.llama import llama_like
 
-translate = llama_like({**COHERE_DEFAULTS, "sliding_window": 4096},
-                       replace(COHERE_LAYOUT, qk_norm=None, sliding_every=4))
+translate = llama_like(
+    {**COHERE_DEFAULTS, "sliding_window": 4096},
+    replace(COHERE_LAYOUT, qk_norm=None, sliding_every=4),
+)

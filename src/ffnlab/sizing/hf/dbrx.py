@@ -23,8 +23,17 @@ def translate(k: ConfigKeys) -> ModelConfig:
     require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {act!r} is not supported")
     n_experts = ffn.get("moe_num_experts", 4)
     return ModelConfig(
-        d_model=k.get("d_model", 2048), n_layers=k.get("n_layers", 24), vocab_size=k.get("vocab_size", 32000),
-        ffn=FFNSpec(GATED_FROM_ACT[act], ffn.get("ffn_hidden_size", 3584), n_experts=n_experts,
-                    top_k=ffn.get("moe_top_k", 1)),
+        d_model=k.get("d_model", 2048),
+        n_layers=k.get("n_layers", 24),
+        vocab_size=k.get("vocab_size", 32000),
+        ffn=FFNSpec(
+            GATED_FROM_ACT[act],
+            ffn.get("ffn_hidden_size", 3584),
+            n_experts=n_experts,
+            top_k=ffn.get("moe_top_k", 1),
+        ),
         attn=AttentionSpec(k.get("n_heads", 16), n_kv_heads=attn.get("kv_n_heads", 1)),
-        norm="layernorm-nobias", positions="rope", tied_embeddings=k.get("tie_word_embeddings", False, kind=bool))
+        norm="layernorm-nobias",
+        positions="rope",
+        tied_embeddings=k.get("tie_word_embeddings", False, kind=bool),
+    )

@@ -9,10 +9,20 @@ from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.deepseek_v2 import DEEPSEEK_V2_DEFAULTS, deepseek
 from ffnlab.sizing.hf.keys import ConfigKeys
 
-DEEPSEEK_V3_DEFAULTS = {**DEEPSEEK_V2_DEFAULTS, "vocab_size": 129280, "hidden_size": 7168, "intermediate_size": 18432,
-                        "moe_intermediate_size": 2048, "num_hidden_layers": 61, "num_attention_heads": 128,
-                        "n_shared_experts": 1, "n_routed_experts": 256, "num_experts_per_tok": 8,
-                        "first_k_dense_replace": 3, "mtp": 0}
+DEEPSEEK_V3_DEFAULTS = {
+    **DEEPSEEK_V2_DEFAULTS,
+    "vocab_size": 129280,
+    "hidden_size": 7168,
+    "intermediate_size": 18432,
+    "moe_intermediate_size": 2048,
+    "num_hidden_layers": 61,
+    "num_attention_heads": 128,
+    "n_shared_experts": 1,
+    "n_routed_experts": 256,
+    "num_experts_per_tok": 8,
+    "first_k_dense_replace": 3,
+    "mtp": 0,
+}
 
 
 def translate(k: ConfigKeys) -> ModelConfig:

@@ -13,9 +13,16 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
-ERNIE_MOE_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 103424, "hidden_size": 2560, "intermediate_size": 12288,
-                      "num_hidden_layers": 28, "num_attention_heads": 20, "num_key_value_heads": 4,
-                      "tie_word_embeddings": True}
+ERNIE_MOE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 103424,
+    "hidden_size": 2560,
+    "intermediate_size": 12288,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 20,
+    "num_key_value_heads": 4,
+    "tie_word_embeddings": True,
+}
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -26,12 +33,20 @@ def translate(k: ConfigKeys) -> ModelConfig:
     end = n - 1 if end in (-1, None) else end
     step = k.get("moe_layer_interval", 1)
     layers = [i for i in range(n) if (i + 1) % step == 0 and start <= i <= end]
-    require(not (layers and cfg.ffn.bias),
-            "config.json: use_bias=true puts biases on the dense and shared FFNs but not on the routed "
-            "experts, which ffnlab cannot express")
+    require(
+        not (layers and cfg.ffn.bias),
+        "config.json: use_bias=true puts biases on the dense and shared FFNs but not on the routed "
+        "experts, which ffnlab cannot express",
+    )
     width = k.get("moe_intermediate_size", 1536)
     n_shared = k.data.get("moe_num_shared_experts", 2) or 0
-    moe = replace(cfg.ffn, d_ff=width, n_experts=k.get("moe_num_experts", 64), top_k=k.get("moe_k", 6),
-                  router_bias=True, n_shared_experts=1 if n_shared else 0,
-                  d_shared=n_shared * width if n_shared else None)
+    moe = replace(
+        cfg.ffn,
+        d_ff=width,
+        n_experts=k.get("moe_num_experts", 64),
+        top_k=k.get("moe_k", 6),
+        router_bias=True,
+        n_shared_experts=1 if n_shared else 0,
+        d_shared=n_shared * width if n_shared else None,
+    )
     return replace(with_moe(cfg, moe, layers), lm_head_bias=cfg.ffn.bias)

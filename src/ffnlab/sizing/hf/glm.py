@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
 
-GLM_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 151552, "intermediate_size": 13696, "num_hidden_layers": 40,
-                "num_key_value_heads": 2, "head_dim": 128}
+GLM_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 151552,
+    "intermediate_size": 13696,
+    "num_hidden_layers": 40,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+}
 GLM_LAYOUT = Layout(qkv_bias=True, out_bias_follows=False)
 
 translate = llama_like(GLM_DEFAULTS, GLM_LAYOUT)

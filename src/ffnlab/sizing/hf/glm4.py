@@ -7,4 +7,6 @@ from dataclasses import replace
 from ffnlab.sizing.hf.glm import GLM_DEFAULTS, GLM_LAYOUT
 from ffnlab.sizing.hf.llama import llama_like
 
-translate = llama_like(GLM_DEFAULTS, replace(GLM_LAYOUT, norms_per_block=4, norm_placement="sandwich"))
+translate = llama_like(
+    GLM_DEFAULTS, replace(GLM_LAYOUT, norms_per_block=4, norm_placement="sandwich")
+)

@@ -12,8 +12,14 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
-GLM4_MOE_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 151552, "intermediate_size": 10944, "num_hidden_layers": 46,
-                     "num_attention_heads": 96, "num_key_value_heads": 8}
+GLM4_MOE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 151552,
+    "intermediate_size": 10944,
+    "num_hidden_layers": 46,
+    "num_attention_heads": 96,
+    "num_key_value_heads": 8,
+}
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -22,7 +28,13 @@ def translate(k: ConfigKeys) -> ModelConfig:
     cfg = replace(cfg, mtp_layers=k.data.get("num_nextn_predict_layers") or 0)
     width = k.get("moe_intermediate_size", 1408)
     n_shared = k.data.get("n_shared_experts", 1) or 0
-    moe = replace(cfg.ffn, d_ff=width, n_experts=k.get("n_routed_experts", 128), top_k=k.get("num_experts_per_tok", 8),
-                  n_shared_experts=1 if n_shared else 0, d_shared=n_shared * width if n_shared else None)
+    moe = replace(
+        cfg.ffn,
+        d_ff=width,
+        n_experts=k.get("n_routed_experts", 128),
+        top_k=k.get("num_experts_per_tok", 8),
+        n_shared_experts=1 if n_shared else 0,
+        d_shared=n_shared * width if n_shared else None,
+    )
     first = k.data.get("first_k_dense_replace", 1) or 0
     return with_moe(cfg, moe, range(first, cfg.n_layers))

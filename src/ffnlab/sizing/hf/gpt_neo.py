@@ -15,9 +15,17 @@ def translate(k: ConfigKeys) -> ModelConfig:
     local = tuple(i for i, t in enumerate(expanded[:n_layers]) if t == "local")
     window = {"sliding_window": k.get("window_size", 256), "sliding_layers": local} if local else {}
     return ModelConfig(
-        d_model=d, n_layers=n_layers, vocab_size=k.get("vocab_size", 50257),
-        ffn=FFNSpec(k.act("activation_function", "gelu_new", gated=False), k.get("intermediate_size", 4 * d),
-                    bias=True),
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=k.get("vocab_size", 50257),
+        ffn=FFNSpec(
+            k.act("activation_function", "gelu_new", gated=False),
+            k.get("intermediate_size", 4 * d),
+            bias=True,
+        ),
         attn=AttentionSpec(k.get("num_heads", 16), out_bias=True, **window),
-        norm="layernorm", positions="learned", max_positions=k.get("max_position_embeddings", 2048),
-        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))
+        norm="layernorm",
+        positions="learned",
+        max_positions=k.get("max_position_embeddings", 2048),
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
+    )

@@ -13,5 +13,7 @@ from ffnlab.sizing.hf.moe import with_moe
 
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, LLAMA_DEFAULTS)
-    moe = replace(cfg.ffn, n_experts=k.get("num_local_experts", 8), top_k=k.get("num_experts_per_tok", 2))
+    moe = replace(
+        cfg.ffn, n_experts=k.get("num_local_experts", 8), top_k=k.get("num_experts_per_tok", 2)
+    )
     return with_moe(cfg, moe)

@@ -19,13 +19,20 @@ def _uniform(k: ConfigKeys, key: str, default: int) -> int:
     """An int, or a per-layer list whose values all agree."""
     value: Any = k.data.get(key, default)
     if isinstance(value, list):
-        require(len(set(value)) == 1, f"config.json key {key!r}: per-layer values {value} are not supported")
+        require(
+            len(set(value)) == 1,
+            f"config.json key {key!r}: per-layer values {value} are not supported",
+        )
         return ConfigKeys({key: value[0]}, k.model_type).get(key)
     return k.get(key, default)
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, HUNYUAN_DEFAULTS, Layout(qk_norm="head"))
-    moe = replace(cfg.ffn, n_experts=_uniform(k, "num_experts", 1), top_k=_uniform(k, "moe_topk", 1),
-                  n_shared_experts=1)
+    moe = replace(
+        cfg.ffn,
+        n_experts=_uniform(k, "num_experts", 1),
+        top_k=_uniform(k, "moe_topk", 1),
+        n_shared_experts=1,
+    )
     return with_moe(cfg, moe)

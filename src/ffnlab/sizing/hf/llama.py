@@ -40,13 +40,17 @@ def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> i
     """``head_dim`` from config.json or the class default, else d_model / n_heads."""
     explicit = k.data.get("head_dim") is not None or defaults.get("head_dim")
     if not explicit:
-        require(d % n_heads == 0, f"config.json: num_attention_heads={n_heads} does not divide "
-                                  f"hidden_size={d} (and no head_dim is given)")
+        require(
+            d % n_heads == 0,
+            f"config.json: num_attention_heads={n_heads} does not divide "
+            f"hidden_size={d} (and no head_dim is given)",
+        )
     return k.get("head_dim", defaults.get("head_dim") or d // n_heads)
 
 
-def sliding(k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None
-            ) -> dict[str, Any]:
+def sliding(
+    k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None
+) -> dict[str, Any]:
     """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
     config lists them, else the family pattern (every n-th layer full, the others sliding)."""
     window = k.data.get("sliding_window", window_default)
@@ -69,24 +73,42 @@ def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> 
     n_layers = k.get("num_hidden_layers", defaults["num_hidden_layers"])
     qb = k.get(lay.qkv_bias_key, lay.qkv_bias, kind=bool) if lay.qkv_bias_key else lay.qkv_bias
     qk_on = lay.qk_norm is not None and (
-        lay.qk_norm_key is None or k.get(lay.qk_norm_key, False, kind=bool))
+        lay.qk_norm_key is None or k.get(lay.qk_norm_key, False, kind=bool)
+    )
     ffn = FFNSpec(
         k.act(lay.act_key, defaults[lay.act_key], gated=True),
         k.get("intermediate_size", defaults["intermediate_size"]),
-        bias=k.get(lay.mlp_bias_key, False, kind=bool) if lay.mlp_bias_key else False)
+        bias=k.get(lay.mlp_bias_key, False, kind=bool) if lay.mlp_bias_key else False,
+    )
     attn = AttentionSpec(
-        n_heads, n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads),
-        head_dim=head_dim(k, defaults, d, n_heads), qkv_bias=qb, out_bias=qb and lay.out_bias_follows,
-        qk_norm=qk_on, qk_norm_kind=lay.qk_norm_kind, qk_norm_width=lay.qk_norm or "head",
-        **sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window")))
+        n_heads,
+        n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads),
+        head_dim=head_dim(k, defaults, d, n_heads),
+        qkv_bias=qb,
+        out_bias=qb and lay.out_bias_follows,
+        qk_norm=qk_on,
+        qk_norm_kind=lay.qk_norm_kind,
+        qk_norm_width=lay.qk_norm or "head",
+        **sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window")),
+    )
     return ModelConfig(
-        d_model=d, n_layers=n_layers, vocab_size=k.get("vocab_size", defaults["vocab_size"]), ffn=ffn,
-        attn=attn, norm=lay.norm, norms_per_block=lay.norms_per_block,
-        norm_placement=lay.norm_placement, positions="rope", lm_head_bias=lay.lm_head_bias,
-        tied_embeddings=k.get("tie_word_embeddings", defaults["tie_word_embeddings"], kind=bool))
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=k.get("vocab_size", defaults["vocab_size"]),
+        ffn=ffn,
+        attn=attn,
+        norm=lay.norm,
+        norms_per_block=lay.norms_per_block,
+        norm_placement=lay.norm_placement,
+        positions="rope",
+        lm_head_bias=lay.lm_head_bias,
+        tied_embeddings=k.get("tie_word_embeddings", defaults["tie_word_embeddings"], kind=bool),
+    )
 
 
-def llama_like(defaults: dict[str, Any], layout: Layout = Layout()) -> Callable[[ConfigKeys], ModelConfig]:
+def llama_like(
+    defaults: dict[str, Any], layout: Layout = Layout()
+) -> Callable[[ConfigKeys], ModelConfig]:
     """A translator for a LLaMA-family decoder with a dense FFN."""
 
     def translate(k: ConfigKeys) -> ModelConfig:
@@ -95,8 +117,15 @@ def llama_like(defaults: dict[str, Any], layout: Layout = Layout()) -> Callable[
     return translate
 
 
-LLAMA_DEFAULTS = dict(hidden_size=4096, num_attention_heads=32, num_hidden_layers=32, intermediate_size=11008,
-                      vocab_size=32000, hidden_act="silu", tie_word_embeddings=False)
+LLAMA_DEFAULTS = dict(
+    hidden_size=4096,
+    num_attention_heads=32,
+    num_hidden_layers=32,
+    intermediate_size=11008,
+    vocab_size=32000,
+    hidden_act="silu",
+    tie_word_embeddings=False,
+)
 
 
 translate = llama_like(LLAMA_DEFAULTS, Layout(mlp_bias_key="mlp_bias"))

@@ -11,8 +11,16 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
 from ffnlab.sizing.hf.moe import every_nth, with_moe
 
-LLAMA4_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 202048, "hidden_size": 5120, "intermediate_size": 8192,
-                   "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128}
+LLAMA4_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 202048,
+    "hidden_size": 5120,
+    "intermediate_size": 8192,
+    "num_hidden_layers": 48,
+    "num_attention_heads": 40,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+}
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -22,8 +30,13 @@ def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, LLAMA4_DEFAULTS, layout)
     expert = cfg.ffn.d_ff
     dense = replace(cfg.ffn, d_ff=k.get("intermediate_size_mlp", 16384))
-    moe = replace(cfg.ffn, n_experts=k.get("num_local_experts", 16), top_k=k.get("num_experts_per_tok", 1),
-                  n_shared_experts=1, d_shared=expert)
+    moe = replace(
+        cfg.ffn,
+        n_experts=k.get("num_local_experts", 16),
+        top_k=k.get("num_experts_per_tok", 1),
+        n_shared_experts=1,
+        d_shared=expert,
+    )
     layers = k.data.get("moe_layers")
     if layers is None:
         layers = every_nth(cfg.n_layers, k.get("interleave_moe_layer_step", 1))

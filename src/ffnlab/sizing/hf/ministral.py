@@ -5,4 +5,6 @@ from __future__ import annotations
 from ffnlab.sizing.hf.llama import Layout, llama_like
 from ffnlab.sizing.hf.mistral import MISTRAL_DEFAULTS
 
-translate = llama_like({**MISTRAL_DEFAULTS, "sliding_window": 4096}, Layout(qkv_bias_key=None, sliding_every=1))
+translate = llama_like(
+    {**MISTRAL_DEFAULTS, "sliding_window": 4096}, Layout(qkv_bias_key=None, sliding_every=1)
+)

@@ -7,4 +7,6 @@ from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
 
 MISTRAL_DEFAULTS = {**LLAMA_DEFAULTS, "intermediate_size": 14336, "num_key_value_heads": 8}
 
-translate = llama_like({**MISTRAL_DEFAULTS, "sliding_window": 4096}, Layout(qkv_bias_key=None, sliding_every=1))
+translate = llama_like(
+    {**MISTRAL_DEFAULTS, "sliding_window": 4096}, Layout(qkv_bias_key=None, sliding_every=1)
+)

@@ -8,7 +8,9 @@ from dataclasses import replace
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 
 
-def with_moe(cfg: ModelConfig, moe: FFNSpec, moe_layers: Iterable[int] | None = None) -> ModelConfig:
+def with_moe(
+    cfg: ModelConfig, moe: FFNSpec, moe_layers: Iterable[int] | None = None
+) -> ModelConfig:
     """Put the routed FFN ``moe`` in ``moe_layers`` (None = every layer) and keep ``cfg.ffn``,
     the dense FFN, in the others (``dense_layers``)."""
     n = cfg.n_layers

@@ -11,7 +11,12 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 def translate(k: ConfigKeys) -> ModelConfig:
     d = k.get("d_model", 2048)
     return ModelConfig(
-        d_model=d, n_layers=k.get("n_layers", 24), vocab_size=k.get("vocab_size", 50368),
-        ffn=FFNSpec("gelu", 4 * d), attn=AttentionSpec(k.get("n_heads", 16)),
-        norm="layernorm-nobias", positions="alibi",
-        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))
+        d_model=d,
+        n_layers=k.get("n_layers", 24),
+        vocab_size=k.get("vocab_size", 50368),
+        ffn=FFNSpec("gelu", 4 * d),
+        attn=AttentionSpec(k.get("n_heads", 16)),
+        norm="layernorm-nobias",
+        positions="alibi",
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
+    )

@@ -7,4 +7,6 @@ from dataclasses import replace
 from ffnlab.sizing.hf.llama import llama_like
 from ffnlab.sizing.hf.olmo2 import OLMO2_DEFAULTS, OLMO2_LAYOUT
 
-translate = llama_like({**OLMO2_DEFAULTS, "sliding_window": 4096}, replace(OLMO2_LAYOUT, sliding_every=4))
+translate = llama_like(
+    {**OLMO2_DEFAULTS, "sliding_window": 4096}, replace(OLMO2_LAYOUT, sliding_every=4)
+)

@@ -10,11 +10,18 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
-PHIMOE_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 32064, "intermediate_size": 6400, "num_key_value_heads": 8}
+PHIMOE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 32064,
+    "intermediate_size": 6400,
+    "num_key_value_heads": 8,
+}
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, PHIMOE_DEFAULTS, Layout(norm="layernorm", sliding_every=1))
     cfg = replace(cfg, lm_head_bias=k.get("lm_head_bias", False, kind=bool))
-    moe = replace(cfg.ffn, n_experts=k.get("num_local_experts", 16), top_k=k.get("num_experts_per_tok", 2))
+    moe = replace(
+        cfg.ffn, n_experts=k.get("num_local_experts", 16), top_k=k.get("num_experts_per_tok", 2)
+    )
     return with_moe(cfg, moe)

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
 
-QWEN2_DEFAULTS = {**LLAMA_DEFAULTS, "intermediate_size": 22016, "vocab_size": 151936, "num_key_value_heads": 32}
+QWEN2_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "intermediate_size": 22016,
+    "vocab_size": 151936,
+    "num_key_value_heads": 32,
+}
 
-translate = llama_like(QWEN2_DEFAULTS, Layout(qkv_bias_key=None, qkv_bias=True, out_bias_follows=False))
+translate = llama_like(
+    QWEN2_DEFAULTS, Layout(qkv_bias_key=None, qkv_bias=True, out_bias_follows=False)
+)

@@ -9,8 +9,13 @@ from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
 
-QWEN3_DEFAULTS = {**LLAMA_DEFAULTS, "intermediate_size": 22016, "vocab_size": 151936, "num_key_value_heads": 32,
-                  "head_dim": 128}
+QWEN3_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "intermediate_size": 22016,
+    "vocab_size": 151936,
+    "num_key_value_heads": 32,
+    "head_dim": 128,
+}
 QWEN3_LAYOUT = Layout(qk_norm="head")
 
 

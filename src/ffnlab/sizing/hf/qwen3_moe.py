@@ -12,8 +12,15 @@ from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
 from ffnlab.sizing.hf.moe import every_nth, with_moe
 from ffnlab.sizing.hf.qwen3 import qwen_sliding
 
-QWEN3_MOE_DEFAULTS = {**LLAMA_DEFAULTS, "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 24,
-                      "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 151936}
+QWEN3_MOE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "hidden_size": 2048,
+    "intermediate_size": 6144,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "vocab_size": 151936,
+}
 
 
 def qwen_moe_layers(k: ConfigKeys, n_layers: int) -> list[int]:
@@ -27,6 +34,10 @@ def translate(k: ConfigKeys) -> ModelConfig:
     n_experts = k.data.get("num_experts", 128)
     if not n_experts:
         return cfg
-    moe = replace(cfg.ffn, d_ff=k.get("moe_intermediate_size", 768), n_experts=k.get("num_experts", 128),
-                  top_k=k.get("num_experts_per_tok", 8))
+    moe = replace(
+        cfg.ffn,
+        d_ff=k.get("moe_intermediate_size", 768),
+        n_experts=k.get("num_experts", 128),
+        top_k=k.get("num_experts_per_tok", 8),
+    )
     return with_moe(cfg, moe, qwen_moe_layers(k, cfg.n_layers))

@@ -14,9 +14,22 @@ def translate(k: ConfigKeys) -> ModelConfig:
     n_layers = k.get("num_hidden_layers", 30)
     bias = k.get("use_bias", True, kind=bool)
     return ModelConfig(
-        d_model=d, n_layers=n_layers, vocab_size=k.get("vocab_size", 49152),
-        ffn=FFNSpec(k.act("hidden_act", "gelu_pytorch_tanh", gated=False), k.get("intermediate_size", 12288),
-                    bias=bias),
-        attn=AttentionSpec(n_heads, n_kv_heads=k.get("num_key_value_heads", 2), qkv_bias=bias, out_bias=bias,
-                           **sliding(k, n_layers, 1)),
-        norm="layernorm", positions="rope", tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=k.get("vocab_size", 49152),
+        ffn=FFNSpec(
+            k.act("hidden_act", "gelu_pytorch_tanh", gated=False),
+            k.get("intermediate_size", 12288),
+            bias=bias,
+        ),
+        attn=AttentionSpec(
+            n_heads,
+            n_kv_heads=k.get("num_key_value_heads", 2),
+            qkv_bias=bias,
+            out_bias=bias,
+            **sliding(k, n_layers, 1),
+        ),
+        norm="layernorm",
+        positions="rope",
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
+    )

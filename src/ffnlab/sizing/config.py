@@ -160,6 +160,14 @@ class ModelConfig:
         return [self.dense_ffn if (i in dense and self.dense_ffn is not None) else self.ffn
                 for i in range(self.n_layers)]
 
+    def ffn_layer_counts(self) -> dict[FFNSpec, int]:
+        """Each distinct FFN of the model (decoder layout, then an encoder's ``ffn``) and how
+        many layers use it."""
+        counts: dict[FFNSpec, int] = {}
+        for f in [*self.layer_ffns(), *[self.ffn] * self.encoder_layers]:
+            counts[f] = counts.get(f, 0) + 1
+        return counts
+
     def attention_layers(self) -> list[str]:
         """``"sliding"`` or ``"full"`` for each decoder layer, in order."""
         w, which = self.attn.sliding_window, self.attn.sliding_layers

@@ -164,12 +164,12 @@ def count_params(cfg: ModelConfig) -> ParamCounts:
     attn = attention_params(cfg)
     norm_one = norm_params(norm, d)
     # decoder layers follow the per-layer layout; an encoder's layers all use ``ffn``
-    layer_ffns = [*cfg.layer_ffns(), *[cfg.ffn] * cfg.encoder_layers]
+    layer_ffns = cfg.ffn_layer_counts()
 
     n_layers_all = cfg.n_layers + cfg.encoder_layers
     attention = n_layers_all * attn + cfg.n_layers * attn * (1 if cfg.encoder_layers else 0)
-    ffn = sum(ffn_params(d, f) for f in layer_ffns)
-    ffn_active = sum(ffn_params(d, f, active=True) for f in layer_ffns)
+    ffn = sum(n * ffn_params(d, f) for f, n in layer_ffns.items())
+    ffn_active = sum(n * ffn_params(d, f, active=True) for f, n in layer_ffns.items())
     norms = n_layers_all * cfg.norms_per_block * norm_one
     if cfg.encoder_layers:
         norms += cfg.n_layers * norm_one  # the decoder's cross-attention norm
@@ -190,9 +190,10 @@ def ffn_breakdown(cfg: ModelConfig) -> dict[str, int]:
     ``routed`` (every routed expert), ``shared`` (shared experts and their gates), and
     ``routed_active`` (the top_k routed experts a token uses, summed over layers)."""
     out = {"dense": 0, "router": 0, "routed": 0, "shared": 0, "routed_active": 0}
-    for f in [*cfg.layer_ffns(), *[cfg.ffn] * cfg.encoder_layers]:
+    for f, layers in cfg.ffn_layer_counts().items():
         for key, n in ffn_parts(cfg.d_model, f).items():
-            out[key] += n
+            out[key] += layers * n
         if f.is_moe:
-            out["routed_active"] += f.top_k * dense_ffn_params(cfg.d_model, f.d_ff, f.gated, f.bias)
+            expert = dense_ffn_params(cfg.d_model, f.d_ff, f.gated, f.bias)
+            out["routed_active"] += layers * f.top_k * expert
     return out

@@ -93,7 +93,7 @@ def flops_per_token(cfg: ModelConfig, seq_len: int, *, include_lm_head: bool = T
     contexts += [seq_len] * (cfg.encoder_layers + cross)
     per_token_context = 2 * cfg.attn.n_heads * (cfg.qk_head_dim + cfg.v_head_dim)
     attn_scores = per_token_context * sum(contexts)
-    ffn = sum(ffn_flops(d, f) for f in [*cfg.layer_ffns(), *[cfg.ffn] * cfg.encoder_layers])
+    ffn = sum(n * ffn_flops(d, f) for f, n in cfg.ffn_layer_counts().items())
     width_e = cfg.embed_proj_dim or d
     lm_head = 2 * width_e * cfg.vocab_size if include_lm_head else 0
     return FlopsPerToken(qkv=qkv, attn_out=attn_out, attn_scores=attn_scores, ffn=ffn, lm_head=lm_head)

@@ -83,7 +83,8 @@ def test_latent_attention_matches_transformers_shapes():
             positions="rope",
         )
     )
-    # q_a (24x64) + q_a_norm (24) + q_b (80x24) + kv_a (24x64) + kv_a_norm (16) + kv_b (88x16) + o (64x40)
+    # q_a (24x64) + q_a_norm (24) + q_b (80x24) + kv_a (24x64) + kv_a_norm (16)
+    # + kv_b (88x16) + o (64x40)
     assert attention_params(cfg) == 24 * 64 + 24 + 80 * 24 + 24 * 64 + 16 + 88 * 16 + 64 * 40
     f = flops_per_token(cfg, 8)
     assert f.qkv == 2 * (

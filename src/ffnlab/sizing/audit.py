@@ -58,23 +58,28 @@ def moe_summary(cfg: ModelConfig) -> dict[str, Any]:
 
 
 def verdict(cfg: ModelConfig) -> str:
-    """One line on how this FFN compares with a 4x plain MLP."""
+    """One line on how this FFN compares with a 4x plain MLP (for MoE: each expert, then what
+    a token uses per layer)."""
     f = cfg.ffn
     raw = f.d_ff / cfg.d_model
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
     dev = pm / CONVENTION - 1
-    what = f"{f.kind} {'gated ' if f.gated else ''}FFN at {raw:.3g}x"
+    unit = "experts" if f.is_moe else "FFN"
+    what = f"{f.kind} {'gated ' if f.gated else ''}{unit} at {raw:.3g}x"
     if f.gated:
-        what += f" (= {pm:.3g}x in plain-MLP parameters)"
+        what += f" (= {pm:.3g}x in plain-MLP parameters{' each' if f.is_moe else ''})"
+    params = "parameters per expert" if f.is_moe else "FFN parameters"
     if abs(dev) <= PARITY_TOLERANCE:
-        line = f"{what}: matches the 4x convention in FFN parameters ({dev:+.1%})"
+        line = f"{what}: matches the 4x convention in {params} ({dev:+.1%})"
     else:
-        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} FFN parameters than a 4x MLP"
+        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} {params} than a 4x MLP"
     if f.is_moe:
         design = "fine-grained" if f.d_ff / cfg.d_model <= FINE_GRAINED_MAX else "coarse"
         shared = f" + {f.n_shared_experts} shared" if f.n_shared_experts else ""
+        active = moe_summary(cfg)["ratio_active_param_matched"]
         line += (f"; MoE {f.n_experts} {design} experts of {f.d_ff / cfg.d_model:.3g}x d_model, "
-                 f"top-{f.top_k}{shared} active")
+                 f"top-{f.top_k}{shared} active: {active:.3g}x in plain-MLP parameters per token "
+                 f"and layer ({active / CONVENTION - 1:+.0%} vs 4x)")
     if f.d_ff % 128:
         line += f"; width not a multiple of 128 (largest power-of-two divisor {f.d_ff & -f.d_ff})"
     return line

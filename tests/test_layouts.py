@@ -223,6 +223,10 @@ def test_translator_refusals_name_the_key():
         from_hf_dict({"model_type": "deepseek_v2", "mlp_bias": True, "num_experts_per_tok": 2})
     with pytest.raises(FfnlabError, match="per-layer values"):
         from_hf_dict({"model_type": "hunyuan_v1_moe", "num_experts": [2, 4], "head_dim": 128})
+    with pytest.raises(FfnlabError, match="list of layer indices"):
+        from_hf_dict({"model_type": "llama4_text", "moe_layers": "all"})
+    with pytest.raises(FfnlabError, match="attention_types"):
+        from_hf_dict({"model_type": "gpt_neo", "attention_types": ["global"]})
     with pytest.raises(FfnlabError, match="text model_type"):
         from_hf_dict({"model_type": "mistral3", "text_config": {"model_type": "pixtral"}})
 

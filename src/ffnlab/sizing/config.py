@@ -60,7 +60,7 @@ class AttentionSpec:
     qkv_bias: bool = False
     out_bias: bool = False
     qk_norm: bool = False  # a norm on queries and keys (Phi qk_layernorm, Qwen3, OLMo 2)
-    qk_norm_kind: str = "layernorm"  # which norm (NORMS); "none" = a weightless L2 norm (Llama 4)
+    qk_norm_kind: str = "layernorm"  # which norm (NORMS); "none" = weightless (Llama 4's L2 norm)
     # "head": one norm of head_dim shared by all heads (Qwen3, Gemma 3); "full": over the
     # concatenated heads, n_heads * head_dim for q and n_kv_heads * head_dim for k (OLMo 2,
     # OLMoE; Cohere's separate per-head weights hold the same count)
@@ -340,6 +340,7 @@ def check_trainable(cfg: ModelConfig) -> None:
         (a.sliding_window is not None, "sliding-window attention (every layer attends causally "
                                        "over the whole sequence)"),
         (a.sinks, "attention sinks (SDPA has no per-head sink logit)"),
+        (a.qk_norm and a.qk_norm_kind == "none", "weightless q/k norms (Llama 4's L2 norm)"),
         (cfg.mtp_layers > 0, "multi-token-prediction layers (one next-token head only)"),
     ) if bad]
     if problems:

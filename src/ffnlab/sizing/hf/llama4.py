@@ -9,7 +9,7 @@ from dataclasses import replace
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
-from ffnlab.sizing.hf.moe import every_nth, with_moe
+from ffnlab.sizing.hf.moe import every_nth, layer_list, with_moe
 
 LLAMA4_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -37,7 +37,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
         n_shared_experts=1,
         d_shared=expert,
     )
-    layers = k.data.get("moe_layers")
+    layers = layer_list(k, "moe_layers")
     if layers is None:
         layers = every_nth(cfg.n_layers, k.get("interleave_moe_layer_step", 1))
     return with_moe(replace(cfg, ffn=dense), moe, layers)

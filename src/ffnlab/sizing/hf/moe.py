@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
 
 
 def with_moe(
@@ -26,3 +28,15 @@ def every_nth(n_layers: int, step: int, *, skip: Iterable[int] = ()) -> list[int
     mlp_only_layers)."""
     skipped = set(skip)
     return [i for i in range(n_layers) if (i + 1) % step == 0 and i not in skipped]
+
+
+def layer_list(k: ConfigKeys, key: str) -> list[int] | None:
+    """A config.json list of layer indices (None when absent), checked."""
+    value = k.data.get(key)
+    if value is None:
+        return None
+    ok = isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value
+    )
+    require(ok, f"config.json key {key!r} must be a list of layer indices, got {value!r}")
+    return value

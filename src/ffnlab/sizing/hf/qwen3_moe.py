@@ -9,7 +9,7 @@ from dataclasses import replace
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
-from ffnlab.sizing.hf.moe import every_nth, with_moe
+from ffnlab.sizing.hf.moe import every_nth, layer_list, with_moe
 from ffnlab.sizing.hf.qwen3 import qwen_sliding
 
 QWEN3_MOE_DEFAULTS = {
@@ -25,7 +25,7 @@ QWEN3_MOE_DEFAULTS = {
 
 def qwen_moe_layers(k: ConfigKeys, n_layers: int) -> list[int]:
     """Layers with experts: every decoder_sparse_step-th, less mlp_only_layers."""
-    skip = k.data.get("mlp_only_layers") or []
+    skip = layer_list(k, "mlp_only_layers") or []
     return every_nth(n_layers, k.get("decoder_sparse_step", 1), skip=skip)
 
 

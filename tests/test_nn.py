@@ -156,3 +156,17 @@ def test_deterministic_by_seed():
                                attn=AttentionSpec(4), norm="rmsnorm", positions="rope"))
     a, b = build_model(cfg, seed=3), build_model(cfg, seed=3)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def test_export_refuses_what_the_hf_layouts_lack():
+    from ffnlab.training.export import layout_for
+
+    base = dict(d_model=16, n_layers=2, vocab_size=10, ffn=FFNSpec("swiglu", 8), norm="rmsnorm",
+                positions="rope", attn=AttentionSpec(2))
+    assert layout_for(validate(ModelConfig(**base))) == "llama"
+    layered = validate(ModelConfig(**base, dense_layers=(0,), dense_ffn=FFNSpec("swiglu", 16)))
+    with pytest.raises(FfnlabError, match="per-layer FFN layouts"):
+        layout_for(layered)
+    normed = validate(ModelConfig(**{**base, "attn": AttentionSpec(2, qk_norm=True)}))
+    with pytest.raises(FfnlabError, match="q/k norms"):
+        layout_for(normed)

@@ -227,6 +227,8 @@ def test_translator_refusals_name_the_key():
         from_hf_dict({"model_type": "llama4_text", "moe_layers": "all"})
     with pytest.raises(FfnlabError, match="attention_types"):
         from_hf_dict({"model_type": "gpt_neo", "attention_types": ["global"]})
+    with pytest.raises(FfnlabError, match="layer_types"):
+        from_hf_dict({"model_type": "gemma3_text", "layer_types": "sliding"})
     with pytest.raises(FfnlabError, match="text model_type"):
         from_hf_dict({"model_type": "mistral3", "text_config": {"model_type": "pixtral"}})
 
@@ -253,3 +255,40 @@ def test_multimodal_config_audits_its_text_config(tmp_path):
         row["params_total"]
         == count_params(from_hf_dict({**text, "tie_word_embeddings": True})).total
     )
+
+
+def test_translators_set_the_sliding_layers_transformers_uses():
+    # transformers' config classes: Gemma 3 makes every 6th layer global, gpt-oss alternates
+    # starting with a sliding layer, explicit layer_types win, Mistral v0.1 slides everywhere
+    gemma = from_hf_dict(
+        {"model_type": "gemma3_text", "num_hidden_layers": 12, "sliding_window": 512}
+    )
+    assert gemma.attn.sliding_window == 512
+    assert [i for i, t in enumerate(gemma.attention_layers()) if t == "full"] == [5, 11]
+    oss = from_hf_dict({"model_type": "gpt_oss", "num_hidden_layers": 4})
+    assert (
+        oss.attention_layers() == ["sliding", "full", "sliding", "full"]
+        and oss.attn.sliding_window == 128
+    )
+    explicit = from_hf_dict(
+        {
+            "model_type": "olmo3",
+            "num_hidden_layers": 3,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+        }
+    )
+    assert explicit.attention_layers() == ["full", "sliding", "full"]
+    assert from_hf_dict({"model_type": "mistral"}).attention_layers() == ["sliding"] * 32
+    assert (
+        from_hf_dict({"model_type": "mistral", "sliding_window": None}).attn.sliding_window is None
+    )
+    qwen = from_hf_dict(
+        {
+            "model_type": "qwen3",
+            "num_hidden_layers": 4,
+            "use_sliding_window": True,
+            "max_window_layers": 2,
+            "sliding_window": 64,
+        }
+    )
+    assert qwen.attention_layers() == ["full", "full", "sliding", "sliding"]

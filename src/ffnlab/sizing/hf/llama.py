@@ -55,6 +55,8 @@ def sliding(
     config lists them, else the family pattern (every n-th layer full, the others sliding)."""
     window = k.data.get("sliding_window", window_default)
     types = k.data.get("layer_types")
+    require(types is None or isinstance(types, list),
+            f"config.json key 'layer_types' must be a list, got {types!r}")
     if window is None or (types is None and every is None):
         return {}
     window = k.get("sliding_window", window_default)

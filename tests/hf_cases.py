@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from hf_cases_modern import MODERN_TYPES, MULTIMODAL_WRAPPERS, modern_case
+
 
 def _heads(rng: random.Random) -> tuple[int, int, int]:
     head_dim = rng.choice([8, 16, 24, 32])
@@ -72,14 +74,20 @@ def case(model_type: str, seed: int) -> dict[str, Any]:
                  num_decoder_layers=rng.choice([None, rng.randint(1, 3)]), d_ff=ff, vocab_size=vocab,
                  relative_attention_num_buckets=rng.choice([8, 32]),
                  feed_forward_proj=rng.choice(["relu", "gated-gelu", "gated-silu"]), tie_word_embeddings=tie)
+    elif model_type in MODERN_TYPES:
+        c = modern_case(model_type, rng, d, h, hd, layers, vocab, ff, tie)
     else:  # pragma: no cover
         raise KeyError(model_type)
-    if seed == 0:  # lean on the classes' defaults: tying and the MoE shape are left out
+    if seed == 0 and model_type in MODERN_TYPES:  # lean on the class default for tying
+        c.pop("tie_word_embeddings", None)
+    elif seed == 0:  # lean on the classes' defaults: tying and the MoE shape are left out
         c = {k: v for k, v in c.items()
              if v is not None and k not in ("tie_word_embeddings", "num_local_experts", "num_experts_per_tok")}
+    if model_type in MULTIMODAL_WRAPPERS:  # the text model inside a multimodal config
+        c = {"text_config": {"model_type": MULTIMODAL_WRAPPERS[model_type], **c}}
     c = {k: v for k, v in c.items() if v is not None}
     return {"model_type": model_type, **c}
 
 
 MODEL_TYPES = ("gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",
-               "gemma", "gemma2", "phi", "phi3", "olmo", "t5")
+               "gemma", "gemma2", "phi", "phi3", "olmo", "t5", *MODERN_TYPES)

@@ -124,3 +124,16 @@ def test_bad_evidence(tmp_path):
     (tmp_path / "claims.json").write_text("{oops")
     with pytest.raises(FfnlabError, match="not valid JSON"):
         load_evidence(tmp_path)
+
+
+def test_smaller_experts_evidence_covers_coarse_and_fine_grained_designs(verdicts):
+    row = verdicts["mixtral-smaller-experts"]
+    designs = {r["model"]: r for r in row["numbers"]["designs"]}
+    assert {designs[n]["design"] for n in ("mixtral-8x7b", "mixtral-8x22b", "dbrx")} == {"coarse"}
+    fine = ("deepseek-v3", "qwen3-30b-a3b", "olmoe-1b-7b", "gpt-oss-120b")
+    assert {designs[n]["design"] for n in fine} == {"fine-grained"}
+    # published widths (config.json): DeepSeek-V3 2048 at d_model 7168, Qwen3-30B-A3B 768 at 2048
+    assert designs["deepseek-v3"]["granularity"] == 2048 / 7168
+    assert designs["qwen3-30b-a3b"]["granularity"] == 768 / 2048
+    assert designs["dbrx"]["granularity"] == 10752 / 6144
+    assert "true of the fine-grained designs" in row["evidence"]

@@ -1,4 +1,4 @@
-"""The PyTorch modules agree with the sizing model: parameters exactly, matmul FLOPs within 1%."""
+"""The PyTorch modules agree with the sizing model: parameters and matmul FLOPs exactly."""
 
 import pytest
 import torch
@@ -16,6 +16,18 @@ from ffnlab.training.nn import MoEFFN, build_model
 
 
 @st.composite
+def ffn_specs(draw, moe: bool):
+    n_experts = draw(st.integers(2, 4)) if moe else 0
+    return FFNSpec(kind=draw(st.sampled_from(sorted(FFN_KINDS))), d_ff=draw(st.integers(1, 64)),
+                   bias=draw(st.booleans()), n_experts=n_experts,
+                   top_k=draw(st.integers(1, n_experts)) if moe else 0,
+                   n_shared_experts=draw(st.integers(0, 1)) if moe else 0,
+                   d_shared=draw(st.one_of(st.none(), st.integers(1, 32))) if moe else None,
+                   shared_expert_gate=draw(st.booleans()) if moe else False,
+                   router_bias=draw(st.booleans()) if moe else False)
+
+
+@st.composite
 def trainable_configs(draw):
     head_dim = draw(st.sampled_from([4, 8, 12, 16]))
     n_heads = draw(st.integers(1, 4))
@@ -23,18 +35,21 @@ def trainable_configs(draw):
     explicit_hd = draw(st.booleans())
     d_model = n_heads * head_dim if not explicit_hd else draw(st.integers(8, 48))
     moe = draw(st.booleans())
-    n_experts = draw(st.integers(2, 4)) if moe else 0
-    ffn = FFNSpec(kind=draw(st.sampled_from(sorted(FFN_KINDS))), d_ff=draw(st.integers(1, 64)),
-                  bias=draw(st.booleans()), n_experts=n_experts,
-                  top_k=draw(st.integers(1, n_experts)) if moe else 0,
-                  n_shared_experts=draw(st.integers(0, 1)) if moe else 0,
-                  d_shared=draw(st.one_of(st.none(), st.integers(1, 32))) if moe else None,
-                  shared_expert_gate=draw(st.booleans()) if moe else False,
-                  router_bias=draw(st.booleans()) if moe else False)
+    ffn = draw(ffn_specs(moe))
+    n_layers = draw(st.integers(1, 3))
+    # a per-layer layout: some layers (DeepSeek's first k, Llama 4's every other) use dense_ffn
+    indices = st.lists(st.integers(0, n_layers - 1), unique=True, max_size=n_layers)
+    dense_layers = tuple(draw(indices))
+    dense_ffn = draw(ffn_specs(False)) if dense_layers or draw(st.booleans()) else None
+    qk_norm = draw(st.booleans())
     return validate(ModelConfig(
-        d_model=d_model, n_layers=draw(st.integers(1, 3)), vocab_size=draw(st.integers(2, 80)), ffn=ffn,
+        d_model=d_model, n_layers=n_layers, vocab_size=draw(st.integers(2, 80)), ffn=ffn,
+        dense_layers=dense_layers, dense_ffn=dense_ffn,
         attn=AttentionSpec(n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim if explicit_hd else None,
-                           qkv_bias=draw(st.booleans()), out_bias=draw(st.booleans())),
+                           qkv_bias=draw(st.booleans()), out_bias=draw(st.booleans()),
+                           qk_norm=qk_norm,
+                           qk_norm_kind=draw(st.sampled_from(["layernorm", "rmsnorm"])),
+                           qk_norm_width=draw(st.sampled_from(["head", "full"]))),
         norm=draw(st.sampled_from(["layernorm", "rmsnorm", "layernorm-nobias", "none"])),
         positions=draw(st.sampled_from(["rope", "learned", "none"])), max_positions=draw(st.integers(4, 32)),
         tied_embeddings=draw(st.booleans()), lm_head_bias=draw(st.booleans()),
@@ -56,8 +71,8 @@ def test_matmul_flops_agree_with_torch_flop_counter(cfg, seq_len):
     # the MATH backend makes SDPA's two matmuls visible to the counter (full, no causal discount)
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         model(idx)
-    measured = counter.get_total_flops() / idx.numel()
-    assert measured == pytest.approx(flops_per_token(cfg, seq_len).forward, rel=0.01)
+    # every matmul of the model is in the FLOP model (router, shared experts and their gate)
+    assert counter.get_total_flops() == flops_per_token(cfg, seq_len).forward * idx.numel()
 
 
 def test_gpt2_small_shape_builds_with_exact_count():
@@ -74,6 +89,28 @@ def test_unbuildable_configs_are_refused():
         build_model(ModelConfig(encoder_layers=2))
     with pytest.raises(FfnlabError, match="alibi"):
         build_model(ModelConfig(positions="alibi"))
+    refused = {
+        "latent attention": ModelConfig(attn=AttentionSpec(12, kv_lora_rank=16, qk_rope_head_dim=8,
+                                                           qk_nope_head_dim=8, v_head_dim=8)),
+        "sliding-window": ModelConfig(attn=AttentionSpec(12, sliding_window=4)),
+        "sinks": ModelConfig(attn=AttentionSpec(12, sinks=True)),
+        "sandwich": ModelConfig(norm_placement="sandwich", norms_per_block=4),
+        "multi-token": ModelConfig(mtp_layers=1),
+    }
+    for reason, cfg in refused.items():
+        with pytest.raises(FfnlabError, match=reason):
+            build_model(cfg)
+
+
+def test_shared_expert_gate_flops_are_counted():
+    # the gate is a d_model x 1 matmul per token: 2 * d_model FLOPs (issue 9 found it missing)
+    cfg = validate(ModelConfig(d_model=16, n_layers=1, vocab_size=10, attn=AttentionSpec(2),
+                               ffn=FFNSpec("swiglu", 8, n_experts=2, top_k=1, n_shared_experts=1,
+                                           shared_expert_gate=True)))
+    ungated = validate(ModelConfig(d_model=16, n_layers=1, vocab_size=10, attn=AttentionSpec(2),
+                                   ffn=FFNSpec("swiglu", 8, n_experts=2, top_k=1,
+                                               n_shared_experts=1)))
+    assert flops_per_token(cfg, 4).ffn - flops_per_token(ungated, 4).ffn == 2 * 16
 
 
 def test_moe_routing_and_aux_loss():
@@ -119,3 +156,17 @@ def test_deterministic_by_seed():
                                attn=AttentionSpec(4), norm="rmsnorm", positions="rope"))
     a, b = build_model(cfg, seed=3), build_model(cfg, seed=3)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
+
+
+def test_export_refuses_what_the_hf_layouts_lack():
+    from ffnlab.training.export import layout_for
+
+    base = dict(d_model=16, n_layers=2, vocab_size=10, ffn=FFNSpec("swiglu", 8), norm="rmsnorm",
+                positions="rope", attn=AttentionSpec(2))
+    assert layout_for(validate(ModelConfig(**base))) == "llama"
+    layered = validate(ModelConfig(**base, dense_layers=(0,), dense_ffn=FFNSpec("swiglu", 16)))
+    with pytest.raises(FfnlabError, match="per-layer FFN layouts"):
+        layout_for(layered)
+    normed = validate(ModelConfig(**{**base, "attn": AttentionSpec(2, qk_norm=True)}))
+    with pytest.raises(FfnlabError, match="q/k norms"):
+        layout_for(normed)

@@ -57,10 +57,13 @@ def test_installed_wheel_runs_sizing_from_outside_the_checkout(installed: Path) 
 
 
 def test_installed_wheel_resolves_presets(installed: Path) -> None:
-    r = _run(installed, "-m", "ffnlab", "sweep", "--help")
     shipped = {p.stem for p in (installed / "ffnlab" / "experiments" / "presets").glob("*.yaml")}
-    assert r.returncode == 0 and shipped
-    assert shipped <= set(re.findall(r"[a-z][a-z0-9-]+", r.stdout)), shipped  # the help names what ships
+    named = set()
+    for command in (["sweep", "--help"], ["capacity", "run", "--help"]):  # capacity presets run there
+        r = _run(installed, "-m", "ffnlab", *command)
+        assert r.returncode == 0, r.stderr
+        named |= set(re.findall(r"[a-z][a-z0-9-]+", r.stdout))
+    assert shipped and shipped <= named, shipped - named  # the help names every preset that ships
     code = ("from ffnlab.experiments.sweep_spec import PRESET_DIR, load_spec; s = load_spec('golden-quick'); "
             "print(s.name, len(s.arms), PRESET_DIR)")
     r = _run(installed, "-c", code)

@@ -10,10 +10,13 @@ import typer
 
 from ffnlab.cli.app import EXPERIMENTS, app
 
+PRESET_DIR = Path(__file__).resolve().parents[1] / "experiments" / "presets"  # package data
+SWEEP_PRESETS = ", ".join(sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if not p.stem.startswith("capacity")))
+
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def sweep(
-    spec: str = typer.Argument(..., help="Sweep spec YAML, or a preset name: golden-quick, golden, golden-gpu, glu-variants."),
+    spec: str = typer.Argument(..., help=f"Sweep spec YAML, or a preset name: {SWEEP_PRESETS}."),
     out: Path = typer.Option(None, "--out", "-o", help="Sweep folder (default sweeps/NAME)."),
     backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
@@ -63,7 +66,7 @@ def report(
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def verify(
-    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run: golden-quick (CPU, ~5 min), golden (CPU, ~1 h), golden-gpu, glu-variants."),
+    preset: str = typer.Option("golden-quick", "--preset", help=f"Sweep to run (default golden-quick, ~5 min on 2 CPU cores; golden ~1 h): {SWEEP_PRESETS}."),
     out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
     workers: int = typer.Option(None, "--workers", help="Parallel runs."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),

@@ -217,6 +217,9 @@ AUDIT_COLS = [
     Column("ffn_share", "FFN share", lambda x: "-" if x is None else f"{x:.0%}"),
     Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human),
     Column("alignment", "pow2", lambda a: "-" if not a else str(a["pow2_divisor"])),
+    Column("flops_per_token", "GFLOP/tok@4096", lambda x: "-" if x is None else f"{x / 1e9:,.1f}"),
+    Column("training_memory_bytes", "train GiB bf16",
+           lambda x: "-" if x is None else f"{x / 2**30:,.0f}"),
 ]
 VERDICT_COL = Column("verdict", "verdict", justify="left")
 

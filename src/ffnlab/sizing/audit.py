@@ -7,31 +7,81 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.hf import SUPPORTED_MODEL_TYPES, load_hf_config
+from ffnlab.sizing.counting import count_params, ffn_breakdown
+from ffnlab.sizing.flops import flops_per_token, training_memory
+from ffnlab.sizing.hf import MULTIMODAL, MULTIMODAL_NOTE, SUPPORTED_MODEL_TYPES, load_hf_config
 from ffnlab.sizing.hf_fallback import Counter, audit_untranslated
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
 CONVENTION = 4  # the plain-MLP ratio of Vaswani et al. 2017, and the seed's "golden" law
 PARITY_TOLERANCE = 0.02
+# the audit's FLOPs per token are at this context length (forward pass, ffnlab.sizing.flops
+# conventions); its training memory is bf16 weights and gradients, fp32 AdamW moments and
+# master weights, activations excluded (ffnlab.sizing.flops.training_memory)
+AUDIT_SEQ_LEN = 4096
+AUDIT_DTYPE = "bf16"
+# experts no wider than d_model are "fine-grained" (DeepSeekMoE, Dai et al. 2024, splits each
+# expert into m narrower ones); wider ones are "coarse" (Mixtral, DBRX)
+FINE_GRAINED_MAX = 1.0
+
+
+def moe_summary(cfg: ModelConfig) -> dict[str, Any]:
+    """MoE figures of the audit (None for a dense model).
+
+    ``expert_granularity`` is a routed expert's width over d_model; ``params_ffn_active`` the
+    FFN parameters one token uses (router, top_k routed and the shared experts, summed over
+    layers); ``ratio_active_param_matched`` the width, in multiples of d_model, of a plain
+    two-matrix MLP holding the active FFN parameters of an average layer; ``shared_share`` and
+    ``routed_share`` split the active expert parameters between shared and routed experts."""
+    f, d = cfg.ffn, cfg.d_model
+    keys = ("expert_granularity", "expert_design", "moe_layers", "n_shared_experts", "d_shared",
+            "params_ffn_routed", "params_ffn_shared", "params_ffn_router",
+            "params_ffn_dense_layers",
+            "shared_share", "routed_share", "ratio_active_param_matched")
+    if not f.is_moe:
+        return dict.fromkeys(keys)
+    parts = ffn_breakdown(cfg)
+    active_experts = parts["routed_active"] + parts["shared"]
+    granularity = f.d_ff / d
+    c = count_params(cfg)
+    layers = cfg.n_layers + cfg.encoder_layers
+    return {
+        "expert_granularity": granularity,
+        "expert_design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse",
+        "moe_layers": cfg.moe_layers, "n_shared_experts": f.n_shared_experts,
+        "d_shared": (f.d_shared or f.d_ff) if f.n_shared_experts else None,
+        "params_ffn_routed": parts["routed"], "params_ffn_shared": parts["shared"],
+        "params_ffn_router": parts["router"], "params_ffn_dense_layers": parts["dense"],
+        "shared_share": parts["shared"] / active_experts if active_experts else 0.0,
+        "routed_share": parts["routed_active"] / active_experts if active_experts else 0.0,
+        "ratio_active_param_matched": c.ffn_active / layers / (2 * d * d),
+    }
 
 
 def verdict(cfg: ModelConfig) -> str:
-    """One line on how this FFN compares with a 4x plain MLP."""
+    """One line on how this FFN compares with a 4x plain MLP (for MoE: each expert, then what
+    a token uses per layer)."""
     f = cfg.ffn
     raw = f.d_ff / cfg.d_model
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
     dev = pm / CONVENTION - 1
-    what = f"{f.kind} {'gated ' if f.gated else ''}FFN at {raw:.3g}x"
+    unit = "experts" if f.is_moe else "FFN"
+    what = f"{f.kind} {'gated ' if f.gated else ''}{unit} at {raw:.3g}x"
     if f.gated:
-        what += f" (= {pm:.3g}x in plain-MLP parameters)"
+        what += f" (= {pm:.3g}x in plain-MLP parameters{' each' if f.is_moe else ''})"
+    params = "parameters per expert" if f.is_moe else "FFN parameters"
     if abs(dev) <= PARITY_TOLERANCE:
-        line = f"{what}: matches the 4x convention in FFN parameters ({dev:+.1%})"
+        line = f"{what}: matches the 4x convention in {params} ({dev:+.1%})"
     else:
-        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} FFN parameters than a 4x MLP"
+        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} {params} than a 4x MLP"
     if f.is_moe:
-        line += f"; MoE {f.n_experts} experts, top-{f.top_k} active"
+        design = "fine-grained" if f.d_ff / cfg.d_model <= FINE_GRAINED_MAX else "coarse"
+        shared = f" + {f.n_shared_experts} shared" if f.n_shared_experts else ""
+        active = moe_summary(cfg)["ratio_active_param_matched"]
+        line += (f"; MoE {f.n_experts} {design} experts of {f.d_ff / cfg.d_model:.3g}x d_model, "
+                 f"top-{f.top_k}{shared} active: {active:.3g}x in plain-MLP parameters per token "
+                 f"and layer ({active / CONVENTION - 1:+.0%} vs 4x)")
     if f.d_ff % 128:
         line += f"; width not a multiple of 128 (largest power-of-two divisor {f.d_ff & -f.d_ff})"
     return line
@@ -43,6 +93,7 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
     f = cfg.ffn
     raw = f.d_ff / cfg.d_model
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
+    mem = training_memory(cfg, AUDIT_DTYPE)
     return {
         "name": name, "family": family, "model_type": model_type, "d_model": cfg.d_model, "d_ff": f.d_ff,
         "ffn_kind": f.kind, "gated": f.gated, "n_layers": cfg.n_layers + cfg.encoder_layers,
@@ -53,6 +104,10 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
         "ratio_raw": raw, "ratio_param_matched": pm,
         "deviation_raw": raw / CONVENTION - 1, "deviation_param_matched": pm / CONVENTION - 1,
         "alignment": alignment(f.d_ff), "verdict": verdict(cfg), "source": source, "note": note,
+        "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_summary(cfg),
+        "flops_per_token": flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
+        "flops_seq_len": AUDIT_SEQ_LEN, "training_memory_bytes": mem.total,
+        "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
     }
 
 
@@ -72,8 +127,14 @@ def audit_entry(e: ZooEntry) -> dict[str, Any]:
         "ratio_param_matched": None, "deviation_raw": raw / CONVENTION - 1 if raw else None,
         "deviation_param_matched": None, "alignment": alignment(ff) if ff else None,
         "verdict": "unverifiable: no published architecture (estimate from a secondary text)",
-        "source": e.source, "note": e.note,
+        "source": e.source, "note": e.note, "params_ffn_active": None, "params_mtp": None,
+        **moe_summary_empty(), "flops_per_token": None, "flops_seq_len": AUDIT_SEQ_LEN,
+        "training_memory_bytes": None, "training_memory_dtype": None,
     }
+
+
+def moe_summary_empty() -> dict[str, Any]:
+    return dict.fromkeys(moe_summary(ModelConfig()))
 
 
 def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
@@ -94,5 +155,7 @@ def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
             if row is None:
                 raise
             return row
-        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p))
+        note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
+        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p),
+                            note=note)
     return audit_entry(find(target))  # not a file either: find() names close zoo names

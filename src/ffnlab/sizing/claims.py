@@ -132,17 +132,51 @@ def capacity_shortfall(a: dict[str, Any]) -> Result:
             f". The stated shortfall is {a['stated']:+.1%}.", {"rows": rows})
 
 
+def expert_design(name: str) -> dict[str, Any]:
+    """One MoE model's experts: width, width over d_model (granularity; at most 1 = fine-grained,
+    as in ffnlab.sizing.audit), width over the 4x-parameter dense convention (8/3 d gated, 4 d
+    plain), routed / active / shared counts."""
+    from ffnlab.sizing.audit import FINE_GRAINED_MAX
+
+    cfg = _cfg(name)
+    f, d = cfg.ffn, cfg.d_model
+    require(f.is_moe, f"zoo entry {name!r} is not a mixture of experts")
+    convention = Fraction(8, 3) * d if f.gated else Fraction(4 * d)
+    granularity = f.d_ff / d
+    return {"model": name, "d_model": d, "expert_width": f.d_ff, "granularity": granularity,
+            "vs_dense_convention": float(f.d_ff / convention), "n_experts": f.n_experts,
+            "top_k": f.top_k,
+            "n_shared_experts": f.n_shared_experts,
+            "design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse"}
+
+
+def _design_text(r: dict[str, Any]) -> str:
+    shared = f" + {r['n_shared_experts']} shared" if r["n_shared_experts"] else ""
+    return (f"{r['model']} {r['n_experts']} experts of {r['expert_width']} = "
+            f"{r['granularity']:.3g}x d_model {r['d_model']} (top-{r['top_k']}{shared})")
+
+
 def mixtral_experts(a: dict[str, Any]) -> Result:
     moe, dense = _cfg(a["moe"]), _cfg(a["dense"])
     cm, cd = count_params(moe), count_params(dense)
     smaller = moe.ffn.d_ff < dense.ffn.d_ff
-    return ("true" if smaller else "false",
-            f"{a['moe']}: {moe.ffn.n_experts} experts of width {moe.ffn.d_ff} (top-{moe.ffn.top_k}) vs "
-            f"{a['dense']}'s dense width {dense.ffn.d_ff}: each expert is as wide as the dense FFN, not smaller. "
-            f"FFN parameters {cm.ffn / 1e9:.2f}B total, {cm.ffn_active / 1e9:.2f}B active per token vs "
-            f"{cd.ffn / 1e9:.2f}B dense.",
+    designs = [expert_design(n) for n in (*a.get("coarse", ()), *a.get("fine_grained", ()))]
+    coarse = [r for r in designs if r["design"] == "coarse"]
+    fine = [r for r in designs if r["design"] == "fine-grained"]
+    text = (f"{a['moe']}: {moe.ffn.n_experts} experts of width {moe.ffn.d_ff} "
+            f"(top-{moe.ffn.top_k}) vs {a['dense']}'s dense width {dense.ffn.d_ff}: each expert "
+            f"is as wide as the dense FFN, not smaller. FFN parameters {cm.ffn / 1e9:.2f}B total, "
+            f"{cm.ffn_active / 1e9:.2f}B active per token vs {cd.ffn / 1e9:.2f}B dense.")
+    if coarse:
+        text += (" Coarse designs keep experts wider than d_model: "
+                 + "; ".join(map(_design_text, coarse)) + ".")
+    if fine:
+        text += (" Fine-grained designs do use smaller experts, and route each token to more of "
+                 "them: " + "; ".join(map(_design_text, fine)) + ". So 'smaller experts' is false "
+                 "for Mixtral and true of the fine-grained designs.")
+    return ("true" if smaller else "false", text,
             {"expert_width": moe.ffn.d_ff, "dense_width": dense.ffn.d_ff, "ffn_total": cm.ffn,
-             "ffn_active": cm.ffn_active, "ffn_dense": cd.ffn})
+             "ffn_active": cm.ffn_active, "ffn_dense": cd.ffn, "designs": designs})
 
 
 def param_saving(a: dict[str, Any]) -> Result:

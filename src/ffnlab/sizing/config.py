@@ -17,6 +17,14 @@ from ffnlab.sizing.widths import check_width
 
 NORMS = ("layernorm", "rmsnorm", "layernorm-nobias", "none")
 POSITIONS = ("rope", "learned", "none", "alibi", "relative")
+# where a block's norms sit, and how many each placement may have
+NORM_PLACEMENTS: dict[str, tuple[int, ...]] = {
+    "pre": (2,),  # GPT-2, LLaMA: a norm before attention and before the FFN
+    "post": (2,),  # OLMo 2, EXAONE 4: a norm on the output of each sub-layer, inside the residual
+    "parallel": (1, 2),  # GPT-J, Falcon, Cohere: attention and FFN read the same (one or two) norms
+    "sandwich": (3, 4),  # Gemma 2/3, GLM-4: norms before and after each sub-layer
+}
+QK_NORM_WIDTHS = ("head", "full")
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,8 @@ class FFNSpec:
     n_shared_experts: int = 0
     d_shared: int | None = None  # width of each shared expert (default d_ff)
     shared_expert_gate: bool = False  # Qwen-MoE style scalar gate on the shared expert
+    # a bias of n_experts on the router: a Linear bias (gpt-oss) or a selection-only correction
+    # bias held as a parameter (Ernie 4.5); ``bias`` puts biases on every expert (gpt-oss)
     router_bias: bool = False
 
     @property
@@ -49,7 +59,13 @@ class AttentionSpec:
     head_dim: int | None = None  # None = d_model // n_heads
     qkv_bias: bool = False
     out_bias: bool = False
-    qk_norm: bool = False  # per-head LayerNorm on q and k (Phi qk_layernorm)
+    qk_norm: bool = False  # a norm on queries and keys (Phi qk_layernorm, Qwen3, OLMo 2)
+    qk_norm_kind: str = "layernorm"  # which norm (NORMS); "none" = weightless (Llama 4's L2 norm)
+    # "head": one norm of head_dim shared by all heads (Qwen3, Gemma 3); "full": over the
+    # concatenated heads, n_heads * head_dim for q and n_kv_heads * head_dim for k (OLMo 2,
+    # OLMoE; Cohere's separate per-head weights hold the same count)
+    qk_norm_width: str = "head"
+    sinks: bool = False  # gpt-oss attention sinks: one learned logit per head in each layer
     # sliding-window attention (Mistral v0.1, Gemma 2/3, gpt-oss): the window in tokens, and which
     # layers use it (None with a window = every layer)
     sliding_window: int | None = None
@@ -71,6 +87,7 @@ class ModelConfig:
     attn: AttentionSpec = field(default_factory=AttentionSpec)
     norm: str = "layernorm"
     norms_per_block: int = 2  # 1 for parallel blocks (GPT-J, Phi-2), 4 for Gemma-2's sandwich
+    norm_placement: str = "pre"  # NORM_PLACEMENTS: pre, post, parallel or sandwich
     final_norm: bool = True
     embed_norm: bool = False  # BLOOM's LayerNorm after the embedding
     positions: str = "learned"
@@ -85,6 +102,10 @@ class ModelConfig:
     # interleaved MoE): the decoder layers at these indices use dense_ffn instead of ffn
     dense_layers: tuple[int, ...] = ()
     dense_ffn: FFNSpec | None = None
+    # multi-token-prediction modules a config.json declares (DeepSeek-V3 and GLM-4.5
+    # num_nextn_predict_layers): transformers does not build them, so they are counted apart
+    # (ParamCounts.mtp) and left out of the total, as transformers' own count leaves them out
+    mtp_layers: int = 0
     name: str = ""
 
     # -- derived ---------------------------------------------------------------------------
@@ -113,11 +134,39 @@ class ModelConfig:
     def is_mla(self) -> bool:
         return self.attn.kv_lora_rank is not None
 
+    @property
+    def qk_head_dim(self) -> int:
+        """Width of each query/key head (MLA: nope + rope parts; otherwise head_dim)."""
+        a = self.attn
+        if self.is_mla:
+            return (a.qk_nope_head_dim or 0) + (a.qk_rope_head_dim or 0)
+        return self.head_dim
+
+    @property
+    def v_head_dim(self) -> int:
+        """Width of each value head (MLA: v_head_dim; otherwise head_dim)."""
+        if self.is_mla:
+            return self.attn.v_head_dim or self.head_dim
+        return self.head_dim
+
+    @property
+    def moe_layers(self) -> int:
+        """How many decoder layers have a routed (MoE) FFN."""
+        return sum(f.is_moe for f in self.layer_ffns())
+
     def layer_ffns(self) -> list[FFNSpec]:
         """The FFN of each decoder layer, in order (``dense_ffn`` at the ``dense_layers`` indices)."""
         dense = set(self.dense_layers)
         return [self.dense_ffn if (i in dense and self.dense_ffn is not None) else self.ffn
                 for i in range(self.n_layers)]
+
+    def ffn_layer_counts(self) -> dict[FFNSpec, int]:
+        """Each distinct FFN of the model (decoder layout, then an encoder's ``ffn``) and how
+        many layers use it."""
+        counts: dict[FFNSpec, int] = {}
+        for f in [*self.layer_ffns(), *[self.ffn] * self.encoder_layers]:
+            counts[f] = counts.get(f, 0) + 1
+        return counts
 
     def attention_layers(self) -> list[str]:
         """``"sliding"`` or ``"full"`` for each decoder layer, in order."""
@@ -131,7 +180,12 @@ class ModelConfig:
         return replace(self, ffn=replace(self.ffn, **changes))
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """A JSON-ready dict (``dense_ffn`` nested like ``ffn``; index tuples as lists)."""
+        out = asdict(self)
+        out["dense_layers"] = list(self.dense_layers)
+        if self.attn.sliding_layers is not None:
+            out["attn"]["sliding_layers"] = list(self.attn.sliding_layers)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
@@ -139,10 +193,17 @@ class ModelConfig:
         data = dict(data)
         ffn = _sub(FFNSpec, data.pop("ffn", {}), "ffn")
         attn = _sub(AttentionSpec, data.pop("attn", {}), "attn")
-        known = set(cls.__dataclass_fields__) - {"ffn", "attn"}
+        if attn.sliding_layers is not None:
+            layers = _indices(attn.sliding_layers, "attn.sliding_layers")
+            attn = replace(attn, sliding_layers=layers)
+        dense = data.pop("dense_ffn", None)
+        dense_ffn = None if dense is None else _sub(FFNSpec, dense, "dense_ffn")
+        if "dense_layers" in data:
+            data["dense_layers"] = _indices(data["dense_layers"], "dense_layers")
+        known = set(cls.__dataclass_fields__) - {"ffn", "attn", "dense_ffn"}
         unknown = sorted(set(data) - known)
         require(not unknown, f"unknown model config key(s): {', '.join(unknown)}")
-        return validate(cls(ffn=ffn, attn=attn, **data))
+        return validate(cls(ffn=ffn, attn=attn, dense_ffn=dense_ffn, **data))
 
 
 def _sub(cls: type, data: Any, where: str) -> Any:
@@ -154,6 +215,13 @@ def _sub(cls: type, data: Any, where: str) -> Any:
     return cls(**data)
 
 
+def _indices(value: Any, where: str) -> tuple[int, ...]:
+    ok = isinstance(value, (list, tuple)) and all(
+        isinstance(i, int) and not isinstance(i, bool) for i in value)
+    require(ok, f"model config key {where!r} must be a list of layer indices, got {value!r}")
+    return tuple(value)
+
+
 def _positive(value: Any, what: str) -> None:
     check_width(value, what)
 
@@ -162,8 +230,6 @@ def validate(cfg: ModelConfig) -> ModelConfig:
     """Check a config for consistency; raise :class:`FfnlabError` with the first problem."""
     for what in ("d_model", "n_layers", "vocab_size"):
         _positive(getattr(cfg, what), what)
-    _positive(cfg.ffn.d_ff, "d_ff")
-    get_kind(cfg.ffn.kind)
     a = cfg.attn
     _positive(a.n_heads, "n_heads")
     if a.head_dim is None:
@@ -178,22 +244,79 @@ def validate(cfg: ModelConfig) -> ModelConfig:
                 f"n_kv_heads={a.n_kv_heads} must divide n_heads={a.n_heads}")
     require(cfg.norm in NORMS, f"norm must be one of {NORMS}, got {cfg.norm!r}")
     require(cfg.positions in POSITIONS, f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
-    require(cfg.norms_per_block in (1, 2, 3, 4), f"norms_per_block must be 1-4, got {cfg.norms_per_block}")
+    placements = NORM_PLACEMENTS.get(cfg.norm_placement)
+    require(placements is not None,
+            f"norm_placement must be one of {tuple(NORM_PLACEMENTS)}, got {cfg.norm_placement!r}")
+    require(cfg.norms_per_block in placements,
+            f"a {cfg.norm_placement} block has {' or '.join(map(str, placements))} norms, "
+            f"got norms_per_block={cfg.norms_per_block}")
     if cfg.positions == "learned":
         _positive(cfg.max_positions, "max_positions")
-    f = cfg.ffn
-    if f.is_moe:
-        require(f.n_experts >= 1, "n_experts must be >= 1")
-        require(1 <= f.top_k <= f.n_experts, f"top_k must be between 1 and n_experts={f.n_experts}, got {f.top_k}")
-    else:
-        require(f.top_k == 0 and f.n_shared_experts == 0, "top_k and shared experts need n_experts > 0")
-    require(f.n_shared_experts >= 0, "n_shared_experts must be >= 0")
-    if f.d_shared is not None:
-        _positive(f.d_shared, "d_shared")
+    _validate_ffn(cfg.ffn, "ffn")
+    _validate_layout(cfg)
+    _validate_attention_extras(cfg)
     if cfg.embed_proj_dim is not None:
         _positive(cfg.embed_proj_dim, "embed_proj_dim")
     require(cfg.encoder_layers >= 0, "encoder_layers must be >= 0")
+    require(isinstance(cfg.mtp_layers, int) and cfg.mtp_layers >= 0, "mtp_layers must be >= 0")
     return cfg
+
+
+def _validate_ffn(f: FFNSpec, where: str) -> None:
+    _positive(f.d_ff, f"{where}.d_ff" if where != "ffn" else "d_ff")
+    get_kind(f.kind)
+    if f.is_moe:
+        require(f.n_experts >= 1, "n_experts must be >= 1")
+        require(1 <= f.top_k <= f.n_experts,
+                f"top_k must be between 1 and n_experts={f.n_experts}, got {f.top_k}")
+    else:
+        require(f.top_k == 0 and f.n_shared_experts == 0 and not f.router_bias
+                and not f.shared_expert_gate,
+                f"{where}: top_k, shared experts and router settings need n_experts > 0")
+    require(f.n_shared_experts >= 0, "n_shared_experts must be >= 0")
+    if f.d_shared is not None:
+        _positive(f.d_shared, "d_shared")
+
+
+def _validate_layout(cfg: ModelConfig) -> None:
+    """The per-layer FFN layout: valid, distinct layer indices and a dense_ffn to put there."""
+    idx = cfg.dense_layers
+    if not idx and cfg.dense_ffn is None:
+        return
+    require(cfg.dense_ffn is not None, "dense_layers needs a dense_ffn for those layers")
+    assert cfg.dense_ffn is not None
+    _validate_ffn(cfg.dense_ffn, "dense_ffn")
+    require(len(set(idx)) == len(idx), f"dense_layers repeats an index: {list(idx)}")
+    bad = [i for i in idx if not 0 <= i < cfg.n_layers]
+    require(not bad, f"dense_layers {bad} outside the {cfg.n_layers} decoder layers")
+
+
+def _validate_attention_extras(cfg: ModelConfig) -> None:
+    """q/k norms, sliding windows and multi-head latent attention."""
+    a = cfg.attn
+    require(a.qk_norm_kind in NORMS, f"qk_norm_kind must be one of {NORMS}, got {a.qk_norm_kind!r}")
+    require(a.qk_norm_width in QK_NORM_WIDTHS,
+            f"qk_norm_width must be one of {QK_NORM_WIDTHS}, got {a.qk_norm_width!r}")
+    if a.sliding_window is not None:
+        _positive(a.sliding_window, "sliding_window")
+    if a.sliding_layers is not None:
+        require(a.sliding_window is not None, "sliding_layers needs a sliding_window")
+        bad = [i for i in a.sliding_layers if not 0 <= i < cfg.n_layers]
+        require(not bad, f"sliding_layers {bad} outside the {cfg.n_layers} decoder layers")
+    mla = (a.q_lora_rank, a.qk_rope_head_dim, a.qk_nope_head_dim, a.v_head_dim)
+    if a.kv_lora_rank is None:
+        require(all(v is None for v in mla),
+                "q_lora_rank, qk_rope_head_dim, qk_nope_head_dim and v_head_dim need kv_lora_rank "
+                "(multi-head latent attention)")
+        return
+    _positive(a.kv_lora_rank, "kv_lora_rank")
+    for what in ("qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+        require(getattr(a, what) is not None, f"multi-head latent attention needs {what}")
+        _positive(getattr(a, what), what)
+    if a.q_lora_rank is not None:
+        _positive(a.q_lora_rank, "q_lora_rank")
+    require(a.n_kv_heads in (None, a.n_heads),
+            "multi-head latent attention has one key/value head per query head (n_kv_heads unset)")
 
 
 TRAINABLE_POSITIONS = ("rope", "learned", "none")
@@ -201,15 +324,24 @@ TRAINABLE_POSITIONS = ("rope", "learned", "none")
 
 def check_trainable(cfg: ModelConfig) -> None:
     """Raise if ``cfg`` uses a feature the counter knows but these modules do not build."""
+    a = cfg.attn
     problems = [what for bad, what in (
         (cfg.encoder_layers > 0, "encoder-decoder stacks"),
-        (cfg.norms_per_block != 2, f"{cfg.norms_per_block} norms per block (only pre-norm with 2)"),
+        (cfg.norm_placement != "pre" or cfg.norms_per_block != 2,
+         f"{cfg.norm_placement} norm placement with {cfg.norms_per_block} norms per block "
+         "(only pre-norm with 2)"),
         (cfg.embed_norm, "an embedding norm"),
         (cfg.embed_proj_dim not in (None, cfg.d_model), "embedding projections"),
         (cfg.positions not in TRAINABLE_POSITIONS, f"{cfg.positions} positions"),
         (cfg.position_offset != 0, "position offsets"),
-        (cfg.attn.qk_norm, "q/k norms"),
-        (cfg.positions == "rope" and cfg.head_dim % 2, f"RoPE with an odd head_dim ({cfg.head_dim}; needs an even head_dim)"),
+        (cfg.positions == "rope" and cfg.head_dim % 2,
+         f"RoPE with an odd head_dim ({cfg.head_dim}; needs an even head_dim)"),
+        (cfg.is_mla, "multi-head latent attention (its latent projections are not built)"),
+        (a.sliding_window is not None, "sliding-window attention (every layer attends causally "
+                                       "over the whole sequence)"),
+        (a.sinks, "attention sinks (SDPA has no per-head sink logit)"),
+        (a.qk_norm and a.qk_norm_kind == "none", "weightless q/k norms (Llama 4's L2 norm)"),
+        (cfg.mtp_layers > 0, "multi-token-prediction layers (one next-token head only)"),
     ) if bad]
     if problems:
         raise FfnlabError(f"ffnlab.nn cannot build {', '.join(problems)}; these configs are for counting only")

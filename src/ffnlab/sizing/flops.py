@@ -7,7 +7,13 @@ Convention (stated so numbers can be compared):
 * attention scores (QK^T) and the weighted sum over values (AV) are counted over the full
   context of ``seq_len`` tokens with no causal discount, as PaLM (Chowdhery et al. 2022,
   App. B) and ``torch.utils.flop_counter`` do: 4 * seq_len * n_heads * head_dim per layer;
-* MoE layers count only the router and the ``top_k`` routed (plus shared) experts a token uses;
+* layers with a sliding window attend to ``min(seq_len, window)`` tokens;
+* MoE layers count only the router, the ``top_k`` routed experts a token uses, the shared
+  experts and their gate (a d_model x 1 matmul); the per-layer layout (dense layers among MoE
+  ones) is followed layer by layer;
+* multi-head latent attention counts the projections transformers runs (queries through the
+  q latent, keys and values up-projected from the kv latent; no weight absorption), and its
+  scores over the q/k head width (nope + rope) and the values over v_head_dim;
 * training = forward + backward = 3 x forward.
 """
 
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 
 DTYPE_BYTES: dict[str, float] = {
@@ -47,23 +53,47 @@ class FlopsPerToken:
         return out
 
 
+def ffn_flops(d_model: int, f: FFNSpec) -> int:
+    """Forward matmul FLOPs per token of one FFN layer (router, active and shared experts,
+    shared-expert gate)."""
+    expert = 2 * (3 if f.gated else 2) * d_model * f.d_ff
+    if not f.is_moe:
+        return expert
+    shared = f.n_shared_experts * 2 * (3 if f.gated else 2) * d_model * (f.d_shared or f.d_ff)
+    gate = 2 * d_model if f.shared_expert_gate and f.n_shared_experts else 0
+    return 2 * d_model * f.n_experts + f.top_k * expert + shared + gate
+
+
+def projection_flops(cfg: ModelConfig) -> tuple[int, int]:
+    """Forward FLOPs per token of one attention layer's (q/k/v, output) projections."""
+    d, a = cfg.d_model, cfg.attn
+    out = 2 * a.n_heads * cfg.v_head_dim * d
+    if not cfg.is_mla:
+        return 2 * d * (cfg.d_attn + 2 * cfg.d_kv), out
+    q_out = a.n_heads * cfg.qk_head_dim
+    q = d * q_out if a.q_lora_rank is None else a.q_lora_rank * (d + q_out)
+    rank = a.kv_lora_rank or 0
+    kv_up = a.n_heads * ((a.qk_nope_head_dim or 0) + cfg.v_head_dim)
+    kv = d * (rank + (a.qk_rope_head_dim or 0)) + rank * kv_up
+    return 2 * (q + kv), out
+
+
 def flops_per_token(cfg: ModelConfig, seq_len: int, *, include_lm_head: bool = True) -> FlopsPerToken:
     """Forward matmul FLOPs per token of a decoder-only model (encoder-decoders: both stacks,
     each token counted once per stack it passes through, cross-attention over ``seq_len``)."""
-    d, dq, dkv = cfg.d_model, cfg.d_attn, cfg.d_kv
-    f = cfg.ffn
+    d = cfg.d_model
     layers = cfg.n_layers + cfg.encoder_layers
     cross = cfg.n_layers if cfg.encoder_layers else 0
-    qkv = 2 * d * (dq + 2 * dkv) * (layers + cross)
-    attn_out = 2 * dq * d * (layers + cross)
-    attn_scores = 4 * seq_len * dq * (layers + cross)
-    n_in = 2 if f.gated else 1
-    expert = 2 * (n_in + 1) * d * f.d_ff
-    ffn_layer = expert
-    if f.is_moe:
-        shared = f.n_shared_experts * 2 * (n_in + 1) * d * (f.d_shared or f.d_ff)
-        ffn_layer = 2 * d * f.n_experts + f.top_k * expert + shared
-    ffn = ffn_layer * layers
+    proj_in, proj_out = projection_flops(cfg)
+    qkv = proj_in * (layers + cross)
+    attn_out = proj_out * (layers + cross)
+    window = cfg.attn.sliding_window or seq_len
+    contexts = [min(seq_len, window) if kind == "sliding" else seq_len
+                for kind in cfg.attention_layers()]
+    contexts += [seq_len] * (cfg.encoder_layers + cross)
+    per_token_context = 2 * cfg.attn.n_heads * (cfg.qk_head_dim + cfg.v_head_dim)
+    attn_scores = per_token_context * sum(contexts)
+    ffn = sum(n * ffn_flops(d, f) for f, n in cfg.ffn_layer_counts().items())
     width_e = cfg.embed_proj_dim or d
     lm_head = 2 * width_e * cfg.vocab_size if include_lm_head else 0
     return FlopsPerToken(qkv=qkv, attn_out=attn_out, attn_scores=attn_scores, ffn=ffn, lm_head=lm_head)

@@ -34,6 +34,9 @@ def layout_for(cfg: ModelConfig) -> str:
     require(not f.is_moe, "MoE runs cannot be exported: Hugging Face's Llama/GPT-2 layouts have dense FFNs")
     require(cfg.final_norm, "both layouts end with a final norm; this model has none")
     require(not cfg.lm_head_bias, "an LM-head bias has no place in the Llama or GPT-2 layouts")
+    require(not cfg.dense_layers,
+            "per-layer FFN layouts cannot be exported: the Llama and GPT-2 layouts repeat one FFN")
+    require(not cfg.attn.qk_norm, "q/k norms have no place in the Llama or GPT-2 layouts")
     require(cfg.d_model % cfg.attn.n_heads == 0,
             "transformers requires n_heads to divide d_model, even with an explicit head_dim")
     if cfg.norm == "rmsnorm" and cfg.positions == "rope":

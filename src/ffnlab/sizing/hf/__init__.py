@@ -4,7 +4,9 @@ One module per model family (a new family is one new file and one line in ``HF_T
 its ``translate`` function reads the keys that decide the architecture, with the
 defaults of the corresponding ``transformers`` config class where a key may be absent. The
 translation is tested against ``transformers``' own models built from the same configs: the
-parameter totals agree exactly (``tests/test_hf_parity.py``). No ``transformers`` import here.
+parameter totals agree exactly (``tests/test_hf_parity.py``). Multimodal configs (``MULTIMODAL``)
+are translated through their ``text_config``: the language model and its head. No
+``transformers`` import here.
 """
 
 from __future__ import annotations
@@ -19,20 +21,52 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.config import ModelConfig, validate
 from ffnlab.sizing.hf import (
     bloom,
+    cohere,
+    cohere2,
+    dbrx,
+    deepseek_v2,
+    deepseek_v3,
+    ernie4_5,
+    ernie4_5_moe,
+    exaone4,
     falcon,
     gemma,
     gemma2,
+    gemma3,
+    glm,
+    glm4,
+    glm4_moe,
     gpt2,
+    gpt_bigcode,
+    gpt_neo,
     gpt_neox,
+    gpt_oss,
     gptj,
+    granite,
+    granitemoe,
+    hunyuan_v1_dense,
+    hunyuan_v1_moe,
     llama,
+    llama4,
+    ministral,
     mistral,
     mixtral,
+    mpt,
     olmo,
+    olmo2,
+    olmo3,
+    olmoe,
     opt,
     phi,
     phi3,
+    phimoe,
     qwen2,
+    qwen2_moe,
+    qwen3,
+    qwen3_moe,
+    smollm3,
+    stablelm,
+    starcoder2,
     t5,
 )
 from ffnlab.sizing.hf.keys import ConfigKeys
@@ -54,8 +88,76 @@ HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type
     "phi3": phi3.translate,
     "olmo": olmo.translate,
     "t5": t5.translate,
+    "qwen3": qwen3.translate,
+    "qwen3_moe": qwen3_moe.translate,
+    "qwen2_moe": qwen2_moe.translate,
+    "gemma3_text": gemma3.translate,
+    "olmo2": olmo2.translate,
+    "olmo3": olmo3.translate,
+    "olmoe": olmoe.translate,
+    "deepseek_v2": deepseek_v2.translate,
+    "deepseek_v3": deepseek_v3.translate,
+    "gpt_oss": gpt_oss.translate,
+    "llama4_text": llama4.translate,
+    "granite": granite.translate,
+    "granitemoe": granitemoe.translate,
+    "starcoder2": starcoder2.translate,
+    "gpt_bigcode": gpt_bigcode.translate,
+    "cohere": cohere.translate,
+    "cohere2": cohere2.translate,
+    "stablelm": stablelm.translate,
+    "mpt": mpt.translate,
+    "dbrx": dbrx.translate,
+    "phimoe": phimoe.translate,
+    "smollm3": smollm3.translate,
+    "glm": glm.translate,
+    "glm4": glm4.translate,
+    "glm4_moe": glm4_moe.translate,
+    "ernie4_5": ernie4_5.translate,
+    "ernie4_5_moe": ernie4_5_moe.translate,
+    "hunyuan_v1_dense": hunyuan_v1_dense.translate,
+    "hunyuan_v1_moe": hunyuan_v1_moe.translate,
+    "exaone4": exaone4.translate,
+    "ministral": ministral.translate,
+    "gpt_neo": gpt_neo.translate,
+    "qwen2_5_vl_text": qwen2.translate,
 }
-SUPPORTED_MODEL_TYPES = tuple(HF_TRANSLATORS)
+# multimodal model types: ffnlab counts the language model of their text_config (the vision
+# encoder and projector are left out), translated as the text model type named here
+MULTIMODAL: dict[str, str] = {
+    "gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+}
+# transformers ties the LM head by the outer config's tie_word_embeddings, whose class defaults
+# are these (Gemma3Config, Llama4Config, Mistral3Config, Qwen2_5_VLConfig)
+MULTIMODAL_TIE = {"gemma3": True, "llama4": False, "mistral3": True, "qwen2_5_vl": False}
+SUPPORTED_MODEL_TYPES = tuple(HF_TRANSLATORS) + tuple(MULTIMODAL)
+MULTIMODAL_NOTE = ("multimodal config: counted its text_config (the language model and its LM "
+                   "head); the vision encoder and projector are not counted")
+
+
+def text_config(data: dict[str, Any]) -> dict[str, Any]:
+    """The language-model part of a multimodal config.json (with its model_type), or ``data``.
+
+    Older Qwen2.5-VL configs keep the text keys at the top level. The head is tied as the outer
+    config says (its class default when it is silent), as transformers does; Qwen2.5-VL also
+    honours a tie set inside the text_config by older saves."""
+    model_type = data.get("model_type")
+    if model_type not in MULTIMODAL:
+        return data
+    inner = data.get("text_config")
+    if inner is None:
+        inner = {k: v for k, v in data.items() if k not in ("vision_config", "model_type")}
+    require(isinstance(inner, dict), f"config.json ({model_type}): 'text_config' must be an object")
+    text = dict(inner)
+    tie = data.get("tie_word_embeddings", MULTIMODAL_TIE[model_type])
+    if model_type == "qwen2_5_vl" and text.get("tie_word_embeddings") is True:
+        tie = True
+    text["tie_word_embeddings"] = tie
+    # Mistral 3's text_config names its own model_type (mistral by default)
+    default = MULTIMODAL[model_type]
+    text["model_type"] = text.get("model_type", default) if model_type == "mistral3" else default
+    return text
 
 
 def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
@@ -64,9 +166,13 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")
     require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {model_type!r}")
-    require(model_type in HF_TRANSLATORS,
+    require(model_type in HF_TRANSLATORS or model_type in MULTIMODAL,
             f"config.json model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
-    cfg = HF_TRANSLATORS[model_type](ConfigKeys(data, model_type))
+    text = text_config(data)
+    text_type = text["model_type"]
+    require(text_type in HF_TRANSLATORS,
+            f"config.json ({model_type}): text model_type {text_type!r} is not supported")
+    cfg = HF_TRANSLATORS[text_type](ConfigKeys(text, text_type))
     return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type))
 
 

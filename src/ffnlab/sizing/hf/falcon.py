@@ -25,5 +25,6 @@ def translate(k: ConfigKeys) -> ModelConfig:
         ffn=FFNSpec(k.act("activation", "gelu", gated=False), k.get("ffn_hidden_size", 4 * d), bias=bias),
         attn=AttentionSpec(n_heads, n_kv_heads=n_kv, qkv_bias=bias, out_bias=bias),
         norm="layernorm", norms_per_block=(n_ln if parallel else 2),
+        norm_placement="parallel" if parallel else "pre",
         positions="alibi" if k.get("alibi", False, kind=bool) else "rope",
         tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))

@@ -1,12 +1,15 @@
 """LLaMA (llama) and the decoders that share its layout: RMSNorm, RoPE, a gated FFN, GQA.
 
-``llama_like`` builds a translator from the defaults of a ``transformers`` config class; the
-family modules beside this one (mistral, mixtral, qwen2, gemma, gemma2, phi3, olmo) call it.
+``decoder`` reads the keys every LLaMA-family config.json shares, with the defaults of the
+corresponding ``transformers`` config class; ``llama_like`` turns that into a translator. The
+family modules beside this one call them and change what their family changes (q/k norms,
+norm placement, MoE layers, sliding windows).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ffnlab.errors import require
@@ -14,43 +17,117 @@ from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 
 
-def llama_like(defaults: dict[str, Any], *, qkv_bias_key: str | None = "attention_bias",
-                qkv_bias: bool = False, out_bias_follows: bool = True, norm: str = "rmsnorm",
-                norms_per_block: int = 2, act_key: str = "hidden_act",
-                mlp_bias_key: str | None = None) -> Callable[[ConfigKeys], ModelConfig]:
-    """LLaMA-family decoders differ only in defaults, bias flags and norm placement."""
+@dataclass(frozen=True)
+class Layout:
+    """How a family lays out its decoder layer (everything not read from config.json)."""
+
+    qkv_bias_key: str | None = "attention_bias"  # the key that switches the q/k/v biases on
+    qkv_bias: bool = False  # the default (or fixed value, without a key) of those biases
+    out_bias_follows: bool = True  # the output projection has a bias when q/k/v have one
+    norm: str = "rmsnorm"
+    norms_per_block: int = 2
+    norm_placement: str = "pre"
+    act_key: str = "hidden_act"
+    mlp_bias_key: str | None = None
+    qk_norm: str | None = None  # None, or a q/k norm "head" or "full" wide (RMSNorm by default)
+    qk_norm_kind: str = "rmsnorm"
+    qk_norm_key: str | None = None  # a boolean key that switches the q/k norm on (Cohere)
+    lm_head_bias: bool = False
+    sliding_every: int | None = None  # a sliding window in all layers but every n-th (1 = all)
+
+
+def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> int:
+    """``head_dim`` from config.json or the class default, else d_model / n_heads."""
+    explicit = k.data.get("head_dim") is not None or defaults.get("head_dim")
+    if not explicit:
+        require(
+            d % n_heads == 0,
+            f"config.json: num_attention_heads={n_heads} does not divide "
+            f"hidden_size={d} (and no head_dim is given)",
+        )
+    return k.get("head_dim", defaults.get("head_dim") or d // n_heads)
+
+
+def sliding(
+    k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None
+) -> dict[str, Any]:
+    """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
+    config lists them, else the family pattern (every n-th layer full, the others sliding)."""
+    window = k.data.get("sliding_window", window_default)
+    types = k.data.get("layer_types")
+    require(types is None or isinstance(types, list),
+            f"config.json key 'layer_types' must be a list, got {types!r}")
+    if window is None or (types is None and every is None):
+        return {}
+    window = k.get("sliding_window", window_default)
+    if isinstance(types, list):
+        chosen = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+    else:
+        assert every is not None
+        chosen = tuple(i for i in range(n_layers) if every == 1 or (i + 1) % every)
+    return {"sliding_window": window, "sliding_layers": chosen} if chosen else {}
+
+
+def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> ModelConfig:
+    """A LLaMA-family decoder with a dense gated FFN of width ``intermediate_size``."""
+    d = k.get("hidden_size", defaults["hidden_size"])
+    n_heads = k.get("num_attention_heads", defaults["num_attention_heads"])
+    n_layers = k.get("num_hidden_layers", defaults["num_hidden_layers"])
+    qb = k.get(lay.qkv_bias_key, lay.qkv_bias, kind=bool) if lay.qkv_bias_key else lay.qkv_bias
+    qk_on = lay.qk_norm is not None and (
+        lay.qk_norm_key is None or k.get(lay.qk_norm_key, False, kind=bool)
+    )
+    ffn = FFNSpec(
+        k.act(lay.act_key, defaults[lay.act_key], gated=True),
+        k.get("intermediate_size", defaults["intermediate_size"]),
+        bias=k.get(lay.mlp_bias_key, False, kind=bool) if lay.mlp_bias_key else False,
+    )
+    attn = AttentionSpec(
+        n_heads,
+        n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads),
+        head_dim=head_dim(k, defaults, d, n_heads),
+        qkv_bias=qb,
+        out_bias=qb and lay.out_bias_follows,
+        qk_norm=qk_on,
+        qk_norm_kind=lay.qk_norm_kind,
+        qk_norm_width=lay.qk_norm or "head",
+        **sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window")),
+    )
+    return ModelConfig(
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=k.get("vocab_size", defaults["vocab_size"]),
+        ffn=ffn,
+        attn=attn,
+        norm=lay.norm,
+        norms_per_block=lay.norms_per_block,
+        norm_placement=lay.norm_placement,
+        positions="rope",
+        lm_head_bias=lay.lm_head_bias,
+        tied_embeddings=k.get("tie_word_embeddings", defaults["tie_word_embeddings"], kind=bool),
+    )
+
+
+def llama_like(
+    defaults: dict[str, Any], layout: Layout = Layout()
+) -> Callable[[ConfigKeys], ModelConfig]:
+    """A translator for a LLaMA-family decoder with a dense FFN."""
 
     def translate(k: ConfigKeys) -> ModelConfig:
-        d = k.get("hidden_size", defaults["hidden_size"])
-        n_heads = k.get("num_attention_heads", defaults["num_attention_heads"])
-        qb = k.get(qkv_bias_key, qkv_bias, kind=bool) if qkv_bias_key else qkv_bias
-        if k.data.get("head_dim") is None and not defaults.get("head_dim"):
-            require(d % n_heads == 0, f"config.json: num_attention_heads={n_heads} does not divide "
-                                      f"hidden_size={d} (and no head_dim is given)")
-        n_experts = k.first("num_local_experts", default=defaults["moe"]) if defaults.get("moe") else 0
-        ffn = FFNSpec(
-            k.act(act_key, defaults[act_key], gated=True),
-            k.get("intermediate_size", defaults["intermediate_size"]),
-            bias=k.get(mlp_bias_key, False, kind=bool) if mlp_bias_key else False,
-            n_experts=n_experts,
-            top_k=k.get("num_experts_per_tok", 2) if n_experts else 0,
-        )
-        return ModelConfig(
-            d_model=d, n_layers=k.get("num_hidden_layers", defaults["num_hidden_layers"]),
-            vocab_size=k.get("vocab_size", defaults["vocab_size"]), ffn=ffn,
-            attn=AttentionSpec(n_heads, n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads),
-                               head_dim=k.get("head_dim", defaults.get("head_dim") or d // n_heads),
-                               qkv_bias=qb, out_bias=qb and out_bias_follows),
-            norm=norm, norms_per_block=norms_per_block, positions="rope",
-            tied_embeddings=k.get("tie_word_embeddings", defaults["tie_word_embeddings"], kind=bool))
+        return decoder(k, defaults, layout)
 
     return translate
 
 
+LLAMA_DEFAULTS = dict(
+    hidden_size=4096,
+    num_attention_heads=32,
+    num_hidden_layers=32,
+    intermediate_size=11008,
+    vocab_size=32000,
+    hidden_act="silu",
+    tie_word_embeddings=False,
+)
 
 
-LLAMA_DEFAULTS = dict(hidden_size=4096, num_attention_heads=32, num_hidden_layers=32, intermediate_size=11008,
-              vocab_size=32000, hidden_act="silu", tie_word_embeddings=False)
-
-
-translate = llama_like(LLAMA_DEFAULTS, mlp_bias_key="mlp_bias")
+translate = llama_like(LLAMA_DEFAULTS, Layout(mlp_bias_key="mlp_bias"))

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, llama_like
+from dataclasses import replace
 
-translate = llama_like({**LLAMA_DEFAULTS, "intermediate_size": 14336, "num_key_value_heads": 8, "moe": 8},
-                       qkv_bias_key=None)
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.llama import Layout, decoder
+from ffnlab.sizing.hf.mistral import MISTRAL_DEFAULTS
+from ffnlab.sizing.hf.moe import with_moe
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    cfg = decoder(k, MISTRAL_DEFAULTS, Layout(qkv_bias_key=None, sliding_every=1))
+    moe = replace(
+        cfg.ffn, n_experts=k.get("num_local_experts", 8), top_k=k.get("num_experts_per_tok", 2)
+    )
+    return with_moe(cfg, moe)

@@ -14,5 +14,5 @@ def translate(k: ConfigKeys) -> ModelConfig:
         ffn=FFNSpec(k.act("hidden_act", "gelu_new", gated=False), k.get("intermediate_size", 8192), bias=True),
         attn=AttentionSpec(n_heads, n_kv_heads=k.get("num_key_value_heads", n_heads), qkv_bias=True,
                            out_bias=True, qk_norm=k.get("qk_layernorm", False, kind=bool)),
-        norm="layernorm", norms_per_block=1, positions="rope",
+        norm="layernorm", norms_per_block=1, norm_placement="parallel", positions="rope",
         tied_embeddings=k.get("tie_word_embeddings", False, kind=bool), lm_head_bias=True)

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
 
-translate = llama_like({**LLAMA_DEFAULTS, "intermediate_size": 22016, "vocab_size": 151936,
-                        "num_key_value_heads": 32}, qkv_bias_key=None, qkv_bias=True, out_bias_follows=False)
+QWEN2_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "intermediate_size": 22016,
+    "vocab_size": 151936,
+    "num_key_value_heads": 32,
+}
+
+translate = llama_like(
+    QWEN2_DEFAULTS, Layout(qkv_bias_key=None, qkv_bias=True, out_bias_follows=False)
+)

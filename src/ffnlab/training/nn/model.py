@@ -1,8 +1,9 @@
 """A decoder-only Transformer you can read in one sitting.
 
 Pre-norm blocks (RMSNorm or LayerNorm), causal attention through
-``F.scaled_dot_product_attention`` with MHA/GQA/MQA, RoPE or learned positions, any FFN of
-:mod:`ffnlab.nn.ffn`, tied or untied LM head. Built from the same :class:`ModelConfig` the
+``F.scaled_dot_product_attention`` with MHA/GQA/MQA and optional q/k norms, RoPE or learned
+positions, any FFN of :mod:`ffnlab.nn.ffn` in each layer (dense and MoE layers mixed as the
+config's layout says), tied or untied LM head. Built from the same :class:`ModelConfig` the
 parameter counter reads; ``tests/test_nn.py`` checks the two agree exactly.
 """
 
@@ -15,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ffnlab.errors import FfnlabError
-from ffnlab.sizing.config import ModelConfig, check_trainable, validate
+from ffnlab.sizing.config import FFNSpec, ModelConfig, check_trainable, validate
 from ffnlab.training.nn.ffn import DenseFFN, MoEFFN, build_ffn
 
 
@@ -44,19 +45,34 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 class Attention(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    """Causal self-attention; optional q/k norms over each head ("head", shared by all heads)
+    or over the concatenated heads ("full"), applied before RoPE as Qwen3 and OLMo 2 do."""
+
+    def __init__(self, cfg: ModelConfig, norm_eps: float = 1e-5):
         super().__init__()
-        self.n_heads, self.n_kv, self.head_dim = cfg.attn.n_heads, cfg.n_kv_heads, cfg.head_dim
-        self.qkv = nn.Linear(cfg.d_model, cfg.d_attn + 2 * cfg.d_kv, bias=cfg.attn.qkv_bias)
-        self.out = nn.Linear(cfg.d_attn, cfg.d_model, bias=cfg.attn.out_bias)
+        a = cfg.attn
+        self.n_heads, self.n_kv, self.head_dim = a.n_heads, cfg.n_kv_heads, cfg.head_dim
+        self.qkv = nn.Linear(cfg.d_model, cfg.d_attn + 2 * cfg.d_kv, bias=a.qkv_bias)
+        self.out = nn.Linear(cfg.d_attn, cfg.d_model, bias=a.out_bias)
+        self.qk_full = a.qk_norm and a.qk_norm_width == "full"
+        if a.qk_norm:
+            wq, wk = (cfg.d_attn, cfg.d_kv) if self.qk_full else (cfg.head_dim, cfg.head_dim)
+            self.q_norm = make_norm(a.qk_norm_kind, wq, norm_eps)
+            self.k_norm = make_norm(a.qk_norm_kind, wk, norm_eps)
+        else:
+            self.q_norm = self.k_norm = None
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None) -> torch.Tensor:
         b, t, _ = x.shape
         hd = self.head_dim
         q, k, v = self.qkv(x).split([self.n_heads * hd, self.n_kv * hd, self.n_kv * hd], dim=-1)
+        if self.q_norm is not None and self.k_norm is not None and self.qk_full:
+            q, k = self.q_norm(q), self.k_norm(k)
         q = q.view(b, t, self.n_heads, hd).transpose(1, 2)
         k = k.view(b, t, self.n_kv, hd).transpose(1, 2)
         v = v.view(b, t, self.n_kv, hd).transpose(1, 2)
+        if self.q_norm is not None and self.k_norm is not None and not self.qk_full:
+            q, k = self.q_norm(q), self.k_norm(k)
         if rope is not None:
             cos, sin = rope[0][:t], rope[1][:t]
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -65,12 +81,14 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, cfg: ModelConfig, norm_eps: float):
+    """A pre-norm decoder layer whose FFN is ``ffn`` (the layer's entry in the FFN layout)."""
+
+    def __init__(self, cfg: ModelConfig, norm_eps: float, ffn: FFNSpec | None = None):
         super().__init__()
         self.norm1 = make_norm(cfg.norm, cfg.d_model, norm_eps)
-        self.attn = Attention(cfg)
+        self.attn = Attention(cfg, norm_eps)
         self.norm2 = make_norm(cfg.norm, cfg.d_model, norm_eps)
-        self.ffn = build_ffn(cfg.d_model, cfg.ffn)
+        self.ffn = build_ffn(cfg.d_model, ffn or cfg.ffn)
         self.is_moe = isinstance(self.ffn, MoEFFN)
 
     def forward(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None
@@ -92,7 +110,7 @@ class DecoderLM(nn.Module):
         self.max_seq_len = cfg.max_positions if cfg.positions == "learned" else max_seq_len
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.positions == "learned" else None
-        self.blocks = nn.ModuleList(Block(cfg, norm_eps) for _ in range(cfg.n_layers))
+        self.blocks = nn.ModuleList(Block(cfg, norm_eps, f) for f in cfg.layer_ffns())
         self.norm_f = make_norm(cfg.norm, cfg.d_model, norm_eps) if cfg.final_norm else nn.Identity()
         self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.lm_head_bias)
         if cfg.tied_embeddings:

@@ -1,0 +1,39 @@
+"""Databricks DBRX (dbrx): coarse MoE (16 SwiGLU experts of width 10752 at d_model 6144, top-4,
+in the released model), GQA through a fused Wqkv, bias-free LayerNorms and projections; the
+attention and FFN shapes live in the nested attn_config and ffn_config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ffnlab.errors import require
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import GATED_FROM_ACT, ConfigKeys
+
+
+def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
+    value: Any = k.data.get(key) or {}
+    require(isinstance(value, dict), f"config.json key {key!r} must be an object")
+    return ConfigKeys(value, k.model_type)
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    attn, ffn = _nested(k, "attn_config"), _nested(k, "ffn_config")
+    act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
+    require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {act!r} is not supported")
+    n_experts = ffn.get("moe_num_experts", 4)
+    return ModelConfig(
+        d_model=k.get("d_model", 2048),
+        n_layers=k.get("n_layers", 24),
+        vocab_size=k.get("vocab_size", 32000),
+        ffn=FFNSpec(
+            GATED_FROM_ACT[act],
+            ffn.get("ffn_hidden_size", 3584),
+            n_experts=n_experts,
+            top_k=ffn.get("moe_top_k", 1),
+        ),
+        attn=AttentionSpec(k.get("n_heads", 16), n_kv_heads=attn.get("kv_n_heads", 1)),
+        norm="layernorm-nobias",
+        positions="rope",
+        tied_embeddings=k.get("tie_word_embeddings", False, kind=bool),
+    )

@@ -1,0 +1,37 @@
+"""GPT-Neo (gpt_neo): GPT-2's layer with unbiased q/k/v (biased output) and alternating global
+and local (window_size) attention layers."""
+
+from __future__ import annotations
+
+from ffnlab.errors import require
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    d = k.get("hidden_size", 2048)
+    n_layers = k.get("num_layers", 24)
+    types = k.data.get("attention_types") or [[["global", "local"], n_layers // 2]]
+    ok = isinstance(types, list) and all(
+        isinstance(t, list) and len(t) == 2 and isinstance(t[0], list) and isinstance(t[1], int)
+        for t in types
+    )
+    require(ok, f"config.json key 'attention_types' must be [[kinds, repeats], ...], got {types!r}")
+    expanded = [t for kinds, times in types for _ in range(times) for t in kinds]
+    local = tuple(i for i, t in enumerate(expanded[:n_layers]) if t == "local")
+    window = {"sliding_window": k.get("window_size", 256), "sliding_layers": local} if local else {}
+    return ModelConfig(
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=k.get("vocab_size", 50257),
+        ffn=FFNSpec(
+            k.act("activation_function", "gelu_new", gated=False),
+            k.get("intermediate_size", 4 * d),
+            bias=True,
+        ),
+        attn=AttentionSpec(k.get("num_heads", 16), out_bias=True, **window),
+        norm="layernorm",
+        positions="learned",
+        max_positions=k.get("max_position_embeddings", 2048),
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
+    )

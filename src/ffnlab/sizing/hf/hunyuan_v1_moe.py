@@ -1,0 +1,38 @@
+"""Hunyuan MoE V1 (hunyuan_v1_moe): Hunyuan's attention (per-head q/k RMSNorms) with, in every
+layer, num_experts routed SwiGLU experts and one shared MLP, all of width intermediate_size as
+transformers builds them (per-layer lists of expert counts must be uniform here)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ffnlab.errors import require
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.hf.hunyuan_v1_dense import HUNYUAN_DEFAULTS
+from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.llama import Layout, decoder
+from ffnlab.sizing.hf.moe import with_moe
+
+
+def _uniform(k: ConfigKeys, key: str, default: int) -> int:
+    """An int, or a per-layer list whose values all agree."""
+    value: Any = k.data.get(key, default)
+    if isinstance(value, list):
+        require(
+            len(set(value)) == 1,
+            f"config.json key {key!r}: per-layer values {value} are not supported",
+        )
+        return ConfigKeys({key: value[0]}, k.model_type).get(key)
+    return k.get(key, default)
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    cfg = decoder(k, HUNYUAN_DEFAULTS, Layout(qk_norm="head"))
+    moe = replace(
+        cfg.ffn,
+        n_experts=_uniform(k, "num_experts", 1),
+        top_k=_uniform(k, "moe_topk", 1),
+        n_shared_experts=1,
+    )
+    return with_moe(cfg, moe)

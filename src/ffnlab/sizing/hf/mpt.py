@@ -1,0 +1,22 @@
+"""MosaicML MPT (mpt): ALiBi, bias-free LayerNorms and projections, a GELU MLP that
+transformers' MptMLP fixes at 4 x d_model (it does not read expansion_ratio; every published
+MPT uses 4), tied embeddings."""
+
+from __future__ import annotations
+
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    d = k.get("d_model", 2048)
+    return ModelConfig(
+        d_model=d,
+        n_layers=k.get("n_layers", 24),
+        vocab_size=k.get("vocab_size", 50368),
+        ffn=FFNSpec("gelu", 4 * d),
+        attn=AttentionSpec(k.get("n_heads", 16)),
+        norm="layernorm-nobias",
+        positions="alibi",
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
+    )

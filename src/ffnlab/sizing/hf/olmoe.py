@@ -1,0 +1,28 @@
+"""OLMoE (olmoe): 64 fine-grained SwiGLU experts of width intermediate_size (1024 in
+OLMoE-1B-7B), top-8, in every layer, no shared expert; RMSNorms over the full q and k."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.moe import with_moe
+
+OLMOE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "hidden_size": 2048,
+    "intermediate_size": 2048,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 16,
+    "vocab_size": 50304,
+}
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    cfg = decoder(k, OLMOE_DEFAULTS, Layout(qk_norm="full"))
+    moe = replace(
+        cfg.ffn, n_experts=k.get("num_experts", 64), top_k=k.get("num_experts_per_tok", 8)
+    )
+    return with_moe(cfg, moe)

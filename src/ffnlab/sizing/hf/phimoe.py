@@ -1,0 +1,27 @@
+"""Phi-3.5-MoE (phimoe): LayerNorm with bias, GQA, 16 SwiGLU experts of width 6400 (top-2) in
+every layer; attention_bias and lm_head_bias switch biases on."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.moe import with_moe
+
+PHIMOE_DEFAULTS = {
+    **LLAMA_DEFAULTS,
+    "vocab_size": 32064,
+    "intermediate_size": 6400,
+    "num_key_value_heads": 8,
+}
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    cfg = decoder(k, PHIMOE_DEFAULTS, Layout(norm="layernorm", sliding_every=1))
+    cfg = replace(cfg, lm_head_bias=k.get("lm_head_bias", False, kind=bool))
+    moe = replace(
+        cfg.ffn, n_experts=k.get("num_local_experts", 16), top_k=k.get("num_experts_per_tok", 2)
+    )
+    return with_moe(cfg, moe)

@@ -1,0 +1,35 @@
+"""StarCoder2 (starcoder2): LayerNorm, GQA, a plain GELU (tanh) MLP, biases on every
+projection (use_bias), tied embeddings."""
+
+from __future__ import annotations
+
+from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.llama import sliding
+
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    d = k.get("hidden_size", 3072)
+    n_heads = k.get("num_attention_heads", 24)
+    n_layers = k.get("num_hidden_layers", 30)
+    bias = k.get("use_bias", True, kind=bool)
+    return ModelConfig(
+        d_model=d,
+        n_layers=n_layers,
+        vocab_size=k.get("vocab_size", 49152),
+        ffn=FFNSpec(
+            k.act("hidden_act", "gelu_pytorch_tanh", gated=False),
+            k.get("intermediate_size", 12288),
+            bias=bias,
+        ),
+        attn=AttentionSpec(
+            n_heads,
+            n_kv_heads=k.get("num_key_value_heads", 2),
+            qkv_bias=bias,
+            out_bias=bias,
+            **sliding(k, n_layers, 1),
+        ),
+        norm="layernorm",
+        positions="rope",
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
+    )

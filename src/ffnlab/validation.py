@@ -184,8 +184,11 @@ class Check:
     name: bool = False  # a safe folder/file name
     nonempty: bool = False
     unique: bool = False
+    label: str = ""  # what the field is, added to its key in messages: "arms[0].name (the arm name)"
 
     def apply(self, value: Any, where: str) -> Any:
+        if self.label:
+            where = f"{where} ({self.label})"
         if self.choices and isinstance(value, str):
             return choice(value, where, self.choices)
         if self.name and isinstance(value, str):
@@ -194,7 +197,7 @@ class Check:
             if self.nonempty and not value:
                 raise fail(where, f"a non-empty {'list' if isinstance(value, list) else 'mapping'}", value)
             if self.unique and isinstance(value, list) and len(set(map(show, value))) != len(value):
-                raise fail(where, "a list without repeats", value)
+                raise fail(where, "a list of unique values", value)
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and not _in_range(value, self.lo, self.hi, self.lo_open, self.hi_open):

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, app
+from ffnlab.cli.app import EXPERIMENTS, app, check_ints
+from ffnlab.files import provisional_dir
+from ffnlab.validation import choice, confined
+
+BACKENDS = ("local", "ray")
+
+
+def check_run_options(backend: str, workers: int | None) -> None:
+    """--backend and --workers of sweep and verify, checked before any folder is made."""
+    choice(backend, "--backend", BACKENDS)
+    check_ints(workers=(workers, 1, 4096))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)
@@ -29,8 +39,9 @@ def sweep(
     from ffnlab.experiments.sweep_run import RunsFailed, execute
     from ffnlab.experiments.sweep_spec import load_spec
 
+    check_run_options(backend, workers)
     s = load_spec(spec)
-    folder = out or Path("sweeps") / s.name
+    folder = out or confined(Path("sweeps"), s.name, "sweep name")
     try:
         status = execute(s, folder, backend=backend, address=address, workers=workers)
     except RunsFailed as e:
@@ -56,7 +67,7 @@ def report(
     from ffnlab.experiments.report import write_report
 
     paths = write_report(sweep_dir, out)
-    for k, v in json.loads(paths["claims"].read_text()).items():
+    for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
         print(f"{k}: {v['verdict']} - {v['evidence']}")
     print(f"report: {paths['html']} and {paths['markdown']}")
 
@@ -76,8 +87,10 @@ def verify(
     from ffnlab.experiments.sweep_run import RunsFailed
     from ffnlab.experiments.verify import verify as run_verify
 
+    check_run_options(backend, workers)
     try:
-        result = run_verify(preset, out, workers=workers, backend=backend, address=address)
+        with provisional_dir(out):  # a refused verify leaves no report folder behind
+            result = run_verify(preset, out, workers=workers, backend=backend, address=address)
     except RunsFailed as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(1) from None

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, MODELS, SIZING, app, check_format, width_rule
+from ffnlab.cli.app import (
+    FORMAT_OPTION,
+    JSON_OPTION,
+    MODELS,
+    SIZING,
+    app,
+    check_format,
+    check_ints,
+    width_rule,
+)
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
+from ffnlab.validation import choice
+
+MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
 
 
 @app.command(rich_help_panel=SIZING)
@@ -38,6 +51,9 @@ def size(
     from ffnlab.sizing.size import size_summary
 
     check_format(fmt)
+    check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
+               n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
+               experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
     out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
                        vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype)
@@ -95,7 +111,16 @@ def plan(
     from ffnlab.sizing.plan import plan as make_plan
 
     check_format(fmt)
+    check_ints(vocab=(vocab, 1, 2**32), d_multiple=(d_multiple, 1, 2**16), kv_groups=(kv_groups, 1, 2**10),
+               top=(top, 1, 1000))
+    choice(count, "--count", ("total", "non-embedding"))
+    try:
+        as_float: float | None = float(target)
+    except ValueError:
+        as_float = None
+    require(as_float is None or math.isfinite(as_float), f"parameter count must be a finite number, got {target!r}")
     n = parse_count(target)
+    require(n <= MAX_PLAN_TARGET, f"parameter count must be at most {MAX_PLAN_TARGET:.0e}, got {target!r}")
     if ratio is None and rule in ("ratio", "param-matched"):
         ratio = "4"
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
@@ -131,6 +156,7 @@ def explain(
     from ffnlab.sizing.explain import explain as run_explain
 
     check_format(fmt)
+    check_ints(d_model=(d_model, 1, 2**30), d_ff=(d_ff, 1, 2**40))
     out = run_explain(d_model, d_ff, ffn)
     if as_json:
         render.emit_json(out)

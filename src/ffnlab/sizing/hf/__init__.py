@@ -9,13 +9,13 @@ parameter totals agree exactly (``tests/test_hf_parity.py``). No ``transformers`
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
+from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig, validate
 from ffnlab.sizing.hf import (
     bloom,
@@ -76,9 +76,6 @@ def load_hf_config(path: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
     if p.is_dir():
         p = p / "config.json"
     require(p.is_file(), f"no such file: {p}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FfnlabError(f"{p}: not valid JSON ({e})") from None
+    data = read_data(p, "config.json", fmt="JSON")  # the one reader: size, UTF-8, JSON
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
     return from_hf_dict(data, name=p.parent.name if p.name == "config.json" and p.parent.name else p.stem), data

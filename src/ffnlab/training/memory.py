@@ -98,3 +98,11 @@ def check_fits(cfg: runconfig.RunConfig, device: str, *, vocab_size: int | None 
         raise FfnlabError(f"this run needs about {_gib(on_ram)} of RAM ({what}) but this machine has "
                           f"{_gib(ram)}{advice}")
     return need
+
+
+def check_splits(n_train: int, n_val: int, seq_len: int) -> None:
+    """Refuse a corpus too short for this run's windows before the run folder is written."""
+    for split, n, need in (("training", n_train, seq_len + 2), ("validation", n_val, seq_len + 1)):
+        if n < need:
+            raise FfnlabError(f"the corpus's {split} split has {n:,} tokens, too few for windows of train.seq_len="
+                              f"{seq_len} tokens (needs at least {need:,}); use a shorter train.seq_len or more text")

@@ -147,6 +147,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[
 
 def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str, Any]:
     from ffnlab.training.corpus import batch_starts, eval_starts, get_batch, load_prepared
+    from ffnlab.training.memory import check_splits
     from ffnlab.training.nn import build_model
 
     t = cfg.train
@@ -162,6 +163,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
     if not info.is_main:
         data = load_prepared(prepared_dir)
     train_arr, val_arr = data.train(), data.val()
+    check_splits(len(train_arr), len(val_arr), t.seq_len)  # before the run folder is written
     mcfg = runconfig.model_config(cfg, data.vocab_size)
     model = build_model(mcfg, seed=t.seed, max_seq_len=t.seq_len, rope_theta=cfg.model.rope_theta,
                         norm_eps=cfg.model.norm_eps).to(info.device)

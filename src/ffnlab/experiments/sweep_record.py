@@ -13,31 +13,31 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
 from ffnlab.files import read_mapping, read_text
+from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, integer, number, safe_name, show
 
 MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
-RUN_INTS = ("d_model", "d_ff", "n_heads", "seed")
+RUN_INTS = ("d_model", "d_ff")
 
 
-def _run(entry: Any, i: int, arms: set[str], where: str) -> dict[str, Any]:
-    from ffnlab.training import runconfig
-
+def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
     here = f"{where}: runs[{i}]"
     require(isinstance(entry, dict), f"{here} must be a mapping, got {show(entry)}")
     for key in ("run", "arm", "seed", "config", *RUN_INTS, "params_non_embedding", "train_flops_per_token"):
         require(key in entry, f"{here} has no {key!r}")
     safe_name(entry["run"], f"{here}.run")
-    require(entry["arm"] in arms, f"{here}.arm {show(entry['arm'])} is not an arm of the spec")
+    safe_name(entry["arm"], f"{here}.arm")
+    integer(entry["seed"], f"{here}.seed", 0)
     for key in RUN_INTS:
-        integer(entry[key], f"{here}.{key}", 0 if key == "seed" else 1)
+        integer(entry[key], f"{here}.{key}", 1)
     integer(entry["params_non_embedding"], f"{here}.params_non_embedding", 0)
     number(entry["train_flops_per_token"], f"{here}.train_flops_per_token", 0, lo_open=True, text_ok=False)
-    try:
-        runconfig.from_dict(entry["config"])
-    except FfnlabError as e:
-        raise FfnlabError(f"{here}.config: {e}") from None
+    ffn = entry["config"].get("model", {}).get("ffn") if isinstance(entry["config"], dict) else None
+    require(isinstance(ffn, dict) and isinstance(ffn.get("kind"), str) and isinstance(ffn.get("rule"), str),
+            f"{here}.config must hold model.ffn.kind and model.ffn.rule")
+    get_kind(ffn["kind"])
     return entry
 
 
@@ -69,27 +69,28 @@ def _metrics(path: Path) -> None:
 
 def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     """The validated ``sweep.json`` of ``sweep_dir`` (its finished runs' files checked too)."""
-    from ffnlab.experiments.sweep_spec import spec_from_dict
-
     root = Path(sweep_dir)
     require(root.is_dir() and (root / "sweep.json").is_file(), f"{root} is not a sweep folder (no sweep.json)")
     where = str(root / "sweep.json")
     record = read_mapping(root / "sweep.json", "sweep record", fmt="JSON")
-    for key in ("spec", "runs", "vocab_size"):
+    for key in ("spec", "runs"):
         require(key in record, f"{where} has no {key!r}; is it a sweep folder written by ffnlab?")
-    try:
-        spec = spec_from_dict(record["spec"])
-    except FfnlabError as e:
-        raise FfnlabError(f"{where}: {e}") from None
-    integer(record["vocab_size"], f"{where}: vocab_size", 1)
+    spec = record["spec"]
+    require(isinstance(spec, dict), f"{where}: spec must be a mapping, got {show(spec)}")
+    for key in ("name", "reference", "control"):
+        require(isinstance(spec.get(key, ""), str), f"{where}: spec.{key} must be a string, got {show(spec[key])}")
+    if "vocab_size" in record:
+        integer(record["vocab_size"], f"{where}: vocab_size", 1)
     runs = record["runs"]
     require(isinstance(runs, list) and runs, f"{where}: runs must be a non-empty list, got {show(runs)}")
-    arms = {a.name for a in spec.arms}
     for i, entry in enumerate(runs):
-        r = _run(entry, i, arms, where)
+        r = _run(entry, i, where)
         run_dir = confined(root / "runs", r["run"], f"{where}: runs[{i}].run")
         if (run_dir / "summary.json").is_file():
             _summary(run_dir / "summary.json")
         if (run_dir / "metrics.jsonl").is_file():
             _metrics(run_dir / "metrics.jsonl")
+    arms = sorted({r["arm"] for r in runs})
+    require(spec.get("reference") in arms, f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
+                                           f"of its runs ({', '.join(arms[:6])})")
     return record

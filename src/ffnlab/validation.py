@@ -32,7 +32,7 @@ MAX_DIGITS = 30  # longest integer (in decimal digits) any ffnlab input needs
 MAX_EXPONENT = 30  # |exponent| of a number written as text, e.g. 1e30
 MAX_TEXT = 64  # longest number written as text
 SEED_MAX = 2**32 - 1  # numpy's generators take seeds below 2**32
-_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?", re.IGNORECASE)
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?", re.IGNORECASE)  # ASCII digits only
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 

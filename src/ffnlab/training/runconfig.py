@@ -144,7 +144,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         require(all(parts), f"--set: bad key {key!r}")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, RecursionError):  # e.g. a 5,000-digit integer: kept as text
             value = raw
         node = out
         for part in parts[:-1]:

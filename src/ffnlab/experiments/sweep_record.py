@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_mapping, read_text
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, integer, number, safe_name, show
@@ -78,7 +78,8 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     spec = record["spec"]
     require(isinstance(spec, dict), f"{where}: spec must be a mapping, got {show(spec)}")
     for key in ("name", "reference", "control"):
-        require(isinstance(spec.get(key, ""), str), f"{where}: spec.{key} must be a string, got {show(spec[key])}")
+        if not isinstance(spec.get(key, ""), str):
+            raise FfnlabError(f"{where}: spec.{key} must be a string, got {show(spec[key])}")
     if "vocab_size" in record:
         integer(record["vocab_size"], f"{where}: vocab_size", 1)
     runs = record["runs"]

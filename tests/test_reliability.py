@@ -184,11 +184,23 @@ def _edit_optim(ckpt: Path, key_part: str, shape: tuple[int, ...] | None) -> Non
     save_file(t, str(ckpt / "optim.safetensors"))
 
 
+def _edit_weights(ckpt: Path) -> None:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    t = load_file(str(ckpt / "model.safetensors"))
+    key = sorted(t)[0]
+    t[key] = torch.zeros(t[key].shape[0] + 1, *t[key].shape[1:])
+    save_file(t, str(ckpt / "model.safetensors"))
+
+
 DAMAGE = {
     "elapsed_s is text": lambda c: _edit_state(c, lambda s: s.update(elapsed_s="abc")),
     "betas is a string": lambda c: _edit_state(c, lambda s: s["optimizer"]["param_groups"][0].update(betas="ab")),
-    "lr is infinite": lambda c: (c / "state.json").write_text(
-        (c / "state.json").read_text().replace('"lr": ', '"lr": Infinity, "x": ', 1)),
+    "JSON Infinity": lambda c: (c / "state.json").write_text(
+        (c / "state.json").read_text().replace('"elapsed_s": ', '"elapsed_s": Infinity, "x": ', 1)),
+    "lr negative": lambda c: _edit_state(c, lambda s: s["optimizer"]["param_groups"][0].update(lr=-1.0)),
+    "weight wrong shape": lambda c: _edit_weights(c),
     "step -5": lambda c: _edit_state(c, lambda s: s.update(step=-5)),
     "step past max_steps": lambda c: _edit_state(c, lambda s: s.update(step=10**6)),
     "tokens disagree": lambda c: _edit_state(c, lambda s: s.update(tokens=s["tokens"] + 1)),
@@ -207,7 +219,8 @@ def test_bad_checkpoint_is_refused_before_the_run_folder_changes(tmp_path, refer
     shutil.copytree(reference, run)
     DAMAGE[damage](sorted((run / "checkpoints").glob("step-*"))[-1])
     n_metrics = len((run / "metrics.jsonl").read_text().splitlines())
-    refused_untouched(tmp_path, *train_argv(run, cache, "train.max_steps=16"), "--resume", fragment="checkpoint")
+    line = refused_untouched(tmp_path, *train_argv(run, cache), "--resume", fragment="step-0000012")
+    assert any(w in line for w in ("is invalid", "is corrupt", "does not fit")), line
     assert len((run / "metrics.jsonl").read_text().splitlines()) == n_metrics
 
 

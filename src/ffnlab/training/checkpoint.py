@@ -106,11 +106,13 @@ def remove_stale(run_dir: Path) -> list[Path]:
 
 def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) -> dict[str, Any]:
     try:
-        state = json.loads(read_text(path / "state.json", "checkpoint state"), parse_constant=_no_constant)
+        state = json.loads(read_text(path / "state.json", "state"), parse_constant=_no_constant)
+    except FfnlabError as e:  # binary, not UTF-8, too large
+        raise _bad(path, str(e).replace(str(path / "state.json"), "state.json")) from None
     except (ValueError, RecursionError) as e:
-        raise _corrupt(path / "state.json", str(e).splitlines()[0][:200]) from None
+        raise _bad(path, f"state.json is not valid JSON ({str(e).splitlines()[0][:200]})") from None
     if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise _corrupt(path / "state.json", "unknown format")
+        raise _bad(path, f"state.json is not a format-{FORMAT} checkpoint state")
     step, tokens, elapsed = state.get("step"), state.get("tokens"), state.get("elapsed_s", 0.0)
     hi = max_steps if max_steps is not None else 10**9
     try:

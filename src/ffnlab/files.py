@@ -161,20 +161,21 @@ def read_mapping(path: str | Path, what: str = "file", *, fmt: str | None = None
     return data
 
 
-def _holds_nothing(folder: Path) -> bool:
-    """Whether ``folder`` holds only a lock file and empty folders (what a failed start leaves)."""
-    return not any(p.is_symlink() or (p.is_file() and p.name != ".lock") for p in folder.rglob("*"))
+def _holds_nothing(folder: Path, own: tuple[str, ...]) -> bool:
+    """Whether ``folder`` holds only files named in ``own`` (locks, markers) and empty folders."""
+    return not any(p.is_symlink() or (p.is_file() and p.name not in own) for p in folder.rglob("*"))
 
 
 @contextlib.contextmanager
-def provisional_dir(folder: Path) -> Iterator[Path]:
+def provisional_dir(folder: Path, own: tuple[str, ...] = (".lock",)) -> Iterator[Path]:
     """Yield ``folder``; if the block fails and ``folder`` did not exist before and still holds
-    nothing (no file but a lock), remove it, so a refused command leaves no empty output folder."""
+    nothing but files named in ``own`` (a lock, a marker), remove it, so a refused command leaves
+    no output folder behind."""
     folder = Path(folder)
     existed = folder.exists()
     try:
         yield folder
     except BaseException:
-        if not existed and folder.is_dir() and _holds_nothing(folder):
+        if not existed and folder.is_dir() and _holds_nothing(folder, own):
             shutil.rmtree(folder, ignore_errors=True)
         raise

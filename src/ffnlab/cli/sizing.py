@@ -20,8 +20,9 @@ from ffnlab.cli.app import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
-from ffnlab.validation import choice
+from ffnlab.validation import choice, number
 
+MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
 MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
 
 
@@ -130,6 +131,12 @@ def plan(
     except ValueError:
         raise FfnlabError("--head-dims takes integers like 64,128 and --aspect-band takes LO:HI like 32:160") from None
     require(all(h > 0 for h in hds), "--head-dims must be positive")
+    check_ints(**{f"head_dims[{i}]": (h, 1, 2**16) for i, h in enumerate(hds)})
+    for x in (lo, hi):
+        number(x, "--aspect-band", 0, 10**6, lo_open=True)
+    shapes = (32768 // d_multiple) * len(set(hds))  # the (d_model, head size) pairs plan tries
+    require(shapes <= MAX_PLAN_SHAPES, f"--d-multiple {d_multiple} with {len(set(hds))} head size(s) would try "
+            f"{shapes:,} shapes (at most {MAX_PLAN_SHAPES:,}); raise --d-multiple or give fewer --head-dims")
     cands = make_plan(n, ffn, r, vocab_size=vocab, count=count, d_multiple=d_multiple, head_dims=hds,
                       aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top)
     rows = [c.as_dict() for c in cands]

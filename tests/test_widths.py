@@ -111,7 +111,9 @@ def test_llama_rule_honours_rounding_and_clamp_is_visible():
 
 
 def test_absurd_widths_are_refused_not_overflowed():
-    with pytest.raises(FfnlabError, match="beyond any model"):
+    with pytest.raises(FfnlabError, match="multiplier must be a number > 0 and <= 1000000"):
         resolve_d_ff(4096, "swiglu", make_rule("llama", multiplier="1e308"))
+    with pytest.raises(FfnlabError, match="beyond any model"):  # in range, but the width is not
+        resolve_d_ff(2**30, "swiglu", make_rule("llama", multiplier="1e6"))
     with pytest.raises(FfnlabError, match="at most"):
         check_width(2**40, "d_model")

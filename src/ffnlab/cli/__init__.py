@@ -31,6 +31,13 @@ def _click_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _error(message: str, code: int = EXIT_USAGE) -> None:
+    """Print ``message`` as the one ``error:`` line (newlines folded) and exit with ``code``."""
+    line = " ".join(str(message).split()) or "failed"
+    print(f"error: {line}", file=sys.stderr, flush=True)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors print one line and exit 2."""
     command = typer.main.get_command(app)
@@ -38,16 +45,18 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rc = command.main(args=argv, prog_name="ffnlab", standalone_mode=False)
     except FfnlabError as e:
-        print(f"error: {e}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        _error(str(e))
     except click_errors as e:
         if type(e).__name__ == "NoArgsIsHelpError":  # bare 'ffnlab' printed the help
             sys.exit(0)
-        print(f"error: {e.format_message()}", file=sys.stderr)  # type: ignore[attr-defined]
-        sys.exit(EXIT_USAGE if getattr(e, "exit_code", 2) == 2 else e.exit_code)  # type: ignore[attr-defined]
+        code = getattr(e, "exit_code", EXIT_USAGE)
+        _error(e.format_message(), EXIT_USAGE if code == EXIT_USAGE else code)  # type: ignore[attr-defined]
     except OSError as e:  # a path that is a file, a full disk, a permission: the user's environment
-        print(f"error: {e.strerror or e}: {e.filename}" if e.filename else f"error: {e}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        _error(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+    except MemoryError:  # the pre-checks estimate; an allocation can still fail
+        _error("out of memory; choose a smaller model, batch or input")
+    except RecursionError:
+        _error("input nested too deeply")
     except (typer.Abort, KeyboardInterrupt):
         print("interrupted", file=sys.stderr)
         sys.exit(130)

@@ -6,6 +6,7 @@ import typer
 
 from ffnlab import render
 from ffnlab.errors import require
+from ffnlab.validation import choice, integer
 
 HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
 
@@ -32,10 +33,20 @@ def check_format(fmt: str) -> str:
 def width_rule(ffn: str, ratio: str | None, rule: str | None, multiplier: str | None, multiple_of: int | None,
           rounding: str, d_ff: int | None):
     from ffnlab.sizing.kinds import get_kind
-    from ffnlab.sizing.widths import make_rule
+    from ffnlab.sizing.widths import RULES, make_rule
 
     get_kind(ffn)
+    if rule is not None:
+        choice(rule, "--rule", RULES)
+    check_ints(d_ff=(d_ff, 1, 2**40), multiple_of=(multiple_of, 1, 2**20))
     require(d_ff is not None or ratio is not None or rule in ("llama", "golden"),
             "give a width: --d-ff F, --ratio R (optionally --rule param-matched), --rule llama or --rule golden")
     return make_rule(rule, ratio=ratio, d_ff=d_ff, multiplier=multiplier, multiple_of=multiple_of,
                      rounding=rounding)
+
+
+def check_ints(**values: tuple[int | None, int, int]) -> None:
+    """Each option ``name=(value, lo, hi)`` (``None`` = not given) as one validated integer."""
+    for name, (value, lo, hi) in values.items():
+        if value is not None:
+            integer(value, f"--{name.replace('_', '-')} ({name})", lo, hi)

@@ -8,7 +8,17 @@ from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, app
+from ffnlab.cli.app import EXPERIMENTS, app, check_ints
+from ffnlab.files import provisional_dir
+from ffnlab.validation import choice, confined
+
+BACKENDS = ("local", "ray")
+
+
+def check_run_options(backend: str, workers: int | None) -> None:
+    """--backend and --workers of sweep and verify, checked before any folder is made."""
+    choice(backend, "--backend", BACKENDS)
+    check_ints(workers=(workers, 1, 4096))
 
 PRESET_DIR = Path(__file__).resolve().parents[1] / "experiments" / "presets"  # package data
 SWEEP_PRESETS = ", ".join(sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if not p.stem.startswith("capacity")))
@@ -32,8 +42,9 @@ def sweep(
     from ffnlab.experiments.sweep_run import RunsFailed, execute
     from ffnlab.experiments.sweep_spec import load_spec
 
+    check_run_options(backend, workers)
     s = load_spec(spec)
-    folder = out or Path("sweeps") / s.name
+    folder = out or confined(Path("sweeps"), s.name, "sweep name")
     try:
         status = execute(s, folder, backend=backend, address=address, workers=workers)
     except RunsFailed as e:
@@ -59,7 +70,7 @@ def report(
     from ffnlab.experiments.report import write_report
 
     paths = write_report(sweep_dir, out)
-    for k, v in json.loads(paths["claims"].read_text()).items():
+    for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
         print(f"{k}: {v['verdict']} - {v['evidence']}")
     print(f"report: {paths['html']} and {paths['markdown']}")
 
@@ -76,11 +87,14 @@ def verify(
 
     Fills the seed's empty table with measured numbers and settles the claims that need training.
     """
+    from ffnlab.experiments.report import MARKER
     from ffnlab.experiments.sweep_run import RunsFailed
     from ffnlab.experiments.verify import verify as run_verify
 
+    check_run_options(backend, workers)
     try:
-        result = run_verify(preset, out, workers=workers, backend=backend, address=address)
+        with provisional_dir(out, own=(".lock", MARKER)):  # a refused verify leaves no report folder
+            result = run_verify(preset, out, workers=workers, backend=backend, address=address)
     except RunsFailed as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(1) from None

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, MODELS, SIZING, app, check_format, width_rule
+from ffnlab.cli.app import (
+    FORMAT_OPTION,
+    JSON_OPTION,
+    MODELS,
+    SIZING,
+    app,
+    check_format,
+    check_ints,
+    width_rule,
+)
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
     BATCH_OPTION,
@@ -30,6 +40,10 @@ from ffnlab.cli.memory_view import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
+from ffnlab.validation import choice, number
+
+MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
+MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
 
 
 @app.command(rich_help_panel=SIZING)
@@ -73,6 +87,9 @@ def size(
     from ffnlab.sizing.size import size_summary
 
     check_format(fmt)
+    check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
+               n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
+               experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
@@ -142,7 +159,16 @@ def plan(
     from ffnlab.sizing.plan import plan as make_plan
 
     check_format(fmt)
+    check_ints(vocab=(vocab, 1, 2**32), d_multiple=(d_multiple, 1, 2**16), kv_groups=(kv_groups, 1, 2**10),
+               top=(top, 1, 1000))
+    choice(count, "--count", ("total", "non-embedding"))
+    try:
+        as_float: float | None = float(target)
+    except ValueError:
+        as_float = None
+    require(as_float is None or math.isfinite(as_float), f"parameter count must be a finite number, got {target!r}")
     n = parse_count(target)
+    require(n <= MAX_PLAN_TARGET, f"parameter count must be at most {MAX_PLAN_TARGET:.0e}, got {target!r}")
     if rule is None:
         rule = default_rule(ffn).rule
     if ratio is None and rule in ("ratio", "param-matched"):
@@ -154,6 +180,12 @@ def plan(
     except ValueError:
         raise FfnlabError("--head-dims takes integers like 64,128 and --aspect-band takes LO:HI like 32:160") from None
     require(all(h > 0 for h in hds), "--head-dims must be positive")
+    check_ints(**{f"head_dims[{i}]": (h, 1, 2**16) for i, h in enumerate(hds)})
+    for x in (lo, hi):
+        number(x, "--aspect-band", 0, 10**6, lo_open=True)
+    shapes = (32768 // d_multiple) * len(set(hds))  # the (d_model, head size) pairs plan tries
+    require(shapes <= MAX_PLAN_SHAPES, f"--d-multiple {d_multiple} with {len(set(hds))} head size(s) would try "
+            f"{shapes:,} shapes (at most {MAX_PLAN_SHAPES:,}); raise --d-multiple or give fewer --head-dims")
     cands = make_plan(n, ffn, r, vocab_size=vocab, count=count, d_multiple=d_multiple, head_dims=hds,
                       aspect_band=(lo, hi), kv_groups=kv_groups, n_candidates=top, tied=not untied,
                       seq_len=seq_len, tolerance=tolerance)
@@ -190,6 +222,7 @@ def explain(
     from ffnlab.sizing.explain import explain as run_explain
 
     check_format(fmt)
+    check_ints(d_model=(d_model, 1, 2**30), d_ff=(d_ff, 1, 2**40))
     out = run_explain(d_model, d_ff, ffn)
     if as_json:
         render.emit_json(out)

@@ -15,6 +15,7 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.experiments import plots
 from ffnlab.experiments.analysis import analyse
+from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.provenance import git_commit
 from ffnlab.render import Column, markdown_table
 
@@ -89,6 +90,7 @@ CONV_COLUMNS = [Column("arm", "arm", justify="left"), Column("reached", "runs re
 def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, extra_sections: list[tuple[str, str]] | None = None,
                  title: str | None = None) -> dict[str, Path]:
     """Analyse ``sweep_dir`` and write the report files into ``out_dir`` (default: sweep_dir/report)."""
+    load_sweep(sweep_dir)  # the whole sweep folder validated before any report folder exists
     out = Path(out_dir) if out_dir else Path(sweep_dir) / "report"
     claim_report_dir(out)
     result = analyse(sweep_dir)

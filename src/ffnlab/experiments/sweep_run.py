@@ -27,9 +27,10 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep_spec import ResolvedRun, SweepSpec, resolve
-from ffnlab.files import write_atomic
+from ffnlab.files import provisional_dir, read_mapping, write_atomic
 from ffnlab.training import runconfig
 from ffnlab.training.locking import die_with_parent, folder_lock
+from ffnlab.training.memory import check_fits
 from ffnlab.training.progress import Progress
 from ffnlab.training.runfiles import read_records
 
@@ -63,19 +64,24 @@ def steps_done(run_dir: Path) -> int:
 def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     """Resolve the runs (preparing the corpus once for its vocabulary) and write sweep.json."""
     path = out / "sweep.json"
+    old: dict[str, Any] = {}
     if path.exists():  # refuse a different sweep before any work
-        try:
-            old_spec = json.loads(path.read_text()).get("spec")
-        except json.JSONDecodeError as e:
-            raise FfnlabError(f"{path} is corrupt ({e}); move it away or use another --out") from None
-        require(old_spec == json.loads(json.dumps(asdict(spec))),
+        old = read_mapping(path, "sweep record", fmt="JSON")
+        require(old.get("spec") == json.loads(json.dumps(asdict(spec))),
                 f"{out} holds a different sweep (its spec differs); use another --out")
     data = runconfig.prepare_data(runconfig.from_dict(spec.base).data)
     runs = resolve(spec, data.vocab_size)
+    from ffnlab.training.distributed import pick_device  # torch: only once a sweep runs
+
+    for r in runs:  # a run that cannot fit this machine is refused now, not after the others ran
+        cfg = runconfig.from_dict(r.config)
+        try:
+            check_fits(cfg, pick_device(cfg.train.device), vocab_size=data.vocab_size)
+        except FfnlabError as e:
+            raise FfnlabError(f"sweep run {r.run}: {e}") from None
     record = {"spec": asdict(spec), "vocab_size": data.vocab_size, "prepared_data": str(data.dir),
               "runs": [asdict(r) for r in runs]}
     if path.exists():
-        old = json.loads(path.read_text())
         require(old.get("runs") == record["runs"],
                 f"{out} holds a different sweep (its spec or resolved runs differ); use another --out")
     else:
@@ -120,7 +126,7 @@ def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str 
     require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
     require(workers is None or workers >= 1, f"--workers must be >= 1, got {workers}")
     out = Path(out)
-    with folder_lock(out, "ffnlab sweep"):
+    with provisional_dir(out), folder_lock(out, "ffnlab sweep"):  # a refused sweep leaves no folder
         return _execute(spec, out, backend, address, workers, progress_mode)
 
 

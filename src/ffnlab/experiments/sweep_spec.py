@@ -16,42 +16,54 @@ Every arm trains for the same number of tokens. Resolution is pure arithmetic (n
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import read_mapping
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.flops import flops_per_token
 from ffnlab.training import runconfig
+from ffnlab.validation import (
+    NAME,
+    NONEMPTY_UNIQUE,
+    SEED_MAX,
+    Check,
+    above,
+    between,
+    build,
+    one_of,
+    show,
+)
 
 CONTROLS = ("iso-params", "iso-flops", "fixed-d-model")
 ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain")  # what a report can decide
+MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
 
 
 @dataclass
 class Arm:
-    name: str
-    ffn: dict[str, Any]
-    label: str = ""
+    name: Annotated[str, Check(name=True, label="the arm name")]
+    ffn: dict[str, Any] = field(default_factory=dict)
+    label: str = ""  # default: the name
 
 
 @dataclass
 class SweepSpec:
-    name: str
-    base: dict[str, Any]
-    arms: list[Arm]
-    seeds: list[int]
-    control: str = "iso-params"
-    tolerance: float = 0.02
-    reference: str = ""
-    d_step: int = 4
-    workers: int = 0  # 0 = as many as the cores allow
-    threads_per_worker: int = 1
+    name: Annotated[str, NAME]
+    arms: Annotated[list[Arm], NONEMPTY_UNIQUE]
+    seeds: Annotated[list[Annotated[int, between(0, SEED_MAX)]], NONEMPTY_UNIQUE]
+    base: dict[str, Any] = field(default_factory=dict)  # a run config
+    control: Annotated[str, one_of(*CONTROLS)] = "iso-params"
+    tolerance: Annotated[float, above(0, 1)] = 0.02
+    reference: str = ""  # default: the first arm
+    d_step: Annotated[int, between(1, 4096)] = 4
+    workers: Annotated[int, between(0, 4096)] = 0  # 0 = as many as the cores allow
+    threads_per_worker: Annotated[int, between(1, 4096)] = 1
     description: str = ""
-    claims: list[str] = field(default_factory=list)
+    claims: list[Annotated[str, one_of(*ANALYSES)]] = field(default_factory=list)
 
 
 @dataclass
@@ -79,50 +91,27 @@ def find_spec(name_or_path: str) -> Path:
 
 
 def load_spec(name_or_path: str) -> SweepSpec:
-    data = runconfig.read_file(find_spec(name_or_path))
-    return spec_from_dict(data)
+    return spec_from_dict(read_mapping(find_spec(name_or_path), "sweep spec"))
 
 
 def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
-    known = set(SweepSpec.__dataclass_fields__)
-    require("budgets" not in data, "this is a capacity preset (it has budgets): run it with "
-                                   f"'ffnlab capacity run {data.get('name', 'NAME')}'")
-    unknown = sorted(set(data) - known)
-    require(not unknown, f"sweep spec: unknown key(s) {', '.join(unknown)}")
-    for key in ("name", "arms", "seeds"):
-        require(key in data, f"sweep spec: missing key {key!r}")
-    require(re.fullmatch(r"[A-Za-z0-9_.-]+", str(data["name"])) is not None, "sweep spec: name may hold letters, digits, _ . - only")
-    arms_raw = data["arms"]
-    require(isinstance(arms_raw, list) and arms_raw, "sweep spec: arms must be a non-empty list")
-    arms = []
-    for a in arms_raw:
-        require(isinstance(a, dict) and "name" in a and isinstance(a.get("ffn", {}), dict),
-                f"sweep spec: each arm needs a name and an ffn mapping, got {a!r}")
-        require(re.fullmatch(r"[A-Za-z0-9_.-]+", str(a["name"])) is not None, f"sweep spec: bad arm name {a['name']!r}")
-        arms.append(Arm(str(a["name"]), dict(a.get("ffn", {})), str(a.get("label", a["name"]))))
-    names = [a.name for a in arms]
-    require(len(set(names)) == len(names), "sweep spec: arm names must be unique")
-    seeds = data["seeds"]
-    require(isinstance(seeds, list) and seeds and all(isinstance(s, int) and not isinstance(s, bool) for s in seeds),
-            "sweep spec: seeds must be a non-empty list of integers")
-    require(len(set(seeds)) == len(seeds), "sweep spec: seeds must be unique")
-    require(isinstance(data.get("base", {}), dict), "sweep spec: base must be a mapping (a run config)")
-    for key, kind in (("tolerance", (int, float)), ("d_step", int), ("workers", int), ("threads_per_worker", int)):
-        value = data.get(key)
-        require(value is None or (isinstance(value, kind) and not isinstance(value, bool)),
-                f"sweep spec: {key} must be a number, got {value!r}")
-    claims = data.get("claims", [])
-    require(isinstance(claims, list) and set(claims) <= set(ANALYSES),
-            f"sweep spec: claims must be a list drawn from {', '.join(ANALYSES)}")
-    spec = SweepSpec(name=str(data["name"]), base=dict(data.get("base", {})), arms=arms, seeds=list(seeds),
-                     control=data.get("control", "iso-params"), tolerance=float(data.get("tolerance", 0.02)),
-                     reference=str(data.get("reference", names[0])), d_step=int(data.get("d_step", 4)),
-                     workers=int(data.get("workers", 0)), threads_per_worker=int(data.get("threads_per_worker", 1)),
-                     description=str(data.get("description", "")), claims=list(claims))
-    require(spec.control in CONTROLS, f"sweep spec: control must be one of {', '.join(CONTROLS)}, got {spec.control!r}")
-    require(spec.reference in names, f"sweep spec: reference arm {spec.reference!r} is not among the arms")
-    require(spec.tolerance > 0 and spec.d_step >= 1 and spec.threads_per_worker >= 1 and spec.workers >= 0,
-            "sweep spec: tolerance > 0, d_step >= 1, threads_per_worker >= 1 and workers >= 0 are required")
+    """The sweep a parsed mapping describes; every field, and every arm's run config, checked."""
+    require(not (isinstance(data, dict) and "budgets" in data),
+            "this is a capacity preset (it has budgets): run it with "
+            f"'ffnlab capacity run {data.get('name', 'NAME') if isinstance(data, dict) else 'NAME'}'")
+    spec: SweepSpec = build(SweepSpec, data, "", "sweep spec")
+    names = [a.name for a in spec.arms]
+    require(len(set(names)) == len(names), f"sweep spec: arm names must be unique, got {', '.join(names)}")
+    for arm in spec.arms:
+        arm.label = arm.label or arm.name
+    spec.reference = spec.reference or names[0]
+    require(spec.reference in names, f"sweep spec: reference arm {show(spec.reference)} is not among the arms "
+                                     f"({', '.join(names)})")
+    for arm in spec.arms:  # an arm that cannot train is named now, not as a failed width search
+        try:
+            arm_config(spec, arm, spec.seeds[0])
+        except FfnlabError as e:
+            raise FfnlabError(f"sweep spec: arm {arm.name!r}: {e}") from None
     return spec
 
 
@@ -168,7 +157,11 @@ def _solve_width(spec: SweepSpec, arm: Arm, target: float, head_dim: int, vocab:
                  base_d: int) -> tuple[int, int, int]:
     best: tuple[float, int, int] | None = None
     n_heads = max(1, round(base_d / head_dim))
-    for d in range(spec.d_step, 4 * base_d + 1, spec.d_step):
+    widths = range(spec.d_step, 4 * base_d + 1, spec.d_step)
+    require(len(widths) <= MAX_WIDTHS_TRIED,
+            f"sweep spec: the {spec.control} search for arm {arm.name!r} would try {len(widths):,} values of "
+            f"d_model (up to 4 x {base_d}); raise d_step to at least {-(-4 * base_d // MAX_WIDTHS_TRIED)}")
+    for d in widths:
         try:
             cfg = arm_config(spec, arm, spec.seeds[0], d, n_heads, head_dim)
         except FfnlabError:

@@ -15,7 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
+from ffnlab.files import read_data
 from ffnlab.sizing.counting import count_params, dense_ffn_params
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import find, load_zoo
@@ -291,10 +292,7 @@ def load_evidence(report_dir: str | Path) -> dict[str, Any]:
     p = Path(report_dir)
     path = p / "claims.json" if p.is_dir() else p
     require(path.is_file(), f"no experiment evidence at {path} (run 'ffnlab verify' or 'ffnlab report' first)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise FfnlabError(f"{path}: not valid JSON ({e})") from None
+    data = read_data(path, "claims evidence", fmt="JSON")  # the one reader: size, UTF-8, JSON
     require(isinstance(data, dict), f"{path}: expected a JSON object of experiment verdicts")
     for key, entry in data.items():
         require(isinstance(entry, dict) and entry.get("verdict") in VERDICTS and isinstance(entry.get("evidence"), str),

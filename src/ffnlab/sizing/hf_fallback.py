@@ -11,13 +11,13 @@ translator never pays for the import.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
+from ffnlab.sizing.hf import config_name, read_hf_config
 from ffnlab.sizing.widths import alignment
 
 LABEL = "counted by transformers"
@@ -46,20 +46,6 @@ def classify(name: str) -> str:
     return "other"
 
 
-def read_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
-    """The config.json at ``path`` (a file or a folder holding one) and its parsed object."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    require(p.is_file(), f"no such file: {p}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FfnlabError(f"{p}: not valid JSON ({e})") from None
-    require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
-    return p, data
-
-
 def untranslated_type(data: dict[str, Any], supported: tuple[str, ...]) -> str | None:
     """The config's ``model_type`` when it is a string ffnlab has no translator for, else None."""
     mt = data.get("model_type")
@@ -86,7 +72,7 @@ def audit_row(path: Path, data: dict[str, Any], counted: dict[str, Any]) -> dict
                + (f"; d_ff/d_model {raw:.3g} from config key"
                   f" {next(k for k in D_FF_KEYS if cfg.get(k) == d_ff)}" if raw else ""))
     return {
-        "name": path.parent.name if path.name == "config.json" and path.parent.name else path.stem,
+        "name": config_name(path),
         "family": "", "model_type": data.get("model_type"), "d_model": d_model, "d_ff": d_ff,
         "ffn_kind": None, "gated": None,
         "n_layers": _first_int(cfg, ("num_hidden_layers", "n_layer", "num_layers")),
@@ -113,7 +99,7 @@ def audit_untranslated(path: str | Path, supported: tuple[str, ...],
     ``counter`` builds the model and counts it (see the module docstring); without one the row
     cannot be counted and the error names the supported types and the fallback.
     """
-    p, data = read_config(path)
+    p, data = read_hf_config(path)
     model_type = untranslated_type(data, supported)
     if model_type is None:
         return None

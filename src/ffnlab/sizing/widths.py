@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.validation import fraction
 
 RULES = ("explicit", "ratio", "param-matched", "llama", "golden")
 ROUNDINGS = ("up", "nearest", "down")
@@ -32,29 +33,12 @@ GOLDEN_RATIO = Fraction(4)
 MAX_WIDTH = 2**31 - 1  # a width past the int32 range is a typo, not a model (and overflows floats)
 
 
-def parse_ratio(text: str | float | int | Fraction) -> Fraction:
-    """Parse ``"4"``, ``"8/3"``, ``"2.6875"`` or a number into an exact positive fraction."""
-    if isinstance(text, Fraction):
-        value = text
-    elif isinstance(text, bool):
-        raise FfnlabError(f"ratio must be a number, got {text!r}")
-    elif isinstance(text, int):
-        value = Fraction(text)
-    elif isinstance(text, float):
-        require(math.isfinite(text), f"ratio must be finite, got {text}")
-        value = Fraction(str(text))
-    else:
-        s = str(text).strip()
-        try:
-            if "/" in s:
-                num, den = s.split("/", 1)
-                value = Fraction(Fraction(num.strip()), Fraction(den.strip()))
-            else:
-                value = Fraction(s)
-        except (ValueError, ZeroDivisionError):
-            raise FfnlabError(f"ratio must be a number such as 4, 2.5 or 8/3, got {text!r}") from None
-    require(value > 0, f"ratio must be > 0, got {text}")
-    return value
+MAX_RATIO = 10**6  # no FFN is a million times wider than its model
+
+
+def parse_ratio(text: str | float | int | Fraction, what: str = "ratio") -> Fraction:
+    """Parse ``"4"``, ``"8/3"``, ``"2.6875"`` or a number into an exact fraction in (0, 10**6]."""
+    return fraction(text, what, 0, MAX_RATIO)
 
 
 def rounding_quotient(value: Fraction | int, multiple: int, mode: str = "up") -> int:
@@ -134,7 +118,7 @@ def make_rule(
         return WidthRule("golden", ratio=GOLDEN_RATIO, multiple_of=multiple_of or 1, rounding=rounding)
     if rule == "llama":
         r = parse_ratio(ratio) if ratio is not None else Fraction(4)
-        m = parse_ratio(multiplier) if multiplier is not None else None
+        m = parse_ratio(multiplier, "multiplier") if multiplier is not None else None
         return WidthRule("llama", ratio=r, multiplier=m, multiple_of=multiple_of or 256, rounding=rounding)
     require(ratio is not None, f"the {rule!r} rule needs a ratio (e.g. --ratio 4 or --ratio 8/3)")
     require(multiplier is None, "multiplier applies to the llama rule only")

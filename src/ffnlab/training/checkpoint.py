@@ -18,7 +18,8 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError
-from ffnlab.files import fsync_files, publish_dir
+from ffnlab.files import fsync_files, publish_dir, read_text
+from ffnlab.validation import integer, number, show
 
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d{7})$")
@@ -86,8 +87,138 @@ def _corrupt(path: Path, why: object) -> FfnlabError:
                        "ffnlab never unpickles checkpoints")
 
 
-def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer | None) -> dict[str, Any]:
-    """Restore model (and optimizer, RNG) from ``path``; return the saved state."""
+def _bad(path: Path, why: str) -> FfnlabError:
+    return FfnlabError(f"checkpoint {path} is invalid: {why}; nothing in the run folder was changed")
+
+
+def remove_stale(run_dir: Path) -> list[Path]:
+    """Remove what a kill during a write leaves: ``checkpoints/.tmp-*``, ``checkpoints/.old-*``
+    and ``.tmp-*`` files in the run folder. Call only while holding the run's lock."""
+    run_dir = Path(run_dir)
+    found = [p for pattern in ("checkpoints/.tmp-*", "checkpoints/.old-*", ".tmp-*") for p in run_dir.glob(pattern)]
+    for p in found:
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+    return found
+
+
+def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) -> dict[str, Any]:
+    try:
+        state = json.loads(read_text(path / "state.json", "state"), parse_constant=_no_constant)
+    except FfnlabError as e:  # binary, not UTF-8, too large
+        raise _bad(path, str(e).replace(str(path / "state.json"), "state.json")) from None
+    except (ValueError, RecursionError) as e:
+        raise _bad(path, f"state.json is not valid JSON ({str(e).splitlines()[0][:200]})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise _bad(path, f"state.json is not a format-{FORMAT} checkpoint state")
+    step, tokens, elapsed = state.get("step"), state.get("tokens"), state.get("elapsed_s", 0.0)
+    hi = max_steps if max_steps is not None else 10**9
+    try:
+        integer(step, "state.json step", 0, hi)
+        if tokens is not None or tokens_per_step is not None:
+            integer(tokens, "state.json tokens", 0, 2**62)
+        number(elapsed, "state.json elapsed_s", 0, text_ok=False)
+    except FfnlabError as e:
+        raise _bad(path, str(e)) from None
+    if tokens_per_step is not None and tokens != step * tokens_per_step:
+        raise _bad(path, f"state.json tokens={tokens} disagrees with step {step} x {tokens_per_step} tokens "
+                         "per step of this config")
+    opt = state.get("optimizer")
+    if not (isinstance(opt, dict) and isinstance(opt.get("param_groups"), list)
+            and isinstance(opt.get("scalars"), dict)):
+        raise _bad(path, "state.json has no optimizer param_groups and scalars")
+    return state
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _check_groups(path: Path, saved: list[Any], fresh: list[dict[str, Any]]) -> None:
+    """Saved optimizer param groups must have the fresh optimizer's shape and sane hyper-parameters."""
+    if len(saved) != len(fresh):
+        raise _bad(path, f"{len(saved)} optimizer parameter groups, this model has {len(fresh)}")
+    for i, (g, f) in enumerate(zip(saved, fresh, strict=True)):
+        where = f"optimizer param_groups[{i}]"
+        if not isinstance(g, dict) or g.get("params") != f["params"]:
+            raise _bad(path, f"{where} does not list this model's parameters")
+        try:
+            for key, value in g.items():
+                if key == "params":
+                    continue
+                if key == "betas":
+                    ok = isinstance(value, (list, tuple)) and len(value) == 2
+                    if not ok:
+                        raise FfnlabError(f"{where}.betas must be a pair of numbers, got {show(value)}")
+                    for b in value:
+                        number(b, f"{where}.betas", 0, 1, hi_open=True, text_ok=False)
+                elif key in ("lr", "eps", "weight_decay"):
+                    number(value, f"{where}.{key}", 0, text_ok=False)
+                elif value is not None and not isinstance(value, (bool, int, float)):
+                    raise FfnlabError(f"{where}.{key} must be a number, true/false or null, got {show(value)}")
+        except FfnlabError as e:
+            raise _bad(path, str(e)) from None
+
+
+def _check_tensors(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer | None,
+                   weights: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor],
+                   scalars: dict[str, Any]) -> None:
+    expected = model.state_dict()
+    aliases: dict[int, list[str]] = {}  # tied weights are saved once, under one of their names
+    for k, v in expected.items():
+        aliases.setdefault(v.data_ptr(), []).append(k)
+    missing = sorted(k for k in expected if k not in weights
+                     and not any(a in weights for a in aliases[expected[k].data_ptr()]))
+    unexpected = sorted(set(weights) - set(expected))
+    if missing or unexpected:
+        raise FfnlabError(f"checkpoint {path} does not fit this model (missing {missing[:3]}, "
+                          f"unexpected {unexpected[:3]}); was the config changed?")
+    for k, v in expected.items():
+        if k not in weights:
+            continue
+        if tuple(weights[k].shape) != tuple(v.shape) or weights[k].dtype != v.dtype:
+            raise _bad(path, f"weight {k} has shape {tuple(weights[k].shape)} ({weights[k].dtype}), this model "
+                             f"needs {tuple(v.shape)} ({v.dtype}); was the config changed?")
+    rng = tensors.get("rng.cpu")
+    if rng is None or rng.dtype != torch.uint8 or rng.shape != torch.get_rng_state().shape:
+        raise _bad(path, "optim.safetensors has no valid CPU random state (rng.cpu)")
+    if opt is None:
+        return
+    params = [p for g in opt.param_groups for p in g["params"]]
+    for key in list(tensors) + list(scalars):
+        if key.startswith("rng."):
+            continue
+        parts = key.split(".", 2)
+        if len(parts) != 3 or parts[0] != "state" or not parts[1].isdigit() or int(parts[1]) >= len(params):
+            raise _bad(path, f"unexpected optimizer entry {show(key)}")
+        p, name = params[int(parts[1])], parts[2]
+        value = tensors[key] if key in tensors else scalars[key]
+        if name in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+            ok = isinstance(value, torch.Tensor) and tuple(value.shape) == tuple(p.shape) \
+                and value.dtype == torch.float32 and bool(torch.isfinite(value).all())
+            if not ok:
+                raise _bad(path, f"optimizer {key} must be a finite float32 tensor of shape {tuple(p.shape)}")
+        elif name == "step":
+            x = value.item() if isinstance(value, torch.Tensor) and value.numel() == 1 else value
+            try:
+                number(x, f"optimizer {key}", 0, text_ok=False)
+            except FfnlabError as e:
+                raise _bad(path, str(e)) from None
+        else:
+            raise _bad(path, f"unexpected optimizer entry {show(key)}")
+
+
+def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer | None, *,
+                    max_steps: int | None = None, tokens_per_step: int | None = None) -> dict[str, Any]:
+    """Validate the whole checkpoint at ``path``, then restore model (and optimizer, RNG) from it.
+
+    Checked before anything is restored: files present; ``state.json`` types, step in
+    [0, ``max_steps``] and tokens = step x ``tokens_per_step`` (when given); every weight's name,
+    shape and dtype against ``model``; optimizer groups, moments (shape, finite) and steps;
+    the RNG state. Any failure is one :class:`FfnlabError`; the run folder is never written.
+    """
     from safetensors import SafetensorError
     from safetensors.torch import load_file, load_model
 
@@ -95,26 +226,21 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
     for name in ("model.safetensors", "optim.safetensors", "state.json"):
         if not (path / name).is_file():
             raise FfnlabError(f"checkpoint {path} is incomplete: {name} is missing")
+    state = _read_state(path, max_steps, tokens_per_step)
     try:
-        state = json.loads((path / "state.json").read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _corrupt(path / "state.json", e) from None
-    if not isinstance(state, dict) or state.get("format") != FORMAT:
-        raise _corrupt(path / "state.json", "unknown format")
-    try:
-        missing, unexpected = load_model(model, str(path / "model.safetensors"), strict=False)
+        weights = load_file(str(path / "model.safetensors"))
         tensors = load_file(str(path / "optim.safetensors"))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
         raise _corrupt(path, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
-    if missing or unexpected:
-        raise FfnlabError(f"checkpoint {path} does not fit this model (missing {sorted(missing)[:3]}, "
-                          f"unexpected {sorted(unexpected)[:3]}); was the config changed?")
+    scalars = state["optimizer"]["scalars"]
+    _check_tensors(path, model, opt, weights, tensors, scalars)
+    if opt is not None:
+        _check_groups(path, state["optimizer"]["param_groups"], opt.state_dict()["param_groups"])
     try:
-        if not isinstance(state.get("step"), int):
-            raise ValueError("state.json has no integer step")
+        load_model(model, str(path / "model.safetensors"), strict=False)  # restores tied weights too
         if opt is not None:
             sd: dict[str, Any] = {"state": {}, "param_groups": state["optimizer"]["param_groups"]}
-            for key, value in list(tensors.items()) + list(state["optimizer"]["scalars"].items()):
+            for key, value in list(tensors.items()) + list(scalars.items()):
                 if key.startswith("state."):
                     _, idx, name = key.split(".", 2)
                     sd["state"].setdefault(int(idx), {})[name] = value

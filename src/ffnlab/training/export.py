@@ -19,8 +19,10 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import read_mapping
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.validation import confined, safe_name, show
 
 # ffnlab activation name -> transformers ACT2FN name
 HF_ACT = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu",
@@ -156,24 +158,25 @@ def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.
     """Rebuild a run's model and load its latest (or the named) checkpoint's weights."""
     from ffnlab.training import runconfig
     from ffnlab.training.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint
+    from ffnlab.training.memory import check_fits
     from ffnlab.training.nn import build_model
 
     run = Path(run_dir)
     require((run / "config.yaml").is_file() and (run / "model.json").is_file(),
             f"{run} is not an ffnlab run folder (no config.yaml/model.json)")
     cfg = runconfig.load(run / "config.yaml")
+    ckpt = (confined(run / "checkpoints", safe_name(checkpoint, "--checkpoint"), "--checkpoint")
+            if checkpoint else latest_checkpoint(run))  # a name inside checkpoints/, never a path
     try:
-        mcfg = ModelConfig.from_dict(json.loads((run / "model.json").read_text())["model"])
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise FfnlabError(f"{run}/model.json is corrupt ({e})") from None
+        mcfg = ModelConfig.from_dict(read_mapping(run / "model.json", "run model file", fmt="JSON")["model"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise FfnlabError(f"{run}/model.json is corrupt ({show(str(e), 200)})") from None
+    check_fits(cfg, "cpu", vocab_size=mcfg.vocab_size, gpu=None)
     model = build_model(mcfg, max_seq_len=cfg.train.seq_len, rope_theta=cfg.model.rope_theta,
                         norm_eps=cfg.model.norm_eps)
-    if checkpoint:
+    if checkpoint and (ckpt is None or not ckpt.is_dir()):
         names = [c.name for c in checkpoint_dirs(run)]
-        require(checkpoint in names, f"{run} has no checkpoint {checkpoint!r}; it has: {', '.join(names) or 'none'}")
-        ckpt = run / "checkpoints" / checkpoint
-    else:
-        ckpt = latest_checkpoint(run)
-    require(ckpt is not None, f"{run} has no checkpoint to export")
+        raise FfnlabError(f"{run} has no checkpoint {checkpoint!r}; it has: {', '.join(names) or 'none'}")
+    require(ckpt is not None and ckpt.is_dir(), f"{run} has no checkpoint to export")
     load_checkpoint(ckpt, model, None)
     return model.eval()

@@ -6,19 +6,16 @@ Read from YAML, TOML or JSON; overridden on the command line with ``--set a.b.c=
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
-import json
 import re
-import types
-import typing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Annotated, Any, Union
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
+from ffnlab.files import read_mapping
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, check_trainable, validate
 from ffnlab.sizing.widths import make_rule, resolve_d_ff
+from ffnlab.validation import SEED_MAX, Check, above, between, build, choice, one_of, show
 
 # Train settings that may change when a run is resumed (they do not alter the trajectory;
 # max_steps is not among them: the cosine schedule depends on it).
@@ -26,73 +23,82 @@ RESUMABLE_CHANGES = frozenset({"eval_every", "log_every", "checkpoint_every", "k
                                "threads", "tensorboard", "peak_flops", "progress"})
 
 
+# Field bounds: wide enough for any model this trainer can fit, narrow enough that no value
+# overflows an array size or a seed (the memory pre-check in ffnlab.training.memory refuses what
+# is in bounds but cannot fit this machine).
+WIDTH = between(1, 2**20)
+PROGRESS_MODES = ("auto", "bar", "lines", "off")
+COUNT = between(1, 10**9)
+SMALL = between(0, 4096)
+
+
 @dataclass
 class FFNSection:
     kind: str = "swiglu"
-    rule: str = "param-matched"  # explicit | ratio | param-matched | llama | golden
-    ratio: Union[str, float, None] = 4
-    d_ff: Union[int, None] = None
+    rule: Annotated[str, one_of("explicit", "ratio", "param-matched", "llama", "golden")] = "param-matched"
+    ratio: Union[str, float, None] = 4  # checked exactly by the width rule (ffnlab.validation.fraction)
+    d_ff: Union[Annotated[int, WIDTH], None] = None
     multiplier: Union[str, float, None] = None
-    multiple_of: int = 1
-    rounding: str = "up"
+    multiple_of: Annotated[int, between(1, 2**16)] = 1
+    rounding: Annotated[str, one_of("up", "nearest", "down")] = "up"
     bias: bool = False
-    n_experts: int = 0
-    top_k: int = 0
-    n_shared_experts: int = 0
-    aux_loss_coef: float = 0.01
+    n_experts: Annotated[int, SMALL] = 0
+    top_k: Annotated[int, SMALL] = 0
+    n_shared_experts: Annotated[int, SMALL] = 0
+    aux_loss_coef: Annotated[float, between(0, 1e6)] = 0.01
 
 
 @dataclass
 class ModelSection:
-    d_model: int = 128
-    n_layers: int = 4
-    n_heads: int = 4
-    n_kv_heads: Union[int, None] = None
-    head_dim: Union[int, None] = None
+    d_model: Annotated[int, WIDTH] = 128
+    n_layers: Annotated[int, between(1, 10_000)] = 4
+    n_heads: Annotated[int, between(1, 2**16)] = 4
+    n_kv_heads: Union[Annotated[int, between(1, 2**16)], None] = None
+    head_dim: Union[Annotated[int, between(1, 2**16)], None] = None
     norm: str = "rmsnorm"
     positions: str = "rope"
     tied_embeddings: bool = True
     bias: bool = False
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
+    rope_theta: Annotated[float, above(0, 1e12)] = 10000.0
+    norm_eps: Annotated[float, above(0, 1)] = 1e-5
     ffn: FFNSection = field(default_factory=FFNSection)
 
 
 @dataclass
 class DataSection:
     corpus: str = "shakespeare"
-    tokenizer: str = "byte"
-    bpe_vocab_size: int = 4096
+    tokenizer: Annotated[str, one_of("byte", "bpe")] = "byte"
+    bpe_vocab_size: Annotated[int, WIDTH] = 4096
     text_column: str = "text"
-    max_chars: Union[int, None] = None
+    max_chars: Union[Annotated[int, between(1, 2**50)], None] = None
     cache_dir: str = "data_cache"
 
 
 @dataclass
 class TrainSection:
-    seed: int = 0
-    seq_len: int = 128
-    batch_size: int = 16  # sequences per micro-step, summed over all processes
-    grad_accum: int = 1
-    max_steps: int = 300
-    lr: float = 3e-3
-    min_lr_ratio: float = 0.1
-    warmup_steps: int = 30
-    weight_decay: float = 0.1
-    beta1: float = 0.9
-    beta2: float = 0.95
-    grad_clip: float = 1.0
-    eval_every: int = 100
-    eval_tokens: int = 32768
-    log_every: int = 10
-    checkpoint_every: int = 100
-    keep_last: int = 2
+    seed: Annotated[int, between(0, SEED_MAX)] = 0
+    seq_len: Annotated[int, WIDTH] = 128
+    batch_size: Annotated[int, WIDTH] = 16  # sequences per micro-step, summed over all processes
+    grad_accum: Annotated[int, WIDTH] = 1
+    max_steps: Annotated[int, COUNT] = 300
+    lr: Annotated[float, above(0)] = 3e-3
+    min_lr_ratio: Annotated[float, between(0, 1)] = 0.1
+    warmup_steps: Annotated[int, between(0, 10**9)] = 30
+    weight_decay: Annotated[float, between(0, 1e6)] = 0.1
+    beta1: Annotated[float, Check(lo=0, hi=1, hi_open=True)] = 0.9
+    beta2: Annotated[float, Check(lo=0, hi=1, hi_open=True)] = 0.95
+    grad_clip: Annotated[float, above(0)] = 1.0
+    eval_every: Annotated[int, COUNT] = 100
+    eval_tokens: Annotated[int, between(1, 2**40)] = 32768
+    log_every: Annotated[int, COUNT] = 10
+    checkpoint_every: Annotated[int, COUNT] = 100
+    keep_last: Annotated[int, between(1, 10**6)] = 2
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    dtype: str = "auto"  # auto (bf16 on CUDA, fp32 on CPU) | fp32 | bf16
+    dtype: Annotated[str, one_of("auto", "fp32", "bf16")] = "auto"  # auto: bf16 on CUDA, fp32 on CPU
     compile: bool = False
-    threads: Union[int, None] = None
+    threads: Union[Annotated[int, between(1, 4096)], None] = None
     tensorboard: bool = True
-    peak_flops: Union[float, None] = None  # device peak for MFU; measured when unset
+    peak_flops: Union[Annotated[float, above(0)], None] = None  # device peak for MFU; measured when unset
     progress: Union[str, bool] = "auto"  # auto | bar | lines | off (YAML's off/false mean off)
 
 
@@ -112,96 +118,16 @@ class RunConfig:
 
 # -- reading ---------------------------------------------------------------------------------
 
-def _type_ok(value: Any, tp: Any) -> tuple[bool, Any]:
-    origin = typing.get_origin(tp)
-    if origin in (Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            ok, v = _type_ok(value, arg)
-            if ok:
-                return True, v
-        return False, value
-    if tp is type(None):
-        return value is None, value
-    if tp is bool:
-        return isinstance(value, bool), value
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool), value
-    if tp is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True, float(value)
-        if isinstance(value, str):  # YAML 1.1 reads 3e-4 as a string
-            try:
-                return True, float(value)
-            except ValueError:
-                return False, value
-        return False, value
-    if tp is str:
-        return isinstance(value, str), value
-    return False, value
-
-
-def _describe(tp: Any) -> str:
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
-    if typing.get_origin(tp) in (Union, types.UnionType):
-        return " or ".join(names.get(a, str(a)) for a in typing.get_args(tp))
-    return names.get(tp, str(tp))
-
-
-def _build(cls: type, data: Any, path: str) -> Any:
-    require(isinstance(data, dict), f"config: {path or 'the top level'} must be a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    names = [f.name for f in dataclasses.fields(cls)]
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        where = f"{path}.{key}" if path else str(key)
-        if key not in names:
-            close = difflib.get_close_matches(str(key), names, n=1)
-            raise FfnlabError(f"config: unknown key {where}" + (f" (did you mean {close[0]}?)" if close else ""))
-        tp = hints[key]
-        if dataclasses.is_dataclass(tp):
-            kwargs[key] = _build(tp, value, where)
-            continue
-        ok, v = _type_ok(value, tp)
-        require(ok, f"config: {where} must be {_describe(tp)}, got {value!r}")
-        kwargs[key] = v
-    return cls(**kwargs)
-
-
 def from_dict(data: dict[str, Any]) -> RunConfig:
-    cfg = _build(RunConfig, data, "")
+    """The run config a parsed mapping describes, every field checked (one error line)."""
+    cfg = build(RunConfig, data, "", "config")
     check(cfg)
     return cfg
 
 
 def read_file(path: str | Path) -> dict[str, Any]:
-    """Parse a YAML, TOML or JSON file into a dict (one clear error line on failure)."""
-    p = Path(path)
-    require(p.is_file(), f"config file not found: {p}")
-    text = p.read_text(encoding="utf-8")
-    try:
-        if p.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        elif p.suffix == ".toml":
-            try:
-                import tomllib
-            except ImportError:  # pragma: no cover - Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
-            data = tomllib.loads(text)
-        elif p.suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise FfnlabError(f"{p}: config files must end in .yaml, .yml, .toml or .json")
-    except FfnlabError:
-        raise
-    except Exception as e:  # parser errors differ per format; all are the user's file
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise FfnlabError(f"{p}: cannot parse ({first})") from None
-    if data is None:
-        data = {}
-    require(isinstance(data, dict), f"{p}: the top level must be a mapping")
-    return data
+    """Parse a YAML, TOML or JSON run config into a dict (one clear error line on failure)."""
+    return read_mapping(path, "config file", empty_ok=True)
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
@@ -218,7 +144,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         require(all(parts), f"--set: bad key {key!r}")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, RecursionError):  # e.g. a 5,000-digit integer: kept as text
             value = raw
         node = out
         for part in parts[:-1]:
@@ -242,24 +168,15 @@ def save(cfg: RunConfig, path: str | Path) -> None:
 # -- checking and resolving ------------------------------------------------------------------
 
 def check(cfg: RunConfig) -> None:
+    """Checks across fields (each field's type and range were checked when it was read)."""
     t, m = cfg.train, cfg.model
-    for name in ("seq_len", "batch_size", "grad_accum", "max_steps", "eval_every", "eval_tokens",
-                 "log_every", "checkpoint_every", "keep_last"):
-        require(getattr(t, name) >= 1, f"config: train.{name} must be >= 1, got {getattr(t, name)}")
-    require(t.lr > 0, f"config: train.lr must be > 0, got {t.lr}")
-    require(0 <= t.min_lr_ratio <= 1, "config: train.min_lr_ratio must be in [0, 1]")
-    require(t.warmup_steps >= 0, "config: train.warmup_steps must be >= 0")
-    require(t.dtype in ("auto", "fp32", "bf16"), f"config: train.dtype must be auto, fp32 or bf16, got {t.dtype!r}")
-    require(0 <= t.beta1 < 1 and 0 <= t.beta2 < 1, "config: train.beta1 and train.beta2 must be in [0, 1)")
-    require(t.weight_decay >= 0 and t.grad_clip > 0, "config: train.weight_decay must be >= 0 and train.grad_clip > 0")
-    require(re.fullmatch(r"auto|cpu|cuda(:\d+)?", t.device) is not None,
-            f"config: train.device must be auto, cpu, cuda or cuda:N, got {t.device!r}")
+    require(re.fullmatch(r"auto|cpu|cuda(:\d{1,3})?", t.device) is not None,
+            f"config: train.device must be auto, cpu, cuda or cuda:N, got {show(t.device)}")
     if isinstance(t.progress, bool):
         t.progress = "auto" if t.progress else "off"
-    require(t.progress in ("auto", "bar", "lines", "off"), "config: train.progress must be auto, bar, lines or off")
-    require(t.threads is None or t.threads >= 1, "config: train.threads must be >= 1")
-    require(cfg.data.tokenizer in ("byte", "bpe"), f"config: data.tokenizer must be byte or bpe, got {cfg.data.tokenizer!r}")
-    require(m.ffn.aux_loss_coef >= 0, "config: model.ffn.aux_loss_coef must be >= 0")
+    choice(t.progress, "config: train.progress", PROGRESS_MODES)
+    require(m.ffn.top_k <= max(m.ffn.n_experts, 0), f"config: model.ffn.top_k must be <= model.ffn.n_experts="
+            f"{m.ffn.n_experts}, got {m.ffn.top_k}")
     check_trainable(model_config(cfg, vocab_size=256))  # shape errors surface before any data work
 
 

@@ -25,7 +25,12 @@ from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.widths import param_matched_ratio
 from ffnlab.training import runconfig
-from ffnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from ffnlab.training.checkpoint import (
+    latest_checkpoint,
+    load_checkpoint,
+    remove_stale,
+    save_checkpoint,
+)
 from ffnlab.training.distributed import (
     DistInfo,
     barrier,
@@ -125,12 +130,16 @@ def validation_loss(model: torch.nn.Module, val: Any, starts: Any, seq_len: int,
 
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[str, Any]:
     """Train (or continue) the run in ``out_dir``; return its summary (empty on ranks > 0)."""
+    from ffnlab.files import provisional_dir
     from ffnlab.training.locking import folder_lock
+    from ffnlab.training.memory import check_fits
 
     info = setup(cfg.train.device)
-    lock = folder_lock(Path(out_dir), "ffnlab train") if info.is_main else contextlib.nullcontext()
+    main = info.is_main
     try:
-        with lock:
+        check_fits(cfg, info.device, world_size=info.world_size)  # before any folder or tensor exists
+        with provisional_dir(Path(out_dir)) if main else contextlib.nullcontext(), \
+                folder_lock(Path(out_dir), "ffnlab train") if main else contextlib.nullcontext():
             return _train(cfg, Path(out_dir), resume, info)
     finally:
         teardown(info)
@@ -138,6 +147,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[
 
 def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str, Any]:
     from ffnlab.training.corpus import batch_starts, eval_starts, get_batch, load_prepared
+    from ffnlab.training.memory import check_splits
     from ffnlab.training.nn import build_model
 
     t = cfg.train
@@ -153,6 +163,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
     if not info.is_main:
         data = load_prepared(prepared_dir)
     train_arr, val_arr = data.train(), data.val()
+    check_splits(len(train_arr), len(val_arr), t.seq_len)  # before the run folder is written
     mcfg = runconfig.model_config(cfg, data.vocab_size)
     model = build_model(mcfg, seed=t.seed, max_seq_len=t.seq_len, rope_theta=cfg.model.rope_theta,
                         norm_eps=cfg.model.norm_eps).to(info.device)
@@ -164,9 +175,10 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
     step, elapsed_before = 0, 0.0
     ckpt = latest_checkpoint(out) if continuing else None
     if ckpt is not None:  # load before writing anything: a bad checkpoint must leave the run untouched
-        state = load_checkpoint(ckpt, model, opt)
-        step, elapsed_before = state["step"], state.get("elapsed_s", 0.0)
-        require(step <= t.max_steps, f"{out} is already at step {step}, past train.max_steps={t.max_steps}")
+        state = load_checkpoint(ckpt, model, opt, max_steps=t.max_steps, tokens_per_step=cfg.tokens_per_step())
+        step, elapsed_before = state["step"], float(state.get("elapsed_s", 0.0))
+    if continuing and info.is_main:
+        remove_stale(out)  # temp files of a write that a kill interrupted
     if info.is_main:
         import yaml
 

@@ -11,13 +11,13 @@ are translated through their ``text_config``: the language model and its head. N
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
+from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig, validate
 from ffnlab.sizing.hf import (
     bloom,
@@ -176,15 +176,23 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type))
 
 
-def load_hf_config(path: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
-    """Read and translate a config.json file (or a folder holding one)."""
+def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    """The config.json at ``path`` (a file or a folder holding one) and its parsed object."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
     require(p.is_file(), f"no such file: {p}")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FfnlabError(f"{p}: not valid JSON ({e})") from None
+    data = read_data(p, "config.json", fmt="JSON")  # the one reader: size, UTF-8, JSON
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
-    return from_hf_dict(data, name=p.parent.name if p.name == "config.json" and p.parent.name else p.stem), data
+    return p, data
+
+
+def config_name(p: Path) -> str:
+    """A config's display name: its folder for ``.../NAME/config.json``, else the file stem."""
+    return p.parent.name if p.name == "config.json" and p.parent.name else p.stem
+
+
+def load_hf_config(path: str | Path) -> tuple[ModelConfig, dict[str, Any]]:
+    """Read and translate a config.json file (or a folder holding one)."""
+    p, data = read_hf_config(path)
+    return from_hf_dict(data, name=config_name(p)), data

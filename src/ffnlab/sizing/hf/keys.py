@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.validation import integer, show
 
 MISSING = object()
+MAX_INT = 2**53  # larger than any width, count or length in a real config.json
 
 # activation name in a config.json -> ffnlab plain kind (gated kinds derive from it)
 ACT_PLAIN = {
@@ -32,13 +34,12 @@ class ConfigKeys:
             raise FfnlabError(f"config.json (model_type {self.model_type!r}) is missing key {key!r}")
         if value is None:
             return None
-        if kind is int:
-            ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
-            require(ok, f"config.json key {key!r} must be a positive integer, got {value!r}")
+        if kind is int:  # the shared number check: an integer, bounded (no 4,000-digit widths)
+            integer(value, f"config.json key {key!r} (a positive integer)", 1, MAX_INT)
         elif kind is bool:
-            require(isinstance(value, bool), f"config.json key {key!r} must be true or false, got {value!r}")
+            require(isinstance(value, bool), f"config.json key {key!r} must be true or false, got {show(value)}")
         elif kind is str:
-            require(isinstance(value, str), f"config.json key {key!r} must be a string, got {value!r}")
+            require(isinstance(value, str), f"config.json key {key!r} must be a string, got {show(value)}")
         return value
 
     def first(self, *keys: str, default: Any = MISSING) -> int:

@@ -1,0 +1,97 @@
+"""Reading a sweep folder back: ``sweep.json`` and each run's records, validated before any analysis.
+
+:func:`load_sweep` checks the whole record (the spec, every resolved run, each finished run's
+``summary.json`` and ``metrics.jsonl``) and returns it, or raises one
+:class:`~ffnlab.errors.FfnlabError` line naming the file and the key. A report is written only
+from a sweep that passed, so an edited, truncated or foreign ``sweep.json`` (``{}``, ``[]``,
+runs without configs, eval records without tokens, non-UTF-8 bytes) never reaches the analysis.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.files import read_mapping, read_text
+from ffnlab.sizing.kinds import get_kind
+from ffnlab.validation import confined, integer, number, safe_name, show
+
+MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
+RUN_INTS = ("d_model", "d_ff")
+
+
+def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
+    here = f"{where}: runs[{i}]"
+    require(isinstance(entry, dict), f"{here} must be a mapping, got {show(entry)}")
+    for key in ("run", "arm", "seed", "config", *RUN_INTS, "params_non_embedding", "train_flops_per_token"):
+        require(key in entry, f"{here} has no {key!r}")
+    safe_name(entry["run"], f"{here}.run")
+    safe_name(entry["arm"], f"{here}.arm")
+    integer(entry["seed"], f"{here}.seed", 0)
+    for key in RUN_INTS:
+        integer(entry[key], f"{here}.{key}", 1)
+    integer(entry["params_non_embedding"], f"{here}.params_non_embedding", 0)
+    number(entry["train_flops_per_token"], f"{here}.train_flops_per_token", 0, lo_open=True, text_ok=False)
+    ffn = entry["config"].get("model", {}).get("ffn") if isinstance(entry["config"], dict) else None
+    require(isinstance(ffn, dict) and isinstance(ffn.get("kind"), str) and isinstance(ffn.get("rule"), str),
+            f"{here}.config must hold model.ffn.kind and model.ffn.rule")
+    get_kind(ffn["kind"])
+    return entry
+
+
+def _summary(path: Path) -> None:
+    s = read_mapping(path, "run summary", fmt="JSON")
+    for key in ("final_val_loss", "final_val_bpb", "wall_s"):
+        require(key in s, f"{path} has no {key!r}")
+        number(s[key], f"{path}: {key}", text_ok=False)
+
+
+def _metrics(path: Path) -> None:
+    """Every complete record of a metrics file must be well formed (a line torn by a kill is allowed)."""
+    lines = read_text(path, "metrics file", max_bytes=MAX_METRICS_BYTES).splitlines()
+    for n, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+        except (ValueError, RecursionError):
+            require(n == len(lines), f"{path}: line {n} is not a JSON record")
+            continue
+        require(isinstance(rec, dict) and "kind" in rec and "step" in rec,
+                f"{path}: line {n} must be a record with kind and step")
+        integer(rec["step"], f"{path}: line {n} step", 0)
+        if rec["kind"] == "eval":
+            for key in ("tokens", "val_loss"):
+                require(key in rec, f"{path}: eval record on line {n} has no {key!r}")
+            integer(rec["tokens"], f"{path}: line {n} tokens", 0)
+            number(rec["val_loss"], f"{path}: line {n} val_loss", 0, text_ok=False)
+
+
+def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
+    """The validated ``sweep.json`` of ``sweep_dir`` (its finished runs' files checked too)."""
+    root = Path(sweep_dir)
+    require(root.is_dir() and (root / "sweep.json").is_file(), f"{root} is not a sweep folder (no sweep.json)")
+    where = str(root / "sweep.json")
+    record = read_mapping(root / "sweep.json", "sweep record", fmt="JSON")
+    for key in ("spec", "runs"):
+        require(key in record, f"{where} has no {key!r}; is it a sweep folder written by ffnlab?")
+    spec = record["spec"]
+    require(isinstance(spec, dict), f"{where}: spec must be a mapping, got {show(spec)}")
+    for key in ("name", "reference", "control"):
+        if not isinstance(spec.get(key, ""), str):
+            raise FfnlabError(f"{where}: spec.{key} must be a string, got {show(spec[key])}")
+    if "vocab_size" in record:
+        integer(record["vocab_size"], f"{where}: vocab_size", 1)
+    runs = record["runs"]
+    require(isinstance(runs, list) and runs, f"{where}: runs must be a non-empty list, got {show(runs)}")
+    for i, entry in enumerate(runs):
+        r = _run(entry, i, where)
+        run_dir = confined(root / "runs", r["run"], f"{where}: runs[{i}].run")
+        if (run_dir / "summary.json").is_file():
+            _summary(run_dir / "summary.json")
+        if (run_dir / "metrics.jsonl").is_file():
+            _metrics(run_dir / "metrics.jsonl")
+    arms = sorted({r["arm"] for r in runs})
+    require(spec.get("reference") in arms, f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
+                                           f"of its runs ({', '.join(arms[:6])})")
+    return record

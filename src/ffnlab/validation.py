@@ -1,0 +1,325 @@
+"""One validation of user values, shared by the CLI, run configs, sweep specs and config.json.
+
+* numbers: :func:`integer` and :func:`number` refuse booleans, non-finite values and values out
+  of range; :func:`fraction` reads ``4``, ``2.5`` or ``8/3`` exactly with a bounded number of
+  digits (``1e5000`` is refused before any arithmetic, never expanded);
+* typed field specs: a dataclass field annotated ``Annotated[int, between(1, 2**20)]`` is checked
+  by :func:`build`, which turns a parsed mapping into the dataclass (nested dataclasses, lists,
+  optional values, unknown keys with a "did you mean"), every error in one wording:
+  ``<context>: <key> must be <expectation>, got <value>``;
+* names and paths: :func:`safe_name` (one folder name, never ``.`` or ``..``) and
+  :func:`confined` (a path built from user data stays inside its parent).
+
+Every failure is one :class:`~ffnlab.errors.FfnlabError` line. Pure Python (no torch).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Union
+
+from ffnlab.errors import FfnlabError
+
+MAX_DIGITS = 30  # longest integer (in decimal digits) any ffnlab input needs
+MAX_EXPONENT = 30  # |exponent| of a number written as text, e.g. 1e30
+MAX_TEXT = 64  # longest number written as text
+SEED_MAX = 2**32 - 1  # numpy's generators take seeds below 2**32
+_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?", re.IGNORECASE)  # ASCII digits only
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A short, always printable ``repr`` of a user value (huge integers and strings abridged)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS:
+        return f"an integer of about {int(math.log10(abs(value))) + 1} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # e.g. a Fraction too long to print
+        return f"a {type(value).__name__} too long to print"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def fail(where: str, expectation: str, value: Any) -> FfnlabError:
+    """The one wording of a validation error: ``<where> must be <expectation>, got <value>``."""
+    return FfnlabError(f"{where} must be {expectation}, got {show(value)}")
+
+
+def _bounds(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False) -> str:
+    if lo is not None and hi is not None and not lo_open and not hi_open:
+        return f" in [{_num(lo)}, {_num(hi)}]"
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {_num(lo)}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {_num(hi)}")
+    return " " + " and ".join(parts) if parts else ""
+
+
+def _num(x: float) -> str:
+    if isinstance(x, int) and abs(x) >= 2**20 and x == 2 ** (x.bit_length() - 1):
+        return f"2**{x.bit_length() - 1}"
+    if isinstance(x, int) and abs(x) >= 2**20 and x + 1 == 2 ** x.bit_length():
+        return f"2**{x.bit_length()}-1"
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _in_range(x: float | Fraction, lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> bool:
+    if lo is not None and (x <= lo if lo_open else x < lo):
+        return False
+    return not (hi is not None and (x >= hi if hi_open else x > hi))
+
+
+def integer(value: Any, where: str, lo: int | None = None, hi: int | None = None) -> int:
+    """``value`` as an integer in [lo, hi] (booleans and floats refused)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(where, "an integer" + _bounds(lo, hi), value)
+    if not _in_range(value, lo, hi, False, False):
+        raise fail(where, "an integer" + _bounds(lo, hi), value)
+    return value
+
+
+def _text_number(value: str, where: str, expectation: str) -> str:
+    s = value.strip()
+    m = _NUMBER.fullmatch(s)
+    if len(s) > MAX_TEXT or m is None or (m.group(2) and abs(int(m.group(2)[1:])) > MAX_EXPONENT):
+        raise fail(where, expectation, value)
+    return s
+
+
+def number(value: Any, where: str, lo: float | None = None, hi: float | None = None, *,
+           lo_open: bool = False, hi_open: bool = False, text_ok: bool = True) -> float:
+    """``value`` as a finite float within the bounds (numeric text such as ``3e-4`` accepted)."""
+    expectation = "a finite number" + _bounds(lo, hi, lo_open, hi_open)
+    if isinstance(value, bool):
+        raise fail(where, expectation, value)
+    if isinstance(value, str) and text_ok:
+        value = float(_text_number(value, where, expectation))
+    if not isinstance(value, (int, float)):
+        raise fail(where, expectation, value)
+    try:
+        x = float(value)
+    except OverflowError:
+        raise fail(where, expectation, value) from None
+    if not math.isfinite(x) or not _in_range(x, lo, hi, lo_open, hi_open):
+        raise fail(where, expectation, value)
+    return x
+
+
+def fraction(value: Any, where: str, lo: Fraction | int = 0, hi: Fraction | int = 10**6, *,
+             lo_open: bool = True) -> Fraction:
+    """``4``, ``2.5``, ``"8/3"`` or ``"2.6875"`` as an exact fraction in (lo, hi] (bounded digits)."""
+    expectation = f"a number{_bounds(lo, hi, lo_open)} (such as 4, 2.5 or 8/3)"
+    if isinstance(value, Fraction):
+        x = value
+    elif isinstance(value, bool):
+        raise fail(where, expectation, value)
+    elif isinstance(value, int):
+        x = Fraction(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise fail(where, expectation, value)
+        x = Fraction(str(value))
+    elif isinstance(value, str):
+        parts = value.split("/")
+        if len(parts) > 2:
+            raise fail(where, expectation, value)
+        nums = [Fraction(_text_number(p, where, expectation)) for p in parts]
+        if len(nums) == 2 and nums[1] == 0:
+            raise fail(where, expectation, value)
+        x = nums[0] / nums[1] if len(nums) == 2 else nums[0]
+    else:
+        raise fail(where, expectation, value)
+    if not _in_range(x, lo, hi, lo_open, False):
+        raise fail(where, expectation, value)
+    return x
+
+
+def choice(value: Any, where: str, options: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``options`` (with a "did you mean" for a near miss)."""
+    if isinstance(value, str) and value in options:
+        return value
+    close = difflib.get_close_matches(str(value)[:MAX_TEXT], options, n=1) if isinstance(value, str) else []
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise FfnlabError(f"{where} must be one of {', '.join(options)}, got {show(value)}{hint}")
+
+
+def safe_name(value: Any, where: str) -> str:
+    """``value`` as one folder or file name: letters, digits, ``_ . -``; never ``.`` or ``..``."""
+    if not isinstance(value, str) or _NAME.fullmatch(value) is None or set(value) == {"."} \
+            or len(value) > 100:
+        raise fail(where, "a name of letters, digits, _ . - (not . or .., at most 100 characters)", value)
+    return value
+
+
+def confined(parent: Path, relative: str | Path, where: str) -> Path:
+    """``parent / relative``, refused unless it resolves (symlinks followed) inside ``parent``."""
+    parent = Path(parent)
+    rel = Path(relative)
+    target = (parent / rel).resolve()
+    root = parent.resolve()
+    if rel.is_absolute() or not target.is_relative_to(root) or target == root:
+        raise FfnlabError(f"{where} must name something inside {parent}, got {show(str(relative))}")
+    return parent / rel
+
+
+# -- typed field specs -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Check:
+    """A constraint attached to a dataclass field with ``typing.Annotated``."""
+
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    choices: tuple[str, ...] = ()
+    name: bool = False  # a safe folder/file name
+    nonempty: bool = False
+    unique: bool = False
+    label: str = ""  # what the field is, added to its key in messages: "arms[0].name (the arm name)"
+
+    def apply(self, value: Any, where: str) -> Any:
+        if self.label:
+            where = f"{where} ({self.label})"
+        if self.choices and isinstance(value, str):
+            return choice(value, where, self.choices)
+        if self.name and isinstance(value, str):
+            return safe_name(value, where)
+        if isinstance(value, (list, dict)):
+            if self.nonempty and not value:
+                raise fail(where, f"a non-empty {'list' if isinstance(value, list) else 'mapping'}", value)
+            if self.unique and isinstance(value, list) and len(set(map(show, value))) != len(value):
+                raise fail(where, "a list of unique values", value)
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not _in_range(value, self.lo, self.hi, self.lo_open, self.hi_open):
+            kind = "an integer" if isinstance(value, int) else "a finite number"
+            raise fail(where, kind + _bounds(self.lo, self.hi, self.lo_open, self.hi_open), value)
+        return value
+
+
+def between(lo: float, hi: float) -> Check:
+    return Check(lo=lo, hi=hi)
+
+
+def above(lo: float, hi: float | None = None) -> Check:
+    return Check(lo=lo, hi=hi, lo_open=True)
+
+
+def one_of(*options: str) -> Check:
+    return Check(choices=options)
+
+
+NAME = Check(name=True)
+NONEMPTY_UNIQUE = Check(nonempty=True, unique=True)
+
+_NAMES = {int: "an integer", float: "a finite number", str: "a string", bool: "true or false",
+          type(None): "null", dict: "a mapping", list: "a list"}
+
+
+def _split(tp: Any) -> tuple[Any, list[Check]]:
+    if typing.get_origin(tp) is typing.Annotated:
+        base, *meta = typing.get_args(tp)
+        return base, [m for m in meta if isinstance(m, Check)]
+    return tp, []
+
+
+def _describe(tp: Any) -> str:
+    tp, _ = _split(tp)
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(tp))
+    if origin is list:
+        return f"a list of {_describe(typing.get_args(tp)[0]).removeprefix('a ').removeprefix('an ')}s"
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    return _NAMES.get(origin or tp, "a value")
+
+
+def _convert(value: Any, tp: Any, where: str, ctx: str) -> tuple[bool, Any]:
+    """(True, converted) if ``value`` has type ``tp``; checks raise at once with the field's name."""
+    tp, checks = _split(tp)
+    origin = typing.get_origin(tp)
+    ok, out = False, value
+    if tp is Any:
+        ok = True
+    elif origin in (Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            ok, out = _convert(value, arg, where, ctx)
+            if ok:
+                break
+    elif dataclasses.is_dataclass(tp):
+        ok, out = True, build(tp, value, where, ctx)  # type: ignore[arg-type]
+    elif origin is list or tp is list:
+        if isinstance(value, list):
+            (item,) = typing.get_args(tp) or (Any,)
+            out = []
+            for i, v in enumerate(value):
+                good, conv = _convert(v, item, f"{where}[{i}]", ctx)
+                if not good:
+                    raise fail(f"{ctx}: {where}[{i}]", _describe(item), v)
+                out.append(conv)
+            ok = True
+    elif origin is dict or tp is dict:
+        ok = isinstance(value, dict)
+        out = dict(value) if ok else value
+    elif tp is type(None):
+        ok = value is None
+    elif tp is bool:
+        ok = isinstance(value, bool)
+    elif tp is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif tp is float:
+        if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+            try:
+                out, ok = number(value, where), True
+            except FfnlabError:
+                ok = isinstance(value, (int, float))  # a number, but not finite: refuse below
+                if ok:
+                    raise fail(f"{ctx}: {where}", "a finite number", value) from None
+    elif tp is str:
+        ok = isinstance(value, str)
+    if ok:
+        for c in checks:
+            out = c.apply(out, f"{ctx}: {where}")
+    return ok, out
+
+
+def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
+    """Build dataclass ``cls`` from the mapping ``data``, validating every field by its annotation.
+
+    Unknown keys, missing required keys, wrong types and failed checks each raise one
+    :class:`FfnlabError` line naming ``ctx`` and the dotted key.
+    """
+    if not isinstance(data, dict):
+        raise fail(f"{ctx}: {where or 'the top level'}", "a mapping", data)
+    hints = typing.get_type_hints(cls, include_extras=True)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        here = f"{where}.{key}" if where else str(key)
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            raise FfnlabError(f"{ctx}: unknown key {here[:80]}" + (f" (did you mean {close[0]}?)" if close else ""))
+        ok, v = _convert(value, hints[key], here, ctx)
+        if not ok:
+            raise fail(f"{ctx}: {here}", _describe(hints[key]), value)
+        kwargs[key] = v
+    for name, f in fields.items():
+        if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            key = f"{where}.{name}" if where else name
+            raise FfnlabError(f"{ctx}: missing key {key!r}")
+    return cls(**kwargs)
+
+
+__all__ = ["Check", "FfnlabError", "MAX_DIGITS", "NAME", "NONEMPTY_UNIQUE", "SEED_MAX", "above", "between",
+           "build", "choice", "confined", "fail", "fraction", "integer", "number", "one_of", "safe_name",
+           "show"]

@@ -27,7 +27,12 @@ from ffnlab.sizing.flops import flops_per_token
 from ffnlab.training import runconfig
 
 CONTROLS = ("iso-params", "iso-flops", "fixed-d-model")
-ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain")  # what a report can decide
+ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain", "gated_law")  # what a report decides
+# Which arms each analysis compares, fixed before any run: the alternatives to the reference
+# (ratio_optimal, convergence_speed) or an ordered pair (glu_vs_plain: gated, plain;
+# gated_law: the raw-ratio-4 gated arm, the 8/3 gated arm).
+PAIRED = ("glu_vs_plain", "gated_law")
+DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
 
 
@@ -52,6 +57,8 @@ class SweepSpec:
     threads_per_worker: int = 1
     description: str = ""
     claims: list[str] = field(default_factory=list)
+    comparisons: dict[str, list[str]] = field(default_factory=dict)
+    margin: float = DEFAULT_MARGIN
 
 
 @dataclass
@@ -112,11 +119,23 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     claims = data.get("claims", [])
     require(isinstance(claims, list) and set(claims) <= set(ANALYSES),
             f"sweep spec: claims must be a list drawn from {', '.join(ANALYSES)}")
+    comparisons = data.get("comparisons", {})
+    require(isinstance(comparisons, dict) and set(comparisons) <= set(ANALYSES),
+            f"sweep spec: comparisons must map analyses ({', '.join(ANALYSES)}) to lists of arm names")
+    for key, chosen in comparisons.items():
+        require(isinstance(chosen, list) and chosen and all(c in names for c in chosen),
+                f"sweep spec: comparisons.{key} must list arms of this spec, got {chosen!r}")
+        require(key not in PAIRED or len(chosen) == 2,
+                f"sweep spec: comparisons.{key} names exactly two arms (in order), got {chosen!r}")
+    margin = data.get("margin", DEFAULT_MARGIN)
+    require(isinstance(margin, (int, float)) and not isinstance(margin, bool) and 0 < margin < 1,
+            f"sweep spec: margin is a fraction of the reference's loss in (0, 1), got {margin!r}")
     spec = SweepSpec(name=str(data["name"]), base=dict(data.get("base", {})), arms=arms, seeds=list(seeds),
                      control=data.get("control", "iso-params"), tolerance=float(data.get("tolerance", 0.02)),
                      reference=str(data.get("reference", names[0])), d_step=int(data.get("d_step", 4)),
                      workers=int(data.get("workers", 0)), threads_per_worker=int(data.get("threads_per_worker", 1)),
-                     description=str(data.get("description", "")), claims=list(claims))
+                     description=str(data.get("description", "")), claims=list(claims),
+                     comparisons={k: list(v) for k, v in comparisons.items()}, margin=float(margin))
     require(spec.control in CONTROLS, f"sweep spec: control must be one of {', '.join(CONTROLS)}, got {spec.control!r}")
     require(spec.reference in names, f"sweep spec: reference arm {spec.reference!r} is not among the arms")
     require(spec.tolerance > 0 and spec.d_step >= 1 and spec.threads_per_worker >= 1 and spec.workers >= 0,

@@ -200,7 +200,7 @@ def test_analysis_on_synthetic_curves_with_known_answers(tmp_path):
     shutil.rmtree(tmp_path / "runs")
     _fake_sweep(tmp_path, {"gelu-r4": ref, "gelu-r2": same}, tokens)
     claims = analyse(tmp_path)["claims"]
-    assert claims["ratio_optimal"]["verdict"] == "misleading"
+    assert claims["ratio_optimal"]["verdict"] == "inconclusive"  # no difference, too noisy for equivalence
     assert claims["convergence_speed"]["verdict"] == "false"  # no 8% speed-up
 
 

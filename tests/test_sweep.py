@@ -40,7 +40,7 @@ def micro_spec(tmp_path, tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("preset", ["golden-quick", "golden", "golden-gpu", "glu-variants"])
+@pytest.mark.parametrize("preset", ["golden-quick", "golden", "golden-gpu", "glu-variants", "gated-law"])
 def test_presets_resolve_within_their_control(preset):
     spec = load_spec(preset)
     vocab = 256 if spec.base.get("data", {}).get("tokenizer", "byte") == "byte" else spec.base["data"]["bpe_vocab_size"]
@@ -55,13 +55,21 @@ def test_presets_resolve_within_their_control(preset):
             assert r.d_model == ref.d_model
 
 
-def test_golden_presets_hold_the_issue_arms():
-    for name in ("golden-quick", "golden"):
-        spec = load_spec(name)
-        ratios = {a.ffn.get("ratio") for a in spec.arms if a.ffn["kind"] == "gelu"}
-        assert {1, 2, "8/3", 4, 6, 8} <= ratios
-        assert any(a.ffn == {"kind": "swiglu", "rule": "param-matched", "ratio": 4} for a in spec.arms)
-    assert len(load_spec("golden").seeds) >= 3
+def test_presets_hold_the_issue_arms():
+    golden = load_spec("golden")
+    ratios = {a.ffn.get("ratio") for a in golden.arms if a.ffn["kind"] == "gelu"}
+    assert {1, 2, "8/3", 4, 6, 8} <= ratios and len(golden.seeds) >= 3
+    assert any(a.ffn == {"kind": "swiglu", "rule": "param-matched", "ratio": 4} for a in golden.arms)
+    quick = load_spec("golden-quick")  # ratio 4 and a neighbour on each side, many seeds
+    assert {a.ffn["ratio"] for a in quick.arms} == {2, 4, 8} and len(quick.seeds) >= 8
+    assert quick.comparisons["ratio_optimal"] == quick.comparisons["convergence_speed"] == ["gelu-r2", "gelu-r8"]
+    law = load_spec("gated-law")  # SwiGLU at raw 4 (the law) vs 8/3 (LLaMA), and vs GELU as Shazeer
+    arms = {a.name: a.ffn for a in law.arms}
+    assert arms[law.comparisons["gated_law"][0]] == {"kind": "swiglu", "rule": "ratio", "ratio": 4}
+    assert arms[law.comparisons["gated_law"][1]] == {"kind": "swiglu", "rule": "param-matched", "ratio": 4}
+    runs = {r.arm: r for r in resolve(law, 256) if r.seed == 0}
+    gated, plain = (runs[a] for a in law.comparisons["glu_vs_plain"])
+    assert gated.d_model == plain.d_model and abs(gated.params_non_embedding / plain.params_non_embedding - 1) < 0.01
 
 
 def test_iso_flops_and_fixed_d_model_controls():
@@ -77,7 +85,8 @@ def test_iso_flops_and_fixed_d_model_controls():
     ({"control": "iso-vibes"}, "control"), ({"reference": "nope"}, "reference"), ({"seeds": []}, "seeds"),
     ({"arms": [{"name": "a b", "ffn": {}}]}, "arm name"), ({"colour": 1}, "unknown key"),
     ({"seeds": [0, 0]}, "unique"), ({"tolerance": "two"}, "tolerance"), ({"base": [1]}, "base"),
-    ({"claims": ["ratio_optimall"]}, "claims"),
+    ({"claims": ["ratio_optimall"]}, "claims"), ({"comparisons": {"ratio_optimal": ["nope"]}}, "comparisons"),
+    ({"comparisons": {"gated_law": ["gelu-r4"]}}, "exactly two"), ({"margin": 2}, "margin"),
 ])
 def test_bad_specs(tmp_path, bad, fragment):
     path = tmp_path / "bad.yaml"
@@ -94,7 +103,7 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     assert [a["arm"] for a in results["arms"]] == ["gelu-r4", "swiglu-pm4"]
     assert all(a["n_seeds"] == 2 and math.isfinite(a["val_loss"]) for a in results["arms"])
     html = (rep / "index.html").read_text()
-    assert html.count("data:image/png;base64,") == 3 and "The seed's table, filled" in html
+    assert html.count("data:image/png;base64,") == 5 and "The seed's table, filled" in html
     md = (rep / "report.md").read_text()
     assert "| gelu-r4 | 4.000 / 4.000 |" in md and "Provenance" in md
     assert (rep / "arms.csv").read_text().startswith("arm,kind,gated")

@@ -63,7 +63,7 @@ def report(
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def verify(
-    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run: golden-quick (CPU, ~5 min), golden (CPU, ~1 h), golden-gpu, glu-variants."),
+    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run (a preset or a spec file): golden-quick (CPU, ~10 min), golden (CPU, ~1 h), golden-gpu, gated-law, glu-variants."),
     out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
     workers: int = typer.Option(None, "--workers", help="Parallel runs."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),

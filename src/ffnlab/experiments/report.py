@@ -298,3 +298,47 @@ def claim_report_dir(out: Path) -> None:
                 f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).write_text("written by ffnlab report; its files are rewritten on each run\n")
+
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+_CHECK = """<script>window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const bad = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.alt);
+  document.body.setAttribute('data-ffnlab-check', JSON.stringify({images: imgs.length, undecoded: bad,
+    scroll_width: document.documentElement.scrollWidth, viewport_width: window.innerWidth}));
+});</script>"""
+
+
+def find_browser() -> str | None:
+    """A headless-capable Chromium on PATH, or None."""
+    import shutil
+
+    return next((p for p in map(shutil.which, BROWSERS) if p), None)
+
+
+def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | None = None,
+                     browser: str | None = None, timeout: float = 120) -> dict[str, Any] | None:
+    """Load ``index_html`` in headless Chromium at ``width`` px: how many images decoded and
+    whether the page is wider than the viewport; save a screenshot if asked. None without a browser."""
+    import re
+    import subprocess
+    import tempfile
+
+    exe = browser or find_browser()
+    if exe is None:
+        return None
+    flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},1600",
+             "--virtual-time-budget=10000"]
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.html"
+        probe.write_text(index_html.read_text(encoding="utf-8").replace("</body>", _CHECK + "</body>"), encoding="utf-8")
+        dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                             timeout=timeout).stdout
+        if screenshot is not None:
+            subprocess.run([*flags[:-2], f"--window-size={width},2400", f"--screenshot={screenshot}",
+                            index_html.resolve().as_uri()], capture_output=True, timeout=timeout)
+    m = re.search(r"data-ffnlab-check=\"([^\"]*)\"", dom)
+    require(m is not None, f"{exe} did not run the page check (no result in the DOM)")
+    import html as html_mod
+
+    return json.loads(html_mod.unescape(m.group(1)))  # type: ignore[union-attr]

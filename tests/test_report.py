@@ -73,3 +73,17 @@ def test_page_in_a_headless_browser(report):
         assert check is not None and check["images"] == 5 and check["undecoded"] == []
         assert check["scroll_width"] <= check["viewport_width"], (width, check)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_scale_sweep_reports_its_trend(tmp_path):
+    import math
+
+    arms = {f"{sc}.gelu-r{r}": (0.02 * (math.log2(r) - 1.5) ** 2, 1.0) for sc in ("s1", "s2") for r in (1, 2, 4, 8)}
+    fake_sweep(tmp_path, arms, 2, 0.002, claims=["ratio_optimal"])
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    record["spec"]["scales"] = [{"name": "s1", "model": {}}, {"name": "s2", "model": {}}]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    paths = write_report(tmp_path, tmp_path / "report")
+    html, md = paths["html"].read_text(), paths["markdown"].read_text()
+    assert "<h2>Scale trend" in html and "## Scale trend" in md and html.count("data:image/png;base64,") == 6
+    assert "| s1 |" in md and "| s2 |" in md

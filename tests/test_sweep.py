@@ -40,19 +40,31 @@ def micro_spec(tmp_path, tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("preset", ["golden-quick", "golden", "golden-gpu", "glu-variants", "gated-law"])
+@pytest.mark.parametrize("preset", ["golden-quick", "golden", "golden-gpu", "glu-variants", "gated-law",
+                                    "scale-trend", "scale-trend-gpu"])
 def test_presets_resolve_within_their_control(preset):
     spec = load_spec(preset)
     vocab = 256 if spec.base.get("data", {}).get("tokenizer", "byte") == "byte" else spec.base["data"]["bpe_vocab_size"]
     runs = resolve(spec, vocab)
-    assert len(runs) == len(spec.arms) * len(spec.seeds) and len(spec.seeds) >= 2
-    ref = next(r for r in runs if r.arm == spec.reference)
+    scales = [s["name"] + "." for s in spec.scales] or [""]
+    assert len(runs) == len(spec.arms) * len(spec.seeds) * len(scales) and len(spec.seeds) >= 2
     key = {"iso-params": "params_non_embedding", "iso-flops": "train_flops_per_token"}.get(spec.control)
-    for r in runs:
-        if key:
-            assert abs(getattr(r, key) / getattr(ref, key) - 1) <= spec.tolerance, (r.run, getattr(r, key))
-        else:
-            assert r.d_model == ref.d_model
+    for prefix in scales:  # each model size is controlled against its own reference
+        ref = next(r for r in runs if r.arm == prefix + spec.reference)
+        for r in (r for r in runs if r.arm.startswith(prefix)):
+            if key:
+                assert abs(getattr(r, key) / getattr(ref, key) - 1) <= spec.tolerance, (r.run, getattr(r, key))
+            else:
+                assert r.d_model == ref.d_model
+
+
+def test_scale_trend_sizes_grow_several_fold():
+    for name in ("scale-trend", "scale-trend-gpu"):
+        spec = load_spec(name)
+        runs = resolve(spec, 256 if name == "scale-trend" else 16384)
+        sizes = [next(r.params_non_embedding for r in runs if r.arm == f"{s['name']}.{spec.reference}")
+                 for s in spec.scales]
+        assert len(sizes) >= 3 and all(b >= 3 * a for a, b in zip(sizes, sizes[1:], strict=False))
 
 
 def test_presets_hold_the_issue_arms():

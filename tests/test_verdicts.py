@@ -118,3 +118,24 @@ def test_gated_law_pair(tmp_path, law_offset, expected):
     c = analyse(tmp_path)["claims"]
     assert c["gated_law"]["verdict"] == expected
     assert c["glu_vs_plain"]["verdict"] == "false"  # equal arms: equivalent within the margin
+
+
+def test_scale_trend_finds_each_sizes_best_ratio(tmp_path):
+    # the loss is a parabola in log2(ratio) whose minimum moves from ratio 2 (s1) to ratio 4 (s2)
+    arms = {}
+    for scale, best in (("s1", 2.0), ("s2", 4.0)):
+        for r in (1, 2, 4, 8):
+            arms[f"{scale}.gelu-r{r}"] = (0.02 * (math.log2(r) - math.log2(best)) ** 2, 1.0)
+    fake_sweep(tmp_path, arms, 3, 0.001, claims=["ratio_optimal"],
+               comparisons={"ratio_optimal": ["gelu-r1", "gelu-r2", "gelu-r8"]})
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    record["spec"]["scales"] = [{"name": "s1", "model": {}}, {"name": "s2", "model": {}}]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    result = analyse(tmp_path)
+    trend = {t["scale"]: t for t in result["scale_trend"]}
+    for scale, best in (("s1", 2.0), ("s2", 4.0)):
+        t = trend[scale]
+        assert t["lo"] < best < t["hi"] and t["best_ratio"] == pytest.approx(best, rel=0.05) and t["inside_tested"]
+    assert trend["s1"]["verdicts"]["ratio_optimal"] == "false"  # ratio 2 beats 4 at s1
+    assert trend["s2"]["verdicts"]["ratio_optimal"] == "true"  # ratio 4 is best at s2
+    assert result["claims"]["ratio_optimal"]["verdict"] == "true"  # the largest size decides

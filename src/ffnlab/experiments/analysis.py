@@ -439,14 +439,15 @@ def power_table(fam: Family, effects: dict[str, float]) -> dict[str, Any]:
     return out
 
 
-def scale(record: dict[str, Any], arms: list[ArmStats]) -> dict[str, Any]:
+def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[str, Any]:
     """What this sweep's numbers are about: model size, tokens per parameter, epochs, evaluation."""
     from ffnlab.training.corpus import eval_starts, load_prepared
 
-    ref = next(a for a in arms if a.name == record["spec"]["reference"])
+    ref = next(a for a in arms if a.name == reference)
     first = ref.runs[0].summary if ref.runs else {}
     tokens = first.get("tokens")
-    train = record["spec"]["base"].get("train", {})
+    ref_run = next((r for r in record["runs"] if r["arm"] == reference), {})
+    train = ref_run.get("config", {}).get("train") or record["spec"]["base"].get("train", {})
     out: dict[str, Any] = {"params_non_embedding": ref.params_non_embedding,
                            "params_total": (first.get("params") or {}).get("total"), "tokens_per_run": tokens,
                            "tokens_per_param": tokens / ref.params_non_embedding if tokens else None,
@@ -467,9 +468,8 @@ def scale(record: dict[str, Any], arms: list[ArmStats]) -> dict[str, Any]:
 GOLDEN_EFFECTS = {"0.021 nats (golden: ratio 4 - ratio 2)": 0.0214}  # README, `golden` preset
 
 
-def analyse(sweep_dir: str | Path) -> dict[str, Any]:
-    record, arms = load(sweep_dir)
-    spec = record["spec"]
+def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, Any]) -> dict[str, Any]:
+    """Every analysis of one set of arms against ``spec["reference"]`` (one model size)."""
     reference = spec["reference"]
     loss = family("final validation loss", {a.name: a.values("final_val_loss") for a in arms if a.runs},
                   reference)
@@ -487,7 +487,52 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
     conv_out = {k: v for k, v in conv.items() if k != "family"}
     if conv["family"] is not None:
         conv_out["family"] = conv["family"].as_dict()
-    return {"spec": spec, "record": record, "arms": arm_table(arms), "loss_model": loss.as_dict(),
-            "power": power_table(loss, GOLDEN_EFFECTS), "convergence": conv_out,
-            "kaplan": kaplan_curve(arms, reference), "claims": claims, "scale": scale(record, arms),
-            "arm_objects": arms}
+    return {"loss_model": loss.as_dict(), "power": power_table(loss, GOLDEN_EFFECTS), "convergence": conv_out,
+            "kaplan": kaplan_curve(arms, reference), "claims": claims}
+
+
+def best_ratio(arms: list[ArmStats], reference: str) -> dict[str, Any]:
+    """The raw ratio with the lowest loss for the reference's FFN kind: a parabola in log2(ratio)
+    fitted to every run's final loss, its minimum with a delta-method 95% interval."""
+    from ffnlab.experiments.stats import quadratic_minimum
+
+    kind = next(a.kind for a in arms if a.name == reference)
+    same = [a for a in arms if a.kind == kind]
+    xs = [math.log2(a.ratio_raw) for a in same for _ in a.runs]
+    ys = [v for a in same for v in a.values("final_val_loss")]
+    q = quadratic_minimum(xs, ys)
+    tested = sorted(a.ratio_raw for a in same)
+    ref = next(a for a in arms if a.name == reference)
+    return {"params_non_embedding": ref.params_non_embedding, "d_model": ref.d_model,
+            "tokens": ref.runs[0].summary.get("tokens") if ref.runs else None,
+            "best_ratio": 2 ** q.x_min if q.x_min == q.x_min else math.nan,
+            "lo": 2 ** q.lo if q.lo == q.lo else math.nan, "hi": 2 ** q.hi if q.hi == q.hi else math.nan,
+            "runs": q.n, "tested": [min(tested), max(tested)] if tested else [],
+            "inside_tested": bool(q.lo == q.lo and tested and min(tested) <= 2 ** q.lo and 2 ** q.hi <= max(tested))}
+
+
+def analyse(sweep_dir: str | Path) -> dict[str, Any]:
+    """The whole analysis of a finished sweep. With ``scales`` in the spec, every model size is
+    analysed on its own; the verdicts are the largest size's, and ``scale_trend`` holds each size's
+    best ratio (the form of Kaplan et al. 2020, Fig. 5, across sizes)."""
+    record, arms = load(sweep_dir)
+    spec = record["spec"]
+    scales = spec.get("scales") or []
+    reference = f"{scales[-1]['name']}.{spec['reference']}" if scales else spec["reference"]
+    out: dict[str, Any] = {"spec": spec, "record": record, "reference": reference, "arms": arm_table(arms),
+                           "scale": scale(record, arms, reference), "arm_objects": arms, "scale_trend": []}
+    if not scales:
+        return {**out, **analyse_arms(spec, arms, record)}
+    for sc in scales:
+        prefix = f"{sc['name']}."
+        sub = {**spec, "reference": prefix + spec["reference"], "scales": [],
+               "comparisons": {k: [prefix + x for x in v] for k, v in (spec.get("comparisons") or {}).items()}}
+        sub_arms = [a for a in arms if a.name.startswith(prefix)]
+        found = analyse_arms(sub, sub_arms, record)
+        trend = best_ratio(sub_arms, sub["reference"])
+        trend.update(scale=sc["name"], verdicts={k: v["verdict"] for k, v in found["claims"].items()},
+                     kaplan=found["kaplan"])
+        out["scale_trend"].append(trend)
+    out.update(found)  # the largest size decides the claims
+    out["arm_objects"] = sub_arms
+    return out

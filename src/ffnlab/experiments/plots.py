@@ -148,3 +148,36 @@ def frontier(arms: list[ArmStats]) -> bytes:
     ax.set_xscale("log")
     ax.legend(fontsize=7, ncol=2)
     return _png(fig)
+
+
+def scale_trend(trend: list[dict[str, Any]]) -> bytes:
+    """Left: loss increase over each size's best ratio against the ratio, one curve per size (the
+    form of Kaplan et al. 2020, Fig. 5); right: each size's best ratio (parabola minimum, 95%)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH * 1.4, 4.0))
+    for t in trend:
+        rows = t["kaplan"]
+        ax.plot([r["ratio_raw"] for r in rows], [100 * r["loss_increase"] for r in rows], marker="o",
+                label=f"{t['scale']} ({t['params_non_embedding'] / 1e6:.2g}M)")
+    ax.set_xscale("log", base=2)
+    ax.axvline(4, color="k", lw=0.8, ls=":")
+    ax.set(xlabel="raw ratio d_ff / d_model", ylabel="loss increase over the best (%)",
+           title="Loss increase vs ratio, per model size")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    for t in trend:
+        if t["best_ratio"] == t["best_ratio"]:
+            bx.errorbar([t["params_non_embedding"]], [t["best_ratio"]],
+                        yerr=[[t["best_ratio"] - t["lo"]], [t["hi"] - t["best_ratio"]]], marker="s", capsize=3)
+    bx.axhline(4, color="k", lw=0.8, ls=":", label="ratio 4")
+    bx.set_xscale("log")
+    bx.set_yscale("log", base=2)
+    bx.set(xlabel="non-embedding parameters", ylabel="best raw ratio (95% CI)", title="Best ratio vs size")
+    bx.legend(fontsize=7)
+    bx.grid(alpha=0.3)
+    fig.tight_layout()
+    return _png(fig)

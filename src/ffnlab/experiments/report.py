@@ -110,7 +110,7 @@ def report_model(result: dict[str, Any], prov: dict[str, Any], *, title: str,
                  audit_rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything the two templates show, as strings and tables: one structure, two renderings."""
     spec = result["spec"]
-    ref = spec["reference"]
+    ref = result["reference"]
     arms = result["arms"]
     lm = result["loss_model"]
     m = lm["model"]
@@ -164,9 +164,18 @@ def report_model(result: dict[str, Any], prov: dict[str, Any], *, title: str,
         "model": f"{lm['method']}. Homogeneity: {homog}.",
         "comparisons": comp_table, "seed_table": seed_table, "arm_table": arm_table, "seeds_table": seeds_table,
         "target": f"{conv['target_loss']:.4f}", "conv_table": conv_table, "kaplan_table": kaplan_table,
-        "claims_table": None, "audit_table": None,
+        "claims_table": None, "audit_table": None, "trend_table": None,
         "provenance": [(k, str(v)) for k, v in prov.items()],
     }
+    if result.get("scale_trend"):
+        out["trend_table"] = table(
+            ["size", "d_model", "non-emb params", "tokens per run", "best raw ratio (95% CI)", "inside the tested range",
+             "verdicts at this size"],
+            [[t["scale"], t["d_model"], f"{t['params_non_embedding']:,}", f"{t['tokens']:,}" if t["tokens"] else "-",
+              f"{_num(t['best_ratio'], '.2f')} {_iv(t['lo'], t['hi'], '.2f')}" if _finite(t["best_ratio"])
+              else "no interior minimum", "yes" if t["inside_tested"] else "no",
+              ", ".join(f"{CLAIM_OF.get(k, k)}: {v}" for k, v in t["verdicts"].items())]
+             for t in result["scale_trend"]], [False, True, True, True, True, False, False])
     if claim_rows is not None:
         out["claims_table"] = table(["claim", "verdict", "what the seed says", "evidence"],
                                     [[c["id"], c["verdict"], c["claim"], c["evidence"]] for c in claim_rows])
@@ -185,12 +194,13 @@ FIGURES = (("forest.png", "Each arm minus the reference, with the deciding inter
            ("tokens_to_target.png", "Tokens to the target loss, relative to the reference"),
            ("kaplan.png", "Loss increase against the ratio (Kaplan et al. 2020, Fig. 5 form)"),
            ("loss_curves.png", "Validation loss, zoomed on the last half of training"),
-           ("frontier.png", "Loss against training compute"))
+           ("frontier.png", "Loss against training compute"),
+           ("scale_trend.png", "The scale trend: loss increase vs ratio per size, and each size's best ratio"))
 
 
 def _figures(result: dict[str, Any]) -> dict[str, bytes]:
     spec, lm = result["spec"], result["loss_model"]
-    ref = spec["reference"]
+    ref = result["reference"]
     seeds = {r["arm"]: r["seed_losses"] for r in result["arms"]}
     ref_mean = next(r["val_loss"] for r in result["arms"] if r["arm"] == ref)
     arms = result["arm_objects"]
@@ -201,6 +211,7 @@ def _figures(result: dict[str, Any]) -> dict[str, bytes]:
         "kaplan.png": plots.kaplan(result["kaplan"]),
         "loss_curves.png": plots.loss_curves(arms, result["convergence"]["target_loss"]),
         "frontier.png": plots.frontier(arms),
+        **({"scale_trend.png": plots.scale_trend(result["scale_trend"])} if result.get("scale_trend") else {}),
     }
 
 

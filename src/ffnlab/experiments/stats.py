@@ -208,6 +208,42 @@ def power_at(effect: float, se: float, df: float, critical: float) -> float:
     return float(stats.nct.sf(critical, df, nc) + stats.nct.cdf(-critical, df, nc))
 
 
+@dataclass(frozen=True)
+class QuadraticMinimum:
+    """Where ``y = a + b x + c x^2`` (least squares) is lowest: ``x_min`` with a delta-method t
+    interval; ``x_min`` is NaN when the fit has no minimum (c <= 0)."""
+
+    x_min: float
+    lo: float
+    hi: float
+    curvature: float
+    n: int
+
+
+def quadratic_minimum(xs: Sequence[float], ys: Sequence[float], level: float = LEVEL) -> QuadraticMinimum:
+    """Fit a parabola to (x, y) points (e.g. loss against log2 ratio, one point per run) and locate
+    its minimum with a ``level`` interval from the delta method on (b, c), t on n - 3 df."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    n = x.size
+    if n < 4 or np.unique(x).size < 3:
+        return QuadraticMinimum(math.nan, math.nan, math.nan, math.nan, n)
+    design = np.column_stack([np.ones(n), x, x * x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    s2 = float(resid @ resid) / (n - 3)
+    cov = s2 * np.linalg.inv(design.T @ design)
+    _, b, c = (float(v) for v in coef)
+    if c <= 0:
+        return QuadraticMinimum(math.nan, math.nan, math.nan, c, n)
+    x_min = -b / (2 * c)
+    grad = np.array([0.0, -1 / (2 * c), b / (2 * c * c)])
+    sd = math.sqrt(max(float(grad @ cov @ grad), 0.0))
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2, n - 3)) * sd
+    return QuadraticMinimum(x_min, x_min - half, x_min + half, c, n)
+
+
 def bootstrap_ci(a: Sequence[float], b: Sequence[float], *, ratio: bool = False, n_boot: int = 9999,
                  level: float = LEVEL, seed: int = 0) -> tuple[float, float, float]:
     """(statistic, low, high): percentile bootstrap (``scipy.stats.bootstrap``), each group

@@ -59,6 +59,9 @@ class SweepSpec:
     claims: list[str] = field(default_factory=list)
     comparisons: dict[str, list[str]] = field(default_factory=dict)
     margin: float = DEFAULT_MARGIN
+    # Model sizes (a scale trend): each {name, model: {d_model, n_layers, n_heads, ...}, train: {...}}
+    # repeats every arm at that size (and token budget), as arm "SCALE.ARM" against that size's own reference "SCALE.REFERENCE".
+    scales: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -130,12 +133,21 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     margin = data.get("margin", DEFAULT_MARGIN)
     require(isinstance(margin, (int, float)) and not isinstance(margin, bool) and 0 < margin < 1,
             f"sweep spec: margin is a fraction of the reference's loss in (0, 1), got {margin!r}")
+    scales = data.get("scales", [])
+    require(isinstance(scales, list) and all(
+        isinstance(x, dict) and {"name", "model"} <= set(x) <= {"name", "model", "train"}
+        and isinstance(x["model"], dict) and isinstance(x.get("train", {}), dict)
+        and re.fullmatch(r"[A-Za-z0-9_-]+", str(x["name"])) is not None for x in scales),
+        "sweep spec: scales must be a list of {name: letters/digits/_/-, model: {...}, train: {...}}")
+    require(len({x["name"] for x in scales}) == len(scales), "sweep spec: scale names must be unique")
     spec = SweepSpec(name=str(data["name"]), base=dict(data.get("base", {})), arms=arms, seeds=list(seeds),
                      control=data.get("control", "iso-params"), tolerance=float(data.get("tolerance", 0.02)),
                      reference=str(data.get("reference", names[0])), d_step=int(data.get("d_step", 4)),
                      workers=int(data.get("workers", 0)), threads_per_worker=int(data.get("threads_per_worker", 1)),
                      description=str(data.get("description", "")), claims=list(claims),
-                     comparisons={k: list(v) for k, v in comparisons.items()}, margin=float(margin))
+                     comparisons={k: list(v) for k, v in comparisons.items()}, margin=float(margin),
+                     scales=[{"name": str(x["name"]), "model": dict(x["model"]), "train": dict(x.get("train", {}))}
+                             for x in scales])
     require(spec.control in CONTROLS, f"sweep spec: control must be one of {', '.join(CONTROLS)}, got {spec.control!r}")
     require(spec.reference in names, f"sweep spec: reference arm {spec.reference!r} is not among the arms")
     require(spec.tolerance > 0 and spec.d_step >= 1 and spec.threads_per_worker >= 1 and spec.workers >= 0,
@@ -161,8 +173,21 @@ def _measure(cfg: runconfig.RunConfig, control: str, vocab: int) -> float:
     return count_params(mc).non_embedding
 
 
+def at_scale(spec: SweepSpec, scale: dict[str, Any]) -> SweepSpec:
+    """The sweep at one model size: base.model updated, arms and reference named "SCALE.ARM"."""
+    base = copy.deepcopy(spec.base)
+    base.setdefault("model", {}).update(scale["model"])
+    base.setdefault("train", {}).update(scale.get("train", {}))
+    prefix = f"{scale['name']}."
+    return SweepSpec(**{**spec.__dict__, "base": base, "scales": [], "reference": prefix + spec.reference,
+                        "arms": [Arm(prefix + a.name, a.ffn, a.label) for a in spec.arms],
+                        "comparisons": {k: [prefix + x for x in v] for k, v in spec.comparisons.items()}})
+
+
 def resolve(spec: SweepSpec, vocab_size: int) -> list[ResolvedRun]:
-    """One run per (arm, seed), with d_model set by the control."""
+    """One run per (arm, seed), with d_model set by the control (per model size with ``scales``)."""
+    if spec.scales:
+        return [r for scale in spec.scales for r in resolve(at_scale(spec, scale), vocab_size)]
     base = arm_config(spec, next(a for a in spec.arms if a.name == spec.reference), spec.seeds[0])
     head_dim = base.model.head_dim or base.model.d_model // base.model.n_heads
     target = _measure(base, spec.control, vocab_size)

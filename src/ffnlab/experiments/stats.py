@@ -105,13 +105,17 @@ def pooled_model(groups: Mapping[str, Sequence[float]]) -> PooledModel:
 
 def _homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
     """(Levene p, Bartlett p) for equal variances; NaN where the test cannot run (fewer than two
-    groups of two or more, or no spread at all)."""
+    groups of two or more, no spread at all, or Levene with two values per group)."""
     usable = [s for s in samples if s.size >= 2]
     if len(usable) < 2 or any(float(s.var()) == 0 for s in usable):
         return math.nan, math.nan
+    import warnings
+
     from scipy import stats
 
-    return float(stats.levene(*usable, center="median").pvalue), float(stats.bartlett(*usable).pvalue)
+    with warnings.catch_warnings():  # two values per group: median-centred Levene divides 0 by 0 (NaN)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.levene(*usable, center="median").pvalue), float(stats.bartlett(*usable).pvalue)
 
 
 def dunnett_vs_reference(model: PooledModel, reference: str, level: float = LEVEL,

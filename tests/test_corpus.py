@@ -503,12 +503,20 @@ def test_batch_starts_reject_bad_arguments():
         batch_starts(100, 2, 8, seed=-1, step=0)
 
 
-def test_eval_starts_are_consecutive_and_cover_the_request():
-    starts = eval_starts(1000, 32, 256)
-    assert starts.tolist() == [0, 32, 64, 96, 128, 160, 192, 224]
-    assert eval_starts(1000, 32, 10).tolist() == [0]  # at least one window
+def test_eval_starts_spread_over_the_whole_split_without_overlap():
+    starts = eval_starts(10_000, 32, 256)  # 8 windows, one in each eighth of the split
+    assert len(starts) == 8
+    stride = (10_000 - 1) // 8
+    for k, s in enumerate(starts.tolist()):
+        assert k * stride <= s <= (k + 1) * stride - 32  # inside its stratum, whole window too
+    assert starts[-1] > 10_000 * 7 // 8 - 32  # the end of the split is scored, not only its opening
+    assert np.all(np.diff(starts) >= 32)  # non-overlapping
+    assert starts.tolist() == eval_starts(10_000, 32, 256).tolist()  # fixed by the seed
+    assert starts.tolist() != eval_starts(10_000, 32, 256, seed=1).tolist()
+    assert len(eval_starts(1000, 32, 10)) == 1  # at least one window
     capped = eval_starts(100, 32, 10_000)  # only three full windows (+1 target) fit
-    assert capped.tolist() == [0, 32, 64] and capped[-1] + 32 + 1 <= 100
+    assert len(capped) == 3 and all(33 * k <= s <= 33 * k + 1 for k, s in enumerate(capped.tolist()))
+    assert capped[-1] + 32 + 1 <= 100
     assert eval_starts(33, 32, 64).tolist() == [0]
     with pytest.raises(FfnlabError, match="too few"):
         eval_starts(32, 32, 64)

@@ -45,7 +45,9 @@ def test_wheel_holds_data_and_presets(installed: Path) -> None:
     pkg = installed / "ffnlab"
     assert (pkg / "data" / "zoo.json").is_file() and (pkg / "data" / "claims.json").is_file()
     presets = sorted(p.stem for p in (pkg / "experiments" / "presets").glob("*.yaml"))
-    assert "golden-quick" in presets
+    assert {"golden-quick", "gated-law", "scale-trend"} <= set(presets)
+    templates = {p.name for p in (pkg / "experiments" / "templates").glob("*.j2")}
+    assert templates == {"report.html.j2", "report.md.j2"}  # the report cannot render without them
 
 
 def test_installed_wheel_runs_sizing_from_outside_the_checkout(installed: Path) -> None:

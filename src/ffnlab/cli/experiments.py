@@ -77,7 +77,7 @@ def report(
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def verify(
-    preset: str = typer.Option("golden-quick", "--preset", help=f"Sweep to run (default golden-quick, ~5 min on 2 CPU cores; golden ~1 h): {SWEEP_PRESETS}."),
+    preset: str = typer.Option("golden-quick", "--preset", help=f"Sweep to run, a preset or a spec file (default golden-quick, the main job): {SWEEP_PRESETS}."),
     out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
     workers: int = typer.Option(None, "--workers", help="Parallel runs."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),

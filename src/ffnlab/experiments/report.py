@@ -1,12 +1,14 @@
-"""Write a sweep's report: report.md, a self-contained index.html, CSV/JSON of every number,
-claims.json (for ``ffnlab claims --evidence``) and the figures."""
+"""Write a sweep's report: one report model (:func:`report_model`) rendered by two Jinja2
+templates (``templates/report.html.j2``, autoescaped, and ``templates/report.md.j2``), so the HTML
+and Markdown pages cannot drift; plus CSV/JSON of every number, ``claims.json`` (for ``ffnlab
+claims --evidence``) and the figures."""
 
 from __future__ import annotations
 
 import base64
 import csv
-import html
 import json
+import math
 import os
 import platform
 from pathlib import Path
@@ -14,26 +16,12 @@ from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.experiments import plots
-from ffnlab.experiments.analysis import analyse
+from ffnlab.experiments.analysis import CLAIMED_SPEEDUP, analyse
 from ffnlab.experiments.sweep_record import load_sweep
+from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
 from ffnlab.provenance import git_commit
-from ffnlab.render import Column, markdown_table
 
-ARM_COLUMNS = [
-    Column("arm", "arm", justify="left"), Column("kind", "FFN", justify="left"),
-    Column("ratio_raw", "raw ratio", lambda x: f"{x:.3f}"), Column("ratio_param_matched", "p-m ratio", lambda x: f"{x:.3f}"),
-    Column("d_model", "d_model"), Column("d_ff", "d_ff"),
-    Column("params_non_embedding", "non-emb params", lambda x: f"{x:,}"),
-    Column("train_flops_per_token", "train FLOPs/token", lambda x: f"{x / 1e6:.2f}M"),
-    Column("val_loss", "val loss", lambda x: f"{x:.4f}"), Column("ci", "95% CI", justify="left"),
-    Column("val_ppl", "perplexity", lambda x: f"{x:.3f}"), Column("val_bpb", "bits/byte", lambda x: f"{x:.4f}"),
-    Column("n_seeds", "seeds"),
-]
-SEED_TABLE = [
-    Column("arm", "arm", justify="left"), Column("ratio", "FFN ratio (raw / param-matched)", justify="left"),
-    Column("train_flops_per_token", "training FLOPs/token", lambda x: f"{x:,.0f}"),
-    Column("ppl_text", "perplexity", justify="left"), Column("bpb_text", "bits per byte", justify="left"),
-]
+Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column]}
 
 
 def provenance(result: dict[str, Any]) -> dict[str, Any]:
@@ -54,130 +42,259 @@ def provenance(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ci(lo: float, hi: float, digits: int = 4) -> str:
-    return "n/a (1 seed)" if lo != lo else f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not (isinstance(x, float) and math.isnan(x))
 
 
-def _rows_for_tables(result: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    arms = [dict(r, ci=_ci(r["val_loss_lo"], r["val_loss_hi"])) for r in result["arms"]]
-    seed_rows = [{
-        "arm": r["arm"], "ratio": f"{r['ratio_raw']:.3f} / {r['ratio_param_matched']:.3f}",
-        "train_flops_per_token": r["train_flops_per_token"],
-        "ppl_text": f"{r['val_ppl']:.3f} {_ci(r['val_ppl_lo'], r['val_ppl_hi'], 3)}",
-        "bpb_text": f"{r['val_bpb']:.4f} {_ci(r['val_bpb_lo'], r['val_bpb_hi'])}",
-    } for r in result["arms"]]
-    return arms, seed_rows
+def _num(x: Any, fmt: str = ".4f") -> str:
+    return f"{x:{fmt}}" if _finite(x) else "n/a"
 
 
-def _convergence_rows(result: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    ref = result["convergence"]["reference"]
-    for name, row in result["convergence"]["arms"].items():
-        tr = row.get("tokens_ratio") if name != ref else None
-        fr = row.get("flops_ratio") if name != ref else None
-        rows.append({"arm": name, "reached": row["reached"],
-                     "tokens": "-" if row["tokens_mean"] is None else f"{row['tokens_mean']:,.0f}",
-                     "tokens_ratio": "1 (reference)" if name == ref else "-" if not tr else f"{tr[0]:.3f} [{tr[1]:.3f}, {tr[2]:.3f}]",
-                     "flops_ratio": "-" if not fr else f"{fr[0]:.3f} [{fr[1]:.3f}, {fr[2]:.3f}]"})
+def _iv(lo: Any, hi: Any, fmt: str = ".4f") -> str:
+    return f"[{lo:{fmt}}, {hi:{fmt}}]" if _finite(lo) and _finite(hi) else "no interval"
+
+
+def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = None) -> Table:
+    """A table for the templates: every cell a string."""
+    return {"headers": headers, "rows": [[str(c) for c in r] for r in rows],
+            "right": right or [False] * len(headers)}
+
+
+CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
+            "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4"}
+
+
+def _cards(result: dict[str, Any]) -> list[dict[str, str]]:
+    from ffnlab.sizing.claims import load_claims
+
+    texts = {c["id"]: c["claim"] for c in load_claims()}
+    cards = []
+    for key, v in result["claims"].items():
+        cid = CLAIM_OF.get(key, key)
+        point, lo, hi = (v.get("interval") or [math.nan] * 3)
+        ratio = key == "convergence_speed"
+        fmt = ".3f" if ratio else "+.4f"
+        mde = v.get("mde80", math.nan)
+        power = ("n/a" if not _finite(mde) else
+                 f"detects a {math.exp(mde) - 1:.1%} change in tokens" if ratio else f"detects {mde:.4f} nats")
+        cards.append({"id": cid, "analysis": key, "claim": texts.get(cid, ""), "verdict": v["verdict"],
+                      "interval": f"{_num(point, fmt)} {_iv(lo, hi, fmt)}", "unit": v.get("unit", ""),
+                      "comparison": v.get("comparison", ""), "method": v.get("method", ""),
+                      "power": f"{power} with 80% power" if _finite(mde) else "n/a (no interval)",
+                      "evidence": v["evidence"]})
+    return cards
+
+
+def _scale_rows(sc: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [("non-embedding parameters (reference)", f"{sc['params_non_embedding']:,}")]
+    if sc.get("tokens_per_run"):
+        rows.append(("training tokens per run", f"{sc['tokens_per_run']:,}"))
+        rows.append(("tokens per non-embedding parameter", _num(sc.get("tokens_per_param"), ".2f")))
+    if sc.get("epochs") is not None:
+        rows.append(("epochs of the training split", _num(sc["epochs"], ".3f")))
+    rows.append(("bits per byte (reference)", _num(sc.get("bits_per_byte"), ".3f")))
+    if sc.get("eval_windows"):
+        rows.append(("validation windows (spread over the split, fixed seed)",
+                     f"{sc['eval_windows']:,} = {sc['eval_tokens']:,} tokens, "
+                     f"{sc['eval_share']:.1%} of {sc['val_tokens']:,}"))
     return rows
 
 
-CONV_COLUMNS = [Column("arm", "arm", justify="left"), Column("reached", "runs reaching target"),
-                Column("tokens", "mean tokens to target"), Column("tokens_ratio", "tokens vs reference (95% CI)"),
-                Column("flops_ratio", "FLOPs vs reference (95% CI)")]
+SEED_HEADERS = ["arm", "FFN ratio (raw / param-matched)", "training FLOPs/token", "perplexity (95% CI)",
+                "bits per byte (95% CI)"]
+ARM_HEADERS = ["arm", "FFN", "raw ratio", "p-m ratio", "d_model", "d_ff", "non-emb params", "FLOPs/token",
+               "val loss", "95% CI", "seeds"]
 
 
-def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, extra_sections: list[tuple[str, str]] | None = None,
-                 title: str | None = None) -> dict[str, Path]:
-    """Analyse ``sweep_dir`` and write the report files into ``out_dir`` (default: sweep_dir/report)."""
+def report_model(result: dict[str, Any], prov: dict[str, Any], *, title: str,
+                 claim_rows: list[dict[str, Any]] | None = None,
+                 audit_rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything the two templates show, as strings and tables: one structure, two renderings."""
+    spec = result["spec"]
+    ref = result["reference"]
+    arms = result["arms"]
+    lm = result["loss_model"]
+    m = lm["model"]
+    seed_table = table(SEED_HEADERS, [[
+        r["arm"], f"{r['ratio_raw']:.3f} / {r['ratio_param_matched']:.3f}", f"{r['train_flops_per_token']:,.0f}",
+        f"{r['val_ppl']:.3f} {_iv(r['val_ppl_lo'], r['val_ppl_hi'], '.3f')}",
+        f"{r['val_bpb']:.4f} {_iv(r['val_bpb_lo'], r['val_bpb_hi'])}"] for r in arms], [False, True, True, True, True])
+    arm_table = table(ARM_HEADERS, [[
+        r["arm"], r["kind"], f"{r['ratio_raw']:.3f}", f"{r['ratio_param_matched']:.3f}", r["d_model"], r["d_ff"],
+        f"{r['params_non_embedding']:,}", f"{r['train_flops_per_token'] / 1e6:.2f}M", f"{r['val_loss']:.4f}",
+        _iv(r["val_loss_lo"], r["val_loss_hi"]), r["n_seeds"]] for r in arms], [False, False] + [True] * 9)
+    seeds_table = table(["arm", *[f"seed {s}" for s in spec["seeds"]]],
+                        [[r["arm"], *[f"{v:.4f}" for v in r["seed_losses"]]] for r in arms],
+                        [False] + [True] * len(spec["seeds"]))
+    comp_table = table(["arm", f"arm - {ref} (nats)", "Dunnett 95% (simultaneous)", "Dunnett p",
+                        "Welch, Bonferroni (sensitivity)", "detectable at 80% power"],
+                       [[c["arm"], f"{c['diff']:+.4f}", _iv(*c["dunnett"], "+.4f"), _num(c["p_dunnett"], ".3g"),
+                         _iv(*c["welch_bonferroni"], "+.4f"), _num(c["mde80"])] for c in lm["comparisons"]],
+                       [False] + [True] * 5)
+    conv = result["convergence"]
+    conv_table = table(["arm", "runs reaching target", "mean tokens to target", "tokens vs reference (Dunnett 95%)",
+                        "Welch, Bonferroni", "bootstrap (descriptive)", "training FLOPs vs reference"],
+                       [[name, f"{row['reached']}/{row['runs']}",
+                         "-" if row["tokens_mean"] is None else f"{row['tokens_mean']:,.0f}",
+                         "1 (reference)" if name == ref else
+                         "-" if "tokens_ratio" not in row else f"{row['tokens_ratio'][0]:.3f} "
+                         f"{_iv(*row['tokens_ratio'][1:], '.3f')}",
+                         "-" if "tokens_ratio_welch" not in row else _iv(*row["tokens_ratio_welch"][1:], ".3f"),
+                         "-" if "tokens_ratio_bootstrap" not in row else _iv(*row["tokens_ratio_bootstrap"][1:], ".3f"),
+                         "-" if "flops_ratio" not in row else f"{row['flops_ratio']:.3f}"]
+                        for name, row in conv["arms"].items()], [False] + [True] * 6)
+    kaplan_table = table(["arm", "raw ratio", "loss increase over the best", "95% CI"],
+                         [[k["arm"], f"{k['ratio_raw']:.3f}", f"{k['loss_increase']:+.2%}",
+                           _iv(k["lo"], k["hi"], "+.2%")] for k in result["kaplan"]], [False, True, True, True])
+    power = result["power"]
+    power_lines = [f"pooled within-arm sigma {_num(power['sigma'])} nats on {power['df']} degrees of freedom"]
+    power_lines += [f"{arm} vs {ref}: minimum detectable difference at 80% power {_num(v)} nats"
+                    for arm, v in power["mde80"].items()]
+    power_lines += [f"power for a true difference of {name}: {_num(p, '.0%')}"
+                    for name, p in power.get("power_for", {}).items()]
+    homog = (f"Levene (median) p = {_num(m['levene_p'], '.3g')}, Bartlett p = {_num(m['bartlett_p'], '.3g')}: "
+             + ("no evidence against equal variances, so the pooled model and Dunnett's intervals decide"
+                if m["homogeneous"] else "variances differ, so Welch's intervals (Bonferroni) decide"))
+    out: dict[str, Any] = {
+        "title": title, "description": spec.get("description", ""), "reference": ref,
+        "setup": (f"Control {spec['control']} (tolerance {spec['tolerance']:.0%}), reference arm {ref}, seeds "
+                  f"{', '.join(map(str, spec['seeds']))}, corpus {prov['corpus']} ({prov['tokenizer']} tokenizer), "
+                  f"equivalence margin {spec.get('margin', DEFAULT_MARGIN):.1%} of the loss, "
+                  f"claimed speed-up {CLAIMED_SPEEDUP:.2f}."),
+        "cards": _cards(result), "scale": _scale_rows(result["scale"]), "power": power_lines,
+        "model": f"{lm['method']}. Homogeneity: {homog}.",
+        "comparisons": comp_table, "seed_table": seed_table, "arm_table": arm_table, "seeds_table": seeds_table,
+        "target": f"{conv['target_loss']:.4f}", "conv_table": conv_table, "kaplan_table": kaplan_table,
+        "claims_table": None, "audit_table": None, "trend_table": None,
+        "provenance": [(k, str(v)) for k, v in prov.items()],
+    }
+    if result.get("scale_trend"):
+        out["trend_table"] = table(
+            ["size", "d_model", "non-emb params", "tokens per run", "best raw ratio (95% CI)", "inside the tested range",
+             "verdicts at this size"],
+            [[t["scale"], t["d_model"], f"{t['params_non_embedding']:,}", f"{t['tokens']:,}" if t["tokens"] else "-",
+              f"{_num(t['best_ratio'], '.2f')} {_iv(t['lo'], t['hi'], '.2f')}" if _finite(t["best_ratio"])
+              else "no interior minimum", "yes" if t["inside_tested"] else "no",
+              ", ".join(f"{CLAIM_OF.get(k, k)}: {v}" for k, v in t["verdicts"].items())]
+             for t in result["scale_trend"]], [False, True, True, True, True, False, False])
+    if claim_rows is not None:
+        out["claims_table"] = table(["claim", "verdict", "what the seed says", "evidence"],
+                                    [[c["id"], c["verdict"], c["claim"], c["evidence"]] for c in claim_rows])
+    if audit_rows is not None:
+        out["audit_table"] = table(
+            ["model", "kind", "raw ratio", "p-m ratio", "FFN share", "params"],
+            [[a["name"], a.get("ffn_kind") or "-", _num(a.get("ratio_raw"), ".2f"),
+              _num(a.get("ratio_param_matched"), ".2f"),
+              "-" if a.get("ffn_share") is None else f"{a['ffn_share']:.0%}",
+              "-" if a.get("params_total") is None else f"{a['params_total'] / 1e9:.2f}B"] for a in audit_rows],
+            [False, False, True, True, True, True])
+    return out
+
+
+FIGURES = (("forest.png", "Each arm minus the reference, with the deciding intervals and every seed"),
+           ("tokens_to_target.png", "Tokens to the target loss, relative to the reference"),
+           ("kaplan.png", "Loss increase against the ratio (Kaplan et al. 2020, Fig. 5 form)"),
+           ("loss_curves.png", "Validation loss, zoomed on the last half of training"),
+           ("frontier.png", "Loss against training compute"),
+           ("scale_trend.png", "The scale trend: loss increase vs ratio per size, and each size's best ratio"))
+
+
+def _figures(result: dict[str, Any]) -> dict[str, bytes]:
+    spec, lm = result["spec"], result["loss_model"]
+    ref = result["reference"]
+    seeds = {r["arm"]: r["seed_losses"] for r in result["arms"]}
+    ref_mean = next(r["val_loss"] for r in result["arms"] if r["arm"] == ref)
+    arms = result["arm_objects"]
+    return {
+        "forest.png": plots.forest(lm["comparisons"], seeds, ref, ref_mean,
+                                   spec.get("margin", DEFAULT_MARGIN) * ref_mean),
+        "tokens_to_target.png": plots.tokens_to_target(result["convergence"]),
+        "kaplan.png": plots.kaplan(result["kaplan"]),
+        "loss_curves.png": plots.loss_curves(arms, result["convergence"]["target_loss"]),
+        "frontier.png": plots.frontier(arms),
+        **({"scale_trend.png": plots.scale_trend(result["scale_trend"])} if result.get("scale_trend") else {}),
+    }
+
+
+def _environment():  # noqa: ANN202 - jinja2.Environment
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments", "templates"),
+                             autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["md"] = md_cell
+    return env
+
+
+def md_cell(text: Any) -> str:
+    """A string as one Markdown table cell or line: pipes escaped, no line breaks, no raw HTML."""
+    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+            .replace("\r", " ").replace("\n", " "))
+
+
+def render(model: dict[str, Any], images: dict[str, bytes]) -> tuple[str, str]:
+    """(HTML, Markdown) of one report model."""
+    env = _environment()
+    figs = [{"name": n, "title": t, "data": base64.b64encode(images[n]).decode()} for n, t in FIGURES if n in images]
+    html = env.get_template("report.html.j2").render(r=model, figures=figs)
+    md = env.get_template("report.md.j2").render(r=model, figures=figs)
+    return html, md
+
+
+def _json_safe(x: Any) -> Any:
+    """NaN -> None, recursively (strict JSON has no NaN)."""
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, title: str | None = None,
+                 with_claims: bool = False, audit_rows: list[dict[str, Any]] | None = None) -> dict[str, Path]:
+    """Analyse ``sweep_dir`` and write the report files into ``out_dir`` (default: sweep_dir/report).
+
+    ``with_claims`` adds the table of every claim of the seed documents, with this run's experiment
+    verdicts filled in; ``audit_rows`` (from ``sizing.audit``) adds the zoo audit at the end."""
     load_sweep(sweep_dir)  # the whole sweep folder validated before any report folder exists
     out = Path(out_dir) if out_dir else Path(sweep_dir) / "report"
     claim_report_dir(out)
     result = analyse(sweep_dir)
     (out / "plots").mkdir(parents=True, exist_ok=True)
-    arms = result["arm_objects"]
-    figures = {
-        "loss_curves.png": plots.loss_curves(arms, result["convergence"]["target_loss"]),
-        "loss_vs_ratio.png": plots.loss_vs_ratio(result["arms"]),
-        "frontier.png": plots.frontier(arms),
-    }
-    for name, data in figures.items():
+    images = _figures(result)
+    for name, data in images.items():
         (out / "plots" / name).write_bytes(data)
     prov = provenance(result)
-    arm_rows, seed_rows = _rows_for_tables(result)
-    conv_rows = _convergence_rows(result)
-    claims = result["claims"]
-    spec = result["spec"]
-    title = title or f"ffnlab sweep report: {spec['name']}"
+    claims = _json_safe(result["claims"])
+    claim_rows = None
+    if with_claims:
+        from ffnlab.sizing.claims import check_claims
 
-    # machine-readable outputs
+        claim_rows = check_claims(claims)
+    model = report_model(result, prov, title=title or f"ffnlab sweep report: {result['spec']['name']}",
+                         claim_rows=claim_rows, audit_rows=audit_rows)
+    html, md = render(model, images)
+    (out / "index.html").write_text(html, encoding="utf-8")
+    (out / "report.md").write_text(md, encoding="utf-8")
     serial = {k: v for k, v in result.items() if k != "arm_objects"}
     serial["provenance"] = prov
-    (out / "results.json").write_text(json.dumps(serial, indent=1, default=str))
+    (out / "results.json").write_text(json.dumps(_json_safe(serial), indent=1, default=str))
     (out / "claims.json").write_text(json.dumps(claims, indent=1))
     with open(out / "arms.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(result["arms"][0]))
+        w = csv.DictWriter(f, fieldnames=[k for k in result["arms"][0] if k != "seed_losses"], extrasaction="ignore")
         w.writeheader()
         w.writerows(result["arms"])
     with open(out / "runs.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["run", "arm", "seed", "final_val_loss", "final_val_ppl", "final_val_bpb", "tokens",
                     "train_flops", "wall_s"])
-        for a in arms:
+        for a in result["arm_objects"]:
             for r in a.runs:
                 s = r.summary
                 w.writerow([r.run, r.arm, r.seed, s["final_val_loss"], s["final_val_ppl"], s["final_val_bpb"],
                             s["tokens"], s["train_flops"], s["wall_s"]])
-
-    verdict_lines = [f"- **{k}**: `{v['verdict']}` — {v['evidence']}" for k, v in claims.items()]
-    kaplan = "\n".join(f"| {k['arm']} | {k['ratio_raw']:.3f} | {k['loss_increase']:+.2%} |" for k in result["kaplan"])
-    md = [f"# {title}", "", spec.get("description", ""), "",
-          f"Control: **{spec['control']}** (tolerance {spec['tolerance']:.0%}), reference arm **{spec['reference']}**, "
-          f"seeds {spec['seeds']}, corpus `{prov['corpus']}` ({prov['tokenizer']} tokenizer), "
-          f"{prov['tokens_per_run']:,} training tokens per run.", "",
-          "## Verdicts on the claims", "", *verdict_lines, "",
-          "## The seed's table, filled", "",
-          f"FFN ratio vs training FLOPs/token vs perplexity, measured on `{prov['corpus']}` (validation split; "
-          "perplexity per token, mean and 95% CI over seeds):", "",
-          markdown_table(seed_rows, SEED_TABLE), "",
-          "## Arms", "", markdown_table(arm_rows, ARM_COLUMNS), "",
-          f"## Convergence speed (target loss {result['convergence']['target_loss']:.4f}: the worst run's final loss)", "",
-          markdown_table(conv_rows, CONV_COLUMNS), "",
-          "## Loss increase over the best arm vs ratio (Kaplan et al. 2020, Fig. 5 form)", "",
-          "| arm | raw ratio | loss increase |", "|---|---:|---:|", kaplan, "",
-          "## Figures", "", "![loss curves](plots/loss_curves.png)", "", "![loss vs ratio](plots/loss_vs_ratio.png)", "",
-          "![frontier](plots/frontier.png)", ""]
-    for heading, text in extra_sections or []:
-        md += [f"## {heading}", "", text, ""]
-    md += ["## Provenance", "", *[f"- {k}: `{v}`" for k, v in prov.items()], ""]
-    (out / "report.md").write_text("\n".join(md))
-
-    def img(name: str) -> str:
-        return f'<img alt="{name}" src="data:image/png;base64,{base64.b64encode(figures[name]).decode()}">'
-
-    body = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(spec.get('description', ''))}</p>",
-            f"<p>Control <b>{spec['control']}</b> (tolerance {spec['tolerance']:.0%}), reference <b>{spec['reference']}</b>, "
-            f"seeds {spec['seeds']}, corpus <code>{html.escape(str(prov['corpus']))}</code>, "
-            f"{prov['tokens_per_run']:,} tokens per run.</p>",
-            "<h2>Verdicts on the claims</h2><ul>",
-            *[f"<li><b>{html.escape(k)}</b>: <span class='v {v['verdict']}'>{v['verdict']}</span> — "
-              f"{html.escape(v['evidence'])}</li>" for k, v in claims.items()], "</ul>"]
-    for heading, text in extra_sections or []:
-        body.append(f"<h2>{html.escape(heading)}</h2><pre>{html.escape(text)}</pre>")
-    body += ["<h2>The seed's table, filled</h2>", _html_table(seed_rows, SEED_TABLE),
-             "<h2>Arms</h2>", _html_table(arm_rows, ARM_COLUMNS),
-             f"<h2>Convergence speed (target loss {result['convergence']['target_loss']:.4f})</h2>",
-             _html_table(conv_rows, CONV_COLUMNS), "<h2>Figures</h2>",
-             img("loss_curves.png"), img("loss_vs_ratio.png"), img("frontier.png"),
-             "<h2>Provenance</h2><ul>", *[f"<li>{k}: <code>{html.escape(str(v))}</code></li>" for k, v in prov.items()],
-             "</ul>"]
-    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-             "table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 7px}"
-             "th{background:#f3f3f3}img{max-width:48%;margin:4px}.v{font-weight:bold;padding:0 4px}"
-             ".true{color:#1a7f37}.false{color:#c62828}.misleading{color:#b26a00}.unverifiable{color:#555}")
-    page = f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>" \
-           f"<style>{style}</style></head><body>{''.join(body)}</body></html>"
-    (out / "index.html").write_text(page)
     return {"html": out / "index.html", "markdown": out / "report.md", "claims": out / "claims.json",
             "results": out / "results.json", "dir": out}
 
@@ -196,8 +313,45 @@ def claim_report_dir(out: Path) -> None:
     (out / MARKER).write_text("written by ffnlab report; its files are rewritten on each run\n")
 
 
-def _html_table(rows: list[dict[str, Any]], columns: list[Column]) -> str:
-    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c.fmt(r.get(c.key)) if r.get(c.key) is not None else '-')}</td>"
-                                    for c in columns) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+_CHECK = """<script>window.addEventListener('load', () => {
+  const imgs = [...document.images];
+  const bad = imgs.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.alt);
+  document.body.setAttribute('data-ffnlab-check', JSON.stringify({images: imgs.length, undecoded: bad,
+    scroll_width: document.documentElement.scrollWidth, viewport_width: window.innerWidth}));
+});</script>"""
+
+
+def find_browser() -> str | None:
+    """A headless-capable Chromium on PATH, or None."""
+    import shutil
+
+    return next((p for p in map(shutil.which, BROWSERS) if p), None)
+
+
+def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | None = None,
+                     browser: str | None = None, timeout: float = 120) -> dict[str, Any] | None:
+    """Load ``index_html`` in headless Chromium at ``width`` px: how many images decoded and
+    whether the page is wider than the viewport; save a screenshot if asked. None without a browser."""
+    import re
+    import subprocess
+    import tempfile
+
+    exe = browser or find_browser()
+    if exe is None:
+        return None
+    flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},1600",
+             "--virtual-time-budget=10000"]
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = Path(tmp) / "probe.html"
+        probe.write_text(index_html.read_text(encoding="utf-8").replace("</body>", _CHECK + "</body>"), encoding="utf-8")
+        dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                             timeout=timeout).stdout
+        if screenshot is not None:
+            subprocess.run([*flags[:-2], f"--window-size={width},2400", f"--screenshot={screenshot}",
+                            index_html.resolve().as_uri()], capture_output=True, timeout=timeout)
+    m = re.search(r"data-ffnlab-check=\"([^\"]*)\"", dom)
+    require(m is not None, f"{exe} did not run the page check (no result in the DOM)")
+    import html as html_mod
+
+    return json.loads(html_mod.unescape(m.group(1)))  # type: ignore[union-attr]

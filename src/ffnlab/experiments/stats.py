@@ -1,26 +1,39 @@
-"""Small, exact statistics for experiment reports (numpy + scipy, no torch).
+"""Statistics for experiment reports (numpy + scipy, no torch).
 
-* :func:`mean_ci` — mean and Student-t confidence interval over seeds;
-* :func:`welch_ci` — difference of two arms' means with Welch's t interval;
-* :func:`bootstrap_ci` — percentile bootstrap for a statistic of two groups (difference or
-  ratio of means), resampling each group independently;
-* :func:`tokens_to_target` — where a loss curve first reaches a target, interpolated linearly
-  between evaluation points.
+One model per sweep: each arm has its own mean and all arms share one within-arm variance
+(pooled over every arm, ``N - k`` degrees of freedom), after a homogeneity check (Levene's
+test, median-centred, and Bartlett's). On that model:
+
+* :func:`dunnett_vs_reference` — every arm against the reference, simultaneous intervals with
+  family-wise 95% coverage (Dunnett 1955, ``scipy.stats.dunnett``);
+* :func:`welch_vs_reference` — Welch's t per pair (``scipy.stats.ttest_ind``), Bonferroni over the
+  same family: the sensitivity column, which does not assume equal variances;
+* :func:`tost` — two one-sided tests of equivalence within a margin (Schuirmann 1987) on the
+  pooled variance, built from scipy's t distribution;
+* :func:`mde` — the smallest difference the design detects with a given power.
+
+Also: :func:`mean_ci` (Student t over seeds), :func:`bootstrap_ci` (percentile bootstrap of two
+independent groups, ``scipy.stats.bootstrap``, descriptive only) and :func:`tokens_to_target`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+LEVEL = 0.95
+POWER = 0.80
+NAN3 = (math.nan, math.nan, math.nan)
 
-def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+
+def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
     """(mean, low, high) with a t interval; low = high = nan for fewer than two values."""
     x = np.asarray(values, dtype=float)
     if x.size == 0:
-        return math.nan, math.nan, math.nan
+        return NAN3
     m = float(x.mean())
     if x.size < 2:
         return m, math.nan, math.nan
@@ -30,60 +43,232 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float,
     return m, m - half, m + half
 
 
-def welch_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """(mean(a) - mean(b), low, high): Welch's t interval (unequal variances). Conservative with
-    few seeds, where a percentile bootstrap would understate the spread."""
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    d = float(xa.mean() - xb.mean()) if xa.size and xb.size else math.nan
-    if xa.size < 2 or xb.size < 2:
-        return d, math.nan, math.nan
-    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
-    se = math.sqrt(va + vb)
-    if se == 0:  # identical values: no spread to judge a difference by
-        return d, math.nan, math.nan
-    df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
+@dataclass(frozen=True)
+class Comparison:
+    """One arm against the reference: ``diff = mean(arm) - mean(reference)`` with an interval."""
+
+    arm: str
+    diff: float
+    lo: float
+    hi: float
+    p: float = math.nan
+    se: float = math.nan
+
+    @property
+    def decided(self) -> bool:
+        """Whether the interval excludes zero (a NaN interval never does)."""
+        return self.lo > 0 or self.hi < 0
+
+    def as_list(self) -> list[float]:
+        return [self.diff, self.lo, self.hi]
+
+
+@dataclass
+class PooledModel:
+    """Per-arm means and one within-arm variance pooled over all arms."""
+
+    groups: dict[str, np.ndarray]
+    means: dict[str, float] = field(init=False)
+    counts: dict[str, int] = field(init=False)
+    df: int = field(init=False)
+    sigma: float = field(init=False)
+    levene_p: float = field(init=False)
+    bartlett_p: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.means = {k: float(v.mean()) for k, v in self.groups.items()}
+        self.counts = {k: int(v.size) for k, v in self.groups.items()}
+        self.df = sum(self.counts.values()) - len(self.groups)
+        ss = sum(float(((v - v.mean()) ** 2).sum()) for v in self.groups.values())
+        self.sigma = math.sqrt(ss / self.df) if self.df > 0 else math.nan
+        self.levene_p, self.bartlett_p = _homogeneity(list(self.groups.values()))
+
+    @property
+    def homogeneous(self) -> bool:
+        """False only when Levene's test (robust to non-normal data; Bartlett's is reported beside it)
+        rejects equal variances at 5%; untestable counts as not rejected."""
+        return not self.levene_p < 0.05
+
+    def se(self, a: str, b: str) -> float:
+        """Standard error of mean(a) - mean(b) under the pooled variance."""
+        return self.sigma * math.sqrt(1 / self.counts[a] + 1 / self.counts[b])
+
+    def summary(self) -> dict[str, float | int | bool]:
+        return {"sigma": self.sigma, "df": self.df, "levene_p": self.levene_p,
+                "bartlett_p": self.bartlett_p, "homogeneous": self.homogeneous}
+
+
+def pooled_model(groups: Mapping[str, Sequence[float]]) -> PooledModel:
+    """The one-way model of ``groups`` (arm name -> values over seeds)."""
+    return PooledModel({k: np.asarray(v, dtype=float) for k, v in groups.items()})
+
+
+def _homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
+    """(Levene p, Bartlett p) for equal variances; NaN where the test cannot run (fewer than two
+    groups of two or more, no spread at all, or Levene with two values per group)."""
+    usable = [s for s in samples if s.size >= 2]
+    if len(usable) < 2 or any(float(s.var()) == 0 for s in usable):
+        return math.nan, math.nan
+    import warnings
+
     from scipy import stats
 
-    half = float(stats.t.ppf(0.5 + level / 2, df) * se)
-    return d, d - half, d + half
+    with warnings.catch_warnings():  # two values per group: median-centred Levene divides 0 by 0 (NaN)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.levene(*usable, center="median").pvalue), float(stats.bartlett(*usable).pvalue)
 
 
-def log_ratio_ci(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
-    """(mean(a) / mean(b), low, high) from Welch's t interval on log values: conservative with
-    few seeds (the percentile bootstrap is reported beside it but decides nothing)."""
-    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
-    _, lo, hi = welch_ci(la, lb, level)
-    point = float(np.mean(a) / np.mean(b)) if len(a) and len(b) else math.nan
-    return point, math.exp(lo) if lo == lo else math.nan, math.exp(hi) if hi == hi else math.nan
+def dunnett_vs_reference(model: PooledModel, reference: str, level: float = LEVEL,
+                         seed: int = 0) -> dict[str, Comparison]:
+    """Every other arm against ``reference``: Dunnett's simultaneous intervals (family-wise
+    ``level``) on the pooled variance. Empty when the model has no residual degrees of freedom."""
+    others = [k for k in model.groups if k != reference]
+    if not others or not model.df or not model.sigma > 0:
+        return {k: Comparison(k, model.means[k] - model.means[reference], math.nan, math.nan) for k in others}
+    from scipy import stats
+
+    res = stats.dunnett(*(model.groups[k] for k in others), control=model.groups[reference],
+                        rng=np.random.default_rng(seed))
+    ci = res.confidence_interval(confidence_level=level)
+    return {k: Comparison(k, model.means[k] - model.means[reference], float(ci.low[i]), float(ci.high[i]),
+                          float(res.pvalue[i]), model.se(k, reference))
+            for i, k in enumerate(others)}
 
 
-def diff_of_means(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a.mean() - b.mean())
+def critical_value(comparison: Comparison) -> float:
+    """The multiplier of the standard error that gave ``comparison``'s interval (Dunnett's or t)."""
+    if not comparison.se > 0 or comparison.hi != comparison.hi:
+        return math.nan
+    return (comparison.hi - comparison.lo) / (2 * comparison.se)
 
 
-def ratio_of_means(a: np.ndarray, b: np.ndarray) -> float:
-    return float(a.mean() / b.mean())
+def welch_ci(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """(mean(a) - mean(b), low, high): Welch's t interval (``scipy.stats.ttest_ind``,
+    unequal variances); NaN bounds with fewer than two values per group or no spread."""
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = float(xa.mean() - xb.mean()) if xa.size and xb.size else math.nan
+    if xa.size < 2 or xb.size < 2 or float(xa.var()) + float(xb.var()) == 0:
+        return d, math.nan, math.nan
+    from scipy import stats
+
+    ci = stats.ttest_ind(xa, xb, equal_var=False).confidence_interval(confidence_level=level)
+    return d, float(ci.low), float(ci.high)
 
 
-def bootstrap_ci(a: Sequence[float], b: Sequence[float], stat: Callable[[np.ndarray, np.ndarray], float] = diff_of_means,
-                 *, n_boot: int = 10_000, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
-    """(statistic, low, high): percentile bootstrap, each group resampled with replacement."""
+def welch_vs_reference(model: PooledModel, reference: str, level: float = LEVEL) -> dict[str, Comparison]:
+    """Welch's interval per arm against ``reference``, Bonferroni over the family (sensitivity)."""
+    others = [k for k in model.groups if k != reference]
+    lvl = 1 - (1 - level) / max(1, len(others))
+    out = {}
+    for k in others:
+        d, lo, hi = welch_ci(model.groups[k], model.groups[reference], lvl)
+        out[k] = Comparison(k, d, lo, hi)
+    return out
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    """TOST: ``equivalent`` when the (1 - 2 alpha) interval lies inside (-margin, +margin)."""
+
+    diff: float
+    lo: float
+    hi: float
+    margin: float
+    p: float
+    equivalent: bool
+
+
+def tost(diff: float, se: float, df: float, margin: float, alpha: float = 0.05) -> Equivalence:
+    """Two one-sided t tests of |true difference| < ``margin`` (Schuirmann 1987): p is the larger
+    of the two one-sided p-values; equivalent iff p < alpha."""
+    if not (se > 0 and df > 0):
+        return Equivalence(diff, math.nan, math.nan, margin, math.nan, False)
+    from scipy import stats
+
+    p = max(float(stats.t.sf((diff + margin) / se, df)), float(stats.t.cdf((diff - margin) / se, df)))
+    half = float(stats.t.ppf(1 - alpha, df)) * se
+    return Equivalence(diff, diff - half, diff + half, margin, p, p < alpha)
+
+
+def mde(se: float, df: float, critical: float, power: float = POWER) -> float:
+    """Minimum detectable difference: the true difference a two-sided test with ``critical``
+    (Dunnett's or t multiplier) detects with probability ``power`` on ``df`` degrees of freedom,
+    ``(critical + t_power) * se`` (the usual normal-shift approximation, t quantile for power)."""
+    if not (se > 0 and df > 0 and critical == critical):
+        return math.nan
+    from scipy import stats
+
+    return (critical + float(stats.t.ppf(power, df))) * se
+
+
+def power_at(effect: float, se: float, df: float, critical: float) -> float:
+    """Probability that the two-sided test with ``critical`` detects a true ``effect`` (noncentral
+    t, one tail; the other tail is negligible for effects of interest)."""
+    if not (se > 0 and df > 0 and critical == critical):
+        return math.nan
+    from scipy import stats
+
+    nc = abs(effect) / se
+    return float(stats.nct.sf(critical, df, nc) + stats.nct.cdf(-critical, df, nc))
+
+
+@dataclass(frozen=True)
+class QuadraticMinimum:
+    """Where ``y = a + b x + c x^2`` (least squares) is lowest: ``x_min`` with a delta-method t
+    interval; ``x_min`` is NaN when the fit has no minimum (c <= 0)."""
+
+    x_min: float
+    lo: float
+    hi: float
+    curvature: float
+    n: int
+
+
+def quadratic_minimum(xs: Sequence[float], ys: Sequence[float], level: float = LEVEL) -> QuadraticMinimum:
+    """Fit a parabola to (x, y) points (e.g. loss against log2 ratio, one point per run) and locate
+    its minimum with a ``level`` interval from the delta method on (b, c), t on n - 3 df."""
+    x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+    n = x.size
+    if n < 4 or np.unique(x).size < 3:
+        return QuadraticMinimum(math.nan, math.nan, math.nan, math.nan, n)
+    design = np.column_stack([np.ones(n), x, x * x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    s2 = float(resid @ resid) / (n - 3)
+    cov = s2 * np.linalg.inv(design.T @ design)
+    _, b, c = (float(v) for v in coef)
+    if c <= 0:
+        return QuadraticMinimum(math.nan, math.nan, math.nan, c, n)
+    x_min = -b / (2 * c)
+    grad = np.array([0.0, -1 / (2 * c), b / (2 * c * c)])
+    sd = math.sqrt(max(float(grad @ cov @ grad), 0.0))
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2, n - 3)) * sd
+    return QuadraticMinimum(x_min, x_min - half, x_min + half, c, n)
+
+
+def bootstrap_ci(a: Sequence[float], b: Sequence[float], *, ratio: bool = False, n_boot: int = 9999,
+                 level: float = LEVEL, seed: int = 0) -> tuple[float, float, float]:
+    """(statistic, low, high): percentile bootstrap (``scipy.stats.bootstrap``), each group
+    resampled independently; the statistic is mean(a) - mean(b), or mean(a) / mean(b) with
+    ``ratio``. Descriptive: with few seeds it understates the spread and decides nothing."""
     xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if xa.size == 0 or xb.size == 0:
-        return math.nan, math.nan, math.nan
-    point = stat(xa, xb)
-    rng = np.random.default_rng(seed)
-    ia = rng.integers(0, xa.size, size=(n_boot, xa.size))
-    ib = rng.integers(0, xb.size, size=(n_boot, xb.size))
-    sa, sb = xa[ia], xb[ib]
-    if stat is diff_of_means:
-        samples = sa.mean(axis=1) - sb.mean(axis=1)
-    elif stat is ratio_of_means:
-        samples = sa.mean(axis=1) / sb.mean(axis=1)
-    else:
-        samples = np.array([stat(sa[i], sb[i]) for i in range(n_boot)])
-    lo, hi = np.quantile(samples, [(1 - level) / 2, (1 + level) / 2])
-    return point, float(lo), float(hi)
+        return NAN3
+
+    def stat(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        mx, my = x.mean(axis=axis), y.mean(axis=axis)
+        return mx / my if ratio else mx - my
+
+    point = float(stat(xa, xb))
+    if xa.size < 2 and xb.size < 2:
+        return point, math.nan, math.nan
+    from scipy import stats
+
+    res = stats.bootstrap((xa, xb), stat, n_resamples=n_boot, confidence_level=level, method="percentile",
+                          vectorized=True, rng=np.random.default_rng(seed))
+    return point, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 def tokens_to_target(tokens: Sequence[float], losses: Sequence[float], target: float,

@@ -92,6 +92,8 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
         if (run_dir / "metrics.jsonl").is_file():
             _metrics(run_dir / "metrics.jsonl")
     arms = sorted({r["arm"] for r in runs})
-    require(spec.get("reference") in arms, f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
+    ref = spec.get("reference")
+    scaled = {f"{x.get('name')}.{ref}" for x in spec.get("scales") or [] if isinstance(x, dict)}  # SCALE.ARM
+    require(ref in arms or bool(scaled & set(arms)), f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
     return record

@@ -67,8 +67,12 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     old: dict[str, Any] = {}
     if path.exists():  # refuse a different sweep before any work
         old = read_mapping(path, "sweep record", fmt="JSON")
-        require(old.get("spec") == json.loads(json.dumps(asdict(spec))),
-                f"{out} holds a different sweep (its spec differs); use another --out")
+        new = json.loads(json.dumps(asdict(spec)))
+        saved = old.get("spec")
+        # keys added to specs since that folder was written (e.g. comparisons, margin, scales) take
+        # their defaults, so a folder from an older ffnlab still resumes when nothing else differs
+        saved = {**{k: v for k, v in new.items() if k not in saved}, **saved} if isinstance(saved, dict) else saved
+        require(saved == new, f"{out} holds a different sweep (its spec differs); use another --out")
     data = runconfig.prepare_data(runconfig.from_dict(spec.base).data)
     runs = resolve(spec, data.vocab_size)
     from ffnlab.training.distributed import pick_device  # torch: only once a sweep runs

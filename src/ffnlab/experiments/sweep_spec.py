@@ -16,6 +16,7 @@ Every arm trains for the same number of tokens. Resolution is pure arithmetic (n
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,7 +39,12 @@ from ffnlab.validation import (
 )
 
 CONTROLS = ("iso-params", "iso-flops", "fixed-d-model")
-ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain")  # what a report can decide
+ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain", "gated_law")  # what a report decides
+# Which arms each analysis compares, fixed before any run: the alternatives to the reference
+# (ratio_optimal, convergence_speed) or an ordered pair (glu_vs_plain: gated, plain;
+# gated_law: the raw-ratio-4 gated arm, the 8/3 gated arm).
+PAIRED = ("glu_vs_plain", "gated_law")
+DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
 MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
 
@@ -64,6 +70,12 @@ class SweepSpec:
     threads_per_worker: Annotated[int, between(1, 4096)] = 1
     description: str = ""
     claims: list[Annotated[str, one_of(*ANALYSES)]] = field(default_factory=list)
+    comparisons: dict[str, list[str]] = field(default_factory=dict)  # checked in spec_from_dict
+    margin: Annotated[float, above(0, 1)] = DEFAULT_MARGIN
+    # Model sizes (a scale trend): each {name, model: {d_model, n_layers, n_heads, ...}, train: {...}}
+    # repeats every arm at that size (and token budget), as arm "SCALE.ARM" against that size's own
+    # reference "SCALE.REFERENCE".
+    scales: list[dict[str, Any]] = field(default_factory=list)  # checked in spec_from_dict
 
 
 @dataclass
@@ -107,6 +119,23 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     spec.reference = spec.reference or names[0]
     require(spec.reference in names, f"sweep spec: reference arm {show(spec.reference)} is not among the arms "
                                      f"({', '.join(names)})")
+    comparisons = spec.comparisons
+    require(set(comparisons) <= set(ANALYSES),
+            f"sweep spec: comparisons must map analyses ({', '.join(ANALYSES)}) to lists of arm names")
+    for key, chosen in comparisons.items():
+        require(isinstance(chosen, list) and chosen and all(c in names for c in chosen),
+                f"sweep spec: comparisons.{key} must list arms of this spec, got {show(chosen)}")
+        require(key not in PAIRED or len(chosen) == 2,
+                f"sweep spec: comparisons.{key} names exactly two arms (in order), got {show(chosen)}")
+    scales = spec.scales
+    require(all(
+        isinstance(x, dict) and {"name", "model"} <= set(x) <= {"name", "model", "train"}
+        and isinstance(x["model"], dict) and isinstance(x.get("train", {}), dict)
+        and re.fullmatch(r"[A-Za-z0-9_-]+", str(x["name"])) is not None for x in scales),
+        "sweep spec: scales must be a list of {name: letters/digits/_/-, model: {...}, train: {...}}")
+    require(len({x["name"] for x in scales}) == len(scales), "sweep spec: scale names must be unique")
+    spec.scales = [{"name": str(x["name"]), "model": dict(x["model"]), "train": dict(x.get("train", {}))}
+                   for x in scales]
     for arm in spec.arms:  # an arm that cannot train is named now, not as a failed width search
         try:
             arm_config(spec, arm, spec.seeds[0])
@@ -133,8 +162,21 @@ def _measure(cfg: runconfig.RunConfig, control: str, vocab: int) -> float:
     return count_params(mc).non_embedding
 
 
+def at_scale(spec: SweepSpec, scale: dict[str, Any]) -> SweepSpec:
+    """The sweep at one model size: base.model updated, arms and reference named "SCALE.ARM"."""
+    base = copy.deepcopy(spec.base)
+    base.setdefault("model", {}).update(scale["model"])
+    base.setdefault("train", {}).update(scale.get("train", {}))
+    prefix = f"{scale['name']}."
+    return SweepSpec(**{**spec.__dict__, "base": base, "scales": [], "reference": prefix + spec.reference,
+                        "arms": [Arm(prefix + a.name, a.ffn, a.label) for a in spec.arms],
+                        "comparisons": {k: [prefix + x for x in v] for k, v in spec.comparisons.items()}})
+
+
 def resolve(spec: SweepSpec, vocab_size: int) -> list[ResolvedRun]:
-    """One run per (arm, seed), with d_model set by the control."""
+    """One run per (arm, seed), with d_model set by the control (per model size with ``scales``)."""
+    if spec.scales:
+        return [r for scale in spec.scales for r in resolve(at_scale(spec, scale), vocab_size)]
     base = arm_config(spec, next(a for a in spec.arms if a.name == spec.reference), spec.seeds[0])
     head_dim = base.model.head_dim or base.model.d_model // base.model.n_heads
     target = _measure(base, spec.control, vocab_size)

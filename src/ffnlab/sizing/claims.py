@@ -21,7 +21,10 @@ from ffnlab.sizing.counting import count_params, dense_ffn_params
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import find, load_zoo
 
-VERDICTS = ("true", "false", "misleading", "unverifiable", "needs-experiment")
+# true / false: decided, with an interval; inconclusive: the data at hand cannot decide at this power
+# (the evidence says what would); misleading: true numbers, wrong reading; unverifiable: no data
+# can exist (e.g. an unpublished architecture); needs-experiment: no measurement yet.
+VERDICTS = ("true", "false", "inconclusive", "misleading", "unverifiable", "needs-experiment")
 Result = tuple[str, str, dict[str, Any]]  # verdict, evidence sentence, numbers
 
 

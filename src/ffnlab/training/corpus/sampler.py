@@ -39,10 +39,15 @@ def batch_starts(
     return rng.integers(0, n_tokens - seq_len, size=batch_size, dtype=np.int64)
 
 
-def eval_starts(n_tokens: int, seq_len: int, max_tokens: int) -> np.ndarray:
-    """Starts of consecutive, non-overlapping windows from the beginning of the split.
+EVAL_SEED = 0  # fixes the validation windows: every run of every arm is scored on the same text
 
-    The windows cover up to ``max_tokens`` target tokens (at least one window).
+
+def eval_starts(n_tokens: int, seq_len: int, max_tokens: int, *, seed: int = EVAL_SEED) -> np.ndarray:
+    """Starts of non-overlapping windows spread over the whole split, fixed by ``seed``.
+
+    The split is cut into ``count`` equal strata (``count`` = windows that fit ``max_tokens`` target
+    tokens, at least one, at most as many as the split holds) and one window is drawn in each, so
+    the windows cover every part of the split (every play of a held-out set), not its opening.
     """
     _check_positive(seq_len=seq_len, max_tokens=max_tokens)
     available = (n_tokens - 1) // seq_len
@@ -52,7 +57,10 @@ def eval_starts(n_tokens: int, seq_len: int, max_tokens: int) -> np.ndarray:
         f"(needs at least {seq_len + 1}); use a shorter sequence length or more text.",
     )
     count = max(1, min(available, max_tokens // seq_len))
-    return np.arange(count, dtype=np.int64) * seq_len
+    stride = (n_tokens - 1) // count  # >= seq_len, so windows in different strata never overlap
+    rng = np.random.default_rng([seed, n_tokens, seq_len, count])
+    jitter = rng.integers(0, stride - seq_len + 1, size=count, dtype=np.int64)
+    return np.arange(count, dtype=np.int64) * stride + jitter
 
 
 def get_batch(

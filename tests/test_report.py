@@ -1,0 +1,89 @@
+"""The report: one model, two renderings (HTML autoescaped, Markdown), escaping, and the page in a
+real headless browser (skipped, not faked, when no Chromium is installed)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from test_verdicts import fake_sweep
+
+from ffnlab.experiments.report import check_in_browser, find_browser, write_report
+from ffnlab.sizing.audit import audit_entry
+from ffnlab.sizing.zoo import load_zoo
+
+EVIL = "<script>alert('x')</script> & <b>bold</b> | pipe"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    fake_sweep(root, {"gelu-r2": (-0.05, 1.2), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9),
+                      "swiglu-pm4": (-0.02, 1.05)}, 4, 0.01)
+    record = json.loads((root / "sweep.json").read_text())
+    record["spec"]["description"] = EVIL
+    (root / "sweep.json").write_text(json.dumps(record))
+    paths = write_report(root, root / "report", with_claims=True, audit_rows=[audit_entry(e) for e in load_zoo()])
+    return paths
+
+
+def test_strings_from_the_sweep_are_escaped(report):
+    html = report["html"].read_text()
+    md = report["markdown"].read_text()
+    assert "<script>alert" not in html and "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in html
+    assert "<b>bold</b>" not in html and "<script>" not in md and "\\| pipe" in md
+
+
+def test_html_and_markdown_show_the_same_verdicts_cards_first(report):
+    html = report["html"].read_text()
+    md = report["markdown"].read_text()
+    claims = json.loads(report["claims"].read_text())
+    assert set(claims) == {"ratio_optimal", "convergence_speed", "glu_vs_plain"}
+    ids = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
+           "glu_vs_plain": "glu-beats-plain"}
+    for key, v in claims.items():
+        assert f"{ids[key]}: <span class=\"v {v['verdict']}\">{v['verdict']}</span>" in html
+        assert f"### {ids[key]}: `{v['verdict']}`" in md
+        # the static claim table shows this run's verdict, as a real table row, in both renderings
+        assert f"<td>{ids[key]}</td><td>{v['verdict']}</td>" in html
+        assert f"| {ids[key]} | {v['verdict']} |" in md
+    first_card = html.index('class="card ')
+    assert first_card < html.index("<h2>Statistical model</h2>") < html.index("<h2>Figures</h2>")
+    assert html.index("Every claim of the seed documents") < html.index("<h2>Zoo audit</h2>") < html.index(
+        "<h2>Provenance</h2>")
+    assert "<pre>" not in html and html.count("<table") >= 8
+    n_zoo = len(load_zoo())
+    audit = html[html.index("<h2>Zoo audit</h2>"):html.index("<h2>Provenance</h2>")]
+    assert audit.count("<tr>") == n_zoo + 1  # header + one row per model
+    for section in ("## Verdicts", "## Scale", "## Statistical model", "## Figures", "## Final loss per seed",
+                    "## Convergence speed", "## Loss increase over the best ratio", "## The seed's table",
+                    "## Every claim of the seed documents", "## Zoo audit", "## Provenance"):
+        assert section in md
+    assert len(re.findall(r"data:image/png;base64,", html)) == 5
+    assert "minimum detectable difference at 80% power" in html and "Levene" in html
+
+
+def test_page_in_a_headless_browser(report):
+    if find_browser() is None:
+        pytest.skip("no Chromium on PATH (apt-get install -y chromium)")
+    shot = report["dir"] / "screenshot.png"
+    for width in (1280, 500):
+        check = check_in_browser(report["html"], width=width, screenshot=shot if width == 1280 else None)
+        assert check is not None and check["images"] == 5 and check["undecoded"] == []
+        assert check["scroll_width"] <= check["viewport_width"], (width, check)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_scale_sweep_reports_its_trend(tmp_path):
+    import math
+
+    arms = {f"{sc}.gelu-r{r}": (0.02 * (math.log2(r) - 1.5) ** 2, 1.0) for sc in ("s1", "s2") for r in (1, 2, 4, 8)}
+    fake_sweep(tmp_path, arms, 2, 0.002, claims=["ratio_optimal"])
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    record["spec"]["scales"] = [{"name": "s1", "model": {}}, {"name": "s2", "model": {}}]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    paths = write_report(tmp_path, tmp_path / "report")
+    html, md = paths["html"].read_text(), paths["markdown"].read_text()
+    assert "<h2>Scale trend" in html and "## Scale trend" in md and html.count("data:image/png;base64,") == 6
+    assert "| s1 |" in md and "| s2 |" in md

@@ -340,9 +340,12 @@ def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | 
     exe = browser or find_browser()
     if exe is None:
         return None
-    flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--window-size={width},1600",
-             "--virtual-time-budget=10000"]
     with tempfile.TemporaryDirectory() as tmp:
+        # offline and quiet: no background networking, a fresh profile; the last two flags vary
+        flags = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-quic", f"--user-data-dir={Path(tmp) / 'profile'}", f"--window-size={width},1600",
+                 "--virtual-time-budget=10000"]
         probe = Path(tmp) / "probe.html"
         probe.write_text(index_html.read_text(encoding="utf-8").replace("</body>", _CHECK + "</body>"), encoding="utf-8")
         dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,

@@ -1,0 +1,180 @@
+"""Trainer overhead: ffnlab's full training loop against its own bare model step.
+
+Both train the same model (built by the trainer's own functions from one run config) on batches
+of the same shape, with the same optimizer, precision and (optionally) ``torch.compile``:
+
+* **bare step**: forward, backward, AdamW step and ``zero_grad`` on one batch already on the
+  device, timed over a block of steps with one synchronisation at the end;
+* **loop**: ``ffnlab.training.trainer.train`` itself on a real corpus, timed from the
+  ``elapsed_s`` of its own ``metrics.jsonl`` between the second log record and the last one, so
+  the time holds everything the loop adds per step (batch sampling and copy, learning-rate
+  schedule, gradient clipping, divergence watch, logging every ``--log-every`` steps, progress) and
+  excludes start-up, compilation and the single evaluation and checkpoint after the last record.
+
+The two alternate ``--rounds`` times (the cores may be shared) and the minimum of each is kept.
+Prints per-step times, tokens/s, MFU and the overhead ``loop / bare - 1`` (target <= 3% on CPU).
+
+    python benchmarks/trainer_overhead.py [--device cpu|cuda] [--d-model 256 --layers 4 --ctx 256
+        --batch 8] [--compile] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ffnlab.sizing.flops import flops_per_token
+from ffnlab.training import runconfig, trainer
+from ffnlab.training.runconfig import RunConfig
+from ffnlab.training.runfiles import read_records
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A GPT-2-style model and batch: GELU(tanh) MLP at 4x, LayerNorm, learned positions, biases."""
+
+    d_model: int = 256
+    n_layers: int = 4
+    n_heads: int = 4
+    ctx: int = 256
+    batch: int = 8
+    corpus: str = "shakespeare"
+    tokenizer: str = "byte"
+    bpe_vocab_size: int = 4096
+
+
+def run_config(shape: Shape, device: str, steps: int, log_every: int, compile_: bool, cache_dir: str,
+               peak: float) -> RunConfig:
+    """The run both sides train: evaluation and checkpoint only once, after the last timed step."""
+    return runconfig.from_dict({
+        "model": {"d_model": shape.d_model, "n_layers": shape.n_layers, "n_heads": shape.n_heads,
+                  "norm": "layernorm", "positions": "learned", "bias": True, "tied_embeddings": True,
+                  "ffn": {"kind": "gelu_tanh", "rule": "ratio", "ratio": 4, "bias": True}},
+        "data": {"corpus": shape.corpus, "tokenizer": shape.tokenizer, "bpe_vocab_size": shape.bpe_vocab_size,
+                 "cache_dir": cache_dir},
+        "train": {"seq_len": shape.ctx, "batch_size": shape.batch, "max_steps": steps, "warmup_steps": 0,
+                  "lr": 3e-4, "log_every": log_every, "eval_every": steps, "checkpoint_every": steps,
+                  "eval_tokens": shape.ctx, "keep_last": 1, "device": device, "compile": compile_,
+                  "tensorboard": False, "progress": "off", "peak_flops": peak},
+    })
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def bare_step_fn(cfg: RunConfig, vocab: int, device: str) -> Callable[[], None]:
+    """One bare training step of the trainer's model, optimizer and precision on a fixed batch."""
+    mcfg, _, model, opt = trainer._build(cfg, vocab, device)
+    step_model = torch.compile(model) if cfg.train.compile else model
+    t = cfg.train
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, mcfg.vocab_size, (t.batch_size, t.seq_len), generator=g).to(device)
+    y = torch.randint(0, mcfg.vocab_size, (t.batch_size, t.seq_len), generator=g).to(device)
+
+    def step() -> None:
+        with trainer._autocast(device, t.dtype):
+            _, loss, _ = step_model(x, y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def time_bare(step: Callable[[], None], device: str, warmup: int, steps: int) -> float:
+    """Seconds per step over ``steps`` steps after ``warmup``, one synchronisation at the end."""
+    for _ in range(warmup):
+        step()
+    _sync(device)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    _sync(device)
+    return (time.perf_counter() - t0) / steps
+
+
+def time_loop(cfg: RunConfig, work: Path) -> float:
+    """Seconds per step of ``trainer.train`` in its steady state (see the module docstring)."""
+    out = Path(tempfile.mkdtemp(dir=work, prefix="loop-"))
+    trainer.train(cfg, out / "run")
+    trains = [r for r in read_records(out / "run" / "metrics.jsonl") if r["kind"] == "train"]
+    a, b = trains[2], trains[-1]  # records at steps 1, L, 2L, ...: time from 2L to the end
+    return (b["elapsed_s"] - a["elapsed_s"]) / (b["step"] - a["step"])
+
+
+def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 3, steps: int = 40,
+            log_every: int = 10, bare_steps: int = 20, peak: float | None = None,
+            work: Path | None = None, cache_dir: str = "data_cache") -> dict[str, Any]:
+    """Interleaved bare-step and loop timings (minima over ``rounds``) and the overhead ratio."""
+    from ffnlab.training.peak import measure_peak_flops
+
+    cuda = device.startswith("cuda")
+    peak = peak or measure_peak_flops(device, "bf16" if cuda else "fp32")
+    work = work or Path(tempfile.mkdtemp(prefix="ffnlab-overhead-"))
+    cfg = run_config(shape, device, steps, log_every, compile_, cache_dir, peak)
+    data = runconfig.prepare_data(cfg.data, progress=False)
+    step = bare_step_fn(cfg, data.vocab_size, device)
+    bare, loop = [], []
+    for _ in range(rounds):
+        bare.append(time_bare(step, device, warmup=3 if compile_ or cuda else 1, steps=bare_steps))
+        loop.append(time_loop(cfg, work))
+    tokens = shape.batch * shape.ctx
+    fpt = flops_per_token(runconfig.model_config(cfg, data.vocab_size), shape.ctx).training
+    tb, tl = min(bare), min(loop)
+    return {"device": device, "compile": compile_, "shape": shape.__dict__, "vocab_size": data.vocab_size,
+            "dtype": "bf16" if cuda else "fp32", "peak_flops": peak, "train_flops_per_token": fpt,
+            "bare_s_per_step": tb, "loop_s_per_step": tl, "bare_tokens_per_s": tokens / tb,
+            "loop_tokens_per_s": tokens / tl, "bare_mfu": tokens / tb * fpt / peak,
+            "loop_mfu": tokens / tl * fpt / peak, "overhead": tl / tb - 1, "rounds": rounds,
+            "bare_all_s": bare, "loop_all_s": loop}
+
+
+def describe(r: dict[str, Any]) -> str:
+    s = r["shape"]
+    return (f"d={s['d_model']} L={s['n_layers']} ctx={s['ctx']} batch={s['batch']} vocab={r['vocab_size']} "
+            f"{r['dtype']}{' compiled' if r['compile'] else ''} on {r['device']}: bare step "
+            f"{r['bare_s_per_step'] * 1000:.1f} ms ({r['bare_tokens_per_s']:,.0f} tok/s, MFU {r['bare_mfu']:.1%}), "
+            f"full loop {r['loop_s_per_step'] * 1000:.1f} ms ({r['loop_tokens_per_s']:,.0f} tok/s, MFU "
+            f"{r['loop_mfu']:.1%}): loop overhead {r['overhead']:+.1%}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ctx", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--tokenizer", default="byte", choices=["byte", "bpe"])
+    ap.add_argument("--bpe-vocab", type=int, default=4096)
+    ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=40, help="steps of each loop run (timed from step 2*log-every)")
+    ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--bare-steps", type=int, default=20)
+    ap.add_argument("--cache-dir", default="data_cache", help="where the tokenised corpus is kept")
+    ap.add_argument("--json", default=None, help="also write the figures to this file")
+    a = ap.parse_args()
+    shape = Shape(a.d_model, a.layers, a.heads, a.ctx, a.batch, tokenizer=a.tokenizer, bpe_vocab_size=a.bpe_vocab)
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}", file=sys.stderr)
+    r = measure(shape, a.device, compile_=a.compile, rounds=a.rounds, steps=a.steps, log_every=a.log_every,
+                bare_steps=a.bare_steps, cache_dir=a.cache_dir)
+    print(describe(r))
+    if a.json:
+        Path(a.json).write_text(json.dumps(r, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -70,6 +70,7 @@ class Sizes:
     bare_steps: int
     ffn_d: int
     ffn_tokens: int
+    ffn_repeats: int
     align_d: tuple[int, ...]
     align_tokens: int
     align_iters: int
@@ -79,11 +80,11 @@ class Sizes:
 
 SIZES = {
     # GPT-2-124M shape; the vocabulary is whatever BPE with 50304 merges-and-bytes reaches on the plays
-    "cuda": Sizes(768, 12, 12, 1024, 16, "bpe", 50304, (False, True), 40, 10, 20, 2048, 8192,
+    "cuda": Sizes(768, 12, 12, 1024, 16, "bpe", 50304, (False, True), 40, 10, 20, 2048, 8192, 3,
                   (1024, 2048, 4096), 8192, 5,
                   limits_s={"ffn": 30, "alignment": 45, "throughput": 170, "tests": 240, "sweep": 260}),
     # toy sizes: every code path, no compiler (inductor on CPU needs a C++ toolchain and minutes)
-    "cpu": Sizes(64, 2, 2, 64, 4, "byte", 256, (False,), 12, 3, 4, 64, 256, (64,), 256, 1,
+    "cpu": Sizes(64, 2, 2, 64, 4, "byte", 256, (False,), 12, 3, 4, 64, 256, 1, (64,), 256, 1,
                  sweep_overrides={
                      "seeds": [0, 1], "workers": 2, "threads_per_worker": 1, "arms": ["gelu-r4", "swiglu-pm4"],
                      "base": {"model": {"d_model": 32, "n_layers": 1, "n_heads": 2},
@@ -91,7 +92,8 @@ SIZES = {
                               "train": {"seq_len": 32, "batch_size": 4, "max_steps": 6, "warmup_steps": 1,
                                         "eval_every": 3, "eval_tokens": 256, "log_every": 3,
                                         "checkpoint_every": 6}}},
-                 limits_s={"ffn": 60, "alignment": 60, "throughput": 90, "tests": 90, "sweep": 100}),
+                 # safety nets only: about 30 s in all on 2 idle cores, far more on shared ones
+                 limits_s={"ffn": 300, "alignment": 300, "throughput": 300, "tests": 300, "sweep": 300}),
 }
 TIMED = ("ffn", "alignment", "throughput")  # need the device to themselves, in this order
 SHARED = ("sweep", "tests")  # run side by side afterwards
@@ -118,7 +120,8 @@ def section_ffn(device: str, sizes: Sizes, work: Path, save: Callable[[dict], No
     from train_throughput import ffn_overheads
 
     with contextlib.redirect_stdout(sys.stderr):
-        rows = ffn_overheads(device, quick=kind_of(device) == "cpu", d=sizes.ffn_d, n=sizes.ffn_tokens)
+        rows = ffn_overheads(device, quick=kind_of(device) == "cpu", d=sizes.ffn_d, n=sizes.ffn_tokens,
+                             repeats=sizes.ffn_repeats)
     return {"rows": rows, "max_ratio": max(r["ratio"] for r in rows)}
 
 
@@ -324,7 +327,7 @@ def _md_alignment(r: dict[str, Any]) -> list[str]:
 def _md_throughput(r: dict[str, Any]) -> list[str]:
     sheet = r.get("peak_flops_datasheet")
     lines = [f"Shape {r.get('shape', {})}, vocabulary {r.get('vocab_size')}, measured peak "
-             f"{r['peak_flops_measured'] / 1e12:.1f} TFLOP/s" + (f", datasheet {sheet / 1e12:.0f}" if sheet else ""),
+             f"{r['peak_flops_measured'] / 1e12:.3g} TFLOP/s" + (f", datasheet {sheet / 1e12:.0f}" if sheet else ""),
              "", "| what | compile | ms/step | tokens/s | MFU (measured peak) | MFU (datasheet) |",
              "|---|---|---:|---:|---:|---:|"]
     lines += [f"| {x['name']} | {x['compile']} | {x['ms_per_step']:.1f} | {x['tokens_per_s']:,.0f} | {_pct(x['mfu'])} "
@@ -398,7 +401,7 @@ def main() -> None:
     ap.add_argument("--device", default="cuda:0", help="cuda[:N] for the check, cpu for the dry run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"), help="where the JSON and Markdown go")
     ap.add_argument("--work", default=None, help="scratch folder (default runs/gpu-check-<device>)")
-    ap.add_argument("--budget-s", type=float, default=None, help="total time (default 460 on CUDA, 110 on CPU)")
+    ap.add_argument("--budget-s", type=float, default=None, help="total time (default 460 on CUDA, 600 on CPU)")
     ap.add_argument("--bundle", default=None, metavar="DIR", help="only copy pytest and the corpus package to DIR")
     ap.add_argument("--section", choices=sorted(SECTIONS), help=argparse.SUPPRESS)
     ap.add_argument("--result", default=None, help=argparse.SUPPRESS)
@@ -407,13 +410,18 @@ def main() -> None:
         print(f"copied {', '.join(bundle(Path(a.bundle)))} into {a.bundle}")
         return
     device = "cuda:0" if a.device == "cuda" else a.device
+    if kind_of(device) == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise SystemExit("error: this torch has no CUDA device; `make gpu-check DEVICE=cpu` is the dry run")
     work = Path(a.work or ROOT / "runs" / f"gpu-check-{kind_of(device)}")
     if a.section:
         run_section(a.section, device, work, Path(a.result))
         return
     if work.exists():
         shutil.rmtree(work)  # scratch only: a check always starts clean
-    budget = a.budget_s or (460.0 if kind_of(device) == "cuda" else 110.0)
+    budget = a.budget_s or (460.0 if kind_of(device) == "cuda" else 600.0)
     doc = run_check(device, Path(a.out), work, budget)
     bad = {k: v["status"] for k, v in doc["sections"].items() if v["status"] != "ok"}
     print(f"gpu-check: wrote {Path(a.out) / f'gpu-check-{kind_of(device)}'}.{{json,md}} in {doc['wall_s']:.0f} s"

@@ -140,8 +140,10 @@ def compare_models(device: str, quick: bool) -> dict[str, float]:
     return results
 
 
-def ffn_overheads(device: str, quick: bool, d: int | None = None, n: int | None = None) -> list[dict[str, float]]:
-    """Per FFN kind: forward+backward time of the module and of its six bare matmuls, and the ratio."""
+def ffn_overheads(device: str, quick: bool, d: int | None = None, n: int | None = None,
+                  repeats: int = 3) -> list[dict[str, float]]:
+    """Per FFN kind: forward+backward time of the module and of its six bare matmuls, and the ratio
+    (minima over ``repeats`` interleaved timings)."""
     cuda = device.startswith("cuda")
     d = d or (2048 if cuda else 512)
     n = n or (8192 if cuda else 2048)
@@ -175,7 +177,7 @@ def ffn_overheads(device: str, quick: bool, d: int | None = None, n: int | None 
             g_in.t() @ xd
 
         tm, tb = [], []
-        for _ in range(3):  # interleave so that drift in machine load hits both alike
+        for _ in range(repeats):  # interleave so that drift in machine load hits both alike
             tm.append(time_steps(module_step, device, warm, iters))
             tb.append(time_steps(bare_step, device, warm, iters))
         tm_, tb_ = min(tm), min(tb)

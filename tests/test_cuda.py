@@ -89,6 +89,18 @@ def test_fused_adamw_matches_the_plain_implementation():
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+class AllKinds(torch.nn.Module):
+    """Every FFN kind applied to the same input, in one module: one torch.compile covers them all."""
+
+    def __init__(self, ffns: torch.nn.ModuleDict):
+        super().__init__()
+        self.ffns = ffns
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        outs = {k: m(x) for k, m in self.ffns.items()}
+        return {k: (o[0] if isinstance(o, tuple) else o) for k, o in outs.items()}  # MoE: (y, aux)
+
+
 def test_compile_every_ffn_kind_matches_eager():
     from ffnlab.sizing.config import FFNSpec
     from ffnlab.sizing.kinds import FFN_KINDS
@@ -97,23 +109,18 @@ def test_compile_every_ffn_kind_matches_eager():
     torch.manual_seed(0)
     ffns = torch.nn.ModuleDict({k: DenseFFN(64, 96, k) for k in FFN_KINDS})
     ffns["moe"] = build_ffn(64, FFNSpec("swiglu", 96, n_experts=4, top_k=2))
-    ffns = ffns.to(DEVICE)
-
-    def outputs(fn, x):  # noqa: ANN001, ANN202 - every kind's output, summed into one loss for gradients
-        outs = {k: m(x) for k, m in fn.items()}
-        return {k: (o[0] if isinstance(o, tuple) else o) for k, o in outs.items()}
-
-    compiled = torch.nn.ModuleDict({k: torch.compile(m) for k, m in ffns.items()})
+    eager = AllKinds(ffns).to(DEVICE)
+    compiled = torch.compile(eager)
     x = torch.randn(8, 16, 64, device=DEVICE)
-    eager_out, comp_out = outputs(ffns, x), outputs(compiled, x)
+    comp_out, eager_out = compiled(x), eager(x)
     assert set(comp_out) == set(FFN_KINDS) | {"moe"}
     for k in eager_out:
         torch.testing.assert_close(comp_out[k], eager_out[k], rtol=1e-4, atol=1e-4, msg=k)
     sum(o.square().mean() for o in comp_out.values()).backward()
-    grads = {n: p.grad.clone() for n, p in ffns.named_parameters()}
-    ffns.zero_grad()
-    sum(o.square().mean() for o in outputs(ffns, x).values()).backward()
-    for n, p in ffns.named_parameters():
+    grads = {n: p.grad.clone() for n, p in eager.named_parameters()}
+    eager.zero_grad()
+    sum(o.square().mean() for o in eager(x).values()).backward()
+    for n, p in eager.named_parameters():
         torch.testing.assert_close(grads[n], p.grad, rtol=1e-3, atol=1e-5, msg=n)
 
 

@@ -308,7 +308,8 @@ def alignment_evidence(data: dict[str, Any], path: Path) -> dict[str, Any]:
     measured = {g: s for g, s in slow.items() if g in UNALIGNED_GROUPS and s is not None}
     require(measured, f"{path}: no width that is not a multiple of 64 was measured")
     device = str(data.get("device", "?"))
-    figures = "; ".join(f"{UNALIGNED_GROUPS[g]}: {s:+.1%} slower per FLOP" for g, s in measured.items())
+    figures = "; ".join(f"{UNALIGNED_GROUPS[g]}: {abs(s):.1%} {'slower' if s >= 0 else 'faster'} per FLOP"
+                        for g, s in measured.items())
     where = (f"{data.get('device_name', device)}, {data.get('dtype', '?')}, SwiGLU FFN forward+backward at "
              f"d_model {', '.join(str(d) for d in sorted(ref))}, vs the median multiple of 128")
     marked = [g for g, s in measured.items() if s >= MARKED_SLOWDOWN]

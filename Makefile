@@ -48,6 +48,9 @@ gpu-check:
 
 gpu-bundle: $(STAMP)
 	$(PY) benchmarks/gpu_check.py --bundle .gpu-bundle
+	# pytest's backports, needed only if the GPU machine runs Python < 3.11 (pure-Python wheels)
+	$(PIP) --no-deps --target .gpu-bundle --upgrade --python-version 3.10 --only-binary=:all: \
+		--implementation py "tomli>=2" "exceptiongroup>=1"
 
 clean-venv:
 	rm -rf $(VENV)

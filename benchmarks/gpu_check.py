@@ -279,9 +279,8 @@ def run_check(device: str, out: Path, work: Path, budget_s: float) -> dict[str, 
     import torch
 
     sizes = SIZES[kind_of(device)]
-    work.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
-    t_start = time.perf_counter()
+    started, t_start = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), time.perf_counter()
 
     def left(name: str) -> float:
         return min(sizes.limits_s[name], budget_s - (time.perf_counter() - t_start))
@@ -296,8 +295,8 @@ def run_check(device: str, out: Path, work: Path, budget_s: float) -> dict[str, 
         sections[name] = finish_section(*handles, limit=limit)
         print(f"gpu-check: {name} {sections[name]['status']} ({sections[name]['wall_s']:.0f} s)", file=sys.stderr)
     doc = {"device": device, "device_name": device_name(device), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "python": sys.version.split()[0], "started": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-           time.gmtime(time.time() - (time.perf_counter() - t_start))), "wall_s": time.perf_counter() - t_start,
+           "cuda": torch.version.cuda, "python": sys.version.split()[0], "started": started,
+           "wall_s": time.perf_counter() - t_start,
            "budget_s": budget_s, "dry_run": kind_of(device) == "cpu", "sizes": asdict(sizes), "sections": sections}
     base = out / f"gpu-check-{kind_of(device)}"
     base.with_suffix(".json").write_text(json.dumps(doc, indent=1, default=str))
@@ -419,8 +418,13 @@ def main() -> None:
     if a.section:
         run_section(a.section, device, work, Path(a.result))
         return
-    if work.exists():
-        shutil.rmtree(work)  # scratch only: a check always starts clean
+    marker = work / ".gpu-check-scratch"
+    if work.exists() and any(work.iterdir()):
+        if not marker.is_file():
+            raise SystemExit(f"error: {work} is not empty and was not made by gpu_check.py; choose another --work")
+        shutil.rmtree(work)  # a previous check's scratch: every check starts clean
+    work.mkdir(parents=True, exist_ok=True)
+    marker.touch()
     budget = a.budget_s or (460.0 if kind_of(device) == "cuda" else 600.0)
     doc = run_check(device, Path(a.out), work, budget)
     bad = {k: v["status"] for k, v in doc["sections"].items() if v["status"] != "ok"}

@@ -168,3 +168,24 @@ def test_export_from_a_cuda_run(tmp_path):
         assert (ours(idx)[0] - theirs(idx).logits).abs().max().item() < 1e-4
         on_gpu = ours.to(DEVICE)(idx.to(DEVICE))[0].cpu()  # fp32 on the GPU: the same function
         assert (on_gpu - theirs(idx).logits).abs().max().item() < 1e-3
+
+
+def test_no_host_sync_between_log_steps(tmp_path, monkeypatch):
+    from ffnlab.training import trainer
+
+    def sync_free(fn, skip_first: bool):  # noqa: ANN001, ANN202 - CUDA raises on any synchronising call
+        def wrapped(*args):  # noqa: ANN002, ANN202
+            if skip_first and args[1] == 0:  # the first step initialises optimizer state and pinned memory
+                return fn(*args)
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                return fn(*args)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+        return wrapped
+
+    monkeypatch.setattr(trainer, "_train_step", sync_free(trainer._train_step, True))
+    monkeypatch.setattr(trainer.LossWatch, "observe", sync_free(trainer.LossWatch.observe, False))
+    every = {"max_steps": 8, "log_every": 8, "eval_every": 8, "checkpoint_every": 8}
+    trainer.train(config(tmp_path, **every), tmp_path / "run")  # sampling, copies, steps 2-7: no sync
+    assert [r["step"] for r in read_records(tmp_path / "run" / "metrics.jsonl") if r["kind"] == "train"] == [1, 8]

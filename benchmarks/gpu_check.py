@@ -168,8 +168,8 @@ def section_throughput(device: str, sizes: Sizes, work: Path, save: Callable[[di
         step = reference_step_fn(r["vocab_size"], shape.d_model, shape.n_layers, shape.n_heads, shape.ctx,
                                  shape.batch, device, compiled)
         warm = 3 if compiled or cuda else 1
-        row("nanoGPT-style reference", compiled, time_bare(step, device, warm, sizes.bare_steps),
-            r["train_flops_per_token"])
+        row("nanoGPT-style reference", compiled,
+            min(time_bare(step, device, warm, sizes.bare_steps, block=sizes.log_every)), r["train_flops_per_token"])
     out["shape"] = asdict(shape)
     return out
 

@@ -6,12 +6,14 @@ of the same shape, with the same optimizer, precision and (optionally) ``torch.c
 * **bare step**: forward, backward, AdamW step and ``zero_grad`` on one batch already on the
   device, timed over a block of steps with one synchronisation at the end;
 * **loop**: ``ffnlab.training.trainer.train`` itself on a real corpus, timed from the
-  ``elapsed_s`` of its own ``metrics.jsonl`` between the second log record and the last one, so
-  the time holds everything the loop adds per step (batch sampling and copy, learning-rate
-  schedule, gradient clipping, divergence watch, logging every ``--log-every`` steps, progress) and
-  excludes start-up, compilation and the single evaluation and checkpoint after the last record.
+  ``elapsed_s`` of its own ``metrics.jsonl`` over each interval between two log records from the
+  second on, so the time holds everything the loop adds per step (batch sampling and copy,
+  learning-rate schedule, gradient clipping, divergence watch, logging every ``--log-every``
+  steps, progress) and excludes start-up, compilation and the single evaluation and checkpoint
+  after the last record.
 
-The two alternate ``--rounds`` times (the cores may be shared) and the minimum of each is kept.
+Both are timed in blocks of ``--log-every`` steps; the two alternate ``--rounds`` times and the
+fastest block of each is kept, which on shared cores is the one least disturbed by other work.
 Prints per-step times, tokens/s, MFU and the overhead ``loop / bare - 1`` (target <= 3% on CPU).
 
     python benchmarks/trainer_overhead.py [--device cpu|cuda] [--d-model 256 --layers 4 --ctx 256
@@ -92,25 +94,32 @@ def bare_step_fn(cfg: RunConfig, vocab: int, device: str) -> Callable[[], None]:
     return step
 
 
-def time_bare(step: Callable[[], None], device: str, warmup: int, steps: int) -> float:
-    """Seconds per step over ``steps`` steps after ``warmup``, one synchronisation at the end."""
+def time_bare(step: Callable[[], None], device: str, warmup: int, steps: int,
+              block: int | None = None) -> list[float]:
+    """Seconds per step of each block of ``block`` steps (one synchronisation per block) after ``warmup``."""
+    block = block or steps
     for _ in range(warmup):
         step()
     _sync(device)
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        step()
-    _sync(device)
-    return (time.perf_counter() - t0) / steps
+    out = []
+    for _ in range(max(1, steps // block)):
+        t0 = time.perf_counter()
+        for _ in range(block):
+            step()
+        _sync(device)
+        out.append((time.perf_counter() - t0) / block)
+    return out
 
 
-def time_loop(cfg: RunConfig, work: Path) -> float:
-    """Seconds per step of ``trainer.train`` in its steady state (see the module docstring)."""
+def time_loop(cfg: RunConfig, work: Path) -> list[float]:
+    """Seconds per step of ``trainer.train`` over each interval between two log records, from the
+    second interval on (see the module docstring)."""
     out = Path(tempfile.mkdtemp(dir=work, prefix="loop-"))
     trainer.train(cfg, out / "run")
     trains = [r for r in read_records(out / "run" / "metrics.jsonl") if r["kind"] == "train"]
-    a, b = trains[2], trains[-1]  # records at steps 1, L, 2L, ...: time from 2L to the end
-    return (b["elapsed_s"] - a["elapsed_s"]) / (b["step"] - a["step"])
+    # records at steps 1, L, 2L, ...: intervals [L, 2L], [2L, 3L], ... ([1, L] holds the warm-up)
+    return [(b["elapsed_s"] - a["elapsed_s"]) / (b["step"] - a["step"])
+            for a, b in zip(trains[1:-1], trains[2:], strict=True)]
 
 
 def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 3, steps: int = 40,
@@ -125,10 +134,11 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
     cfg = run_config(shape, device, steps, log_every, compile_, cache_dir, peak)
     data = runconfig.prepare_data(cfg.data, progress=False)
     step = bare_step_fn(cfg, data.vocab_size, device)
-    bare, loop = [], []
+    bare: list[float] = []
+    loop: list[float] = []
     for _ in range(rounds):
-        bare.append(time_bare(step, device, warmup=3 if compile_ or cuda else 1, steps=bare_steps))
-        loop.append(time_loop(cfg, work))
+        bare += time_bare(step, device, warmup=3 if compile_ or cuda else 1, steps=bare_steps, block=log_every)
+        loop += time_loop(cfg, work)
     tokens = shape.batch * shape.ctx
     fpt = flops_per_token(runconfig.model_config(cfg, data.vocab_size), shape.ctx).training
     tb, tl = min(bare), min(loop)
@@ -137,7 +147,7 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
             "bare_s_per_step": tb, "loop_s_per_step": tl, "bare_tokens_per_s": tokens / tb,
             "loop_tokens_per_s": tokens / tl, "bare_mfu": tokens / tb * fpt / peak,
             "loop_mfu": tokens / tl * fpt / peak, "overhead": tl / tb - 1, "rounds": rounds,
-            "bare_all_s": bare, "loop_all_s": loop}
+            "bare_blocks_s": bare, "loop_blocks_s": loop}
 
 
 def describe(r: dict[str, Any]) -> str:
@@ -161,9 +171,9 @@ def main() -> None:
     ap.add_argument("--bpe-vocab", type=int, default=4096)
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=40, help="steps of each loop run (timed from step 2*log-every)")
+    ap.add_argument("--steps", type=int, default=40, help="steps of each loop run (timed from step log-every)")
     ap.add_argument("--log-every", type=int, default=10)
-    ap.add_argument("--bare-steps", type=int, default=20)
+    ap.add_argument("--bare-steps", type=int, default=20, help="bare steps per round (blocks of log-every)")
     ap.add_argument("--cache-dir", default="data_cache", help="where the tokenised corpus is kept")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     a = ap.parse_args()

@@ -359,6 +359,9 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"# ffnlab {head}: {doc['device_name']}", "",
              f"torch {doc['torch']} (CUDA {doc['cuda']}), Python {doc['python']}, started {doc['started']}, "
              f"{doc['wall_s']:.0f} s of a {doc['budget_s']:.0f} s budget.", ""]
+    if doc["dry_run"]:
+        lines += ["Toy sizes on a CPU: this shows that every section runs and what it records; its timings "
+                  "measure nothing (tiny shapes, shared cores).", ""]
     for name, (title, render) in MD_SECTIONS.items():
         s = doc["sections"].get(name, {})
         lines += [f"## {title}", "", f"status: {s.get('status', 'not run')}, {s.get('wall_s', 0):.0f} s", ""]

@@ -143,6 +143,7 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
     fpt = flops_per_token(runconfig.model_config(cfg, data.vocab_size), shape.ctx).training
     tb, tl = min(bare), min(loop)
     return {"device": device, "compile": compile_, "shape": shape.__dict__, "vocab_size": data.vocab_size,
+            "threads": torch.get_num_threads(),
             "dtype": "bf16" if cuda else "fp32", "peak_flops": peak, "train_flops_per_token": fpt,
             "bare_s_per_step": tb, "loop_s_per_step": tl, "bare_tokens_per_s": tokens / tb,
             "loop_tokens_per_s": tokens / tl, "bare_mfu": tokens / tb * fpt / peak,
@@ -153,7 +154,7 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
 def describe(r: dict[str, Any]) -> str:
     s = r["shape"]
     return (f"d={s['d_model']} L={s['n_layers']} ctx={s['ctx']} batch={s['batch']} vocab={r['vocab_size']} "
-            f"{r['dtype']}{' compiled' if r['compile'] else ''} on {r['device']}: bare step "
+            f"{r['dtype']}{' compiled' if r['compile'] else ''} on {r['device']} ({r['threads']} threads): bare step "
             f"{r['bare_s_per_step'] * 1000:.1f} ms ({r['bare_tokens_per_s']:,.0f} tok/s, MFU {r['bare_mfu']:.1%}), "
             f"full loop {r['loop_s_per_step'] * 1000:.1f} ms ({r['loop_tokens_per_s']:,.0f} tok/s, MFU "
             f"{r['loop_mfu']:.1%}): loop overhead {r['overhead']:+.1%}")
@@ -175,8 +176,11 @@ def main() -> None:
     ap.add_argument("--log-every", type=int, default=10)
     ap.add_argument("--bare-steps", type=int, default=20, help="bare steps per round (blocks of log-every)")
     ap.add_argument("--cache-dir", default="data_cache", help="where the tokenised corpus is kept")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads for both sides (default: torch's)")
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
     shape = Shape(a.d_model, a.layers, a.heads, a.ctx, a.batch, tokenizer=a.tokenizer, bpe_vocab_size=a.bpe_vocab)
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}", file=sys.stderr)
     r = measure(shape, a.device, compile_=a.compile, rounds=a.rounds, steps=a.steps, log_every=a.log_every,

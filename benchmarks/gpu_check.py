@@ -290,6 +290,9 @@ def run_check(device: str, out: Path, work: Path, budget_s: float) -> dict[str, 
         print(f"gpu-check: {name} ...", file=sys.stderr, flush=True)
         sections[name] = finish_section(*start_section(name, device, work), limit=left(name))
         print(f"gpu-check: {name} {sections[name]['status']} ({sections[name]['wall_s']:.0f} s)", file=sys.stderr)
+    evidence = work / f"width-alignment-{kind_of(device)}.json"
+    if evidence.is_file():  # what `ffnlab claims --evidence` reads, kept next to the summary
+        shutil.copy2(evidence, out / evidence.name)
     running = {name: (start_section(name, device, work), left(name)) for name in SHARED}
     for name, (handles, limit) in running.items():
         sections[name] = finish_section(*handles, limit=limit)

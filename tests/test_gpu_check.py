@@ -80,6 +80,7 @@ def test_cpu_dry_run_runs_every_section(tmp_path):
 
     assert [r["kind"] for r in sec["ffn"]["result"]["rows"]] == list(FFN_KINDS)
     assert sec["alignment"]["result"]["claim"]["verdict"] == "needs-experiment"  # CPU is not a tensor core
+    assert load_evidence(out / "width-alignment-cpu.json")["alignment"]["verdict"] == "needs-experiment"
     assert {r["group"] for r in sec["alignment"]["result"]["document"]["rows"]} == {"div128", "div64", "div8",
                                                                                       "not8"}
     names = [r["name"] for r in sec["throughput"]["result"]["rows"]]

@@ -165,6 +165,7 @@ def section_throughput(device: str, sizes: Sizes, work: Path, save: Callable[[di
         row("ffnlab bare step", compiled, r["bare_s_per_step"], r["train_flops_per_token"])
         row("ffnlab trainer loop", compiled, r["loop_s_per_step"], r["train_flops_per_token"])
         out["overhead"]["compiled" if compiled else "eager"] = r["overhead"]
+        out.setdefault("loop_work_share", {})["compiled" if compiled else "eager"] = r["loop_work_share"]
         step = reference_step_fn(r["vocab_size"], shape.d_model, shape.n_layers, shape.n_heads, shape.ctx,
                                  shape.batch, device, compiled)
         warm = 3 if compiled or cuda else 1
@@ -335,7 +336,9 @@ def _md_throughput(r: dict[str, Any]) -> list[str]:
     lines += [f"| {x['name']} | {x['compile']} | {x['ms_per_step']:.1f} | {x['tokens_per_s']:,.0f} | {_pct(x['mfu'])} "
               f"| {_pct(x['mfu_datasheet'])} |" for x in r["rows"]]
     return lines + ["", "Trainer loop over its bare step: " + ", ".join(f"{k} {v:+.1%}" for k, v in
-                                                                        r["overhead"].items())]
+                                                                        r["overhead"].items()),
+                    "", "The loop's own host work per step, timed alone, as a share of the bare step: "
+                    + ", ".join(f"{k} {v:.2%}" for k, v in r.get("loop_work_share", {}).items())]
 
 
 def _md_tests(r: dict[str, Any]) -> list[str]:

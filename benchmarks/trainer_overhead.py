@@ -14,7 +14,10 @@ of the same shape, with the same optimizer, precision and (optionally) ``torch.c
 
 Both are timed in blocks of ``--log-every`` steps; the two alternate ``--rounds`` times and the
 fastest block of each is kept, which on shared cores is the one least disturbed by other work.
-Prints per-step times, tokens/s, MFU and the overhead ``loop / bare - 1`` (target <= 3% on CPU).
+Prints per-step times, tokens/s, MFU and the overhead ``loop / bare - 1`` (target <= 3% on CPU), and
+the loop's own per-step work (sampling, schedule, sums, clipping, progress, logging) timed piece by
+piece as a share of the bare step: on shared cores the two whole timings drift by more than 3%,
+the short pieces much less.
 
     python benchmarks/trainer_overhead.py [--device cpu|cuda] [--d-model 256 --layers 4 --ctx 256
         --batch 8] [--compile] [--json out.json]
@@ -122,6 +125,58 @@ def time_loop(cfg: RunConfig, work: Path) -> list[float]:
             for a, b in zip(trains[1:-1], trains[2:], strict=True)]
 
 
+def _best(fn: Callable[[], object], device: str, reps: int = 30, inner: int = 10) -> float:
+    """Fastest mean seconds per call of ``fn`` over ``reps`` runs of ``inner`` calls."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        _sync(device)
+        best = min(best, (time.perf_counter() - t0) / inner)
+    return best
+
+
+def loop_work(cfg: RunConfig, data: Any, device: str) -> dict[str, float]:
+    """Seconds per step of each thing the loop does besides the model step, timed alone (the
+    fastest of many short repetitions, so other work on shared cores hardly affects it)."""
+    from ffnlab.training.corpus import batch_starts, get_batch
+    from ffnlab.training.progress import Progress
+    from ffnlab.training.schedule import lr_at
+
+    t = cfg.train
+    _, _, model, opt = trainer._build(cfg, data.vocab_size, device)
+    arr = data.train()
+    x, y = get_batch(arr, batch_starts(len(arr), t.batch_size, t.seq_len, seed=0, step=0), t.seq_len)
+    with trainer._autocast(device, t.dtype):
+        loss = model(x.to(device), y.to(device))[1]
+    loss.backward()
+    watch, progress = trainer.LossWatch(device), Progress(t.max_steps, mode="off")
+    log = trainer.MetricsLog(Path(tempfile.mkdtemp(prefix="ffnlab-log-")) / "metrics.jsonl", True)
+    rec = {"kind": "train", "step": 1, "tokens": 1, "loss": 1.0, "lr": 1.0, "grad_norm": 1.0, "tokens_per_s": 1.0,
+           "mfu": 0.1, "elapsed_s": 1.0}
+
+    def sample() -> None:
+        xs, ys = get_batch(arr, batch_starts(len(arr), t.batch_size, t.seq_len, seed=t.seed, step=7), t.seq_len)
+        trainer._to_device(xs, device), trainer._to_device(ys, device)
+
+    def schedule() -> None:
+        for g in opt.param_groups:
+            g["lr"] = lr_at(7, lr=t.lr, warmup_steps=t.warmup_steps, max_steps=t.max_steps, min_lr_ratio=t.min_lr_ratio)
+
+    def accumulate() -> None:
+        s, a = torch.zeros((), device=device), torch.zeros((), device=device)
+        s += loss.detach()
+        watch.observe(s / t.grad_accum + a, 7)
+
+    parts = {"sampling and copy": sample, "lr schedule": schedule, "loss sums and divergence watch": accumulate,
+             "gradient clipping": lambda: torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip),
+             "progress": lambda: progress.update(7, loss=1.0)}
+    out = {name: _best(fn, device) for name, fn in parts.items()}
+    out[f"logging (1 step in {t.log_every})"] = _best(lambda: log.write(rec), device) / t.log_every
+    return out
+
+
 def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 3, steps: int = 40,
             log_every: int = 10, bare_steps: int = 20, peak: float | None = None,
             work: Path | None = None, cache_dir: str = "data_cache") -> dict[str, Any]:
@@ -141,6 +196,7 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
         loop += time_loop(cfg, work)
     tokens = shape.batch * shape.ctx
     fpt = flops_per_token(runconfig.model_config(cfg, data.vocab_size), shape.ctx).training
+    work_s = loop_work(cfg, data, device)
     tb, tl = min(bare), min(loop)
     return {"device": device, "compile": compile_, "shape": shape.__dict__, "vocab_size": data.vocab_size,
             "threads": torch.get_num_threads(),
@@ -148,7 +204,8 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
             "bare_s_per_step": tb, "loop_s_per_step": tl, "bare_tokens_per_s": tokens / tb,
             "loop_tokens_per_s": tokens / tl, "bare_mfu": tokens / tb * fpt / peak,
             "loop_mfu": tokens / tl * fpt / peak, "overhead": tl / tb - 1, "rounds": rounds,
-            "bare_blocks_s": bare, "loop_blocks_s": loop}
+            "bare_blocks_s": bare, "loop_blocks_s": loop, "loop_work_s": work_s,
+            "loop_work_share": sum(work_s.values()) / tb}
 
 
 def describe(r: dict[str, Any]) -> str:
@@ -157,7 +214,10 @@ def describe(r: dict[str, Any]) -> str:
             f"{r['dtype']}{' compiled' if r['compile'] else ''} on {r['device']} ({r['threads']} threads): bare step "
             f"{r['bare_s_per_step'] * 1000:.1f} ms ({r['bare_tokens_per_s']:,.0f} tok/s, MFU {r['bare_mfu']:.1%}), "
             f"full loop {r['loop_s_per_step'] * 1000:.1f} ms ({r['loop_tokens_per_s']:,.0f} tok/s, MFU "
-            f"{r['loop_mfu']:.1%}): loop overhead {r['overhead']:+.1%}")
+            f"{r['loop_mfu']:.1%}): loop overhead {r['overhead']:+.1%}\n"
+            f"the loop's own work per step, timed alone: {sum(r['loop_work_s'].values()) * 1000:.2f} ms = "
+            f"{r['loop_work_share']:.2%} of the bare step ("
+            + ", ".join(f"{k} {v * 1000:.3f} ms" for k, v in r["loop_work_s"].items()) + ")")
 
 
 def main() -> None:

@@ -12,8 +12,9 @@ of the same shape, with the same optimizer, precision and (optionally) ``torch.c
   steps, progress) and excludes start-up, compilation and the single evaluation and checkpoint
   after the last record.
 
-Both are timed in blocks of ``--log-every`` steps; the two alternate ``--rounds`` times and the
-fastest block of each is kept, which on shared cores is the one least disturbed by other work.
+Both are timed in blocks of ``--log-every`` steps and alternate ``--rounds`` times. Printed: the
+ratio of the fastest blocks, the ratio of the median blocks in the quietest round (the round whose
+blocks vary least: on shared cores the only one other work did not disturb) and every round's.
 Prints per-step times, tokens/s, MFU and the overhead ``loop / bare - 1`` (target <= 3% on CPU), and
 the loop's own per-step work (sampling, schedule, sums, clipping, progress, logging) timed piece by
 piece as a share of the bare step: on shared cores the two whole timings drift by more than 3%,
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -189,11 +191,15 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
     cfg = run_config(shape, device, steps, log_every, compile_, cache_dir, peak)
     data = runconfig.prepare_data(cfg.data, progress=False)
     step = bare_step_fn(cfg, data.vocab_size, device)
-    bare: list[float] = []
-    loop: list[float] = []
+    per_round: list[tuple[list[float], list[float]]] = []
     for _ in range(rounds):
-        bare += time_bare(step, device, warmup=3 if compile_ or cuda else 1, steps=bare_steps, block=log_every)
-        loop += time_loop(cfg, work)
+        b = time_bare(step, device, warmup=3 if compile_ or cuda else 1, steps=bare_steps, block=log_every)
+        per_round.append((b, time_loop(cfg, work)))
+    bare = [x for b, _ in per_round for x in b]
+    loop = [x for _, lp in per_round for x in lp]
+    # the round least disturbed by other work: its blocks (both sides) vary least
+    quiet_b, quiet_l = min(per_round, key=lambda r: max(r[0] + r[1]) / min(r[0] + r[1]))
+    ratios = [statistics.median(lp) / statistics.median(b) for b, lp in per_round]
     tokens = shape.batch * shape.ctx
     fpt = flops_per_token(runconfig.model_config(cfg, data.vocab_size), shape.ctx).training
     work_s = loop_work(cfg, data, device)
@@ -205,6 +211,9 @@ def measure(shape: Shape, device: str, *, compile_: bool = False, rounds: int = 
             "bare_s_per_step": tb, "loop_s_per_step": tl, "bare_tokens_per_s": tokens / tb,
             "loop_tokens_per_s": tokens / tl, "bare_mfu": tokens / tb * fpt / peak,
             "loop_mfu": tokens / tl * fpt / peak, "overhead": tl / tb - 1, "rounds": rounds,
+            "overhead_quietest_round": statistics.median(quiet_l) / statistics.median(quiet_b) - 1,
+            "quietest_round_spread": max(quiet_b + quiet_l) / min(quiet_b + quiet_l),
+            "overhead_per_round": [x - 1 for x in ratios],
             "bare_blocks_s": bare, "loop_blocks_s": loop, "loop_work_s": work_s,
             "bare_fastest_step_s": bare_single, "loop_work_share": sum(work_s.values()) / bare_single}
 
@@ -215,7 +224,10 @@ def describe(r: dict[str, Any]) -> str:
             f"{r['dtype']}{' compiled' if r['compile'] else ''} on {r['device']} ({r['threads']} threads): bare step "
             f"{r['bare_s_per_step'] * 1000:.1f} ms ({r['bare_tokens_per_s']:,.0f} tok/s, MFU {r['bare_mfu']:.1%}), "
             f"full loop {r['loop_s_per_step'] * 1000:.1f} ms ({r['loop_tokens_per_s']:,.0f} tok/s, MFU "
-            f"{r['loop_mfu']:.1%}): loop overhead {r['overhead']:+.1%}\n"
+            f"{r['loop_mfu']:.1%}): loop overhead {r['overhead']:+.1%} (fastest blocks); "
+            f"{r['overhead_quietest_round']:+.1%} in the quietest round (median blocks, spread "
+            f"{r['quietest_round_spread']:.2f}x); per round " + ", ".join(f"{x:+.1%}" for x in r["overhead_per_round"])
+            + "\n"
             f"the loop's own work per step, timed alone: {sum(r['loop_work_s'].values()) * 1000:.2f} ms = "
             f"{r['loop_work_share']:.2%} of the fastest bare step ({r['bare_fastest_step_s'] * 1000:.1f} ms; "
             + ", ".join(f"{k} {v * 1000:.3f} ms" for k, v in r["loop_work_s"].items()) + ")")

@@ -13,7 +13,15 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ffnlab-installed
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test lint bench clean-venv
+# GPU check (benchmarks/gpu_check.py): `make gpu-check` on a CUDA machine, `make gpu-check DEVICE=cpu`
+# for the toy-size dry run. It uses .venv when there is one, else python3 as is (a bare GPU machine
+# with torch: `make gpu-bundle` here first copies pytest and the corpus package into .gpu-bundle/,
+# which must travel with the tree).
+DEVICE ?= cuda
+GPU_OUT ?= benchmarks/results
+GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+
+.PHONY: demo test lint bench gpu-check gpu-bundle clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +42,15 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/cli_latency.py
+
+gpu-check:
+	$(GPU_PY) benchmarks/gpu_check.py --device $(DEVICE) --out $(GPU_OUT)
+
+gpu-bundle: $(STAMP)
+	$(PY) benchmarks/gpu_check.py --bundle .gpu-bundle
+	# pytest's backports, needed only if the GPU machine runs Python < 3.11 (pure-Python wheels)
+	$(PIP) --no-deps --target .gpu-bundle --upgrade --python-version 3.10 --only-binary=:all: \
+		--implementation py "tomli>=2" "exceptiongroup>=1"
 
 clean-venv:
 	rm -rf $(VENV)

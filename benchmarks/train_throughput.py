@@ -97,13 +97,28 @@ def train_step_fn(model: nn.Module, idx: torch.Tensor, dtype: torch.dtype | None
     return step
 
 
-def compare_models(device: str, quick: bool) -> None:
+def gpt2_like(d: int, layers: int, heads: int, ctx: int, vocab: int) -> ModelConfig:
+    """ffnlab's config of the reference GPT's shape (GELU-tanh MLP at 4x, biases, LayerNorm, tied)."""
+    return ModelConfig(d_model=d, n_layers=layers, vocab_size=vocab, ffn=FFNSpec("gelu_tanh", 4 * d, bias=True),
+                       attn=AttentionSpec(heads, qkv_bias=True, out_bias=True), norm="layernorm",
+                       positions="learned", max_positions=ctx, tied_embeddings=True)
+
+
+def reference_step_fn(vocab: int, d: int, layers: int, heads: int, ctx: int, batch: int, device: str,
+                      compile_: bool = False):  # noqa: ANN201
+    """One training step of the reference GPT (bf16 autocast on CUDA), optionally compiled."""
+    torch.manual_seed(0)
+    ref = RefGPT(vocab, d, layers, heads, 4 * d, ctx).to(device)
+    idx = torch.randint(0, vocab, (batch, ctx), device=device)
+    return train_step_fn(torch.compile(ref) if compile_ else ref, idx,
+                         torch.bfloat16 if device.startswith("cuda") else None, False)
+
+
+def compare_models(device: str, quick: bool) -> dict[str, float]:
     cuda = device.startswith("cuda")
     d, layers, heads, ctx, batch, vocab = (768, 12, 12, 1024, 8, 50304) if cuda else (256, 4, 4, 256, 8, 256)
     dtype = torch.bfloat16 if cuda else None
-    cfg = ModelConfig(d_model=d, n_layers=layers, vocab_size=vocab, ffn=FFNSpec("gelu_tanh", 4 * d, bias=True),
-                      attn=AttentionSpec(heads, qkv_bias=True, out_bias=True), norm="layernorm",
-                      positions="learned", max_positions=ctx, tied_embeddings=True)
+    cfg = gpt2_like(d, layers, heads, ctx, vocab)
     peak = measure_peak_flops(device, "bf16" if cuda else "fp32")
     print(f"device {device}: measured peak matmul {peak / 1e12:.3f} TFLOP/s ({'bf16' if cuda else 'fp32'})")
     idx = torch.randint(0, vocab, (batch, ctx), device=device)
@@ -122,14 +137,20 @@ def compare_models(device: str, quick: bool) -> None:
         print(f"  {name:<10} d={d} L={layers} ctx={ctx} batch={batch}: {t * 1000:8.1f} ms/step "
               f"{tok_s:10,.0f} tok/s  MFU {tok_s * fpt / peak:6.1%}")
     print(f"  ffnlab / reference throughput: {results['ffnlab'] / results['reference']:.3f}x (target >= 1.0x)")
+    return results
 
 
-def ffn_overheads(device: str, quick: bool) -> None:
+def ffn_overheads(device: str, quick: bool, d: int | None = None, n: int | None = None,
+                  repeats: int = 3) -> list[dict[str, float]]:
+    """Per FFN kind: forward+backward time of the module and of its six bare matmuls, and the ratio
+    (minima over ``repeats`` interleaved timings)."""
     cuda = device.startswith("cuda")
-    d, n = (2048, 8192) if cuda else (512, 2048)
+    d = d or (2048 if cuda else 512)
+    n = n or (8192 if cuda else 2048)
     dtype = torch.bfloat16 if cuda else torch.float32
     print(f"FFN forward+backward time / bare matmul time, d_model={d}, tokens={n}, {dtype}:")
     warm, iters = (1, 3) if quick else (2, 5)
+    rows = []
     for kind, spec in FFN_KINDS.items():
         ff = (8 * d) // 3 if spec.gated else 4 * d
         torch.manual_seed(0)
@@ -156,12 +177,15 @@ def ffn_overheads(device: str, quick: bool) -> None:
             g_in.t() @ xd
 
         tm, tb = [], []
-        for _ in range(3):  # interleave so that drift in machine load hits both alike
+        for _ in range(repeats):  # interleave so that drift in machine load hits both alike
             tm.append(time_steps(module_step, device, warm, iters))
             tb.append(time_steps(bare_step, device, warm, iters))
         tm_, tb_ = min(tm), min(tb)
+        rows.append({"kind": kind, "d_model": d, "d_ff": ff, "tokens": n, "module_ms": tm_ * 1000,
+                     "bare_ms": tb_ * 1000, "ratio": tm_ / tb_})
         print(f"  {kind:<10} d_ff={ff:5d}: module {tm_ * 1000:7.2f} ms, bare matmuls {tb_ * 1000:7.2f} ms, "
               f"ratio {tm_ / tb_:5.3f}x (target <= 1.10x)")
+    return rows
 
 
 def main() -> None:

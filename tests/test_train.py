@@ -33,8 +33,10 @@ def train_args(out: Path, cache_dir: str, *extra: str) -> list[str]:
 
 
 def records(run_dir: Path, kind: str) -> list[dict]:
-    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
-    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+    from ffnlab.training.runfiles import read_records
+
+    # tolerant reader: a run being polled may be half-way through writing its last line
+    return [r for r in read_records(run_dir / "metrics.jsonl") if r["kind"] == kind]
 
 
 def test_tiny_model_learns_well_below_unigram_entropy(tmp_path, cache_dir):

@@ -297,10 +297,67 @@ def load_evidence(report_dir: str | Path) -> dict[str, Any]:
     require(path.is_file(), f"no experiment evidence at {path} (run 'ffnlab verify' or 'ffnlab report' first)")
     data = read_data(path, "claims evidence", fmt="JSON")  # the one reader: size, UTF-8, JSON
     require(isinstance(data, dict), f"{path}: expected a JSON object of experiment verdicts")
+    if data.get("benchmark") == ALIGNMENT_BENCHMARK:  # benchmarks/width_alignment.py --json
+        return {"alignment": alignment_evidence(data, path)}
     for key, entry in data.items():
         require(isinstance(entry, dict) and entry.get("verdict") in VERDICTS and isinstance(entry.get("evidence"), str),
                 f"{path}: entry {key!r} needs a verdict ({', '.join(VERDICTS)}) and an evidence string")
     return data
+
+
+# -- unaligned-widths-slow, from benchmarks/width_alignment.py ---------------------------------
+
+ALIGNMENT_BENCHMARK = "width-alignment"
+MARKED_SLOWDOWN = 0.10  # "markedly slower": at least 10% less throughput per FLOP (ffnlab's threshold)
+UNALIGNED_GROUPS = {"div8": "multiples of 8 (not of 64)", "not8": "widths not divisible by 8"}
+
+
+def alignment_evidence(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The verdict on ``unaligned-widths-slow`` from a width-alignment benchmark JSON.
+
+    Each row's throughput is taken relative to the median of the multiples of 128 at its d_model;
+    a group's slowdown is 1 - the median of its rows' relative throughputs. Widths not divisible
+    by 64 (groups ``div8`` and ``not8``) are "markedly slower" at a slowdown of at least
+    MARKED_SLOWDOWN: true if both groups are, false if neither is, misleading if one is. A
+    measurement off CUDA leaves the claim (about GPU tensor cores) undecided.
+    """
+    from statistics import median
+
+    rows = data.get("rows")
+    ok = isinstance(rows, list) and all(
+        isinstance(r, dict) and isinstance(r.get("d_model"), int) and isinstance(r.get("d_ff"), int)
+        and isinstance(r.get("tflops"), (int, float)) and r["tflops"] > 0 for r in rows)
+    require(ok, f"{path}: a width-alignment JSON needs rows of d_model, d_ff and tflops > 0")
+    ref: dict[int, float] = {}
+    for d in {r["d_model"] for r in rows}:
+        aligned = [r["tflops"] for r in rows if r["d_model"] == d and r["d_ff"] % 128 == 0]
+        require(aligned, f"{path}: no width divisible by 128 at d_model={d} to compare with")
+        ref[d] = median(aligned)
+
+    def slowdown(keep: Callable[[int], bool]) -> float | None:
+        rel = [r["tflops"] / ref[r["d_model"]] for r in rows if keep(r["d_ff"])]
+        return 1 - median(rel) if rel else None
+
+    slow = {"div8": slowdown(lambda w: w % 8 == 0 and w % 64), "not8": slowdown(lambda w: w % 8 != 0),
+            "div64": slowdown(lambda w: w % 64 == 0 and w % 128)}
+    measured = {g: s for g, s in slow.items() if g in UNALIGNED_GROUPS and s is not None}
+    require(measured, f"{path}: no width that is not a multiple of 64 was measured")
+    device = str(data.get("device", "?"))
+    figures = "; ".join(f"{UNALIGNED_GROUPS[g]}: {abs(s):.1%} {'slower' if s >= 0 else 'faster'} per FLOP"
+                        for g, s in measured.items())
+    where = (f"{data.get('device_name', device)}, {data.get('dtype', '?')}, SwiGLU FFN forward+backward at "
+             f"d_model {', '.join(str(d) for d in sorted(ref))}, vs the median multiple of 128")
+    marked = [g for g, s in measured.items() if s >= MARKED_SLOWDOWN]
+    if not device.startswith("cuda"):
+        verdict, lead = "needs-experiment", f"Measured on {device}, not on GPU tensor cores (rerun with --device cuda)"
+    elif not marked:
+        verdict, lead = "false", f"No group of unaligned widths is {MARKED_SLOWDOWN:.0%} or more slower"
+    elif len(marked) == len(measured):
+        verdict, lead = "true", f"Unaligned widths are {MARKED_SLOWDOWN:.0%} or more slower"
+    else:
+        verdict, lead = "misleading", f"Only {', '.join(UNALIGNED_GROUPS[g] for g in marked)} are markedly slower"
+    return {"verdict": verdict, "evidence": f"{lead}: {figures} ({where}).",
+            "numbers": {"device": device, "slowdown": slow, "threshold": MARKED_SLOWDOWN, "source": str(path)}}
 
 
 def check_claims(evidence: dict[str, Any] | None = None) -> list[dict[str, Any]]:

@@ -4,6 +4,11 @@ Deterministic by seed: batches are drawn from (seed, step), so an interrupted ru
 its last checkpoint repeats the uninterrupted loss curve bit for bit on CPU. Only rank 0 writes.
 Run folder: ``config.yaml``, ``model.json``, ``metrics.jsonl``, ``summary.json``,
 ``checkpoints/step-N/``, ``tb/`` (TensorBoard).
+
+:func:`_train` sets a run up one concern per function (process, folder, data, model, checkpoint,
+run files, peak FLOP/s, compile/DDP) and :func:`_loop` runs it. On a GPU the host never waits for
+the device except at steps that log, evaluate or checkpoint: losses stay on the device, divergence
+is detected there (:class:`LossWatch`) and batches are copied from pinned memory without blocking.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import contextlib
 import json
 import math
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ import torch
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import write_atomic
 from ffnlab.provenance import git_commit
+from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.widths import param_matched_ratio
@@ -146,138 +152,286 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[
 
 
 def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str, Any]:
-    from ffnlab.training.corpus import batch_starts, eval_starts, get_batch, load_prepared
+    """Set a run up one concern at a time, then hand it to :func:`_loop`."""
     from ffnlab.training.memory import check_splits
-    from ffnlab.training.nn import build_model
 
-    t = cfg.train
+    _configure_process(cfg.train, info)
+    continuing = _open_folder(out, cfg, resume, info)
+    data, prepared_dir = _load_data(cfg, info)
+    train_arr, val_arr = data.train(), data.val()
+    check_splits(len(train_arr), len(val_arr), cfg.train.seq_len)  # before any run file is written
+    mcfg, counts, model, opt = _build(cfg, data.vocab_size, info.device)
+    # the checkpoint is loaded (and validated) before any run file is touched: a bad one leaves the run as it was
+    step, elapsed_before = _restore(out, continuing, model, opt, cfg)
+    if continuing and info.is_main:
+        remove_stale(out)  # temp files of a checkpoint write that a kill interrupted
+    log = MetricsLog(out / "metrics.jsonl", info.is_main)
+    if info.is_main:
+        _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log)
+    run = Run(cfg=cfg, out=out, info=info, data=data, train_arr=train_arr, val_arr=val_arr, mcfg=mcfg,
+              counts=counts, model=model, train_model=_wrap(model, cfg.train, info), opt=opt,
+              peak=_peak_flops(cfg.train, info.device), log=log)
+    return _loop(run, step, elapsed_before)
+
+
+# -- setting up ------------------------------------------------------------------------------
+
+def _configure_process(t: Any, info: DistInfo) -> None:
+    """Thread count and the one batch constraint that depends on the number of processes."""
     if t.threads:
         torch.set_num_threads(t.threads)
     require(t.batch_size % info.world_size == 0,
             f"train.batch_size={t.batch_size} must be divisible by the {info.world_size} processes")
+
+
+def _open_folder(out: Path, cfg: RunConfig, resume: bool, info: DistInfo) -> bool:
+    """Rank 0 creates or reopens the run folder; every rank learns whether a run is continued."""
     continuing = open_run_dir(out, cfg, resume) if info.is_main else resume
     barrier(info)
-    if info.is_main:
-        data = runconfig.prepare_data(cfg.data, progress=t.progress != "off")
-    prepared_dir = broadcast_str(str(data.dir) if info.is_main else "", info)
-    if not info.is_main:
-        data = load_prepared(prepared_dir)
-    train_arr, val_arr = data.train(), data.val()
-    check_splits(len(train_arr), len(val_arr), t.seq_len)  # before the run folder is written
-    mcfg = runconfig.model_config(cfg, data.vocab_size)
+    return continuing
+
+
+def _load_data(cfg: RunConfig, info: DistInfo) -> tuple[Any, str]:
+    """Rank 0 tokenises (or reuses) the corpus; the other ranks open the folder it names."""
+    from ffnlab.training.corpus import load_prepared
+
+    data = runconfig.prepare_data(cfg.data, progress=cfg.train.progress != "off") if info.is_main else None
+    prepared_dir = broadcast_str(str(data.dir) if data is not None else "", info)
+    return (data if data is not None else load_prepared(prepared_dir)), prepared_dir
+
+
+def _build(cfg: RunConfig, vocab_size: int, device: str) -> tuple[ModelConfig, Any, torch.nn.Module,
+                                                                  torch.optim.Optimizer]:
+    """The model (checked against the counted sizes) and its optimizer, on ``device``."""
+    from ffnlab.training.nn import build_model
+
+    t = cfg.train
+    mcfg = runconfig.model_config(cfg, vocab_size)
     model = build_model(mcfg, seed=t.seed, max_seq_len=t.seq_len, rope_theta=cfg.model.rope_theta,
-                        norm_eps=cfg.model.norm_eps).to(info.device)
-    opt = make_optimizer(model, cfg, info.device)
+                        norm_eps=cfg.model.norm_eps).to(device)
     counts = count_params(mcfg)
     n_built = sum(p.numel() for p in model.parameters())
     assert n_built == counts.total, (n_built, counts.total)  # one source of truth for sizes
-    log = MetricsLog(out / "metrics.jsonl", info.is_main)
-    step, elapsed_before = 0, 0.0
+    return mcfg, counts, model, make_optimizer(model, cfg, device)
+
+
+def _restore(out: Path, continuing: bool, model: torch.nn.Module, opt: torch.optim.Optimizer,
+             cfg: RunConfig) -> tuple[int, float]:
+    """Load the latest checkpoint of a continued run: (step, seconds trained before); (0, 0.0) if none."""
     ckpt = latest_checkpoint(out) if continuing else None
-    if ckpt is not None:  # load before writing anything: a bad checkpoint must leave the run untouched
-        state = load_checkpoint(ckpt, model, opt, max_steps=t.max_steps, tokens_per_step=cfg.tokens_per_step())
-        step, elapsed_before = state["step"], float(state.get("elapsed_s", 0.0))
-    if continuing and info.is_main:
-        remove_stale(out)  # temp files of a write that a kill interrupted
-    if info.is_main:
-        import yaml
+    if ckpt is None:
+        return 0, 0.0
+    # every part validated (types, shapes, step range, agreement with the config) before any is used
+    state = load_checkpoint(ckpt, model, opt, max_steps=cfg.train.max_steps, tokens_per_step=cfg.tokens_per_step())
+    return state["step"], float(state.get("elapsed_s", 0.0))
 
-        write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-        write_atomic(out / "model.json", json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
-                                                     "prepared_data": prepared_dir}, indent=1))
-        log.truncate_after(step)
 
-    tokens_per_step = cfg.tokens_per_step()
-    fpt = flops_per_token(mcfg, t.seq_len).training
+def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, prepared_dir: str, step: int,
+                     log: MetricsLog) -> None:
+    """config.yaml and model.json; metrics past the restored step are dropped."""
+    import yaml
+
+    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    write_atomic(out / "model.json", json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
+                                                 "prepared_data": prepared_dir}, indent=1))
+    log.truncate_after(step)
+
+
+def _peak_flops(t: Any, device: str) -> float:
+    """The MFU denominator: train.peak_flops if set, else one device's measured matmul peak."""
     if t.peak_flops:
-        peak = t.peak_flops
-    else:
-        from ffnlab.training.peak import measure_peak_flops
+        return t.peak_flops
+    from ffnlab.training.peak import measure_peak_flops
 
-        peak_dtype = "bf16" if info.device.startswith("cuda") and t.dtype in ("auto", "bf16") else "fp32"
-        peak = measure_peak_flops(info.device, peak_dtype)
-    train_model: torch.nn.Module = model
-    if t.compile:
-        train_model = torch.compile(model)
+    return measure_peak_flops(device, "bf16" if device.startswith("cuda") and t.dtype in ("auto", "bf16") else "fp32")
+
+
+def _wrap(model: torch.nn.Module, t: Any, info: DistInfo) -> torch.nn.Module:
+    """The module the loop calls: ``model`` itself, compiled if asked, inside DDP with several processes."""
+    wrapped = torch.compile(model) if t.compile else model
     if info.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        train_model = DDP(train_model, device_ids=[info.local_rank] if info.device.startswith("cuda") else None)
-    val_starts = eval_starts(len(val_arr), t.seq_len, t.eval_tokens)
+        wrapped = DDP(wrapped, device_ids=[info.local_rank] if info.device.startswith("cuda") else None)
+    return wrapped
+
+
+# -- the loop --------------------------------------------------------------------------------
+
+@dataclass
+class Run:
+    """What the loop of one run reads: config, folder, process, data, model and logs."""
+
+    cfg: RunConfig
+    out: Path
+    info: DistInfo
+    data: Any
+    train_arr: Any
+    val_arr: Any
+    mcfg: ModelConfig
+    counts: Any
+    model: torch.nn.Module
+    train_model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    peak: float
+    log: MetricsLog
+
+    @property
+    def per_rank(self) -> int:
+        return self.cfg.train.batch_size // self.info.world_size
+
+
+class LossWatch:
+    """Non-finite loss detection without a host synchronisation per step.
+
+    ``observe`` keeps the first bad step and its loss on the device; ``raise_if_diverged`` reads
+    them (one sync, all processes agreeing) at the steps that log, evaluate or checkpoint anyway.
+    """
+
+    def __init__(self, device: str):
+        self.first_bad = torch.full((), -1, dtype=torch.int64, device=device)
+        self.bad_loss = torch.zeros((), device=device)
+
+    def observe(self, loss: torch.Tensor, step: int) -> None:
+        bad = ~torch.isfinite(loss) & (self.first_bad < 0)
+        self.first_bad.masked_fill_(bad, step)
+        self.bad_loss = torch.where(bad, loss.to(self.bad_loss.dtype), self.bad_loss)
+
+    def raise_if_diverged(self, out: Path, step: int, info: DistInfo) -> None:
+        if mean_across((self.first_bad >= 0).to(torch.float32), info).item() == 0:
+            return
+        first = int(self.first_bad.item())
+        where, value = (first, float(self.bad_loss.item())) if first >= 0 else (step, math.nan)
+        last = latest_checkpoint(out)
+        raise TrainingDiverged(
+            f"loss became {value} at step {where}; stopped. Last good checkpoint: "
+            f"{last if last else 'none yet'}. Lower train.lr or raise train.warmup_steps.")
+
+
+def _to_device(x: torch.Tensor, device: str) -> torch.Tensor:
+    """Copy a host batch to ``device``; from pinned memory and without blocking the host on CUDA."""
+    return x.pin_memory().to(device, non_blocking=True) if device.startswith("cuda") else x
+
+
+def _train_step(run: Run, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One optimizer step (all micro-batches); returns (loss, aux loss sum, grad norm), on the device."""
+    from ffnlab.training.corpus import batch_starts, get_batch
+
+    t, info = run.cfg.train, run.info
+    for g in run.opt.param_groups:
+        g["lr"] = lr_at(step, lr=t.lr, warmup_steps=t.warmup_steps, max_steps=t.max_steps,
+                        min_lr_ratio=t.min_lr_ratio)
+    loss_sum = torch.zeros((), device=info.device)
+    aux_sum = torch.zeros((), device=info.device)
+    # the step's global batch depends on (seed, step) only: accumulation and processes split it
+    step_starts = batch_starts(len(run.train_arr), t.batch_size * t.grad_accum, t.seq_len, seed=t.seed, step=step)
+    for micro in range(t.grad_accum):
+        chunk = step_starts[micro * t.batch_size:(micro + 1) * t.batch_size]
+        x, y = get_batch(run.train_arr, chunk[info.rank * run.per_rank:(info.rank + 1) * run.per_rank], t.seq_len)
+        x, y = _to_device(x, info.device), _to_device(y, info.device)
+        sync = contextlib.nullcontext()
+        if info.enabled and micro < t.grad_accum - 1:
+            sync = run.train_model.no_sync()  # type: ignore[operator]
+        with sync, _autocast(info.device, t.dtype):
+            _, loss, aux = run.train_model(x, y)
+            total = loss if aux is None else loss + run.cfg.model.ffn.aux_loss_coef * aux
+            (total / t.grad_accum).backward()
+        loss_sum += loss.detach()
+        if aux is not None:
+            aux_sum += aux.detach()
+    grad_norm = torch.nn.utils.clip_grad_norm_(run.model.parameters(), t.grad_clip)
+    run.opt.step()
+    run.opt.zero_grad(set_to_none=True)
+    return loss_sum / t.grad_accum, aux_sum, grad_norm
+
+
+def _log_train(run: Run, tb: Any, step: int, losses: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+               timing: tuple[float, float, int]) -> tuple[float, float]:
+    """Write one train record (the only host read of the step's loss); return (loss, MFU)."""
+    t, info = run.cfg.train, run.info
+    loss, aux_sum, grad_norm = losses
+    wall, elapsed_before, first_step = timing
+    tokens_per_step = run.cfg.tokens_per_step()
+    loss_value = mean_across(loss, info).item()
+    tok_s = (step - first_step) * tokens_per_step / wall if wall > 0 else 0.0
+    mfu = tok_s * _fpt(run) / (run.peak * info.world_size) if run.peak else 0.0  # peak is one device's
+    rec = {"kind": "train", "step": step, "tokens": step * tokens_per_step, "loss": loss_value,
+           "lr": run.opt.param_groups[0]["lr"], "grad_norm": float(grad_norm), "tokens_per_s": tok_s, "mfu": mfu,
+           "elapsed_s": elapsed_before + wall}
+    if run.cfg.model.ffn.n_experts:
+        rec["aux_loss"] = mean_across(aux_sum / t.grad_accum, info).item()
+    run.log.write(rec)
+    _tb_write(tb, rec, step)
+    return loss_value, mfu
+
+
+def _evaluate(run: Run, tb: Any, step: int, val_starts: Any) -> float | None:
+    """Validation loss on rank 0 (logged); None on the other ranks, which wait for it."""
+    t, info = run.cfg.train, run.info
+    val = None
+    if info.is_main:
+        val = validation_loss(run.model, run.val_arr, val_starts, t.seq_len, run.per_rank, info.device, t.dtype)
+        tokens = step * run.cfg.tokens_per_step()
+        rec = {"kind": "eval", "step": step, "tokens": tokens, "val_loss": val,
+               "val_ppl": math.exp(min(val, 50)), "val_bpb": run.data.bits_per_byte(val),
+               "train_flops": tokens * _fpt(run)}
+        run.log.write(rec)
+        _tb_write(tb, rec, step)
+    barrier(info)
+    return val
+
+
+def _checkpoint(run: Run, step: int, elapsed: float) -> None:
+    if run.info.is_main:
+        save_checkpoint(run.out, run.model, run.opt, {"step": step, "tokens": step * run.cfg.tokens_per_step(),
+                                                      "elapsed_s": elapsed}, run.cfg.train.keep_last)
+    barrier(run.info)
+
+
+def _fpt(run: Run) -> int:
+    """Training FLOPs per token (3x forward, attention over the full context)."""
+    return flops_per_token(run.mcfg, run.cfg.train.seq_len).training
+
+
+def _due(step: int, every: int, last: int) -> bool:
+    return step % every == 0 or step == last
+
+
+def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
+    """Steps until train.max_steps. The host reads device values only at steps that log, evaluate
+    or checkpoint (and checks for divergence there first), so a GPU is never waited on in between."""
+    from ffnlab.training.corpus import eval_starts
+
+    t, info, out = run.cfg.train, run.info, run.out
+    val_starts = eval_starts(len(run.val_arr), t.seq_len, t.eval_tokens)
     tb = _tensorboard(out, t.tensorboard and info.is_main)
-    per_rank = t.batch_size // info.world_size
-    progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=tokens_per_step,
+    progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
                         mode=t.progress if info.is_main else "off")
+    watch = LossWatch(info.device)
+    first_step, shown = step, {}
     summary: dict[str, Any] = {}
     t_start = time.perf_counter()
-    last_val = None
     try:
         while step < t.max_steps:
-            lr = lr_at(step, lr=t.lr, warmup_steps=t.warmup_steps, max_steps=t.max_steps,
-                       min_lr_ratio=t.min_lr_ratio)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            loss_sum = torch.zeros((), device=info.device)
-            aux_sum = torch.zeros((), device=info.device)
-            # the step's global batch depends on (seed, step) only: accumulation and processes split it
-            step_starts = batch_starts(len(train_arr), t.batch_size * t.grad_accum, t.seq_len, seed=t.seed,
-                                       step=step)
-            for micro in range(t.grad_accum):
-                chunk = step_starts[micro * t.batch_size:(micro + 1) * t.batch_size]
-                starts = chunk[info.rank * per_rank:(info.rank + 1) * per_rank]
-                x, y = get_batch(train_arr, starts, t.seq_len)
-                x, y = x.to(info.device), y.to(info.device)
-                sync = contextlib.nullcontext()
-                if info.enabled and micro < t.grad_accum - 1:
-                    sync = train_model.no_sync()  # type: ignore[operator]
-                with sync, _autocast(info.device, t.dtype):
-                    _, loss, aux = train_model(x, y)
-                    total = loss if aux is None else loss + cfg.model.ffn.aux_loss_coef * aux
-                    (total / t.grad_accum).backward()
-                loss_sum += loss.detach()
-                if aux is not None:
-                    aux_sum += aux.detach()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            loss_value = mean_across(loss_sum / t.grad_accum, info).item()
+            losses = _train_step(run, step)
             step += 1
-            if not math.isfinite(loss_value):
-                last = latest_checkpoint(out)
-                raise TrainingDiverged(
-                    f"loss became {loss_value} at step {step}; stopped. Last good checkpoint: "
-                    f"{last if last else 'none yet'}. Lower train.lr or raise train.warmup_steps.")
-            tokens = step * tokens_per_step
-            wall = time.perf_counter() - t_start
-            tok_s = (step - progress.start) * tokens_per_step / wall if wall > 0 else 0.0
-            mfu = tok_s * fpt / (peak * info.world_size) if peak else 0.0  # peak is one device's
-            if step % t.log_every == 0 or step == t.max_steps or step == 1:
-                rec = {"kind": "train", "step": step, "tokens": tokens, "loss": loss_value, "lr": lr,
-                       "grad_norm": float(grad_norm), "tokens_per_s": tok_s, "mfu": mfu,
-                       "elapsed_s": elapsed_before + wall}
-                if cfg.model.ffn.n_experts:
-                    rec["aux_loss"] = mean_across(aux_sum / t.grad_accum, info).item()
-                log.write(rec)
-                _tb_write(tb, rec, step)
-            if step % t.eval_every == 0 or step == t.max_steps:
-                if info.is_main:
-                    val = validation_loss(model, val_arr, val_starts, t.seq_len, per_rank, info.device, t.dtype)
-                    last_val = val
-                    rec = {"kind": "eval", "step": step, "tokens": tokens, "val_loss": val,
-                           "val_ppl": math.exp(min(val, 50)), "val_bpb": data.bits_per_byte(val),
-                           "train_flops": step * tokens_per_step * fpt}
-                    log.write(rec)
-                    _tb_write(tb, rec, step)
-                barrier(info)
-            if step % t.checkpoint_every == 0 or step == t.max_steps:
-                if info.is_main:
-                    save_checkpoint(out, model, opt, {"step": step, "tokens": tokens,
-                                                      "elapsed_s": elapsed_before + wall}, t.keep_last)
-                barrier(info)
-            progress.update(step, loss=loss_value, val=last_val, mfu=f"{mfu:.1%}")
-        wall = time.perf_counter() - t_start
+            watch.observe(losses[0], step)
+            log_now = _due(step, t.log_every, t.max_steps) or step == 1
+            eval_now, ckpt_now = _due(step, t.eval_every, t.max_steps), _due(step, t.checkpoint_every, t.max_steps)
+            if log_now or eval_now or ckpt_now:
+                watch.raise_if_diverged(out, step, info)
+                wall = time.perf_counter() - t_start
+                if log_now:
+                    loss_value, mfu = _log_train(run, tb, step, losses, (wall, elapsed_before, first_step))
+                    shown.update(loss=loss_value, mfu=f"{mfu:.1%}")
+                if eval_now:
+                    shown["val"] = _evaluate(run, tb, step, val_starts)
+                if ckpt_now:
+                    _checkpoint(run, step, elapsed_before + wall)
+            progress.update(step, **shown)
         if info.is_main:
-            summary = _summary(out, cfg, mcfg, counts, data, fpt, peak, elapsed_before + wall, info)
+            summary = _summary(out, run.cfg, run.mcfg, run.counts, run.data, _fpt(run), run.peak,
+                               elapsed_before + time.perf_counter() - t_start, info)
     finally:
         progress.close()
         if tb is not None:

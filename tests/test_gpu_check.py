@@ -1,0 +1,93 @@
+"""The GPU check cannot rot between leases: its CPU dry run, the preset it sweeps, and the
+verdict ``ffnlab claims --evidence`` draws from a width-alignment JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.claims import check_claims, load_evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def alignment_doc(device: str, relative: dict[int, float]) -> dict:
+    """A width-alignment JSON at d_model 1024: two multiples of 128 at 100 TFLOP/s and others at
+    ``relative`` x that (the group follows from the width)."""
+    rows = [{"d_model": 1024, "d_ff": w, "tflops": 100.0} for w in (2688, 2816)]
+    rows += [{"d_model": 1024, "d_ff": w, "tflops": 100.0 * r} for w, r in relative.items()]
+    return {"benchmark": "width-alignment", "device": device, "device_name": "test", "dtype": "bfloat16",
+            "rows": rows}
+
+
+@pytest.mark.parametrize("device, relative, verdict", [
+    ("cuda:0", {2696: 0.70, 2712: 0.80, 2687: 0.50, 2731: 0.60}, "true"),  # both groups >= 10% slower
+    ("cuda:0", {2696: 0.99, 2712: 0.97, 2687: 0.95, 2731: 0.96}, "false"),  # at most 5% slower
+    ("cuda:0", {2696: 0.99, 2712: 1.00, 2687: 0.60, 2731: 0.70}, "misleading"),  # only odd widths slow
+    ("cpu", {2696: 0.50, 2712: 0.50, 2687: 0.50, 2731: 0.50}, "needs-experiment"),  # not tensor cores
+])
+def test_alignment_json_decides_the_claim(tmp_path, device, relative, verdict):
+    path = tmp_path / "width-alignment.json"
+    path.write_text(json.dumps(alignment_doc(device, relative)))
+    row = {r["id"]: r for r in check_claims(load_evidence(path))}["unaligned-widths-slow"]
+    assert row["verdict"] == verdict
+    slow = row["numbers"]["slowdown"]
+    # medians by hand: multiples of 8 are 2696, 2712; not of 8 are 2687, 2731
+    assert slow["div8"] == pytest.approx(1 - (relative[2696] + relative[2712]) / 2)
+    assert slow["not8"] == pytest.approx(1 - (relative[2687] + relative[2731]) / 2)
+    assert slow["div64"] is None
+
+
+def test_alignment_json_without_an_aligned_width_is_refused(tmp_path):
+    doc = alignment_doc("cuda:0", {2687: 0.5})
+    doc["rows"] = [r for r in doc["rows"] if r["d_ff"] % 128]
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FfnlabError, match="divisible by 128"):
+        load_evidence(path)
+
+
+def test_h200_preset_holds_the_golden_arms_at_equal_parameters():
+    from ffnlab.experiments.sweep_spec import load_spec, resolve
+
+    spec = load_spec("golden-h200")
+    assert spec.base["data"] == {"corpus": "shakespeare", "tokenizer": "bpe", "bpe_vocab_size": 8192}
+    runs = {r.arm: r for r in resolve(spec, 8192) if r.seed == spec.seeds[0]}
+    assert set(runs) == {"gelu-r1", "gelu-r2", "gelu-r8_3", "gelu-r4", "gelu-r6", "gelu-r8", "swiglu-r4",
+                         "swiglu-pm4"}
+    assert Fraction(runs["swiglu-r4"].d_ff, runs["swiglu-r4"].d_model) == 4
+    assert Fraction(runs["swiglu-pm4"].d_ff, runs["swiglu-pm4"].d_model) == Fraction(8, 3)
+    ref = runs["gelu-r4"].params_non_embedding
+    assert all(abs(r.params_non_embedding / ref - 1) <= spec.tolerance for r in runs.values())
+
+
+def test_cpu_dry_run_runs_every_section(tmp_path):
+    out, work = tmp_path / "out", tmp_path / "work"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu",
+                        "--out", str(out), "--work", str(work)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    doc = json.loads((out / "gpu-check-cpu.json").read_text())
+    sec = doc["sections"]
+    assert {k: v["status"] for k, v in sec.items()} == dict.fromkeys(
+        ("ffn", "alignment", "throughput", "sweep", "tests"), "ok")
+    from ffnlab.sizing.kinds import FFN_KINDS
+
+    assert [r["kind"] for r in sec["ffn"]["result"]["rows"]] == list(FFN_KINDS)
+    assert sec["alignment"]["result"]["claim"]["verdict"] == "needs-experiment"  # CPU is not a tensor core
+    assert load_evidence(out / "width-alignment-cpu.json")["alignment"]["verdict"] == "needs-experiment"
+    assert {r["group"] for r in sec["alignment"]["result"]["document"]["rows"]} == {"div128", "div64", "div8",
+                                                                                      "not8"}
+    names = [r["name"] for r in sec["throughput"]["result"]["rows"]]
+    assert names == ["ffnlab bare step", "ffnlab trainer loop", "nanoGPT-style reference"]
+    tests = sec["tests"]["result"]
+    assert tests["tests"] == tests["skipped"] >= 6 and tests["failures"] == tests["errors"] == 0
+    sweep = sec["sweep"]["result"]
+    assert sweep["runs"] == 4 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]
+    md = (out / "gpu-check-cpu.md").read_text()
+    assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md

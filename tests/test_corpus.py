@@ -416,7 +416,8 @@ def test_prepare_bpe_saves_its_tokenizer(corpus_dir, tmp_path):
     assert byte.dir != data.dir
 
 
-def test_progress_goes_to_stderr_only(corpus_dir, tmp_path, capfd):
+def test_progress_goes_to_stderr_only(corpus_dir, tmp_path, capfd, monkeypatch):
+    monkeypatch.setattr(importlib.import_module("ffnlab.training.corpus.prepare"), "QUIET_S", 0.0)
     prepare(str(corpus_dir), "bpe", cache_dir=tmp_path, bpe_vocab_size=300, progress=True)
     out, err = capfd.readouterr()
     assert out == "" and "prepared file:" in err
@@ -426,7 +427,10 @@ def test_progress_goes_to_stderr_only(corpus_dir, tmp_path, capfd):
     assert capfd.readouterr() == ("", "")
 
 
-def test_tokenising_progress_uses_the_shared_progress_lines(capsys):
+def test_tokenising_progress_uses_the_shared_progress_lines(capsys, monkeypatch):
+    prep = importlib.import_module("ffnlab.training.corpus.prepare")  # the module, not the function
+
+    monkeypatch.setattr(prep, "QUIET_S", 0.0)  # a slow preparation: lines as they come
     with _progress(True, 200, "tokenising") as advance:
         advance(50)
         assert capsys.readouterr().err == ""  # lines at most every 10 s, and at the end
@@ -435,6 +439,18 @@ def test_tokenising_progress_uses_the_shared_progress_lines(capsys):
     assert "[tokenising] characters 200/200" in err and "ETA 0:00" in err
     with _progress(False, 200, "tokenising") as advance:
         assert advance is None
+
+
+def test_a_quick_preparation_prints_nothing_so_a_refused_run_says_one_line(tmp_path):
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.txt").write_text("tiny text\n")
+    (tmp_path / "c" / "b.txt").write_text("tiny\n")
+    p = subprocess.run([sys.executable, "-m", "ffnlab", "train", "--corpus", str(tmp_path / "c"), "--out",
+                        str(tmp_path / "run"), "--steps", "5", "--set", f"data.cache_dir={tmp_path / 'cache'}"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines() == [p.stderr.strip()] and p.stderr.startswith("error: ")
+    assert "too few for windows" in p.stderr and not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 
@@ -25,11 +26,13 @@ class Progress:
     """
 
     def __init__(self, total: int, *, start: int = 0, description: str = "", unit: str = "step",
-                 tokens_per_unit: int = 0, mode: str = "auto", every_s: float = 10.0):
+                 tokens_per_unit: int = 0, mode: str = "auto", every_s: float = 10.0,
+                 emit: Callable[[str], None] | None = None):
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.total, self.start, self.done, self.unit = total, start, start, unit
         self.description, self.tokens_per_unit, self.mode, self.every_s = description, tokens_per_unit, mode, every_s
+        self.emit = emit or _print_stderr  # where ``lines`` mode writes
         self.t0 = self.last_line = time.perf_counter()
         self.metrics: dict[str, Any] = {}
         self._bar = None
@@ -72,8 +75,7 @@ class Progress:
             now = time.perf_counter()
             if now - self.last_line >= self.every_s or done >= self.total:
                 self.last_line = now
-                print(f"[{self.description}] {self.unit} {done}/{self.total} | {self.info()} | ETA {eta_txt}",
-                      file=sys.stderr, flush=True)
+                self.emit(f"[{self.description}] {self.unit} {done}/{self.total} | {self.info()} | ETA {eta_txt}")
 
     def close(self) -> None:
         if self._bar is not None:
@@ -85,3 +87,7 @@ def _stderr_console():  # noqa: ANN202
     from rich.console import Console
 
     return Console(file=sys.stderr)
+
+
+def _print_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

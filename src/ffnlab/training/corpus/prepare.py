@@ -26,6 +26,7 @@ import math
 import re
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ SPLIT_FILES = {"train": "train.bin", "val": "val.bin"}
 PIECE_CHARS = 1 << 20  # long documents are encoded in pieces of about this many characters
 BATCH_CHARS = 1 << 23  # characters handed to one encode_batch call
 LINE_EVERY_S = 10.0  # seconds between progress lines when stderr is not a terminal
+# A preparation that ends within QUIET_S seconds prints nothing: its messages are held back until
+# it has run that long, so a run refused just after a quick preparation says one error line only.
+QUIET_S = 3.0
+_HELD: dict[str, Any] = {"t0": 0.0, "lines": []}
 _CUT = re.compile(r"\n(?=\w)")
 
 
@@ -265,7 +270,8 @@ def _progress(show: bool, total: int, label: str) -> Iterator[Callable[[int], No
     if not show:
         yield None
         return
-    bar = Progress(total, description=label, unit="characters", every_s=LINE_EVERY_S)
+    bar = Progress(total, description=label, unit="characters", every_s=LINE_EVERY_S,
+                   emit=lambda line: _note(True, line))
 
     def advance(n: int) -> None:
         bar.update(bar.done + n)
@@ -277,8 +283,14 @@ def _progress(show: bool, total: int, label: str) -> Iterator[Callable[[int], No
 
 
 def _note(show: bool, message: str) -> None:
-    if show:
-        print(message, file=sys.stderr, flush=True)
+    """A progress message on stderr, held back while the preparation is younger than QUIET_S."""
+    if not show:
+        return
+    _HELD["lines"].append(message)
+    if time.monotonic() - _HELD["t0"] >= QUIET_S:
+        for line in _HELD["lines"]:
+            print(line, file=sys.stderr, flush=True)
+        _HELD["lines"].clear()
 
 
 def _make_tokenizer(name: str, vocab: int, train: Sequence[str], folder: Path, show: bool) -> Any:
@@ -392,6 +404,7 @@ def prepare(
         raise FfnlabError(f"{out} exists and is not a folder; move it away from the cache folder.")
     found = _reuse(out, settings, source, None)
     if found is None:
+        _HELD.update(t0=time.monotonic(), lines=[])
         _note(progress, f"loading corpus {source.spec} ...")
         texts = source.load(progress)
         found = _reuse(out, settings, source, texts)

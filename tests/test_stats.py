@@ -140,3 +140,17 @@ def test_mde_has_the_stated_power():
         hits += abs(t) > stats.t.ppf(0.975, 14)
     # the simulated design has 14 df; its power at the 21-df MDE is a little under 80%
     assert 0.70 <= hits / 2000 <= 0.85
+
+
+def test_levene_with_two_values_per_arm_is_untestable_not_a_rejection():
+    """Two seeds per arm: median-centred Levene gives p = 0 for any data, so it must not decide."""
+    from scipy import stats as sps
+
+    from ffnlab.experiments.stats import PooledModel
+
+    groups = {"a": np.array([1.0, 1.2]), "b": np.array([2.0, 2.05])}
+    assert sps.levene(*groups.values(), center="median").pvalue < 1e-6  # the degenerate raw test
+    model = PooledModel(groups)
+    assert math.isnan(model.levene_p) and model.homogeneous and 0 < model.bartlett_p < 1
+    three = PooledModel({"a": np.array([1.0, 1.2, 1.1]), "b": np.array([2.0, 2.05, 2.01])})
+    assert 0 < three.levene_p < 1

@@ -130,7 +130,11 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     assert claims["glu_vs_plain"]["verdict"] == hand["glu_vs_plain"]
     assert claims["glu_vs_plain"]["numbers"]["interval"] == pytest.approx(hand["glu_delta"], rel=1e-9)
     assert claims["convergence_speed"]["verdict"] == hand["convergence_speed"]
-    assert claims["convergence_speed"]["numbers"]["interval"] == pytest.approx(hand["tokens_ratio"], rel=1e-9)
+    got = claims["convergence_speed"]["numbers"]["interval"]
+    assert got[0] == pytest.approx(hand["tokens_ratio"][0], rel=1e-9)
+    # with one comparison Dunnett's interval is the pooled t interval; scipy's dunnett integrates
+    # its critical value numerically (quasi-Monte Carlo), hence agreement to 1%, not to 1e-9
+    assert got[1:] == pytest.approx(hand["tokens_ratio"][1:], rel=1e-2)
     rows = {r["id"]: r for r in json.loads(run("claims", "--evidence", str(rep), "--json").stdout)}
     assert rows["golden-transformer-8pct"]["verdict"] == hand["convergence_speed"]  # what the user sees
     assert rows["glu-beats-plain"]["verdict"] == hand["glu_vs_plain"]
@@ -149,8 +153,8 @@ def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]
     GLU (one planned comparison, two arms here): pooled-variance t interval of gated - plain final
     loss; true if below 0, false if above 0 or equivalent within 0.5% of the plain arm's loss
     (TOST), else inconclusive. Speed: tokens to the worst final loss, curves from (0, ln V), a
-    pooled t interval on log tokens when Levene does not reject equal variances (Welch when it
-    does); false if the ratio's upper end < 1.08, true if the lower end >= 1.08, else inconclusive."""
+    pooled t interval on log tokens when Levene does not reject equal variances or cannot run
+    (fewer than 3 seeds per arm; Welch when it rejects); false if the ratio's upper end < 1.08, true if the lower end >= 1.08, else inconclusive."""
     from scipy import stats
 
     record = json.loads((sweep / "sweep.json").read_text())
@@ -179,7 +183,8 @@ def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]
 
     toks = {arm: [reach(c) for c in cs] for arm, cs in curves.items()}
     lg, lr = np.log(toks[gated]), np.log(toks[reference])
-    equal = not stats.levene(lg, lr, center="median").pvalue < 0.05
+    # Levene is untestable (counts as not rejected) with fewer than 3 values per arm
+    equal = min(len(lg), len(lr)) < 3 or not stats.levene(lg, lr, center="median").pvalue < 0.05
     log_ci = stats.ttest_ind(lg, lr, equal_var=equal).confidence_interval(0.95)
     lo, hi = math.exp(log_ci.low), math.exp(log_ci.high)
     speed = "false" if hi < 1.08 else "true" if lo >= 1.08 else "inconclusive"

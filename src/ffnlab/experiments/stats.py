@@ -105,17 +105,18 @@ def pooled_model(groups: Mapping[str, Sequence[float]]) -> PooledModel:
 
 def _homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
     """(Levene p, Bartlett p) for equal variances; NaN where the test cannot run (fewer than two
-    groups of two or more, no spread at all, or Levene with two values per group)."""
+    groups of two or more, no spread at all). Levene needs three values per group: with two, both
+    absolute deviations from the median are equal, every group's deviations have zero spread and
+    the statistic is infinite (p = 0) whatever the data, so it is reported as NaN (untestable)."""
     usable = [s for s in samples if s.size >= 2]
     if len(usable) < 2 or any(float(s.var()) == 0 for s in usable):
         return math.nan, math.nan
-    import warnings
-
     from scipy import stats
 
-    with warnings.catch_warnings():  # two values per group: median-centred Levene divides 0 by 0 (NaN)
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.levene(*usable, center="median").pvalue), float(stats.bartlett(*usable).pvalue)
+    bartlett = float(stats.bartlett(*usable).pvalue)
+    if min(s.size for s in usable) < 3:
+        return math.nan, bartlett
+    return float(stats.levene(*usable, center="median").pvalue), bartlett
 
 
 def dunnett_vs_reference(model: PooledModel, reference: str, level: float = LEVEL,

@@ -279,26 +279,21 @@ def audit(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
-    from ffnlab.sizing.audit import audit as run_audit
-    from ffnlab.sizing.audit import audit_entry
-    from ffnlab.sizing.fit import resolve_config
+    from ffnlab.sizing.audit import audit_entry, audit_target
     from ffnlab.sizing.parallel import memory_summary
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
-    rows = [audit_entry(e) for e in load_zoo()] if all_models else []
-    rows += [run_audit(t, count_with_transformers) for t in targets or []]
+    audited = [(audit_entry(e), e.config()) for e in load_zoo()] if all_models else []
+    audited += [audit_target(t, count_with_transformers) for t in targets or []]
+    rows = [row for row, _ in audited]
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp)
     check_train_dtype(dtype)
-    configs = [e.config() for e in load_zoo()] if all_models else []
-    targeted = rows[len(configs):]  # counted by transformers: no ffnlab config, no memory model
-    configs += [None if row.get("counted_by") == "transformers" else resolve_config(t)[1]
-                for t, row in zip(targets or [], targeted, strict=True)]
-    for row, cfg in zip(rows, configs, strict=True):
+    for row, cfg in audited:  # cfg None: counted by transformers or an estimate, no memory model
         row["memory"] = None
         try:
             row["memory"] = None if cfg is None else memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)

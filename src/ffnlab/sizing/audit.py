@@ -144,8 +144,15 @@ def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
     passes :func:`ffnlab.training.hf_count.count_with_transformers`); without one such a config
     is an error naming the supported types.
     """
+    return audit_target(target, counter)[0]
+
+
+def audit_target(target: str, counter: Counter | None = None) -> tuple[dict[str, Any], ModelConfig | None]:
+    """:func:`audit`'s row and the config it was computed from (None when transformers counted it
+    or for an estimate without a shape), so callers that need both read the config once."""
     if is_zoo_name(target):
-        return audit_entry(find(target))
+        e = find(target)
+        return audit_entry(e), e.config()
     p = Path(target)
     if p.exists() or target.endswith(".json") or "/" in target:
         try:
@@ -154,8 +161,8 @@ def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
             row = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
             if row is None:
                 raise
-            return row
+            return row, None
         note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
-        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p),
-                            note=note)
-    return audit_entry(find(target))  # not a file either: find() names close zoo names
+        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note), cfg
+    e = find(target)  # not a file either: find() names close zoo names
+    return audit_entry(e), e.config()

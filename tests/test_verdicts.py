@@ -16,11 +16,12 @@ TOKENS = [100 * i for i in range(1, 11)]
 
 def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noise: float, *,
                comparisons: dict[str, list[str]] | None = None, claims: list[str] | None = None,
-               margin: float = 0.005, rng_seed: int = 0) -> None:
+               margin: float = 0.005, rng_seed: int = 0, spread: dict[str, float] | None = None) -> None:
     """A sweep folder: arm -> (final-loss offset, speed factor); each seed's curve is
     ``5 - 0.003 * tokens * speed + offset + noise_seed`` so offsets shift the final loss and the
     speed factor scales the tokens any loss needs by 1/speed. Seed k adds the same noise to every
-    arm, so arms built equal have exactly equal means (a known zero difference)."""
+    arm, so arms built equal have exactly equal means (a known zero difference); ``spread`` scales
+    that noise per arm (unequal variances)."""
     shared = np.random.default_rng(rng_seed).normal(0, noise, seeds)
     runs = []
     for arm, (offset, speed) in arms.items():
@@ -28,7 +29,7 @@ def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noi
         d_model = 108 if arm == "swiglu-r4" else 128
         ratio = float(arm.split("-r")[-1]) if "-r" in arm else 8 / 3
         for seed in range(seeds):
-            e = float(shared[seed])
+            e = float(shared[seed]) * (spread or {}).get(arm, 1.0)
             losses = [5.0 - 0.003 * t * speed + offset + e for t in TOKENS]
             name = f"{arm}-s{seed}"
             d = root / "runs" / name
@@ -118,6 +119,27 @@ def test_gated_law_pair(tmp_path, law_offset, expected):
     c = analyse(tmp_path)["claims"]
     assert c["gated_law"]["verdict"] == expected
     assert c["glu_vs_plain"]["verdict"] == "false"  # equal arms: equivalent within the margin
+
+
+def test_a_pair_with_unequal_variances_is_judged_by_welch_on_its_own_arms(tmp_path):
+    # the gated arms are 8x noisier than the GELU one (as SwiGLU was in the gated-law run); pooling
+    # GELU's tiny spread in would shrink the gated pair's interval
+    from scipy import stats
+
+    fake_sweep(tmp_path, {"gelu-r4": (0.0, 1.0), "swiglu-pm4": (0.0, 1.0), "swiglu-r4": (-0.03, 1.0)}, 8, 0.01,
+               claims=["gated_law"], comparisons={"gated_law": ["swiglu-r4", "swiglu-pm4"]},
+               spread={"gelu-r4": 0.1, "swiglu-pm4": 2.0, "swiglu-r4": 0.5}, rng_seed=3)
+    result = analyse(tmp_path)
+    assert not result["loss_model"]["model"]["homogeneous"]
+    v = result["claims"]["gated_law"]
+    a = [json.loads((tmp_path / "runs" / f"{arm}-s{s}" / "summary.json").read_text())["final_val_loss"]
+         for arm in ("swiglu-r4",) for s in range(8)]
+    b = [json.loads((tmp_path / "runs" / f"swiglu-pm4-s{s}" / "summary.json").read_text())["final_val_loss"]
+         for s in range(8)]
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert v["interval"][1:] == pytest.approx([ci.low, ci.high], abs=1e-12)
+    assert v["method"].startswith("Welch") and "Levene p" in v["evidence"]
+    assert v["verdict"] == "inconclusive" and "seeds per arm" in v["evidence"]
 
 
 def test_scale_trend_finds_each_sizes_best_ratio(tmp_path):

@@ -28,6 +28,7 @@ from ffnlab.experiments.stats import (
     dunnett_vs_reference,
     mde,
     mean_ci,
+    pair_se_df,
     pooled_model,
     power_at,
     tokens_to_target,
@@ -235,14 +236,14 @@ def _iv(c: Comparison | list[float], digits: int = 4) -> str:
     return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
 
 
-def _seeds_needed(n: int, mde_now: float, effect: float) -> int | None:
+def seeds_needed(n: int, mde_now: float, effect: float) -> int | None:
     """Seeds per arm at which the minimum detectable effect shrinks to ``effect`` (MDE ~ 1/sqrt n)."""
     if not (mde_now > 0 and abs(effect) > 0 and n > 0):
         return None
     return max(n + 1, math.ceil(n * (mde_now / abs(effect)) ** 2))
 
 
-def _seeds_for_equivalence(n: int, se: float, df: int, margin: float, alpha: float) -> int | None:
+def seeds_for_equivalence(n: int, se: float, df: float, margin: float, alpha: float) -> int | None:
     """Seeds per arm at which TOST shows equivalence with 80% power if the true difference is 0
     (the (1 - alpha) one-sided bound plus the 90% quantile must fit inside the margin)."""
     if not (se > 0 and df > 0 and margin > 0 and n > 0):
@@ -298,7 +299,8 @@ def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any], fam: Famil
     mdes = {k: fam.mde(k) for k in alts}
     better = [k for k, c in cmp.items() if c.hi < 0]
     alpha = 0.05 / len(alts)
-    equiv = {k: tost(c.diff, fam.model.se(k, reference), fam.model.df, margin, alpha) for k, c in cmp.items()}
+    se_df = {k: pair_se_df(fam.model, k, reference) for k in alts}
+    equiv = {k: tost(c.diff, *se_df[k], margin, alpha) for k, c in cmp.items()}
     worse = [k for k, c in cmp.items() if c.lo > 0]
     base = f"{fam.method}; margin {margin:.4f} nats"
     if better:
@@ -325,8 +327,8 @@ def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any], fam: Famil
                         comparison, cmp[k].as_list(), unit, mdes[k], fam.method, against=k)
     k = min((x for x in alts if x not in worse), key=lambda x: cmp[x].diff)
     n = len(ref.runs)
-    need = _seeds_needed(n, mdes[k], cmp[k].diff)
-    need_eq = _seeds_for_equivalence(n, fam.model.se(k, reference), fam.model.df, margin, alpha)
+    need = seeds_needed(n, mdes[k], cmp[k].diff)
+    need_eq = seeds_for_equivalence(n, *se_df[k], margin, alpha)
     return _verdict("inconclusive", f"{k} vs ratio 4: {_iv(cmp[k])} nats, neither significant nor equivalent "
                     f"within +/-{margin:.4f}; this design detects {mdes[k]:.4f} nats with 80% power"
                     + (f"; about {need} seeds per arm would detect the observed {abs(cmp[k].diff):.4f}" if need else "")
@@ -390,9 +392,10 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
 
     glu_vs_plain: (gated, plain) at equal d_model and parameters, as Shazeer (2020, Table 1);
     gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters, the seed's law inside the
-    gated family. One planned comparison: pooled-variance t interval. true if first - second < 0
+    gated family. One planned comparison: a t interval on the pooled variance, or Welch's on the
+    two arms alone when Levene's test finds the variances unequal. true if first - second < 0
     significantly; false if > 0 significantly or equivalent within the margin (TOST); otherwise
-    inconclusive."""
+    inconclusive, saying how many seeds per arm would decide."""
     pair = _pair(spec, arms, key)
     if pair is None:
         return None
@@ -402,19 +405,26 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
     comparison = (f"{a.name} vs {b.name}: d_model {a.d_model} vs {b.d_model}, non-embedding params "
                   f"{a.params_non_embedding:,} vs {b.params_non_embedding:,}")
     diff = model.means[a.name] - model.means[b.name]
-    se = model.se(a.name, b.name)
-    if not (se > 0 and model.df > 0):
+    se, df = pair_se_df(model, a.name, b.name)
+    if not (se > 0 and df > 0):
         return _no_interval(comparison, unit, "one seed per arm or no spread")
     from scipy import stats
 
-    crit = float(stats.t.ppf(0.975, model.df))
+    crit = float(stats.t.ppf(0.975, df))
     iv = [diff, diff - crit * se, diff + crit * se]
     margin = spec.get("margin", DEFAULT_MARGIN) * model.means[b.name]
-    eq = tost(diff, se, model.df, margin)
-    power_mde = mde(se, model.df, crit)
-    text = (f"{a.name} - {b.name} = {_iv(iv)} nats (pooled sigma {model.sigma:.4g} on {model.df} df, "
-            f"one planned comparison); margin +/-{margin:.4f}; detectable with 80% power: {power_mde:.4f}")
-    method = f"pooled-variance t, {model.df} df"
+    eq = tost(diff, se, df, margin)
+    power_mde = mde(se, df, crit)
+    if model.homogeneous:
+        method = f"pooled-variance t, {model.df} df"
+        basis = f"pooled sigma {model.sigma:.4g} on {model.df} df"
+    else:
+        method = f"Welch t, {df:.1f} df"
+        basis = (f"Welch t on the two arms, {df:.1f} df: variances differ across arms, Levene p = "
+                 f"{model.levene_p:.3g}; sd {float(model.groups[a.name].std(ddof=1)):.4g} vs "
+                 f"{float(model.groups[b.name].std(ddof=1)):.4g}")
+    text = (f"{a.name} - {b.name} = {_iv(iv)} nats ({basis}; one planned comparison); "
+            f"margin +/-{margin:.4f}; detectable with 80% power: {power_mde:.4f}")
     if iv[2] < 0:
         return _verdict("true", text, comparison, iv, unit, power_mde, method)
     if iv[1] > 0:
@@ -422,8 +432,13 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
     if eq.equivalent:
         return _verdict("false", text + f"; equivalent within the margin (TOST p = {eq.p:.3g})", comparison, iv,
                         unit, power_mde, method, tost_p=eq.p)
-    return _verdict("inconclusive", text + "; neither significant nor equivalent", comparison, iv, unit,
-                    power_mde, method)
+    n = min(len(a.runs), len(b.runs))
+    need = seeds_needed(n, power_mde, diff)
+    need_eq = seeds_for_equivalence(n, se, df, margin, 0.05)
+    return _verdict("inconclusive", text + "; neither significant nor equivalent"
+                    + (f"; about {need} seeds per arm would detect the observed {abs(diff):.4f}" if need else "")
+                    + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
+                       if need_eq else ""), comparison, iv, unit, power_mde, method)
 
 
 def power_table(fam: Family, effects: dict[str, float]) -> dict[str, Any]:

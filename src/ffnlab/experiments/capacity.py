@@ -9,8 +9,10 @@ training token that many times in expectation (see
 
 The analysis measures every run with :func:`ffnlab.training.capacity.measure_run` (Allen-Zhu &
 Li 2024's lower bound on stored bits), gives each arm its mean and 95% t interval over seeds of
-bits per non-embedding parameter, and decides the two capacity claims with Welch intervals, as
-the loss sweeps do (:mod:`ffnlab.experiments.analysis`).
+bits per non-embedding parameter, and decides the two capacity claims with the statistics of
+the loss sweeps (:mod:`ffnlab.experiments.analysis`): one model per budget with the variance
+pooled over its arms (Levene's test decides whether it may be), Dunnett's many-to-one intervals
+or Welch's, and TOST against a margin of ``EQUIVALENCE`` of the reference's bits/param.
 """
 
 from __future__ import annotations
@@ -19,20 +21,20 @@ import base64
 import copy
 import html
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.stats import mean_ci, welch_ci
+from ffnlab.experiments.analysis import family, seeds_for_equivalence, seeds_needed
+from ffnlab.experiments.stats import mde, mean_ci, pair_se_df, pooled_model, tost
 from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
 from ffnlab.render import Column, markdown_table
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.training import runconfig
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run, steps_for_exposures
 
-EQUIVALENCE = 0.10  # "as much": a deficit of at most 10% of the plain arm's bits/param
+EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
 PRESET_KEYS = {"name", "description", "exposures", "budgets", "sweep"}
 
 
@@ -197,8 +199,8 @@ def arm_rows(arms: list[ArmCapacity]) -> list[dict[str, Any]]:
     return rows
 
 
-def _ci(d: tuple[float, float, float]) -> str:
-    return f"{d[0]:+.4f} (95% CI [{d[1]:+.4f}, {d[2]:+.4f}])"
+def _iv(d: list[float]) -> str:
+    return f"{d[0]:+.4f} [{d[1]:+.4f}, {d[2]:+.4f}]"
 
 
 def _combine(per_budget: dict[str, dict[str, Any]], order: tuple[str, ...]) -> str:
@@ -206,9 +208,26 @@ def _combine(per_budget: dict[str, dict[str, Any]], order: tuple[str, ...]) -> s
     return next((v for v in order if v in verdicts), verdicts[0])
 
 
+def _undecided(text: str, n: int, mde80: float, diff: float, se: float, df: float, margin: float,
+               alpha: float) -> dict[str, Any]:
+    need = seeds_needed(n, mde80, diff)
+    need_eq = seeds_for_equivalence(n, se, df, margin, alpha)
+    return {"verdict": "inconclusive",
+            "evidence": text + f", neither significant nor equivalent within +/-{margin:.4f}; this design "
+                        f"detects {mde80:.4f} bits/param with 80% power"
+                        + (f"; about {need} seeds per arm would detect the observed {abs(diff):.4f}" if need else "")
+                        + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
+                           if need_eq else "")}
+
+
 def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
-    """"Capacity per parameter peaks at ratio 4": the plain ratio-4 arm against every other plain
-    arm of its budget (Welch, Bonferroni over the comparisons); false at any budget is false."""
+    """"Capacity per parameter peaks at ratio 4": at each budget the plain ratio-4 arm against
+    every other plain arm, as the loss sweeps judge ratio-4-optimal (:mod:`analysis`): one model of
+    bits/param with the variance pooled over the arms, Dunnett's many-to-one intervals (Welch with
+    Bonferroni when Levene rejects equal variances), TOST against a margin of ``EQUIVALENCE`` of
+    ratio 4's figure. false if another ratio stores significantly more, or as much within the
+    margin; true if every other ratio stores significantly less; misleading if so but one by less
+    than the margin; otherwise inconclusive. false at either budget makes the claim false."""
     per: dict[str, dict[str, Any]] = {}
     for budget, arms in by_budget.items():
         plain = [a for a in arms if not a.gated]
@@ -218,59 +237,94 @@ def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
             per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain ratio-4 arm to compare"}
             continue
         if any(len(a.runs) < 2 for a in [ref, *others]):
-            per[budget] = {"verdict": "unverifiable", "evidence": f"{budget}: one seed per arm, no interval"}
+            per[budget] = {"verdict": "inconclusive",
+                           "evidence": f"{budget}: one seed per arm, no interval; run more seeds per arm"}
             continue
-        level = 1 - 0.05 / len(others)
-        deltas = {a.arm: welch_ci(ref.values("bits_per_param"), a.values("bits_per_param"), level) for a in others}
-        better = [k for k, d in deltas.items() if d[2] < 0]  # another ratio stores significantly more
-        best = max(others, key=lambda a: a.mean)
-        if better:
-            k = min(better, key=lambda k: deltas[k][0])
-            per[budget] = {"verdict": "false", "evidence": f"{budget}: ratio 4 minus {k} = {_ci(deltas[k])} bits/param"}
-        elif all(d[1] > 0 for d in deltas.values()):
-            per[budget] = {"verdict": "true",
-                           "evidence": f"{budget}: ratio 4 beats every plain arm; closest {best.arm}: "
-                                       f"{_ci(deltas[best.arm])} bits/param"}
+        fam = family("bits per parameter", {a.arm: a.values("bits_per_param") for a in [ref, *others]}, ref.arm)
+        cmp = {a.arm: fam.deciding[a.arm] for a in others}  # arm - ratio 4
+        margin = EQUIVALENCE * ref.mean
+        alpha = 0.05 / len(others)
+        se_df = {k: pair_se_df(fam.model, k, ref.arm) for k in cmp}
+        equiv = {k: tost(c.diff, *se_df[k], margin, alpha).equivalent for k, c in cmp.items()}
+        more = [k for k, c in cmp.items() if c.lo > 0]
+        less = [k for k, c in cmp.items() if c.hi < 0]
+        head = f"{budget} ({fam.method})"
+        if more:
+            k = max(more, key=lambda x: cmp[x].diff)
+            per[budget] = {"verdict": "false", "evidence": f"{head}: {k} stores more than ratio 4: "
+                                                           f"{_iv(cmp[k].as_list())} bits/param"}
+        elif any(equiv[k] and k not in less for k in cmp):
+            k = next(k for k in cmp if equiv[k] and k not in less)
+            per[budget] = {"verdict": "false", "evidence": f"{head}: {k} stores as much as ratio 4 within "
+                                                           f"+/-{margin:.4f}: {_iv(cmp[k].as_list())} bits/param"}
+        elif len(less) == len(cmp):
+            k = max(cmp, key=lambda x: cmp[x].diff)
+            tiny = [x for x in cmp if equiv[x]]
+            verdict = "misleading" if tiny else "true"
+            note = f", by less than the margin +/-{margin:.4f} for {tiny[0]}" if tiny else ""
+            per[budget] = {"verdict": verdict, "evidence": f"{head}: every other ratio stores less{note}; closest "
+                                                           f"{k}: {_iv(cmp[k].as_list())} bits/param"}
         else:
-            per[budget] = {"verdict": "misleading",
-                           "evidence": f"{budget}: ratio 4 ({ref.mean:.4f}) is not significantly above "
-                                       f"{best.arm} ({best.mean:.4f}): {_ci(deltas[best.arm])} bits/param"}
-    verdict = _combine(per, ("false", "needs-experiment", "unverifiable", "misleading", "true"))
-    return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()) +
-            " (Welch t, Bonferroni over the plain arms of each budget)", "numbers": {"budgets": per}}
+            k = max((x for x in cmp if x not in less), key=lambda x: cmp[x].diff)
+            per[budget] = _undecided(f"{head}: {k} - ratio 4 = {_iv(cmp[k].as_list())} bits/param",
+                                     min(len(ref.runs), len(by_name(others, k).runs)), fam.mde(k),
+                                     cmp[k].diff, *se_df[k], margin, alpha)
+    verdict = _combine(per, ("false", "needs-experiment", "inconclusive", "misleading", "true"))
+    return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()),
+            "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
+
+
+def by_name(arms: list[ArmCapacity], name: str) -> ArmCapacity:
+    return next(a for a in arms if a.arm == name)
 
 
 def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
-    """"Gated FFNs store as much per parameter as plain ones": the best gated arm minus the best
-    plain arm of equal parameters (within 5%); true when the interval rules out a deficit over
-    ``EQUIVALENCE`` of the plain figure, false when gated stores significantly less."""
+    """"Gated FFNs store as much per parameter as plain ones": at each budget the comparison fixed
+    in advance, the gated arm at parameter-matched ratio 4 minus the plain ratio-4 arm (equal
+    parameters, as Shazeer 2020 compared them), a t interval on the variance pooled over the
+    budget's arms (Welch's on the pair when Levene rejects equal variances) and TOST against a
+    margin of ``EQUIVALENCE`` of the plain figure. true if equivalent within the margin or gated
+    stores significantly more; false if it stores significantly less by more than the margin;
+    otherwise inconclusive. false at either budget makes the claim false."""
+    from scipy import stats
+
     per: dict[str, dict[str, Any]] = {}
     for budget, arms in by_budget.items():
-        gated = [a for a in arms if a.gated]
-        plain = [a for a in arms if not a.gated]
-        if not gated or not plain:
-            per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: needs gated and plain arms"}
+        g = next((a for a in arms if a.gated and abs(a.ratio_param_matched - 4) < 0.05), None)
+        p = next((a for a in arms if not a.gated and abs(a.ratio_raw - 4) < 1e-9), None)
+        if g is None or p is None:
+            per[budget] = {"verdict": "needs-experiment",
+                           "evidence": f"{budget}: needs a gated arm at parameter-matched ratio 4 and a plain "
+                                       "ratio-4 arm"}
             continue
-        g = max(gated, key=lambda a: a.mean)
-        pm = [a for a in plain if abs(a.params_non_embedding / g.params_non_embedding - 1) <= 0.05]
-        if not pm:
-            per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain arm of equal parameters"}
+        model = pooled_model({a.arm: a.values("bits_per_param") for a in arms if len(a.runs)})
+        se, df = pair_se_df(model, g.arm, p.arm)
+        diff = g.mean - p.mean
+        text = f"{budget}: {g.arm} - {p.arm} = "
+        if not (se > 0 and df > 0):
+            per[budget] = {"verdict": "inconclusive",
+                           "evidence": text + f"{diff:+.4f} bits/param, no interval (one seed or no spread); "
+                                              "run more seeds per arm"}
             continue
-        p = max(pm, key=lambda a: a.mean)
-        d = welch_ci(g.values("bits_per_param"), p.values("bits_per_param"))
-        text = f"{budget}: {g.arm} minus {p.arm} = {_ci(d)} bits/param (plain {p.mean:.4f})"
-        if math.isnan(d[1]):
-            per[budget] = {"verdict": "unverifiable", "evidence": text + ", no interval (one seed or no spread)"}
-        elif d[2] < 0:
-            per[budget] = {"verdict": "false", "evidence": text}
-        elif d[1] > -EQUIVALENCE * p.mean:
-            per[budget] = {"verdict": "true", "evidence": text + f", no deficit over {EQUIVALENCE:.0%}"}
+        crit = float(stats.t.ppf(0.975, df))
+        iv = [diff, diff - crit * se, diff + crit * se]
+        margin = EQUIVALENCE * p.mean
+        eq = tost(diff, se, df, margin)
+        method = (f"pooled t, {model.df} df" if model.homogeneous
+                  else f"Welch t, {df:.1f} df, variances differ: Levene p = {model.levene_p:.3g}")
+        text += f"{_iv(iv)} bits/param ({method}; plain {p.mean:.4f}, margin +/-{margin:.4f})"
+        if eq.equivalent:
+            per[budget] = {"verdict": "true", "evidence": text + f", equivalent within the margin (TOST p = {eq.p:.3g})"}
+        elif iv[1] > 0:
+            per[budget] = {"verdict": "true", "evidence": text + ", gated stores more"}
+        elif iv[2] < 0:
+            per[budget] = {"verdict": "false", "evidence": text + ", gated stores less"}
         else:
-            per[budget] = {"verdict": "unverifiable",
-                           "evidence": text + f", too wide to rule out a deficit over {EQUIVALENCE:.0%}"}
-    verdict = _combine(per, ("false", "needs-experiment", "unverifiable", "true"))
+            per[budget] = _undecided(text, min(len(g.runs), len(p.runs)), mde(se, df, crit), diff, se, df,
+                                     margin, 0.05)
+    verdict = _combine(per, ("false", "needs-experiment", "inconclusive", "true"))
     return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()),
-            "numbers": {"budgets": per}}
+            "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
 
 
 def analyse(root: str | Path, *, remeasure: bool = False) -> dict[str, Any]:

@@ -167,6 +167,21 @@ def welch_vs_reference(model: PooledModel, reference: str, level: float = LEVEL)
     return out
 
 
+def pair_se_df(model: PooledModel, a: str, b: str) -> tuple[float, float]:
+    """Standard error and degrees of freedom of mean(a) - mean(b): the pooled variance's when the
+    variances are homogeneous, else Welch's (the Welch-Satterthwaite df of ``scipy.stats.ttest_ind``
+    with unequal variances), so a pair is never judged on a variance its own arms do not share."""
+    if model.homogeneous:
+        return model.se(a, b), float(model.df)
+    xa, xb = model.groups[a], model.groups[b]
+    if xa.size < 2 or xb.size < 2 or float(xa.var()) + float(xb.var()) == 0:
+        return math.nan, math.nan
+    from scipy import stats
+
+    se = math.sqrt(float(xa.var(ddof=1)) / xa.size + float(xb.var(ddof=1)) / xb.size)
+    return se, float(stats.ttest_ind(xa, xb, equal_var=False).df)
+
+
 @dataclass(frozen=True)
 class Equivalence:
     """TOST: ``equivalent`` when the (1 - 2 alpha) interval lies inside (-margin, +margin)."""

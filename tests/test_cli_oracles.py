@@ -48,6 +48,12 @@ def test_zoo_family_rows_are_exactly_the_familys_entries(capsys, family):
             assert (r["d_model"], r["d_ff"]) == (m["estimate"]["d_model"], m["estimate"]["d_ff"])
 
 
+def test_zoo_unknown_family_is_one_error_line_naming_the_families(capsys):
+    r = run_cli(capsys, "zoo", "--family", "no-such-family")
+    assert_usage_error(r, "no family matches 'no-such-family'")
+    assert all(m["family"] in r.stderr for m in raw_zoo())
+
+
 def test_zoo_family_llama_matches_published_widths(capsys):
     """Widths from Meta's params.json / the HF configs, written down by hand."""
     rows = {r["name"]: r for r in cli_json(capsys, "zoo", "--family", "llama")}

@@ -329,8 +329,12 @@ def zoo(
     from ffnlab.sizing.zoo import load_zoo
 
     check_format(fmt)
+    entries = load_zoo()
+    known = sorted({e.family for e in entries})
+    require(not family or any(family.lower() in f.lower() for f in known),
+            f"zoo: no family matches {family!r}; families: {', '.join(known)}")
     rows = []
-    for e in load_zoo():
+    for e in entries:
         if family and family.lower() not in e.family.lower():
             continue
         cfg = e.config()

@@ -35,7 +35,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

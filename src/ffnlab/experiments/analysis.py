@@ -28,6 +28,7 @@ from ffnlab.experiments.stats import (
     dunnett_vs_reference,
     mde,
     mean_ci,
+    pair_interval,
     pair_se_df,
     pooled_model,
     power_at,
@@ -404,14 +405,11 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
     unit = f"nats ({a.name} - {b.name})"
     comparison = (f"{a.name} vs {b.name}: d_model {a.d_model} vs {b.d_model}, non-embedding params "
                   f"{a.params_non_embedding:,} vs {b.params_non_embedding:,}")
-    diff = model.means[a.name] - model.means[b.name]
-    se, df = pair_se_df(model, a.name, b.name)
-    if not (se > 0 and df > 0):
+    iv, se, df = pair_interval(model, a.name, b.name)
+    diff = iv[0]
+    if iv[1] != iv[1]:
         return _no_interval(comparison, unit, "one seed per arm or no spread")
-    from scipy import stats
-
-    crit = float(stats.t.ppf(0.975, df))
-    iv = [diff, diff - crit * se, diff + crit * se]
+    crit = (iv[2] - iv[1]) / (2 * se)
     margin = spec.get("margin", DEFAULT_MARGIN) * model.means[b.name]
     eq = tost(diff, se, df, margin)
     power_mde = mde(se, df, crit)

@@ -27,7 +27,7 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.analysis import family, seeds_for_equivalence, seeds_needed
-from ffnlab.experiments.stats import mde, mean_ci, pair_se_df, pooled_model, tost
+from ffnlab.experiments.stats import mde, mean_ci, pair_interval, pair_se_df, pooled_model, tost
 from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
 from ffnlab.render import Column, markdown_table
 from ffnlab.sizing.kinds import get_kind
@@ -267,15 +267,11 @@ def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         else:
             k = max((x for x in cmp if x not in less), key=lambda x: cmp[x].diff)
             per[budget] = _undecided(f"{head}: {k} - ratio 4 = {_iv(cmp[k].as_list())} bits/param",
-                                     min(len(ref.runs), len(by_name(others, k).runs)), fam.mde(k),
+                                     min(fam.model.counts[ref.arm], fam.model.counts[k]), fam.mde(k),
                                      cmp[k].diff, *se_df[k], margin, alpha)
     verdict = _combine(per, ("false", "needs-experiment", "inconclusive", "misleading", "true"))
     return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()),
             "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
-
-
-def by_name(arms: list[ArmCapacity], name: str) -> ArmCapacity:
-    return next(a for a in arms if a.arm == name)
 
 
 def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
@@ -286,8 +282,6 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
     margin of ``EQUIVALENCE`` of the plain figure. true if equivalent within the margin or gated
     stores significantly more; false if it stores significantly less by more than the margin;
     otherwise inconclusive. false at either budget makes the claim false."""
-    from scipy import stats
-
     per: dict[str, dict[str, Any]] = {}
     for budget, arms in by_budget.items():
         g = next((a for a in arms if a.gated and abs(a.ratio_param_matched - 4) < 0.05), None)
@@ -298,16 +292,15 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
                                        "ratio-4 arm"}
             continue
         model = pooled_model({a.arm: a.values("bits_per_param") for a in arms if len(a.runs)})
-        se, df = pair_se_df(model, g.arm, p.arm)
-        diff = g.mean - p.mean
+        iv, se, df = pair_interval(model, g.arm, p.arm)
+        diff = iv[0]
         text = f"{budget}: {g.arm} - {p.arm} = "
-        if not (se > 0 and df > 0):
+        if iv[1] != iv[1]:
             per[budget] = {"verdict": "inconclusive",
                            "evidence": text + f"{diff:+.4f} bits/param, no interval (one seed or no spread); "
                                               "run more seeds per arm"}
             continue
-        crit = float(stats.t.ppf(0.975, df))
-        iv = [diff, diff - crit * se, diff + crit * se]
+        crit = (iv[2] - iv[1]) / (2 * se)
         margin = EQUIVALENCE * p.mean
         eq = tost(diff, se, df, margin)
         method = (f"pooled t, {model.df} df" if model.homogeneous

@@ -182,6 +182,19 @@ def pair_se_df(model: PooledModel, a: str, b: str) -> tuple[float, float]:
     return se, float(stats.ttest_ind(xa, xb, equal_var=False).df)
 
 
+def pair_interval(model: PooledModel, a: str, b: str, level: float = LEVEL) -> tuple[list[float], float, float]:
+    """``([mean(a) - mean(b), low, high], se, df)``: one planned comparison's t interval on
+    :func:`pair_se_df`'s standard error and df (NaN bounds when there is no spread)."""
+    diff = model.means[a] - model.means[b]
+    se, df = pair_se_df(model, a, b)
+    if not (se > 0 and df > 0):
+        return [diff, math.nan, math.nan], se, df
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
+    return [diff, diff - half, diff + half], se, df
+
+
 @dataclass(frozen=True)
 class Equivalence:
     """TOST: ``equivalent`` when the (1 - 2 alpha) interval lies inside (-margin, +margin)."""

@@ -255,6 +255,16 @@ def seeds_for_equivalence(n: int, se: float, df: float, margin: float, alpha: fl
     return max(n + 1, math.ceil(n * (half / margin) ** 2))
 
 
+def seeds_advice(n: int, mde80: float, diff: float, se: float, df: float, margin: float, alpha: float) -> str:
+    """What would decide an inconclusive comparison: seeds per arm to detect the observed
+    difference, and to show equivalence within ``margin`` if there is none."""
+    need = seeds_needed(n, mde80, diff)
+    need_eq = seeds_for_equivalence(n, se, df, margin, alpha)
+    return ((f"; about {need} seeds per arm would detect the observed {abs(diff):.4f}" if need else "")
+            + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
+               if need_eq else ""))
+
+
 def _verdict(verdict: str, evidence: str, comparison: str, interval: list[float], unit: str, mde80: float,
              method: str, **numbers: Any) -> dict[str, Any]:
     """One verdict as the report shows it: the deciding interval, what it compares, the power."""
@@ -327,14 +337,9 @@ def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any], fam: Famil
         return _verdict("true", f"every alternative ends higher; closest {k}: {_iv(cmp[k])} nats ({base})",
                         comparison, cmp[k].as_list(), unit, mdes[k], fam.method, against=k)
     k = min((x for x in alts if x not in worse), key=lambda x: cmp[x].diff)
-    n = len(ref.runs)
-    need = seeds_needed(n, mdes[k], cmp[k].diff)
-    need_eq = seeds_for_equivalence(n, *se_df[k], margin, alpha)
     return _verdict("inconclusive", f"{k} vs ratio 4: {_iv(cmp[k])} nats, neither significant nor equivalent "
                     f"within +/-{margin:.4f}; this design detects {mdes[k]:.4f} nats with 80% power"
-                    + (f"; about {need} seeds per arm would detect the observed {abs(cmp[k].diff):.4f}" if need else "")
-                    + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
-                       if need_eq else "")
+                    + seeds_advice(len(ref.runs), mdes[k], cmp[k].diff, *se_df[k], margin, alpha)
                     + f" ({base})", comparison, cmp[k].as_list(), unit, mdes[k], fam.method, against=k)
 
 
@@ -405,14 +410,13 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
     unit = f"nats ({a.name} - {b.name})"
     comparison = (f"{a.name} vs {b.name}: d_model {a.d_model} vs {b.d_model}, non-embedding params "
                   f"{a.params_non_embedding:,} vs {b.params_non_embedding:,}")
-    iv, se, df = pair_interval(model, a.name, b.name)
-    diff = iv[0]
-    if iv[1] != iv[1]:
+    c, df = pair_interval(model, a.name, b.name)
+    if c.lo != c.lo:
         return _no_interval(comparison, unit, "one seed per arm or no spread")
-    crit = (iv[2] - iv[1]) / (2 * se)
+    iv, diff, se = c.as_list(), c.diff, c.se
     margin = spec.get("margin", DEFAULT_MARGIN) * model.means[b.name]
     eq = tost(diff, se, df, margin)
-    power_mde = mde(se, df, crit)
+    power_mde = mde(se, df, critical_value(c))
     if model.homogeneous:
         method = f"pooled-variance t, {model.df} df"
         basis = f"pooled sigma {model.sigma:.4g} on {model.df} df"
@@ -430,13 +434,9 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
     if eq.equivalent:
         return _verdict("false", text + f"; equivalent within the margin (TOST p = {eq.p:.3g})", comparison, iv,
                         unit, power_mde, method, tost_p=eq.p)
-    n = min(len(a.runs), len(b.runs))
-    need = seeds_needed(n, power_mde, diff)
-    need_eq = seeds_for_equivalence(n, se, df, margin, 0.05)
     return _verdict("inconclusive", text + "; neither significant nor equivalent"
-                    + (f"; about {need} seeds per arm would detect the observed {abs(diff):.4f}" if need else "")
-                    + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
-                       if need_eq else ""), comparison, iv, unit, power_mde, method)
+                    + seeds_advice(min(len(a.runs), len(b.runs)), power_mde, diff, se, df, margin, 0.05),
+                    comparison, iv, unit, power_mde, method)
 
 
 def power_table(fam: Family, effects: dict[str, float]) -> dict[str, Any]:

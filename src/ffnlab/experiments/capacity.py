@@ -26,8 +26,16 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.analysis import family, seeds_for_equivalence, seeds_needed
-from ffnlab.experiments.stats import mde, mean_ci, pair_interval, pair_se_df, pooled_model, tost
+from ffnlab.experiments.analysis import family, seeds_advice
+from ffnlab.experiments.stats import (
+    critical_value,
+    mde,
+    mean_ci,
+    pair_interval,
+    pair_se_df,
+    pooled_model,
+    tost,
+)
 from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
 from ffnlab.render import Column, markdown_table
 from ffnlab.sizing.kinds import get_kind
@@ -210,14 +218,10 @@ def _combine(per_budget: dict[str, dict[str, Any]], order: tuple[str, ...]) -> s
 
 def _undecided(text: str, n: int, mde80: float, diff: float, se: float, df: float, margin: float,
                alpha: float) -> dict[str, Any]:
-    need = seeds_needed(n, mde80, diff)
-    need_eq = seeds_for_equivalence(n, se, df, margin, alpha)
     return {"verdict": "inconclusive",
             "evidence": text + f", neither significant nor equivalent within +/-{margin:.4f}; this design "
                         f"detects {mde80:.4f} bits/param with 80% power"
-                        + (f"; about {need} seeds per arm would detect the observed {abs(diff):.4f}" if need else "")
-                        + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
-                           if need_eq else "")}
+                        + seeds_advice(n, mde80, diff, se, df, margin, alpha)}
 
 
 def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
@@ -292,15 +296,14 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
                                        "ratio-4 arm"}
             continue
         model = pooled_model({a.arm: a.values("bits_per_param") for a in arms if len(a.runs)})
-        iv, se, df = pair_interval(model, g.arm, p.arm)
-        diff = iv[0]
+        c, df = pair_interval(model, g.arm, p.arm)
+        iv, diff, se = c.as_list(), c.diff, c.se
         text = f"{budget}: {g.arm} - {p.arm} = "
-        if iv[1] != iv[1]:
+        if c.lo != c.lo:
             per[budget] = {"verdict": "inconclusive",
                            "evidence": text + f"{diff:+.4f} bits/param, no interval (one seed or no spread); "
                                               "run more seeds per arm"}
             continue
-        crit = (iv[2] - iv[1]) / (2 * se)
         margin = EQUIVALENCE * p.mean
         eq = tost(diff, se, df, margin)
         method = (f"pooled t, {model.df} df" if model.homogeneous
@@ -313,7 +316,7 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         elif iv[2] < 0:
             per[budget] = {"verdict": "false", "evidence": text + ", gated stores less"}
         else:
-            per[budget] = _undecided(text, min(len(g.runs), len(p.runs)), mde(se, df, crit), diff, se, df,
+            per[budget] = _undecided(text, min(len(g.runs), len(p.runs)), mde(se, df, critical_value(c)), diff, se, df,
                                      margin, 0.05)
     verdict = _combine(per, ("false", "needs-experiment", "inconclusive", "true"))
     return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()),

@@ -182,17 +182,17 @@ def pair_se_df(model: PooledModel, a: str, b: str) -> tuple[float, float]:
     return se, float(stats.ttest_ind(xa, xb, equal_var=False).df)
 
 
-def pair_interval(model: PooledModel, a: str, b: str, level: float = LEVEL) -> tuple[list[float], float, float]:
-    """``([mean(a) - mean(b), low, high], se, df)``: one planned comparison's t interval on
-    :func:`pair_se_df`'s standard error and df (NaN bounds when there is no spread)."""
+def pair_interval(model: PooledModel, a: str, b: str, level: float = LEVEL) -> tuple[Comparison, float]:
+    """One planned comparison, mean(a) - mean(b), as a :class:`Comparison` (t interval on
+    :func:`pair_se_df`'s standard error; NaN bounds when there is no spread) and its df."""
     diff = model.means[a] - model.means[b]
     se, df = pair_se_df(model, a, b)
     if not (se > 0 and df > 0):
-        return [diff, math.nan, math.nan], se, df
+        return Comparison(a, diff, math.nan, math.nan, se=se), df
     from scipy import stats
 
     half = float(stats.t.ppf(0.5 + level / 2, df)) * se
-    return [diff, diff - half, diff + half], se, df
+    return Comparison(a, diff, diff - half, diff + half, se=se), df
 
 
 @dataclass(frozen=True)

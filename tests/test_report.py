@@ -87,3 +87,25 @@ def test_a_scale_sweep_reports_its_trend(tmp_path):
     html, md = paths["html"].read_text(), paths["markdown"].read_text()
     assert "<h2>Scale trend" in html and "## Scale trend" in md and html.count("data:image/png;base64,") == 6
     assert "| s1 |" in md and "| s2 |" in md
+
+
+def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
+    import math
+
+    from ffnlab.experiments import plots
+
+    # s1's minimum is at ratio 2; s2's loss still falls at ratio 8 (its parabola bottoms out near 32)
+    shape = {"s1": 1.0, "s2": 5.0}
+    arms = {f"{sc}.gelu-r{r}": (0.01 * (math.log2(r) - m) ** 2, 1.0) for sc, m in shape.items() for r in (1, 2, 4, 8)}
+    fake_sweep(tmp_path, arms, 3, 0.001, claims=["ratio_optimal"])
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    record["spec"]["scales"] = [{"name": "s1", "model": {}}, {"name": "s2", "model": {}}]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    md = write_report(tmp_path, tmp_path / "report")["markdown"].read_text()
+    rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith(("| s1 |", "| s2 |"))}
+    assert "| yes |" in rows["s1"] and "| no |" in rows["s2"]
+    # a size without tested ratios or without a minimum still draws (nothing to annotate)
+    bare = {"scale": "s3", "params_non_embedding": 1e6, "kaplan": [], "tested": [], "inside_tested": False,
+            "best_ratio": 40.0, "lo": 3.0, "hi": 500.0}
+    empty = {**bare, "scale": "s4", "best_ratio": math.nan, "lo": math.nan, "hi": math.nan}
+    assert plots.scale_trend([bare, empty])[:8] == b"\x89PNG\r\n\x1a\n"

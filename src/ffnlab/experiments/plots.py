@@ -152,30 +152,44 @@ def frontier(arms: list[ArmStats]) -> bytes:
 
 def scale_trend(trend: list[dict[str, Any]]) -> bytes:
     """Left: loss increase over each size's best ratio against the ratio, one curve per size (the
-    form of Kaplan et al. 2020, Fig. 5); right: each size's best ratio (parabola minimum, 95%)."""
+    form of Kaplan et al. 2020, Fig. 5); right: each size's best ratio (parabola minimum, 95%).
+    The right panel shows ratios from half the smallest to twice the largest tested; a minimum
+    outside the tested ratios is drawn hollow at the edge, its fitted value written beside it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH * 1.4, 4.0))
+    colours = {}
     for t in trend:
         rows = t["kaplan"]
-        ax.plot([r["ratio_raw"] for r in rows], [100 * r["loss_increase"] for r in rows], marker="o",
-                label=f"{t['scale']} ({t['params_non_embedding'] / 1e6:.2g}M)")
+        (line,) = ax.plot([r["ratio_raw"] for r in rows], [100 * r["loss_increase"] for r in rows], marker="o",
+                          label=f"{t['scale']} ({t['params_non_embedding'] / 1e6:.2g}M)")
+        colours[t["scale"]] = line.get_color()
     ax.set_xscale("log", base=2)
     ax.axvline(4, color="k", lw=0.8, ls=":")
     ax.set(xlabel="raw ratio d_ff / d_model", ylabel="loss increase over the best (%)",
            title="Loss increase vs ratio, per model size")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
+    tested = [x for t in trend for x in t["tested"]] or [1.0, 8.0]
+    low, high = min(tested) / 2, max(tested) * 2
     for t in trend:
-        if t["best_ratio"] == t["best_ratio"]:
-            bx.errorbar([t["params_non_embedding"]], [t["best_ratio"]],
-                        yerr=[[t["best_ratio"] - t["lo"]], [t["hi"] - t["best_ratio"]]], marker="s", capsize=3)
+        if t["best_ratio"] != t["best_ratio"]:
+            continue
+        est, lo, hi = (min(max(v, low), high) for v in (t["best_ratio"], t["lo"], t["hi"]))
+        bx.errorbar([t["params_non_embedding"]], [est], yerr=[[est - lo], [hi - est]], marker="s", capsize=3,
+                    color=colours.get(t["scale"]), mfc="white" if not t["inside_tested"] else None,
+                    clip_on=False)
+        if not t["inside_tested"] and t["tested"]:
+            bx.annotate(f"fit {t['best_ratio']:.3g} [{t['lo']:.2g}, {t['hi']:.3g}]:\nno minimum inside "
+                        f"{min(t['tested']):g}-{max(t['tested']):g}", (t["params_non_embedding"], est),
+                        xytext=(-8, -4), textcoords="offset points", ha="right", va="top", fontsize=7)
     bx.axhline(4, color="k", lw=0.8, ls=":", label="ratio 4")
     bx.set_xscale("log")
     bx.set_yscale("log", base=2)
+    bx.set_ylim(low, high)
     bx.set(xlabel="non-embedding parameters", ylabel="best raw ratio (95% CI)", title="Best ratio vs size")
     bx.legend(fontsize=7)
     bx.grid(alpha=0.3)

@@ -24,9 +24,9 @@ from ffnlab.experiments.stats import (
     Comparison,
     PooledModel,
     bootstrap_ci,
+    comparison_mde,
     critical_value,
     dunnett_vs_reference,
-    mde,
     mean_ci,
     pair_interval,
     pair_se_df,
@@ -156,7 +156,7 @@ class Family:
     def mde(self, arm: str) -> float:
         """Minimum detectable difference (80% power) for ``arm`` vs the reference on this design."""
         c = self.dunnett.get(arm)
-        return mde(c.se, self.model.df, critical_value(c)) if c else math.nan
+        return comparison_mde(c, self.model.df) if c else math.nan
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -416,7 +416,7 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: s
     iv, diff, se = c.as_list(), c.diff, c.se
     margin = spec.get("margin", DEFAULT_MARGIN) * model.means[b.name]
     eq = tost(diff, se, df, margin)
-    power_mde = mde(se, df, critical_value(c))
+    power_mde = comparison_mde(c, df)
     if model.homogeneous:
         method = f"pooled-variance t, {model.df} df"
         basis = f"pooled sigma {model.sigma:.4g} on {model.df} df"

@@ -28,8 +28,7 @@ from typing import Any
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.analysis import family, seeds_advice
 from ffnlab.experiments.stats import (
-    critical_value,
-    mde,
+    comparison_mde,
     mean_ci,
     pair_interval,
     pair_se_df,
@@ -316,7 +315,7 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         elif iv[2] < 0:
             per[budget] = {"verdict": "false", "evidence": text + ", gated stores less"}
         else:
-            per[budget] = _undecided(text, min(len(g.runs), len(p.runs)), mde(se, df, critical_value(c)), diff, se, df,
+            per[budget] = _undecided(text, min(len(g.runs), len(p.runs)), comparison_mde(c, df), diff, se, df,
                                      margin, 0.05)
     verdict = _combine(per, ("false", "needs-experiment", "inconclusive", "true"))
     return {"verdict": verdict, "evidence": "; ".join(v["evidence"] for v in per.values()),

@@ -161,26 +161,22 @@ def scale_trend(trend: list[dict[str, Any]]) -> bytes:
     import matplotlib.pyplot as plt
 
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(WIDTH * 1.4, 4.0))
-    colours = {}
-    for t in trend:
-        rows = t["kaplan"]
-        (line,) = ax.plot([r["ratio_raw"] for r in rows], [100 * r["loss_increase"] for r in rows], marker="o",
-                          label=f"{t['scale']} ({t['params_non_embedding'] / 1e6:.2g}M)")
-        colours[t["scale"]] = line.get_color()
+    lines = [ax.plot([r["ratio_raw"] for r in t["kaplan"]], [100 * r["loss_increase"] for r in t["kaplan"]],
+                     marker="o", label=f"{t['scale']} ({t['params_non_embedding'] / 1e6:.2g}M)")[0] for t in trend]
     ax.set_xscale("log", base=2)
     ax.axvline(4, color="k", lw=0.8, ls=":")
     ax.set(xlabel="raw ratio d_ff / d_model", ylabel="loss increase over the best (%)",
            title="Loss increase vs ratio, per model size")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    tested = [x for t in trend for x in t["tested"]] or [1.0, 8.0]
-    low, high = min(tested) / 2, max(tested) * 2
-    for t in trend:
+    tested = [x for t in trend for x in t["tested"]]
+    low, high = (min(tested) / 2, max(tested) * 2) if tested else (0.0, math.inf)
+    for t, line in zip(trend, lines, strict=True):
         if t["best_ratio"] != t["best_ratio"]:
             continue
         est, lo, hi = (min(max(v, low), high) for v in (t["best_ratio"], t["lo"], t["hi"]))
         bx.errorbar([t["params_non_embedding"]], [est], yerr=[[est - lo], [hi - est]], marker="s", capsize=3,
-                    color=colours.get(t["scale"]), mfc="white" if not t["inside_tested"] else None,
+                    color=line.get_color(), mfc="white" if not t["inside_tested"] else None,
                     clip_on=False)
         if not t["inside_tested"] and t["tested"]:
             bx.annotate(f"fit {t['best_ratio']:.3g} [{t['lo']:.2g}, {t['hi']:.3g}]:\nno minimum inside "
@@ -189,7 +185,8 @@ def scale_trend(trend: list[dict[str, Any]]) -> bytes:
     bx.axhline(4, color="k", lw=0.8, ls=":", label="ratio 4")
     bx.set_xscale("log")
     bx.set_yscale("log", base=2)
-    bx.set_ylim(low, high)
+    if tested:
+        bx.set_ylim(low, high)
     bx.set(xlabel="non-embedding parameters", ylabel="best raw ratio (95% CI)", title="Best ratio vs size")
     bx.legend(fontsize=7)
     bx.grid(alpha=0.3)

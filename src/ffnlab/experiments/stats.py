@@ -230,6 +230,11 @@ def mde(se: float, df: float, critical: float, power: float = POWER) -> float:
     return (critical + float(stats.t.ppf(power, df))) * se
 
 
+def comparison_mde(comparison: Comparison, df: float, power: float = POWER) -> float:
+    """:func:`mde` of one comparison: its own standard error and the multiplier of its interval."""
+    return mde(comparison.se, df, critical_value(comparison), power)
+
+
 def power_at(effect: float, se: float, df: float, critical: float) -> float:
     """Probability that the two-sided test with ``critical`` detects a true ``effect`` (noncentral
     t, one tail; the other tail is negligible for effects of interest)."""

@@ -11,7 +11,7 @@ import torch
 from cli_run import assert_usage_error, run
 
 from ffnlab.errors import FfnlabError
-from ffnlab.experiments.capacity import ArmCapacity, verdict_gated, verdict_peak
+from ffnlab.experiments.capacity_analysis import ArmCapacity, verdict_gated, verdict_peak
 from ffnlab.sizing.claims import VERDICTS
 from ffnlab.training.capacity import (
     CONTEXT,
@@ -171,7 +171,10 @@ def test_capacity_verdicts_follow_the_intervals():
     peak = {"b": [arm("r2", 2, False, [0.30, 0.31, 0.29]), arm("r4", 4, False, [0.40, 0.41, 0.39]),
                   arm("r8", 8, False, [0.20, 0.21, 0.19])]}
     v = verdict_peak(peak)
-    assert v["verdict"] == "true" and "Dunnett" in v["evidence"]  # homogeneous: many-to-one, pooled
+    assert v["verdict"] == "true" and "Welch" in v["evidence"]  # 3 seeds: nothing pooled (the rule)
+    pooled = {"b": [arm("r2", 2, False, [0.30 + 0.001 * i for i in range(10)]),
+                    arm("r4", 4, False, [0.40 + 0.001 * ((3 * i) % 10) for i in range(10)])]}
+    assert "pooled" in verdict_peak(pooled)["evidence"]  # 10 seeds, equal spreads: pooled
     beaten = {"b": [arm("r2", 2, False, [0.50, 0.51, 0.49]), arm("r4", 4, False, [0.40, 0.41, 0.39])]}
     assert verdict_peak(beaten)["verdict"] == "false"
     # ratio 2 stores as much as ratio 4 within 10% (precisely measured): 4 is no peak
@@ -211,19 +214,21 @@ def test_capacity_pair_with_unequal_variances_uses_welch():
     assert "Welch" in v["evidence"] and f"[{ci.low:+.4f}, {ci.high:+.4f}]" in v["evidence"]
 
 
+def test_every_seed_storing_nothing_is_a_clear_outcome_not_nan():
+    zero = {"b": [arm("g", 8 / 3, True, [0.0, 0.0, 0.0]), arm("p", 4, False, [0.0, 0.0, 0.0])]}
+    v = verdict_gated(zero)
+    assert v["verdict"] == "inconclusive" and "nan" not in v["evidence"].lower()
+    assert "no interval" in v["evidence"]
+
+
 # ---------------------------------------------------------------- end to end
 
 
 def test_capacity_preset_run_report_and_claims(tmp_path):
     import yaml
 
-    from ffnlab.experiments.capacity import (
-        budget_spec,
-        find_preset,
-        load_preset,
-        run_preset,
-        write_report,
-    )
+    from ffnlab.experiments.capacity import budget_spec, find_preset, load_preset, run_preset
+    from ffnlab.experiments.capacity_report import write_report
     from ffnlab.sizing.claims import check_claims, load_evidence
 
     preset = yaml.safe_load(find_preset("capacity").read_text())

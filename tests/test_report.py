@@ -49,19 +49,18 @@ def test_html_and_markdown_show_the_same_verdicts_cards_first(report):
         assert f"<td>{ids[key]}</td><td>{v['verdict']}</td>" in html
         assert f"| {ids[key]} | {v['verdict']} |" in md
     first_card = html.index('class="card ')
-    assert first_card < html.index("<h2>Statistical model</h2>") < html.index("<h2>Figures</h2>")
-    assert html.index("Every claim of the seed documents") < html.index("<h2>Zoo audit</h2>") < html.index(
-        "<h2>Provenance</h2>")
+    assert first_card < html.index('<h2 id="comparisons">') < html.index('<h2 id="convergence">')
+    assert html.index('<h2 id="claims">') < html.index('<h2 id="audit">') < html.index('<h2 id="provenance">')
     assert "<pre>" not in html and html.count("<table") >= 8
     n_zoo = len(load_zoo())
-    audit = html[html.index("<h2>Zoo audit</h2>"):html.index("<h2>Provenance</h2>")]
+    audit = html[html.index('<h2 id="audit">'):html.index('<h2 id="provenance">')]
     assert audit.count("<tr>") == n_zoo + 1  # header + one row per model
-    for section in ("## Verdicts", "## Scale", "## Statistical model", "## Figures", "## Final loss per seed",
-                    "## Convergence speed", "## Loss increase over the best ratio", "## The seed's table",
-                    "## Every claim of the seed documents", "## Zoo audit", "## Provenance"):
+    for section in ("## Verdicts", "## Scale", "## Comparisons", "## Final loss per seed", "## Convergence speed",
+                    "## Loss relative to the reference", "## The seed's table", "## Every claim checked",
+                    "## Zoo audit", "## Provenance"):
         assert section in md
-    assert len(re.findall(r"data:image/png;base64,", html)) == 5
-    assert "minimum detectable difference at 80% power" in html and "Levene" in html
+    assert len(re.findall(r"data:image/png;base64,", html)) == 6  # forest, pairs, tokens, curves, kaplan, frontier
+    assert "deciding 95% interval" in html and "Levene" in html and "sensitivity" in html
 
 
 def test_page_in_a_headless_browser(report):
@@ -70,7 +69,7 @@ def test_page_in_a_headless_browser(report):
     shot = report["dir"] / "screenshot.png"
     for width in (1280, 500):
         check = check_in_browser(report["html"], width=width, screenshot=shot if width == 1280 else None)
-        assert check is not None and check["images"] == 5 and check["undecoded"] == []
+        assert check is not None and check["images"] == 6 and check["undecoded"] == []
         assert check["scroll_width"] <= check["viewport_width"], (width, check)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -85,8 +84,11 @@ def test_a_scale_sweep_reports_its_trend(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(record))
     paths = write_report(tmp_path, tmp_path / "report")
     html, md = paths["html"].read_text(), paths["markdown"].read_text()
-    assert "<h2>Scale trend" in html and "## Scale trend" in md and html.count("data:image/png;base64,") == 6
+    assert '<h2 id="trends">' in html and "## How the best ratio moves" in md
+    assert "scale_trend.png" in md and "## Comparisons in cell s1" in md and "## Comparisons in cell s2" in md
     assert "| s1 |" in md and "| s2 |" in md
+    runs = (paths["dir"] / "runs.csv").read_text().splitlines()
+    assert len(runs) == 1 + 16  # every run of both sizes is exported, not only the last size's
 
 
 def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
@@ -103,9 +105,13 @@ def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(record))
     md = write_report(tmp_path, tmp_path / "report")["markdown"].read_text()
     rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith(("| s1 |", "| s2 |"))}
-    assert "| yes |" in rows["s1"] and "| no |" in rows["s2"]
-    # a size without tested ratios or without a minimum still draws (nothing to annotate)
-    bare = {"scale": "s3", "params_non_embedding": 1e6, "kaplan": [], "tested": [], "inside_tested": False,
-            "best_ratio": 40.0, "lo": 3.0, "hi": 500.0}
-    empty = {**bare, "scale": "s4", "best_ratio": math.nan, "lo": math.nan, "hi": math.nan}
-    assert plots.scale_trend([bare, empty])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| 2.00 [1.98, 2.02] |" in rows["s1"]  # a bounded interval around ratio 2, inside 1-8
+    assert "32.00 [30.20, 34.00] (not inside the tested 1-8)" in rows["s2"]
+    # a cell whose interval is unbounded, or that has no minimum, still draws
+    from ffnlab.experiments.analysis import analyse
+
+    result = analyse(tmp_path)
+    cells = result["cells"]
+    odd = [{**cells[0], "shape": "all", "lo": -math.inf, "hi": math.inf, "inside_tested": False},
+           {**cells[1], "best_ratio": math.nan, "lo": math.nan, "hi": math.nan, "shape": "none"}]
+    assert plots.scale_trend(odd, result["arm_objects"], "gelu-r4")[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,18 +1,26 @@
+"""Statistical primitives against hand computations, published tables and brute force."""
+
 import math
 
 import numpy as np
 import pytest
+from scipy import stats as sps
 
 from ffnlab.experiments.stats import (
+    PooledModel,
     bootstrap_ci,
-    critical_value,
+    crossing,
     dunnett_vs_reference,
-    mde,
+    fieller,
+    lack_of_fit,
     mean_ci,
     pooled_model,
-    power_at,
+    pooled_pair,
+    quadratic_minimum,
+    ratio_of_means,
     tokens_to_target,
     tost,
+    welch_pair,
     welch_vs_reference,
 )
 
@@ -39,8 +47,16 @@ def test_tokens_to_target_interpolates():
     assert tokens_to_target(tokens, losses, 1.0) is None
 
 
+def test_crossing_brackets_the_true_crossing_and_censors():
+    c = crossing([100, 200, 300], [4.0, 3.0, 2.0], 2.5, (0, 5.5))
+    assert (c.tokens, c.lower, c.upper) == (250.0, 200.0, 300.0) and not c.censored
+    never = crossing([100, 200], [4.0, 3.0], 1.0, (0, 5.5))
+    assert never.censored and never.lower == 200 and math.isinf(never.upper)
+    first = crossing([100, 200], [2.0, 1.0], 3.0, (0, 5.5))  # reached between the start and the first evaluation
+    assert first.lower == 0 and first.upper == 100 and first.tokens == pytest.approx(100 * 2.5 / 3.5)
+
+
 def test_bootstrap_ratio_on_known_speedup():
-    # curves that reach a target 8% later: ratio of means ~1.08 and the CI covers it
     rng = np.random.default_rng(1)
     ref = 1000 + rng.normal(0, 10, 20)
     slow = 1080 + rng.normal(0, 10, 20)
@@ -48,59 +64,46 @@ def test_bootstrap_ratio_on_known_speedup():
     assert r == pytest.approx(1.08, abs=0.01) and lo < 1.08 < hi and lo > 1.0
 
 
-def test_bootstrap_difference_detects_and_does_not_invent_effects():
-    rng = np.random.default_rng(2)
-    a, b = rng.normal(0, 1, 30), rng.normal(0, 1, 30)
-    d, lo, hi = bootstrap_ci(a, b, seed=0)
-    assert lo < 0 < hi
-    d, lo, hi = bootstrap_ci(a + 2, b, seed=0)
-    assert lo > 1 and hi < 3
-
-
-def test_welch_ci_is_wide_with_two_seeds_and_exact_formula():
-    from ffnlab.experiments.stats import welch_ci
-
-    d, lo, hi = welch_ci([1.0, 1.2], [1.5, 1.9])
+def test_welch_pair_is_the_textbook_interval():
+    c = welch_pair([1.0, 1.2], [1.5, 1.9])
     # se = sqrt(0.02/2 + 0.08/2) = sqrt(0.05); df = 0.05^2 / (0.01^2 + 0.04^2) = 1.4706
-    from scipy import stats
+    df = 0.05**2 / (0.01**2 + 0.04**2)
+    half = sps.t.ppf(0.975, df) * math.sqrt(0.05)
+    assert c.diff == pytest.approx(-0.6) and c.hi - c.diff == pytest.approx(half) and c.lo < 0 < c.hi
+    assert c.df == pytest.approx(df) and c.se == pytest.approx(math.sqrt(0.05))
+    assert c.critical == pytest.approx(sps.t.ppf(0.975, df))
+    assert not welch_pair([1.0], [2.0, 3.0]).has_interval  # one value: no interval
+    assert not welch_pair([1.0, 1.0], [2.0, 2.0]).has_interval  # no spread: no interval
 
-    half = stats.t.ppf(0.975, 0.05**2 / (0.01**2 + 0.04**2)) * math.sqrt(0.05)
-    assert d == pytest.approx(-0.6) and hi - d == pytest.approx(half) and lo < 0 < hi
 
-
-def test_pooled_model_by_hand():
+def test_pooled_model_and_pooled_pair_by_hand():
     m = pooled_model({"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0], "c": [5.0, 5.0, 5.0, 5.0]})
     # residual sum of squares 2 + 2 + 0 = 4 on 9 - 3 = 6 df
     assert m.df == 6 and m.sigma == pytest.approx(math.sqrt(4 / 6))
-    assert m.se("a", "b") == pytest.approx(math.sqrt(4 / 6) * math.sqrt(1 / 3 + 1 / 2))
-    assert math.isnan(m.levene_p) and m.homogeneous  # a group without spread: untestable, not rejected
+    se = math.sqrt(4 / 6) * math.sqrt(1 / 3 + 1 / 2)
+    assert m.se("a", "b") == pytest.approx(se)
+    assert math.isnan(m.levene_p)  # a group without spread: untestable
+    c = pooled_pair(m, "a", "b")
+    assert c.diff == pytest.approx(-1.0) and c.hi - c.diff == pytest.approx(sps.t.ppf(0.975, 6) * se)
+    assert c.p == pytest.approx(2 * sps.t.sf(1.0 / se, 6))
 
 
-def test_homogeneity_tests_flag_unequal_spread():
-    rng = np.random.default_rng(3)
-    same = pooled_model({k: rng.normal(0, 1, 12) for k in "abc"})
-    assert same.homogeneous
-    wild = pooled_model({"a": rng.normal(0, 0.1, 12), "b": rng.normal(0, 10, 12), "c": rng.normal(0, 0.1, 12)})
-    assert wild.levene_p < 0.05 and wild.bartlett_p < 0.05 and not wild.homogeneous
-
-
-def test_dunnett_intervals_are_pooled_and_wider_than_one_t_interval():
-    from scipy import stats
-
+def test_dunnett_intervals_are_pooled_and_between_t_and_bonferroni():
     rng = np.random.default_rng(4)
     groups = {"ref": rng.normal(0, 1, 8), "x": rng.normal(0, 1, 8), "y": rng.normal(3, 1, 8), "z": rng.normal(0, 1, 8)}
     m = pooled_model(groups)
     d = dunnett_vs_reference(m, "ref")
-    t_one = stats.t.ppf(0.975, m.df)
     for k, c in d.items():
         assert c.diff == pytest.approx(groups[k].mean() - groups["ref"].mean())
-        assert (c.lo + c.hi) / 2 == pytest.approx(c.diff)  # symmetric around the difference
-        crit = critical_value(c)
-        # Dunnett's multiplier for 3 comparisons sits between one t and Bonferroni's t
-        assert t_one < crit < stats.t.ppf(1 - 0.025 / 3, m.df)
+        assert (c.lo + c.hi) / 2 == pytest.approx(c.diff)
+        assert sps.t.ppf(0.975, m.df) < c.critical < sps.t.ppf(1 - 0.025 / 3, m.df)
+        assert c.se == pytest.approx(m.sigma * math.sqrt(2 / 8)) and c.df == m.df
     assert d["y"].lo > 0 and not d["x"].decided and not d["z"].decided
-    w = welch_vs_reference(m, "ref")
+    w = welch_vs_reference(groups, "ref")
     assert w["y"].lo > 0 and w["x"].lo < 0 < w["x"].hi
+    # Bonferroni over 3: each Welch interval is the 1 - 0.05/3 interval of the pair
+    one = welch_pair(groups["x"], groups["ref"], 1 - 0.05 / 3)
+    assert (w["x"].lo, w["x"].hi) == pytest.approx((one.lo, one.hi))
 
 
 def test_dunnett_critical_value_matches_dunnetts_table():
@@ -109,48 +112,99 @@ def test_dunnett_critical_value_matches_dunnetts_table():
     m = pooled_model({k: rng.normal(0, 1, 6) for k in ("ref", "a", "b", "c")})
     assert m.df == 20
     for c in dunnett_vs_reference(m, "ref").values():
-        assert critical_value(c) == pytest.approx(2.54, abs=0.01)
+        assert c.critical == pytest.approx(2.54, abs=0.01)
 
 
 def test_tost_by_hand():
-    from scipy import stats
-
     e = tost(0.01, 0.02, 20, 0.1)
     # p = max(P(T > (0.01 + 0.1) / 0.02), P(T < (0.01 - 0.1) / 0.02)) on 20 df
-    assert e.p == pytest.approx(max(stats.t.sf(5.5, 20), stats.t.cdf(-4.5, 20)))
-    assert e.equivalent and e.hi - e.diff == pytest.approx(stats.t.ppf(0.95, 20) * 0.02)
+    assert e.p == pytest.approx(max(sps.t.sf(5.5, 20), sps.t.cdf(-4.5, 20)))
+    assert e.equivalent and e.hi - e.diff == pytest.approx(sps.t.ppf(0.95, 20) * 0.02)
     assert not tost(0.09, 0.02, 20, 0.1).equivalent  # too close to the margin
     assert not tost(0.0, 0.2, 20, 0.1).equivalent  # too noisy to claim equivalence
 
 
-def test_mde_has_the_stated_power():
-    from scipy import stats
+def brute_force_set(num, den, vn, vd, cov, t, grid):
+    """Every rho on ``grid`` inside Fieller's set, by evaluating the defining inequality."""
+    return grid[(num - grid * den) ** 2 <= t * t * (vn - 2 * grid * cov + grid * grid * vd)]
 
-    se, df = 0.01, 21
-    crit = stats.t.ppf(0.975, df)
-    effect = mde(se, df, crit)
-    assert power_at(effect, se, df, crit) == pytest.approx(0.80, abs=0.01)
-    rng = np.random.default_rng(6)  # simulate: two groups of 8, sigma so that se = 0.01
-    sigma = se / math.sqrt(2 / 8)
-    hits = 0
-    for _ in range(2000):
-        a, b = rng.normal(effect, sigma, 8), rng.normal(0, sigma, 8)
-        s = math.sqrt((a.var(ddof=1) + b.var(ddof=1)) / 2)
-        t = (a.mean() - b.mean()) / (s * math.sqrt(2 / 8))
-        hits += abs(t) > stats.t.ppf(0.975, 14)
-    # the simulated design has 14 df; its power at the 21-df MDE is a little under 80%
-    assert 0.70 <= hits / 2000 <= 0.85
+
+@pytest.mark.parametrize("case,shape", [((2.0, 1.0, 0.04, 0.01, 0.005, 2.0), "bounded"),
+                                        ((2.0, 0.1, 0.04, 0.01, 0.0, 2.0), "exclusive"),
+                                        ((0.1, 0.1, 0.04, 0.04, 0.0, 2.0), "all")])
+def test_fieller_set_agrees_with_the_inequality_it_solves(case, shape):
+    num, den, vn, vd, cov, t = case
+    lo, hi, got = fieller(num, den, vn, vd, cov, t)
+    assert got == shape
+    grid = np.linspace(-200, 200, 400001)
+    inside = brute_force_set(num, den, vn, vd, cov, t, grid)
+    if shape == "bounded":
+        assert inside.min() == pytest.approx(lo, abs=2e-3) and inside.max() == pytest.approx(hi, abs=2e-3)
+    elif shape == "exclusive":
+        assert not ((grid > lo + 1e-3) & (grid < hi - 1e-3) & np.isin(grid, inside)).any()
+        assert inside.min() == grid.min() and inside.max() == grid.max()
+    else:
+        assert inside.size == grid.size
+
+
+def test_ratio_of_means_is_fiellers_interval_on_welch_df():
+    a, b = [2.10, 2.14, 2.12, 2.16], [2.00, 2.03, 2.01, 1.99]
+    r, lo, hi = ratio_of_means(a, b)
+    ma, mb = np.mean(a), np.mean(b)
+    va, vb = np.var(a, ddof=1) / 4, np.var(b, ddof=1) / 4
+    df = (va + r * r * vb) ** 2 / ((va**2) / 3 + (r * r * vb) ** 2 / 3)
+    t = sps.t.ppf(0.975, df)
+    grid = np.linspace(0.9, 1.2, 300001)
+    inside = brute_force_set(ma, mb, va, vb, 0.0, t, grid)
+    assert r == pytest.approx(ma / mb) and lo == pytest.approx(inside.min(), abs=2e-6)
+    assert hi == pytest.approx(inside.max(), abs=2e-6) and lo < r < hi
+
+
+def test_quadratic_minimum_by_an_independent_fit():
+    rng = np.random.default_rng(7)
+    x = np.repeat([0.0, 1.0, 2.0, 3.0], 3)
+    y = 2.3 - 0.08 * x + 0.025 * x * x + rng.normal(0, 0.004, x.size)  # true minimum at x = 1.6
+    q = quadratic_minimum(x, y)
+    coef, cov = np.polyfit(x, y, 2, cov="unscaled")  # numpy's own least squares (highest power first)
+    c, b = coef[0], coef[1]
+    resid = y - np.polyval(coef, x)
+    s2 = float(resid @ resid) / (x.size - 3)
+    cov = cov * s2
+    assert q.x_min == pytest.approx(-b / (2 * c))
+    t = sps.t.ppf(0.975, x.size - 3)
+    grid = np.linspace(-5, 8, 1300001)
+    # x_min = -b / (2c): numerator -b (var V_bb), denominator 2c (var 4 V_cc), covariance -2 V_bc
+    inside = brute_force_set(-b, 2 * c, cov[1, 1], 4 * cov[0, 0], -2 * cov[0, 1], t, grid)
+    assert q.shape == "bounded" and q.lo == pytest.approx(inside.min(), abs=1e-4)
+    assert q.hi == pytest.approx(inside.max(), abs=1e-4)
+
+
+def test_quadratic_minimum_reports_unbounded_and_no_minimum():
+    x = np.repeat([0.0, 1.0, 2.0, 3.0], 3)
+    flat = 2.0 + 0.001 * np.tile([1, -1, 0.5], 4) + 0.0001 * x  # no curvature to speak of
+    assert quadratic_minimum(x, flat).shape in ("all", "exclusive")
+    down = 2.0 + 0.1 * x - 0.05 * x * x + 0.001 * np.tile([1, -1, 0.5], 4)
+    q = quadratic_minimum(x, down)
+    assert math.isnan(q.x_min) and q.shape == "none"
+
+
+def test_lack_of_fit_by_hand():
+    x = np.repeat([0.0, 1.0, 2.0, 3.0], 2)
+    y = np.array([1.0, 1.2, 0.5, 0.7, 0.9, 1.1, 0.2, 0.4])  # a cubic wiggle a parabola cannot follow
+    coef = np.polyfit(x, y, 2)
+    resid = y - np.polyval(coef, x)
+    pure = sum(((y[x == v] - y[x == v].mean()) ** 2).sum() for v in np.unique(x))  # 4 x 0.02 = 0.08
+    f = ((resid @ resid - pure) / 1) / (pure / 4)
+    p, dfs = lack_of_fit(x, y, resid, 3)
+    assert dfs == (1, 4) and p == pytest.approx(sps.f.sf(f, 1, 4)) and p < 0.05
+    assert quadratic_minimum(x, y).lack_of_fit_p == pytest.approx(p)
 
 
 def test_levene_with_two_values_per_arm_is_untestable_not_a_rejection():
     """Two seeds per arm: median-centred Levene gives p = 0 for any data, so it must not decide."""
-    from scipy import stats as sps
-
-    from ffnlab.experiments.stats import PooledModel
-
     groups = {"a": np.array([1.0, 1.2]), "b": np.array([2.0, 2.05])}
     assert sps.levene(*groups.values(), center="median").pvalue < 1e-6  # the degenerate raw test
     model = PooledModel(groups)
-    assert math.isnan(model.levene_p) and model.homogeneous and 0 < model.bartlett_p < 1
+    assert math.isnan(model.levene_p) and 0 < model.bartlett_p < 1
     three = PooledModel({"a": np.array([1.0, 1.2, 1.1]), "b": np.array([2.0, 2.05, 2.01])})
     assert 0 < three.levene_p < 1

@@ -16,7 +16,8 @@ TOKENS = [100 * i for i in range(1, 11)]
 
 def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noise: float, *,
                comparisons: dict[str, list[str]] | None = None, claims: list[str] | None = None,
-               margin: float = 0.005, rng_seed: int = 0, spread: dict[str, float] | None = None) -> None:
+               margin: float = 0.005, rng_seed: int = 0, spread: dict[str, float] | None = None,
+               spec_extra: dict | None = None, final: dict[str, float] | None = None) -> None:
     """A sweep folder: arm -> (final-loss offset, speed factor); each seed's curve is
     ``5 - 0.003 * tokens * speed + offset + noise_seed`` so offsets shift the final loss and the
     speed factor scales the tokens any loss needs by 1/speed. Seed k adds the same noise to every
@@ -32,6 +33,8 @@ def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noi
             e = float(shared[seed]) * (spread or {}).get(arm, 1.0)
             losses = [5.0 - 0.003 * t * speed + offset + e for t in TOKENS]
             name = f"{arm}-s{seed}"
+            if final and name in final:  # a bad run: its last evaluation and summary replaced
+                losses[-1] = final[name]
             d = root / "runs" / name
             d.mkdir(parents=True)
             (d / "metrics.jsonl").write_text("".join(
@@ -46,8 +49,8 @@ def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noi
                          "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}}}})
     spec = {"name": "fake", "control": "iso-params", "tolerance": 0.02, "reference": "gelu-r4",
             "seeds": list(range(seeds)), "base": {}, "description": "", "margin": margin,
-            "claims": claims or [], "comparisons": comparisons or {}}
-    (root / "sweep.json").write_text(json.dumps({"spec": spec, "runs": runs}))
+            "claims": claims or [], "comparisons": comparisons or {}, **(spec_extra or {})}
+    (root / "sweep.json").write_text(json.dumps({"spec": spec, "runs": runs, "vocab_size": 256}))
 
 
 def verdicts(root: Path) -> dict[str, str]:
@@ -130,7 +133,6 @@ def test_a_pair_with_unequal_variances_is_judged_by_welch_on_its_own_arms(tmp_pa
                claims=["gated_law"], comparisons={"gated_law": ["swiglu-r4", "swiglu-pm4"]},
                spread={"gelu-r4": 0.1, "swiglu-pm4": 2.0, "swiglu-r4": 0.5}, rng_seed=3)
     result = analyse(tmp_path)
-    assert not result["loss_model"]["model"]["homogeneous"]
     v = result["claims"]["gated_law"]
     a = [json.loads((tmp_path / "runs" / f"{arm}-s{s}" / "summary.json").read_text())["final_val_loss"]
          for arm in ("swiglu-r4",) for s in range(8)]
@@ -138,7 +140,7 @@ def test_a_pair_with_unequal_variances_is_judged_by_welch_on_its_own_arms(tmp_pa
          for s in range(8)]
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
     assert v["interval"][1:] == pytest.approx([ci.low, ci.high], abs=1e-12)
-    assert v["method"].startswith("Welch") and "Levene p" in v["evidence"]
+    assert v["method"].startswith("Welch") and v["model"].startswith("Welch")
     assert v["verdict"] == "inconclusive" and "seeds per arm" in v["evidence"]
 
 
@@ -154,10 +156,143 @@ def test_scale_trend_finds_each_sizes_best_ratio(tmp_path):
     record["spec"]["scales"] = [{"name": "s1", "model": {}}, {"name": "s2", "model": {}}]
     (tmp_path / "sweep.json").write_text(json.dumps(record))
     result = analyse(tmp_path)
-    trend = {t["scale"]: t for t in result["scale_trend"]}
+    trend = {t["scale"]: t for t in result["cells"]}
     for scale, best in (("s1", 2.0), ("s2", 4.0)):
         t = trend[scale]
         assert t["lo"] < best < t["hi"] and t["best_ratio"] == pytest.approx(best, rel=0.05) and t["inside_tested"]
     assert trend["s1"]["verdicts"]["ratio_optimal"] == "false"  # ratio 2 beats 4 at s1
     assert trend["s2"]["verdicts"]["ratio_optimal"] == "true"  # ratio 4 is best at s2
     assert result["claims"]["ratio_optimal"]["verdict"] == "true"  # the largest size decides
+
+
+def test_a_significant_difference_inside_the_margin_is_misleading_for_every_claim(tmp_path):
+    # the review's case: -0.0009 [-0.0011, -0.0006] nats with a margin of ~0.011 once read "true"
+    fake_sweep(tmp_path, {"gelu-r4": (0.0, 1.0), "swiglu-pm4": (-0.0009, 1.0), "swiglu-r4": (-0.0009, 1.0)}, 8,
+               0.0001, claims=["glu_vs_plain"], comparisons={"glu_vs_plain": ["swiglu-pm4", "gelu-r4"]},
+               margin=0.005, spread={"gelu-r4": 1.0, "swiglu-pm4": 0.5, "swiglu-r4": 0.5}, rng_seed=4)
+    v = analyse(tmp_path)["claims"]["glu_vs_plain"]
+    assert v["interval"][2] < 0  # significant
+    assert v["verdict"] == "misleading" and "smaller than the margin" in v["evidence"]
+
+
+def test_a_run_with_a_nan_loss_is_left_out_and_flagged(tmp_path):
+    arms = {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}
+    fake_sweep(tmp_path, arms, 6, 0.01, final={"gelu-r4-s2": float("nan")})
+    result = analyse(tmp_path)
+    assert [r["run"] for r in result["excluded"]] == ["gelu-r4-s2"]
+    assert "not finite" in result["excluded"][0]["reason"]
+    ref = next(a for a in result["arms"] if a["arm"] == "gelu-r4")
+    assert ref["n_seeds"] == 5 and ref["n_excluded"] == 1
+    assert result["claims"]["ratio_optimal"]["verdict"] == "false"  # still decided, on the five good runs
+
+
+def test_a_diverged_but_finite_run_does_not_flip_a_clear_verdict(tmp_path):
+    arms = {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}
+    fake_sweep(tmp_path, arms, 6, 0.01, final={"gelu-r4-s1": 5.5})  # it learned, then blew up to 5.5 nats
+    result = analyse(tmp_path)
+    assert [r["run"] for r in result["excluded"]] == ["gelu-r4-s1"] and "diverged" in result["excluded"][0]["reason"]
+    assert result["claims"]["ratio_optimal"]["verdict"] == "false"
+    assert result["convergence"]["target_loss"] == pytest.approx(5.0 - 0.003 * 500, abs=0.03)  # not moved by it
+
+
+def test_an_arm_named_in_the_spec_but_missing_is_an_error(tmp_path):
+    from ffnlab.errors import FfnlabError
+
+    fake_sweep(tmp_path, {"gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}, 3, 0.01,
+               spec_extra={"arms": [{"name": n} for n in ("gelu-r2", "gelu-r4", "gelu-r8")]})
+    with pytest.raises(FfnlabError, match="gelu-r2 named in the spec have no runs"):
+        analyse(tmp_path)
+
+
+def test_a_missing_reference_is_an_error_not_a_key_error(tmp_path):
+    from ffnlab.errors import FfnlabError
+
+    fake_sweep(tmp_path, {"gelu-r2": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}, 3, 0.01,
+               spec_extra={"arms": [{"name": n} for n in ("gelu-r2", "gelu-r4", "gelu-r8")]})
+    with pytest.raises(FfnlabError, match="gelu-r4"):
+        analyse(tmp_path)
+
+
+def test_a_one_seed_arm_among_others_gets_no_interval_not_an_exception(tmp_path):
+    fake_sweep(tmp_path, {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}, 4, 0.01)
+    for s in (1, 2, 3):  # gelu-r8 keeps one seed
+        import shutil
+
+        shutil.rmtree(tmp_path / "runs" / f"gelu-r8-s{s}")
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    record["runs"] = [r for r in record["runs"] if not (r["arm"] == "gelu-r8" and r["seed"] > 0)]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    result = analyse(tmp_path)
+    r8 = next(d for d in result["loss_model"]["comparisons"] if d["first"] == "gelu-r8")
+    assert r8["outcome"] == "no-interval"
+    assert result["claims"]["ratio_optimal"]["verdict"] == "false"  # gelu-r2 still decides
+
+
+def test_the_convergence_target_is_fixed_before_the_runs(tmp_path):
+    arms = {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}
+    fake_sweep(tmp_path / "rule", arms, 4, 0.01)
+    conv = analyse(tmp_path / "rule")["convergence"]
+    assert conv["target_rule"].startswith("rule") and conv["target_loss"] == pytest.approx(3.5, abs=0.02)
+    fake_sweep(tmp_path / "fixed", arms, 4, 0.01, spec_extra={"target_loss": 3.0})
+    conv = analyse(tmp_path / "fixed")["convergence"]
+    assert conv["target_loss"] == 3.0 and conv["target_rule"] == "fixed in the spec"
+    # dropping an arm does not move the target (it used to be the worst run's final loss)
+    fake_sweep(tmp_path / "fewer", {k: v for k, v in arms.items() if k != "gelu-r8"}, 4, 0.01)
+    assert analyse(tmp_path / "fewer")["convergence"]["target_loss"] == pytest.approx(
+        analyse(tmp_path / "rule")["convergence"]["target_loss"])
+
+
+def test_an_alternative_that_never_reaches_the_target_can_only_be_slower(tmp_path):
+    # gelu-r8 learns so slowly it never reaches the target: its ratio has no upper end
+    fake_sweep(tmp_path, {"gelu-r4": (0.0, 1.0), "gelu-r8": (0.0, 0.3)}, 4, 0.01, spec_extra={"target_loss": 3.0},
+               claims=["convergence_speed"])
+    result = analyse(tmp_path)
+    row = result["convergence"]["arms"]["gelu-r8"]
+    assert row["censored"] == 4 and math.isinf(row["tokens_ratio"][2])
+    assert result["claims"]["convergence_speed"]["verdict"] == "true"  # ratio 4 is faster, by a lot
+
+
+def test_the_kaplan_form_is_relative_to_the_reference_with_fieller_intervals(tmp_path):
+    fake_sweep(tmp_path, {"gelu-r2": (-0.1, 1.0), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 1.0)}, 4, 0.01)
+    rows = {r["arm"]: r for r in analyse(tmp_path)["kaplan"]}
+    assert rows["gelu-r4"]["reference"] and math.isnan(rows["gelu-r4"]["lo"])  # no interval around a 0 by definition
+    final = 5.0 - 0.003 * TOKENS[-1]
+    assert rows["gelu-r2"]["loss_increase"] == pytest.approx(-0.1 / final, rel=0.02)
+    assert rows["gelu-r2"]["lo"] < rows["gelu-r2"]["loss_increase"] < rows["gelu-r2"]["hi"] < 0
+
+
+def scale_sweep(root: Path, best: dict[str, float], tokens: dict[str, int], params: dict[str, int],
+                noise: float, seeds: int = 3) -> None:
+    arms = {}
+    for scale, b in best.items():
+        for r in (1, 2, 4, 8):
+            arms[f"{scale}.gelu-r{r}"] = (0.02 * (math.log2(r) - math.log2(b)) ** 2, 1.0)
+    fake_sweep(root, arms, seeds, noise, claims=["ratio_optimal"],
+               comparisons={"ratio_optimal": ["gelu-r1", "gelu-r2", "gelu-r8"]}, rng_seed=7)
+    record = json.loads((root / "sweep.json").read_text())
+    record["spec"]["scales"] = [{"name": s, "model": {}} for s in best]
+    record["spec"]["trends"] = [{"name": "size", "axis": "params", "scales": list(best)}]
+    for r in record["runs"]:
+        r["params_non_embedding"] = params[r["arm"].split(".")[0]]
+    (root / "sweep.json").write_text(json.dumps(record))
+    for r in record["runs"]:
+        path = root / "runs" / r["run"] / "summary.json"
+        summary = json.loads(path.read_text())
+        summary["tokens"] = tokens[r["arm"].split(".")[0]]
+        path.write_text(json.dumps(summary))
+
+
+def test_a_moving_best_ratio_makes_the_size_trend_false(tmp_path):
+    scale_sweep(tmp_path, {"s1": 1.5, "s2": 3.0, "s3": 6.0}, {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5},
+                {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5}, 0.001)
+    result = analyse(tmp_path)
+    (t,) = result["trends"]
+    assert t["slope"] == pytest.approx(0.5, abs=0.05)  # the best ratio doubles per 4x: +0.5 per doubling
+    assert t["lo"] > 0 and t["verdict"] == "false"
+
+
+def test_a_fixed_best_ratio_makes_the_size_trend_true_when_precise(tmp_path):
+    scale_sweep(tmp_path, {"s1": 2.5, "s2": 2.5, "s3": 2.5}, {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5},
+                {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5}, 0.0005, seeds=4)
+    (t,) = analyse(tmp_path)["trends"]
+    assert abs(t["slope"]) < 0.05 and -0.1 < t["lo"] < 0 < t["hi"] < 0.1 and t["verdict"] == "true"

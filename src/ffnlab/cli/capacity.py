@@ -26,7 +26,8 @@ def run(
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the capacity report at the end."),
 ) -> None:
     """Train a capacity preset: every budget's sweep on its facts corpus (resumable)."""
-    from ffnlab.experiments.capacity import load_preset, run_preset, write_report
+    from ffnlab.experiments.capacity import load_preset, run_preset
+    from ffnlab.experiments.capacity_report import write_report
     from ffnlab.experiments.sweep_run import RunsFailed
 
     p = load_preset(preset)
@@ -53,7 +54,7 @@ def report(
     remeasure: bool = typer.Option(False, "--remeasure", help="Measure runs again instead of reusing capacity.json."),
 ) -> None:
     """Measure every run and report bits per parameter per arm (mean, 95% CI) and the verdicts."""
-    from ffnlab.experiments.capacity import write_report
+    from ffnlab.experiments.capacity_report import write_report
 
     _print_report(write_report(folder, out, remeasure=remeasure))
 

@@ -1,281 +1,66 @@
-"""Analyse a finished sweep: one statistical model, the comparisons the spec fixed, verdicts.
+"""Analyse a finished sweep: the comparisons the spec fixed, each through the one verdict engine.
 
-All figures come from the runs' ``metrics.jsonl``/``summary.json``; nothing is assumed. The
-final validation loss (and, for convergence, log tokens-to-target) is modelled as one mean per
-arm plus a within-arm variance pooled over all arms (homogeneity checked by Levene's and
-Bartlett's tests). Every arm is compared with the reference by Dunnett's simultaneous 95%
-intervals; Welch's t per pair (Bonferroni) is the sensitivity column and takes over when the
-variances are not homogeneous. "No meaningful difference" is an equivalence test (TOST) within
-the spec's margin. Each verdict carries its deciding interval, its comparison and the design's
-minimum detectable effect at 80% power; see docs/experiments.md for the rules.
+All figures come from the runs' ``metrics.jsonl``/``summary.json``; nothing is assumed. Outcomes:
+the final validation loss; log tokens to a target loss fixed before the runs (the spec's
+``target_loss``, or the rule :func:`target_loss`); for scale sweeps, each cell's best ratio and
+the trend of the best ratio along each pre-registered axis (:mod:`ffnlab.experiments.trend`).
+How a comparison is decided (the variance model, the one verdict rule, power and seed advice) is
+in :mod:`ffnlab.experiments.verdicts`; docs/experiments.md states it for users.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.stats import (
-    POWER,
-    Comparison,
-    PooledModel,
-    bootstrap_ci,
-    comparison_mde,
-    critical_value,
-    dunnett_vs_reference,
-    mean_ci,
-    pair_interval,
-    pair_se_df,
-    pooled_model,
-    power_at,
-    tokens_to_target,
-    tost,
-    welch_vs_reference,
-)
+from ffnlab.experiments import trend as tr
+from ffnlab.experiments import verdicts as vd
+from ffnlab.experiments.fmt import interval as fmt_iv
+from ffnlab.experiments.runs import ArmStats, load
+from ffnlab.experiments.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
-from ffnlab.sizing.kinds import get_kind
-from ffnlab.sizing.widths import param_matched_ratio
-from ffnlab.training.runfiles import read_records
 
 CLAIMED_SPEEDUP = 1.08  # the first seed's "8% faster"
-
-
-@dataclass
-class RunResult:
-    run: str
-    arm: str
-    seed: int
-    summary: dict[str, Any]
-    tokens: list[float]
-    losses: list[float]
-    flops_per_token: float
-
-
-@dataclass
-class ArmStats:
-    name: str
-    kind: str
-    gated: bool
-    rule: str
-    d_model: int
-    d_ff: int
-    ratio_raw: float
-    ratio_param_matched: float
-    params_non_embedding: int
-    train_flops_per_token: float
-    runs: list[RunResult] = field(default_factory=list)
-
-    def values(self, key: str) -> list[float]:
-        return [float(r.summary[key]) for r in self.runs]
-
-    @property
-    def mean_loss(self) -> float:
-        """Mean final validation loss over seeds."""
-        losses = self.values("final_val_loss")
-        return sum(losses) / len(losses)
-
-
-def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
-    root = Path(sweep_dir)
-    require((root / "sweep.json").is_file(), f"{root} is not a sweep folder (no sweep.json)")
-    try:
-        record = json.loads((root / "sweep.json").read_text())
-    except json.JSONDecodeError as e:
-        raise FfnlabError(f"{root}/sweep.json is corrupt ({e})") from None
-    arms: dict[str, ArmStats] = {}
-    missing = []
-    for r in record["runs"]:
-        ffn = r["config"]["model"]["ffn"]
-        kind = get_kind(ffn["kind"])
-        arm = arms.setdefault(r["arm"], ArmStats(
-            name=r["arm"], kind=ffn["kind"], gated=kind.gated, rule=ffn["rule"], d_model=r["d_model"], d_ff=r["d_ff"],
-            ratio_raw=r["d_ff"] / r["d_model"], ratio_param_matched=float(param_matched_ratio(r["d_model"], r["d_ff"], kind.gated)),
-            params_non_embedding=r["params_non_embedding"], train_flops_per_token=r["train_flops_per_token"]))
-        run_dir = root / "runs" / r["run"]
-        try:
-            summary = json.loads((run_dir / "summary.json").read_text())
-            records = read_records(run_dir / "metrics.jsonl")
-        except (OSError, json.JSONDecodeError):
-            missing.append(r["run"])
-            continue
-        evals = [e for e in records if e["kind"] == "eval"]
-        arm.runs.append(RunResult(r["run"], r["arm"], r["seed"], summary, [e["tokens"] for e in evals],
-                                  [e["val_loss"] for e in evals], r["train_flops_per_token"]))
-    require(not missing, f"{len(missing)} run(s) of {root} have not finished ({', '.join(missing[:4])}); "
-                         "finish the sweep first (rerun 'ffnlab sweep' with the same --out)")
-    return record, list(arms.values())
+GOLDEN_EFFECTS = {"0.021 nats (golden: ratio 4 - ratio 2)": 0.0214}  # `golden` preset, earlier run
 
 
 def arm_table(arms: list[ArmStats]) -> list[dict[str, Any]]:
     rows = []
     for a in arms:
-        loss = mean_ci(a.values("final_val_loss"))
-        ppl = mean_ci([math.exp(x) for x in a.values("final_val_loss")])
+        loss = mean_ci(a.losses)
+        ppl = mean_ci([math.exp(x) for x in a.losses])
         bpb = mean_ci(a.values("final_val_bpb"))
         rows.append({
             "arm": a.name, "kind": a.kind, "gated": a.gated, "rule": a.rule, "d_model": a.d_model, "d_ff": a.d_ff,
             "ratio_raw": a.ratio_raw, "ratio_param_matched": a.ratio_param_matched,
             "params_non_embedding": a.params_non_embedding, "train_flops_per_token": a.train_flops_per_token,
-            "n_seeds": len(a.runs), "val_loss": loss[0], "val_loss_lo": loss[1], "val_loss_hi": loss[2],
-            "val_ppl": ppl[0], "val_ppl_lo": ppl[1], "val_ppl_hi": ppl[2],
+            "n_seeds": len(a.runs), "n_excluded": len(a.excluded), "val_loss": loss[0], "val_loss_lo": loss[1],
+            "val_loss_hi": loss[2], "val_ppl": ppl[0], "val_ppl_lo": ppl[1], "val_ppl_hi": ppl[2],
             "val_bpb": bpb[0], "val_bpb_lo": bpb[1], "val_bpb_hi": bpb[2],
-            "wall_s": sum(a.values("wall_s")), "seed_losses": a.values("final_val_loss"),
+            "wall_s": sum(r.summary.get("wall_s", 0.0) for r in a.runs + a.excluded),
+            "seed_losses": {str(r.seed): r.final_loss for r in a.runs},
         })
     return rows
 
 
-@dataclass
-class Family:
-    """One outcome analysed as one model: per-arm values, the pooled model, the comparisons with
-    the reference (Dunnett; Welch-Bonferroni as sensitivity) and the design's power."""
-
-    outcome: str
-    reference: str
-    model: PooledModel
-    dunnett: dict[str, Comparison]
-    welch: dict[str, Comparison]
-
-    @property
-    def deciding(self) -> dict[str, Comparison]:
-        """The intervals verdicts use: Dunnett's, or Welch's when the variances differ."""
-        return self.dunnett if self.model.homogeneous else self.welch
-
-    @property
-    def method(self) -> str:
-        k = len(self.dunnett)
-        if self.model.homogeneous:
-            return (f"Dunnett, {k} arm(s) vs {self.reference}, pooled sigma {self.model.sigma:.4g} "
-                    f"on {self.model.df} df")
-        return (f"Welch per pair, Bonferroni over {k} (variances not homogeneous: Levene p = "
-                f"{self.model.levene_p:.3g}, Bartlett p = {self.model.bartlett_p:.3g})")
-
-    def mde(self, arm: str) -> float:
-        """Minimum detectable difference (80% power) for ``arm`` vs the reference on this design."""
-        c = self.dunnett.get(arm)
-        return comparison_mde(c, self.model.df) if c else math.nan
-
-    def rows(self) -> list[dict[str, Any]]:
-        out = []
-        for k, d in self.dunnett.items():
-            w = self.welch[k]
-            out.append({"arm": k, "diff": d.diff, "dunnett": [d.lo, d.hi], "p_dunnett": d.p,
-                        "welch_bonferroni": [w.lo, w.hi], "mde80": self.mde(k), "se": d.se,
-                        "critical": critical_value(d)})
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"outcome": self.outcome, "reference": self.reference, "method": self.method,
-                "model": self.model.summary(), "comparisons": self.rows()}
-
-
-def family(outcome: str, groups: dict[str, list[float]], reference: str) -> Family:
-    model = pooled_model(groups)
-    return Family(outcome, reference, model, dunnett_vs_reference(model, reference),
-                  welch_vs_reference(model, reference))
-
-
-def convergence(arms: list[ArmStats], reference: str, target: float | None = None,
-                vocab_size: int | None = None) -> dict[str, Any]:
-    """Tokens and training FLOPs to reach ``target`` (default: the worst run's final loss, which
-    every run reaches). Log tokens are analysed like the loss (one pooled model, Dunnett vs the
-    reference); ratios are exp of the differences. Curves start at (0 tokens, ln V), the loss of
-    a model at chance."""
-    if target is None:
-        target = max(r.losses[-1] for a in arms for r in a.runs)
-    start = (0.0, math.log(vocab_size)) if vocab_size else None
-    per_arm = {}
-    for a in arms:
-        toks = [tokens_to_target(r.tokens, r.losses, target, start) for r in a.runs]
-        per_arm[a.name] = [t for t in toks if t is not None and t > 0]
-    reached = {k: v for k, v in per_arm.items() if v}
-    out: dict[str, Any] = {"target_loss": target, "reference": reference, "arms": {}}
-    fam = family("log tokens to target", {k: [math.log(t) for t in v] for k, v in reached.items()}, reference) \
-        if reference in reached else None
-    flops = {a.name: a.train_flops_per_token for a in arms}
-    for a in arms:
-        t = per_arm[a.name]
-        row: dict[str, Any] = {"tokens": t, "tokens_mean": sum(t) / len(t) if t else None,
-                               "flops_mean": sum(t) / len(t) * flops[a.name] if t else None,
-                               "reached": len(t), "runs": len(a.runs)}
-        if fam is not None and a.name in fam.dunnett:
-            d, w = fam.dunnett[a.name], fam.welch[a.name]
-            row["tokens_ratio"] = [math.exp(d.diff), math.exp(d.lo), math.exp(d.hi)] if d.lo == d.lo \
-                else [math.exp(d.diff), math.nan, math.nan]
-            row["tokens_ratio_welch"] = [math.exp(w.diff), math.exp(w.lo), math.exp(w.hi)] if w.lo == w.lo \
-                else [math.exp(w.diff), math.nan, math.nan]
-            row["tokens_ratio_bootstrap"] = list(bootstrap_ci(t, per_arm[reference], ratio=True))
-            row["flops_ratio"] = row["tokens_ratio"][0] * flops[a.name] / flops[reference]
-        out["arms"][a.name] = row
-    out["family"] = fam
-    return out
-
-
-def kaplan_curve(arms: list[ArmStats], reference: str) -> list[dict[str, Any]]:
-    """Loss increase over the best arm of the reference's FFN kind, against the raw ratio
-    (the form of Kaplan et al. 2020, Fig. 5 middle), with each arm's 95% t interval."""
-    kind = next(a.kind for a in arms if a.name == reference)
-    same = [a for a in arms if a.kind == kind and a.runs]
-    best = min(a.mean_loss for a in same)
-    rows = []
-    for a in same:
-        m, lo, hi = mean_ci(a.values("final_val_loss"))
-        rows.append({"arm": a.name, "ratio_raw": a.ratio_raw, "loss_increase": m / best - 1,
-                     "lo": lo / best - 1, "hi": hi / best - 1})
-    return sorted(rows, key=lambda r: r["ratio_raw"])
-
-
-# -- verdicts ------------------------------------------------------------------------------
-
-def _iv(c: Comparison | list[float], digits: int = 4) -> str:
-    d, lo, hi = c.as_list() if isinstance(c, Comparison) else c
-    if lo != lo:
-        return f"{d:+.{digits}f} (no interval)"
-    return f"{d:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
-
-
-def seeds_needed(n: int, mde_now: float, effect: float) -> int | None:
-    """Seeds per arm at which the minimum detectable effect shrinks to ``effect`` (MDE ~ 1/sqrt n)."""
-    if not (mde_now > 0 and abs(effect) > 0 and n > 0):
-        return None
-    return max(n + 1, math.ceil(n * (mde_now / abs(effect)) ** 2))
-
-
-def seeds_for_equivalence(n: int, se: float, df: float, margin: float, alpha: float) -> int | None:
-    """Seeds per arm at which TOST shows equivalence with 80% power if the true difference is 0
-    (the (1 - alpha) one-sided bound plus the 90% quantile must fit inside the margin)."""
-    if not (se > 0 and df > 0 and margin > 0 and n > 0):
-        return None
-    from scipy import stats
-
-    half = (float(stats.t.ppf(1 - alpha, df)) + float(stats.t.ppf(0.9, df))) * se
-    return max(n + 1, math.ceil(n * (half / margin) ** 2))
-
-
-def seeds_advice(n: int, mde80: float, diff: float, se: float, df: float, margin: float, alpha: float) -> str:
-    """What would decide an inconclusive comparison: seeds per arm to detect the observed
-    difference, and to show equivalence within ``margin`` if there is none."""
-    need = seeds_needed(n, mde80, diff)
-    need_eq = seeds_for_equivalence(n, se, df, margin, alpha)
-    return ((f"; about {need} seeds per arm would detect the observed {abs(diff):.4f}" if need else "")
-            + (f"; about {need_eq} seeds per arm would show equivalence if there is no difference"
-               if need_eq else ""))
+def excluded_runs(arms: list[ArmStats]) -> list[dict[str, Any]]:
+    return [{"run": r.run, "arm": r.arm, "seed": r.seed, "reason": r.excluded} for a in arms for r in a.excluded]
 
 
 def _verdict(verdict: str, evidence: str, comparison: str, interval: list[float], unit: str, mde80: float,
-             method: str, **numbers: Any) -> dict[str, Any]:
-    """One verdict as the report shows it: the deciding interval, what it compares, the power."""
-    return {"verdict": verdict, "evidence": evidence, "comparison": comparison, "interval": interval,
-            "unit": unit, "mde80": mde80, "power": POWER, "method": method,
+             method: str, why: str, finding: str = "", **numbers: Any) -> dict[str, Any]:
+    """One verdict as the report and ``claims.json`` show it: the deciding interval, what it
+    compares, the test and why that test, its power; ``finding`` says what it shows without
+    restating the interval (the report's card states it once)."""
+    return {"verdict": verdict, "evidence": evidence, "finding": finding or evidence, "comparison": comparison,
+            "interval": interval, "unit": unit, "mde80": mde80, "power": POWER, "method": method, "model": why,
             "numbers": {"interval": interval, "mde80": mde80, **numbers}}
 
 
-def _no_interval(comparison: str, unit: str, why: str) -> dict[str, Any]:
-    return _verdict("inconclusive", f"no interval: {why}; run more seeds per arm", comparison,
-                    [math.nan, math.nan, math.nan], unit, math.nan, "none")
+def _missing(comparison: str, unit: str, why: str) -> dict[str, Any]:
+    return {"verdict": "needs-experiment", "interval": [math.nan] * 3, "unit": unit, "comparison": comparison,
+            "evidence": why, "mde80": math.nan, "method": "none", "model": ""}
 
 
 def alternatives(spec: dict[str, Any], arms: list[ArmStats], key: str) -> list[str]:
@@ -287,104 +72,40 @@ def alternatives(spec: dict[str, Any], arms: list[ArmStats], key: str) -> list[s
     return [a.name for a in arms if a.name != ref.name and a.kind == ref.kind]
 
 
-def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any], fam: Family) -> dict[str, Any]:
-    """"Ratio 4 gives the best model; other ratios lose quality": the reference (raw ratio 4)
-    against the spec's same-kind alternatives, Dunnett's simultaneous intervals.
+def margin_of(spec: dict[str, Any], value: float) -> float:
+    return spec.get("margin", DEFAULT_MARGIN) * value
 
-    false if an alternative ends significantly lower, or is equivalent within the margin (TOST,
-    Bonferroni) without being significantly higher: then it loses no quality; true if every
-    alternative ends significantly higher; misleading if they all do but one by less than the
-    margin (a real but negligible loss); otherwise inconclusive."""
+
+def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
+    return {a.name: a.losses for a in arms}
+
+
+def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any]) -> tuple[dict[str, Any], vd.Family | None]:
+    """"Ratio 4 gives the best model; other ratios lose quality": the raw-ratio-4 reference against
+    the spec's same-kind alternatives (:func:`ffnlab.experiments.verdicts.reference_best`)."""
     reference = spec["reference"]
     ref = next(a for a in arms if a.name == reference)
-    alts = [k for k in alternatives(spec, arms, "ratio_optimal") if k in fam.deciding]
+    alts = alternatives(spec, arms, "ratio_optimal")
     unit = "nats (alternative - ratio 4)"
     if abs(ref.ratio_raw - 4) > 1e-9 or not alts:
-        return {"verdict": "needs-experiment", "interval": [math.nan] * 3, "unit": unit, "comparison": "-",
-                "evidence": "the sweep needs a raw-ratio-4 reference and alternatives of the same FFN kind"}
-    comparison = f"{', '.join(alts)} vs {reference} (fixed in the spec)"
-    cmp = {k: fam.deciding[k] for k in alts}
-    if all(c.lo != c.lo for c in cmp.values()):
-        return _no_interval(comparison, unit, "one seed per arm or no spread")
-    margin = spec.get("margin", DEFAULT_MARGIN) * fam.model.means[reference]
-    mdes = {k: fam.mde(k) for k in alts}
-    better = [k for k, c in cmp.items() if c.hi < 0]
-    alpha = 0.05 / len(alts)
-    se_df = {k: pair_se_df(fam.model, k, reference) for k in alts}
-    equiv = {k: tost(c.diff, *se_df[k], margin, alpha) for k, c in cmp.items()}
-    worse = [k for k, c in cmp.items() if c.lo > 0]
-    base = f"{fam.method}; margin {margin:.4f} nats"
-    if better:
-        k = min(better, key=lambda x: cmp[x].diff)
-        return _verdict("false", f"{k} ends lower than ratio 4: {_iv(cmp[k])} nats ({base})", comparison,
-                        cmp[k].as_list(), unit, mdes[k], fam.method, against=k)
-    eq = [k for k in alts if equiv[k].equivalent and k not in worse]
-    if eq:
-        k = eq[0]
-        e = equiv[k]
-        return _verdict("false", f"{k} is equivalent to ratio 4 within +/-{margin:.4f} nats (TOST p = {e.p:.3g}, "
-                        f"90% interval [{e.lo:+.4f}, {e.hi:+.4f}]): it loses no quality ({base})", comparison,
-                        cmp[k].as_list(), unit, mdes[k], fam.method, against=k, tost_p=e.p)
-    if len(worse) == len(alts):
-        k = min(alts, key=lambda x: cmp[x].lo)
-        tiny = [x for x in alts if equiv[x].equivalent]
-        if tiny:  # significant, but smaller than the margin: true numbers, wrong reading
-            k = tiny[0]
-            return _verdict("misleading", f"every alternative ends higher, but {k} by less than the margin: "
-                            f"{_iv(cmp[k])} nats, equivalent within +/-{margin:.4f} (TOST p = {equiv[k].p:.3g}); "
-                            f"no meaningful quality is lost ({base})", comparison, cmp[k].as_list(), unit,
-                            mdes[k], fam.method, against=k)
-        return _verdict("true", f"every alternative ends higher; closest {k}: {_iv(cmp[k])} nats ({base})",
-                        comparison, cmp[k].as_list(), unit, mdes[k], fam.method, against=k)
-    k = min((x for x in alts if x not in worse), key=lambda x: cmp[x].diff)
-    return _verdict("inconclusive", f"{k} vs ratio 4: {_iv(cmp[k])} nats, neither significant nor equivalent "
-                    f"within +/-{margin:.4f}; this design detects {mdes[k]:.4f} nats with 80% power"
-                    + seeds_advice(len(ref.runs), mdes[k], cmp[k].diff, *se_df[k], margin, alpha)
-                    + f" ({base})", comparison, cmp[k].as_list(), unit, mdes[k], fam.method, against=k)
-
-
-def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any]) -> dict[str, Any]:
-    """"Enforcing ratio 4 converges 8% faster": tokens(alternative) / tokens(ratio 4) >= 1.08 for
-    the spec's alternatives. Dunnett's simultaneous intervals on log tokens cover every alternative
-    at once, so the fastest one's interval stays valid after it is picked. false if some
-    alternative's upper end < 1.08; true if every lower end >= 1.08; otherwise inconclusive."""
-    fam: Family | None = conv["family"]
-    ref = conv["reference"]
-    unit = f"tokens(alternative) / tokens({ref}) to loss {conv['target_loss']:.4f}"
-    alts = [k for k in alternatives(spec, arms, "convergence_speed") if fam is not None and k in fam.deciding]
-    if fam is None or not alts:
-        return {"verdict": "needs-experiment", "interval": [math.nan] * 3, "unit": unit, "comparison": "-",
-                "evidence": "no alternative arm reached the target loss alongside the reference"}
-    comparison = f"{', '.join(alts)} vs {ref} (fixed in the spec)"
-    ratio = {k: [math.exp(v) for v in fam.deciding[k].as_list()] if fam.deciding[k].lo == fam.deciding[k].lo
-             else [math.exp(fam.deciding[k].diff), math.nan, math.nan] for k in alts}
-    if all(r[1] != r[1] for r in ratio.values()):
-        return _no_interval(comparison, unit, "one seed per arm or no spread")
-    fastest = min(alts, key=lambda k: ratio[k][0])
-    r = ratio[fastest]
-    mde_log = fam.mde(fastest)
-    mde_text = f"this design detects a {math.exp(mde_log) - 1:.1%} change in tokens with 80% power"
-    text = (f"tokens to reach val loss {conv['target_loss']:.4f}: {fastest} / {ref} = {r[0]:.3f} "
-            f"[{r[1]:.3f}, {r[2]:.3f}] ({fam.method} on log tokens; simultaneous over {len(alts)} "
-            f"alternatives, so valid for the fastest); the claim needs >= {CLAIMED_SPEEDUP:.2f}; {mde_text}")
-    slow = [k for k in alts if ratio[k][2] < CLAIMED_SPEEDUP]
-    if slow:
-        k = min(slow, key=lambda x: ratio[x][2])
-        r = ratio[k]
-        text = text if k == fastest else text + f"; decided by {k}: {r[0]:.3f} [{r[1]:.3f}, {r[2]:.3f}]"
-        return _verdict("false", text, comparison, r, unit, mde_log, fam.method, against=k)
-    if all(ratio[k][1] >= CLAIMED_SPEEDUP for k in alts):
-        return _verdict("true", text, comparison, r, unit, mde_log, fam.method, against=fastest)
-    return _verdict("inconclusive", text + " (the interval straddles 1.08)", comparison, r, unit, mde_log,
-                    fam.method, against=fastest)
+        return _missing("-", unit, "the sweep needs a raw-ratio-4 reference and alternatives of the same FFN "
+                                   "kind"), None
+    margin = margin_of(spec, ref.mean_loss)
+    fam = vd.decide_family("final validation loss", groups(arms), reference, alts, margin)
+    verdict, k = vd.reference_best(fam.decisions)
+    d = fam.decisions[k]
+    others = [x for name, x in fam.decisions.items() if name != k]
+    evidence = "; ".join(vd.describe(x, "nats") for x in [d, *others])
+    found = "; ".join(vd.finding(x) for x in [d, *others])
+    return _verdict(verdict, evidence, f"{', '.join(alts)} vs {reference} (fixed in the spec)", d.interval, unit,
+                    d.mde80, d.comparison.method, fam.choice.why, found, against=k, margin=margin), fam
 
 
 def _pair(spec: dict[str, Any], arms: list[ArmStats], key: str) -> tuple[ArmStats, ArmStats] | None:
     chosen = (spec.get("comparisons") or {}).get(key)
-    by_name = {a.name: a for a in arms if a.runs}
+    by_name = {a.name: a for a in arms}
     if chosen:
-        first, second = chosen
-        return (by_name[first], by_name[second]) if first in by_name and second in by_name else None
+        return by_name[chosen[0]], by_name[chosen[1]]
     if key != "glu_vs_plain":
         return None
     ref = by_name.get(spec["reference"])  # default: a gated arm of the reference's d_model and size
@@ -393,159 +114,278 @@ def _pair(spec: dict[str, Any], arms: list[ArmStats], key: str) -> tuple[ArmStat
     return (gated[0], ref) if gated and ref is not None and not ref.gated else None
 
 
-def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], fam: Family, key: str) -> dict[str, Any] | None:
-    """A comparison of two arms fixed in the spec: ``first`` should end lower than ``second``.
-
-    glu_vs_plain: (gated, plain) at equal d_model and parameters, as Shazeer (2020, Table 1);
-    gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters, the seed's law inside the
-    gated family. One planned comparison: a t interval on the pooled variance, or Welch's on the
-    two arms alone when Levene's test finds the variances unequal. true if first - second < 0
-    significantly; false if > 0 significantly or equivalent within the margin (TOST); otherwise
-    inconclusive, saying how many seeds per arm would decide."""
+def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], key: str) -> dict[str, Any] | None:
+    """A planned pair ``(first, second)`` fixed in the spec: first should end lower.
+    glu_vs_plain: (gated, plain) at equal d_model and parameters (Shazeer 2020, Table 1);
+    gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters (the seed's law inside the
+    gated family). :func:`ffnlab.experiments.verdicts.first_better` maps its outcome."""
     pair = _pair(spec, arms, key)
     if pair is None:
         return None
     a, b = pair
-    model = fam.model
     unit = f"nats ({a.name} - {b.name})"
     comparison = (f"{a.name} vs {b.name}: d_model {a.d_model} vs {b.d_model}, non-embedding params "
                   f"{a.params_non_embedding:,} vs {b.params_non_embedding:,}")
-    c, df = pair_interval(model, a.name, b.name)
-    if c.lo != c.lo:
-        return _no_interval(comparison, unit, "one seed per arm or no spread")
-    iv, diff, se = c.as_list(), c.diff, c.se
-    margin = spec.get("margin", DEFAULT_MARGIN) * model.means[b.name]
-    eq = tost(diff, se, df, margin)
-    power_mde = comparison_mde(c, df)
-    if model.homogeneous:
-        method = f"pooled-variance t, {model.df} df"
-        basis = f"pooled sigma {model.sigma:.4g} on {model.df} df"
-    else:
-        method = f"Welch t, {df:.1f} df"
-        basis = (f"Welch t on the two arms, {df:.1f} df: variances differ across arms, Levene p = "
-                 f"{model.levene_p:.3g}; sd {float(model.groups[a.name].std(ddof=1)):.4g} vs "
-                 f"{float(model.groups[b.name].std(ddof=1)):.4g}")
-    text = (f"{a.name} - {b.name} = {_iv(iv)} nats ({basis}; one planned comparison); "
-            f"margin +/-{margin:.4f}; detectable with 80% power: {power_mde:.4f}")
-    if iv[2] < 0:
-        return _verdict("true", text, comparison, iv, unit, power_mde, method)
-    if iv[1] > 0:
-        return _verdict("false", text, comparison, iv, unit, power_mde, method)
-    if eq.equivalent:
-        return _verdict("false", text + f"; equivalent within the margin (TOST p = {eq.p:.3g})", comparison, iv,
-                        unit, power_mde, method, tost_p=eq.p)
-    return _verdict("inconclusive", text + "; neither significant nor equivalent"
-                    + seeds_advice(min(len(a.runs), len(b.runs)), power_mde, diff, se, df, margin, 0.05),
-                    comparison, iv, unit, power_mde, method)
+    margin = margin_of(spec, b.mean_loss)
+    d, choice = vd.decide_pair("final validation loss", groups(arms), a.name, b.name, margin)
+    return _verdict(vd.first_better(d), vd.describe(d, "nats") + "; one planned comparison", comparison,
+                    d.interval, unit, d.mde80, d.comparison.method, choice.why, vd.finding(d), margin=margin,
+                    decision=d.as_dict())
 
 
-def power_table(fam: Family, effects: dict[str, float]) -> dict[str, Any]:
-    """The design's power: minimum detectable difference at 80% per comparison, and the power
-    for named effect sizes (e.g. the ones the hour-long preset measured)."""
-    rows = fam.rows()
-    first = rows[0] if rows else None
-    out: dict[str, Any] = {"sigma": fam.model.sigma, "df": fam.model.df, "power": POWER,
-                           "mde80": {r["arm"]: r["mde80"] for r in rows}}
-    if first is not None:
-        out["power_for"] = {name: power_at(eff, first["se"], fam.model.df, first["critical"])
-                            for name, eff in effects.items()}
+# -- convergence ----------------------------------------------------------------------------
+
+def target_loss(spec: dict[str, Any], arms: list[ArmStats], reference: str) -> tuple[float, str]:
+    """The convergence target, fixed before the runs: the spec's ``target_loss``, or the rule
+    "the mean over the reference's seeds of its validation loss at the evaluation nearest half of
+    its training tokens" (it depends on no other arm, and the reference reaches it mid-run)."""
+    fixed = spec.get("target_loss")
+    if isinstance(fixed, (int, float)) and math.isfinite(fixed):
+        return float(fixed), "fixed in the spec"
+    ref = next(a for a in arms if a.name == reference)
+    vals = []
+    for r in ref.runs:
+        if r.tokens:
+            half = r.tokens[-1] / 2
+            i = min(range(len(r.tokens)), key=lambda j: abs(r.tokens[j] - half))
+            vals.append(r.losses[i])
+    return (sum(vals) / len(vals) if vals else math.nan), "rule: the reference's mean loss at half its tokens"
+
+
+def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,
+                vocab_size: int | None = None) -> dict[str, Any]:
+    """Tokens (and training FLOPs) to reach the pre-registered target loss, relative to the
+    reference, for the spec's alternatives: log tokens through the verdict engine. The true
+    crossing of each run lies between the two evaluations around it; the deciding interval carries
+    that interpolation error (the union of the intervals with every run at its interpolated point,
+    the alternatives at their earliest and the reference at its latest possible crossing, and the
+    reverse). A run that never reaches the target is censored at its last evaluation: its arm's
+    interval has no upper end, so it can support "slower" but never "faster"."""
+    target, rule = target_loss(spec, arms, reference)
+    start = (0.0, math.log(vocab_size)) if vocab_size else (0.0, 99.0)
+    cross = {a.name: [crossing(r.tokens, r.losses, target, start) for r in a.runs] for a in arms}
+    alts = [k for k in alternatives(spec, arms, "convergence_speed") if k in cross]
+    flops = {a.name: a.train_flops_per_token for a in arms}
+    out: dict[str, Any] = {"target_loss": target, "target_rule": rule, "reference": reference, "arms": {}}
+    for a in arms:
+        cs = cross[a.name]
+        out["arms"][a.name] = {"tokens": [c.tokens for c in cs], "bracket": [[c.lower, c.upper] for c in cs],
+                               "censored": sum(c.censored for c in cs), "runs": len(cs),
+                               "tokens_mean": sum(c.tokens for c in cs) / len(cs) if cs else None}
+    if not alts or not cross.get(reference) or any(c.tokens <= 0 for v in cross.values() for c in v):
+        out["family"] = None
+        return out
+
+    def logs(pick: dict[str, str]) -> dict[str, list[float]]:
+        return {k: [math.log(max(getattr(c, pick.get(k, "tokens")), 1e-300)) if math.isfinite(
+            getattr(c, pick.get(k, "tokens"))) else math.inf for c in v] for k, v in cross.items()}
+
+    margin = math.log(1 + spec.get("margin", DEFAULT_MARGIN))
+    fam = vd.decide_family("log tokens to target", logs({}), reference, alts, margin)
+    early = {k: "lower" for k in alts} | {reference: "upper"}
+    late = {k: "upper" for k in alts} | {reference: "lower"}
+    for k in alts:
+        d = fam.decisions[k]
+        c = d.comparison
+        lo_g, hi_g = logs(early), logs(late)
+        lo = _bound(vd.decide_family("", _pair_groups(lo_g, k, reference), reference, [k], margin), k, "lo") \
+            if not any(math.isinf(v) for v in lo_g[reference]) else -math.inf
+        hi = _bound(vd.decide_family("", _pair_groups(hi_g, k, reference), reference, [k], margin), k, "hi") \
+            if not any(math.isinf(v) for v in hi_g[k]) else math.inf
+        lo, hi = (min(c.lo, lo), max(c.hi, hi)) if c.has_interval else (math.nan, math.nan)
+        scale = flops[k] / flops[reference]
+        ratio = [math.exp(c.diff), _exp(lo), _exp(hi)]
+        out["arms"][k].update(tokens_ratio=ratio, tokens_ratio_interpolated=[math.exp(c.diff), _exp(c.lo), _exp(c.hi)],
+                              flops_ratio=[v * scale for v in ratio], method=c.method, mde80=d.mde80)
+    out["family"] = fam
     return out
+
+
+def _pair_groups(g: dict[str, list[float]], k: str, ref: str) -> dict[str, list[float]]:
+    return {name: g[name] for name in (k, ref)}
+
+
+def _bound(fam: vd.Family, k: str, side: str) -> float:
+    c = fam.decisions[k].comparison
+    return getattr(c, side) if c.has_interval else (-math.inf if side == "lo" else math.inf)
+
+
+def _exp(v: float) -> float:
+    if math.isnan(v):
+        return math.nan
+    if math.isinf(v):
+        return math.inf if v > 0 else 0.0
+    return math.exp(v)
+
+
+def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any]) -> dict[str, Any]:
+    """"Enforcing ratio 4 converges 8% faster": tokens(alternative) / tokens(ratio 4) >= 1.08 for
+    every alternative fixed in the spec (:func:`ffnlab.experiments.verdicts.threshold_claim`)."""
+    fam: vd.Family | None = conv["family"]
+    ref = conv["reference"]
+    unit = f"tokens(alternative) / tokens({ref}) to loss {conv['target_loss']:.4f}"
+    if fam is None:
+        return _missing("-", unit, "no alternative fixed in the spec to compare tokens to the target with")
+    alts = list(fam.decisions)
+    comparison = f"{', '.join(alts)} vs {ref} (fixed in the spec)"
+    ratios = {k: conv["arms"][k]["tokens_ratio"] for k in alts}
+    if all(math.isnan(r[1]) for r in ratios.values()):
+        d = fam.decisions[alts[0]]
+        return _verdict("inconclusive", "no interval (fewer than two seeds per arm or no spread)" + d.advice(),
+                        comparison, ratios[alts[0]], unit, math.nan, "none", fam.choice.why)
+    verdict, k = vd.threshold_claim(ratios, CLAIMED_SPEEDUP)
+    r = ratios[k]
+    d = fam.decisions[k]
+    flops = conv["arms"][k]["flops_ratio"]
+    text = (f"tokens to reach val loss {conv['target_loss']:.4f} ({conv['target_rule']}): {k} / {ref} = "
+            f"{fmt_iv(r[0], r[1], r[2], 3, signed=False)} ({d.comparison.method} on log tokens, widened by the "
+            f"interpolation between evaluations); training FLOPs {fmt_iv(flops[0], flops[1], flops[2], 3, signed=False)}; "
+            "the claim "
+            f"needs >= {CLAIMED_SPEEDUP:.2f}; this design detects a {_exp(d.mde80) - 1:.1%} change with 80% power")
+    if verdict == "inconclusive":
+        text += " (the interval straddles 1.08)" + d.advice()
+    return _verdict(verdict, text, comparison, r, unit, d.mde80, d.comparison.method, fam.choice.why, against=k)
+
+
+def kaplan_curve(arms: list[ArmStats], reference: str) -> list[dict[str, Any]]:
+    """Loss of each arm of the reference's FFN kind relative to the reference fixed in the spec,
+    against the raw ratio (the form of Kaplan et al. 2020, Fig. 5): mean(arm) / mean(reference)
+    - 1 with Fieller's interval for a ratio of two means (both arms' variances)."""
+    ref = next(a for a in arms if a.name == reference)
+    rows = []
+    for a in arms:
+        if a.kind != ref.kind or not a.runs:
+            continue
+        if a.name == reference:
+            rows.append({"arm": a.name, "ratio_raw": a.ratio_raw, "loss_increase": 0.0, "lo": math.nan,
+                         "hi": math.nan, "reference": True})
+            continue
+        r, lo, hi = ratio_of_means(a.losses, ref.losses)
+        rows.append({"arm": a.name, "ratio_raw": a.ratio_raw, "loss_increase": r - 1, "lo": lo - 1, "hi": hi - 1,
+                     "reference": False})
+    return sorted(rows, key=lambda x: x["ratio_raw"])
+
+
+def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, Any]:
+    """The deciding test's power: minimum detectable difference at 80% per comparison and the
+    power for named effect sizes."""
+    if fam is None:
+        return {}
+    return {"model": fam.choice.why, "sigma": fam.model.sigma, "df": fam.model.df, "power": POWER,
+            "mde80": {k: d.mde80 for k, d in fam.decisions.items()},
+            "power_for": {f"{k}: {name}": d.power_for(eff) for k, d in fam.decisions.items()
+                          for name, eff in effects.items()}}
+
+
+def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, Any]) -> dict[str, Any]:
+    """Every analysis of one set of arms against ``spec["reference"]`` (one cell)."""
+    reference = spec["reference"]
+    wanted = spec.get("claims") or ["ratio_optimal", "convergence_speed", "glu_vs_plain"]
+    claims: dict[str, Any] = {}
+    fam = None
+    if "ratio_optimal" in wanted:
+        claims["ratio_optimal"], fam = verdict_ratio_optimal(arms, spec)
+    conv = convergence(arms, spec, reference, vocab_size=record.get("vocab_size"))
+    if "convergence_speed" in wanted:
+        claims["convergence_speed"] = verdict_convergence(conv, arms, spec)
+    for key in ("glu_vs_plain", "gated_law"):
+        found = verdict_pair(arms, spec, key) if key in wanted else None
+        if found is not None:
+            claims[key] = found
+    conv_out = {k: v for k, v in conv.items() if k != "family"}
+    conv_out["family"] = conv["family"].as_dict() if conv["family"] is not None else None
+    return {"loss_model": fam.as_dict() if fam else None, "power": power_table(fam, GOLDEN_EFFECTS),
+            "convergence": conv_out, "kaplan": kaplan_curve(arms, reference), "claims": claims}
+
+
+def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    prefix = f"{name}."
+    return {**spec, "reference": prefix + spec["reference"], "scales": [],
+            "comparisons": {k: [prefix + x for x in v] for k, v in (spec.get("comparisons") or {}).items()}}
+
+
+def trends(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
+    """Each pre-registered trend (``spec["trends"]``): the slope of log2(best ratio) per doubling
+    of its axis over its cells, its interval and the verdict on "the best ratio does not change"."""
+    out = []
+    for t in spec.get("trends") or []:
+        pts = []
+        for name in t["scales"]:
+            c = cells[name]
+            ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec['reference']}")
+            x, y = tr.cell_points(cell_arms[name], ref.kind)
+            axis = c["params_non_embedding"] if t["axis"] == "params" else c["tokens"] / c["params_non_embedding"]
+            pts.append((float(axis), x, y))
+        s = tr.slope(pts)
+        verdict = tr.flat_verdict(s)
+        ev = (f"log2(best ratio) changes by {fmt_iv(s.slope, s.lo, s.hi, 3)} per doubling of "
+              f"{'parameters' if t['axis'] == 'params' else 'tokens per parameter'} over {', '.join(t['scales'])} "
+              f"(parametric bootstrap over runs, {tr.BOOTSTRAP} redraws; {s.no_minimum_share:.1%} of redraws had a "
+              f"cell without a minimum); the claim holds within +/-{tr.SLOPE_MARGIN} per doubling")
+        out.append({"name": t["name"], "axis": t["axis"], "scales": list(t["scales"]), **s.as_dict(),
+                    "verdict": verdict, "evidence": ev, "margin": tr.SLOPE_MARGIN})
+    return out
+
+
+def analyse(sweep_dir: str | Path) -> dict[str, Any]:
+    """The whole analysis of a finished sweep. With ``scales`` in the spec, every cell is analysed
+    on its own; the headline verdicts are those of ``decide_at`` (default: the last cell), ``cells``
+    holds every cell's best ratio and verdicts, and ``trends`` the pre-registered trends."""
+    record, arms = load(sweep_dir)
+    spec = record["spec"]
+    scales = spec.get("scales") or []
+    decide_at = str(spec.get("decide_at") or (scales[-1]["name"] if scales else ""))
+    reference = f"{decide_at}.{spec['reference']}" if scales else spec["reference"]
+    base: dict[str, Any] = {"spec": spec, "record": record, "reference": reference, "arms": arm_table(arms),
+                            "excluded": excluded_runs(arms), "arm_objects": arms, "cells": [], "trends": []}
+    if not scales:
+        found = analyse_arms(spec, arms, record)
+        return {**base, "scale": scale(record, arms, reference), **found}
+    cells: dict[str, dict[str, Any]] = {}
+    cell_arms: dict[str, list[ArmStats]] = {}
+    decided: dict[str, Any] = {}
+    for sc in scales:
+        sub = cell_spec(spec, sc["name"])
+        sub_arms = [a for a in arms if a.name.startswith(f"{sc['name']}.")]
+        found = analyse_arms(sub, sub_arms, record)
+        cell = tr.best_ratio(sub_arms, sub["reference"])
+        cell.update(scale=sc["name"], verdicts={k: v["verdict"] for k, v in found["claims"].items()},
+                    claims=found["claims"], kaplan=found["kaplan"], loss_model=found["loss_model"])
+        cells[sc["name"]], cell_arms[sc["name"]] = cell, sub_arms
+        base["cells"].append(cell)
+        if sc["name"] == decide_at:
+            decided = found
+    base["trends"] = trends(spec, cells, cell_arms)
+    return {**base, "scale": scale(record, cell_arms[decide_at], reference), **decided}
 
 
 def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[str, Any]:
     """What this sweep's numbers are about: model size, tokens per parameter, epochs, evaluation."""
+    from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus import eval_starts, load_prepared
 
     ref = next(a for a in arms if a.name == reference)
     first = ref.runs[0].summary if ref.runs else {}
     tokens = first.get("tokens")
-    ref_run = next((r for r in record["runs"] if r["arm"] == reference), {})
+    ref_run: dict[str, Any] = next((r for r in record["runs"] if r["arm"] == reference), {})
     train = ref_run.get("config", {}).get("train") or record["spec"]["base"].get("train", {})
     out: dict[str, Any] = {"params_non_embedding": ref.params_non_embedding,
                            "params_total": (first.get("params") or {}).get("total"), "tokens_per_run": tokens,
                            "tokens_per_param": tokens / ref.params_non_embedding if tokens else None,
-                           "bits_per_byte": ref.values("final_val_bpb") and mean_ci(ref.values("final_val_bpb"))[0]}
+                           "bits_per_byte": mean_ci(ref.values("final_val_bpb"))[0] if ref.runs else None,
+                           "eval_every_tokens": (train.get("eval_every", 0) * train.get("batch_size", 0)
+                                                 * train.get("seq_len", 0)) or None}
+    kept = record.get("data_summary") or {}  # a report folder keeps the corpus sizes, not the corpus
     try:
         data = load_prepared(record.get("prepared_data", ""))
+        train_tokens, val_tokens = data.train_tokens, data.val_tokens
     except (FfnlabError, OSError, KeyError, ValueError):
-        return out
+        if not {"train_tokens", "val_tokens"} <= set(kept):
+            return out
+        train_tokens, val_tokens = int(kept["train_tokens"]), int(kept["val_tokens"])
     seq, ev = int(train.get("seq_len", 0)), int(train.get("eval_tokens", 0))
-    out.update(train_tokens=data.train_tokens, val_tokens=data.val_tokens,
-               epochs=tokens / data.train_tokens if tokens else None)
+    out.update(train_tokens=train_tokens, val_tokens=val_tokens, epochs=tokens / train_tokens if tokens else None)
     if seq and ev:
-        n = len(eval_starts(data.val_tokens, seq, ev))
-        out.update(eval_windows=n, eval_tokens=n * seq, eval_share=n * seq / data.val_tokens)
-    return out
-
-
-GOLDEN_EFFECTS = {"0.021 nats (golden: ratio 4 - ratio 2)": 0.0214}  # README, `golden` preset
-
-
-def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, Any]) -> dict[str, Any]:
-    """Every analysis of one set of arms against ``spec["reference"]`` (one model size)."""
-    reference = spec["reference"]
-    loss = family("final validation loss", {a.name: a.values("final_val_loss") for a in arms if a.runs},
-                  reference)
-    conv = convergence(arms, reference, vocab_size=record.get("vocab_size"))
-    wanted = spec.get("claims") or ["ratio_optimal", "convergence_speed", "glu_vs_plain"]
-    claims: dict[str, Any] = {}
-    if "ratio_optimal" in wanted:
-        claims["ratio_optimal"] = verdict_ratio_optimal(arms, spec, loss)
-    if "convergence_speed" in wanted:
-        claims["convergence_speed"] = verdict_convergence(conv, arms, spec)
-    for key in ("glu_vs_plain", "gated_law"):
-        found = verdict_pair(arms, spec, loss, key) if key in wanted else None
-        if found is not None:
-            claims[key] = found
-    conv_out = {k: v for k, v in conv.items() if k != "family"}
-    if conv["family"] is not None:
-        conv_out["family"] = conv["family"].as_dict()
-    return {"loss_model": loss.as_dict(), "power": power_table(loss, GOLDEN_EFFECTS), "convergence": conv_out,
-            "kaplan": kaplan_curve(arms, reference), "claims": claims}
-
-
-def best_ratio(arms: list[ArmStats], reference: str) -> dict[str, Any]:
-    """The raw ratio with the lowest loss for the reference's FFN kind: a parabola in log2(ratio)
-    fitted to every run's final loss, its minimum with a delta-method 95% interval."""
-    from ffnlab.experiments.stats import quadratic_minimum
-
-    kind = next(a.kind for a in arms if a.name == reference)
-    same = [a for a in arms if a.kind == kind]
-    xs = [math.log2(a.ratio_raw) for a in same for _ in a.runs]
-    ys = [v for a in same for v in a.values("final_val_loss")]
-    q = quadratic_minimum(xs, ys)
-    tested = sorted(a.ratio_raw for a in same)
-    ref = next(a for a in arms if a.name == reference)
-    return {"params_non_embedding": ref.params_non_embedding, "d_model": ref.d_model,
-            "tokens": ref.runs[0].summary.get("tokens") if ref.runs else None,
-            "best_ratio": 2 ** q.x_min if q.x_min == q.x_min else math.nan,
-            "lo": 2 ** q.lo if q.lo == q.lo else math.nan, "hi": 2 ** q.hi if q.hi == q.hi else math.nan,
-            "runs": q.n, "tested": [min(tested), max(tested)] if tested else [],
-            "inside_tested": bool(q.lo == q.lo and tested and min(tested) <= 2 ** q.lo and 2 ** q.hi <= max(tested))}
-
-
-def analyse(sweep_dir: str | Path) -> dict[str, Any]:
-    """The whole analysis of a finished sweep. With ``scales`` in the spec, every model size is
-    analysed on its own; the verdicts are the largest size's, and ``scale_trend`` holds each size's
-    best ratio (the form of Kaplan et al. 2020, Fig. 5, across sizes)."""
-    record, arms = load(sweep_dir)
-    spec = record["spec"]
-    scales = spec.get("scales") or []
-    reference = f"{scales[-1]['name']}.{spec['reference']}" if scales else spec["reference"]
-    out: dict[str, Any] = {"spec": spec, "record": record, "reference": reference, "arms": arm_table(arms),
-                           "scale": scale(record, arms, reference), "arm_objects": arms, "scale_trend": []}
-    if not scales:
-        return {**out, **analyse_arms(spec, arms, record)}
-    for sc in scales:
-        prefix = f"{sc['name']}."
-        sub = {**spec, "reference": prefix + spec["reference"], "scales": [],
-               "comparisons": {k: [prefix + x for x in v] for k, v in (spec.get("comparisons") or {}).items()}}
-        sub_arms = [a for a in arms if a.name.startswith(prefix)]
-        found = analyse_arms(sub, sub_arms, record)
-        trend = best_ratio(sub_arms, sub["reference"])
-        trend.update(scale=sc["name"], verdicts={k: v["verdict"] for k, v in found["claims"].items()},
-                     kaplan=found["kaplan"])
-        out["scale_trend"].append(trend)
-    out.update(found)  # the largest size decides the claims
-    out["arm_objects"] = sub_arms
+        n = len(eval_starts(val_tokens, seq, ev))
+        out.update(eval_windows=n, eval_tokens=n * seq, eval_share=n * seq / val_tokens)
     return out

@@ -1,19 +1,21 @@
-"""Statistics for experiment reports (numpy + scipy, no torch).
+"""Statistical primitives of the experiment reports (numpy + scipy, no torch).
 
-One model per sweep: each arm has its own mean and all arms share one within-arm variance
-(pooled over every arm, ``N - k`` degrees of freedom), after a homogeneity check (Levene's
-test, median-centred, and Bartlett's). On that model:
+Intervals, each a :class:`Comparison` that carries its own standard error, degrees of freedom
+and interval multiplier, so the power and seed advice of a comparison always come from the test
+that decided it (:mod:`ffnlab.experiments.power`):
 
-* :func:`dunnett_vs_reference` — every arm against the reference, simultaneous intervals with
-  family-wise 95% coverage (Dunnett 1955, ``scipy.stats.dunnett``);
-* :func:`welch_vs_reference` — Welch's t per pair (``scipy.stats.ttest_ind``), Bonferroni over the
-  same family: the sensitivity column, which does not assume equal variances;
-* :func:`tost` — two one-sided tests of equivalence within a margin (Schuirmann 1987) on the
-  pooled variance, built from scipy's t distribution;
-* :func:`mde` — the smallest difference the design detects with a given power.
+* :func:`dunnett_vs_reference` — every arm against the reference on the variance pooled over
+  all arms, simultaneous family-wise intervals (Dunnett 1955, ``scipy.stats.dunnett``);
+* :func:`welch_vs_reference` — Welch's t per arm against the reference (``scipy.stats.ttest_ind``
+  with unequal variances), Bonferroni over the family: valid whether or not variances are equal;
+* :func:`pooled_pair` / :func:`welch_pair` — one planned comparison;
+* :func:`tost` — two one-sided tests of equivalence within a margin (Schuirmann 1987);
+* :func:`ratio_of_means` — Fieller's interval for mean(a) / mean(b) with each group's own variance;
+* :func:`quadratic_minimum` — where a fitted parabola is lowest, Fieller's interval for it
+  (bounded, or unbounded when the curvature is not significant) and the lack-of-fit F test.
 
-Also: :func:`mean_ci` (Student t over seeds), :func:`bootstrap_ci` (percentile bootstrap of two
-independent groups, ``scipy.stats.bootstrap``, descriptive only) and :func:`tokens_to_target`.
+Also :func:`mean_ci` (Student t over seeds), :func:`bootstrap_ci` (descriptive) and
+:func:`tokens_to_target`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ import numpy as np
 LEVEL = 0.95
 POWER = 0.80
 NAN3 = (math.nan, math.nan, math.nan)
+
+
+def finite(x: object) -> bool:
+    """Whether ``x`` is a real number that is neither NaN nor infinite."""
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
@@ -45,19 +52,27 @@ def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float, float
 
 @dataclass(frozen=True)
 class Comparison:
-    """One arm against the reference: ``diff = mean(arm) - mean(reference)`` with an interval."""
+    """``diff = mean(arm) - mean(reference)`` with its interval and the test that made it: the
+    interval is ``diff +/- critical * se`` on ``df`` degrees of freedom (``method`` names it)."""
 
     arm: str
     diff: float
-    lo: float
-    hi: float
-    p: float = math.nan
+    lo: float = math.nan
+    hi: float = math.nan
     se: float = math.nan
+    df: float = math.nan
+    critical: float = math.nan
+    method: str = "none"
+    p: float = math.nan
+
+    @property
+    def has_interval(self) -> bool:
+        return finite(self.lo) and finite(self.hi)
 
     @property
     def decided(self) -> bool:
-        """Whether the interval excludes zero (a NaN interval never does)."""
-        return self.lo > 0 or self.hi < 0
+        """Whether the interval excludes zero (no interval never does)."""
+        return self.has_interval and (self.lo > 0 or self.hi < 0)
 
     def as_list(self) -> list[float]:
         return [self.diff, self.lo, self.hi]
@@ -65,7 +80,7 @@ class Comparison:
 
 @dataclass
 class PooledModel:
-    """Per-arm means and one within-arm variance pooled over all arms."""
+    """Per-arm means and one within-arm variance pooled over all arms (``N - k`` df)."""
 
     groups: dict[str, np.ndarray]
     means: dict[str, float] = field(init=False)
@@ -81,21 +96,19 @@ class PooledModel:
         self.df = sum(self.counts.values()) - len(self.groups)
         ss = sum(float(((v - v.mean()) ** 2).sum()) for v in self.groups.values())
         self.sigma = math.sqrt(ss / self.df) if self.df > 0 else math.nan
-        self.levene_p, self.bartlett_p = _homogeneity(list(self.groups.values()))
+        self.levene_p, self.bartlett_p = homogeneity(list(self.groups.values()))
 
-    @property
-    def homogeneous(self) -> bool:
-        """False only when Levene's test (robust to non-normal data; Bartlett's is reported beside it)
-        rejects equal variances at 5%; untestable counts as not rejected."""
-        return not self.levene_p < 0.05
+    def sd(self, arm: str) -> float:
+        """The arm's own standard deviation over seeds (NaN with one seed)."""
+        x = self.groups[arm]
+        return float(x.std(ddof=1)) if x.size > 1 else math.nan
 
     def se(self, a: str, b: str) -> float:
         """Standard error of mean(a) - mean(b) under the pooled variance."""
         return self.sigma * math.sqrt(1 / self.counts[a] + 1 / self.counts[b])
 
-    def summary(self) -> dict[str, float | int | bool]:
-        return {"sigma": self.sigma, "df": self.df, "levene_p": self.levene_p,
-                "bartlett_p": self.bartlett_p, "homogeneous": self.homogeneous}
+    def summary(self) -> dict[str, float | int]:
+        return {"sigma": self.sigma, "df": self.df, "levene_p": self.levene_p, "bartlett_p": self.bartlett_p}
 
 
 def pooled_model(groups: Mapping[str, Sequence[float]]) -> PooledModel:
@@ -103,7 +116,7 @@ def pooled_model(groups: Mapping[str, Sequence[float]]) -> PooledModel:
     return PooledModel({k: np.asarray(v, dtype=float) for k, v in groups.items()})
 
 
-def _homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
+def homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
     """(Levene p, Bartlett p) for equal variances; NaN where the test cannot run (fewer than two
     groups of two or more, no spread at all). Levene needs three values per group: with two, both
     absolute deviations from the median are equal, every group's deviations have zero spread and
@@ -119,80 +132,72 @@ def _homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
     return float(stats.levene(*usable, center="median").pvalue), bartlett
 
 
-def dunnett_vs_reference(model: PooledModel, reference: str, level: float = LEVEL,
-                         seed: int = 0) -> dict[str, Comparison]:
-    """Every other arm against ``reference``: Dunnett's simultaneous intervals (family-wise
-    ``level``) on the pooled variance. Empty when the model has no residual degrees of freedom."""
-    others = [k for k in model.groups if k != reference]
+def dunnett_vs_reference(model: PooledModel, reference: str, others: Sequence[str] | None = None,
+                         level: float = LEVEL, seed: int = 0) -> dict[str, Comparison]:
+    """``others`` (default: every other arm) against ``reference``: Dunnett's simultaneous intervals
+    on the variance pooled over all arms of ``model``. No interval without residual spread."""
+    others = [k for k in (others or model.groups) if k != reference]
+    diffs = {k: model.means[k] - model.means[reference] for k in others}
     if not others or not model.df or not model.sigma > 0:
-        return {k: Comparison(k, model.means[k] - model.means[reference], math.nan, math.nan) for k in others}
+        return {k: Comparison(k, d) for k, d in diffs.items()}
     from scipy import stats
 
     res = stats.dunnett(*(model.groups[k] for k in others), control=model.groups[reference],
                         rng=np.random.default_rng(seed))
     ci = res.confidence_interval(confidence_level=level)
-    return {k: Comparison(k, model.means[k] - model.means[reference], float(ci.low[i]), float(ci.high[i]),
-                          float(res.pvalue[i]), model.se(k, reference))
-            for i, k in enumerate(others)}
-
-
-def critical_value(comparison: Comparison) -> float:
-    """The multiplier of the standard error that gave ``comparison``'s interval (Dunnett's or t)."""
-    if not comparison.se > 0 or comparison.hi != comparison.hi:
-        return math.nan
-    return (comparison.hi - comparison.lo) / (2 * comparison.se)
-
-
-def welch_ci(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
-    """(mean(a) - mean(b), low, high): Welch's t interval (``scipy.stats.ttest_ind``,
-    unequal variances); NaN bounds with fewer than two values per group or no spread."""
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    d = float(xa.mean() - xb.mean()) if xa.size and xb.size else math.nan
-    if xa.size < 2 or xb.size < 2 or float(xa.var()) + float(xb.var()) == 0:
-        return d, math.nan, math.nan
-    from scipy import stats
-
-    ci = stats.ttest_ind(xa, xb, equal_var=False).confidence_interval(confidence_level=level)
-    return d, float(ci.low), float(ci.high)
-
-
-def welch_vs_reference(model: PooledModel, reference: str, level: float = LEVEL) -> dict[str, Comparison]:
-    """Welch's interval per arm against ``reference``, Bonferroni over the family (sensitivity)."""
-    others = [k for k in model.groups if k != reference]
-    lvl = 1 - (1 - level) / max(1, len(others))
     out = {}
-    for k in others:
-        d, lo, hi = welch_ci(model.groups[k], model.groups[reference], lvl)
-        out[k] = Comparison(k, d, lo, hi)
+    for i, k in enumerate(others):
+        se = model.se(k, reference)
+        lo, hi = float(ci.low[i]), float(ci.high[i])
+        out[k] = Comparison(k, diffs[k], lo, hi, se, float(model.df), (hi - lo) / (2 * se),
+                            f"Dunnett, pooled sigma on {model.df} df", float(res.pvalue[i]))
     return out
 
 
-def pair_se_df(model: PooledModel, a: str, b: str) -> tuple[float, float]:
-    """Standard error and degrees of freedom of mean(a) - mean(b): the pooled variance's when the
-    variances are homogeneous, else Welch's (the Welch-Satterthwaite df of ``scipy.stats.ttest_ind``
-    with unequal variances), so a pair is never judged on a variance its own arms do not share."""
-    if model.homogeneous:
-        return model.se(a, b), float(model.df)
-    xa, xb = model.groups[a], model.groups[b]
+def welch_pair(a: Sequence[float], b: Sequence[float], level: float = LEVEL, name: str = "") -> Comparison:
+    """mean(a) - mean(b) with Welch's t interval (``scipy.stats.ttest_ind``, unequal variances);
+    no interval with fewer than two values per group or no spread."""
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    d = float(xa.mean() - xb.mean()) if xa.size and xb.size else math.nan
     if xa.size < 2 or xb.size < 2 or float(xa.var()) + float(xb.var()) == 0:
-        return math.nan, math.nan
+        return Comparison(name, d)
     from scipy import stats
 
+    res = stats.ttest_ind(xa, xb, equal_var=False)
+    ci = res.confidence_interval(confidence_level=level)
     se = math.sqrt(float(xa.var(ddof=1)) / xa.size + float(xb.var(ddof=1)) / xb.size)
-    return se, float(stats.ttest_ind(xa, xb, equal_var=False).df)
+    lo, hi = float(ci.low), float(ci.high)
+    return Comparison(name, d, lo, hi, se, float(res.df), (hi - lo) / (2 * se),
+                      f"Welch t on {float(res.df):.1f} df", float(res.pvalue))
 
 
-def pair_interval(model: PooledModel, a: str, b: str, level: float = LEVEL) -> tuple[Comparison, float]:
-    """One planned comparison, mean(a) - mean(b), as a :class:`Comparison` (t interval on
-    :func:`pair_se_df`'s standard error; NaN bounds when there is no spread) and its df."""
+def welch_vs_reference(groups: Mapping[str, Sequence[float]], reference: str, others: Sequence[str] | None = None,
+                       level: float = LEVEL) -> dict[str, Comparison]:
+    """Welch's interval per arm against ``reference``, Bonferroni over the family, so the
+    family-wise coverage holds whatever the variances."""
+    others = [k for k in (others or groups) if k != reference]
+    lvl = 1 - (1 - level) / max(1, len(others))
+    out = {}
+    for k in others:
+        c = welch_pair(groups[k], groups[reference], lvl, k)
+        out[k] = c if not c.has_interval or len(others) == 1 else Comparison(
+            c.arm, c.diff, c.lo, c.hi, c.se, c.df, c.critical,
+            f"Welch t on {c.df:.1f} df, Bonferroni over {len(others)}", c.p)
+    return out
+
+
+def pooled_pair(model: PooledModel, a: str, b: str, level: float = LEVEL) -> Comparison:
+    """One planned comparison mean(a) - mean(b): a t interval on the pooled variance."""
     diff = model.means[a] - model.means[b]
-    se, df = pair_se_df(model, a, b)
-    if not (se > 0 and df > 0):
-        return Comparison(a, diff, math.nan, math.nan, se=se), df
+    if not (model.sigma > 0 and model.df > 0):
+        return Comparison(a, diff)
     from scipy import stats
 
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * se
-    return Comparison(a, diff, diff - half, diff + half, se=se), df
+    se = model.se(a, b)
+    crit = float(stats.t.ppf(0.5 + level / 2, model.df))
+    p = float(2 * stats.t.sf(abs(diff) / se, model.df))
+    return Comparison(a, diff, diff - crit * se, diff + crit * se, se, float(model.df), crit,
+                      f"pooled t on {model.df} df", p)
 
 
 @dataclass(frozen=True)
@@ -210,7 +215,7 @@ class Equivalence:
 def tost(diff: float, se: float, df: float, margin: float, alpha: float = 0.05) -> Equivalence:
     """Two one-sided t tests of |true difference| < ``margin`` (Schuirmann 1987): p is the larger
     of the two one-sided p-values; equivalent iff p < alpha."""
-    if not (se > 0 and df > 0):
+    if not (se > 0 and df > 0 and margin > 0):
         return Equivalence(diff, math.nan, math.nan, margin, math.nan, False)
     from scipy import stats
 
@@ -219,67 +224,119 @@ def tost(diff: float, se: float, df: float, margin: float, alpha: float = 0.05) 
     return Equivalence(diff, diff - half, diff + half, margin, p, p < alpha)
 
 
-def mde(se: float, df: float, critical: float, power: float = POWER) -> float:
-    """Minimum detectable difference: the true difference a two-sided test with ``critical``
-    (Dunnett's or t multiplier) detects with probability ``power`` on ``df`` degrees of freedom,
-    ``(critical + t_power) * se`` (the usual normal-shift approximation, t quantile for power)."""
-    if not (se > 0 and df > 0 and critical == critical):
-        return math.nan
+def fieller(num: float, den: float, v_num: float, v_den: float, cov: float, t: float) -> tuple[float, float, str]:
+    """Fieller's set for ``rho = num / den``: every rho with (num - rho den)^2 <= t^2 Var(num - rho den),
+    ``Var = v_num - 2 rho cov + rho^2 v_den``. Returns (lo, hi, shape): shape "bounded" (lo <= rho <= hi),
+    "exclusive" (rho <= lo or rho >= hi: the denominator is not significantly nonzero) or "all"."""
+    a = den * den - t * t * v_den
+    b = -2 * (num * den - t * t * cov)
+    c = num * num - t * t * v_num
+    disc = b * b - 4 * a * c
+    if a > 0 and disc >= 0:
+        r = math.sqrt(disc)
+        return (-b - r) / (2 * a), (-b + r) / (2 * a), "bounded"
+    if a < 0 and disc > 0:
+        r = math.sqrt(disc)
+        lo, hi = sorted(((-b - r) / (2 * a), (-b + r) / (2 * a)))
+        return lo, hi, "exclusive"
+    return -math.inf, math.inf, "all"
+
+
+def _satterthwaite(v: Sequence[float], n: Sequence[int]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent variance terms ``v`` whose
+    groups have ``n`` values."""
+    num = sum(v) ** 2
+    den = sum(x * x / (k - 1) for x, k in zip(v, n, strict=True))
+    return num / den if den > 0 else math.inf
+
+
+def ratio_of_means(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+    """(mean(a) / mean(b), low, high): Fieller's interval for a ratio of two independent means,
+    each group with its own variance, t on the Welch-Satterthwaite df. NaN bounds with fewer than
+    two values per group or when the set is not a bounded interval."""
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if xa.size == 0 or xb.size == 0:
+        return NAN3
+    ma, mb = float(xa.mean()), float(xb.mean())
+    point = ma / mb if mb else math.nan
+    if xa.size < 2 or xb.size < 2:
+        return point, math.nan, math.nan
+    va, vb = float(xa.var(ddof=1)) / xa.size, float(xb.var(ddof=1)) / xb.size
+    if va + vb == 0:
+        return point, point, point
     from scipy import stats
 
-    return (critical + float(stats.t.ppf(power, df))) * se
-
-
-def comparison_mde(comparison: Comparison, df: float, power: float = POWER) -> float:
-    """:func:`mde` of one comparison: its own standard error and the multiplier of its interval."""
-    return mde(comparison.se, df, critical_value(comparison), power)
-
-
-def power_at(effect: float, se: float, df: float, critical: float) -> float:
-    """Probability that the two-sided test with ``critical`` detects a true ``effect`` (noncentral
-    t, one tail; the other tail is negligible for effects of interest)."""
-    if not (se > 0 and df > 0 and critical == critical):
-        return math.nan
-    from scipy import stats
-
-    nc = abs(effect) / se
-    return float(stats.nct.sf(critical, df, nc) + stats.nct.cdf(-critical, df, nc))
+    # df of Var(a - rho b) at the point estimate
+    df = _satterthwaite([va, point * point * vb], [xa.size, xb.size])
+    t = float(stats.t.ppf(0.5 + level / 2, df))
+    lo, hi, shape = fieller(ma, mb, va, vb, 0.0, t)
+    return (point, lo, hi) if shape == "bounded" else (point, math.nan, math.nan)
 
 
 @dataclass(frozen=True)
 class QuadraticMinimum:
-    """Where ``y = a + b x + c x^2`` (least squares) is lowest: ``x_min`` with a delta-method t
-    interval; ``x_min`` is NaN when the fit has no minimum (c <= 0)."""
+    """Where ``y = a + b x + c x^2`` (least squares) is lowest. ``x_min`` is NaN when the fit
+    curves down (c <= 0). The interval is Fieller's: ``shape`` "bounded" [lo, hi], "exclusive"
+    (x <= lo or x >= hi) or "all" (unbounded: the curvature is not significant), or "none" (the
+    fit curves down significantly: no minimum).
+    ``lack_of_fit_p``: the F test of the parabola against the means of the distinct x (NaN when
+    there are only three distinct x or no replicates)."""
 
     x_min: float
     lo: float
     hi: float
-    curvature: float
+    shape: str
     n: int
+    lack_of_fit_p: float
+    lack_of_fit_df: tuple[int, int]
+
+    @property
+    def bounded(self) -> bool:
+        return self.shape == "bounded"
+
+
+NO_MINIMUM = QuadraticMinimum(math.nan, math.nan, math.nan, "all", 0, math.nan, (0, 0))
+
+
+def lack_of_fit(x: np.ndarray, y: np.ndarray, resid: np.ndarray, n_coef: int) -> tuple[float, tuple[int, int]]:
+    """F test of a fitted curve against the cell means of the distinct ``x`` (pure error from
+    the replicates): p and (lack-of-fit df, pure-error df); NaN p when either df is 0."""
+    levels = np.unique(x)
+    pure = sum(float(((y[x == v] - y[x == v].mean()) ** 2).sum()) for v in levels)
+    df_lof, df_pe = levels.size - n_coef, x.size - levels.size
+    if df_lof <= 0 or df_pe <= 0 or pure <= 0:
+        return math.nan, (max(df_lof, 0), max(df_pe, 0))
+    from scipy import stats
+
+    lof = float(resid @ resid) - pure
+    f = (lof / df_lof) / (pure / df_pe)
+    return float(stats.f.sf(f, df_lof, df_pe)), (df_lof, df_pe)
 
 
 def quadratic_minimum(xs: Sequence[float], ys: Sequence[float], level: float = LEVEL) -> QuadraticMinimum:
-    """Fit a parabola to (x, y) points (e.g. loss against log2 ratio, one point per run) and locate
-    its minimum with a ``level`` interval from the delta method on (b, c), t on n - 3 df."""
+    """Fit a parabola to (x, y) points (loss against log2 ratio, one point per run) and locate its
+    minimum ``-b / 2c`` with Fieller's ``level`` set on (b, c), t on n - 3 df. A fit that curves
+    down significantly has no minimum (shape "none")."""
     x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     n = x.size
     if n < 4 or np.unique(x).size < 3:
-        return QuadraticMinimum(math.nan, math.nan, math.nan, math.nan, n)
+        return QuadraticMinimum(math.nan, math.nan, math.nan, "all", n, math.nan, (0, 0))
     design = np.column_stack([np.ones(n), x, x * x])
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
     s2 = float(resid @ resid) / (n - 3)
     cov = s2 * np.linalg.inv(design.T @ design)
-    _, b, c = (float(v) for v in coef)
-    if c <= 0:
-        return QuadraticMinimum(math.nan, math.nan, math.nan, c, n)
-    x_min = -b / (2 * c)
-    grad = np.array([0.0, -1 / (2 * c), b / (2 * c * c)])
-    sd = math.sqrt(max(float(grad @ cov @ grad), 0.0))
+    b, c = float(coef[1]), float(coef[2])
+    lof_p, lof_df = lack_of_fit(x, y, resid, 3)
     from scipy import stats
 
-    half = float(stats.t.ppf(0.5 + level / 2, n - 3)) * sd
-    return QuadraticMinimum(x_min, x_min - half, x_min + half, c, n)
+    t = float(stats.t.ppf(0.5 + level / 2, n - 3))
+    # x_min = -b / (2c): Fieller on num = -b, den = 2c
+    lo, hi, shape = fieller(-b, 2 * c, float(cov[1, 1]), 4 * float(cov[2, 2]), -2 * float(cov[1, 2]), t)
+    if c <= 0:  # the fit curves down: no minimum; a bounded set would be around its maximum
+        return QuadraticMinimum(math.nan, math.nan, math.nan, "none" if shape == "bounded" else shape, n,
+                                lof_p, lof_df)
+    return QuadraticMinimum(-b / (2 * c), lo, hi, shape, n, lof_p, lof_df)
 
 
 def bootstrap_ci(a: Sequence[float], b: Sequence[float], *, ratio: bool = False, n_boot: int = 9999,
@@ -296,7 +353,7 @@ def bootstrap_ci(a: Sequence[float], b: Sequence[float], *, ratio: bool = False,
         return mx / my if ratio else mx - my
 
     point = float(stat(xa, xb))
-    if xa.size < 2 and xb.size < 2:
+    if xa.size < 2 or xb.size < 2:
         return point, math.nan, math.nan
     from scipy import stats
 
@@ -305,22 +362,60 @@ def bootstrap_ci(a: Sequence[float], b: Sequence[float], *, ratio: bool = False,
     return point, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+@dataclass(frozen=True)
+class Crossing:
+    """Where a falling curve first reaches a target: ``tokens`` interpolated linearly between the
+    evaluation before (the last above the target) and the one at or below it, and bounds
+    ``lower <= true crossing <= upper``. Where the curve is convex around the crossing (the slopes
+    of its four neighbouring evaluations increase), the chord lies above it, so the crossing is at
+    or before the interpolated point, and at or after where the neighbouring chords, extended,
+    reach the target; elsewhere the bounds are the two evaluations. ``upper`` is infinite when the
+    curve never reaches the target (censored at ``lower``, its last evaluation)."""
+
+    tokens: float
+    lower: float
+    upper: float
+
+    @property
+    def censored(self) -> bool:
+        return math.isinf(self.upper)
+
+
+def _line_crossing(t0: float, l0: float, t1: float, l1: float, target: float) -> float:
+    """Where the line through (t0, l0) and (t1, l1) reaches ``target`` (inf if it never falls)."""
+    return t0 + (l0 - target) * (t1 - t0) / (l0 - l1) if l0 > l1 else math.inf
+
+
+def crossing(tokens: Sequence[float], losses: Sequence[float], target: float,
+             start: tuple[float, float]) -> Crossing:
+    """First crossing of ``target`` by the curve (tokens, losses) that starts at ``start``
+    (e.g. (0, ln V), the loss of a model at chance)."""
+    ts, ls = [float(start[0]), *map(float, tokens)], [float(start[1]), *map(float, losses)]
+    for i in range(1, len(ts)):
+        if ls[i] > target:
+            continue
+        t0, t1, l0, l1 = ts[i - 1], ts[i], ls[i - 1], ls[i]
+        t = t1 if l0 == l1 else min(max(t0 + (l0 - target) * (t1 - t0) / (l0 - l1), t0), t1)
+        lo, hi = t0, t1
+        if 2 <= i <= len(ts) - 2:  # an evaluation on each side of the bracket
+            slopes = [(ls[j + 1] - ls[j]) / (ts[j + 1] - ts[j]) for j in (i - 2, i - 1, i)]
+            tol = 1e-9 * max(abs(x) for x in slopes)  # a straight line is convex, whatever the rounding
+            if slopes[0] <= slopes[1] + tol and slopes[1] <= slopes[2] + tol:  # convex: the chord is above
+                prev = _line_crossing(ts[i - 2], ls[i - 2], t0, l0, target)
+                nxt = _line_crossing(t1, l1, ts[i + 1], ls[i + 1], target) if l1 > ls[i + 1] else t0
+                lo, hi = min(max(prev, nxt, t0), t), t
+        return Crossing(t, lo, hi)
+    return Crossing(ts[-1], ts[-1], math.inf)
+
+
 def tokens_to_target(tokens: Sequence[float], losses: Sequence[float], target: float,
                      start: tuple[float, float] | None = None) -> float | None:
-    """First point where the curve reaches ``target`` (loss <= target), linearly interpolated
-    between the evaluation before and the one at the crossing; None if it never does.
-
-    ``start`` is the curve's origin, e.g. (0, ln V) for a model that starts at chance; without it a
-    curve already below the target at its first evaluation is censored and gives None.
-    """
-    if start is not None:
-        tokens, losses = [start[0], *tokens], [start[1], *losses]
-    for i, (t, loss) in enumerate(zip(tokens, losses, strict=True)):
-        if loss <= target:
-            if i == 0:
-                return None if start is None else float(t)
-            t0, l0 = tokens[i - 1], losses[i - 1]
-            if l0 == loss:
-                return float(t)
-            return float(t0 + (l0 - target) * (t - t0) / (l0 - loss))
-    return None
+    """The interpolated tokens of :func:`crossing`; None if the curve never reaches ``target``
+    (and, without ``start``, if it is already below it at its first evaluation: censored)."""
+    if start is None:
+        if not losses or losses[0] <= target:
+            return None
+        start = (float(tokens[0]), float(losses[0]))
+        tokens, losses = tokens[1:], losses[1:]
+    c = crossing(tokens, losses, target, start)
+    return None if c.censored else c.tokens

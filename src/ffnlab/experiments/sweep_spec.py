@@ -47,6 +47,7 @@ PAIRED = ("glu_vs_plain", "gated_law")
 DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
 MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
+TREND_AXES = ("params", "tokens_per_param")
 
 
 @dataclass
@@ -76,6 +77,13 @@ class SweepSpec:
     # repeats every arm at that size (and token budget), as arm "SCALE.ARM" against that size's own
     # reference "SCALE.REFERENCE".
     scales: list[dict[str, Any]] = field(default_factory=list)  # checked in spec_from_dict
+    # The convergence target, fixed before the runs (None: the reference's mean validation loss at
+    # the evaluation nearest half its training tokens, see analysis.target_loss).
+    target_loss: Annotated[float, above(0, 1e6)] | None = None
+    # With scales: the cell whose verdicts head the report (default: the last), and the trends of
+    # the best ratio fixed before the runs: each {name, axis: params | tokens_per_param, scales: [...]}.
+    decide_at: str = ""
+    trends: list[dict[str, Any]] = field(default_factory=list)  # checked in spec_from_dict
 
 
 @dataclass
@@ -136,6 +144,14 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     require(len({x["name"] for x in scales}) == len(scales), "sweep spec: scale names must be unique")
     spec.scales = [{"name": str(x["name"]), "model": dict(x["model"]), "train": dict(x.get("train", {}))}
                    for x in scales]
+    cells = [x["name"] for x in spec.scales]
+    require(not spec.decide_at or spec.decide_at in cells,
+            f"sweep spec: decide_at must name one of the scales ({', '.join(cells) or 'none'}), got {show(spec.decide_at)}")
+    require(all(isinstance(t, dict) and set(t) == {"name", "axis", "scales"} and t["axis"] in TREND_AXES
+                and isinstance(t["scales"], list) and len(t["scales"]) >= 2 and set(t["scales"]) <= set(cells)
+                for t in spec.trends),
+            f"sweep spec: trends must be a list of {{name, axis: {' | '.join(TREND_AXES)}, scales: [two or more "
+            f"of {', '.join(cells) or 'the scales'}]}}")
     for arm in spec.arms:  # an arm that cannot train is named now, not as a failed width search
         try:
             arm_config(spec, arm, spec.seeds[0])

@@ -278,7 +278,10 @@ def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Res
     found = (evidence or {}).get(a["experiment"])
     if found:
         return found["verdict"], found["evidence"], {"from_report": True, **found.get("numbers", {})}
-    return ("needs-experiment", f"Needs a measurement; run: {a['command']}", {"command": a["command"]})
+    where = (f"not measured by this run; the measured verdict is kept in the repository's {a['kept']} "
+             f"(ffnlab claims --evidence {a['kept']}); to measure it: {a['command']}") if a.get("kept") else \
+        f"Needs a measurement; run: {a['command']}"
+    return ("needs-experiment", where, {"command": a["command"], "kept": a.get("kept")})
 
 
 CHECKS: dict[str, Callable[[dict[str, Any]], Result]] = {

@@ -1,0 +1,186 @@
+"""The capacity sweep's analysis: every run measured (Allen-Zhu & Li 2024's lower bound on stored
+bits, :func:`ffnlab.training.capacity.measure_run`), bits per non-embedding parameter per arm, and
+the two capacity claims decided at each budget by the one verdict engine
+(:mod:`ffnlab.experiments.verdicts`), as the loss sweeps are: more bits is better, the margin is
+:data:`EQUIVALENCE` of the reference arm's bits per parameter.
+
+* capacity-peaks-at-ratio-4: the plain ratio-4 arm against every other plain arm
+  (:func:`~ffnlab.experiments.verdicts.reference_best`, higher is better);
+* gated-stores-as-much: the pair fixed in advance, the gated arm at parameter-matched ratio 4
+  minus the plain ratio-4 arm, equal parameters as Shazeer (2020) compared them
+  (:func:`~ffnlab.experiments.verdicts.as_much`).
+
+A claim is false if it is false at either budget; otherwise the budgets' verdicts combine in the
+order needs-experiment, inconclusive, misleading, true.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.experiments import verdicts as vd
+from ffnlab.experiments.stats import mean_ci
+from ffnlab.sizing.kinds import get_kind
+from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run
+
+EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
+UNIT = "bits/param"
+
+
+@dataclass
+class ArmCapacity:
+    budget: str
+    arm: str
+    kind: str
+    gated: bool
+    d_model: int
+    d_ff: int
+    ratio_raw: float
+    ratio_param_matched: float
+    params_non_embedding: int
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def values(self, key: str) -> list[float]:
+        return [float(r[key]) for r in self.runs]
+
+    @property
+    def mean(self) -> float:
+        v = self.values("bits_per_param")
+        return sum(v) / len(v) if v else math.nan
+
+
+def sweep_folders(root: Path) -> list[Path]:
+    """The sweep folders under ``root`` (itself, or its budget sub-folders)."""
+    if (root / "sweep.json").is_file():
+        return [root]
+    found = sorted(p for p in root.iterdir() if (p / "sweep.json").is_file()) if root.is_dir() else []
+    require(bool(found), f"{root} is neither a sweep folder nor a folder of capacity sweeps (no sweep.json)")
+    return found
+
+
+def _cached(run: Path, remeasure: bool) -> dict[str, Any] | None:
+    """A run's ``capacity.json`` if it is newer than the run's summary and readable."""
+    cached = run / "capacity.json"
+    if remeasure or not cached.is_file() or cached.stat().st_mtime < (run / "summary.json").stat().st_mtime:
+        return None
+    try:
+        data = json.loads(cached.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # a torn cache (a kill while it was written by an older ffnlab) is measured again
+    return data if isinstance(data, dict) and "bits_per_param" in data else None
+
+
+def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]:
+    """Every run of one sweep folder measured (``capacity.json`` per run is reused)."""
+    try:
+        record = json.loads((folder / "sweep.json").read_text())
+        runs = record["runs"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise FfnlabError(f"{folder}/sweep.json is not a sweep record ({type(e).__name__}: {e})") from None
+    arms: dict[str, ArmCapacity] = {}
+    missing = []
+    for r in runs:
+        run = folder / "runs" / r["run"]
+        if not (run / "summary.json").is_file():
+            missing.append(r["run"])
+            continue
+        result = _cached(run, remeasure) or measure_run(run)  # measure_run caches RUN/capacity.json
+        kind = get_kind(r["config"]["model"]["ffn"]["kind"])
+        arm = arms.setdefault(r["arm"], ArmCapacity(
+            budget=folder.name, arm=r["arm"], kind=kind.name, gated=kind.gated, d_model=r["d_model"],
+            d_ff=r["d_ff"], ratio_raw=r["d_ff"] / r["d_model"],
+            ratio_param_matched=r["d_ff"] / r["d_model"] * (1.5 if kind.gated else 1),
+            params_non_embedding=r["params_non_embedding"]))
+        arm.runs.append({"run": r["run"], "seed": r["seed"], "bits": result["trained"]["bits"],
+                         "bits_per_param": result["bits_per_param"],
+                         "bits_per_param_total": result["bits_per_param_total"],
+                         "fraction": result["trained"]["fraction"], "heldout_bits": result["heldout"]["bits"],
+                         "entropy_bits": result["trained"]["entropy_bits"], "exposures": result["exposures"]})
+    require(not missing, f"{len(missing)} run(s) of {folder} have not finished ({', '.join(missing[:4])}); "
+                         "finish the sweep first (rerun 'ffnlab capacity run' with the same --out)")
+    return list(arms.values())
+
+
+def arm_rows(arms: list[ArmCapacity]) -> list[dict[str, Any]]:
+    rows = []
+    for a in arms:
+        bpp = mean_ci(a.values("bits_per_param"))
+        rows.append({
+            "budget": a.budget, "arm": a.arm, "kind": a.kind, "gated": a.gated, "d_model": a.d_model,
+            "d_ff": a.d_ff, "ratio_raw": a.ratio_raw, "ratio_param_matched": a.ratio_param_matched,
+            "params_non_embedding": a.params_non_embedding, "n_seeds": len(a.runs),
+            "bits_per_param": bpp[0], "bits_per_param_lo": bpp[1], "bits_per_param_hi": bpp[2],
+            "bits": mean_ci(a.values("bits"))[0], "entropy_bits": a.runs[0]["entropy_bits"] if a.runs else math.nan,
+            "fraction": mean_ci(a.values("fraction"))[0], "heldout_bits": mean_ci(a.values("heldout_bits"))[0],
+            "bits_per_param_total": mean_ci(a.values("bits_per_param_total"))[0],
+            "exposures": mean_ci(a.values("exposures"))[0],
+            "seeds": {str(r["seed"]): r["bits_per_param"] for r in a.runs},
+        })
+    return rows
+
+
+COMBINE = ("false", "needs-experiment", "inconclusive", "misleading", "true")
+
+
+def combine(per_budget: dict[str, dict[str, Any]]) -> str:
+    verdicts = [v["verdict"] for v in per_budget.values()]
+    return next((v for v in COMBINE if v in verdicts), "needs-experiment")
+
+
+def _groups(arms: list[ArmCapacity]) -> dict[str, list[float]]:
+    return {a.arm: a.values("bits_per_param") for a in arms}
+
+
+def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
+    """"Capacity per parameter peaks at ratio 4" at each budget (module docstring)."""
+    per: dict[str, dict[str, Any]] = {}
+    for budget, arms in by_budget.items():
+        plain = [a for a in arms if not a.gated]
+        ref = next((a for a in plain if abs(a.ratio_raw - 4) < 1e-9), None)
+        others = [a.arm for a in plain if a is not ref]
+        if ref is None or not others:
+            per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain ratio-4 arm to compare"}
+            continue
+        fam = vd.decide_family("bits per parameter", _groups(arms), ref.arm, others, EQUIVALENCE * ref.mean)
+        verdict, k = vd.reference_best(fam.decisions, higher_is_better=True)
+        d = fam.decisions[k]
+        per[budget] = {"verdict": verdict, "evidence": f"{budget}: {vd.describe(d, UNIT)} ({fam.choice.why})",
+                       "interval": d.interval, "mde80": d.mde80, "method": d.comparison.method,
+                       "model": fam.choice.why, "family": fam.as_dict()}
+    return {"verdict": combine(per), "evidence": "; ".join(v["evidence"] for v in per.values()),
+            "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
+
+
+def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
+    """"Gated FFNs store as much per parameter as plain ones" at each budget (module docstring)."""
+    per: dict[str, dict[str, Any]] = {}
+    for budget, arms in by_budget.items():
+        g = next((a for a in arms if a.gated and abs(a.ratio_param_matched - 4) < 0.05), None)
+        p = next((a for a in arms if not a.gated and abs(a.ratio_raw - 4) < 1e-9), None)
+        if g is None or p is None:
+            per[budget] = {"verdict": "needs-experiment",
+                           "evidence": f"{budget}: needs a gated arm at parameter-matched ratio 4 and a plain "
+                                       "ratio-4 arm"}
+            continue
+        d, choice = vd.decide_pair("bits per parameter", _groups(arms), g.arm, p.arm, EQUIVALENCE * p.mean)
+        per[budget] = {"verdict": vd.as_much(d), "evidence": f"{budget}: {vd.describe(d, UNIT)} ({choice.why})",
+                       "interval": d.interval, "mde80": d.mde80, "method": d.comparison.method,
+                       "model": choice.why, "decision": d.as_dict()}
+    return {"verdict": combine(per), "evidence": "; ".join(v["evidence"] for v in per.values()),
+            "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
+
+
+def analyse(root: str | Path, *, remeasure: bool = False) -> dict[str, Any]:
+    folders = sweep_folders(Path(root))
+    by_budget = {f.name: measure_sweep(f, remeasure=remeasure) for f in folders}
+    arms = [a for v in by_budget.values() for a in v]
+    first = json.loads((folders[0] / "sweep.json").read_text())
+    return {"root": str(root), "corpus": first["spec"]["base"]["data"]["corpus"],
+            "seeds": first["spec"]["seeds"], "arms": arm_rows(arms),
+            "claims": {"capacity_peak": verdict_peak(by_budget), "capacity_gated": verdict_gated(by_budget)},
+            "reference_bits_per_param": REFERENCE_BITS_PER_PARAM}

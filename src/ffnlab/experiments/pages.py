@@ -1,0 +1,85 @@
+"""Every page ffnlab writes, written one way: a report model (plain data) rendered by autoescaped
+Jinja2 templates (``templates/*.j2``: HTML, and Markdown through :func:`md_cell`), each file written
+atomically into the report folder (:func:`ffnlab.files.write_atomic`).
+
+A report model is a mapping: ``title``, ``description``, ``warnings``, ``cards`` (verdicts),
+``scale`` ((label, value) pairs), ``sections`` (each ``{id, title, text: [paragraphs], tables:
+[Table], figures: [name]}``) and ``provenance`` ((label, value) pairs). Sweep, capacity and verify
+reports share ``report.html.j2`` / ``report.md.j2``; the probe page has its own template on the
+same base.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from pathlib import Path
+from typing import Any
+
+from ffnlab.files import write_atomic
+
+Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column], "caption": str}
+
+
+def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = None, caption: str = "") -> Table:
+    """A table for the templates: every cell a string."""
+    return {"headers": headers, "rows": [[str(c) for c in r] for r in rows],
+            "right": right or [False] * len(headers), "caption": caption}
+
+
+def section(id_: str, title: str, text: list[str] | None = None, tables: list[Table] | None = None,
+            figures: list[str] | None = None) -> dict[str, Any]:
+    return {"id": id_, "title": title, "text": text or [], "tables": tables or [], "figures": figures or []}
+
+
+def md_cell(text: Any) -> str:
+    """A string as one Markdown table cell or line: pipes and backslashes escaped, no line
+    breaks, no raw HTML, no control characters."""
+    s = "".join(ch if ch.isprintable() else " " for ch in str(text))
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+
+
+def environment():  # noqa: ANN202 - jinja2.Environment
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments", "templates"),
+                             autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters["md"] = md_cell
+    return env
+
+
+def render(template: str, model: dict[str, Any], images: dict[str, bytes], titles: dict[str, str]) -> str:
+    """One template (e.g. ``report.html.j2``) rendered with the model and its figures (the HTML
+    embeds them; the Markdown links to ``plots/NAME``)."""
+    figs = {n: {"name": n, "title": titles.get(n, n), "data": base64.b64encode(b).decode()} for n, b in images.items()}
+    return environment().get_template(template).render(r=model, figures=figs)
+
+
+def write_page(out: Path, model: dict[str, Any], images: dict[str, bytes], titles: dict[str, str],
+               templates: tuple[str, ...] = ("report.html.j2", "report.md.j2")) -> dict[str, Path]:
+    """``out/index.html`` and ``out/report.md`` (one per template) and ``out/plots/*.png``."""
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    for name, data in images.items():
+        write_atomic(out / "plots" / name, data)
+    paths = {}
+    for tpl in templates:
+        name = "index.html" if tpl.endswith(".html.j2") else tpl.removesuffix(".j2")
+        path = out / name
+        write_atomic(path, render(tpl, model, images, titles))
+        paths["html" if name.endswith(".html") else "markdown"] = path
+    return paths
+
+
+def json_safe(x: Any) -> Any:
+    """NaN -> None and infinities -> "inf"/"-inf", recursively (strict JSON has neither)."""
+    if isinstance(x, float):
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x

@@ -1,0 +1,270 @@
+"""The report model of a sweep (:mod:`ffnlab.experiments.pages` renders it): verdict cards, each
+stating its deciding interval once; the tables of every comparison (deciding interval marked as
+such, the others labelled sensitivity); convergence, the Kaplan form, the seed's table filled,
+the arms; for scale sweeps every cell's comparisons and the trends."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ffnlab.experiments.analysis import CLAIMED_SPEEDUP
+from ffnlab.experiments.fmt import bounds, interval, num
+from ffnlab.experiments.pages import section, table
+from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
+from ffnlab.experiments.trend import SLOPE_MARGIN
+
+CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
+            "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4",
+            "trend_params": "best-ratio-any-size", "trend_tokens_per_param": "best-ratio-any-length"}
+OUTCOME_WORDS = {"lower": "lower", "higher": "higher", "equivalent": "equivalent within the margin",
+                 "negligible": "real but within the margin", "inconclusive": "inconclusive",
+                 "no-interval": "no interval"}
+
+
+def claim_texts() -> dict[str, str]:
+    from ffnlab.sizing.claims import load_claims
+
+    return {c["id"]: c["claim"] for c in load_claims()}
+
+
+def card(key: str, v: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
+    cid = CLAIM_OF.get(key, key)
+    point, lo, hi = (v.get("interval") or [math.nan] * 3)
+    ratio = key == "convergence_speed"
+    mde = v.get("mde80", math.nan)
+    if isinstance(mde, (int, float)) and math.isfinite(mde):
+        power = (f"detects a {math.exp(mde) - 1:.1%} change in tokens with 80% power" if ratio
+                 else f"detects {mde:.4f} {v.get('unit', '').split(' ')[0]} with 80% power")
+    else:
+        power = "no power figure (no interval)"
+    return {"id": cid, "analysis": key, "claim": texts.get(cid, ""), "verdict": v["verdict"],
+            "interval": interval(point, lo, hi, 3 if ratio else 4, signed=not ratio), "unit": v.get("unit", ""),
+            "comparison": v.get("comparison", ""), "method": v.get("method", ""), "model": v.get("model", ""),
+            "power": power, "evidence": v.get("finding") or v["evidence"]}
+
+
+def trend_card(t: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
+    cid = CLAIM_OF[f"trend_{t['axis']}"]
+    return {"id": cid, "analysis": f"trend_{t['axis']}", "claim": texts.get(cid, ""), "verdict": t["verdict"],
+            "interval": interval(t["slope"], t["lo"], t["hi"], 3),
+            "unit": "log2(best ratio) per doubling", "comparison": f"cells {', '.join(t['scales'])}",
+            "method": "least-squares slope; parametric bootstrap over runs", "model": "",
+            "power": f"margin +/-{SLOPE_MARGIN} per doubling", "evidence": t["evidence"]}
+
+
+def scale_rows(sc: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [("non-embedding parameters (reference)", f"{sc['params_non_embedding']:,}")]
+    if sc.get("tokens_per_run"):
+        rows.append(("training tokens per run", f"{sc['tokens_per_run']:,}"))
+        rows.append(("tokens per non-embedding parameter", num(sc.get("tokens_per_param"), ".2f")))
+    if sc.get("epochs") is not None:
+        rows.append(("epochs of the training split", num(sc["epochs"], ".3f")))
+    rows.append(("bits per byte (reference)", num(sc.get("bits_per_byte"), ".3f")))
+    if sc.get("eval_every_tokens"):
+        rows.append(("tokens between evaluations", f"{sc['eval_every_tokens']:,}"))
+    if sc.get("eval_windows"):
+        rows.append(("validation windows (spread over the split, fixed seed)",
+                     f"{sc['eval_windows']:,} = {sc['eval_tokens']:,} tokens, "
+                     f"{sc['eval_share']:.1%} of {sc['val_tokens']:,}"))
+    return rows
+
+
+def comparison_rows(decisions: list[dict[str, Any]], unit_digits: int = 4) -> list[list[str]]:
+    """One row per decision: the difference, the deciding interval (its test named), the
+    sensitivity intervals (labelled), TOST, the outcome, the test's power."""
+    spec = f"+.{unit_digits}f"
+    rows = []
+    for d in decisions:
+        sens = "; ".join(f"{s['method']}: {bounds(s['interval'][0], s['interval'][1], spec)}"
+                         for s in d["sensitivity"]) or "-"
+        rows.append([f"{d['first']} - {d['second']}", num(d["diff"], spec),
+                     bounds(d["interval"][0], d["interval"][1], spec), d["method"],
+                     sens, f"{num(d['tost_p'], '.3g')} (margin +/-{num(d['margin'], '.4f')})",
+                     OUTCOME_WORDS.get(d["outcome"], d["outcome"]), num(d["mde80"], ".4f")])
+    return rows
+
+
+COMPARISON_HEADERS = ["difference", "estimate", "deciding 95% interval", "deciding test", "sensitivity (not deciding)",
+                      "TOST p", "outcome", "detectable at 80% power"]
+
+
+def _decisions(result: dict[str, Any]) -> list[dict[str, Any]]:
+    out = list((result.get("loss_model") or {}).get("comparisons", []))
+    out += [v["numbers"]["decision"] for v in result["claims"].values() if "decision" in v.get("numbers", {})]
+    return out
+
+
+def _seeds(result: dict[str, Any]) -> dict[str, Any]:
+    seeds = sorted({s for r in result["arms"] for s in r["seed_losses"]}, key=int)
+    return table(["arm", *[f"seed {s}" for s in seeds]],
+                 [[r["arm"], *[num(r["seed_losses"].get(s), ".4f") if s in r["seed_losses"] else "excluded"
+                               if r["n_excluded"] else "-" for s in seeds]] for r in result["arms"]],
+                 [False] + [True] * len(seeds))
+
+
+def _ratio(r: list[float]) -> str:
+    return interval(r[0], r[1], r[2], 3, signed=False)
+
+
+def _convergence(conv: dict[str, Any], ref: str) -> dict[str, Any]:
+    rows = []
+    for name, row in conv["arms"].items():
+        ratio = row.get("tokens_ratio")
+        rows.append([name, f"{row['runs'] - row['censored']}/{row['runs']}",
+                     "-" if row["tokens_mean"] is None else f"{row['tokens_mean']:,.0f}",
+                     "reference" if name == ref else "-" if ratio is None else _ratio(ratio),
+                     "-" if "tokens_ratio_interpolated" not in row else
+                     bounds(row["tokens_ratio_interpolated"][1], row["tokens_ratio_interpolated"][2], ".3f"),
+                     "-" if "flops_ratio" not in row else _ratio(row["flops_ratio"])])
+    return table(["arm", "runs reaching the target", "mean tokens to target",
+                  f"tokens vs {ref} (deciding 95%, interpolation error included)",
+                  "interval at interpolated crossings (sensitivity)", "training FLOPs vs reference (95%)"],
+                 rows, [False] + [True] * 5)
+
+
+def _kaplan(rows: list[dict[str, Any]], ref: str) -> dict[str, Any]:
+    return table(["arm", "raw ratio", f"loss relative to {ref}", "95% interval (Fieller, both arms' variances)"],
+                 [[k["arm"], f"{k['ratio_raw']:.3f}", "0 (reference)" if k["reference"] else f"{k['loss_increase']:+.2%}",
+                   "-" if k["reference"] else bounds(k["lo"], k["hi"], "+.2%")] for k in rows],
+                 [False, True, True, True])
+
+
+def _cells(result: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for t in result["cells"]:
+        tokens = t["tokens"] or 0
+        best = ("no minimum (the fit curves down or is flat)" if math.isnan(t["best_ratio"]) else
+                f"{t['best_ratio']:.2f} {bounds(t['lo'], t['hi'], '.2f')}" if t["shape"] == "bounded" else
+                f"{t['best_ratio']:.2f}, interval unbounded")
+        if not math.isnan(t["best_ratio"]) and not t["inside_tested"] and t["tested"]:
+            best += f" (not inside the tested {t['tested'][0]:g}-{t['tested'][1]:g})"
+        rows.append([t["scale"], t["d_model"], f"{t['params_non_embedding']:,}", f"{tokens:,}",
+                     num(tokens / t["params_non_embedding"], ".2f") if tokens else "-", best,
+                     num(t["lack_of_fit_p"], ".3g"),
+                     ", ".join(f"{CLAIM_OF.get(k, k)}: {v}" for k, v in t["verdicts"].items())])
+    return [table(["cell", "d_model (ratio 4)", "non-emb params", "tokens per run", "tokens per param",
+                   "best raw ratio (Fieller 95%)", "lack-of-fit p", "verdicts in this cell"], rows,
+                  [False, True, True, True, True, True, True, False])]
+
+
+def _trends(result: dict[str, Any]) -> dict[str, Any]:
+    return table(["trend", "axis", "cells", "change in log2(best ratio) per doubling (95%)", "redraws without a minimum",
+                  "verdict"],
+                 [[t["name"], t["axis"], ", ".join(t["scales"]), interval(t["slope"], t["lo"], t["hi"], 3),
+                   f"{t['no_minimum_share']:.1%}", t["verdict"]] for t in result["trends"]],
+                 [False, False, False, True, True, False])
+
+
+def excluded_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return table(["run", "arm", "seed", "why it is left out"], [[r["run"], r["arm"], r["seed"], r["reason"]]
+                                                                 for r in rows])
+
+
+def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: str, warnings: list[str],
+                 claim_rows: list[dict[str, Any]] | None = None,
+                 audit_rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything the templates show, as strings and tables: one structure, two renderings."""
+    spec, ref, arms = result["spec"], result["reference"], result["arms"]
+    texts = claim_texts()
+    cards = [card(k, v, texts) for k, v in result["claims"].items()]
+    cards += [trend_card(t, texts) for t in result["trends"]]
+    margin = spec.get("margin", DEFAULT_MARGIN)
+    sections = []
+    if result["trends"] or result["cells"]:
+        sections.append(section("trends", "How the best ratio moves", [
+            "Each cell's best raw ratio is the minimum of a parabola in log2(ratio) fitted to every run's final "
+            "loss, with Fieller's 95% interval (unbounded when the curvature is not significant) and the "
+            "lack-of-fit test of the parabola against the ratio means. Each trend is the least-squares slope of "
+            "log2(best ratio) against log2 of its axis, with a parametric bootstrap interval over runs; the "
+            "claim that the best ratio does not change along the axis holds when the interval lies within "
+            f"+/-{SLOPE_MARGIN} per doubling, and is false when it excludes 0. The verdict cards above come from "
+            f"cell {ref.split('.')[0]}."], ([_trends(result)] if result["trends"] else []) + _cells(result),
+            ["scale_trend.png"]))
+        for t in result["cells"]:
+            cell_dec = list((t.get("loss_model") or {}).get("comparisons", []))
+            cell_dec += [v["numbers"]["decision"] for v in t["claims"].values() if "decision" in v.get("numbers", {})]
+            if cell_dec:
+                sections.append(section(f"cell-{t['scale']}", f"Comparisons in cell {t['scale']}",
+                                        [(t.get("loss_model") or {}).get("why", "")],
+                                        [table(COMPARISON_HEADERS, comparison_rows(cell_dec))]))
+    decisions = _decisions(result)
+    why = (result.get("loss_model") or {}).get("why") or next(
+        (v.get("model") for v in result["claims"].values() if v.get("model")), "")
+    power = result.get("power") or {}
+    power_text = [f"{k}: power {num(p, '.0%')}" for k, p in power.get("power_for", {}).items()]
+    sections.append(section("comparisons", "Comparisons (final validation loss)", [
+        f"Model: {why}." if why else "",
+        "Rule: a difference is called real only after the equivalence test (TOST against the margin, "
+        f"{margin:.1%} of the second arm's loss) has run; significant and within the margin reads "
+        "'real but within the margin'. Power figures are those of the deciding test.",
+        *power_text], [table(COMPARISON_HEADERS, comparison_rows(decisions), [False, True, True, False, False, True,
+                                                                            False, True])],
+        ["forest.png", *(["pairs.png"] if any("decision" in v.get("numbers", {}) for v in result["claims"].values())
+                         else [])]))
+    if result["excluded"]:
+        sections.append(section("excluded", "Runs left out", [
+            "The pre-registered rule: a run with a non-finite loss, a final loss no better than chance, or a final "
+            "loss more than 10% above its own best evaluation (it diverged) is left out of every comparison."],
+            [excluded_table(result["excluded"])]))
+    conv = result["convergence"]
+    sections.append(section("convergence", f"Convergence speed (target loss {num(conv['target_loss'], '.4f')}: "
+                                           f"{conv['target_rule']})", [
+        f"The claimed speed-up is {CLAIMED_SPEEDUP:.2f}. A run's crossing lies between two evaluations; the deciding "
+        "interval includes that interpolation error. A run that never reaches the target is censored at its last "
+        "evaluation (its arm's interval then has no upper end)."], [_convergence(conv, ref)],
+        ["tokens_to_target.png", "loss_curves.png"]))
+    sections.append(section("kaplan", "Loss relative to the reference (Kaplan et al. 2020, Fig. 5 form)", [],
+                            [_kaplan(result["kaplan"], ref)], ["kaplan.png", "frontier.png"]))
+    sections.append(section("seeds", "Final loss per seed", [], [_seeds(result)]))
+    sections.append(section("seed-table", "The seed's table, filled", [
+        "Perplexity and bits per byte on the held-out split, mean and 95% t interval over seeds; training FLOPs per "
+        "token from ffnlab's exact count."], [table(
+            ["arm", "FFN ratio (raw / param-matched)", "training FLOPs/token", "perplexity (95% CI)",
+             "bits per byte (95% CI)"],
+            [[r["arm"], f"{r['ratio_raw']:.3f} / {r['ratio_param_matched']:.3f}", f"{r['train_flops_per_token']:,.0f}",
+              f"{r['val_ppl']:.3f} {bounds(r['val_ppl_lo'], r['val_ppl_hi'], '.3f')}",
+              f"{r['val_bpb']:.4f} {bounds(r['val_bpb_lo'], r['val_bpb_hi'], '.4f')}"] for r in arms],
+            [False, True, True, True, True])]))
+    sections.append(section("arms", "Arms", [], [table(
+        ["arm", "FFN", "raw ratio", "p-m ratio", "d_model", "d_ff", "non-emb params", "FLOPs/token", "val loss",
+         "95% CI", "seeds"],
+        [[r["arm"], r["kind"], f"{r['ratio_raw']:.3f}", f"{r['ratio_param_matched']:.3f}", r["d_model"], r["d_ff"],
+          f"{r['params_non_embedding']:,}", f"{r['train_flops_per_token'] / 1e6:.2f}M", num(r["val_loss"], ".4f"),
+          bounds(r["val_loss_lo"], r["val_loss_hi"], ".4f"),
+          f"{r['n_seeds']}" + (f" (+{r['n_excluded']} left out)" if r["n_excluded"] else "")] for r in arms],
+        [False, False] + [True] * 9)]))
+    if claim_rows is not None:
+        sections.append(section("claims", "Every claim checked (the two source documents, paraphrased)", [
+            "ffnlab started from two texts: one asserts that d_ff/d_model must be exactly 4 because of a "
+            "golden-ratio identity and that LLaMA and Mistral are suboptimal; the other explains FFNs (4x for plain "
+            "MLPs, 8/3x for SwiGLU at equal parameters). Experiment verdicts come from this run; the evidence column "
+            "says where the others live."], [table(["claim", "verdict", "what the source says", "evidence"],
+                                                 [[c["id"], c["verdict"], c["claim"], c["evidence"]]
+                                                  for c in claim_rows])]))
+    if audit_rows is not None:
+        sections.append(section("audit", "Zoo audit", [], [table(
+            ["model", "kind", "raw ratio", "p-m ratio", "FFN share", "params"],
+            [[a["name"], a.get("ffn_kind") or "-", num(a.get("ratio_raw"), ".2f"), num(a.get("ratio_param_matched"), ".2f"),
+              "-" if a.get("ffn_share") is None else f"{a['ffn_share']:.0%}",
+              "-" if a.get("params_total") is None else f"{a['params_total'] / 1e9:.2f}B"] for a in audit_rows],
+            [False, False, True, True, True, True])]))
+    return {"title": title, "description": spec.get("description", ""), "warnings": warnings,
+            "setup": (f"Control {spec['control']} (tolerance {spec['tolerance']:.0%}), reference arm {ref}, seeds "
+                      f"{', '.join(map(str, spec['seeds']))}; equivalence margin {margin:.1%} of the loss."),
+            "cards": cards, "scale": scale_rows(result["scale"]), "sections": sections, "provenance": prov}
+
+
+FIGURE_TITLES = {
+    "forest.png": "Each arm minus the reference: the deciding 95% interval (thick, its test named in the legend), "
+                  "the sensitivity interval (thin), every seed (dots) and the equivalence margin (shaded)",
+    "pairs.png": "The planned pairs: the deciding interval of each (thick), sensitivity (thin), the margin (shaded)",
+    "tokens_to_target.png": "Tokens to the target loss relative to the reference (deciding interval with the "
+                            "interpolation error), every seed, and the claimed 1.08",
+    "kaplan.png": "Loss relative to the reference against the ratio (Kaplan et al. 2020, Fig. 5 form), Fieller 95%",
+    "loss_curves.png": "Validation loss over the last half of training (thin: seeds)",
+    "frontier.png": "Loss against training compute (mean over seeds)",
+    "scale_trend.png": "Left: loss relative to each cell's ratio-4 arm with 95% intervals and the fitted parabola with "
+                       "its band; right: each cell's best ratio with Fieller's interval (hollow: no bounded minimum "
+                       "inside the tested ratios)",
+}

@@ -1,0 +1,149 @@
+"""How the best FFN ratio moves with model size or training length.
+
+For one cell (one model size at one training length), :func:`best_ratio` fits a parabola in
+log2(raw ratio) to every run's final loss and reports its minimum with Fieller's 95% set
+(bounded, or unbounded when the curvature is not significant) and the lack-of-fit test of the
+parabola against the ratio means.
+
+Across cells, :func:`slope` is the least-squares slope of log2(best ratio) against log2 of the
+cell's axis (non-embedding parameters, or tokens per parameter): the change in log2(best ratio)
+per doubling. Its interval is a parametric bootstrap over runs: every cell's runs are redrawn
+from that cell's fitted parabola plus normal noise with the cell's residual variance, every
+parabola is refitted, and the slope recomputed. A redraw in which some cell's parabola has no
+minimum has no slope; when more than half the tail probability (1.25%) of the redraws has none,
+the interval is reported as unbounded.
+
+The trend claim ("the best raw ratio does not change with size", the seed's "for any d_model")
+is decided by :func:`flat_verdict`: false if the slope's interval excludes 0, true if it lies
+inside the pre-registered margin (:data:`SLOPE_MARGIN` per doubling), otherwise inconclusive.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ffnlab.experiments.runs import ArmStats
+from ffnlab.experiments.stats import LEVEL, QuadraticMinimum, quadratic_minimum
+
+SLOPE_MARGIN = 0.1  # log2(best ratio) per doubling: over 100x (6.6 doublings) a factor 2**0.66 = 1.6
+BOOTSTRAP = 2000
+
+
+def cell_points(arms: Sequence[ArmStats], kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """(log2 raw ratio, final loss) of every kept run of the arms of FFN ``kind``."""
+    same = [a for a in arms if a.kind == kind]
+    xs = [math.log2(a.ratio_raw) for a in same for _ in a.runs]
+    ys = [v for a in same for v in a.losses]
+    return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+
+
+def best_ratio(arms: Sequence[ArmStats], reference: str) -> dict[str, Any]:
+    """The raw ratio with the lowest loss for the reference's FFN kind (module docstring)."""
+    ref = next(a for a in arms if a.name == reference)
+    x, y = cell_points(arms, ref.kind)
+    q = quadratic_minimum(x.tolist(), y.tolist())
+    tested = sorted({a.ratio_raw for a in arms if a.kind == ref.kind})
+    return {"params_non_embedding": ref.params_non_embedding, "d_model": ref.d_model,
+            "tokens": ref.runs[0].summary.get("tokens") if ref.runs else None,
+            "best_ratio": 2 ** q.x_min if not math.isnan(q.x_min) else math.nan,
+            "lo": _pow2(q.lo), "hi": _pow2(q.hi), "shape": q.shape, "runs": q.n,
+            "lack_of_fit_p": q.lack_of_fit_p, "lack_of_fit_df": list(q.lack_of_fit_df),
+            "tested": [min(tested), max(tested)] if tested else [],
+            "inside_tested": bool(q.bounded and tested and min(tested) <= _pow2(q.lo)
+                                  and _pow2(q.hi) <= max(tested))}
+
+
+def _pow2(v: float) -> float:
+    if math.isnan(v):
+        return math.nan
+    if math.isinf(v):
+        return math.inf if v > 0 else 0.0
+    return 2.0 ** v if v < 1000 else math.inf
+
+
+def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
+    design = np.column_stack([np.ones(x.size), x, x * x])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    resid = y - design @ coef
+    return coef, float(resid @ resid) / max(1, x.size - 3)
+
+
+@dataclass(frozen=True)
+class Slope:
+    """Change in log2(best ratio) per doubling of the axis, with its bootstrap interval."""
+
+    slope: float
+    lo: float
+    hi: float
+    no_minimum_share: float  # share of redraws where some cell had no minimum
+    cells: int
+
+    @property
+    def bounded(self) -> bool:
+        return math.isfinite(self.lo) and math.isfinite(self.hi)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"slope": self.slope, "lo": self.lo, "hi": self.hi, "no_minimum_share": self.no_minimum_share,
+                "cells": self.cells}
+
+
+def slope(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = LEVEL,
+          n_boot: int = BOOTSTRAP, seed: int = 0) -> Slope:
+    """``cells``: (axis value, log2 ratios, losses) per cell. The slope of log2(best ratio) on
+    log2(axis) and its parametric-bootstrap interval (module docstring)."""
+    axis = np.log2(np.asarray([c[0] for c in cells], dtype=float))
+    fits = [(_fit(x, y), x) for _, x, y in cells]
+    minima = [quadratic_minimum(x.tolist(), y.tolist()) for _, x, y in cells]
+    point = _ls_slope(axis, np.asarray([q.x_min for q in minima]))
+    if len(cells) < 2:
+        return Slope(math.nan, math.nan, math.nan, math.nan, len(cells))
+    rng = np.random.default_rng(seed)
+    slopes, failed = [], 0
+    for _ in range(n_boot):
+        mins = []
+        for (coef, s2), x in fits:
+            y = coef[0] + coef[1] * x + coef[2] * x * x + rng.normal(0.0, math.sqrt(s2), x.size)
+            c, _ = _fit(x, y)
+            mins.append(-c[1] / (2 * c[2]) if c[2] > 0 else math.nan)
+        if any(math.isnan(m) for m in mins):
+            failed += 1
+            continue
+        slopes.append(_ls_slope(axis, np.asarray(mins)))
+    tail = (1 - level) / 2
+    share = failed / n_boot
+    if share > tail / 2 or not slopes:
+        return Slope(point, -math.inf, math.inf, share, len(cells))
+    lo, hi = np.quantile(np.asarray(slopes), [tail, 1 - tail])
+    return Slope(point, float(lo), float(hi), share, len(cells))
+
+
+def _ls_slope(x: np.ndarray, y: np.ndarray) -> float:
+    if x.size < 2 or np.any(np.isnan(y)) or np.ptp(x) == 0:
+        return math.nan
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def flat_verdict(s: Slope, margin: float = SLOPE_MARGIN) -> str:
+    """"The best ratio does not change along this axis": false if the interval excludes 0, true if
+    it lies within +/-``margin``, otherwise inconclusive."""
+    if not (not math.isnan(s.lo) and not math.isnan(s.hi)):
+        return "inconclusive"
+    if s.lo > 0 or s.hi < 0:
+        return "false"
+    if -margin < s.lo and s.hi < margin:
+        return "true"
+    return "inconclusive"
+
+
+def minimum_summary(q: QuadraticMinimum) -> str:
+    """How a cell's best ratio reads on a page."""
+    if math.isnan(q.x_min):
+        return "no minimum (the fit curves down or is flat)"
+    if q.shape == "bounded":
+        return f"{2 ** q.x_min:.2f} [{_pow2(q.lo):.2f}, {_pow2(q.hi):.2f}]"
+    return f"{2 ** q.x_min:.2f}, interval unbounded (curvature not significant)"

@@ -90,7 +90,8 @@ def test_quantised_weight_bytes_with_group_scales() -> None:
     assert (w4.data, w4.scales, w4.kept) == (q // 2, q // 128 * 2, 2 * rest)
     w8 = weight_bytes(cfg, "int8", group_size=64, zero_point=True)
     assert w8.total == q + q // 64 * 4 + 2 * rest
-    assert weight_bytes(cfg, "fp8", group_size=0).total == q + 2 * rest
+    # per-tensor fp8: one fp32 scale for each of the 2 x 7 matrices (q, k, v, o, gate, up, down)
+    assert weight_bytes(cfg, "fp8").total == q + 2 * 7 * 4 + 2 * rest
     assert weight_bytes(cfg, "bf16").total == 2 * c.total
     assert weight_bytes(cfg, "fp32").total == 4 * c.total
     with pytest.raises(FfnlabError):

@@ -24,10 +24,12 @@ parallelism, with ``w`` = bytes of a weight in the training dtype and ``g`` = of
     FSDP2 keeps one in flight, ``reduce_scatter_max_input_buffers`` 1);
   - *root unit gathered*: the embeddings, final norm and head, which ``fully_shard(model)``
     leaves unsharded from forward until the end of backward (FSDP2 does not reshard the root
-    after forward), and the head's unsharded gradient, held until the root's post-backward at the
-    end of backward;
+    after forward), and the gradients of the head side (LM head and final norm), held until the
+    root's post-backward at the end of backward (a tied head's gradient waits in autograd's
+    buffer until the embedding's backward adds to it: the same bytes);
   - with ``reshard_after_forward=False`` (FSDP's SHARD_GRAD_OP, ZeRO-2-like) every layer stays
-    gathered from its forward to its backward, instead of one layer and the prefetch.
+    gathered from its forward to its backward, instead of one layer and the prefetch; the peak is
+    then at the first layer of backward, before any reduce-scatter buffer exists.
 
   ``tests/test_memory_fsdp.py`` counts the unsharded parameter and gradient storage FSDP2 keeps
   alive in a 2-process gloo run and checks these terms against it.
@@ -103,10 +105,12 @@ def _stage_params(cfg: ModelConfig, tp: int, pp: int, ep: int) -> float:
 
 
 def _root_on_gpu(cfg: ModelConfig, tp: int, pp: int) -> tuple[float, float]:
-    """(root parameters, head-matrix parameters) on the GPU holding the most of them."""
+    """(root parameters, head-side parameters: final norm and LM head) on the GPU holding the
+    most of them."""
     r = root_params(cfg)
-    root = r.total if pp == 1 else max(r.embedding, r.head + (r.head_matrix if cfg.tied_embeddings else 0))
-    return root / tp, r.head_matrix / tp
+    head = r.head + (r.head_matrix if cfg.tied_embeddings else 0)
+    root = r.total if pp == 1 else max(r.embedding, head)
+    return root / tp, head / tp
 
 
 def _fsdp(cfg: ModelConfig, s: Sharding, *, tp: int, pp: int, ep: int, w: float, g: float) -> list[WorkTerm]:
@@ -123,14 +127,15 @@ def _fsdp(cfg: ModelConfig, s: Sharding, *, tp: int, pp: int, ep: int, w: float,
         stage = _stage_params(cfg, tp, pp, ep)
         out.append(WorkTerm("FSDP: layers kept gathered after forward", math.ceil(stage * w),
                             f"reshard_after_forward=False: all {stage:,.0f} layer params on this GPU x {w:g} B"))
-    out += [WorkTerm("FSDP: unsharded layer gradients", math.ceil(layer * w),
-                     f"largest layer {layer:,.0f} params x {w:g} B, before reduce-scatter"),
-            WorkTerm("FSDP: reduce-scatter buffer", math.ceil(layer * g),
-                     f"one layer {layer:,.0f} params x {g:g} B (reduce dtype), one in flight"),
-            WorkTerm("FSDP: root unit gathered (embeddings, norm, head)", math.ceil(root * w),
+    out.append(WorkTerm("FSDP: unsharded layer gradients", math.ceil(layer * w),
+                        f"largest layer {layer:,.0f} params x {w:g} B, before reduce-scatter"))
+    if s.reshard_after_forward:
+        out.append(WorkTerm("FSDP: reduce-scatter buffer", math.ceil(layer * g),
+                            f"one layer {layer:,.0f} params x {g:g} B (reduce dtype), one in flight"))
+    out += [WorkTerm("FSDP: root unit gathered (embeddings, norm, head)", math.ceil(root * w),
                      f"{root:,.0f} params x {w:g} B, not resharded after forward (FSDP2 root)"),
-            WorkTerm("FSDP: head gradient before reduce-scatter", math.ceil(head * w),
-                     f"{head:,.0f} params x {w:g} B, reduce-scattered at the end of backward")]
+            WorkTerm("FSDP: head gradients before reduce-scatter", math.ceil(head * w),
+                     f"LM head and final norm {head:,.0f} params x {w:g} B, reduce-scattered at the end of backward")]
     return out
 
 

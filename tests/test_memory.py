@@ -248,7 +248,7 @@ def test_accelerators_have_sources_and_peaks() -> None:
     assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "RTX4090"}
     for a in accs.values():
         assert a.source.startswith(("NVIDIA", "AMD")) and "http" in a.source and a.usable_source
-        assert a.bf16_tflops and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.01))
+        assert a.bf16_tflops and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.02))
         # the device reports less than the datasheet's GB read as GiB (the A100s report exactly that)
         assert 0.9 * a.memory_gb * 2**30 < a.memory_bytes <= a.memory_gb * 2**30
     assert accs["A100"].fp8_tflops is None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from cli_run import run
 
 from ffnlab.sizing.hf import from_hf_dict

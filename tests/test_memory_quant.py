@@ -90,3 +90,39 @@ def test_awq_and_gptq_layouts_hand_arithmetic() -> None:
     # GPTQ adds an int32 g_idx per input row of each matrix: 6 x 256 + 1024
     assert weight_bytes(cfg, "gptq").scales == math.ceil(groups_x_out * 2.5) + 4 * (6 * 256 + 1024)
     assert weight_bytes(cfg, "awq").data == q // 2
+
+
+@pytest.mark.parametrize("raw", [
+    {"model_type": "llama", "hidden_size": 128, "intermediate_size": 320, "num_hidden_layers": 2,
+     "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 101, "tie_word_embeddings": False},
+    {"model_type": "deepseek_v3", "hidden_size": 128, "intermediate_size": 256, "moe_intermediate_size": 64,
+     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4, "q_lora_rank": 48,
+     "kv_lora_rank": 32, "qk_rope_head_dim": 16, "qk_nope_head_dim": 16, "v_head_dim": 16, "n_routed_experts": 4,
+     "n_shared_experts": 1, "num_experts_per_tok": 2, "first_k_dense_replace": 1, "vocab_size": 101,
+     "tie_word_embeddings": False, "n_group": 1, "topk_group": 1},
+], ids=["llama", "deepseek_v3"])
+def test_matrix_shapes_match_transformers(raw: dict) -> None:
+    """The matrices the formats quantise are the weights transformers builds, shape for shape."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from ffnlab.sizing.hf import from_hf_dict
+
+    hf_cfg = AutoConfig.for_model(**raw)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(hf_cfg)
+    theirs: dict[tuple[int, int], int] = {}
+    for name, p in model.named_parameters():
+        if p.dim() == 2:
+            key = (p.shape[1], p.shape[0])  # Linear [out, in] and Embedding [vocab, d]: (fan_in, fan_out)
+            theirs[key] = theirs.get(key, 0) + 1
+        elif p.dim() == 3:  # fused experts: [experts, out, in] (or gate_up fused as 2 x out)
+            e, a, b = p.shape
+            if "gate_up" in name:
+                theirs[(b, a // 2)] = theirs.get((b, a // 2), 0) + 2 * e
+            else:
+                theirs[(b, a)] = theirs.get((b, a), 0) + e
+    ours: dict[tuple[int, int], int] = {}
+    for m in matrices(from_hf_dict(raw)):
+        ours[(m.fan_in, m.fan_out)] = ours.get((m.fan_in, m.fan_out), 0) + m.count
+    assert ours == theirs

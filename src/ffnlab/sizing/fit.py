@@ -158,7 +158,7 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
     reserve = reserve_bytes(acc, reserve_gib)
     budget = acc.memory_bytes - reserve
-    rows = []
+    rows: list[dict[str, Any]] = []
     for lay in _layouts(cfg, gpus, mode, max_tp):
         if mode == "train":
             table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
@@ -173,7 +173,7 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
                      "table": [r.as_dict() for r in table]})
     rows.sort(key=_key)
     fitting = [r for r in rows if r["fits"]]
-    warnings = []
+    warnings: list[str] = []
     if context_limit is not None and seq_len > context_limit:
         warnings.append(f"--seq-len {seq_len:,} is past the model's max_position_embeddings {context_limit:,}: "
                         "the model was not trained for it (positions beyond it are extrapolated or wrap)")

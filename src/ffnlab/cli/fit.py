@@ -51,8 +51,7 @@ def _mfu_line(mfu: float | None) -> str:
 
     if mfu is not None:
         return f"MFU {mfu:.0%} (--mfu)"
-    pub = "; ".join(f"{r['model']} {r['mfu']} on {r['hardware']} ({r['source'].split(',')[0]})"
-                    for r in published_mfu())
+    pub = "; ".join(f"{r['model']} {r['mfu']} on {r['hardware']} ({r['cite']})" for r in published_mfu())
     return f"MFU {DEFAULT_MFU:.0%} is an assumption, not a measurement (--mfu to change it); published: {pub}"
 
 
@@ -64,10 +63,12 @@ def _precision_line(precision: str) -> str:
 
 
 def _print_lines(title: str, lines: list[str], fmt: str) -> None:
-    if fmt == "table":
-        print(title)
-        for line in lines:
-            print(f"  - {line}")
+    """The assumptions under the tables (not in CSV, which stays one table)."""
+    if fmt == "csv":
+        return
+    print(f"\n**{title}**\n" if fmt == "markdown" else title)
+    for line in lines:
+        print(f"{'-' if fmt == 'markdown' else '  -'} {line}")
 
 
 @app.command(rich_help_panel=SIZING)

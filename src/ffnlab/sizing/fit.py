@@ -23,6 +23,7 @@ divisors only, so it is sublinear in the GPU count.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,25 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
     ]
 
 
+@lru_cache(maxsize=4)
+def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, batch: int, dtype: str, recompute: str,
+           attention: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int | None, mla: str,
+           grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding) -> tuple[dict[str, Any], ...]:
+    """Every layout's per-GPU table (the same for every accelerator: priced once per question)."""
+    rows = []
+    for lay in _layouts(cfg, gpus, mode, max_tp):
+        if mode == "train":
+            table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                   attention=attention, grad_dtype=grad_dtype, optimizer=optimizer,
+                                   dropout=dropout, sharding=sharding)
+        else:
+            table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,
+                                  kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
+        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": table_total(table),
+                     "terms": {r.term: r.per_gpu_bytes for r in table}, "table": [r.as_dict() for r in table]})
+    return tuple(rows)
+
+
 def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: str = "train", seq_len: int = 2048,
         batch: int = 1, dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
         kv_dtype: str | None = None, weights_dtype: str | None = None, group_size: int | None = None,
@@ -158,19 +178,9 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
     reserve = reserve_bytes(acc, reserve_gib)
     budget = acc.memory_bytes - reserve
-    rows: list[dict[str, Any]] = []
-    for lay in _layouts(cfg, gpus, mode, max_tp):
-        if mode == "train":
-            table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                   attention=attention, grad_dtype=grad_dtype, optimizer=optimizer,
-                                   dropout=dropout, sharding=sharding)
-        else:
-            table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,
-                                  kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
-        total = table_total(table)
-        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": total,
-                     "fits": total <= budget, "terms": {r.term: r.per_gpu_bytes for r in table},
-                     "table": [r.as_dict() for r in table]})
+    priced = _price(cfg, gpus, mode, max_tp, seq_len, batch, dtype, recompute, attention, kv_dtype, weights_dtype,
+                    group_size, mla, grad_dtype, optimizer, dropout, sharding)
+    rows = [{**r, "fits": r["per_gpu_bytes"] <= budget} for r in priced]
     rows.sort(key=_key)
     fitting = [r for r in rows if r["fits"]]
     warnings: list[str] = []

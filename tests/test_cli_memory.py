@@ -37,8 +37,9 @@ def test_fit_command() -> None:
     res = run_json("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", "--tokens", "1T")
     assert res["best"]["layout"]["zero"] == 1 and res["time"]["tokens"] == 10**12
     table = run_json("fit", "llama-3-8b", "--gpus", "8", "--mode", "serve", "--weights-dtype", "int4")
-    assert [r["accelerator"] for r in table["accelerators"]] == ["A100", "H100", "H200", "B200", "MI300X"]
-    assert all(r["fits"] for r in table["accelerators"])
+    assert [r["accelerator"] for r in table["accelerators"]] == ["A100-40GB", "A100", "H100", "H200", "B200", "MI300X",
+                                                                  "L4", "L40S", "RTX4090"]
+    assert all(r["fits"] for r in table["accelerators"] if r["memory_bytes"] > 30 * 2**30)
     p = run("fit", "mixtral-8x7b", "--gpus", "8", "--gpu", "H100")
     assert p.returncode == 0 and "does not fit" in p.stdout
 
@@ -49,3 +50,74 @@ def test_memory_flag_errors_are_one_line() -> None:
     assert_usage_error(run("fit", "gpt2", "--gpu", "X100"), "accelerator")
     assert_usage_error(run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--dtype", "int4"),
                        "dtype")
+
+
+def test_fit_shows_the_working_terms_and_its_assumptions() -> None:
+    p = run("fit", "llama-3.1-405b", "--gpus", "256", "--gpu", "H100", "--seq-len", "8192", "--recompute", "full")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for term in ("FSDP: gathered layer", "FSDP: prefetched layers", "FSDP: reduce-scatter buffer", "assumed:",
+                 "reserve", "81,559 MiB"):
+        assert term in out, term
+    first = next(line for line in out.splitlines() if line.startswith("│ dp"))
+    assert "dp 256, tp 1" not in first  # the layout that cannot hold the gathered layers is not listed
+    res = run_json("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", "--reserve", "2")
+    assert res["reserve_bytes"] == 2 * 2**30 and res["usable_bytes"] == 81559 * 2**20 - 2 * 2**30
+    assert any("no term counts" in a for a in res["assumptions"])
+    timed = run("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", "--tokens", "1T")
+    assert "is an assumption" in timed.stdout and "Llama 3 405B 38-43%" in timed.stdout
+
+
+def test_fit_gpus_by_memory_variant_and_custom_memory() -> None:
+    small = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "A100-40GB", "--mode", "serve")
+    big = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "A100-80GB", "--mode", "serve")
+    assert small["memory_bytes"] == 40960 * 2**20 and big["memory_bytes"] == 81920 * 2**20
+    custom = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu-memory", "94", "--gpu", "H100", "--mode", "serve")
+    assert custom["memory_bytes"] == 94 * 2**30
+    one = run("fit", "llama-3-8b", "--gpus", "1", "--gpu", "L4", "--mode", "serve", "--weights-dtype", "awq")
+    assert one.returncode == 0 and "1 GPU," in one.stdout and "1 GPUs" not in one.stdout
+
+
+def test_fit_flag_errors_are_one_line() -> None:
+    for args, fragment in ((("--top", "0"), "--top"), (("--top", "-1"), "--top"), (("--max-tp", "0"), "--max-tp"),
+                           (("--tokens", "1e400"), "--tokens"), (("--seq-len", str(2**62)), "--seq-len"),
+                           (("--gpus", "0"), "--gpus"), (("--prefetch", "-1"), "--prefetch"),
+                           (("--zero3", "megatron"), "--zero3"), (("--optimizer", "lion"), "--optimizer"),
+                           (("--grad-dtype", "fp8"), "--grad-dtype"), (("--reserve", "-1"), "--reserve"),
+                           (("--gpu-memory", "0"), "--gpu-memory")):
+        assert_usage_error(run("fit", "llama-2-7b", "--gpu", "H100", *args), fragment)
+
+
+def test_fit_billion_gpus_answers() -> None:
+    res = run_json("fit", "llama-2-7b", "--gpus", "1000000000", "--gpu", "H100")
+    assert res["best"] is not None and res["gpus"] == 10**9
+
+
+def test_mfu_without_tokens_says_it_is_ignored() -> None:
+    p = run("fit", "llama-2-7b", "--gpus", "8", "--gpu", "H100", "--mfu", "0.5")
+    assert p.returncode == 0 and "--mfu is used only" in p.stderr
+    s = run("fit", "llama-2-7b", "--gpus", "8", "--gpu", "H100", "--mode", "serve", "--tokens", "1T", "--mfu", "0.5")
+    assert "--mfu is used only" in s.stderr and "ignored with --mode serve" in s.stderr
+
+
+def test_audit_refuses_bad_memory_flags_up_front() -> None:
+    for args, fragment in ((("--zero", "4"), "--zero"), (("--weights-dtype", "int3"), "--weights-dtype"),
+                           (("--kv-dtype", "int3"), "--kv-dtype"), (("--seq-len", str(2**62)), "--seq-len")):
+        assert_usage_error(run("audit", "gpt2", "llama-2-7b", *args), fragment)
+    assert_usage_error(run("audit", "--all", "--zero", "4"), "--zero")
+    p = run("audit", "gpt2", "llama-2-7b", "--tp", "3")  # gpt2 takes tp 3 (12 heads), llama-2-7b does not
+    assert p.returncode == 0 and "llama-2-7b: no memory estimate: --tp 3 must divide n_heads=32" in p.stdout
+
+
+def test_size_whole_model_flags_need_n_layers_and_one_memory_figure() -> None:
+    assert_usage_error(run("size", "--d-model", "768", "--ratio", "4", "--tp", "2"), "--n-layers")
+    assert_usage_error(run("size", "--d-model", "768", "--ratio", "4", "--dtype", "fp32"), "--n-layers")
+    assert_usage_error(run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--dp", str(10**30)),
+                       "--dp")
+    p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2")
+    assert p.returncode == 0 and "w+g+AdamW" not in p.stdout
+    assert "model states (weights + gradients + optimizer)" in p.stdout
+    out = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--dp", "4", "--zero", "3")
+    mem = out["model"]["memory"]
+    assert mem["training_total_bytes"] == mem["states_bytes"] + mem["activations_bytes"] + mem["working_bytes"]
+    assert mem["working_bytes"] > 0 and mem["engine"] == "PyTorch FSDP (fully_shard)"

@@ -10,10 +10,12 @@ from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.fit import fit
-from ffnlab.sizing.flops import flops_per_token
+from ffnlab.sizing.flops import ffn_flops, flops_per_token
 from ffnlab.sizing.hardware import find_accelerator, load_accelerators, training_time
 from ffnlab.sizing.memory import activation_memory, kv_cache, weight_bytes
 from ffnlab.sizing.parallel import Layout, memory_summary, serving_table, training_table
+from ffnlab.sizing.sharding import Sharding
+from ffnlab.sizing.zoo import find as find_zoo
 
 GiB = 2**30
 
@@ -90,7 +92,8 @@ def test_quantised_weight_bytes_with_group_scales() -> None:
     assert (w4.data, w4.scales, w4.kept) == (q // 2, q // 128 * 2, 2 * rest)
     w8 = weight_bytes(cfg, "int8", group_size=64, zero_point=True)
     assert w8.total == q + q // 64 * 4 + 2 * rest
-    assert weight_bytes(cfg, "fp8", group_size=0).total == q + 2 * rest
+    # per-tensor fp8: one fp32 scale for each of the 2 x 7 matrices (q, k, v, o, gate, up, down)
+    assert weight_bytes(cfg, "fp8").total == q + 2 * 7 * 4 + 2 * rest
     assert weight_bytes(cfg, "bf16").total == 2 * c.total
     assert weight_bytes(cfg, "fp32").total == 4 * c.total
     with pytest.raises(FfnlabError):
@@ -242,14 +245,18 @@ def test_memory_summary_contract() -> None:
 
 def test_accelerators_have_sources_and_peaks() -> None:
     accs = {a.name: a for a in load_accelerators()}
-    assert set(accs) == {"A100", "H100", "H200", "B200", "MI300X"}
+    assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "RTX4090"}
     for a in accs.values():
-        assert a.source.startswith(("NVIDIA", "AMD")) and "http" in a.source
-        assert a.bf16_tflops > 0 and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.01))
+        assert a.source.startswith(("NVIDIA", "AMD")) and "http" in a.source and a.usable_source
+        assert a.bf16_tflops and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.02))
+        # the device reports less than the datasheet's GB read as GiB (the A100s report exactly that)
+        assert 0.9 * a.memory_gb * 2**30 < a.memory_bytes <= a.memory_gb * 2**30
     assert accs["A100"].fp8_tflops is None
     with pytest.raises(FfnlabError, match="no fp8"):
         accs["A100"].peak_flops("fp8")
-    assert find_accelerator("h100") is accs["H100"]
+    assert find_accelerator("h100") is accs["H100"] and find_accelerator("a100-80gb") is accs["A100"]
+    # nvidia-smi on an H100 80GB HBM3 shows 81559MiB (issue 22; modal-labs/modal-client PR 2797)
+    assert accs["H100"].memory_bytes == 81559 * 2**20
 
 
 def test_training_time_hand_arithmetic() -> None:
@@ -265,7 +272,8 @@ def test_fit_picks_the_smallest_layout_that_fits() -> None:
     cfg = llama3_8b()
     res = fit(cfg, gpus=8, accelerator="H100", seq_len=2048)
     best = res["best"]
-    assert best["per_gpu_bytes"] <= res["usable_bytes"] == int(80 * GiB * 0.9)
+    reserve = math.ceil(81559 * 2**20 * 0.1)  # the default reserve: 10% of what the device reports
+    assert best["per_gpu_bytes"] <= res["usable_bytes"] == 81559 * 2**20 - reserve
     # plain data parallelism (16 B/param + activations) does not fit in 80 GiB; ZeRO-1 does
     assert 16 * count_params(cfg).total > res["usable_bytes"]
     assert best["layout"] == {"dp": 8, "tp": 1, "pp": 1, "ep": 1, "zero": 1, "sp": False, "gpus": 8}
@@ -273,3 +281,141 @@ def test_fit_picks_the_smallest_layout_that_fits() -> None:
     assert serve["best"]["layout"]["tp"] * serve["best"]["layout"]["pp"] == 1
     none = fit(deepseek_v3(), gpus=1, accelerator="H100", mode="serve")
     assert none["best"] is None and none["smallest_need_bytes"] > none["usable_bytes"]
+
+
+# -- published figures ------------------------------------------------------------------------------
+
+def test_zero_paper_figure_1_per_device_memory() -> None:
+    # Rajbhandari et al. 2020 (ZeRO), Figure 1: 7.5B parameters, K = 12 (mixed-precision Adam),
+    # Nd = 64 GPUs: baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB per device
+    cfg = llama3_8b()
+    p = count_params(cfg).total
+    published = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}
+    for zero, gb in published.items():
+        rows = training_table(cfg, Layout(dp=64, zero=zero), seq_len=16)
+        states = sum(r.per_gpu_bytes for r in rows if r.group == "states")
+        assert round(states / p * 7.5e9 / 1e9, 1) == gb, zero
+
+
+def test_korthikanti_activations_with_dropout() -> None:
+    # Korthikanti et al. 2022, eq. 1: a GPT layer keeps s b h (34 + 5 a s / h) bytes with 16-bit
+    # activations, eager attention and dropout (masks of 1 byte), no recomputation. ffnlab also
+    # counts the LayerNorms' fp32 statistics (2 x 2 x 4 B per token), which the paper leaves out.
+    s, b, h, a = 2048, 1, 12288, 96  # GPT-3 175B
+    cfg = make_config(h, 1, a, 4 * h, kind="gelu", vocab_size=50257, max_positions=s)
+    layer = activation_memory(cfg, seq_len=s, batch=b, attention="eager", dropout=True).per_layer[0]
+    paper = s * b * h * (34 + 5 * a * s / h)
+    assert layer == paper + s * b * 16
+    sel = activation_memory(cfg, seq_len=s, batch=b, attention="eager", dropout=True, recompute="selective")
+    assert sel.per_layer[0] == 34 * s * b * h + s * b * 16  # selective: the 5as^2b term goes
+    tsp = activation_memory(cfg, seq_len=s, batch=b, attention="eager", dropout=True, tp=8, sp=True)
+    assert tsp.per_layer[0] == pytest.approx(paper / 8, rel=1e-4)  # eq. 5: everything / t with SP
+
+
+# -- gradients, optimizers, working memory ----------------------------------------------------------
+
+def llama3_70b() -> ModelConfig:
+    # meta-llama/Meta-Llama-3-70B config.json: 8192 wide, 80 layers, 64 heads, 8 KV heads, 28672, 128256
+    return make_config(8192, 80, 64, 28672, kind="swiglu", n_kv_heads=8, vocab_size=128256, tied_embeddings=False)
+
+
+def test_gradient_dtype() -> None:
+    cfg = llama3_70b()
+    p = count_params(cfg).total
+    bf16 = terms(training_table(cfg, Layout(dp=8, tp=8, zero=1, sp=True), seq_len=16))
+    fp32 = terms(training_table(cfg, Layout(dp=8, tp=8, zero=1, sp=True), seq_len=16, grad_dtype="fp32"))
+    assert bf16["gradients"] == math.ceil(2 * p / 8) and fp32["gradients"] == math.ceil(4 * p / 8)
+    # issue 22: 16.4 GiB of bf16 gradients, twice that with fp32 accumulation
+    assert round(bf16["gradients"] / GiB, 1) == 16.4 and fp32["gradients"] == 2 * bf16["gradients"]
+
+
+def test_optimizer_states_hand_arithmetic() -> None:
+    cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000, tied_embeddings=False)
+    p = count_params(cfg).total
+    opt = {o: terms(training_table(cfg, Layout(), seq_len=8, optimizer=o))["optimizer"]
+           for o in ("adamw", "sgd", "sgd-momentum", "adam8bit", "adafactor")}
+    assert opt["adamw"] == 12 * p and opt["sgd"] == 4 * p and opt["sgd-momentum"] == 8 * p
+    # 8-bit Adam: 1 B per state x 2 for the 14 matrices and the embedding and head (all >= 4096 values),
+    # an fp32 absmax per 256 values for each state; the 5 norms (256 each) keep 32-bit states
+    mats = 2 * (4 * 256 * 256 + 3 * 256 * 1024) + 2 * 1000 * 256
+    blocks = 2 * (4 * 256 + 3 * 1024) + 2 * 1000
+    assert opt["adam8bit"] == 4 * p + 2 * mats + 8 * blocks + 8 * 5 * 256
+    # Adafactor: rows + columns of each matrix, the full second moment of each norm, fp32
+    factored = 2 * (4 * 512 + 3 * 1280) + 2 * 1256
+    assert opt["adafactor"] == 4 * p + 4 * (factored + 5 * 256)
+    assert terms(training_table(cfg, Layout(), seq_len=8, dtype="fp32", optimizer="sgd"))["optimizer"] == 0
+
+
+def test_working_memory_by_stage() -> None:
+    cfg = llama3_8b()
+    p = count_params(cfg).total
+    ddp = terms(training_table(cfg, Layout(dp=8), seq_len=16))
+    assert ddp["DDP gradient buckets"] == ddp["gradients"] == 2 * p
+    assert "DDP gradient buckets" not in terms(training_table(cfg, Layout(), seq_len=16))  # one process
+    z2 = terms(training_table(cfg, Layout(dp=8, zero=2), seq_len=16))
+    assert z2["ZeRO-2: gradient reduce bucket"] == 5 * 10**8 * 2
+    # FSDP: one Llama-3-8B layer = attention 4096 x (4096 + 2 x 1024) + 4096 x 4096, FFN 3 x 4096 x 14336,
+    # two RMSNorms of 4096
+    layer = 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096
+    z3 = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16))
+    assert z3["FSDP: gathered layer"] == z3["FSDP: prefetched layers"] == 2 * layer
+    assert z3["FSDP: unsharded layer gradients"] == z3["FSDP: reduce-scatter buffer"] == 2 * layer
+    assert z3["FSDP: root unit gathered (embeddings, norm, head)"] == 2 * (2 * 128256 * 4096 + 4096)
+    assert z3["FSDP: head gradients before reduce-scatter"] == 2 * (128256 * 4096 + 4096)
+    fp32_reduce = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16, grad_dtype="fp32"))
+    assert fp32_reduce["FSDP: reduce-scatter buffer"] == 4 * layer
+    tp = terms(training_table(cfg, Layout(dp=4, tp=2, zero=3, sp=True), seq_len=16))
+    assert tp["FSDP: gathered layer"] == layer  # / tp 2, in bf16
+    keep = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16,
+                                sharding=Sharding(reshard_after_forward=False, prefetch=2)))
+    assert keep["FSDP: layers kept gathered after forward"] == 2 * 32 * layer
+    assert "FSDP: gathered layer" not in keep and "FSDP: reduce-scatter buffer" not in keep
+    ds = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16, sharding=Sharding(zero3="deepspeed")))
+    assert ds["ZeRO-3: live gathered parameters"] == 2 * 10**9
+    assert ds["ZeRO-3: gradient reduce buckets"] == 2 * 5 * 10**8 * 2  # overlap_comm on at stage 3
+    with pytest.raises(FfnlabError, match="prefetch"):
+        training_table(cfg, Layout(dp=8, zero=3), seq_len=16, sharding=Sharding(prefetch=-1))
+
+
+def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
+    # issue 22: dp 256 at ZeRO-3 held 65.3 GiB of states and activations, but gathering a 3.19B
+    # layer, prefetching the next, its gradients and the buckets do not fit beside them
+    cfg = find_zoo("llama-3.1-405b").config()
+    res = fit(cfg, gpus=256, accelerator="H100", seq_len=8192, recompute="full")
+    layouts = {(r["layout"]["dp"], r["layout"]["tp"], r["layout"]["pp"], r["layout"]["zero"]) for r in res["candidates"]}
+    assert (256, 1, 1, 3) not in layouts
+    best = res["best"]
+    assert best["layout"]["tp"] * best["layout"]["pp"] >= 2
+    names = set(best["terms"])
+    assert {"FSDP: gathered layer", "FSDP: prefetched layers", "FSDP: reduce-scatter buffer"} <= names
+    assert best["per_gpu_bytes"] + res["reserve_bytes"] <= res["memory_bytes"]
+
+
+def test_fit_search_is_bounded_and_validated() -> None:
+    cfg = llama3_8b()
+    res = fit(cfg, gpus=10**9, accelerator="H100", seq_len=16)  # divisors only: ~100 layouts
+    assert res["best"] is not None and res["layouts_tried"] < 5000
+    with pytest.raises(FfnlabError, match="--max-tp"):
+        fit(cfg, gpus=8, accelerator="H100", max_tp=0)
+    with pytest.raises(FfnlabError, match="--gpus"):
+        fit(cfg, gpus=0, accelerator="H100")
+    assert fit(cfg, gpus=8, accelerator="H100", seq_len=10**6, context_limit=8192)["warnings"]
+
+
+def test_fp8_time_splits_the_flops_and_mtp_is_counted() -> None:
+    cfg = llama3_8b()
+    fl = flops_per_token(cfg, 8192)
+    bf = training_time(cfg, tokens=10**12, gpus=64, accelerator="H100", seq_len=8192, mfu=0.5)
+    f8 = training_time(cfg, tokens=10**12, gpus=64, accelerator="H100", seq_len=8192, mfu=0.5, precision="fp8")
+    linear = 3 * fl.linear * 10**12
+    assert f8.fp8_flops == linear
+    assert f8.seconds == pytest.approx((linear / 1979e12 + (bf.flops - linear) / 989e12) / (64 * 0.5))
+    assert bf.mfu_assumed is False and training_time(cfg, tokens=1, gpus=1, accelerator="H100").mfu_assumed
+    ds = deepseek_v3()
+    with_mtp = ModelConfig(**{**ds.__dict__, "mtp_layers": 1})
+    a, b = flops_per_token(ds, 4096), flops_per_token(with_mtp, 4096)
+    assert a.mtp == 0 and b.forward == a.forward
+    # one MTP module: a 2d -> d projection, one MoE layer over the context, and the shared head
+    assert b.mtp == 2 * 2 * 7168 * 7168 + (b.qkv + b.attn_out) // 61 + b.attn_scores // 61 \
+        + ffn_flops(7168, ds.ffn) + b.lm_head
+    assert b.training == 3 * (b.forward + b.mtp)

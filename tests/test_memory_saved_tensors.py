@@ -97,3 +97,46 @@ def test_full_recompute_keeps_layer_inputs() -> None:
     kept = sum(est.per_layer) + est.head  # what stays saved; recompute_peak is transient
     assert abs(sum(seen.values()) - kept) / kept < 0.001, (sum(seen.values()), kept)
     loss.backward()
+
+
+def _gpt2_saved_bytes(p: float) -> int:
+    """Saved-tensor bytes of one training forward of a small transformers GPT-2 with dropout ``p``."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    cfg = GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=97, n_positions=32, resid_pdrop=p, embd_pdrop=p,
+                     attn_pdrop=p, activation_function="gelu", bos_token_id=0, eos_token_id=0)
+    cfg._attn_implementation = "eager"
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(cfg).train()
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    seen: dict[int, int] = {}
+
+    def pack(x: torch.Tensor) -> torch.Tensor:
+        if x.untyped_storage().data_ptr() not in own:
+            seen.setdefault(x.untyped_storage().data_ptr(), x.untyped_storage().nbytes())
+        return x
+
+    idx = torch.randint(0, 97, (2, 32), generator=torch.Generator().manual_seed(0))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        model(idx, labels=idx)
+    return sum(seen.values())
+
+
+def test_dropout_masks_against_transformers_gpt2() -> None:
+    """What dropout adds (GPT-2: embedding, attention probabilities, both residual branches),
+    measured as the difference between p = 0.1 and p = 0 in transformers' own GPT-2. On CPU,
+    PyTorch's unfused dropout keeps a mask of the input's dtype (fp32 here)."""
+    cfg = make_config(64, 2, 4, 256, kind="gelu", vocab_size=97, max_positions=32)
+    kw = dict(seq_len=32, batch=2, dtype="fp32", attention="eager", dropout_mask_bytes=4)
+    est = (activation_memory(cfg, dropout=True, **kw).total - activation_memory(cfg, **kw).total)
+    measured = _gpt2_saved_bytes(0.1) - _gpt2_saved_bytes(0.0)
+    assert measured == est, (measured, est)
+    fused = activation_memory(cfg, seq_len=32, batch=2, dropout=True).total - activation_memory(
+        cfg, seq_len=32, batch=2).total
+    assert fused == 2 * 32 * (2 * 2 * 64 + 64)  # fused attention: residual and embedding masks only, 1 B
+
+
+def test_cuda_dropout_mask_is_one_byte() -> None:
+    """The CUDA path of F.dropout is ``torch.native_dropout``, whose mask is bool (1 byte)."""
+    _, mask = torch.native_dropout(torch.ones(8, 8), 0.5, True)
+    assert mask.dtype == torch.bool and mask.element_size() == 1

@@ -11,100 +11,224 @@ from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, app, check_format
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
     BATCH_OPTION,
+    DROPOUT_OPTION,
+    GRAD_DTYPE_OPTION,
     GROUP_SIZE_OPTION,
     KV_DTYPE_OPTION,
+    OPTIMIZER_OPTION,
+    PREFETCH_OPTION,
     RECOMPUTE_OPTION,
+    RESHARD_OPTION,
     TERM_COLS,
     WEIGHTS_DTYPE_OPTION,
+    ZERO3_OPTION,
+    check_seq_len,
     check_train_dtype,
     gib,
+    gpus_text,
+    memory_options,
+    note,
+    term_rows,
 )
-from ffnlab.errors import FfnlabError
+from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column
+from ffnlab.validation import integer, number
+
+MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
+MAX_TOP = 10_000
 
 
 def _count(text: str) -> int:
     from ffnlab.sizing.plan import parse_count
 
-    return parse_count(text)
+    n = parse_count(text)
+    require(n <= MAX_TOKENS, f"--tokens must be at most 1e30, got {text!r}")
+    return n
+
+
+def _mfu_line(mfu: float | None) -> str:
+    from ffnlab.sizing.hardware import DEFAULT_MFU, published_mfu
+
+    if mfu is not None:
+        return f"MFU {mfu:.0%} (--mfu)"
+    pub = "; ".join(f"{r['model']} {r['mfu']} on {r['hardware']} ({r['cite']})" for r in published_mfu())
+    return f"MFU {DEFAULT_MFU:.0%} is an assumption, not a measurement (--mfu to change it); published: {pub}"
+
+
+def _precision_line(precision: str) -> str:
+    if precision == "fp8":
+        return ("fp8 peak for the blocks' linear layers only; attention scores and the LM head at the bf16 peak "
+                "(fp8 recipes keep them in bf16)")
+    return "bf16 dense tensor-core peak"
+
+
+def _print_lines(title: str, lines: list[str], fmt: str) -> None:
+    """The assumptions under the tables (not in CSV, which stays one table)."""
+    if fmt == "csv":
+        return
+    print(f"\n**{title}**\n" if fmt == "markdown" else title)
+    for line in lines:
+        print(f"{'-' if fmt == 'markdown' else '  -'} {line}")
 
 
 @app.command(rich_help_panel=SIZING)
 def fit(
     target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo') or path to a config.json."),
     gpus: int = typer.Option(8, "--gpus", help="GPUs available."),
-    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 H100 H200 B200 MI300X (default: compare all)."),
+    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S "
+                                                "RTX4090 (default: compare all)."),
+    gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
+                                                                "--gpu, that card's peaks for the time estimate)."),
     mode: str = typer.Option("train", "--mode", help="train | serve."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length (training) or context (serving)."),
     batch: int = BATCH_OPTION,
     recompute: str = RECOMPUTE_OPTION,
     attention: str = ATTENTION_OPTION,
-    dtype: str = typer.Option("bf16", "--dtype", help="Training dtype (weights, gradients, activations)."),
+    dtype: str = typer.Option("bf16", "--dtype", help="Training dtype (weights, activations)."),
+    grad_dtype: str = GRAD_DTYPE_OPTION,
+    optimizer: str = OPTIMIZER_OPTION,
+    dropout: bool = DROPOUT_OPTION,
+    zero3: str = ZERO3_OPTION,
+    prefetch: int = PREFETCH_OPTION,
+    reshard_after_forward: bool = RESHARD_OPTION,
     kv_dtype: str = KV_DTYPE_OPTION,
     weights_dtype: str = WEIGHTS_DTYPE_OPTION,
     group_size: int = GROUP_SIZE_OPTION,
     mla: str = typer.Option("latent", "--mla-cache", help="MLA KV cache: latent (vLLM/SGLang) | expanded."),
     tokens: str = typer.Option(None, "--tokens", help="Training token budget for the time estimate, e.g. 2T."),
-    mfu: float = typer.Option(0.4, "--mfu", help="Model FLOPs utilisation for the time estimate."),
+    mfu: float = typer.Option(None, "--mfu", help="Model FLOPs utilisation for the time estimate (default: 40%, "
+                                                  "an assumption)."),
     precision: str = typer.Option("bf16", "--precision", help="Tensor-core peak used for time: bf16 | fp8."),
-    usable: float = typer.Option(0.9, "--usable", help="Share of GPU memory a layout may use."),
+    reserve: float = typer.Option(None, "--reserve", help="GiB per GPU held back for what no term counts (CUDA "
+                                                          "context, NCCL, fragmentation; default 10% of memory)."),
     max_tp: int = typer.Option(8, "--max-tp", help="Largest tensor-parallel group (one node)."),
     top: int = typer.Option(8, "--top", help="Layouts to list with --gpu."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
+    from ffnlab.sizing.fit import MAX_GPUS, context_limit, resolve_target
     from ffnlab.sizing.fit import fit as run_fit
-    from ffnlab.sizing.fit import fit_all, resolve_config
-    from ffnlab.sizing.hardware import training_time
+    from ffnlab.sizing.hardware import (
+        PRECISIONS,
+        custom_accelerator,
+        find_accelerator,
+        training_time,
+    )
+    from ffnlab.validation import choice
 
     check_format(fmt)
     check_train_dtype(dtype)
-    name, cfg = resolve_config(target)
+    check_seq_len(seq_len)
+    integer(gpus, "--gpus", 1, MAX_GPUS)
+    integer(max_tp, "--max-tp", 1, 2**20)
+    integer(top, "--top", 1, MAX_TOP)
+    choice(mode, "--mode", ("train", "serve"))
+    choice(precision, "--precision", PRECISIONS)
+    if mfu is not None:
+        number(mfu, "--mfu", 0, 1, lo_open=True)
+    if reserve is not None:
+        number(reserve, "--reserve", 0, None)
+    mem = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
+                         weights_dtype=weights_dtype, group_size=group_size, dp=1, tp=1, pp=1, ep=1, zero=0, sp=False,
+                         grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
+                         reshard_after_forward=reshard_after_forward)
+    name, cfg, raw = resolve_target(target)
     if cfg is None:
         raise FfnlabError(f"{name} has no published architecture to size")
     n_tokens = _count(tokens) if tokens else None
+    if mfu is not None and (n_tokens is None or mode == "serve"):
+        note("--mfu is used only for the training time, which needs --tokens and --mode train; ignored")
+    if tokens and mode == "serve":
+        note("--tokens gives a training time; ignored with --mode serve")
     opts: dict[str, Any] = dict(mode=mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                 attention=attention, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
-                                group_size=group_size, mla=mla, usable=usable, max_tp=max_tp)
-    what = (f"{name}, {mode}, {gpus} GPUs, batch {batch} x {seq_len}"
+                                group_size=group_size, mla=mla, reserve_gib=reserve, max_tp=max_tp,
+                                grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
+                                sharding=mem["sharding"], context_limit=context_limit(raw))
+    what = (f"{name}, {mode}, {gpus_text(gpus)}, batch {batch} x {seq_len}"
             + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
-    if gpu is None:
-        rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
-        if as_json:
-            render.emit_json({"model": name, "gpus": gpus, **opts, "tokens": n_tokens, "mfu": mfu,
-                              "precision": precision, "accelerators": rows})
-            return
-        cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),
-                Column("layout", "smallest layout", justify="left"),
-                Column("per_gpu_bytes", "per GPU (or least needed)", gib), Column("usable_bytes", "usable", gib)]
-        if n_tokens:
-            cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
-                     Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
-        title = what + (f"; time for {tokens} tokens at MFU {mfu:.0%} ({precision} dense peak)" if n_tokens else "")
-        render.emit(rows, cols, fmt, title=title)
+    accs = None
+    if gpu_memory is not None:
+        accs = [custom_accelerator(gpu_memory, gpu)]
+    elif gpu is not None:
+        accs = [find_accelerator(gpu)]
+    timed = bool(n_tokens) and mode == "train"
+    if gpu is None and gpu_memory is None:
+        _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, opts, as_json, fmt)
         return
-    res = run_fit(cfg, gpus=gpus, accelerator=gpu, **opts)
-    if n_tokens and mode == "train":
-        res["time"] = training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=gpu, seq_len=seq_len, mfu=mfu,
-                                    precision=precision).as_dict()
+    assert accs is not None
+    acc = accs[0]
+    res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
+    if timed:
+        if acc.bf16_tflops is None:
+            note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
+        else:
+            assert n_tokens is not None
+            res["time"] = training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc, seq_len=seq_len, mfu=mfu,
+                                        precision=precision).as_dict()
     if as_json:
-        render.emit_json({"model": name, **res})
+        render.emit_json({"model": name, **{k: v for k, v in opts.items() if k != "sharding"},
+                          "sharding": mem["sharding"].as_dict(), **res})
         return
-    rows = [{**r["terms"], "describe": r["describe"], "per_gpu_bytes": r["per_gpu_bytes"]}
+    for w in res["warnings"]:
+        note(w)
+    rows = [{**r["terms"], "describe": r["describe"], "per_gpu_bytes": r["per_gpu_bytes"],
+             "working": sum(t["per_gpu_bytes"] for t in r["table"] if t["group"] == "working")}
             for r in res["candidates"][:top]]
+    budget = (f"{gib(res['memory_bytes'])} reported by the device - {gib(res['reserve_bytes'])} reserve = "
+              f"{gib(res['usable_bytes'])} usable")
     if not rows:
-        print(f"{name} does not fit on {gpus} x {res['accelerator']} for {mode} at these settings: the least any "
-              f"layout needs is {gib(res['smallest_need_bytes'])} per GPU, {gib(res['usable_bytes'])} usable")
-        return
-    keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
-    cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib) for k in keys),
-            Column("per_gpu_bytes", "per GPU", gib)]
-    render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({gib(res['usable_bytes'])} usable): "
-                                       "layouts that fit, smallest first")
-    best = res["best"]
-    render.emit(best["table"], TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
+        print(f"{name} does not fit on {gpus_text(gpus)} x {res['accelerator']} for {mode} at these settings: "
+              f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
+    else:
+        keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
+        cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib) for k in keys)]
+        if mode == "train":
+            cols.append(Column("working", "buffers", gib))
+        cols.append(Column("per_gpu_bytes", "per GPU", gib))
+        render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({budget}): layouts that fit, "
+                                           "smallest first")
+        best = res["best"]
+        render.emit(term_rows(best["table"]), TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
     if "time" in res:
         t = res["time"]
-        print(f"time for {tokens} tokens at MFU {mfu:.0%}: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "
+        print(f"time for {tokens} tokens: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "
               f"({t['flops']:.3g} FLOPs)")
+    lines = list(res["assumptions"])
+    if timed:
+        lines += [_mfu_line(mfu), _precision_line(precision)]
+    _print_lines("assumed:", lines, fmt)
+
+
+def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
+             tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str) -> None:
+    from ffnlab.sizing.fit import fit_all
+
+    rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
+    mode = opts["mode"]
+    if as_json:
+        render.emit_json({"model": name, "gpus": gpus, **{k: v for k, v in opts.items() if k != "sharding"},
+                          "sharding": opts["sharding"].as_dict(), "tokens": n_tokens, "mfu": mfu,
+                          "precision": precision, "accelerators": rows})
+        return
+    cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),
+            Column("layout", "smallest layout", justify="left"),
+            Column("per_gpu_bytes", "per GPU (or least needed)", gib), Column("usable_bytes", "usable", gib)]
+    timed = bool(n_tokens) and mode == "train"
+    if timed:
+        cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
+                 Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
+    title = what + (f"; time for {tokens} tokens" if timed else "")
+    render.emit(rows, cols, fmt, title=title)
+    from ffnlab.sizing.fit import NOT_COUNTED
+
+    held = "10% of it (assumed; --reserve GiB)" if opts["reserve_gib"] is None else f"{opts['reserve_gib']:g} GiB"
+    lines = [f"usable = the memory each device reports - a reserve of {held} for what no term "
+             f"counts: {', '.join(NOT_COUNTED[mode])}",
+             "ffnlab fit MODEL --gpu NAME lists each term of the best layout and the rest of the assumptions"]
+    if timed:
+        lines += [_mfu_line(mfu), _precision_line(precision)]
+        if precision == "fp8":
+            lines.append("'-': no fp8 tensor cores on that card")
+    _print_lines("assumed:", lines, fmt)

@@ -22,21 +22,29 @@ from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
     BATCH_OPTION,
     DP_OPTION,
+    DROPOUT_OPTION,
     EP_OPTION,
+    GRAD_DTYPE_OPTION,
     GROUP_SIZE_OPTION,
     KV_DTYPE_OPTION,
     MEMORY_CSV_COLS,
+    OPTIMIZER_OPTION,
     PP_OPTION,
+    PREFETCH_OPTION,
     RECOMPUTE_OPTION,
+    RESHARD_OPTION,
     SP_OPTION,
     TP_OPTION,
     WEIGHTS_DTYPE_OPTION,
+    ZERO3_OPTION,
     ZERO_OPTION,
+    check_seq_len,
     check_train_dtype,
     emit_memory,
     flat_memory,
     memory_options,
     memory_pairs,
+    refuse_memory_flags_without_model,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
@@ -80,6 +88,12 @@ def size(
     ep: int = EP_OPTION,
     zero: int = ZERO_OPTION,
     sp: bool = SP_OPTION,
+    grad_dtype: str = GRAD_DTYPE_OPTION,
+    optimizer: str = OPTIMIZER_OPTION,
+    dropout: bool = DROPOUT_OPTION,
+    zero3: str = ZERO3_OPTION,
+    prefetch: int = PREFETCH_OPTION,
+    reshard_after_forward: bool = RESHARD_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -93,7 +107,14 @@ def size(
     r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
-                              zero=zero, sp=sp)
+                              zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
+                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
+    if n_layers is None:
+        refuse_memory_flags_without_model(
+            dtype=dtype, batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
+            weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sp=sp,
+            grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
+            reshard_after_forward=reshard_after_forward, n_heads=n_heads, n_kv_heads=n_kv_heads)
     out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
                        vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype,
                        tied=not untied, norm=norm, positions=positions,
@@ -114,7 +135,7 @@ def size(
         pairs.append(("FFN params / layer, active", f"{out['ffn_params_per_layer_active']:,}"))
     if "model" in out:
         m = out["model"]
-        p, fl, mem = m["params"], m["flops_per_token"], m["training_memory_bytes"]
+        p, fl = m["params"], m["flops_per_token"]
         pairs += [
             ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, "
                       f"{m['positions']} positions" + (f" ({m['position_table_rows']} rows)" if m["position_table_rows"] else "")
@@ -126,7 +147,6 @@ def size(
              f"attn proj {(fl['qkv'] + fl['attn_out']) / fl['forward']:.0%}, scores {fl['attn_scores'] / fl['forward']:.0%}, "
              f"head {fl['lm_head'] / fl['forward']:.0%})"),
             ("training FLOPs/token (3x fwd)", human(fl["training"])),
-            (f"memory w+g+AdamW ({dtype})", f"{mem['total'] / 2**30:.2f} GiB"),
         ]
         pairs += memory_pairs(m["memory"])
         pairs += [("assumed", line) for line in m["assumed"]]
@@ -251,7 +271,7 @@ AUDIT_COLS = [
     Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human),
     Column("alignment", "pow2", lambda a: "-" if not a else str(a["pow2_divisor"])),
     Column("flops_per_token", "GFLOP/tok@4096", lambda x: "-" if x is None else f"{x / 1e9:,.1f}"),
-    Column("training_memory_bytes", "train GiB bf16",
+    Column("training_memory_bytes", "w+g+AdamW GiB",
            lambda x: "-" if x is None else f"{x / 2**30:,.0f}"),
 ]
 VERDICT_COL = Column("verdict", "verdict", justify="left")
@@ -275,6 +295,12 @@ def audit(
     ep: int = EP_OPTION,
     zero: int = ZERO_OPTION,
     sp: bool = SP_OPTION,
+    grad_dtype: str = GRAD_DTYPE_OPTION,
+    optimizer: str = OPTIMIZER_OPTION,
+    dropout: bool = DROPOUT_OPTION,
+    zero3: str = ZERO3_OPTION,
+    prefetch: int = PREFETCH_OPTION,
+    reshard_after_forward: bool = RESHARD_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -286,17 +312,23 @@ def audit(
 
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
+    check_seq_len(seq_len)
+    check_train_dtype(dtype)
+    mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
+                              weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
+                              zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
+                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
     audited = [(audit_entry(e), e.config()) for e in load_zoo()] if all_models else []
     audited += [audit_target(t, count_with_transformers) for t in targets or []]
     rows = [row for row, _ in audited]
-    mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
-                              weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
-                              zero=zero, sp=sp)
-    check_train_dtype(dtype)
     for row, cfg in audited:  # cfg None: counted by transformers or an estimate, no memory model
         row["memory"] = None
+        if cfg is None:
+            row["memory_error"] = ("no published architecture" if row.get("model_type") is None else
+                                   "counted by transformers; ffnlab has no architecture model for its memory")
+            continue
         try:
-            row["memory"] = None if cfg is None else memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+            row["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
         except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
             if len(rows) == 1:
                 raise

@@ -3,63 +3,106 @@
 Training: every layout ``dp x tp x pp = N`` (tp up to ``max_tp``, one node's NVLink domain by
 default; tp dividing the heads; pp at most the layers; for MoE, ep dividing dp and the experts;
 ZeRO stage 0-3; sequence parallelism whenever tp > 1) is priced with
-:func:`ffnlab.sizing.parallel.training_table`. Serving: ``tp x pp <= N`` with the weights and the
-KV cache of ``batch`` sequences of ``context`` tokens per replica (:func:`serving_table`); ``dp``
-counts the replicas the N GPUs hold. A layout *fits* when its per-GPU total is at most ``usable`` x the GPU's memory
-(default 90%: the CUDA context, the allocator's fragmentation and communication buffers take the
-rest, a rule of thumb, not a measurement).
+:func:`ffnlab.sizing.parallel.training_table`, working memory of the data-parallel engine included
+(FSDP's gathered and prefetched layers, unsharded gradients and buckets). Serving: ``tp x pp <= N``
+with the weights and the KV cache of ``batch`` sequences of ``context`` tokens per replica
+(:func:`serving_table`); ``dp`` counts the replicas the N GPUs hold.
+
+A layout *fits* when its per-GPU total plus the **reserve** is at most the memory the device
+reports (``Accelerator.memory_bytes``: 81,559 MiB on an H100 80GB). The reserve stands for what
+no term counts: the CUDA context, NCCL's communicator buffers, the caching allocator's
+fragmentation, kernel workspaces, the optimizer step's temporaries and, when serving, the prefill
+activations and the logits. It is an assumption (default 10% of the device memory, ``reserve``
+to change it), printed as one.
 
 "Smallest" = least model parallelism first (tp x pp, for serving the GPUs used), then the lowest
-ZeRO stage, then the least expert parallelism, then the fewest bytes per GPU.
+ZeRO stage, then the least expert parallelism, then the fewest bytes per GPU. The search is over
+divisors only, so it is sublinear in the GPU count.
 """
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hardware import find_accelerator, load_accelerators, training_time
+from ffnlab.sizing.hardware import (
+    DEFAULT_MFU,
+    Accelerator,
+    find_accelerator,
+    load_accelerators,
+    training_time,
+)
 from ffnlab.sizing.parallel import Layout, serving_table, table_total, training_table
+from ffnlab.sizing.sharding import Sharding
 
 MODES = ("train", "serve")
+MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a second
+DEFAULT_RESERVE = 0.10  # share of the device memory held back for what no term counts
+NOT_COUNTED = {
+    "train": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
+              "cuBLAS / attention kernel workspaces", "the optimizer step's temporaries"),
+    "serve": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
+              "prefill activations and the logits", "CUDA graphs and the engine's KV-block rounding"),
+}
 
 
-def resolve_config(target: str) -> tuple[str, ModelConfig | None]:
-    """A zoo name or a config.json path (or folder), as ``ffnlab audit`` reads them."""
+def resolve_target(target: str) -> tuple[str, ModelConfig | None, dict[str, Any] | None]:
+    """A zoo name or a config.json path (or folder), as ``ffnlab audit`` reads them, with the raw
+    config.json keys (for ``max_position_embeddings``) where there are any."""
     from ffnlab.sizing.hf import load_hf_config
     from ffnlab.sizing.zoo import find, is_zoo_name
 
-    if is_zoo_name(target):
-        e = find(target)
-        return e.name, e.config()
-    p = Path(target)
-    if p.exists() or target.endswith(".json") or "/" in target:
-        cfg, _ = load_hf_config(p)
-        return cfg.name or str(p), cfg
+    if not is_zoo_name(target):
+        p = Path(target)
+        if p.exists() or target.endswith(".json") or "/" in target:
+            cfg, raw = load_hf_config(p)
+            return cfg.name or str(p), cfg, raw
     e = find(target)  # names close zoo entries in its error
-    return e.name, e.config()
+    return e.name, e.config(), e.hf_config
 
 
-def _divisors(n: int) -> list[int]:
-    return [k for k in range(1, n + 1) if n % k == 0]
+def resolve_config(target: str) -> tuple[str, ModelConfig | None]:
+    name, cfg, _ = resolve_target(target)
+    return name, cfg
+
+
+def context_limit(raw: dict[str, Any] | None) -> int | None:
+    """The longest context a config.json declares (``max_position_embeddings`` and its aliases)."""
+    if not raw:
+        return None
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        v = raw.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            return v
+    text = raw.get("text_config")
+    return context_limit(text) if isinstance(text, dict) else None
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in increasing order (O(sqrt n))."""
+    small, large = [], []
+    for k in range(1, math.isqrt(n) + 1):
+        if n % k == 0:
+            small.append(k)
+            if k != n // k:
+                large.append(n // k)
+    return small + large[::-1]
 
 
 def _layouts(cfg: ModelConfig, gpus: int, mode: str, max_tp: int) -> list[Layout]:
     n_exp = max((f.n_experts for f in cfg.layer_ffns()), default=0)
     out = []
-    for tp in _divisors(gpus):
-        if tp > max_tp or cfg.attn.n_heads % tp:
-            continue
-        for pp in _divisors(gpus // tp):
-            if pp > cfg.n_layers:
-                continue
-            if mode == "serve":
-                out.append(Layout(dp=gpus // (tp * pp), tp=tp, pp=pp))  # dp = replicas
-                continue
+    for tp in (t for t in divisors(math.gcd(gpus, cfg.attn.n_heads)) if t <= max_tp):
+        for pp in (p for p in divisors(gpus // tp) if p <= cfg.n_layers):
             dp = gpus // (tp * pp)
-            eps = [e for e in _divisors(dp) if n_exp and n_exp % e == 0] or [1]
+            if mode == "serve":
+                out.append(Layout(dp=dp, tp=tp, pp=pp))  # dp = replicas
+                continue
+            eps = [e for e in divisors(n_exp) if dp % e == 0] if n_exp else [1]
             out += [Layout(dp=dp, tp=tp, pp=pp, ep=ep, zero=z, sp=tp > 1) for ep in eps for z in range(4)]
     return out
 
@@ -69,50 +112,115 @@ def _key(row: dict[str, Any]) -> tuple:
     return (lay["tp"] * lay["pp"], lay["zero"], lay["ep"], lay["pp"], row["per_gpu_bytes"])
 
 
-def fit(cfg: ModelConfig, *, gpus: int, accelerator: str, mode: str = "train", seq_len: int = 2048,
-        batch: int = 1, dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
-        kv_dtype: str | None = None, weights_dtype: str | None = None, group_size: int = 128,
-        mla: str = "latent", usable: float = 0.9, max_tp: int = 8) -> dict[str, Any]:
-    """Every layout priced, those that fit, and the smallest that fits (``best``, or None)."""
-    require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    require(gpus >= 1, f"--gpus must be >= 1, got {gpus}")
-    require(0 < usable <= 1, f"--usable must be in (0, 1], got {usable}")
-    acc = find_accelerator(accelerator)
-    budget = int(acc.memory_bytes * usable)
+def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
+    if reserve_gib is None:
+        return math.ceil(acc.memory_bytes * DEFAULT_RESERVE)
+    require(0 <= reserve_gib * 2**30 < acc.memory_bytes,
+            f"--reserve must be in [0, {acc.memory_bytes / 2**30:,.2f}) GiB for {acc.name}, got {reserve_gib}")
+    return math.ceil(reserve_gib * 2**30)
+
+
+def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str, recompute: str,
+                attention: str, dropout: bool, sharding: Sharding, reserve: int, acc: Accelerator,
+                reserve_gib: float | None, kv_dtype: str | None = None, weights_dtype: str | None = None) -> list[str]:
+    """What the memory figures assume, one sentence each (the CLI prints them)."""
+    held = (f"reserve {reserve / 2**30:,.2f} GiB "
+            + ("(assumed: 10% of the device memory; --reserve GiB)" if reserve_gib is None else "(--reserve)")
+            + f" for what no term counts: {', '.join(NOT_COUNTED[mode])}")
+    fits = (f"fits = per-GPU total + reserve <= {acc.usable_mib:,} MiB, the memory {acc.name} reports "
+            f"({acc.usable_source.split(' (')[0]})")
+    if mode == "serve":
+        return [f"weights in {weights_dtype or dtype}, KV cache in {kv_dtype or dtype}", fits, held]
+    return [
+        f"weights and activations in {dtype}, gradients in {grad_dtype or dtype} (--grad-dtype), optimizer "
+        f"{optimizer} (--optimizer)" + (", fp32 master weights" if dtype != "fp32" else ""),
+        f"activations: {attention} attention, recompute {recompute}, dropout {'masks kept' if dropout else 'off'} "
+        "(--dropout), counted as PyTorch's eager kernels keep them",
+        f"ZeRO 0 = PyTorch DDP, 1-2 = DeepSpeed at its default buckets, 3 = {sharding.engine(3)}"
+        + (f" (one unit per layer, prefetch {sharding.prefetch}, reshard_after_forward "
+           f"{sharding.reshard_after_forward})" if sharding.zero3 == "fsdp" else " at its default buckets"),
+        fits, held, "rows marked * are estimates (engine defaults, kernel choices); the others follow from the "
+        "parameter count and the dtypes",
+    ]
+
+
+@lru_cache(maxsize=4)
+def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, batch: int, dtype: str, recompute: str,
+           attention: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int | None, mla: str,
+           grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding) -> tuple[dict[str, Any], ...]:
+    """Every layout's per-GPU table (the same for every accelerator: priced once per question)."""
     rows = []
     for lay in _layouts(cfg, gpus, mode, max_tp):
         if mode == "train":
             table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                   attention=attention)
+                                   attention=attention, grad_dtype=grad_dtype, optimizer=optimizer,
+                                   dropout=dropout, sharding=sharding)
         else:
             table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,
                                   kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
-        total = table_total(table)
-        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": total,
-                     "fits": total <= budget, "terms": {r.term: r.per_gpu_bytes for r in table},
-                     "table": [r.as_dict() for r in table]})
+        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": table_total(table),
+                     "terms": {r.term: r.per_gpu_bytes for r in table}, "table": [r.as_dict() for r in table]})
+    return tuple(rows)
+
+
+def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: str = "train", seq_len: int = 2048,
+        batch: int = 1, dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
+        kv_dtype: str | None = None, weights_dtype: str | None = None, group_size: int | None = None,
+        mla: str = "latent", reserve_gib: float | None = None, max_tp: int = 8, grad_dtype: str | None = None,
+        optimizer: str = "adamw", dropout: bool = False, sharding: Sharding | None = None,
+        context_limit: int | None = None) -> dict[str, Any]:
+    """Every layout priced, those that fit, and the smallest that fits (``best``, or None)."""
+    require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    require(1 <= gpus <= MAX_GPUS, f"--gpus must be in [1, 2**40], got {gpus}")
+    require(max_tp >= 1, f"--max-tp must be >= 1, got {max_tp}")
+    sharding = sharding or Sharding()
+    sharding.check()
+    acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
+    reserve = reserve_bytes(acc, reserve_gib)
+    budget = acc.memory_bytes - reserve
+    priced = _price(cfg, gpus, mode, max_tp, seq_len, batch, dtype, recompute, attention, kv_dtype, weights_dtype,
+                    group_size, mla, grad_dtype, optimizer, dropout, sharding)
+    rows = [{**r, "fits": r["per_gpu_bytes"] <= budget} for r in priced]
     rows.sort(key=_key)
     fitting = [r for r in rows if r["fits"]]
+    warnings: list[str] = []
+    if context_limit is not None and seq_len > context_limit:
+        warnings.append(f"--seq-len {seq_len:,} is past the model's max_position_embeddings {context_limit:,}: "
+                        "the model was not trained for it (positions beyond it are extrapolated or wrap)")
     return {"mode": mode, "gpus": gpus, "accelerator": acc.name, "memory_bytes": acc.memory_bytes,
-            "usable_bytes": budget, "seq_len": seq_len, "batch": batch, "dtype": dtype,
+            "reserve_bytes": reserve, "usable_bytes": budget, "seq_len": seq_len, "batch": batch, "dtype": dtype,
             "recompute": recompute, "best": fitting[0] if fitting else None, "candidates": fitting,
-            "smallest_need_bytes": min((r["per_gpu_bytes"] for r in rows), default=None)}
+            "smallest_need_bytes": min((r["per_gpu_bytes"] for r in rows), default=None),
+            "layouts_tried": len(rows), "warnings": warnings,
+            "assumptions": assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer,
+                                       recompute=recompute, attention=attention, dropout=dropout, sharding=sharding,
+                                       reserve=reserve, acc=acc, reserve_gib=reserve_gib, kv_dtype=kv_dtype,
+                                       weights_dtype=weights_dtype),
+            "not_counted": list(NOT_COUNTED[mode])}
 
 
-def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: float = 0.4,
-            precision: str = "bf16", **kwargs: Any) -> list[dict[str, Any]]:
-    """For each named accelerator: does the model fit on ``gpus`` of them, how, and how long to train."""
+def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: float | None = None,
+            precision: str = "bf16", accelerators: list[Accelerator] | None = None,
+            **kwargs: Any) -> list[dict[str, Any]]:
+    """For each accelerator: does the model fit on ``gpus`` of them, how, and how long to train
+    (``mfu`` None: the :data:`DEFAULT_MFU` assumption)."""
     rows = []
-    for acc in load_accelerators():
-        res = fit(cfg, gpus=gpus, accelerator=acc.name, **kwargs)
+    for acc in accelerators or load_accelerators():
+        res = fit(cfg, gpus=gpus, accelerator=acc, **kwargs)
         best = res["best"]
         row: dict[str, Any] = {"accelerator": acc.name, "display": acc.display, "memory_bytes": acc.memory_bytes,
                                "fits": best is not None, "layout": best["describe"] if best else None,
                                "per_gpu_bytes": best["per_gpu_bytes"] if best else res["smallest_need_bytes"],
-                               "usable_bytes": res["usable_bytes"], "source": acc.source}
-        if tokens and res["mode"] == "train" and (precision == "bf16" or acc.fp8_tflops is not None):
-            t = training_time(cfg, tokens=tokens, gpus=gpus, accelerator=acc.name,
+                               "usable_bytes": res["usable_bytes"], "reserve_bytes": res["reserve_bytes"],
+                               "source": acc.source, "days": None, "gpu_hours": None}
+        peak = acc.bf16_tflops if precision == "bf16" else acc.fp8_tflops
+        if tokens and res["mode"] == "train" and peak is not None and acc.bf16_tflops is not None:
+            t = training_time(cfg, tokens=tokens, gpus=gpus, accelerator=acc,
                               seq_len=kwargs.get("seq_len", 2048), mfu=mfu, precision=precision)
             row.update(days=t.days, gpu_hours=t.gpu_hours, training_flops=t.flops)
         rows.append(row)
     return rows
+
+
+__all__ = ["DEFAULT_MFU", "DEFAULT_RESERVE", "MAX_GPUS", "MODES", "NOT_COUNTED", "assumptions", "context_limit",
+           "divisors", "fit", "fit_all", "reserve_bytes", "resolve_config", "resolve_target"]

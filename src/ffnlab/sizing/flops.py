@@ -14,7 +14,13 @@ Convention (stated so numbers can be compared):
 * multi-head latent attention counts the projections transformers runs (queries through the
   q latent, keys and values up-projected from the kv latent; no weight absorption), and its
   scores over the q/k head width (nope + rope) and the values over v_head_dim;
-* training = forward + backward = 3 x forward.
+* training = forward + backward = 3 x forward, plus, when the config declares multi-token
+  prediction modules (DeepSeek-V3 ``num_nextn_predict_layers``; §2.2 of its report), each module's
+  2d -> d projection, its decoder layer and the shared output head, which run in training only
+  (``mtp``; not part of ``forward``, the inference pass);
+* ``linear`` = the FLOPs of the blocks' linear layers (attention projections, FFN, the MTP
+  modules' projection and layer matmuls): the part fp8 training recipes run in fp8, while the
+  attention scores and the LM head stay in bf16.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ class FlopsPerToken:
     attn_scores: int
     ffn: int
     lm_head: int
+    mtp: int = 0  # multi-token-prediction modules (training only)
+    mtp_linear: int = 0  # the linear-layer part of ``mtp``
 
     @property
     def forward(self) -> int:
@@ -45,11 +53,16 @@ class FlopsPerToken:
 
     @property
     def training(self) -> int:
-        return 3 * self.forward
+        return 3 * (self.forward + self.mtp)
+
+    @property
+    def linear(self) -> int:
+        """Forward FLOPs of the linear layers of the blocks (what fp8 recipes run in fp8)."""
+        return self.qkv + self.attn_out + self.ffn + self.mtp_linear
 
     def as_dict(self) -> dict[str, int]:
         out = dict(asdict(self))
-        out.update(forward=self.forward, training=self.training)
+        out.update(forward=self.forward, training=self.training, linear=self.linear)
         return out
 
 
@@ -95,8 +108,14 @@ def flops_per_token(cfg: ModelConfig, seq_len: int, *, include_lm_head: bool = T
     attn_scores = per_token_context * sum(contexts)
     ffn = sum(n * ffn_flops(d, f) for f, n in cfg.ffn_layer_counts().items())
     width_e = cfg.embed_proj_dim or d
-    lm_head = 2 * width_e * cfg.vocab_size if include_lm_head else 0
-    return FlopsPerToken(qkv=qkv, attn_out=attn_out, attn_scores=attn_scores, ffn=ffn, lm_head=lm_head)
+    head = 2 * width_e * cfg.vocab_size
+    lm_head = head if include_lm_head else 0
+    # each MTP module: a 2d -> d projection, one decoder layer with the main FFN (full attention
+    # over seq_len), and the shared output head
+    mtp_linear = cfg.mtp_layers * (2 * 2 * d * d + proj_in + proj_out + ffn_flops(d, cfg.ffn))
+    mtp = mtp_linear + cfg.mtp_layers * (per_token_context * seq_len + head)
+    return FlopsPerToken(qkv=qkv, attn_out=attn_out, attn_scores=attn_scores, ffn=ffn, lm_head=lm_head,
+                         mtp=mtp, mtp_linear=mtp_linear)
 
 
 def six_n(cfg: ModelConfig) -> int:

@@ -1,76 +1,129 @@
-"""Named accelerators (``data/accelerators.json``: dense peaks and memory, each with its source)
-and training time for a token budget at a stated MFU.
+"""Named accelerators (``data/accelerators.json``: dense peaks, datasheet memory and the memory
+the device reports, each with its source) and training time for a token budget at a stated MFU.
 
 Time = training FLOPs / (GPUs x peak x MFU), where the training FLOPs are ffnlab's model FLOPs
 (3 x forward matmul FLOPs per token, attention at the sequence length, MoE counting the active
-experts; :func:`ffnlab.sizing.flops.flops_per_token`) times the tokens. MFU is *model* FLOPs
-utilisation (Chowdhery et al. 2022, PaLM App. B), so recomputation is not added to the FLOPs:
-it shows up as a lower MFU.
+experts, a declared multi-token-prediction module included; :func:`ffnlab.sizing.flops.flops_per_token`)
+times the tokens. MFU is *model* FLOPs utilisation (Chowdhery et al. 2022, PaLM App. B), so
+recomputation is not added to the FLOPs: it shows up as a lower MFU. MFU is an input, never a
+measurement: :data:`DEFAULT_MFU` is an assumption, and :func:`published_mfu` lists measured figures
+to calibrate it against.
+
+With ``precision="fp8"`` only the linear layers of the blocks (attention projections and the FFN)
+run at the fp8 peak; attention scores and the LM head stay at the bf16 peak, as fp8 training recipes
+keep them (DeepSeek-V3 report §3.3.1; Transformer Engine and torchao convert ``nn.Linear`` layers
+only), so the time is the sum of the two parts at their own peaks.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.flops import flops_per_token
 
 PRECISIONS = ("bf16", "fp8")
+DEFAULT_MFU = 0.4  # an assumption, printed as one; see published_mfu()
+MIB = 2**20
+MAX_CUSTOM_GIB = 2**20  # a "GPU" of a pebibyte: far past any device, keeps the arithmetic bounded
 
 
 @dataclass(frozen=True)
 class Accelerator:
     name: str
     display: str
-    memory_gib: float  # the datasheet's GB figure, which the devices report in GiB
-    bf16_tflops: float
+    memory_gb: float  # the datasheet's figure
+    usable_mib: int  # what the device reports as its total (nvidia-smi / rocm-smi)
+    bf16_tflops: float | None
     fp8_tflops: float | None
     source: str
+    usable_source: str
+    aliases: tuple[str, ...] = field(default=())
 
     @property
     def memory_bytes(self) -> int:
-        return int(self.memory_gib * 2**30)
+        """The memory a framework can allocate from: the device's reported total."""
+        return self.usable_mib * MIB
 
     def peak_flops(self, precision: str = "bf16") -> float:
         require(precision in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
         tf = self.bf16_tflops if precision == "bf16" else self.fp8_tflops
-        require(tf is not None, f"{self.name} has no {precision} tensor cores")
+        require(tf is not None, f"{self.name} has no {precision} peak on record"
+                + ("" if self.bf16_tflops is not None else " (a --gpu-memory card: give --gpu for its peaks)"))
         return float(tf) * 1e12  # type: ignore[arg-type]
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        out = asdict(self)
+        out["aliases"] = list(self.aliases)
+        out["memory_bytes"] = self.memory_bytes
+        return out
+
+
+@lru_cache(maxsize=1)
+def _data() -> dict[str, Any]:
+    return json.loads(resources.files("ffnlab").joinpath("data/accelerators.json").read_text())
 
 
 @lru_cache(maxsize=1)
 def load_accelerators() -> tuple[Accelerator, ...]:
-    data = json.loads(resources.files("ffnlab").joinpath("data/accelerators.json").read_text())
-    return tuple(Accelerator(**a) for a in data["accelerators"])
+    return tuple(Accelerator(**{**a, "aliases": tuple(a.get("aliases", ()))}) for a in _data()["accelerators"])
+
+
+def published_mfu() -> list[dict[str, str]]:
+    """Measured MFUs from papers and reports, each with its source (to calibrate ``--mfu``)."""
+    return [dict(r) for r in _data()["published_mfu"]]
+
+
+def _by_name() -> dict[str, Accelerator]:
+    out: dict[str, Accelerator] = {}
+    for a in load_accelerators():
+        for key in (a.name, *a.aliases):
+            out[key.lower()] = a
+    return out
 
 
 def find_accelerator(name: str) -> Accelerator:
-    by_name = {a.name.lower(): a for a in load_accelerators()}
+    by_name = _by_name()
     hit = by_name.get(name.lower())
     if hit is None:
         close = difflib.get_close_matches(name.lower(), by_name, n=3)
-        hint = f"; did you mean {', '.join(by_name[c].name for c in close)}?" if close else ""
+        hint = f"; did you mean {', '.join(dict.fromkeys(by_name[c].name for c in close))}?" if close else ""
         raise FfnlabError(f"unknown accelerator {name!r}: choose one of "
-                          f"{', '.join(a.name for a in load_accelerators())}{hint}")
+                          f"{', '.join(a.name for a in load_accelerators())}, or give --gpu-memory GiB{hint}")
     return hit
+
+
+def custom_accelerator(memory_gib: float, like: str | None = None) -> Accelerator:
+    """A card of ``memory_gib`` GiB usable memory; with ``like``, that accelerator's peaks."""
+    require(0 < memory_gib <= MAX_CUSTOM_GIB, f"--gpu-memory must be in (0, {MAX_CUSTOM_GIB}] GiB, got {memory_gib}")
+    base = find_accelerator(like) if like else None
+    mib = int(memory_gib * 1024)
+    require(mib >= 1, f"--gpu-memory must be at least 1 MiB, got {memory_gib} GiB")
+    return Accelerator(
+        name=f"{base.name if base else 'custom'} ({memory_gib:g} GiB)",
+        display=f"{base.display if base else 'a GPU'} with {memory_gib:g} GiB usable (--gpu-memory)",
+        memory_gb=memory_gib, usable_mib=mib,
+        bf16_tflops=base.bf16_tflops if base else None, fp8_tflops=base.fp8_tflops if base else None,
+        source=base.source if base else "--gpu-memory (no peak on record)",
+        usable_source="--gpu-memory, as given")
 
 
 @dataclass(frozen=True)
 class TrainingTime:
     tokens: int
     flops: int
+    fp8_flops: int  # the part run at the fp8 peak (0 in bf16)
     gpus: int
     accelerator: str
     precision: str
     mfu: float
+    mfu_assumed: bool
     seconds: float
 
     @property
@@ -85,13 +138,22 @@ class TrainingTime:
         return {**asdict(self), "gpu_hours": self.gpu_hours, "days": self.days}
 
 
-def training_time(cfg: ModelConfig, *, tokens: int, gpus: int, accelerator: str, seq_len: int = 2048,
-                  mfu: float = 0.4, precision: str = "bf16") -> TrainingTime:
-    """Wall-clock seconds and GPU-hours to train ``cfg`` on ``tokens`` tokens."""
+def training_time(cfg: ModelConfig, *, tokens: int, gpus: int, accelerator: str | Accelerator, seq_len: int = 2048,
+                  mfu: float | None = None, precision: str = "bf16") -> TrainingTime:
+    """Wall-clock seconds and GPU-hours to train ``cfg`` on ``tokens`` tokens (``mfu`` None: the
+    :data:`DEFAULT_MFU` assumption)."""
     require(tokens >= 1, f"tokens must be >= 1, got {tokens}")
     require(gpus >= 1, f"GPU count must be >= 1, got {gpus}")
-    require(0 < mfu <= 1, f"MFU must be in (0, 1], got {mfu}")
-    acc = find_accelerator(accelerator)
-    flops = flops_per_token(cfg, seq_len).training * tokens
-    seconds = flops / (gpus * acc.peak_flops(precision) * mfu)
-    return TrainingTime(tokens, flops, gpus, acc.name, precision, mfu, seconds)
+    assumed = mfu is None
+    rate = DEFAULT_MFU if mfu is None else mfu
+    require(0 < rate <= 1, f"MFU must be in (0, 1], got {rate}")
+    acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
+    fl = flops_per_token(cfg, seq_len)
+    flops = fl.training * tokens
+    if precision == "fp8":
+        fast = 3 * fl.linear * tokens
+        seconds = (fast / acc.peak_flops("fp8") + (flops - fast) / acc.peak_flops("bf16")) / (gpus * rate)
+    else:
+        fast = 0
+        seconds = flops / (gpus * acc.peak_flops(precision) * rate)
+    return TrainingTime(tokens, flops, fast, gpus, acc.name, precision, rate, assumed, seconds)

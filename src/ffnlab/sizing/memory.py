@@ -33,6 +33,15 @@ head_dim, ``a`` = n_heads, ``s`` = sequence length:
 The embedding keeps its indices (int64); the head keeps the final norm, its input (``d``), the fp32
 log-softmax of the logits (``V``) and the targets (int64).
 
+**Dropout** (``dropout=True``; GPT-2 / Megatron placement, the one Korthikanti et al. 2022 count):
+each dropout keeps its mask, one byte per element on CUDA (``torch.native_dropout`` returns a bool
+mask; ``dropout_mask_bytes``): the two residual branches' masks (``2d``) per layer, the embedding's
+(``d``) in the head, and with eager attention the attention-probability mask (``a s``) plus the
+dropped-out probabilities the value matmul keeps (``a s`` x the activation dtype). Fused (flash /
+memory-efficient) attention regenerates its dropout from the RNG state and keeps no mask. On CPU,
+PyTorch's unfused dropout keeps a mask of the input's dtype (``tests/test_memory_saved_tensors.py``
+measures it with GPT-2).
+
 Recompute policies (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 Transformer Models"): ``none`` keeps everything; ``selective`` recomputes the attention core, so
 the ``s x s`` probabilities of eager attention are not kept (with fused attention it equals
@@ -44,9 +53,8 @@ sliding-window layers hold at most ``window`` tokens; multi-head latent attentio
 caches the compressed latent ``kv_lora_rank + qk_rope_head_dim`` (what vLLM and SGLang store) or,
 expanded, ``n_heads x (qk_nope + qk_rope + v_head_dim)``.
 
-**Quantised weights**: ``bits/8`` bytes per weight plus one scale (and, for asymmetric schemes, one
-zero point) per group of ``group_size`` weights; GPTQ and AWQ checkpoints quantise the attention
-and FFN matrices and keep the embeddings, norms and LM head in 16-bit, as done here.
+**Quantised weights**: :mod:`ffnlab.sizing.quant` (AWQ, GPTQ, fp8 per tensor / channel / 128-tile,
+NF4, MXFP4 and generic int8/int4, each laid out as its checkpoints store it).
 """
 
 from __future__ import annotations
@@ -56,8 +64,11 @@ from dataclasses import dataclass
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
-from ffnlab.sizing.counting import count_params, dense_ffn_params
+from ffnlab.sizing.counting import dense_ffn_params
 from ffnlab.sizing.flops import DTYPE_BYTES
+from ffnlab.sizing.quant import WEIGHT_FORMATS, WeightBytes, matmul_params, weight_bytes
+
+__all__ = ["WEIGHT_FORMATS", "WeightBytes", "matmul_params", "weight_bytes"]
 
 RECOMPUTE = ("none", "selective", "full")
 ATTENTION = ("fused", "eager")
@@ -66,6 +77,7 @@ KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 MLA_FORMS = ("latent", "expanded")
 STAT_BYTES = 4  # norm statistics, log-sum-exp, router probabilities, logits: fp32
 INDEX_BYTES = 8  # int64 indices and targets
+DROPOUT_MASK_BYTES = 1  # torch.native_dropout (the CUDA path of F.dropout) keeps a bool mask
 
 # tensors of width d_ff a dense FFN keeps for backward, by kind (see the module docstring)
 FFN_KEEPS: dict[str, int] = {
@@ -110,6 +122,17 @@ def _norm_terms(cfg: ModelConfig, where: str, tokens: int, b: float) -> list[Ter
     return [_t(f"{where} norm {what}", widths * cfg.d_model * b, tokens,
                f"{widths} x d {cfg.d_model} x {b:g} B", "sp"),
             _t(f"{where} norm statistics", stats * STAT_BYTES, tokens, f"{stats} x 4 B (fp32)", "sp")]
+
+
+def _dropout_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str, mask: float) -> list[Term]:
+    d, a = cfg.d_model, cfg.attn.n_heads
+    out = [_t("dropout masks of the two residual branches", 2 * d * mask, tokens, f"2 x d {d} x {mask:g} B", "sp")]
+    if attention == "eager":
+        out += [_t("attention dropout mask (s x s)", a * seq_len * mask, tokens,
+                   f"heads {a} x s {seq_len} x {mask:g} B", "tp"),
+                _t("dropped-out probabilities (s x s)", a * seq_len * b, tokens,
+                   f"heads {a} x s {seq_len} x {b:g} B", "tp")]
+    return out
 
 
 def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str) -> list[Term]:
@@ -178,7 +201,8 @@ def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
 
 
 def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",
-                           attention: str = "fused", capacity_factor: float | None = None) -> list[Term]:
+                           attention: str = "fused", capacity_factor: float | None = None, dropout: bool = False,
+                           dropout_mask_bytes: float = DROPOUT_MASK_BYTES) -> list[Term]:
     """What decoder layer ``layer`` keeps for backward with no recomputation."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     require(attention in ATTENTION, f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
@@ -189,14 +213,20 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
         terms += _norm_terms(cfg, "FFN", tokens, b)
     for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich post-norms
         terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b)
+    if dropout:
+        terms += _dropout_terms(cfg, tokens, seq_len, b, attention, dropout_mask_bytes)
     return terms + _ffn_terms(cfg, spec, tokens, b, capacity_factor)
 
 
-def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str = "bf16") -> list[Term]:
+def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str = "bf16", dropout: bool = False,
+                          dropout_mask_bytes: float = DROPOUT_MASK_BYTES) -> list[Term]:
     """Embedding and LM head: indices, final norm, head input, fp32 log-softmax, targets."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     tokens, d = seq_len * batch, cfg.d_model
     terms = [_t("token indices", INDEX_BYTES, tokens, "8 B (int64)")]
+    if dropout:
+        terms.append(_t("embedding dropout mask", d * dropout_mask_bytes, tokens, f"d {d} x {dropout_mask_bytes:g} B",
+                        "sp"))
     if cfg.positions == "learned":
         terms.append(Term("position indices", INDEX_BYTES * seq_len, f"s {seq_len} x 8 B (shared by the batch)"))
     if cfg.final_norm:
@@ -229,7 +259,8 @@ def _divide(terms: list[Term], tp: int, sp: bool) -> int:
 
 def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: str = "bf16",
                       recompute: str = "none", attention: str = "fused", capacity_factor: float | None = None,
-                      tp: int = 1, sp: bool = False) -> Activations:
+                      tp: int = 1, sp: bool = False, dropout: bool = False,
+                      dropout_mask_bytes: float = DROPOUT_MASK_BYTES) -> Activations:
     """Activation bytes for ``batch`` sequences of ``seq_len`` tokens under a recompute policy.
 
     With tensor parallelism ``tp`` the head- and d_ff-sized terms are divided by ``tp``
@@ -242,11 +273,13 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     n_layers = cfg.n_layers + cfg.encoder_layers  # encoder-decoders: both stacks as decoder layers
     layers = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), seq_len=seq_len, batch=batch, dtype=dtype,
-                                     attention=attention, capacity_factor=capacity_factor)
+                                     attention=attention, capacity_factor=capacity_factor, dropout=dropout,
+                                     dropout_mask_bytes=dropout_mask_bytes)
               for i in range(n_layers)]
     kept = [_divide(ts, tp, sp) for ts in layers]
     widest = max(range(n_layers), key=lambda i: kept[i])
-    head = _divide(head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype), tp, sp)
+    head = _divide(head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
+                                         dropout_mask_bytes=dropout_mask_bytes), tp, sp)
     if recompute == "selective":
         kept = [_divide([t for t in ts if "s x s" not in t.name], tp, sp) for ts in layers]
     peak = 0
@@ -262,7 +295,7 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
 
 @dataclass(frozen=True)
 class KVCache:
-    per_token_per_layer: list[int]  # bytes one cached token takes in each layer (kv_dtype)
+    per_token_per_layer: list[float]  # bytes one cached token takes in each layer (kv_dtype)
     cached_tokens: list[int]  # tokens each layer holds (sliding windows hold at most the window)
     batch: int
     bytes_per_element: float
@@ -279,7 +312,7 @@ class KVCache:
     @property
     def bytes_per_token(self) -> int:
         """Bytes one token of context adds with every layer full (no window reached)."""
-        return sum(self.per_token_per_layer)
+        return math.ceil(sum(self.per_token_per_layer))
 
 
 def kv_elements_per_token(cfg: ModelConfig, mla: str = "latent") -> tuple[int, str]:
@@ -323,50 +356,7 @@ def kv_cache(cfg: ModelConfig, *, batch: int, context: int, kv_dtype: str = "bf1
                    rule=f"{rule} x {b:g} B")
 
 
-# -- weights at inference -------------------------------------------------------------------------
-
-QUANT_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-
-
-@dataclass(frozen=True)
-class WeightBytes:
-    quantised_params: int
-    kept_params: int  # embeddings, position tables, norms, LM head: 16-bit
-    data: int
-    scales: int
-    kept: int
-    rule: str
-
-    @property
-    def total(self) -> int:
-        return self.data + self.scales + self.kept
-
-
-def matmul_params(cfg: ModelConfig) -> int:
-    """Attention and FFN parameters (all experts): the part weight quantisation applies to."""
-    c = count_params(cfg)
-    return c.attention + c.ffn
-
-
-def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int = 128, scale_bytes: int = 2,
-                 zero_point: bool = False) -> WeightBytes:
-    """Weights for serving: matrices in ``dtype`` (+ one scale per ``group_size`` weights below
-    16 bits; ``group_size`` 0 = one scale per matrix, counted as none), the rest in 16-bit."""
-    require(dtype in QUANT_BITS, f"weights dtype must be one of {', '.join(QUANT_BITS)}, got {dtype!r}")
-    require(group_size >= 0, f"group size must be >= 0, got {group_size}")
-    total = count_params(cfg).total
-    bits = QUANT_BITS[dtype]
-    if bits >= 16:
-        b = bits // 8
-        return WeightBytes(total, 0, total * b, 0, 0, f"{total:,} params x {b} B")
-    q = matmul_params(cfg)
-    rest = total - q
-    data = q * bits // 8
-    per_group = scale_bytes + (scale_bytes if zero_point else 0)
-    scales = math.ceil(q / group_size) * per_group if group_size else 0
-    rule = (f"{q:,} matrix params x {bits}/8 B + ceil({q:,} / group {group_size}) x {per_group} B scales"
-            f" + {rest:,} other params x 2 B")
-    return WeightBytes(q, rest, data, scales, 2 * rest, rule)
+# -- weights at inference: ffnlab.sizing.quant (re-exported here) --------------------------------
 
 
 def routed_expert_params(cfg: ModelConfig) -> int:

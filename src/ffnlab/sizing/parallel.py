@@ -7,10 +7,17 @@ The rules, one per term (``P`` = parameters; ``P_e`` = routed-expert parameters,
   matrix (Megatron-LM, Shoeybi et al. 2019), pipeline parallelism gives each stage ``1/pp`` of the
   layers (Narayanan et al. 2021), expert parallelism puts ``1/ep`` of the experts on each GPU
   (Lepikhin et al. 2021, GShard). ZeRO-3 / FSDP further divide by the data-parallel size.
-* **gradients**: like the weights, in the training dtype; ZeRO-2 and -3 divide by data parallel.
-* **optimizer**: AdamW's two fp32 moments and, below 32-bit training, the fp32 master weights
-  (``12`` bytes per parameter with bf16, the ``K = 12`` of Rajbhandari et al. 2020, ZeRO);
-  ZeRO-1, -2, -3 divide by data parallel.
+* **gradients**: like the weights, in the gradient dtype (``grad_dtype``: the training dtype by
+  default, as PyTorch AMP and FSDP keep them; fp32 for Megatron-style accumulation,
+  ``--accumulate-allreduce-grads-in-fp32``, 18 B per parameter in all with AdamW instead of 16);
+  ZeRO-2 and -3 divide by data parallel.
+* **optimizer**: the optimizer's state (:mod:`ffnlab.sizing.optimizers`: AdamW's two fp32 moments
+  by default, 8-bit Adam, Adafactor, SGD with momentum) and, below 32-bit training, the fp32
+  master weights (``12`` bytes per parameter with bf16 and AdamW, the ``K = 12`` of Rajbhandari et
+  al. 2020, ZeRO); ZeRO-1, -2, -3 divide by data parallel.
+* **working memory** of the data-parallel engine (:mod:`ffnlab.sizing.sharding`): DDP's gradient
+  buckets, DeepSpeed's reduce buckets, and for stage 3 the gathered layer, the prefetched layers,
+  the unsharded gradients, the reduce-scatter buffer and FSDP's root unit.
 * Data parallelism over ``dp`` GPUs: dense parameters are replicated ``dp`` times, experts
   ``dp / ep`` times (the expert-parallel ranks are carved out of the data-parallel ones, as in
   DeepSpeed-MoE and Megatron-LM), so ZeRO shards dense state over ``dp`` and expert state over
@@ -41,6 +48,8 @@ from ffnlab.sizing.memory import (
     routed_expert_params,
     weight_bytes,
 )
+from ffnlab.sizing.optimizers import optimizer_state
+from ffnlab.sizing.sharding import Sharding, working_terms
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -53,7 +62,7 @@ class Layout:
     tp: int = 1
     pp: int = 1
     ep: int = 1
-    zero: int = 0  # 0 = plain data parallel; 1, 2, 3 = ZeRO stage (3 = FSDP full sharding)
+    zero: int = 0  # 0 = plain data parallel (DDP); 1, 2, 3 = ZeRO stage (3: FSDP or DeepSpeed, see Sharding)
     sp: bool = False  # sequence parallelism (with tp)
 
     @property
@@ -65,7 +74,7 @@ class Layout:
         if self.ep > 1:
             parts.append(f"ep {self.ep}")
         if self.zero:
-            parts.append(f"zero {self.zero}" if self.zero < 3 else "zero 3/fsdp")
+            parts.append(f"zero {self.zero}")
         if self.sp:
             parts.append("sp")
         return ", ".join(parts)
@@ -97,6 +106,8 @@ class Row:
     total_bytes: int
     per_gpu_bytes: int
     rule: str
+    estimate: bool = False  # True where the figure rests on an engine's defaults or a kernel choice
+    group: str = "states"  # "states" (weights, gradients, optimizer), "activations" or "working"
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -115,48 +126,61 @@ def _split(dense: float, expert: float, per_param: float, lay: Layout, shard_dp:
                      f"{expert_div} (ep x tp x pp{' x dp/ep' if shard_dp else ''})) params x {per_param:g} B")
 
 
+TRAIN_DTYPES = ("fp32", "bf16", "fp16")
+GRAD_DTYPES = ("fp32", "bf16", "fp16")
+
+
 def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 1, dtype: str = "bf16",
-                   recompute: str = "none", attention: str = "fused",
-                   capacity_factor: float | None = None) -> list[Row]:
-    """Per-GPU training memory, one row per term (weights, gradients, optimizer, activations)."""
+                   recompute: str = "none", attention: str = "fused", capacity_factor: float | None = None,
+                   grad_dtype: str | None = None, optimizer: str = "adamw", dropout: bool = False,
+                   sharding: Sharding | None = None) -> list[Row]:
+    """Per-GPU training memory, one row per term: weights, gradients, optimizer, activations and
+    the data-parallel engine's working memory."""
     check_layout(cfg, lay)
-    w = dtype_bytes(dtype, ("fp32", "bf16", "fp16"), "training dtype")
+    sharding = sharding or Sharding()
+    sharding.check()
+    w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
+    g = dtype_bytes(grad_dtype or dtype, GRAD_DTYPES, "gradient dtype")
     p = count_params(cfg).total
     pe = routed_expert_params(cfg)
     pd = p - pe
     rows = []
-    for term, per, shard in (("weights", w, lay.zero >= 3), ("gradients", w, lay.zero >= 2)):
+    for term, per, shard in (("weights", w, lay.zero >= 3), ("gradients", g, lay.zero >= 2)):
         per_gpu, rule = _split(pd, pe, per, lay, shard)
+        if term == "gradients" and g != w:
+            rule += f" (gradients kept in {grad_dtype})"
         rows.append(Row(term, math.ceil(p * per), per_gpu, rule))
-    moments, master = 8, (4 if w < 4 else 0)
-    per_gpu, rule = _split(pd, pe, moments + master, lay, lay.zero >= 1)
-    rows.append(Row("optimizer", p * (moments + master), per_gpu,
-                    f"{rule} (AdamW moments {moments} B + fp32 master {master} B)"))
-    full = activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                             attention=attention, capacity_factor=capacity_factor)
-    mine = activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                             attention=attention, capacity_factor=capacity_factor, tp=lay.tp, sp=lay.sp)
+    opt = optimizer_state(cfg, optimizer, dtype_bytes=w)
+    per_gpu, rule = _split(pd, pe, opt.total / p if p else 0.0, lay, lay.zero >= 1)
+    rows.append(Row("optimizer", opt.total, per_gpu, f"{rule}; {opt.rule}", estimate=opt.estimate))
+    acts = dict(seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
+                capacity_factor=capacity_factor, dropout=dropout)
+    full = activation_memory(cfg, **acts)  # type: ignore[arg-type]
+    mine = activation_memory(cfg, **acts, tp=lay.tp, sp=lay.sp)  # type: ignore[arg-type]
     how = f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention"
+    if dropout:
+        how += ", dropout masks"
     if lay.tp > 1:
         how += f"; heads and d_ff / tp {lay.tp}" + (", d-sized / tp (sp)" if lay.sp else "")
     if lay.pp > 1:
         how += f"; 1F1B: {lay.pp} micro-batches in flight x L/{lay.pp} layers = L layers"
-    rows.append(Row("activations", full.total, mine.total, how))
+    rows.append(Row("activations", full.total, mine.total, how, estimate=True, group="activations"))
+    grads_gpu = rows[1].per_gpu_bytes
+    for t in working_terms(cfg, lay.zero, sharding, dp=lay.dp, tp=lay.tp, pp=lay.pp, ep=lay.ep, w=w, g=g,
+                           grads_on_gpu=grads_gpu):
+        rows.append(Row(t.term, t.bytes, t.bytes, t.rule, estimate=t.estimate, group="working"))
     return rows
 
 
 def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, weights_dtype: str = "bf16",
-                  kv_dtype: str = "bf16", group_size: int = 128, mla: str = "latent") -> list[Row]:
+                  kv_dtype: str = "bf16", group_size: int | None = None, mla: str = "latent") -> list[Row]:
     """Per-GPU serving memory: weights (optionally quantised) and the KV cache."""
     check_layout(cfg, lay)
     wb = weight_bytes(cfg, weights_dtype, group_size=group_size)
-    pe = routed_expert_params(cfg)
-    p = count_params(cfg).total
-    frac_e = pe / p if p else 0.0  # experts' share, applied to the weight bytes
     dense_div, expert_div = lay.tp * lay.pp, lay.ep * lay.tp * lay.pp
-    per_gpu = math.ceil(wb.total * (1 - frac_e) / dense_div + wb.total * frac_e / expert_div)
-    rule = (f"/ {dense_div} (tp x pp)" if not pe else
-            f"dense share / {dense_div} (tp x pp) + expert share {frac_e:.1%} / {expert_div} (ep x tp x pp)")
+    per_gpu = math.ceil((wb.total - wb.expert_bytes) / dense_div + wb.expert_bytes / expert_div)
+    rule = (f"/ {dense_div} (tp x pp)" if not wb.expert_bytes else
+            f"dense part / {dense_div} (tp x pp) + routed experts {wb.expert_bytes:,} B / {expert_div} (ep x tp x pp)")
     kv_all = kv_cache(cfg, batch=batch, context=context, kv_dtype=kv_dtype, mla=mla)
     kv_mine = kv_cache(cfg, batch=batch, context=context, kv_dtype=kv_dtype, mla=mla, tp=lay.tp)
     kv_gpu = math.ceil(kv_mine.total / lay.pp)
@@ -171,33 +195,43 @@ def table_total(rows: list[Row]) -> int:
 
 def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int = 2048, batch: int = 1,
                    dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
-                   attention: str = "fused", weights_dtype: str | None = None, group_size: int = 128,
-                   mla: str = "latent", capacity_factor: float | None = None) -> dict[str, object]:
+                   attention: str = "fused", weights_dtype: str | None = None, group_size: int | None = None,
+                   mla: str = "latent", capacity_factor: float | None = None, grad_dtype: str | None = None,
+                   optimizer: str = "adamw", dropout: bool = False,
+                   sharding: Sharding | None = None) -> dict[str, object]:
     """The ``memory`` object of the JSON contract: integer bytes per GPU for the layout given.
 
-    Training terms (weights, gradients, optimizer, activations) for ``batch`` sequences of
-    ``seq_len`` tokens; serving terms (``serving_weights_bytes``, ``kv_cache_bytes``) for the
-    same batch and context, weights in ``weights_dtype`` (default: the training dtype).
+    Training terms for ``batch`` sequences of ``seq_len`` tokens: ``states_bytes`` (weights +
+    gradients + optimizer, what ``training_memory`` counts), ``activations_bytes`` and
+    ``working_bytes`` (the data-parallel engine's buffers), summing to ``training_total_bytes``;
+    serving terms (``serving_weights_bytes``, ``kv_cache_bytes``) for the same batch and context,
+    weights in ``weights_dtype`` (default: the training dtype).
     """
     lay = lay or Layout()
+    sharding = sharding or Sharding()
     kv_dtype = kv_dtype or dtype
     weights_dtype = weights_dtype or dtype
     train = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                           attention=attention, capacity_factor=capacity_factor)
+                           attention=attention, capacity_factor=capacity_factor, grad_dtype=grad_dtype,
+                           optimizer=optimizer, dropout=dropout, sharding=sharding)
     serve = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype,
                           kv_dtype=kv_dtype, group_size=group_size, mla=mla)
     t = {r.term: r.per_gpu_bytes for r in train}
     s = {r.term: r.per_gpu_bytes for r in serve}
+    working = sum(r.per_gpu_bytes for r in train if r.group == "working")
     return {
         "layout": lay.as_dict(), "seq_len": seq_len, "batch": batch, "dtype": dtype, "kv_dtype": kv_dtype,
+        "grad_dtype": grad_dtype or dtype, "optimizer": optimizer, "dropout": dropout,
+        "engine": sharding.engine(lay.zero), "sharding": sharding.as_dict(),
         "weights_dtype": weights_dtype, "recompute": recompute, "attention": attention, "per_gpu": True,
         "weights_bytes": t["weights"], "gradients_bytes": t["gradients"], "optimizer_bytes": t["optimizer"],
-        "activations_bytes": t["activations"], "training_total_bytes": table_total(train),
+        "states_bytes": t["weights"] + t["gradients"] + t["optimizer"],
+        "activations_bytes": t["activations"], "working_bytes": working, "training_total_bytes": table_total(train),
         "kv_cache_bytes": s["kv_cache"], "serving_weights_bytes": s["weights"],
         "serving_total_bytes": table_total(serve),
         "training_terms": [r.as_dict() for r in train], "serving_terms": [r.as_dict() for r in serve],
     }
 
 
-__all__ = ["DTYPE_BYTES", "Layout", "Row", "check_layout", "memory_summary", "serving_table",
-           "table_total", "training_table"]
+__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "TRAIN_DTYPES", "Layout", "Row", "Sharding", "check_layout",
+           "memory_summary", "serving_table", "table_total", "training_table"]

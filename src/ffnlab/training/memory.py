@@ -1,11 +1,19 @@
 """The memory pre-check: what a run needs, estimated before anything is allocated.
 
-Weights, gradients and AdamW moments come from the exact parameter count
-(:func:`ffnlab.sizing.flops.training_memory`, fp32 as this trainer keeps them); activations are
-estimated per micro-batch from the tensors each layer keeps for the backward pass (inputs of the
-norms and projections, q/k/v, the attention output and probabilities, the FFN hidden units, the
-logits). The estimate is a floor, not a promise: a run it accepts may still need more; a run it
-refuses cannot fit, and is refused with the numbers instead of failing after minutes.
+Built on the sizing model that ``ffnlab size`` and ``fit`` use, so there is one activation model:
+
+* weights, gradients and AdamW's two moments come from the exact parameter count, in fp32 as this
+  trainer keeps them (:func:`ffnlab.sizing.flops.training_memory`, 16 B per parameter);
+* activations are :func:`ffnlab.sizing.memory.activation_memory` for one process's micro-batch,
+  fused attention (the trainer calls ``scaled_dot_product_attention``), in bf16 where the trainer
+  runs under bf16 autocast (CUDA, ``train.dtype`` auto or bf16) and fp32 otherwise; the CPU figure is
+  the one ``tests/test_memory_saved_tensors.py`` measures with saved-tensor hooks;
+* with several processes, DDP's gradient buckets (a second fp32 copy of the gradients).
+
+It leaves out what no term counts (the allocator's caching and fragmentation, autocast's bf16
+weight copies, kernel workspaces), so it does not overstate: a run it refuses needs at least the
+figure it prints, and ``tests/test_memory_precheck.py`` checks that a run whose measured tensors fit
+is not refused.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from dataclasses import dataclass
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.flops import training_memory
+from ffnlab.sizing.memory import activation_memory
 from ffnlab.training import runconfig
 
 FP32 = 4
@@ -22,15 +31,21 @@ FP32 = 4
 
 @dataclass(frozen=True)
 class RunMemory:
-    """Bytes a run needs on its device (``state`` + ``activations``) and in RAM (``batch_index``)."""
+    """Bytes a run needs on its device (``state`` + ``activations`` + ``buckets``) and in RAM
+    (``batch_index``)."""
 
     state: int  # weights, gradients, AdamW moments
     activations: int  # kept for backward, one micro-batch of one process
     batch_index: int  # the int64 window offsets of one optimizer step
+    buckets: int = 0  # DDP's gradient buckets (several processes)
+
+    @property
+    def device(self) -> int:
+        return self.state + self.activations + self.buckets
 
     @property
     def total(self) -> int:
-        return self.state + self.activations + self.batch_index
+        return self.device + self.batch_index
 
 
 def vocab_guess(cfg: runconfig.RunConfig) -> int:
@@ -38,19 +53,25 @@ def vocab_guess(cfg: runconfig.RunConfig) -> int:
     return 256 if cfg.data.tokenizer == "byte" else cfg.data.bpe_vocab_size
 
 
-def estimate(cfg: runconfig.RunConfig, vocab_size: int | None = None, world_size: int = 1) -> RunMemory:
+def activation_dtype(cfg: runconfig.RunConfig, device: str) -> str:
+    """The dtype the trainer's activations have: bf16 under autocast on CUDA, fp32 otherwise."""
+    dtype = cfg.train.dtype
+    if dtype == "auto":
+        dtype = "bf16" if device.startswith("cuda") else "fp32"
+    return dtype
+
+
+def estimate(cfg: runconfig.RunConfig, vocab_size: int | None = None, world_size: int = 1,
+             device: str = "cpu") -> RunMemory:
     """The memory of ``cfg`` per process (pure arithmetic on Python integers: never overflows)."""
     t = cfg.train
     mc = runconfig.model_config(cfg, vocab_size or vocab_guess(cfg))
-    tokens = max(1, t.batch_size // world_size) * t.seq_len
-    f = mc.ffn
-    ffn_copies = (f.top_k + f.n_shared_experts) if f.is_moe else 1
-    ffn_hidden = (3 if mc.gated else 2) * f.d_ff * ffn_copies
-    per_layer = 6 * mc.d_model + 3 * mc.d_attn + 2 * mc.d_kv + ffn_hidden + 2 * mc.attn.n_heads * t.seq_len
-    logits = 3 * mc.vocab_size + 2 * mc.d_model
-    return RunMemory(state=int(training_memory(mc, "fp32").total),
-                     activations=FP32 * tokens * (mc.n_layers * per_layer + logits),
-                     batch_index=8 * t.batch_size * t.grad_accum)
+    micro = max(1, t.batch_size // world_size)
+    state = training_memory(mc, "fp32")
+    acts = activation_memory(mc, seq_len=t.seq_len, batch=micro, dtype=activation_dtype(cfg, device),
+                             attention="fused")
+    return RunMemory(state=int(state.total), activations=acts.total, batch_index=8 * t.batch_size * t.grad_accum,
+                     buckets=int(state.grads) if world_size > 1 else 0)
 
 
 def ram_bytes() -> int | None:
@@ -78,18 +99,19 @@ def _gib(n: float) -> str:
 def check_fits(cfg: runconfig.RunConfig, device: str, *, vocab_size: int | None = None,
                world_size: int = 1, ram: int | None = None, gpu: int | None = None) -> RunMemory:
     """Refuse ``cfg`` with the numbers if it cannot fit this machine's RAM or its GPU."""
-    need = estimate(cfg, vocab_size, world_size)
+    need = estimate(cfg, vocab_size, world_size, device)
     ram = ram if ram is not None else ram_bytes()
     gpu = gpu if gpu is not None else device_bytes(device)
     t = cfg.train
     what = (f"{_gib(need.state)} for fp32 weights, gradients and AdamW moments + {_gib(need.activations)} of "
-            f"activations for micro-batches of {t.batch_size // world_size} x {t.seq_len} tokens")
+            f"activations for micro-batches of {max(1, t.batch_size // world_size)} x {t.seq_len} tokens"
+            + (f" + {_gib(need.buckets)} of DDP gradient buckets" if need.buckets else ""))
     advice = ("; choose a smaller model (model.d_model, model.n_layers, FFN width) or smaller micro-batches "
               "(train.batch_size, train.seq_len; train.grad_accum keeps the tokens per step)")
-    if gpu is not None and need.state + need.activations > gpu:
-        raise FfnlabError(f"this run needs about {_gib(need.state + need.activations)} on {device} ({what}) "
+    if gpu is not None and need.device > gpu:
+        raise FfnlabError(f"this run needs about {_gib(need.device)} on {device} ({what}) "
                           f"but the GPU has {_gib(gpu)}{advice}")
-    on_ram = need.batch_index + (0 if gpu is not None else need.state + need.activations)
+    on_ram = need.batch_index + (0 if gpu is not None else need.device)
     if ram is not None and on_ram > ram:
         if gpu is None:
             what += f" + {_gib(need.batch_index)} of batch offsets"

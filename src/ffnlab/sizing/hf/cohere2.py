@@ -10,5 +10,5 @@ from ffnlab.sizing.hf.llama import llama_like
 
 translate = llama_like(
     {**COHERE_DEFAULTS, "sliding_window": 4096},
-    replace(COHERE_LAYOUT, qk_norm=None, sliding_every=4),
+    replace(COHERE_LAYOUT, qk_norm=None, sliding_every=4, pattern_key=True),
 )

@@ -27,5 +27,6 @@ translate = llama_like(
         norm_placement="sandwich",
         qk_norm="head",
         sliding_every=6,
+        pattern_key=True,
     ),
 )

@@ -34,6 +34,7 @@ class Layout:
     qk_norm_key: str | None = None  # a boolean key that switches the q/k norm on (Cohere)
     lm_head_bias: bool = False
     sliding_every: int | None = None  # a sliding window in all layers but every n-th (1 = all)
+    pattern_key: bool = False  # the family's config class reads ``sliding_window_pattern`` (Gemma 3, ...)
 
 
 def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> int:
@@ -49,7 +50,8 @@ def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> i
 
 
 def sliding(
-    k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None
+    k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None,
+    pattern_key: bool = False,
 ) -> dict[str, Any]:
     """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
     config lists them, else the family pattern (every n-th layer full, the others sliding)."""
@@ -60,8 +62,14 @@ def sliding(
     if window is None or (types is None and every is None):
         return {}
     window = k.get("sliding_window", window_default)
+    # Gemma 3, Cohere 2, EXAONE 4: every n-th layer global, n from the config when it says
+    pattern = k.data.get("sliding_window_pattern") if pattern_key else None
     if isinstance(types, list):
         chosen = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
+    elif pattern is not None:
+        pattern = k.get("sliding_window_pattern", every)
+        require(pattern >= 1, f"config.json key 'sliding_window_pattern' must be >= 1, got {pattern}")
+        chosen = tuple(i for i in range(n_layers) if (i + 1) % pattern)  # as transformers reads it
     else:
         assert every is not None
         chosen = tuple(i for i in range(n_layers) if every == 1 or (i + 1) % every)
@@ -91,7 +99,7 @@ def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> 
         qk_norm=qk_on,
         qk_norm_kind=lay.qk_norm_kind,
         qk_norm_width=lay.qk_norm or "head",
-        **sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window")),
+        **sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window"), lay.pattern_key),
     )
     return ModelConfig(
         d_model=d,

@@ -1,0 +1,101 @@
+"""Published memory and time figures beside ffnlab's, with the error of each (Markdown on stdout).
+
+    PYTHONPATH=src python benchmarks/memory_published.py
+
+Each row names its source; ffnlab's figure is computed here from the zoo config (or, for the ZeRO
+paper's 7.5B model, per parameter). docs/memory.md quotes this output.
+"""
+
+from __future__ import annotations
+
+from ffnlab.sizing.config import make_config
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.hardware import training_time
+from ffnlab.sizing.memory import activation_memory
+from ffnlab.sizing.parallel import Layout, training_table
+from ffnlab.sizing.quant import weight_bytes
+from ffnlab.sizing.zoo import find
+
+GB, GiB = 1e9, 2**30
+
+
+def row(what: str, source: str, published: float, ours: float, unit: str) -> str:
+    return f"| {what} | {source} | {published:,.4g} {unit} | {ours:,.4g} {unit} | {ours / published - 1:+.2%} |"
+
+
+def zero_rows() -> list[str]:
+    cfg = find("llama-3-8b").config()
+    p = count_params(cfg).total
+    out = []
+    for zero, gb, name in ((0, 120, "baseline"), (1, 31.4, "P_os"), (2, 16.6, "P_os+g"), (3, 1.9, "P_os+g+p")):
+        rows = training_table(cfg, Layout(dp=64, zero=zero), seq_len=16)
+        states = sum(r.per_gpu_bytes for r in rows if r.group == "states") / p * 7.5e9 / GB
+        out.append(row(f"ZeRO model states per GPU, 7.5B on 64 GPUs, {name}",
+                       "Rajbhandari et al. 2020, Figure 1 (one decimal)", gb, states, "GB"))
+    return out
+
+
+def korthikanti_rows() -> list[str]:
+    s, b, h, a = 2048, 1, 12288, 96
+    cfg = make_config(h, 1, a, 4 * h, kind="gelu", vocab_size=50257, max_positions=s)
+    out = []
+    for label, kw, paper in (
+            ("no recompute, dropout", {}, s * b * h * (34 + 5 * a * s / h)),
+            ("selective recompute", {"recompute": "selective"}, 34 * s * b * h),
+            ("tensor + sequence parallel t=8", {"tp": 8, "sp": True}, s * b * h * (34 + 5 * a * s / h) / 8)):
+        ours = activation_memory(cfg, seq_len=s, batch=b, attention="eager", dropout=True, **kw).per_layer[0]
+        out.append(row(f"activations of one GPT-3 175B layer, s 2048, {label}",
+                       "Korthikanti et al. 2022, eq. 1, 2, 5", paper / GiB, ours / GiB, "GiB"))
+    return out
+
+
+QUANT = [
+    ("llama-2-70b", "awq", 128, 36.61, "TheBloke/Synthia-70B-v1.2b-AWQ (= TheBloke/Llama-2-70B-AWQ), README"),
+    ("llama-2-70b", "gptq", 0, 35.33, "TheBloke/vigogne-2-70B-chat-GPTQ, README, main (4-bit, no groups)"),
+    ("llama-2-70b", "gptq", 128, 36.65, "same, gptq-4bit-128g-actorder_True"),
+    ("llama-2-70b", "gptq", 32, 40.66, "same, gptq-4bit-32g-actorder_True"),
+    ("llama-2-70b", "gptq-3bit", 0, 26.77, "same, gptq-3bit--1g-actorder_True"),
+    ("llama-2-70b", "gptq-3bit", 128, 28.03, "same, gptq-3bit-128g-actorder_True"),
+    ("llama-2-70b", "gptq-3bit", 32, 31.84, "same, gptq-3bit-32g-actorder_True"),
+]
+
+
+def quant_rows() -> list[str]:
+    out = []
+    for model, fmt, group, gb, source in QUANT:
+        ours = weight_bytes(find(model).config(), fmt, group_size=group).total / GB
+        out.append(row(f"{model} {fmt}, group {group or 'none'}", source, gb, ours, "GB"))
+    ds = weight_bytes(find("deepseek-v3").config(), "fp8-block128", mtp=True).total / GB
+    out.append(row("deepseek-v3 fp8-block128 (with the MTP layer, as stored)",
+                   "deepseek-ai/DeepSeek-V3 safetensors, 688,586,727,753 B", 688.586727753, ds, "GB"))
+    for model, gib in (("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)):
+        ours = weight_bytes(find(model).config(), "mxfp4").total / GiB
+        out.append(row(f"{model} mxfp4", "gpt-oss model card (arXiv:2508.10925), one decimal", gib, ours, "GiB"))
+    return out
+
+
+def time_rows() -> list[str]:
+    # Llama 3.1 model card: 1.46M / 7.0M / 30.84M H100-80GB hours; Llama 3 paper: 15.6T tokens
+    # at 8,192 context for 405B and 38-43% bf16 MFU (Table 4)
+    out = []
+    cfg = find("llama-3.1-405b").config()
+    t = training_time(cfg, tokens=int(15.6e12), gpus=16384, accelerator="H100", seq_len=8192, mfu=0.38)
+    out.append(row("Llama 3.1 405B H100-hours at the paper's 38% MFU", "Llama 3.1 model card; Dubey et al. 2024",
+                   30.84e6, t.gpu_hours, "h"))
+    for model, hours in (("llama-3.1-8b", 1.46e6), ("llama-3.1-70b", 7.0e6)):
+        t = training_time(find(model).config(), tokens=int(15.6e12), gpus=1, accelerator="H100", seq_len=8192,
+                          mfu=1.0)
+        out.append(f"| {model}: the MFU its model-card hours imply (15.6T tokens, 8,192 context) | Llama 3.1 model "
+                   f"card | {hours:,.4g} h | MFU {t.gpu_hours / hours:.1%} | - |")
+    return out
+
+
+def main() -> None:
+    print("| quantity | source | published | ffnlab | error |")
+    print("|---|---|---:|---:|---:|")
+    for line in zero_rows() + korthikanti_rows() + quant_rows() + time_rows():
+        print(line)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Optimizer state per parameter, for the optimizers people train with.
+
+* ``adamw``: two fp32 moments, 8 B per parameter (PyTorch ``AdamW`` on fp32 master weights; the
+  ``K = 12`` of ZeRO, Rajbhandari et al. 2020, is these 8 B plus the 4 B master copy);
+* ``adam8bit``: bitsandbytes' blockwise 8-bit Adam: two uint8 states and an fp32 absmax per 256
+  values for each (``Optimizer2State``, blocksize 256), 2 + 8/256 B per parameter; tensors below
+  ``min_8bit_size`` (4,096 values: norms, biases) keep 32-bit states (8 B);
+* ``adafactor``: Shazeer & Stern 2018 with ``beta1 = None`` (the paper's and transformers'
+  default): no first moment, the second moment of each matrix factored into a row and a column
+  vector (fp32), a full fp32 second moment for vectors;
+* ``sgd-momentum``: one fp32 momentum buffer, 4 B; ``sgd``: nothing.
+
+Below 32-bit training every optimizer also keeps fp32 master weights (4 B per parameter), counted
+with the optimizer state, as ZeRO counts them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ffnlab.errors import require
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.shapes import matrices, vector_params
+
+OPTIMIZERS = ("adamw", "adam8bit", "adafactor", "sgd-momentum", "sgd")
+ADAM8BIT_BLOCK = 256
+ADAM8BIT_MIN_SIZE = 4096
+FP32 = 4
+
+
+@dataclass(frozen=True)
+class OptimizerState:
+    name: str
+    state_bytes: int  # the optimizer's own state for the whole model
+    master_bytes: int  # fp32 master weights (0 in fp32 training)
+    rule: str
+    estimate: bool  # False when the state follows from the parameter count alone
+
+    @property
+    def total(self) -> int:
+        return self.state_bytes + self.master_bytes
+
+    @property
+    def per_param(self) -> float:
+        """Average bytes per parameter (state + master)."""
+        return self.total
+
+
+def _adam8bit(cfg: ModelConfig) -> tuple[int, str]:
+    mats = matrices(cfg)
+    big = sum(m.numel for m in mats if m.fan_in * m.fan_out >= ADAM8BIT_MIN_SIZE)
+    small = count_params(cfg).total - big
+    blocks = sum(math.ceil(m.fan_in * m.fan_out / ADAM8BIT_BLOCK) * m.count for m in mats
+                 if m.fan_in * m.fan_out >= ADAM8BIT_MIN_SIZE)
+    state = 2 * big + 2 * FP32 * blocks + 2 * FP32 * small
+    return state, (f"8-bit Adam: {big:,} matrix params x 2 B + 2 x {blocks:,} fp32 absmax blocks of "
+                   f"{ADAM8BIT_BLOCK} + {small:,} small params x 8 B")
+
+
+def _adafactor(cfg: ModelConfig) -> tuple[int, str]:
+    mats = matrices(cfg)
+    factored = sum((m.fan_in + m.fan_out) * m.count for m in mats)
+    vectors = vector_params(cfg)
+    return (FP32 * (factored + vectors),
+            f"Adafactor (beta1 None): row + column fp32 factors of each matrix ({factored:,}) + "
+            f"{vectors:,} vector params x 4 B")
+
+
+def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: float = 2) -> OptimizerState:
+    """Optimizer state and master weights for the whole model (unsharded)."""
+    require(optimizer in OPTIMIZERS, f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    p = count_params(cfg).total
+    master = FP32 * p if dtype_bytes < FP32 else 0
+    if optimizer == "adamw":
+        state, rule, estimate = 8 * p, f"AdamW: {p:,} params x 2 fp32 moments (8 B)", False
+    elif optimizer == "sgd-momentum":
+        state, rule, estimate = FP32 * p, f"SGD momentum: {p:,} params x 4 B", False
+    elif optimizer == "sgd":
+        state, rule, estimate = 0, "SGD: no state", False
+    elif optimizer == "adam8bit":
+        state, rule = _adam8bit(cfg)
+        estimate = True
+    else:
+        state, rule = _adafactor(cfg)
+        estimate = True
+    if master:
+        rule += f" + fp32 master weights {p:,} x 4 B"
+    return OptimizerState(optimizer, state, master, rule, estimate)

@@ -9,7 +9,8 @@ import re
 import pytest
 from test_verdicts import fake_sweep
 
-from ffnlab.experiments.report import check_in_browser, find_browser, write_report
+from ffnlab.experiments.browser import check_in_browser, find_browser
+from ffnlab.experiments.report import write_report
 from ffnlab.sizing.audit import audit_entry
 from ffnlab.sizing.zoo import load_zoo
 

@@ -23,11 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 
-from ffnlab.experiments.stats import LEVEL, POWER
+from ffnlab.experiments.stats import LEVEL, POWER, dunnett_critical
 
 MAX_SEEDS = 100_000  # beyond this a seed count is reported as "more than"
 METHODS = ("dunnett", "pooled-t", "welch")
@@ -76,21 +75,6 @@ class TestDesign:
             return dunnett_critical(self.comparisons, n, self.level)
         alpha = (1 - self.level) / (self.comparisons if self.method == "welch" else 1)
         return float(stats.t.ppf(1 - alpha / 2, d))
-
-
-@lru_cache(maxsize=4096)
-def dunnett_critical(comparisons: int, n: int, level: float = LEVEL) -> float:
-    """Dunnett's two-sided critical value for ``comparisons`` arms against a reference, ``n``
-    seeds in every arm, the variance pooled over those ``comparisons + 1`` arms: the half-width
-    of ``scipy.stats.dunnett``'s interval over its standard error, on a sample of that shape."""
-    from scipy import stats
-
-    sample = np.zeros(n)
-    sample[:2] = (1.0, -1.0)  # every arm: sum of squares 2, so the pooled sd is known
-    res = stats.dunnett(*[sample] * comparisons, control=sample, rng=np.random.default_rng(0))
-    ci = res.confidence_interval(confidence_level=level)
-    sd = math.sqrt(2.0 / (n - 1))
-    return float(ci.high[0] - ci.low[0]) / 2 / (sd * math.sqrt(2 / n))
 
 
 def power_at(effect: float, se: float, df: float, critical: float) -> float:

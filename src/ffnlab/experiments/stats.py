@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -132,14 +133,40 @@ def homogeneity(samples: list[np.ndarray]) -> tuple[float, float]:
     return float(stats.levene(*usable, center="median").pvalue), bartlett
 
 
+@lru_cache(maxsize=4096)
+def dunnett_critical(comparisons: int, n: int, level: float = LEVEL) -> float:
+    """Dunnett's two-sided critical value for ``comparisons`` arms against a reference, ``n`` seeds
+    in every arm, the variance pooled over those ``comparisons + 1`` arms: the half-width of
+    ``scipy.stats.dunnett``'s interval over its standard error, on a sample of that shape (the
+    critical value depends on the design only, not on the data)."""
+    from scipy import stats
+
+    sample = np.zeros(n)
+    sample[:2] = (1.0, -1.0)  # every arm: sum of squares 2, so the pooled sd is known
+    res = stats.dunnett(*[sample] * comparisons, control=sample, rng=np.random.default_rng(0))
+    ci = res.confidence_interval(confidence_level=level)
+    sd = math.sqrt(2.0 / (n - 1))
+    return float(ci.high[0] - ci.low[0]) / 2 / (sd * math.sqrt(2 / n))
+
+
 def dunnett_vs_reference(model: PooledModel, reference: str, others: Sequence[str] | None = None,
                          level: float = LEVEL, seed: int = 0) -> dict[str, Comparison]:
     """``others`` (default: every other arm) against ``reference``: Dunnett's simultaneous intervals
-    on the variance pooled over all arms of ``model``. No interval without residual spread."""
+    on the variance pooled over the reference and ``others``. With the same seed count in every arm
+    the critical value of that design is reused (:func:`dunnett_critical`); otherwise
+    ``scipy.stats.dunnett`` runs on the data. No interval without residual spread."""
     others = [k for k in (others or model.groups) if k != reference]
     diffs = {k: model.means[k] - model.means[reference] for k in others}
-    if not others or not model.df or not model.sigma > 0:
+    used = pooled_model({k: model.groups[k] for k in [reference, *others]})
+    if not others or not used.df or not used.sigma > 0:
         return {k: Comparison(k, d) for k, d in diffs.items()}
+    method = f"Dunnett, pooled sigma {used.sigma:.4g} on {used.df} df"
+    counts = {used.counts[k] for k in used.groups}
+    if len(counts) == 1:
+        crit = dunnett_critical(len(others), counts.pop(), level) if len(others) > 1 else \
+            _t_quantile(0.5 + level / 2, used.df)
+        return {k: Comparison(k, diffs[k], diffs[k] - crit * used.se(k, reference), diffs[k] + crit * used.se(k, reference),
+                              used.se(k, reference), float(used.df), crit, method) for k in others}
     from scipy import stats
 
     res = stats.dunnett(*(model.groups[k] for k in others), control=model.groups[reference],
@@ -147,11 +174,17 @@ def dunnett_vs_reference(model: PooledModel, reference: str, others: Sequence[st
     ci = res.confidence_interval(confidence_level=level)
     out = {}
     for i, k in enumerate(others):
-        se = model.se(k, reference)
+        se = used.se(k, reference)
         lo, hi = float(ci.low[i]), float(ci.high[i])
-        out[k] = Comparison(k, diffs[k], lo, hi, se, float(model.df), (hi - lo) / (2 * se),
-                            f"Dunnett, pooled sigma on {model.df} df", float(res.pvalue[i]))
+        out[k] = Comparison(k, diffs[k], lo, hi, se, float(used.df), (hi - lo) / (2 * se), method,
+                            float(res.pvalue[i]))
     return out
+
+
+def _t_quantile(q: float, df: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(q, df))
 
 
 def welch_pair(a: Sequence[float], b: Sequence[float], level: float = LEVEL, name: str = "") -> Comparison:

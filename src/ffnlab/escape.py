@@ -7,8 +7,9 @@ its format without being able to act on it:
 * :func:`terminal`: control characters (ANSI/OSC escapes, carriage returns, bidi overrides)
   are shown as ``\\x1b``-style escapes; the result is plain text (callers hand it to rich as
   ``rich.text.Text``, so ``[link=...]`` is never read as markup).
-* :func:`markdown`: one table cell or line: newlines become spaces, and ``\\ | < > [ ] ` ``
-  are escaped, so a cell can neither end the row, open raw HTML nor make a link.
+* :func:`markdown`: one table cell or line: newlines become spaces, ``& < >`` become entities
+  and ``\\ | [ ] ` `` get a backslash, so a cell can neither end the row, open raw HTML (in
+  any renderer) nor make a link.
 * :func:`csv_cell`: a spreadsheet does not run it as a formula (OWASP's leading-quote rule).
 * :func:`html`: entities for ``& < > " '``.
 
@@ -24,7 +25,8 @@ import re
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "\u2028\u2029]")
 _LINE_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029]")
-_MARKDOWN_SPECIAL = re.compile(r"([\\|<>\[\]`])")
+_MARKDOWN_SPECIAL = re.compile(r"([\\|\[\]`])")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
 
@@ -56,7 +58,8 @@ def one_line(text: str) -> str:
 def markdown(text: str) -> str:
     """``text`` as one Markdown table cell (or inline text): one line, no HTML, no links."""
     flat = _LINE_BREAKS.sub(" ", str(text)).replace("\t", " ")
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _escape_controls(flat))
+    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", _escape_controls(flat))
+    return re.sub("[&<>]", lambda m: _ENTITIES[m.group()], escaped)
 
 
 def csv_cell(text: str) -> str:

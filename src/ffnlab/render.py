@@ -22,7 +22,7 @@ from ffnlab import escape
 
 FORMATS = ("table", "markdown", "csv")
 PIPED_WIDTH = 200  # table width when stdout is not a terminal and COLUMNS is not set
-TEXT_MIN_WIDTH = 12  # a text column is never squeezed below its header or this many characters
+TEXT_MIN_WIDTH = 12  # a text column keeps its longest word whole up to this many characters
 
 
 def human(n: float | int | None) -> str:
@@ -140,18 +140,27 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column],
 
 def rich_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], title: str | None = None,
                lines: bool = False):  # noqa: ANN201 - rich type kept out of the signature
-    """A rich Table: numbers never wrap (text columns wrap at words, long words fold); ``lines``:
-    a rule between rows (for rows of several lines)."""
+    """A rich Table whose cells stay whole: a number column is never narrower than its widest
+    number (its header wraps instead), a text column never narrower than its longest word (up to
+    TEXT_MIN_WIDTH; longer words fold). ``lines``: a rule between rows (rows of several lines)."""
+    from rich.cells import cell_len
     from rich.table import Table
 
+    cells = [[_display(c, r) for c in columns] for r in rows]
     t = Table(title=table_cell(title) if title else None, show_lines=lines, header_style="bold")
-    for c in columns:
-        numeric = c.justify == "right"
-        t.add_column(table_cell(c.header), justify=c.justify,  # type: ignore[arg-type]
-                     overflow="ellipsis" if numeric else "fold", no_wrap=numeric or not c.wrap,
-                     min_width=None if numeric else min(len(c.header), TEXT_MIN_WIDTH))
-    for r in rows:
-        t.add_row(*[table_cell(_display(c, r)) for c in columns])
+    for j, c in enumerate(columns):
+        column = [row[j] for row in cells]
+        if c.justify == "right":  # a number
+            least = max((cell_len(x) for x in column), default=1)
+        else:
+            words = [w for x in [c.header, *column] for w in x.split()]
+            least = max((cell_len(w) for w in words), default=1) if c.wrap else max(
+                (cell_len(line) for x in column for line in x.splitlines()), default=1)
+            least = least if not c.wrap else min(least, TEXT_MIN_WIDTH)
+        t.add_column(table_cell(c.header), justify=c.justify, overflow="fold",  # type: ignore[arg-type]
+                     min_width=least)
+    for row in cells:
+        t.add_row(*[table_cell(x) for x in row])
     return t
 
 

@@ -93,13 +93,18 @@ def fit(
         return
     rows = [{**r["terms"], "describe": r["describe"], "per_gpu_bytes": r["per_gpu_bytes"]}
             for r in res["candidates"][:top]]
-    if not rows:
-        print(f"{name} does not fit on {gpus} x {res['accelerator']} for {mode} at these settings: the least any "
-              f"layout needs is {gib(res['smallest_need_bytes'])} per GPU, {gib(res['usable_bytes'])} usable")
-        return
     keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
     cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib) for k in keys),
             Column("per_gpu_bytes", "per GPU", gib)]
+    if fmt == "csv":  # one table per stream: the layouts (the terms and the time are in --json)
+        render.emit(rows, cols, fmt)
+    if not rows:
+        render.note(f"{name} does not fit on {gpus} x {res['accelerator']} for {mode} at these settings: the least "
+                    f"any layout needs is {gib(res['smallest_need_bytes'])} per GPU, {gib(res['usable_bytes'])} usable",
+                    fmt)
+        return
+    if fmt == "csv":
+        return
     render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({gib(res['usable_bytes'])} usable): "
                                        "layouts that fit, smallest first")
     best = res["best"]

@@ -18,6 +18,7 @@ import typer
 
 from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
+from ffnlab.escape import one_line
 
 GROUPS = ("sizing", "fit", "training", "experiments", "probe", "capacity")  # command modules, in the order of --help
 COMMAND_GROUPS = {  # command -> the group module that registers it (tests/test_cli_conventions.py checks it)
@@ -39,7 +40,7 @@ COMMAND_GROUPS["version"] = "app"
 def register(argv: Sequence[str]) -> None:
     """Import the command group(s) this command line needs; importing a group registers its commands."""
     first = next((a for a in argv if not a.startswith("-")), None)
-    completing = any(k.endswith("_COMPLETE") for k in os.environ)
+    completing = "_FFNLAB_COMPLETE" in os.environ  # shell completion walks every command
     needed = [COMMAND_GROUPS[first]] if first in COMMAND_GROUPS and not completing else GROUPS
     for group in needed:
         import_module(f"ffnlab.cli.{group}")  # "app" for the commands registered here
@@ -57,7 +58,7 @@ def _click_errors() -> tuple[type[BaseException], ...]:
 
 def _error(message: str, code: int = EXIT_USAGE) -> None:
     """Print ``message`` as the one ``error:`` line (newlines folded) and exit with ``code``."""
-    line = " ".join(str(message).split()) or "failed"
+    line = one_line(" ".join(str(message).split())) or "failed"  # a name from a file cannot carry escapes
     print(f"error: {line}", file=sys.stderr, flush=True)
     sys.exit(code)
 

@@ -18,7 +18,7 @@ from ffnlab.validation import choice, integer
 
 HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
 
-Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). Table commands take --json and --format table|markdown|csv.
+Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). Table commands take --json, --format table|markdown|csv and --wide.
 """
 
 app = typer.Typer(help=HELP, add_completion=True, no_args_is_help=True, rich_markup_mode="rich",

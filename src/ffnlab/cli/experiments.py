@@ -60,13 +60,13 @@ def sweep(
     try:
         status = execute(s, folder, backend=backend, address=address, workers=workers)
     except RunsFailed as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         raise typer.Exit(1) from None
     done = sum(v == "finished" for v in status.values())
-    print(f"{folder}: {done} run(s) trained, {len(status) - done} already finished")
+    print(one_line(f"{folder}: {done} run(s) trained, {len(status) - done} already finished"))
     if report_too:
         paths = write_report(folder)
-        print(f"report: {paths['html']} and {paths['markdown']}")
+        print(one_line(f"report: {paths['html']} and {paths['markdown']}"))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+from ffnlab.escape import one_line
 
 PROBE_FILES = ("probe.json", "index.html")
 
@@ -77,7 +78,7 @@ def probe(
     result["corpus"] = f"{corpus} ({split})"
     paths = write(result, folder)
     if replacing:
-        print(f"replaced the earlier probe in {folder}", file=sys.stderr)
+        print(one_line(f"replaced the earlier probe in {folder}"), file=sys.stderr)
     if as_json:
         print(json.dumps(result, indent=1, ensure_ascii=False))
         return
@@ -88,4 +89,4 @@ def probe(
               f"(dead {s['dead_units']}), value projections hold {s['value_top_mass_mean']:.1%} in their top "
               f"{s['value_top_k']} tokens; unit {top['unit']} fires hardest on {top['examples'][0]['trigger']!r} "
               f"and promotes {[t['token'] for t in top['promotes'][:5]]}")
-    print(f"probe: {paths['html']} and {paths['json']}")
+    print(one_line(f"probe: {paths['html']} and {paths['json']}"))

@@ -7,3 +7,5 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# prepared corpora of tests stay inside the checkout, never in the user's ~/.cache
+os.environ.setdefault("FFNLAB_CACHE", str(Path(__file__).resolve().parents[1] / ".pytest_cache" / "ffnlab-cache"))

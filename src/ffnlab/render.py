@@ -1,16 +1,28 @@
-"""Print rows as a rich table, Markdown, CSV or JSON (the CLI's only output path)."""
+"""Print rows as a rich table, Markdown, CSV or JSON (the CLI's only output path).
+
+Every cell passes through one escaping step per format (:func:`table_cell`, :func:`markdown_cell`,
+:func:`csv_value`), so a name read from a file can never act as rich markup, a terminal escape, a
+Markdown row break or raw HTML, or a spreadsheet formula. CSV carries the raw values (numbers as
+numbers, no units, no thousands separators); the table and Markdown carry the display strings.
+"""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
+from ffnlab import escape
+
 FORMATS = ("table", "markdown", "csv")
+PIPED_WIDTH = 200  # table width when stdout is not a terminal and COLUMNS is not set
+TEXT_MIN_WIDTH = 12  # a text column keeps its longest word whole up to this many characters
 
 
 def human(n: float | int | None) -> str:
@@ -33,15 +45,63 @@ def num(x: float | None, digits: int = 3) -> str:
 
 @dataclass(frozen=True)
 class Column:
+    """One column: ``key`` in the row (and the CSV header), its table header and display format.
+
+    ``wide``: left out of the terminal table unless ``--wide`` is given (CSV and Markdown always
+    carry it), so the default table fits an 80-column terminal. ``justify="right"`` marks a
+    number: it never wraps. A text column wraps at words unless ``wrap`` is False.
+    """
+
     key: str
     header: str
     fmt: Callable[[Any], str] = str
     justify: str = "right"
+    wide: bool = False
+    wrap: bool = True
 
 
-def _cell(col: Column, row: dict[str, Any]) -> str:
+def _display(col: Column, row: Mapping[str, Any]) -> str:
     value = row.get(col.key)
-    return "-" if value is None and col.fmt is str else col.fmt(value)
+    if value is None and col.fmt is str:
+        return "-"
+    if col.fmt is str and isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "-"
+    return col.fmt(value)
+
+
+# ---------------------------------------------------------------- one escaping step per format
+
+
+def table_cell(text: str):  # noqa: ANN201 - rich type kept out of the signature
+    """A terminal-table cell: plain ``rich.text.Text`` (never markup), controls shown as escapes."""
+    from rich.text import Text
+
+    return Text(escape.terminal(text))
+
+
+def markdown_cell(text: str) -> str:
+    """A Markdown table cell: one line, pipes, HTML and link brackets escaped."""
+    return escape.markdown(text)
+
+
+def csv_value(value: Any) -> Any:
+    """A raw value as one CSV cell: numbers stay numbers, text cannot start a formula."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Fraction):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return value  # csv writes repr: 6738415616, 0.6683663046661198, inf, nan
+    if isinstance(value, (list, tuple)):
+        return escape.csv_cell(";".join(str(csv_value(v)) for v in value))
+    if isinstance(value, Mapping):
+        return escape.csv_cell(json.dumps(value, sort_keys=True, default=_json_default))
+    return escape.csv_cell(str(value))
+
+
+# ---------------------------------------------------------------- the formats
 
 
 def emit_json(obj: Any) -> None:
@@ -50,8 +110,6 @@ def emit_json(obj: Any) -> None:
 
 
 def _json_default(o: Any) -> Any:
-    from fractions import Fraction
-
     if isinstance(o, Fraction):
         return float(o)
     if hasattr(o, "as_dict"):
@@ -59,57 +117,128 @@ def _json_default(o: Any) -> Any:
     raise TypeError(f"cannot serialise {type(o).__name__}")
 
 
-def emit(rows: Sequence[dict[str, Any]], columns: Sequence[Column], fmt: str = "table",
-         title: str | None = None) -> None:
+def csv_text(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> str:
+    """Rows as CSV with ``keys`` as the header, each cell through :func:`csv_value`."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([escape.csv_cell(k) for k in keys])
+    for r in rows:
+        w.writerow([csv_value(r.get(k)) for k in keys])
+    return buf.getvalue()
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], title: str | None = None) -> str:
+    buf = io.StringIO()
+    if title:
+        buf.write(f"**{markdown_cell(title)}**\n\n")
+    buf.write("| " + " | ".join(markdown_cell(c.header) for c in columns) + " |\n")
+    buf.write("|" + "|".join("---:" if c.justify == "right" else "---" for c in columns) + "|\n")
+    for r in rows:
+        buf.write("| " + " | ".join(markdown_cell(_display(c, r)) for c in columns) + " |\n")
+    return buf.getvalue()
+
+
+def rich_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], title: str | None = None,
+               lines: bool = False):  # noqa: ANN201 - rich type kept out of the signature
+    """A rich Table whose cells stay whole: a number column is never narrower than its widest
+    number (its header wraps instead), a text column never narrower than its longest word (up to
+    TEXT_MIN_WIDTH; longer words fold). ``lines``: a rule between rows (rows of several lines)."""
+    from rich.cells import cell_len
+    from rich.table import Table
+
+    cells = [[_display(c, r) for c in columns] for r in rows]
+    t = Table(title=table_cell(title) if title else None, show_lines=lines, header_style="bold")
+    for j, c in enumerate(columns):
+        column = [row[j] for row in cells]
+        if c.justify == "right":  # a number
+            least = max((cell_len(x) for x in column), default=1)
+        else:
+            words = [w for x in [c.header, *column] for w in x.split()]
+            least = max((cell_len(w) for w in words), default=1) if c.wrap else max(
+                (cell_len(line) for x in column for line in x.splitlines()), default=1)
+            least = least if not c.wrap else min(least, TEXT_MIN_WIDTH)
+        t.add_column(table_cell(c.header), justify=c.justify, overflow="fold",  # type: ignore[arg-type]
+                     min_width=least)
+    for row in cells:
+        t.add_row(*[table_cell(x) for x in row])
+    return t
+
+
+def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], fmt: str = "table",
+         title: str | None = None, *, wide: bool = False, lines: bool = False) -> None:
+    """Print ``rows`` in ``fmt``; the terminal table leaves out ``wide`` columns unless ``wide``
+    (and draws a rule between rows with ``lines``)."""
     if fmt == "csv":
-        w = csv.writer(sys.stdout)
-        w.writerow([c.key for c in columns])
-        for r in rows:
-            w.writerow(["" if r.get(c.key) is None else r.get(c.key) for c in columns])
+        sys.stdout.write(csv_text(rows, [c.key for c in columns]))
         return
     if fmt == "markdown":
         sys.stdout.write(markdown_table(rows, columns, title))
         return
-    from rich.table import Table
-
-    t = Table(title=title, show_lines=False, header_style="bold")
-    for c in columns:
-        t.add_column(c.header, justify=c.justify, overflow="fold")
-    for r in rows:
-        t.add_row(*[_cell(c, r) for c in columns])
-    console_for_tables().print(t)
+    shown = [c for c in columns if wide or not c.wide]
+    console = console_for_tables(wide)
+    console.print(rich_table(rows, shown, title, lines))
+    hidden = [c.header for c in columns if c not in shown]
+    if hidden:
+        console.print(table_cell(f"--wide adds: {', '.join(hidden)}"), style="dim")
 
 
-def console_for_tables():  # noqa: ANN201 - rich type kept out of the signature
-    """A console as wide as the terminal, or 200 columns when output is piped."""
+def table_width() -> int:
+    """COLUMNS when set, else the terminal's width, else PIPED_WIDTH (output piped)."""
     import shutil
 
+    if "COLUMNS" in os.environ or sys.stdout.isatty():
+        return max(20, shutil.get_terminal_size((PIPED_WIDTH, 24)).columns)
+    return PIPED_WIDTH
+
+
+def console_for_tables(wide: bool = False):  # noqa: ANN201 - rich type kept out of the signature
+    """A console as wide as :func:`table_width` (``wide``: at least PIPED_WIDTH, so a table asked
+    for with every column keeps its cells whole), writing to the current ``sys.stdout``."""
     from rich.console import Console
 
-    width = shutil.get_terminal_size((200, 24)).columns if sys.stdout.isatty() else 200
-    return Console(width=width, soft_wrap=False)
+    width = max(table_width(), PIPED_WIDTH) if wide else table_width()
+    return Console(file=sys.stdout, width=width, soft_wrap=False)
 
 
-def output(rows: Sequence[dict[str, Any]], columns: Sequence[Column], *, as_json: bool, fmt: str,
-           title: str | None = None) -> None:
+def output(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, as_json: bool, fmt: str,
+           title: str | None = None, wide: bool = False) -> None:
     """JSON of the rows with ``--json``, otherwise the table in ``fmt``."""
     if as_json:
         emit_json(list(rows))
     else:
-        emit(rows, columns, fmt, title)
+        emit(rows, columns, fmt, title, wide=wide)
 
 
-def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], title: str | None = None) -> str:
-    buf = io.StringIO()
-    if title:
-        buf.write(f"**{title}**\n\n")
-    buf.write("| " + " | ".join(c.header for c in columns) + " |\n")
-    buf.write("|" + "|".join("---:" if c.justify == "right" else "---" for c in columns) + "|\n")
-    for r in rows:
-        buf.write("| " + " | ".join(_cell(c, r).replace("|", "\\|") for c in columns) + " |\n")
-    return buf.getvalue()
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """A nested JSON-like object as one flat record: ``{"a": {"b": 1}, "c": [2]}`` -> ``a.b``, ``c.0``."""
+    if isinstance(obj, Mapping):
+        items: Iterable[tuple[Any, Any]] = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for k, v in items:
+        out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    return out
+
+
+def record(obj: Mapping[str, Any]) -> None:
+    """One result as a one-row CSV: the JSON flattened (``model.params.total``), raw values."""
+    flat = flatten(obj)
+    sys.stdout.write(csv_text([flat], list(flat)))
 
 
 def key_values(pairs: Sequence[tuple[str, Any]], fmt: str = "table", title: str | None = None) -> None:
+    """A two-column quantity/value table (table or Markdown; CSV callers use :func:`record`)."""
     rows = [{"key": k, "value": v} for k, v in pairs]
     emit(rows, [Column("key", "quantity", justify="left"), Column("value", "value", justify="left")], fmt, title)
+
+
+def note(text: str, fmt: str) -> None:
+    """A line of prose after a table: wrapped at words beside a terminal table, as is beside
+    Markdown, and on stderr beside CSV (so a CSV stream holds nothing but its one table)."""
+    if fmt == "table":
+        console_for_tables().print(table_cell(text))
+    else:
+        print(escape.terminal(text), file=sys.stderr if fmt == "csv" else sys.stdout)

@@ -2,45 +2,71 @@
 
 ``sizing`` (size, plan, explain, audit, zoo, claims) never imports torch; ``training`` (train,
 export) and ``experiments`` (sweep, report, verify) import it only when their command runs.
+A command line that names a command imports only that command's group (COMMAND_GROUPS), so
+``ffnlab size`` does not pay for the other groups; anything else (``--help``, a misspelt
+command, completion) imports them all.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Sequence
 from importlib import import_module
 
 import typer
 
-from ffnlab.cli.app import app
+from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
+from ffnlab.escape import one_line
 
 GROUPS = ("sizing", "fit", "training", "experiments", "probe", "capacity")  # command modules, in the order of --help
-for _group in GROUPS:
-    import_module(f"ffnlab.cli.{_group}")  # importing a group registers its commands on ``app``
+COMMAND_GROUPS = {  # command -> the group module that registers it (tests/test_cli_conventions.py checks it)
+    "size": "sizing", "plan": "sizing", "explain": "sizing", "audit": "sizing", "zoo": "sizing", "claims": "sizing",
+    "fit": "fit", "train": "training", "export": "training", "sweep": "experiments", "report": "experiments",
+    "verify": "experiments", "probe": "probe", "capacity": "capacity",
+}
+
+
+def version() -> None:
+    """Print ffnlab's version (the same as ffnlab --version)."""
+    print(version_line())
+
+
+app.command("version", hidden=True)(version)  # 'ffnlab version' answers too, not "did you mean 'verify'"
+COMMAND_GROUPS["version"] = "app"
+
+
+def register(argv: Sequence[str]) -> None:
+    """Import the command group(s) this command line needs; importing a group registers its commands."""
+    first = next((a for a in argv if not a.startswith("-")), None)
+    completing = "_FFNLAB_COMPLETE" in os.environ  # shell completion walks every command
+    needed = [COMMAND_GROUPS[first]] if first in COMMAND_GROUPS and not completing else GROUPS
+    for group in needed:
+        import_module(f"ffnlab.cli.{group}")  # "app" for the commands registered here
 
 
 def _click_errors() -> tuple[type[BaseException], ...]:
-    """The ClickException classes in play (typer may vendor its own copy of click)."""
+    """The ClickException classes in play: typer's (it may vendor its own copy of click) and, if
+    something imported it, click's own."""
     found = {c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"}
-    try:
-        import click
-
+    click = sys.modules.get("click")
+    if click is not None:
         found.add(click.ClickException)
-    except ImportError:  # pragma: no cover
-        pass
     return tuple(found)
 
 
 def _error(message: str, code: int = EXIT_USAGE) -> None:
     """Print ``message`` as the one ``error:`` line (newlines folded) and exit with ``code``."""
-    line = " ".join(str(message).split()) or "failed"
+    line = one_line(" ".join(str(message).split())) or "failed"  # a name from a file cannot carry escapes
     print(f"error: {line}", file=sys.stderr, flush=True)
     sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors print one line and exit 2."""
-    command = typer.main.get_command(app)
+    register(sys.argv[1:] if argv is None else argv)
+    command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()
     try:
         rc = command.main(args=argv, prog_name="ffnlab", standalone_mode=False)

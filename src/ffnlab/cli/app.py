@@ -1,28 +1,103 @@
-"""The ``ffnlab`` Typer app and what every command group shares: panels, output options, width rules."""
+"""The ``ffnlab`` Typer app and what every command group shares: panels, output options, width rules.
+
+Also the conventions every command follows: ``--version``, shell completion (typer's
+``--install-completion`` / ``--show-completion``), and help that reads as prose
+(:func:`tidy_help`: paragraphs reflowed to the terminal, no ``<bool>`` or ``<list[str]>`` types).
+"""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import typer
 
-from ffnlab import render
+from ffnlab import __version__, render
 from ffnlab.errors import require
 from ffnlab.validation import choice, integer
 
 HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
 
-Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). Table commands take --json and --format table|markdown|csv.
+Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). Table commands take --json, --format table|markdown|csv and --wide.
 """
 
-app = typer.Typer(help=HELP, add_completion=False, no_args_is_help=True, rich_markup_mode="rich",
+app = typer.Typer(help=HELP, add_completion=True, no_args_is_help=True, rich_markup_mode="rich",
                   pretty_exceptions_enable=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def version_line() -> str:
+    return f"ffnlab {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(version_line())
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                 help="Print ffnlab's version and exit."),
+) -> None:
+    """Options before the command: --version, shell completion, --help."""
+
+
+_PARAGRAPHS = re.compile(r"\n\s*\n")
+_LIST_TYPE = re.compile(r"<list\[([^\]]+)\]>")
+
+
+def reflow(text: str | None) -> str | None:
+    """Help text with each paragraph on one line (the terminal wraps it), paragraphs kept apart."""
+    if not text:
+        return text
+    return "\n\n".join(" ".join(p.split()) for p in _PARAGRAPHS.split(text.strip()))
+
+
+def _plain_type(param: Any, original: Any) -> Any:
+    """A param's help type without noise: none for a flag, ``<str>...`` for a repeatable option
+    (``<str>`` for an argument, whose name already ends in ``...``)."""
+    repeat = "" if getattr(param, "param_type_name", "") == "argument" else "..."
+
+    def display_type_rich(ctx: Any) -> str | None:
+        label = original(ctx)
+        if label == "<bool>" or getattr(param, "is_flag", False):
+            return None
+        return _LIST_TYPE.sub(rf"<\1>{repeat}", label) if isinstance(label, str) else label
+    return display_type_rich
+
+
+def _tidy_param(param: Any) -> Any:
+    """The param with :func:`_plain_type` as its help type (once; click caches the --help option)."""
+    if param is not None and hasattr(param, "display_type_rich") and not getattr(param, "_plain_type", False):
+        param.display_type_rich = _plain_type(param, param.display_type_rich)  # typer's help type column
+        param._plain_type = True
+    return param
+
+
+def tidy_help(command: Any) -> Any:
+    """``command`` and its subcommands with reflowed help and plain types (returned for chaining).
+
+    Docstrings are written wrapped at 110 columns; click would print those line breaks mid-sentence.
+    """
+    command.help = reflow(command.help)
+    for param in getattr(command, "params", []):
+        param.help = reflow(getattr(param, "help", None))
+        _tidy_param(param)
+    help_option = command.get_help_option  # --help is made per context, not kept in params
+    command.get_help_option = lambda ctx: _tidy_param(help_option(ctx))
+    for sub in getattr(command, "commands", {}).values():
+        tidy_help(sub)
+    return command
 
 SIZING = "Sizing (instant, no torch)"
 MODELS = "Real models and claims (no torch)"
 TRAINING = "Training (PyTorch)"
 EXPERIMENTS = "Experiments (PyTorch)"
-FMT_HELP = "Output format for tables: table, markdown or csv."
+FMT_HELP = "Output format for tables: table, markdown or csv (raw numbers, one table)."
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented contract).")
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
+WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal table (the default fits 80 columns).")
 
 
 def check_format(fmt: str) -> str:

@@ -42,9 +42,11 @@ def run(
 
 
 def _print_report(paths: dict[str, Path]) -> None:
+    from ffnlab.escape import one_line
+
     for k, v in json.loads(paths["claims"].read_text()).items():
-        print(f"{k}: {v['verdict']} - {v['evidence']}")
-    print(f"report: {paths['html']} and {paths['markdown']}")
+        print(one_line(f"{k}: {v['verdict']} - {v['evidence']}"))
+    print(one_line(f"report: {paths['html']} and {paths['markdown']}"))
 
 
 @capacity_app.command("report")

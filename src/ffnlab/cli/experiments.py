@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab.cli.app import EXPERIMENTS, app, check_ints
+from ffnlab.escape import one_line
 from ffnlab.files import provisional_dir
 from ffnlab.validation import choice, confined
 
@@ -19,6 +20,17 @@ def check_run_options(backend: str, workers: int | None) -> None:
     """--backend and --workers of sweep and verify, checked before any folder is made."""
     choice(backend, "--backend", BACKENDS)
     check_ints(workers=(workers, 1, 4096))
+
+
+
+def print_maturity(sweep_dir: Path) -> None:
+    """A note beside the verdicts when the sweep's runs are far from trained."""
+    from ffnlab.experiments.maturity import sweep_warning
+
+    warning = sweep_warning(sweep_dir)
+    if warning:
+        print(f"note: {one_line(warning)}")
+
 
 PRESET_DIR = Path(__file__).resolve().parents[1] / "experiments" / "presets"  # package data
 SWEEP_PRESETS = ", ".join(sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if not p.stem.startswith("capacity")))
@@ -48,13 +60,13 @@ def sweep(
     try:
         status = execute(s, folder, backend=backend, address=address, workers=workers)
     except RunsFailed as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(str(e))}", file=sys.stderr)
         raise typer.Exit(1) from None
     done = sum(v == "finished" for v in status.values())
-    print(f"{folder}: {done} run(s) trained, {len(status) - done} already finished")
+    print(one_line(f"{folder}: {done} run(s) trained, {len(status) - done} already finished"))
     if report_too:
         paths = write_report(folder)
-        print(f"report: {paths['html']} and {paths['markdown']}")
+        print(one_line(f"report: {paths['html']} and {paths['markdown']}"))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)
@@ -71,8 +83,9 @@ def report(
 
     paths = write_report(sweep_dir, out)
     for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
-        print(f"{k}: {v['verdict']} - {v['evidence']}")
-    print(f"report: {paths['html']} and {paths['markdown']}")
+        print(one_line(f"{k}: {v['verdict']} - {v['evidence']}"))
+    print_maturity(sweep_dir)
+    print(one_line(f"report: {paths['html']} and {paths['markdown']}"))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)
@@ -100,9 +113,12 @@ def verify(
         raise typer.Exit(1) from None
     print("\nVerdicts:")
     for c in result["claims"]:
-        print(f"  {c['verdict']:<16} {c['id']}")
+        print(one_line(f"  {c['verdict']:<16} {c['id']}"))
     exp = [c for c in result["claims"] if "from_report" in c["numbers"]]
     for c in exp:
-        print(f"\n{c['id']}: {c['verdict']}\n  {c['evidence']}")
+        print(f"\n{one_line(c['id'])}: {one_line(c['verdict'])}\n  {one_line(c['evidence'])}")
+    if exp:
+        print_maturity(out / "sweep")
     p = result["paths"]
-    print(f"\nreport: {p['html']}\n        {p['markdown']}\n({result['wall_s']:.0f} s)")
+    print(one_line(f"report: {p['html']}") + "\n" + one_line(f"        {p['markdown']}")
+          + f"\n({result['wall_s']:.0f} s)")

@@ -178,15 +178,21 @@ def fit(
             for r in res["candidates"][:top]]
     budget = (f"{gib(res['memory_bytes'])} reported by the device - {gib(res['reserve_bytes'])} reserve = "
               f"{gib(res['usable_bytes'])} usable")
+    keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
+    cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib) for k in keys)]
+    if mode == "train":
+        cols.append(Column("working", "buffers", gib))
+    cols.append(Column("per_gpu_bytes", "per GPU", gib))
+    if fmt == "csv":  # one table per stream: the layouts (the terms, time and assumptions are in --json)
+        render.emit(rows, cols, fmt)
+        if not rows:
+            note(f"{name} does not fit on {gpus_text(gpus)} x {res['accelerator']} for {mode} at these settings: "
+                 f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
+        return
     if not rows:
         print(f"{name} does not fit on {gpus_text(gpus)} x {res['accelerator']} for {mode} at these settings: "
               f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
     else:
-        keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
-        cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib) for k in keys)]
-        if mode == "train":
-            cols.append(Column("working", "buffers", gib))
-        cols.append(Column("per_gpu_bytes", "per GPU", gib))
         render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({budget}): layouts that fit, "
                                            "smallest first")
         best = res["best"]

@@ -134,10 +134,10 @@ def memory_pairs(mem: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-MEMORY_COLS = [
-    Column("name", "model", justify="left"), Column("weights_bytes", "weights", gib),
-    Column("gradients_bytes", "grads", gib), Column("optimizer_bytes", "optimizer", gib),
-    Column("activations_bytes", "activations", gib), Column("working_bytes", "buffers", gib),
+MEMORY_COLS = [  # the terms are --wide columns, so the default table fits 80 columns
+    Column("name", "model", justify="left"), Column("weights_bytes", "weights", gib, wide=True),
+    Column("gradients_bytes", "grads", gib, wide=True), Column("optimizer_bytes", "optimizer", gib, wide=True),
+    Column("activations_bytes", "activations", gib, wide=True), Column("working_bytes", "buffers", gib, wide=True),
     Column("training_total_bytes", "train total", gib),
     Column("kv_cache_bytes", "KV cache", gib), Column("serving_total_bytes", "serve total", gib),
 ]
@@ -168,7 +168,7 @@ def flat_memory(row: dict[str, Any]) -> dict[str, Any]:
     return {f"memory.{k}": mem.get(k) for k in MEMORY_KEYS}
 
 
-def emit_memory(rows: list[dict[str, Any]], fmt: str) -> None:
+def emit_memory(rows: list[dict[str, Any]], fmt: str, *, wide: bool = False) -> None:
     """The memory section of ``audit``: one line per model with an architecture, and one line for
     each model that has none (or cannot take the layout)."""
     mems = [{"name": r["name"], **r["memory"]} for r in rows if r.get("memory")]
@@ -181,10 +181,10 @@ def emit_memory(rows: list[dict[str, Any]], fmt: str) -> None:
                  f"serving weights {m['weights_dtype']}, KV {m['kv_dtype']}")
         if fmt == "table":
             print()
-        render.emit(mems, MEMORY_COLS, fmt, title=title)
+        render.emit(mems, MEMORY_COLS, fmt, title=title, wide=wide)
     for r in rows:
         if r.get("memory_error"):
-            print(f"{r['name']}: no memory estimate: {r['memory_error']}")
+            render.note(f"{r['name']}: no memory estimate: {r['memory_error']}", fmt)
 
 
 # the value each whole-model flag of ``size`` has when it is not given

@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
 
 from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+from ffnlab.escape import one_line
+
+PROBE_FILES = ("probe.json", "index.html")
+
+
+def check_probe_folder(folder: Path, overwrite: bool) -> bool:
+    """Whether ``folder`` holds an earlier probe that this one replaces; refuses a folder with an
+    earlier probe unless ``overwrite``, and a folder with anything else in it."""
+    from ffnlab.errors import require
+
+    if not folder.exists():
+        return False
+    require(folder.is_dir(), f"{folder} is a file; choose a folder for the probe (--out)")
+    entries = {p.name for p in folder.iterdir()}
+    require(entries <= set(PROBE_FILES), f"{folder} holds files that are not a probe's; choose another --out")
+    earlier = bool(entries)
+    require(not earlier or overwrite, f"{folder} already holds a probe; pass --overwrite to replace it, "
+            "or choose another --out")
+    return earlier
 
 
 def _layers(text: str | None) -> list[int] | None:
@@ -33,6 +53,7 @@ def probe(
     top_tokens: int = typer.Option(10, "--top-tokens", help="Tokens listed per value vector."),
     seq_len: int = typer.Option(128, "--seq-len", help="Window length (capped by the model's context)."),
     out: Path = typer.Option(None, "--out", "-o", help="Output folder (default probes/MODEL_NAME)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier probe in the output folder."),
     as_json: bool = JSON_OPTION,
 ) -> None:
     """Top keys (text windows, trigger marked) and value-vector tokens of each FFN unit.
@@ -48,12 +69,16 @@ def probe(
     from ffnlab.training.probe import probe as run_probe
 
     require(tokens >= 2 and seq_len >= 1, "--tokens must be >= 2 and --seq-len >= 1")
+    folder = out or Path("probes") / model.resolve().name
+    replacing = check_probe_folder(folder, overwrite)  # before the model is loaded and run
     probed = open_model(model)
     ids = corpus_tokens(probed, corpus, split, tokens)
     result = run_probe(probed, ids, layers=_layers(layers), units=units, examples=examples,
                        top_tokens=top_tokens, seq_len=seq_len)
     result["corpus"] = f"{corpus} ({split})"
-    paths = write(result, out or Path("probes") / model.resolve().name)
+    paths = write(result, folder)
+    if replacing:
+        print(one_line(f"replaced the earlier probe in {folder}"), file=sys.stderr)
     if as_json:
         print(json.dumps(result, indent=1, ensure_ascii=False))
         return
@@ -64,4 +89,4 @@ def probe(
               f"(dead {s['dead_units']}), value projections hold {s['value_top_mass_mean']:.1%} in their top "
               f"{s['value_top_k']} tokens; unit {top['unit']} fires hardest on {top['examples'][0]['trigger']!r} "
               f"and promotes {[t['token'] for t in top['promotes'][:5]]}")
-    print(f"probe: {paths['html']} and {paths['json']}")
+    print(one_line(f"probe: {paths['html']} and {paths['json']}"))

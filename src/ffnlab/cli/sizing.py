@@ -13,6 +13,7 @@ from ffnlab.cli.app import (
     JSON_OPTION,
     MODELS,
     SIZING,
+    WIDE_OPTION,
     app,
     check_format,
     check_ints,
@@ -123,6 +124,9 @@ def size(
     if as_json:
         render.emit_json(out)
         return
+    if fmt == "csv":  # one row: the JSON's values under their dotted keys (model.params.total)
+        render.record(out)
+        return
     a = out["alignment"]
     pairs: list[tuple[str, Any]] = [
         ("FFN kind", f"{ffn} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
@@ -173,6 +177,7 @@ def plan(
     top: int = typer.Option(8, "--top", help="How many candidates to show."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """A model shape near a parameter target, with the nearest alternatives."""
     from ffnlab.sizing.plan import CONVENTIONS, default_rule, parse_count
@@ -220,14 +225,15 @@ def plan(
                           "best": rows[0], "candidates": rows})
         return
     cols = [Column("d_model", "d_model"), Column("n_layers", "layers"), Column("n_heads", "heads"),
-            Column("head_dim", "head_dim"), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
-            Column("aspect", "d/L", lambda x: f"{x:.0f}"), Column("params", count, human),
+            Column("head_dim", "head_dim", wide=True), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
+            Column("aspect", "d/L", lambda x: f"{x:.0f}", wide=True), Column("params", count, human),
             Column("error", "error", pct),
             Column("trades", "trades", lambda t: ", ".join(t) if t else "-", justify="left")]
-    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()}; {model} (best first)")
+    render.emit(rows, cols, fmt, title=f"plan {human(n)} {count} params, {ffn}, {r.describe()}; {model} (best first)",
+                wide=wide)
     if fmt == "table":
-        print("trades = conventions a shape breaks for a smaller error: "
-              + "; ".join(f"{c.name}: {c.meaning}" for c in CONVENTIONS))
+        render.note("trades = conventions a shape breaks for a smaller error: "
+                    + "; ".join(f"{c.name}: {c.meaning}" for c in CONVENTIONS), fmt)
 
 
 @app.command(rich_help_panel=SIZING)
@@ -237,6 +243,7 @@ def explain(
     ffn: str = typer.Option("gelu", "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """Which width rules reproduce a d_ff, and its hardware alignment."""
     from ffnlab.sizing.explain import explain as run_explain
@@ -252,27 +259,27 @@ def explain(
              f"param-matched {out['ratio_param_matched']:.4f}; largest power of two dividing it "
              f"{a['pow2_divisor']} (/64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']})")
     cols = [Column("rule", "rule", justify="left"), Column("ratio", "ratio", str),
-            Column("multiplier", "x d_model", lambda x: "-" if x is None else f"{x:.4g}"),
-            Column("ffn_dim_multiplier", "ffn_dim_multiplier", lambda x: "-" if x is None else f"{x:g}"),
-            Column("multiples_of", "multiple_of that work", lambda m: ", ".join(map(str, m))),
+            Column("multiplier", "x d_model", lambda x: "-" if x is None else f"{x:.4g}", wide=True),
+            Column("ffn_dim_multiplier", "ffn_dim_multiplier", lambda x: "-" if x is None else f"{x:g}", wide=True),
+            Column("multiples_of", "multiple_of", lambda m: ", ".join(map(str, m)), justify="left"),
             Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
-    render.emit(out["rules"], cols, fmt, title=title)
+    render.emit(out["rules"], cols, fmt, title=title, wide=wide)
     if not out["rules"] and fmt == "table":
-        print(f"no simple rule gives {d_ff} (raw ratio {out['ratio_raw_exact']}): no common ratio or LLaMA "
-              "rule lands on it by rounding to a multiple well below d_ff")
+        render.note(f"no simple rule gives {d_ff} (raw ratio {out['ratio_raw_exact']}): no common ratio or LLaMA "
+                    "rule lands on it by rounding to a multiple well below d_ff", fmt)
 
 
-AUDIT_COLS = [
-    Column("name", "model", justify="left"), Column("model_type", "type", justify="left"),
-    Column("d_model", "d_model"), Column("d_ff", "d_ff"), Column("ffn_kind", "kind", justify="left"),
+AUDIT_COLS = [  # the default table fits 80 columns; --wide adds the rest
+    Column("name", "model", justify="left"), Column("model_type", "type", justify="left", wide=True),
+    Column("d_model", "d_model", wide=True), Column("d_ff", "d_ff"), Column("ffn_kind", "kind", justify="left"),
     Column("ratio_raw", "raw", lambda x: num(x, 2)), Column("ratio_param_matched", "p-m", lambda x: num(x, 2)),
-    Column("deviation_param_matched", "p-m vs 4", pct),
-    Column("ffn_share", "FFN share", lambda x: "-" if x is None else f"{x:.0%}"),
-    Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human),
-    Column("alignment", "pow2", lambda a: "-" if not a else str(a["pow2_divisor"])),
-    Column("flops_per_token", "GFLOP/tok@4096", lambda x: "-" if x is None else f"{x / 1e9:,.1f}"),
+    Column("deviation_param_matched", "vs 4", pct),
+    Column("ffn_share", "FFN %", lambda x: "-" if x is None else f"{x:.0%}"),
+    Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human, wide=True),
+    Column("pow2_divisor", "pow2", lambda x: "-" if x is None else str(x), wide=True),
+    Column("flops_per_token", "GFLOP/tok@4096", lambda x: "-" if x is None else f"{x / 1e9:,.1f}", wide=True),
     Column("training_memory_bytes", "w+g+AdamW GiB",
-           lambda x: "-" if x is None else f"{x / 2**30:,.0f}"),
+           lambda x: "-" if x is None else f"{x / 2**30:,.0f}", wide=True),
 ]
 VERDICT_COL = Column("verdict", "verdict", justify="left")
 
@@ -303,6 +310,7 @@ def audit(
     reshard_after_forward: bool = RESHARD_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
     from ffnlab.sizing.audit import audit_entry, audit_target
@@ -336,19 +344,20 @@ def audit(
     if as_json:
         render.emit_json(rows)
         return
-    title = "FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; pow2 = largest power of 2 dividing d_ff)"
+    title = ("FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; vs 4 = p-m against the 4x convention; "
+             "pow2 = largest power of 2 dividing d_ff)")
+    shown = [{**r, "pow2_divisor": (r.get("alignment") or {}).get("pow2_divisor")} for r in rows]
     if fmt == "csv":  # one table: the memory bytes as extra columns
-        render.emit([{**r, **flat_memory(r)} for r in rows], [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS], fmt,
-                    title=title)
+        render.emit([{**r, **flat_memory(r)} for r in shown], [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS], fmt)
         return
     if fmt != "table":
-        render.emit(rows, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
+        render.emit(shown, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
         emit_memory(rows, fmt)
         return
-    render.emit(rows, AUDIT_COLS, fmt, title=title)
+    render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
     for r in rows:
-        print(f"{r['name']}: {r['verdict']}")
-    emit_memory(rows, fmt)
+        render.note(f"{r['name']}: {r['verdict']}", fmt)
+    emit_memory(rows, fmt, wide=wide)
 
 
 @app.command(rich_help_panel=MODELS)
@@ -356,6 +365,7 @@ def zoo(
     family: str = typer.Option(None, "--family", help="Only this family (case-insensitive substring)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """The published models ffnlab knows, with sources."""
     from ffnlab.sizing.zoo import load_zoo
@@ -377,21 +387,42 @@ def zoo(
                      "verified_against": e.verified_against, "note": e.note})
     cols = [Column("name", "name", justify="left"), Column("family", "family", justify="left"),
             Column("model_type", "type", justify="left"), Column("d_model", "d_model"), Column("d_ff", "d_ff"),
-            Column("ffn_kind", "kind", justify="left"), Column("source", "source", justify="left")]
-    render.output(rows, cols, as_json=as_json, fmt=fmt, title=f"ffnlab zoo: {len(rows)} models")
+            Column("ffn_kind", "kind", justify="left"), Column("source", "source", justify="left", wide=True)]
+    render.output(rows, cols, as_json=as_json, fmt=fmt, title=f"ffnlab zoo: {len(rows)} models", wide=wide)
+
+
+CLAIM_COLS = [Column("id", "claim id", justify="left"), Column("verdict", "verdict", justify="left"),
+              Column("claim", "claim (paraphrased)", justify="left"), Column("evidence", "evidence", justify="left")]
+CLAIM_COMPACT = [Column("head", "claim: verdict", justify="left", wrap=False),
+                 Column("text", "what it says; the evidence", justify="left")]
 
 
 @app.command(rich_help_panel=MODELS)
 def claims(
-    evidence: str = typer.Option(None, "--evidence", help="Report folder whose experiments settle the needs-experiment claims."),
+    evidence: str = typer.Option(None, "--evidence", help="A report's claims.json, its folder, or a sweep folder (its report/) whose experiments settle the needs-experiment claims."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """Check every claim of the seed documents; evidence computed now."""
-    from ffnlab.sizing.claims import check_claims, load_evidence
+    from ffnlab.sizing.claims import check_claims, evidence_file, load_evidence
 
     check_format(fmt)
     rows = check_claims(load_evidence(evidence) if evidence else None)
-    cols = [Column("id", "claim id", justify="left"), Column("verdict", "verdict", justify="left"),
-            Column("claim", "claim (paraphrased)", justify="left"), Column("evidence", "evidence", justify="left")]
-    render.output(rows, cols, as_json=as_json, fmt=fmt, title="Claims of the seed documents")
+    if as_json:
+        render.emit_json(rows)
+        return
+    title = "Claims of the seed documents"
+    if fmt == "table" and not wide:  # two columns, so the prose gets the width of an 80-column terminal
+        shown = [{**r, "head": f"{r['id']}:\n{r['verdict']}", "text": f"{r['claim']}\nevidence: {r['evidence']}"}
+                 for r in rows]
+        render.emit(shown, CLAIM_COMPACT, fmt, title=title, lines=True)
+    else:
+        render.emit(rows, CLAIM_COLS, fmt, title=None if fmt == "csv" else title)
+    if evidence:
+        from ffnlab.experiments.maturity import sweep_of_report, sweep_warning
+
+        sweep = sweep_of_report(evidence_file(evidence))
+        warning = sweep_warning(sweep) if sweep is not None else None
+        if warning:
+            render.note(f"note: {warning}", fmt)

@@ -1,52 +1,159 @@
-"""Is a sweep trained far enough for its verdicts to mean anything about trained models?
+"""Whether a sweep's runs are far from trained: one warning to print beside its verdicts.
 
-:func:`warnings_for` returns the notes a report prints beside its verdicts when the runs are far
-from trained: very few tokens per parameter, a loss still falling steeply when training stopped,
-very few steps, or very few seeds. The verdicts are still computed (they are correct about these
-runs); the note says what they are about.
+A verdict from runs that stopped early describes early training, not trained models: a
+40-step sweep can rank FFN ratios confidently and still say nothing about where they end up.
+:func:`assess` reads each run's progress (:class:`RunProgress`) and names what is far from
+trained; :func:`warning` turns that into one sentence, or ``None`` when nothing is. Both are pure.
+:func:`sweep_progress` reads the progress of a sweep folder's runs (no torch).
+
+The thresholds are deliberately loose (a run is flagged only when it is *far* from trained):
+
+* fewer than :data:`TOKENS_PER_PARAM_FLOOR` training tokens per non-embedding parameter, a
+  twentieth of the about 20 tokens per parameter Hoffmann et al. (2022, "Training
+  Compute-Optimal Large Language Models", Chinchilla) found compute-optimal;
+* a validation loss that still fell by more than :data:`STILL_FALLING` of its final value over
+  the last :data:`LAST_PART` of the training tokens (a curve that has not levelled off);
+* fewer than :data:`MIN_STEPS` optimizer steps per run;
+* runs stopped before their planned steps.
+
+Medians over the runs are compared with the thresholds, so one odd run does not decide.
 """
 
 from __future__ import annotations
 
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-MIN_TOKENS_PER_PARAM = 1.0  # fewer training tokens than parameters
-STILL_FALLING = 0.25  # share of the run's whole loss drop that came in its last quarter
-MIN_STEPS = 100
-MIN_SEEDS = 3
+TOKENS_PER_PARAM_OPTIMAL = 20.0  # Hoffmann et al. 2022 (Chinchilla)
+TOKENS_PER_PARAM_FLOOR = 1.0  # below this a run saw under 1/20 of a compute-optimal budget
+STILL_FALLING = 0.02  # relative fall of the validation loss over the last part of training
+LAST_PART = 0.25  # the last quarter of the training tokens
+MIN_STEPS = 100  # optimizer steps; fewer is a smoke test (warm-up alone is often 10-30)
 
 
-def late_drop(tokens: list[float], losses: list[float]) -> float | None:
-    """Share of the drop from the first to the last evaluation that happened in the last quarter
-    of training (None with fewer than three evaluations or no drop)."""
-    if len(losses) < 3 or losses[0] <= losses[-1]:
+@dataclass(frozen=True)
+class RunProgress:
+    """How far one run got: tokens and steps trained, its size and its validation curve."""
+
+    tokens: int  # training tokens seen
+    params: int  # non-embedding parameters
+    steps: int  # optimizer steps done
+    planned_steps: int  # steps its config asks for
+    curve: tuple[tuple[int, float], ...] = ()  # (tokens, validation loss) of each evaluation, in order
+
+
+def loss_at(curve: Sequence[tuple[int, float]], tokens: float) -> float | None:
+    """The validation loss at ``tokens``, linearly interpolated between evaluations (None outside)."""
+    for (t0, l0), (t1, l1) in zip(curve, curve[1:], strict=False):
+        if t0 <= tokens <= t1:
+            return l0 if t1 == t0 else l0 + (l1 - l0) * (tokens - t0) / (t1 - t0)
+    return None
+
+
+def late_fall(run: RunProgress, part: float = LAST_PART) -> float | None:
+    """Relative fall of the validation loss over the last ``part`` of the run's curve, or None
+    when the curve is too short to tell (fewer than two evaluations, or none early enough)."""
+    if len(run.curve) < 2:
         return None
-    cut = tokens[-1] * 0.75
-    i = max(j for j, t in enumerate(tokens) if t <= cut) if any(t <= cut for t in tokens) else 0
-    return (losses[i] - losses[-1]) / (losses[0] - losses[-1])
+    end_tokens, end_loss = run.curve[-1]
+    before = loss_at(run.curve, end_tokens * (1 - part))
+    if before is None or end_loss <= 0:
+        return None
+    return (before - end_loss) / end_loss
 
 
-def warnings_for(result: dict[str, Any]) -> list[str]:
-    """The notes for one analysed sweep (see the module docstring)."""
+def assess(runs: Sequence[RunProgress]) -> list[str]:
+    """What about these runs is far from trained, one phrase per finding (empty: nothing)."""
+    if not runs:
+        return []
+    found = []
+    per_param = statistics.median(r.tokens / r.params for r in runs if r.params > 0) if any(
+        r.params > 0 for r in runs) else None
+    if per_param is not None and per_param < TOKENS_PER_PARAM_FLOOR:
+        found.append(f"{per_param:.2g} training tokens per parameter (compute-optimal is about "
+                     f"{TOKENS_PER_PARAM_OPTIMAL:.0f}, Hoffmann et al. 2022)")
+    falls = [f for f in map(late_fall, runs) if f is not None]
+    if falls and statistics.median(falls) > STILL_FALLING:
+        found.append(f"the validation loss still fell {statistics.median(falls):.1%} over the last "
+                     f"{LAST_PART:.0%} of training")
+    steps = statistics.median(r.steps for r in runs)
+    if steps < MIN_STEPS:
+        found.append(f"{steps:g} optimizer steps per run")
+    stopped = sum(r.steps < r.planned_steps for r in runs)
+    if stopped:
+        found.append(f"{stopped} of {len(runs)} runs stopped before their planned steps")
+    return found
+
+
+def warning(runs: Sequence[RunProgress]) -> str | None:
+    """One sentence to print beside the verdicts when the runs are far from trained, else None."""
+    found = assess(runs)
+    if not found:
+        return None
+    return ("runs far from trained: " + "; ".join(found)
+            + ". The verdicts describe early training, not trained models; train longer to settle them.")
+
+
+# ---------------------------------------------------------------- reading a sweep folder
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def run_progress(run_dir: Path, planned_steps: int) -> RunProgress | None:
+    """A run folder's progress from its metrics.jsonl and model.json (None if unreadable)."""
+    from ffnlab.training.runfiles import read_records
+
+    model = _json(run_dir / "model.json") or _json(run_dir / "summary.json")  # a kept report has only the summary
+    params = model.get("params", {}).get("non_embedding") if isinstance(model, dict) else None
+    try:
+        records = read_records(run_dir / "metrics.jsonl")
+    except (OSError, UnicodeDecodeError):
+        return None
+    steps = [r["step"] for r in records if isinstance(r.get("step"), int)]
+    tokens = [r["tokens"] for r in records if isinstance(r.get("tokens"), int)]
+    curve = tuple((int(r["tokens"]), float(r["val_loss"])) for r in records
+                  if r.get("kind") == "eval" and isinstance(r.get("tokens"), int)
+                  and isinstance(r.get("val_loss"), (int, float)))
+    if not isinstance(params, int) or not steps or not tokens:
+        return None
+    return RunProgress(tokens=max(tokens), params=params, steps=max(steps), planned_steps=planned_steps,
+                       curve=curve)
+
+
+def sweep_progress(sweep_dir: str | Path) -> list[RunProgress]:
+    """The progress of every readable run of a sweep folder (its ``sweep.json`` lists them)."""
+    folder = Path(sweep_dir)
+    record = _json(folder / "sweep.json")
+    runs = record.get("runs") if isinstance(record, dict) else None
     out = []
-    sc = result.get("scale") or {}
-    tpp = sc.get("tokens_per_param")
-    if isinstance(tpp, (int, float)) and tpp < MIN_TOKENS_PER_PARAM:
-        out.append(f"the runs saw {tpp:.2f} training tokens per non-embedding parameter, fewer than one: these "
-                   "models are far from trained, and the verdicts describe early training, not trained models")
-    ref = next((a for a in result.get("arm_objects", []) if a.name == result.get("reference")), None)
-    if ref is not None and ref.runs:
-        drops = [d for r in ref.runs if (d := late_drop(r.tokens, r.losses)) is not None]
-        share = sum(drops) / len(drops) if drops else None
-        if share is not None and share > STILL_FALLING:
-            out.append(f"the reference's loss was still falling steeply when training stopped ({share:.0%} of its "
-                       "drop came in the last quarter of training): longer runs could change the ranking")
-        steps = ref.runs[0].summary.get("steps")
-        if isinstance(steps, int) and steps < MIN_STEPS:
-            out.append(f"each run trained only {steps} steps: a toy run, useful to test the pipeline, not to decide "
-                       "a claim")
-    seeds = [a.get("n_seeds", 0) for a in result.get("arms", [])]
-    if seeds and min(seeds) < MIN_SEEDS:
-        out.append(f"an arm has only {min(seeds)} seed(s): intervals are very wide or missing, and no variance "
-                   "check is possible")
+    for r in runs if isinstance(runs, list) else []:
+        try:
+            planned = int(r["config"]["train"]["max_steps"])
+            name = str(r["run"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        progress = run_progress(folder / "runs" / name, planned)
+        if progress is not None:
+            out.append(progress)
     return out
+
+
+def sweep_warning(sweep_dir: str | Path) -> str | None:
+    """:func:`warning` for a sweep folder (None if it is not one or its runs are trained)."""
+    return warning(sweep_progress(sweep_dir))
+
+
+def sweep_of_report(claims_file: str | Path) -> Path | None:
+    """The sweep folder whose runs a report's claims.json rests on: the report's parent (``ffnlab
+    report``'s default SWEEP/report) or its ``sweep/`` folder (``ffnlab verify``), if either holds one."""
+    report = Path(claims_file).parent
+    return next((d for d in (report.parent, report / "sweep") if (d / "sweep.json").is_file()), None)

@@ -142,10 +142,11 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
         from ffnlab.sizing.claims import check_claims
 
         claim_rows = check_claims(claims)
-    from ffnlab.experiments.maturity import warnings_for
+    from ffnlab.experiments.maturity import sweep_warning
 
+    note = sweep_warning(sweep_dir)
     model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result['spec']['name']}",
-                         warnings=warnings_for(result), claim_rows=claim_rows, audit_rows=audit_rows)
+                         warnings=[note] if note else [], claim_rows=claim_rows, audit_rows=audit_rows)
     paths = write_page(out, model, images, FIGURE_TITLES)
     serial = {k: v for k, v in result.items() if k != "arm_objects"}
     serial["provenance"] = dict(model["provenance"])

@@ -45,11 +45,19 @@ def run_finished(run_dir: Path, max_steps: int) -> bool:
 
 def _same_run(path: Path, config: dict[str, Any]) -> bool:
     """Whether the config saved at ``path`` trains the same run as ``config``."""
-    saved = runconfig.load(path).to_dict()
-    for d in (saved, config := json.loads(json.dumps(config))):
+    saved = runconfig.without_locations(runconfig.load(path).to_dict())
+    for d in (saved, config := runconfig.without_locations(json.loads(json.dumps(config)))):
         for key in runconfig.RESUMABLE_CHANGES:
             d["train"].pop(key, None)
     return saved == config
+
+
+def _trained(runs: Any) -> Any:
+    """A sweep record's runs without where their files live (runconfig.LOCATION_KEYS)."""
+    if not isinstance(runs, list):
+        return runs
+    return [{**r, "config": runconfig.without_locations(r["config"])}
+            if isinstance(r, dict) and isinstance(r.get("config"), dict) else r for r in runs]
 
 
 def steps_done(run_dir: Path) -> int:
@@ -86,7 +94,7 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     record = {"spec": asdict(spec), "vocab_size": data.vocab_size, "prepared_data": str(data.dir),
               "runs": [asdict(r) for r in runs]}
     if path.exists():
-        require(old.get("runs") == record["runs"],
+        require(_trained(old.get("runs")) == _trained(record["runs"]),
                 f"{out} holds a different sweep (its spec or resolved runs differ); use another --out")
     else:
         out.mkdir(parents=True, exist_ok=True)

@@ -293,11 +293,23 @@ CHECKS: dict[str, Callable[[dict[str, Any]], Result]] = {
 }
 
 
+EVIDENCE_PLACES = ("claims.json", "report/claims.json", "capacity-report/claims.json")  # in a report, sweep, capacity folder
+
+
+def evidence_file(where: str | Path) -> Path:
+    """The claims.json that ``where`` names: the file itself, or the first of EVIDENCE_PLACES in a
+    folder (a report folder, a sweep folder with its default report, a capacity folder)."""
+    p = Path(where)
+    if not p.is_dir():
+        return p
+    return next((p / rel for rel in EVIDENCE_PLACES if (p / rel).is_file()), p / EVIDENCE_PLACES[0])
+
+
 def load_evidence(report_dir: str | Path) -> dict[str, Any]:
-    """Read the experiment verdicts a report wrote (``claims.json`` in the report folder)."""
-    p = Path(report_dir)
-    path = p / "claims.json" if p.is_dir() else p
-    require(path.is_file(), f"no experiment evidence at {path} (run 'ffnlab verify' or 'ffnlab report' first)")
+    """Read the experiment verdicts a report wrote (see :func:`evidence_file` for where)."""
+    path = evidence_file(report_dir)
+    require(path.is_file(), f"no experiment evidence at {report_dir} (no claims.json there or in its report/; "
+            "run 'ffnlab verify' or 'ffnlab report' first)")
     data = read_data(path, "claims evidence", fmt="JSON")  # the one reader: size, UTF-8, JSON
     require(isinstance(data, dict), f"{path}: expected a JSON object of experiment verdicts")
     if data.get("benchmark") == ALIGNMENT_BENCHMARK:  # benchmarks/width_alignment.py --json

@@ -1,6 +1,9 @@
 """Progress for long work: a rich bar on a terminal, periodic lines otherwise.
 
 Shows steps, the latest metrics, tokens/s and an ETA. Used by training, sweeps and verify.
+In ``lines`` mode a line comes every ``every_s`` seconds while work remains, and the final
+state once, at ``close()`` (however often the caller reports it). Names and metrics are shown
+as plain text (never rich markup, control characters escaped).
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
+
+from ffnlab import escape
 
 
 def _fmt_eta(seconds: float) -> str:
@@ -31,7 +36,9 @@ class Progress:
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.total, self.start, self.done, self.unit = total, start, start, unit
+        description = escape.one_line(description)
         self.description, self.tokens_per_unit, self.mode, self.every_s = description, tokens_per_unit, mode, every_s
+        self._emitted: tuple[Any, ...] | None = None  # (done, metrics) of the last line written
         self.emit = emit or _print_stderr  # where ``lines`` mode writes
         self.t0 = self.last_line = time.perf_counter()
         self.metrics: dict[str, Any] = {}
@@ -41,8 +48,8 @@ class Progress:
             from rich.progress import Progress as RichProgress
 
             self._bar = RichProgress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[info]}"), TextColumn("elapsed"), TimeElapsedColumn(),
+                TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
+                TextColumn("{task.fields[info]}", markup=False), TextColumn("elapsed"), TimeElapsedColumn(),
                 TextColumn("ETA {task.fields[eta]}"), transient=False, refresh_per_second=4,
                 console=_stderr_console())
             self._bar.start()
@@ -62,7 +69,20 @@ class Progress:
             parts.append(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}")
         if self.tokens_per_unit:
             parts.append(f"{self.rate() * self.tokens_per_unit:,.0f} tok/s")
-        return " | ".join(parts)
+        return escape.one_line(" | ".join(parts))
+
+    def line(self) -> str:
+        """The current state as one line: ``[name] step 40/300 | loss 2.1 | 9,000 tok/s | ETA 0:31``."""
+        eta = self.eta_s()
+        return (f"[{self.description}] {self.unit} {self.done}/{self.total} | {self.info()} | "
+                f"ETA {_fmt_eta(eta) if eta is not None else '?'}")
+
+    def _state(self) -> tuple[Any, ...]:
+        return (self.done, tuple((k, str(v)) for k, v in self.metrics.items()))
+
+    def _emit_line(self) -> None:
+        self._emitted = self._state()
+        self.emit(self.line())
 
     def update(self, done: int, **metrics: Any) -> None:
         self.done = done
@@ -73,14 +93,29 @@ class Progress:
             self._bar.update(self._task, completed=done, info=self.info(), eta=eta_txt)
         elif self.mode == "lines":
             now = time.perf_counter()
-            if now - self.last_line >= self.every_s or done >= self.total:
+            if now - self.last_line >= self.every_s and done < self.total:
                 self.last_line = now
-                self.emit(f"[{self.description}] {self.unit} {done}/{self.total} | {self.info()} | ETA {eta_txt}")
+                self._emit_line()
 
     def close(self) -> None:
+        """Stop the bar, or write the final state's line (once, unless it was the last line)."""
         if self._bar is not None:
             self._bar.stop()
             self._bar = None
+        elif self.mode == "lines" and self._emitted != self._state() and self.done > self.start:
+            self._emit_line()
+
+
+def start_line(name: str, *, params: int, non_embedding: int, d_model: int, d_ff: int, ffn_kind: str,
+               n_layers: int, steps: int, tokens_per_step: int, from_step: int = 0) -> str:
+    """What a training run is about to do, in one line (printed when it starts)."""
+    from ffnlab.render import human
+
+    start = f"resuming at step {from_step} of {steps}" if from_step else f"{steps} steps"
+    return escape.one_line(
+        f"[{name}] {human(params)} params ({human(non_embedding)} non-embedding): d_model {d_model}, "
+        f"d_ff {d_ff} ({ffn_kind}, ratio {d_ff / d_model:.4g}), {n_layers} layers; {start} x "
+        f"{tokens_per_step:,} tokens ({human(steps * tokens_per_step)} in all)")
 
 
 def _stderr_console():  # noqa: ANN202

@@ -21,6 +21,19 @@ from ffnlab.validation import SEED_MAX, Check, above, between, build, choice, on
 # max_steps is not among them: the cosine schedule depends on it).
 RESUMABLE_CHANGES = frozenset({"eval_every", "log_every", "checkpoint_every", "keep_last", "device", "compile",
                                "threads", "tensorboard", "peak_flops", "progress"})
+# Keys that say where files live, not what is trained: a run resumes and a sweep folder reopens when
+# only these differ (runs saved before the corpus cache moved say data.cache_dir: data_cache).
+LOCATION_KEYS = frozenset({"data.cache_dir"})
+
+
+def without_locations(config: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a config dict (``RunConfig.to_dict()``) without :data:`LOCATION_KEYS`."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
+    for key in LOCATION_KEYS:
+        section, name = key.split(".")
+        if isinstance(out.get(section), dict):
+            out[section].pop(name, None)
+    return out
 
 
 # Field bounds: wide enough for any model this trainer can fit, narrow enough that no value
@@ -71,7 +84,7 @@ class DataSection:
     bpe_vocab_size: Annotated[int, WIDTH] = 4096
     text_column: str = "text"
     max_chars: Union[Annotated[int, between(1, 2**50)], None] = None
-    cache_dir: str = "data_cache"
+    cache_dir: Union[str, None] = None  # None: the user's cache folder (ffnlab.training.corpus.prepare)
 
 
 @dataclass

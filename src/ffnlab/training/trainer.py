@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ from ffnlab.training.distributed import (
     setup,
     teardown,
 )
-from ffnlab.training.progress import Progress
+from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
 from ffnlab.training.runfiles import read_records
 from ffnlab.training.schedule import lr_at
@@ -71,8 +72,8 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
     if saved.exists():
         require(resume, f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
         old = runconfig.load(saved)
-        changed = [d for d in _differences(old.to_dict(), cfg.to_dict())
-                   if not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
+        changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
+                   and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
         require(not changed, f"cannot resume {out_dir}: the config differs in {', '.join(changed)}")
         return True
     if out_dir.exists():
@@ -407,6 +408,11 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     tb = _tensorboard(out, t.tensorboard and info.is_main)
     progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
                         mode=t.progress if info.is_main else "off")
+    if info.is_main and t.progress not in ("off", False) and step < t.max_steps:
+        print(start_line(out.name, params=run.counts.total, non_embedding=run.counts.non_embedding,
+                         d_model=run.mcfg.d_model, d_ff=run.mcfg.ffn.d_ff, ffn_kind=run.mcfg.ffn.kind,
+                         n_layers=run.mcfg.n_layers, steps=t.max_steps, tokens_per_step=run.cfg.tokens_per_step(),
+                         from_step=step), file=sys.stderr, flush=True)
     watch = LossWatch(info.device)
     first_step, shown = step, {}
     summary: dict[str, Any] = {}

@@ -15,6 +15,11 @@ tokenising it again.
 
 Documents are tokenised one by one, each followed by the separator that gives exactly one
 blank line between documents, so the token files decode to the joined text.
+
+Where: ``cache_dir`` when a run config names one, else :func:`default_cache_dir`: the folder
+``$FFNLAB_CACHE``, else ``$XDG_CACHE_HOME/ffnlab``, else ``~/.cache/ffnlab``; corpora go to its
+``corpora/`` subfolder. Run and sweep folders written when the default was ``./data_cache``
+still open: :func:`load_prepared` looks for a missing folder's key in the cache folder too.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import re
 import shutil
 import sys
@@ -61,6 +67,22 @@ LINE_EVERY_S = 10.0  # seconds between progress lines when stderr is not a termi
 QUIET_S = 3.0
 _HELD: dict[str, Any] = {"t0": 0.0, "lines": []}
 _CUT = re.compile(r"\n(?=\w)")
+CACHE_ENV = "FFNLAB_CACHE"  # the cache folder, like HF_HOME for Hugging Face
+CORPORA = "corpora"  # the cache's subfolder for prepared corpora
+_KEY = re.compile(r"[0-9a-f]{16}")  # a settings_key
+
+
+def default_cache_dir() -> Path:
+    """ffnlab's cache folder: $FFNLAB_CACHE, else $XDG_CACHE_HOME/ffnlab, else ~/.cache/ffnlab."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "ffnlab"
+
+
+def corpus_cache_dir(cache_dir: str | Path | None = None) -> Path:
+    """Where prepared corpora live: ``cache_dir`` if given, else the default cache's ``corpora/``."""
+    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / CORPORA
 
 
 class _Encoder(Protocol):
@@ -163,8 +185,16 @@ def _read_manifest(folder: Path) -> dict[str, Any] | None:
 
 
 def load_prepared(folder: str | Path) -> PreparedData:
-    """Reopen a folder written by :func:`prepare`."""
+    """Reopen a folder written by :func:`prepare`.
+
+    A folder that is gone (e.g. ``data_cache/<key>`` from before the cache moved, read from
+    another working folder) is looked up by its key in the default cache: the key names the
+    settings, so a folder with the same key holds the same tokens.
+    """
     folder = Path(folder)
+    if _read_manifest(folder) is None and _KEY.fullmatch(folder.name):
+        moved = corpus_cache_dir() / folder.name
+        folder = moved if _read_manifest(moved) is not None else folder
     manifest = _read_manifest(folder)
     require(
         manifest is not None,
@@ -224,6 +254,12 @@ def split_pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
     if start < len(text):
         pieces.append(text[start:])
     return pieces
+
+
+def encoded_chars(docs: Sequence[str]) -> int:
+    """Characters :func:`write_tokens` encodes for ``docs``: each document and its separator, none
+    after the last (the total the tokenising bar counts up to)."""
+    return sum(len(d) + len(separator_after(d)) for d in docs[:-1]) + (len(docs[-1]) if docs else 0)
 
 
 def _units(docs: Sequence[str]) -> Iterator[str]:
@@ -347,7 +383,7 @@ def _build(out: Path, settings: dict, source: Source, texts: Texts, show: bool) 
         tok = _make_tokenizer(settings["tokenizer"], settings["bpe_vocab_size"], train, tmp, show)
         dtype = token_dtype(tok.vocab_size)
         counts: dict[str, int] = {"n_train_docs": len(train), "n_val_docs": len(val)}
-        total = sum(map(len, train)) + sum(map(len, val))
+        total = encoded_chars(train) + encoded_chars(val)
         with _progress(show, total, f"tokenising ({tok.name})") as advance:
             for split, docs in (("train", train), ("val", val)):
                 with open(tmp / SPLIT_FILES[split], "wb") as f:
@@ -379,13 +415,16 @@ def prepare(
     corpus: str = "shakespeare",
     tokenizer: str = "byte",
     *,
-    cache_dir: str | Path = "data_cache",
+    cache_dir: str | Path | None = None,
     bpe_vocab_size: int = 4096,
     text_column: str = "text",
     max_chars: int | None = None,
     progress: bool = True,
 ) -> PreparedData:
-    """Tokenise ``corpus`` into ``cache_dir/<key>/`` (or reuse an identical earlier run)."""
+    """Tokenise ``corpus`` into ``cache_dir/<key>/`` (or reuse an identical earlier run).
+
+    ``cache_dir`` None: the default cache's ``corpora/`` folder (:func:`corpus_cache_dir`).
+    """
     require(
         tokenizer in TOKENIZER_NAMES,
         f"unknown tokenizer {tokenizer!r}; choose one of {', '.join(TOKENIZER_NAMES)}.",
@@ -399,7 +438,7 @@ def prepare(
         check_bpe_vocab(bpe_vocab_size)
     source = resolve_source(corpus, text_column)
     settings = _settings(source, tokenizer, bpe_vocab_size, text_column, max_chars)
-    out = Path(cache_dir) / settings_key(settings)
+    out = corpus_cache_dir(cache_dir) / settings_key(settings)
     if out.exists() and not out.is_dir():
         raise FfnlabError(f"{out} exists and is not a folder; move it away from the cache folder.")
     found = _reuse(out, settings, source, None)

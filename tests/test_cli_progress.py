@@ -1,0 +1,180 @@
+"""Progress and where files go: the tokenising bar's total, the final progress line once, the
+train start line, the corpus cache folder (and old data_cache/ paths), probe folders.
+
+Oracles: the corpus joined by ``join_documents`` (its length is what tokenising walks through),
+the count of lines written, a hand-computed d_ff, environment variables set here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ffnlab.training.progress import Progress
+
+prep = importlib.import_module("ffnlab.training.corpus.prepare")  # the module, not the function
+
+
+def test_the_final_line_is_written_once_however_often_it_is_reported():
+    """A sweep polls every second after its last step until the runs exit: one final line."""
+    lines: list[str] = []
+    bar = Progress(10, description="sweep", mode="lines", every_s=3600, emit=lines.append)
+    for done in range(1, 11):
+        bar.update(done, runs="0/2")
+    for _ in range(5):
+        bar.update(10, runs="2/2")
+    bar.close()
+    bar.close()
+    assert len(lines) == 1 and lines[0].startswith("[sweep] step 10/10 | runs 2/2")
+
+
+def test_a_progress_name_cannot_carry_markup_or_escapes():
+    lines: list[str] = []
+    bar = Progress(2, description="[link=mailto:a@b]x\x1b[2J\ny", mode="lines", emit=lines.append)
+    bar.update(2)
+    bar.close()
+    assert lines[0].startswith("[[link=mailto:a@b]x\\x1b[2J y] step 2/2")
+
+
+def test_the_tokenising_bar_counts_to_exactly_its_total(corpus_dir, tmp_path, monkeypatch):
+    """The total counts the separators between documents too (it overshot by them before)."""
+    from ffnlab.training.corpus.sources import join_documents, resolve_source
+
+    seen: list[tuple[int, int]] = []
+
+    class Recording(Progress):
+        def close(self) -> None:
+            seen.append((self.done, self.total))
+            super().close()
+
+    monkeypatch.setattr(prep, "Progress", Recording)
+    prep.prepare(str(corpus_dir), cache_dir=tmp_path, progress=True)
+    texts = resolve_source(str(corpus_dir), "text").load(False)
+    want = len(join_documents(texts.train)) + len(join_documents(texts.val))
+    assert seen == [(want, want)]
+
+
+@pytest.fixture
+def corpus_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "corpus"
+    (d / "train").mkdir(parents=True)
+    (d / "val").mkdir()
+    for i in range(3):  # several documents, so there are separators between them
+        (d / "train" / f"{i}.txt").write_text(f"Document {i}: the quick brown fox.\nSecond line {i}.\n" * 20)
+    (d / "val" / "0.txt").write_text("Held out text about foxes.\n" * 20)
+    (d / "val" / "1.txt").write_text("More held out text without a final newline")
+    return d
+
+
+# ---------------------------------------------------------------- the cache folder
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.delenv("FFNLAB_CACHE", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert prep.default_cache_dir() == tmp_path / "home" / ".cache" / "ffnlab"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert prep.default_cache_dir() == tmp_path / "xdg" / "ffnlab"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: relative paths are invalid
+    assert prep.default_cache_dir() == tmp_path / "home" / ".cache" / "ffnlab"
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "mine"))
+    assert prep.default_cache_dir() == tmp_path / "mine"
+    assert prep.corpus_cache_dir() == tmp_path / "mine" / "corpora"
+    assert prep.corpus_cache_dir(tmp_path / "given") == tmp_path / "given"
+
+
+def test_prepare_writes_into_the_cache_not_the_working_folder(corpus_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    data = prep.prepare(str(corpus_dir), progress=False)
+    assert data.dir.parent == tmp_path / "cache" / "corpora"
+    assert list(work.iterdir()) == []
+
+
+def test_an_old_data_cache_path_still_opens(corpus_dir, tmp_path, monkeypatch):
+    """Run and sweep folders written before the move name data_cache/KEY (relative to where they
+    ran); once that folder is gone, the same key in the cache is found."""
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    old = prep.prepare(str(corpus_dir), cache_dir="data_cache", progress=False)
+    assert old.dir == Path("data_cache") / old.dir.name
+    new = prep.prepare(str(corpus_dir), progress=False)  # the same settings: the same key
+    assert new.dir.name == old.dir.name
+    shutil.rmtree("data_cache")
+    reopened = prep.load_prepared(f"data_cache/{old.dir.name}")
+    assert reopened.dir == new.dir and reopened.train_tokens == old.train_tokens
+    with pytest.raises(Exception, match="not a complete prepared corpus"):
+        prep.load_prepared("data_cache/0123456789abcdef")
+
+
+def test_a_run_saved_with_the_old_cache_dir_resumes(tmp_path):
+    """data.cache_dir says where files live, not what is trained: it may differ on resume."""
+    from ffnlab.training import runconfig
+    from ffnlab.training.trainer import open_run_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    old = runconfig.load(None, ["data.cache_dir=data_cache"])
+    runconfig.save(old, out / "config.yaml")
+    assert open_run_dir(out, runconfig.load(None, []), resume=True) is True
+    assert runconfig.without_locations(old.to_dict()) == runconfig.without_locations(runconfig.load(None).to_dict())
+    with pytest.raises(Exception, match="config differs in train.seed"):
+        open_run_dir(out, runconfig.load(None, ["train.seed=7"]), resume=True)
+
+
+# ---------------------------------------------------------------- probe folders
+
+
+def test_probe_folder_rules(tmp_path):
+    from ffnlab.cli.probe import check_probe_folder
+    from ffnlab.errors import FfnlabError
+
+    assert check_probe_folder(tmp_path / "new", overwrite=False) is False
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert check_probe_folder(empty, overwrite=False) is False
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "probe.json").write_text("{}")
+    with pytest.raises(FfnlabError, match="already holds a probe; pass --overwrite"):
+        check_probe_folder(earlier, overwrite=False)
+    assert check_probe_folder(earlier, overwrite=True) is True
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(FfnlabError, match="not a probe's"):
+        check_probe_folder(other, overwrite=True)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(FfnlabError, match="is a file"):
+        check_probe_folder(tmp_path / "file", overwrite=True)
+
+
+# ---------------------------------------------------------------- train says what it trains
+
+
+def test_train_prints_the_model_size_and_d_ff_when_it_starts(corpus_dir, tmp_path):
+    from cli_run import run
+
+    from ffnlab.render import human
+
+    out = tmp_path / "run"
+    sets = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "model.ffn.kind=gelu", "model.ffn.rule=ratio",
+            "model.ffn.ratio=4", "train.seq_len=16", "train.batch_size=2", "train.max_steps=2",
+            "train.warmup_steps=1", "train.eval_every=2", "train.eval_tokens=64", "train.progress=lines",
+            "train.tensorboard=false", "train.threads=1", "train.peak_flops=1e11", f"data.corpus={corpus_dir}",
+            f"data.cache_dir={tmp_path / 'cache'}"]
+    p = run("train", "--out", str(out), *[a for s in sets for a in ("--set", s)])
+    assert p.returncode == 0, p.stderr
+    first = next(line for line in p.stderr.splitlines() if line.startswith("[run] "))
+    total = json.loads((out / "summary.json").read_text())["params"]["total"]
+    assert f"[run] {human(total)} params" in first
+    assert "d_model 32, d_ff 128 (gelu, ratio 4)" in first  # 4 x 32, by hand
+    assert "1 layers; 2 steps x 32 tokens" in first  # batch 2 x seq_len 16
+    assert sum("step 2/2" in line for line in p.stderr.splitlines()) == 1

@@ -40,6 +40,7 @@ from ffnlab.cli.memory_view import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
+from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
@@ -49,7 +50,7 @@ MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and th
 @app.command(rich_help_panel=SIZING)
 def size(
     d_model: int = typer.Option(..., "--d-model", help="Model width."),
-    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu."),
+    ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier (llama rule)."),
@@ -136,7 +137,7 @@ def size(
 @app.command(rich_help_panel=SIZING)
 def plan(
     target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
-    ffn: str = typer.Option("swiglu", "--ffn", help="FFN kind."),
+    ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule ratio or param-matched)."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for plain)."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
@@ -214,7 +215,7 @@ def plan(
 def explain(
     d_model: int = typer.Option(..., "--d-model", help="Model width."),
     d_ff: int = typer.Option(..., "--d-ff", help="FFN width to explain."),
-    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
+    ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:

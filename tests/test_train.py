@@ -168,8 +168,9 @@ def test_unexportable_model_is_refused_before_anything_is_written(tmp_path, cach
 
 def test_refused_train_leaves_no_empty_parent_folders(tmp_path, cache_dir):
     out = tmp_path / "runs" / "a" / "b"
-    assert_usage_error(run(*train_args(out, cache_dir, "model.n_layers=9000")), "GiB")  # the memory pre-check
-    assert_usage_error(run(*train_args(out, cache_dir, "data.corpus=" + str(tmp_path / "empty.txt"))), "corpus")
+    assert_usage_error(run(*train_args(out, cache_dir, "train.seq_len=1000000")), "GiB")  # the memory pre-check
+    # refused after the run folder was made: the folder and the parents made for it go again
+    assert_usage_error(run(*train_args(out, cache_dir, "data.corpus=" + str(tmp_path / "missing.txt"))), "corpus")
     assert not (tmp_path / "runs").exists()
 
 

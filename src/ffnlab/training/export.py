@@ -309,7 +309,10 @@ def _arcee_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
 def _mixtral_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
     return {**_base_config(cfg, s, LAYOUTS["mixtral"]), "rms_norm_eps": s.norm_eps,
             "num_local_experts": cfg.ffn.n_experts, "num_experts_per_tok": cfg.ffn.top_k,
-            "router_jitter_noise": 0.0, "output_router_logits": False, "sliding_window": None}
+            "router_jitter_noise": 0.0, "output_router_logits": False, "sliding_window": None,
+            # transformers' default grouped matmul fails on CPU for widths whose rows are not
+            # 16-byte aligned (d_ff 86 in float32: "strides should be multiple of 16 bytes")
+            "experts_implementation": "eager"}
 
 
 def _stablelm_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:

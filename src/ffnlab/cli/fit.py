@@ -19,7 +19,6 @@ from ffnlab.cli.memory_view import (
     check_train_dtype,
     gib,
 )
-from ffnlab.errors import FfnlabError
 from ffnlab.render import Column
 
 
@@ -31,7 +30,7 @@ def _count(text: str) -> int:
 
 @app.command(rich_help_panel=SIZING)
 def fit(
-    target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo') or path to a config.json."),
+    target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
     gpus: int = typer.Option(8, "--gpus", help="GPUs available."),
     gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 H100 H200 B200 MI300X (default: compare all)."),
     mode: str = typer.Option("train", "--mode", help="train | serve."),
@@ -55,14 +54,13 @@ def fit(
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
     from ffnlab.sizing.fit import fit as run_fit
-    from ffnlab.sizing.fit import fit_all, resolve_config
+    from ffnlab.sizing.fit import fit_all
     from ffnlab.sizing.hardware import training_time
+    from ffnlab.sizing.hub import resolve_model
 
     check_format(fmt)
     check_train_dtype(dtype)
-    name, cfg = resolve_config(target)
-    if cfg is None:
-        raise FfnlabError(f"{name} has no published architecture to size")
+    name, cfg = resolve_model(target)  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
     opts: dict[str, Any] = dict(mode=mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                 attention=attention, kv_dtype=kv_dtype, weights_dtype=weights_dtype,

@@ -54,9 +54,20 @@ def hub_id(target: str) -> HubId | None:
     return HubId(m["repo"], m["rev"])
 
 
+def resolve_model(target: str) -> tuple[str, Any]:
+    """(name, ModelConfig) of a zoo name, a config.json path or folder, or a Hub id (its config.json
+    fetched or read from the HF cache; zoo names and local paths never download)."""
+    from ffnlab.sizing.fit import resolve_config
+
+    hid = hub_id(target)
+    name, cfg = resolve_config(str(fetch_config(hid)) if hid else target)
+    require(cfg is not None, f"{name} has no published architecture to size")
+    return (hid.label if hid else name), cfg
+
+
 def fetch_config(target: HubId) -> Path:
     """The repo's config.json, from the HF cache or downloaded into it."""
-    return _download(target, "config.json")
+    return _required(target, "config.json")
 
 
 def fetch_model(target: HubId) -> Path:
@@ -70,7 +81,7 @@ def fetch_model(target: HubId) -> Path:
                                      "ffnlab loads safetensors only, never pickled .bin weights")
     else:
         for shard in sorted(set(_shards(index))):
-            _download(target, shard)
+            _required(target, shard)
     for name in TOKENIZER_FILES:
         _download(target, name, optional=True)
     return folder
@@ -87,17 +98,31 @@ def _shards(index: Path) -> list[str]:
     return shards
 
 
+def _required(target: HubId, filename: str) -> Path:
+    path = _download(target, filename)
+    assert path is not None  # only an optional file comes back missing
+    return path
+
+
 def _download(target: HubId, filename: str, optional: bool = False) -> Path | None:
     """``hf_hub_download`` of one file; its failures as one line (None for a missing optional file)."""
     try:
-        import huggingface_hub
-        from huggingface_hub import errors
+        from huggingface_hub import constants, errors, hf_hub_download
+        from huggingface_hub.utils import (
+            are_progress_bars_disabled,
+            disable_progress_bars,
+            enable_progress_bars,
+        )
+        from huggingface_hub.utils import logging as hf_logging
     except ImportError:
         raise FfnlabError("Hub ids need huggingface_hub: pip install huggingface_hub") from None
-    if not optional:
-        huggingface_hub.utils.disable_progress_bars()  # a config is a few KB; keep stderr to one line
+    quiet = filename.endswith(".json") and not are_progress_bars_disabled()  # a few KB: no bar on stderr
+    if quiet:
+        disable_progress_bars()
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # its retry warnings would break the one-error-line contract
     try:
-        return Path(huggingface_hub.hf_hub_download(target.repo, filename, revision=target.revision))
+        return Path(hf_hub_download(target.repo, filename, revision=target.revision))
     except errors.GatedRepoError:
         raise FfnlabError(f"{target.repo} is gated: accept its terms on its Hub page, then {AUTH_HINT}") from None
     except errors.RepositoryNotFoundError:
@@ -115,7 +140,7 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
         status = getattr(getattr(e.__cause__, "response", None), "status_code", None)
         if status in (401, 403):  # refused, and nothing cached
             raise FfnlabError(f"the Hub refused {target.label} ({status}): {AUTH_HINT}") from None
-        raise _not_cached(target, filename, huggingface_hub.constants) from None
+        raise _not_cached(target, filename, constants) from None
     except errors.HfHubHTTPError as e:
         status = getattr(getattr(e, "response", None), "status_code", None)
         if status in (401, 403):
@@ -126,6 +151,10 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
         raise FfnlabError(f"{target.label} is not a valid Hub id: {_line(e)}") from None
     except Exception as e:  # proxy and TLS failures of the HTTP client: the user's network
         raise FfnlabError(f"cannot fetch {target.label} {filename}: {_line(e)}") from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if quiet:
+            enable_progress_bars()
 
 
 def _not_cached(target: HubId, filename: str, constants: Any) -> FfnlabError:

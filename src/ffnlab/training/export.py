@@ -487,7 +487,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None 
     cfg: ModelConfig = model.cfg  # type: ignore[assignment]
     layout, _, config = model_files(model)  # refused here, before the tokenizer is looked for
     prepared = read_mapping(run / "model.json", "run model file", fmt="JSON").get("prepared_data")
-    max_len = int(config.get("max_position_embeddings") or config.get("n_positions"))
+    max_len = int(config.get("max_position_embeddings") or config["n_positions"])
     tokenizer = tokenizer_files(state["config"].data.tokenizer, prepared, cfg.vocab_size, max_len)
     table = cfg.max_positions if cfg.positions == "learned" else None
     export_model(model, out_dir, tokenizer, generation_config(table))

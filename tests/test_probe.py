@@ -147,7 +147,7 @@ def test_probe_a_trained_ffnlab_run(tmp_path, capsys):
     assert code == 0, err
     h = probe_json(capsys, str(tmp_path / "hf"), "--tokens", "1024", "--units", "2", "--examples", "3",
                    "--out", str(tmp_path / "p2"))
-    assert h["tokenizer"] == "byte" and h["tokens"] == r["tokens"]
+    assert h["tokenizer"] == "hf" and h["tokens"] == r["tokens"]  # the exported byte-level tokenizer: same ids
     for a, b in zip(r["layers"], h["layers"], strict=True):
         assert a["summary"]["mean_fire_rate"] == pytest.approx(b["summary"]["mean_fire_rate"], abs=1e-3)
         assert [u["unit"] for u in a["units"]] == [u["unit"] for u in b["units"]]

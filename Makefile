@@ -29,7 +29,7 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 # transformers/datasets (parameter counts checked against Hugging Face) and Ray.
 $(BASE): pyproject.toml tools/install_torch.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) tools/install_torch.py --torch "$(TORCH)" --index "$(TORCH_INDEX)"
+	$(PY) tools/install_torch.py --torch="$(TORCH)" --index="$(TORCH_INDEX)"
 	$(PIP) -e .
 	touch $(BASE)
 

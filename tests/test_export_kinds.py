@@ -1,4 +1,4 @@
-"""Export of every FFN kind and norm the Hugging Face layouts hold, and refusal of the rest.
+"""Export of every FFN kind, norm and position scheme ffnlab trains, and refusal of the rest.
 
 Oracle: transformers' own model, loaded from the exported folder, must load every weight it has
 (none missing, none left over) and give ffnlab's logits. Weights are redrawn with unit scale
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -21,26 +23,30 @@ from cli_run import assert_usage_error
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, validate
 from ffnlab.sizing.kinds import FFN_KINDS
-from ffnlab.training.export import export_model
+from ffnlab.training.export import export_model, export_refusal
 from ffnlab.training.nn import build_model
 
 transformers = pytest.importorskip("transformers")
 
-GATED = sorted(k for k, v in FFN_KINDS.items() if v.gated)  # the Llama layout
-PLAIN = sorted(k for k, v in FFN_KINDS.items() if not v.gated)  # the GPT-2 layout
+GATED = sorted(k for k, v in FFN_KINDS.items() if v.gated)
+PLAIN = sorted(k for k, v in FFN_KINDS.items() if not v.gated)
 VOCAB, SEQ = 40, 12
 TOL = 1e-5  # max |logit difference| / max |logit|; float32 round trips measure below 1e-6
 
 
+def make_cfg(kind: str, norm: str, positions: str, **kw: object) -> ModelConfig:
+    attn = kw.pop("attn", AttentionSpec(n_heads=4, n_kv_heads=2))
+    ffn = kw.pop("ffn", FFNSpec(kind, 24 if FFN_KINDS[kind].gated else 40))
+    return validate(ModelConfig(d_model=32, n_layers=2, vocab_size=VOCAB, ffn=ffn, attn=attn, norm=norm,
+                                positions=positions, max_positions=SEQ, **kw))
+
+
 def llama_cfg(kind: str, **kw: object) -> ModelConfig:
-    attn, ffn = kw.pop("attn", AttentionSpec(n_heads=4, n_kv_heads=2)), kw.pop("ffn", FFNSpec(kind, 24))
-    return validate(ModelConfig(d_model=32, n_layers=2, vocab_size=VOCAB, ffn=ffn, attn=attn, norm="rmsnorm", positions="rope", max_positions=SEQ, **kw))
+    return make_cfg(kind, "rmsnorm", "rope", **kw)
 
 
 def gpt2_cfg(kind: str, **kw: object) -> ModelConfig:
-    return validate(ModelConfig(d_model=32, n_layers=2, vocab_size=VOCAB, ffn=kw.pop("ffn", FFNSpec(kind, 40)),
-                                attn=kw.pop("attn", AttentionSpec(n_heads=4)), norm=kw.pop("norm", "layernorm"),
-                                positions="learned", max_positions=SEQ, **kw))
+    return make_cfg(kind, kw.pop("norm", "layernorm"), "learned", attn=kw.pop("attn", AttentionSpec(n_heads=4)), **kw)
 
 
 def scrambled(cfg: ModelConfig, seed: int = 0) -> torch.nn.Module:
@@ -72,23 +78,61 @@ def round_trip(cfg: ModelConfig, tmp_path: Path) -> tuple[torch.nn.Module, torch
     return ours, load_hf(tmp_path / "hf")
 
 
-LLAMA_VARIANTS = {
+def with_biases(cfg: ModelConfig, qkv: bool = True, out: bool = True, ffn: bool = True) -> ModelConfig:
+    return dataclasses.replace(cfg, attn=dataclasses.replace(cfg.attn, qkv_bias=qkv, out_bias=out),
+                               ffn=dataclasses.replace(cfg.ffn, bias=ffn))
+
+
+VARIANTS = {
     "gqa-tied": {},
     "mha-untied": {"attn": AttentionSpec(n_heads=4), "tied_embeddings": False},
     "mqa-head-dim-16": {"attn": AttentionSpec(n_heads=4, n_kv_heads=1, head_dim=16)},  # d_attn 64 != d_model
-    "biases": {"attn": AttentionSpec(n_heads=4, n_kv_heads=2, qkv_bias=True), "ffn_bias": True},
 }
 
 
-@pytest.mark.parametrize("variant", LLAMA_VARIANTS)
-@pytest.mark.parametrize("kind", GATED)
-def test_gated_kinds_round_trip_through_llama(tmp_path, kind, variant):
-    kw = dict(LLAMA_VARIANTS[variant])
-    cfg = llama_cfg(kind, **{k: v for k, v in kw.items() if k != "ffn_bias"})
-    if kw.get("ffn_bias"):
-        cfg = dataclasses.replace(cfg, ffn=dataclasses.replace(cfg.ffn, bias=True))
+def variant_cfg(kind: str, norm: str, variant: str) -> ModelConfig:
+    if variant == "biases":
+        return with_biases(make_cfg(kind, norm, "rope"))
+    return make_cfg(kind, norm, "rope", **dict(VARIANTS[variant]))
+
+
+# (norm, kinds, architecture, variants): every kind in the first variant, every variant with one kind
+ROPE_LAYOUTS = [
+    ("rmsnorm", GATED, "LlamaForCausalLM", [*VARIANTS, "biases"]),
+    ("rmsnorm", PLAIN, "ArceeForCausalLM", [*VARIANTS, "biases"]),
+    ("layernorm", GATED, "StableLmForCausalLM", ["gqa-tied", "mha-untied"]),
+    ("layernorm-nobias", GATED, "StableLmForCausalLM", ["gqa-tied"]),
+    ("layernorm", PLAIN, "Starcoder2ForCausalLM", [*VARIANTS, "biases"]),
+    ("layernorm-nobias", PLAIN, "Starcoder2ForCausalLM", ["gqa-tied"]),
+    ("none", GATED, "OlmoForCausalLM", ["gqa-tied", "mha-untied", "biases-attn"]),
+]
+ROPE_CASES = [(norm, kind, arch, variants[0]) for norm, kinds, arch, variants in ROPE_LAYOUTS for kind in kinds]
+ROPE_CASES += [(norm, kinds[0], arch, v) for norm, kinds, arch, variants in ROPE_LAYOUTS for v in variants[1:]]
+
+
+@pytest.mark.parametrize("norm, kind, arch, variant", ROPE_CASES)
+def test_rope_models_round_trip(tmp_path, norm, kind, arch, variant):
+    if variant == "biases-attn":  # OLMo: attention biases, none in the FFN
+        cfg = with_biases(make_cfg(kind, norm, "rope"), ffn=False)
+    else:
+        cfg = variant_cfg(kind, norm, variant)
     ours, theirs = round_trip(cfg, tmp_path)
-    assert type(theirs).__name__ == "LlamaForCausalLM"
+    assert type(theirs).__name__ == arch
+    assert max_rel_diff(ours, theirs) < TOL
+
+
+def test_stablelm_takes_qkv_biases(tmp_path):
+    cfg = with_biases(make_cfg("swiglu", "layernorm", "rope"), out=False, ffn=False)
+    ours, theirs = round_trip(cfg, tmp_path)
+    assert type(theirs).__name__ == "StableLmForCausalLM" and max_rel_diff(ours, theirs) < TOL
+
+
+@pytest.mark.parametrize("top_k, d_ff", [(1, 24), (2, 24), (2, 86)])  # 86: rows not 16-byte aligned
+@pytest.mark.parametrize("kind", GATED)
+def test_gated_moe_round_trips_through_mixtral(tmp_path, kind, top_k, d_ff):
+    cfg = llama_cfg(kind, ffn=FFNSpec(kind, d_ff, n_experts=4, top_k=top_k))
+    ours, theirs = round_trip(cfg, tmp_path)
+    assert type(theirs).__name__ == "MixtralForCausalLM"
     assert max_rel_diff(ours, theirs) < TOL
 
 
@@ -118,15 +162,57 @@ def test_the_oracle_sees_a_wrong_activation(tmp_path):
     assert max_rel_diff(ours, load_hf(tmp_path / "hf")) > 5 * TOL
 
 
+def test_the_oracle_sees_a_wrong_norm(tmp_path):
+    """A LayerNorm model read as RMSNorm (Starcoder2 rewritten as Arcee) is far off: the norm matters."""
+    ours, _ = round_trip(make_cfg("gelu", "layernorm-nobias", "rope"), tmp_path)
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    config.update(architectures=["ArceeForCausalLM"], model_type="arcee", rms_norm_eps=1e-5, mlp_bias=False,
+                  attention_bias=False)
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(config))
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(str(tmp_path / "hf" / "model.safetensors"))
+    renamed = {k.replace("c_fc", "up_proj").replace("c_proj", "down_proj"): v for k, v in weights.items()
+               if not k.endswith("norm.bias")}
+    save_file(renamed, str(tmp_path / "hf" / "model.safetensors"))
+    assert max_rel_diff(ours, load_hf(tmp_path / "hf")) > 5 * TOL
+
+
+def test_max_position_embeddings_is_not_the_training_context_under_rope(tmp_path):
+    round_trip(llama_cfg("swiglu"), tmp_path)
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    # head_dim 32/4 = 8, theta 1e4: the slowest frequency is 1e4^(-6/8) = 1/1000 rad per position,
+    # one turn in 2 pi x 1000 = 6283.2 positions (by hand)
+    assert config["max_position_embeddings"] == 6283 > SEQ
+    shutil.rmtree(tmp_path / "hf")
+    round_trip(gpt2_cfg("gelu"), tmp_path)
+    assert json.loads((tmp_path / "hf" / "config.json").read_text())["n_positions"] == SEQ  # a table of SEQ rows
+
+
+def test_exported_files_are_readable_by_others(tmp_path):
+    round_trip(llama_cfg("swiglu"), tmp_path)
+    old = os.umask(0o022)
+    os.umask(old)
+    for f in (tmp_path / "hf").iterdir():
+        assert f.stat().st_mode & 0o777 == 0o666 & ~old, f.name  # safetensors alone writes 0600
+
+
 REFUSED = {
-    "moe": (llama_cfg("swiglu", ffn=FFNSpec("swiglu", 24, n_experts=2, top_k=1)), "MoE"),
+    "moe-plain-experts": (llama_cfg("gelu", ffn=FFNSpec("gelu", 24, n_experts=2, top_k=1)), "plain gelu experts"),
+    "moe-shared-experts": (llama_cfg("swiglu", ffn=FFNSpec("swiglu", 24, n_experts=2, top_k=1, n_shared_experts=1)),
+                           "no shared experts"),
+    "moe-layernorm": (make_cfg("swiglu", "layernorm", "rope", ffn=FFNSpec("swiglu", 24, n_experts=2, top_k=1)),
+                      "RMSNorm \\+ RoPE"),
     "lm-head-bias": (llama_cfg("swiglu", tied_embeddings=False, lm_head_bias=True), "LM-head bias"),
-    "plain-with-rmsnorm-rope": (llama_cfg("gelu"), "needs a gated FFN"),
-    "gated-with-layernorm": (gpt2_cfg("swiglu"), "gpt-2 layout needs a plain MLP"),
+    "gated-with-learned": (gpt2_cfg("swiglu"), "learned positions export only as GPT-2"),
+    "rmsnorm-with-learned": (gpt2_cfg("gelu", norm="rmsnorm"), "learned positions export only as GPT-2"),
     "gpt2-with-gqa": (gpt2_cfg("gelu", attn=AttentionSpec(n_heads=4, n_kv_heads=2)), "no GQA"),
     "gpt2-with-head-dim": (gpt2_cfg("gelu", attn=AttentionSpec(n_heads=4, head_dim=16)), "head_dim"),
-    "parameter-free-norm": (gpt2_cfg("gelu", norm="none"), "norm=none"),
-    "rope-with-layernorm": (dataclasses.replace(gpt2_cfg("gelu"), positions="rope"), "positions=rope"),
+    "stablelm-with-head-dim": (make_cfg("swiglu", "layernorm", "rope", attn=AttentionSpec(n_heads=4, head_dim=16)),
+                               "head_dim"),
+    "stablelm-with-out-bias": (with_biases(make_cfg("swiglu", "layernorm", "rope"), ffn=False), "q/k/v only"),
+    "parameter-free-norm-plain": (make_cfg("gelu", "none", "rope"), "parameter-free norm with a plain"),
+    "olmo-ffn-bias": (with_biases(make_cfg("swiglu", "none", "rope")), "OLMo's FFN has no biases"),
     "no-positions": (dataclasses.replace(llama_cfg("swiglu"), positions="none"), "positions=none"),
     "heads-do-not-divide": (llama_cfg("swiglu", attn=AttentionSpec(n_heads=3, head_dim=8)), "divide d_model"),
     "no-final-norm": (llama_cfg("swiglu", final_norm=False), "final norm"),
@@ -134,12 +220,18 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("name", REFUSED)
-def test_unsupported_configs_are_refused_with_the_reason(tmp_path, name):
+def test_unsupported_configs_are_refused_with_the_reason_and_a_fix(tmp_path, name):
     cfg, fragment = REFUSED[name]
     model = build_model(cfg, seed=0, max_seq_len=SEQ)
-    with pytest.raises(FfnlabError, match=f"(?i){fragment}"):
+    with pytest.raises(FfnlabError, match=f"(?i){fragment}.*to train an exportable model use"):
         export_model(model, tmp_path / "hf")
     assert not (tmp_path / "hf").exists()  # nothing half-written
+
+
+def test_olmo_needs_its_fixed_epsilon():
+    cfg = make_cfg("swiglu", "none", "rope")
+    assert export_refusal(cfg, 1e-5) is None
+    assert "model.norm_eps=1e-05" in (export_refusal(cfg, 1e-6) or "")
 
 
 TINY = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "train.seq_len=16", "train.batch_size=4",

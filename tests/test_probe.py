@@ -145,9 +145,11 @@ def test_probe_a_trained_ffnlab_run(tmp_path, capsys):
     # the same weights exported to a transformers folder give the same keys and values
     code, _, err = cli(capsys, "export", str(out), "--hf", str(tmp_path / "hf"))
     assert code == 0, err
+    # the exported config admits RoPE contexts past training (max_position_embeddings): probe both
+    # at the 32-token training context
     h = probe_json(capsys, str(tmp_path / "hf"), "--tokens", "1024", "--units", "2", "--examples", "3",
-                   "--out", str(tmp_path / "p2"))
-    assert h["tokenizer"] == "byte" and h["tokens"] == r["tokens"]
+                   "--seq-len", "32", "--out", str(tmp_path / "p2"))
+    assert h["tokenizer"] == "hf" and h["tokens"] == r["tokens"]  # the exported byte-level tokenizer: same ids
     for a, b in zip(r["layers"], h["layers"], strict=True):
         assert a["summary"]["mean_fire_rate"] == pytest.approx(b["summary"]["mean_fire_rate"], abs=1e-3)
         assert [u["unit"] for u in a["units"]] == [u["unit"] for u in b["units"]]

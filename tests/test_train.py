@@ -129,6 +129,10 @@ def test_gradient_accumulation_matches_the_larger_batch(tmp_path, cache_dir):
     ["model.ffn.kind=gelu_tanh", "model.ffn.rule=ratio", "model.norm=layernorm", "model.positions=learned",
      "model.bias=true", "model.ffn.bias=true"],
     ["model.ffn.kind=relu", "model.ffn.rule=ratio", "model.norm=layernorm", "model.positions=learned"],
+    ["model.ffn.kind=gelu", "model.ffn.rule=ratio"],  # defaults for a plain MLP: GPT-2
+    ["model.ffn.kind=gelu", "model.ffn.rule=ratio", "model.norm=layernorm", "model.positions=rope"],  # Starcoder2
+    ["model.ffn.kind=swiglu", "model.norm=layernorm", "model.positions=rope"],  # StableLM (the presets' layout)
+    ["model.ffn.n_experts=2", "model.ffn.top_k=1"],  # Mixtral
 ])
 def test_export_round_trip_same_logits(tmp_path, cache_dir, arch):
     transformers = pytest.importorskip("transformers")
@@ -148,11 +152,90 @@ def test_export_round_trip_same_logits(tmp_path, cache_dir, arch):
     assert_usage_error(run("export", str(out), "--hf", str(hf)), "not empty")  # never overwrites
 
 
-def test_export_refuses_moe_with_reason(tmp_path, cache_dir):
-    out = tmp_path / "run"
-    p = run(*train_args(out, cache_dir, "train.max_steps=2", "model.ffn.n_experts=2", "model.ffn.top_k=1"))
+def test_unexportable_model_is_refused_before_anything_is_written(tmp_path, cache_dir):
+    out = tmp_path / "runs" / "moe"  # runs/ does not exist yet: a refusal must not leave it behind
+    plain_moe = ["model.ffn.kind=gelu", "model.ffn.rule=ratio", "model.ffn.n_experts=2", "model.ffn.top_k=1",
+                 "train.max_steps=2"]
+    p = run(*train_args(out, cache_dir, *plain_moe))
+    assert_usage_error(p, "plain gelu experts")
+    assert "--ffn swiglu" in p.stderr and "--no-export-check" in p.stderr  # the fix, and the way around it
+    assert not (tmp_path / "runs").exists()
+    p = run(*train_args(out, cache_dir, *plain_moe), "--no-export-check")
     assert p.returncode == 0, p.stderr
-    assert_usage_error(run("export", str(out), "--hf", str(tmp_path / "hf")), "MoE")
+    assert_usage_error(run("export", str(out), "--hf", str(tmp_path / "hf")), "plain gelu experts")
+    assert not (tmp_path / "hf").exists()
+
+
+def test_refused_train_leaves_no_empty_parent_folders(tmp_path, cache_dir):
+    out = tmp_path / "runs" / "a" / "b"
+    assert_usage_error(run(*train_args(out, cache_dir, "train.seq_len=1000000")), "GiB")  # the memory pre-check
+    # refused after the run folder was made: the folder and the parents made for it go again
+    assert_usage_error(run(*train_args(out, cache_dir, "data.corpus=" + str(tmp_path / "missing.txt"))), "corpus")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_common_flags_set_the_config_keys(tmp_path):
+    p = run("train", "--out", str(tmp_path / "r"), "--d-model", "48", "--n-layers", "3", "--n-heads", "6",
+            "--lr", "0.002", "--batch-size", "12", "--seq-len", "24", "--max-steps", "7", "--ffn", "gelu",
+            "--rule", "ratio", "--print-config")
+    assert p.returncode == 0, p.stderr
+    import yaml
+
+    cfg = yaml.safe_load(p.stdout)
+    assert (cfg["model"]["d_model"], cfg["model"]["n_layers"], cfg["model"]["n_heads"]) == (48, 3, 6)
+    assert (cfg["train"]["lr"], cfg["train"]["batch_size"], cfg["train"]["seq_len"], cfg["train"]["max_steps"]) \
+        == (0.002, 12, 24, 7)
+    # the FFN kind sets the norm and positions `ffnlab size` assumes for it: GPT-2's for a plain MLP
+    assert (cfg["model"]["norm"], cfg["model"]["positions"]) == ("layernorm", "learned")
+    assert not (tmp_path / "r").exists()  # --print-config writes nothing
+    help_text = run("train", "--help").stdout
+    assert "docs/" not in help_text and "--max-steps" in help_text
+
+
+def test_resume_reuses_the_saved_config(tmp_path, cache_dir):
+    steps = ["train.max_steps=6", "train.checkpoint_every=3", "train.eval_every=3", "train.keep_last=3",
+             "train.log_every=1"]
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    for folder in (full, cut):
+        p = run(*train_args(folder, cache_dir, *steps))
+        assert p.returncode == 0, p.stderr
+    import shutil
+
+    shutil.rmtree(cut / "checkpoints" / "step-0000006")  # as if stopped after the step-3 checkpoint
+    (cut / "summary.json").unlink()
+    p = run("train", "--out", str(cut), "--resume")  # nothing retyped
+    assert p.returncode == 0, p.stderr
+    for kind, keys in (("train", ("step", "loss", "grad_norm", "lr")), ("eval", ("step", "val_loss"))):
+        a, b = records(full, kind), records(cut, kind)
+        assert [[r[k] for k in keys] for r in a] == [[r[k] for k in keys] for r in b], kind  # bit for bit
+    p = run("train", "--out", str(cut), "--resume", "--max-steps", "9")
+    assert_usage_error(p, "max_steps")  # a change that alters the trajectory is still refused
+
+
+def test_ctrl_c_says_how_to_resume_and_export_names_the_step_of_a_running_run(tmp_path, cache_dir):
+    out, hf = tmp_path / "run", tmp_path / "hf"
+    long_run = ["train.max_steps=100000", "train.checkpoint_every=2", "train.keep_last=100000"]  # none deleted
+    proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(out, cache_dir, *long_run)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def checkpoints() -> list[Path]:
+        return sorted((out / "checkpoints").glob("step-*")) if (out / "checkpoints").is_dir() else []
+
+    try:
+        deadline = time.time() + 300
+        while not checkpoints():
+            assert proc.poll() is None and time.time() < deadline, "no checkpoint appeared"
+            time.sleep(0.05)
+        p = run("export", str(out), "--hf", str(hf))
+        assert p.returncode == 0, p.stderr
+        step = int(p.stdout.split(", step ")[1].split(" of")[0].replace(",", ""))
+        assert f"still training; this is step {step:,}" in p.stdout
+        assert step > 0 and (out / "checkpoints" / f"step-{step:07d}").is_dir()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f"continue with: ffnlab train --out {out} --resume" in err and "the last checkpoint is step-" in err
 
 
 @pytest.mark.parametrize("overrides, fragment", [

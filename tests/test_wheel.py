@@ -74,3 +74,22 @@ def test_installed_wheel_resolves_presets(installed: Path) -> None:
     assert name == "golden-quick" and int(n_arms) >= 2 and where.startswith(str(installed))
     r = _run(installed, "-m", "ffnlab", "sweep", "no-such-preset")
     assert r.returncode == 2 and "golden-quick" in r.stderr  # the error lists the shipped presets
+
+
+def test_installed_wheel_ships_the_builtin_corpus_and_trains_on_it(installed: Path) -> None:
+    """`pip install` then `ffnlab train` on the default corpus: no separate corpus package to install."""
+    code = ("from ffnlab.training.corpus.sources import shakespeare_files; fs = shakespeare_files(); "
+            "print(len(fs), fs[0].parent)")
+    r = _run(installed, "-c", code)
+    assert r.returncode == 0, r.stderr
+    n, where = r.stdout.split()
+    assert int(n) == 42 and where.startswith(str(installed))  # the wheel's copy, not the checkout's
+    assert (installed / "ffnlab" / "training" / "corpus" / "shakespeare" / "NOTICE.md").is_file()
+    run = installed.parent / "run"
+    sets = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "train.seq_len=16", "train.batch_size=2",
+            "train.eval_tokens=64", "train.tensorboard=false", "train.peak_flops=1e11", "train.progress=off",
+            "data.max_chars=20000", f"data.cache_dir={installed.parent / 'cache'}"]
+    r = _run(installed, "-m", "ffnlab", "train", "--out", str(run), "--max-steps", "2",
+             *[a for s in sets for a in ("--set", s)])
+    assert r.returncode == 0, r.stderr
+    assert json.loads((run / "summary.json").read_text())["steps"] == 2

@@ -30,7 +30,7 @@ from ffnlab.cli.memory_view import (
     note,
     term_rows,
 )
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
 from ffnlab.render import Column
 from ffnlab.validation import integer, number
 
@@ -73,7 +73,7 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 
 @app.command(rich_help_panel=SIZING)
 def fit(
-    target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo') or path to a config.json."),
+    target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
     gpus: int = typer.Option(8, "--gpus", help="GPUs available."),
     gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S "
                                                 "RTX4090 (default: compare all)."),
@@ -107,7 +107,7 @@ def fit(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
-    from ffnlab.sizing.fit import MAX_GPUS, context_limit, resolve_target
+    from ffnlab.sizing.fit import MAX_GPUS, context_limit
     from ffnlab.sizing.fit import fit as run_fit
     from ffnlab.sizing.hardware import (
         PRECISIONS,
@@ -115,6 +115,7 @@ def fit(
         find_accelerator,
         training_time,
     )
+    from ffnlab.sizing.hub import resolve_model_raw
     from ffnlab.validation import choice
 
     check_format(fmt)
@@ -133,9 +134,7 @@ def fit(
                          weights_dtype=weights_dtype, group_size=group_size, dp=1, tp=1, pp=1, ep=1, zero=0, sp=False,
                          grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
                          reshard_after_forward=reshard_after_forward)
-    name, cfg, raw = resolve_target(target)
-    if cfg is None:
-        raise FfnlabError(f"{name} has no published architecture to size")
+    name, cfg, raw = resolve_model_raw(target)  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
     if mfu is not None and (n_tokens is None or mode == "serve"):
         note("--mfu is used only for the training time, which needs --tokens and --mode train; ignored")

@@ -41,9 +41,19 @@ def _layers(text: str | None) -> list[int] | None:
         raise FfnlabError(f"--layers takes comma-separated layer numbers, e.g. 0,2, got {text!r}") from None
 
 
+def _model_folder(model: str) -> tuple[Path, str]:
+    """The local folder to probe and its name: a Hub id's files are fetched (or read from the HF cache)."""
+    from ffnlab.sizing.hub import fetch_model, hub_id
+
+    hid = hub_id(model)
+    if hid is None:
+        return Path(model), Path(model).resolve().name
+    return fetch_model(hid), hid.repo.rsplit("/", 1)[1]
+
+
 @app.command(rich_help_panel=EXPERIMENTS)
 def probe(
-    model: Path = typer.Argument(..., help="An 'ffnlab train' run folder or a local Hugging Face model folder."),
+    model: str = typer.Argument(..., help="An 'ffnlab train' run folder, a local Hugging Face model folder, or a Hub id org/name[@rev] (config, safetensors weights and tokenizer are fetched)."),
     corpus: str = typer.Option("shakespeare", "--corpus", help="Text to run: shakespeare or a local file/folder."),
     split: str = typer.Option("val", "--split", help="Corpus split: val (held-out text) or train."),
     tokens: int = typer.Option(16384, "--tokens", help="Tokens of corpus to run through the model."),
@@ -69,9 +79,10 @@ def probe(
     from ffnlab.training.probe import probe as run_probe
 
     require(tokens >= 2 and seq_len >= 1, "--tokens must be >= 2 and --seq-len >= 1")
-    folder = out or Path("probes") / model.resolve().name
+    source, name = _model_folder(model)
+    folder = out or Path("probes") / name
     replacing = check_probe_folder(folder, overwrite)  # before the model is loaded and run
-    probed = open_model(model)
+    probed = open_model(source)
     ids = corpus_tokens(probed, corpus, split, tokens)
     result = run_probe(probed, ids, layers=_layers(layers), units=units, examples=examples,
                        top_tokens=top_tokens, seq_len=seq_len)

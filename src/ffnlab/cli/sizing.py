@@ -49,16 +49,24 @@ from ffnlab.cli.memory_view import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
+from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
 MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
 
 
+# size's options that describe the shape; --from takes them from the model instead
+SHAPE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "vocab", "untied", "norm", "positions",
+                 "experts", "top_k", "bias")
+
+
 @app.command(rich_help_panel=SIZING)
 def size(
-    d_model: int = typer.Option(..., "--d-model", help="Model width."),
-    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu."),
+    ctx: typer.Context,
+    d_model: int = typer.Option(None, "--d-model", help="Model width (required unless --from)."),
+    from_model: str = typer.Option(None, "--from", help="Size a real model: a zoo name, a config.json or a Hub id org/name[@rev]; the width options re-size its FFN."),
+    ffn: str = typer.Option(None, "--ffn", help=f"FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu (default {DEFAULT_KIND}, or the --from model's)."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier (llama rule)."),
@@ -98,28 +106,57 @@ def size(
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
-    """d_ff, ratios and parameters for a width rule (--n-layers: whole model)."""
-    from ffnlab.sizing.size import size_summary
-
+    """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
     check_format(fmt)
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
-    r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
                               zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
-    if n_layers is None:
-        refuse_memory_flags_without_model(
-            dtype=dtype, batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
-            weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sp=sp,
-            grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
-            reshard_after_forward=reshard_after_forward, n_heads=n_heads, n_kv_heads=n_kv_heads)
-    out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
-                       vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias, dtype=dtype,
-                       tied=not untied, norm=norm, positions=positions,
-                       memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None)
+    if from_model is not None:
+        out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
+                         dtype, mem_opts)
+    else:
+        from ffnlab.sizing.size import size_summary
+
+        require(d_model is not None, "give --d-model (or --from MODEL to size a real model)")
+        if n_layers is None:
+            refuse_memory_flags_without_model(
+                dtype=dtype, batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
+                weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sp=sp,
+                grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
+                reshard_after_forward=reshard_after_forward, n_heads=n_heads, n_kv_heads=n_kv_heads)
+        ffn = ffn or DEFAULT_KIND
+        r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
+        out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
+                           vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias,
+                           dtype=dtype, tied=not untied, norm=norm, positions=positions,
+                           memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None)
+    _show_size(out, seq_len, dtype, as_json, fmt)
+
+
+def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
+               mem_opts: dict[str, Any]) -> dict[str, Any]:
+    """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
+    from ffnlab.sizing.size import size_model
+
+    given = [f"--{n.replace('_', '-')}" for n in SHAPE_OPTIONS
+             if getattr(ctx.get_parameter_source(n), "name", None) == "COMMANDLINE"]
+    require(not given, f"--from takes the shape from the model; drop {', '.join(given)}")
+    from ffnlab.sizing.hub import resolve_model
+
+    name, cfg = resolve_model(target)
+    ratio, rule, multiplier, multiple_of, rounding, d_ff = width
+    kind = ffn or cfg.ffn.kind
+    has_width = any(v is not None for v in (ratio, rule, multiplier, multiple_of, d_ff))
+    r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
+    return size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
+                      memory=mem_opts if check_train_dtype(dtype) else None)
+
+
+def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
     width, gated = out["d_ff"], out["gated"]
     if as_json:
         render.emit_json(out)
@@ -128,20 +165,20 @@ def size(
         render.record(out)
         return
     a = out["alignment"]
-    pairs: list[tuple[str, Any]] = [
-        ("FFN kind", f"{ffn} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
+    pairs: list[tuple[str, Any]] = [*([("from", out["from"])] if "from" in out else []),
+        ("FFN kind", f"{out['ffn_kind']} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
         ("rule", out["rule"]), ("d_ff", width), ("raw ratio d_ff/d_model", f"{out['ratio_raw']:.4f}"),
         ("parameter-matched ratio", f"{out['ratio_param_matched']:.4f}"),
         ("FFN params / layer", f"{out['ffn_params_per_layer']:,}"),
         ("alignment", f"2^{a['pow2_divisor'].bit_length() - 1} divides d_ff; /64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']}"),
     ]
-    if experts:
+    if "ffn_params_per_layer_active" in out:
         pairs.append(("FFN params / layer, active", f"{out['ffn_params_per_layer_active']:,}"))
     if "model" in out:
         m = out["model"]
         p, fl = m["params"], m["flops_per_token"]
         pairs += [
-            ("model", f"{n_layers} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, "
+            ("model", f"{m['n_layers']} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, "
                       f"{m['positions']} positions" + (f" ({m['position_table_rows']} rows)" if m["position_table_rows"] else "")
                       + f", embeddings {'tied' if m['tied_embeddings'] else 'untied'}"),
             ("params total", f"{p['total']:,} ({human(p['total'])})"),
@@ -154,13 +191,13 @@ def size(
         ]
         pairs += memory_pairs(m["memory"])
         pairs += [("assumed", line) for line in m["assumed"]]
-    render.key_values(pairs, fmt, title=f"ffnlab size: d_model {d_model}")
+    render.key_values(pairs, fmt, title=f"ffnlab size: {out.get('from') or 'd_model ' + str(out['d_model'])}")
 
 
 @app.command(rich_help_panel=SIZING)
 def plan(
     target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
-    ffn: str = typer.Option("swiglu", "--ffn", help="FFN kind."),
+    ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule ratio or param-matched)."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for plain)."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
@@ -240,7 +277,7 @@ def plan(
 def explain(
     d_model: int = typer.Option(..., "--d-model", help="Model width."),
     d_ff: int = typer.Option(..., "--d-ff", help="FFN width to explain."),
-    ffn: str = typer.Option("gelu", "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
+    ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -286,7 +323,7 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 
 @app.command(rich_help_panel=MODELS)
 def audit(
-    targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo') or paths to config.json files."),
+    targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo'), paths to config.json files, or Hub ids org/name[@rev] (their config.json is fetched)."),
     all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length for the memory section."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory section."),
@@ -327,7 +364,7 @@ def audit(
                               zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
                               zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
     audited = [(audit_entry(e), e.config()) for e in load_zoo()] if all_models else []
-    audited += [audit_target(t, count_with_transformers) for t in targets or []]
+    audited += [_audit_one(t, audit_target, count_with_transformers) for t in targets or []]
     rows = [row for row, _ in audited]
     for row, cfg in audited:  # cfg None: counted by transformers or an estimate, no memory model
         row["memory"] = None
@@ -358,6 +395,18 @@ def audit(
     for r in rows:
         render.note(f"{r['name']}: {r['verdict']}", fmt)
     emit_memory(rows, fmt, wide=wide)
+
+
+def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, Any], Any]:
+    """One audit row: a Hub id's config.json is fetched (or read from the HF cache) first."""
+    from ffnlab.sizing.hub import fetch_config, hub_id
+
+    hid = hub_id(target)
+    if hid is None:
+        return audit_target(target, counter)
+    row, cfg = audit_target(str(fetch_config(hid)), counter)
+    row.update(name=hid.label, source=f"Hugging Face Hub: {hid.label}")
+    return row, cfg
 
 
 @app.command(rich_help_panel=MODELS)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -13,7 +15,9 @@ EXIT_DIVERGED = 3
 
 SHORTCUTS = {  # option -> config key
     "ffn": "model.ffn.kind", "rule": "model.ffn.rule", "ratio": "model.ffn.ratio", "d_ff": "model.ffn.d_ff",
-    "steps": "train.max_steps", "corpus": "data.corpus", "tokenizer": "data.tokenizer", "seed": "train.seed",
+    "d_model": "model.d_model", "n_layers": "model.n_layers", "n_heads": "model.n_heads",
+    "lr": "train.lr", "batch_size": "train.batch_size", "seq_len": "train.seq_len", "max_steps": "train.max_steps",
+    "corpus": "data.corpus", "tokenizer": "data.tokenizer", "seed": "train.seed",
     "device": "train.device", "threads": "train.threads",
 }
 
@@ -23,63 +27,135 @@ def train(
     config: Path = typer.Argument(None, help="Run config (YAML, TOML or JSON); defaults apply when omitted.",
                                   show_default=False),
     out: Path = typer.Option(Path("runs/default"), "--out", "-o", help="Run folder."),
-    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its last checkpoint."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its last checkpoint, "
+                                "with the config saved there (flags given now override it)."),
     set_: list[str] = typer.Option(None, "--set", help="Override a config key: --set model.ffn.ratio=4 (repeatable)."),
-    ffn: str = typer.Option(None, "--ffn", help="Shortcut for model.ffn.kind."),
-    rule: str = typer.Option(None, "--rule", help="Shortcut for model.ffn.rule (ratio, param-matched, llama, golden, explicit)."),
-    ratio: str = typer.Option(None, "--ratio", help="Shortcut for model.ffn.ratio (e.g. 4 or 8/3)."),
-    d_ff: int = typer.Option(None, "--d-ff", help="Shortcut for model.ffn.d_ff (explicit rule)."),
-    steps: int = typer.Option(None, "--steps", help="Shortcut for train.max_steps."),
-    corpus: str = typer.Option(None, "--corpus", help="Shortcut for data.corpus: shakespeare, a path, hf:NAME[:CONFIG]."),
-    tokenizer: str = typer.Option(None, "--tokenizer", help="Shortcut for data.tokenizer (byte or bpe)."),
-    seed: int = typer.Option(None, "--seed", help="Shortcut for train.seed."),
-    device: str = typer.Option(None, "--device", help="Shortcut for train.device (auto, cpu, cuda)."),
-    threads: int = typer.Option(None, "--threads", help="Shortcut for train.threads."),
+    d_model: int = typer.Option(None, "--d-model", help="model.d_model (default 128)."),
+    n_layers: int = typer.Option(None, "--n-layers", help="model.n_layers (default 4)."),
+    n_heads: int = typer.Option(None, "--n-heads", help="model.n_heads (default 4)."),
+    ffn: str = typer.Option(None, "--ffn", help="model.ffn.kind (default swiglu)."),
+    rule: str = typer.Option(None, "--rule", help="model.ffn.rule: ratio, param-matched, llama, golden, explicit."),
+    ratio: str = typer.Option(None, "--ratio", help="model.ffn.ratio (e.g. 4 or 8/3)."),
+    d_ff: int = typer.Option(None, "--d-ff", help="model.ffn.d_ff (sets the explicit rule)."),
+    lr: float = typer.Option(None, "--lr", help="train.lr, the peak learning rate (default 3e-3)."),
+    batch_size: int = typer.Option(None, "--batch-size", help="train.batch_size, sequences per step (default 16)."),
+    seq_len: int = typer.Option(None, "--seq-len", help="train.seq_len, the context in tokens (default 128)."),
+    max_steps: int = typer.Option(None, "--max-steps", "--steps", help="train.max_steps (default 300)."),
+    corpus: str = typer.Option(None, "--corpus", help="data.corpus: shakespeare, a path, hf:NAME[:CONFIG]."),
+    tokenizer: str = typer.Option(None, "--tokenizer", help="data.tokenizer (byte or bpe)."),
+    seed: int = typer.Option(None, "--seed", help="train.seed."),
+    device: str = typer.Option(None, "--device", help="train.device (auto, cpu, cuda)."),
+    threads: int = typer.Option(None, "--threads", help="train.threads."),
+    print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config (every key) and exit."),
+    no_export_check: bool = typer.Option(False, "--no-export-check",
+                                         help="Train even a model 'ffnlab export' cannot write."),
 ) -> None:
     """Train a small LM whose FFN follows a width rule; resumable, DDP-ready.
 
-    Config from YAML/TOML/JSON plus --set overrides; see docs/training.md. Under torchrun it trains
-    with DistributedDataParallel.
+    The common settings have flags; every other key takes --set KEY=VALUE (--print-config lists
+    them all with their values). Before training, a model that 'ffnlab export' could not write
+    is refused with the settings that would make it exportable. Under torchrun it trains with
+    DistributedDataParallel.
     """
-    from ffnlab.training import runconfig
+    from ffnlab.files import provisional_dir
     from ffnlab.training.trainer import TrainingDiverged
     from ffnlab.training.trainer import train as run_train
 
-    values = {"ffn": ffn, "rule": rule, "ratio": ratio, "d_ff": d_ff, "steps": steps, "corpus": corpus,
-              "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads}
+    values = {"ffn": ffn, "rule": rule, "ratio": ratio, "d_ff": d_ff, "d_model": d_model, "n_layers": n_layers,
+              "n_heads": n_heads, "lr": lr, "batch_size": batch_size, "seq_len": seq_len, "max_steps": max_steps,
+              "corpus": corpus, "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads}
     overrides = list(set_ or [])
     overrides += [f"{SHORTCUTS[k]}={v}" for k, v in values.items() if v is not None]
     if d_ff is not None and rule is None:
         overrides.append("model.ffn.rule=explicit")
-    cfg = runconfig.load(config, overrides)
+    cfg = _run_config(config, out, resume, overrides)
+    if print_config:
+        import yaml
+
+        print(yaml.safe_dump(cfg.to_dict(), sort_keys=False), end="")
+        return
+    if not (no_export_check or (resume and (out / "config.yaml").is_file())):  # a resumed run was checked
+        _require_exportable(cfg)
     try:
-        summary = run_train(cfg, out, resume=resume)
+        with provisional_dir(_first_missing(out)):  # a refused run leaves no runs/ folder behind
+            summary = run_train(cfg, out, resume=resume)
     except TrainingDiverged as e:
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(EXIT_DIVERGED) from None
+    except KeyboardInterrupt:
+        _say_how_to_resume(out, cfg)
+        raise
     if summary:
         print(f"{out}: val loss {summary['final_val_loss']:.4f} nats, ppl {summary['final_val_ppl']:.2f}, "
               f"{summary['final_val_bpb']:.3f} bits/byte after {summary['tokens']:,} tokens "
               f"({summary['wall_s']:.0f} s)")
 
 
+def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[str]) -> Any:
+    """The config file (or, with --resume and none given, the run's saved config.yaml) plus the
+    command line's overrides."""
+    from ffnlab.training import runconfig
 
+    saved = out / "config.yaml"
+    if resume and config is None and saved.is_file():
+        return runconfig.from_dict(runconfig.apply_overrides(runconfig.read_file(saved), overrides))
+    return runconfig.load(config, overrides)
+
+
+def _require_exportable(cfg: Any) -> None:
+    from ffnlab.errors import FfnlabError
+    from ffnlab.training import runconfig
+    from ffnlab.training.export import export_refusal
+
+    why = export_refusal(runconfig.model_config(cfg, vocab_size=256), cfg.model.norm_eps)
+    if why is not None:
+        raise FfnlabError(f"{why.replace('cannot export', 'ffnlab export could not write this model')} "
+                          "(or pass --no-export-check to train it anyway)")
+
+
+def _first_missing(path: Path) -> Path:
+    """The outermost folder of ``path`` that does not exist yet (``path`` itself if its parent does)."""
+    path = path.absolute()
+    top = path
+    for parent in path.parents:
+        if parent.exists():
+            break
+        top = parent
+    return top
+
+
+def _say_how_to_resume(out: Path, cfg: Any) -> None:
+    """After Ctrl-C: where the run stands and the command that continues it (rank 0 only)."""
+    from ffnlab.training.checkpoint import latest_checkpoint
+
+    if os.environ.get("RANK", "0") != "0" or not (out / "config.yaml").is_file():
+        return  # interrupted before the run existed: nothing to resume
+    last = latest_checkpoint(out)
+    where = (f"the last checkpoint is {last.name} (of {cfg.train.max_steps} steps)" if last
+             else f"no checkpoint yet (one every {cfg.train.checkpoint_every} steps), so it restarts at step 0")
+    print(f"interrupted: {where}; continue with: ffnlab train --out {out} --resume", file=sys.stderr, flush=True)
 
 
 @app.command(rich_help_panel=TRAINING)
 def export(
     run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
-    hf: Path = typer.Option(..., "--hf", help="Empty output folder for config.json + model.safetensors."),
+    hf: Path = typer.Option(..., "--hf", help="Empty output folder for the Hugging Face model."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:
-    """Write a trained run as a Hugging Face model folder.
+    """Write a trained run as a Hugging Face model folder: weights, config, tokenizer, generation config.
 
-    Llama layout for RMSNorm + RoPE + gated FFNs, GPT-2 layout for LayerNorm + learned positions +
-    plain MLPs; other configs are refused with the reason.
+    Loads with transformers' AutoModelForCausalLM (identical logits), AutoTokenizer and
+    pipeline('text-generation'). The architecture follows the run's norm, positions and FFN:
+    Llama, Arcee, Mixtral, StableLM, Starcoder2, OLMo or GPT-2.
     """
-    from ffnlab.training.export import export_model, layout_for, load_run_model
+    from ffnlab.training.export import export_run
 
-    model = load_run_model(run, checkpoint)
-    out = export_model(model, hf)
-    print(f"wrote {out}/config.json and model.safetensors ({layout_for(model.cfg)} layout); "
-          f"load with transformers.AutoModelForCausalLM.from_pretrained('{out}')")
+    info = export_run(run, hf, checkpoint)
+    print(f"wrote {hf}: {info['architecture']} ({info['layout']} layout) from {info['checkpoint']}, "
+          f"step {info['step']:,} of {info['max_steps']:,}; max_position_embeddings {info['max_positions']:,} "
+          f"(trained on {info['train_len']:,}-token windows)")
+    if info["active"]:
+        print(f"note: {run} is still training; this is step {info['step']:,}; export again later for a later one")
+    elif not info["finished"]:
+        print(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} --resume")
+    print(f"use: transformers.pipeline('text-generation', '{hf}')")

@@ -327,6 +327,14 @@ class QuadraticMinimum:
     def bounded(self) -> bool:
         return self.shape == "bounded"
 
+    def contains(self, x: float) -> bool:
+        """Whether ``x`` lies in the interval's set (bounded, the two rays, everything, or nothing)."""
+        if self.shape == "bounded":
+            return self.lo <= x <= self.hi
+        if self.shape == "exclusive":
+            return x <= self.lo or x >= self.hi
+        return self.shape == "all"
+
 
 NO_MINIMUM = QuadraticMinimum(math.nan, math.nan, math.nan, "all", 0, math.nan, (0, 0))
 

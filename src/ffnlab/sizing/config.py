@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.kinds import default_norm, default_positions, get_kind
 from ffnlab.sizing.widths import check_width
 
 NORMS = ("layernorm", "rmsnorm", "layernorm-nobias", "none")
@@ -367,9 +367,8 @@ def make_config(
     n_shared_experts: int = 0,
     name: str = "",
 ) -> ModelConfig:
-    """A decoder-only config with modern defaults: RMSNorm + RoPE for gated kinds,
-    LayerNorm + learned positions for plain MLPs (GPT-2 style)."""
-    gated = get_kind(kind).gated
+    """A decoder-only config with ffnlab's defaults (:data:`ffnlab.sizing.kinds.DEFAULT_LAYOUT`):
+    RMSNorm + RoPE for gated kinds, LayerNorm + learned positions for plain MLPs (GPT-2 style)."""
     cfg = ModelConfig(
         d_model=d_model,
         n_layers=n_layers,
@@ -378,8 +377,8 @@ def make_config(
                     n_shared_experts=n_shared_experts),
         attn=AttentionSpec(n_heads=n_heads, n_kv_heads=n_kv_heads, head_dim=head_dim,
                            qkv_bias=bias, out_bias=bias),
-        norm=norm or ("rmsnorm" if gated else "layernorm"),
-        positions=positions or ("rope" if gated else "learned"),
+        norm=norm or default_norm(kind),
+        positions=positions or default_positions(kind),
         max_positions=max_positions,
         tied_embeddings=tied_embeddings,
         name=name,

@@ -41,6 +41,21 @@ FFN_KINDS: dict[str, FFNKind] = {
 }
 
 
+# The defaults every command shares (size, plan, explain, train): the FFN kind, and the norm and
+# positions a decoder gets when none are named: RMSNorm + RoPE under a gated FFN (LLaMA style),
+# LayerNorm + learned positions under a plain MLP (GPT-2 style).
+DEFAULT_KIND = "swiglu"
+DEFAULT_LAYOUT = {True: ("rmsnorm", "rope"), False: ("layernorm", "learned")}  # gated -> (norm, positions)
+
+
+def default_norm(kind: str) -> str:
+    return DEFAULT_LAYOUT[get_kind(kind).gated][0]
+
+
+def default_positions(kind: str) -> str:
+    return DEFAULT_LAYOUT[get_kind(kind).gated][1]
+
+
 def get_kind(name: str) -> FFNKind:
     try:
         return FFN_KINDS[name]

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ffnlab.errors import require
@@ -91,16 +92,49 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                                n_kv_heads=n_kv_heads, bias=bias, n_experts=n_experts,
                                top_k=top_k if n_experts else 0, max_positions=seq_len,
                                tied_embeddings=tied, norm=norm, positions=positions))
-    out["model"] = {
-        "n_layers": n_layers, "n_heads": heads, "n_kv_heads": cfg.n_kv_heads, "vocab_size": vocab_size,
-        "norm": cfg.norm, "positions": cfg.positions, "tied_embeddings": cfg.tied_embeddings,
+    assumed = _assumptions(cfg, heads_given=n_heads is not None, norm_given=norm is not None,
+                           positions_given=positions is not None, seq_len=seq_len)
+    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed)
+    return out
+
+
+def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,
+                  assumed: list[str]) -> dict[str, Any]:
+    """The ``model`` object of ``ffnlab size``: shape, parameters, FLOPs per token and memory."""
+    out: dict[str, Any] = {
+        "n_layers": cfg.n_layers, "n_heads": cfg.attn.n_heads, "n_kv_heads": cfg.n_kv_heads,
+        "vocab_size": cfg.vocab_size, "norm": cfg.norm, "positions": cfg.positions,
+        "tied_embeddings": cfg.tied_embeddings,
         "position_table_rows": cfg.max_positions if cfg.positions == "learned" else 0,
         "params": count_params(cfg).as_dict(),
         "flops_per_token": flops_per_token(cfg, seq_len).as_dict(), "seq_len": seq_len,
         "training_memory_bytes": training_memory(cfg, dtype).as_dict(), "dtype": dtype,
-        "assumed": _assumptions(cfg, heads_given=n_heads is not None, norm_given=norm is not None,
-                                positions_given=positions is not None, seq_len=seq_len),
+        "assumed": assumed,
     }
     if memory is not None:
-        out["model"]["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory)
+        out["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory)
+    return out
+
+
+def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind: str | None = None, *,
+               seq_len: int = 2048, dtype: str = "bf16", memory: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``ffnlab size --from``: a real model's sizes, with its FFN (the routed experts' width for an
+    MoE) re-sized by ``rule`` and/or changed to ``kind`` when given; everything else is the model's."""
+    kind = kind or cfg.ffn.kind
+    width = resolve_d_ff(cfg.d_model, kind, rule) if rule is not None else cfg.ffn.d_ff
+    changed = (kind, width) != (cfg.ffn.kind, cfg.ffn.d_ff)
+    if changed:
+        cfg = validate(replace(cfg, ffn=replace(cfg.ffn, kind=kind, d_ff=width)))
+    spec = cfg.ffn
+    out: dict[str, Any] = {
+        "from": name, "d_model": cfg.d_model, "ffn_kind": kind, "gated": spec.gated,
+        "rule": rule.describe() if rule is not None else f"the model's own d_ff {width}", "d_ff": width,
+        "ratio_raw": width / cfg.d_model,
+        "ratio_param_matched": float(param_matched_ratio(cfg.d_model, width, spec.gated)),
+        "ffn_params_per_layer": ffn_params(cfg.d_model, spec), "alignment": alignment(width),
+    }
+    if spec.is_moe:
+        out["ffn_params_per_layer_active"] = ffn_params(cfg.d_model, spec, active=True)
+    assumed = [f"the architecture of {name}" + (f", its FFN re-sized to {kind} d_ff {width}" if changed else "")]
+    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed)
     return out

@@ -1,18 +1,35 @@
-"""Export a trained run to a Hugging Face folder (``config.json`` + ``model.safetensors``).
+"""Export a trained run to a Hugging Face folder that ``transformers`` loads with identical logits.
 
-Two layouts are written, chosen from the config:
+The folder holds ``config.json``, ``model.safetensors``, ``generation_config.json`` and the run's
+tokenizer (``tokenizer.json`` + ``tokenizer_config.json``, see :mod:`ffnlab.training.export_tokenizer`),
+so ``AutoTokenizer`` and ``pipeline("text-generation", folder)`` work on it. The architecture is
+chosen from the model's norm, positions and FFN (:data:`LAYOUTS`, tried in order):
 
-* ``LlamaForCausalLM`` for RMSNorm + RoPE + gated FFNs (SwiGLU, GEGLU, ReGLU, GLU, bilinear);
-* ``GPT2LMHeadModel`` for LayerNorm + learned positions + plain MLPs with MHA.
+=================  =========================  =====================  ==========================
+layout             norm                       positions              FFN
+=================  =========================  =====================  ==========================
+``llama``          RMSNorm                    RoPE                   gated (SwiGLU, GEGLU, ...)
+``arcee``          RMSNorm                    RoPE                   plain MLP (GELU, ReLU, ...)
+``mixtral``        RMSNorm                    RoPE                   gated MoE, no shared experts
+``stablelm``       LayerNorm (with/no bias)   RoPE                   gated
+``starcoder2``     LayerNorm (with/no bias)   RoPE                   plain MLP
+``olmo``           parameter-free LayerNorm   RoPE                   gated
+``gpt2``           LayerNorm (with/no bias)   learned                plain MLP, plain MHA
+=================  =========================  =====================  ==========================
 
-Missing biases are written as zeros (the layouts have them for all projections or none), which
-leaves the function unchanged. Everything else (MoE, plain MLPs with RoPE/RMSNorm, GQA in the
-GPT-2 layout, ...) is refused with the reason.
+Biases and norm parameters a layout has but the model lacks are written as zeros (a no-bias
+LayerNorm is a LayerNorm with a zero bias), which leaves the function unchanged. Anything else is
+refused with the reason and the ``ffnlab train`` settings that would make the model exportable;
+``ffnlab train`` asks :func:`export_refusal` before it trains.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,77 +45,206 @@ from ffnlab.validation import confined, safe_name, show
 HF_ACT = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu",
           "sigmoid": "sigmoid", "identity": "linear", "relu2": "relu2"}
 GPT2_ACT = {**HF_ACT, "gelu_tanh": "gelu_new"}
+LAYERNORMS = ("layernorm", "layernorm-nobias")
+OLMO_EPS = 1e-5  # OLMo's parameter-free LayerNorm has a fixed epsilon
+
+Tensors = dict[str, torch.Tensor]
 
 
-def layout_for(cfg: ModelConfig) -> str:
-    """``llama`` or ``gpt2``; raise with the reason when neither fits."""
+@dataclass(frozen=True)
+class Settings:
+    """What the exported config needs beyond the ModelConfig."""
+
+    rope_theta: float
+    norm_eps: float
+    train_len: int  # the context the model was trained on
+
+
+def _refuse(reason: str, fix: str) -> FfnlabError:
+    return FfnlabError(f"cannot export: {reason}; to train an exportable model use {fix}")
+
+
+# -- choosing the layout ---------------------------------------------------------------------
+
+def _common_problems(cfg: ModelConfig) -> None:
+    a = cfg.attn
+    if not cfg.final_norm:
+        raise _refuse("every layout ends with a final norm; this model has none", "a config with a final norm")
+    if cfg.lm_head_bias:
+        raise _refuse("an LM-head bias has no place in any layout", "an LM head without bias")
+    if cfg.dense_layers:
+        raise _refuse("per-layer FFN layouts cannot be exported: the layouts repeat one FFN",
+                      "one FFN for every layer")
+    if a.qk_norm:
+        raise _refuse("q/k norms have no place in these layouts", "a config without q/k norms")
+    if cfg.d_model % a.n_heads:
+        raise _refuse(f"transformers requires n_heads to divide d_model ({a.n_heads} does not divide "
+                      f"{cfg.d_model}), even with an explicit head_dim",
+                      "--n-heads N with N dividing --d-model")
+
+
+def _standard_heads(cfg: ModelConfig, layout: str) -> None:
+    if cfg.head_dim * cfg.attn.n_heads != cfg.d_model:
+        raise _refuse(f"the {layout} layout has head_dim = d_model/n_heads; this model has head_dim "
+                      f"{cfg.head_dim} x {cfg.attn.n_heads} heads != d_model {cfg.d_model}",
+                      "--set model.head_dim=null")
+
+
+def _moe_layout(cfg: ModelConfig) -> str:
     f = cfg.ffn
-    require(not f.is_moe, "MoE runs cannot be exported: Hugging Face's Llama/GPT-2 layouts have dense FFNs")
-    require(cfg.final_norm, "both layouts end with a final norm; this model has none")
-    require(not cfg.lm_head_bias, "an LM-head bias has no place in the Llama or GPT-2 layouts")
-    require(not cfg.dense_layers,
-            "per-layer FFN layouts cannot be exported: the Llama and GPT-2 layouts repeat one FFN")
-    require(not cfg.attn.qk_norm, "q/k norms have no place in the Llama or GPT-2 layouts")
-    require(cfg.d_model % cfg.attn.n_heads == 0,
-            "transformers requires n_heads to divide d_model, even with an explicit head_dim")
-    if cfg.norm == "rmsnorm" and cfg.positions == "rope":
-        require(f.gated, f"the Llama layout needs a gated FFN; {f.kind} with RMSNorm + RoPE has no HF layout here")
-        return "llama"
-    if cfg.norm in ("layernorm", "layernorm-nobias") and cfg.positions == "learned":
-        require(not f.gated, f"the GPT-2 layout needs a plain MLP; {f.kind} is gated")
-        require(cfg.n_kv_heads == cfg.attn.n_heads and cfg.head_dim * cfg.attn.n_heads == cfg.d_model,
-                "the GPT-2 layout has plain multi-head attention (no GQA/MQA, head_dim = d_model/n_heads)")
+    if not f.gated:
+        raise _refuse(f"an MoE of plain {f.kind} experts has no layout here (Mixtral's experts are gated)",
+                      "--ffn swiglu (or another gated kind)")
+    if f.n_shared_experts or f.shared_expert_gate or f.router_bias or f.bias:
+        raise _refuse("Mixtral's MoE has no shared experts, router bias or expert biases",
+                      "--set model.ffn.n_shared_experts=0 --set model.ffn.bias=false")
+    if cfg.norm != "rmsnorm" or cfg.positions != "rope":
+        raise _refuse(f"the MoE layout (Mixtral) has RMSNorm + RoPE, not {cfg.norm} + {cfg.positions} positions",
+                      "--set model.norm=rmsnorm --set model.positions=rope")
+    if cfg.attn.qkv_bias or cfg.attn.out_bias:
+        raise _refuse("Mixtral's attention has no biases", "--set model.bias=false")
+    return "mixtral"
+
+
+def _rope_layout(cfg: ModelConfig, norm_eps: float) -> str:
+    f, a = cfg.ffn, cfg.attn
+    if cfg.norm == "rmsnorm":
+        return "llama" if f.gated else "arcee"
+    if cfg.norm in LAYERNORMS:
+        if not f.gated:
+            return "starcoder2"
+        _standard_heads(cfg, "StableLM")
+        if a.out_bias or f.bias:
+            raise _refuse("StableLM (LayerNorm + RoPE + a gated FFN) has biases on q/k/v only",
+                          "--set model.bias=false --set model.ffn.bias=false, or --set model.norm=rmsnorm")
+        return "stablelm"
+    if cfg.norm == "none":
+        if not f.gated:
+            raise _refuse(f"a parameter-free norm with a plain {f.kind} MLP has no layout here "
+                          "(OLMo's FFN is gated)", "--set model.norm=rmsnorm, or --ffn swiglu")
+        if f.bias:
+            raise _refuse("OLMo's FFN has no biases", "--set model.ffn.bias=false")
+        if not math.isclose(norm_eps, OLMO_EPS):
+            raise _refuse(f"OLMo's parameter-free LayerNorm has epsilon {OLMO_EPS}", f"--set model.norm_eps={OLMO_EPS}")
+        return "olmo"
+    raise _refuse(f"no layout for norm={cfg.norm}", "--set model.norm=rmsnorm")
+
+
+def layout_for(cfg: ModelConfig, norm_eps: float = 1e-5) -> str:
+    """The layout name for ``cfg``; raise with the reason and the fix when none fits."""
+    _common_problems(cfg)
+    if cfg.ffn.is_moe:
+        return _moe_layout(cfg)
+    if cfg.positions == "rope":
+        return _rope_layout(cfg, norm_eps)
+    if cfg.positions == "learned":
+        f = cfg.ffn
+        if cfg.norm not in LAYERNORMS or f.gated:
+            raise _refuse(f"learned positions export only as GPT-2 (LayerNorm + a plain MLP), not {cfg.norm} + "
+                          f"{'a gated' if f.gated else 'a plain'} FFN", "--set model.positions=rope")
+        if cfg.n_kv_heads != cfg.attn.n_heads:
+            raise _refuse("the GPT-2 layout has plain multi-head attention (no GQA/MQA)",
+                          "--set model.positions=rope (Starcoder2 has GQA), or --set model.n_kv_heads=null")
+        _standard_heads(cfg, "GPT-2")
         return "gpt2"
-    raise FfnlabError(f"no Hugging Face layout for norm={cfg.norm} with positions={cfg.positions}: "
-                      "export supports RMSNorm+RoPE (Llama) and LayerNorm+learned positions (GPT-2)")
+    raise _refuse(f"no layout for positions={cfg.positions}", "--set model.positions=rope")
 
 
-def _bias(sd: dict[str, torch.Tensor], key: str, size: int) -> torch.Tensor:
+def export_refusal(cfg: ModelConfig, norm_eps: float = 1e-5) -> str | None:
+    """Why ``cfg`` cannot be exported (with the settings that would fix it), or None."""
+    try:
+        layout_for(cfg, norm_eps)
+    except FfnlabError as e:
+        return str(e)
+    return None
+
+
+# -- tensors ---------------------------------------------------------------------------------
+
+def _bias(sd: Tensors, key: str, size: int) -> torch.Tensor:
     return sd.get(key, torch.zeros(size))
 
 
-def llama_tensors(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    out = {"model.embed_tokens.weight": sd["tok_emb.weight"], "model.norm.weight": sd["norm_f.weight"]}
-    dq, dkv, ff = cfg.d_attn, cfg.d_kv, cfg.ffn.d_ff
-    attn_bias = cfg.attn.qkv_bias or cfg.attn.out_bias
+def _attention(cfg: ModelConfig, sd: Tensors, b: str, h: str, biases: str) -> Tensors:
+    """q/k/v/o projections; ``biases``: none, qkv (q/k/v only) or all (missing ones as zeros)."""
+    dq, dkv = cfg.d_attn, cfg.d_kv
+    q, k, v = sd[b + "attn.qkv.weight"].split([dq, dkv, dkv])
+    out = {h + "self_attn.q_proj.weight": q, h + "self_attn.k_proj.weight": k,
+           h + "self_attn.v_proj.weight": v, h + "self_attn.o_proj.weight": sd[b + "attn.out.weight"]}
+    if biases in ("qkv", "all"):
+        qb, kb, vb = _bias(sd, b + "attn.qkv.bias", dq + 2 * dkv).split([dq, dkv, dkv])
+        out |= {h + "self_attn.q_proj.bias": qb, h + "self_attn.k_proj.bias": kb, h + "self_attn.v_proj.bias": vb}
+    if biases == "all":
+        out[h + "self_attn.o_proj.bias"] = _bias(sd, b + "attn.out.bias", cfg.d_model)
+    return out
+
+
+def _norm(cfg: ModelConfig, sd: Tensors, src: str, dst: str) -> Tensors:
+    """One norm's parameters: RMSNorm a weight, LayerNorm a weight and a bias, "none" nothing."""
+    if cfg.norm == "none":
+        return {}
+    out = {dst + ".weight": sd[src + ".weight"]}
+    if cfg.norm in LAYERNORMS:
+        out[dst + ".bias"] = _bias(sd, src + ".bias", cfg.d_model)
+    return out
+
+
+def _mlp(cfg: ModelConfig, sd: Tensors, b: str, h: str, style: str, bias: bool) -> Tensors:
+    """The FFN under the layout's names: gated (gate/up/down), up-down (Arcee), c_fc-c_proj (Starcoder2)."""
+    ff = cfg.ffn.d_ff
+    w_in, w_out = sd[b + "ffn.w_in.weight"], sd[b + "ffn.w_out.weight"]
+    b_in = _bias(sd, b + "ffn.w_in.bias", w_in.shape[0])
+    b_out = _bias(sd, b + "ffn.w_out.bias", cfg.d_model)
+    if style == "gated":
+        gate, up = w_in.split([ff, ff])
+        out = {h + "mlp.gate_proj.weight": gate, h + "mlp.up_proj.weight": up, h + "mlp.down_proj.weight": w_out}
+        if bias:
+            gb, ub = b_in.split([ff, ff])
+            out |= {h + "mlp.gate_proj.bias": gb, h + "mlp.up_proj.bias": ub, h + "mlp.down_proj.bias": b_out}
+        return out
+    up_name, down_name = ("c_fc", "c_proj") if style == "c_fc" else ("up_proj", "down_proj")
+    out = {h + f"mlp.{up_name}.weight": w_in, h + f"mlp.{down_name}.weight": w_out}
+    if bias:
+        out |= {h + f"mlp.{up_name}.bias": b_in, h + f"mlp.{down_name}.bias": b_out}
+    return out
+
+
+def _moe(sd: Tensors, b: str, h: str) -> Tensors:
+    """Mixtral's fused experts: gate_up_proj (E, 2 d_ff, d) gate rows first, as ffnlab stores them."""
+    return {h + "mlp.gate.weight": sd[b + "ffn.router.weight"], h + "mlp.experts.gate_up_proj": sd[b + "ffn.w_in"],
+            h + "mlp.experts.down_proj": sd[b + "ffn.w_out"]}
+
+
+@dataclass(frozen=True)
+class Layout:
+    architecture: str
+    model_type: str
+    mlp: str  # gated | up | c_fc | moe
+    attn_biases: Callable[[ModelConfig], str]
+    mlp_bias: Callable[[ModelConfig], bool]
+    config: Callable[[ModelConfig, Settings], dict[str, Any]]
+
+
+def _any_bias(cfg: ModelConfig) -> bool:
+    return cfg.attn.qkv_bias or cfg.attn.out_bias
+
+
+def decoder_tensors(cfg: ModelConfig, sd: Tensors, lay: Layout) -> Tensors:
+    """A Llama-style decoder's tensors (``model.layers.N...``) under ``lay``'s names."""
+    out = {"model.embed_tokens.weight": sd["tok_emb.weight"], **_norm(cfg, sd, "norm_f", "model.norm")}
+    biases, mlp_bias = lay.attn_biases(cfg), lay.mlp_bias(cfg)
     for i in range(cfg.n_layers):
         b, h = f"blocks.{i}.", f"model.layers.{i}."
-        q, k, v = sd[b + "attn.qkv.weight"].split([dq, dkv, dkv])
-        out |= {h + "self_attn.q_proj.weight": q, h + "self_attn.k_proj.weight": k,
-                h + "self_attn.v_proj.weight": v, h + "self_attn.o_proj.weight": sd[b + "attn.out.weight"],
-                h + "input_layernorm.weight": sd[b + "norm1.weight"],
-                h + "post_attention_layernorm.weight": sd[b + "norm2.weight"]}
-        if attn_bias:
-            qb, kb, vb = _bias(sd, b + "attn.qkv.bias", dq + 2 * dkv).split([dq, dkv, dkv])
-            out |= {h + "self_attn.q_proj.bias": qb, h + "self_attn.k_proj.bias": kb,
-                    h + "self_attn.v_proj.bias": vb, h + "self_attn.o_proj.bias": _bias(sd, b + "attn.out.bias", cfg.d_model)}
-        gate, up = sd[b + "ffn.w_in.weight"].split([ff, ff])
-        out |= {h + "mlp.gate_proj.weight": gate, h + "mlp.up_proj.weight": up,
-                h + "mlp.down_proj.weight": sd[b + "ffn.w_out.weight"]}
-        if cfg.ffn.bias:
-            gb, ub = sd[b + "ffn.w_in.bias"].split([ff, ff])
-            out |= {h + "mlp.gate_proj.bias": gb, h + "mlp.up_proj.bias": ub,
-                    h + "mlp.down_proj.bias": sd[b + "ffn.w_out.bias"]}
+        out |= _attention(cfg, sd, b, h, biases)
+        out |= _norm(cfg, sd, b + "norm1", h + "input_layernorm")
+        out |= _norm(cfg, sd, b + "norm2", h + "post_attention_layernorm")
+        out |= _moe(sd, b, h) if lay.mlp == "moe" else _mlp(cfg, sd, b, h, lay.mlp, mlp_bias)
     if not cfg.tied_embeddings:
         out["lm_head.weight"] = sd["lm_head.weight"]
     return out
 
 
-def llama_config(cfg: ModelConfig, rope_theta: float, norm_eps: float, max_len: int) -> dict[str, Any]:
-    return {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": cfg.vocab_size,
-        "hidden_size": cfg.d_model, "intermediate_size": cfg.ffn.d_ff, "num_hidden_layers": cfg.n_layers,
-        "num_attention_heads": cfg.attn.n_heads, "num_key_value_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim,
-        "hidden_act": HF_ACT[get_kind(cfg.ffn.kind).activation], "max_position_embeddings": max_len,
-        "rms_norm_eps": norm_eps, "rope_theta": rope_theta,
-        "rope_parameters": {"rope_type": "default", "rope_theta": rope_theta},
-        "tie_word_embeddings": cfg.tied_embeddings, "attention_bias": cfg.attn.qkv_bias or cfg.attn.out_bias,
-        "mlp_bias": cfg.ffn.bias, "torch_dtype": "float32", "bos_token_id": None, "eos_token_id": None,
-        "pad_token_id": None,
-    }
-
-
-def gpt2_tensors(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def gpt2_tensors(cfg: ModelConfig, sd: Tensors) -> Tensors:
     d, ff = cfg.d_model, cfg.ffn.d_ff
     out = {"transformer.wte.weight": sd["tok_emb.weight"], "transformer.wpe.weight": sd["pos_emb.weight"],
            "transformer.ln_f.weight": sd["norm_f.weight"],
@@ -121,41 +267,169 @@ def gpt2_tensors(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> dict[str, tor
     return out
 
 
-def gpt2_config(cfg: ModelConfig, norm_eps: float) -> dict[str, Any]:
+# -- config.json -----------------------------------------------------------------------------
+
+def rope_context(head_dim: int, theta: float) -> int:
+    """The longest context RoPE tells apart: the wavelength of its slowest rotation,
+    2 pi theta^((head_dim - 2) / head_dim) positions; past it every frequency has wrapped."""
+    return int(2 * math.pi * theta ** ((head_dim - 2) / head_dim))
+
+
+def max_positions(cfg: ModelConfig, s: Settings) -> int:
+    """max_position_embeddings: the training context for learned positions (the table has no
+    more rows); for RoPE, which has no table, the longest context it distinguishes (at least
+    the training context). Quality past the training context is not measured."""
+    if cfg.positions == "learned":
+        return cfg.max_positions
+    return max(s.train_len, rope_context(cfg.head_dim, s.rope_theta))
+
+
+def _base_config(cfg: ModelConfig, s: Settings, lay: Layout) -> dict[str, Any]:
+    return {
+        "architectures": [lay.architecture], "model_type": lay.model_type, "vocab_size": cfg.vocab_size,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.ffn.d_ff, "num_hidden_layers": cfg.n_layers,
+        "num_attention_heads": cfg.attn.n_heads, "num_key_value_heads": cfg.n_kv_heads, "head_dim": cfg.head_dim,
+        "hidden_act": HF_ACT[get_kind(cfg.ffn.kind).activation], "max_position_embeddings": max_positions(cfg, s),
+        "rope_theta": s.rope_theta, "rope_parameters": {"rope_type": "default", "rope_theta": s.rope_theta},
+        "tie_word_embeddings": cfg.tied_embeddings, "attention_dropout": 0.0, "dtype": "float32",
+        "bos_token_id": None, "eos_token_id": None, "pad_token_id": None, "use_cache": True,
+    }
+
+
+def _llama_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+    return {**_base_config(cfg, s, LAYOUTS["llama"]), "rms_norm_eps": s.norm_eps,
+            "attention_bias": _any_bias(cfg), "mlp_bias": cfg.ffn.bias}
+
+
+def _arcee_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+    return {**_base_config(cfg, s, LAYOUTS["arcee"]), "rms_norm_eps": s.norm_eps,
+            "attention_bias": _any_bias(cfg), "mlp_bias": cfg.ffn.bias}
+
+
+def _mixtral_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+    return {**_base_config(cfg, s, LAYOUTS["mixtral"]), "rms_norm_eps": s.norm_eps,
+            "num_local_experts": cfg.ffn.n_experts, "num_experts_per_tok": cfg.ffn.top_k,
+            "router_jitter_noise": 0.0, "output_router_logits": False, "sliding_window": None,
+            # transformers' default grouped matmul fails on CPU for widths whose rows are not
+            # 16-byte aligned (d_ff 86 in float32: "strides should be multiple of 16 bytes")
+            "experts_implementation": "eager"}
+
+
+def _stablelm_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+    base = _base_config(cfg, s, LAYOUTS["stablelm"])
+    base["rope_parameters"] = {**base["rope_parameters"], "partial_rotary_factor": 1.0}
+    return {**base, "layer_norm_eps": s.norm_eps, "use_qkv_bias": cfg.attn.qkv_bias, "qk_layernorm": False,
+            "use_parallel_residual": False, "hidden_dropout": 0.0, "partial_rotary_factor": 1.0}
+
+
+def _starcoder2_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+    return {**_base_config(cfg, s, LAYOUTS["starcoder2"]), "norm_epsilon": s.norm_eps,
+            "use_bias": _starcoder2_bias(cfg), "sliding_window": None, "residual_dropout": 0.0,
+            "embedding_dropout": 0.0}
+
+
+def _starcoder2_bias(cfg: ModelConfig) -> bool:
+    return _any_bias(cfg) or cfg.ffn.bias
+
+
+def _olmo_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+    return {**_base_config(cfg, s, LAYOUTS["olmo"]), "attention_bias": _any_bias(cfg), "clip_qkv": None}
+
+
+def gpt2_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
     return {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": cfg.vocab_size,
         "n_embd": cfg.d_model, "n_layer": cfg.n_layers, "n_head": cfg.attn.n_heads, "n_inner": cfg.ffn.d_ff,
         "n_positions": cfg.max_positions, "activation_function": GPT2_ACT[get_kind(cfg.ffn.kind).activation],
-        "layer_norm_epsilon": norm_eps, "tie_word_embeddings": cfg.tied_embeddings, "resid_pdrop": 0.0,
-        "embd_pdrop": 0.0, "attn_pdrop": 0.0, "torch_dtype": "float32", "bos_token_id": None,
-        "eos_token_id": None,
+        "layer_norm_epsilon": s.norm_eps, "tie_word_embeddings": cfg.tied_embeddings, "resid_pdrop": 0.0,
+        "embd_pdrop": 0.0, "attn_pdrop": 0.0, "dtype": "float32", "bos_token_id": None,
+        "eos_token_id": None, "pad_token_id": None,
     }
 
 
-def export_model(model: torch.nn.Module, out_dir: str | Path) -> Path:
-    """Write ``model`` (a :class:`ffnlab.nn.DecoderLM`) as a Hugging Face folder."""
+LAYOUTS: dict[str, Layout] = {
+    "llama": Layout("LlamaForCausalLM", "llama", "gated", lambda c: "all" if _any_bias(c) else "none",
+                    lambda c: c.ffn.bias, _llama_config),
+    "arcee": Layout("ArceeForCausalLM", "arcee", "up", lambda c: "all" if _any_bias(c) else "none",
+                    lambda c: c.ffn.bias, _arcee_config),
+    "mixtral": Layout("MixtralForCausalLM", "mixtral", "moe", lambda c: "none", lambda c: False, _mixtral_config),
+    "stablelm": Layout("StableLmForCausalLM", "stablelm", "gated", lambda c: "qkv" if c.attn.qkv_bias else "none",
+                       lambda c: False, _stablelm_config),
+    "starcoder2": Layout("Starcoder2ForCausalLM", "starcoder2", "c_fc",
+                         lambda c: "all" if _starcoder2_bias(c) else "none", _starcoder2_bias, _starcoder2_config),
+    "olmo": Layout("OlmoForCausalLM", "olmo", "gated", lambda c: "all" if _any_bias(c) else "none",
+                   lambda c: False, _olmo_config),
+    "gpt2": Layout("GPT2LMHeadModel", "gpt2", "gpt2", lambda c: "all", lambda c: True, gpt2_config),
+}
+
+
+def model_files(model: torch.nn.Module) -> tuple[str, Tensors, dict[str, Any]]:
+    """(layout, tensors, config.json) for ``model`` (a :class:`ffnlab.nn.DecoderLM`)."""
+    cfg: ModelConfig = model.cfg  # type: ignore[assignment]
+    norm_eps = float(model.norm_eps)  # type: ignore[arg-type]
+    name = layout_for(cfg, norm_eps)
+    s = Settings(rope_theta=float(model.rope_theta), norm_eps=norm_eps,  # type: ignore[arg-type]
+                 train_len=int(model.max_seq_len))  # type: ignore[arg-type]
+    sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    lay = LAYOUTS[name]
+    tensors = gpt2_tensors(cfg, sd) if name == "gpt2" else decoder_tensors(cfg, sd, lay)
+    return name, tensors, lay.config(cfg, s)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]]) -> None:
+    """Write the export's files into ``out`` (bytes, or a function writing the named path), each
+    readable as the umask allows (safetensors itself creates files 0600)."""
+    out.mkdir(parents=True, exist_ok=True)
+    mask = _umask()
+    for name, content in files.items():
+        path = out / name
+        if callable(content):
+            content(path)
+        else:
+            path.write_bytes(content)
+        path.chmod(0o666 & ~mask)
+    out.chmod(0o777 & ~mask)
+
+
+def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[str, bytes] | None = None,
+                 generation: dict[str, Any] | None = None) -> Path:
+    """Write ``model`` as a Hugging Face folder; ``tokenizer``: file name -> content
+    (:func:`ffnlab.training.export_tokenizer.tokenizer_files`), ``generation``: generation_config.json."""
     from safetensors.torch import save_file
 
-    cfg: ModelConfig = model.cfg  # type: ignore[assignment]
-    layout = layout_for(cfg)
     out = Path(out_dir)
     require(not out.exists() or not any(out.iterdir()), f"{out} exists and is not empty; choose an empty folder")
-    sd = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    if layout == "llama":
-        tensors = llama_tensors(cfg, sd)
-        config = llama_config(cfg, model.rope_theta, model.norm_eps, model.max_seq_len)  # type: ignore[arg-type]
-    else:
-        tensors = gpt2_tensors(cfg, sd)
-        config = gpt2_config(cfg, model.norm_eps)  # type: ignore[arg-type]
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous().clone() for k, v in tensors.items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt"})
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    _, tensors, config = model_files(model)  # refused (with the reason) before anything is written
+    weights = {k: v.contiguous().clone() for k, v in tensors.items()}
+    files: dict[str, bytes | Callable[[Path], None]] = {
+        "model.safetensors": lambda p: save_file(weights, str(p), metadata={"format": "pt"}),
+        "config.json": json.dumps(config, indent=2).encode(),
+    }
+    if generation is not None:
+        files["generation_config.json"] = json.dumps(generation, indent=2).encode()
+    files |= tokenizer or {}
+    write_folder(out, files)  # the one write step
     return out
 
 
+# -- reading a run ---------------------------------------------------------------------------
+
 def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.nn.Module:
     """Rebuild a run's model and load its latest (or the named) checkpoint's weights."""
+    model, _ = load_run_checkpoint(run_dir, checkpoint)
+    return model
+
+
+def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """:func:`load_run_model` and the checkpoint's state (``step``, ``tokens``, ``path``)."""
     from ffnlab.training import runconfig
     from ffnlab.training.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.memory import check_fits
@@ -178,5 +452,46 @@ def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.
         names = [c.name for c in checkpoint_dirs(run)]
         raise FfnlabError(f"{run} has no checkpoint {checkpoint!r}; it has: {', '.join(names) or 'none'}")
     require(ckpt is not None and ckpt.is_dir(), f"{run} has no checkpoint to export")
-    load_checkpoint(ckpt, model, None)
-    return model.eval()
+    assert ckpt is not None
+    state = load_checkpoint(ckpt, model, None)
+    return model.eval(), {"step": int(state["step"]), "tokens": state.get("tokens"), "path": ckpt,
+                          "max_steps": cfg.train.max_steps, "config": cfg}
+
+
+def run_is_active(run: Path) -> bool:
+    """Whether a process holds the run's lock (``ffnlab train`` on it now); reads, never creates."""
+    lock = run / ".lock"
+    if not lock.is_file():
+        return False
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no locking, so no way to tell
+        return False
+    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None = None) -> dict[str, Any]:
+    """Export a run's latest (or named) checkpoint with its tokenizer and a generation config;
+    return what was written (layout, step, whether the run was still going)."""
+    from ffnlab.training.export_tokenizer import generation_config, tokenizer_files
+
+    run = Path(run_dir)
+    model, state = load_run_checkpoint(run, checkpoint)
+    cfg: ModelConfig = model.cfg  # type: ignore[assignment]
+    layout, _, config = model_files(model)  # refused here, before the tokenizer is looked for
+    prepared = read_mapping(run / "model.json", "run model file", fmt="JSON").get("prepared_data")
+    max_len = int(config.get("max_position_embeddings") or config["n_positions"])
+    tokenizer = tokenizer_files(state["config"].data.tokenizer, prepared, cfg.vocab_size, max_len)
+    table = cfg.max_positions if cfg.positions == "learned" else None
+    export_model(model, out_dir, tokenizer, generation_config(table))
+    return {"layout": layout, "architecture": LAYOUTS[layout].architecture, "step": state["step"],
+            "max_steps": state["max_steps"], "checkpoint": state["path"].name, "active": run_is_active(run),
+            "finished": (run / "summary.json").is_file(), "max_positions": max_len,
+            "train_len": int(model.max_seq_len)}  # type: ignore[arg-type]

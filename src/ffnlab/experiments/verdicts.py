@@ -66,6 +66,10 @@ class ModelChoice:
     bartlett_p: float
 
 
+def _p(p: float) -> str:
+    return "untestable (an arm has no spread)" if math.isnan(p) else f"{p:.3g}"
+
+
 def choose_model(model: PooledModel) -> ModelChoice:
     """The pre-registered rule: pool only with >= MIN_SEEDS_TO_POOL seeds in every arm, the arms'
     sample standard deviations within MAX_SD_RATIO of each other, and no rejection by Levene's test."""
@@ -78,9 +82,9 @@ def choose_model(model: PooledModel) -> ModelChoice:
                "3 per arm), so no variance is pooled")
     elif n_min < MIN_SEEDS_TO_POOL:
         why = (f"Welch: {n_min} seeds per arm are too few for Levene's test to detect unequal variances "
-               f"(the rule pools only with >= {MIN_SEEDS_TO_POOL}); Levene p = {lev:.3g}")
+               f"(the rule pools only with >= {MIN_SEEDS_TO_POOL}); Levene p = {_p(lev)}")
     elif lev < 0.05:
-        why = f"Welch: Levene's test rejects equal variances (p = {lev:.3g}; Bartlett p = {bart:.3g})"
+        why = f"Welch: Levene's test rejects equal variances (p = {lev:.3g}; Bartlett p = {_p(bart)})"
     elif math.isnan(lev):
         why = "Welch: equal variances could not be tested (an arm has no spread)"
     elif ratio > MAX_SD_RATIO:
@@ -88,7 +92,7 @@ def choose_model(model: PooledModel) -> ModelChoice:
                f"{MAX_SD_RATIO:g}x), although Levene's test does not reject (p = {lev:.3g})")
     else:
         why = (f"pooled: {n_min}+ seeds per arm and Levene's test finds no evidence against equal variances "
-               f"(p = {lev:.3g}; Bartlett p = {bart:.3g})")
+               f"(p = {lev:.3g}; Bartlett p = {_p(bart)})")
         return ModelChoice(True, why, lev, bart)
     return ModelChoice(False, why, lev, bart)
 

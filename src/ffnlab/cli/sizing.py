@@ -279,26 +279,34 @@ def audit(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
-    from ffnlab.sizing.audit import audit_entry, audit_target
+    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
+    from ffnlab.cli.notes import transient_note
+    from ffnlab.sizing.hf_fallback import announced
+    from ffnlab.sizing.hf_structure import Structure
     from ffnlab.sizing.parallel import memory_summary
+    from ffnlab.sizing.state_memory import structure_memory
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
-    audited = [(audit_entry(e), e.config()) for e in load_zoo()] if all_models else []
-    audited += [audit_target(t, count_with_transformers) for t in targets or []]
+    audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
+    counter = announced(count_with_transformers, transient_note)
+    audited += [audit_target(t, counter) for t in targets or []]
     rows = [row for row, _ in audited]
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp)
     check_train_dtype(dtype)
-    for row, cfg in audited:  # cfg None: counted by transformers or an estimate, no memory model
+    for row, cfg in audited:  # cfg None: an estimate, no memory model
         row["memory"] = None
         try:
-            row["memory"] = None if cfg is None else memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+            if isinstance(cfg, Structure):  # counted through transformers: its own memory rules
+                row["memory"] = structure_memory(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+            elif cfg is not None:
+                row["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
         except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
-            if len(rows) == 1:
+            if len(rows) == 1 and not isinstance(cfg, Structure):
                 raise
             row["memory_error"] = str(e)
     if as_json:

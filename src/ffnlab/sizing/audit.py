@@ -11,6 +11,7 @@ from ffnlab.sizing.counting import count_params, ffn_breakdown
 from ffnlab.sizing.flops import flops_per_token, training_memory
 from ffnlab.sizing.hf import MULTIMODAL, MULTIMODAL_NOTE, SUPPORTED_MODEL_TYPES, load_hf_config
 from ffnlab.sizing.hf_fallback import Counter, audit_untranslated
+from ffnlab.sizing.hf_structure import Structure
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
@@ -147,9 +148,11 @@ def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
     return audit_target(target, counter)[0]
 
 
-def audit_target(target: str, counter: Counter | None = None) -> tuple[dict[str, Any], ModelConfig | None]:
-    """:func:`audit`'s row and the config it was computed from (None when transformers counted it
-    or for an estimate without a shape), so callers that need both read the config once."""
+def audit_target(target: str, counter: Counter | None = None
+                 ) -> tuple[dict[str, Any], ModelConfig | Structure | None]:
+    """:func:`audit`'s row and what it was computed from: the config, the structure of a model
+    counted through transformers, or None for an estimate without a shape; callers that need
+    both (the memory section) read the config once."""
     if is_zoo_name(target):
         e = find(target)
         return audit_entry(e), e.config()
@@ -158,10 +161,10 @@ def audit_target(target: str, counter: Counter | None = None) -> tuple[dict[str,
         try:
             cfg, raw = load_hf_config(p)
         except FfnlabError:  # a model_type without a translator: transformers counts it
-            row = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
-            if row is None:
+            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
+            if found is None:
                 raise
-            return row, None
+            return found
         note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
         return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note), cfg
     e = find(target)  # not a file either: find() names close zoo names

@@ -57,8 +57,12 @@ def _int(value: Any) -> int | None:
 
 
 def first_int(cfg: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    """The first of ``keys`` holding a positive integer (or a per-layer list of one value)."""
     for k in keys:
-        v = _int(cfg.get(k))
+        value = cfg.get(k)
+        if isinstance(value, list) and value and len(set(map(repr, value))) == 1:
+            value = value[0]
+        v = _int(value)
         if v is not None:
             return v
     return None
@@ -136,9 +140,19 @@ def attention_facts(cfg: dict[str, Any], d: int) -> dict[str, Any]:
             "sliding_layers": sliding}
 
 
+def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The config with the keys of its nested blocks (DBRX's ``ffn_config``) where the top level
+    lacks them; vision and audio blocks left out."""
+    nested = {k: v for name, sub in cfg.items() if isinstance(sub, dict)
+              and not any(w in name for w in ("vision", "audio", "image", "speech", "video"))
+              for k, v in sub.items()}
+    return {**nested, **cfg}
+
+
 def facts(cfg: dict[str, Any], s: Structure) -> dict[str, Any]:
     """Numbers read from the config transformers resolved: top-k, the activation, the
     attention's cache shape, the recurrent state width, zero-computation experts."""
+    cfg = flat_config(cfg)
     act = next((cfg[k] for k in ACT_KEYS if isinstance(cfg.get(k), str)), None)
     return {
         "top_k": first_int(cfg, TOP_K_KEYS), "activation": act,
@@ -362,7 +376,7 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
         "d_ff": unit.d_ff if unit else None, "d_ff_dense": dense.d_ff if dense else None,
         "ffn_kind": kind, "gated": unit.gated if unit else None, "n_layers": s.n_layers or None,
         "n_heads": f.get("n_heads"), "n_kv_heads": f.get("n_kv_heads"), "vocab_size": f.get("vocab_size"),
-        "n_experts": unit.n_experts if moe and unit else None, "top_k": top_k if moe else None,
+        "n_experts": unit.n_experts if moe and unit else 0, "top_k": top_k if moe else 0,
         "params_total": total, "params_non_embedding": non_embedding, "params_ffn": parts["ffn"],
         "params_attention": parts["attention"], "params_embedding": parts["embedding"],
         "params_norms": parts["norms"], "params_other": parts["other"],

@@ -167,6 +167,13 @@ class _Item:
     cls: str = ""
 
 
+def _tied_only(node: dict[str, Any]) -> bool:
+    """Every parameter below ``node`` is another module's (Zamba's shared block, rebuilt per use
+    around the same tensors)."""
+    nodes = [node] + [c for c in index(node).values()]
+    return any("t" in n for n in nodes) and subtree_params(node) == 0
+
+
 def _leaf_item(node: dict[str, Any], path: str) -> _Item:
     io_ = node.get("io") or [0, 0]
     return _Item(path, node["k"], subtree_params(node), io_[0], io_[1], "bias" in node.get("p", {}), node["c"])
@@ -180,7 +187,7 @@ def ffn_pattern(items: list[_Item], d: int, named: bool) -> tuple[int, bool] | N
     (gated); extra matrices only in a module whose class says FFN."""
     mats = [i for i in items if i.kind == "linear"]
     has_act = any(i.kind == "act" for i in items)
-    for down in (m for m in mats if m.dout == d):
+    for down in (m for m in mats if m.dout == d and m.din > 0):
         f = down.din
         rest = [m for m in mats if m is not down]
         ups = [m for m in rest if m.din == d and m.dout == f]
@@ -241,7 +248,7 @@ def tensor_holder(node: dict[str, Any]) -> bool:
     def clean(n: dict[str, Any]) -> bool:
         return n["k"] in ("module", "act") and all(clean(c) for c in n.get("ch", {}).values())
 
-    return clean(node) and any(len(s) == 3 for s in _tensors(node))
+    return clean(node) and sum(len(s) >= 2 for s in _tensors(node)) >= 2
 
 
 def experts_from_tensors(holders: list[dict[str, Any]], d: int) -> _Experts | None:
@@ -278,6 +285,27 @@ def experts_from_tensors(holders: list[dict[str, Any]], d: int) -> _Experts | No
     acts = [a for h in holders for a in _acts(h)]
     return _Experts(n, f, gated, bias, sum(subtree_params(h) for h in holders), _activation(acts),
                     zero_slots, zero_params)
+
+
+def experts_flat(holder: dict[str, Any], d: int, n: int) -> _Experts | None:
+    """Routed experts stored as matrices (E x f, d) side by side (DBRX), E = the router's width:
+    three of them gated, two plain."""
+    tensors = _tensors(holder)
+    rows = [a if b == d else b for a, b in (s for s in tensors if len(s) == 2) if d in (a, b)]
+    if n < 2 or len(rows) not in (2, 3) or len(rows) != len(tensors) or len(set(rows)) != 1 or rows[0] % n:
+        return None
+    return _Experts(n, rows[0] // n, len(rows) == 3, False, subtree_params(holder), _activation(_acts(holder)))
+
+
+def router_width(node: dict[str, Any], d: int, skip: set[str]) -> int | None:
+    """The width of a router child: a module whose only matrix projects d -> E (E >= 2)."""
+    for name, child in node.get("ch", {}).items():
+        if name in skip:
+            continue
+        mats = [i for i in _leaves(child) if i.kind == "linear"]
+        if len(mats) == 1 and mats[0].din == d and mats[0].dout >= 2 and _ffn_module(child, d) is None:
+            return mats[0].dout
+    return None
 
 
 def experts_list(node: dict[str, Any], d: int) -> _Experts | None:
@@ -378,6 +406,7 @@ class _Walk:
         if layer is None and path == "":
             return False
         claimed = [i for i in items if i.kind not in ("norm", "embedding")]
+        reused = reused or _tied_only(node)
         self.ffns.append(FFNUnit(
             path=path, layer=layer, moe=False, d_ff=found[0], gated=found[1], activation=_activation(items),
             bias=any(i.bias for i in claimed if i.kind == "linear"),
@@ -399,6 +428,9 @@ class _Walk:
             holders = [main]
         else:
             experts = experts_from_tensors([kids[n] for n in holders], self.d) if holders else None
+        if experts is None and len(holders) == 1:
+            width = router_width(node, self.d, set(holders))
+            experts = experts_flat(kids[holders[0]], self.d, width) if width else None
         if experts is None:
             holders = []
             for name, child in kids.items():
@@ -434,6 +466,7 @@ class _Walk:
                 router += subtree_params(child)  # routing extras (latent projections, biases)
         if not routed_by and kids[holders[0]]["k"] == "list":
             return False  # a list of identical FFNs without a router is a layer stack, not experts
+        reused = reused or _tied_only(node)
         own = own_params(node)
         total = subtree_params(node)
         self.ffns.append(FFNUnit(
@@ -459,10 +492,11 @@ class _Walk:
                 kind = "short_conv"
         elif _word(node, _NO_CONV_LINEAR_WORDS) and not _word(node, _FFN_WORDS) and not _container(node):
             kind = "linear_attention"
-        elif _word(node, _ATTENTION_WORDS) and not _container(node):
+        elif _word(node, _ATTENTION_WORDS) and not _container(node) and not _inner_attention(node):
             kind = "attention"
         if kind is None:
             return False
+        reused = reused or _tied_only(node)
         conv_state = sum(c["conv"][0] * (c["conv"][2] - 1) for c in convs if "conv" in c)
         a = [s for n, s in node.get("p", {}).items() if n.startswith("A")]
         a += [s for c in kids.values() for n, s in c.get("p", {}).items() if n.startswith("A")]
@@ -478,6 +512,18 @@ class _Walk:
                                      params=0 if reused else subtree_params(node), conv_state=conv_state,
                                      heads=heads, inner=inner, state_2d=state_2d, reused=reused))
         return True
+
+
+def _inner_attention(node: dict[str, Any]) -> bool:
+    """Whether an attention child holds every matrix of ``node``, which only adds norms around
+    it (DBRX's NormAttentionNorm): the child is the attention."""
+    mats = [i for i in _leaves(node) if i.kind == "linear" or i.kind == "raw"]
+    for child in node.get("ch", {}).values():
+        if child["k"] == "module" and _word(child, _ATTENTION_WORDS):
+            inner = [i for i in _leaves(child) if i.kind == "linear" or i.kind == "raw"]
+            if len(inner) == len(mats) and own_params(node) == 0:
+                return True
+    return False
 
 
 def _lists(tree: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -535,6 +581,12 @@ def analyse(counted: dict[str, Any], multimodal: bool = False) -> Structure:
     tied_head = bool(head_node and "t" in head_node and not head_node.get("p"))
     if root and head and not head.startswith(root + ".") and head_node is not None:
         left += walk.visit(head_node, head, None)
+    # projections between an embedding of another width and d (OPT-350m's project_in/out) belong
+    # to the embedding, as in ffnlab's own count
+    proj = {emb_width} - {d, None}
+    for i in left:
+        if i.kind == "linear" and walk.layer_of(i.path) is None and proj & {i.din, i.dout}:
+            i.kind = "embedding"
     parts = dict.fromkeys(PARTS, 0)
     for f in walk.ffns:
         parts["ffn"] += f.params

@@ -194,9 +194,9 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
             with torch.device("meta"):
                 model = auto.from_config(hf_cfg)
     except Exception as e:  # noqa: BLE001 - any failure inside transformers is the config's problem
-        text = str(e).strip()
-        first = text.splitlines()[0] if text else type(e).__name__
-        if len(first) > 300:
+        text = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        first = text or type(e).__name__
+        if len(first) > 300:  # an error quotes at most this much (some list every layer)
             first = first[:297] + "..."
         raise FfnlabError(f"transformers {transformers.__version__} could not build model_type "
                           f"{model_type!r} from this config.json: {first}") from None

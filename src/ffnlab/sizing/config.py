@@ -114,6 +114,11 @@ class ModelConfig:
         return self.attn.n_kv_heads or self.attn.n_heads
 
     @property
+    def n_heads_not_grouped(self) -> bool:
+        """Key/value heads that do not divide the query heads (counted, never trained)."""
+        return self.attn.n_heads % self.n_kv_heads != 0
+
+    @property
     def head_dim(self) -> int:
         return self.attn.head_dim or self.d_model // self.attn.n_heads
 
@@ -226,8 +231,11 @@ def _positive(value: Any, what: str) -> None:
     check_width(value, what)
 
 
-def validate(cfg: ModelConfig) -> ModelConfig:
-    """Check a config for consistency; raise :class:`FfnlabError` with the first problem."""
+def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
+    """Check a config for consistency; raise :class:`FfnlabError` with the first problem.
+
+    ``grouped=False`` accepts key/value heads that do not divide the query heads: transformers
+    builds such a config.json (and ffnlab counts it), though no attention can run it."""
     for what in ("d_model", "n_layers", "vocab_size"):
         _positive(getattr(cfg, what), what)
     a = cfg.attn
@@ -240,7 +248,7 @@ def validate(cfg: ModelConfig) -> ModelConfig:
         _positive(a.head_dim, "head_dim")
     if a.n_kv_heads is not None:
         _positive(a.n_kv_heads, "n_kv_heads")
-        require(a.n_heads % a.n_kv_heads == 0,
+        require(not grouped or a.n_heads % a.n_kv_heads == 0,
                 f"n_kv_heads={a.n_kv_heads} must divide n_heads={a.n_heads}")
     require(cfg.norm in NORMS, f"norm must be one of {NORMS}, got {cfg.norm!r}")
     require(cfg.positions in POSITIONS, f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
@@ -327,6 +335,7 @@ def check_trainable(cfg: ModelConfig) -> None:
     a = cfg.attn
     problems = [what for bad, what in (
         (cfg.encoder_layers > 0, "encoder-decoder stacks"),
+        (cfg.n_heads_not_grouped, f"n_kv_heads={cfg.n_kv_heads} not dividing n_heads={a.n_heads}"),
         (cfg.norm_placement != "pre" or cfg.norms_per_block != 2,
          f"{cfg.norm_placement} norm placement with {cfg.norms_per_block} norms per block "
          "(only pre-norm with 2)"),

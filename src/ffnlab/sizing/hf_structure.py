@@ -91,14 +91,49 @@ class Structure:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-ready, compact: units that differ only in their layer are stored once with the
+        list of their layers (and their path with ``{}`` for the layer index)."""
+        out = asdict(self)
+        out["ffns"] = _compact([asdict(u) for u in self.ffns])
+        out["mixers"] = _compact([asdict(u) for u in self.mixers])
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Structure:
         d = dict(data)
-        d["ffns"] = [FFNUnit(**u) for u in d["ffns"]]
-        d["mixers"] = [MixerUnit(**u) for u in d["mixers"]]
+        d["ffns"] = [FFNUnit(**u) for u in _expand(d["ffns"])]
+        d["mixers"] = [MixerUnit(**u) for u in _expand(d["mixers"])]
         return cls(**d)
+
+
+def _template(path: str, layer: int | None) -> str:
+    if layer is None:
+        return path
+    parts = path.split(".")
+    return ".".join("{}" if p == str(layer) else p for p in parts)
+
+
+def _compact(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for u in units:
+        rest = {k: v for k, v in u.items() if k not in ("path", "layer")}
+        key = repr((_template(u["path"], u["layer"]), sorted(rest.items())))
+        g = groups.setdefault(key, {**rest, "path": _template(u["path"], u["layer"]), "layers": []})
+        g["layers"].append(u["layer"])
+    return list(groups.values())
+
+
+def _expand(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if groups and "layers" not in groups[0]:  # already one unit per entry
+        return groups
+    out = []
+    for g in groups:
+        rest = {k: v for k, v in g.items() if k not in ("path", "layers")}
+        for layer in g["layers"]:
+            path = g["path"].replace("{}", str(layer)) if layer is not None else g["path"]
+            out.append({**rest, "path": path, "layer": layer})
+    out.sort(key=lambda u: (u["layer"] if u["layer"] is not None else -1, u["path"]))
+    return out
 
 
 # -- the tree ----------------------------------------------------------------------------------

@@ -71,14 +71,16 @@ def deepseek(k: ConfigKeys, defaults: dict[str, Any]) -> ModelConfig:
         tied_embeddings=k.get("tie_word_embeddings", False, kind=bool),
         mtp_layers=k.data.get("num_nextn_predict_layers") or defaults["mtp"],
     )
-    top_k = k.get("num_experts_per_tok", defaults["num_experts_per_tok"])
-    require(top_k is not None, "config.json (deepseek_v2) needs num_experts_per_tok")
+    n_experts = g("n_routed_experts")
+    # DeepSeek-V2's class leaves top-k unset: the parameters do not depend on it, so the count
+    # goes on with every expert active (an upper bound) and audit marks what needs it unknown
+    top_k = k.get("num_experts_per_tok", defaults["num_experts_per_tok"]) or n_experts
     width = g("moe_intermediate_size")
     n_shared = k.data.get("n_shared_experts", defaults["n_shared_experts"]) or 0
     moe = replace(
         cfg.ffn,
         d_ff=width,
-        n_experts=g("n_routed_experts"),
+        n_experts=n_experts,
         top_k=top_k,
         n_shared_experts=1 if n_shared else 0,
         d_shared=n_shared * width if n_shared else None,

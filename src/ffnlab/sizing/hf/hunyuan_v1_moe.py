@@ -19,6 +19,9 @@ def _uniform(k: ConfigKeys, key: str, default: int) -> int:
     """An int, or a per-layer list whose values all agree."""
     value: Any = k.data.get(key, default)
     if isinstance(value, list):
+        layers = k.get("num_hidden_layers", 32)
+        require(len(value) >= layers, f"config.json key {key!r} lists {len(value)} values for "
+                                      f"{layers} layers (transformers reads one per layer)")
         require(
             len(set(value)) == 1,
             f"config.json key {key!r}: per-layer values {value} are not supported",

@@ -15,6 +15,7 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,18 @@ class Layout:
 
 
 def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> int:
-    """``head_dim`` from config.json or the class default, else d_model / n_heads."""
-    explicit = k.data.get("head_dim") is not None or defaults.get("head_dim")
-    if not explicit:
-        require(
-            d % n_heads == 0,
-            f"config.json: num_attention_heads={n_heads} does not divide "
-            f"hidden_size={d} (and no head_dim is given)",
-        )
-    return k.get("head_dim", defaults.get("head_dim") or d // n_heads)
+    """``head_dim`` from config.json or the class default, else hidden_size // heads rounded down,
+    as transformers' config classes compute it; the types whose config refuses heads that do not
+    divide hidden_size (:data:`HEADS_DIVIDE_HIDDEN`) are refused the same way."""
+    require(k.model_type not in HEADS_DIVIDE_HIDDEN or d % n_heads == 0,
+            f"config.json: num_attention_heads={n_heads} does not divide hidden_size={d} "
+            f"(transformers' {k.model_type} config requires it)")
+    explicit = k.get("head_dim", defaults.get("head_dim"), null=None)
+    if explicit is not None:
+        return explicit
+    require(d >= n_heads, f"config.json: num_attention_heads={n_heads} exceeds hidden_size={d} "
+                          "(and no head_dim is given)")
+    return d // n_heads
 
 
 def sliding(
@@ -84,7 +88,7 @@ def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> 
     )
     attn = AttentionSpec(
         n_heads,
-        n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads),
+        n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads, null=n_heads),
         head_dim=head_dim(k, defaults, d, n_heads),
         qkv_bias=qb,
         out_bias=qb and lay.out_bias_follows,

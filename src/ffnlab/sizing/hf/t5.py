@@ -23,4 +23,4 @@ def translate(k: ConfigKeys) -> ModelConfig:
         vocab_size=k.get("vocab_size", 32128), ffn=FFNSpec(kind, k.get("d_ff", 2048)),
         attn=AttentionSpec(n_heads, head_dim=k.get("d_kv", 64)), norm="rmsnorm",
         positions="relative", relative_buckets=k.get("relative_attention_num_buckets", 32),
-        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool, null=True))  # null: tied

@@ -13,8 +13,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from hf_cases import case
 from hf_cases import MODEL_TYPES as TRANSLATED
+from hf_cases import case
 
 SMALL: dict[str, list[int]] = {  # key (when the class has it as an integer) -> choices
     "hidden_size": [32, 64], "d_model": [32, 64], "n_embd": [32, 64],
@@ -50,7 +50,6 @@ FIXES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "gemma3n_text": lambda c: {"num_kv_shared_layers": 0, "hidden_size_per_layer_input": 8,
                                "layer_types": ["sliding_attention", "full_attention", "full_attention"][
                                    : c["num_hidden_layers"]]},
-    "gemma4_assistant": lambda c: {"hidden_size_per_layer_input": 0},
     "nemotron": lambda c: {"head_dim": c["hidden_size"] // 4, "num_key_value_heads": 2},
     "falcon_h1": lambda c: {**_mamba_heads(c), "mamba_d_ssm": 2 * c["hidden_size"]},
     "dots3_note_text": lambda c: {"num_key_value_heads": c["num_attention_heads"]},

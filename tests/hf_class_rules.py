@@ -55,9 +55,7 @@ def _base(model_type: str) -> tuple[dict[str, Any], dict[str, Any], str]:
 
 def class_defaults(model_type: str) -> dict[str, Any]:
     """The config class's own defaults for its integer, boolean, string and null fields."""
-    from transformers import CONFIG_MAPPING
-
-    from transformers import PretrainedConfig
+    from transformers import CONFIG_MAPPING, PretrainedConfig
 
     cls = CONFIG_MAPPING[model_type]
     base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
@@ -88,7 +86,7 @@ SEEDS = (1, 2, 3)
 
 def _trial(config: dict[str, Any], key: str, mode: str) -> dict[str, Any]:
     trial = json.loads(json.dumps(config))
-    target = trial["text_config"] if "text_config" in trial else trial
+    target = trial.get("text_config", trial)
     if mode == "null":
         target[key] = None
     else:
@@ -109,7 +107,7 @@ def probe(model_type: str) -> dict[str, Any]:
     for name in candidates:
         if any(not _builds(_trial(c, name, "null")) for c in cases):
             refused.append(name)
-        having = [c for c, i in zip(cases, inner) if name in i]
+        having = [c for c, i in zip(cases, inner, strict=False) if name in i]
         nulled = class_defaults(text_type).get(name, 0) is None  # refused for its null default, not
         if nulled and not defaults_build and having and all(not _builds(_trial(c, name, "missing")) for c in having):  # a clash
             missing.append(name)
@@ -118,7 +116,7 @@ def probe(model_type: str) -> dict[str, Any]:
     divides = None
     if heads_key and hidden_key:
         trial = json.loads(json.dumps(config))
-        target = trial["text_config"] if "text_config" in trial else trial
+        target = trial.get("text_config", trial)
         heads = max(2, target[heads_key])
         target[heads_key] = heads
         target[hidden_key] = heads * 8 + 1

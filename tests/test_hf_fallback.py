@@ -137,3 +137,71 @@ def test_transformers_refusing_the_config_is_one_line(tmp_path):
 def test_library_audit_without_a_counter_names_the_fallback(tmp_path):
     with pytest.raises(FfnlabError, match="'persimmon' is not supported; supported: .*ffnlab audit"):
         sizing_audit(_write(tmp_path, _persimmon(256)))
+
+
+def _cli(args: list[str], **kw) -> subprocess.CompletedProcess:
+    code = ("import sys, ffnlab.cli\n"
+            f"sys.argv = ['ffnlab', *{args!r}]\n"
+            "try:\n    ffnlab.cli.main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
+            "print('LOADED', [m for m in ('torch', 'transformers') if m in sys.modules], 'CODE', code)\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, **kw)
+
+
+def test_transformers_warnings_never_reach_stderr(tmp_path):
+    """Token ids outside the vocabulary make transformers log warnings while it builds: a counted
+    config prints none, a refused one prints exactly one error line."""
+    pytest.importorskip("transformers")
+    noisy = dict(_persimmon(256), bos_token_id=5000, eos_token_id=5001)
+    ok = _cli(["audit", _write(tmp_path, noisy, "noisy")])
+    assert "CODE 0" in ok.stdout and ok.stderr == "", ok.stderr
+    bad = _cli(["audit", _write(tmp_path, dict(noisy, hidden_size=66), "bad")])
+    lines = [x for x in bad.stderr.splitlines() if x.strip()]
+    assert "CODE 2" in bad.stdout and len(lines) == 1 and lines[0].startswith("error: "), bad.stderr
+
+
+def test_a_huge_layer_count_is_refused_before_building(tmp_path):
+    """A BERT config with 100,000 layers: refused from its own numbers, transformers never imported."""
+    cfg = {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 100_000, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 100}
+    p = _cli(["audit", _write(tmp_path, cfg)])
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert "CODE 2" in p.stdout and len(lines) == 1 and "100,000 layers" in lines[0], p.stderr
+    assert "LOADED []" in p.stdout
+
+
+def test_several_untranslated_files_in_one_audit(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    from cli_inproc import run_cli
+
+    a, b = _write(tmp_path, _persimmon(96), "a"), _write(tmp_path, _biogpt(128), "b")
+    p = run_cli(capsys, "audit", a, b, "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [r["d_ff"] for r in rows] == [96, 128] and all(r["memory"]["kv_cache_bytes"] > 0 for r in rows)
+
+
+def test_the_fallback_says_so_on_a_terminal(tmp_path):
+    """On a terminal the audit says it is building with transformers before the wait (and
+    erases the note); piped, it prints nothing (above)."""
+    pytest.importorskip("transformers")
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "ffnlab", "audit", _write(tmp_path, _persimmon(96))],
+                            stdout=subprocess.PIPE, stderr=slave, text=True)
+    os.close(slave)
+    out, _ = proc.communicate()
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    seen = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0
+    assert "building it with transformers on the meta device" in seen and "\x1b[K" in seen

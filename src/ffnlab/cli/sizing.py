@@ -279,8 +279,8 @@ def audit(
     fmt: str = FORMAT_OPTION,
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
-    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
     from ffnlab.cli.notes import transient_note
+    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
     from ffnlab.sizing.hf_fallback import announced
     from ffnlab.sizing.hf_structure import Structure
     from ffnlab.sizing.parallel import memory_summary

@@ -9,7 +9,13 @@ from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, ffn_breakdown
 from ffnlab.sizing.flops import flops_per_token, training_memory
-from ffnlab.sizing.hf import MULTIMODAL, MULTIMODAL_NOTE, SUPPORTED_MODEL_TYPES, load_hf_config, unknowns
+from ffnlab.sizing.hf import (
+    MULTIMODAL,
+    MULTIMODAL_NOTE,
+    SUPPORTED_MODEL_TYPES,
+    load_hf_config,
+    unknowns,
+)
 from ffnlab.sizing.hf_fallback import Counter, audit_untranslated, row_of
 from ffnlab.sizing.hf_structure import Structure
 from ffnlab.sizing.widths import alignment, param_matched_ratio

@@ -14,6 +14,7 @@ from typing import Any
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.widths import check_width
+from ffnlab.validation import show
 
 NORMS = ("layernorm", "rmsnorm", "layernorm-nobias", "none")
 POSITIONS = ("rope", "learned", "none", "alibi", "relative")
@@ -223,7 +224,7 @@ def _sub(cls: type, data: Any, where: str) -> Any:
 def _indices(value: Any, where: str) -> tuple[int, ...]:
     ok = isinstance(value, (list, tuple)) and all(
         isinstance(i, int) and not isinstance(i, bool) for i in value)
-    require(ok, f"model config key {where!r} must be a list of layer indices, got {value!r}")
+    require(ok, f"model config key {where!r} must be a list of layer indices, got {show(value)}")
     return tuple(value)
 
 
@@ -294,9 +295,9 @@ def _validate_layout(cfg: ModelConfig) -> None:
     require(cfg.dense_ffn is not None, "dense_layers needs a dense_ffn for those layers")
     assert cfg.dense_ffn is not None
     _validate_ffn(cfg.dense_ffn, "dense_ffn")
-    require(len(set(idx)) == len(idx), f"dense_layers repeats an index: {list(idx)}")
+    require(len(set(idx)) == len(idx), f"dense_layers repeats an index: {show(list(idx))}")
     bad = [i for i in idx if not 0 <= i < cfg.n_layers]
-    require(not bad, f"dense_layers {bad} outside the {cfg.n_layers} decoder layers")
+    require(not bad, f"dense_layers {show(bad)} outside the {cfg.n_layers} decoder layers")
 
 
 def _validate_attention_extras(cfg: ModelConfig) -> None:
@@ -310,7 +311,7 @@ def _validate_attention_extras(cfg: ModelConfig) -> None:
     if a.sliding_layers is not None:
         require(a.sliding_window is not None, "sliding_layers needs a sliding_window")
         bad = [i for i in a.sliding_layers if not 0 <= i < cfg.n_layers]
-        require(not bad, f"sliding_layers {bad} outside the {cfg.n_layers} decoder layers")
+        require(not bad, f"sliding_layers {show(bad)} outside the {cfg.n_layers} decoder layers")
     mla = (a.q_lora_rank, a.qk_rope_head_dim, a.qk_nope_head_dim, a.v_head_dim)
     if a.kv_lora_rank is None:
         require(all(v is None for v in mla),

@@ -154,6 +154,8 @@ def facts(cfg: dict[str, Any], s: Structure) -> dict[str, Any]:
     attention's cache shape, the recurrent state width, zero-computation experts."""
     cfg = flat_config(cfg)
     act = next((cfg[k] for k in ACT_KEYS if isinstance(cfg.get(k), str)), None)
+    if act is None and any(v is True for k, v in cfg.items() if "swiglu" in k):
+        act = "silu"  # LFM2's block_use_swiglu: SiLU-gated, applied as a function
     return {
         "top_k": first_int(cfg, TOP_K_KEYS), "activation": act,
         "zero_experts": first_int(cfg, ZERO_EXPERT_KEYS),

@@ -456,6 +456,7 @@ class _Walk:
         singles = {n: experts_from_tensors([kids[n]], self.d) for n in holders}
         parsed = {n: e for n, e in singles.items() if e is not None}
         shared_holders: list[str] = []
+        experts: _Experts | None
         if parsed:  # routed experts: the most; other expert tensors (Inkling's) are shared experts
             main = max(parsed, key=lambda n: parsed[n].n)
             experts = parsed[main]

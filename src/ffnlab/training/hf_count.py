@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import FfnlabError
 from ffnlab.sizing.hf_fallback import INSTALL_HINT
+from ffnlab.validation import show
 
 # torch module classes that are activations (transformers' own live in transformers.activations)
 _TORCH_ACTIVATIONS = ("ReLU", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Mish", "LeakyReLU", "ELU",
@@ -183,9 +184,9 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
                           f"{', '.join(supported)}; or {INSTALL_HINT}") from None
     from transformers import CONFIG_MAPPING
 
-    require(isinstance(model_type, str) and model_type in CONFIG_MAPPING,
-            f"config.json model_type {model_type!r} is not supported by ffnlab (supported: "
-            f"{', '.join(supported)}) and not known to transformers {transformers.__version__}")
+    if not (isinstance(model_type, str) and model_type in CONFIG_MAPPING):
+        raise FfnlabError(f"config.json model_type {show(model_type)} is not supported by ffnlab (supported: "
+                          f"{', '.join(supported)}) and not known to transformers {transformers.__version__}")
     fields = {k: v for k, v in data.items() if k != "model_type"}
     try:
         with _quiet():

@@ -71,6 +71,7 @@ from ffnlab.sizing.hf import (
 )
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.rules import WRAPPER_TEXT_DEFAULTS
+from ffnlab.validation import show
 
 HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type -> translator (one module each)
     "gpt2": gpt2.translate,
@@ -168,16 +169,16 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     require(isinstance(data, dict), "config.json must contain a JSON object")
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")
-    require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {model_type!r}")
+    require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {show(model_type)}")
     require(model_type in HF_TRANSLATORS or model_type in MULTIMODAL,
-            f"config.json model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+            f"config.json model_type {show(model_type)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]
     if isinstance(raw_inner, dict) and text_type in HF_TRANSLATORS:  # before the outer tie overrides it
         ConfigKeys(raw_inner, text_type).check()
     require(text_type in HF_TRANSLATORS,
-            f"config.json ({model_type}): text model_type {text_type!r} is not supported")
+            f"config.json ({model_type}): text model_type {show(text_type)} is not supported")
     keys = ConfigKeys(text, text_type)
     keys.check()
     cfg = clamp_top_k(HF_TRANSLATORS[text_type](keys))
@@ -211,7 +212,8 @@ def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
     if p.is_dir():
         p = p / "config.json"
     require(p.is_file(), f"no such file: {p}")
-    data = read_data(p, "config.json", fmt="JSON")  # the one reader: size, UTF-8, JSON
+    # the one reader (size, UTF-8, JSON), with Python's NaN/Infinity as transformers reads them
+    data = read_data(p, "config.json", fmt="JSON", json_constants=True)
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
     return p, data
 

@@ -9,6 +9,7 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import GATED_FROM_ACT, ConfigKeys
+from ffnlab.validation import show
 
 
 def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
@@ -20,7 +21,7 @@ def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
 def translate(k: ConfigKeys) -> ModelConfig:
     attn, ffn = _nested(k, "attn_config"), _nested(k, "ffn_config")
     act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
-    require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {act!r} is not supported")
+    require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {show(act)} is not supported")
     n_experts = ffn.get("moe_num_experts", 4)
     d, n_heads = k.get("d_model", 2048), k.get("n_heads", 16)
     # transformers builds a query of width d and keys/values of d // n_heads per head: with heads

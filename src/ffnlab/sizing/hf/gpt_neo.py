@@ -6,6 +6,7 @@ from __future__ import annotations
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.validation import show
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -16,7 +17,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
         isinstance(t, list) and len(t) == 2 and isinstance(t[0], list) and isinstance(t[1], int)
         for t in types
     )
-    require(ok, f"config.json key 'attention_types' must be [[kinds, repeats], ...], got {types!r}")
+    require(ok, f"config.json key 'attention_types' must be [[kinds, repeats], ...], got {show(types)}")
     expanded = [t for kinds, times in types for _ in range(times) for t in kinds]
     require(len(expanded) == n_layers, f"config.json: attention_types lists {len(expanded)} layers for "
                                        f"num_layers={n_layers} (transformers requires them equal)")

@@ -13,6 +13,7 @@ from ffnlab.sizing.hf.hunyuan_v1_dense import HUNYUAN_DEFAULTS
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import Layout, decoder
 from ffnlab.sizing.hf.moe import with_moe
+from ffnlab.validation import show
 
 
 def _uniform(k: ConfigKeys, key: str, default: int) -> int:
@@ -24,7 +25,7 @@ def _uniform(k: ConfigKeys, key: str, default: int) -> int:
                                       f"{layers} layers (transformers reads one per layer)")
         require(
             len(set(value)) == 1,
-            f"config.json key {key!r}: per-layer values {value} are not supported",
+            f"config.json key {key!r}: per-layer values {show(value)} are not supported",
         )
         return ConfigKeys({key: value[0]}, k.model_type).get(key)
     return k.get(key, default)

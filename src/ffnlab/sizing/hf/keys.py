@@ -62,10 +62,8 @@ class ConfigKeys:
                 require(key not in self.null_refused,
                         f"config.json key {key!r} is null: transformers builds no {self.model_type} "
                         f"model with a null {key}")
-                if null is not MISSING:
-                    value = null
-                else:  # transformers tests a null switch as false
-                    value = False if kind is bool else default
+                # a null switch tests false in transformers; other nulls mean what the caller says
+                value = null if null is not MISSING else (False if kind is bool else default)
         else:
             value = self.class_defaults.get(key, default)
             if value is None:
@@ -82,6 +80,21 @@ class ConfigKeys:
             require(isinstance(value, str), f"config.json key {key!r} must be a string, got {show(value)}")
         return value
 
+    def count(self, key: str, default: int, *, lo: int = 0) -> int:
+        """An integer that may be 0 (or down to ``lo``): layer indices, shared-expert and MTP
+        counts; absent or null gives the class default, else ``default``."""
+        value = self.get(key, default, kind=object)
+        if value is None:
+            return default
+        return integer(value, f"config.json key {key!r} (an integer)", lo, MAX_INT)
+
+    def window(self, key: str = "sliding_window", default: int | None = None) -> int | None:
+        """A sliding window in tokens; null or 0 means none (transformers builds both)."""
+        value = self.get(key, default, kind=object)
+        if value is None:
+            return None
+        return integer(value, f"config.json key {key!r} (a window in tokens)", 0, MAX_INT) or None
+
     def first(self, *keys: str, default: Any = MISSING) -> int:
         for k in keys:
             if self.data.get(k) is not None:
@@ -96,6 +109,6 @@ class ConfigKeys:
     def act(self, key: str, default: str, *, gated: bool) -> str:
         name = self.get(key, default, kind=str)
         table = GATED_FROM_ACT if gated else ACT_PLAIN
-        require(name in table, f"config.json key {key!r}: activation {name!r} is not supported "
+        require(name in table, f"config.json key {key!r}: activation {show(name)} is not supported "
                                f"(known: {', '.join(sorted(table))})")
         return table[name]

@@ -16,6 +16,7 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN
+from ffnlab.validation import show
 
 
 @dataclass(frozen=True)
@@ -57,13 +58,12 @@ def sliding(
 ) -> dict[str, Any]:
     """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
     config lists them, else the family pattern (every n-th layer full, the others sliding)."""
-    window = k.data.get("sliding_window", window_default)
+    window = k.window("sliding_window", window_default)
     types = k.data.get("layer_types")
     require(types is None or isinstance(types, list),
-            f"config.json key 'layer_types' must be a list, got {types!r}")
+            f"config.json key 'layer_types' must be a list, got {show(types)}")
     if window is None or (types is None and every is None):
         return {}
-    window = k.get("sliding_window", window_default)
     if isinstance(types, list):
         chosen = tuple(i for i, t in enumerate(types) if t == "sliding_attention")
     else:

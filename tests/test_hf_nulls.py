@@ -86,7 +86,7 @@ def test_probed_rules_are_from_this_transformers():
     import transformers
     from transformers import CONFIG_MAPPING
 
-    assert PROBED_WITH == transformers.__version__
+    assert transformers.__version__ == PROBED_WITH
     for model_type, defaults in CLASS_DEFAULTS.items():
         fields = {f.name: f for f in dataclasses.fields(CONFIG_MAPPING[model_type])}
         for key, value in defaults.items():

@@ -154,7 +154,7 @@ def facts(cfg: dict[str, Any], s: Structure) -> dict[str, Any]:
     attention's cache shape, the recurrent state width, zero-computation experts."""
     cfg = flat_config(cfg)
     act = next((cfg[k] for k in ACT_KEYS if isinstance(cfg.get(k), str)), None)
-    if act is None and any(v is True for k, v in cfg.items() if "swiglu" in k):
+    if act is None and any(v is True for k, v in cfg.items() if isinstance(k, str) and "swiglu" in k):
         act = "silu"  # LFM2's block_use_swiglu: SiLU-gated, applied as a function
     return {
         "top_k": first_int(cfg, TOP_K_KEYS), "activation": act,
@@ -179,7 +179,8 @@ def fold_shared(s: Structure, cfg: dict[str, Any]) -> Structure:
     """A dense FFN beside a MoE without shared experts in the same layer, as wide as a config
     key naming a shared width (GraniteMoeShared's ``shared_intermediate_size``), is that MoE's
     shared expert."""
-    widths = {v for k, v in cfg.items() if "shared" in k and ("size" in k or "dim" in k) and _int(v)}
+    widths = {v for k, v in cfg.items() if isinstance(k, str) and "shared" in k and ("size" in k or "dim" in k)
+              and _int(v)}
     if not widths:
         return s
     merged: dict[int, FFNUnit] = {}  # id of the MoE unit -> the unit with its shared expert
@@ -435,7 +436,9 @@ def counted_structure(counted: dict[str, Any]) -> Structure:
     transformers' label in ``extra["label"]``."""
     s = fold_shared(analyse(counted, multimodal=is_multimodal(counted)), counted["config"])
     label = f"{LABEL} {counted['transformers_version']} ({counted['class']} on the meta device)"
-    return replace(s, extra={"facts": facts(counted["config"], s), "label": label,
+    # the resolved config, with config.json's own keys it dropped (LFM2's block_use_swiglu)
+    cfg = {**(counted.get("config_json") or {}), **counted["config"]}
+    return replace(s, extra={"facts": facts(cfg, s), "label": label,
                              "transformers_total": counted["total"]})
 
 

@@ -212,6 +212,6 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
         "input_embeddings": _path_of(model, inputs),
         "output_embeddings": _path_of(model, outputs),
         "total": sum(p.numel() for p in model.parameters()),  # each shared tensor once
-        "config": _config_dict(hf_cfg),
+        "config": _config_dict(hf_cfg), "config_json": data,
         "sub_configs": sorted(getattr(hf_cfg, "sub_configs", {}) or {}),
     }

@@ -20,13 +20,13 @@ def _uniform(k: ConfigKeys, key: str, default: int) -> int:
     """An int, or a per-layer list whose values all agree."""
     value: Any = k.data.get(key, default)
     if isinstance(value, list):
+        require(
+            len(set(map(repr, value))) == 1,
+            f"config.json key {key!r}: per-layer values {show(value)} are not supported",
+        )
         layers = k.get("num_hidden_layers", 32)
         require(len(value) >= layers, f"config.json key {key!r} lists {len(value)} values for "
                                       f"{layers} layers (transformers reads one per layer)")
-        require(
-            len(set(value)) == 1,
-            f"config.json key {key!r}: per-layer values {show(value)} are not supported",
-        )
         return ConfigKeys({key: value[0]}, k.model_type).get(key)
     return k.get(key, default)
 

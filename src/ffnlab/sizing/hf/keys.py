@@ -90,7 +90,7 @@ class ConfigKeys:
 
     def window(self, key: str = "sliding_window", default: int | None = None) -> int | None:
         """A sliding window in tokens; null or 0 means none (transformers builds both)."""
-        value = self.get(key, default, kind=object)
+        value = self.get(key, default, kind=object, null=None)
         if value is None:
             return None
         return integer(value, f"config.json key {key!r} (a window in tokens)", 0, MAX_INT) or None

@@ -330,6 +330,8 @@ def audit(
         if "cache_rule" in mem:
             print(f"{r['name']}: KV cache {mem['kv_cache_bytes'] / 2**30:,.2f} GiB from {mem['cache_rule']}; "
                   f"recurrent state {mem['state_bytes'] / 2**20:,.1f} MiB per batch; {mem['note']}")
+        elif r.get("memory_error") and r.get("counted_by") and not any(x.get("memory") for x in rows):
+            print(f"{r['name']}: no memory estimate: {r['memory_error']}")  # (no memory table above)
 
 
 @app.command(rich_help_panel=MODELS)

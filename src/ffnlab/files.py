@@ -110,15 +110,17 @@ def _first_line(e: BaseException) -> str:
     return (text.splitlines()[0] if text else type(e).__name__)[:200]
 
 
-def parse_text(text: str, fmt: str, where: str) -> Any:
+def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False) -> Any:
     """Parse ``text`` as ``fmt`` (JSON, YAML or TOML); one :class:`FfnlabError` line on failure.
 
-    JSON's NaN/Infinity are refused; nesting deeper than the parser can follow and integers
-    longer than Python converts are reported as errors, not tracebacks.
+    JSON's NaN/Infinity are refused unless ``json_constants`` (config.json files written by
+    Python's json, e.g. ``"time_step_limit": [0.0, Infinity]``, which transformers reads; values
+    still go through the number checks where they are used); nesting deeper than the parser can
+    follow and integers longer than Python converts are reported as errors, not tracebacks.
     """
     try:
         if fmt == "JSON":
-            return json.loads(text, parse_constant=_no_constant)
+            return json.loads(text) if json_constants else json.loads(text, parse_constant=_no_constant)
         if fmt == "YAML":
             import yaml
 
@@ -141,13 +143,13 @@ def _no_constant(name: str) -> Any:
 
 
 def read_data(path: str | Path, what: str = "file", *, fmt: str | None = None,
-              max_bytes: int = MAX_TEXT_BYTES) -> Any:
+              max_bytes: int = MAX_TEXT_BYTES, json_constants: bool = False) -> Any:
     """Read and parse a JSON, YAML or TOML file (format from ``fmt`` or the suffix)."""
     p = Path(path)
     fmt = fmt or FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise _fail(f"{p}: {what} files must end in {', '.join(FORMATS)}")
-    return parse_text(read_text(p, what, max_bytes=max_bytes), fmt, str(p))
+    return parse_text(read_text(p, what, max_bytes=max_bytes), fmt, str(p), json_constants=json_constants)
 
 
 def read_mapping(path: str | Path, what: str = "file", *, fmt: str | None = None,

@@ -350,8 +350,12 @@ def audit(
     wide: bool = WIDE_OPTION,
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
-    from ffnlab.sizing.audit import audit_entry, audit_target
+    from ffnlab.cli.notes import transient_note
+    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
+    from ffnlab.sizing.hf_fallback import announced
+    from ffnlab.sizing.hf_structure import Structure
     from ffnlab.sizing.parallel import memory_summary
+    from ffnlab.sizing.state_memory import structure_memory
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
@@ -363,19 +367,23 @@ def audit(
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
                               zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
-    audited = [(audit_entry(e), e.config()) for e in load_zoo()] if all_models else []
-    audited += [_audit_one(t, audit_target, count_with_transformers) for t in targets or []]
+    audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
+    counter = announced(count_with_transformers, transient_note)
+    audited += [_audit_one(t, audit_target, counter) for t in targets or []]
     rows = [row for row, _ in audited]
-    for row, cfg in audited:  # cfg None: counted by transformers or an estimate, no memory model
+    for row, cfg in audited:  # cfg None: an estimate, no memory model
         row["memory"] = None
         if cfg is None:
             row["memory_error"] = ("no published architecture" if row.get("model_type") is None else
-                                   "counted by transformers; ffnlab has no architecture model for its memory")
+                                   "no architecture to model its memory")
             continue
         try:
-            row["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+            if isinstance(cfg, Structure):  # counted through transformers: its own memory rules
+                row["memory"] = structure_memory(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+            else:
+                row["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
         except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
-            if len(rows) == 1:
+            if len(rows) == 1 and not isinstance(cfg, Structure):
                 raise
             row["memory_error"] = str(e)
     if as_json:
@@ -395,6 +403,11 @@ def audit(
     for r in rows:
         render.note(f"{r['name']}: {r['verdict']}", fmt)
     emit_memory(rows, fmt, wide=wide)
+    for r in rows:  # models counted through transformers: which layers keep a cache or a state
+        mem = r.get("memory") or {}
+        if "cache_rule" in mem:
+            render.note(f"{r['name']}: KV cache {mem['kv_cache_bytes'] / 2**30:,.2f} GiB from {mem['cache_rule']}; "
+                        f"recurrent state {mem['state_bytes'] / 2**20:,.1f} MiB per batch; {mem['note']}", fmt)
 
 
 def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, Any], Any]:
@@ -417,6 +430,7 @@ def zoo(
     wide: bool = WIDE_OPTION,
 ) -> None:
     """The published models ffnlab knows, with sources."""
+    from ffnlab.sizing.audit import entry_shape
     from ffnlab.sizing.zoo import load_zoo
 
     check_format(fmt)
@@ -428,11 +442,9 @@ def zoo(
     for e in entries:
         if family and family.lower() not in e.family.lower():
             continue
-        cfg = e.config()
+        d_model, d_ff, kind = entry_shape(e)
         rows.append({"name": e.name, "display": e.display, "family": e.family, "model_type": e.model_type,
-                     "d_model": cfg.d_model if cfg else (e.estimate or {}).get("d_model"),
-                     "d_ff": cfg.ffn.d_ff if cfg else (e.estimate or {}).get("d_ff"),
-                     "ffn_kind": cfg.ffn.kind if cfg else None, "source": e.source,
+                     "d_model": d_model, "d_ff": d_ff, "ffn_kind": kind, "source": e.source,
                      "verified_against": e.verified_against, "note": e.note})
     cols = [Column("name", "name", justify="left"), Column("family", "family", justify="left"),
             Column("model_type", "type", justify="left"), Column("d_model", "d_model"), Column("d_ff", "d_ff"),

@@ -9,8 +9,15 @@ from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, ffn_breakdown
 from ffnlab.sizing.flops import flops_per_token, training_memory
-from ffnlab.sizing.hf import MULTIMODAL, MULTIMODAL_NOTE, SUPPORTED_MODEL_TYPES, load_hf_config
-from ffnlab.sizing.hf_fallback import Counter, audit_untranslated
+from ffnlab.sizing.hf import (
+    MULTIMODAL,
+    MULTIMODAL_NOTE,
+    SUPPORTED_MODEL_TYPES,
+    load_hf_config,
+    unknowns,
+)
+from ffnlab.sizing.hf_fallback import Counter, audit_untranslated, row_of
+from ffnlab.sizing.hf_structure import Structure
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
@@ -87,8 +94,28 @@ def verdict(cfg: ModelConfig) -> str:
     return line
 
 
+UNKNOWN_TOP_K_NOTE = ("no top-k in config.json (num_experts_per_tok): parameters counted; active "
+                      "parameters and FLOPs need it and are unknown")
+TOP_K_FIELDS = ("top_k", "params_active", "params_ffn_active", "ratio_active_param_matched", "shared_share",
+                "routed_share", "flops_per_token")
+
+
 def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source: str | None = None,
-                 family: str = "", note: str | None = None) -> dict[str, Any]:
+                 family: str = "", note: str | None = None, unknown: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The audit row of a translated config; ``unknown`` names what its config.json leaves open
+    (``top_k``): those figures are None and the note says why."""
+    row = _audit_config(cfg, name=name, model_type=model_type, source=source, family=family, note=note)
+    if "top_k" in unknown:
+        row.update(dict.fromkeys(TOP_K_FIELDS))
+        row["note"] = "; ".join(x for x in (row["note"], UNKNOWN_TOP_K_NOTE) if x)
+        row["verdict"] = row["verdict"].split("; MoE")[0] + (
+            f"; MoE {cfg.ffn.n_experts} experts of {cfg.ffn.d_ff / cfg.d_model:.3g}x d_model, top-k not in "
+            "the config: active parameters and FLOPs unknown")
+    return row
+
+
+def _audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source: str | None = None,
+                  family: str = "", note: str | None = None) -> dict[str, Any]:
     c = count_params(cfg)
     f = cfg.ffn
     raw = f.d_ff / cfg.d_model
@@ -111,7 +138,28 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
     }
 
 
+def entry_basis(e: ZooEntry) -> ModelConfig | Structure | None:
+    """What a zoo entry's figures come from: its config, its stored structure, or None."""
+    return e.config() or e.structure()
+
+
+def entry_shape(e: ZooEntry) -> tuple[int | None, int | None, str | None]:
+    """(d_model, d_ff, FFN kind) of a zoo entry, for the zoo listing (d_ff: a routed expert's)."""
+    cfg = e.config()
+    if cfg is not None:
+        return cfg.d_model, cfg.ffn.d_ff, cfg.ffn.kind
+    s = e.structure()
+    if s is not None:
+        row = audit_entry(e)
+        return row["d_model"], row["d_ff"], row["ffn_kind"]
+    est = e.estimate or {}
+    return est.get("d_model"), est.get("d_ff"), None
+
+
 def audit_entry(e: ZooEntry) -> dict[str, Any]:
+    s = e.structure()
+    if s is not None:
+        return row_of(s, name=e.name, model_type=e.model_type, source=e.source, family=e.family, note=e.note)
     cfg = e.config()
     if cfg is not None:
         return audit_config(cfg, name=e.name, model_type=e.model_type, source=e.source, family=e.family,
@@ -147,22 +195,25 @@ def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
     return audit_target(target, counter)[0]
 
 
-def audit_target(target: str, counter: Counter | None = None) -> tuple[dict[str, Any], ModelConfig | None]:
-    """:func:`audit`'s row and the config it was computed from (None when transformers counted it
-    or for an estimate without a shape), so callers that need both read the config once."""
+def audit_target(target: str, counter: Counter | None = None
+                 ) -> tuple[dict[str, Any], ModelConfig | Structure | None]:
+    """:func:`audit`'s row and what it was computed from: the config, the structure of a model
+    counted through transformers, or None for an estimate without a shape; callers that need
+    both (the memory section) read the config once."""
     if is_zoo_name(target):
         e = find(target)
-        return audit_entry(e), e.config()
+        return audit_entry(e), entry_basis(e)
     p = Path(target)
     if p.exists() or target.endswith(".json") or "/" in target:
         try:
             cfg, raw = load_hf_config(p)
         except FfnlabError:  # a model_type without a translator: transformers counts it
-            row = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
-            if row is None:
+            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
+            if found is None:
                 raise
-            return row, None
+            return found
         note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
-        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note), cfg
+        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note,
+                            unknown=unknowns(raw)), cfg
     e = find(target)  # not a file either: find() names close zoo names
-    return audit_entry(e), e.config()
+    return audit_entry(e), entry_basis(e)

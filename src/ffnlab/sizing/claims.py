@@ -139,24 +139,27 @@ def capacity_shortfall(a: dict[str, Any]) -> Result:
 def expert_design(name: str) -> dict[str, Any]:
     """One MoE model's experts: width, width over d_model (granularity; at most 1 = fine-grained,
     as in ffnlab.sizing.audit), width over the 4x-parameter dense convention (8/3 d gated, 4 d
-    plain), routed / active / shared counts."""
-    from ffnlab.sizing.audit import FINE_GRAINED_MAX
+    plain), routed / active / shared counts; zero-computation experts (LongCat-Flash) apart.
+    Read from the model's audit row, so a hybrid counted through transformers (Qwen3-Next,
+    Kimi-Linear) is described like a translated one."""
+    from ffnlab.sizing.audit import FINE_GRAINED_MAX, audit_entry
 
-    cfg = _cfg(name)
-    f, d = cfg.ffn, cfg.d_model
-    require(f.is_moe, f"zoo entry {name!r} is not a mixture of experts")
-    convention = Fraction(8, 3) * d if f.gated else Fraction(4 * d)
-    granularity = f.d_ff / d
-    return {"model": name, "d_model": d, "expert_width": f.d_ff, "granularity": granularity,
-            "vs_dense_convention": float(f.d_ff / convention), "n_experts": f.n_experts,
-            "top_k": f.top_k,
-            "n_shared_experts": f.n_shared_experts,
+    row = audit_entry(find(name))
+    require(bool(row.get("n_experts")), f"zoo entry {name!r} is not a mixture of experts")
+    d, width = row["d_model"], row["d_ff"]
+    convention = Fraction(8, 3) * d if row["gated"] else Fraction(4 * d)
+    granularity = width / d
+    return {"model": name, "d_model": d, "expert_width": width, "granularity": granularity,
+            "vs_dense_convention": float(width / convention), "n_experts": row["n_experts"],
+            "top_k": row["top_k"], "n_shared_experts": row["n_shared_experts"] or 0,
+            "zero_experts": row.get("zero_expert_slots") or 0,
             "design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse"}
 
 
 def _design_text(r: dict[str, Any]) -> str:
     shared = f" + {r['n_shared_experts']} shared" if r["n_shared_experts"] else ""
-    return (f"{r['model']} {r['n_experts']} experts of {r['expert_width']} = "
+    zero = f" + {r['zero_experts']} zero-computation" if r.get("zero_experts") else ""
+    return (f"{r['model']} {r['n_experts']}{zero} experts of {r['expert_width']} = "
             f"{r['granularity']:.3g}x d_model {r['d_model']} (top-{r['top_k']}{shared})")
 
 

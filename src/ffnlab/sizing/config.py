@@ -14,6 +14,7 @@ from typing import Any
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.kinds import default_norm, default_positions, get_kind
 from ffnlab.sizing.widths import check_width
+from ffnlab.validation import show
 
 NORMS = ("layernorm", "rmsnorm", "layernorm-nobias", "none")
 POSITIONS = ("rope", "learned", "none", "alibi", "relative")
@@ -112,6 +113,11 @@ class ModelConfig:
     @property
     def n_kv_heads(self) -> int:
         return self.attn.n_kv_heads or self.attn.n_heads
+
+    @property
+    def n_heads_not_grouped(self) -> bool:
+        """Key/value heads that do not divide the query heads (counted, never trained)."""
+        return self.attn.n_heads % self.n_kv_heads != 0
 
     @property
     def head_dim(self) -> int:
@@ -218,7 +224,7 @@ def _sub(cls: type, data: Any, where: str) -> Any:
 def _indices(value: Any, where: str) -> tuple[int, ...]:
     ok = isinstance(value, (list, tuple)) and all(
         isinstance(i, int) and not isinstance(i, bool) for i in value)
-    require(ok, f"model config key {where!r} must be a list of layer indices, got {value!r}")
+    require(ok, f"model config key {where!r} must be a list of layer indices, got {show(value)}")
     return tuple(value)
 
 
@@ -226,8 +232,11 @@ def _positive(value: Any, what: str) -> None:
     check_width(value, what)
 
 
-def validate(cfg: ModelConfig) -> ModelConfig:
-    """Check a config for consistency; raise :class:`FfnlabError` with the first problem."""
+def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
+    """Check a config for consistency; raise :class:`FfnlabError` with the first problem.
+
+    ``grouped=False`` accepts key/value heads that do not divide the query heads: transformers
+    builds such a config.json (and ffnlab counts it), though no attention can run it."""
     for what in ("d_model", "n_layers", "vocab_size"):
         _positive(getattr(cfg, what), what)
     a = cfg.attn
@@ -240,7 +249,7 @@ def validate(cfg: ModelConfig) -> ModelConfig:
         _positive(a.head_dim, "head_dim")
     if a.n_kv_heads is not None:
         _positive(a.n_kv_heads, "n_kv_heads")
-        require(a.n_heads % a.n_kv_heads == 0,
+        require(not grouped or a.n_heads % a.n_kv_heads == 0,
                 f"n_kv_heads={a.n_kv_heads} must divide n_heads={a.n_heads}")
     require(cfg.norm in NORMS, f"norm must be one of {NORMS}, got {cfg.norm!r}")
     require(cfg.positions in POSITIONS, f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
@@ -286,9 +295,9 @@ def _validate_layout(cfg: ModelConfig) -> None:
     require(cfg.dense_ffn is not None, "dense_layers needs a dense_ffn for those layers")
     assert cfg.dense_ffn is not None
     _validate_ffn(cfg.dense_ffn, "dense_ffn")
-    require(len(set(idx)) == len(idx), f"dense_layers repeats an index: {list(idx)}")
+    require(len(set(idx)) == len(idx), f"dense_layers repeats an index: {show(list(idx))}")
     bad = [i for i in idx if not 0 <= i < cfg.n_layers]
-    require(not bad, f"dense_layers {bad} outside the {cfg.n_layers} decoder layers")
+    require(not bad, f"dense_layers {show(bad)} outside the {cfg.n_layers} decoder layers")
 
 
 def _validate_attention_extras(cfg: ModelConfig) -> None:
@@ -302,7 +311,7 @@ def _validate_attention_extras(cfg: ModelConfig) -> None:
     if a.sliding_layers is not None:
         require(a.sliding_window is not None, "sliding_layers needs a sliding_window")
         bad = [i for i in a.sliding_layers if not 0 <= i < cfg.n_layers]
-        require(not bad, f"sliding_layers {bad} outside the {cfg.n_layers} decoder layers")
+        require(not bad, f"sliding_layers {show(bad)} outside the {cfg.n_layers} decoder layers")
     mla = (a.q_lora_rank, a.qk_rope_head_dim, a.qk_nope_head_dim, a.v_head_dim)
     if a.kv_lora_rank is None:
         require(all(v is None for v in mla),
@@ -327,6 +336,7 @@ def check_trainable(cfg: ModelConfig) -> None:
     a = cfg.attn
     problems = [what for bad, what in (
         (cfg.encoder_layers > 0, "encoder-decoder stacks"),
+        (cfg.n_heads_not_grouped, f"n_kv_heads={cfg.n_kv_heads} not dividing n_heads={a.n_heads}"),
         (cfg.norm_placement != "pre" or cfg.norms_per_block != 2,
          f"{cfg.norm_placement} norm placement with {cfg.norms_per_block} norms per block "
          "(only pre-norm with 2)"),

@@ -1,49 +1,71 @@
-"""Count a model whose ``model_type`` has no ffnlab translator by letting transformers build it.
+"""Audit a model whose ``model_type`` has no ffnlab translator: transformers builds it, ffnlab reads it.
 
-The model is built on PyTorch's ``meta`` device (shapes only, no memory, no weights, nothing
-downloaded) from the config.json, and its parameters are summed once each, so the total is
-transformers' own count exactly. The FFN / attention / embedding / norm split is read from
-parameter names (:func:`classify`). Building needs torch, so the counter itself lives in the
-training layer (:func:`ffnlab.training.hf_count.count_with_transformers`) and is passed in by the
-caller (the ``audit`` command does); this module stays pure Python, and a model type with a
-translator never pays for the import.
+The model is built on PyTorch's ``meta`` device from the config.json (shapes only, nothing
+downloaded) by :func:`ffnlab.training.hf_count.count_with_transformers`, which the caller passes
+in (the ``audit`` command does), so this module stays pure Python. The total is transformers' own
+count; the FFN view (kind, widths, experts, layer layout, active parameters, ratios) comes from
+the module tree by structure (:mod:`ffnlab.sizing.hf_structure`), with the numbers the structure
+cannot show (top-k, the attention's key/value heads) read from the config transformers resolved.
 """
 
 from __future__ import annotations
 
-import re
+from collections import Counter as Tally
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.hf import config_name, read_hf_config
-from ffnlab.sizing.widths import alignment
+from ffnlab.sizing.hf.keys import ACT_PLAIN, GATED_FROM_ACT
+from ffnlab.sizing.hf_structure import FFNUnit, Structure, analyse, layer_counts
+from ffnlab.sizing.widths import alignment, param_matched_ratio
 
 LABEL = "counted by transformers"
 INSTALL_HINT = "install ffnlab[hf] (transformers) to count it by building the model on the meta device"
-PARTS = ("embedding", "attention", "ffn", "norms", "other")
+CONVENTION = 4
+FINE_GRAINED_MAX = 1.0  # as ffnlab.sizing.audit: experts no wider than d_model are fine-grained
+PARITY_TOLERANCE = 0.02
+AUDIT_SEQ_LEN = 4096
 
-# Module-name pieces that decide a parameter's part; the first module on the path that matches
-# wins, and within one module name the norm test comes first (``post_attention_layernorm`` is a
-# norm, ``self_attn.q_norm`` belongs to attention because ``self_attn`` comes first).
-_NORM = re.compile(r"norm|^ln(_|f|\d|$)")
-_EMBEDDING = re.compile(r"embed|^(wte|wpe|lm_head|shared|word_embeddings|position_embeddings)$")
-_FFN = re.compile(r"mlp|ffn|feed_?forward|moe|expert|^(fc1|fc2|c_fc|dense_h_to_4h|dense_4h_to_h)$")
-_ATTENTION = re.compile(r"attn|attention")
-_RULES = (("norms", _NORM), ("embedding", _EMBEDDING), ("ffn", _FFN), ("attention", _ATTENTION))
+# config keys, first present wins (transformers' names across families)
+TOP_K_KEYS = ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "top_k", "moe_top_k",
+              "n_activated_experts", "router_top_k", "experts_per_token", "num_selected_experts",
+              "top_k_experts")
+ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation", "mlp_hidden_act", "ffn_act",
+            "activation")
+ZERO_EXPERT_KEYS = ("zero_expert_num", "n_zero_experts", "num_zero_experts")
+STATE_KEYS = ("ssm_state_size", "state_size", "mamba_d_state", "mamba_state_size", "linear_key_head_dim",
+              "d_state")
+# activation module classes -> ffnlab plain activation
+ACT_CLASSES = {
+    "SiLUActivation": "silu", "SiLU": "silu", "GELUActivation": "gelu", "GELU": "gelu",
+    "NewGELUActivation": "gelu_tanh", "GELUTanh": "gelu_tanh", "PytorchGELUTanh": "gelu_tanh",
+    "FastGELUActivation": "gelu_tanh", "QuickGELUActivation": "gelu", "AccurateGELUActivation": "gelu",
+    "ReLU": "relu", "ReLUSquaredActivation": "relu2", "Sigmoid": "sigmoid", "BloomGelu": "gelu_tanh",
+}
+GATED_KIND = {"silu": "swiglu", "gelu": "geglu", "gelu_tanh": "geglu", "relu": "reglu", "sigmoid": "glu"}
+# a model whose config has sub-configs other than text_config is multimodal: ffnlab counts its
+# language model and head, as the translators do
+MAX_LAYERS = 10_000  # more layers than any published model by far; building them would not end
+MAX_PARAMS_ESTIMATE = 10**14  # 100T parameters, from the config's own numbers, before building
 
-# config keys that hold the FFN width, by family convention (first present wins)
-D_FF_KEYS = ("intermediate_size", "ffn_dim", "ffn_hidden_size", "d_ff", "n_inner", "inner_dim")
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def classify(name: str) -> str:
-    """The part (one of :data:`PARTS`) a parameter belongs to, from its dotted name."""
-    for module in name.split(".")[:-1]:
-        for part, pattern in _RULES:
-            if pattern.search(module.lower()):
-                return part
-    return "other"
+def first_int(cfg: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+    """The first of ``keys`` holding a positive integer (or a per-layer list of one value)."""
+    for k in keys:
+        value = cfg.get(k)
+        if isinstance(value, list) and value and len(set(map(repr, value))) == 1:
+            value = value[0]
+        v = _int(value)
+        if v is not None:
+            return v
+    return None
 
 
 def untranslated_type(data: dict[str, Any], supported: tuple[str, ...]) -> str | None:
@@ -52,49 +74,385 @@ def untranslated_type(data: dict[str, Any], supported: tuple[str, ...]) -> str |
     return mt if isinstance(mt, str) and mt not in supported else None
 
 
-def _first_int(cfg: dict[str, Any], keys: tuple[str, ...]) -> int | None:
-    for k in keys:
-        v = cfg.get(k)
-        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-            return v
+def check_buildable(data: dict[str, Any]) -> None:
+    """Refuse, from the config's own numbers, a model too large to build in bounded time
+    (transformers builds any size, one module object per layer, even on the meta device)."""
+    def walk(obj: Any, depth: int = 0) -> list[dict[str, Any]]:
+        if not isinstance(obj, dict) or depth > 4:
+            return []
+        return [obj] + [d for v in obj.values() for d in walk(v, depth + 1)]
+
+    for cfg in walk(data):
+        for key, value in cfg.items():
+            n = _int(value)
+            if n is not None and "layer" in key.lower() and not key.lower().endswith(("_idx", "_index", "idxs")):
+                require(n <= MAX_LAYERS, f"config.json key {key!r} = {n:,} layers: ffnlab builds at most "
+                                         f"{MAX_LAYERS:,} layers through transformers")
+        width = first_int(cfg, ("hidden_size", "d_model", "n_embd"))
+        layers = first_int(cfg, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+        ff = first_int(cfg, ("intermediate_size", "ffn_dim", "d_ff", "n_inner")) or (4 * width if width else 0)
+        experts = first_int(cfg, ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")) or 1
+        vocab = first_int(cfg, ("vocab_size",)) or 0
+        if width and layers:
+            estimate = layers * (4 * width * width + 3 * width * ff * experts) + 2 * vocab * width
+            require(estimate <= MAX_PARAMS_ESTIMATE,
+                    f"config.json describes about {estimate:.3g} parameters (from its widths and "
+                    f"layer count): ffnlab builds at most {MAX_PARAMS_ESTIMATE:.0e} through transformers")
+
+
+def is_multimodal(counted: dict[str, Any]) -> bool:
+    return bool(set(counted.get("sub_configs") or ()) - {"text_config"}) or (
+        counted.get("auto") == "AutoModelForImageTextToText")
+
+
+# -- facts the structure cannot show ------------------------------------------------------------
+
+def attention_facts(cfg: dict[str, Any], d: int) -> dict[str, Any]:
+    """Key/value cache elements per token of one attention layer, and its rule."""
+    heads = first_int(cfg, ("num_attention_heads", "n_head", "num_heads", "n_heads"))
+    kv_heads = first_int(cfg, ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "kv_n_heads")) or heads
+    if cfg.get("multi_query") is True:
+        kv_heads = 1
+    head_dim = first_int(cfg, ("head_dim", "attention_head_dim", "kv_channels"))
+    if head_dim is None and heads:
+        head_dim = d // heads
+    rank, rope = _int(cfg.get("kv_lora_rank")), _int(cfg.get("qk_rope_head_dim"))
+    if rank is not None:
+        per_token = rank + (rope or 0)
+        rule = f"MLA latent: kv_lora_rank {rank} + qk_rope_head_dim {rope or 0}"
+        qk = (_int(cfg.get("qk_nope_head_dim")) or 0) + (rope or 0)
+        v = _int(cfg.get("v_head_dim")) or qk
+    elif kv_heads and head_dim:
+        per_token = 2 * kv_heads * head_dim
+        rule = f"2 (K, V) x kv_heads {kv_heads} x head_dim {head_dim}"
+        qk = v = head_dim
+    else:
+        per_token, rule, qk, v = None, "no key/value heads in the config", None, None
+    types = cfg.get("layer_types")
+    window = _int(cfg.get("sliding_window"))
+    if cfg.get("use_sliding_window") is False:
+        window = None
+    sliding = None
+    if window and isinstance(types, list):
+        sliding = [i for i, t in enumerate(types) if isinstance(t, str) and "sliding" in t]
+    return {"n_heads": heads, "n_kv_heads": kv_heads, "head_dim": head_dim, "qk_head_dim": qk,
+            "v_head_dim": v, "kv_per_token": per_token, "kv_rule": rule, "sliding_window": window,
+            "sliding_layers": sliding}
+
+
+def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The config with the keys of its nested blocks (DBRX's ``ffn_config``) where the top level
+    lacks them; vision and audio blocks left out."""
+    nested = {k: v for name, sub in cfg.items() if isinstance(sub, dict)
+              and not any(w in name for w in ("vision", "audio", "image", "speech", "video"))
+              for k, v in sub.items()}
+    return {**nested, **cfg}
+
+
+def facts(cfg: dict[str, Any], s: Structure) -> dict[str, Any]:
+    """Numbers read from the config transformers resolved: top-k, the activation, the
+    attention's cache shape, the recurrent state width, zero-computation experts."""
+    cfg = flat_config(cfg)
+    act = next((cfg[k] for k in ACT_KEYS if isinstance(cfg.get(k), str)), None)
+    if act is None and any(v is True for k, v in cfg.items() if isinstance(k, str) and "swiglu" in k):
+        act = "silu"  # LFM2's block_use_swiglu: SiLU-gated, applied as a function
+    return {
+        "top_k": first_int(cfg, TOP_K_KEYS), "activation": act,
+        "zero_experts": first_int(cfg, ZERO_EXPERT_KEYS),
+        "state_size": first_int(cfg, STATE_KEYS) or _nested_state(cfg),
+        "vocab_size": first_int(cfg, ("vocab_size",)),
+        **attention_facts(cfg, s.d_model),
+    }
+
+
+def _nested_state(cfg: dict[str, Any]) -> int | None:
+    for key in ("linear_attn_config", "ssm_cfg", "mamba_config"):
+        inner = cfg.get(key)
+        if isinstance(inner, dict):
+            found = first_int(inner, ("head_dim", "d_state", "state_size"))
+            if found:
+                return found
     return None
 
 
-def audit_row(path: Path, data: dict[str, Any], counted: dict[str, Any]) -> dict[str, Any]:
-    """An audit row (the keys of :func:`ffnlab.sizing.audit.audit_config`) for a counted model."""
-    cfg, parts, total = counted["config"], counted["parts"], counted["total"]
-    d_model = counted["d_model"] or _first_int(cfg, ("hidden_size", "d_model", "n_embd"))
-    d_ff = _first_int(cfg, D_FF_KEYS)
+def fold_shared(s: Structure, cfg: dict[str, Any]) -> Structure:
+    """A dense FFN beside a MoE without shared experts in the same layer, as wide as a config
+    key naming a shared width (GraniteMoeShared's ``shared_intermediate_size``), is that MoE's
+    shared expert."""
+    widths = {v for k, v in cfg.items() if isinstance(k, str) and "shared" in k and ("size" in k or "dim" in k)
+              and _int(v)}
+    if not widths:
+        return s
+    merged: dict[int, FFNUnit] = {}  # id of the MoE unit -> the unit with its shared expert
+    dropped: set[int] = set()
+    for layer in {f.layer for f in s.ffns if f.layer is not None}:
+        units = [f for f in s.ffns if f.layer == layer]
+        moes = [f for f in units if f.moe and not f.n_shared]
+        dense = [f for f in units if not f.moe and f.d_ff in widths]
+        if len(moes) == 1 and len(dense) == 1:
+            m, x = moes[0], dense[0]
+            merged[id(m)] = replace(m, shared=m.shared + x.params, params=m.params + x.params, n_shared=1,
+                                    d_shared=x.d_ff)
+            dropped.add(id(x))
+    if not merged:
+        return s
+    ffns = [merged.get(id(f), f) for f in s.ffns if id(f) not in dropped]
+    folded = {f.layer for f in merged.values()}
+    layers = [[k for k in kinds if k != "dense"] if i in folded else kinds for i, kinds in enumerate(s.layers)]
+    return replace(s, ffns=ffns, layers=layers)
+
+
+# -- the FFN view -----------------------------------------------------------------------------
+
+def ffn_kind(unit: FFNUnit, activation: str | None) -> str:
+    """ffnlab's kind name (swiglu, gelu, ...) from the activation module or the config's key."""
+    plain = ACT_CLASSES.get(unit.activation or "") or ACT_PLAIN.get(activation or "")
+    if unit.gated:
+        if plain in GATED_KIND:
+            return GATED_KIND[plain]
+        gated = GATED_FROM_ACT.get(activation or "")
+        return gated or f"gated ({plain or unit.activation or activation or 'activation not a module'})"
+    return plain or f"plain ({unit.activation or activation or 'activation not a module'})"
+
+
+def _dominant(units: list[FFNUnit]) -> FFNUnit | None:
+    """The FFN that describes the model: the routed experts if any, else the widest-spread dense."""
+    if not units:
+        return None
+    pool = [f for f in units if f.moe] or units
+    count = Tally((f.d_ff, f.gated, f.moe) for f in pool)
+    key = max(count, key=lambda k: (count[k], k[0]))
+    return next(f for f in pool if (f.d_ff, f.gated, f.moe) == key)
+
+
+def layout_text(s: Structure) -> str:
+    """The layer stack in runs: "0-2 linear_attention+moe, 3 attention+moe, ..." (at most 12 runs),
+    then the counts."""
+    names = ["+".join(k) if k else "none" for k in s.layers]
+    runs: list[tuple[int, int, str]] = []
+    for i, n in enumerate(names):
+        if runs and runs[-1][2] == n:
+            runs[-1] = (runs[-1][0], i, n)
+        else:
+            runs.append((i, i, n))
+    counts = layer_counts(s)
+    summary = ", ".join(f"{counts[k]} {k.replace('_', ' ')}" for k in
+                        ("attention", "linear_attention", "ssm", "short_conv", "dense", "moe") if counts.get(k))
+    if len(runs) > 12:
+        return f"{s.n_layers} layers: {summary}"
+    spans = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b, _ in runs)
+    text = "; ".join(f"{a if a == b else f'{a}-{b}'} {n}" for a, b, n in runs)
+    return f"{s.n_layers} layers: {summary} ({text})" if spans else f"{s.n_layers} layers"
+
+
+def moe_fields(s: Structure, top_k: int | None, unit: FFNUnit | None) -> dict[str, Any]:
+    """The MoE figures of :func:`ffnlab.sizing.audit.moe_summary`, from the structure."""
+    moes = [f for f in s.ffns if f.moe]
+    keys = ("expert_granularity", "expert_design", "moe_layers", "n_shared_experts", "d_shared",
+            "params_ffn_routed", "params_ffn_shared", "params_ffn_router", "params_ffn_dense_layers",
+            "shared_share", "routed_share", "ratio_active_param_matched")
+    if not moes or unit is None:
+        return dict.fromkeys(keys)
+    d = s.d_model
+    routed = sum(f.routed - f.zero_params for f in moes)
+    shared = sum(f.shared for f in moes)
+    active = None if top_k is None else sum(
+        (f.routed - f.zero_params) * min(top_k, f.n_experts) // f.n_experts for f in moes if not f.reused)
+    granularity = unit.d_ff / d
+    out = {
+        "expert_granularity": granularity,
+        "expert_design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse",
+        "moe_layers": len({f.layer for f in moes}), "n_shared_experts": unit.n_shared,
+        "d_shared": unit.d_shared, "params_ffn_routed": routed, "params_ffn_shared": shared,
+        "params_ffn_router": sum(f.router + f.zero_params for f in moes),
+        "params_ffn_dense_layers": sum(f.params for f in s.ffns if not f.moe),
+        "shared_share": None, "routed_share": None, "ratio_active_param_matched": None,
+    }
+    if active is not None:
+        both = active + shared
+        out["shared_share"] = shared / both if both else 0.0
+        out["routed_share"] = active / both if both else 0.0
+    return out
+
+
+def active_ffn(s: Structure, top_k: int | None) -> int | None:
+    """FFN parameters one token uses: dense FFNs, routers, shared experts, top-k routed experts
+    (a zero-computation expert slot is counted as a real one: an upper bound)."""
+    if any(f.moe for f in s.ffns) and top_k is None:
+        return None
+    n = 0
+    for f in s.ffns:
+        if not f.moe:
+            n += f.params
+            continue
+        real = f.routed - f.zero_params
+        n += f.params - f.routed + real * min(top_k or 0, f.n_experts) // f.n_experts
+    return n
+
+
+def ffn_verdict(d: int, unit: FFNUnit, kind: str, top_k: int | None, active_pm: float | None) -> str:
+    """How this FFN compares with a 4x plain MLP (for MoE: each expert, then a token's share)."""
+    raw = unit.d_ff / d
+    pm = float(param_matched_ratio(d, unit.d_ff, unit.gated))
+    dev = pm / CONVENTION - 1
+    what = f"{kind} {'gated ' if unit.gated and 'gated' not in kind else ''}{'experts' if unit.moe else 'FFN'} at {raw:.3g}x"
+    if unit.gated:
+        what += f" (= {pm:.3g}x in plain-MLP parameters{' each' if unit.moe else ''})"
+    params = "parameters per expert" if unit.moe else "FFN parameters"
+    if abs(dev) <= PARITY_TOLERANCE:
+        line = f"{what}: matches the 4x convention in {params} ({dev:+.1%})"
+    else:
+        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} {params} than a 4x MLP"
+    if unit.moe:
+        design = "fine-grained" if raw <= FINE_GRAINED_MAX else "coarse"
+        shared = f" + {unit.n_shared} shared" if unit.n_shared else ""
+        line += f"; MoE {unit.n_experts} {design} experts of {raw:.3g}x d_model"
+        if unit.zero_slots:
+            line += f" (+ {unit.zero_slots} zero-computation slots)"
+        if top_k is None:
+            line += f", top-k not in the config ({', '.join(TOP_K_KEYS[:2])}): active parameters and FLOPs unknown"
+        elif active_pm is not None:
+            line += (f", top-{top_k}{shared} active: {active_pm:.3g}x in plain-MLP parameters per token "
+                     f"and layer ({active_pm / CONVENTION - 1:+.0%} vs 4x)")
+    if unit.d_ff % 128:
+        line += f"; width not a multiple of 128 (largest power-of-two divisor {unit.d_ff & -unit.d_ff})"
+    return line
+
+
+def flops_forward(s: Structure, f: dict[str, Any], active: int | None, seq_len: int) -> int | None:
+    """Forward FLOPs per token: 2 x the active matrix parameters outside the embedding tables
+    (the LM head's matrix included, tied or not) plus attention scores and values over the
+    context (the window for sliding layers); recurrent state updates are not counted."""
+    if active is None:
+        return None
+    vocab = f.get("vocab_size") or 0
+    matmul = active - s.parts["embedding"] - s.parts["norms"] + vocab * s.d_model
+    scores = 0
+    heads, qk, v = f.get("n_heads"), f.get("qk_head_dim"), f.get("v_head_dim")
+    sliding = set(f.get("sliding_layers") or ())
+    window = f.get("sliding_window")
+    for m in s.mixers:
+        if m.kind != "attention" or not heads or not qk:
+            continue
+        ctx = min(seq_len, window) if window and (m.layer in sliding or f.get("sliding_layers") is None) else seq_len
+        scores += 2 * ctx * heads * (qk + (v or qk))
+    return 2 * matmul + scores
+
+
+def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str | None, source: str | None,
+                  label: str, family: str = "", note: str | None = None) -> dict[str, Any]:
+    """An audit row (the keys of :func:`ffnlab.sizing.audit.audit_config` and more) for a model
+    read from its structure."""
+    parts, total = s.parts, s.total
     non_embedding = total - parts["embedding"]
-    raw = d_ff / d_model if d_ff and d_model else None
-    label = f"{LABEL} {counted['transformers_version']} ({counted['class']} on the meta device)"
-    verdict = (f"{label}: FFN {parts['ffn']:,} of {non_embedding:,} non-embedding parameters"
-               + (f"; d_ff/d_model {raw:.3g} from config key"
-                  f" {next(k for k in D_FF_KEYS if cfg.get(k) == d_ff)}" if raw else ""))
+    unit = _dominant(s.ffns)
+    top_k = f.get("top_k")
+    d = s.d_model
+    moe = bool(unit and unit.moe)
+    ffn_active = active_ffn(s, top_k)
+    active = None if ffn_active is None else total - parts["ffn"] + ffn_active
+    kind = ffn_kind(unit, f.get("activation")) if unit else None
+    dense = _dominant([x for x in s.ffns if not x.moe])
+    raw = unit.d_ff / d if unit and d else None
+    pm = float(param_matched_ratio(d, unit.d_ff, unit.gated)) if unit and d else None
+    mf = moe_fields(s, top_k, unit)
+    n_layers = s.n_layers or 1
+    active_pm = ffn_active / n_layers / (2 * d * d) if moe and ffn_active is not None and d else None
+    mf["ratio_active_param_matched"] = active_pm
+    notes = [x for x in (note, _zero_note(s, f), None if top_k is not None or not moe else
+                         "no top-k in config.json: parameters counted; active parameters and FLOPs unknown") if x]
+    if s.outside:
+        notes.append(f"multimodal: counted the language model and its LM head; {s.outside:,} parameters of "
+                     "the vision/audio encoders and projector are not counted")
+    mixers = {k: parts[k] for k in ("linear_attention", "ssm", "short_conv") if parts[k]}
+    verdict = (ffn_verdict(d, unit, kind or "?", top_k, active_pm) if unit
+               else "no FFN found (no up/down projection pair in any layer)")
+    verdict += f"; {layout_text(s)}" if s.n_layers else ""
+    if mixers:
+        verdict += "; non-embedding share: " + ", ".join(
+            f"{k.replace('_', ' ')} {v / non_embedding:.0%}" for k, v in {"ffn": parts["ffn"], "attention":
+                                                                            parts["attention"], **mixers}.items()
+            if v and non_embedding)
+    verdict += f"; {label}"
     return {
-        "name": config_name(path),
-        "family": "", "model_type": data.get("model_type"), "d_model": d_model, "d_ff": d_ff,
-        "ffn_kind": None, "gated": None,
-        "n_layers": _first_int(cfg, ("num_hidden_layers", "n_layer", "num_layers")),
-        "n_heads": _first_int(cfg, ("num_attention_heads", "n_head", "num_heads")),
-        "n_kv_heads": _first_int(cfg, ("num_key_value_heads", "num_attention_heads", "n_head")),
-        "vocab_size": _first_int(cfg, ("vocab_size",)), "n_experts": None, "top_k": None,
+        "name": name, "family": family, "model_type": model_type, "d_model": d,
+        "d_ff": unit.d_ff if unit else None, "d_ff_dense": dense.d_ff if dense else None,
+        "ffn_kind": kind, "gated": unit.gated if unit else None, "n_layers": s.n_layers or None,
+        "n_heads": f.get("n_heads"), "n_kv_heads": f.get("n_kv_heads"), "vocab_size": f.get("vocab_size"),
+        "n_experts": unit.n_experts if moe and unit else 0, "top_k": top_k if moe else 0,
         "params_total": total, "params_non_embedding": non_embedding, "params_ffn": parts["ffn"],
         "params_attention": parts["attention"], "params_embedding": parts["embedding"],
-        "params_norms": parts["norms"], "params_other": parts["other"], "params_active": None,
-        "ffn_share": parts["ffn"] / non_embedding if non_embedding else None,
-        "ratio_raw": raw, "ratio_param_matched": None, "deviation_raw": raw / 4 - 1 if raw else None,
-        "deviation_param_matched": None, "alignment": alignment(d_ff) if d_ff else None,
-        "verdict": verdict, "source": str(path), "note": None, "counted_by": "transformers",
+        "params_norms": parts["norms"], "params_other": parts["other"],
+        "params_linear_attention": parts["linear_attention"], "params_ssm": parts["ssm"],
+        "params_short_conv": parts["short_conv"], "params_outside_lm": s.outside,
+        "params_active": active, "ffn_share": parts["ffn"] / non_embedding if non_embedding else None,
+        "ratio_raw": raw, "ratio_param_matched": pm,
+        "deviation_raw": raw / CONVENTION - 1 if raw else None,
+        "deviation_param_matched": pm / CONVENTION - 1 if pm else None,
+        "alignment": alignment(unit.d_ff) if unit else None, "verdict": verdict, "source": source,
+        "note": "; ".join(notes) or None, "params_ffn_active": ffn_active, "params_mtp": None, **mf,
+        "layer_layout": ["+".join(k) for k in s.layers], "layer_counts": layer_counts(s),
+        "zero_expert_slots": unit.zero_slots if moe and unit else None,
+        "params_zero_experts": sum(x.zero_params for x in s.ffns) if moe else None,
+        "flops_per_token": flops_forward(s, f, active, AUDIT_SEQ_LEN), "flops_seq_len": AUDIT_SEQ_LEN,
+        "training_memory_bytes": 16 * total, "training_memory_dtype": "bf16 + AdamW, no activations",
+        "counted_by": "transformers",
     }
 
+
+def _zero_note(s: Structure, f: dict[str, Any]) -> str | None:
+    zero = sum(x.zero_params for x in s.ffns)
+    slots = max((x.zero_slots for x in s.ffns), default=0)
+    if not slots:
+        return None
+    return (f"{slots} zero-computation experts (identity: no FFN compute): transformers allocates "
+            f"{zero:,} expert parameters for their slots, which ffnlab counts in the total (as "
+            "transformers does) and in params_zero_experts, not as routed experts; a published total "
+            "leaves them out; active parameters assume the top-k all land on real experts (an upper bound)")
+
+
+# -- entry points -------------------------------------------------------------------------------
 
 Counter = Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]]
 
 
+def announced(counter: Counter, note: Callable[[str], None]) -> Counter:
+    """``counter`` that first says, through ``note``, that it is falling back to transformers (the
+    first build imports torch and transformers, seconds), and erases the note when done."""
+
+    def count(data: dict[str, Any], supported: tuple[str, ...]) -> dict[str, Any]:
+        note(f"model_type {data.get('model_type')!r} has no ffnlab translator: building it with "
+             "transformers on the meta device ...")
+        try:
+            return counter(data, supported)
+        finally:
+            note("")
+
+    return count
+
+
+def counted_structure(counted: dict[str, Any]) -> Structure:
+    """The structure of a counted model, with the config's facts in ``extra["facts"]`` and
+    transformers' label in ``extra["label"]``."""
+    s = fold_shared(analyse(counted, multimodal=is_multimodal(counted)), counted["config"])
+    label = f"{LABEL} {counted['transformers_version']} ({counted['class']} on the meta device)"
+    # the resolved config, with config.json's own keys it dropped (LFM2's block_use_swiglu)
+    cfg = {**(counted.get("config_json") or {}), **counted["config"]}
+    return replace(s, extra={"facts": facts(cfg, s), "label": label,
+                             "transformers_total": counted["total"]})
+
+
+def row_of(s: Structure, *, name: str, model_type: str | None, source: str | None, family: str = "",
+           note: str | None = None) -> dict[str, Any]:
+    """The audit row of a structure from :func:`counted_structure` (or a stored one)."""
+    return structure_row(s, s.extra["facts"], name=name, model_type=model_type, source=source,
+                         label=s.extra["label"], family=family, note=note)
+
+
 def audit_untranslated(path: str | Path, supported: tuple[str, ...],
-                       counter: Counter | None) -> dict[str, Any] | None:
-    """The audit row of a config.json whose model_type has no translator, or None if it has one.
+                       counter: Counter | None) -> tuple[dict[str, Any], Structure] | None:
+    """The audit row and structure of a config.json whose model_type has no translator, or None
+    if it has one.
 
     ``counter`` builds the model and counts it (see the module docstring); without one the row
     cannot be counted and the error names the supported types and the fallback.
@@ -106,4 +464,7 @@ def audit_untranslated(path: str | Path, supported: tuple[str, ...],
     require(counter is not None, f"config.json model_type {model_type!r} is not supported; supported: "
                                  f"{', '.join(supported)}; `ffnlab audit` counts it with transformers "
                                  f"({INSTALL_HINT})")
-    return audit_row(p, data, counter(data, supported))
+    assert counter is not None
+    check_buildable(data)
+    s = counted_structure(counter(data, supported))
+    return row_of(s, name=config_name(p), model_type=model_type, source=str(p)), s

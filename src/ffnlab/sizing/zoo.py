@@ -1,7 +1,12 @@
 """The model zoo: published architectures kept as data (``data/zoo.json``), with sources.
 
 Each entry stores the architecture fields of the model's Hugging Face ``config.json`` (or, for
-models without one, the paper's numbers in the same layout) and names where they come from.
+models without one, the paper's numbers in the same layout) and names where they come from. A
+model type ffnlab has no translator for (hybrids, linear attention) also stores ``counted``: the
+structure transformers built from that config on the meta device (:mod:`ffnlab.sizing.hf_structure`),
+so the zoo, claims and ``audit --all`` read it without torch; tests/test_hf_zoo.py rebuilds every
+one and checks it equals what transformers builds now (``python tests/hf_zoo_counts.py --write``
+refreshes them).
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hf import from_hf_dict
+from ffnlab.sizing.hf import HF_TRANSLATORS, MULTIMODAL, from_hf_dict
+from ffnlab.sizing.hf_structure import Structure
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,7 @@ class ZooEntry:
     estimate: dict[str, int] | None
     aliases: tuple[str, ...] = ()
     native_config: dict[str, Any] | None = None  # ffnlab's own format, for paper-only shapes
+    counted: dict[str, Any] | None = None  # the structure transformers built (untranslated types)
 
     @property
     def model_type(self) -> str | None:
@@ -38,11 +45,21 @@ class ZooEntry:
         return "paper" if self.native_config else None
 
     @property
+    def translated(self) -> bool:
+        mt = self.model_type
+        return bool(self.hf_config) and (mt in HF_TRANSLATORS or mt in MULTIMODAL)
+
+    @property
     def has_config(self) -> bool:
-        return bool(self.hf_config or self.native_config)
+        """Whether ffnlab's own model describes it (a translated config.json or a paper shape)."""
+        return self.translated or bool(self.native_config)
+
+    def structure(self) -> Structure | None:
+        """The stored transformers structure of an untranslated model type (None otherwise)."""
+        return Structure.from_dict(self.counted) if self.counted else None
 
     def config(self) -> ModelConfig | None:
-        if self.hf_config:
+        if self.hf_config and self.translated:
             return from_hf_dict(self.hf_config, name=self.name)
         if self.native_config:
             return replace(ModelConfig.from_dict(self.native_config), name=self.name)
@@ -57,7 +74,7 @@ def load_zoo() -> tuple[ZooEntry, ...]:
             name=m["name"], display=m.get("display") or m["name"], family=m.get("family", ""),
             source=m.get("source"), verified_against=m.get("verified_against"), note=m.get("note"),
             hf_config=m.get("config"), estimate=m.get("estimate"), aliases=tuple(m.get("aliases", ())),
-            native_config=m.get("ffnlab_config"),
+            native_config=m.get("ffnlab_config"), counted=m.get("counted"),
         )
         for m in raw["models"]
     )

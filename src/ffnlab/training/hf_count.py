@@ -1,62 +1,217 @@
 """Count a model ffnlab has no translator for by letting transformers build it on the meta device.
 
-The training-layer half of :mod:`ffnlab.sizing.hf_fallback` (which holds the pure parts: the
-parameter classifier and the audit row). torch and transformers are imported when a count runs.
+The training-layer half of :mod:`ffnlab.sizing.hf_fallback`: it imports torch and transformers
+(once per process, however many configs are counted), builds the model on PyTorch's ``meta``
+device (shapes only: no memory, no weights, nothing downloaded) and writes its module tree out
+as plain data (:func:`module_tree`). Everything read from that tree (which modules are FFNs,
+attention, SSM layers; widths, experts, layer layout) is pure Python in
+:mod:`ffnlab.sizing.hf_structure`, so the same analysis runs on a stored tree without torch.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import warnings
+from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
-from ffnlab.sizing.hf_fallback import INSTALL_HINT, PARTS, classify
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.hf_fallback import INSTALL_HINT
+from ffnlab.validation import show
+
+# torch module classes that are activations (transformers' own live in transformers.activations)
+_TORCH_ACTIVATIONS = ("ReLU", "ReLU6", "GELU", "SiLU", "Tanh", "Sigmoid", "Mish", "LeakyReLU", "ELU",
+                      "Softplus", "GLU", "Hardswish", "Hardtanh", "SELU", "CELU", "PReLU", "Identity")
+# words in a parameterless module's class name that make it an activation (BLOOM's BloomGelu)
+_ACTIVATION_WORDS = ("gelu", "silu", "relu", "swish", "swiglu", "mish", "sigmoid", "tanh", "softplus")
 
 
-def _model_class(transformers: Any, model_type: str) -> Any:
-    """The Auto class that builds the whole model: seq2seq, else causal LM, else the bare model."""
+@lru_cache(maxsize=1)
+def _libraries() -> tuple[Any, Any]:
+    """torch and transformers, imported once, transformers' own logging silenced (its warnings
+    about a config would print before ffnlab's one error line)."""
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.logging.disable_progress_bar()
+    return torch, transformers
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No warnings, log records or prints from inside transformers while a model is built."""
+    sink = io.StringIO()
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
+
+
+def model_class(transformers: Any, model_type: str) -> Any:
+    """The Auto class that builds the whole model with its LM head: seq2seq, else causal LM, else
+    image-text-to-text (vision-language models), else the bare model."""
     from transformers.models.auto import modeling_auto as m
 
     for names, auto in ((m.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, transformers.AutoModelForSeq2SeqLM),
-                        (m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, transformers.AutoModelForCausalLM)):
+                        (m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, transformers.AutoModelForCausalLM),
+                        (m.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES, transformers.AutoModelForImageTextToText)):
         if model_type in names:
             return auto
     return transformers.AutoModel
 
 
+def _kind(torch: Any, mod: Any) -> str:
+    nn = torch.nn
+    name = type(mod).__name__
+    module = type(mod).__module__
+    own = list(mod.named_parameters(recurse=False))
+    leafish = not any(True for c in mod.children() for _ in c.parameters())
+    if isinstance(mod, nn.Embedding):
+        return "embedding"
+    if isinstance(mod, (nn.ModuleList, nn.ModuleDict, nn.Sequential)):
+        return "list"
+    if isinstance(mod, nn.Conv1d):
+        return "conv"
+    if isinstance(mod, (nn.LayerNorm, nn.GroupNorm)) or ("Norm" in name and leafish):
+        return "norm"
+    if module.startswith("transformers.activations") or name.endswith("Activation") or (
+            module.startswith("torch.nn") and name in _TORCH_ACTIVATIONS) or (
+            not own and leafish and any(a in name.lower() for a in _ACTIVATION_WORDS)):
+        return "act"
+    if isinstance(mod, nn.Linear) or name == "Conv1D":
+        return "linear"
+    if leafish and own and own[0][0] == "weight" and own[0][1].dim() == 2 and len(own) <= 2:
+        return "linear"  # a leaf holding one matrix (and its bias): custom linear classes
+    return "module"
+
+
+def _linear_io(mod: Any) -> list[int] | None:
+    w = getattr(mod, "weight", None)
+    if w is None or w.dim() != 2:
+        return None
+    if type(mod).__name__ == "Conv1D":  # GPT-2's Conv1D stores the weight as (in, out)
+        return [int(w.shape[0]), int(w.shape[1])]
+    return [int(w.shape[1]), int(w.shape[0])]
+
+
+def module_tree(model: Any) -> dict[str, Any]:
+    """The model's module tree as plain data, each parameter once.
+
+    A node: ``c`` class name; ``k`` kind (linear, conv, embedding, norm, act, list, module);
+    ``p`` its own parameters not seen before, name -> shape; ``t`` names of its parameters
+    that are another module's (tied); ``io`` [in, out] of a linear; ``conv`` [channels, groups,
+    kernel] of a Conv1d; ``ch`` children by name; ``ref`` the path of a module object already
+    written elsewhere (shared blocks such as Zamba's), whose subtree is not repeated.
+    """
+    torch, _ = _libraries()
+    seen_modules: dict[int, str] = {}
+    seen_params: set[int] = set()
+
+    def node(mod: Any, path: str) -> dict[str, Any]:
+        if id(mod) in seen_modules:
+            return {"c": type(mod).__name__, "k": "ref", "ref": seen_modules[id(mod)]}
+        seen_modules[id(mod)] = path
+        out: dict[str, Any] = {"c": type(mod).__name__, "k": _kind(torch, mod)}
+        params, tied = {}, []
+        for name, p in mod.named_parameters(recurse=False):
+            if id(p) in seen_params:
+                tied.append(name)
+            else:
+                seen_params.add(id(p))
+                params[name] = [int(s) for s in p.shape]
+        if params:
+            out["p"] = params
+        if tied:
+            out["t"] = tied
+        if out["k"] == "linear":
+            io_ = _linear_io(mod)
+            if io_:
+                out["io"] = io_
+        if out["k"] == "conv":
+            out["conv"] = [int(mod.in_channels), int(mod.groups), int(mod.kernel_size[0])]
+        kids = {n: node(c, f"{path}.{n}" if path else n) for n, c in mod.named_children()}
+        if kids:
+            out["ch"] = kids
+        return out
+
+    return node(model, "")
+
+
+def _path_of(model: Any, target: Any) -> str | None:
+    if target is None:
+        return None
+    for name, mod in model.named_modules():
+        if mod is target:
+            return name
+    return None
+
+
+def _config_dict(hf_cfg: Any) -> dict[str, Any]:
+    """The config as transformers resolved it (defaults filled in), the text config's keys
+    merged over the outer ones for a vision-language model."""
+    out = hf_cfg.to_dict()
+    text = hf_cfg.get_text_config() if hasattr(hf_cfg, "get_text_config") else hf_cfg
+    if text is not hf_cfg:
+        out = {**out, **text.to_dict()}
+    for key in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers"):
+        if out.get(key) is None:
+            with contextlib.suppress(Exception):  # attribute_map aliases (n_embd, n_head, ...)
+                value = getattr(text, key)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    out[key] = value
+    return out
+
+
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> dict[str, Any]:
-    """Build the model of config.json ``data`` on the meta device; return its counts by part.
+    """Build the model of config.json ``data`` on the meta device; return its tree and facts.
 
     Raises :class:`FfnlabError` with one line when transformers is missing (naming the
     ``supported`` types and the fallback) or cannot build this model type.
     """
     model_type = data.get("model_type")
     try:
-        import torch
-        import transformers
-        from transformers import CONFIG_MAPPING
+        torch, transformers = _libraries()
     except ImportError:
         raise FfnlabError(f"config.json model_type {model_type!r} is not supported; supported: "
                           f"{', '.join(supported)}; or {INSTALL_HINT}") from None
-    require(model_type in CONFIG_MAPPING,
-            f"config.json model_type {model_type!r} is not supported by ffnlab (supported: "
-            f"{', '.join(supported)}) and not known to transformers {transformers.__version__}")
+    from transformers import CONFIG_MAPPING
+
+    if not (isinstance(model_type, str) and model_type in CONFIG_MAPPING):
+        raise FfnlabError(f"config.json model_type {show(model_type)} is not supported by ffnlab (supported: "
+                          f"{', '.join(supported)}) and not known to transformers {transformers.__version__}")
     fields = {k: v for k, v in data.items() if k != "model_type"}
     try:
-        hf_cfg = CONFIG_MAPPING[model_type].from_dict(fields)
-        auto = _model_class(transformers, model_type)
-        with torch.device("meta"):
-            model = auto.from_config(hf_cfg)
+        with _quiet():
+            hf_cfg = CONFIG_MAPPING[model_type].from_dict(fields)
+            auto = model_class(transformers, model_type)
+            with torch.device("meta"):
+                model = auto.from_config(hf_cfg)
     except Exception as e:  # noqa: BLE001 - any failure inside transformers is the config's problem
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        text = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        first = text or type(e).__name__
+        if len(first) > 300:  # an error quotes at most this much (some list every layer)
+            first = first[:297] + "..."
         raise FfnlabError(f"transformers {transformers.__version__} could not build model_type "
                           f"{model_type!r} from this config.json: {first}") from None
-    parts = dict.fromkeys(PARTS, 0)
-    for name, p in model.named_parameters():  # each shared (tied) tensor once
-        parts[classify(name)] += p.numel()
-    embedding = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    inputs = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    try:
+        outputs = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    except Exception:  # noqa: BLE001 - some classes raise instead of returning None
+        outputs = None
     return {
-        "class": type(model).__name__, "transformers_version": transformers.__version__,
-        "parts": parts, "total": sum(parts.values()),
-        "d_model": int(embedding.weight.shape[1]) if embedding is not None else None,
-        "config": hf_cfg.to_dict(),
+        "class": type(model).__name__, "auto": auto.__name__, "transformers_version": transformers.__version__,
+        "tree": module_tree(model),
+        "input_embeddings": _path_of(model, inputs),
+        "output_embeddings": _path_of(model, outputs),
+        "total": sum(p.numel() for p in model.parameters()),  # each shared tensor once
+        "config": _config_dict(hf_cfg), "config_json": data,
+        "sub_configs": sorted(getattr(hf_cfg, "sub_configs", {}) or {}),
     }

@@ -70,6 +70,8 @@ from ffnlab.sizing.hf import (
     t5,
 )
 from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.rules import WRAPPER_TEXT_DEFAULTS
+from ffnlab.validation import show
 
 HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type -> translator (one module each)
     "gpt2": gpt2.translate,
@@ -146,8 +148,10 @@ def text_config(data: dict[str, Any]) -> dict[str, Any]:
     if model_type not in MULTIMODAL:
         return data
     inner = data.get("text_config")
-    if inner is None:
+    if inner is None and model_type == "qwen2_5_vl":  # saved flat: the text keys at the top level
         inner = {k: v for k, v in data.items() if k not in ("vision_config", "model_type")}
+    elif inner is None:  # the class's own default text config
+        inner = dict(WRAPPER_TEXT_DEFAULTS.get(model_type, {}))
     require(isinstance(inner, dict), f"config.json ({model_type}): 'text_config' must be an object")
     text = dict(inner)
     tie = data.get("tie_word_embeddings", MULTIMODAL_TIE[model_type])
@@ -165,15 +169,41 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     require(isinstance(data, dict), "config.json must contain a JSON object")
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")
-    require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {model_type!r}")
+    require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {show(model_type)}")
     require(model_type in HF_TRANSLATORS or model_type in MULTIMODAL,
-            f"config.json model_type {model_type!r} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+            f"config.json model_type {show(model_type)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]
+    if isinstance(raw_inner, dict) and text_type in HF_TRANSLATORS:  # before the outer tie overrides it
+        ConfigKeys(raw_inner, text_type).check()
     require(text_type in HF_TRANSLATORS,
-            f"config.json ({model_type}): text model_type {text_type!r} is not supported")
-    cfg = HF_TRANSLATORS[text_type](ConfigKeys(text, text_type))
-    return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type))
+            f"config.json ({model_type}): text model_type {show(text_type)} is not supported")
+    keys = ConfigKeys(text, text_type)
+    keys.check()
+    cfg = clamp_top_k(HF_TRANSLATORS[text_type](keys))
+    return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type), grouped=False)
+
+
+def clamp_top_k(cfg: ModelConfig) -> ModelConfig:
+    """A top-k above the expert count routes each token to every expert (transformers builds such
+    a config; its router would fail only when run)."""
+    f = cfg.ffn
+    if f.is_moe and f.top_k > f.n_experts:
+        return replace(cfg, ffn=replace(f, top_k=f.n_experts))
+    return cfg
+
+
+# the key holding top-k, for the types whose config class has no default for it
+TOP_K_UNSET = {"deepseek_v2": "num_experts_per_tok"}
+
+
+def unknowns(data: dict[str, Any]) -> tuple[str, ...]:
+    """What the config.json leaves undetermined although it counts: ``top_k`` when a DeepSeek-V2
+    config has no num_experts_per_tok (active parameters and FLOPs need it)."""
+    text = text_config(data) if data.get("model_type") in MULTIMODAL else data
+    key = TOP_K_UNSET.get(str(text.get("model_type")))
+    return ("top_k",) if key is not None and text.get(key) is None else ()
 
 
 def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
@@ -182,7 +212,8 @@ def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
     if p.is_dir():
         p = p / "config.json"
     require(p.is_file(), f"no such file: {p}")
-    data = read_data(p, "config.json", fmt="JSON")  # the one reader: size, UTF-8, JSON
+    # the one reader (size, UTF-8, JSON), with Python's NaN/Infinity as transformers reads them
+    data = read_data(p, "config.json", fmt="JSON", json_constants=True)
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
     return p, data
 

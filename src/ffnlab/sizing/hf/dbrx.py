@@ -9,6 +9,7 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import GATED_FROM_ACT, ConfigKeys
+from ffnlab.validation import show
 
 
 def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
@@ -20,10 +21,15 @@ def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
 def translate(k: ConfigKeys) -> ModelConfig:
     attn, ffn = _nested(k, "attn_config"), _nested(k, "ffn_config")
     act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
-    require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {act!r} is not supported")
+    require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {show(act)} is not supported")
     n_experts = ffn.get("moe_num_experts", 4)
+    d, n_heads = k.get("d_model", 2048), k.get("n_heads", 16)
+    # transformers builds a query of width d and keys/values of d // n_heads per head: with heads
+    # that do not divide d these differ, which ffnlab's attention cannot express (so: refused)
+    require(d % n_heads == 0, f"config.json: n_heads={n_heads} does not divide d_model={d}; ffnlab "
+                              "cannot count DBRX's unequal query and key widths")
     return ModelConfig(
-        d_model=k.get("d_model", 2048),
+        d_model=d,
         n_layers=k.get("n_layers", 24),
         vocab_size=k.get("vocab_size", 32000),
         ffn=FFNSpec(
@@ -32,7 +38,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
             n_experts=n_experts,
             top_k=ffn.get("moe_top_k", 1),
         ),
-        attn=AttentionSpec(k.get("n_heads", 16), n_kv_heads=attn.get("kv_n_heads", 1)),
+        attn=AttentionSpec(n_heads, n_kv_heads=attn.get("kv_n_heads", 1)),
         norm="layernorm-nobias",
         positions="rope",
         tied_embeddings=k.get("tie_word_embeddings", False, kind=bool),

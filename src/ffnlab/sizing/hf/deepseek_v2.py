@@ -69,21 +69,23 @@ def deepseek(k: ConfigKeys, defaults: dict[str, Any]) -> ModelConfig:
         norm="rmsnorm",
         positions="rope",
         tied_embeddings=k.get("tie_word_embeddings", False, kind=bool),
-        mtp_layers=k.data.get("num_nextn_predict_layers") or defaults["mtp"],
+        mtp_layers=k.count("num_nextn_predict_layers", defaults["mtp"]),
     )
-    top_k = k.get("num_experts_per_tok", defaults["num_experts_per_tok"])
-    require(top_k is not None, "config.json (deepseek_v2) needs num_experts_per_tok")
+    n_experts = g("n_routed_experts")
+    # DeepSeek-V2's class leaves top-k unset: the parameters do not depend on it, so the count
+    # goes on with every expert active (an upper bound) and audit marks what needs it unknown
+    top_k = k.get("num_experts_per_tok", defaults["num_experts_per_tok"]) or n_experts
     width = g("moe_intermediate_size")
-    n_shared = k.data.get("n_shared_experts", defaults["n_shared_experts"]) or 0
+    n_shared = k.count("n_shared_experts", defaults["n_shared_experts"])
     moe = replace(
         cfg.ffn,
         d_ff=width,
-        n_experts=g("n_routed_experts"),
+        n_experts=n_experts,
         top_k=top_k,
         n_shared_experts=1 if n_shared else 0,
         d_shared=n_shared * width if n_shared else None,
     )
-    first = k.data.get("first_k_dense_replace", defaults["first_k_dense_replace"]) or 0
+    first = k.count("first_k_dense_replace", defaults["first_k_dense_replace"])
     return with_moe(cfg, moe, range(first, cfg.n_layers))
 
 

@@ -28,9 +28,9 @@ ERNIE_MOE_DEFAULTS = {
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, ERNIE_MOE_DEFAULTS, Layout(qkv_bias_key="use_bias", mlp_bias_key="use_bias"))
     n = cfg.n_layers
-    start = k.data.get("moe_layer_start_index", 1)
-    end = k.data.get("moe_layer_end_index", -1)
-    end = n - 1 if end in (-1, None) else end
+    start = k.count("moe_layer_start_index", 1)
+    end = k.count("moe_layer_end_index", -1, lo=-1)
+    end = n - 1 if end == -1 else end
     step = k.get("moe_layer_interval", 1)
     layers = [i for i in range(n) if (i + 1) % step == 0 and start <= i <= end]
     require(
@@ -39,7 +39,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
         "experts, which ffnlab cannot express",
     )
     width = k.get("moe_intermediate_size", 1536)
-    n_shared = k.data.get("moe_num_shared_experts", 2) or 0
+    n_shared = k.count("moe_num_shared_experts", 2)
     moe = replace(
         cfg.ffn,
         d_ff=width,

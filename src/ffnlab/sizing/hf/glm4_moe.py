@@ -25,9 +25,9 @@ GLM4_MOE_DEFAULTS = {
 def translate(k: ConfigKeys) -> ModelConfig:
     layout = Layout(out_bias_follows=False, qk_norm="head", qk_norm_key="use_qk_norm")
     cfg = decoder(k, GLM4_MOE_DEFAULTS, layout)
-    cfg = replace(cfg, mtp_layers=k.data.get("num_nextn_predict_layers") or 0)
+    cfg = replace(cfg, mtp_layers=k.count("num_nextn_predict_layers", 0))
     width = k.get("moe_intermediate_size", 1408)
-    n_shared = k.data.get("n_shared_experts", 1) or 0
+    n_shared = k.count("n_shared_experts", 1)
     moe = replace(
         cfg.ffn,
         d_ff=width,
@@ -36,5 +36,5 @@ def translate(k: ConfigKeys) -> ModelConfig:
         n_shared_experts=1 if n_shared else 0,
         d_shared=n_shared * width if n_shared else None,
     )
-    first = k.data.get("first_k_dense_replace", 1) or 0
+    first = k.count("first_k_dense_replace", 1)
     return with_moe(cfg, moe, range(first, cfg.n_layers))

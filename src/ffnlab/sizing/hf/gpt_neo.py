@@ -6,18 +6,21 @@ from __future__ import annotations
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.validation import show
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
     d = k.get("hidden_size", 2048)
     n_layers = k.get("num_layers", 24)
-    types = k.data.get("attention_types") or [[["global", "local"], n_layers // 2]]
+    types = k.data.get("attention_types") or [[["global", "local"], 12]]  # GPTNeoConfig's default
     ok = isinstance(types, list) and all(
         isinstance(t, list) and len(t) == 2 and isinstance(t[0], list) and isinstance(t[1], int)
         for t in types
     )
-    require(ok, f"config.json key 'attention_types' must be [[kinds, repeats], ...], got {types!r}")
+    require(ok, f"config.json key 'attention_types' must be [[kinds, repeats], ...], got {show(types)}")
     expanded = [t for kinds, times in types for _ in range(times) for t in kinds]
+    require(len(expanded) == n_layers, f"config.json: attention_types lists {len(expanded)} layers for "
+                                       f"num_layers={n_layers} (transformers requires them equal)")
     local = tuple(i for i, t in enumerate(expanded[:n_layers]) if t == "local")
     window = {"sliding_window": k.get("window_size", 256), "sliding_layers": local} if local else {}
     return ModelConfig(

@@ -13,6 +13,7 @@ from ffnlab.sizing.hf.hunyuan_v1_dense import HUNYUAN_DEFAULTS
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import Layout, decoder
 from ffnlab.sizing.hf.moe import with_moe
+from ffnlab.validation import show
 
 
 def _uniform(k: ConfigKeys, key: str, default: int) -> int:
@@ -20,9 +21,12 @@ def _uniform(k: ConfigKeys, key: str, default: int) -> int:
     value: Any = k.data.get(key, default)
     if isinstance(value, list):
         require(
-            len(set(value)) == 1,
-            f"config.json key {key!r}: per-layer values {value} are not supported",
+            len(set(map(repr, value))) == 1,
+            f"config.json key {key!r}: per-layer values {show(value)} are not supported",
         )
+        layers = k.get("num_hidden_layers", 32)
+        require(len(value) >= layers, f"config.json key {key!r} lists {len(value)} values for "
+                                      f"{layers} layers (transformers reads one per layer)")
         return ConfigKeys({key: value[0]}, k.model_type).get(key)
     return k.get(key, default)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.hf.rules import CLASS_DEFAULTS, MISSING_REFUSED, NULL_REFUSED
 from ffnlab.validation import integer, show
 
 MISSING = object()
@@ -20,16 +21,53 @@ GATED_FROM_ACT = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_ne
                    "sigmoid": "glu", "linear": "bilinear"}
 
 
+def floor_head_dim(d: int, n_heads: int) -> int:
+    """hidden_size // heads, as the modeling code of MPT, DBRX and StarCoder2 computes it (heads
+    need not divide the width)."""
+    require(d >= n_heads, f"config.json: {n_heads} attention heads exceed the width {d}")
+    return d // n_heads
+
+
 class ConfigKeys:
-    """Typed access to a config.json dict, with errors that name the key."""
+    """Typed access to a config.json dict, read as transformers reads it, with errors that name
+    the key: an absent key takes the type's config-class default (:data:`CLASS_DEFAULTS`, else
+    ``default``); a null one is refused where transformers refuses it (:data:`NULL_REFUSED`),
+    else means ``null`` when the caller says what null means (``num_key_value_heads: null`` is
+    the head count), else ``default``."""
 
     def __init__(self, data: dict[str, Any], model_type: str):
         self.data, self.model_type = data, model_type
+        self.class_defaults = CLASS_DEFAULTS.get(model_type, {})
+        self.null_refused = NULL_REFUSED.get(model_type, frozenset())
 
-    def get(self, key: str, default: Any = MISSING, *, kind: type = int) -> Any:
-        value = self.data.get(key, default)
-        if value is None and default is not MISSING:
-            value = default
+    def check(self) -> None:
+        """Refuse what transformers refuses whether or not ffnlab reads the key: a null it does not
+        accept, the absence of a key its class defaults to an unusable null."""
+        for key in sorted(self.null_refused):
+            require(key not in self.data or self.data[key] is not None,
+                    f"config.json key {key!r} is null: transformers builds no {self.model_type} model "
+                    f"with a null {key}")
+        for key in sorted(MISSING_REFUSED.get(self.model_type, ())):
+            require(key in self.data, f"config.json (model_type {self.model_type!r}) is missing key {key!r}: "
+                                      f"transformers cannot build this model without it")
+
+    def present(self, key: str) -> bool:
+        """Whether config.json sets ``key`` to a value (not null)."""
+        return self.data.get(key) is not None
+
+    def get(self, key: str, default: Any = MISSING, *, kind: type = int, null: Any = MISSING) -> Any:
+        if key in self.data:
+            value = self.data[key]
+            if value is None:
+                require(key not in self.null_refused,
+                        f"config.json key {key!r} is null: transformers builds no {self.model_type} "
+                        f"model with a null {key}")
+                # a null switch tests false in transformers; other nulls mean what the caller says
+                value = null if null is not MISSING else (False if kind is bool else default)
+        else:
+            value = self.class_defaults.get(key, default)
+            if value is None:
+                value = default if null is MISSING else null
         if value is MISSING:
             raise FfnlabError(f"config.json (model_type {self.model_type!r}) is missing key {key!r}")
         if value is None:
@@ -42,10 +80,28 @@ class ConfigKeys:
             require(isinstance(value, str), f"config.json key {key!r} must be a string, got {show(value)}")
         return value
 
+    def count(self, key: str, default: int, *, lo: int = 0) -> int:
+        """An integer that may be 0 (or down to ``lo``): layer indices, shared-expert and MTP
+        counts; absent or null gives the class default, else ``default``."""
+        value = self.get(key, default, kind=object)
+        if value is None:
+            return default
+        return integer(value, f"config.json key {key!r} (an integer)", lo, MAX_INT)
+
+    def window(self, key: str = "sliding_window", default: int | None = None) -> int | None:
+        """A sliding window in tokens; null or 0 means none (transformers builds both)."""
+        value = self.get(key, default, kind=object, null=None)
+        if value is None:
+            return None
+        return integer(value, f"config.json key {key!r} (a window in tokens)", 0, MAX_INT) or None
+
     def first(self, *keys: str, default: Any = MISSING) -> int:
         for k in keys:
             if self.data.get(k) is not None:
                 return self.get(k)
+        for k in keys:  # a null transformers refuses is refused whichever key holds it
+            if k in self.data:
+                self.get(k, None)
         if default is not MISSING:
             return default
         raise FfnlabError(f"config.json (model_type {self.model_type!r}) is missing key {keys[0]!r}")
@@ -53,6 +109,6 @@ class ConfigKeys:
     def act(self, key: str, default: str, *, gated: bool) -> str:
         name = self.get(key, default, kind=str)
         table = GATED_FROM_ACT if gated else ACT_PLAIN
-        require(name in table, f"config.json key {key!r}: activation {name!r} is not supported "
+        require(name in table, f"config.json key {key!r}: activation {show(name)} is not supported "
                                f"(known: {', '.join(sorted(table))})")
         return table[name]

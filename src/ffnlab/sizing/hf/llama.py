@@ -15,6 +15,8 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN
+from ffnlab.validation import show
 
 
 @dataclass(frozen=True)
@@ -38,15 +40,18 @@ class Layout:
 
 
 def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> int:
-    """``head_dim`` from config.json or the class default, else d_model / n_heads."""
-    explicit = k.data.get("head_dim") is not None or defaults.get("head_dim")
-    if not explicit:
-        require(
-            d % n_heads == 0,
-            f"config.json: num_attention_heads={n_heads} does not divide "
-            f"hidden_size={d} (and no head_dim is given)",
-        )
-    return k.get("head_dim", defaults.get("head_dim") or d // n_heads)
+    """``head_dim`` from config.json or the class default, else hidden_size // heads rounded down,
+    as transformers' config classes compute it; the types whose config refuses heads that do not
+    divide hidden_size (:data:`HEADS_DIVIDE_HIDDEN`) are refused the same way."""
+    require(k.model_type not in HEADS_DIVIDE_HIDDEN or d % n_heads == 0,
+            f"config.json: num_attention_heads={n_heads} does not divide hidden_size={d} "
+            f"(transformers' {k.model_type} config requires it)")
+    explicit = k.get("head_dim", defaults.get("head_dim"), null=None)
+    if explicit is not None:
+        return explicit
+    require(d >= n_heads, f"config.json: num_attention_heads={n_heads} exceeds hidden_size={d} "
+                          "(and no head_dim is given)")
+    return d // n_heads
 
 
 def sliding(
@@ -55,13 +60,12 @@ def sliding(
 ) -> dict[str, Any]:
     """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
     config lists them, else the family pattern (every n-th layer full, the others sliding)."""
-    window = k.data.get("sliding_window", window_default)
+    window = k.window("sliding_window", window_default)
     types = k.data.get("layer_types")
     require(types is None or isinstance(types, list),
-            f"config.json key 'layer_types' must be a list, got {types!r}")
+            f"config.json key 'layer_types' must be a list, got {show(types)}")
     if window is None or (types is None and every is None):
         return {}
-    window = k.get("sliding_window", window_default)
     # Gemma 3, Cohere 2, EXAONE 4: every n-th layer global, n from the config when it says
     pattern = k.data.get("sliding_window_pattern") if pattern_key else None
     if isinstance(types, list):
@@ -92,7 +96,7 @@ def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> 
     )
     attn = AttentionSpec(
         n_heads,
-        n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads),
+        n_kv_heads=k.get("num_key_value_heads", defaults.get("num_key_value_heads") or n_heads, null=n_heads),
         head_dim=head_dim(k, defaults, d, n_heads),
         qkv_bias=qb,
         out_bias=qb and lay.out_bias_follows,

@@ -8,6 +8,7 @@ from dataclasses import replace
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.validation import show
 
 
 def with_moe(
@@ -38,5 +39,5 @@ def layer_list(k: ConfigKeys, key: str) -> list[int] | None:
     ok = isinstance(value, list) and all(
         isinstance(i, int) and not isinstance(i, bool) for i in value
     )
-    require(ok, f"config.json key {key!r} must be a list of layer indices, got {value!r}")
+    require(ok, f"config.json key {key!r} must be a list of layer indices, got {show(value)}")
     return value

@@ -10,12 +10,15 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 
 def translate(k: ConfigKeys) -> ModelConfig:
     d = k.get("d_model", 2048)
+    n_heads = k.get("n_heads", 16)
     return ModelConfig(
         d_model=d,
         n_layers=k.get("n_layers", 24),
         vocab_size=k.get("vocab_size", 50368),
         ffn=FFNSpec("gelu", 4 * d),
-        attn=AttentionSpec(k.get("n_heads", 16)),
+        # Wqkv and out_proj are d x d whatever the heads; heads that do not divide d (which
+        # transformers builds) count as one head of width d: the same parameters, FLOPs and cache
+        attn=AttentionSpec(n_heads) if d % n_heads == 0 else AttentionSpec(1, head_dim=d),
         norm="layernorm-nobias",
         positions="alibi",
         tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),

@@ -27,7 +27,7 @@ QWEN2_MOE_DEFAULTS = {
 def translate(k: ConfigKeys) -> ModelConfig:
     layout = Layout(qkv_bias_key="qkv_bias", qkv_bias=True, out_bias_follows=False)
     cfg = qwen_sliding(decoder(k, QWEN2_MOE_DEFAULTS, layout), k)
-    if not k.data.get("num_experts", 60):
+    if not k.count("num_experts", 60):
         return cfg
     moe = replace(
         cfg.ffn,

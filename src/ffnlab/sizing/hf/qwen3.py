@@ -24,8 +24,10 @@ def qwen_sliding(cfg: ModelConfig, k: ConfigKeys) -> ModelConfig:
     layer_types win, as in the transformers config class)."""
     if cfg.attn.sliding_window is not None or not k.get("use_sliding_window", False, kind=bool):
         return cfg
-    window = k.get("sliding_window", 4096)
-    first = k.data.get("max_window_layers", 28)
+    window = k.window("sliding_window", 4096)
+    if window is None:  # use_sliding_window with a window of 0 or null: transformers builds it windowless
+        return cfg
+    first = k.count("max_window_layers", 28)
     layers = tuple(i for i in range(cfg.n_layers) if i >= first)
     if not layers:
         return cfg

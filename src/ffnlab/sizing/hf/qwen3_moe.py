@@ -31,7 +31,7 @@ def qwen_moe_layers(k: ConfigKeys, n_layers: int) -> list[int]:
 
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = qwen_sliding(decoder(k, QWEN3_MOE_DEFAULTS, Layout(qk_norm="head")), k)
-    n_experts = k.data.get("num_experts", 128)
+    n_experts = k.count("num_experts", 128)
     if not n_experts:
         return cfg
     moe = replace(

@@ -4,7 +4,7 @@ projection (use_bias), tied embeddings."""
 from __future__ import annotations
 
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
-from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.keys import ConfigKeys, floor_head_dim
 from ffnlab.sizing.hf.llama import sliding
 
 
@@ -25,6 +25,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
         attn=AttentionSpec(
             n_heads,
             n_kv_heads=k.get("num_key_value_heads", 2),
+            head_dim=floor_head_dim(d, n_heads),
             qkv_bias=bias,
             out_bias=bias,
             **sliding(k, n_layers, 1),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ACT_PLAIN, ConfigKeys
+from ffnlab.validation import show
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -15,7 +16,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
         kind = {"gelu": "geglu", "silu": "swiglu", "relu": "reglu", "gelu_new": "geglu"}.get(act)
     else:
         kind = ACT_PLAIN.get(act)
-    require(kind is not None, f"config.json key 'feed_forward_proj': {proj!r} is not supported")
+    require(kind is not None, f"config.json key 'feed_forward_proj': {show(proj)} is not supported")
     n_enc = k.get("num_layers", 6)
     n_heads = k.get("num_heads", 8)
     return ModelConfig(
@@ -23,4 +24,4 @@ def translate(k: ConfigKeys) -> ModelConfig:
         vocab_size=k.get("vocab_size", 32128), ffn=FFNSpec(kind, k.get("d_ff", 2048)),
         attn=AttentionSpec(n_heads, head_dim=k.get("d_kv", 64)), norm="rmsnorm",
         positions="relative", relative_buckets=k.get("relative_attention_num_buckets", 32),
-        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool))
+        tied_embeddings=k.get("tie_word_embeddings", True, kind=bool, null=True))  # null: tied

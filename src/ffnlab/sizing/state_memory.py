@@ -1,0 +1,126 @@
+"""Memory of a model read from its structure (counted through transformers): weights, optimizer,
+the KV cache of the layers that keep one, and the recurrent state of SSM and linear-attention
+layers.
+
+The rules follow :mod:`ffnlab.sizing.parallel` for one GPU (16-bit weights and gradients, fp32
+AdamW moments and master weights below 32-bit; quantised serving weights with one 2-byte scale
+per group, embeddings and norms kept in 16-bit). Activations are not modelled for these models.
+
+* **KV cache**: every attention layer keeps ``kv_per_token`` elements per cached token (``2 x
+  kv_heads x head_dim``, or the MLA latent ``kv_lora_rank + qk_rope_head_dim``), over the whole
+  context or, in the layers the config marks sliding, at most the window. Linear-attention, SSM
+  and short-convolution layers keep none.
+* **recurrent state**, per sequence and independent of the context: a layer's depthwise
+  convolution keeps ``channels x (kernel - 1)`` inputs; a Mamba-1 layer's SSM state is its
+  ``d_inner x N`` (the shape of its A parameter); a Mamba-2 or delta-rule layer with ``H`` heads
+  keeps ``H x (d_inner / H) x N`` with ``N`` the config's state or key-head width
+  (``ssm_state_size``, ``linear_key_head_dim``, ...). Other recurrent layers (lightning attention,
+  RWKV, xLSTM, RG-LRU) are listed as not estimated.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.hf_structure import MixerUnit, Structure
+from ffnlab.sizing.memory import KV_DTYPES, QUANT_BITS, dtype_bytes
+
+TRAIN_DTYPES = ("fp32", "bf16", "fp16")
+
+
+def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
+    """Elements one sequence keeps in this mixer (None when the rule does not cover it)."""
+    if m.kind in ("attention",):
+        return 0
+    if m.kind == "short_conv":
+        return m.conv_state
+    if m.state_2d is not None:
+        return m.conv_state + m.state_2d
+    if m.heads and m.inner and state_size and m.inner % m.heads == 0:
+        return m.conv_state + m.heads * (m.inner // m.heads) * state_size
+    return None
+
+
+def kv_and_state(s: Structure, *, batch: int, context: int, kv_dtype: str) -> dict[str, Any]:
+    """KV-cache and recurrent-state bytes for ``batch`` sequences of ``context`` tokens."""
+    f = s.extra.get("facts", {})
+    b = dtype_bytes(kv_dtype, KV_DTYPES, "kv dtype")
+    per_token = f.get("kv_per_token")
+    window = f.get("sliding_window")
+    sliding = f.get("sliding_layers")
+    kv_layers, state_layers, unknown = 0, 0, []
+    kv = state = 0
+    for m in s.mixers:
+        if m.kind == "attention":
+            if per_token is None:
+                unknown.append(m.cls)
+                continue
+            slides = window is not None and (sliding is None or m.layer in set(sliding))
+            tokens = min(context, window) if slides and window else context
+            kv += math.ceil(per_token * tokens * batch * b)
+            kv_layers += 1
+            continue
+        elems = recurrent_state(m, f.get("state_size"))
+        if elems is None:
+            unknown.append(m.cls)
+            continue
+        state += math.ceil(elems * batch * b)
+        state_layers += 1
+    rule = (f"{kv_layers} attention layers x {f.get('kv_rule')} x {b:g} B per cached token"
+            + (f" (sliding layers: window {window})" if window else ""))
+    if state_layers:
+        rule += f"; {state_layers} recurrent layers keep their state per sequence"
+    if unknown:
+        rule += f"; not estimated: {', '.join(sorted(set(unknown)))}"
+    return {"kv_cache_bytes": kv, "state_bytes": state, "kv_layers": kv_layers, "state_layers": state_layers,
+            "rule": rule, "not_estimated": sorted(set(unknown))}
+
+
+def serving_weight_bytes(s: Structure, dtype: str, group_size: int) -> int:
+    require(dtype in QUANT_BITS, f"weights dtype must be one of {', '.join(QUANT_BITS)}, got {dtype!r}")
+    require(group_size >= 0, f"group size must be >= 0, got {group_size}")
+    bits = QUANT_BITS[dtype]
+    if bits >= 16:
+        return s.total * bits // 8
+    kept = s.parts["embedding"] + s.parts["norms"]
+    q = s.total - kept
+    scales = math.ceil(q / group_size) * 2 if group_size else 0
+    return q * bits // 8 + scales + 2 * kept
+
+
+def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batch: int = 1,
+                     dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
+                     attention: str = "fused", weights_dtype: str | None = None,
+                     group_size: int = 128) -> dict[str, Any]:
+    """The ``memory`` object of ``audit`` (the keys of :func:`ffnlab.sizing.parallel.memory_summary`)
+    for one GPU, plus ``state_bytes``; ``activations_bytes`` is None (not modelled)."""
+    layout = lay.as_dict() if lay is not None else {"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "sp": False,
+                                                     "gpus": 1}
+    if layout["gpus"] != 1 or layout["zero"]:
+        raise FfnlabError("models counted through transformers get a one-GPU memory estimate only "
+                          "(no --dp/--tp/--pp/--ep/--zero)")
+    require(dtype in TRAIN_DTYPES, f"training dtype must be one of {', '.join(TRAIN_DTYPES)}, got {dtype!r}")
+    require(batch >= 1 and seq_len >= 1, "batch and context must be >= 1")
+    kv_dtype = kv_dtype or dtype
+    weights_dtype = weights_dtype or dtype
+    w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
+    p = s.total
+    weights = math.ceil(p * w)
+    master = 4 if w < 4 else 0
+    optimizer = p * (8 + master)
+    cache = kv_and_state(s, batch=batch, context=seq_len, kv_dtype=kv_dtype)
+    serving = serving_weight_bytes(s, weights_dtype, group_size)
+    return {
+        "layout": layout, "seq_len": seq_len, "batch": batch, "dtype": dtype, "kv_dtype": kv_dtype,
+        "weights_dtype": weights_dtype, "recompute": recompute, "attention": attention, "per_gpu": True,
+        "weights_bytes": weights, "gradients_bytes": weights, "optimizer_bytes": optimizer,
+        "activations_bytes": None, "training_total_bytes": 2 * weights + optimizer,
+        "kv_cache_bytes": cache["kv_cache_bytes"], "state_bytes": cache["state_bytes"],
+        "serving_weights_bytes": serving,
+        "serving_total_bytes": serving + cache["kv_cache_bytes"] + cache["state_bytes"],
+        "cache_rule": cache["rule"], "kv_layers": cache["kv_layers"], "state_layers": cache["state_layers"],
+        "note": "counted through transformers: activations not modelled (training total = weights, "
+                "gradients and optimizer); serving total includes the recurrent state",
+    }

@@ -347,3 +347,26 @@ def test_ray_backend_on_a_local_instance(tmp_path, micro_spec):
             assert results[arm]["val_loss"] == pytest.approx(sum(finals) / 2, rel=1e-12)
     finally:
         subprocess.run([str(ray_bin), "stop", "--force"], capture_output=True, env=env, timeout=120)
+
+
+def test_a_sweep_trains_arms_no_transformers_layout_can_export(tmp_path, tmp_path_factory):
+    """iso-params keeps the heads' count and size while d_model moves: SwiGLU at raw ratio 4 with
+    LayerNorm gets a d_model other than 2 heads x 16, which the StableLM export layout cannot express.
+    ``ffnlab train`` refuses such a model unless told; a sweep measures, so its runs train."""
+    spec = json.loads(json.dumps(MICRO))
+    spec["base"]["data"]["cache_dir"] = str(tmp_path_factory.getbasetemp() / "sweep_cache")
+    spec["base"]["train"] |= {"max_steps": 4, "eval_every": 2, "checkpoint_every": 4}
+    spec["seeds"] = [0]
+    spec["comparisons"] = {}
+    spec["tolerance"] = 0.1
+    spec["d_step"] = 2
+    spec["arms"] = [MICRO["arms"][0], {"name": "swiglu-r4", "ffn": {"kind": "swiglu", "rule": "ratio", "ratio": 4}}]
+    path = tmp_path / "law.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    runs = {r.arm: r for r in resolve(spec_from_dict(spec), 256)}
+    r4 = runs["swiglu-r4"]
+    assert r4.d_model != r4.n_heads * 16  # the layout export refuses
+    p = run("sweep", str(path), "--out", str(tmp_path / "sweep"), "--workers", "1", "--no-report", timeout=900)
+    assert p.returncode == 0, p.stderr
+    summary = json.loads((tmp_path / "sweep" / "runs" / "swiglu-r4-s0" / "summary.json").read_text())
+    assert summary["status"] == "finished"

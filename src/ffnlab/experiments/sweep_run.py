@@ -112,9 +112,13 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
 
 
 def command(out: Path, run: ResolvedRun, threads: int, peak: float) -> list[str]:
+    """The ``ffnlab train`` command of one run. A sweep arm need not be exportable to a transformers
+    architecture (iso-params keeps the heads' count and size while d_model moves, which e.g. the
+    StableLM layout cannot express), so the export check is skipped: the sweep measures, it does
+    not ship models."""
     sets = [f"train.threads={threads}", "train.progress=lines", f"train.peak_flops={peak}"]
     args = [sys.executable, "-m", "ffnlab", "train", str(out / "configs" / f"{run.run}.yaml"),
-            "--out", str(out / "runs" / run.run), "--resume"]
+            "--out", str(out / "runs" / run.run), "--resume", "--no-export-check"]
     for s in sets:
         args += ["--set", s]
     return args

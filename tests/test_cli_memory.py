@@ -53,13 +53,15 @@ def test_memory_flag_errors_are_one_line() -> None:
 
 
 def test_fit_shows_the_working_terms_and_its_assumptions() -> None:
-    p = run("fit", "llama-3.1-405b", "--gpus", "256", "--gpu", "H100", "--seq-len", "8192", "--recompute", "full")
+    # Markdown keeps each row on one line (an 80-column terminal table wraps the longer term names)
+    p = run("fit", "llama-3.1-405b", "--gpus", "256", "--gpu", "H100", "--seq-len", "8192", "--recompute", "full",
+            "--format", "markdown")
     assert p.returncode == 0, p.stderr
     out = p.stdout
     for term in ("FSDP: gathered layer", "FSDP: prefetched layers", "FSDP: reduce-scatter buffer", "assumed:",
                  "reserve", "81,559 MiB"):
         assert term in out, term
-    first = next(line for line in out.splitlines() if line.startswith("│ dp"))
+    first = next(line for line in out.splitlines() if line.startswith("| dp"))
     assert "dp 256, tp 1" not in first  # the layout that cannot hold the gathered layers is not listed
     res = run_json("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", "--reserve", "2")
     assert res["reserve_bytes"] == 2 * 2**30 and res["usable_bytes"] == 81559 * 2**20 - 2 * 2**30
@@ -114,7 +116,7 @@ def test_size_whole_model_flags_need_n_layers_and_one_memory_figure() -> None:
     assert_usage_error(run("size", "--d-model", "768", "--ratio", "4", "--dtype", "fp32"), "--n-layers")
     assert_usage_error(run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--dp", str(10**30)),
                        "--dp")
-    p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2")
+    p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--format", "markdown")
     assert p.returncode == 0 and "w+g+AdamW" not in p.stdout
     assert "model states (weights + gradients + optimizer)" in p.stdout
     out = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--dp", "4", "--zero", "3")

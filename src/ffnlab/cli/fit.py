@@ -7,7 +7,7 @@ from typing import Any
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, app, check_format
+from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app, check_format
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
     BATCH_OPTION,
@@ -105,6 +105,7 @@ def fit(
     top: int = typer.Option(8, "--top", help="Layouts to list with --gpu."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    wide: bool = WIDE_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
     from ffnlab.sizing.fit import MAX_GPUS, context_limit
@@ -154,7 +155,7 @@ def fit(
         accs = [find_accelerator(gpu)]
     timed = bool(n_tokens) and mode == "train"
     if gpu is None and gpu_memory is None:
-        _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, opts, as_json, fmt)
+        _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, opts, as_json, fmt, wide)
         return
     assert accs is not None
     acc = accs[0]
@@ -178,9 +179,9 @@ def fit(
     budget = (f"{gib(res['memory_bytes'])} reported by the device - {gib(res['reserve_bytes'])} reserve = "
               f"{gib(res['usable_bytes'])} usable")
     keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
-    cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib) for k in keys)]
+    cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib, wide=True) for k in keys)]
     if mode == "train":
-        cols.append(Column("working", "buffers", gib))
+        cols.append(Column("working", "buffers", gib, wide=True))
     cols.append(Column("per_gpu_bytes", "per GPU", gib))
     if fmt == "csv":  # one table per stream: the layouts (the terms, time and assumptions are in --json)
         render.emit(rows, cols, fmt)
@@ -193,7 +194,7 @@ def fit(
               f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
     else:
         render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({budget}): layouts that fit, "
-                                           "smallest first")
+                                           "smallest first", wide=wide)
         best = res["best"]
         render.emit(term_rows(best["table"]), TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
     if "time" in res:
@@ -207,7 +208,7 @@ def fit(
 
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
-             tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str) -> None:
+             tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str, wide: bool = False) -> None:
     from ffnlab.sizing.fit import fit_all
 
     rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
@@ -219,13 +220,13 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
         return
     cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),
             Column("layout", "smallest layout", justify="left"),
-            Column("per_gpu_bytes", "per GPU (or least needed)", gib), Column("usable_bytes", "usable", gib)]
+            Column("per_gpu_bytes", "per GPU (or least needed)", gib), Column("usable_bytes", "usable", gib, wide=True)]
     timed = bool(n_tokens) and mode == "train"
     if timed:
         cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
     title = what + (f"; time for {tokens} tokens" if timed else "")
-    render.emit(rows, cols, fmt, title=title)
+    render.emit(rows, cols, fmt, title=title, wide=wide)
     from ffnlab.sizing.fit import NOT_COUNTED
 
     held = "10% of it (assumed; --reserve GiB)" if opts["reserve_gib"] is None else f"{opts['reserve_gib']:g} GiB"

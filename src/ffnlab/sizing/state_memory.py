@@ -25,9 +25,14 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.hf_structure import MixerUnit, Structure
-from ffnlab.sizing.memory import KV_DTYPES, QUANT_BITS, dtype_bytes
+from ffnlab.sizing.memory import KV_DTYPES, dtype_bytes
 
 TRAIN_DTYPES = ("fp32", "bf16", "fp16")
+# serving weights of a structure: plain dtypes, and the generic formats at ``bits`` + one 2-byte scale
+# per group (the named formats, AWQ, GPTQ, NF4, ..., need the matrix shapes of a translated model)
+QUANT_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+# optimizer state per parameter that needs no matrix shapes (8-bit Adam and Adafactor do)
+OPTIMIZER_BYTES: dict[str, int] = {"adamw": 8, "sgd-momentum": 4, "sgd": 0}
 
 
 def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
@@ -93,9 +98,13 @@ def serving_weight_bytes(s: Structure, dtype: str, group_size: int) -> int:
 def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batch: int = 1,
                      dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
                      attention: str = "fused", weights_dtype: str | None = None,
-                     group_size: int = 128) -> dict[str, Any]:
+                     group_size: int | None = None, grad_dtype: str | None = None, optimizer: str = "adamw",
+                     dropout: bool = False, sharding: Any = None) -> dict[str, Any]:
     """The ``memory`` object of ``audit`` (the keys of :func:`ffnlab.sizing.parallel.memory_summary`)
     for one GPU, plus ``state_bytes``; ``activations_bytes`` is None (not modelled)."""
+    group_size = 128 if group_size is None else group_size
+    require(optimizer in OPTIMIZER_BYTES, f"--optimizer {optimizer} needs the matrix shapes of a translated model; "
+                                          f"models counted through transformers take {', '.join(OPTIMIZER_BYTES)}")
     layout = lay.as_dict() if lay is not None else {"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "sp": False,
                                                      "gpus": 1}
     if layout["gpus"] != 1 or layout["zero"]:
@@ -106,17 +115,21 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
     kv_dtype = kv_dtype or dtype
     weights_dtype = weights_dtype or dtype
     w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
+    g = dtype_bytes(grad_dtype or dtype, TRAIN_DTYPES, "gradient dtype")
     p = s.total
     weights = math.ceil(p * w)
+    gradients = math.ceil(p * g)
     master = 4 if w < 4 else 0
-    optimizer = p * (8 + master)
+    optimizer_bytes = p * (OPTIMIZER_BYTES[optimizer] + master)
     cache = kv_and_state(s, batch=batch, context=seq_len, kv_dtype=kv_dtype)
     serving = serving_weight_bytes(s, weights_dtype, group_size)
     return {
         "layout": layout, "seq_len": seq_len, "batch": batch, "dtype": dtype, "kv_dtype": kv_dtype,
         "weights_dtype": weights_dtype, "recompute": recompute, "attention": attention, "per_gpu": True,
-        "weights_bytes": weights, "gradients_bytes": weights, "optimizer_bytes": optimizer,
-        "activations_bytes": None, "training_total_bytes": 2 * weights + optimizer,
+        "grad_dtype": grad_dtype or dtype, "optimizer": optimizer, "dropout": dropout, "engine": "one GPU",
+        "weights_bytes": weights, "gradients_bytes": gradients, "optimizer_bytes": optimizer_bytes,
+        "states_bytes": weights + gradients + optimizer_bytes, "working_bytes": 0,
+        "activations_bytes": None, "training_total_bytes": weights + gradients + optimizer_bytes,
         "kv_cache_bytes": cache["kv_cache_bytes"], "state_bytes": cache["state_bytes"],
         "serving_weights_bytes": serving,
         "serving_total_bytes": serving + cache["kv_cache_bytes"] + cache["state_bytes"],

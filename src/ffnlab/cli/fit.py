@@ -67,8 +67,15 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
     if fmt == "csv":
         return
     print(f"\n**{title}**\n" if fmt == "markdown" else title)
-    for line in lines:
-        print(f"{'-' if fmt == 'markdown' else '  -'} {line}")
+    if fmt == "markdown":
+        for line in lines:
+            print(f"- {line}")
+        return
+    import textwrap
+
+    width = max(40, render.table_width())
+    for line in lines:  # wrapped to the terminal, as the tables are
+        print(textwrap.fill(line, width, initial_indent="  - ", subsequent_indent="    "))
 
 
 @app.command(rich_help_panel=SIZING)

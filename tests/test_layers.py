@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ffnlab"
-CORE = {"ffnlab", "ffnlab.errors", "ffnlab.render", "ffnlab.provenance", "ffnlab.files", "ffnlab.validation"}
+CORE = {"ffnlab", "ffnlab.errors", "ffnlab.escape", "ffnlab.render", "ffnlab.provenance", "ffnlab.files", "ffnlab.validation"}
 LAYERS = ["core", "sizing", "training", "experiments", "cli"]
 HEAVY = ("torch", "numpy", "scipy", "matplotlib", "safetensors", "transformers", "tokenizers", "pandas")
 

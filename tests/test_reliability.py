@@ -261,24 +261,39 @@ def test_kill_inside_a_checkpoint_write_then_resume(tmp_path, reference, cache, 
     killed = subprocess_train(train_argv(run, cache), KILL.format(point=point))
     assert killed.returncode == -9, killed.stderr[-2000:]
     ckpts = run / "checkpoints"
-    assert [p.name for p in ckpts.iterdir() if p.name.startswith(".tmp-")]  # the kill landed inside the write
+    assert [p.name for p in ckpts.iterdir() if p.name.startswith(".ffnlab-tmp-")]  # the kill landed inside the write
     assert [p.name for p in ckpts.glob("step-*")] == ["step-0000004"]  # the half-written one is not published
     resumed = subprocess_train([*train_argv(run, cache), "--resume"])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert not [p for p in run.rglob(".tmp-*")] and not [p for p in run.rglob(".old-*")]
+    assert not [p for p in run.rglob(".ffnlab-tmp-*")] and not [p for p in run.rglob(".ffnlab-old-*")]
     assert losses(run) == losses(reference)  # bit for bit, evals included
 
 
-def test_remove_stale_removes_only_temp_leftovers(tmp_path):
+def test_remove_stale_removes_only_marked_temp_leftovers(tmp_path):
+    """Only folders carrying ffnlab's marker (of a process that is gone) go; names alone never decide."""
+    from ffnlab.files import MARK
     from ffnlab.training.checkpoint import remove_stale
 
-    (tmp_path / "checkpoints" / ".tmp-step-0000004-123" / "x").mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process id that no longer runs
+    marker = f"created by ffnlab, process {dead}; ffnlab may remove this folder\n"
+    for d in ("checkpoints/.ffnlab-tmp-step-0000004-1-ab", ".ffnlab-tmp-metrics.jsonl-1-cd"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / MARK).write_text(marker)
+        (tmp_path / d / "data").write_text("x")
+    (tmp_path / "checkpoints" / ".ffnlab-tmp-empty-1-ef").mkdir()  # killed before its marker: empty
+    (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01").mkdir()  # a user's folder with the name
+    (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01" / "notes.txt").write_text("mine")
+    (tmp_path / "checkpoints" / ".ffnlab-old-forged").mkdir()  # a forged marker that says nothing
+    (tmp_path / "checkpoints" / ".ffnlab-old-forged" / MARK).write_text("hello")
     (tmp_path / "checkpoints" / "step-0000004").mkdir()
-    (tmp_path / ".tmp-metrics.jsonl-1-ab").write_text("x")
+    (tmp_path / ".tmp-metrics.jsonl-1-ab").write_text("x")  # the old naming, unmarked: left alone
     (tmp_path / "metrics.jsonl").write_text("{}")
-    assert len(remove_stale(tmp_path)) == 2
+    assert len(remove_stale(tmp_path)) == 3
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
-        "checkpoints", "checkpoints/step-0000004", "metrics.jsonl"]
+        ".tmp-metrics.jsonl-1-ab", "checkpoints", "checkpoints/.ffnlab-old-forged",
+        "checkpoints/.ffnlab-old-forged/.ffnlab-owned", "checkpoints/.ffnlab-tmp-users-1-01",
+        "checkpoints/.ffnlab-tmp-users-1-01/notes.txt", "checkpoints/step-0000004", "metrics.jsonl"]
 
 
 # -- escapes, folders of failed commands ---------------------------------------------------------

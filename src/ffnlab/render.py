@@ -1,4 +1,6 @@
-"""Print rows as a rich table, Markdown, CSV or JSON (the CLI's only output path)."""
+"""Print rows as a rich table, Markdown, CSV or JSON (the CLI's only output path).
+
+Every cell and title goes through :mod:`ffnlab.escape` for its format (names come from files)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from ffnlab import escape
 
 FORMATS = ("table", "markdown", "csv")
 
@@ -65,18 +69,18 @@ def emit(rows: Sequence[dict[str, Any]], columns: Sequence[Column], fmt: str = "
         w = csv.writer(sys.stdout)
         w.writerow([c.key for c in columns])
         for r in rows:
-            w.writerow(["" if r.get(c.key) is None else r.get(c.key) for c in columns])
+            w.writerow([escape.csv_cell(r.get(c.key)) for c in columns])
         return
     if fmt == "markdown":
         sys.stdout.write(markdown_table(rows, columns, title))
         return
     from rich.table import Table
 
-    t = Table(title=title, show_lines=False, header_style="bold")
+    t = Table(title=escape.terminal_text(title) if title else None, show_lines=False, header_style="bold")
     for c in columns:
         t.add_column(c.header, justify=c.justify, overflow="fold")
     for r in rows:
-        t.add_row(*[_cell(c, r) for c in columns])
+        t.add_row(*[escape.terminal_text(_cell(c, r)) for c in columns])  # text, never rich markup
     console_for_tables().print(t)
 
 
@@ -102,11 +106,11 @@ def output(rows: Sequence[dict[str, Any]], columns: Sequence[Column], *, as_json
 def markdown_table(rows: Sequence[dict[str, Any]], columns: Sequence[Column], title: str | None = None) -> str:
     buf = io.StringIO()
     if title:
-        buf.write(f"**{title}**\n\n")
+        buf.write(f"**{escape.markdown(title)}**\n\n")
     buf.write("| " + " | ".join(c.header for c in columns) + " |\n")
     buf.write("|" + "|".join("---:" if c.justify == "right" else "---" for c in columns) + "|\n")
     for r in rows:
-        buf.write("| " + " | ".join(_cell(c, r).replace("|", "\\|") for c in columns) + " |\n")
+        buf.write("| " + " | ".join(escape.markdown(_cell(c, r)) for c in columns) + " |\n")
     return buf.getvalue()
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+from ffnlab.escape import terminal
 
 capacity_app = typer.Typer(
     help="Knowledge capacity: bits stored per parameter on synthetic facts (Allen-Zhu & Li 2024) vs the FFN ratio.",
@@ -26,9 +27,11 @@ def run(
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the capacity report at the end."),
 ) -> None:
     """Train a capacity preset: every budget's sweep on its facts corpus (resumable)."""
+    from ffnlab.cli.experiments import check_run_options
     from ffnlab.experiments.capacity import load_preset, run_preset, write_report
     from ffnlab.experiments.sweep_run import RunsFailed
 
+    check_run_options(backend, workers)  # before any folder or corpus is made
     p = load_preset(preset)
     folder = out or Path("sweeps") / p.name
     try:
@@ -42,8 +45,8 @@ def run(
 
 def _print_report(paths: dict[str, Path]) -> None:
     for k, v in json.loads(paths["claims"].read_text()).items():
-        print(f"{k}: {v['verdict']} - {v['evidence']}")
-    print(f"report: {paths['html']} and {paths['markdown']}")
+        print(terminal(f"{k}: {v['verdict']} - {v['evidence']}"))  # text from a file: no escapes reach the terminal
+    print(terminal(f"report: {paths['html']} and {paths['markdown']}"))
 
 
 @capacity_app.command("report")

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab.cli.app import EXPERIMENTS, app, check_ints
+from ffnlab.escape import terminal
 from ffnlab.files import provisional_dir
 from ffnlab.validation import choice, confined
 
@@ -71,8 +72,8 @@ def report(
 
     paths = write_report(sweep_dir, out)
     for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
-        print(f"{k}: {v['verdict']} - {v['evidence']}")
-    print(f"report: {paths['html']} and {paths['markdown']}")
+        print(terminal(f"{k}: {v['verdict']} - {v['evidence']}"))  # text from a file: no escapes reach the terminal
+    print(terminal(f"report: {paths['html']} and {paths['markdown']}"))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)

@@ -11,14 +11,20 @@ from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
 
 
 def _layers(text: str | None) -> list[int] | None:
+    from collections import Counter
+
     from ffnlab.errors import FfnlabError
 
     if not text:
         return None
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        layers = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise FfnlabError(f"--layers takes comma-separated layer numbers, e.g. 0,2, got {text!r}") from None
+    twice = sorted(x for x, n in Counter(layers).items() if n > 1)
+    if twice:
+        raise FfnlabError(f"--layers names layer {', '.join(map(str, twice))} more than once, got {text!r}")
+    return layers
 
 
 @app.command(rich_help_panel=EXPERIMENTS)

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import base64
 import copy
-import html
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.analysis import family, seeds_advice
 from ffnlab.experiments.stats import (
@@ -35,11 +36,14 @@ from ffnlab.experiments.stats import (
     pooled_model,
     tost,
 )
+from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
+from ffnlab.files import check_inside, make_dir, read_mapping, write_atomic
 from ffnlab.render import Column, markdown_table
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.training import runconfig
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run, steps_for_exposures
+from ffnlab.validation import number, safe_name
 
 EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
 PRESET_KEYS = {"name", "description", "exposures", "budgets", "sweep"}
@@ -81,11 +85,14 @@ def load_preset(name_or_path: str) -> CapacityPreset:
     require(isinstance(budgets, list) and budgets and all(
         isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("model", {}), dict)
         for b in budgets), "capacity preset: budgets must be a list of {name, model: {...}}")
+    for i, b in enumerate(budgets):  # each budget is a folder inside --out: a name, never . or a path
+        safe_name(b["name"], f"capacity preset: budgets[{i}].name")
     require(len({b["name"] for b in budgets}) == len(budgets), "capacity preset: budget names must be unique")
     require(isinstance(data["sweep"], dict) and "name" not in data["sweep"],
             "capacity preset: sweep must be a mapping (a sweep spec; its name comes from the preset)")
     exposures = data.get("exposures")
-    require(exposures is None or (isinstance(exposures, (int, float)) and exposures > 0),
+    require(exposures is None or (isinstance(exposures, (int, float)) and not isinstance(exposures, bool)
+                                  and math.isfinite(exposures) and exposures > 0),
             f"capacity preset: exposures must be a positive number, got {exposures!r}")
     return CapacityPreset(str(data["name"]), str(data.get("description", "")), exposures, budgets, data["sweep"])
 
@@ -119,8 +126,9 @@ def run_preset(preset: CapacityPreset, out: Path, *, workers: int | None = None,
     status = {}
     for b in preset.budgets:
         spec = budget_spec(preset, b)
-        status[b["name"]] = execute(spec, out / b["name"], backend=backend, address=address, workers=workers)
-    (out / "capacity-preset.json").write_text(json.dumps(
+        status[b["name"]] = execute(spec, check_inside(out / b["name"], out), backend=backend, address=address,
+                                    workers=workers)
+    write_atomic(out / "capacity-preset.json", json.dumps(
         {"name": preset.name, "description": preset.description, "exposures": preset.exposures,
          "budgets": preset.budgets}, indent=1))
     return status
@@ -160,9 +168,23 @@ def sweep_folders(root: Path) -> list[Path]:
     return found
 
 
-def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]:
+def _cached(path: Path, summary: Path) -> dict[str, Any] | None:
+    """A run's ``capacity.json`` if it is newer than the run's summary and complete, else None (remeasure)."""
+    try:
+        if path.stat().st_mtime < summary.stat().st_mtime:
+            return None
+        r = read_mapping(path, "capacity cache", fmt="JSON")
+        for v in (r["trained"]["bits"], r["trained"]["fraction"], r["trained"]["entropy_bits"], r["heldout"]["bits"],
+                  r["bits_per_param"], r["bits_per_param_total"], r["exposures"]):
+            number(v, str(path), 0, text_ok=False)
+        return r
+    except (OSError, FfnlabError, KeyError, TypeError):  # truncated by a kill, edited, absent: measured again
+        return None
+
+
+def measure_sweep(folder: Path, *, remeasure: bool = False, root: Path | None = None) -> list[ArmCapacity]:
     """Every run of one sweep folder measured (``capacity.json`` per run is reused)."""
-    record = json.loads((folder / "sweep.json").read_text())
+    record = load_sweep(folder)  # the sweep record and every run's files validated (one error line)
     arms: dict[str, ArmCapacity] = {}
     missing = []
     for r in record["runs"]:
@@ -170,9 +192,10 @@ def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]
         if not (run / "summary.json").is_file():
             missing.append(r["run"])
             continue
-        cached = run / "capacity.json"  # reused unless the run finished (again) after it was measured
-        fresh = cached.is_file() and cached.stat().st_mtime >= (run / "summary.json").stat().st_mtime
-        result = json.loads(cached.read_text()) if fresh and not remeasure else measure_run(run)
+        check_inside(run, root or folder)  # its capacity.json is rewritten: never through a link out of the folder
+        # reused unless the run finished (again) after it was measured, or the cache is damaged
+        cached = None if remeasure else _cached(run / "capacity.json", run / "summary.json")
+        result = cached or measure_run(run)
         kind = get_kind(r["config"]["model"]["ffn"]["kind"])
         arm = arms.setdefault(r["arm"], ArmCapacity(
             budget=folder.name, arm=r["arm"], kind=kind.name, gated=kind.gated, d_model=r["d_model"],
@@ -223,6 +246,18 @@ def _undecided(text: str, n: int, mde80: float, diff: float, se: float, df: floa
                         + seeds_advice(n, mde80, diff, se, df, margin, alpha)}
 
 
+def _stored_nothing(arms: list[ArmCapacity]) -> bool:
+    return all(v == 0 for a in arms for v in a.values("bits_per_param"))
+
+
+def _nothing(budget: str) -> dict[str, Any]:
+    """The outcome when every compared run stored 0 bits: no interval exists, and none is needed to
+    see that these models learned none of the facts."""
+    return {"verdict": "inconclusive",
+            "evidence": f"{budget}: every compared run stored 0 bits (the models learned none of the facts), "
+                        "so the ratios cannot be told apart; train longer (raise exposures) or use larger models"}
+
+
 def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
     """"Capacity per parameter peaks at ratio 4": at each budget the plain ratio-4 arm against
     every other plain arm, as the loss sweeps judge ratio-4-optimal (:mod:`analysis`): one model of
@@ -238,6 +273,9 @@ def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         others = [a for a in plain if a is not ref]
         if ref is None or not others:
             per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain ratio-4 arm to compare"}
+            continue
+        if _stored_nothing([ref, *others]):
+            per[budget] = _nothing(budget)
             continue
         if any(len(a.runs) < 2 for a in [ref, *others]):
             per[budget] = {"verdict": "inconclusive",
@@ -294,6 +332,9 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
                            "evidence": f"{budget}: needs a gated arm at parameter-matched ratio 4 and a plain "
                                        "ratio-4 arm"}
             continue
+        if _stored_nothing([g, p]):
+            per[budget] = _nothing(budget)
+            continue
         model = pooled_model({a.arm: a.values("bits_per_param") for a in arms if len(a.runs)})
         c, df = pair_interval(model, g.arm, p.arm)
         iv, diff, se = c.as_list(), c.diff, c.se
@@ -324,9 +365,9 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
 
 def analyse(root: str | Path, *, remeasure: bool = False) -> dict[str, Any]:
     folders = sweep_folders(Path(root))
-    by_budget = {f.name: measure_sweep(f, remeasure=remeasure) for f in folders}
+    by_budget = {f.name: measure_sweep(f, remeasure=remeasure, root=Path(root)) for f in folders}
     arms = [a for v in by_budget.values() for a in v]
-    first = json.loads((folders[0] / "sweep.json").read_text())
+    first = load_sweep(folders[0])
     return {"root": str(root), "corpus": first["spec"]["base"]["data"]["corpus"],
             "seeds": first["spec"]["seeds"], "arms": arm_rows(arms),
             "claims": {"capacity_peak": verdict_peak(by_budget), "capacity_gated": verdict_gated(by_budget)},
@@ -392,39 +433,42 @@ def _ci_text(r: dict[str, Any]) -> str:
 
 def write_report(root: str | Path, out: str | Path | None = None, *, remeasure: bool = False) -> dict[str, Path]:
     """Measure, analyse and write ``capacity.json``, ``claims.json``, ``report.md``, ``index.html``."""
-    result = analyse(root, remeasure=remeasure)
+    top = Path(out) if out else Path(root)  # the folder the user named: nothing is written outside it
     out = Path(out) if out else Path(root) / "capacity-report"
+    check_inside(out, top, "the report folder")
+    result = analyse(root, remeasure=remeasure)
     if out.exists():
         require(out.is_dir(), f"{out} is a file; choose a folder for the report")
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, top)
     rows = [{**r, "ci": _ci_text(r)} for r in result["arms"]]
     png = _figure(result["arms"])
-    (out / "bits_vs_ratio.png").write_bytes(png)
-    (out / "capacity.json").write_text(json.dumps(result, indent=1))
-    (out / "claims.json").write_text(json.dumps(result["claims"], indent=1))
+    write_atomic(out / "bits_vs_ratio.png", png, root=top)
+    write_atomic(out / "capacity.json", json.dumps(result, indent=1), root=top)
+    write_atomic(out / "claims.json", json.dumps(result["claims"], indent=1), root=top)
     claims = result["claims"]
-    title = f"ffnlab capacity report: {Path(root).name}"
+    title = f"ffnlab capacity report: {Path(root).resolve().name}"
     intro = (f"Corpus `{result['corpus']}`, seeds {result['seeds']}. Bits: Allen-Zhu & Li (2024) lower bound, "
              "N x (log2 K - mean value loss in bits) per relation over the trained facts; held-out facts (never "
              "trained) are the control and should hold about none.")
-    md = [f"# {title}", "", intro, "", "## Verdicts", "",
-          *[f"- **{k}**: `{v['verdict']}` — {v['evidence']}" for k, v in claims.items()], "",
+    md = [f"# {escape.markdown(title)}", "", escape.markdown(intro), "", "## Verdicts", "",
+          *[f"- **{escape.markdown(k)}**: `{escape.markdown(v['verdict'])}` — {escape.markdown(v['evidence'])}"
+            for k, v in claims.items()], "",
           "## Arms (bits per non-embedding parameter, mean and 95% CI over seeds)", "",
           markdown_table(rows, COLUMNS), "", "![bits per parameter vs ratio](bits_vs_ratio.png)", ""]
-    (out / "report.md").write_text("\n".join(md))
-    head = "".join(f"<th>{html.escape(c.header)}</th>" for c in COLUMNS)
-    body_rows = "".join("<tr>" + "".join(f"<td>{html.escape(c.fmt(r[c.key]) if r.get(c.key) is not None else '-')}</td>"
+    write_atomic(out / "report.md", "\n".join(md), root=top)
+    head = "".join(f"<th>{escape.html(c.header)}</th>" for c in COLUMNS)
+    body_rows = "".join("<tr>" + "".join(f"<td>{escape.html(c.fmt(r[c.key]) if r.get(c.key) is not None else '-')}</td>"
                                          for c in COLUMNS) + "</tr>" for r in rows)
     page = ("<!doctype html><html><head><meta charset='utf-8'>"
-            f"<title>{html.escape(title)}</title><style>body{{font-family:system-ui,sans-serif;max-width:1100px;"
+            f"<title>{escape.html(title)}</title><style>body{{font-family:system-ui,sans-serif;max-width:1100px;"
             "margin:2em auto}table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-            f"padding:3px 7px}}</style></head><body><h1>{html.escape(title)}</h1><p>{html.escape(intro)}</p>"
-            "<h2>Verdicts</h2><ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v['verdict'])} — "
-                                             f"{html.escape(v['evidence'])}</li>" for k, v in claims.items()) +
+            f"padding:3px 7px}}</style></head><body><h1>{escape.html(title)}</h1><p>{escape.html(intro)}</p>"
+            "<h2>Verdicts</h2><ul>" + "".join(f"<li><b>{escape.html(k)}</b>: {escape.html(v['verdict'])} — "
+                                             f"{escape.html(v['evidence'])}</li>" for k, v in claims.items()) +
             f"</ul><h2>Arms</h2><table><tr>{head}</tr>{body_rows}</table>"
             f"<img alt='bits per parameter vs ratio' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
             "</body></html>")
-    (out / "index.html").write_text(page)
+    write_atomic(out / "index.html", page, root=top)
     return {"html": out / "index.html", "markdown": out / "report.md", "claims": out / "claims.json",
             "json": out / "capacity.json", "dir": out}
 

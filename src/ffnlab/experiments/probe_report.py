@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import require
+from ffnlab.files import make_dir, write_atomic
 
 STYLE = ("body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto;padding:0 1em;color:#222}"
          "table{border-collapse:collapse;font-size:13px;margin:.6em 0}td,th{border:1px solid #ccc;padding:3px 7px;"
@@ -72,7 +73,7 @@ def write(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
     """``out/probe.json`` and ``out/index.html``."""
     folder = Path(out)
     require(not folder.exists() or folder.is_dir(), f"{folder} is a file; choose a folder for the probe")
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "probe.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
-    (folder / "index.html").write_text(render_html(result), encoding="utf-8")
+    make_dir(folder)
+    write_atomic(folder / "probe.json", json.dumps(result, indent=1, ensure_ascii=False))
+    write_atomic(folder / "index.html", render_html(result))
     return {"json": folder / "probe.json", "html": folder / "index.html"}

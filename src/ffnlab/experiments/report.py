@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import io
 import json
 import math
 import os
@@ -14,11 +15,13 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.errors import require
 from ffnlab.experiments import plots
 from ffnlab.experiments.analysis import CLAIMED_SPEEDUP, analyse
 from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
+from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
 from ffnlab.provenance import git_commit
 
 Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column]}
@@ -227,9 +230,8 @@ def _environment():  # noqa: ANN202 - jinja2.Environment
 
 
 def md_cell(text: Any) -> str:
-    """A string as one Markdown table cell or line: pipes escaped, no line breaks, no raw HTML."""
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-            .replace("\r", " ").replace("\n", " "))
+    """A string as one Markdown table cell or line (:func:`ffnlab.escape.markdown`)."""
+    return escape.markdown(text)
 
 
 def render(model: dict[str, Any], images: dict[str, bytes]) -> tuple[str, str]:
@@ -260,12 +262,13 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     verdicts filled in; ``audit_rows`` (from ``sizing.audit``) adds the zoo audit at the end."""
     load_sweep(sweep_dir)  # the whole sweep folder validated before any report folder exists
     out = Path(out_dir) if out_dir else Path(sweep_dir) / "report"
-    claim_report_dir(out)
+    root = out if out_dir else Path(sweep_dir)  # the folder the user named: nothing is written outside it
+    claim_report_dir(out, root)
     result = analyse(sweep_dir)
-    (out / "plots").mkdir(parents=True, exist_ok=True)
+    make_dir(out / "plots", root)
     images = _figures(result)
     for name, data in images.items():
-        (out / "plots" / name).write_bytes(data)
+        write_atomic(out / "plots" / name, data, root=root)
     prov = provenance(result)
     claims = _json_safe(result["claims"])
     claim_rows = None
@@ -276,41 +279,46 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     model = report_model(result, prov, title=title or f"ffnlab sweep report: {result['spec']['name']}",
                          claim_rows=claim_rows, audit_rows=audit_rows)
     html, md = render(model, images)
-    (out / "index.html").write_text(html, encoding="utf-8")
-    (out / "report.md").write_text(md, encoding="utf-8")
+    write_atomic(out / "index.html", html, root=root)
+    write_atomic(out / "report.md", md, root=root)
     serial = {k: v for k, v in result.items() if k != "arm_objects"}
     serial["provenance"] = prov
-    (out / "results.json").write_text(json.dumps(_json_safe(serial), indent=1, default=str))
-    (out / "claims.json").write_text(json.dumps(claims, indent=1))
-    with open(out / "arms.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[k for k in result["arms"][0] if k != "seed_losses"], extrasaction="ignore")
-        w.writeheader()
-        w.writerows(result["arms"])
-    with open(out / "runs.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["run", "arm", "seed", "final_val_loss", "final_val_ppl", "final_val_bpb", "tokens",
-                    "train_flops", "wall_s"])
-        for a in result["arm_objects"]:
-            for r in a.runs:
-                s = r.summary
-                w.writerow([r.run, r.arm, r.seed, s["final_val_loss"], s["final_val_ppl"], s["final_val_bpb"],
-                            s["tokens"], s["train_flops"], s["wall_s"]])
+    write_atomic(out / "results.json", json.dumps(_json_safe(serial), indent=1, default=str), root=root)
+    write_atomic(out / "claims.json", json.dumps(claims, indent=1), root=root)
+    fields = [k for k in result["arms"][0] if k != "seed_losses"]
+    write_atomic(out / "arms.csv", _csv([fields, *[[a.get(k) for k in fields] for a in result["arms"]]]), root=root)
+    write_atomic(out / "runs.csv", _csv([["run", "arm", "seed", "final_val_loss", "final_val_ppl", "final_val_bpb",
+                                          "tokens", "train_flops", "wall_s"]] + [
+        [r.run, r.arm, r.seed, r.summary["final_val_loss"], r.summary["final_val_ppl"], r.summary["final_val_bpb"],
+         r.summary["tokens"], r.summary["train_flops"], r.summary["wall_s"]]
+        for a in result["arm_objects"] for r in a.runs]), root=root)
     return {"html": out / "index.html", "markdown": out / "report.md", "claims": out / "claims.json",
             "results": out / "results.json", "dir": out}
+
+
+def _csv(rows: list[list[Any]]) -> str:
+    """CSV text of ``rows``, each cell through :func:`ffnlab.escape.csv_cell` (no formulas from names)."""
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerows([[escape.csv_cell(c) for c in row] for row in rows])
+    return buf.getvalue()
 
 
 MARKER = ".ffnlab-report"
 
 
-def claim_report_dir(out: Path) -> None:
-    """Make ``out`` a report folder, refusing one that holds anything else (never overwrite)."""
+def claim_report_dir(out: Path, root: Path | None = None) -> None:
+    """Make ``out`` a report folder, refusing one that holds anything else (never overwrite), or
+    (with ``root``) one that leads outside ``root`` through a symlink."""
+    if root is not None:
+        check_inside(out, root, "the report folder")
     if out.exists():
         require(out.is_dir(), f"{out} is a file; choose a folder for the report")
+        remove_stale(out)  # temporary folders of a report write a kill interrupted (ffnlab's marked ones only)
         foreign = [p.name for p in out.iterdir() if p.name not in (MARKER, "sweep")]
         require((out / MARKER).exists() or not foreign,
                 f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by ffnlab report; its files are rewritten on each run\n")
+    make_dir(out, root)
+    write_atomic(out / MARKER, "written by ffnlab report; its files are rewritten on each run\n")
 
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")

@@ -9,16 +9,15 @@ runs without configs, eval records without tokens, non-UTF-8 bytes) never reache
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import read_mapping, read_text
+from ffnlab.files import read_mapping
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.training.runfiles import read_records
 from ffnlab.validation import confined, integer, number, safe_name, show
 
-MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
 RUN_INTS = ("d_model", "d_ff")
 
 
@@ -48,23 +47,13 @@ def _summary(path: Path) -> None:
         number(s[key], f"{path}: {key}", text_ok=False)
 
 
-def _metrics(path: Path) -> None:
-    """Every complete record of a metrics file must be well formed (a line torn by a kill is allowed)."""
-    lines = read_text(path, "metrics file", max_bytes=MAX_METRICS_BYTES).splitlines()
-    for n, line in enumerate(lines, 1):
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            require(n == len(lines), f"{path}: line {n} is not a JSON record")
-            continue
-        require(isinstance(rec, dict) and "kind" in rec and "step" in rec,
-                f"{path}: line {n} must be a record with kind and step")
-        integer(rec["step"], f"{path}: line {n} step", 0)
-        if rec["kind"] == "eval":
-            for key in ("tokens", "val_loss"):
-                require(key in rec, f"{path}: eval record on line {n} has no {key!r}")
-            integer(rec["tokens"], f"{path}: line {n} tokens", 0)
-            number(rec["val_loss"], f"{path}: line {n} val_loss", 0, text_ok=False)
+def _metrics(path: Path, finished: bool) -> None:
+    """Every complete record of a metrics file must be well formed, with steps that increase (a
+    line torn by a kill is allowed); a finished run must have been evaluated."""
+    records = read_records(path)
+    if finished:
+        require(any(r["kind"] == "eval" for r in records),
+                f"{path} has no eval record although the run finished; rerun the sweep to evaluate it")
 
 
 def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
@@ -87,10 +76,11 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     for i, entry in enumerate(runs):
         r = _run(entry, i, where)
         run_dir = confined(root / "runs", r["run"], f"{where}: runs[{i}].run")
-        if (run_dir / "summary.json").is_file():
+        finished = (run_dir / "summary.json").is_file()
+        if finished:
             _summary(run_dir / "summary.json")
         if (run_dir / "metrics.jsonl").is_file():
-            _metrics(run_dir / "metrics.jsonl")
+            _metrics(run_dir / "metrics.jsonl", finished)
     arms = sorted({r["arm"] for r in runs})
     ref = spec.get("reference")
     scaled = {f"{x.get('name')}.{ref}" for x in spec.get("scales") or [] if isinstance(x, dict)}  # SCALE.ARM

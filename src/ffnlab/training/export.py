@@ -13,13 +13,14 @@ GPT-2 layout, ...) is refused with the reason.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import read_mapping
+from ffnlab.files import read_mapping, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name, show
@@ -147,11 +148,25 @@ def export_model(model: torch.nn.Module, out_dir: str | Path) -> Path:
     else:
         tensors = gpt2_tensors(cfg, sd)
         config = gpt2_config(cfg, model.norm_eps)  # type: ignore[arg-type]
-    out.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous().clone() for k, v in tensors.items()}, str(out / "model.safetensors"),
-              metadata={"format": "pt"})
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    _write_folder(out, lambda tmp: (
+        save_file({k: v.contiguous().clone() for k, v in tensors.items()}, str(tmp / "model.safetensors"),
+                  metadata={"format": "pt"}),
+        (tmp / "config.json").write_text(json.dumps(config, indent=2))))
     return out
+
+
+def _write_folder(out: Path, fill: Callable[[Path], Any]) -> None:
+    """Run ``fill`` on a new temporary folder beside ``out``, then rename it to ``out``: a killed
+    export leaves no half folder that would block its rerun (and a full disk is one error line)."""
+    from safetensors import SafetensorError
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out.parent, hint=out.name)  # what a killed export of this folder left (marked as ffnlab's)
+    try:
+        with staged_dir(out) as tmp:
+            fill(tmp)
+    except SafetensorError as e:  # a full disk, a quota: not an OSError in safetensors
+        raise FfnlabError(f"cannot write {out} ({str(e).splitlines()[0][:200]}); nothing was written") from None
 
 
 def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.nn.Module:

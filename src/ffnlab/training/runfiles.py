@@ -1,20 +1,72 @@
-"""Reading a run folder's files (no torch): the tolerant metrics reader; atomic writes are in ffnlab.files."""
+"""Reading a run folder's files (no torch): the validating metrics reader; writes are in ffnlab.files."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
+from ffnlab.errors import FfnlabError
+from ffnlab.validation import show
 
-def read_records(path: Path) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl``; a line torn by a kill (the last one) is dropped."""
-    out = []
-    for line in path.read_text().splitlines():
+MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
+EVAL_KEYS = ("tokens", "val_loss")
+
+
+def _bad(path: Path, n: int, why: str) -> FfnlabError:
+    return FfnlabError(f"{path}: line {n} {why}; the run's metrics are damaged (was the file edited or "
+                       "written by something else?)")
+
+
+def _check(rec: Any, path: Path, n: int, last: dict[str, int]) -> None:
+    if not isinstance(rec, dict) or not isinstance(rec.get("kind"), str) or "step" not in rec:
+        raise _bad(path, n, "must be a record with a kind and a step")
+    kind, step = rec["kind"], rec["step"]
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**62:
+        raise _bad(path, n, f"step must be an integer >= 0, got {show(step)}")
+    before = last.get(kind)
+    if before is not None and step <= before:
+        raise _bad(path, n, f"repeats or goes back in steps ({kind} step {step} after step {before}): "
+                            "steps must increase")
+    last[kind] = step
+    if kind == "eval":
+        for key in EVAL_KEYS:
+            if key not in rec:
+                raise _bad(path, n, f"is an eval record with no {key!r}")
+        tokens, loss = rec["tokens"], rec["val_loss"]
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 2**62:
+            raise _bad(path, n, f"tokens must be an integer >= 0, got {show(tokens)}")
+        if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not (math.isfinite(loss) and loss >= 0):
+            raise _bad(path, n, f"val_loss must be a finite number >= 0, got {show(loss)}")
+
+
+def read_records(path: Path, *, max_bytes: int = MAX_METRICS_BYTES) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl``, validated; a last line torn by a kill is dropped.
+
+    Every other line must be a JSON object with a string ``kind`` and an integer ``step`` >= 0,
+    steps strictly increasing within each kind (a repeated or reordered record is refused, so a
+    damaged file cannot change a verdict), eval records with integer ``tokens`` and a finite
+    ``val_loss``. Refused files raise one :class:`FfnlabError` naming the file and the line; a
+    missing file raises ``FileNotFoundError``.
+    """
+    path = Path(path)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise FfnlabError(f"{path} is {size:,} bytes, over the {max_bytes:,}-byte limit for a metrics file")
+    try:
+        lines = path.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise FfnlabError(f"{path} is not UTF-8 text (bad byte at offset {e.start})") from None
+    out: list[dict[str, Any]] = []
+    last: dict[str, int] = {}
+    for n, line in enumerate(lines, 1):
         try:
             rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and "step" in rec and "kind" in rec:
-            out.append(rec)
+        except (ValueError, RecursionError):
+            if n == len(lines):  # the line a kill cut short
+                break
+            raise _bad(path, n, "is not a JSON record") from None
+        _check(rec, path, n, last)
+        out.append(rec)
     return out

@@ -1,0 +1,79 @@
+"""Text from files and folders made safe for each output format, in one place.
+
+Names, descriptions and evidence strings come from files a user (or anyone who wrote a folder
+ffnlab reads) controls. Before such text reaches an output it goes through the function for that
+output's format, so it shows as the characters it is, never as formatting or commands:
+
+* :func:`terminal` - control characters (ANSI/OSC escape sequences, C1 codes, backspace, bidi
+  overrides) made visible as ``\\x1b``-style escapes; tabs and newlines kept unless ``one_line``.
+  Rich tables receive the result as :func:`terminal_text` (a ``rich.text.Text``), so ``[link=...]``
+  and ``[/x]`` are never read as markup.
+* :func:`markdown` - one Markdown line or table cell: no line breaks; backslashes, pipes, backticks
+  and the ``](`` / ``][`` / ``]:`` of links and images escaped with a backslash; raw HTML's ``<``
+  written as ``&lt;``; control characters made visible.
+* :func:`csv_cell` - a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
+  return that is not a plain number gets a leading ``'`` (OWASP's formula-injection advice), so a
+  spreadsheet shows it instead of evaluating it.
+* :func:`html` - HTML text and attribute values: ``& < > " '`` as entities, control characters
+  made visible.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import re
+from typing import Any
+
+# C0 controls but tab and newline, DEL, C1 controls; the bidi embedding/override/isolate marks and
+# the line/paragraph separators reorder or break what a reader sees (CVE-2021-42574 "Trojan Source")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_MARKDOWN_SYNTAX = re.compile(r"([\\`|]|\](?=[(\[:]))")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _visible(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal(text: Any, *, one_line: bool = False) -> str:
+    """``text`` for a terminal: control characters shown as escapes (``one_line``: newlines and tabs too)."""
+    pattern = _CONTROL_OR_BREAK if one_line else _CONTROL
+    return pattern.sub(lambda m: _visible(m.group()), str(text))
+
+
+def terminal_text(text: Any, **style: Any) -> Any:
+    """:func:`terminal` as a ``rich.text.Text``, which rich prints as it is (no markup)."""
+    from rich.text import Text
+
+    return Text(terminal(text), **style)
+
+
+def markdown(text: Any) -> str:
+    """``text`` as one Markdown line or table cell that renders as exactly these characters."""
+    s = _CONTROL.sub(lambda m: _visible(m.group()), str(text))
+    s = s.replace("\r\n", " ").replace("\r", " ").replace("\n", " ").replace("\t", " ")
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", s).replace("<", "&lt;")
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV cell: numbers as they are; text that a spreadsheet would run as a
+    formula gets a leading ``'``; ``None`` becomes empty."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int, float)):
+        return value
+    s = str(value)
+    if s.startswith(FORMULA_START) and not _NUMBER.fullmatch(s):
+        return "'" + s
+    return s
+
+
+def html(text: Any) -> str:
+    """``text`` for HTML (element text or a quoted attribute value)."""
+    return _html.escape(_CONTROL.sub(lambda m: _visible(m.group()), str(text)), quote=True)
+
+
+__all__ = ["csv_cell", "html", "markdown", "terminal", "terminal_text"]

@@ -9,8 +9,8 @@ output's format, so it shows as the characters it is, never as formatting or com
   Rich tables receive the result as :func:`terminal_text` (a ``rich.text.Text``), so ``[link=...]``
   and ``[/x]`` are never read as markup.
 * :func:`markdown` - one Markdown line or table cell: no line breaks; backslashes, pipes, backticks
-  and the ``](`` / ``][`` / ``]:`` of links and images escaped with a backslash; raw HTML's ``<``
-  written as ``&lt;``; control characters made visible.
+  and the ``](`` / ``][`` / ``]:`` of links and images escaped with a backslash; ``&`` and raw
+  HTML's ``<`` written as entities; control characters made visible.
 * :func:`csv_cell` - a spreadsheet cell: text starting with ``= + - @``, a tab or a carriage
   return that is not a plain number gets a leading ``'`` (OWASP's formula-injection advice), so a
   spreadsheet shows it instead of evaluating it.
@@ -53,9 +53,9 @@ def terminal_text(text: Any, **style: Any) -> Any:
 
 def markdown(text: Any) -> str:
     """``text`` as one Markdown line or table cell that renders as exactly these characters."""
-    s = _CONTROL.sub(lambda m: _visible(m.group()), str(text))
-    s = s.replace("\r\n", " ").replace("\r", " ").replace("\n", " ").replace("\t", " ")
-    return _MARKDOWN_SYNTAX.sub(r"\\\1", s).replace("<", "&lt;")
+    s = str(text).replace("\r\n", " ").replace("\r", " ").replace("\n", " ").replace("\t", " ")
+    s = _CONTROL.sub(lambda m: _visible(m.group()), s)
+    return _MARKDOWN_SYNTAX.sub(r"\\\1", s).replace("&", "&amp;").replace("<", "&lt;")
 
 
 def csv_cell(value: Any) -> Any:

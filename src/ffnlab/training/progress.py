@@ -39,6 +39,7 @@ class Progress:
         self.t0 = self.last_line = time.perf_counter()
         self.metrics: dict[str, Any] = {}
         self._bar = None
+        self._final_shown = False
         if mode == "bar":
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
@@ -78,8 +79,9 @@ class Progress:
             self._bar.update(self._task, completed=done, info=self.info(), eta=eta_txt)
         elif self.mode == "lines":
             now = time.perf_counter()
-            if now - self.last_line >= self.every_s or done >= self.total:
-                self.last_line = now
+            final = done >= self.total and not self._final_shown  # the last line once, not on every poll
+            if final or (now - self.last_line >= self.every_s and done < self.total):
+                self.last_line, self._final_shown = now, self._final_shown or final
                 self.emit(f"[{self.description}] {self.unit} {done}/{self.total} | {self.info()} | ETA {eta_txt}")
 
     def close(self) -> None:

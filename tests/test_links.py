@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -301,3 +302,68 @@ def test_export_into_a_link_to_a_full_folder_is_refused(world):
     before = snapshot(o)
     assert_refused(cli("export", f"sweep/runs/{GATED_RUN}", "--hf", "hf", where=world), "not empty")
     outside_unchanged(world, before)
+
+
+# ---------------------------------------------------------------- the same sweep, damaged (issue 21)
+
+
+def test_sweep_rerun_refuses_a_metrics_record_with_a_text_step(world):
+    metrics = world / "sweep" / "runs" / RUN / "metrics.jsonl"
+    metrics.write_text(metrics.read_text().replace('"step": 1,', '"step": "x",', 1))
+    unfinish(world)
+    before = metrics.read_bytes()
+    line = refused(cli("sweep", "spec.yaml", "--out", "sweep", where=world), "step must be an integer")
+    assert "metrics.jsonl: line 1" in line and metrics.read_bytes() == before
+
+
+def test_a_finished_run_without_its_eval_record_is_evaluated_again(world):
+    """Final checkpoint present, eval records gone (and the summary): the sweep resumes the run at
+    its last step, which evaluates it again: the same loss as the lost record (same weights)."""
+    metrics = world / "sweep" / "runs" / RUN / "metrics.jsonl"
+    records = [json.loads(x) for x in metrics.read_text().splitlines()]
+    lost = [r for r in records if r["kind"] == "eval"]
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in records if r["kind"] != "eval"))
+    line = refused(cli("report", "sweep", where=world), "no eval record")
+    assert RUN in line
+    r = cli("sweep", "spec.yaml", "--out", "sweep", "--no-report", where=world)
+    assert r.code == 0, r.stderr[-2000:]
+    evals = [json.loads(x) for x in metrics.read_text().splitlines() if '"eval"' in x]
+    assert [(e["step"], e["val_loss"]) for e in evals] == [(lost[-1]["step"], lost[-1]["val_loss"])]
+    assert cli("report", "sweep", where=world).code == 0
+
+
+@pytest.mark.parametrize("damage", ["{", '{"spec": {}, "runs": "x"}', "[]"])
+def test_capacity_report_on_a_malformed_sweep_record_is_one_line(world, damage):
+    (world / "sweep" / "sweep.json").write_text(damage)
+    refused(cli("capacity", "report", "sweep", where=world), "sweep.json")
+
+
+def test_a_truncated_capacity_cache_is_measured_again(world):
+    assert cli("capacity", "report", "sweep", where=world).code == 0
+    first = json.loads((world / "sweep" / "capacity-report" / "capacity.json").read_text())
+    cache = world / "sweep" / "runs" / RUN / "capacity.json"
+    cache.write_text(cache.read_text()[:50])  # what a kill in the old, non-atomic write left
+    r = cli("capacity", "report", "sweep", where=world)
+    assert r.code == 0, r.stderr[-2000:]
+    assert json.loads(cache.read_text())["bits_per_param"] >= 0  # a complete cache again
+    assert json.loads((world / "sweep" / "capacity-report" / "capacity.json").read_text())["arms"] == first["arms"]
+
+
+HOSTILE_NAME = "cap\n<img src=x onerror=alert(1)> [x](javascript:alert(1)) \x1b[31m| $\\undefined$"  # $: mathtext
+
+
+def test_hostile_folder_names_and_descriptions_are_escaped_in_every_page(world):
+    (world / "sweep").rename(world / HOSTILE_NAME)
+    record = json.loads((world / HOSTILE_NAME / "sweep.json").read_text())
+    record["spec"]["description"] = "desc \x1b]8;;http://127.0.0.1/\x07click\x1b]8;;\x07 <script>x</script>\nline"
+    (world / HOSTILE_NAME / "sweep.json").write_text(json.dumps(record))
+    assert cli("capacity", "report", HOSTILE_NAME, where=world).code == 0
+    assert cli("report", HOSTILE_NAME, where=world).code == 0
+    for folder in ("capacity-report", "report"):
+        md = (world / HOSTILE_NAME / folder / "report.md").read_text()
+        page = (world / HOSTILE_NAME / folder / "index.html").read_text()
+        assert "\x1b" not in md + page and "\x07" not in md + page
+        assert "<img src=x" not in md + page and "<script>x" not in md + page
+        assert not re.search(r"(?<!\\)\]\(javascript", md)  # the link syntax is escaped: shown, not followed
+    title = (world / HOSTILE_NAME / "capacity-report" / "report.md").read_text().splitlines()[0]
+    assert title.startswith("# ffnlab capacity report: cap &lt;img")  # the newline did not end the title

@@ -15,7 +15,7 @@ output's format, so it shows as the characters it is, never as formatting or com
   return that is not a plain number gets a leading ``'`` (OWASP's formula-injection advice), so a
   spreadsheet shows it instead of evaluating it.
 * :func:`html` - HTML text and attribute values: ``& < > " '`` as entities, control characters
-  made visible.
+  made visible (templates that autoescape use :func:`visible` as their ``finalize`` hook).
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def _visible(ch: str) -> str:
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(value: Any) -> Any:
+    """Strings with their control characters shown as escapes (tabs, newlines kept); other values
+    as they are. The step every format shares; a template engine's ``finalize`` hook."""
+    return _CONTROL.sub(lambda m: _visible(m.group()), value) if isinstance(value, str) else value
 
 
 def terminal(text: Any, *, one_line: bool = False) -> str:
@@ -76,4 +82,4 @@ def html(text: Any) -> str:
     return _html.escape(_CONTROL.sub(lambda m: _visible(m.group()), str(text)), quote=True)
 
 
-__all__ = ["csv_cell", "html", "markdown", "terminal", "terminal_text"]
+__all__ = ["csv_cell", "html", "markdown", "terminal", "terminal_text", "visible"]

@@ -54,9 +54,10 @@ def probe(
     from ffnlab.training.probe import probe as run_probe
 
     require(tokens >= 2 and seq_len >= 1, "--tokens must be >= 2 and --seq-len >= 1")
+    chosen = _layers(layers)  # checked before a model is loaded
     probed = open_model(model)
     ids = corpus_tokens(probed, corpus, split, tokens)
-    result = run_probe(probed, ids, layers=_layers(layers), units=units, examples=examples,
+    result = run_probe(probed, ids, layers=chosen, units=units, examples=examples,
                        top_tokens=top_tokens, seq_len=seq_len)
     result["corpus"] = f"{corpus} ({split})"
     paths = write(result, out or Path("probes") / model.resolve().name)

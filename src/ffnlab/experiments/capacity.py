@@ -415,7 +415,7 @@ def _figure(rows: list[dict[str, Any]]) -> bytes:
                     else 0 for r in sel]]
             ax.errorbar([r["ratio_param_matched"] for r in sel], [r["bits_per_param"] for r in sel], yerr=err,
                         marker=marker, capsize=3, ls="none" if gated else "-",
-                        label=f"{budget}: {'gated' if gated else 'plain'}")
+                        label=escape.visible(f"{budget}: {'gated' if gated else 'plain'}").replace("$", r"\$"))
     ax.axhline(REFERENCE_BITS_PER_PARAM, color="k", lw=0.8, ls=":",
                label="2 bits/param (Allen-Zhu & Li 2024, 1000 exposures)")
     ax.set_xscale("log", base=2)

@@ -224,7 +224,8 @@ def _environment():  # noqa: ANN202 - jinja2.Environment
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments", "templates"),
                              autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             finalize=escape.visible)  # no control characters from files reach a page
     env.filters["md"] = md_cell
     return env
 

@@ -81,9 +81,14 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
             _summary(run_dir / "summary.json")
         if (run_dir / "metrics.jsonl").is_file():
             _metrics(run_dir / "metrics.jsonl", finished)
+    scales = spec.get("scales") or []
+    require(isinstance(scales, list) and all(isinstance(x, dict) for x in scales),
+            f"{where}: spec.scales must be a list of mappings, got {show(scales)}")
+    for i, x in enumerate(scales):  # scale names label plots and tables, like arm names
+        safe_name(x.get("name"), f"{where}: spec.scales[{i}].name")
     arms = sorted({r["arm"] for r in runs})
     ref = spec.get("reference")
-    scaled = {f"{x.get('name')}.{ref}" for x in spec.get("scales") or [] if isinstance(x, dict)}  # SCALE.ARM
+    scaled = {f"{x['name']}.{ref}" for x in scales}  # SCALE.ARM
     require(ref in arms or bool(scaled & set(arms)), f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
     return record

@@ -49,8 +49,8 @@ def run_finished(run_dir: Path, max_steps: int, *, evaluated: bool = False) -> b
     """Whether the run's summary says it finished ``max_steps`` (``evaluated``: and its metrics,
     which must be valid, hold the eval record of that step; otherwise it is resumed to write it)."""
     try:
-        s = json.loads((run_dir / "summary.json").read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        s = read_mapping(run_dir / "summary.json", "run summary", fmt="JSON")
+    except (OSError, FfnlabError):  # absent, torn by a kill, not a file: not finished
         return False
     if not (isinstance(s, dict) and s.get("status") == "finished" and s.get("steps") == max_steps):
         return False

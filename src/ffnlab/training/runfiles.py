@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,10 @@ def read_records(path: Path, *, max_bytes: int = MAX_METRICS_BYTES) -> list[dict
     missing file raises ``FileNotFoundError``.
     """
     path = Path(path)
-    size = path.stat().st_size
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):  # a FIFO would block the reader forever, a folder is no file
+        raise FfnlabError(f"{path} is not a regular file; a metrics file must be one")
+    size = info.st_size
     if size > max_bytes:
         raise FfnlabError(f"{path} is {size:,} bytes, over the {max_bytes:,}-byte limit for a metrics file")
     try:

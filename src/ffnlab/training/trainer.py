@@ -414,7 +414,8 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
                         mode=t.progress if info.is_main else "off")
     watch = LossWatch(info.device)
-    first_step, shown = step, {}
+    first_step = step
+    shown: dict[str, Any] = {}
     summary: dict[str, Any] = {}
     t_start = time.perf_counter()
     try:

@@ -542,7 +542,8 @@ def _fake_finished_sweep(root: Path, metrics: list[dict]) -> None:
     run = root / "s" / "runs" / "a-s0"
     run.mkdir(parents=True)
     (root / "s" / "sweep.json").write_text(json.dumps({"runs": [GOOD_RUN], "spec": {"name": "s", "reference": "a"}}))
-    (run / "summary.json").write_text(json.dumps({"final_val_loss": 2.0, "final_val_bpb": 3.0, "wall_s": 1.0}))
+    (run / "summary.json").write_text(json.dumps({"final_val_loss": 2.0, "final_val_ppl": 7.39, "final_val_bpb": 3.0,
+                                                  "wall_s": 1.0, "tokens": 64, "train_flops": 1.0}))
     (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
 
 
@@ -556,6 +557,8 @@ EVAL = {"kind": "eval", "step": 4, "tokens": 64, "val_loss": 2.0}
     ([{**EVAL, "step": 8}, EVAL], "goes back"),
     ([{**EVAL, "tokens": "many"}], "tokens"),
     ([{**EVAL, "val_loss": float("nan")}], "val_loss"),
+    ([{"kind": "train", "step": 1}, EVAL], "loss is not a finite number"),
+    ([{"kind": "note", "step": 1}, EVAL], "records are train or eval"),
 ])
 def test_report_refuses_metrics_that_cannot_be_a_training_curve(tmp_path, metrics, fragment):
     _fake_finished_sweep(tmp_path, metrics)

@@ -368,7 +368,7 @@ def analyse(root: str | Path, *, remeasure: bool = False) -> dict[str, Any]:
     by_budget = {f.name: measure_sweep(f, remeasure=remeasure, root=Path(root)) for f in folders}
     arms = [a for v in by_budget.values() for a in v]
     first = load_sweep(folders[0])
-    return {"root": str(root), "corpus": first["spec"]["base"]["data"]["corpus"],
+    return {"root": str(root), "corpus": first["spec"].get("base", {}).get("data", {}).get("corpus", "?"),
             "seeds": first["spec"]["seeds"], "arms": arm_rows(arms),
             "claims": {"capacity_peak": verdict_peak(by_budget), "capacity_gated": verdict_gated(by_budget)},
             "reference_bits_per_param": REFERENCE_BITS_PER_PARAM}

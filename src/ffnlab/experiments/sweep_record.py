@@ -42,9 +42,11 @@ def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
 
 def _summary(path: Path) -> None:
     s = read_mapping(path, "run summary", fmt="JSON")
-    for key in ("final_val_loss", "final_val_bpb", "wall_s"):
+    for key in ("final_val_loss", "final_val_ppl", "final_val_bpb", "wall_s", "train_flops"):
         require(key in s, f"{path} has no {key!r}")
-        number(s[key], f"{path}: {key}", text_ok=False)
+        number(s[key], f"{path}: {key}", 0, text_ok=False)
+    require("tokens" in s, f"{path} has no 'tokens'")
+    integer(s["tokens"], f"{path}: tokens", 0, 2**62)
 
 
 def _metrics(path: Path, finished: bool) -> None:
@@ -69,6 +71,13 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     for key in ("name", "reference", "control"):
         if not isinstance(spec.get(key, ""), str):
             raise FfnlabError(f"{where}: spec.{key} must be a string, got {show(spec[key])}")
+    base = spec.get("base", {})
+    require(isinstance(base, dict), f"{where}: spec.base must be a mapping, got {show(base)}")
+    for key in ("model", "data", "train"):
+        require(isinstance(base.get(key, {}), dict), f"{where}: spec.base.{key} must be a mapping, got "
+                                                      f"{show(base.get(key))}")
+    corpus = base.get("data", {}).get("corpus", "")
+    require(isinstance(corpus, str), f"{where}: spec.base.data.corpus must be a string, got {show(corpus)}")
     if "vocab_size" in record:
         integer(record["vocab_size"], f"{where}: vocab_size", 1)
     runs = record["runs"]

@@ -13,6 +13,7 @@ from ffnlab.validation import show
 
 MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
 EVAL_KEYS = ("tokens", "val_loss")
+KINDS = ("train", "eval")
 
 
 def _bad(path: Path, n: int, why: str) -> FfnlabError:
@@ -26,11 +27,17 @@ def _check(rec: Any, path: Path, n: int, last: dict[str, int]) -> None:
     kind, step = rec["kind"], rec["step"]
     if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < 2**62:
         raise _bad(path, n, f"step must be an integer >= 0, got {show(step)}")
+    if kind not in KINDS:
+        raise _bad(path, n, f"has kind {show(kind)}; records are {' or '.join(KINDS)}")
     before = last.get(kind)
     if before is not None and step <= before:
         raise _bad(path, n, f"repeats or goes back in steps ({kind} step {step} after step {before}): "
                             "steps must increase")
     last[kind] = step
+    if kind == "train":
+        loss = rec.get("loss")
+        if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss):
+            raise _bad(path, n, f"is a train record whose loss is not a finite number ({show(loss)})")
     if kind == "eval":
         for key in EVAL_KEYS:
             if key not in rec:
@@ -45,10 +52,10 @@ def _check(rec: Any, path: Path, n: int, last: dict[str, int]) -> None:
 def read_records(path: Path, *, max_bytes: int = MAX_METRICS_BYTES) -> list[dict[str, Any]]:
     """The records of a ``metrics.jsonl``, validated; a last line torn by a kill is dropped.
 
-    Every other line must be a JSON object with a string ``kind`` and an integer ``step`` >= 0,
+    Every other line must be a JSON object with ``kind`` train or eval and an integer ``step`` >= 0,
     steps strictly increasing within each kind (a repeated or reordered record is refused, so a
-    damaged file cannot change a verdict), eval records with integer ``tokens`` and a finite
-    ``val_loss``. Refused files raise one :class:`FfnlabError` naming the file and the line; a
+    damaged file cannot change a verdict), train records with a finite ``loss``, eval records with
+    integer ``tokens`` and a finite ``val_loss``. Refused files raise one :class:`FfnlabError` naming the file and the line; a
     missing file raises ``FileNotFoundError``.
     """
     path = Path(path)

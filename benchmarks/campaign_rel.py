@@ -229,7 +229,11 @@ def written_paths(base: Path, scratch: Path, name: str) -> list[str]:
         parts = Path(p).parts
         paths.update(str(Path(*parts[:i])) for i in range(1, len(parts) + 1))
     skip = re.compile(r"(^|/)(\.ffnlab-tmp-|\.ffnlab-old-)")
-    return sorted(p for p in paths if not skip.search(p) and (p.count("/") < 6))
+    kept: dict[str, str] = {}  # one path per shape: runs/g4-s0/... stands for runs/s4-s1/..., step-1 for step-2
+    for p in sorted(paths):
+        if not skip.search(p):
+            kept.setdefault(re.sub(r"[0-9]+", "N", p.replace(GATED.split("-")[0], RUN.split("-")[0])), p)
+    return sorted(kept.values())
 
 
 def plant(world: Path, rel: str, kind: str) -> Path | None:

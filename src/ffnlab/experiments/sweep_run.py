@@ -39,7 +39,7 @@ from ffnlab.training import runconfig
 from ffnlab.training.locking import die_with_parent, folder_lock
 from ffnlab.training.memory import check_fits
 from ffnlab.training.progress import Progress
-from ffnlab.training.runfiles import read_records
+from ffnlab.training.runfiles import last_step, read_records
 
 MAX_WORKERS = 4096  # parallel runs of one sweep (as a spec's workers key allows)
 SWEEP_FOLDERS = ("configs", "logs", "runs")  # a sweep folder's folders; none may lead outside it
@@ -55,8 +55,8 @@ def run_finished(run_dir: Path, max_steps: int, *, evaluated: bool = False) -> b
     if not (isinstance(s, dict) and s.get("status") == "finished" and s.get("steps") == max_steps):
         return False
     try:
-        return not evaluated or any(r["kind"] == "eval" and r["step"] == max_steps
-                                    for r in read_records(run_dir / "metrics.jsonl"))
+        return not evaluated or any(r["step"] == max_steps
+                                    for r in read_records(run_dir / "metrics.jsonl", kinds=("eval",)))
     except OSError:
         return False
 
@@ -71,12 +71,8 @@ def _same_run(path: Path, config: dict[str, Any]) -> bool:
 
 
 def steps_done(run_dir: Path) -> int:
-    """Latest logged step of a run (0 if none), read from its metrics file."""
-    try:
-        records = read_records(run_dir / "metrics.jsonl")
-    except (OSError, FfnlabError):  # progress only: the files were validated before the runs started
-        return 0
-    return int(records[-1]["step"]) if records else 0
+    """Latest logged step of a run (0 if none), read from the tail of its metrics file (a poll)."""
+    return last_step(run_dir / "metrics.jsonl")
 
 
 def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -49,35 +50,64 @@ def _check(rec: Any, path: Path, n: int, last: dict[str, int]) -> None:
             raise _bad(path, n, f"val_loss must be a finite number >= 0, got {show(loss)}")
 
 
-def read_records(path: Path, *, max_bytes: int = MAX_METRICS_BYTES) -> list[dict[str, Any]]:
-    """The records of a ``metrics.jsonl``, validated; a last line torn by a kill is dropped.
+def read_records(path: Path, *, kinds: tuple[str, ...] | None = None,
+                 max_bytes: int = MAX_METRICS_BYTES) -> list[dict[str, Any]]:
+    """The records of a ``metrics.jsonl`` (only those of ``kinds`` if given), validated; a last
+    line torn by a kill is dropped.
 
     Every other line must be a JSON object with ``kind`` train or eval and an integer ``step`` >= 0,
     steps strictly increasing within each kind (a repeated or reordered record is refused, so a
     damaged file cannot change a verdict), train records with a finite ``loss``, eval records with
-    integer ``tokens`` and a finite ``val_loss``. Refused files raise one :class:`FfnlabError` naming the file and the line; a
-    missing file raises ``FileNotFoundError``.
+    integer ``tokens`` and a finite ``val_loss``. The file is read line by line, so a bad line
+    is refused without reading the rest. Refused files raise one :class:`FfnlabError` naming the
+    file and the line; a missing file raises ``FileNotFoundError``.
     """
     path = Path(path)
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):  # a FIFO would block the reader forever, a folder is no file
         raise FfnlabError(f"{path} is not a regular file; a metrics file must be one")
-    size = info.st_size
-    if size > max_bytes:
-        raise FfnlabError(f"{path} is {size:,} bytes, over the {max_bytes:,}-byte limit for a metrics file")
-    try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise FfnlabError(f"{path} is not UTF-8 text (bad byte at offset {e.start})") from None
+    if info.st_size > max_bytes:
+        raise FfnlabError(f"{path} is {info.st_size:,} bytes, over the {max_bytes:,}-byte limit for a metrics file")
     out: list[dict[str, Any]] = []
     last: dict[str, int] = {}
-    for n, line in enumerate(lines, 1):
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            if n == len(lines):  # the line a kill cut short
-                break
-            raise _bad(path, n, "is not a JSON record") from None
-        _check(rec, path, n, last)
-        out.append(rec)
+    with open(path, "rb") as fh:
+        lines = iter(fh)
+        line, n = next(lines, None), 1
+        while line is not None:
+            following = next(lines, None)
+            try:
+                rec = json.loads(line.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise _bad(path, n, f"is not UTF-8 text (bad byte at offset {e.start})") from None
+            except (ValueError, RecursionError):
+                if following is None:  # the line a kill cut short
+                    break
+                raise _bad(path, n, "is not a JSON record") from None
+            _check(rec, path, n, last)
+            if kinds is None or rec["kind"] in kinds:
+                out.append(rec)
+            line, n = following, n + 1
     return out
+
+
+def last_step(path: Path, tail_bytes: int = 65536) -> int:
+    """The step of the last complete record of a ``metrics.jsonl`` (0 if none or unreadable),
+    from the file's tail only: a progress poll that costs the same for any length of run."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO never blocks a poll
+    except OSError:
+        return 0
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0
+        size = os.fstat(fd).st_size
+        fh.seek(max(0, size - tail_bytes))
+        lines = fh.read().split(b"\n")
+    for line in reversed(lines):
+        try:
+            step = json.loads(line).get("step")
+        except (ValueError, AttributeError, RecursionError):
+            continue
+        if isinstance(step, int) and not isinstance(step, bool) and step >= 0:
+            return step
+    return 0

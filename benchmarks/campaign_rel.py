@@ -263,9 +263,16 @@ def plant(world: Path, rel: str, kind: str) -> Path | None:
     return None
 
 
+# the folders each command is given: a link *there* (or above) is the user's own path and is followed
+NAMED = {"sweep-rerun": ["sweep"], "sweep-trains": ["sweep"], "report": ["sweep"], "report-out": ["rep", "sweep"],
+         "capacity-report": ["sweep"], "capacity-remeasure": ["sweep"], "probe": ["p", f"sweep/runs/{RUN}"],
+         "train-resume": [f"sweep/runs/{RUN}"], "export": ["hf", f"sweep/runs/{GATED}"]}
+
+
 def link_campaign(base: Path, scratch: Path, tally: Tally, limit: int | None) -> None:
     for name, (argv, prepare) in COMMANDS.items():
-        paths = written_paths(base, scratch, name)
+        paths = [p for p in written_paths(base, scratch, name)
+                 if not any(n == p or n.startswith(p + "/") for n in NAMED[name])]
         if limit:
             paths = paths[:limit]
         print(f"  {name}: {len(paths)} written paths x 4 link kinds", flush=True)

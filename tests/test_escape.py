@@ -159,3 +159,10 @@ def test_render_tables_escape_every_format(capsys):
     assert next(csv.DictReader(io.StringIO(capsys.readouterr().out)))["v"] == "'=1+1"
     render.emit([{"name": "a|b\n<i>", "v": 1}], cols, "markdown")
     assert "a\\|b &lt;i>" in capsys.readouterr().out
+
+
+def test_probe_page_text_from_the_corpus_carries_no_control_characters():
+    from ffnlab.experiments.probe_report import _show
+
+    shown = _show("a\x1b[31m<b>\nz\t")
+    assert "\x1b" not in shown and "<b>" not in shown and shown.endswith("z\u21e5") and "\u21b5" in shown

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.errors import require
 from ffnlab.files import make_dir, write_atomic
 
@@ -19,8 +20,8 @@ STYLE = ("body{font-family:system-ui,sans-serif;max-width:1150px;margin:2em auto
 
 
 def _show(text: str) -> str:
-    """Escape for HTML, with newlines and tabs made visible."""
-    return html.escape(text).replace("\n", "\u21b5").replace("\t", "\u21e5")
+    """Escape for HTML (:func:`ffnlab.escape.html`), with newlines and tabs made visible."""
+    return escape.html(text).replace("\n", "\u21b5").replace("\t", "\u21e5")
 
 
 def _tokens(items: list[dict[str, Any]], cls: str = "tok") -> str:

@@ -39,9 +39,12 @@ def _visible(ch: str) -> str:
 
 
 def visible(value: Any) -> Any:
-    """Strings with their control characters shown as escapes (tabs, newlines kept); other values
-    as they are. The step every format shares; a template engine's ``finalize`` hook."""
-    return _CONTROL.sub(lambda m: _visible(m.group()), value) if isinstance(value, str) else value
+    """Strings with their control characters shown as escapes (tabs, newlines kept); other values,
+    and markup a template already escaped (``__html__``), as they are. The step every format
+    shares; a template engine's ``finalize`` hook."""
+    if not isinstance(value, str) or hasattr(value, "__html__"):
+        return value
+    return _CONTROL.sub(lambda m: _visible(m.group()), value)
 
 
 def terminal(text: Any, *, one_line: bool = False) -> str:

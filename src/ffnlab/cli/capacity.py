@@ -8,8 +8,9 @@ from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app, check_ints
 from ffnlab.escape import terminal
+from ffnlab.validation import choice
 
 capacity_app = typer.Typer(
     help="Knowledge capacity: bits stored per parameter on synthetic facts (Allen-Zhu & Li 2024) vs the FFN ratio.",
@@ -27,11 +28,11 @@ def run(
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the capacity report at the end."),
 ) -> None:
     """Train a capacity preset: every budget's sweep on its facts corpus (resumable)."""
-    from ffnlab.cli.experiments import check_run_options
     from ffnlab.experiments.capacity import load_preset, run_preset, write_report
     from ffnlab.experiments.sweep_run import RunsFailed
 
-    check_run_options(backend, workers)  # before any folder or corpus is made
+    choice(backend, "--backend", ("local", "ray"))  # as sweep and verify check them, before any folder exists
+    check_ints(workers=(workers, 1, 4096))
     p = load_preset(preset)
     folder = out or Path("sweeps") / p.name
     try:

@@ -53,6 +53,8 @@ def _metrics(path: Path, finished: bool) -> None:
     """Every complete record of a metrics file must be well formed, with steps that increase (a
     line torn by a kill is allowed); a finished run must have been evaluated."""
     evals = read_records(path, kinds=("eval",))  # every line checked, only evals kept
+    for r in evals:  # a cross-entropy is never negative
+        require(r["val_loss"] >= 0, f"{path}: the eval record of step {r['step']} has val_loss {r['val_loss']} < 0")
     if finished:
         require(bool(evals),
                 f"{path} has no eval record although the run finished; rerun the sweep to evaluate it")

@@ -46,8 +46,8 @@ def _check(rec: Any, path: Path, n: int, last: dict[str, int]) -> None:
         tokens, loss = rec["tokens"], rec["val_loss"]
         if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < 2**62:
             raise _bad(path, n, f"tokens must be an integer >= 0, got {show(tokens)}")
-        if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not (math.isfinite(loss) and loss >= 0):
-            raise _bad(path, n, f"val_loss must be a finite number >= 0, got {show(loss)}")
+        if isinstance(loss, bool) or not isinstance(loss, (int, float)) or not math.isfinite(loss):
+            raise _bad(path, n, f"val_loss must be a finite number, got {show(loss)}")
 
 
 def read_records(path: Path, *, kinds: tuple[str, ...] | None = None,

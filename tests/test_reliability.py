@@ -261,24 +261,39 @@ def test_kill_inside_a_checkpoint_write_then_resume(tmp_path, reference, cache, 
     killed = subprocess_train(train_argv(run, cache), KILL.format(point=point))
     assert killed.returncode == -9, killed.stderr[-2000:]
     ckpts = run / "checkpoints"
-    assert [p.name for p in ckpts.iterdir() if p.name.startswith(".tmp-")]  # the kill landed inside the write
+    assert [p.name for p in ckpts.iterdir() if p.name.startswith(".ffnlab-tmp-")]  # the kill landed inside the write
     assert [p.name for p in ckpts.glob("step-*")] == ["step-0000004"]  # the half-written one is not published
     resumed = subprocess_train([*train_argv(run, cache), "--resume"])
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert not [p for p in run.rglob(".tmp-*")] and not [p for p in run.rglob(".old-*")]
+    assert not [p for p in run.rglob(".ffnlab-tmp-*")] and not [p for p in run.rglob(".ffnlab-old-*")]
     assert losses(run) == losses(reference)  # bit for bit, evals included
 
 
-def test_remove_stale_removes_only_temp_leftovers(tmp_path):
+def test_remove_stale_removes_only_marked_temp_leftovers(tmp_path):
+    """Only folders carrying ffnlab's marker (of a process that is gone) go; names alone never decide."""
+    from ffnlab.files import MARK
     from ffnlab.training.checkpoint import remove_stale
 
-    (tmp_path / "checkpoints" / ".tmp-step-0000004-123" / "x").mkdir(parents=True)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()  # a process id that no longer runs
+    marker = f"created by ffnlab, process {dead}; ffnlab may remove this folder\n"
+    for d in ("checkpoints/.ffnlab-tmp-step-0000004-1-ab", ".ffnlab-tmp-metrics.jsonl-1-cd"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / MARK).write_text(marker)
+        (tmp_path / d / "data").write_text("x")
+    (tmp_path / "checkpoints" / ".ffnlab-tmp-empty-1-ef").mkdir()  # killed before its marker: empty
+    (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01").mkdir()  # a user's folder with the name
+    (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01" / "notes.txt").write_text("mine")
+    (tmp_path / "checkpoints" / ".ffnlab-old-forged").mkdir()  # a forged marker that says nothing
+    (tmp_path / "checkpoints" / ".ffnlab-old-forged" / MARK).write_text("hello")
     (tmp_path / "checkpoints" / "step-0000004").mkdir()
-    (tmp_path / ".tmp-metrics.jsonl-1-ab").write_text("x")
+    (tmp_path / ".tmp-metrics.jsonl-1-ab").write_text("x")  # the old naming, unmarked: left alone
     (tmp_path / "metrics.jsonl").write_text("{}")
-    assert len(remove_stale(tmp_path)) == 2
+    assert len(remove_stale(tmp_path)) == 3
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
-        "checkpoints", "checkpoints/step-0000004", "metrics.jsonl"]
+        ".tmp-metrics.jsonl-1-ab", "checkpoints", "checkpoints/.ffnlab-old-forged",
+        "checkpoints/.ffnlab-old-forged/.ffnlab-owned", "checkpoints/.ffnlab-tmp-users-1-01",
+        "checkpoints/.ffnlab-tmp-users-1-01/notes.txt", "checkpoints/step-0000004", "metrics.jsonl"]
 
 
 # -- escapes, folders of failed commands ---------------------------------------------------------
@@ -361,3 +376,248 @@ def test_errors_are_one_line_even_when_the_cause_has_several(tmp_path):
     (tmp_path / "c.yaml").write_text("model:\n  d_model: [1,\n  x: }\n")
     line = refused_untouched(tmp_path, "train", "c.yaml", fragment="cannot parse")
     assert snapshot(tmp_path) and "\n" not in line
+
+
+# -- issue 21: a full disk, interrupted exports, Ctrl-C, metrics that repeat, markup from files ---
+
+@pytest.fixture
+def small_disk(tmp_path):  # noqa: ANN201 - yields (mount point, fill)
+    """A 4 MiB tmpfs at ``tmp_path/disk`` (needs root and mount), with ``fill(leave)`` taking all
+    but ``leave`` bytes of it; skipped with the reason where it cannot be mounted."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], capture_output=True, text=True)
+    if p.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs for a full-disk test: {p.stderr.strip() or p.returncode}")
+
+    def fill(leave: int) -> Path:
+        filler = disk / "filler"
+        with open(filler, "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        with open(filler, "r+b") as f:
+            f.truncate(max(0, filler.stat().st_size - leave))
+        return filler
+
+    try:
+        yield disk, fill
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+DISK_FULL_AFTER_STEP_4 = textwrap.dedent("""
+    import os
+    from ffnlab.training import checkpoint
+    real_publish = checkpoint.publish_dir
+
+    def publish(tmp, final):
+        real_publish(tmp, final)
+        if final.name == "step-0000004":  # the disk fills up (but for 48 KiB) right after the first checkpoint
+            filler = os.path.join(os.path.dirname(os.path.dirname(str(final))), os.pardir, "filler")
+            with open(filler, "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\\0" * 65536)
+                        f.flush()
+                except OSError:
+                    pass
+            with open(filler, "r+b") as f:
+                f.truncate(max(0, os.path.getsize(filler) - 48 * 1024))
+
+    checkpoint.publish_dir = publish
+""")
+
+
+def test_full_disk_during_a_checkpoint_is_one_line_and_resume_after_freeing_is_bit_exact(small_disk, reference,
+                                                                                         cache):
+    disk, _ = small_disk
+    run = disk / "run"
+    p = subprocess_train(train_argv(run, cache), DISK_FULL_AFTER_STEP_4)
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-3000:]
+    assert "No space left" in lines[0] and "Traceback" not in p.stderr
+    assert "cannot write checkpoint" in lines[0] and "step-0000004 is kept" in lines[0], lines[0]  # SafetensorError
+    assert [c.name for c in (run / "checkpoints").iterdir()] == ["step-0000004"]  # the half-written one is gone
+    (disk / "filler").unlink()  # space freed
+    resumed = subprocess_train([*train_argv(run, cache), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert losses(run) == losses(reference)  # bit for bit, evals included
+    assert not list(run.rglob(".ffnlab-tmp-*"))
+
+
+def test_full_disk_during_export_is_one_line_and_writes_nothing(small_disk, reference):
+    disk, fill = small_disk
+    fill(16 * 1024)
+    filler_size = (disk / "filler").stat().st_size
+    line = assert_refused(cli("export", str(reference), "--hf", str(disk / "hf")), "No space left")
+    assert sorted(p.name for p in disk.iterdir()) == ["filler"]  # no folder, no temporary left behind
+    assert (disk / "filler").stat().st_size == filler_size
+    assert str(disk / "hf") in line
+
+
+KILL_EXPORT_BETWEEN_FILES = textwrap.dedent("""
+    import os, signal, pathlib
+    real = pathlib.Path.write_text
+
+    def write_text(self, *a, **k):
+        if self.name == "config.json":  # model.safetensors is written, config.json not yet
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, *a, **k)
+
+    pathlib.Path.write_text = write_text
+""")
+
+
+def test_an_export_killed_between_its_files_does_not_block_the_rerun(tmp_path, reference):
+    hf = tmp_path / "hf"
+    killed = subprocess_train(["export", str(reference), "--hf", str(hf)], KILL_EXPORT_BETWEEN_FILES)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert not hf.exists()  # never half an export under the name
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith(".ffnlab-tmp-hf-"), left
+    rerun = subprocess_train(["export", str(reference), "--hf", str(hf)])
+    assert rerun.returncode == 0, rerun.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # the killed export's temporary is cleaned
+    assert sorted(p.name for p in hf.iterdir()) == ["config.json", "model.safetensors"]
+
+
+def test_ctrl_c_while_the_output_drains_is_interrupted_not_success(monkeypatch):
+    """A Ctrl-C during the final flush of stdout (the output of a command, buffered in a pipe) is
+    reported as 'interrupted', exit 130; before, it escaped as 'Exception ignored' with status 0."""
+    import io
+
+    from ffnlab.cli import main
+
+    class Pipe(io.StringIO):
+        def flush(self) -> None:
+            if self.getvalue():
+                raise KeyboardInterrupt
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", Pipe())
+    monkeypatch.setattr(sys, "stderr", err)
+    with pytest.raises(SystemExit) as e:
+        main(["size", "--d-model", "768", "--ratio", "4", "--json"])
+    assert e.value.code == 130 and err.getvalue() == "interrupted\n"
+
+
+def test_ctrl_c_while_the_interpreter_exits_ends_the_process_quietly(tmp_path):
+    """The console entry point: a SIGINT after the command finished (here from an atexit callback)
+    ends the process by the signal, with no 'Exception ignored ... KeyboardInterrupt' message."""
+    code = textwrap.dedent("""
+        import atexit, os, signal, sys
+        atexit.register(lambda: os.kill(os.getpid(), signal.SIGINT))
+        sys.argv = ["ffnlab", "size", "--d-model", "768", "--ratio", "4", "--json"]
+        from ffnlab.cli import main
+        main()
+    """)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == -2, (p.returncode, p.stderr)  # killed by SIGINT, as a shell tool interrupted
+    assert "Exception ignored" not in p.stderr and "Traceback" not in p.stderr
+    assert json.loads(p.stdout)  # the output was complete before the signal
+
+
+def test_a_closed_stdout_pipe_is_not_a_traceback():
+    code = "import sys; from ffnlab.cli import main; sys.argv = ['ffnlab', 'zoo']; main()"
+    p = subprocess.run(f"{sys.executable} -c \"{code}\" | head -c 10", shell=True, capture_output=True, text=True,
+                       timeout=120)
+    assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("evidence", ["x [/nope] y", "[link=mailto:a@b]click[/link]", "[bold]b", "\x1b[2J\x1b]0;t\x07"])
+def test_claims_evidence_is_printed_as_text_not_markup(tmp_path, evidence):
+    (tmp_path / "ev.json").write_text(json.dumps({"ratio_optimal": {"verdict": "true", "evidence": evidence}}))
+    r = cli("claims", "--evidence", "ev.json", where=tmp_path)
+    assert r.code == 0, r.stderr
+    assert "\x1b" not in r.stdout and "\x07" not in r.stdout
+    shown = evidence.replace("\x1b", "\\x1b").replace("\x07", "\\x07")
+    assert shown[:8] in r.stdout.replace("\n", "")
+
+
+def _fake_finished_sweep(root: Path, metrics: list[dict]) -> None:
+    run = root / "s" / "runs" / "a-s0"
+    run.mkdir(parents=True)
+    (root / "s" / "sweep.json").write_text(json.dumps({"runs": [GOOD_RUN], "spec": {"name": "s", "reference": "a"}}))
+    (run / "summary.json").write_text(json.dumps({"final_val_loss": 2.0, "final_val_ppl": 7.39, "final_val_bpb": 3.0,
+                                                  "wall_s": 1.0, "tokens": 64, "train_flops": 1.0}))
+    (run / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+
+
+EVAL = {"kind": "eval", "step": 4, "tokens": 64, "val_loss": 2.0}
+
+
+@pytest.mark.parametrize("metrics, fragment", [
+    ([{"kind": "train", "step": 4, "loss": 2.0}], "no eval record"),
+    ([{"kind": "train", "step": "x", "loss": 2.0}, EVAL], "step must be an integer"),
+    ([EVAL, EVAL], "repeats"),
+    ([{**EVAL, "step": 8}, EVAL], "goes back"),
+    ([{**EVAL, "tokens": "many"}], "tokens"),
+    ([{**EVAL, "val_loss": float("nan")}], "val_loss"),
+    ([{"kind": "train", "step": 1}, EVAL], "loss is not a finite number"),
+    ([{"kind": "note", "step": 1}, EVAL], "records are train or eval"),
+])
+def test_report_refuses_metrics_that_cannot_be_a_training_curve(tmp_path, metrics, fragment):
+    _fake_finished_sweep(tmp_path, metrics)
+    line = refused_untouched(tmp_path, "report", "s", fragment=fragment)
+    assert "metrics.jsonl" in line
+
+
+def test_a_million_duplicated_records_are_refused_at_the_first_repeat(tmp_path):
+    """The issue's case (10^6 copies of one eval record): refused at line 2, not analysed."""
+    _fake_finished_sweep(tmp_path, [])
+    (tmp_path / "s" / "runs" / "a-s0" / "metrics.jsonl").write_text((json.dumps(EVAL) + "\n") * 10**6)
+    line = refused_untouched(tmp_path, "report", "s", fragment="line 2")
+    assert "repeats" in line
+
+
+def test_resume_refuses_a_metrics_record_with_a_text_step(tmp_path, reference, cache):
+    run = tmp_path / "run"
+    shutil.copytree(reference, run)
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    lines[2] = lines[2].replace('"step": 3', '"step": "x"', 1)
+    assert '"x"' in lines[2]
+    (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    refused_untouched(tmp_path, *train_argv(run, cache), "--resume", fragment="line 3 step")
+
+
+def test_probe_layers_named_twice_are_refused(tmp_path):
+    refused_untouched(tmp_path, "probe", "nowhere", "--layers", "0,0", fragment="more than once")
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"exposures": True}, "exposures"), ({"exposures": ".nan"}, "exposures"),
+    ({"budgets": [{"name": ".", "model": {}}]}, "budgets[0].name"),
+    ({"budgets": [{"name": "", "model": {}}]}, "budgets[0].name"),
+    ({"budgets": [{"name": "../up", "model": {}}]}, "budgets[0].name"),
+])
+def test_capacity_presets_refuse_bad_exposures_and_budget_names(tmp_path, change, fragment):
+    from ffnlab.experiments.capacity import find_preset
+
+    preset = yaml.safe_load(find_preset("capacity").read_text()) | change
+    if change.get("exposures") == ".nan":
+        preset["exposures"] = float("nan")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(preset))
+    refused_untouched(tmp_path, "capacity", "run", "p.yaml", fragment=fragment)
+
+
+def test_capacity_run_refuses_absurd_workers(tmp_path):
+    refused_untouched(tmp_path, "capacity", "run", "capacity", "--workers", "100000", fragment="--workers")
+
+
+def test_a_capacity_verdict_where_nothing_was_stored_says_so():
+    from ffnlab.experiments.capacity import ArmCapacity, verdict_gated, verdict_peak
+
+    def arm(name: str, ratio: float, gated: bool) -> ArmCapacity:
+        a = ArmCapacity("small", name, "swiglu" if gated else "gelu", gated, 32, int(32 * ratio), ratio,
+                        ratio * (1.5 if gated else 1), 1000)
+        a.runs = [{"bits_per_param": 0.0} for _ in range(3)]  # every seed stored 0 bits
+        return a
+
+    by = {"small": [arm("gelu-r4", 4, False), arm("gelu-r2", 2, False), arm("swiglu-r8_3", 8 / 3, True)]}
+    for v in (verdict_peak(by), verdict_gated(by)):
+        assert v["verdict"] == "inconclusive" and "nan" not in v["evidence"]
+        assert "stored 0 bits" in v["evidence"]

@@ -1,79 +1,99 @@
-"""Make text from files and folders safe for each output format (one function per format).
+"""Text from files and folders made safe for each output format, in one place.
 
-Names, descriptions and evidence strings come from config.json files, sweep specs and folder
-names, so they may hold anything. Each function here returns text that shows the same words in
-its format without being able to act on it:
+Names, descriptions and evidence strings come from files a user (or anyone who wrote a folder
+ffnlab reads) controls. Before such text reaches an output it goes through the function for that
+output's format, so it shows as the characters it is, never as formatting or commands:
 
-* :func:`terminal`: control characters (ANSI/OSC escapes, carriage returns, bidi overrides)
-  are shown as ``\\x1b``-style escapes; the result is plain text (callers hand it to rich as
-  ``rich.text.Text``, so ``[link=...]`` is never read as markup).
-* :func:`markdown`: one table cell or line: newlines become spaces, ``& < >`` become entities
-  and ``\\ | [ ] ` `` get a backslash, so a cell can neither end the row, open raw HTML (in
-  any renderer) nor make a link.
-* :func:`csv_cell`: a spreadsheet does not run it as a formula (OWASP's leading-quote rule).
-* :func:`html`: entities for ``& < > " '``.
+* :func:`terminal` - control characters (ANSI/OSC escape sequences, C1 codes, backspace, bidi
+  overrides) made visible as ``\\x1b``-style escapes; tabs and newlines kept unless ``one_line``
+  (:func:`one_line`). Rich tables receive the result as :func:`terminal_text` (a
+  ``rich.text.Text``), so ``[link=...]`` and ``[/x]`` are never read as markup.
+* :func:`markdown` - one Markdown line or table cell: no line breaks; backslashes, pipes,
+  backticks and brackets escaped with a backslash (no link, image or code span can start);
+  ``& < >`` written as entities (no raw HTML in any renderer); control characters made visible.
+* :func:`csv_cell` - a spreadsheet cell: text starting with ``= + - @``, a tab or a line break
+  that is not a plain number gets a leading ``'`` (OWASP's formula-injection advice), so a
+  spreadsheet shows it instead of evaluating it.
+* :func:`html` - HTML text and attribute values: ``& < > " '`` as entities, control characters
+  made visible (templates that autoescape use :func:`visible` as their ``finalize`` hook).
 
-Pure functions on ``str``; no imports beyond the standard library.
+Pure functions; no imports beyond the standard library (rich only in :func:`terminal_text`).
 """
 
 from __future__ import annotations
 
 import html as _html
 import re
+from typing import Any
 
-# C0 and C1 controls, DEL, and the bidirectional overrides/isolates that reorder what a reader sees
-_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "\u2028\u2029]")
-_LINE_BREAKS = re.compile("\r\n|[\r\n\u2028\u2029]")
-_MARKDOWN_SPECIAL = re.compile(r"([\\|\[\]`])")
+# C0 controls but tab and newline, DEL, C1 controls; the bidi embedding/override/isolate marks and
+# the line/paragraph separators reorder or break what a reader sees (CVE-2021-42574 "Trojan Source")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_LINE_BREAKS = re.compile("\r\n|[\r\n\t\u2028\u2029]")
+_MARKDOWN_SYNTAX = re.compile(r"([\\`|\[\]])")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
-_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def _visible(ch: str) -> str:
-    """A control character as a visible escape: ``\\x1b``, ``\\u202e``."""
     code = ord(ch)
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def _escape_controls(text: str, keep: str = "") -> str:
-    return _CONTROLS.sub(lambda m: m.group() if m.group() in keep else _visible(m.group()), text)
+def visible(value: Any) -> Any:
+    """Strings with their control characters shown as escapes (tabs, newlines kept); other values,
+    and markup a template already escaped (``__html__``), as they are. The step every format
+    shares; a template engine's ``finalize`` hook."""
+    if not isinstance(value, str) or hasattr(value, "__html__"):
+        return value
+    return _CONTROL.sub(lambda m: _visible(m.group()), value)
 
 
-def terminal(text: str) -> str:
-    """``text`` with every control character shown as an escape, except newlines and tabs.
-
-    The result still has to be printed as plain text (``rich.text.Text`` or ``print``), never as
-    rich markup.
-    """
-    return _escape_controls(str(text).replace("\r\n", "\n"), keep="\n\t")
+def terminal(text: Any, *, one_line: bool = False) -> str:
+    """``text`` for a terminal: control characters shown as escapes (``one_line``: newlines and
+    tabs too)."""
+    pattern = _CONTROL_OR_BREAK if one_line else _CONTROL
+    return pattern.sub(lambda m: _visible(m.group()), str(text))
 
 
-def one_line(text: str) -> str:
+def one_line(text: Any) -> str:
     """:func:`terminal` for a single line: line breaks shown as spaces, so no line can be faked."""
-    return terminal(_LINE_BREAKS.sub(" ", str(text)))
+    return terminal(_LINE_BREAKS.sub(" ", str(text)), one_line=True)
 
 
-def markdown(text: str) -> str:
-    """``text`` as one Markdown table cell (or inline text): one line, no HTML, no links."""
-    flat = _LINE_BREAKS.sub(" ", str(text)).replace("\t", " ")
-    escaped = _MARKDOWN_SPECIAL.sub(r"\\\1", _escape_controls(flat))
-    return re.sub("[&<>]", lambda m: _ENTITIES[m.group()], escaped)
+def terminal_text(text: Any, **style: Any) -> Any:
+    """:func:`terminal` as a ``rich.text.Text``, which rich prints as it is (no markup)."""
+    from rich.text import Text
+
+    return Text(terminal(text), **style)
 
 
-def csv_cell(text: str) -> str:
-    """``text`` for a CSV cell that a spreadsheet shows as text, not as a formula.
-
-    A cell starting with ``= + - @``, a tab or a line break gets a leading ``'`` unless it is a
-    plain number (``-0.5`` stays a number). Other control characters are shown as escapes.
-    """
-    text = _escape_controls(str(text), keep="\n\t\r")
-    if text.startswith(_FORMULA_START) and not _NUMBER.fullmatch(text):
-        return "'" + text
-    return text
+def markdown(text: Any) -> str:
+    """``text`` as one Markdown line or table cell that renders as exactly these characters."""
+    s = _LINE_BREAKS.sub(" ", str(text))
+    s = _CONTROL.sub(lambda m: _visible(m.group()), s)
+    s = _MARKDOWN_SYNTAX.sub(r"\\\1", s)
+    return re.sub("[&<>]", lambda m: _ENTITIES[m.group()], s)
 
 
-def html(text: str) -> str:
-    """``text`` for HTML element content or a quoted attribute value."""
-    return _html.escape(_escape_controls(str(text), keep="\n\t"), quote=True)
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV cell: numbers as they are; text that a spreadsheet would run as a
+    formula gets a leading ``'``; other control characters shown as escapes; ``None`` empty."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int, float)):
+        return value
+    s = _CONTROL.sub(lambda m: m.group() if m.group() in "\r" else _visible(m.group()), str(value))
+    if s.startswith(FORMULA_START) and not _NUMBER.fullmatch(s):
+        return "'" + s
+    return s
+
+
+def html(text: Any) -> str:
+    """``text`` for HTML (element text or a quoted attribute value)."""
+    return _html.escape(_CONTROL.sub(lambda m: _visible(m.group()), str(text)), quote=True)
+
+
+__all__ = ["csv_cell", "html", "markdown", "one_line", "terminal", "terminal_text", "visible"]

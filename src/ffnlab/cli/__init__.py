@@ -9,7 +9,9 @@ command, completion) imports them all.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from importlib import import_module
@@ -18,7 +20,7 @@ import typer
 
 from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
-from ffnlab.escape import one_line
+from ffnlab.escape import terminal
 
 GROUPS = ("sizing", "fit", "training", "experiments", "probe", "capacity")  # command modules, in the order of --help
 COMMAND_GROUPS = {  # command -> the group module that registers it (tests/test_cli_conventions.py checks it)
@@ -57,19 +59,39 @@ def _click_errors() -> tuple[type[BaseException], ...]:
 
 
 def _error(message: str, code: int = EXIT_USAGE) -> None:
-    """Print ``message`` as the one ``error:`` line (newlines folded) and exit with ``code``."""
-    line = one_line(" ".join(str(message).split())) or "failed"  # a name from a file cannot carry escapes
+    """Print ``message`` as the one ``error:`` line (newlines folded, control characters from
+    file or folder names made visible) and exit with ``code``."""
+    line = terminal(" ".join(str(message).split()), one_line=True) or "failed"
     print(f"error: {line}", file=sys.stderr, flush=True)
     sys.exit(code)
 
 
+def _interrupted(console: bool) -> None:
+    if console:  # a second Ctrl-C while this line is written ends the process, no "Exception ignored"
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+    print("interrupted", file=sys.stderr, flush=True)
+    sys.exit(130)
+
+
+def _stdout_closed() -> None:
+    """The reader of stdout went away (``ffnlab zoo | head``): stop quietly, as a shell tool does."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit flush cannot fail again
+    sys.exit(141)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: user errors print one line and exit 2."""
+    """Console entry point: user errors print one line and exit 2; Ctrl-C prints ``interrupted``, exit 130."""
+    console = argv is None  # the real command line (not a caller in this process)
     register(sys.argv[1:] if argv is None else argv)
     command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()
     try:
         rc = command.main(args=argv, prog_name="ffnlab", standalone_mode=False)
+        sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
+        sys.stderr.flush()
+    except BrokenPipeError:
+        _stdout_closed()
     except FfnlabError as e:
         _error(str(e))
     except click_errors as e:
@@ -84,8 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     except RecursionError:
         _error("input nested too deeply")
     except (typer.Abort, KeyboardInterrupt):
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        _interrupted(console)
+    if console:  # a Ctrl-C while the interpreter exits ends it as interrupted (not status 0)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
     sys.exit(rc if isinstance(rc, int) else 0)
 
 

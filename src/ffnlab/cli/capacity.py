@@ -8,7 +8,9 @@ from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app, check_ints
+from ffnlab.escape import one_line
+from ffnlab.validation import choice
 
 capacity_app = typer.Typer(
     help="Knowledge capacity: bits stored per parameter on synthetic facts (Allen-Zhu & Li 2024) vs the FFN ratio.",
@@ -30,6 +32,8 @@ def run(
     from ffnlab.experiments.capacity_report import write_report
     from ffnlab.experiments.sweep_run import RunsFailed
 
+    choice(backend, "--backend", ("local", "ray"))  # as sweep and verify check them, before any folder exists
+    check_ints(workers=(workers, 1, 4096))
     p = load_preset(preset)
     folder = out or Path("sweeps") / p.name
     try:
@@ -42,7 +46,6 @@ def run(
 
 
 def _print_report(paths: dict[str, Path]) -> None:
-    from ffnlab.escape import one_line
 
     for k, v in json.loads(paths["claims"].read_text()).items():
         print(one_line(f"{k}: {v['verdict']} - {v['evidence']}"))

@@ -10,7 +10,7 @@ import typer
 
 from ffnlab.cli.app import EXPERIMENTS, app, check_ints
 from ffnlab.escape import one_line
-from ffnlab.files import provisional_dir
+from ffnlab.files import check_inside, provisional_dir
 from ffnlab.validation import choice, confined
 
 BACKENDS = ("local", "ray")
@@ -57,6 +57,8 @@ def sweep(
     check_run_options(backend, workers)
     s = load_spec(spec)
     folder = out or confined(Path("sweeps"), s.name, "sweep name")
+    if report_too:  # a report folder leading out of the sweep is refused before the runs, not after
+        check_inside(folder / "report", folder, "the report folder")
     try:
         status = execute(s, folder, backend=backend, address=address, workers=workers)
     except RunsFailed as e:

@@ -31,14 +31,20 @@ def check_probe_folder(folder: Path, overwrite: bool) -> bool:
 
 
 def _layers(text: str | None) -> list[int] | None:
+    from collections import Counter
+
     from ffnlab.errors import FfnlabError
 
     if not text:
         return None
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        layers = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise FfnlabError(f"--layers takes comma-separated layer numbers, e.g. 0,2, got {text!r}") from None
+    twice = sorted(x for x, n in Counter(layers).items() if n > 1)
+    if twice:
+        raise FfnlabError(f"--layers names layer {', '.join(map(str, twice))} more than once, got {text!r}")
+    return layers
 
 
 def _model_folder(model: str) -> tuple[Path, str]:
@@ -79,12 +85,13 @@ def probe(
     from ffnlab.training.probe import probe as run_probe
 
     require(tokens >= 2 and seq_len >= 1, "--tokens must be >= 2 and --seq-len >= 1")
+    chosen = _layers(layers)  # checked before a model is loaded
     source, name = _model_folder(model)
     folder = out or Path("probes") / name
     replacing = check_probe_folder(folder, overwrite)  # before the model is loaded and run
     probed = open_model(source)
     ids = corpus_tokens(probed, corpus, split, tokens)
-    result = run_probe(probed, ids, layers=_layers(layers), units=units, examples=examples,
+    result = run_probe(probed, ids, layers=chosen, units=units, examples=examples,
                        top_tokens=top_tokens, seq_len=seq_len)
     result["corpus"] = f"{corpus} ({split})"
     paths = write(result, folder)

@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
-from ffnlab.files import write_atomic
+from ffnlab.files import check_inside, write_atomic
 from ffnlab.training import runconfig
 from ffnlab.training.capacity import steps_for_exposures
+from ffnlab.validation import safe_name
 
 PRESET_KEYS = {"name", "description", "exposures", "budgets", "sweep"}
 
@@ -64,11 +66,14 @@ def load_preset(name_or_path: str) -> CapacityPreset:
     require(isinstance(budgets, list) and budgets and all(
         isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("model", {}), dict)
         for b in budgets), "capacity preset: budgets must be a list of {name, model: {...}}")
+    for i, b in enumerate(budgets):  # each budget is a folder inside --out: a name, never . or a path
+        safe_name(b["name"], f"capacity preset: budgets[{i}].name")
     require(len({b["name"] for b in budgets}) == len(budgets), "capacity preset: budget names must be unique")
     require(isinstance(data["sweep"], dict) and "name" not in data["sweep"],
             "capacity preset: sweep must be a mapping (a sweep spec; its name comes from the preset)")
     exposures = data.get("exposures")
-    require(exposures is None or (isinstance(exposures, (int, float)) and exposures > 0),
+    require(exposures is None or (isinstance(exposures, (int, float)) and not isinstance(exposures, bool)
+                                  and math.isfinite(exposures) and exposures > 0),
             f"capacity preset: exposures must be a positive number, got {exposures!r}")
     return CapacityPreset(str(data["name"]), str(data.get("description", "")), exposures, budgets, data["sweep"])
 
@@ -102,7 +107,8 @@ def run_preset(preset: CapacityPreset, out: Path, *, workers: int | None = None,
     status = {}
     for b in preset.budgets:
         spec = budget_spec(preset, b)
-        status[b["name"]] = execute(spec, out / b["name"], backend=backend, address=address, workers=workers)
+        status[b["name"]] = execute(spec, check_inside(out / b["name"], out), backend=backend, address=address,
+                                    workers=workers)
     write_atomic(out / "capacity-preset.json", json.dumps(
         {"name": preset.name, "description": preset.description, "exposures": preset.exposures,
          "budgets": preset.budgets}, indent=1))

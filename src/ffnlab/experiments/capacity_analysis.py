@@ -16,7 +16,6 @@ order needs-experiment, inconclusive, misleading, true.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +24,11 @@ from typing import Any
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments import verdicts as vd
 from ffnlab.experiments.stats import mean_ci
+from ffnlab.experiments.sweep_record import load_sweep
+from ffnlab.files import check_inside, read_mapping
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run
+from ffnlab.validation import number
 
 EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
 UNIT = "bits/param"
@@ -64,24 +66,24 @@ def sweep_folders(root: Path) -> list[Path]:
 
 
 def _cached(run: Path, remeasure: bool) -> dict[str, Any] | None:
-    """A run's ``capacity.json`` if it is newer than the run's summary and readable."""
-    cached = run / "capacity.json"
-    if remeasure or not cached.is_file() or cached.stat().st_mtime < (run / "summary.json").stat().st_mtime:
+    """A run's ``capacity.json`` if it is newer than the run's summary and complete, else None
+    (measured again: truncated by a kill, edited, absent)."""
+    path, summary = run / "capacity.json", run / "summary.json"
+    try:
+        if remeasure or path.stat().st_mtime < summary.stat().st_mtime:
+            return None
+        r = read_mapping(path, "capacity cache", fmt="JSON")
+        for v in (r["trained"]["bits"], r["trained"]["fraction"], r["trained"]["entropy_bits"], r["heldout"]["bits"],
+                  r["bits_per_param"], r["bits_per_param_total"], r["exposures"]):
+            number(v, str(path), 0, text_ok=False)
+        return r
+    except (OSError, FfnlabError, KeyError, TypeError):
         return None
-    try:
-        data = json.loads(cached.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None  # a torn cache (a kill while it was written by an older ffnlab) is measured again
-    return data if isinstance(data, dict) and "bits_per_param" in data else None
 
 
-def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]:
+def measure_sweep(folder: Path, *, remeasure: bool = False, root: Path | None = None) -> list[ArmCapacity]:
     """Every run of one sweep folder measured (``capacity.json`` per run is reused)."""
-    try:
-        record = json.loads((folder / "sweep.json").read_text())
-        runs = record["runs"]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise FfnlabError(f"{folder}/sweep.json is not a sweep record ({type(e).__name__}: {e})") from None
+    runs = load_sweep(folder)["runs"]  # the sweep record and every run's files validated (one error line)
     arms: dict[str, ArmCapacity] = {}
     missing = []
     for r in runs:
@@ -89,6 +91,7 @@ def measure_sweep(folder: Path, *, remeasure: bool = False) -> list[ArmCapacity]
         if not (run / "summary.json").is_file():
             missing.append(r["run"])
             continue
+        check_inside(run, root or folder)  # its capacity.json is rewritten: never through a link out of the folder
         result = _cached(run, remeasure) or measure_run(run)  # measure_run caches RUN/capacity.json
         kind = get_kind(r["config"]["model"]["ffn"]["kind"])
         arm = arms.setdefault(r["arm"], ArmCapacity(
@@ -177,10 +180,10 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
 
 def analyse(root: str | Path, *, remeasure: bool = False) -> dict[str, Any]:
     folders = sweep_folders(Path(root))
-    by_budget = {f.name: measure_sweep(f, remeasure=remeasure) for f in folders}
+    by_budget = {f.name: measure_sweep(f, remeasure=remeasure, root=Path(root)) for f in folders}
     arms = [a for v in by_budget.values() for a in v]
-    first = json.loads((folders[0] / "sweep.json").read_text())
-    return {"root": str(root), "corpus": first["spec"]["base"]["data"]["corpus"],
+    first = load_sweep(folders[0])
+    return {"root": str(root), "corpus": first["spec"].get("base", {}).get("data", {}).get("corpus", "?"),
             "seeds": first["spec"]["seeds"], "arms": arm_rows(arms),
             "claims": {"capacity_peak": verdict_peak(by_budget), "capacity_gated": verdict_gated(by_budget)},
             "reference_bits_per_param": REFERENCE_BITS_PER_PARAM}

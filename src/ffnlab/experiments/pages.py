@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ffnlab.files import write_atomic
+from ffnlab import escape
+from ffnlab.files import make_dir, write_atomic
 
 Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column], "caption": str}
 
@@ -35,8 +36,7 @@ def section(id_: str, title: str, text: list[str] | None = None, tables: list[Ta
 def md_cell(text: Any) -> str:
     """A string as one Markdown table cell or line: pipes and backslashes escaped, no line
     breaks, no raw HTML, no control characters."""
-    s = "".join(ch if ch.isprintable() else " " for ch in str(text))
-    return s.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
+    return escape.markdown(text)
 
 
 def environment():  # noqa: ANN202 - jinja2.Environment
@@ -44,7 +44,8 @@ def environment():  # noqa: ANN202 - jinja2.Environment
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments", "templates"),
                              autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                             finalize=escape.visible)  # no control characters from files reach a page
     env.filters["md"] = md_cell
     return env
 
@@ -57,16 +58,18 @@ def render(template: str, model: dict[str, Any], images: dict[str, bytes], title
 
 
 def write_page(out: Path, model: dict[str, Any], images: dict[str, bytes], titles: dict[str, str],
-               templates: tuple[str, ...] = ("report.html.j2", "report.md.j2")) -> dict[str, Path]:
-    """``out/index.html`` and ``out/report.md`` (one per template) and ``out/plots/*.png``."""
-    (out / "plots").mkdir(parents=True, exist_ok=True)
+               templates: tuple[str, ...] = ("report.html.j2", "report.md.j2"),
+               root: Path | None = None) -> dict[str, Path]:
+    """``out/index.html`` and ``out/report.md`` (one per template) and ``out/plots/*.png``, never
+    written through a link out of ``root`` (the folder the user named)."""
+    make_dir(out / "plots", root)
     for name, data in images.items():
-        write_atomic(out / "plots" / name, data)
+        write_atomic(out / "plots" / name, data, root=root)
     paths = {}
     for tpl in templates:
         name = "index.html" if tpl.endswith(".html.j2") else tpl.removesuffix(".j2")
         path = out / name
-        write_atomic(path, render(tpl, model, images, titles))
+        write_atomic(path, render(tpl, model, images, titles), root=root)
         paths["html" if name.endswith(".html") else "markdown"] = path
     return paths
 

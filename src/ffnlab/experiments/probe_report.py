@@ -8,16 +8,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.files import write_atomic
+from ffnlab.files import make_dir, write_atomic
 
 SUMMARY_KEYS = ["d_ff", "gated", "mean_fire_rate", "median_fire_rate", "dead_units", "always_on_units",
                 "mean_abs_coefficient", "value_entropy_bits_mean", "value_entropy_bits_max", "value_top_mass_mean"]
 
 
 def _show(text: str) -> str:
-    """Newlines and tabs made visible (the template escapes the rest)."""
-    return str(text).replace("\n", "\u21b5").replace("\t", "\u21e5")
+    """Newlines and tabs made visible, control characters shown as escapes (the template escapes
+    the HTML)."""
+    return escape.visible(str(text)).replace("\n", "\u21b5").replace("\t", "\u21e5")
 
 
 def _num(v: Any) -> str:
@@ -38,7 +40,7 @@ def write(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
     """``out/probe.json`` and ``out/index.html``."""
     folder = Path(out)
     require(not folder.exists() or folder.is_dir(), f"{folder} is a file; choose a folder for the probe")
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dir(folder)
     write_atomic(folder / "probe.json", json.dumps(result, indent=1, ensure_ascii=False))
     write_atomic(folder / "index.html", render_html(result))
     return {"json": folder / "probe.json", "html": folder / "index.html"}

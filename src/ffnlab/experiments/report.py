@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.errors import require
 from ffnlab.experiments import plots
 from ffnlab.experiments.analysis import analyse
@@ -22,7 +23,7 @@ from ffnlab.experiments.pages import json_safe, write_page
 from ffnlab.experiments.report_model import FIGURE_TITLES, report_model
 from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
-from ffnlab.files import write_atomic
+from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
 from ffnlab.provenance import git_commit
 
 MARKER = ".ffnlab-report"
@@ -85,28 +86,29 @@ def figures(result: dict[str, Any]) -> dict[str, bytes]:
 
 
 def runs_csv(result: dict[str, Any]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["run", "arm", "seed", "final_val_loss", "final_val_ppl", "final_val_bpb", "tokens", "train_flops",
-                "wall_s", "left_out"])
+    rows: list[list[Any]] = [["run", "arm", "seed", "final_val_loss", "final_val_ppl", "final_val_bpb", "tokens",
+                              "train_flops", "wall_s", "left_out"]]
     for a in result["arm_objects"]:
         for r in sorted(a.runs + a.excluded, key=lambda x: x.seed):
             s = r.summary
-            w.writerow([r.run, r.arm, r.seed, s["final_val_loss"], s.get("final_val_ppl"), s["final_val_bpb"],
-                        s.get("tokens"), s.get("train_flops"), s.get("wall_s"), r.excluded or ""])
-    return buf.getvalue()
+            rows.append([r.run, r.arm, r.seed, s["final_val_loss"], s.get("final_val_ppl"), s["final_val_bpb"],
+                         s.get("tokens"), s.get("train_flops"), s.get("wall_s"), r.excluded or ""])
+    return _csv(rows)
 
 
 def arms_csv(result: dict[str, Any]) -> str:
-    buf = io.StringIO()
     keys = [k for k in result["arms"][0] if k != "seed_losses"]
-    w = csv.DictWriter(buf, fieldnames=keys, extrasaction="ignore")
-    w.writeheader()
-    w.writerows(result["arms"])
+    return _csv([keys, *[[a.get(k) for k in keys] for a in result["arms"]]])
+
+
+def _csv(rows: list[list[Any]]) -> str:
+    """CSV text of ``rows``, each cell through :func:`ffnlab.escape.csv_cell` (no formulas from names)."""
+    buf = io.StringIO(newline="")
+    csv.writer(buf).writerows([[escape.csv_cell(c) for c in row] for row in rows])
     return buf.getvalue()
 
 
-def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: dict[str, Any]) -> None:
+def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: dict[str, Any], root: Path) -> None:
     """The sweep's record and each run's summary and metrics (no checkpoints) inside the report,
     so the report folder is itself a sweep folder the analysis can be rerun on; the record keeps
     the sizes of the prepared corpus (``data_summary``), which the report folder does not hold."""
@@ -114,13 +116,13 @@ def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: dict[st
         return
     summary = {k: scale[k] for k in ("train_tokens", "val_tokens") if k in scale}
     write_atomic(out / "sweep.json", json.dumps({**record, "data_summary": record.get("data_summary") or summary},
-                                                indent=1))
+                                                indent=1), root=root)
     for r in record["runs"]:
         src, dst = sweep_dir / "runs" / r["run"], out / "runs" / r["run"]
-        dst.mkdir(parents=True, exist_ok=True)
+        make_dir(dst, root)
         for name in ("summary.json", "metrics.jsonl"):
             if (src / name).is_file():
-                write_atomic(dst / name, (src / name).read_bytes())
+                write_atomic(dst / name, (src / name).read_bytes(), root=root)
 
 
 def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, title: str | None = None,
@@ -131,7 +133,8 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     ``audit_rows`` (from ``sizing.audit``) adds the zoo audit at the end."""
     record = load_sweep(sweep_dir)  # the whole sweep folder validated before any report folder exists
     out = Path(out_dir) if out_dir else Path(sweep_dir) / "report"
-    claim_report_dir(out)
+    root = out if out_dir else Path(sweep_dir)  # the folder the user named: nothing is written outside it
+    claim_report_dir(out, root)
     result = analyse(sweep_dir)
     images = figures(result)
     claims = json_safe({**result["claims"], **{f"trend_{t['axis']}": {k: t[k] for k in ("verdict", "evidence")}
@@ -147,23 +150,27 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     note = sweep_warning(sweep_dir)
     model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result['spec']['name']}",
                          warnings=[note] if note else [], claim_rows=claim_rows, audit_rows=audit_rows)
-    paths = write_page(out, model, images, FIGURE_TITLES)
+    paths = write_page(out, model, images, FIGURE_TITLES, root=root)
     serial = {k: v for k, v in result.items() if k != "arm_objects"}
     serial["provenance"] = dict(model["provenance"])
-    write_atomic(out / "results.json", json.dumps(json_safe(serial), indent=1, default=str))
-    write_atomic(out / "claims.json", json.dumps(claims, indent=1))
-    write_atomic(out / "arms.csv", arms_csv(result))
-    write_atomic(out / "runs.csv", runs_csv(result))
-    keep_runs(Path(sweep_dir), out, record, result["scale"])
+    write_atomic(out / "results.json", json.dumps(json_safe(serial), indent=1, default=str), root=root)
+    write_atomic(out / "claims.json", json.dumps(claims, indent=1), root=root)
+    write_atomic(out / "arms.csv", arms_csv(result), root=root)
+    write_atomic(out / "runs.csv", runs_csv(result), root=root)
+    keep_runs(Path(sweep_dir), out, record, result["scale"], root)
     return {**paths, "claims": out / "claims.json", "results": out / "results.json", "dir": out}
 
 
-def claim_report_dir(out: Path) -> None:
-    """Make ``out`` a report folder, refusing one that holds anything else (never overwrite)."""
+def claim_report_dir(out: Path, root: Path | None = None) -> None:
+    """Make ``out`` a report folder, refusing one that holds anything else (never overwrite), or
+    (with ``root``) one that leads outside ``root`` through a symlink."""
+    if root is not None:
+        check_inside(out, root, "the report folder")
     if out.exists():
         require(out.is_dir(), f"{out} is a file; choose a folder for the report")
+        remove_stale(out)  # temporary folders of a report write a kill interrupted (ffnlab's marked ones only)
         foreign = [p.name for p in out.iterdir() if p.name not in (MARKER, "sweep")]
         require((out / MARKER).exists() or not foreign,
                 f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, root)
     write_atomic(out / MARKER, "written by ffnlab report; its files are rewritten on each run\n")

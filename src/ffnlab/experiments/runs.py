@@ -119,7 +119,7 @@ def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
         run_dir = root / "runs" / r["run"]
         try:
             summary = json.loads((run_dir / "summary.json").read_text())
-            records = read_records(run_dir / "metrics.jsonl")
+            records = read_records(run_dir / "metrics.jsonl", kinds=("eval",))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             missing.append(r["run"])
             continue

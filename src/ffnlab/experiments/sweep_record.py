@@ -9,16 +9,15 @@ runs without configs, eval records without tokens, non-UTF-8 bytes) never reache
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import read_mapping, read_text
+from ffnlab.files import read_mapping
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.training.runfiles import read_records
 from ffnlab.validation import confined, integer, number, safe_name, show
 
-MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
 RUN_INTS = ("d_model", "d_ff")
 
 
@@ -43,28 +42,22 @@ def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
 
 def _summary(path: Path) -> None:
     s = read_mapping(path, "run summary", fmt="JSON")
-    for key in ("final_val_loss", "final_val_bpb", "wall_s"):
+    for key in ("final_val_loss", "final_val_ppl", "final_val_bpb", "wall_s", "train_flops"):
         require(key in s, f"{path} has no {key!r}")
-        number(s[key], f"{path}: {key}", text_ok=False)
+        number(s[key], f"{path}: {key}", 0, text_ok=False)
+    require("tokens" in s, f"{path} has no 'tokens'")
+    integer(s["tokens"], f"{path}: tokens", 0, 2**62)
 
 
-def _metrics(path: Path) -> None:
-    """Every complete record of a metrics file must be well formed (a line torn by a kill is allowed)."""
-    lines = read_text(path, "metrics file", max_bytes=MAX_METRICS_BYTES).splitlines()
-    for n, line in enumerate(lines, 1):
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            require(n == len(lines), f"{path}: line {n} is not a JSON record")
-            continue
-        require(isinstance(rec, dict) and "kind" in rec and "step" in rec,
-                f"{path}: line {n} must be a record with kind and step")
-        integer(rec["step"], f"{path}: line {n} step", 0)
-        if rec["kind"] == "eval":
-            for key in ("tokens", "val_loss"):
-                require(key in rec, f"{path}: eval record on line {n} has no {key!r}")
-            integer(rec["tokens"], f"{path}: line {n} tokens", 0)
-            number(rec["val_loss"], f"{path}: line {n} val_loss", 0, text_ok=False)
+def _metrics(path: Path, finished: bool) -> None:
+    """Every complete record of a metrics file must be well formed, with steps that increase (a
+    line torn by a kill is allowed); a finished run must have been evaluated."""
+    evals = read_records(path, kinds=("eval",))  # every line checked, only evals kept
+    for r in evals:  # a cross-entropy is never negative
+        require(r["val_loss"] >= 0, f"{path}: the eval record of step {r['step']} has val_loss {r['val_loss']} < 0")
+    if finished:
+        require(bool(evals),
+                f"{path} has no eval record although the run finished; rerun the sweep to evaluate it")
 
 
 def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
@@ -80,6 +73,13 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     for key in ("name", "reference", "control"):
         if not isinstance(spec.get(key, ""), str):
             raise FfnlabError(f"{where}: spec.{key} must be a string, got {show(spec[key])}")
+    base = spec.get("base", {})
+    require(isinstance(base, dict), f"{where}: spec.base must be a mapping, got {show(base)}")
+    for key in ("model", "data", "train"):
+        require(isinstance(base.get(key, {}), dict), f"{where}: spec.base.{key} must be a mapping, got "
+                                                      f"{show(base.get(key))}")
+    corpus = base.get("data", {}).get("corpus", "")
+    require(isinstance(corpus, str), f"{where}: spec.base.data.corpus must be a string, got {show(corpus)}")
     if "vocab_size" in record:
         integer(record["vocab_size"], f"{where}: vocab_size", 1)
     runs = record["runs"]
@@ -87,13 +87,19 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     for i, entry in enumerate(runs):
         r = _run(entry, i, where)
         run_dir = confined(root / "runs", r["run"], f"{where}: runs[{i}].run")
-        if (run_dir / "summary.json").is_file():
+        finished = (run_dir / "summary.json").is_file()
+        if finished:
             _summary(run_dir / "summary.json")
         if (run_dir / "metrics.jsonl").is_file():
-            _metrics(run_dir / "metrics.jsonl")
+            _metrics(run_dir / "metrics.jsonl", finished)
+    scales = spec.get("scales") or []
+    require(isinstance(scales, list) and all(isinstance(x, dict) for x in scales),
+            f"{where}: spec.scales must be a list of mappings, got {show(scales)}")
+    for i, x in enumerate(scales):  # scale names label plots and tables, like arm names
+        safe_name(x.get("name"), f"{where}: spec.scales[{i}].name")
     arms = sorted({r["arm"] for r in runs})
     ref = spec.get("reference")
-    scaled = {f"{x.get('name')}.{ref}" for x in spec.get("scales") or [] if isinstance(x, dict)}  # SCALE.ARM
+    scaled = {f"{x['name']}.{ref}" for x in scales}  # SCALE.ARM
     require(ref in arms or bool(scaled & set(arms)), f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
     return record

@@ -27,20 +27,38 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep_spec import ResolvedRun, SweepSpec, resolve
-from ffnlab.files import provisional_dir, read_mapping, write_atomic
+from ffnlab.files import (
+    check_inside,
+    make_dir,
+    open_append,
+    provisional_dir,
+    read_mapping,
+    write_atomic,
+)
 from ffnlab.training import runconfig
 from ffnlab.training.locking import die_with_parent, folder_lock
 from ffnlab.training.memory import check_fits
 from ffnlab.training.progress import Progress
-from ffnlab.training.runfiles import read_records
+from ffnlab.training.runfiles import last_step, read_records
+
+MAX_WORKERS = 4096  # parallel runs of one sweep (as a spec's workers key allows)
+SWEEP_FOLDERS = ("configs", "logs", "runs")  # a sweep folder's folders; none may lead outside it
 
 
-def run_finished(run_dir: Path, max_steps: int) -> bool:
+def run_finished(run_dir: Path, max_steps: int, *, evaluated: bool = False) -> bool:
+    """Whether the run's summary says it finished ``max_steps`` (``evaluated``: and its metrics,
+    which must be valid, hold the eval record of that step; otherwise it is resumed to write it)."""
     try:
-        s = json.loads((run_dir / "summary.json").read_text())
-    except (OSError, json.JSONDecodeError):
+        s = read_mapping(run_dir / "summary.json", "run summary", fmt="JSON")
+    except (OSError, FfnlabError):  # absent, torn by a kill, not a file: not finished
         return False
-    return s.get("status") == "finished" and s.get("steps") == max_steps
+    if not (isinstance(s, dict) and s.get("status") == "finished" and s.get("steps") == max_steps):
+        return False
+    try:
+        return not evaluated or any(r["step"] == max_steps
+                                    for r in read_records(run_dir / "metrics.jsonl", kinds=("eval",)))
+    except OSError:
+        return False
 
 
 def _same_run(path: Path, config: dict[str, Any]) -> bool:
@@ -61,12 +79,8 @@ def _trained(runs: Any) -> Any:
 
 
 def steps_done(run_dir: Path) -> int:
-    """Latest logged step of a run (0 if none), read from its metrics file."""
-    try:
-        records = read_records(run_dir / "metrics.jsonl")
-    except OSError:
-        return 0
-    return int(records[-1]["step"]) if records else 0
+    """Latest logged step of a run (0 if none), read from the tail of its metrics file (a poll)."""
+    return last_step(run_dir / "metrics.jsonl")
 
 
 def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
@@ -97,14 +111,17 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
         require(_trained(old.get("runs")) == _trained(record["runs"]),
                 f"{out} holds a different sweep (its spec or resolved runs differ); use another --out")
     else:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dir(out)
         write_atomic(path, json.dumps(record, indent=1))
-    (out / "configs").mkdir(exist_ok=True)
-    (out / "logs").mkdir(exist_ok=True)
+    for sub in SWEEP_FOLDERS:
+        make_dir(out / sub, out)
     for r in runs:  # leftovers of another spec (e.g. after sweep.json was moved away) are refused
-        for saved in (out / "configs" / f"{r.run}.yaml", out / "runs" / r.run / "config.yaml"):
+        run_dir = check_inside(out / "runs" / r.run, out)  # the run's own folder is its train's --out
+        for saved in (out / "configs" / f"{r.run}.yaml", run_dir / "config.yaml"):
             require(not saved.exists() or _same_run(saved, r.config),
                     f"{saved} was written for a different sweep; use another --out")
+        if (run_dir / "metrics.jsonl").is_file():
+            read_records(run_dir / "metrics.jsonl")  # a damaged run is refused now, not in its child
         cfg_path = out / "configs" / f"{r.run}.yaml"
         if not cfg_path.exists():
             runconfig.save(runconfig.from_dict(r.config), cfg_path)
@@ -129,7 +146,7 @@ def _env(threads: int) -> dict[str, str]:
 
 
 def _run_local(cmd: list[str], log: Path, threads: int) -> int:
-    with open(log, "a") as f:
+    with open_append(log) as f:  # a link planted at the log's name is refused, not followed
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
         return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env(threads),
@@ -140,7 +157,8 @@ def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str 
             workers: int | None = None, progress_mode: str = "auto") -> dict[str, Any]:
     """Run every unfinished run; return {run: 'finished'|'skipped'|'failed (code)'}."""
     require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
-    require(workers is None or workers >= 1, f"--workers must be >= 1, got {workers}")
+    require(workers is None or 1 <= workers <= MAX_WORKERS,
+            f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
     out = Path(out)
     with provisional_dir(out), folder_lock(out, "ffnlab sweep"):  # a refused sweep leaves no folder
         return _execute(spec, out, backend, address, workers, progress_mode)
@@ -155,7 +173,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     status: dict[str, Any] = {}
     pending = []
     for r in runs:
-        if run_finished(out / "runs" / r.run, steps[r.run]):
+        if run_finished(out / "runs" / r.run, steps[r.run], evaluated=True):
             status[r.run] = "skipped (finished)"
         else:
             pending.append(r)
@@ -191,7 +209,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     finally:
         bar.close()
     failed = [k for k, v in status.items() if v.startswith("failed")]
-    (out / "status.json").write_text(json.dumps(status, indent=1))
+    write_atomic(out / "status.json", json.dumps(status, indent=1))
     if failed:
         raise RunsFailed(f"{len(failed)} of {len(runs)} runs failed ({', '.join(failed[:4])}); see {out}/logs; "
                          "rerun the same command to retry them (finished runs are kept)")

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ffnlab.files import check_inside
 from ffnlab.sizing.audit import audit_entry
 from ffnlab.sizing.claims import check_claims
 from ffnlab.sizing.zoo import load_zoo
@@ -27,7 +28,7 @@ def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, 
     audit_rows = [audit_entry(e) for e in load_zoo()]
     print(f"[2/3] sweep {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} seeds under {spec.control} "
           f"(resumable; folder {out / 'sweep'})", flush=True)
-    execute(spec, out / "sweep", workers=workers, backend=backend, address=address, progress_mode=progress)
+    execute(spec, check_inside(out / "sweep", out), workers=workers, backend=backend, address=address, progress_mode=progress)
     print("[3/3] checking every claim and writing the report", flush=True)
     paths = write_report(out / "sweep", out, title=f"ffnlab verify: {spec.name}", with_claims=True,
                          audit_rows=audit_rows)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
+from ffnlab.files import read_mapping, write_atomic
 from ffnlab.training.corpus.facts import PREFIX, Fact, FactBank, make_bank, parse_spec
 
 if TYPE_CHECKING:
@@ -116,10 +117,10 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str,
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = load_run_model(run, checkpoint).to(device)
-    meta = json.loads((run / "model.json").read_text())
+    meta = read_mapping(run / "model.json", "run model file", fmt="JSON")
     params = meta["params"]
     result = measure_logits(lambda ids: model(ids)[0], bank, device=device)
-    summary = json.loads((run / "summary.json").read_text()) if (run / "summary.json").is_file() else {}
+    summary = read_mapping(run / "summary.json", "run summary", fmt="JSON") if (run / "summary.json").is_file() else {}
     train_tokens = load_prepared(meta["prepared_data"]).train_tokens
     tokens = summary.get("tokens", cfg.train.max_steps * cfg.tokens_per_step())
     bits = result["trained"]["bits"]
@@ -131,7 +132,7 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str,
         "final_val_loss": summary.get("final_val_loss"), "final_train_loss": summary.get("final_train_loss"),
     }
     if checkpoint is None:
-        (run / "capacity.json").write_text(json.dumps(result, indent=1))
+        write_atomic(run / "capacity.json", json.dumps(result, indent=1))  # atomic: a kill leaves no torn cache
     return result
 
 

@@ -2,8 +2,11 @@
 
 A checkpoint is a folder ``checkpoints/step-NNNNNNN/`` holding ``model.safetensors``,
 ``optim.safetensors`` (optimizer moments and RNG states) and ``state.json``. It is written into
-a temporary folder and renamed into place, so a killed process leaves either the previous
-checkpoint or the new one, never half of one. Only the newest ``keep_last`` are kept.
+a temporary folder (marked as ffnlab's) and renamed into place, so a killed process leaves either
+the previous checkpoint or the new one, never half of one. Only the newest ``keep_last`` are
+kept: older ones are deleted only if they carry ffnlab's marker (:data:`ffnlab.files.MARK`),
+never because of their name. ``checkpoints/`` must not lead outside the run folder through a
+symlink; a full disk is one error line, with the previous checkpoint kept.
 """
 
 from __future__ import annotations
@@ -17,20 +20,34 @@ from typing import Any
 
 import torch
 
+from ffnlab import files
 from ffnlab.errors import FfnlabError
-from ffnlab.files import fsync_files, publish_dir, read_text
+from ffnlab.files import (
+    check_inside,
+    fsync_files,
+    make_dir,
+    marked,
+    new_temp_dir,
+    publish_dir,
+    read_text,
+)
 from ffnlab.validation import integer, number, show
 
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d{7})$")
 
 
+def checkpoints_folder(run_dir: Path) -> Path:
+    """``RUN/checkpoints``, refused with one error line if it leads outside the run folder."""
+    return check_inside(Path(run_dir) / "checkpoints", run_dir, "the checkpoint folder")
+
+
 def checkpoint_dirs(run_dir: Path) -> list[Path]:
-    """Complete checkpoints of a run, oldest first."""
-    root = Path(run_dir) / "checkpoints"
+    """Complete checkpoints of a run, oldest first (folders, never symlinks, named step-NNNNNNN)."""
+    root = checkpoints_folder(run_dir)
     if not root.is_dir():
         return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and _STEP_DIR.match(p.name))
+    return sorted(p for p in root.iterdir() if _STEP_DIR.match(p.name) and p.is_dir() and not p.is_symlink())
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
@@ -62,23 +79,33 @@ def _rng_tensors() -> dict[str, torch.Tensor]:
 
 def save_checkpoint(run_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
                     state: dict[str, Any], keep_last: int) -> Path:
+    """Write checkpoint ``step-N`` of the run atomically, then delete the ffnlab-made ones beyond ``keep_last``."""
+    from safetensors import SafetensorError
     from safetensors.torch import save_file, save_model
 
-    root = Path(run_dir) / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
+    root = make_dir(checkpoints_folder(run_dir), run_dir)
     final = root / f"step-{state['step']:07d}"
-    tmp = root / f".tmp-{final.name}-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
-    save_model(model, str(tmp / "model.safetensors"))
-    tensors, opt_json = _optimizer_tensors(opt)
-    save_file({**tensors, **_rng_tensors()}, str(tmp / "optim.safetensors"))
-    (tmp / "state.json").write_text(json.dumps({"format": FORMAT, **state, "optimizer": opt_json}, indent=1))
-    fsync_files(tmp)  # durable before the rename publishes them
-    publish_dir(tmp, final)
+    if os.path.lexists(final) and not marked(final):
+        raise FfnlabError(f"{final} exists and was not written by ffnlab; move it out of {root} to continue")
+    tmp = new_temp_dir(root, final.name)
+    try:
+        save_model(model, str(tmp / "model.safetensors"))
+        tensors, opt_json = _optimizer_tensors(opt)
+        save_file({**tensors, **_rng_tensors()}, str(tmp / "optim.safetensors"))
+        with open(tmp / "state.json", "x", encoding="utf-8") as fh:  # a new file in a folder just made
+            fh.write(json.dumps({"format": FORMAT, **state, "optimizer": opt_json}, indent=1))
+        fsync_files(tmp)  # durable before the rename publishes them
+        publish_dir(tmp, final)
+    except SafetensorError as e:  # a full disk, a quota: not an OSError in safetensors
+        kept = latest_checkpoint(run_dir)
+        raise FfnlabError(f"cannot write checkpoint {final} ({str(e).splitlines()[0][:200]}); "
+                          f"{'the last checkpoint ' + str(kept) + ' is kept' if kept else 'no checkpoint yet'}: "
+                          "free space and rerun with --resume") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # gone already once published
     for old in checkpoint_dirs(run_dir)[:-keep_last]:
-        shutil.rmtree(old, ignore_errors=True)
+        if marked(old):  # an ffnlab checkpoint, never a folder that merely has the name
+            shutil.rmtree(old, ignore_errors=True)
     return final
 
 
@@ -92,16 +119,11 @@ def _bad(path: Path, why: str) -> FfnlabError:
 
 
 def remove_stale(run_dir: Path) -> list[Path]:
-    """Remove what a kill during a write leaves: ``checkpoints/.tmp-*``, ``checkpoints/.old-*``
-    and ``.tmp-*`` files in the run folder. Call only while holding the run's lock."""
+    """Remove what a kill during a write leaves in the run folder and ``checkpoints/``: ffnlab's
+    marked temporary and renamed-aside folders (:func:`ffnlab.files.remove_stale`); nothing
+    without the marker. Call only while holding the run's lock."""
     run_dir = Path(run_dir)
-    found = [p for pattern in ("checkpoints/.tmp-*", "checkpoints/.old-*", ".tmp-*") for p in run_dir.glob(pattern)]
-    for p in found:
-        if p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
-        else:
-            p.unlink(missing_ok=True)
-    return found
+    return files.remove_stale(run_dir, run_dir) + files.remove_stale(checkpoints_folder(run_dir), run_dir)
 
 
 def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) -> dict[str, Any]:

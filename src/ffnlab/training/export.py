@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import read_mapping
+from ffnlab.files import read_mapping, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name, show
@@ -385,18 +385,27 @@ def _umask() -> int:
 
 
 def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]]) -> None:
-    """Write the export's files into ``out`` (bytes, or a function writing the named path), each
-    readable as the umask allows (safetensors itself creates files 0600)."""
-    out.mkdir(parents=True, exist_ok=True)
+    """Write the export's files (bytes, or a function writing the named path), each readable as the
+    umask allows (safetensors itself creates files 0600), into a new marked temporary folder beside
+    ``out``, then rename it to ``out``: a killed export leaves no half folder that would block its
+    rerun, and a full disk is one error line."""
+    from safetensors import SafetensorError
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(out.parent, hint=out.name)  # what a killed export of this folder left (marked as ffnlab's)
     mask = _umask()
-    for name, content in files.items():
-        path = out / name
-        if callable(content):
-            content(path)
-        else:
-            path.write_bytes(content)
-        path.chmod(0o666 & ~mask)
-    out.chmod(0o777 & ~mask)
+    try:
+        with staged_dir(out) as tmp:
+            for name, content in files.items():
+                path = tmp / name
+                if callable(content):
+                    content(path)
+                else:
+                    path.write_bytes(content)
+                path.chmod(0o666 & ~mask)
+            tmp.chmod(0o777 & ~mask)
+    except SafetensorError as e:  # a full disk, a quota: not an OSError in safetensors
+        raise FfnlabError(f"cannot write {out} ({str(e).splitlines()[0][:200]}); nothing was written") from None
 
 
 def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[str, bytes] | None = None,

@@ -1,14 +1,17 @@
 """Advisory folder locks: one writer per run or sweep folder at a time.
 
 ``flock`` locks vanish with the process that held them, so a killed run never leaves a stale
-lock behind. Also: children started by a sweep die with it (Linux ``PR_SET_PDEATHSIG``).
+lock behind. The lock file is opened with ``O_NOFOLLOW``: a symlink planted at ``.lock``
+(dangling or not) is refused, never followed to create or open a file elsewhere. Also: children started by a sweep die with it (Linux ``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +28,17 @@ def folder_lock(folder: Path, what: str) -> Iterator[None]:
     except ImportError:  # pragma: no cover - Windows: no locking
         yield
         return
-    fd = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    lock = folder / ".lock"
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(lock, flags, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FfnlabError(f"{lock} is a symlink; remove it (ffnlab does not follow links in its folders)") from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FfnlabError(f"{lock} is not a regular file; remove it")
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -35,6 +35,9 @@ class Progress:
                  emit: Callable[[str], None] | None = None):
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
+        from ffnlab.escape import terminal
+
+        description = terminal(description, one_line=True)  # a folder name: shown as text, never escapes
         self.total, self.start, self.done, self.unit = total, start, start, unit
         description = escape.one_line(description)
         self.description, self.tokens_per_unit, self.mode, self.every_s = description, tokens_per_unit, mode, every_s
@@ -43,6 +46,7 @@ class Progress:
         self.t0 = self.last_line = time.perf_counter()
         self.metrics: dict[str, Any] = {}
         self._bar = None
+        self._final_shown = False
         if mode == "bar":
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
@@ -53,7 +57,9 @@ class Progress:
                 TextColumn("ETA {task.fields[eta]}"), transient=False, refresh_per_second=4,
                 console=_stderr_console())
             self._bar.start()
-            self._task = self._bar.add_task(description, total=total, completed=start, info="", eta="?")
+            from rich.markup import escape as markup_escape
+
+            self._task = self._bar.add_task(markup_escape(description), total=total, completed=start, info="", eta="?")
 
     def rate(self) -> float:
         elapsed = time.perf_counter() - self.t0

@@ -176,7 +176,9 @@ def load(path: str | Path | None = None, overrides: list[str] | None = None) -> 
 def save(cfg: RunConfig, path: str | Path) -> None:
     import yaml
 
-    Path(path).write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False), encoding="utf-8")
+    from ffnlab.files import write_atomic
+
+    write_atomic(Path(path), yaml.safe_dump(cfg.to_dict(), sort_keys=False))
 
 
 # -- checking and resolving ------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import write_atomic
+from ffnlab.files import append_text, check_inside, make_dir, write_atomic
 from ffnlab.provenance import git_commit
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
@@ -51,6 +51,8 @@ from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
 from ffnlab.training.runfiles import read_records
 from ffnlab.training.schedule import lr_at
 
+RUN_FOLDERS = ("checkpoints", "tb")  # folders of a run folder; none may lead outside it
+
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
@@ -75,6 +77,8 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
         changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
                    and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
         require(not changed, f"cannot resume {out_dir}: the config differs in {', '.join(changed)}")
+        for sub in RUN_FOLDERS:  # before anything is read or written through them
+            check_inside(out_dir / sub, out_dir)
         return True
     if out_dir.exists():
         require(not any(p.name != ".lock" for p in out_dir.iterdir()),
@@ -89,16 +93,17 @@ class MetricsLog:
     def __init__(self, path: Path, enabled: bool):
         self.path, self.enabled = path, enabled
 
-    def truncate_after(self, step: int) -> None:
+    def truncate_after(self, step: int, *, eval_at_step: bool = True) -> None:
+        """Drop records past ``step`` (and the eval at ``step`` unless ``eval_at_step``)."""
         if not (self.enabled and self.path.exists()):
             return
-        keep = [json.dumps(r) for r in read_records(self.path) if r["step"] <= step]
+        keep = [json.dumps(r) for r in read_records(self.path)
+                if r["step"] < step or (r["step"] == step and (eval_at_step or r["kind"] != "eval"))]
         write_atomic(self.path, "".join(ln + "\n" for ln in keep))
 
     def write(self, record: dict[str, Any]) -> None:
         if self.enabled:
-            with open(self.path, "a") as f:
-                f.write(json.dumps(record) + "\n")
+            append_text(self.path, json.dumps(record) + "\n")  # never through a link planted at the name
 
 
 def make_optimizer(model: torch.nn.Module, cfg: RunConfig, device: str) -> torch.optim.Optimizer:
@@ -164,11 +169,11 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
     mcfg, counts, model, opt = _build(cfg, data.vocab_size, info.device)
     # the checkpoint is loaded (and validated) before any run file is touched: a bad one leaves the run as it was
     step, elapsed_before = _restore(out, continuing, model, opt, cfg)
-    if continuing and info.is_main:
-        remove_stale(out)  # temp files of a checkpoint write that a kill interrupted
     log = MetricsLog(out / "metrics.jsonl", info.is_main)
     if info.is_main:
         _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log)
+    if continuing and info.is_main:
+        remove_stale(out)  # temp folders of a write that a kill interrupted
     run = Run(cfg=cfg, out=out, info=info, data=data, train_arr=train_arr, val_arr=val_arr, mcfg=mcfg,
               counts=counts, model=model, train_model=_wrap(model, cfg.train, info), opt=opt,
               peak=_peak_flops(cfg.train, info.device), log=log)
@@ -229,13 +234,14 @@ def _restore(out: Path, continuing: bool, model: torch.nn.Module, opt: torch.opt
 
 def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, prepared_dir: str, step: int,
                      log: MetricsLog) -> None:
-    """config.yaml and model.json; metrics past the restored step are dropped."""
+    """Metrics past the restored step dropped (the file validated first), then config.yaml and model.json."""
     import yaml
 
+    # a run restored at its last step is evaluated again (its eval record may be missing)
+    log.truncate_after(step, eval_at_step=step < cfg.train.max_steps)
     write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     write_atomic(out / "model.json", json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
                                                  "prepared_data": prepared_dir}, indent=1))
-    log.truncate_after(step)
 
 
 def _peak_flops(t: Any, device: str) -> float:
@@ -414,10 +420,13 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
                          n_layers=run.mcfg.n_layers, steps=t.max_steps, tokens_per_step=run.cfg.tokens_per_step(),
                          from_step=step), file=sys.stderr, flush=True)
     watch = LossWatch(info.device)
-    first_step, shown = step, {}
+    first_step = step
+    shown: dict[str, Any] = {}
     summary: dict[str, Any] = {}
     t_start = time.perf_counter()
     try:
+        if step == t.max_steps:  # restored at the end: the final evaluation again (same weights, same loss)
+            shown["val"] = _evaluate(run, tb, step, val_starts)
         while step < t.max_steps:
             losses = _train_step(run, step)
             step += 1
@@ -475,7 +484,7 @@ def _tensorboard(out: Path, enabled: bool) -> Any:
         from torch.utils.tensorboard import SummaryWriter
     except ImportError:  # tensorboard not installed: JSONL still has everything
         return None
-    return SummaryWriter(str(out / "tb"))
+    return SummaryWriter(str(make_dir(out / "tb", out)))
 
 
 def _tb_write(tb: Any, rec: dict[str, Any], step: int) -> None:

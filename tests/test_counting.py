@@ -14,13 +14,58 @@ def test_gpt2_small_total_matches_published_count():
     assert c.non_embedding == 124_439_808 - 50257 * 768 - 1024 * 768
 
 
-def test_breakdown_adds_up_and_ffn_share():
-    cfg = make_config(512, 4, 8, 2048, kind="gelu", vocab_size=1000, bias=False)
-    c = count_params(cfg)
-    assert c.total == c.embedding + c.positions + c.attention + c.ffn + c.norms + c.lm_head
-    assert c.ffn == 4 * 2 * 512 * 2048
-    assert c.attention == 4 * 4 * 512 * 512
-    assert c.ffn_share == pytest.approx(c.ffn / (c.ffn + c.attention + c.norms))
+# each part as transformers' own modules hold it: parameters grouped by module name
+HF_PARTS = (("embedding", ("embed_tokens", "wte")), ("positions", ("wpe",)), ("attention", ("self_attn.", "attn.")),
+            ("ffn", ("mlp.",)), ("lm_head", ("lm_head",)))
+HF_BREAKDOWN_CASES = {
+    # untied head, GQA, SwiGLU, RMSNorm
+    "llama": dict(model_type="llama", hidden_size=64, intermediate_size=160, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, vocab_size=100, tie_word_embeddings=False),
+    # learned positions, LayerNorm and linear biases, tied head
+    "gpt2": dict(model_type="gpt2", n_embd=48, n_layer=2, n_head=4, vocab_size=90, n_positions=32),
+    # MoE layer (router, 4 experts, shared expert and its gate) and a dense layer
+    "qwen2_moe": dict(model_type="qwen2_moe", hidden_size=32, intermediate_size=96, moe_intermediate_size=24,
+                      shared_expert_intermediate_size=48, num_experts=4, num_experts_per_tok=2, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, vocab_size=70, mlp_only_layers=[1],
+                      tie_word_embeddings=True),
+}
+
+
+def _hf_parts(config: dict) -> dict[str, int]:
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    d = dict(config)
+    cfg = transformers.AutoConfig.for_model(d.pop("model_type"), pad_token_id=0, bos_token_id=0, eos_token_id=0, **d)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    parts = dict.fromkeys([name for name, _ in HF_PARTS] + ["norms"], 0)
+    for name, p in model.named_parameters():  # a tied head is yielded once, as the embedding
+        part = next((part for part, keys in HF_PARTS if any(k in name for k in keys)), "norms")
+        parts[part] += p.numel()
+    return parts
+
+
+@pytest.mark.parametrize("case", sorted(HF_BREAKDOWN_CASES))
+def test_breakdown_and_ffn_share_match_transformers_modules(case):
+    from ffnlab.sizing.hf import from_hf_dict
+
+    hf = _hf_parts(HF_BREAKDOWN_CASES[case])
+    c = count_params(from_hf_dict(HF_BREAKDOWN_CASES[case]))
+    assert {k: getattr(c, k) for k in hf} == hf
+    non_embedding = sum(hf.values()) - hf["embedding"] - hf["positions"] - hf["lm_head"]
+    assert c.non_embedding == non_embedding
+    assert c.ffn_share == pytest.approx(hf["ffn"] / non_embedding)
+
+
+def test_moe_active_ffn_by_hand():
+    # the qwen2_moe case: MoE layer = router 32x4 + 2 of 4 experts (3 x 32 x 24 each) + shared expert
+    # (3 x 32 x 48) and its gate (32); dense layer 3 x 32 x 96
+    from ffnlab.sizing.hf import from_hf_dict
+
+    c = count_params(from_hf_dict(HF_BREAKDOWN_CASES["qwen2_moe"]))
+    assert c.ffn_active == (128 + 2 * 2304 + 4608 + 32) + 9216
+    assert c.ffn == (128 + 4 * 2304 + 4608 + 32) + 9216
+    assert c.total_active == c.total - 2 * 2304
 
 
 def test_moe_active_counts_top_k_experts():

@@ -1,10 +1,16 @@
 import pytest
+import torch
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config
 from ffnlab.sizing.counting import count_params, ffn_params
 from ffnlab.sizing.flops import flops_per_token, six_n, training_memory
 from ffnlab.sizing.zoo import find
+
+try:  # imported here, not per test: mutation testing forks its workers after collection
+    import transformers
+except ImportError:  # pragma: no cover
+    transformers = None
 
 
 def test_gpt2_small_total_matches_published_count():
@@ -32,8 +38,8 @@ HF_BREAKDOWN_CASES = {
 
 
 def _hf_parts(config: dict) -> dict[str, int]:
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
+    if transformers is None:
+        pytest.skip("transformers is not installed")
     d = dict(config)
     cfg = transformers.AutoConfig.for_model(d.pop("model_type"), pad_token_id=0, bos_token_id=0, eos_token_id=0, **d)
     with torch.device("meta"):

@@ -126,3 +126,54 @@ def test_invalid_configs(kwargs, message):
 def test_config_round_trip():
     cfg = make_config(128, 2, 4, 344, kind="swiglu", vocab_size=99, n_kv_heads=2)
     assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+
+
+def test_ffn_breakdown_matches_transformers_modules_and_hand_active():
+    from ffnlab.sizing.counting import ffn_breakdown
+    from ffnlab.sizing.hf import from_hf_dict
+
+    config = HF_BREAKDOWN_CASES["qwen2_moe"]
+    if transformers is None:
+        pytest.skip("transformers is not installed")
+    d = dict(config)
+    cfg = transformers.AutoConfig.for_model(d.pop("model_type"), pad_token_id=0, bos_token_id=0, eos_token_id=0, **d)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(cfg)
+    parts = {"dense": 0, "router": 0, "routed": 0, "shared": 0}
+    for name, p in model.named_parameters():
+        if ".mlp." not in name:
+            continue
+        part = ("router" if ".mlp.gate." in name else "routed" if ".mlp.experts." in name
+                else "shared" if ".mlp.shared_expert" in name else "dense")
+        parts[part] += p.numel()
+    # the token's 2 of 4 routed experts, 3 x 32 x 24 each, in the one MoE layer
+    assert ffn_breakdown(from_hf_dict(config)) == {**parts, "routed_active": 2 * 3 * 32 * 24}
+
+
+def test_as_dict_carries_every_figure():
+    from ffnlab.sizing.hf import from_hf_dict
+
+    # the llama case, as transformers' modules hold it: embedding 100 x 64, untied head 100 x 64,
+    # attention 2 x (64 x (64 + 2 x 32) + 64 x 64), SwiGLU 2 x 3 x 64 x 160, norms 2 x 2 x 64 + 64
+    got = count_params(from_hf_dict(HF_BREAKDOWN_CASES["llama"])).as_dict()
+    assert got == {"embedding": 6400, "positions": 0, "attention": 24576, "ffn": 61440, "norms": 320,
+                   "lm_head": 6400, "ffn_active": 61440, "mtp": 0, "total": 99136, "non_embedding": 86336,
+                   "total_active": 99136, "ffn_share": pytest.approx(61440 / 86336)}
+
+
+def test_deepseek_v3_mtp_module_by_hand():
+    # DeepSeek-V3 (§2.2; config.json: hidden 7168, 128 heads, q_lora_rank 1536, kv_lora_rank 512,
+    # qk_rope 64, qk_nope 128, v_head 128, 256 experts of 2048 and one shared, 1 MTP module). The
+    # module is one MoE decoder layer, enorm, hnorm, eh_proj (2d -> d) and the head's norm; the
+    # embedding and head are the main model's. transformers holds the router's correction bias
+    # as a buffer, not a parameter.
+    mla = (7168 * 1536 + 1536 + 1536 * 128 * (128 + 64) + 7168 * (512 + 64) + 512
+           + 512 * 128 * (128 + 128) + 128 * 128 * 7168)
+    assert mla == 187_107_328
+    moe = 256 * 7168 + 256 * 3 * 7168 * 2048 + 3 * 7168 * 2048
+    layer = mla + moe + 2 * 7168
+    mtp = layer + 3 * 7168 + 7168 * 2 * 7168
+    c = count_params(find("deepseek-v3").config())
+    assert c.mtp == mtp == 11_610_067_968
+    assert c.total == 671_026_404_352  # transformers' count of the main model (test_hf_parity)
+    assert c.total_with_mtp == c.total + mtp

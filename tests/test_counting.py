@@ -177,3 +177,32 @@ def test_deepseek_v3_mtp_module_by_hand():
     assert c.mtp == mtp == 11_610_067_968
     assert c.total == 671_026_404_352  # transformers' count of the main model (test_hf_parity)
     assert c.total_with_mtp == c.total + mtp
+
+
+@pytest.mark.parametrize("kind", ["gelu", "swiglu"])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("shared", [0, 2])
+def test_moe_ffn_params_equal_the_module_ffnlab_trains(kind, bias, shared):
+    # ffnlab's MoEFFN (training/nn/ffn.py) holds its parameters in its own layout: stacked expert
+    # tensors, per-expert biases, shared experts as dense modules, a scalar shared-expert gate
+    from ffnlab.training.nn.ffn import build_ffn
+
+    spec = FFNSpec(kind=kind, d_ff=24, bias=bias, n_experts=4, top_k=2, n_shared_experts=shared,
+                   d_shared=40 if shared else None, shared_expert_gate=bool(shared))
+    module = build_ffn(16, spec)
+    assert ffn_params(16, spec) == sum(p.numel() for p in module.parameters())
+    active = ffn_params(16, spec, active=True)
+    per_expert = (module.w_in.numel() + module.w_out.numel()
+                  + (module.b_in.numel() + module.b_out.numel() if bias else 0)) // 4
+    assert type(active) is int and active == ffn_params(16, spec) - 2 * per_expert  # 2 of 4 experts idle
+
+
+def test_ffn_breakdown_of_a_moe_with_biases_by_hand():
+    from ffnlab.sizing.counting import ffn_breakdown
+
+    # gpt-oss style: biases on every expert; 3 layers of 8 experts of 32 at d 16, top 2
+    cfg = make_config(16, 3, 2, 32, kind="swiglu", vocab_size=10, bias=True, n_experts=8, top_k=2)
+    expert = 3 * 16 * 32 + (2 * 32 + 16)  # gate|up and down weights, their biases
+    got = ffn_breakdown(cfg)
+    assert got["routed"] == 3 * 8 * expert and got["routed_active"] == 3 * 2 * expert
+    assert got["router"] == 3 * 16 * 8 and got["dense"] == got["shared"] == 0

@@ -48,9 +48,6 @@ BUNDLE_PACKAGES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py"
                    "exceptiongroup", "tomli")
 BUNDLE_REQUIRED = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging")  # the corpus ships in src/
 
-# dense bf16 tensor-core peaks from NVIDIA's datasheets (H100/H200 SXM: 989 TFLOPS, listed as 1,979
-# "with sparsity"; A100: 312 TFLOPS), the denominator nanoGPT's MFU uses (A100: 312e12)
-DATASHEET_BF16 = (("H200", 989e12), ("H100", 989e12), ("A100", 312e12))
 
 
 @dataclass(frozen=True)
@@ -104,10 +101,6 @@ def kind_of(device: str) -> str:
     return "cuda" if device.startswith("cuda") else "cpu"
 
 
-def datasheet_peak(name: str) -> float | None:
-    return next((peak for key, peak in DATASHEET_BF16 if key in name), None)
-
-
 def device_name(device: str) -> str:
     import torch
 
@@ -141,21 +134,23 @@ def section_throughput(device: str, sizes: Sizes, work: Path, save: Callable[[di
     from train_throughput import reference_step_fn
     from trainer_overhead import Shape, measure, time_bare
 
-    from ffnlab.training.peak import measure_peak_flops
+    from ffnlab.training.peak import measure_peak, model_flops_utilisation, published_peak
 
     cuda = kind_of(device) == "cuda"
     shape = Shape(sizes.d_model, sizes.n_layers, sizes.n_heads, sizes.ctx, sizes.batch, tokenizer=sizes.tokenizer,
                   bpe_vocab_size=sizes.bpe_vocab_size)
-    peak = measure_peak_flops(device, "bf16" if cuda else "fp32")
-    sheet = datasheet_peak(device_name(device)) if cuda else None
+    peak = measure_peak(device, "bf16" if cuda else "fp32").flops
+    # the dense bf16 datasheet peak of data/accelerators.json, the denominator nanoGPT's MFU uses (A100: 312e12)
+    published = published_peak(device_name(device), "bf16") if cuda else None
+    sheet = published.flops if published is not None else None
     out: dict[str, Any] = {"peak_flops_measured": peak, "peak_flops_datasheet": sheet, "rows": [], "overhead": {}}
     tokens = shape.batch * shape.ctx
 
     def row(name: str, compiled: bool, s_per_step: float, fpt: int) -> None:
         tok_s = tokens / s_per_step
         out["rows"].append({"name": name, "compile": compiled, "ms_per_step": s_per_step * 1000,
-                            "tokens_per_s": tok_s, "mfu": tok_s * fpt / peak,
-                            "mfu_datasheet": tok_s * fpt / sheet if sheet else None})
+                            "tokens_per_s": tok_s, "mfu": model_flops_utilisation(tok_s * fpt, peak),
+                            "mfu_datasheet": model_flops_utilisation(tok_s * fpt, sheet) if sheet else None})
         save(out)
 
     for compiled in sizes.compile:
@@ -333,6 +328,7 @@ def _md_throughput(r: dict[str, Any]) -> list[str]:
              f"{r['peak_flops_measured'] / 1e12:.3g} TFLOP/s" + (f", datasheet {sheet / 1e12:.0f}" if sheet else ""),
              "", "| what | compile | ms/step | tokens/s | MFU (measured peak) | MFU (datasheet) |",
              "|---|---|---:|---:|---:|---:|"]
+    # an MFU above 100% would mean the peak was underestimated: it is stored as None, shown as "-"
     lines += [f"| {x['name']} | {x['compile']} | {x['ms_per_step']:.1f} | {x['tokens_per_s']:,.0f} | {_pct(x['mfu'])} "
               f"| {_pct(x['mfu_datasheet'])} |" for x in r["rows"]]
     return lines + ["", "Trainer loop over its bare step: " + ", ".join(f"{k} {v:+.1%}" for k, v in

@@ -1,7 +1,8 @@
 """Training throughput of ffnlab's model against a minimal plain-PyTorch GPT, and FFN overheads.
 
 Prints, for the device it runs on:
-1. the measured peak matmul FLOP/s (the MFU denominator);
+1. the peak matmul FLOP/s, the MFU denominator (a listed GPU's published dense peak, else measured
+   over square shapes and the model's own: :mod:`ffnlab.training.peak`);
 2. tokens/s and MFU of a full training step (forward, backward, AdamW) for ffnlab's DecoderLM and
    for a reference GPT written below in plain PyTorch with identical shapes and precision, and
    their ratio (target: ffnlab >= 1.0x);
@@ -27,7 +28,7 @@ from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.kinds import FFN_KINDS
 from ffnlab.training.nn import DenseFFN, build_model
-from ffnlab.training.peak import measure_peak_flops
+from ffnlab.training.peak import device_peak, mfu_text, model_flops_utilisation, model_gemms
 
 
 # -- a minimal reference GPT (plain PyTorch, pre-norm, learned positions, GELU MLP, tied head) --
@@ -119,8 +120,8 @@ def compare_models(device: str, quick: bool) -> dict[str, float]:
     d, layers, heads, ctx, batch, vocab = (768, 12, 12, 1024, 8, 50304) if cuda else (256, 4, 4, 256, 8, 256)
     dtype = torch.bfloat16 if cuda else None
     cfg = gpt2_like(d, layers, heads, ctx, vocab)
-    peak = measure_peak_flops(device, "bf16" if cuda else "fp32")
-    print(f"device {device}: measured peak matmul {peak / 1e12:.3f} TFLOP/s ({'bf16' if cuda else 'fp32'})")
+    peak = device_peak(device, "bf16" if cuda else "fp32", model_gemms(cfg, batch * ctx))
+    print(f"device {device}: peak matmul {peak.describe()}")
     idx = torch.randint(0, vocab, (batch, ctx), device=device)
     fpt = flops_per_token(cfg, ctx).training
     torch.manual_seed(0)
@@ -135,7 +136,7 @@ def compare_models(device: str, quick: bool) -> dict[str, float]:
         tok_s = batch * ctx / t
         results[name] = tok_s
         print(f"  {name:<10} d={d} L={layers} ctx={ctx} batch={batch}: {t * 1000:8.1f} ms/step "
-              f"{tok_s:10,.0f} tok/s  MFU {tok_s * fpt / peak:6.1%}")
+              f"{tok_s:10,.0f} tok/s  MFU {mfu_text(model_flops_utilisation(tok_s * fpt, peak.flops))}")
     print(f"  ffnlab / reference throughput: {results['ffnlab'] / results['reference']:.3f}x (target >= 1.0x)")
     return results
 

@@ -262,7 +262,11 @@ def test_accelerators_have_sources_and_peaks() -> None:
 def test_training_time_hand_arithmetic() -> None:
     cfg = llama3_8b()
     t = training_time(cfg, tokens=10**12, gpus=64, accelerator="H100", seq_len=8192, mfu=0.5)
-    flops = flops_per_token(cfg, 8192).training * 10**12
+    # by hand, per token and layer: q/k/v 2*4096*(4096 + 2*1024), out 2*4096*4096, SwiGLU 2*3*4096*14336,
+    # scores and values 4*8192*4096; x 32 layers, + LM head 2*4096*128256; x 3 for training
+    per_layer = 2 * 4096 * 6144 + 2 * 4096 * 4096 + 2 * 3 * 4096 * 14336 + 4 * 8192 * 4096
+    flops = 3 * (32 * per_layer + 2 * 4096 * 128256) * 10**12
+    assert flops == 57_912_852_480 * 10**12
     assert t.flops == flops
     assert t.seconds == pytest.approx(flops / (64 * 989e12 * 0.5))
     assert t.gpu_hours == pytest.approx(t.seconds * 64 / 3600)

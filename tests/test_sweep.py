@@ -10,13 +10,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 from cli_run import assert_usage_error, run
+from fswait import wait_for_lock, watching
 
 from ffnlab.experiments.analysis import analyse
 from ffnlab.experiments.sweep_spec import load_spec, resolve, spec_from_dict
@@ -199,20 +199,30 @@ def test_sweep_resumes_after_being_killed(tmp_path, micro_spec):
     spec["base"]["train"]["checkpoint_every"] = 10
     micro_spec.write_text(yaml.safe_dump(spec))
     out = tmp_path / "sweep"
-    proc = subprocess.Popen([sys.executable, "-m", "ffnlab", "sweep", str(micro_spec), "--out", str(out),
-                             "--no-report", "--workers", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 180
-    while time.time() < deadline:  # kill when one run finished and the next has a checkpoint
-        done = list((out / "runs").glob("*/summary.json")) if (out / "runs").exists() else []
-        ckpts = list((out / "runs").glob("*/checkpoints/step-*")) if (out / "runs").exists() else []
-        if done and len(ckpts) > len(done):
-            break
-        time.sleep(0.05)
+
+    def finished_runs() -> set[str]:
+        return {f.parent.name for f in (out / "runs").glob("*/summary.json")} if (out / "runs").exists() else set()
+
+    def one_finished_and_the_next_checkpointed() -> bool:
+        done = finished_runs()
+        runs = list((out / "runs").iterdir()) if (out / "runs").exists() else []
+        return bool(done) and any(r.name not in done and any(r.glob("checkpoints/step-*")) for r in runs)
+
+    with watching(out) as changes:  # woken by each write under the sweep folder, not by a clock
+        proc = subprocess.Popen([sys.executable, "-m", "ffnlab", "sweep", str(micro_spec), "--out", str(out),
+                                 "--no-report", "--workers", "1"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        changes.wait(one_finished_and_the_next_checkpointed, proc)
+    done_at_kill = finished_runs()
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    time.sleep(1.0)  # the child train process gets SIGTERM with its parent (PR_SET_PDEATHSIG)
+    # the child train process gets SIGTERM with its parent (PR_SET_PDEATHSIG): its run folder's lock
+    # is released when it has exited, and it exited without finishing (a child that outlived its
+    # parent would finish its run and write a summary)
+    for folder in (out / "runs").iterdir():
+        wait_for_lock(folder)
     finished = {f.parent.name: f.read_bytes() for f in (out / "runs").glob("*/summary.json")}
-    assert 1 <= len(finished) < 4
+    assert set(finished) == done_at_kill and 1 <= len(finished) < 4
     p = run("sweep", str(micro_spec), "--out", str(out))
     assert p.returncode == 0, p.stderr[-2000:]
     for name, data in finished.items():  # nothing finished was rerun or overwritten

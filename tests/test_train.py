@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
 from cli_run import assert_usage_error, run
+from fswait import watching
 
 TINY = ["model.d_model=32", "model.n_layers=2", "model.n_heads=2", "train.seq_len=32", "train.batch_size=8",
         "train.warmup_steps=5", "train.lr=0.01", "train.eval_tokens=4096", "train.progress=off",
@@ -63,14 +63,15 @@ def test_resume_after_sigkill_reproduces_the_curve_bit_for_bit(tmp_path, cache_d
     full, cut = tmp_path / "full", tmp_path / "cut"
     p = run(*train_args(full, cache_dir, *steps))
     assert p.returncode == 0, p.stderr
-    proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(cut, cache_dir, *steps)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
-    while time.time() < deadline:  # kill once a checkpoint exists and training has moved past it
+
+    def moved_past_a_checkpoint() -> bool:
         ckpts = list((cut / "checkpoints").glob("step-*")) if (cut / "checkpoints").exists() else []
-        if ckpts and (cut / "metrics.jsonl").exists() and len(records(cut, "train")) >= 100:
-            break
-        time.sleep(0.05)
+        return bool(ckpts) and (cut / "metrics.jsonl").exists() and len(records(cut, "train")) >= 100
+
+    with watching(cut) as changes:  # woken by each write under the run folder, not by a clock
+        proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(cut, cache_dir, *steps)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        changes.wait(moved_past_a_checkpoint, proc)  # kill once a checkpoint exists and training moved past it
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert not (cut / "summary.json").exists(), "the run finished before it could be killed"

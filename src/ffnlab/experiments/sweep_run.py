@@ -128,12 +128,13 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     return runs
 
 
-def command(out: Path, run: ResolvedRun, threads: int, peak: float) -> list[str]:
-    """The ``ffnlab train`` command of one run. A sweep arm need not be exportable to a transformers
-    architecture (iso-params keeps the heads' count and size while d_model moves, which e.g. the
-    StableLM layout cannot express), so the export check is skipped: the sweep measures, it does
-    not ship models."""
-    sets = [f"train.threads={threads}", "train.progress=lines", f"train.peak_flops={peak}"]
+def command(out: Path, run: ResolvedRun, threads: int, peak: float | None) -> list[str]:
+    """The ``ffnlab train`` command of one run; ``peak``: the CPU peak measured once for all runs
+    (None on a GPU: each run takes its accelerator's published peak). A sweep arm need not be
+    exportable to a transformers architecture (iso-params keeps the heads' count and size while
+    d_model moves, which e.g. the StableLM layout cannot express), so the export check is skipped:
+    the sweep measures, it does not ship models."""
+    sets = [f"train.threads={threads}", "train.progress=lines"] + ([f"train.peak_flops={peak}"] if peak else [])
     args = [sys.executable, "-m", "ffnlab", "train", str(out / "configs" / f"{run.run}.yaml"),
             "--out", str(out / "runs" / run.run), "--resume", "--no-export-check"]
     for s in sets:
@@ -179,10 +180,10 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
             pending.append(r)
     import torch
 
-    from ffnlab.training.peak import measure_peak_flops
+    from ffnlab.training.peak import measure_peak
 
-    torch.set_num_threads(threads)
-    peak = measure_peak_flops("cpu", "fp32") if not torch.cuda.is_available() else 0.0
+    # at the runs' thread count, before they start (square shapes: the arms' own differ)
+    peak = measure_peak("cpu", "fp32", threads=threads).flops if not torch.cuda.is_available() else None
     total = sum(steps.values())
     tokens_per_step = runconfig.from_dict(runs[0].config).tokens_per_step() if runs else 0
     bar = Progress(total, start=sum(steps_done(out / "runs" / r.run) for r in runs), description=spec.name,
@@ -220,7 +221,7 @@ class RunsFailed(RuntimeError):
     """Some runs of a sweep failed (exit status 1: not a usage error)."""
 
 
-def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: float, address: str | None,
+def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: float | None, address: str | None,
                  poll: Any) -> dict[str, str]:
     try:
         import ray

@@ -182,9 +182,6 @@ class ModelConfig:
         chosen = set(range(self.n_layers)) if which is None else set(which)
         return ["sliding" if i in chosen else "full" for i in range(self.n_layers)]
 
-    def with_ffn(self, **changes: Any) -> ModelConfig:
-        return replace(self, ffn=replace(self.ffn, **changes))
-
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (``dense_ffn`` nested like ``ffn``; index tuples as lists)."""
         out = asdict(self)

@@ -45,6 +45,10 @@ class Accelerator:
     source: str
     usable_source: str
     aliases: tuple[str, ...] = field(default=())
+    # fp32 matmuls: on the FP32 units, or on TF32 tensor cores where torch allows it (MFU's denominator)
+    fp32_tflops: float | None = None
+    tf32_tflops: float | None = None
+    fp32_source: str = ""
 
     @property
     def memory_bytes(self) -> int:

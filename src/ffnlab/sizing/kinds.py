@@ -19,10 +19,6 @@ class FFNKind:
     activation: str  # name understood by ffnlab.nn.ffn (torch side)
     description: str
 
-    @property
-    def n_matrices(self) -> int:
-        return 3 if self.gated else 2
-
 
 FFN_KINDS: dict[str, FFNKind] = {
     k.name: k

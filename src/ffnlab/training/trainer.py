@@ -46,6 +46,14 @@ from ffnlab.training.distributed import (
     setup,
     teardown,
 )
+from ffnlab.training.peak import (
+    MAX_GEMM_FLOPS,
+    Peak,
+    device_peak,
+    mfu_text,
+    model_flops_utilisation,
+    model_gemms,
+)
 from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
 from ffnlab.training.runfiles import read_records
@@ -176,7 +184,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
         remove_stale(out)  # temp folders of a write that a kill interrupted
     run = Run(cfg=cfg, out=out, info=info, data=data, train_arr=train_arr, val_arr=val_arr, mcfg=mcfg,
               counts=counts, model=model, train_model=_wrap(model, cfg.train, info), opt=opt,
-              peak=_peak_flops(cfg.train, info.device), log=log)
+              peak=_peak(cfg, mcfg, info), log=log)
     return _loop(run, step, elapsed_before)
 
 
@@ -244,13 +252,16 @@ def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, 
                                                  "prepared_data": prepared_dir}, indent=1))
 
 
-def _peak_flops(t: Any, device: str) -> float:
-    """The MFU denominator: train.peak_flops if set, else one device's measured matmul peak."""
+def _peak(cfg: RunConfig, mcfg: ModelConfig, info: DistInfo) -> Peak:
+    """The MFU denominator of one device: train.peak_flops if set, else the published peak of a
+    listed GPU or one measured over square shapes and the model's own (:mod:`ffnlab.training.peak`)."""
+    t = cfg.train
     if t.peak_flops:
-        return t.peak_flops
-    from ffnlab.training.peak import measure_peak_flops
-
-    return measure_peak_flops(device, "bf16" if device.startswith("cuda") and t.dtype in ("auto", "bf16") else "fp32")
+        return Peak(t.peak_flops, "given", "train.peak_flops")
+    dtype = "bf16" if t.dtype == "bf16" or (t.dtype == "auto" and info.device.startswith("cuda")) else "fp32"
+    kind = "cuda" if info.device.startswith("cuda") else "cpu"
+    gemms = model_gemms(mcfg, t.batch_size // info.world_size * t.seq_len, MAX_GEMM_FLOPS[kind])
+    return device_peak(info.device, dtype, gemms)
 
 
 def _wrap(model: torch.nn.Module, t: Any, info: DistInfo) -> torch.nn.Module:
@@ -280,7 +291,7 @@ class Run:
     model: torch.nn.Module
     train_model: torch.nn.Module
     opt: torch.optim.Optimizer
-    peak: float
+    peak: Peak
     log: MetricsLog
 
     @property
@@ -353,7 +364,7 @@ def _train_step(run: Run, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.
 
 
 def _log_train(run: Run, tb: Any, step: int, losses: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-               timing: tuple[float, float, int]) -> tuple[float, float]:
+               timing: tuple[float, float, int]) -> tuple[float, float | None]:
     """Write one train record (the only host read of the step's loss); return (loss, MFU)."""
     t, info = run.cfg.train, run.info
     loss, aux_sum, grad_norm = losses
@@ -361,7 +372,7 @@ def _log_train(run: Run, tb: Any, step: int, losses: tuple[torch.Tensor, torch.T
     tokens_per_step = run.cfg.tokens_per_step()
     loss_value = mean_across(loss, info).item()
     tok_s = (step - first_step) * tokens_per_step / wall if wall > 0 else 0.0
-    mfu = tok_s * _fpt(run) / (run.peak * info.world_size) if run.peak else 0.0  # peak is one device's
+    mfu = model_flops_utilisation(tok_s * _fpt(run) / info.world_size, run.peak.flops)  # None above 100%
     rec = {"kind": "train", "step": step, "tokens": step * tokens_per_step, "loss": loss_value,
            "lr": run.opt.param_groups[0]["lr"], "grad_norm": float(grad_norm), "tokens_per_s": tok_s, "mfu": mfu,
            "elapsed_s": elapsed_before + wall}
@@ -438,7 +449,7 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
                 wall = time.perf_counter() - t_start
                 if log_now:
                     loss_value, mfu = _log_train(run, tb, step, losses, (wall, elapsed_before, first_step))
-                    shown.update(loss=loss_value, mfu=f"{mfu:.1%}")
+                    shown.update(loss=loss_value, mfu=mfu_text(mfu))
                 if eval_now:
                     shown["val"] = _evaluate(run, tb, step, val_starts)
                 if ckpt_now:
@@ -454,7 +465,7 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     return summary
 
 
-def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: int, peak: float,
+def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: int, peak: Peak,
              elapsed: float, info: DistInfo) -> dict[str, Any]:
     records = read_records(out / "metrics.jsonl")
     evals = [r for r in records if r["kind"] == "eval"]
@@ -469,7 +480,7 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "ratio_param_matched": float(param_matched_ratio(mcfg.d_model, mcfg.ffn.d_ff, mcfg.gated)),
         "params": asdict(counts) | {"total": counts.total, "non_embedding": counts.non_embedding},
         "train_flops_per_token": fpt, "train_flops": fpt * cfg.train.max_steps * cfg.tokens_per_step(),
-        "wall_s": elapsed, "peak_flops": peak, "device": info.device, "world_size": info.world_size,
+        "wall_s": elapsed, "peak_flops": peak.flops, "peak_source": peak.describe(), "device": info.device, "world_size": info.world_size,
         "torch": torch.__version__, "tokenizer": data.tokenizer_name, "vocab_size": data.vocab_size,
         "ffnlab_commit": git_commit(),
     }

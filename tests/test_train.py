@@ -216,17 +216,16 @@ def test_resume_reuses_the_saved_config(tmp_path, cache_dir):
 def test_ctrl_c_says_how_to_resume_and_export_names_the_step_of_a_running_run(tmp_path, cache_dir):
     out, hf = tmp_path / "run", tmp_path / "hf"
     long_run = ["train.max_steps=100000", "train.checkpoint_every=2", "train.keep_last=100000"]  # none deleted
-    proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(out, cache_dir, *long_run)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def checkpoints() -> list[Path]:
         return sorted((out / "checkpoints").glob("step-*")) if (out / "checkpoints").is_dir() else []
 
+    with watching(out) as changes:  # woken by each write under the run folder, not by a clock
+        proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(out, cache_dir, *long_run)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        changes.wait(lambda: bool(checkpoints()), proc)
     try:
-        deadline = time.time() + 300
-        while not checkpoints():
-            assert proc.poll() is None and time.time() < deadline, "no checkpoint appeared"
-            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before its first checkpoint"
         p = run("export", str(out), "--hf", str(hf))
         assert p.returncode == 0, p.stderr
         step = int(p.stdout.split(", step ")[1].split(" of")[0].replace(",", ""))

@@ -64,9 +64,27 @@ def test_scale_trend_sizes_grow_several_fold():
     for name in ("scale-trend", "scale-trend-gpu"):
         spec = load_spec(name)
         runs = resolve(spec, 256 if name == "scale-trend" else 16384)
-        sizes = [next(r.params_non_embedding for r in runs if r.arm == f"{s['name']}.{spec.reference}")
-                 for s in spec.scales]
+        size_cells = next((t["scales"] for t in spec.trends if t["axis"] == "params"), [s["name"] for s in spec.scales])
+        sizes = [next(r.params_non_embedding for r in runs if r.arm == f"{s}.{spec.reference}") for s in size_cells]
         assert len(sizes) >= 3 and all(b >= 3 * a for a, b in zip(sizes, sizes[1:], strict=False))
+
+
+def test_scale_trend_keeps_size_and_training_length_apart():
+    spec = load_spec("scale-trend")
+    runs = resolve(spec, 256)
+    ref = {s["name"]: next(r for r in runs if r.arm == f"{s['name']}.{spec.reference}") for s in spec.scales}
+
+    def tokens_per_param(cell: str) -> float:
+        r = ref[cell]
+        t = r.config["train"]
+        return t["max_steps"] * t["batch_size"] * t["seq_len"] / r.params_non_embedding
+
+    trends = {t["axis"]: t["scales"] for t in spec.trends}
+    sizes, lengths = trends["params"], trends["tokens_per_param"]
+    assert max(tokens_per_param(c) for c in sizes) / min(tokens_per_param(c) for c in sizes) < 1.05  # one length
+    assert len({ref[c].params_non_embedding for c in lengths}) == 1  # one size
+    tpp = [tokens_per_param(c) for c in lengths]
+    assert all(b / a == pytest.approx(2, rel=0.05) for a, b in zip(tpp, tpp[1:], strict=False))  # 1, 2, 4, 8
 
 
 def test_presets_hold_the_issue_arms():

@@ -5,13 +5,14 @@ log2(raw ratio) to every run's final loss and reports its minimum with Fieller's
 (bounded, or unbounded when the curvature is not significant) and the lack-of-fit test of the
 parabola against the ratio means.
 
-Across cells, :func:`slope` is the least-squares slope of log2(best ratio) against log2 of the
-cell's axis (non-embedding parameters, or tokens per parameter): the change in log2(best ratio)
-per doubling. Its interval is a parametric bootstrap over runs: every cell's runs are redrawn
-from that cell's fitted parabola plus normal noise with the cell's residual variance, every
-parabola is refitted, and the slope recomputed. A redraw in which some cell's parabola has no
-minimum has no slope; when more than half the tail probability (1.25%) of the redraws has none,
-the interval is reported as unbounded.
+Across cells, :func:`slope` is the change in the best log2 ratio per doubling of the cell's axis
+(non-embedding parameters, or tokens per parameter), fitted jointly (:func:`joint_fit`): every
+cell keeps its own parabola (its own loss level and curvature), and only their vertices are
+constrained to a straight line in log2(axis), so a cell whose loss barely depends on the ratio
+(a flat parabola) moves the line little, as it should. Its interval is a parametric bootstrap over
+runs: every cell's runs are redrawn from that cell's own fitted parabola (no line assumed) plus
+normal noise with the cell's residual variance, the joint fit is repeated (2,000 redraws), and the
+percentile interval taken.
 
 The trend claim ("the best raw ratio does not change with size", the seed's "for any d_model")
 is decided by :func:`flat_verdict`: false if the slope's interval excludes 0, true if it lies
@@ -80,7 +81,7 @@ class Slope:
     slope: float
     lo: float
     hi: float
-    no_minimum_share: float  # share of redraws where some cell had no minimum
+    no_minimum_share: float  # share of redraws where the joint fit failed
     cells: int
 
     @property
@@ -92,40 +93,71 @@ class Slope:
                 "cells": self.cells}
 
 
+def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[float, float] | None:
+    """(slope, intercept) of the vertex line: least squares of every cell's losses on its own
+    parabola ``a_k + c_k (x - m - s z_k)^2`` (``z_k`` = log2 of the cell's axis, ``c_k > 0``), so
+    the cells share only the line their best log2 ratios lie on; a flat cell (small ``c_k``) says
+    little about it, as it should. None when the fit fails."""
+    from scipy import optimize
+
+    z = np.log2(np.asarray([c[0] for c in cells], dtype=float))
+    z = z - z.mean()
+    k = len(cells)
+    start_a, start_c, vert = [], [], []
+    for _, x, y in cells:
+        coef, _ = _fit(x, y)
+        c = max(float(coef[2]), 1e-4)
+        start_a.append(float(y.min()))
+        start_c.append(math.log(c))
+        vert.append(-coef[1] / (2 * c))
+    vert_arr = np.clip(np.asarray(vert), -10, 10)
+    s0 = float(np.polyfit(z, vert_arr, 1)[0]) if k > 1 and np.ptp(z) > 0 else 0.0
+
+    def resid(p: np.ndarray) -> np.ndarray:
+        m, sl = p[2 * k], p[2 * k + 1]
+        return np.concatenate([y - p[i] - np.exp(p[k + i]) * (x - m - sl * z[i]) ** 2
+                               for i, (_, x, y) in enumerate(cells)])
+
+    p0 = np.asarray([*start_a, *start_c, float(vert_arr.mean()), s0])
+    try:
+        res = optimize.least_squares(resid, p0, method="trf", max_nfev=2000)
+    except (ValueError, FloatingPointError):
+        return None
+    if not res.success or not np.all(np.isfinite(res.x)):
+        return None
+    return float(res.x[2 * k + 1]), float(res.x[2 * k])
+
+
 def slope(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = LEVEL,
           n_boot: int = BOOTSTRAP, seed: int = 0) -> Slope:
-    """``cells``: (axis value, log2 ratios, losses) per cell. The slope of log2(best ratio) on
-    log2(axis) and its parametric-bootstrap interval (module docstring)."""
-    axis = np.log2(np.asarray([c[0] for c in cells], dtype=float))
-    fits = [(_fit(x, y), x) for _, x, y in cells]
-    minima = [quadratic_minimum(x.tolist(), y.tolist()) for _, x, y in cells]
-    point = _ls_slope(axis, np.asarray([q.x_min for q in minima]))
+    """``cells``: (axis value, log2 ratios, losses) per cell. The change of the best log2 ratio
+    per doubling of the axis (:func:`joint_fit`) and its parametric-bootstrap interval: every
+    cell's runs redrawn from that cell's own fitted parabola with its residual variance (no line
+    assumed), the joint fit repeated, the percentile interval taken. Redraws in which the joint
+    fit fails are counted; past half the tail probability the interval is unbounded."""
     if len(cells) < 2:
         return Slope(math.nan, math.nan, math.nan, math.nan, len(cells))
+    point = joint_fit(cells)
+    fits = [(_fit(x, y), x) for _, x, y in cells]
     rng = np.random.default_rng(seed)
     slopes, failed = [], 0
     for _ in range(n_boot):
-        mins = []
-        for (coef, s2), x in fits:
+        redraw = []
+        for (axis, _, _), ((coef, s2), x) in zip(cells, fits, strict=True):
             y = coef[0] + coef[1] * x + coef[2] * x * x + rng.normal(0.0, math.sqrt(s2), x.size)
-            c, _ = _fit(x, y)
-            mins.append(-c[1] / (2 * c[2]) if c[2] > 0 else math.nan)
-        if any(math.isnan(m) for m in mins):
+            redraw.append((axis, x, y))
+        got = joint_fit(redraw)
+        if got is None:
             failed += 1
             continue
-        slopes.append(_ls_slope(axis, np.asarray(mins)))
+        slopes.append(got[0])
     tail = (1 - level) / 2
     share = failed / n_boot
-    if share > tail / 2 or not slopes:
-        return Slope(point, -math.inf, math.inf, share, len(cells))
+    value = point[0] if point else math.nan
+    if point is None or share > tail / 2 or not slopes:
+        return Slope(value, -math.inf, math.inf, share, len(cells))
     lo, hi = np.quantile(np.asarray(slopes), [tail, 1 - tail])
-    return Slope(point, float(lo), float(hi), share, len(cells))
-
-
-def _ls_slope(x: np.ndarray, y: np.ndarray) -> float:
-    if x.size < 2 or np.any(np.isnan(y)) or np.ptp(x) == 0:
-        return math.nan
-    return float(np.polyfit(x, y, 1)[0])
+    return Slope(value, float(lo), float(hi), share, len(cells))
 
 
 def flat_verdict(s: Slope, margin: float = SLOPE_MARGIN) -> str:

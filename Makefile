@@ -23,7 +23,7 @@ DEVICE ?= cuda
 GPU_OUT ?= benchmarks/results
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
-.PHONY: demo test lint bench gpu-check gpu-bundle clean-venv
+.PHONY: demo test lint docs bench gpu-check gpu-bundle clean-venv
 
 # The demo needs ffnlab and its runtime dependencies only; the tests add pytest, ruff,
 # transformers/datasets (parameter counts checked against Hugging Face) and Ray.
@@ -43,6 +43,10 @@ demo: $(BASE)
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m pytest -q -n auto
+
+# Regenerate the command outputs shown in README.md and docs/ (tests/test_docs_blocks.py checks them).
+docs: $(BASE)
+	$(PY) tools/docs_blocks.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools

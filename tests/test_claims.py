@@ -91,19 +91,19 @@ def test_identity_evidence_is_computed(verdicts):
 
 def test_needs_experiment_claims_name_a_command_that_exists(verdicts):
     """Every sweep a claim tells the user to run resolves; every benchmark script is there."""
-    from ffnlab.experiments.sweep_spec import ANALYSES, find_spec
+    from ffnlab.experiments.sweep_spec import ANALYSES, TREND_AXES, find_spec
 
     open_claims = [c for c in load_claims() if c["check"] == "experiment"]
     assert {verdicts[c["id"]]["verdict"] for c in open_claims} == {"needs-experiment"}  # no evidence given
     for c in open_claims:
         command = c["args"]["command"]
-        for spec in re.findall(r"ffnlab (?:sweep|capacity run) (\S+)", command):
+        for spec in re.findall(r"ffnlab (?:sweep|capacity run) ([\w./-]+)", command):
             find_spec(spec)  # raises FfnlabError for a spec that does not exist
         for script in re.findall(r"python (\S+\.py)", command):
             assert (ROOT / script).is_file(), script
         assert re.search(r"ffnlab (verify|sweep|capacity run)|python benchmarks/", command), command
         if re.search(r"ffnlab (verify|sweep)", command):
-            assert c["args"]["experiment"] in ANALYSES  # a sweep report can settle it
+            assert c["args"]["experiment"] in (*ANALYSES, *(f"trend_{a}" for a in TREND_AXES))  # a report settles it
 
 
 def test_evidence_from_a_report_fills_experiment_claims(tmp_path):

@@ -158,7 +158,7 @@ def test_render_tables_escape_every_format(capsys):
     render.emit(rows, cols, "csv")
     assert next(csv.DictReader(io.StringIO(capsys.readouterr().out)))["v"] == "'=1+1"
     render.emit([{"name": "a|b\n<i>", "v": 1}], cols, "markdown")
-    assert "a\\|b &lt;i>" in capsys.readouterr().out
+    assert "a\\|b &lt;i&gt;" in capsys.readouterr().out
 
 
 def test_probe_page_text_from_the_corpus_carries_no_control_characters():

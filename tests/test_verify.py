@@ -48,5 +48,5 @@ def test_verify_end_to_end_decides_a_known_case(tmp_path, tmp_path_factory):
     assert "<td>ratio-4-optimal</td><td>false</td>" in html
     assert "| ratio-4-optimal | false |" in md and "### ratio-4-optimal: `false`" in md
     assert html.index("ratio-4-optimal: <span class=\"v false\">") < html.index("<h2>Figures</h2>")
-    assert html.index("<h2>Zoo audit</h2>") > html.index("Every claim of the seed documents")
+    assert html.index("<h2>Zoo audit</h2>") > html.index("Every claim checked")
     assert "needs-experiment: run ffnlab verify" not in html

@@ -171,8 +171,8 @@ def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], fmt: str 
     if fmt == "csv":
         sys.stdout.write(csv_text(rows, [c.key for c in columns]))
         return
-    if fmt == "markdown":
-        sys.stdout.write(markdown_table(rows, columns, title))
+    if fmt == "markdown":  # a blank line ends the table, so a title or note printed next stays outside it
+        sys.stdout.write(markdown_table(rows, columns, title) + "\n")
         return
     shown = [c for c in columns if wide or not c.wide]
     console = console_for_tables(wide)

@@ -465,7 +465,7 @@ def claims(
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
 ) -> None:
-    """Check every claim of the seed documents; evidence computed now."""
+    """Check every claim of the golden-ratio note and the FFN primer; evidence computed now."""
     from ffnlab.sizing.claims import check_claims, evidence_file, load_evidence
 
     check_format(fmt)
@@ -473,7 +473,7 @@ def claims(
     if as_json:
         render.emit_json(rows)
         return
-    title = "Claims of the seed documents"
+    title = "Claims of the golden-ratio note and the FFN primer (docs/sources.md)"
     if fmt == "table" and not wide:  # two columns, so the prose gets the width of an 80-column terminal
         shown = [{**r, "head": f"{r['id']}:\n{r['verdict']}", "text": f"{r['claim']}\nevidence: {r['evidence']}"}
                  for r in rows]

@@ -1,4 +1,4 @@
-"""Check the claims of the two seed documents.
+"""Check the claims of the two source texts (docs/sources.md).
 
 The claims are data (``data/claims.json``: id, paraphrase, which check to run). Every verdict
 and every number in the evidence is computed here at run time: sympy for the algebra, the

@@ -14,7 +14,7 @@ Rules
                    then h = int(ffn_dim_multiplier * h) if a multiplier is set, then
                    rounded *up* to ``multiple_of`` (256 by default; Meta always rounds up,
                    ``rounding`` may ask for nearest or down instead).
-``golden``         the first seed document's law: raw ratio exactly 4 for every kind.
+``golden``         the golden-ratio note's law (docs/sources.md): raw ratio exactly 4 for every kind.
 """
 
 from __future__ import annotations

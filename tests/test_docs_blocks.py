@@ -1,0 +1,53 @@
+"""The command outputs shown in README.md and docs/ are what the commands print now."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("docs_blocks", ROOT / "tools" / "docs_blocks.py")
+docs_blocks = importlib.util.module_from_spec(spec)
+sys.modules["docs_blocks"] = docs_blocks
+spec.loader.exec_module(docs_blocks)
+
+FILES = docs_blocks.doc_files()
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shown_output_is_what_the_command_prints(path):
+    text = path.read_text()
+    assert not docs_blocks.unmarked_commands(text), "a `$ ffnlab` line outside a generated or sample block"
+    for m in docs_blocks.BLOCK.finditer(text):
+        assert m.group(0) == f"<!-- out: {m['cmd']} -->\n{docs_blocks.render(m['cmd'])}<!-- /out -->", (
+            f"{path.name}: `{m['cmd']}` prints something else now; run `make docs`")
+
+
+def test_the_readme_opens_with_the_two_commands_and_stays_short():
+    text = (ROOT / "README.md").read_text()
+    first_block = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    assert [line.split()[:2] for line in first_block.splitlines()] == [["make", "demo"], ["make", "test"]]
+    assert len(text.encode()) < 17_000
+    assert "../shared" not in text and "FINDINGS" not in text
+    for target in re.findall(r"\]\(([^)#]+)", text):  # every relative link resolves
+        if not target.startswith("http"):
+            assert (ROOT / target).exists(), target
+
+
+def test_the_check_catches_a_stale_block_and_a_hand_copied_output(tmp_path):
+    stale = ("<!-- out: ffnlab size --d-model 768 --ffn gelu --ratio 4 --format markdown -->\n"
+             "| d_ff | 9999 |\n<!-- /out -->\n")
+    assert docs_blocks.update_text(stale) != stale
+    fresh = docs_blocks.update_text(stale)
+    assert "| d_ff | 3072 |" in fresh and docs_blocks.update_text(fresh) == fresh
+    copied = "```\n$ ffnlab size --d-model 768\nd_ff 3072\n```\n"
+    assert docs_blocks.unmarked_commands(copied) == ["$ ffnlab size --d-model 768"]
+    assert docs_blocks.unmarked_commands("<!-- sample: timings -->\n" + copied) == []
+    md = tmp_path / "x.md"
+    md.write_text(stale)
+    assert docs_blocks.main(["--check", str(md)]) == 1 and md.read_text() == stale  # --check never writes
+    assert docs_blocks.main([str(md)]) == 0 and md.read_text() == fresh

@@ -68,7 +68,10 @@ def test_shell_completion_answers_through_the_entry_point():
     env.update(COMP_WORDS="ffnlab size --d-", COMP_CWORD="2")
     p = subprocess.run([sys.executable, "-m", "ffnlab"], capture_output=True, text=True, env=env)
     assert {"--d-model", "--d-ff"} <= set(p.stdout.split()), p.stdout
-    p = subprocess.run([sys.executable, "-m", "ffnlab", "--show-completion", "bash"], capture_output=True, text=True)
+    # typer finds the shell by walking up the process tree (shellingham); a test run detached from
+    # any shell (CI, a background job) has none, so name the shell as typer's own tests do
+    p = subprocess.run([sys.executable, "-m", "ffnlab", "--show-completion", "bash"], capture_output=True, text=True,
+                       env={**os.environ, "_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"})
     assert p.returncode == 0 and "_FFNLAB_COMPLETE" in p.stdout and "complete" in p.stdout
 
 

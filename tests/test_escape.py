@@ -165,4 +165,5 @@ def test_probe_page_text_from_the_corpus_carries_no_control_characters():
     from ffnlab.experiments.probe_report import _show
 
     shown = _show("a\x1b[31m<b>\nz\t")
-    assert "\x1b" not in shown and "<b>" not in shown and shown.endswith("z\u21e5") and "\u21b5" in shown
+    assert "\x1b" not in shown and shown.endswith("z\u21e5") and "\u21b5" in shown
+    # the HTML is the autoescaping template's to escape (tests/test_links.py: hostile text on every page)

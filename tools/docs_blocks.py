@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if new == text:
             continue
         if a.check:
-            for old_m, new_m in zip(BLOCK.finditer(text), BLOCK.finditer(new)):
+            for old_m, new_m in zip(BLOCK.finditer(text), BLOCK.finditer(new), strict=False):
                 if old_m.group(0) != new_m.group(0):
                     print(f"{_shown(path)}: out of date: {old_m['cmd']}")
                     bad += 1

@@ -194,8 +194,8 @@ def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,
             if not any(math.isinf(v) for v in hi_g[k]) else math.inf
         lo, hi = (min(c.lo, lo), max(c.hi, hi)) if c.has_interval else (math.nan, math.nan)
         scale = flops[k] / flops[reference]
-        ratio = [math.exp(c.diff), _exp(lo), _exp(hi)]
-        out["arms"][k].update(tokens_ratio=ratio, tokens_ratio_interpolated=[math.exp(c.diff), _exp(c.lo), _exp(c.hi)],
+        ratio = [_exp(c.diff), _exp(lo), _exp(hi)]
+        out["arms"][k].update(tokens_ratio=ratio, tokens_ratio_interpolated=[_exp(c.diff), _exp(c.lo), _exp(c.hi)],
                               flops_ratio=[v * scale for v in ratio], method=c.method, mde80=d.mde80)
     out["family"] = fam
     return out
@@ -213,9 +213,9 @@ def _bound(fam: vd.Family, k: str, side: str) -> float:
 def _exp(v: float) -> float:
     if math.isnan(v):
         return math.nan
-    if math.isinf(v):
-        return math.inf if v > 0 else 0.0
-    return math.exp(v)
+    if v > 709.0:  # past float range (an interval from very few degrees of freedom): unbounded
+        return math.inf
+    return math.exp(v) if v > -745.0 else 0.0
 
 
 def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any]) -> dict[str, Any]:

@@ -35,11 +35,8 @@ class Progress:
                  emit: Callable[[str], None] | None = None):
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
-        from ffnlab.escape import terminal
-
-        description = terminal(description, one_line=True)  # a folder name: shown as text, never escapes
         self.total, self.start, self.done, self.unit = total, start, start, unit
-        description = escape.one_line(description)
+        description = escape.one_line(description)  # a folder name: shown as text, never escapes
         self.description, self.tokens_per_unit, self.mode, self.every_s = description, tokens_per_unit, mode, every_s
         self._emitted: tuple[Any, ...] | None = None  # (done, metrics) of the last line written
         self.emit = emit or _print_stderr  # where ``lines`` mode writes
@@ -80,7 +77,8 @@ class Progress:
     def line(self) -> str:
         """The current state as one line: ``[name] step 40/300 | loss 2.1 | 9,000 tok/s | ETA 0:31``."""
         eta = self.eta_s()
-        return (f"[{self.description}] {self.unit} {self.done}/{self.total} | {self.info()} | "
+        info = self.info()
+        return (f"[{self.description}] {self.unit} {self.done}/{self.total} | {info + ' | ' if info else ''}"
                 f"ETA {_fmt_eta(eta) if eta is not None else '?'}")
 
     def _state(self) -> tuple[Any, ...]:

@@ -42,6 +42,7 @@ demo: $(BASE)
 
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
+	$(PY) -m mypy
 	$(PY) -m pytest -q -n auto
 
 # Regenerate the command outputs shown in README.md and docs/ (tests/test_docs_blocks.py checks them).

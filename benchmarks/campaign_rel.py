@@ -224,7 +224,7 @@ def written_paths(base: Path, scratch: Path, name: str) -> list[str]:
     after = snapshot(world / "w")
     changed = {p for p, v in after.items() if before.get(p) != v}
     shutil.rmtree(world, ignore_errors=True)
-    paths = set()
+    paths: set[str] = set()
     for p in changed:
         parts = Path(p).parts
         paths.update(str(Path(*parts[:i])) for i in range(1, len(parts) + 1))
@@ -318,9 +318,17 @@ def _set(d: dict, key: str, value: object) -> None:
     d[key] = value
 
 
+def _steps(*steps: Callable[[Path], object]) -> Callable[[Path], None]:
+    """The damage of doing ``steps`` in turn (each a path action whose result is unused)."""
+    def apply(w: Path) -> None:
+        for step in steps:
+            step(w)
+    return apply
+
+
 SUMMARY = f"sweep/runs/{RUN}/summary.json"
 STATE = f"sweep/runs/{RUN}/checkpoints/step-0000004/state.json"
-DAMAGE: dict[str, Callable[[Path], None]] = {
+DAMAGE: dict[str, Callable[[Path], object]] = {
     "metrics: step is a float": _metrics_edit(lambda ls: [ls[0].replace('"step": 1,', '"step": 1.5,', 1), *ls[1:]]),
     "metrics: step is true": _metrics_edit(lambda ls: [ls[0].replace('"step": 1,', '"step": true,', 1), *ls[1:]]),
     "metrics: step is null": _metrics_edit(lambda ls: [ls[0].replace('"step": 1,', '"step": null,', 1), *ls[1:]]),
@@ -341,10 +349,10 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "metrics: NUL bytes": _raw(f"sweep/runs/{RUN}/metrics.jsonl", b'{"kind": "train", "step": 1}\n\x00\x00\n'),
     "metrics: BOM": _metrics_edit(lambda ls: ["\ufeff" + ls[0], *ls[1:]]),
     "metrics: not UTF-8": _raw(f"sweep/runs/{RUN}/metrics.jsonl", b'{"kind": "tr\xe9in", "step": 1}\n'),
-    "metrics: a folder": lambda w: ((w / "sweep/runs" / RUN / "metrics.jsonl").unlink(),
-                                    (w / "sweep/runs" / RUN / "metrics.jsonl").mkdir()),
-    "metrics: a FIFO": lambda w: ((w / "sweep/runs" / RUN / "metrics.jsonl").unlink(),
-                                  os.mkfifo(w / "sweep/runs" / RUN / "metrics.jsonl")),
+    "metrics: a folder": _steps(lambda w: (w / "sweep/runs" / RUN / "metrics.jsonl").unlink(),
+                                lambda w: (w / "sweep/runs" / RUN / "metrics.jsonl").mkdir()),
+    "metrics: a FIFO": _steps(lambda w: (w / "sweep/runs" / RUN / "metrics.jsonl").unlink(),
+                              lambda w: os.mkfifo(w / "sweep/runs" / RUN / "metrics.jsonl")),
     "summary: a list": _raw(SUMMARY, b"[1]"),
     "summary: final_val_loss text": _json_edit(SUMMARY, lambda d: _set(d, "final_val_loss", "low")),
     "summary: final_val_loss NaN": _raw(SUMMARY, b'{"final_val_loss": NaN, "final_val_bpb": 1, "wall_s": 1}'),
@@ -372,15 +380,16 @@ DAMAGE: dict[str, Callable[[Path], None]] = {
     "state.json: step text": _json_edit(STATE, lambda d: _set(d, "step", "4")),
     "state.json: optimizer missing": _json_edit(STATE, lambda d: d.pop("optimizer")),
     "checkpoint: model.safetensors empty": _raw(f"sweep/runs/{RUN}/checkpoints/step-0000004/model.safetensors", b""),
-    "checkpoint: model.safetensors a folder": lambda w: (
-        (w / f"sweep/runs/{RUN}/checkpoints/step-0000004/model.safetensors").unlink(),
-        (w / f"sweep/runs/{RUN}/checkpoints/step-0000004/model.safetensors").mkdir()),
-    "checkpoints: a file": lambda w: (shutil.rmtree(w / f"sweep/runs/{RUN}/checkpoints"),
-                                      (w / f"sweep/runs/{RUN}/checkpoints").write_text("x")),
+    "checkpoint: model.safetensors a folder": _steps(
+        lambda w: (w / f"sweep/runs/{RUN}/checkpoints/step-0000004/model.safetensors").unlink(),
+        lambda w: (w / f"sweep/runs/{RUN}/checkpoints/step-0000004/model.safetensors").mkdir()),
+    "checkpoints: a file": _steps(lambda w: shutil.rmtree(w / f"sweep/runs/{RUN}/checkpoints"),
+                                  lambda w: (w / f"sweep/runs/{RUN}/checkpoints").write_text("x")),
     "report: a file where the folder goes": lambda w: (w / "sweep/report").write_text("x"),
-    "report/plots: a file": lambda w: ((w / "sweep/report").mkdir(), (w / "sweep/report/.ffnlab-report").write_text(""),
-                                       (w / "sweep/report/plots").write_text("x")),
-    "logs: a file": lambda w: (shutil.rmtree(w / "sweep/logs"), (w / "sweep/logs").write_text("x")),
+    "report/plots: a file": _steps(lambda w: (w / "sweep/report").mkdir(),
+                                   lambda w: (w / "sweep/report/.ffnlab-report").write_text(""),
+                                   lambda w: (w / "sweep/report/plots").write_text("x")),
+    "logs: a file": _steps(lambda w: shutil.rmtree(w / "sweep/logs"), lambda w: (w / "sweep/logs").write_text("x")),
 }
 DAMAGE_COMMANDS = ["report", "capacity-report", "sweep-rerun", "train-resume", "probe", "export"]
 
@@ -416,7 +425,11 @@ def text_campaign(base: Path, scratch: Path, tally: Tally) -> None:
     print(f"  {len(HOSTILE)} hostile strings x (description, evidence, folder name)", flush=True)
     for i, text in enumerate(HOSTILE):
         world = fresh(base, scratch)
-        _json_edit("sweep/sweep.json", lambda d, t=text: _set(d["spec"], "description", t))(world / "w")
+
+        def describe(d: dict, t: str = text) -> None:
+            _set(d["spec"], "description", t)
+
+        _json_edit("sweep/sweep.json", describe)(world / "w")
         before = snapshot(world / "outside")
         tally.check("text", f"description {i}", world, ["report", "sweep"], before,
                     pages=[world / "w/sweep/report/report.md", world / "w/sweep/report/index.html"])

@@ -178,8 +178,9 @@ def section_tests(device: str, sizes: Sizes, work: Path, save: Callable[[dict], 
     p = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
                         f"--junitxml={xml}", str(ROOT / "tests" / "test_cuda.py")], cwd=ROOT, env=env,
                        capture_output=True, text=True)
-    suite = ET.parse(xml).getroot()
-    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    root = ET.parse(xml).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite is not None  # pytest's JUnit XML holds a testsuite
     counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
     cases = [{"name": c.get("name"), "time_s": float(c.get("time", 0)),
               "outcome": next((ch.tag for ch in c if ch.tag in ("failure", "error", "skipped")), "passed")}

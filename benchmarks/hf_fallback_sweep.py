@@ -85,9 +85,10 @@ def main() -> int:
         except Exception as e:  # noqa: BLE001 - reported, then retried small
             reason = str(e)[:160]
             try:
-                config = with_token_ids(small_case(mt, 0)) if mt in FIXES or mt in SUPPORTED_MODEL_TYPES else None
-                if config is None:
+                small = with_token_ids(small_case(mt, 0)) if mt in FIXES or mt in SUPPORTED_MODEL_TYPES else None
+                if small is None:
                     raise
+                config = small
                 counted = count_with_transformers(config, ())
                 size = "small (default does not build: " + reason + ")"
             except Exception as e2:  # noqa: BLE001

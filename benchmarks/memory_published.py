@@ -8,7 +8,7 @@ paper's 7.5B model, per parameter). docs/memory.md quotes this output.
 
 from __future__ import annotations
 
-from ffnlab.sizing.config import make_config
+from ffnlab.sizing.config import ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.hardware import training_time
 from ffnlab.sizing.memory import activation_memory
@@ -19,12 +19,19 @@ from ffnlab.sizing.zoo import find
 GB, GiB = 1e9, 2**30
 
 
+def zoo_config(name: str) -> ModelConfig:
+    """The zoo model's architecture (every model quoted here has one)."""
+    cfg = find(name).config()
+    assert cfg is not None
+    return cfg
+
+
 def row(what: str, source: str, published: float, ours: float, unit: str) -> str:
     return f"| {what} | {source} | {published:,.4g} {unit} | {ours:,.4g} {unit} | {ours / published - 1:+.2%} |"
 
 
 def zero_rows() -> list[str]:
-    cfg = find("llama-3-8b").config()
+    cfg = zoo_config("llama-3-8b")
     p = count_params(cfg).total
     out = []
     for zero, gb, name in ((0, 120, "baseline"), (1, 31.4, "P_os"), (2, 16.6, "P_os+g"), (3, 1.9, "P_os+g+p")):
@@ -63,13 +70,13 @@ QUANT = [
 def quant_rows() -> list[str]:
     out = []
     for model, fmt, group, gb, source in QUANT:
-        ours = weight_bytes(find(model).config(), fmt, group_size=group).total / GB
+        ours = weight_bytes(zoo_config(model), fmt, group_size=group).total / GB
         out.append(row(f"{model} {fmt}, group {group or 'none'}", source, gb, ours, "GB"))
-    ds = weight_bytes(find("deepseek-v3").config(), "fp8-block128", mtp=True).total / GB
+    ds = weight_bytes(zoo_config("deepseek-v3"), "fp8-block128", mtp=True).total / GB
     out.append(row("deepseek-v3 fp8-block128 (with the MTP layer, as stored)",
                    "deepseek-ai/DeepSeek-V3 safetensors, 688,586,727,753 B", 688.586727753, ds, "GB"))
     for model, gib in (("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)):
-        ours = weight_bytes(find(model).config(), "mxfp4").total / GiB
+        ours = weight_bytes(zoo_config(model), "mxfp4").total / GiB
         out.append(row(f"{model} mxfp4", "gpt-oss model card (arXiv:2508.10925), one decimal", gib, ours, "GiB"))
     return out
 
@@ -78,12 +85,12 @@ def time_rows() -> list[str]:
     # Llama 3.1 model card: 1.46M / 7.0M / 30.84M H100-80GB hours; Llama 3 paper: 15.6T tokens
     # at 8,192 context for 405B and 38-43% bf16 MFU (Table 4)
     out = []
-    cfg = find("llama-3.1-405b").config()
+    cfg = zoo_config("llama-3.1-405b")
     t = training_time(cfg, tokens=int(15.6e12), gpus=16384, accelerator="H100", seq_len=8192, mfu=0.38)
     out.append(row("Llama 3.1 405B H100-hours at the paper's 38% MFU", "Llama 3.1 model card; Dubey et al. 2024",
                    30.84e6, t.gpu_hours, "h"))
     for model, hours in (("llama-3.1-8b", 1.46e6), ("llama-3.1-70b", 7.0e6)):
-        t = training_time(find(model).config(), tokens=int(15.6e12), gpus=1, accelerator="H100", seq_len=8192,
+        t = training_time(zoo_config(model), tokens=int(15.6e12), gpus=1, accelerator="H100", seq_len=8192,
                           mfu=1.0)
         out.append(f"| {model}: the MFU its model-card hours imply (15.6T tokens, 8,192 context) | Llama 3.1 model "
                    f"card | {hours:,.4g} h | MFU {t.gpu_hours / hours:.1%} | - |")

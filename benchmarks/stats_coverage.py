@@ -94,6 +94,7 @@ def advice_checks(sims: int, seed: int = 2) -> list[dict]:
     for sd_a, sd_b, effect in ((0.04, 0.015, 0.03), (0.0101, 0.0101, 0.0136), (0.0649, 0.0234, 0.0335)):
         design = pw.TestDesign("welch", sd_a, sd_b)
         n = pw.seeds_for(design, effect)
+        assert n is not None  # every effect and spread above is nonzero and within MAX_SEEDS
         rates = []
         for m in (n, n - 1):
             hits = 0

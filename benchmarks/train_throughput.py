@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -111,7 +112,8 @@ def reference_step_fn(vocab: int, d: int, layers: int, heads: int, ctx: int, bat
     torch.manual_seed(0)
     ref = RefGPT(vocab, d, layers, heads, 4 * d, ctx).to(device)
     idx = torch.randint(0, vocab, (batch, ctx), device=device)
-    return train_step_fn(torch.compile(ref) if compile_ else ref, idx,
+    # torch.compile of a Module returns an OptimizedModule (a Module); its stubs say only Callable
+    return train_step_fn(cast(nn.Module, torch.compile(ref)) if compile_ else ref, idx,
                          torch.bfloat16 if device.startswith("cuda") else None, False)
 
 
@@ -142,7 +144,7 @@ def compare_models(device: str, quick: bool) -> dict[str, float]:
 
 
 def ffn_overheads(device: str, quick: bool, d: int | None = None, n: int | None = None,
-                  repeats: int = 3) -> list[dict[str, float]]:
+                  repeats: int = 3) -> list[dict[str, float | str]]:
     """Per FFN kind: forward+backward time of the module and of its six bare matmuls, and the ratio
     (minima over ``repeats`` interleaved timings)."""
     cuda = device.startswith("cuda")
@@ -151,7 +153,7 @@ def ffn_overheads(device: str, quick: bool, d: int | None = None, n: int | None 
     dtype = torch.bfloat16 if cuda else torch.float32
     print(f"FFN forward+backward time / bare matmul time, d_model={d}, tokens={n}, {dtype}:")
     warm, iters = (1, 3) if quick else (2, 5)
-    rows = []
+    rows: list[dict[str, float | str]] = []
     for kind, spec in FFN_KINDS.items():
         ff = (8 * d) // 3 if spec.gated else 4 * d
         torch.manual_seed(0)

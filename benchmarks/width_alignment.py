@@ -63,7 +63,7 @@ def measure(device: str, d_models: list[int], tokens: int, iters: int) -> dict[s
     """Every width of :func:`widths_for` at each d_model; the JSON document ``--json`` writes."""
     cuda = device.startswith("cuda")
     dtype = torch.bfloat16 if cuda else torch.float32
-    rows = []
+    rows: list[dict[str, Any]] = []
     for d in d_models:
         for w in widths_for(d):
             t = bench(d, w, tokens, device, dtype, iters)

@@ -14,7 +14,7 @@ class FfnlabError(ValueError):
     """A problem with the user's input, reported as one line and exit status 2."""
 
 
-def require(condition: bool, message: str) -> None:
+def require(condition: object, message: str) -> None:
     """Raise :class:`FfnlabError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise FfnlabError(message)

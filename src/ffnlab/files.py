@@ -307,7 +307,7 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False)
             try:
                 import tomllib
             except ImportError:  # pragma: no cover - Python 3.10
-                import tomli as tomllib  # type: ignore[no-redef]
+                import tomli as tomllib
             return tomllib.loads(text)
     except RecursionError:
         raise _fail(f"{where}: cannot parse: not valid {fmt} (nested too deeply)") from None

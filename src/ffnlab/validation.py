@@ -52,7 +52,8 @@ def fail(where: str, expectation: str, value: Any) -> FfnlabError:
     return FfnlabError(f"{where} must be {expectation}, got {show(value)}")
 
 
-def _bounds(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False) -> str:
+def _bounds(lo: float | Fraction | None, hi: float | Fraction | None,
+            lo_open: bool = False, hi_open: bool = False) -> str:
     if lo is not None and hi is not None and not lo_open and not hi_open:
         return f" in [{_num(lo)}, {_num(hi)}]"
     parts = []
@@ -63,7 +64,7 @@ def _bounds(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: 
     return " " + " and ".join(parts) if parts else ""
 
 
-def _num(x: float) -> str:
+def _num(x: float | Fraction) -> str:
     if isinstance(x, int) and abs(x) >= 2**20 and x == 2 ** (x.bit_length() - 1):
         return f"2**{x.bit_length() - 1}"
     if isinstance(x, int) and abs(x) >= 2**20 and x + 1 == 2 ** x.bit_length():
@@ -71,7 +72,8 @@ def _num(x: float) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _in_range(x: float | Fraction, lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> bool:
+def _in_range(x: float | Fraction, lo: float | Fraction | None, hi: float | Fraction | None,
+              lo_open: bool, hi_open: bool) -> bool:
     if lo is not None and (x <= lo if lo_open else x < lo):
         return False
     return not (hi is not None and (x >= hi if hi_open else x > hi))

@@ -112,7 +112,7 @@ class PooledModel:
         return {"sigma": self.sigma, "df": self.df, "levene_p": self.levene_p, "bartlett_p": self.bartlett_p}
 
 
-def pooled_model(groups: Mapping[str, Sequence[float]]) -> PooledModel:
+def pooled_model(groups: Mapping[str, Sequence[float] | np.ndarray]) -> PooledModel:
     """The one-way model of ``groups`` (arm name -> values over seeds)."""
     return PooledModel({k: np.asarray(v, dtype=float) for k, v in groups.items()})
 
@@ -283,7 +283,8 @@ def _satterthwaite(v: Sequence[float], n: Sequence[int]) -> float:
     return num / den if den > 0 else math.inf
 
 
-def ratio_of_means(a: Sequence[float], b: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:
+def ratio_of_means(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                   level: float = LEVEL) -> tuple[float, float, float]:
     """(mean(a) / mean(b), low, high): Fieller's interval for a ratio of two independent means,
     each group with its own variance, t on the Welch-Satterthwaite df. NaN bounds with fewer than
     two values per group or when the set is not a bounded interval."""
@@ -354,7 +355,8 @@ def lack_of_fit(x: np.ndarray, y: np.ndarray, resid: np.ndarray, n_coef: int) ->
     return float(stats.f.sf(f, df_lof, df_pe)), (df_lof, df_pe)
 
 
-def quadratic_minimum(xs: Sequence[float], ys: Sequence[float], level: float = LEVEL) -> QuadraticMinimum:
+def quadratic_minimum(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray,
+                      level: float = LEVEL) -> QuadraticMinimum:
     """Fit a parabola to (x, y) points (loss against log2 ratio, one point per run) and locate its
     minimum ``-b / 2c`` with Fieller's ``level`` set on (b, c), t on n - 3 df. A fit that curves
     down significantly has no minimum (shape "none")."""

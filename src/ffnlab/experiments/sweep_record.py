@@ -36,6 +36,7 @@ def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
     ffn = entry["config"].get("model", {}).get("ffn") if isinstance(entry["config"], dict) else None
     require(isinstance(ffn, dict) and isinstance(ffn.get("kind"), str) and isinstance(ffn.get("rule"), str),
             f"{here}.config must hold model.ffn.kind and model.ffn.rule")
+    assert isinstance(ffn, dict)  # the require above
     get_kind(ffn["kind"])
     return entry
 

@@ -17,9 +17,10 @@ from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.files import read_data
+from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, dense_ffn_params
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
-from ffnlab.sizing.zoo import find, load_zoo
+from ffnlab.sizing.zoo import ZooEntry, find, load_zoo
 
 # true / false: decided, with an interval; inconclusive: the data at hand cannot decide at this power
 # (the evidence says what would); misleading: true numbers, wrong reading; unverifiable: no data
@@ -37,6 +38,13 @@ def load_claims() -> tuple[dict[str, Any], ...]:
 def _cfg(name: str):  # noqa: ANN202 - small local helper
     cfg = find(name).config()
     require(cfg is not None, f"zoo entry {name!r} has no published architecture")
+    return cfg
+
+
+def _described(e: ZooEntry) -> ModelConfig:
+    """``e.config()`` of an entry with ``has_config`` (never None there)."""
+    cfg = e.config()
+    assert cfg is not None
     return cfg
 
 
@@ -60,7 +68,7 @@ def golden_identity(_: dict[str, Any]) -> Result:
 
 def golden_law(_: dict[str, Any]) -> Result:
     v, ev, nums = golden_identity({})
-    raws = sorted({round(e.config().ffn.d_ff / e.config().d_model, 4) for e in load_zoo() if e.has_config})
+    raws = sorted({round(_described(e).ffn.d_ff / _described(e).d_model, 4) for e in load_zoo() if e.has_config})
     return ("false",
             f"The identity is itself false ({ev.split(', not 4')[0]}), and no algebraic constant fixes a "
             f"hyper-parameter: the {len(raws)} distinct raw ratios among the zoo's published models range "
@@ -251,7 +259,7 @@ def llama_rounding(a: dict[str, Any]) -> Result:
 
 
 def multiples_of(a: dict[str, Any]) -> Result:
-    rows = {e.name: e.config().ffn.d_ff for e in load_zoo()
+    rows = {e.name: _described(e).ffn.d_ff for e in load_zoo()
             if e.has_config and e.name.startswith(a["family_prefix"])}
     bad = {n: w for n, w in rows.items() if w % a["multiple"]}
     return ("true" if rows and not bad else "false",
@@ -346,13 +354,14 @@ def alignment_evidence(data: dict[str, Any], path: Path) -> dict[str, Any]:
         isinstance(r, dict) and isinstance(r.get("d_model"), int) and isinstance(r.get("d_ff"), int)
         and isinstance(r.get("tflops"), (int, float)) and r["tflops"] > 0 for r in rows)
     require(ok, f"{path}: a width-alignment JSON needs rows of d_model, d_ff and tflops > 0")
+    assert isinstance(rows, list)  # the require above
     ref: dict[int, float] = {}
     for d in {r["d_model"] for r in rows}:
         aligned = [r["tflops"] for r in rows if r["d_model"] == d and r["d_ff"] % 128 == 0]
         require(aligned, f"{path}: no width divisible by 128 at d_model={d} to compare with")
         ref[d] = median(aligned)
 
-    def slowdown(keep: Callable[[int], bool]) -> float | None:
+    def slowdown(keep: Callable[[int], object]) -> float | None:
         rel = [r["tflops"] / ref[r["d_model"]] for r in rows if keep(r["d_ff"])]
         return 1 - median(rel) if rel else None
 

@@ -9,12 +9,15 @@ the PyTorch modules (:mod:`ffnlab.nn`). It covers decoder-only models (GPT-2, LL
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.kinds import default_norm, default_positions, get_kind
 from ffnlab.sizing.widths import check_width
 from ffnlab.validation import show
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 NORMS = ("layernorm", "rmsnorm", "layernorm-nobias", "none")
 POSITIONS = ("rope", "learned", "none", "alibi", "relative")
@@ -209,7 +212,7 @@ class ModelConfig:
         return validate(cls(ffn=ffn, attn=attn, dense_ffn=dense_ffn, **data))
 
 
-def _sub(cls: type, data: Any, where: str) -> Any:
+def _sub(cls: type[DataclassInstance], data: Any, where: str) -> Any:
     if isinstance(data, cls):
         return data
     require(isinstance(data, dict), f"model config key {where!r} must be a mapping")
@@ -253,6 +256,7 @@ def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
     placements = NORM_PLACEMENTS.get(cfg.norm_placement)
     require(placements is not None,
             f"norm_placement must be one of {tuple(NORM_PLACEMENTS)}, got {cfg.norm_placement!r}")
+    assert placements is not None  # the require above
     require(cfg.norms_per_block in placements,
             f"a {cfg.norm_placement} block has {' or '.join(map(str, placements))} norms, "
             f"got norms_per_block={cfg.norms_per_block}")

@@ -122,6 +122,7 @@ def make_rule(
         return WidthRule("llama", ratio=r, multiplier=m, multiple_of=multiple_of or 256, rounding=rounding)
     require(ratio is not None, f"the {rule!r} rule needs a ratio (e.g. --ratio 4 or --ratio 8/3)")
     require(multiplier is None, "multiplier applies to the llama rule only")
+    assert ratio is not None  # the require above
     return WidthRule(rule, ratio=parse_ratio(ratio), multiple_of=multiple_of or 1, rounding=rounding)
 
 

@@ -144,6 +144,7 @@ def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) 
         number(elapsed, "state.json elapsed_s", 0, text_ok=False)
     except FfnlabError as e:
         raise _bad(path, str(e)) from None
+    assert step is not None  # integer() accepted it
     if tokens_per_step is not None and tokens != step * tokens_per_step:
         raise _bad(path, f"state.json tokens={tokens} disagrees with step {step} x {tokens_per_step} tokens "
                          "per step of this config")

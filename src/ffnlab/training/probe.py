@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -94,12 +94,14 @@ def open_ffnlab_run(run: Path) -> Probed:
     from ffnlab.training.corpus import load_prepared
     from ffnlab.training.export import load_run_model
     from ffnlab.training.nn.ffn import DenseFFN
+    from ffnlab.training.nn.model import DecoderLM
 
-    model = load_run_model(run)
+    model = cast(DecoderLM, load_run_model(run))  # a run folder's model is always ffnlab's DecoderLM
     sites = []
     for i, block in enumerate(model.blocks):
         ffn = block.ffn
         require(isinstance(ffn, DenseFFN), f"{run}: layer {i} is a mixture of experts; the probe reads dense FFNs")
+        assert isinstance(ffn, DenseFFN)  # the require above
         sites.append(Site(i, ffn.w_out, ffn.w_out.weight.detach().t(), ffn.act, ffn.w_in if ffn.gated else None,
                           None, fused=ffn.gated, gated=ffn.gated))
     prepared = json.loads((run / "model.json").read_text()).get("prepared_data")
@@ -119,7 +121,7 @@ def _hf_codec(folder: Path, vocab: int) -> TextCodec:
         except Exception as e:  # many causes (missing files, unknown class): all the user's folder
             raise FfnlabError(f"cannot load the tokenizer in {folder}: {' '.join(str(e).split())[:200]}") from None
         return TextCodec("hf", lambda t: tok(t, add_special_tokens=False)["input_ids"],
-                         lambda ids: tok.decode(ids))
+                         lambda ids: cast(str, tok.decode(ids)))  # one sequence of ids decodes to one str
     require(vocab >= 256, f"{folder} has no tokenizer and a vocabulary of {vocab} < 256: cannot read text")
     return byte_codec()  # e.g. a byte-level model written by 'ffnlab export'
 
@@ -297,6 +299,7 @@ def probe(probed: Probed, tokens: Sequence[int], *, layers: Sequence[int] | None
                 for s in sites:
                     d = rec.data.get(s.layer)
                     require(d is not None and "coef" in d, f"layer {s.layer}: the down projection never ran")
+                    assert d is not None  # the require above
                     coef = d["coef"]
                     key_on = d["gate_act"] > 0 if s.gated and "gate_act" in d else coef > 0
                     extra = {n: d[n] for n in ("gate_act", "up")} if s.gated else {}

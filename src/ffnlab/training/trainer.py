@@ -20,7 +20,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -266,7 +266,8 @@ def _peak(cfg: RunConfig, mcfg: ModelConfig, info: DistInfo) -> Peak:
 
 def _wrap(model: torch.nn.Module, t: Any, info: DistInfo) -> torch.nn.Module:
     """The module the loop calls: ``model`` itself, compiled if asked, inside DDP with several processes."""
-    wrapped = torch.compile(model) if t.compile else model
+    # torch.compile of a Module returns an OptimizedModule (a Module); its stubs say only Callable
+    wrapped = cast(torch.nn.Module, torch.compile(model)) if t.compile else model
     if info.enabled:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -424,7 +425,7 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     val_starts = eval_starts(len(run.val_arr), t.seq_len, t.eval_tokens)
     tb = _tensorboard(out, t.tensorboard and info.is_main)
     progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
-                        mode=t.progress if info.is_main else "off")
+                        mode=cast(str, t.progress) if info.is_main else "off")  # a mode name once read (runconfig.check)
     if info.is_main and t.progress not in ("off", False) and step < t.max_steps:
         print(start_line(out.name, params=run.counts.total, non_embedding=run.counts.non_embedding,
                          d_model=run.mcfg.d_model, d_ff=run.mcfg.ffn.d_ff, ffn_kind=run.mcfg.ffn.kind,

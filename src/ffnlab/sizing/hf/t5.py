@@ -17,6 +17,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
     else:
         kind = ACT_PLAIN.get(act)
     require(kind is not None, f"config.json key 'feed_forward_proj': {show(proj)} is not supported")
+    assert kind is not None  # the require above
     n_enc = k.get("num_layers", 6)
     n_heads = k.get("num_heads", 8)
     return ModelConfig(

@@ -10,6 +10,8 @@ parameter counter reads; ``tests/test_nn.py`` checks the two agree exactly.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -57,8 +59,8 @@ class Attention(nn.Module):
         self.qk_full = a.qk_norm and a.qk_norm_width == "full"
         if a.qk_norm:
             wq, wk = (cfg.d_attn, cfg.d_kv) if self.qk_full else (cfg.head_dim, cfg.head_dim)
-            self.q_norm = make_norm(a.qk_norm_kind, wq, norm_eps)
-            self.k_norm = make_norm(a.qk_norm_kind, wk, norm_eps)
+            self.q_norm: nn.Module | None = make_norm(a.qk_norm_kind, wq, norm_eps)
+            self.k_norm: nn.Module | None = make_norm(a.qk_norm_kind, wk, norm_eps)
         else:
             self.q_norm = self.k_norm = None
 
@@ -127,15 +129,16 @@ class DecoderLM(nn.Module):
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, 0.0, std)
-                if getattr(module, "bias", None) is not None:
-                    nn.init.zeros_(module.bias)
+                bias = getattr(module, "bias", None)  # an Embedding has none
+                if bias is not None:
+                    nn.init.zeros_(bias)
             elif isinstance(module, MoEFFN):
                 nn.init.normal_(module.w_in, 0.0, std)
                 nn.init.normal_(module.w_out, 0.0, resid_std)
                 for b in (module.b_in, module.b_out):
                     if b is not None:
                         nn.init.zeros_(b)
-        for block in self.blocks:
+        for block in cast(Iterable[Block], self.blocks):
             nn.init.normal_(block.attn.out.weight, 0.0, resid_std)
             for m in block.ffn.modules():
                 if isinstance(m, DenseFFN):

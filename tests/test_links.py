@@ -197,8 +197,11 @@ def test_probe_replaces_links_at_its_two_files(world):
     link(world / "p" / "index.html", o / "index.html")
     link(world / "p" / "probe.json", o / "probe.json")
     before = snapshot(o)
-    r = cli("probe", f"sweep/runs/{RUN}", "--corpus", "text.txt", "--tokens", "256", "--seq-len", "16",
-            "--units", "2", "--examples", "1", "--out", "p", where=world)
+    args = ("probe", f"sweep/runs/{RUN}", "--corpus", "text.txt", "--tokens", "256", "--seq-len", "16",
+            "--units", "2", "--examples", "1", "--out", "p")
+    assert_refused(cli(*args, where=world), "--overwrite")  # names a probe writes: kept unless told
+    outside_unchanged(world, before)
+    r = cli(*args, "--overwrite", where=world)
     assert r.code == 0, r.stderr[-2000:]
     outside_unchanged(world, before)
     replaced_by_file(world / "p" / "index.html")

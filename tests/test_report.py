@@ -106,8 +106,8 @@ def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     (tmp_path / "sweep.json").write_text(json.dumps(record))
     md = write_report(tmp_path, tmp_path / "report")["markdown"].read_text()
     rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith(("| s1 |", "| s2 |"))}
-    assert "| 2.00 [1.98, 2.02] |" in rows["s1"]  # a bounded interval around ratio 2, inside 1-8
-    assert "32.00 [30.20, 34.00] (not inside the tested 1-8)" in rows["s2"]
+    assert "| 2.00 \\[1.98, 2.02\\] |" in rows["s1"]  # a bounded interval around ratio 2, inside 1-8
+    assert "32.00 \\[30.20, 34.00\\] (not inside the tested 1-8)" in rows["s2"]
     # a cell whose interval is unbounded, or that has no minimum, still draws
     from ffnlab.experiments.analysis import analyse
 

@@ -37,9 +37,11 @@ def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noi
                 losses[-1] = final[name]
             d = root / "runs" / name
             d.mkdir(parents=True)
+            # the trainer never writes a non-finite loss to metrics.jsonl (the reader refuses one as
+            # damage), so a run that blew up shows it in its summary only
             (d / "metrics.jsonl").write_text("".join(
                 json.dumps({"kind": "eval", "step": i, "tokens": t, "val_loss": v}) + "\n"
-                for i, (t, v) in enumerate(zip(TOKENS, losses, strict=True))))
+                for i, (t, v) in enumerate(zip(TOKENS, losses, strict=True)) if math.isfinite(v)))
             (d / "summary.json").write_text(json.dumps({
                 "status": "finished", "final_val_loss": losses[-1], "final_val_ppl": math.exp(losses[-1]),
                 "final_val_bpb": losses[-1] / math.log(2), "wall_s": 1.0, "tokens": TOKENS[-1],

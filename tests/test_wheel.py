@@ -47,7 +47,8 @@ def test_wheel_holds_data_and_presets(installed: Path) -> None:
     presets = sorted(p.stem for p in (pkg / "experiments" / "presets").glob("*.yaml"))
     assert {"golden-quick", "gated-law", "scale-trend"} <= set(presets)
     templates = {p.name for p in (pkg / "experiments" / "templates").glob("*.j2")}
-    assert templates == {"report.html.j2", "report.md.j2"}  # the report cannot render without them
+    # every page renders from these (base: the shared layout); shipped, or no page renders
+    assert templates == {"base.html.j2", "report.html.j2", "report.md.j2", "probe.html.j2"}
 
 
 def test_installed_wheel_runs_sizing_from_outside_the_checkout(installed: Path) -> None:

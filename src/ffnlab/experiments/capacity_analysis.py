@@ -139,6 +139,15 @@ def _groups(arms: list[ArmCapacity]) -> dict[str, list[float]]:
     return {a.arm: a.values("bits_per_param") for a in arms}
 
 
+def _nothing_stored(budget: str, arms: list[ArmCapacity]) -> dict[str, Any] | None:
+    """The verdict of a budget where no run of any compared arm stored a bit: nothing to compare."""
+    if arms and all(v == 0 for a in arms for v in a.values("bits_per_param")):
+        return {"verdict": "inconclusive",
+                "evidence": f"{budget}: every run of {', '.join(a.arm for a in arms)} stored 0 bits, so there is "
+                            "nothing to compare; train with more exposures (the models have not begun to memorise)"}
+    return None
+
+
 def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
     """"Capacity per parameter peaks at ratio 4" at each budget (module docstring)."""
     per: dict[str, dict[str, Any]] = {}
@@ -148,6 +157,10 @@ def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         others = [a.arm for a in plain if a is not ref]
         if ref is None or not others:
             per[budget] = {"verdict": "needs-experiment", "evidence": f"{budget}: no plain ratio-4 arm to compare"}
+            continue
+        empty = _nothing_stored(budget, plain)
+        if empty:
+            per[budget] = empty
             continue
         fam = vd.decide_family("bits per parameter", _groups(arms), ref.arm, others, EQUIVALENCE * ref.mean)
         verdict, k = vd.reference_best(fam.decisions, higher_is_better=True)
@@ -169,6 +182,10 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
             per[budget] = {"verdict": "needs-experiment",
                            "evidence": f"{budget}: needs a gated arm at parameter-matched ratio 4 and a plain "
                                        "ratio-4 arm"}
+            continue
+        empty = _nothing_stored(budget, [g, p])
+        if empty:
+            per[budget] = empty
             continue
         d, choice = vd.decide_pair("bits per parameter", _groups(arms), g.arm, p.arm, EQUIVALENCE * p.mean)
         per[budget] = {"verdict": vd.as_much(d), "evidence": f"{budget}: {vd.describe(d, UNIT)} ({choice.why})",

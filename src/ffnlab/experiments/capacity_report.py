@@ -17,7 +17,7 @@ from ffnlab.experiments.fmt import bounds, interval, num
 from ffnlab.experiments.pages import json_safe, section, table, write_page
 from ffnlab.experiments.report import claim_report_dir
 from ffnlab.experiments.report_model import COMPARISON_HEADERS, claim_texts, comparison_rows
-from ffnlab.files import write_atomic
+from ffnlab.files import make_dir, write_atomic
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM
 
 CLAIM_IDS = {"capacity_peak": "capacity-peaks-at-ratio-4", "capacity_gated": "gated-stores-as-much"}
@@ -30,6 +30,7 @@ def figure(rows: list[dict[str, Any]]) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names from data are text, never TeX
     import matplotlib.pyplot as plt
 
     from ffnlab.experiments.plots import FONT, colour
@@ -119,32 +120,34 @@ def report_model(result: dict[str, Any], title: str) -> dict[str, Any]:
             "sections": sections, "provenance": [("measured from", str(result["root"]))]}
 
 
-def keep_runs(root: Path, out: Path) -> None:
-    """Each budget's record and every run's summary and capacity measure, inside the report."""
+def keep_runs(root: Path, out: Path, base: Path) -> None:
+    """Each budget's record and every run's summary and capacity measure, inside the report
+    (never written through a link out of ``base``, the folder the user named)."""
     for folder in sweep_folders(root):
         dst = out if folder == root else out / folder.name
         if folder.resolve() == dst.resolve():
             continue
-        dst.mkdir(parents=True, exist_ok=True)
-        write_atomic(dst / "sweep.json", (folder / "sweep.json").read_bytes())
+        make_dir(dst, base)
+        write_atomic(dst / "sweep.json", (folder / "sweep.json").read_bytes(), root=base)
         for run in sorted((folder / "runs").iterdir()) if (folder / "runs").is_dir() else []:
             for name in ("summary.json", "capacity.json"):
                 if (run / name).is_file():
-                    (dst / "runs" / run.name).mkdir(parents=True, exist_ok=True)
-                    write_atomic(dst / "runs" / run.name / name, (run / name).read_bytes())
+                    make_dir(dst / "runs" / run.name, base)
+                    write_atomic(dst / "runs" / run.name / name, (run / name).read_bytes(), root=base)
 
 
 def write_report(root: str | Path, out: str | Path | None = None, *, remeasure: bool = False) -> dict[str, Path]:
     """Measure, analyse and write ``capacity.json``, ``claims.json``, ``report.md``, ``index.html``."""
     root = Path(root)
     result = analyse(root, remeasure=remeasure)
+    base = Path(out) if out else root  # the folder the user named: nothing is written outside it
     out = Path(out) if out else root / "capacity-report"
-    claim_report_dir(out)
+    claim_report_dir(out, base)
     model = report_model(result, f"ffnlab capacity report: {root.name}")
-    paths = write_page(out, model, {"bits_vs_ratio.png": figure(result["arms"])}, TITLES)
-    write_atomic(out / "capacity.json", json.dumps(json_safe(result), indent=1))
-    write_atomic(out / "claims.json", json.dumps(json_safe(result["claims"]), indent=1))
-    keep_runs(root, out)
+    paths = write_page(out, model, {"bits_vs_ratio.png": figure(result["arms"])}, TITLES, root=base)
+    write_atomic(out / "capacity.json", json.dumps(json_safe(result), indent=1), root=base)
+    write_atomic(out / "claims.json", json.dumps(json_safe(result["claims"]), indent=1), root=base)
+    keep_runs(root, out, base)
     return {**paths, "claims": out / "claims.json", "json": out / "capacity.json", "dir": out}
 
 

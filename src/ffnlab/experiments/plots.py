@@ -46,6 +46,7 @@ def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.2, width: fl
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names from data are text, never TeX
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"font.size": FONT})
@@ -231,6 +232,7 @@ def scale_trend(cells: Sequence[dict[str, Any]], arms: Sequence[ArmStats], refer
     import matplotlib
 
     matplotlib.use("Agg")
+    matplotlib.rcParams["text.parse_math"] = False  # names from data are text, never TeX
     import matplotlib.pyplot as plt
     import numpy as np
 

@@ -135,7 +135,10 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     assert [a["arm"] for a in results["arms"]] == ["gelu-r4", "swiglu-pm4"]
     assert all(a["n_seeds"] == 2 and math.isfinite(a["val_loss"]) for a in results["arms"])
     html = (rep / "index.html").read_text()
-    assert html.count("data:image/png;base64,") == 5 and "The seed's table, filled" in html
+    # every figure written is embedded in the page (one ratio: no loss-vs-ratio curve to draw)
+    figures = sorted(p.name for p in (rep / "plots").glob("*.png"))
+    assert len(figures) >= 4 and html.count("data:image/png;base64,") == len(figures), figures
+    assert "The seed&#39;s table, filled" in html  # the apostrophe escaped, as autoescape writes it
     md = (rep / "report.md").read_text()
     assert "| gelu-r4 | 4.000 / 4.000 |" in md and "Provenance" in md
     assert (rep / "arms.csv").read_text().startswith("arm,kind,gated")
@@ -147,14 +150,15 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     assert claims["ratio_optimal"]["verdict"] == "needs-experiment"
     assert claims["glu_vs_plain"]["verdict"] == hand["glu_vs_plain"]
     assert claims["glu_vs_plain"]["numbers"]["interval"] == pytest.approx(hand["glu_delta"], rel=1e-9)
-    assert claims["convergence_speed"]["verdict"] == hand["convergence_speed"]
-    got = claims["convergence_speed"]["numbers"]["interval"]
+    got = [float(v) for v in claims["convergence_speed"]["numbers"]["interval"]]
     assert got[0] == pytest.approx(hand["tokens_ratio"][0], rel=1e-9)
-    # with one comparison Dunnett's interval is the pooled t interval; scipy's dunnett integrates
-    # its critical value numerically (quasi-Monte Carlo), hence agreement to 1%, not to 1e-9
-    assert got[1:] == pytest.approx(hand["tokens_ratio"][1:], rel=1e-2)
+    # the reported interval also carries the interpolation error between evaluations, so it holds
+    # the interval of the interpolated crossings (the hand one) and may be wider, never narrower
+    assert got[1] <= hand["tokens_ratio"][1] * (1 + 1e-9) and got[2] >= hand["tokens_ratio"][2] * (1 - 1e-9)
+    speed = claims["convergence_speed"]["verdict"]
+    assert speed == hand["convergence_speed"] or speed == "inconclusive"
     rows = {r["id"]: r for r in json.loads(run("claims", "--evidence", str(rep), "--json").stdout)}
-    assert rows["golden-transformer-8pct"]["verdict"] == hand["convergence_speed"]  # what the user sees
+    assert rows["golden-transformer-8pct"]["verdict"] == speed  # what the user sees
     assert rows["glu-beats-plain"]["verdict"] == hand["glu_vs_plain"]
     assert rows["ratio-4-optimal"]["verdict"] == "needs-experiment"
     # rerunning a finished sweep trains nothing and keeps every file
@@ -168,11 +172,13 @@ def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]
     """The GLU and convergence verdicts recomputed from the run files with scipy directly and a
     plain interpolation loop (not ffnlab.experiments.stats), by the rules in docs/experiments.md.
 
-    GLU (one planned comparison, two arms here): pooled-variance t interval of gated - plain final
-    loss; true if below 0, false if above 0 or equivalent within 0.5% of the plain arm's loss
-    (TOST), else inconclusive. Speed: tokens to the worst final loss, curves from (0, ln V), a
-    pooled t interval on log tokens when Levene does not reject equal variances or cannot run
-    (fewer than 3 seeds per arm; Welch when it rejects); false if the ratio's upper end < 1.08, true if the lower end >= 1.08, else inconclusive."""
+    With fewer than 10 seeds per arm the rule never pools, so both use Welch's t. GLU (one planned
+    comparison, two arms here): Welch interval of gated - plain final loss; true if below 0, false
+    if above 0 or equivalent within 0.5% of the plain arm's loss (TOST on Welch's df), else
+    inconclusive. Speed: tokens to the pre-registered target (the reference's mean loss at the
+    evaluation nearest half its tokens), curves from (0, ln V) interpolated linearly, a Welch
+    interval on log tokens; false if the ratio's upper end < 1.08, true if the lower end >= 1.08,
+    else inconclusive."""
     from scipy import stats
 
     record = json.loads((sweep / "sweep.json").read_text())
@@ -184,26 +190,26 @@ def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]
         curves.setdefault(r["arm"], []).append([(0.0, math.log(record["vocab_size"]))] +
                                                [(x["tokens"], x["val_loss"]) for x in evals])
     g, ref = np.array(finals[gated]), np.array(finals[reference])
-    ci = stats.ttest_ind(g, ref, equal_var=True).confidence_interval(0.95)
+    ci = stats.ttest_ind(g, ref, equal_var=False).confidence_interval(0.95)
     delta = float(g.mean() - ref.mean())
-    df = len(g) + len(ref) - 2
-    se = math.sqrt((((g - g.mean()) ** 2).sum() + ((ref - ref.mean()) ** 2).sum()) / df * (1 / len(g) + 1 / len(ref)))
+    vg, vr = g.var(ddof=1) / len(g), ref.var(ddof=1) / len(ref)
+    se = math.sqrt(vg + vr)
+    df = (vg + vr) ** 2 / (vg ** 2 / (len(g) - 1) + vr ** 2 / (len(ref) - 1))  # Welch-Satterthwaite
     margin = 0.005 * float(ref.mean())
     tost_p = max(stats.t.sf((delta + margin) / se, df), stats.t.cdf((delta - margin) / se, df))
     glu = ("true" if ci.high < 0 else "false" if ci.low > 0 or tost_p < 0.05 else "inconclusive")
-    target = max(loss for arm in finals.values() for loss in arm)
+    half = [min(c[1:], key=lambda e, c=c: abs(e[0] - c[-1][0] / 2))[1] for c in curves[reference]]
+    target = sum(half) / len(half)
 
     def reach(curve: list[tuple[float, float]]) -> float:
         for (t0, l0), (t1, l1) in zip(curve, curve[1:], strict=False):
             if l1 <= target:
                 return t0 + (l0 - target) / (l0 - l1) * (t1 - t0)
-        raise AssertionError("every run reaches the worst final loss")
+        raise AssertionError("every run of the micro sweep reaches the target")
 
     toks = {arm: [reach(c) for c in cs] for arm, cs in curves.items()}
     lg, lr = np.log(toks[gated]), np.log(toks[reference])
-    # Levene is untestable (counts as not rejected) with fewer than 3 values per arm
-    equal = min(len(lg), len(lr)) < 3 or not stats.levene(lg, lr, center="median").pvalue < 0.05
-    log_ci = stats.ttest_ind(lg, lr, equal_var=equal).confidence_interval(0.95)
+    log_ci = stats.ttest_ind(lg, lr, equal_var=False).confidence_interval(0.95)
     lo, hi = math.exp(log_ci.low), math.exp(log_ci.high)
     speed = "false" if hi < 1.08 else "true" if lo >= 1.08 else "inconclusive"
     geometric = math.exp(float(lg.mean() - lr.mean()))  # the ratio the log-scale interval is about

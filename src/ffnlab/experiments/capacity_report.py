@@ -30,10 +30,9 @@ def figure(rows: list[dict[str, Any]]) -> bytes:
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # names from data are text, never TeX
     import matplotlib.pyplot as plt
 
-    from ffnlab.experiments.plots import FONT, colour
+    from ffnlab.experiments.plots import FONT, colour, plain_text
 
     plt.rcParams.update({"font.size": FONT})
     fig, ax = plt.subplots(figsize=(8.0, 4.6))
@@ -67,6 +66,7 @@ def figure(rows: list[dict[str, Any]]) -> bytes:
     else:
         ax.text(0.99, 0.98, f"off the axis: {note}", transform=ax.transAxes, ha="right", va="top", fontsize=FONT - 1)
     ax.legend(fontsize=FONT - 1, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    plain_text(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -33,9 +33,23 @@ def arm_colour(arms: Mapping[str, ArmStats], name: str) -> Any:
     return colour(a.gated, a.ratio_raw) if a is not None else "#555555"
 
 
+def plain_text(fig: Any) -> None:
+    """Every title, label, legend entry and note already on ``fig`` drawn as the text it is: names
+    come from data (a folder, an arm, a budget) and a '$' must not start TeX. Tick labels are left
+    alone: their formatter writes a log axis's 10^k in TeX on purpose."""
+    from matplotlib.text import Text
+
+    ticks = {id(label) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
+             for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()] for label in (tick.label1, tick.label2)}
+    for t in fig.findobj(Text):
+        if id(t) not in ticks:
+            t.set_parse_math(False)
+
+
 def _png(fig: Any) -> bytes:
     import matplotlib.pyplot as plt
 
+    plain_text(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -46,7 +60,6 @@ def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.2, width: fl
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # names from data are text, never TeX
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"font.size": FONT})
@@ -232,7 +245,6 @@ def scale_trend(cells: Sequence[dict[str, Any]], arms: Sequence[ArmStats], refer
     import matplotlib
 
     matplotlib.use("Agg")
-    matplotlib.rcParams["text.parse_math"] = False  # names from data are text, never TeX
     import matplotlib.pyplot as plt
     import numpy as np
 

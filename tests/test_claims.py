@@ -137,3 +137,13 @@ def test_smaller_experts_evidence_covers_coarse_and_fine_grained_designs(verdict
     assert designs["qwen3-30b-a3b"]["granularity"] == 768 / 2048
     assert designs["dbrx"]["granularity"] == 10752 / 6144
     assert "true of the fine-grained designs" in row["evidence"]
+
+
+def test_every_kept_report_a_claim_points_to_is_in_the_repository():
+    """A claim that says 'the measured verdict is kept in X' names a report a clone has, and that
+    report settles the claim (its claims.json holds the claim's experiment)."""
+    for c in load_claims():
+        kept = c.get("args", {}).get("kept")
+        if kept:
+            claims = json.loads((ROOT / kept / "claims.json").read_text())
+            assert c["args"]["experiment"] in claims, (c["id"], kept)

@@ -465,7 +465,7 @@ def claims(
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
 ) -> None:
-    """Check every claim of the golden-ratio note and the FFN primer; evidence computed now."""
+    """Check every claim of the two source texts; evidence computed now."""
     from ffnlab.sizing.claims import check_claims, evidence_file, load_evidence
 
     check_format(fmt)

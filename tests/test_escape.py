@@ -167,3 +167,26 @@ def test_probe_page_text_from_the_corpus_carries_no_control_characters():
     shown = _show("a\x1b[31m<b>\nz\t")
     assert "\x1b" not in shown and shown.endswith("z\u21e5") and "\u21b5" in shown
     # the HTML is the autoescaping template's to escape (tests/test_links.py: hostile text on every page)
+
+
+def test_figure_text_from_data_is_drawn_as_text_with_escapes_and_no_raw_warning():
+    """A folder or budget name with control characters or '$': matplotlib would warn about the
+    missing glyphs, echoing them raw to the terminal, or parse TeX; plain_text shows them as escapes."""
+    import warnings
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ffnlab.experiments.plots import _png
+
+    fig, ax = plt.subplots()
+    ax.plot([1, 10], [1, 2], label="b\x1b[31m\x07 $\\undefined$")
+    ax.set_xscale("log")
+    ax.legend()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a missing-glyph or TeX-parse problem fails the test
+        png = _png(fig)
+    assert png.startswith(b"\x89PNG")
+    assert fig.axes[0].get_legend().get_texts()[0].get_text() == "b\\x1b[31m\\x07 $\\undefined$"

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.experiments.runs import ArmStats
 
 WIDTH = 7.5  # inches; at 110 dpi about 825 px, the page's column
@@ -34,7 +35,8 @@ def arm_colour(arms: Mapping[str, ArmStats], name: str) -> Any:
 
 
 def plain_text(fig: Any) -> None:
-    """Every title, label, legend entry and note already on ``fig`` drawn as the text it is: names
+    """Every title, label, legend entry and note already on ``fig`` drawn as the text it is (its
+    control characters as escapes, so no glyph is missing and no warning echoes them raw): names
     come from data (a folder, an arm, a budget) and a '$' must not start TeX. Tick labels are left
     alone: their formatter writes a log axis's 10^k in TeX on purpose."""
     from matplotlib.text import Text
@@ -44,6 +46,7 @@ def plain_text(fig: Any) -> None:
     for t in fig.findobj(Text):
         if id(t) not in ticks:
             t.set_parse_math(False)
+            t.set_text(escape.visible(t.get_text()))  # control characters shown as \x1b, never drawn raw
 
 
 def _png(fig: Any) -> bytes:

@@ -22,14 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-
-from ffnlab.experiments import capacity as cap  # noqa: E402
-from ffnlab.experiments.sweep_spec import SweepSpec, find_spec, load_spec, resolve  # noqa: E402
-from ffnlab.training import runconfig  # noqa: E402
+from ffnlab.experiments import capacity as cap
+from ffnlab.experiments.sweep_spec import SweepSpec, find_spec, load_spec, resolve
+from ffnlab.training import runconfig
 
 
 def _vocab(spec: SweepSpec) -> int:

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ffnlab.files import write_atomic
+
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK = re.compile(r"<!-- out: (?P<cmd>.+?) -->\n(?P<body>.*?)<!-- /out -->", re.S)
 SAMPLE = re.compile(r"<!-- sample: .+? -->\n```[a-z]*\n", re.S)
@@ -105,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{_shown(path)}: out of date: {old_m['cmd']}")
                     bad += 1
         else:
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(new)
-            tmp.replace(path)
+            write_atomic(path, new)
             print(f"updated {_shown(path)}")
     if bad and a.check:
         print("run `python tools/docs_blocks.py` (or `make docs`) to regenerate the blocks")

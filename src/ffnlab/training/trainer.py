@@ -46,6 +46,7 @@ from ffnlab.training.distributed import (
     setup,
     teardown,
 )
+from ffnlab.training.interrupt import stop_between_steps
 from ffnlab.training.peak import (
     MAX_GEMM_FLOPS,
     Peak,
@@ -436,33 +437,35 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     shown: dict[str, Any] = {}
     summary: dict[str, Any] = {}
     t_start = time.perf_counter()
-    try:
-        if step == t.max_steps:  # restored at the end: the final evaluation again (same weights, same loss)
-            shown["val"] = _evaluate(run, tb, step, val_starts)
-        while step < t.max_steps:
-            losses = _train_step(run, step)
-            step += 1
-            watch.observe(losses[0], step)
-            log_now = _due(step, t.log_every, t.max_steps) or step == 1
-            eval_now, ckpt_now = _due(step, t.eval_every, t.max_steps), _due(step, t.checkpoint_every, t.max_steps)
-            if log_now or eval_now or ckpt_now:
-                watch.raise_if_diverged(out, step, info)
-                wall = time.perf_counter() - t_start
-                if log_now:
-                    loss_value, mfu = _log_train(run, tb, step, losses, (wall, elapsed_before, first_step))
-                    shown.update(loss=loss_value, mfu=mfu_text(mfu))
-                if eval_now:
-                    shown["val"] = _evaluate(run, tb, step, val_starts)
-                if ckpt_now:
-                    _checkpoint(run, step, elapsed_before + wall)
-            progress.update(step, **shown)
-        if info.is_main:
-            summary = _summary(out, run.cfg, run.mcfg, run.counts, run.data, _fpt(run), run.peak,
-                               elapsed_before + time.perf_counter() - t_start, info)
-    finally:
-        progress.close()
-        if tb is not None:
-            tb.close()
+    with stop_between_steps() as stop_if_interrupted:
+        try:
+            if step == t.max_steps:  # restored at the end: the final evaluation again (same weights, same loss)
+                shown["val"] = _evaluate(run, tb, step, val_starts)
+            while step < t.max_steps:
+                losses = _train_step(run, step)
+                step += 1
+                watch.observe(losses[0], step)
+                log_now = _due(step, t.log_every, t.max_steps) or step == 1
+                eval_now, ckpt_now = _due(step, t.eval_every, t.max_steps), _due(step, t.checkpoint_every, t.max_steps)
+                if log_now or eval_now or ckpt_now:
+                    watch.raise_if_diverged(out, step, info)
+                    wall = time.perf_counter() - t_start
+                    if log_now:
+                        loss_value, mfu = _log_train(run, tb, step, losses, (wall, elapsed_before, first_step))
+                        shown.update(loss=loss_value, mfu=mfu_text(mfu))
+                    if eval_now:
+                        shown["val"] = _evaluate(run, tb, step, val_starts)
+                    if ckpt_now:
+                        _checkpoint(run, step, elapsed_before + wall)
+                progress.update(step, **shown)
+                stop_if_interrupted()  # a Ctrl-C that came during the step
+            if info.is_main:
+                summary = _summary(out, run.cfg, run.mcfg, run.counts, run.data, _fpt(run), run.peak,
+                                   elapsed_before + time.perf_counter() - t_start, info)
+        finally:
+            progress.close()
+            if tb is not None:
+                tb.close()
     return summary
 
 

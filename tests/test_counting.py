@@ -1,3 +1,5 @@
+from dataclasses import asdict
+
 import pytest
 import torch
 
@@ -206,3 +208,14 @@ def test_ffn_breakdown_of_a_moe_with_biases_by_hand():
     got = ffn_breakdown(cfg)
     assert got["routed"] == 3 * 8 * expert and got["routed_active"] == 3 * 2 * expert
     assert got["router"] == 3 * 16 * 8 and got["dense"] == got["shared"] == 0
+
+
+def test_whole_float_sizes_count_as_the_ints_they_stand_for():
+    """make_config(768.0, 12, 12, 3072.0) (JSON numbers often arrive so) is the int config: same
+    counts, and ints, not 1.2e8 as a float."""
+    as_floats = count_params(make_config(768.0, 12.0, 12.0, 3072.0, n_kv_heads=4.0))  # type: ignore[arg-type]
+    as_ints = count_params(make_config(768, 12, 12, 3072, n_kv_heads=4))
+    assert as_floats == as_ints
+    assert all(type(v) is int for v in asdict(as_floats).values()) and type(as_floats.total) is int
+    with pytest.raises(FfnlabError, match="^d_ff must be a positive integer, got 3072.5$"):
+        make_config(768, 12, 12, 3072.5)  # type: ignore[arg-type]

@@ -232,11 +232,35 @@ def _positive(value: Any, what: str) -> None:
     check_width(value, what)
 
 
+WIDTH_FIELDS = {  # the sizes a whole float (768.0) may arrive in, from a caller or a JSON file
+    "config": ("d_model", "n_layers", "vocab_size", "max_positions", "embed_proj_dim"),
+    "attn": ("n_heads", "n_kv_heads", "head_dim"),
+    "ffn": ("d_ff", "d_shared"),
+}
+
+
+def _whole(value: Any) -> Any:
+    """A whole float as the int it stands for; anything else as it is (validation judges it)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _with_int_widths(cfg: ModelConfig) -> ModelConfig:
+    """``cfg`` with every size given as a whole float turned into an int, so counts are ints."""
+    def fix(obj: Any, fields: tuple[str, ...]) -> Any:
+        return replace(obj, **{f: _whole(getattr(obj, f)) for f in fields})
+
+    return fix(replace(cfg, attn=fix(cfg.attn, WIDTH_FIELDS["attn"]), ffn=fix(cfg.ffn, WIDTH_FIELDS["ffn"]),
+                       dense_ffn=fix(cfg.dense_ffn, WIDTH_FIELDS["ffn"]) if cfg.dense_ffn is not None else None),
+               WIDTH_FIELDS["config"])
+
+
 def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
-    """Check a config for consistency; raise :class:`FfnlabError` with the first problem.
+    """Check a config for consistency; return it with whole-float sizes as ints, or raise
+    :class:`FfnlabError` with the first problem.
 
     ``grouped=False`` accepts key/value heads that do not divide the query heads: transformers
     builds such a config.json (and ffnlab counts it), though no attention can run it."""
+    cfg = _with_int_widths(cfg)
     for what in ("d_model", "n_layers", "vocab_size"):
         _positive(getattr(cfg, what), what)
     a = cfg.attn

@@ -109,7 +109,7 @@ def dtype_bytes(dtype: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES), what:
 
 
 def _ffn_keeps(spec: FFNSpec) -> int:
-    return FFN_KEEPS.get(spec.kind, 4 if spec.gated else 2)
+    return FFN_KEEPS[spec.kind]  # every kind has its entry (tests/test_memory_rules.py)
 
 
 def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "") -> Term:
@@ -117,7 +117,7 @@ def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "") -> 
 
 
 def _norm_terms(cfg: ModelConfig, where: str, tokens: int, b: float) -> list[Term]:
-    widths, stats = NORM_KEEPS.get(cfg.norm, (1, 2))
+    widths, stats = NORM_KEEPS[cfg.norm]  # every norm has its entry
     what = "input and normalised input" if widths == 2 else "input"
     return [_t(f"{where} norm {what}", widths * cfg.d_model * b, tokens,
                f"{widths} x d {cfg.d_model} x {b:g} B", "sp"),

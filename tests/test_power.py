@@ -141,3 +141,24 @@ def test_power_guards():
     assert pw.power_at(0.0, 0.05, 10, 2.228) == pytest.approx(0.05, abs=1e-3)  # no effect: the test's level
     with pytest.raises(ValueError):
         pw.TestDesign("bogus", 1, 1)
+
+
+def test_dunnett_seed_advice_reaches_80_percent_and_one_seed_fewer_does_not():
+    """Many-to-one advice (scale-trend's largest size in its first form: 3 alternatives, sigma
+    0.0101, effect 0.0136 -> 12 seeds), simulated with Dunnett's tabled critical values for 3
+    comparisons (Dunnett 1964: 2.44 at 40 df, 2.41 at 60; 44 df interpolated in 1/df: 2.434)."""
+    design = pw.TestDesign("dunnett", 0.0101, 0.0101, comparisons=3)
+    n = pw.seeds_for(design, 0.0136)
+    assert n == 12
+    rng = np.random.default_rng(6)
+    sims = 40000
+
+    def rejects(n: int, crit: float) -> float:
+        arms = [rng.normal(mu, 0.0101, (sims, n)) for mu in (0.0136, 0.0, 0.0, 0.0)]  # alternative first, then ref
+        pooled = sum(a.var(1, ddof=1) for a in arms) / 4
+        t = (arms[0].mean(1) - arms[1].mean(1)) / np.sqrt(pooled * 2 / n)
+        return float((abs(t) > crit).mean())
+
+    mc = 2 * math.sqrt(0.8 * 0.2 / sims)
+    assert rejects(12, 2.434) >= 0.78
+    assert rejects(11, 2.44) < 0.80 + mc  # 40 df

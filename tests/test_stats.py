@@ -208,3 +208,21 @@ def test_levene_with_two_values_per_arm_is_untestable_not_a_rejection():
     assert math.isnan(model.levene_p) and 0 < model.bartlett_p < 1
     three = PooledModel({"a": np.array([1.0, 1.2, 1.1]), "b": np.array([2.0, 2.05, 2.01])})
     assert 0 < three.levene_p < 1
+
+
+def test_no_residual_spread_gives_no_interval():
+    """Every run of every arm identical (or one run per arm): a difference, but no standard error,
+    so neither the pooled pair nor Dunnett may print an interval (a zero-width one would claim
+    certainty)."""
+    flat = pooled_model({"ref": [2.0, 2.0, 2.0], "a": [2.5, 2.5, 2.5], "b": [1.0, 1.0, 1.0]})
+    assert flat.sigma == 0
+    pair = pooled_pair(flat, "a", "ref")
+    assert pair.diff == 0.5 and not pair.has_interval
+    many = dunnett_vs_reference(flat, "ref")
+    assert {k: (c.diff, c.has_interval) for k, c in many.items()} == {"a": (0.5, False), "b": (-1.0, False)}
+    single = pooled_model({"ref": [2.0], "a": [2.5]})  # no df at all
+    assert single.df == 0
+    assert not pooled_pair(single, "a", "ref").has_interval
+    assert not dunnett_vs_reference(single, "ref")["a"].has_interval
+    noisy = pooled_model({"ref": [2.0, 2.1, 1.9], "a": [2.5, 2.5, 2.5]})  # spread in one arm is enough
+    assert pooled_pair(noisy, "a", "ref").has_interval and dunnett_vs_reference(noisy, "ref")["a"].has_interval

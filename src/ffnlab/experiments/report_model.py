@@ -192,7 +192,12 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     why = (result.get("loss_model") or {}).get("why") or next(
         (v.get("model") for v in result["claims"].values() if v.get("model")), "")
     power = result.get("power") or {}
-    power_text = [f"{k}: power {num(p, '.0%')}" for k, p in power.get("power_for", {}).items()]
+    by_effect: dict[str, list[str]] = {}
+    for key, p in power.get("power_for", {}).items():  # "ARM: EFFECT" -> one sentence per effect
+        arm, effect = key.split(": ", 1)
+        by_effect.setdefault(effect, []).append(f"{arm} vs {ref} {num(p, '.0%')}")
+    power_text = [f"Power of the deciding test to detect {effect}: {', '.join(arms)}."
+                  for effect, arms in by_effect.items()]
     sections.append(section("comparisons", "Comparisons (final validation loss)", [
         f"Model: {why}." if why else "",
         "Rule: a difference is called real only after the equivalence test (TOST against the margin, "

@@ -1,0 +1,67 @@
+"""The reports kept under docs/results/ are what their data says: every final-loss figure a kept
+report states recomputes from the per-run losses in its runs.csv, and a report that keeps its runs
+(runs/RUN/summary.json and metrics.jsonl) rebuilds from its own folder to the same claims."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from ffnlab.experiments import verdicts as vd
+
+RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
+KEPT = sorted(p.parent for p in RESULTS.glob("*/.ffnlab-report"))
+PAIRS = ("glu_vs_plain", "gated_law")
+
+
+def final_losses(folder: Path) -> dict[str, list[float]]:
+    groups: dict[str, list[float]] = {}
+    with open(folder / "runs.csv", newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if not row["left_out"]:
+                groups.setdefault(row["arm"], []).append(float(row["final_val_loss"]))
+    return groups
+
+
+def test_there_are_kept_reports():
+    assert {p.name for p in KEPT} >= {"golden-quick", "gated-law"}
+
+
+@pytest.mark.parametrize("folder", KEPT, ids=lambda p: p.name)
+def test_final_loss_claims_recompute_from_runs_csv(folder):
+    spec = json.loads((folder / "sweep.json").read_text())["spec"]
+    claims = json.loads((folder / "claims.json").read_text())
+    groups = final_losses(folder)
+    mean = {k: sum(v) / len(v) for k, v in groups.items()}
+    checked = 0
+    for key in PAIRS:
+        if key in claims and key in (spec.get("comparisons") or {}):
+            first, second = spec["comparisons"][key]
+            d, _ = vd.decide_pair("final validation loss", groups, first, second, spec["margin"] * mean[second])
+            assert d.interval == pytest.approx(claims[key]["interval"], abs=1e-12), key
+            assert d.mde80 == pytest.approx(claims[key]["mde80"], rel=1e-9), key
+            checked += 1
+    if "ratio_optimal" in claims and claims["ratio_optimal"]["verdict"] != "needs-experiment":
+        ref, alts = spec["reference"], spec["comparisons"]["ratio_optimal"]
+        fam = vd.decide_family("final validation loss", groups, ref, alts, spec["margin"] * mean[ref])
+        against = claims["ratio_optimal"]["numbers"]["against"]
+        assert fam.decisions[against].interval == pytest.approx(claims["ratio_optimal"]["interval"], abs=1e-12)
+        checked += 1
+    assert checked, f"{folder.name}: no final-loss claim to recompute"
+
+
+@pytest.mark.parametrize("folder", [p for p in KEPT if (p / "runs").is_dir()], ids=lambda p: p.name)
+def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_path):
+    from ffnlab.experiments.report import write_report
+
+    with open(folder / "runs.csv", newline="", encoding="utf-8") as fh:
+        runs = [row["run"] for row in csv.DictReader(fh)]
+    assert all((folder / "runs" / run / "metrics.jsonl").is_file() for run in runs)
+    paths = write_report(folder, tmp_path / "again")
+    again = json.loads(paths["claims"].read_text())
+    kept = json.loads((folder / "claims.json").read_text())
+    assert {k: (v["verdict"], v["evidence"]) for k, v in again.items()} == \
+        {k: (v["verdict"], v["evidence"]) for k, v in kept.items()}

@@ -71,15 +71,24 @@ clean-venv:
 # each mutant judged by the tests that run the function it changes; then each module's score
 # (killed / checked). Each module's log goes to mutants/run-MODULE.log (`mutmut results` and
 # `mutmut show NAME` list and show the survivors). `make mutate MUTATE_MODULES=ffnlab.sizing.widths`
-# for one module; MUTATE_MIN=90 fails when a module scores below 90%.
+# for one module; MUTATE_MIN=90 fails when a module scores below 90%. Every mutant of the four
+# modules (~2,800) takes hours on two cores; MUTATE_SAMPLE=150 checks a seeded uniform sample of
+# 150 per module instead (a first call brings the mutants up to date without checking any) and prints
+# each module's share killed with its 95% interval.
 MUTATE_MODULES ?= ffnlab.sizing.counting ffnlab.sizing.widths ffnlab.sizing.memory ffnlab.experiments.stats
 MUTATE_JOBS ?= 2
 MUTATE_MIN ?=
+MUTATE_SAMPLE ?=
 
 .PHONY: mutate
 mutate: $(STAMP)
 	mkdir -p mutants
 	for m in $(MUTATE_MODULES); do echo "mutating $$m"; \
-		$(PY) -m mutmut run --max-children $(MUTATE_JOBS) "$$m.*" >mutants/run-$$m.log 2>&1 \
+		if [ -n "$(MUTATE_SAMPLE)" ]; then \
+			$(PY) -m mutmut run "$$m.no-such-mutant" >mutants/run-$$m.log 2>&1 || true; \
+			set -f; names=$$($(PY) tests/mutation_scores.py --names $(MUTATE_SAMPLE) $$m) || exit 1; \
+		else set -f; names="$$m.*"; fi; \
+		$(PY) -m mutmut run --max-children $(MUTATE_JOBS) $$names >mutants/run-$$m.log 2>&1 \
 		|| { tail -n 40 mutants/run-$$m.log; exit 1; }; done
-	$(PY) tests/mutation_scores.py $(MUTATE_MODULES) $(if $(MUTATE_MIN),--min $(MUTATE_MIN))
+	$(PY) tests/mutation_scores.py $(MUTATE_MODULES) $(if $(MUTATE_SAMPLE),--sample $(MUTATE_SAMPLE)) \
+		$(if $(MUTATE_MIN),--min $(MUTATE_MIN))

@@ -22,7 +22,7 @@ from ffnlab.experiments.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
 
 CLAIMED_SPEEDUP = 1.08  # the first seed's "8% faster"
-GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the `golden` preset)": 0.0214}
+GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
 
 
 def arm_table(arms: list[ArmStats]) -> list[dict[str, Any]]:

@@ -32,6 +32,25 @@ def test_the_final_line_is_written_once_however_often_it_is_reported():
     assert len(lines) == 1 and lines[0].startswith("[sweep] step 10/10 | runs 2/2")
 
 
+def test_the_eta_follows_work_not_units_when_units_cost_unequal_work(monkeypatch):
+    """A sweep whose last steps are its largest model's: half the steps done after 10 s but only a
+    tenth of the FLOPs, so 90 s are left (not the 10 s that counting steps would say). A fake
+    clock stands in for the wall clock."""
+    clock = [0.0]
+    monkeypatch.setattr("ffnlab.training.progress.time.perf_counter", lambda: clock[0])
+    by_work = Progress(100, mode="off", work_total=1000.0)
+    by_units = Progress(100, mode="off")
+    clock[0] = 10.0
+    by_work.update(50, work=100.0)
+    by_units.update(50)
+    assert by_work.eta_s() == pytest.approx(90.0) and by_units.eta_s() == pytest.approx(10.0)
+    assert by_work.line().endswith("ETA 1:30") and by_work.line().startswith("[] step 50/100")
+    resumed = Progress(100, start=50, mode="off", work_total=1000.0, work_start=100.0)  # work before this process
+    clock[0] = 20.0
+    resumed.update(60, work=400.0)  # 300 more in 10 s: 600 left at 30/s
+    assert resumed.eta_s() == pytest.approx(20.0)
+
+
 def test_a_progress_name_cannot_carry_markup_or_escapes():
     lines: list[str] = []
     bar = Progress(2, description="[link=mailto:a@b]x\x1b[2J\ny", mode="lines", emit=lines.append)

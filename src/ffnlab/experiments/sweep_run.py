@@ -186,13 +186,22 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     peak = measure_peak("cpu", "fp32", threads=threads).flops if not torch.cuda.is_available() else None
     total = sum(steps.values())
     tokens_per_step = runconfig.from_dict(runs[0].config).tokens_per_step() if runs else 0
-    bar = Progress(total, start=sum(steps_done(out / "runs" / r.run) for r in runs), description=spec.name,
-                   unit="step", tokens_per_unit=tokens_per_step, mode=progress_mode)
+    # the ETA follows training FLOPs: a step of the largest model costs many of the smallest's
+    flops_per_step = {r.run: r.train_flops_per_token * runconfig.from_dict(r.config).tokens_per_step() for r in runs}
+
+    def progress_now() -> tuple[int, float]:
+        done = {r.run: steps_done(out / "runs" / r.run) for r in runs}
+        return sum(done.values()), sum(n * flops_per_step[k] for k, n in done.items())
+
+    start, work_start = progress_now()
+    bar = Progress(total, start=start, description=spec.name, unit="step", tokens_per_unit=tokens_per_step,
+                   mode=progress_mode, work_total=sum(steps[k] * f for k, f in flops_per_step.items()),
+                   work_start=work_start)
 
     def poll() -> None:
-        done = sum(steps_done(out / "runs" / r.run) for r in runs)
+        done, work = progress_now()
         finished = sum(run_finished(out / "runs" / r.run, steps[r.run]) for r in runs)
-        bar.update(done, runs=f"{finished}/{len(runs)}")
+        bar.update(done, work=work, runs=f"{finished}/{len(runs)}")
 
     try:
         if backend == "local":

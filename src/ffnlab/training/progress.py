@@ -27,17 +27,20 @@ class Progress:
     """``update(done, **metrics)`` as work advances; ``close()`` at the end.
 
     ``mode``: ``bar`` (rich), ``lines`` (a line every ``every_s`` seconds on stderr), ``off``,
-    or ``auto`` (bar on a terminal, lines otherwise).
+    or ``auto`` (bar on a terminal, lines otherwise). Where units cost unequal work (a sweep's
+    steps at several model sizes), ``work_total`` (e.g. training FLOPs) with ``update(done,
+    work=...)`` makes the ETA follow the work done, not the units counted.
     """
 
     def __init__(self, total: int, *, start: int = 0, description: str = "", unit: str = "step",
                  tokens_per_unit: int = 0, mode: str = "auto", every_s: float = 10.0,
-                 emit: Callable[[str], None] | None = None):
+                 emit: Callable[[str], None] | None = None, work_total: float = 0.0, work_start: float = 0.0):
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.total, self.start, self.done, self.unit = total, start, start, unit
         description = escape.one_line(description)  # a folder name: shown as text, never escapes
         self.description, self.tokens_per_unit, self.mode, self.every_s = description, tokens_per_unit, mode, every_s
+        self.work_total, self.work_start, self.work = work_total, work_start, work_start
         self._emitted: tuple[Any, ...] | None = None  # (done, metrics) of the last line written
         self.emit = emit or _print_stderr  # where ``lines`` mode writes
         self.t0 = self.last_line = time.perf_counter()
@@ -63,6 +66,10 @@ class Progress:
         return (self.done - self.start) / elapsed if elapsed > 0 else 0.0
 
     def eta_s(self) -> float | None:
+        if self.work_total:
+            elapsed = time.perf_counter() - self.t0
+            per_s = (self.work - self.work_start) / elapsed if elapsed > 0 else 0.0
+            return (self.work_total - self.work) / per_s if per_s > 0 else None
         r = self.rate()
         return (self.total - self.done) / r if r > 0 else None
 
@@ -88,8 +95,10 @@ class Progress:
         self._emitted = self._state()
         self.emit(self.line())
 
-    def update(self, done: int, **metrics: Any) -> None:
+    def update(self, done: int, *, work: float | None = None, **metrics: Any) -> None:
         self.done = done
+        if work is not None:
+            self.work = work
         self.metrics.update({k: v for k, v in metrics.items() if v is not None})
         eta = self.eta_s()
         eta_txt = _fmt_eta(eta) if eta is not None else "?"

@@ -141,3 +141,83 @@ def test_routed_expert_params_count_biases_by_hand():
     gated = make_config(16, 2, 2, 24, kind="swiglu", n_experts=4, top_k=2)
     assert routed_expert_params(gated) == 2 * 4 * 3 * 16 * 24
     assert routed_expert_params(make_config(16, 2, 2, 24)) == 0  # dense: no routed experts
+
+
+def test_mla_terms_with_a_missing_nope_size():
+    """MLA: q latent 6, kv latent 4 + rope 2, 2 heads of (nope 0 + rope 2) for q/k and v 3; fp16, 4 tokens."""
+    attn = AttentionSpec(n_heads=2, q_lora_rank=6, kv_lora_rank=4, qk_rope_head_dim=2, qk_nope_head_dim=None,
+                         v_head_dim=3)
+    cfg = replace(make_config(8, 1, 2, 16, kind="swiglu", vocab_size=10), attn=attn)
+    assert rows(layer_activation_terms(cfg, 0, seq_len=4, batch=1, dtype="fp16")[3:7]) == [
+        ("MLA q latent and its norm", 4 * 2 * 6 * 2, "4 tokens x 2 x q_lora_rank 6 x 2 B", "sp"),
+        ("MLA kv latent and its norm", 4 * 2 * 6 * 2, "4 tokens x 2 x (kv_lora_rank + rope) 6 x 2 B", "sp"),
+        ("MLA expanded q, k, v", 4 * (2 * 4 + 6) * 2, "4 tokens x (2 x 4 + 6) x 2 B", "tp"),
+        ("softmax log-sum-exp", 4 * 2 * 4, "4 tokens x heads 2 x 4 B", "tp"),
+    ]
+
+
+def test_moe_terms_with_a_capacity_factor_and_a_shared_expert():
+    """4 experts, top-2, capacity 1.5 (3 copies of each token), one shared expert; SwiGLU d_ff 16, fp16."""
+    moe = make_config(8, 1, 2, 16, kind="swiglu", vocab_size=10, n_experts=4, top_k=2, n_shared_experts=1)
+    terms = layer_activation_terms(moe, 0, seq_len=4, batch=1, dtype="fp16", capacity_factor=1.5)
+    assert rows(terms)[:2] == [
+        ("attention norm input and normalised input", 4 * 2 * 8 * 2, "4 tokens x 2 x d 8 x 2 B", "sp"),
+        ("attention norm statistics", 4 * 1 * 4, "4 tokens x 1 x 4 B (fp32)", "sp")]
+    assert rows(terms)[4] == ("rotated q and k", 4 * (8 + 8) * 2, "4 tokens x (dq 8 + dkv 8) x 2 B", "tp")
+    assert rows(terms)[-6:] == [
+        ("router probabilities", 4 * 4 * 4, "4 tokens x experts 4 x 4 B", ""),
+        ("router top-k indices and weights", 4 * (2 * 8 + 3 * 4), "4 tokens x (top_k 2 x 8 B + (top_k + 1) x 4 B)", ""),
+        ("dispatched tokens and index", 4 * 3 * (8 * 2 + 8), "4 tokens x capacity 1.5 x top_k 2 x (d 8 x 2 B + 8 B)", ""),
+        ("expert hidden (swiglu)", 4 * 3 * 4 * 16 * 2, "4 tokens x capacity 1.5 x top_k 2 x 4 x d_ff 16 x 2 B", "tp"),
+        ("expert outputs, weighted copy, weights, index", 4 * 3 * (2 * 8 * 2 + 4 + 8),
+         "4 tokens x capacity 1.5 x top_k 2 x (2 x d 8 x 2 B + 4 B + 8 B)", ""),
+        ("shared experts hidden (swiglu)", 4 * 1 * 4 * 16 * 2, "4 tokens x 1 x 4 x d_shared 16 x 2 B", "tp"),
+    ]
+    plain = layer_activation_terms(moe, 0, seq_len=4, batch=1, dtype="fp16")  # no capacity: top_k copies
+    assert rows(plain)[-3][1:3] == (4 * 2 * 4 * 16 * 2, "4 tokens x top_k 2 x 4 x d_ff 16 x 2 B")
+
+
+def test_sandwich_post_norms_and_two_byte_dropout_masks():
+    g = replace(make_config(8, 1, 2, 16, kind="geglu", vocab_size=10), norm_placement="sandwich", norms_per_block=4)
+    names = [t.name for t in layer_activation_terms(g, 0, seq_len=4, batch=1, dropout=True, dropout_mask_bytes=2)]
+    assert names[9:13] == ["post-norm 1 norm input and normalised input", "post-norm 1 norm statistics",
+                           "post-norm 2 norm input and normalised input", "post-norm 2 norm statistics"]
+    masks = layer_activation_terms(g, 0, seq_len=4, batch=1, dropout=True, dropout_mask_bytes=2)[13]
+    assert (masks.bytes, masks.rule) == (4 * 2 * 8 * 2, "4 tokens x 2 x d 8 x 2 B")
+
+
+def test_tensor_and_sequence_parallel_division_by_hand():
+    """tp 2 divides the 'tp' terms, sp the 'sp' ones too; full recompute keeps one layer input
+    (divided by tp under sp) and holds one layer's set while recomputing."""
+    kw = dict(seq_len=4, batch=3, dtype="fp32", dropout=True, attention="eager")
+    layer, head = sum(b for _, b, _, _ in LAYER), sum(b for _, b, _, _ in HEAD)
+    tp_only = sum(b // 2 if split == "tp" else b for _, b, _, split in LAYER)
+    head_tp = sum(b // 2 if split == "tp" else b for _, b, _, split in HEAD)
+    head_tp_sp = sum(b // 2 if split else b for _, b, _, split in HEAD)
+    assert activation_memory(small(), tp=2, **kw).per_layer == [tp_only]
+    assert activation_memory(small(), tp=2, **kw).head == head_tp
+    both = activation_memory(small(), tp=2, sp=True, **kw)
+    assert both.per_layer == [layer // 2] and both.head == head_tp_sp
+    s_by_s = sum(b for name, b, _, _ in LAYER if "(s x s)" in name)
+    assert activation_memory(small(), tp=2, sp=True, recompute="selective", **kw).per_layer == [(layer - s_by_s) // 2]
+    full = activation_memory(small(), tp=2, sp=True, recompute="full", **kw)
+    assert full.per_layer == [12 * 8 * 4 // 2] and full.recompute_peak == layer // 2
+    full_tp = activation_memory(small(), tp=2, recompute="full", **kw)
+    assert full_tp.per_layer == [12 * 8 * 4] and full_tp.recompute_peak == tp_only
+    assert head == 96 + 96 + 32 + 384 + 96 + 384 + 480 + 96
+
+
+def test_activation_defaults_and_errors():
+    bf16 = head_activation_terms(small(), seq_len=4, batch=1)  # bf16 unless told
+    assert bf16[-3].rule == "4 tokens x d x 2 B"
+    for kwargs, message in [
+        (dict(seq_len=0, batch=1), "seq_len and batch must be >= 1"),
+        (dict(seq_len=1, batch=0), "seq_len and batch must be >= 1"),
+        (dict(seq_len=1, dtype="int8"), "activation dtype must be one of fp32, bf16, fp16, fp8, got 'int8'"),
+    ]:
+        with pytest.raises(FfnlabError) as err:
+            activation_memory(small(), **kwargs)
+        assert str(err.value) == message
+    with pytest.raises(FfnlabError) as err:
+        layer_activation_terms(small(), 0, seq_len=1, batch=1, dtype="int8")
+    assert str(err.value) == "activation dtype must be one of fp32, bf16, fp16, fp8, got 'int8'"

@@ -8,7 +8,7 @@ from scipy import stats as sps
 
 from ffnlab.experiments.stats import (
     PooledModel,
-    bootstrap_ci,
+    QuadraticMinimum,
     crossing,
     dunnett_vs_reference,
     fieller,
@@ -18,7 +18,6 @@ from ffnlab.experiments.stats import (
     pooled_pair,
     quadratic_minimum,
     ratio_of_means,
-    tokens_to_target,
     tost,
     welch_pair,
     welch_vs_reference,
@@ -38,13 +37,13 @@ def test_mean_ci_covers_true_mean_at_nominal_rate():
     assert 0.93 <= hits / 2000 <= 0.97
 
 
-def test_tokens_to_target_interpolates():
-    tokens, losses = [100, 200, 300, 400], [4.0, 3.0, 2.0, 1.5]
-    assert tokens_to_target(tokens, losses, 2.5) == pytest.approx(250)
-    assert tokens_to_target(tokens, losses, 3.0) == pytest.approx(200)
-    assert tokens_to_target(tokens, losses, 5.0) is None  # below target at the first evaluation: censored
-    assert tokens_to_target(tokens, losses, 5.0, start=(0, 6.0)) == pytest.approx(50)
-    assert tokens_to_target(tokens, losses, 1.0) is None
+def test_crossing_interpolates_between_evaluations():
+    tokens, losses, start = [100, 200, 300, 400], [4.0, 3.0, 2.0, 1.5], (0.0, 6.0)
+    assert crossing(tokens, losses, 2.5, start).tokens == pytest.approx(250)
+    assert crossing(tokens, losses, 3.0, start).tokens == pytest.approx(200)  # reached at an evaluation
+    assert crossing(tokens, losses, 5.0, start).tokens == pytest.approx(50)  # before the first evaluation
+    never = crossing(tokens, losses, 1.0, start)
+    assert never.censored and never.tokens == 400 and never.upper == math.inf
 
 
 def test_crossing_brackets_the_true_crossing_and_censors():
@@ -54,14 +53,6 @@ def test_crossing_brackets_the_true_crossing_and_censors():
     assert never.censored and never.lower == 200 and math.isinf(never.upper)
     first = crossing([100, 200], [2.0, 1.0], 3.0, (0, 5.5))  # reached between the start and the first evaluation
     assert first.lower == 0 and first.upper == 100 and first.tokens == pytest.approx(100 * 2.5 / 3.5)
-
-
-def test_bootstrap_ratio_on_known_speedup():
-    rng = np.random.default_rng(1)
-    ref = 1000 + rng.normal(0, 10, 20)
-    slow = 1080 + rng.normal(0, 10, 20)
-    r, lo, hi = bootstrap_ci(slow, ref, ratio=True, seed=0)
-    assert r == pytest.approx(1.08, abs=0.01) and lo < 1.08 < hi and lo > 1.0
 
 
 def test_welch_pair_is_the_textbook_interval():
@@ -226,3 +217,37 @@ def test_no_residual_spread_gives_no_interval():
     assert not dunnett_vs_reference(single, "ref")["a"].has_interval
     noisy = pooled_model({"ref": [2.0, 2.1, 1.9], "a": [2.5, 2.5, 2.5]})  # spread in one arm is enough
     assert pooled_pair(noisy, "a", "ref").has_interval and dunnett_vs_reference(noisy, "ref")["a"].has_interval
+
+
+def test_pooled_pair_carries_its_critical_value():
+    m = pooled_model({"a": [1.0, 2.0, 3.0], "b": [2.0, 4.0, 3.0]})  # pooled variance 1 on 4 df
+    c = pooled_pair(m, "a", "b")
+    assert c.critical == pytest.approx(sps.t.ppf(0.975, 4)) and c.df == 4
+    assert (c.hi - c.lo) / 2 == pytest.approx(c.critical * math.sqrt(2 / 3))
+
+
+def test_too_few_points_for_a_parabola_locate_nothing():
+    """Fewer than 4 runs, or under 3 distinct ratios: no fit, and every ratio is in the set."""
+    for xs, ys in [([0.0, 1.0, 2.0], [2.0, 1.9, 2.0]), ([0.0, 0.0, 1.0, 1.0], [2.0, 2.1, 1.9, 2.0])]:
+        q = quadratic_minimum(xs, ys)
+        assert q.shape == "all" and q.n == len(xs) and not q.bounded
+        assert math.isnan(q.x_min) and math.isnan(q.lo) and math.isnan(q.hi) and math.isnan(q.lack_of_fit_p)
+        assert q.lack_of_fit_df == (0, 0) and q.contains(-100.0) and q.contains(7.0)
+
+
+def test_fieller_sets_contain_what_their_shape_says():
+    q = quadratic_minimum([0, 0, 1, 1, 2, 2, 3, 3], [2.3, 2.31, 2.1, 2.11, 2.05, 2.06, 2.2, 2.21])
+    assert q.shape == "bounded" and q.contains(q.x_min) and not q.contains(q.hi + 1) and not q.contains(q.lo - 1)
+    rays = QuadraticMinimum(1.0, -1.0, 3.0, "exclusive", 8, math.nan, (1, 4))
+    assert rays.contains(-2.0) and rays.contains(4.0) and not rays.contains(1.0)
+    assert not QuadraticMinimum(math.nan, math.nan, math.nan, "none", 8, math.nan, (1, 4)).contains(1.0)
+
+
+def test_lack_of_fit_without_enough_levels_or_replicates_has_no_p():
+    """3 distinct ratios leave a parabola no lack-of-fit df; runs without replicates no pure error."""
+    x, y = np.array([0.0, 0.0, 1.0, 1.0, 2.0, 2.0]), np.array([2.0, 2.1, 1.9, 2.0, 2.2, 2.1])
+    p, dfs = lack_of_fit(x, y, y - y.mean(), 3)
+    assert math.isnan(p) and dfs == (0, 3)
+    x1 = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
+    p, dfs = lack_of_fit(x1, x1 * 0.1, np.full(5, 0.01), 3)
+    assert math.isnan(p) and dfs == (2, 0)

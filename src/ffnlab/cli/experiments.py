@@ -78,7 +78,7 @@ def report(
 ) -> None:
     """Analyse a finished sweep: CIs, convergence speed, verdicts, plots.
 
-    Means and 95% CIs per arm, tokens to a target loss vs the reference arm with a bootstrap CI,
+    Means and 95% CIs per arm, tokens to a pre-registered target loss vs the reference arm,
     the seed's table filled; writes Markdown, self-contained HTML, CSV and JSON.
     """
     from ffnlab.experiments.report import write_report

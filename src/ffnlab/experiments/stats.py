@@ -14,8 +14,8 @@ that decided it (:mod:`ffnlab.experiments.power`):
 * :func:`quadratic_minimum` — where a fitted parabola is lowest, Fieller's interval for it
   (bounded, or unbounded when the curvature is not significant) and the lack-of-fit F test.
 
-Also :func:`mean_ci` (Student t over seeds), :func:`bootstrap_ci` (descriptive) and
-:func:`tokens_to_target`.
+Also :func:`mean_ci` (Student t over seeds) and :func:`crossing` (where a loss curve reaches a
+target, with the bracket the evaluations leave).
 """
 
 from __future__ import annotations
@@ -337,9 +337,6 @@ class QuadraticMinimum:
         return self.shape == "all"
 
 
-NO_MINIMUM = QuadraticMinimum(math.nan, math.nan, math.nan, "all", 0, math.nan, (0, 0))
-
-
 def lack_of_fit(x: np.ndarray, y: np.ndarray, resid: np.ndarray, n_coef: int) -> tuple[float, tuple[int, int]]:
     """F test of a fitted curve against the cell means of the distinct ``x`` (pure error from
     the replicates): p and (lack-of-fit df, pure-error df); NaN p when either df is 0."""
@@ -380,29 +377,6 @@ def quadratic_minimum(xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np
         return QuadraticMinimum(math.nan, math.nan, math.nan, "none" if shape == "bounded" else shape, n,
                                 lof_p, lof_df)
     return QuadraticMinimum(-b / (2 * c), lo, hi, shape, n, lof_p, lof_df)
-
-
-def bootstrap_ci(a: Sequence[float], b: Sequence[float], *, ratio: bool = False, n_boot: int = 9999,
-                 level: float = LEVEL, seed: int = 0) -> tuple[float, float, float]:
-    """(statistic, low, high): percentile bootstrap (``scipy.stats.bootstrap``), each group
-    resampled independently; the statistic is mean(a) - mean(b), or mean(a) / mean(b) with
-    ``ratio``. Descriptive: with few seeds it understates the spread and decides nothing."""
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if xa.size == 0 or xb.size == 0:
-        return NAN3
-
-    def stat(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
-        mx, my = x.mean(axis=axis), y.mean(axis=axis)
-        return mx / my if ratio else mx - my
-
-    point = float(stat(xa, xb))
-    if xa.size < 2 or xb.size < 2:
-        return point, math.nan, math.nan
-    from scipy import stats
-
-    res = stats.bootstrap((xa, xb), stat, n_resamples=n_boot, confidence_level=level, method="percentile",
-                          vectorized=True, rng=np.random.default_rng(seed))
-    return point, float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 @dataclass(frozen=True)
@@ -449,16 +423,3 @@ def crossing(tokens: Sequence[float], losses: Sequence[float], target: float,
                 lo, hi = min(max(prev, nxt, t0), t), t
         return Crossing(t, lo, hi)
     return Crossing(ts[-1], ts[-1], math.inf)
-
-
-def tokens_to_target(tokens: Sequence[float], losses: Sequence[float], target: float,
-                     start: tuple[float, float] | None = None) -> float | None:
-    """The interpolated tokens of :func:`crossing`; None if the curve never reaches ``target``
-    (and, without ``start``, if it is already below it at its first evaluation: censored)."""
-    if start is None:
-        if not losses or losses[0] <= target:
-            return None
-        start = (float(tokens[0]), float(losses[0]))
-        tokens, losses = tokens[1:], losses[1:]
-    c = crossing(tokens, losses, target, start)
-    return None if c.censored else c.tokens

@@ -251,3 +251,20 @@ def test_lack_of_fit_without_enough_levels_or_replicates_has_no_p():
     x1 = np.array([0.0, 1.0, 2.0, 3.0, 4.0])
     p, dfs = lack_of_fit(x1, x1 * 0.1, np.full(5, 0.01), 3)
     assert math.isnan(p) and dfs == (2, 0)
+
+
+def test_welch_satterthwaite_df_by_hand():
+    from ffnlab.experiments.stats import _satterthwaite
+
+    assert _satterthwaite([1.0, 1.0], [3, 3]) == pytest.approx(4.0)  # (1 + 1)^2 / (1/2 + 1/2)
+    assert _satterthwaite([2.0, 1.0], [5, 3]) == pytest.approx(9 / (4 / 4 + 1 / 2))
+    assert _satterthwaite([0.0, 0.0], [3, 3]) == math.inf  # no spread: no df to lose
+
+
+def test_ratio_of_means_with_an_empty_group_is_nan_without_numpy_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "Mean of empty slice" would be a warning the user sees
+        for a, b in [([], [1.0, 2.0]), ([1.0, 2.0], []), ([], [])]:
+            assert all(math.isnan(v) for v in ratio_of_means(a, b))

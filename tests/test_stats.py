@@ -268,3 +268,59 @@ def test_ratio_of_means_with_an_empty_group_is_nan_without_numpy_warnings():
         warnings.simplefilter("error")  # "Mean of empty slice" would be a warning the user sees
         for a, b in [([], [1.0, 2.0]), ([1.0, 2.0], []), ([], [])]:
             assert all(math.isnan(v) for v in ratio_of_means(a, b))
+
+
+def test_dunnett_with_unequal_seed_counts_is_scipys_on_the_data():
+    rng = np.random.default_rng(4)
+    groups = {"ref": list(rng.normal(0, 1, 6)), "a": list(rng.normal(0.5, 1, 4)), "b": list(rng.normal(-1, 1, 5))}
+    got = dunnett_vs_reference(pooled_model(groups), "ref")
+    res = sps.dunnett(np.array(groups["a"]), np.array(groups["b"]), control=np.array(groups["ref"]),
+                      rng=np.random.default_rng(0))
+    ci = res.confidence_interval()
+    m = pooled_model(groups)
+    for i, k in enumerate(("a", "b")):
+        c = got[k]
+        assert c.arm == k and c.diff == pytest.approx(np.mean(groups[k]) - np.mean(groups["ref"]))
+        assert (c.lo, c.hi) == pytest.approx((ci.low[i], ci.high[i]), abs=1e-3)  # scipy's integration tolerance
+        assert c.se == pytest.approx(m.sigma * math.sqrt(1 / len(groups[k]) + 1 / 6))
+        assert c.critical == pytest.approx((c.hi - c.lo) / (2 * c.se)) and c.df == 12
+        assert c.p == pytest.approx(res.pvalue[i], abs=1e-3)
+
+
+def test_dunnett_with_one_alternative_is_the_pooled_t_interval():
+    groups = {"ref": [1.0, 2.0, 3.0], "a": [2.0, 4.0, 3.0]}  # pooled variance 1 on 4 df
+    c = dunnett_vs_reference(pooled_model(groups), "ref")["a"]
+    assert c.arm == "a" and c.critical == pytest.approx(sps.t.ppf(0.975, 4))
+    assert (c.lo, c.hi) == pytest.approx((1 - c.critical * math.sqrt(2 / 3), 1 + c.critical * math.sqrt(2 / 3)))
+
+
+def test_welch_vs_reference_names_its_bonferroni_and_keeps_welchs_p():
+    groups = {"ref": [1.0, 1.2, 0.9, 1.1], "a": [1.5, 1.9, 1.4], "b": [0.2, 0.9, 0.4, 0.6]}
+    got = welch_vs_reference(groups, "ref")
+    for k in ("a", "b"):
+        res = sps.ttest_ind(groups[k], groups["ref"], equal_var=False)
+        assert got[k].method == f"Welch t on {float(res.df):.1f} df, Bonferroni over 2"
+        assert got[k].p == pytest.approx(float(res.pvalue))
+        ci = res.confidence_interval(confidence_level=0.975)
+        assert (got[k].lo, got[k].hi) == pytest.approx((float(ci.low), float(ci.high)))
+
+
+def test_tost_without_a_margin_or_spread_decides_nothing():
+    for se, df, margin in [(0.1, 10, 0.0), (0.0, 10, 0.1), (0.1, 0, 0.1), (0.1, 10, -0.1)]:
+        e = tost(0.0, se, df, margin)
+        assert not e.equivalent and math.isnan(e.p) and math.isnan(e.lo) and math.isnan(e.hi) and e.margin == margin
+
+
+def test_fieller_at_the_edge_of_a_significant_denominator_is_the_whole_line():
+    """den^2 = t^2 Var(den): the quadratic's leading coefficient is 0, no bounded set."""
+    assert fieller(1.0, 2.0, 0.1, 1.0, 0.0, 2.0) == (-math.inf, math.inf, "all")
+
+
+def test_crossing_bounds_by_hand():
+    # convex around the crossing: the chord before and the one after, extended, bound it
+    tokens, losses, start = [100, 200, 300, 400, 500], [4.0, 3.0, 2.4, 2.1, 1.95], (0.0, 6.0)
+    c = crossing(tokens, losses, 2.7, start)
+    assert (c.tokens, c.lower, c.upper) == pytest.approx((250, 230, 250))  # 200 + 0.3/0.6 x 100; 100 + 1.3/1 x 100
+    # an evaluation exactly at the target is the crossing; not convex there: the bracket is the two evaluations
+    c = crossing([100, 200, 300], [4.0, 3.0, 2.0], 3.0, (0.0, 4.5))
+    assert (c.tokens, c.lower, c.upper) == (200, 100, 200)

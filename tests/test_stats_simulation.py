@@ -4,7 +4,7 @@ Each reported 95% interval must cover the truth in at least 93% of simulated swe
 presets' seed counts, with equal and unequal variances and with heavy-tailed (outlier) runs; the
 power the deciding test reports must match the engine's simulated rejection rate within 5 points;
 the best-ratio and loss-ratio intervals must cover too. Fixed seeds: each case is deterministic.
-A larger run of the same checks is ``benchmarks/stats_coverage.py`` (result kept in
+A larger run of the same checks is ``benchmarks/stats_coverage.py`` (2,000 sweeps per case, kept in
 ``benchmarks/results/stats-coverage.json``).
 """
 

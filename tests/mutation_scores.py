@@ -4,6 +4,7 @@
     python tests/mutation_scores.py ffnlab.sizing.counting ffnlab.sizing.widths [--min 90]
     python tests/mutation_scores.py --names 150 ffnlab.sizing.memory   # a seeded random sample of its mutants
     python tests/mutation_scores.py --sample 150 ffnlab.sizing.memory  # the score of that sample only
+    python tests/mutation_scores.py --sample 150 --survivors ffnlab.sizing.memory  # and its survivors (mutmut show NAME)
 
 A mutant counts as killed when a test failed on it (or it ran out of time); "no tests" (no
 selected test runs the mutated function) and "survived" count against the score; mutants not
@@ -71,6 +72,7 @@ def main() -> int:
     ap.add_argument("--names", type=int, default=None, help="print a sample of N mutant names per module and stop")
     ap.add_argument("--sample", type=int, default=None, help="score only the sample that --names N lists")
     ap.add_argument("--seed", type=int, default=0, help="the sample's seed")
+    ap.add_argument("--survivors", action="store_true", help="list the mutants that survived (in the sample)")
     a = ap.parse_args()
     if a.names is not None:
         print(" ".join(name for m in a.modules for name in sample_names(m, a.names, a.seed)))
@@ -86,6 +88,13 @@ def main() -> int:
         unchecked = sum(c[s] for s in UNCHECKED)
         print(f"{m:<28} {share:>7.1%} {killed:>7} {c['survived']:>9} {c['no tests']:>9} {other:>6} {unchecked:>10}"
               + (f"  {interval(killed, checked)}" if a.sample else ""))
+        if a.survivors:
+            from mutmut.stats import status_by_exit_code
+
+            codes = exit_codes(m)
+            for name in (sample_names(m, a.sample, a.seed) if a.sample else sorted(codes)):
+                if status_by_exit_code[codes[name]] in ("survived", "no tests"):
+                    print(f"  {name}: {status_by_exit_code[codes[name]]}")
         if a.min is not None and not share * 100 >= a.min:
             low.append(m)
     if low:

@@ -324,3 +324,56 @@ def test_crossing_bounds_by_hand():
     # an evaluation exactly at the target is the crossing; not convex there: the bracket is the two evaluations
     c = crossing([100, 200, 300], [4.0, 3.0, 2.0], 3.0, (0.0, 4.5))
     assert (c.tokens, c.lower, c.upper) == (200, 100, 200)
+
+
+def test_crossing_is_bracketed_by_its_evaluations_where_the_curve_is_not_convex():
+    start = (0.0, 5.0)
+    # slopes -0.02, -0.005, -0.01 around the crossing (the middle one above the last): not convex
+    c = crossing([100, 200, 300, 400], [4.0, 2.0, 1.5, 0.5], 1.8, start)
+    assert (c.tokens, c.lower, c.upper) == pytest.approx((240, 200, 300))
+    # slopes -0.01, -0.02, -0.005 (the first above the second): not convex either
+    c = crossing([100, 200, 300, 400], [4.0, 3.0, 1.0, 0.5], 2.0, start)
+    assert (c.tokens, c.lower, c.upper) == (250, 200, 300)
+
+
+def test_fieller_with_a_zero_discriminant_and_an_insignificant_denominator_is_the_whole_line():
+    assert fieller(0.0, 1.0, 0.0, 1.0, 0.0, 2.0) == (-math.inf, math.inf, "all")  # a = -3, b = c = 0
+
+
+def test_quadratic_minimum_of_four_runs_and_of_a_curve_that_bends_down():
+    q = quadratic_minimum([0.0, 1.0, 2.0, 2.0], [2.2, 2.0, 2.2, 2.21])  # the fewest runs that fit: 1 df
+    assert q.n == 4 and q.x_min == pytest.approx(1.0, abs=0.05)
+    down = quadratic_minimum([0, 0, 1, 1, 2, 2, 3, 3], [2.0, 2.01, 2.3, 2.31, 2.4, 2.41, 2.3, 2.31])
+    assert down.shape in ("none", "exclusive", "all") and not down.bounded
+    assert math.isnan(down.x_min) and math.isnan(down.lo) and math.isnan(down.hi)
+
+
+def test_ratio_of_means_edges():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = ratio_of_means([1.0, 2.0], [0.0, 0.0])
+        assert all(math.isnan(v) for v in r)  # a zero denominator: no ratio, no ZeroDivisionError
+    assert ratio_of_means([2.0, 2.0], [1.0, 1.0]) == (2.0, 2.0, 2.0)  # no spread: the point itself
+    two = ratio_of_means([2.0, 2.2], [1.0, 1.1])  # two values per group is enough for an interval
+    assert two[0] == pytest.approx(2.0) and two[1] < 2.0 < two[2]
+    assert math.isnan(ratio_of_means([2.0], [1.0, 1.1])[1]) and math.isnan(ratio_of_means([2.0, 2.1], [1.0])[1])
+
+
+def test_pooled_model_summary_and_a_single_values_spread():
+    import warnings
+
+    m = pooled_model({"a": [1.0], "b": [2.0, 4.0]})
+    assert set(m.summary()) == {"sigma", "df", "levene_p", "bartlett_p"} and m.summary()["df"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "Degrees of freedom <= 0" must not reach the user
+        assert math.isnan(m.sd("a")) and m.sd("b") == pytest.approx(math.sqrt(2))
+
+
+def test_welch_vs_reference_names_each_arm():
+    groups = {"ref": [1.0, 1.2, 0.9, 1.1], "a": [1.5, 1.9, 1.4], "b": [0.2, 0.9, 0.4, 0.6]}
+    for others in (["a"], ["a", "b"]):
+        got = welch_vs_reference(groups, "ref", others)
+        assert all(got[k].arm == k and got[k].critical == pytest.approx((got[k].hi - got[k].lo) / (2 * got[k].se))
+                   for k in others)

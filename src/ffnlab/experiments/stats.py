@@ -420,6 +420,6 @@ def crossing(tokens: Sequence[float], losses: Sequence[float], target: float,
             if slopes[0] <= slopes[1] + tol and slopes[1] <= slopes[2] + tol:  # convex: the chord is above
                 prev = _line_crossing(ts[i - 2], ls[i - 2], t0, l0, target)
                 nxt = _line_crossing(t1, l1, ts[i + 1], ls[i + 1], target) if l1 > ls[i + 1] else t0
-                lo, hi = min(max(prev, nxt, t0), t), t
+                lo, hi = min(max(prev, nxt), t), t  # prev >= t0: the chord before falls past t0
         return Crossing(t, lo, hi)
     return Crossing(ts[-1], ts[-1], math.inf)

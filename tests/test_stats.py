@@ -377,3 +377,14 @@ def test_welch_vs_reference_names_each_arm():
         got = welch_vs_reference(groups, "ref", others)
         assert all(got[k].arm == k and got[k].critical == pytest.approx((got[k].hi - got[k].lo) / (2 * got[k].se))
                    for k in others)
+
+
+def test_tost_interval_is_the_90_percent_t_interval_and_empty_groups_have_no_difference():
+    import warnings
+
+    e = tost(0.01, 0.02, 10, 0.05)
+    half = sps.t.ppf(0.95, 10) * 0.02
+    assert (e.lo, e.hi) == pytest.approx((0.01 - half, 0.01 + half))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "Mean of empty slice"
+        assert math.isnan(welch_pair([], [1.0, 2.0]).diff) and math.isnan(welch_pair([1.0, 2.0], []).diff)

@@ -388,3 +388,28 @@ def test_tost_interval_is_the_90_percent_t_interval_and_empty_groups_have_no_dif
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "Mean of empty slice"
         assert math.isnan(welch_pair([], [1.0, 2.0]).diff) and math.isnan(welch_pair([1.0, 2.0], []).diff)
+
+
+def test_more_edges_by_hand():
+    # Fieller's exclusive set: a = 1 - 4 = -3, b = -2, c = 1 - 4 x 0.01 = 0.96, disc = 4 + 12 x 0.96
+    r = math.sqrt(4 + 12 * 0.96)
+    lo, hi, shape = fieller(1.0, 1.0, 0.01, 1.0, 0.0, 2.0)
+    assert shape == "exclusive" and (lo, hi) == pytest.approx(((2 + r) / -6, (2 - r) / -6))
+    # replicates that agree exactly: no pure error, no lack-of-fit test
+    x = np.array([0.0, 0.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0])
+    y = np.array([2.0, 2.0, 1.5, 1.5, 1.4, 1.4, 1.6, 1.6])
+    p, dfs = lack_of_fit(x, y, np.full(8, 0.01), 3)
+    assert math.isnan(p) and dfs == (1, 4)
+    # one pooled degree of freedom still gives an interval; a pair without spread keeps its name
+    assert pooled_pair(pooled_model({"a": [1.0, 2.0], "b": [3.0]}), "a", "b").has_interval
+    assert welch_pair([1.0], [2.0, 3.0], name="a").arm == "a"
+    down = quadratic_minimum([0, 0, 1, 1, 2, 2, 3, 3], [2.0, 2.01, 2.3, 2.31, 2.4, 2.41, 2.3, 2.31])
+    assert down.n == 8
+
+
+def test_crossing_bounds_right_after_the_first_evaluation():
+    """The crossing between the first and second evaluations, the start as the point before: convex
+    (slopes -0.03, -0.01, -0.005), so the neighbouring chords bound it."""
+    c = crossing([100, 200, 300], [3.0, 2.0, 1.5], 2.5, (0.0, 6.0))
+    # t = 150; the chord from the start, extended, reaches 2.5 at 3.5/3 x 100 = 116.7; the next chord, back, at 100
+    assert (c.tokens, c.lower, c.upper) == pytest.approx((150, 100 + 100 * 0.5 / 3, 150))

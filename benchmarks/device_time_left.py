@@ -9,7 +9,7 @@ times steps x tokens per step, as the trainer reports them) and divides by
   H100/H200 datasheet figure, at 10% and 30%: small models on one GPU are launch-bound, so the
   low end is the likelier one). GPU figures are arithmetic, not measurements.
 
-    python benchmarks/device_time_left.py --measured docs/results/gated-law/runs \
+    python benchmarks/device_time_left.py --measured docs/results/golden-quick/runs \
         golden-h200 scale-trend-gpu capacity-gpu scale-trend capacity
 
 Capacity presets set their steps from the exposures, which needs their synthetic corpus (built

@@ -413,3 +413,10 @@ def test_crossing_bounds_right_after_the_first_evaluation():
     c = crossing([100, 200, 300], [3.0, 2.0, 1.5], 2.5, (0.0, 6.0))
     # t = 150; the chord from the start, extended, reaches 2.5 at 3.5/3 x 100 = 116.7; the next chord, back, at 100
     assert (c.tokens, c.lower, c.upper) == pytest.approx((150, 100 + 100 * 0.5 / 3, 150))
+
+
+def test_crossing_convexity_uses_slopes_per_token_when_evaluations_are_unevenly_spaced():
+    """Slopes -0.03, -0.01, -0.005 per token (the last over 300 tokens): convex, as in the evenly
+    spaced case; changes per evaluation (-3, -1, -1.5) would not be."""
+    c = crossing([100, 200, 500], [3.0, 2.0, 0.5], 2.5, (0.0, 6.0))
+    assert (c.tokens, c.lower, c.upper) == pytest.approx((150, 350 / 3, 150))

@@ -26,6 +26,15 @@ class SignalsWhileFinalized:
         SignalsWhileFinalized.ran = True
 
 
+@pytest.fixture(autouse=True)
+def python_default_sigint():
+    """Python's own Ctrl-C handler, as a terminal gives it: a suite started in the background (CI)
+    runs with SIGINT ignored, inherited from its shell."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def finalize_one() -> None:
     SignalsWhileFinalized.ran = False
     obj = SignalsWhileFinalized()

@@ -221,8 +221,11 @@ def test_ctrl_c_says_how_to_resume_and_export_names_the_step_of_a_running_run(tm
         return sorted((out / "checkpoints").glob("step-*")) if (out / "checkpoints").is_dir() else []
 
     with watching(out) as changes:  # woken by each write under the run folder, not by a clock
+        # a suite started in the background (CI) inherits an ignored SIGINT, which the child would
+        # inherit too and so never see the Ctrl-C below: give it the default a terminal gives
         proc = subprocess.Popen([sys.executable, "-m", "ffnlab", *train_args(out, cache_dir, *long_run)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         changes.wait(lambda: bool(checkpoints()), proc)
     try:
         assert proc.poll() is None, "the run ended before its first checkpoint"

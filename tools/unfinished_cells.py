@@ -18,12 +18,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ffnlab.experiments.analysis import analyse
 from ffnlab.experiments.sweep_run import run_finished
 
 
-def complete_cells(sweep: Path, record: dict) -> list[str]:
+def complete_cells(sweep: Path, record: dict[str, Any]) -> list[str]:
     cells: dict[str, bool] = {}
     for r in record["runs"]:
         cell = r["run"].split(".")[0]
@@ -38,6 +39,7 @@ def main() -> int:
     a = ap.parse_args()
     record = json.loads((a.sweep / "sweep.json").read_text(encoding="utf-8"))
     spec = record["spec"]
+    every_cell = {r["run"].split(".")[0] for r in record["runs"]}
     done = complete_cells(a.sweep, record)
     if not done:
         print("error: no cell of this sweep has all its runs finished", file=sys.stderr)
@@ -53,8 +55,7 @@ def main() -> int:
         for r in record["runs"]:
             os.symlink((a.sweep / "runs" / r["run"]).resolve(), view / "runs" / r["run"])
         result = analyse(view)
-    waiting = sorted({r["run"].split(".")[0] for r in json.loads((a.sweep / "sweep.json").read_text())["runs"]}
-                     - set(done))
+    waiting = sorted(every_cell - set(done))
     print(f"complete cells: {', '.join(done)}; waiting: {', '.join(waiting) or 'none'}")
     for c in result["cells"]:
         print(f"{c['scale']}: best raw ratio {c['best_ratio']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}] ({c['shape']}), "

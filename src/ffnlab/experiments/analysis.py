@@ -273,7 +273,7 @@ def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, A
         return {}
     return {"model": fam.choice.why, "sigma": fam.model.sigma, "df": fam.model.df, "power": POWER,
             "mde80": {k: d.mde80 for k, d in fam.decisions.items()},
-            "power_for": {f"{k}: {name}": d.power_for(eff) for k, d in fam.decisions.items()
+            "power_for": {name: {k: d.power_for(eff) for k, d in fam.decisions.items()}
                           for name, eff in effects.items()}}
 
 

@@ -192,12 +192,9 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     why = (result.get("loss_model") or {}).get("why") or next(
         (v.get("model") for v in result["claims"].values() if v.get("model")), "")
     power = result.get("power") or {}
-    by_effect: dict[str, list[str]] = {}
-    for key, p in power.get("power_for", {}).items():  # "ARM: EFFECT" -> one sentence per effect
-        arm, effect = key.split(": ", 1)
-        by_effect.setdefault(effect, []).append(f"{arm} vs {ref} {num(p, '.0%')}")
-    power_text = [f"Power of the deciding test to detect {effect}: {', '.join(arms)}."
-                  for effect, arms in by_effect.items()]
+    power_text = [f"Power of the deciding test to detect {effect}: "
+                  + ", ".join(f"{arm} vs {ref} {num(p, '.0%')}" for arm, p in by_arm.items()) + "."
+                  for effect, by_arm in power.get("power_for", {}).items()]
     sections.append(section("comparisons", "Comparisons (final validation loss)", [
         f"Model: {why}." if why else "",
         "Rule: a difference is called real only after the equivalence test (TOST against the margin, "

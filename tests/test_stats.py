@@ -1,6 +1,7 @@
 """Statistical primitives against hand computations, published tables and brute force."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -65,6 +66,21 @@ def test_welch_pair_is_the_textbook_interval():
     assert c.critical == pytest.approx(sps.t.ppf(0.975, df))
     assert not welch_pair([1.0], [2.0, 3.0]).has_interval  # one value: no interval
     assert not welch_pair([1.0, 1.0], [2.0, 2.0]).has_interval  # no spread: no interval
+
+
+def test_welch_pair_with_one_constant_group_is_the_other_groups_t_interval_and_quiet():
+    # log tokens-to-target of runs that all crossed between the same two evaluations: one group
+    # has no spread, so Welch's interval is the other group's one-sample t interval (n - 1 df).
+    const = [math.log(1.3e6)] * 4
+    other = [13.9, 14.1, 14.0, 14.3, 13.8]
+    sd = float(np.std(other, ddof=1))
+    half = sps.t.ppf(0.975, len(other) - 1) * sd / math.sqrt(len(other))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's precision-loss warning would fail here
+        c = welch_pair(const, other)
+    assert c.df == pytest.approx(len(other) - 1)
+    assert c.diff == pytest.approx(const[0] - float(np.mean(other)))
+    assert c.hi - c.diff == pytest.approx(half) and c.diff - c.lo == pytest.approx(half)
 
 
 def test_pooled_model_and_pooled_pair_by_hand():

@@ -21,6 +21,7 @@ target, with the bracket the evaluations leave).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -196,7 +197,13 @@ def welch_pair(a: Sequence[float], b: Sequence[float], level: float = LEVEL, nam
         return Comparison(name, d)
     from scipy import stats
 
-    res = stats.ttest_ind(xa, xb, equal_var=False)
+    with warnings.catch_warnings():
+        # One group may be constant (every run crossed the target between the same two
+        # evaluations): its variance is exactly 0, the interval rests on the other group, and
+        # scipy's "catastrophic cancellation" warning about the rounding of its mean is noise.
+        if float(np.ptp(xa)) == 0 or float(np.ptp(xb)) == 0:
+            warnings.filterwarnings("ignore", "Precision loss occurred", RuntimeWarning)
+        res = stats.ttest_ind(xa, xb, equal_var=False)
     ci = res.confidence_interval(confidence_level=level)
     se = math.sqrt(float(xa.var(ddof=1)) / xa.size + float(xb.var(ddof=1)) / xb.size)
     lo, hi = float(ci.low), float(ci.high)

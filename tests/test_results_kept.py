@@ -35,22 +35,59 @@ def test_final_loss_claims_recompute_from_runs_csv(folder):
     spec = json.loads((folder / "sweep.json").read_text())["spec"]
     claims = json.loads((folder / "claims.json").read_text())
     groups = final_losses(folder)
+    # a scale sweep's headline claims are those of its deciding cell, whose arms carry its prefix
+    cell = f"{spec.get('decide_at') or spec['scales'][-1]['name']}." if spec.get("scales") else ""
     mean = {k: sum(v) / len(v) for k, v in groups.items()}
     checked = 0
     for key in PAIRS:
         if key in claims and key in (spec.get("comparisons") or {}):
-            first, second = spec["comparisons"][key]
+            first, second = (cell + a for a in spec["comparisons"][key])
             d, _ = vd.decide_pair("final validation loss", groups, first, second, spec["margin"] * mean[second])
             assert d.interval == pytest.approx(claims[key]["interval"], abs=1e-12), key
             assert d.mde80 == pytest.approx(claims[key]["mde80"], rel=1e-9), key
             checked += 1
     if "ratio_optimal" in claims and claims["ratio_optimal"]["verdict"] != "needs-experiment":
-        ref, alts = spec["reference"], spec["comparisons"]["ratio_optimal"]
+        ref, alts = cell + spec["reference"], [cell + a for a in spec["comparisons"]["ratio_optimal"]]
         fam = vd.decide_family("final validation loss", groups, ref, alts, spec["margin"] * mean[ref])
         against = claims["ratio_optimal"]["numbers"]["against"]
         assert fam.decisions[against].interval == pytest.approx(claims["ratio_optimal"]["interval"], abs=1e-12)
         checked += 1
     assert checked, f"{folder.name}: no final-loss claim to recompute"
+
+
+@pytest.mark.parametrize("folder", [p for p in KEPT if (p / "sweep.json").is_file()
+                                    and json.loads((p / "sweep.json").read_text())["spec"].get("trends")],
+                         ids=lambda p: p.name)
+def test_trend_claims_recompute_from_runs_csv_and_arms_csv(folder):
+    """Each trend's slope, refitted from the per-run losses in runs.csv and each arm's ratio and
+    size in arms.csv, states what claims.json says."""
+    import math
+
+    import numpy as np
+
+    from ffnlab.experiments import trend
+    from ffnlab.experiments.fmt import interval
+
+    spec = json.loads((folder / "sweep.json").read_text())["spec"]
+    claims = json.loads((folder / "claims.json").read_text())
+    with open(folder / "arms.csv", newline="", encoding="utf-8") as fh:
+        arms = {row["arm"]: row for row in csv.DictReader(fh)}
+    with open(folder / "runs.csv", newline="", encoding="utf-8") as fh:
+        runs = [row for row in csv.DictReader(fh) if not row["left_out"]]
+    for t in spec["trends"]:
+        pts = []
+        for cell in t["scales"]:
+            ref = arms[f"{cell}.{spec['reference']}"]
+            mine = [r for r in runs if r["arm"].startswith(f"{cell}.") and arms[r["arm"]]["kind"] == ref["kind"]]
+            params = float(ref["params_non_embedding"])
+            tokens = float(next(r["tokens"] for r in mine if r["arm"] == ref["arm"]))
+            axis = params if t["axis"] == "params" else tokens / params
+            pts.append((axis, np.asarray([math.log2(float(arms[r["arm"]]["ratio_raw"])) for r in mine]),
+                        np.asarray([float(r["final_val_loss"]) for r in mine])))
+        s = trend.slope(pts)
+        kept = claims[f"trend_{t['axis']}"]
+        assert kept["verdict"] == trend.flat_verdict(s)
+        assert f"changes by {interval(s.slope, s.lo, s.hi, 3)} per doubling" in kept["evidence"]
 
 
 @pytest.mark.parametrize("folder", [p for p in KEPT if (p / "runs").is_dir()], ids=lambda p: p.name)

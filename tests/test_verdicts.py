@@ -298,3 +298,33 @@ def test_a_fixed_best_ratio_makes_the_size_trend_true_when_precise(tmp_path):
                 {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5}, 0.0005, seeds=4)
     (t,) = analyse(tmp_path)["trends"]
     assert abs(t["slope"]) < 0.05 and -0.1 < t["lo"] < 0 < t["hi"] < 0.1 and t["verdict"] == "true"
+
+
+def test_segments_follow_a_straight_trend_and_flag_a_bent_one(tmp_path):
+    sizes = {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5}
+    scale_sweep(tmp_path / "straight", {"s1": 1.5, "s2": 3.0, "s3": 6.0}, sizes, sizes, 0.001)
+    (t,) = analyse(tmp_path / "straight")["trends"]
+    assert [s["scales"] for s in t["segments"]] == [["s1", "s2"], ["s2", "s3"]]
+    assert all(s["slope"] == pytest.approx(0.5, abs=0.05) for s in t["segments"]) and t["straight"] is True
+    # scale-trend's measured shape: down from s1 to s2, then up steeply
+    scale_sweep(tmp_path / "bent", {"s1": 1.5, "s2": 0.7, "s3": 4.0}, sizes, sizes, 0.001)
+    result = analyse(tmp_path / "bent")
+    (t,) = result["trends"]
+    down, up = t["segments"]
+    assert down["hi"] < 0 < up["lo"] and t["straight"] is False
+    assert down["slope"] == pytest.approx(math.log2(0.7 / 1.5) / 2, abs=0.05)
+    assert up["slope"] == pytest.approx(math.log2(4.0 / 0.7) / 2, abs=0.05)
+    from ffnlab.experiments.report_model import report_model
+
+    model = report_model(result, [], title="t", warnings=[])
+    text = " ".join(p for s in model["sections"] for p in s["text"])
+    assert "The size trend's adjacent segments have disjoint intervals" in text
+
+
+def test_cells_on_the_same_tokens_give_the_size_effect_alone(tmp_path):
+    # s2 long and s3 short share their tokens (as scale-trend's s2t8 and s3t2): best 2 -> 4 over 4x
+    scale_sweep(tmp_path, {"s1": 1.0, "s2": 2.0, "s3": 4.0}, {"s1": 10**5, "s2": 8 * 10**5, "s3": 8 * 10**5},
+                {"s1": 2 * 10**4, "s2": 10**5, "s3": 4 * 10**5}, 0.001)
+    (pair,) = analyse(tmp_path)["equal_tokens"]
+    assert pair["scales"] == ["s2", "s3"] and pair["tokens"] == 8 * 10**5
+    assert pair["slope"] == pytest.approx(0.5, abs=0.05) and pair["lo"] < 0.5 < pair["hi"]

@@ -10,6 +10,7 @@ in :mod:`ffnlab.experiments.verdicts`; docs/experiments.md states it for users.
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -306,24 +307,65 @@ def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
 
 def trends(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
     """Each pre-registered trend (``spec["trends"]``): the slope of log2(best ratio) per doubling
-    of its axis over its cells, its interval and the verdict on "the best ratio does not change"."""
+    of its axis over its cells, its interval and the verdict on "the best ratio does not change";
+    with it, as a diagnostic, the slope between each pair of adjacent cells (``segments``)."""
     out = []
     for t in spec.get("trends") or []:
-        pts = []
-        for name in t["scales"]:
-            c = cells[name]
-            ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec['reference']}")
-            x, y = tr.cell_points(cell_arms[name], ref.kind)
-            axis = c["params_non_embedding"] if t["axis"] == "params" else c["tokens"] / c["params_non_embedding"]
-            pts.append((float(axis), x, y))
+        pts = [_trend_point(spec, cells, cell_arms, name, t["axis"]) for name in t["scales"]]
         s = tr.slope(pts)
         verdict = tr.flat_verdict(s)
+        segments = [{"scales": [a, b], **tr.segment(pa, pb).as_dict()}
+                    for (a, pa), (b, pb) in itertools.pairwise(zip(t["scales"], pts, strict=True))]
+        straight = _on_one_line(segments)
         ev = (f"log2(best ratio) changes by {fmt_iv(s.slope, s.lo, s.hi, 3)} per doubling of "
-              f"{'parameters' if t['axis'] == 'params' else 'tokens per parameter'} over {', '.join(t['scales'])} "
+              f"{AXIS_WORDS[t['axis']]} over {', '.join(t['scales'])} "
               f"(parametric bootstrap over runs, {tr.BOOTSTRAP} redraws; {s.no_minimum_share:.1%} of redraws had a "
-              f"cell without a minimum); the claim holds within +/-{tr.SLOPE_MARGIN} per doubling")
+              f"cell without a minimum); the claim needs the interval within +/-{tr.SLOPE_MARGIN} per doubling")
+        if straight is False:
+            ev += ("; the best ratios are not on one line (adjacent cells: "
+                   + ", ".join(f"{g['scales'][0]} to {g['scales'][1]} {fmt_iv(g['slope'], g['lo'], g['hi'], 3)}"
+                               for g in segments) + "), so the slope summarises a bent path")
         out.append({"name": t["name"], "axis": t["axis"], "scales": list(t["scales"]), **s.as_dict(),
-                    "verdict": verdict, "evidence": ev, "margin": tr.SLOPE_MARGIN})
+                    "verdict": verdict, "evidence": ev, "margin": tr.SLOPE_MARGIN, "segments": segments,
+                    "straight": straight})
+    return out
+
+
+AXIS_WORDS = {"params": "parameters", "tokens_per_param": "tokens per parameter"}
+
+
+def _trend_point(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]],
+                 name: str, axis: str) -> tuple[float, Any, Any]:
+    c = cells[name]
+    ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec['reference']}")
+    x, y = tr.cell_points(cell_arms[name], ref.kind)
+    value = c["params_non_embedding"] if axis == "params" else c["tokens"] / c["params_non_embedding"]
+    return float(value), x, y
+
+
+def _on_one_line(segments: list[dict[str, Any]]) -> bool | None:
+    """False when two segments' intervals are disjoint (the vertices are not on one line), True
+    when every pair overlaps, None with fewer than two bounded segments."""
+    bounded = [s for s in segments if math.isfinite(s["lo"]) and math.isfinite(s["hi"])]
+    if len(bounded) < 2:
+        return None
+    return all(a["lo"] <= b["hi"] and b["lo"] <= a["hi"] for i, a in enumerate(bounded) for b in bounded[i + 1:])
+
+
+def equal_token_pairs(spec: dict[str, Any], cells: dict[str, dict[str, Any]],
+                      cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
+    """Cells trained on the same tokens (hence the same steps) at different sizes, smaller first:
+    the slope between them along parameters isolates size from training length. A diagnostic
+    found in the data, not a pre-registered comparison."""
+    names = [s["name"] for s in spec.get("scales") or []]
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ca, cb = cells[a], cells[b]
+            if ca["tokens"] and ca["tokens"] == cb["tokens"] and ca["params_non_embedding"] != cb["params_non_embedding"]:
+                lo_hi = sorted((a, b), key=lambda n: cells[n]["params_non_embedding"])
+                small, big = (_trend_point(spec, cells, cell_arms, n, "params") for n in lo_hi)
+                out.append({"scales": lo_hi, "tokens": ca["tokens"], **tr.segment(small, big).as_dict()})
     return out
 
 
@@ -337,7 +379,7 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
     decide_at = str(spec.get("decide_at") or (scales[-1]["name"] if scales else ""))
     reference = f"{decide_at}.{spec['reference']}" if scales else spec["reference"]
     base: dict[str, Any] = {"spec": spec, "record": record, "reference": reference, "arms": arm_table(arms),
-                            "excluded": excluded_runs(arms), "arm_objects": arms, "cells": [], "trends": []}
+                            "excluded": excluded_runs(arms), "arm_objects": arms, "cells": [], "trends": [], "equal_tokens": []}
     if not scales:
         found = analyse_arms(spec, arms, record)
         return {**base, "scale": scale(record, arms, reference), **found}
@@ -356,6 +398,7 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
         if sc["name"] == decide_at:
             decided = found
     base["trends"] = trends(spec, cells, cell_arms)
+    base["equal_tokens"] = equal_token_pairs(spec, cells, cell_arms)
     return {**base, "scale": scale(record, cell_arms[decide_at], reference), **decided}
 
 

@@ -156,6 +156,26 @@ def _trends(result: dict[str, Any]) -> dict[str, Any]:
                  [False, False, False, True, True, False])
 
 
+def _diagnostics(result: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Not pre-registered: the slope between adjacent cells of each trend, and between cells
+    trained on the same tokens at different sizes."""
+    rows = [[f"{t['name']}: {a} to {b}", t["axis"], interval(s["slope"], s["lo"], s["hi"], 3)]
+            for t in result["trends"] for s in t.get("segments", []) for a, b in [s["scales"]]]
+    rows += [[f"same tokens ({e['tokens']:,}): {a} to {b}", "params", interval(e["slope"], e["lo"], e["hi"], 3)]
+             for e in result.get("equal_tokens", []) for a, b in [e["scales"]]]
+    if not rows:
+        return [], []
+    text = ["Diagnostics, not pre-registered (they do not change a verdict): the change in log2(best ratio) per "
+            "doubling between each pair of adjacent cells of a trend (each cell's own parabola, the same "
+            "bootstrap), and between cells trained on the same tokens and steps at different sizes, which "
+            "separates size from training length."]
+    text += [f"The {t['name']} trend's adjacent segments have disjoint intervals: its best ratios do not lie on "
+             f"one line in log2({t['axis']}), so its single slope summarises a bent path and predicts nothing "
+             "between or beyond its cells." for t in result["trends"] if t.get("straight") is False]
+    return text, [table(["between cells", "axis", "change in log2(best ratio) per doubling (95%)"], rows,
+                        [False, False, True])]
+
+
 def excluded_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return table(["run", "arm", "seed", "why it is left out"], [[r["run"], r["arm"], r["seed"], r["reason"]]
                                                                  for r in rows])
@@ -172,6 +192,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     margin = spec.get("margin", DEFAULT_MARGIN)
     sections = []
     if result["trends"] or result["cells"]:
+        diag_text, diag_tables = _diagnostics(result)
         sections.append(section("trends", "How the best ratio moves", [
             "Each cell's best raw ratio is the minimum of a parabola in log2(ratio) fitted to every run's final "
             "loss, with Fieller's 95% interval (unbounded when the curvature is not significant) and the "
@@ -179,8 +200,8 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
             "log2(best ratio) against log2 of its axis, with a parametric bootstrap interval over runs; the "
             "claim that the best ratio does not change along the axis holds when the interval lies within "
             f"+/-{SLOPE_MARGIN} per doubling, and is false when it excludes 0. The verdict cards above come from "
-            f"cell {ref.split('.')[0]}."], ([_trends(result)] if result["trends"] else []) + _cells(result),
-            ["scale_trend.png"]))
+            f"cell {ref.split('.')[0]}.", *diag_text], ([_trends(result)] if result["trends"] else []) + diag_tables
+            + _cells(result), ["scale_trend.png"]))
         for t in result["cells"]:
             cell_dec = list((t.get("loss_model") or {}).get("comparisons", []))
             cell_dec += [v["numbers"]["decision"] for v in t["claims"].values() if "decision" in v.get("numbers", {})]

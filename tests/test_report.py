@@ -92,6 +92,26 @@ def test_a_scale_sweep_reports_its_trend(tmp_path):
     assert len(runs) == 1 + 16  # every run of both sizes is exported, not only the last size's
 
 
+def test_provenance_gives_each_cells_tokens_and_keeps_the_dirty_mark(tmp_path):
+    from ffnlab.experiments.report import short_commit
+
+    arms = {f"{sc}.gelu-r{r}": (0.0, 1.0) for sc in ("s1", "s2") for r in (1, 4)}
+    fake_sweep(tmp_path, arms, 2, 0.002, claims=["ratio_optimal"])
+    record = json.loads((tmp_path / "sweep.json").read_text())
+    record["spec"]["scales"] = [{"name": "s1", "model": {}}, {"name": "s2", "model": {}}]
+    (tmp_path / "sweep.json").write_text(json.dumps(record))
+    for r in record["runs"]:  # s2 trains on four times s1's tokens, as a size cell at fixed tokens/param
+        path = tmp_path / "runs" / r["run"] / "summary.json"
+        summary = json.loads(path.read_text())
+        summary["tokens"] = 4096 * (4 if r["arm"].startswith("s2.") else 1)
+        summary["ffnlab_commit"] = "0123456789abcdef0123-dirty" if r["arm"].startswith("s2.") else "f" * 40
+        path.write_text(json.dumps(summary))
+    md = write_report(tmp_path, tmp_path / "report")["markdown"].read_text()
+    assert "4,096 to 16,384 training tokens per run (by cell)" in md
+    assert "0123456789ab-dirty, ffffffffffff" in md
+    assert short_commit("unknown") == "unknown"
+
+
 def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     import math
 

@@ -41,7 +41,8 @@ def provenance(result: dict[str, Any]) -> list[tuple[str, str]]:
 
     runs = [r for a in result["arm_objects"] for r in a.runs + a.excluded]
     first = runs[0].summary if runs else {}
-    commits = sorted({str(r.summary.get("ffnlab_commit", "unknown"))[:12] for r in runs})
+    commits = sorted({short_commit(str(r.summary.get("ffnlab_commit", "unknown"))) for r in runs})
+    tokens = sorted({int(r.summary.get("tokens") or 0) for r in runs})
     wall = sum(float(r.summary.get("wall_s", 0.0)) for r in runs)
     device = first.get("device") or "?"
     cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
@@ -49,13 +50,20 @@ def provenance(result: dict[str, Any]) -> list[tuple[str, str]]:
         ("runs", f"{len(runs)} ({sum(len(a.excluded) for a in result['arm_objects'])} left out by the rule)"),
         ("training", f"{_duration(wall)} of run time in all (summed over runs; parallel runs overlap), on {device}"),
         ("trained by ffnlab commit(s)", ", ".join(commits)),
-        ("report written by", f"ffnlab commit {str(git_commit())[:12]} on {time.strftime('%Y-%m-%d')}"),
+        ("report written by", f"ffnlab commit {short_commit(git_commit())} on {time.strftime('%Y-%m-%d')}"),
         ("machine writing the report", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s)"
                                        + (f", GPU {cuda}" if cuda else "") + f"; {platform.platform()}"),
         ("software", f"torch {torch.__version__}, Python {platform.python_version()}"),
         ("data", f"corpus {result['spec']['base'].get('data', {}).get('corpus', 'shakespeare')}, "
-                 f"{first.get('tokenizer', '?')} tokenizer, {first.get('tokens', 0):,} training tokens per run"),
+                 f"{first.get('tokenizer', '?')} tokenizer, "
+                 + (f"{tokens[0]:,}" if len(tokens) == 1 else f"{tokens[0]:,} to {tokens[-1]:,}" if tokens else "0")
+                 + " training tokens per run" + (" (by cell)" if len(tokens) > 1 else "")),
     ]
+
+
+def short_commit(commit: str) -> str:
+    """A commit as people quote it (12 hex digits), keeping the -dirty mark of local edits."""
+    return commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
 
 
 def figures(result: dict[str, Any]) -> dict[str, bytes]:

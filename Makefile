@@ -43,7 +43,7 @@ demo: $(BASE)
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m mypy
-	$(PY) -m pytest -q -n auto
+	$(PY) -m pytest -q -n auto --durations=10
 
 # Regenerate the command outputs shown in README.md and docs/ (tests/test_docs_blocks.py checks them).
 docs: $(BASE)

@@ -13,7 +13,9 @@ import pytest
 from ffnlab.experiments import verdicts as vd
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
-KEPT = sorted(p.parent for p in RESULTS.glob("*/.ffnlab-report"))
+KEPT_ALL = sorted(p.parent for p in RESULTS.glob("*/.ffnlab-report"))
+KEPT = [p for p in KEPT_ALL if (p / "sweep.json").is_file()]  # loss sweeps (capacity reports: per budget)
+CAPACITY = [p for p in KEPT_ALL if (p / "capacity.json").is_file()]
 PAIRS = ("glu_vs_plain", "gated_law")
 
 
@@ -26,8 +28,47 @@ def final_losses(folder: Path) -> dict[str, list[float]]:
     return groups
 
 
+def page_reads_in_a_browser(html: Path) -> None:
+    """The rebuilt page in headless Chromium, where there is one: every figure decodes and nothing
+    scrolls sideways, on a desktop and on a phone-sized window."""
+    from ffnlab.experiments.browser import check_in_browser, find_browser
+
+    if find_browser() is None:
+        return  # the rebuild itself is still checked; tests/test_report.py reports the skip
+    for width in (1280, 500):
+        check = check_in_browser(html, width=width)
+        assert check is not None and check["undecoded"] == [] and check["images"] >= 1, (width, check)
+        assert check["scroll_width"] <= check["viewport_width"], (html, width, check)
+
+
 def test_there_are_kept_reports():
-    assert {p.name for p in KEPT} >= {"golden-quick", "gated-law"}
+    assert {p.name for p in KEPT} >= {"golden-quick", "gated-law", "scale-trend"}
+    assert {p.name for p in CAPACITY} >= {"capacity"}
+    assert set(KEPT) | set(CAPACITY) == set(KEPT_ALL)  # every kept report is checked by one test below
+
+
+@pytest.mark.parametrize("folder", CAPACITY, ids=lambda p: p.name)
+def test_a_capacity_report_rebuilds_from_its_kept_measures(folder, tmp_path):
+    """Each run's summary.json and capacity.json are kept (no checkpoints): the analysis reruns
+    on them to the same claims, and every arm's mean bits/param is the mean of its runs' measures."""
+    from ffnlab.experiments.capacity_report import write_report
+
+    paths = write_report(folder, tmp_path / "again")
+    again = json.loads(paths["claims"].read_text())
+    kept = json.loads((folder / "claims.json").read_text())
+    assert {k: (v["verdict"], v["evidence"]) for k, v in again.items()} == \
+        {k: (v["verdict"], v["evidence"]) for k, v in kept.items()}
+    page_reads_in_a_browser(paths["html"])
+    per_run: dict[tuple[str, str], list[float]] = {}
+    for measure in folder.glob("*/runs/*/capacity.json"):
+        budget, run = measure.parts[-4], measure.parts[-2]
+        per_run.setdefault((budget, run.rsplit("-s", 1)[0]), []).append(
+            json.loads(measure.read_text())["bits_per_param"])
+    arms = json.loads((folder / "capacity.json").read_text())["arms"]
+    assert len(arms) == len(per_run) > 0
+    for a in arms:
+        got = per_run[(a["budget"], a["arm"])]
+        assert len(got) == a["n_seeds"] and sum(got) / len(got) == pytest.approx(a["bits_per_param"], rel=1e-12)
 
 
 @pytest.mark.parametrize("folder", KEPT, ids=lambda p: p.name)
@@ -102,3 +143,4 @@ def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_pa
     kept = json.loads((folder / "claims.json").read_text())
     assert {k: (v["verdict"], v["evidence"]) for k, v in again.items()} == \
         {k: (v["verdict"], v["evidence"]) for k, v in kept.items()}
+    page_reads_in_a_browser(paths["html"])

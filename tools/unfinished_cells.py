@@ -7,7 +7,7 @@ do not depend on the other cells, so this script runs ffnlab's own analysis
 cells, and prints those figures; the headline verdicts of the preset's ``decide_at`` cell are
 left to the full report.
 
-    python tools/unfinished_cells.py sweeps/scale-trend   
+    python tools/unfinished_cells.py sweeps/scale-trend    # while the sweep still runs
 """
 
 from __future__ import annotations

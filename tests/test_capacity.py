@@ -268,3 +268,27 @@ def test_capacity_cli_errors(tmp_path):
     assert_usage_error(run("capacity", "report", str(tmp_path)), "no sweep.json")
     assert_usage_error(run("capacity", "run", "no-such-preset"), "no capacity preset")
     assert_usage_error(run("sweep", "capacity"), "ffnlab capacity run capacity")
+
+
+def test_a_capacity_cache_is_matched_to_its_run_by_content_not_by_file_times(tmp_path):
+    import os
+
+    from ffnlab.experiments.capacity_analysis import _cached
+    from ffnlab.training.capacity import summary_fingerprint
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "summary.json").write_text('{"status": "finished", "final_val_loss": 1.0}')
+    measure = {"trained": {"bits": 10.0, "fraction": 0.1, "entropy_bits": 100.0}, "heldout": {"bits": 0.0},
+               "bits_per_param": 0.01, "bits_per_param_total": 0.009, "exposures": 300.0}
+    (run / "capacity.json").write_text(json.dumps(measure | {"summary_sha256": summary_fingerprint(run)}))
+    os.utime(run / "capacity.json", (1_000_000, 1_000_000))  # older than the summary, as after a git checkout
+    assert _cached(run, remeasure=False)["bits_per_param"] == 0.01
+    assert _cached(run, remeasure=True) is None
+    (run / "summary.json").write_text('{"status": "finished", "final_val_loss": 0.9}')  # the run was retrained
+    assert _cached(run, remeasure=False) is None
+    # an older cache without the fingerprint still follows the file times
+    (run / "capacity.json").write_text(json.dumps(measure))
+    assert _cached(run, remeasure=False) is not None  # written after the summary
+    os.utime(run / "capacity.json", (1_000_000, 1_000_000))
+    assert _cached(run, remeasure=False) is None

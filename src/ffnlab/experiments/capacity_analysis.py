@@ -27,7 +27,7 @@ from ffnlab.experiments.stats import mean_ci
 from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.files import check_inside, read_mapping
 from ffnlab.sizing.kinds import get_kind
-from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run
+from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run, summary_fingerprint
 from ffnlab.validation import number
 
 EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
@@ -66,13 +66,20 @@ def sweep_folders(root: Path) -> list[Path]:
 
 
 def _cached(run: Path, remeasure: bool) -> dict[str, Any] | None:
-    """A run's ``capacity.json`` if it is newer than the run's summary and complete, else None
-    (measured again: truncated by a kill, edited, absent)."""
+    """A run's ``capacity.json`` if it measured this run and is complete, else None (measured
+    again: truncated by a kill, edited, absent, or from before the run was retrained). A cache
+    that carries the SHA-256 of the summary it measured is matched by content, so it survives a
+    copy or a git checkout (a kept report); an older one without it must be newer than the summary."""
     path, summary = run / "capacity.json", run / "summary.json"
     try:
-        if remeasure or path.stat().st_mtime < summary.stat().st_mtime:
+        if remeasure:
             return None
         r = read_mapping(path, "capacity cache", fmt="JSON")
+        if "summary_sha256" in r:
+            if r["summary_sha256"] != summary_fingerprint(run):
+                return None
+        elif path.stat().st_mtime < summary.stat().st_mtime:
+            return None
         for v in (r["trained"]["bits"], r["trained"]["fraction"], r["trained"]["entropy_bits"], r["heldout"]["bits"],
                   r["bits_per_param"], r["bits_per_param_total"], r["exposures"]):
             number(v, str(path), 0, text_ok=False)

@@ -101,6 +101,15 @@ def measure_logits(logits_fn: LogitsFn, bank: FactBank, *, device: str = "cpu") 
     return out
 
 
+def summary_fingerprint(run: Path) -> str | None:
+    """SHA-256 of a run's ``summary.json`` (None without one): a ``capacity.json`` carrying it
+    measured that very run, whatever the files' times after a copy or a git checkout."""
+    import hashlib
+
+    path = run / "summary.json"
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
 def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str, Any]:
     """Measure an ffnlab run trained on a facts corpus; cached as ``RUN/capacity.json``."""
     from ffnlab.training import runconfig
@@ -130,6 +139,7 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str,
         "bits_per_param": bits / params["non_embedding"], "bits_per_param_total": bits / params["total"],
         "tokens": tokens, "corpus_train_tokens": train_tokens, "exposures": tokens / train_tokens,
         "final_val_loss": summary.get("final_val_loss"), "final_train_loss": summary.get("final_train_loss"),
+        "summary_sha256": summary_fingerprint(run),
     }
     if checkpoint is None:
         write_atomic(run / "capacity.json", json.dumps(result, indent=1))  # atomic: a kill leaves no torn cache

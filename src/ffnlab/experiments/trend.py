@@ -118,9 +118,23 @@ def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[fl
         return np.concatenate([y - p[i] - np.exp(p[k + i]) * (x - m - sl * z[i]) ** 2
                                for i, (_, x, y) in enumerate(cells)])
 
+    def jac(p: np.ndarray) -> np.ndarray:  # the residuals' derivatives, exact (no finite differences)
+        m, sl = p[2 * k], p[2 * k + 1]
+        rows = []
+        for i, (_, x, _) in enumerate(cells):
+            u = x - m - sl * z[i]
+            c = np.exp(p[k + i])
+            block = np.zeros((x.size, 2 * k + 2))
+            block[:, i] = -1.0
+            block[:, k + i] = -c * u * u
+            block[:, 2 * k] = 2 * c * u
+            block[:, 2 * k + 1] = 2 * c * u * z[i]
+            rows.append(block)
+        return np.vstack(rows)
+
     p0 = np.asarray([*start_a, *start_c, float(vert_arr.mean()), s0])
     try:
-        res = optimize.least_squares(resid, p0, method="trf", max_nfev=2000)
+        res = optimize.least_squares(resid, p0, jac=jac, method="lm", max_nfev=2000)
     except (ValueError, FloatingPointError):
         return None
     if not res.success or not np.all(np.isfinite(res.x)):

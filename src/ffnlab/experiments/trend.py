@@ -67,8 +67,13 @@ def _pow2(v: float) -> float:
     return 2.0 ** v if v < 1000 else math.inf
 
 
+def _design(x: np.ndarray) -> np.ndarray:
+    """Columns 1, x, x^2 of a parabola in x."""
+    return np.column_stack([np.ones(x.size), x, x * x])
+
+
 def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
-    design = np.column_stack([np.ones(x.size), x, x * x])
+    design = _design(x)
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
     return coef, float(resid @ resid) / max(1, x.size - 3)
@@ -165,13 +170,18 @@ def slope(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = 
             failed += 1
             continue
         slopes.append(got[0])
-    tail = (1 - level) / 2
-    share = failed / n_boot
     value = point[0] if point else math.nan
-    if point is None or share > tail / 2 or not slopes:
-        return Slope(value, -math.inf, math.inf, share, len(cells))
-    lo, hi = np.quantile(np.asarray(slopes), [tail, 1 - tail])
-    return Slope(value, float(lo), float(hi), share, len(cells))
+    return _percentile_slope(value, np.asarray(slopes), failed / n_boot, level, len(cells))
+
+
+def _percentile_slope(value: float, draws: np.ndarray, failed_share: float, level: float, cells: int) -> Slope:
+    """The percentile interval of the bootstrap ``draws``; unbounded when the point estimate is
+    missing or more than half the tail probability of redraws failed."""
+    tail = (1 - level) / 2
+    if not math.isfinite(value) or failed_share > tail / 2 or draws.size == 0:
+        return Slope(value, -math.inf, math.inf, failed_share, cells)
+    lo, hi = np.quantile(draws, [tail, 1 - tail])
+    return Slope(value, float(lo), float(hi), failed_share, cells)
 
 
 def segment(a: tuple[float, np.ndarray, np.ndarray], b: tuple[float, np.ndarray, np.ndarray],
@@ -187,19 +197,14 @@ def segment(a: tuple[float, np.ndarray, np.ndarray], b: tuple[float, np.ndarray,
     rng = np.random.default_rng(seed)
     point, boots = [], []
     for _, x, y in (a, b):
-        design = np.column_stack([np.ones(x.size), x, x * x])
+        design = _design(x)
         coef, s2 = _fit(x, y)
         point.append(_vertex(coef[None, :])[0])
         ys = (design @ coef)[:, None] + rng.normal(0.0, math.sqrt(s2), (x.size, n_boot))
         boots.append(_vertex(np.linalg.lstsq(design, ys, rcond=None)[0].T))
-    value = float((point[1] - point[0]) / dz)
     ok = np.isfinite(boots[0]) & np.isfinite(boots[1])
-    share = 1.0 - float(ok.mean())
-    tail = (1 - level) / 2
-    if not math.isfinite(value) or share > tail / 2:
-        return Slope(value, -math.inf, math.inf, share, 2)
-    lo, hi = np.quantile((boots[1][ok] - boots[0][ok]) / dz, [tail, 1 - tail])
-    return Slope(value, float(lo), float(hi), share, 2)
+    return _percentile_slope(float((point[1] - point[0]) / dz), (boots[1][ok] - boots[0][ok]) / dz,
+                             1.0 - float(ok.mean()), level, 2)
 
 
 def _vertex(coef: np.ndarray) -> np.ndarray:

@@ -93,7 +93,7 @@ def test_a_scale_sweep_reports_its_trend(tmp_path):
 
 
 def test_provenance_gives_each_cells_tokens_and_keeps_the_dirty_mark(tmp_path):
-    from ffnlab.experiments.report import short_commit
+    from ffnlab.provenance import short_commit
 
     arms = {f"{sc}.gelu-r{r}": (0.0, 1.0) for sc in ("s1", "s2") for r in (1, 4)}
     fake_sweep(tmp_path, arms, 2, 0.002, claims=["ratio_optimal"])

@@ -17,3 +17,8 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
+
+
+def short_commit(commit: str) -> str:
+    """A commit as people quote it (12 hex digits), keeping :func:`git_commit`'s -dirty mark."""
+    return commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")

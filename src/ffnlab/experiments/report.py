@@ -24,7 +24,7 @@ from ffnlab.experiments.report_model import FIGURE_TITLES, report_model
 from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
 from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
-from ffnlab.provenance import git_commit
+from ffnlab.provenance import git_commit, short_commit
 
 MARKER = ".ffnlab-report"
 
@@ -55,15 +55,15 @@ def provenance(result: dict[str, Any]) -> list[tuple[str, str]]:
                                        + (f", GPU {cuda}" if cuda else "") + f"; {platform.platform()}"),
         ("software", f"torch {torch.__version__}, Python {platform.python_version()}"),
         ("data", f"corpus {result['spec']['base'].get('data', {}).get('corpus', 'shakespeare')}, "
-                 f"{first.get('tokenizer', '?')} tokenizer, "
-                 + (f"{tokens[0]:,}" if len(tokens) == 1 else f"{tokens[0]:,} to {tokens[-1]:,}" if tokens else "0")
-                 + " training tokens per run" + (" (by cell)" if len(tokens) > 1 else "")),
+                 f"{first.get('tokenizer', '?')} tokenizer, {_tokens_per_run(tokens)}"),
     ]
 
 
-def short_commit(commit: str) -> str:
-    """A commit as people quote it (12 hex digits), keeping the -dirty mark of local edits."""
-    return commit[:12] + ("-dirty" if commit.endswith("-dirty") else "")
+def _tokens_per_run(tokens: list[int]) -> str:
+    """Training tokens per run: one figure, or the range over a scale sweep's cells."""
+    if len(tokens) > 1:
+        return f"{tokens[0]:,} to {tokens[-1]:,} training tokens per run (by cell)"
+    return f"{tokens[0] if tokens else 0:,} training tokens per run"
 
 
 def figures(result: dict[str, Any]) -> dict[str, bytes]:

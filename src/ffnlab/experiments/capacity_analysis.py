@@ -21,14 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import FfnlabError, require
+from ffnlab.errors import require
 from ffnlab.experiments import verdicts as vd
 from ffnlab.experiments.stats import mean_ci
 from ffnlab.experiments.sweep_record import load_sweep
-from ffnlab.files import check_inside, read_mapping
+from ffnlab.files import check_inside
 from ffnlab.sizing.kinds import get_kind
-from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, measure_run, summary_fingerprint
-from ffnlab.validation import number
+from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, cached_measure, measure_run
 
 EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
 UNIT = "bits/param"
@@ -66,26 +65,9 @@ def sweep_folders(root: Path) -> list[Path]:
 
 
 def _cached(run: Path, remeasure: bool) -> dict[str, Any] | None:
-    """A run's ``capacity.json`` if it measured this run and is complete, else None (measured
-    again: truncated by a kill, edited, absent, or from before the run was retrained). A cache
-    that carries the SHA-256 of the summary it measured is matched by content, so it survives a
-    copy or a git checkout (a kept report); an older one without it must be newer than the summary."""
-    path, summary = run / "capacity.json", run / "summary.json"
-    try:
-        if remeasure:
-            return None
-        r = read_mapping(path, "capacity cache", fmt="JSON")
-        if "summary_sha256" in r:
-            if r["summary_sha256"] != summary_fingerprint(run):
-                return None
-        elif path.stat().st_mtime < summary.stat().st_mtime:
-            return None
-        for v in (r["trained"]["bits"], r["trained"]["fraction"], r["trained"]["entropy_bits"], r["heldout"]["bits"],
-                  r["bits_per_param"], r["bits_per_param_total"], r["exposures"]):
-            number(v, str(path), 0, text_ok=False)
-        return r
-    except (OSError, FfnlabError, KeyError, TypeError):
-        return None
+    """The run's cached measure (:func:`ffnlab.training.capacity.cached_measure`), unless asked to
+    measure again."""
+    return None if remeasure else cached_measure(run)
 
 
 def measure_sweep(folder: Path, *, remeasure: bool = False, root: Path | None = None) -> list[ArmCapacity]:

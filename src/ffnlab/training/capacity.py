@@ -23,9 +23,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_mapping, write_atomic
 from ffnlab.training.corpus.facts import PREFIX, Fact, FactBank, make_bank, parse_spec
+from ffnlab.validation import number
 
 if TYPE_CHECKING:
     import torch
@@ -108,6 +109,28 @@ def summary_fingerprint(run: Path) -> str | None:
 
     path = run / "summary.json"
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def cached_measure(run: Path) -> dict[str, Any] | None:
+    """The ``capacity.json`` that :func:`measure_run` wrote, if it measured this run and is
+    complete, else None (measure again: truncated by a kill, edited, absent, or from before the run
+    was retrained). A cache carrying the SHA-256 of the summary it measured is matched by content,
+    so it survives a copy or a git checkout (a kept report); an older one without it must be newer
+    than the summary."""
+    path, summary = run / "capacity.json", run / "summary.json"
+    try:
+        r = read_mapping(path, "capacity cache", fmt="JSON")
+        if "summary_sha256" in r:
+            if r["summary_sha256"] != summary_fingerprint(run):
+                return None
+        elif path.stat().st_mtime < summary.stat().st_mtime:
+            return None
+        for v in (r["trained"]["bits"], r["trained"]["fraction"], r["trained"]["entropy_bits"], r["heldout"]["bits"],
+                  r["bits_per_param"], r["bits_per_param_total"], r["exposures"]):
+            number(v, str(path), 0, text_ok=False)
+        return r
+    except (OSError, FfnlabError, KeyError, TypeError):
+        return None
 
 
 def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str, Any]:

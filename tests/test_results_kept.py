@@ -28,6 +28,15 @@ def final_losses(folder: Path) -> dict[str, list[float]]:
     return groups
 
 
+def rebuilt_like_kept(paths: dict[str, Path], folder: Path) -> None:
+    """A report rebuilt from a kept folder states the kept verdicts and evidence, and its page reads."""
+    again = json.loads(paths["claims"].read_text())
+    kept = json.loads((folder / "claims.json").read_text())
+    assert {k: (v["verdict"], v["evidence"]) for k, v in again.items()} == \
+        {k: (v["verdict"], v["evidence"]) for k, v in kept.items()}
+    page_reads_in_a_browser(paths["html"])
+
+
 def page_reads_in_a_browser(html: Path) -> None:
     """The rebuilt page in headless Chromium, where there is one: every figure decodes and nothing
     scrolls sideways, on a desktop and on a phone-sized window."""
@@ -54,11 +63,7 @@ def test_a_capacity_report_rebuilds_from_its_kept_measures(folder, tmp_path):
     from ffnlab.experiments.capacity_report import write_report
 
     paths = write_report(folder, tmp_path / "again")
-    again = json.loads(paths["claims"].read_text())
-    kept = json.loads((folder / "claims.json").read_text())
-    assert {k: (v["verdict"], v["evidence"]) for k, v in again.items()} == \
-        {k: (v["verdict"], v["evidence"]) for k, v in kept.items()}
-    page_reads_in_a_browser(paths["html"])
+    rebuilt_like_kept(paths, folder)
     per_run: dict[tuple[str, str], list[float]] = {}
     for measure in folder.glob("*/runs/*/capacity.json"):
         budget, run = measure.parts[-4], measure.parts[-2]
@@ -139,8 +144,4 @@ def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_pa
         runs = [row["run"] for row in csv.DictReader(fh)]
     assert all((folder / "runs" / run / "metrics.jsonl").is_file() for run in runs)
     paths = write_report(folder, tmp_path / "again")
-    again = json.loads(paths["claims"].read_text())
-    kept = json.loads((folder / "claims.json").read_text())
-    assert {k: (v["verdict"], v["evidence"]) for k, v in again.items()} == \
-        {k: (v["verdict"], v["evidence"]) for k, v in kept.items()}
-    page_reads_in_a_browser(paths["html"])
+    rebuilt_like_kept(paths, folder)

@@ -357,15 +357,13 @@ def equal_token_pairs(spec: dict[str, Any], cells: dict[str, dict[str, Any]],
     """Cells trained on the same tokens (hence the same steps) at different sizes, smaller first:
     the slope between them along parameters isolates size from training length. A diagnostic
     found in the data, not a pre-registered comparison."""
-    names = [s["name"] for s in spec.get("scales") or []]
     out = []
-    for i, a in enumerate(names):
-        for b in names[i + 1:]:
-            ca, cb = cells[a], cells[b]
-            if ca["tokens"] and ca["tokens"] == cb["tokens"] and ca["params_non_embedding"] != cb["params_non_embedding"]:
-                lo_hi = sorted((a, b), key=lambda n: cells[n]["params_non_embedding"])
-                small, big = (_trend_point(spec, cells, cell_arms, n, "params") for n in lo_hi)
-                out.append({"scales": lo_hi, "tokens": ca["tokens"], **tr.segment(small, big).as_dict()})
+    for a, b in itertools.combinations([s["name"] for s in spec.get("scales") or []], 2):
+        ca, cb = cells[a], cells[b]
+        if ca["tokens"] and ca["tokens"] == cb["tokens"] and ca["params_non_embedding"] != cb["params_non_embedding"]:
+            lo_hi = sorted((a, b), key=lambda n: cells[n]["params_non_embedding"])
+            small, big = (_trend_point(spec, cells, cell_arms, n, "params") for n in lo_hi)
+            out.append({"scales": lo_hi, "tokens": ca["tokens"], **tr.segment(small, big).as_dict()})
     return out
 
 

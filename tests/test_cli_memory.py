@@ -121,5 +121,45 @@ def test_size_whole_model_flags_need_n_layers_and_one_memory_figure() -> None:
     assert "model states (weights + gradients + optimizer)" in p.stdout
     out = run_json("size", "--d-model", "768", "--ratio", "4", "--n-layers", "2", "--dp", "4", "--zero", "3")
     mem = out["model"]["memory"]
-    assert mem["training_total_bytes"] == mem["states_bytes"] + mem["activations_bytes"] + mem["working_bytes"]
+    assert mem["terms_sum_bytes"] == mem["states_bytes"] + mem["activations_bytes"] + mem["working_bytes"]
+    assert mem["training_total_bytes"] == mem["peak_bytes"] < mem["terms_sum_bytes"]
+    assert "total" not in out["model"]["training_memory_bytes"]  # one training figure: the peak
     assert mem["working_bytes"] > 0 and mem["engine"] == "PyTorch FSDP (fully_shard)"
+
+
+def test_step_peak_flags_reach_the_json_and_the_peak_moves() -> None:
+    base = ("size", "--d-model", "4096", "--ffn", "swiglu", "--rule", "llama", "--n-layers", "32", "--n-heads", "32",
+            "--n-kv-heads", "8", "--vocab", "128256", "--untied", "--batch", "4")
+    full = run_json(*base, "--optimizer-impl", "fused")["model"]["memory"]
+    fused = run_json(*base, "--optimizer-impl", "fused", "--loss", "fused")["model"]["memory"]
+    assert full["peak_moment"] == "loss backward" and fused["peak_moment"] != "loss backward"
+    assert full["step"] == {"loss": "full", "loss_chunks": 8, "logits_held": True, "optimizer_impl": "fused",
+                            "grad_accum": 1, "recompute_every": 1}
+    # the full loss holds 4 x 2048 tokens x 128,256 logits (bf16) and three fp32 tensors of that size
+    assert full["peak_bytes"] - fused["peak_bytes"] > 4 * 2048 * 128256 * 10
+    accum = run_json(*base, "--optimizer-impl", "fused", "--grad-accum", "4")["model"]["memory"]
+    assert accum["peak_bytes"] == full["peak_bytes"] + full["gradients_bytes"]  # every gradient alive in forward
+
+
+def test_size_prints_the_peak_with_its_moment_and_the_sum_as_a_sum() -> None:
+    p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--format", "markdown")
+    assert p.returncode == 0
+    assert "| training: peak of the step, at " in p.stdout
+    assert "| training: sum of the terms (not all alive at once) |" in p.stdout
+    assert "training: total" not in p.stdout
+
+
+def test_bad_step_flags_get_one_line_and_exit_2() -> None:
+    for flag, value in (("--loss", "sampled"), ("--optimizer-impl", "magic"), ("--grad-accum", "0"),
+                        ("--recompute-every", "0"), ("--loss-chunks", "-1")):
+        assert_usage_error(run("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", flag, value), flag)
+
+
+def test_fit_decides_with_the_peak_and_names_its_moment() -> None:
+    out = run_json("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100")
+    best = out["best"]
+    assert best["per_gpu_bytes"] < best["terms_sum_bytes"]
+    assert best["peak_moment"] == "optimizer step"  # foreach AdamW's square roots beside every state
+    assert sum(a["bytes"] for a in best["peak_alive"]) == best["per_gpu_bytes"]
+    p = run("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100")
+    assert "peak of the step:" in p.stdout and "at optimizer step" in p.stdout

@@ -178,6 +178,11 @@ def test_several_untranslated_files_in_one_audit(tmp_path, capsys):
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)
     assert [r["d_ff"] for r in rows] == [96, 128] and all(r["memory"]["kv_cache_bytes"] > 0 for r in rows)
+    # no activation model for these layers: no training total at all, rather than one without them
+    for r in rows:
+        mem = r["memory"]
+        assert mem["training_total_bytes"] is None and mem["peak_bytes"] is None and mem["terms_sum_bytes"] is None
+        assert mem["states_bytes"] > 0 and "no training peak" in mem["note"]
 
 
 def test_the_fallback_says_so_on_a_terminal(tmp_path):

@@ -237,7 +237,8 @@ def test_memory_summary_contract() -> None:
     for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes"):
         assert isinstance(m[key], int)
     assert m["kv_cache_bytes"] == GiB
-    assert m["training_total_bytes"] == sum(m[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes",
+    assert m["training_total_bytes"] == m["peak_bytes"] <= m["terms_sum_bytes"]
+    assert m["terms_sum_bytes"] == sum(m[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes",
                                                            "activations_bytes"))
 
 

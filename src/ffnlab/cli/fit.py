@@ -10,6 +10,11 @@ from ffnlab import render
 from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app, check_format
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
+    GRAD_ACCUM_OPTION,
+    LOSS_CHUNKS_OPTION,
+    LOSS_OPTION,
+    OPTIMIZER_IMPL_OPTION,
+    RECOMPUTE_EVERY_OPTION,
     BATCH_OPTION,
     DROPOUT_OPTION,
     GRAD_DTYPE_OPTION,
@@ -20,6 +25,7 @@ from ffnlab.cli.memory_view import (
     RECOMPUTE_OPTION,
     RESHARD_OPTION,
     TERM_COLS,
+    peak_alive_text,
     WEIGHTS_DTYPE_OPTION,
     ZERO3_OPTION,
     check_seq_len,
@@ -98,6 +104,11 @@ def fit(
     zero3: str = ZERO3_OPTION,
     prefetch: int = PREFETCH_OPTION,
     reshard_after_forward: bool = RESHARD_OPTION,
+    loss: str = LOSS_OPTION,
+    loss_chunks: int = LOSS_CHUNKS_OPTION,
+    optimizer_impl: str = OPTIMIZER_IMPL_OPTION,
+    grad_accum: int = GRAD_ACCUM_OPTION,
+    recompute_every: int = RECOMPUTE_EVERY_OPTION,
     kv_dtype: str = KV_DTYPE_OPTION,
     weights_dtype: str = WEIGHTS_DTYPE_OPTION,
     group_size: int = GROUP_SIZE_OPTION,
@@ -141,7 +152,8 @@ def fit(
     mem = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                          weights_dtype=weights_dtype, group_size=group_size, dp=1, tp=1, pp=1, ep=1, zero=0, sp=False,
                          grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
-                         reshard_after_forward=reshard_after_forward)
+                         reshard_after_forward=reshard_after_forward, loss=loss, loss_chunks=loss_chunks,
+                         optimizer_impl=optimizer_impl, grad_accum=grad_accum, recompute_every=recompute_every)
     name, cfg, raw = resolve_model_raw(target)  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
     if mfu is not None and (n_tokens is None or mode == "serve"):
@@ -152,7 +164,7 @@ def fit(
                                 attention=attention, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
                                 group_size=group_size, mla=mla, reserve_gib=reserve, max_tp=max_tp,
                                 grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
-                                sharding=mem["sharding"], context_limit=context_limit(raw))
+                                sharding=mem["sharding"], step=mem["step"], context_limit=context_limit(raw))
     what = (f"{name}, {mode}, {gpus_text(gpus)}, batch {batch} x {seq_len}"
             + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
     accs = None
@@ -175,8 +187,8 @@ def fit(
             res["time"] = training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc, seq_len=seq_len, mfu=mfu,
                                         precision=precision).as_dict()
     if as_json:
-        render.emit_json({"model": name, **{k: v for k, v in opts.items() if k != "sharding"},
-                          "sharding": mem["sharding"].as_dict(), **res})
+        render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
+                          "sharding": mem["sharding"].as_dict(), "step": _step_dict(mem["step"]), **res})
         return
     for w in res["warnings"]:
         note(w)
@@ -204,6 +216,10 @@ def fit(
                                            "smallest first", wide=wide)
         best = res["best"]
         render.emit(term_rows(best["table"]), TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
+        if mode == "train":
+            print(f"peak of the step: {gib(best['per_gpu_bytes'])} per GPU, at {best['peak_moment']} (the terms "
+                  f"sum to {gib(best['terms_sum_bytes'])}, not all alive at once); alive then: "
+                  f"{peak_alive_text({'peak_alive': best['peak_alive']})}")
     if "time" in res:
         t = res["time"]
         print(f"time for {tokens} tokens: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "
@@ -214,6 +230,10 @@ def fit(
     _print_lines("assumed:", lines, fmt)
 
 
+def _step_dict(step: Any) -> dict[str, Any]:
+    return {k: getattr(step, k) for k in step.__dataclass_fields__}
+
+
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
              tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str, wide: bool = False) -> None:
     from ffnlab.sizing.fit import fit_all
@@ -221,8 +241,9 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
     mode = opts["mode"]
     if as_json:
-        render.emit_json({"model": name, "gpus": gpus, **{k: v for k, v in opts.items() if k != "sharding"},
-                          "sharding": opts["sharding"].as_dict(), "tokens": n_tokens, "mfu": mfu,
+        render.emit_json({"model": name, "gpus": gpus,
+                          **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
+                          "sharding": opts["sharding"].as_dict(), "step": _step_dict(opts["step"]), "tokens": n_tokens, "mfu": mfu,
                           "precision": precision, "accelerators": rows})
         return
     cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),

@@ -39,6 +39,17 @@ ZERO3_OPTION = typer.Option("fsdp", "--zero3", help="What ZeRO stage 3 runs as: 
 PREFETCH_OPTION = typer.Option(1, "--prefetch", help="FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1).")
 RESHARD_OPTION = typer.Option(True, "--reshard-after-forward/--no-reshard-after-forward",
                               help="FSDP: free a layer's gathered weights after its forward (off = SHARD_GRAD_OP).")
+LOSS_OPTION = typer.Option("full", "--loss", help="Loss implementation: full (cross-entropy over all logits: "
+                                                  "transformers, torchtitan, nanoGPT) | chunked (torchtune) | fused "
+                                                  "(fused linear cross-entropy, Liger).")
+LOSS_CHUNKS_OPTION = typer.Option(8, "--loss-chunks", help="Chunks of --loss chunked (torchtune's default 8).")
+OPTIMIZER_IMPL_OPTION = typer.Option("foreach", "--optimizer-impl",
+                                     help="PyTorch optimizer implementation: foreach (default on GPU) | fused | for-loop.")
+GRAD_ACCUM_OPTION = typer.Option(1, "--grad-accum", help="Micro-batches per optimizer step (gradients stay alive "
+                                                        "across them).")
+RECOMPUTE_EVERY_OPTION = typer.Option(1, "--recompute-every",
+                                      help="With --recompute full: checkpoint every N-th layer only (torchtitan's "
+                                           "selective_ac_option N).")
 TRAIN_DTYPES = ("fp32", "bf16", "fp16")
 MAX_DEGREE = 2**40  # a parallel degree or batch past any cluster
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
@@ -47,7 +58,9 @@ MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 def memory_options(*, batch: int, recompute: str, attention: str, kv_dtype: str | None,
                    weights_dtype: str | None, group_size: int | None, dp: int, tp: int, pp: int, ep: int, zero: int,
                    sp: bool, grad_dtype: str | None = None, optimizer: str = "adamw", dropout: bool = False,
-                   zero3: str = "fsdp", prefetch: int = 1, reshard_after_forward: bool = True) -> dict[str, Any]:
+                   zero3: str = "fsdp", prefetch: int = 1, reshard_after_forward: bool = True,
+                   loss: str = "full", loss_chunks: int = 8, optimizer_impl: str = "foreach", grad_accum: int = 1,
+                   recompute_every: int = 1) -> dict[str, Any]:
     """Keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary` from the CLI flags,
     each checked here, before any model is read (so every model gets the same answer)."""
     from ffnlab.sizing.memory import ATTENTION, KV_DTYPES, RECOMPUTE
@@ -55,8 +68,14 @@ def memory_options(*, batch: int, recompute: str, attention: str, kv_dtype: str 
     from ffnlab.sizing.parallel import GRAD_DTYPES, ZERO_STAGES, Layout
     from ffnlab.sizing.quant import WEIGHT_FORMATS
     from ffnlab.sizing.sharding import Sharding
+    from ffnlab.sizing.step_memory import LOSSES, OPTIMIZER_IMPLS, StepOptions
 
     integer(batch, "--batch", 1, MAX_DEGREE)
+    choice(loss, "--loss", LOSSES)
+    choice(optimizer_impl, "--optimizer-impl", OPTIMIZER_IMPLS)
+    integer(loss_chunks, "--loss-chunks", 1, MAX_DEGREE)
+    integer(grad_accum, "--grad-accum", 1, MAX_DEGREE)
+    integer(recompute_every, "--recompute-every", 1, MAX_DEGREE)
     for name, value in (("--dp", dp), ("--tp", tp), ("--pp", pp), ("--ep", ep)):
         integer(value, name, 1, MAX_DEGREE)
     require(zero in ZERO_STAGES, f"--zero must be 0, 1, 2 or 3, got {zero}")
@@ -77,6 +96,8 @@ def memory_options(*, batch: int, recompute: str, attention: str, kv_dtype: str 
     return {"batch": batch, "recompute": recompute, "attention": attention, "kv_dtype": kv_dtype,
             "weights_dtype": weights_dtype, "group_size": group_size, "grad_dtype": grad_dtype,
             "optimizer": optimizer, "dropout": dropout, "sharding": sharding,
+            "step": StepOptions(loss=loss, loss_chunks=loss_chunks, optimizer_impl=optimizer_impl,
+                                grad_accum=grad_accum, recompute_every=recompute_every),
             "lay": Layout(dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sp=sp)}
 
 
@@ -125,7 +146,9 @@ def memory_pairs(mem: dict[str, Any]) -> list[tuple[str, Any]]:
     working = [r for r in mem["training_terms"] if r["group"] == "working"]
     pairs += [(f"training: {r['term']}", gib(r["per_gpu_bytes"])) for r in working]
     pairs += [
-        ("training: total (states + activations + working buffers)", gib(mem["training_total_bytes"])),
+        ("training: sum of the terms (not all alive at once)", gib(mem["terms_sum_bytes"])),
+        (f"training: peak of the step, at {mem['peak_moment']}", gib(mem["peak_bytes"])),
+        ("training: alive at the peak", peak_alive_text(mem)),
         (f"serving: weights ({mem['weights_dtype']})", gib(mem["serving_weights_bytes"])),
         (f"serving: KV cache ({mem['kv_dtype']}, batch {mem['batch']} x {mem['seq_len']})",
          gib(mem["kv_cache_bytes"])),
@@ -134,11 +157,17 @@ def memory_pairs(mem: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
+def peak_alive_text(mem: dict[str, Any]) -> str:
+    """What is alive at the step's peak, largest first, in GiB (one line)."""
+    alive = sorted(mem.get("peak_alive") or [], key=lambda a: -a["bytes"])
+    return "; ".join(f"{a['what']} {a['bytes'] / 2**30:,.2f}" for a in alive) + " (GiB)" if alive else "-"
+
+
 MEMORY_COLS = [  # the terms are --wide columns, so the default table fits 80 columns
     Column("name", "model", justify="left"), Column("weights_bytes", "weights", gib, wide=True),
     Column("gradients_bytes", "grads", gib, wide=True), Column("optimizer_bytes", "optimizer", gib, wide=True),
     Column("activations_bytes", "activations", gib, wide=True), Column("working_bytes", "buffers", gib, wide=True),
-    Column("training_total_bytes", "train total", gib),
+    Column("training_total_bytes", "train peak", gib),
     Column("kv_cache_bytes", "KV cache", gib), Column("serving_total_bytes", "serve total", gib),
 ]
 
@@ -158,7 +187,7 @@ def term_rows(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "working_bytes",
-               "training_total_bytes", "kv_cache_bytes", "serving_weights_bytes", "serving_total_bytes")
+               "terms_sum_bytes", "training_total_bytes", "kv_cache_bytes", "serving_weights_bytes", "serving_total_bytes")
 MEMORY_CSV_COLS = [Column(f"memory.{k}", f"memory.{k}") for k in MEMORY_KEYS]
 
 
@@ -177,7 +206,8 @@ def emit_memory(rows: list[dict[str, Any]], fmt: str, *, wide: bool = False) -> 
         opt = "AdamW" if m["optimizer"] == "adamw" else m["optimizer"]
         title = (f"memory per GPU ({layout_text(m['layout'])}, {m['engine']}): training {m['dtype']} + {opt}, "
                  f"grads {m['grad_dtype']}, batch {m['batch']} x {m['seq_len']}, recompute {m['recompute']}, "
-                 f"{m['attention']} attention; train total = weights + grads + optimizer + activations + buffers; "
+                 f"{m['attention']} attention; train peak = the most alive at one moment of the step "
+                 f"(the terms' sum is in --json); "
                  f"serving weights {m['weights_dtype']}, KV {m['kv_dtype']}")
         if fmt == "table":
             print()
@@ -192,7 +222,8 @@ WHOLE_MODEL_DEFAULTS: dict[str, Any] = {
     "dtype": "bf16", "batch": 1, "recompute": "none", "attention": "fused", "kv_dtype": None, "weights_dtype": None,
     "group_size": None, "dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "sp": False, "grad_dtype": None,
     "optimizer": "adamw", "dropout": False, "zero3": "fsdp", "prefetch": 1, "reshard_after_forward": True,
-    "n_heads": None, "n_kv_heads": None,
+    "n_heads": None, "n_kv_heads": None, "loss": "full", "loss_chunks": 8, "optimizer_impl": "foreach",
+    "grad_accum": 1, "recompute_every": 1,
 }
 
 

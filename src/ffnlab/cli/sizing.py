@@ -21,6 +21,11 @@ from ffnlab.cli.app import (
 )
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
+    GRAD_ACCUM_OPTION,
+    LOSS_CHUNKS_OPTION,
+    LOSS_OPTION,
+    OPTIMIZER_IMPL_OPTION,
+    RECOMPUTE_EVERY_OPTION,
     BATCH_OPTION,
     DP_OPTION,
     DROPOUT_OPTION,
@@ -103,6 +108,11 @@ def size(
     zero3: str = ZERO3_OPTION,
     prefetch: int = PREFETCH_OPTION,
     reshard_after_forward: bool = RESHARD_OPTION,
+    loss: str = LOSS_OPTION,
+    loss_chunks: int = LOSS_CHUNKS_OPTION,
+    optimizer_impl: str = OPTIMIZER_IMPL_OPTION,
+    grad_accum: int = GRAD_ACCUM_OPTION,
+    recompute_every: int = RECOMPUTE_EVERY_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -114,7 +124,9 @@ def size(
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
-                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
+                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward,
+                              loss=loss, loss_chunks=loss_chunks, optimizer_impl=optimizer_impl,
+                              grad_accum=grad_accum, recompute_every=recompute_every)
     if from_model is not None:
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
                          dtype, mem_opts)
@@ -127,7 +139,9 @@ def size(
                 dtype=dtype, batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                 weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sp=sp,
                 grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
-                reshard_after_forward=reshard_after_forward, n_heads=n_heads, n_kv_heads=n_kv_heads)
+                reshard_after_forward=reshard_after_forward, n_heads=n_heads, n_kv_heads=n_kv_heads, loss=loss,
+                loss_chunks=loss_chunks, optimizer_impl=optimizer_impl, grad_accum=grad_accum,
+                recompute_every=recompute_every)
         ffn = ffn or DEFAULT_KIND
         r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
@@ -345,6 +359,11 @@ def audit(
     zero3: str = ZERO3_OPTION,
     prefetch: int = PREFETCH_OPTION,
     reshard_after_forward: bool = RESHARD_OPTION,
+    loss: str = LOSS_OPTION,
+    loss_chunks: int = LOSS_CHUNKS_OPTION,
+    optimizer_impl: str = OPTIMIZER_IMPL_OPTION,
+    grad_accum: int = GRAD_ACCUM_OPTION,
+    recompute_every: int = RECOMPUTE_EVERY_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -366,7 +385,9 @@ def audit(
     mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
                               weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
                               zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
-                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward)
+                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward,
+                              loss=loss, loss_chunks=loss_chunks, optimizer_impl=optimizer_impl,
+                              grad_accum=grad_accum, recompute_every=recompute_every)
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
     audited += [_audit_one(t, audit_target, counter) for t in targets or []]

@@ -46,6 +46,9 @@ class FFNSpec:
     # a bias of n_experts on the router: a Linear bias (gpt-oss) or a selection-only correction
     # bias held as a parameter (Ernie 4.5); ``bias`` puts biases on every expert (gpt-oss)
     router_bias: bool = False
+    # tensors of width d_ff the activation keeps beyond the single op's when it is computed from
+    # elementwise ops (transformers' NewGELUActivation, "gelu_new": 3); memory only
+    act_extra_keeps: int = 0
 
     @property
     def gated(self) -> bool:
@@ -63,6 +66,9 @@ class AttentionSpec:
     head_dim: int | None = None  # None = d_model // n_heads
     qkv_bias: bool = False
     out_bias: bool = False
+    # one q|k|v projection (ffnlab's model, GPT-2's c_attn, GPT-NeoX) or three (transformers'
+    # Llama family): what attention keeps for backward differs, the parameters do not
+    qkv_fused: bool = True
     qk_norm: bool = False  # a norm on queries and keys (Phi qk_layernorm, Qwen3, OLMo 2)
     qk_norm_kind: str = "layernorm"  # which norm (NORMS); "none" = weightless (Llama 4's L2 norm)
     # "head": one norm of head_dim shared by all heads (Qwen3, Gemma 3); "full": over the

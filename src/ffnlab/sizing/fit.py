@@ -36,15 +36,16 @@ from ffnlab.sizing.hardware import (
     load_accelerators,
     training_time,
 )
-from ffnlab.sizing.parallel import Layout, serving_table, table_total, training_table
+from ffnlab.sizing.parallel import Layout, serving_table, table_total, training_peak, training_table
 from ffnlab.sizing.sharding import Sharding
+from ffnlab.sizing.step_memory import StepOptions
 
 MODES = ("train", "serve")
 MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a second
 DEFAULT_RESERVE = 0.10  # share of the device memory held back for what no term counts
 NOT_COUNTED = {
     "train": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
-              "cuBLAS / attention kernel workspaces", "the optimizer step's temporaries"),
+              "cuBLAS / attention kernel workspaces"),
     "serve": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
               "prefill activations and the logits", "CUDA graphs and the engine's KV-block rounding"),
 }
@@ -127,7 +128,8 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
     held = (f"reserve {reserve / 2**30:,.2f} GiB "
             + ("(assumed: 10% of the device memory; --reserve GiB)" if reserve_gib is None else "(--reserve)")
             + f" for what no term counts: {', '.join(NOT_COUNTED[mode])}")
-    fits = (f"fits = per-GPU total + reserve <= {acc.usable_mib:,} MiB, the memory {acc.name} reports "
+    need = "the step's peak per GPU (the most alive at one moment)" if mode == "train" else "per-GPU total"
+    fits = (f"fits = {need} + reserve <= {acc.usable_mib:,} MiB, the memory {acc.name} reports "
             f"({acc.usable_source.split(' (')[0]})")
     if mode == "serve":
         return [f"weights in {weights_dtype or dtype}, KV cache in {kv_dtype or dtype}", fits, held]
@@ -147,18 +149,27 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
 @lru_cache(maxsize=4)
 def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, batch: int, dtype: str, recompute: str,
            attention: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int | None, mla: str,
-           grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding) -> tuple[dict[str, Any], ...]:
-    """Every layout's per-GPU table (the same for every accelerator: priced once per question)."""
+           grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding,
+           step: StepOptions) -> tuple[dict[str, Any], ...]:
+    """Every layout's per-GPU table and, training, its step peak (the same for every accelerator:
+    priced once per question). ``per_gpu_bytes`` is the peak of the step when training."""
     rows = []
     for lay in _layouts(cfg, gpus, mode, max_tp):
+        extra: dict[str, Any] = {}
         if mode == "train":
             table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                    attention=attention, grad_dtype=grad_dtype, optimizer=optimizer,
                                    dropout=dropout, sharding=sharding)
+            tl = training_peak(cfg, lay, table, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                               attention=attention, optimizer=optimizer, dropout=dropout, step=step)
+            need = tl.peak_bytes
+            extra = {"peak_moment": tl.peak.name, "peak_alive": tl.as_dict()["peak_alive"],
+                     "terms_sum_bytes": table_total(table)}
         else:
             table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,
                                   kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
-        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": table_total(table),
+            need = table_total(table)
+        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": need, **extra,
                      "terms": {r.term: r.per_gpu_bytes for r in table}, "table": [r.as_dict() for r in table]})
     return tuple(rows)
 
@@ -168,7 +179,7 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
         kv_dtype: str | None = None, weights_dtype: str | None = None, group_size: int | None = None,
         mla: str = "latent", reserve_gib: float | None = None, max_tp: int = 8, grad_dtype: str | None = None,
         optimizer: str = "adamw", dropout: bool = False, sharding: Sharding | None = None,
-        context_limit: int | None = None) -> dict[str, Any]:
+        context_limit: int | None = None, step: StepOptions | None = None) -> dict[str, Any]:
     """Every layout priced, those that fit, and the smallest that fits (``best``, or None)."""
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     require(1 <= gpus <= MAX_GPUS, f"--gpus must be in [1, 2**40], got {gpus}")
@@ -178,8 +189,10 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
     reserve = reserve_bytes(acc, reserve_gib)
     budget = acc.memory_bytes - reserve
+    step = step or StepOptions()
+    step.check()
     priced = _price(cfg, gpus, mode, max_tp, seq_len, batch, dtype, recompute, attention, kv_dtype, weights_dtype,
-                    group_size, mla, grad_dtype, optimizer, dropout, sharding)
+                    group_size, mla, grad_dtype, optimizer, dropout, sharding, step)
     rows = [{**r, "fits": r["per_gpu_bytes"] <= budget} for r in priced]
     rows.sort(key=_key)
     fitting = [r for r in rows if r["fits"]]

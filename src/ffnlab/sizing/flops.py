@@ -136,9 +136,9 @@ class TrainingMemory:
         return self.weights + self.grads + self.optimizer + self.master_weights
 
     def as_dict(self) -> dict[str, float]:
-        out = dict(asdict(self))
-        out["total"] = self.total
-        return out
+        """The parts; their sum is :attr:`total` (a whole step's figure is the step's peak,
+        ``memory.training_total_bytes``, which also counts activations and the loss)."""
+        return dict(asdict(self))
 
 
 def training_memory(cfg: ModelConfig, dtype: str = "bf16", *, optimizer: str = "adamw") -> TrainingMemory:

@@ -109,7 +109,7 @@ def dtype_bytes(dtype: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES), what:
 
 
 def _ffn_keeps(spec: FFNSpec) -> int:
-    return FFN_KEEPS[spec.kind]  # every kind has its entry (tests/test_memory_rules.py)
+    return FFN_KEEPS[spec.kind] + spec.act_extra_keeps  # every kind has its entry (tests/test_memory_rules.py)
 
 
 def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "") -> Term:
@@ -156,6 +156,9 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
         dq_out = dq
         if attention == "eager":
             out.append(_t("q, k, v copies at query width", 3 * dq * b, tokens, f"3 x dq {dq} x {b:g} B", "tp"))
+        elif not a.qkv_fused and cfg.positions == "rope":
+            out.append(_t("q, k, v (three projections; q and k rotated)", (dq + 2 * dkv) * b, tokens,
+                          f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp"))
         else:
             out.append(_t("qkv projection output", (dq + 2 * dkv) * b, tokens,
                           f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp"))

@@ -50,6 +50,7 @@ from ffnlab.sizing.memory import (
 )
 from ffnlab.sizing.optimizers import optimizer_state
 from ffnlab.sizing.sharding import Sharding, working_terms
+from ffnlab.sizing.step_memory import StepInputs, StepOptions, StepTimeline, optimizer_temp_bytes, step_timeline
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -172,6 +173,27 @@ def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 
     return rows
 
 
+def training_peak(cfg: ModelConfig, lay: Layout, rows: list[Row], *, seq_len: int, batch: int = 1,
+                  dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
+                  capacity_factor: float | None = None, optimizer: str = "adamw", dropout: bool = False,
+                  step: StepOptions | None = None, dropout_mask_bytes: float | None = None) -> StepTimeline:
+    """The step timeline (:mod:`ffnlab.sizing.step_memory`) of the per-GPU ``rows`` of
+    :func:`training_table` for the same arguments: its peak is the training total."""
+    step = step or StepOptions()
+    by = {r.term: r for r in rows}
+    p = count_params(cfg).total
+    opt = by["optimizer"]
+    params_on_gpu = p * opt.per_gpu_bytes / opt.total_bytes if opt.total_bytes else p / (lay.tp * lay.pp)
+    states = StepInputs(weights=by["weights"].per_gpu_bytes, gradients=by["gradients"].per_gpu_bytes,
+                        optimizer=opt.per_gpu_bytes,
+                        working=sum(r.per_gpu_bytes for r in rows if r.group == "working"),
+                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, params_on_gpu, tp=lay.tp))
+    extra = {} if dropout_mask_bytes is None else {"dropout_mask_bytes": dropout_mask_bytes}
+    return step_timeline(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
+                         states=states, tp=lay.tp, sp=lay.sp, capacity_factor=capacity_factor, dropout=dropout,
+                         options=step, **extra)  # type: ignore[arg-type]
+
+
 def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, weights_dtype: str = "bf16",
                   kv_dtype: str = "bf16", group_size: int | None = None, mla: str = "latent") -> list[Row]:
     """Per-GPU serving memory: weights (optionally quantised) and the KV cache."""
@@ -198,12 +220,14 @@ def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int 
                    attention: str = "fused", weights_dtype: str | None = None, group_size: int | None = None,
                    mla: str = "latent", capacity_factor: float | None = None, grad_dtype: str | None = None,
                    optimizer: str = "adamw", dropout: bool = False,
-                   sharding: Sharding | None = None) -> dict[str, object]:
+                   sharding: Sharding | None = None, step: StepOptions | None = None) -> dict[str, object]:
     """The ``memory`` object of the JSON contract: integer bytes per GPU for the layout given.
 
     Training terms for ``batch`` sequences of ``seq_len`` tokens: ``states_bytes`` (weights +
     gradients + optimizer, what ``training_memory`` counts), ``activations_bytes`` and
-    ``working_bytes`` (the data-parallel engine's buffers), summing to ``training_total_bytes``;
+    ``working_bytes`` (the data-parallel engine's buffers), whose sum is ``terms_sum_bytes`` (not
+    alive at once); the step's peak (:func:`training_peak`) is ``training_total_bytes`` =
+    ``peak_bytes``, with ``peak_moment`` and what is alive then (``peak_alive``);
     serving terms (``serving_weights_bytes``, ``kv_cache_bytes``) for the same batch and context,
     weights in ``weights_dtype`` (default: the training dtype).
     """
@@ -216,6 +240,10 @@ def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int 
                            optimizer=optimizer, dropout=dropout, sharding=sharding)
     serve = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype,
                           kv_dtype=kv_dtype, group_size=group_size, mla=mla)
+    step = step or StepOptions()
+    timeline = training_peak(cfg, lay, train, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                             attention=attention, capacity_factor=capacity_factor, optimizer=optimizer,
+                             dropout=dropout, step=step)
     t = {r.term: r.per_gpu_bytes for r in train}
     s = {r.term: r.per_gpu_bytes for r in serve}
     working = sum(r.per_gpu_bytes for r in train if r.group == "working")
@@ -226,12 +254,15 @@ def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int 
         "weights_dtype": weights_dtype, "recompute": recompute, "attention": attention, "per_gpu": True,
         "weights_bytes": t["weights"], "gradients_bytes": t["gradients"], "optimizer_bytes": t["optimizer"],
         "states_bytes": t["weights"] + t["gradients"] + t["optimizer"],
-        "activations_bytes": t["activations"], "working_bytes": working, "training_total_bytes": table_total(train),
+        "activations_bytes": t["activations"], "working_bytes": working, "terms_sum_bytes": table_total(train),
+        "training_total_bytes": timeline.peak_bytes, "peak_bytes": timeline.peak_bytes,
+        "peak_moment": timeline.peak.name, "peak_alive": timeline.as_dict()["peak_alive"],
+        "step": timeline.as_dict()["options"],
         "kv_cache_bytes": s["kv_cache"], "serving_weights_bytes": s["weights"],
         "serving_total_bytes": table_total(serve),
         "training_terms": [r.as_dict() for r in train], "serving_terms": [r.as_dict() for r in serve],
     }
 
 
-__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "TRAIN_DTYPES", "Layout", "Row", "Sharding", "check_layout",
-           "memory_summary", "serving_table", "table_total", "training_table"]
+__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "TRAIN_DTYPES", "Layout", "Row", "Sharding", "StepOptions", "check_layout",
+           "memory_summary", "serving_table", "table_total", "training_peak", "training_table"]

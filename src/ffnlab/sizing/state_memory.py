@@ -4,7 +4,8 @@ layers.
 
 The rules follow :mod:`ffnlab.sizing.parallel` for one GPU (16-bit weights and gradients, fp32
 AdamW moments and master weights below 32-bit; quantised serving weights with one 2-byte scale
-per group, embeddings and norms kept in 16-bit). Activations are not modelled for these models.
+per group, embeddings and norms kept in 16-bit). Activations are not modelled for these models, so
+no training peak is given for them (None, said in the note), only the model states.
 
 * **KV cache**: every attention layer keeps ``kv_per_token`` elements per cached token (``2 x
   kv_heads x head_dim``, or the MLA latent ``kv_lora_rank + qk_rope_head_dim``), over the whole
@@ -99,9 +100,11 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
                      dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
                      attention: str = "fused", weights_dtype: str | None = None,
                      group_size: int | None = None, grad_dtype: str | None = None, optimizer: str = "adamw",
-                     dropout: bool = False, sharding: Any = None) -> dict[str, Any]:
+                     dropout: bool = False, sharding: Any = None, step: Any = None) -> dict[str, Any]:
     """The ``memory`` object of ``audit`` (the keys of :func:`ffnlab.sizing.parallel.memory_summary`)
-    for one GPU, plus ``state_bytes``; ``activations_bytes`` is None (not modelled)."""
+    for one GPU, plus ``state_bytes``. ``activations_bytes`` and every training total
+    (``training_total_bytes``, ``peak_bytes``, ``terms_sum_bytes``) are None: the activations of
+    these layers are not modelled, and a total without them would under-count the step."""
     group_size = 128 if group_size is None else group_size
     require(optimizer in OPTIMIZER_BYTES, f"--optimizer {optimizer} needs the matrix shapes of a translated model; "
                                           f"models counted through transformers take {', '.join(OPTIMIZER_BYTES)}")
@@ -129,11 +132,13 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
         "grad_dtype": grad_dtype or dtype, "optimizer": optimizer, "dropout": dropout, "engine": "one GPU",
         "weights_bytes": weights, "gradients_bytes": gradients, "optimizer_bytes": optimizer_bytes,
         "states_bytes": weights + gradients + optimizer_bytes, "working_bytes": 0,
-        "activations_bytes": None, "training_total_bytes": weights + gradients + optimizer_bytes,
+        "activations_bytes": None, "terms_sum_bytes": None, "training_total_bytes": None, "peak_bytes": None,
+        "peak_moment": None, "peak_alive": None,
         "kv_cache_bytes": cache["kv_cache_bytes"], "state_bytes": cache["state_bytes"],
         "serving_weights_bytes": serving,
         "serving_total_bytes": serving + cache["kv_cache_bytes"] + cache["state_bytes"],
         "cache_rule": cache["rule"], "kv_layers": cache["kv_layers"], "state_layers": cache["state_layers"],
-        "note": "counted through transformers: activations not modelled (training total = weights, "
-                "gradients and optimizer); serving total includes the recurrent state",
+        "note": "counted through transformers: no training peak (the activations of these layers are not "
+                "modelled, so a peak would leave them out; states_bytes is weights + gradients + optimizer "
+                "alone); serving total includes the recurrent state",
     }

@@ -353,7 +353,7 @@ def _train_step(run: Run, step: int) -> tuple[torch.Tensor, torch.Tensor, torch.
         if info.enabled and micro < t.grad_accum - 1:
             sync = run.train_model.no_sync()  # type: ignore[operator]
         with sync, _autocast(info.device, t.dtype):
-            _, loss, aux = run.train_model(x, y)
+            loss, aux = run.train_model(x, y)[1:]  # the logits are not kept through backward
             total = loss if aux is None else loss + run.cfg.model.ffn.aux_loss_coef * aux
             (total / t.grad_accum).backward()
         loss_sum += loss.detach()

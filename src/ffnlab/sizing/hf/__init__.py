@@ -69,6 +69,7 @@ from ffnlab.sizing.hf import (
     starcoder2,
     t5,
 )
+from ffnlab.sizing.hf.impl import implementation
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.rules import WRAPPER_TEXT_DEFAULTS
 from ffnlab.validation import show
@@ -181,7 +182,7 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
             f"config.json ({model_type}): text model_type {show(text_type)} is not supported")
     keys = ConfigKeys(text, text_type)
     keys.check()
-    cfg = clamp_top_k(HF_TRANSLATORS[text_type](keys))
+    cfg = implementation(clamp_top_k(HF_TRANSLATORS[text_type](keys)), text_type, text)
     return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type), grouped=False)
 
 

@@ -16,6 +16,7 @@ from typing import cast
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import FFNSpec, ModelConfig, check_trainable, validate
@@ -109,6 +110,9 @@ class DecoderLM(nn.Module):
         validate(cfg)
         check_trainable(cfg)
         self.cfg, self.rope_theta, self.norm_eps = cfg, rope_theta, norm_eps
+        # full recompute: every n-th block keeps only its input and runs again in backward
+        # (torch.utils.checkpoint; 0 = off); what sizing.step_memory counts as recompute "full"
+        self.checkpoint_every = 0
         self.max_seq_len = cfg.max_positions if cfg.positions == "learned" else max_seq_len
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_emb = nn.Embedding(cfg.max_positions, cfg.d_model) if cfg.positions == "learned" else None
@@ -147,6 +151,16 @@ class DecoderLM(nn.Module):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """Return logits, the mean cross-entropy (if targets) and the summed MoE aux loss."""
+        h, aux_total = self.features(idx)
+        logits = self.lm_head(h)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
+        return logits, loss, aux_total
+
+    def features(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The LM head's input (after the final norm) and the summed MoE aux loss: what a loss that
+        runs the head itself takes (``ffnlab.training.losses``)."""
         t = idx.shape[1]
         if t > self.max_seq_len:
             raise FfnlabError(f"sequence of {t} tokens exceeds the model's maximum of {self.max_seq_len}")
@@ -155,15 +169,14 @@ class DecoderLM(nn.Module):
             x = x + self.pos_emb(torch.arange(t, device=idx.device))
         rope = (self.rope_cos, self.rope_sin) if self.cfg.positions == "rope" else None
         aux_total = None
-        for block in self.blocks:
-            x, aux = block(x, rope)
+        for i, block in enumerate(self.blocks):
+            if self.training and self.checkpoint_every and i % self.checkpoint_every == 0:
+                x, aux = checkpoint(block, x, rope, use_reentrant=False)
+            else:
+                x, aux = block(x, rope)
             if aux is not None:
                 aux_total = aux if aux_total is None else aux_total + aux
-        logits = self.lm_head(self.norm_f(x))
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.float().view(-1, logits.shape[-1]), targets.reshape(-1))
-        return logits, loss, aux_total
+        return self.norm_f(x), aux_total
 
 
 def build_model(cfg: ModelConfig, *, seed: int | None = None, **kwargs: float | int) -> DecoderLM:

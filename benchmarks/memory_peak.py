@@ -1,0 +1,60 @@
+"""Measured peak of whole training steps on CPU against ffnlab's step timeline, one row per case.
+
+    PYTHONPATH=src:tests python benchmarks/memory_peak.py [--markdown]
+
+Each case (``tests/memory_step_cases.py``: ffnlab's model and transformers' Llama, Qwen2, GPT-2,
+Mixtral, Qwen2-MoE and Gemma, across vocabulary, batch, depth, recompute, loss and optimizer
+implementation, gradient accumulation) runs one warm-up step and one measured step in fp32; the
+measured peak is the most bytes of live tensor storage at any op (``ffnlab.training.live_bytes``,
+which equals torch's ``MemTracker``). Beside it: ffnlab's predicted peak and the moment it names,
+and the sum of the term table that ffnlab called the training total before the timeline.
+``tests/test_memory_step.py`` requires every gap within 5%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    args = parser.parse_args()
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    from memory_step_cases import CASES, measure, predict
+
+    from ffnlab.sizing.parallel import Layout, table_total, training_table
+
+    rows = []
+    t0 = time.perf_counter()
+    for case in CASES:
+        measured, op, cfg = measure(case)
+        tl = predict(case, cfg)
+        terms = table_total(training_table(cfg, Layout(), seq_len=case.seq_len, batch=case.batch, dtype="fp32",
+                                           recompute=case.recompute, attention=case.attention,
+                                           dropout=case.dropout))
+        rows.append((case.name, measured, op, tl.peak_bytes, tl.peak.name, terms))
+        if not args.markdown:
+            print(f"{case.name:62s} measured {measured:>12,} ({op}); predicted {tl.peak_bytes:>12,} "
+                  f"{tl.peak_bytes / measured - 1:+.2%} at {tl.peak.name}; terms' sum {terms / measured:.2f}x",
+                  flush=True)
+    if args.markdown:
+        print("| case (fp32, CPU) | measured peak | at op | predicted | gap | at moment | terms' sum / measured |")
+        print("|---|---:|---|---:|---:|---|---:|")
+        for name, measured, op, pred, moment, terms in rows:
+            print(f"| {name} | {measured:,} B | `{op}` | {pred:,} B | {pred / measured - 1:+.2%} | {moment} | "
+                  f"{terms / measured:.2f}x |")
+    gaps = [abs(p / m - 1) for _, m, _, p, _, _ in rows]
+    print(f"\n{len(rows)} cases in {time.perf_counter() - t0:.0f} s; largest gap {max(gaps):.2%}, "
+          f"median {sorted(gaps)[len(gaps) // 2]:.2%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,320 @@
+"""The peak of one training step: live memory as a timeline of moments, not a sum of terms.
+
+"Will the step fit" asks for the most memory alive at any moment of forward, loss, backward and
+the optimizer step. The terms of :func:`ffnlab.sizing.parallel.training_table` do not all peak
+together: the activations are freed layer by layer while the gradients are created, and the loss
+has tensors of its own that no term holds (the logits, their fp32 upcast, the log-softmax and the
+logits' gradient are alive together when backward starts). So the step is walked as moments, each
+listing what is alive then (per GPU, in the same per-GPU bytes as the term table):
+
+* **forward end**: weights, optimizer state, the engine's working memory, every layer's kept
+  activations, the head's, and the loss's forward tensors (below); with gradient accumulation, from
+  the second micro-batch on, all gradients too;
+* **loss backward**: as at forward end, with the loss's backward tensors;
+* **LM head backward**: the head's weight gradient and the gradient of its input;
+* **backward, layer i** (top to bottom): the gradients made so far (head, layers above), the kept
+  activations of the layers below, layer i's full set (recomputed first under full recompute),
+  the gradient flowing in (``d`` per token) and the layer's backward working tensors
+  (:data:`FFN_BACKWARD_TEMPS`, :data:`ATTENTION_BACKWARD_TEMPS`);
+* **embedding backward**: every gradient, and for a tied head the embedding's own gradient beside it
+  before autograd adds the two;
+* **optimizer step**: weights, gradients, optimizer state and the step's temporaries
+  (:data:`OPTIMIZER_TEMPS`).
+
+The peak is the largest moment; ties go to the earlier one. Loss implementations (``loss``):
+
+* ``full``: cross-entropy over the full logits, as transformers' ``ForCausalLMLoss``, torchtitan
+  and nanoGPT compute it: the logits (activation dtype; held by the caller's output when
+  ``logits_held``), their fp32 upcast (below 32-bit, transient in forward), the fp32 log-softmax
+  (kept for backward), and in backward the gradient of the log-softmax output and of its input
+  (fp32 each): ``b + 12`` bytes per token and vocabulary entry at the loss backward moment;
+* ``chunked``: torchtune's ``CEWithChunkedOutputLoss`` pattern, ``loss_chunks`` chunks of tokens:
+  the logits are all held and every chunk's log-softmax is kept, but the upcast and the backward
+  gradients exist one chunk at a time;
+* ``fused``: a fused linear cross-entropy (Liger-Kernel's ``LigerFusedLinearCrossEntropyLoss``;
+  ``ffnlab.training.losses.fused_linear_cross_entropy`` is the same algorithm in PyTorch): no logits
+  are kept; forward computes the loss and both gradients chunk by chunk, with chunks of
+  ``ceil(N / ceil(V / d))`` tokens (Liger's rule: a chunk's logits are about as large as the
+  hidden states), and keeps the input's gradient (``d`` per token) and the head weight's gradient
+  from forward on.
+
+With tensor parallelism the vocabulary is split (Megatron's vocabulary-parallel cross-entropy).
+
+Recompute: ``none``, ``selective`` (drop the ``s x s`` terms, Korthikanti et al. 2022), ``full``
+(keep each checkpointed layer's input and recompute it in backward: ``torch.utils.checkpoint``,
+transformers' ``gradient_checkpointing_enable``); ``recompute_every`` N checkpoints every N-th
+layer only (torchtitan's ``selective_ac_option: N``), the others keep their full set.
+
+The working tensors of a layer's backward and the optimizer's temporaries were read from live
+measurements of ffnlab's own modules and of PyTorch's optimizers on CPU (``tests/test_memory_step.py``
+measures whole steps of ffnlab's model and of transformers' models with
+:class:`ffnlab.training.live_bytes.LiveBytes` and compares the peak with this module's).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ffnlab.errors import require
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.memory import (
+    ACTIVATION_DTYPES,
+    DROPOUT_MASK_BYTES,
+    STAT_BYTES,
+    dtype_bytes,
+    head_activation_terms,
+    layer_activation_terms,
+)
+from ffnlab.sizing.shapes import layer_params, root_params
+
+LOSSES = ("full", "chunked", "fused")
+OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
+LOGSM_TERM = "log-softmax of the logits (fp32)"
+# tensors of width d_ff alive at once in a dense FFN's backward beyond the ones it kept: the
+# gradient of the down projection's input and of the activation's input (plain), and for gated
+# FFNs also the gradients of gate and up before they are joined (measured on ffnlab's modules)
+FFN_BACKWARD_TEMPS: dict[str, int] = {
+    "relu": 2, "gelu": 1, "gelu_tanh": 1, "silu": 1, "relu2": 1,
+    "swiglu": 2, "geglu": 2, "reglu": 2, "glu": 2, "bilinear": 2,
+}
+# attention backward: the q, k, v gradients and their joined copy (units of dq + 2 dkv)
+ATTENTION_BACKWARD_TEMPS = 1
+EAGER_BACKWARD_TEMPS = 2  # eager attention: the probabilities' and the scores' gradients (heads x s each)
+# the optimizer step's temporaries, in parameters of the state dtype (fp32): foreach AdamW makes
+# the square root of every second moment at once; the for-loop implementation a tensor's root and
+# its quotient while the previous tensor's is still bound (three of the largest); fused kernels none
+OPTIMIZER_TEMPS = {"foreach": "all", "for-loop": "largest x 3", "fused": "none"}
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How the step is run, beyond the term table's options."""
+
+    loss: str = "full"
+    loss_chunks: int = 8  # loss "chunked"
+    logits_held: bool = True  # the caller keeps the model's output (its logits) until the step ends
+    optimizer_impl: str = "foreach"
+    grad_accum: int = 1  # micro-batches per optimizer step
+    recompute_every: int = 1  # with recompute "full": checkpoint every N-th layer
+
+    def check(self) -> None:
+        require(self.loss in LOSSES, f"--loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+        require(self.optimizer_impl in OPTIMIZER_IMPLS,
+                f"--optimizer-impl must be one of {', '.join(OPTIMIZER_IMPLS)}, got {self.optimizer_impl!r}")
+        require(self.loss_chunks >= 1, f"--loss-chunks must be >= 1, got {self.loss_chunks}")
+        require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
+        require(self.recompute_every >= 1, f"--recompute-every must be >= 1, got {self.recompute_every}")
+
+
+@dataclass(frozen=True)
+class Moment:
+    """One moment of the step and what is alive then (per GPU, bytes by component)."""
+
+    name: str
+    alive: tuple[tuple[str, int], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(b for _, b in self.alive)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"moment": self.name, "bytes": self.total, "alive": [{"what": w, "bytes": b} for w, b in self.alive]}
+
+
+@dataclass(frozen=True)
+class StepTimeline:
+    moments: tuple[Moment, ...]
+    options: StepOptions = field(default_factory=StepOptions)
+
+    @property
+    def peak(self) -> Moment:
+        return max(self.moments, key=lambda m: m.total)  # max keeps the first of equals
+
+    @property
+    def peak_bytes(self) -> int:
+        return self.peak.total
+
+    def as_dict(self) -> dict[str, object]:
+        p = self.peak
+        return {"peak_bytes": p.total, "peak_moment": p.name, "peak_alive": p.as_dict()["alive"],
+                "options": {k: getattr(self.options, k) for k in self.options.__dataclass_fields__},
+                "moments": [{"moment": m.name, "bytes": m.total} for m in self.moments]}
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    """The per-GPU bytes the timeline is built from (from the term table and the activation model)."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+    working: int
+    opt_temp: int
+
+
+def _div(terms: list, tp: int, sp: bool) -> int:  # noqa: ANN001 - memory.Term
+    return sum(math.ceil(t.bytes / tp) if (t.split == "tp" or (sp and t.split == "sp")) else t.bytes for t in terms)
+
+
+def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_gpu: float, *, tp: int = 1) -> int:
+    """fp32 temporaries of the optimizer step on one GPU (:data:`OPTIMIZER_TEMPS`)."""
+    if optimizer in ("sgd", "adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
+        return 0
+    if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):
+        # foreach AdamW: sqrt of every second moment at once; SGD momentum updates in place
+        return math.ceil(params_on_gpu * STAT_BYTES) if optimizer == "adamw" else 0
+    from ffnlab.sizing.shapes import matrices
+
+    largest = max((m.fan_in * m.fan_out for m in matrices(cfg)), default=0) / tp
+    return math.ceil(3 * largest * STAT_BYTES)
+
+
+def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
+                  states: StepInputs, tp: int = 1, sp: bool = False, capacity_factor: float | None = None,
+                  dropout: bool = False, dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
+                  options: StepOptions | None = None, params_on_gpu: float | None = None) -> StepTimeline:
+    """The moments of one training step of ``batch`` x ``seq_len`` tokens per micro-batch."""
+    o = options or StepOptions()
+    o.check()
+    b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
+    d, n_tok = cfg.d_model, seq_len * batch
+    n_layers = cfg.n_layers + cfg.encoder_layers
+    akw = dict(seq_len=seq_len, batch=batch, dtype=dtype, attention=attention, capacity_factor=capacity_factor,
+               dropout=dropout, dropout_mask_bytes=dropout_mask_bytes)
+    layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), **akw) for i in range(n_layers)]  # type: ignore[arg-type]
+    full = [_div(ts, tp, sp) for ts in layer_terms]
+    if recompute == "selective":
+        full = [_div([t for t in ts if "s x s" not in t.name], tp, sp) for ts in layer_terms]
+    layer_input = math.ceil(n_tok * d * b / (tp if sp else 1))
+    checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
+    kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
+    head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
+                                       dropout_mask_bytes=dropout_mask_bytes)
+    head_other = _div([t for t in head_terms if t.name != LOGSM_TERM], tp, sp)
+
+    # gradients by where backward makes them, proportional to the parameters on this GPU
+    p_total = count_params(cfg).total or 1
+    per_param_g = states.gradients / p_total
+    layers_p = [lp.total for lp in layer_params(cfg)]
+    root = root_params(cfg)
+    head_p = root.head + (root.head_matrix if cfg.tied_embeddings else 0)
+    g_layer = [math.ceil(p * per_param_g) for p in layers_p]
+    g_head = math.ceil(head_p * per_param_g)
+    g_rest = states.gradients - g_head - sum(g_layer)  # embeddings (untied) and positions
+    head_matrix_g = math.ceil(root.head_matrix * per_param_g)
+
+    nv = math.ceil(n_tok * cfg.vocab_size / tp)  # logits on this GPU (vocabulary parallel)
+    held = nv * b if o.logits_held and o.loss != "fused" else 0
+    grad_in = math.ceil(n_tok * d * b / (tp if sp else 1))  # gradient of a layer's output or input
+
+    base = [("weights", states.weights), ("optimizer state", states.optimizer)]
+    if states.working:
+        base.append(("engine working memory", states.working))
+    acc_g = states.gradients if o.grad_accum > 1 else 0  # from the second micro-batch on
+
+    def moment(name: str, *parts: tuple[str, int]) -> Moment:
+        return Moment(name, tuple((w, v) for w, v in (*base, *parts) if v))
+
+    grads_early = ("gradients (accumulated)", acc_g)
+    acts = ("kept activations, all layers", sum(kept))
+    head_acts = ("head activations", head_other)
+    moments: list[Moment] = []
+    if o.loss == "fused":
+        chunk = math.ceil(n_tok / max(1, math.ceil(cfg.vocab_size / d)))
+        chunk_bytes = math.ceil(chunk * cfg.vocab_size / tp) * (STAT_BYTES + (b if b < STAT_BYTES else 0))
+        fused_keep = grad_in
+        head_g_fwd = g_head if not acc_g else 0
+        moments.append(moment("forward end (fused loss, one chunk)", grads_early, acts, head_acts,
+                              ("head gradients (made in forward)", head_g_fwd),
+                              ("loss: input gradient kept", fused_keep), ("loss: one chunk's logits", chunk_bytes)))
+        after_head = fused_keep
+    else:
+        k = o.loss_chunks if o.loss == "chunked" else 1
+        upcast = math.ceil(nv * STAT_BYTES / k) if b < STAT_BYTES else 0
+        logsm = nv * STAT_BYTES
+        logits_fwd = held if held else nv * b
+        moments.append(moment("forward end (loss)", grads_early, acts, head_acts, ("logits", logits_fwd),
+                              ("loss: fp32 upcast", upcast), ("loss: log-softmax (kept)", logsm)))
+        moments.append(moment("loss backward", grads_early, acts, head_acts, ("logits (held)", held),
+                              ("loss: log-softmax (kept)", logsm),
+                              ("loss: log-softmax gradients", math.ceil(2 * nv * STAT_BYTES / k))))
+        g_logits = nv * b
+        moments.append(moment("LM head backward", grads_early, acts, head_acts, ("logits (held)", held),
+                              ("logits gradient", g_logits), ("head gradients", g_head if not acc_g else 0),
+                              ("gradient of the head input", grad_in)))
+        after_head = 0
+    done = g_head
+    grads_name = "gradients" if not acc_g else "gradients (accumulated)"
+    for i in reversed(range(n_layers)):
+        spec = cfg.layer_ffns()[min(i, cfg.n_layers - 1)]
+        ffn_terms = [t for t in layer_terms[i] if _is_ffn_term(t.name)]
+        attn_part = full[i] - _div(ffn_terms, tp, sp)
+        g_ffn = math.ceil(_down_params(cfg, spec) * per_param_g)
+        what = " (recomputed)" if checkpointed[i] else ""
+        where = f"backward, layer {i + 1} of {n_layers}"
+        below = ("kept activations, layers below", sum(kept[:i]))
+        moments.append(moment(f"{where}, FFN{what}", (grads_name, acc_g or done + g_ffn), below,
+                              ("this layer's activations" + what, full[i]), ("logits (held)", held),
+                              ("gradient flowing in", grad_in),
+                              ("FFN backward temporaries", _ffn_backward_temps(cfg, spec, n_tok, b, per_param_g, tp)),
+                              ("loss: input gradient kept", after_head)))
+        moments.append(moment(f"{where}, attention{what}", (grads_name, acc_g or done + g_layer[i]), below,
+                              ("this layer's attention activations" + what, attn_part), ("logits (held)", held),
+                              ("gradients flowing in (residual and branch)", 2 * grad_in),
+                              ("attention backward temporaries", _attention_backward_temps(cfg, attention, n_tok,
+                                                                                           seq_len, b, tp)),
+                              ("loss: input gradient kept", after_head)))
+        done += g_layer[i]
+    # a tied head: the embedding's own gradient beside the head's until autograd adds them; the
+    # fused loss still holds the head's (saved in its context), so the sum is a third copy
+    tied_extra = head_matrix_g * (2 if o.loss == "fused" else 1) if cfg.tied_embeddings else 0
+    moments.append(moment("embedding backward", ("gradients", states.gradients), ("logits (held)", held),
+                          ("gradient of the embeddings' output", grad_in),
+                          ("tied embedding: its gradient before autograd adds the head's", tied_extra)))
+    moments.append(moment("optimizer step", ("gradients", states.gradients), ("logits (held)", held),
+                          ("optimizer temporaries", states.opt_temp)))
+    del g_rest
+    return StepTimeline(tuple(moments), o)
+
+
+def _attention_backward_temps(cfg: ModelConfig, attention: str, n_tok: int, seq_len: int, b: float, tp: int) -> int:
+    """The q, k, v gradients and their joined copy; eager attention the gradients of the ``s x s``
+    probabilities and of the scores (:data:`EAGER_BACKWARD_TEMPS`) beside v's, if more."""
+    per_token = ATTENTION_BACKWARD_TEMPS * (cfg.d_attn + 2 * cfg.d_kv)
+    if attention == "eager":  # at the softmax's backward only v's gradient exists yet
+        per_token = max(per_token, EAGER_BACKWARD_TEMPS * cfg.attn.n_heads * seq_len + cfg.d_attn)
+    return math.ceil(n_tok * per_token * b / tp)
+
+
+FFN_TERM_WORDS = ("FFN", "router", "dispatched", "expert", "shared experts")
+
+
+def _is_ffn_term(name: str) -> bool:
+    return name.startswith(FFN_TERM_WORDS)
+
+
+def _down_params(cfg: ModelConfig, spec) -> int:  # noqa: ANN001 - config.FFNSpec
+    """Parameters of the down projection(s), whose gradients exist at the FFN backward's largest moment."""
+    one = spec.d_ff * cfg.d_model + (cfg.d_model if spec.bias else 0)
+    return one * max(1, spec.n_experts)
+
+
+def _ffn_backward_temps(cfg: ModelConfig, spec, n_tok: int, b: float, g: float, tp: int) -> int:  # noqa: ANN001
+    """The working tensors an FFN's backward holds beyond its kept activations, at its largest.
+
+    Dense: :data:`FFN_BACKWARD_TEMPS` x d_ff per token. Dropless MoE (experts run one after another
+    on their tokens): the gradients of the weighted and of the raw expert outputs (``2 k d`` per
+    token) at first; then the raw outputs' gradient (``k d``), one expert's share of the dense
+    temporaries (``k / E`` of the tokens) and autograd's second full-size gradient of the stacked
+    expert weights while it adds one expert's slice."""
+    dense = FFN_BACKWARD_TEMPS[spec.kind] * spec.d_ff
+    if not spec.is_moe:
+        return math.ceil(n_tok * dense * b / tp)
+    k, e = spec.top_k, spec.n_experts
+    per_expert = math.ceil(n_tok * k / e) * dense * b
+    n_in = 2 if spec.gated else 1
+    stacked = e * n_in * spec.d_ff * cfg.d_model * g
+    routed = n_tok * k * cfg.d_model * b
+    return math.ceil(max(2 * routed, routed + per_expert + stacked) / tp)

@@ -147,3 +147,15 @@ def test_every_kept_report_a_claim_points_to_is_in_the_repository():
         if kept:
             claims = json.loads((ROOT / kept / "claims.json").read_text())
             assert c["args"]["experiment"] in claims, (c["id"], kept)
+
+
+def test_claims_ends_with_a_count_of_its_verdicts():
+    import json as _json
+
+    from cli_run import run
+
+    rows = _json.loads(run("claims", "--json").stdout)
+    last = run("claims", "--format", "markdown").stdout.strip().splitlines()[-1]
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in {r["verdict"] for r in rows}}
+    assert last.startswith(f"{len(rows)} claims: ")
+    assert {part.split(" ", 1)[1]: int(part.split(" ", 1)[0]) for part in last.split(": ", 1)[1].split(", ")} == counts

@@ -51,3 +51,14 @@ def test_the_check_catches_a_stale_block_and_a_hand_copied_output(tmp_path):
     md.write_text(stale)
     assert docs_blocks.main(["--check", str(md)]) == 1 and md.read_text() == stale  # --check never writes
     assert docs_blocks.main([str(md)]) == 0 and md.read_text() == fresh
+
+
+def test_the_readme_quotes_the_zoo_size() -> None:
+    """The README's counts of zoo models are the zoo's (they drifted once: 114 quoted, 122 kept)."""
+    import re
+
+    from ffnlab.sizing.zoo import load_zoo
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    quoted = {int(n) for n in re.findall(r"(\d+) (?:real models audited|published architectures)", text)}
+    assert quoted == {len(load_zoo())}

@@ -309,7 +309,7 @@ def _fake_sweep(root: Path, curves: dict[str, list[list[float]]], tokens: list[i
                          "params_non_embedding": 1000, "train_flops_per_token": 100,
                          "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}}}})
     spec = {"name": "fake", "control": "iso-params", "tolerance": 0.02, "reference": "gelu-r4",
-            "seeds": [0, 1, 2], "base": {}, "description": ""}
+            "seeds": [0, 1, 2], "base": {}, "description": "", "maturity": 0.01}  # toy runs declared mature
     (root / "sweep.json").write_text(json.dumps({"spec": spec, "runs": runs}))
 
 
@@ -405,3 +405,43 @@ def test_a_sweep_trains_arms_no_transformers_layout_can_export(tmp_path, tmp_pat
     assert p.returncode == 0, p.stderr
     summary = json.loads((tmp_path / "sweep" / "runs" / "swiglu-r4-s0" / "summary.json").read_text())
     assert summary["status"] == "finished"
+
+
+@pytest.mark.parametrize("to_group", [True, False], ids=["terminal Ctrl-C (process group)", "kill -INT of the sweep"])
+def test_ctrl_c_stops_the_sweep_and_trains_nothing_more(tmp_path, micro_spec, to_group):
+    """SIGINT while the first of four runs trains: the sweep stops that run at its next step, starts
+    none of the three others, says how to continue and exits 130 (resuming is
+    test_sweep_resumes_after_being_killed's)."""
+    spec = yaml.safe_load(micro_spec.read_text())
+    spec["base"]["train"]["max_steps"] = 100000  # the run in flight would go on for hours
+    spec["base"]["train"]["checkpoint_every"] = 2
+    micro_spec.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "sweep"
+
+    def started() -> list[Path]:
+        return [r for r in (out / "runs").iterdir() if any(r.glob("checkpoints/step-*"))] if (
+            out / "runs").exists() else []
+
+    with watching(out) as changes:  # woken by each write under the sweep folder, not by a clock
+        # a terminal's default SIGINT (a suite started in the background inherits it ignored), and a
+        # process group of its own, as a shell's job has
+        proc = subprocess.Popen([sys.executable, "-m", "ffnlab", "sweep", str(micro_spec), "--out", str(out),
+                                 "--no-report", "--workers", "1"], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        changes.wait(lambda: bool(started()), proc)
+    if to_group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=120)  # a hang guard only
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate()
+        pytest.fail(f"the sweep did not stop on SIGINT: {err[-2000:]}")
+    for folder in (out / "runs").iterdir():
+        wait_for_lock(folder)  # the trainer it ran has exited too
+    assert proc.returncode == 130, err
+    assert f"interrupted; rerun `ffnlab sweep {micro_spec} --out {out}` to continue" in err
+    assert len(started()) == 1 and not list((out / "runs").glob("*/summary.json"))  # nothing else trained

@@ -49,9 +49,12 @@ def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noi
             runs.append({"run": name, "arm": arm, "seed": seed, "d_model": d_model, "d_ff": round(ratio * d_model),
                          "params_non_embedding": 1000, "train_flops_per_token": 100,
                          "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}}}})
+    # the toy runs declare themselves mature (their tokens per parameter), so these tests judge the
+    # verdict engine; test_the_maturity_rule_* below runs the same toy at the default maturity
     spec = {"name": "fake", "control": "iso-params", "tolerance": 0.02, "reference": "gelu-r4",
             "seeds": list(range(seeds)), "base": {}, "description": "", "margin": margin,
-            "claims": claims or [], "comparisons": comparisons or {}, **(spec_extra or {})}
+            "claims": claims or [], "comparisons": comparisons or {}, "maturity": TOKENS[-1] / 1000,
+            **(spec_extra or {})}
     (root / "sweep.json").write_text(json.dumps({"spec": spec, "runs": runs, "vocab_size": 256}))
 
 
@@ -328,3 +331,29 @@ def test_cells_on_the_same_tokens_give_the_size_effect_alone(tmp_path):
     (pair,) = analyse(tmp_path)["equal_tokens"]
     assert pair["scales"] == ["s2", "s3"] and pair["tokens"] == 8 * 10**5
     assert pair["slope"] == pytest.approx(0.5, abs=0.05) and pair["lo"] < 0.5 < pair["hi"]
+
+
+def test_the_maturity_rule_leaves_an_immature_optimal_ratio_inconclusive(tmp_path):
+    """The toy sweep at the default maturity (20 tokens per parameter): ratio 2 is clearly better,
+    but the runs saw TOKENS[-1] / 1000 tokens per parameter, so the optimal-ratio claim says why it
+    is not decided; the convergence claim (not about an optimal ratio) is decided as before."""
+    from ffnlab.experiments.sweep_spec import DEFAULT_MATURITY
+
+    fake_sweep(tmp_path, {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}, 6, 0.01,
+               spec_extra={"maturity": DEFAULT_MATURITY})
+    c = analyse(tmp_path)["claims"]
+    r = c["ratio_optimal"]
+    tpp = TOKENS[-1] / 1000
+    assert r["verdict"] == "inconclusive" and r["verdict_if_mature"] == "false"
+    assert r["evidence"].startswith(f"trained to {tpp:.3g} tokens/param; needs 20")
+    assert r["maturity"]["tokens_per_param"] == tpp and r["maturity"]["mature"] is False
+    assert c["convergence_speed"]["verdict"] == "false" and "verdict_if_mature" not in c["convergence_speed"]
+    assert c["convergence_speed"]["maturity"]["text"].startswith(f"trained to {tpp:.3g} tokens/param (needs 20)")
+    # the loss still falls linearly: the last quarter's fall is printed beside each verdict
+    assert c["convergence_speed"]["maturity"]["late_fall"] > 0
+
+
+def test_a_spec_that_reaches_its_maturity_gets_its_verdict(tmp_path):
+    fake_sweep(tmp_path, {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}, 6, 0.01,
+               spec_extra={"maturity": TOKENS[-1] / 1000 - 1e-9})
+    assert verdicts(tmp_path)["ratio_optimal"] == "false"

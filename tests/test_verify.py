@@ -14,6 +14,7 @@ from cli_run import run
 MICRO_VERIFY = {
     "name": "micro-verify", "control": "fixed-d-model", "reference": "gelu-r4", "seeds": [0, 1],
     "threads_per_worker": 1, "claims": ["ratio_optimal", "convergence_speed"], "margin": 0.05,
+    "maturity": 0.01,  # a 12-step toy declared mature: this test judges the verdicts, not the rule
     "comparisons": {"ratio_optimal": ["gelu-r4-twin"], "convergence_speed": ["gelu-r4-twin"]},
     "base": {"model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "norm": "layernorm"},
              "data": {"corpus": "shakespeare"},

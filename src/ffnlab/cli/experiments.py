@@ -64,6 +64,13 @@ def sweep(
     except RunsFailed as e:
         print(f"error: {one_line(str(e))}", file=sys.stderr)
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        import shlex
+
+        again = " ".join(["ffnlab", "sweep", shlex.quote(spec)] + (["--out", shlex.quote(str(out))] if out else []))
+        print(one_line(f"interrupted; rerun `{again}` to continue (finished runs are kept, the "
+                       "interrupted ones resume from their last checkpoint)"), file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
     done = sum(v == "finished" for v in status.values())
     print(one_line(f"{folder}: {done} run(s) trained, {len(status) - done} already finished"))
     if report_too:

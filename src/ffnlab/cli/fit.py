@@ -10,22 +10,21 @@ from ffnlab import render
 from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app, check_format
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
-    GRAD_ACCUM_OPTION,
-    LOSS_CHUNKS_OPTION,
-    LOSS_OPTION,
-    OPTIMIZER_IMPL_OPTION,
-    RECOMPUTE_EVERY_OPTION,
     BATCH_OPTION,
     DROPOUT_OPTION,
+    GRAD_ACCUM_OPTION,
     GRAD_DTYPE_OPTION,
     GROUP_SIZE_OPTION,
     KV_DTYPE_OPTION,
+    LOSS_CHUNKS_OPTION,
+    LOSS_OPTION,
+    OPTIMIZER_IMPL_OPTION,
     OPTIMIZER_OPTION,
     PREFETCH_OPTION,
+    RECOMPUTE_EVERY_OPTION,
     RECOMPUTE_OPTION,
     RESHARD_OPTION,
     TERM_COLS,
-    peak_alive_text,
     WEIGHTS_DTYPE_OPTION,
     ZERO3_OPTION,
     check_seq_len,
@@ -34,6 +33,7 @@ from ffnlab.cli.memory_view import (
     gpus_text,
     memory_options,
     note,
+    peak_alive_text,
     term_rows,
 )
 from ffnlab.errors import require
@@ -217,9 +217,12 @@ def fit(
         best = res["best"]
         render.emit(term_rows(best["table"]), TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
         if mode == "train":
-            print(f"peak of the step: {gib(best['per_gpu_bytes'])} per GPU, at {best['peak_moment']} (the terms "
-                  f"sum to {gib(best['terms_sum_bytes'])}, not all alive at once); alive then: "
-                  f"{peak_alive_text({'peak_alive': best['peak_alive']})}")
+            import textwrap
+
+            line = (f"peak of the step: {gib(best['per_gpu_bytes'])} per GPU, at {best['peak_moment']} (the terms "
+                    f"sum to {gib(best['terms_sum_bytes'])}, not all alive at once); alive then: "
+                    f"{peak_alive_text({'peak_alive': best['peak_alive']})}")
+            print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
     if "time" in res:
         t = res["time"]
         print(f"time for {tokens} tokens: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "

@@ -21,22 +21,22 @@ from ffnlab.cli.app import (
 )
 from ffnlab.cli.memory_view import (
     ATTENTION_OPTION,
-    GRAD_ACCUM_OPTION,
-    LOSS_CHUNKS_OPTION,
-    LOSS_OPTION,
-    OPTIMIZER_IMPL_OPTION,
-    RECOMPUTE_EVERY_OPTION,
     BATCH_OPTION,
     DP_OPTION,
     DROPOUT_OPTION,
     EP_OPTION,
+    GRAD_ACCUM_OPTION,
     GRAD_DTYPE_OPTION,
     GROUP_SIZE_OPTION,
     KV_DTYPE_OPTION,
+    LOSS_CHUNKS_OPTION,
+    LOSS_OPTION,
     MEMORY_CSV_COLS,
+    OPTIMIZER_IMPL_OPTION,
     OPTIMIZER_OPTION,
     PP_OPTION,
     PREFETCH_OPTION,
+    RECOMPUTE_EVERY_OPTION,
     RECOMPUTE_OPTION,
     RESHARD_OPTION,
     SP_OPTION,
@@ -479,6 +479,18 @@ CLAIM_COMPACT = [Column("head", "claim: verdict", justify="left", wrap=False),
                  Column("text", "what it says; the evidence", justify="left")]
 
 
+VERDICT_ORDER = ("true", "false", "misleading", "inconclusive", "needs-experiment", "unverifiable")
+
+
+def verdict_count(rows: list[dict[str, Any]]) -> str:
+    """``N claims: a true, b false, ...`` (verdicts in :data:`VERDICT_ORDER`, any other after)."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    order = [v for v in VERDICT_ORDER if v in counts] + sorted(set(counts) - set(VERDICT_ORDER))
+    return f"{len(rows)} claims: " + ", ".join(f"{counts[v]} {v}" for v in order)
+
+
 @app.command(rich_help_panel=MODELS)
 def claims(
     evidence: str = typer.Option(None, "--evidence", help="A report's claims.json, its folder, or a sweep folder (its report/) whose experiments settle the needs-experiment claims."),
@@ -501,6 +513,8 @@ def claims(
         render.emit(shown, CLAIM_COMPACT, fmt, title=title, lines=True)
     else:
         render.emit(rows, CLAIM_COLS, fmt, title=None if fmt == "csv" else title)
+    if fmt != "csv":  # CSV stays one table
+        print(verdict_count(rows))
     if evidence:
         from ffnlab.experiments.maturity import sweep_of_report, sweep_warning
 

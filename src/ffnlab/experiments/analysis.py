@@ -15,12 +15,13 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ffnlab.experiments import maturity as mt
 from ffnlab.experiments import trend as tr
 from ffnlab.experiments import verdicts as vd
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.runs import ArmStats, load
 from ffnlab.experiments.stats import POWER, crossing, mean_ci, ratio_of_means
-from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
+from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN, DEFAULT_MATURITY
 
 CLAIMED_SPEEDUP = 1.08  # the first seed's "8% faster"
 GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
@@ -293,10 +294,22 @@ def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, A
         found = verdict_pair(arms, spec, key) if key in wanted else None
         if found is not None:
             claims[key] = found
+    m = run_maturity(spec, arms)
+    claims = {k: mt.gate(v, m) if k in mt.OPTIMAL_RATIO_CLAIMS else {**v, "maturity": m.as_dict()}
+              for k, v in claims.items()}
     conv_out = {k: v for k, v in conv.items() if k != "family"}
     conv_out["family"] = conv["family"].as_dict() if conv["family"] is not None else None
     return {"loss_model": fam.as_dict() if fam else None, "power": power_table(fam, GOLDEN_EFFECTS),
-            "convergence": conv_out, "kaplan": kaplan_curve(arms, reference), "claims": claims}
+            "convergence": conv_out, "kaplan": kaplan_curve(arms, reference), "claims": claims,
+            "maturity": m.as_dict()}
+
+
+def run_maturity(spec: dict[str, Any], arms: list[ArmStats]) -> mt.CellMaturity:
+    """The maturity of one cell's kept runs against the spec's (``maturity``, default 20)."""
+    progress = [mt.RunProgress(tokens=int(r.summary.get("tokens") or 0), params=a.params_non_embedding,
+                               steps=0, planned_steps=0, curve=tuple(zip(map(int, r.tokens), r.losses, strict=True)))
+                for a in arms for r in a.runs]
+    return mt.cell_maturity(progress, float(spec.get("maturity") or DEFAULT_MATURITY))
 
 
 def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
@@ -306,29 +319,47 @@ def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def trends(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
-    """Each pre-registered trend (``spec["trends"]``): the slope of log2(best ratio) per doubling
-    of its axis over its cells, its interval and the verdict on "the best ratio does not change";
-    with it, as a diagnostic, the slope between each pair of adjacent cells (``segments``)."""
+    """Each trend of ``spec["trends"]``: whether the cells' best ratios are constant (homogeneity)
+    and how they move per doubling of the axis (weighted slope, widened for misfit), with the
+    verdict on "the best ratio does not change" (:func:`ffnlab.experiments.trend.trend_verdict`);
+    the unweighted joint fit as a sensitivity analysis (``joint``) and, as a diagnostic, the slope
+    between each pair of adjacent cells (``segments``)."""
     out = []
     for t in spec.get("trends") or []:
         pts = [_trend_point(spec, cells, cell_arms, name, t["axis"]) for name in t["scales"]]
-        s = tr.slope(pts)
-        verdict = tr.flat_verdict(s)
+        w = tr.weighted_trend(pts)
+        verdict = tr.trend_verdict(w)
+        joint = tr.slope(pts)
         segments = [{"scales": [a, b], **tr.segment(pa, pb).as_dict()}
                     for (a, pa), (b, pb) in itertools.pairwise(zip(t["scales"], pts, strict=True))]
         straight = _on_one_line(segments)
-        ev = (f"log2(best ratio) changes by {fmt_iv(s.slope, s.lo, s.hi, 3)} per doubling of "
-              f"{AXIS_WORDS[t['axis']]} over {', '.join(t['scales'])} "
-              f"(parametric bootstrap over runs, {tr.BOOTSTRAP} redraws; {s.no_minimum_share:.1%} of redraws had a "
-              f"cell without a minimum); the claim needs the interval within +/-{tr.SLOPE_MARGIN} per doubling")
-        if straight is False:
-            ev += ("; the best ratios are not on one line (adjacent cells: "
-                   + ", ".join(f"{g['scales'][0]} to {g['scales'][1]} {fmt_iv(g['slope'], g['lo'], g['hi'], 3)}"
-                               for g in segments) + "), so the slope summarises a bent path")
-        out.append({"name": t["name"], "axis": t["axis"], "scales": list(t["scales"]), **s.as_dict(),
-                    "verdict": verdict, "evidence": ev, "margin": tr.SLOPE_MARGIN, "segments": segments,
-                    "straight": straight})
+        row = {"name": t["name"], "axis": t["axis"], "scales": list(t["scales"]), **w.as_dict(),
+               "verdict": verdict, "evidence": trend_evidence(t, w, joint), "margin": tr.SLOPE_MARGIN,
+               "joint": joint.as_dict(), "segments": segments, "straight": straight}
+        least = min((cells[n]["maturity"] for n in t["scales"]), key=lambda m: m["tokens_per_param"] or 0.0)
+        out.append(mt.gate(row, mt.CellMaturity(least["tokens_per_param"], least["late_fall"], least["needs"])))
     return out
+
+
+def trend_evidence(t: dict[str, Any], w: tr.WeightedTrend, joint: tr.Slope) -> str:
+    """One sentence per finding of a trend: constant or not, the weighted slope, the sensitivity."""
+    axis = AXIS_WORDS[t["axis"]]
+    verts = ", ".join(f"{name} {v:+.2f} +/- {e:.2f}" for name, (_, v, e) in zip(t["scales"], w.vertices, strict=True))
+    if math.isfinite(w.homogeneity_p):
+        constant = ("not constant" if w.homogeneity_p < tr.HOMOGENEITY_ALPHA else "not shown to differ")
+        ev = (f"the cells' best log2 ratios ({verts}) are {constant} along {axis} (Cochran's Q = "
+              f"{w.homogeneity_q:.1f} on {w.homogeneity_df} df, p = {w.homogeneity_p:.2g})")
+    else:
+        ev = f"the cells' best log2 ratios ({verts}): too few cells with a minimum to compare"
+    ev += (f"; precision-weighted slope {fmt_iv(w.slope, w.lo, w.hi, 3)} per doubling of {axis}")
+    if w.misfit_df > 0:
+        ev += (f" (misfit about the line Q = {w.misfit_q:.1f} on {w.misfit_df} df, p = {w.misfit_p:.2g}"
+               + (f": interval widened by sqrt(Q/df) = {math.sqrt(w.misfit_q / w.misfit_df):.2f}, t on "
+                  f"{w.misfit_df} df)" if w.widened else ")"))
+    ev += (f"; the claim needs the cells not to differ and the slope within +/-{tr.SLOPE_MARGIN} per doubling; "
+           f"sensitivity, the unweighted joint fit of every run (global minimum): "
+           f"{fmt_iv(joint.slope, joint.lo, joint.hi, 3)}")
+    return ev
 
 
 AXIS_WORDS = {"params": "parameters", "tokens_per_param": "tokens per parameter"}
@@ -390,7 +421,8 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
         found = analyse_arms(sub, sub_arms, record)
         cell = tr.best_ratio(sub_arms, sub["reference"])
         cell.update(scale=sc["name"], verdicts={k: v["verdict"] for k, v in found["claims"].items()},
-                    claims=found["claims"], kaplan=found["kaplan"], loss_model=found["loss_model"])
+                    claims=found["claims"], kaplan=found["kaplan"], loss_model=found["loss_model"],
+                    maturity=found["maturity"])
         cells[sc["name"]], cell_arms[sc["name"]] = cell, sub_arms
         base["cells"].append(cell)
         if sc["name"] == decide_at:

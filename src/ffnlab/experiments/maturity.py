@@ -17,6 +17,14 @@ The thresholds are deliberately loose (a run is flagged only when it is *far* fr
 * runs stopped before their planned steps.
 
 Medians over the runs are compared with the thresholds, so one odd run does not decide.
+
+**The maturity rule** (:func:`cell_maturity`, applied by ``experiments.analysis``): a verdict about
+an *optimal* ratio (``ratio_optimal``, ``gated_law`` and the trends of the best ratio) is given
+only where the runs reach the spec's ``maturity`` in tokens per non-embedding parameter (default
+:data:`TOKENS_PER_PARAM_OPTIMAL`, Chinchilla's ~20); below it the claim is ``inconclusive``, with
+"trained to X tokens/param; needs Y" in its evidence and the verdict the runs would give kept as
+``verdict_if_mature``. Every verdict carries its cell's maturity: tokens per parameter and the
+validation loss's fall over the last quarter of training.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ TOKENS_PER_PARAM_FLOOR = 1.0  # below this a run saw under 1/20 of a compute-opt
 STILL_FALLING = 0.02  # relative fall of the validation loss over the last part of training
 LAST_PART = 0.25  # the last quarter of the training tokens
 MIN_STEPS = 100  # optimizer steps; fewer is a smoke test (warm-up alone is often 10-30)
+OPTIMAL_RATIO_CLAIMS = ("ratio_optimal", "gated_law")  # claims about which width is best
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,51 @@ def assess(runs: Sequence[RunProgress]) -> list[str]:
     if stopped:
         found.append(f"{stopped} of {len(runs)} runs stopped before their planned steps")
     return found
+
+
+@dataclass(frozen=True)
+class CellMaturity:
+    """How far one cell's runs were trained, against the maturity its spec asks for."""
+
+    tokens_per_param: float | None  # median over the runs: training tokens / non-embedding parameters
+    late_fall: float | None  # median relative fall of the validation loss over the last quarter
+    needs: float  # the spec's maturity, tokens per parameter
+
+    @property
+    def mature(self) -> bool:
+        return self.tokens_per_param is not None and self.tokens_per_param >= self.needs
+
+    def text(self) -> str:
+        tpp = "unknown" if self.tokens_per_param is None else f"{self.tokens_per_param:.3g}"
+        out = f"trained to {tpp} tokens/param (needs {self.needs:g})"
+        if self.late_fall is not None:
+            out += f"; validation loss fell {self.late_fall:.1%} over the last quarter"
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"tokens_per_param": self.tokens_per_param, "late_fall": self.late_fall, "needs": self.needs,
+                "mature": self.mature, "text": self.text()}
+
+
+def cell_maturity(runs: Sequence[RunProgress], needs: float = TOKENS_PER_PARAM_OPTIMAL) -> CellMaturity:
+    """The maturity of one cell from its runs' progress (medians over the runs)."""
+    per = [r.tokens / r.params for r in runs if r.params > 0]
+    falls = [f for f in map(late_fall, runs) if f is not None]
+    return CellMaturity(statistics.median(per) if per else None, statistics.median(falls) if falls else None,
+                        float(needs))
+
+
+def gate(verdict: dict[str, Any], m: CellMaturity) -> dict[str, Any]:
+    """``verdict`` (one claim of a cell) with its maturity; an immature decided verdict becomes
+    ``inconclusive`` with the reason first in its evidence."""
+    out = {**verdict, "maturity": m.as_dict()}
+    if m.mature or verdict.get("verdict") in ("inconclusive", "needs-experiment"):
+        return out
+    reason = (f"trained to {m.tokens_per_param:.3g} tokens/param; needs {m.needs:g} (the spec's maturity) "
+              f"before an optimal ratio is decided; at this maturity the runs say {verdict['verdict']}: ")
+    return {**out, "verdict": "inconclusive", "verdict_if_mature": verdict["verdict"],
+            "evidence": reason + str(verdict.get("evidence", "")),
+            "finding": reason + str(verdict.get("finding") or verdict.get("evidence", ""))}
 
 
 def warning(runs: Sequence[RunProgress]) -> str | None:

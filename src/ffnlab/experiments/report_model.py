@@ -41,7 +41,13 @@ def card(key: str, v: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
     return {"id": cid, "analysis": key, "claim": texts.get(cid, ""), "verdict": v["verdict"],
             "interval": interval(point, lo, hi, 3 if ratio else 4, signed=not ratio), "unit": v.get("unit", ""),
             "comparison": v.get("comparison", ""), "method": v.get("method", ""), "model": v.get("model", ""),
-            "power": power, "evidence": v.get("finding") or v["evidence"]}
+            "power": power, "evidence": v.get("finding") or v["evidence"], "maturity": maturity_text(v)}
+
+
+def maturity_text(v: dict[str, Any]) -> str:
+    """The training maturity a verdict rests on (kept reports written before the rule have none)."""
+    m = v.get("maturity") or {}
+    return str(m.get("text") or "")
 
 
 def trend_card(t: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
@@ -49,8 +55,10 @@ def trend_card(t: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
     return {"id": cid, "analysis": f"trend_{t['axis']}", "claim": texts.get(cid, ""), "verdict": t["verdict"],
             "interval": interval(t["slope"], t["lo"], t["hi"], 3),
             "unit": "log2(best ratio) per doubling", "comparison": f"cells {', '.join(t['scales'])}",
-            "method": "least-squares slope; parametric bootstrap over runs", "model": "",
-            "power": f"margin +/-{SLOPE_MARGIN} per doubling", "evidence": t["evidence"]}
+            "method": "homogeneity of the cells' best ratios (Cochran's Q); their precision-weighted slope, "
+                      "widened for misfit", "model": "",
+            "power": f"margin +/-{SLOPE_MARGIN} per doubling", "evidence": t["evidence"],
+            "maturity": maturity_text(t) + (" (its least trained cell)" if t.get("maturity") else "")}
 
 
 def scale_rows(sc: dict[str, Any]) -> list[tuple[str, str]]:
@@ -149,11 +157,19 @@ def _cells(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _trends(result: dict[str, Any]) -> dict[str, Any]:
-    return table(["trend", "axis", "cells", "change in log2(best ratio) per doubling (95%)", "redraws without a minimum",
+    def homogeneity(t: dict[str, Any]) -> str:
+        return f"Q {t['homogeneity_q']:.1f} on {t['homogeneity_df']} df, p {t['homogeneity_p']:.2g}"
+
+    def joint(t: dict[str, Any]) -> str:
+        j = t.get("joint") or {}
+        return interval(j["slope"], j["lo"], j["hi"], 3) if j else "-"
+
+    return table(["trend", "axis", "cells", "best ratios constant? (Cochran)",
+                  "weighted change in log2(best ratio) per doubling (95%)", "unweighted joint fit (sensitivity)",
                   "verdict"],
-                 [[t["name"], t["axis"], ", ".join(t["scales"]), interval(t["slope"], t["lo"], t["hi"], 3),
-                   f"{t['no_minimum_share']:.1%}", t["verdict"]] for t in result["trends"]],
-                 [False, False, False, True, True, False])
+                 [[t["name"], t["axis"], ", ".join(t["scales"]), homogeneity(t),
+                   interval(t["slope"], t["lo"], t["hi"], 3), joint(t), t["verdict"]] for t in result["trends"]],
+                 [False, False, False, False, True, True, False])
 
 
 def _diagnostics(result: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:

@@ -15,10 +15,13 @@ Backends: ``local`` (worker processes sharing the cores, ``threads_per_worker`` 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -146,12 +149,59 @@ def _env(threads: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 
 
+POLL_S = 1.0  # progress poll while runs train
+STOP_WAIT_S = 20.0  # after a Ctrl-C, how long a run may take to checkpoint and exit before SIGTERM
+
+
+class Children:
+    """The trainer processes a sweep has running, so a Ctrl-C can stop them and start no more."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running: set[subprocess.Popen[bytes]] = set()
+        self.stopping = False
+
+    def run(self, cmd: list[str], log: Path, threads: int) -> int:
+        with open_append(log) as f:  # a link planted at the log's name is refused, not followed
+            f.write(f"$ {' '.join(cmd)}\n")
+            f.flush()
+            with self.lock:
+                if self.stopping:  # interrupted before this run started: it never starts
+                    return INTERRUPTED
+                proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env(threads),
+                                        preexec_fn=die_with_parent)
+                self.running.add(proc)
+            try:
+                code = proc.wait()
+            finally:
+                with self.lock:
+                    self.running.discard(proc)
+            if code in (INTERRUPTED, -signal.SIGINT):  # a Ctrl-C reached the run: start no other
+                self.stopping = True
+            return code
+
+    def stop(self, wait_s: float = STOP_WAIT_S) -> None:
+        """Start nothing more; ask each running trainer to stop (SIGINT: it checkpoints between
+        steps, as at a terminal's Ctrl-C, which may have reached it already) and wait for it."""
+        with self.lock:
+            self.stopping = True
+            procs = list(self.running)
+        for p in procs:
+            with contextlib.suppress(OSError):
+                p.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + wait_s
+        for p in procs:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.terminate()
+
+
+INTERRUPTED = 130
+
+
 def _run_local(cmd: list[str], log: Path, threads: int) -> int:
-    with open_append(log) as f:  # a link planted at the log's name is refused, not followed
-        f.write(f"$ {' '.join(cmd)}\n")
-        f.flush()
-        return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_env(threads),
-                              preexec_fn=die_with_parent).returncode
+    return Children().run(cmd, log, threads)
 
 
 def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str | None = None,
@@ -205,14 +255,22 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
 
     try:
         if backend == "local":
-            with ThreadPoolExecutor(max_workers=n_workers) as pool:
-                futures = {r.run: pool.submit(_run_local, command(out, r, threads, peak),
+            children = Children()
+            pool = ThreadPoolExecutor(max_workers=n_workers)
+            try:
+                futures = {r.run: pool.submit(children.run, command(out, r, threads, peak),
                                               out / "logs" / f"{r.run}.log", threads) for r in pending}
                 while not all(f.done() for f in futures.values()):
                     poll()
-                    time.sleep(1.0)
-                for name, f in futures.items():
-                    status[name] = "finished" if f.result() == 0 else f"failed (exit {f.result()})"
+                    time.sleep(POLL_S)
+            except KeyboardInterrupt:  # Ctrl-C: the queue is dropped, the runs in flight checkpoint and stop
+                pool.shutdown(wait=False, cancel_futures=True)
+                children.stop()
+                raise
+            finally:
+                pool.shutdown(wait=True)
+            for name, f in futures.items():
+                status[name] = "finished" if f.result() == 0 else f"failed (exit {f.result()})"
         else:
             status.update(_execute_ray(out, pending, threads, peak, address, poll))
         poll()
@@ -248,9 +306,15 @@ def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: floa
     refs = {r.run: run_one.remote(command(out, r, threads, peak), str(out / "logs" / f"{r.run}.log"), threads)
             for r in pending}
     remaining = list(refs.values())
-    while remaining:
-        _, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=1.0)
-        poll()
+    try:
+        while remaining:
+            _, remaining = ray.wait(remaining, num_returns=len(remaining), timeout=1.0)
+            poll()
+    except KeyboardInterrupt:  # Ctrl-C: cancel the queued runs and interrupt those in flight
+        for ref in remaining:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+        raise
     status = {}
     for name, ref in refs.items():
         try:

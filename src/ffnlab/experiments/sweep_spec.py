@@ -45,6 +45,7 @@ ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain", "gated_law")  
 # gated_law: the raw-ratio-4 gated arm, the 8/3 gated arm).
 PAIRED = ("glu_vs_plain", "gated_law")
 DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
+DEFAULT_MATURITY = 20.0  # tokens per parameter: compute-optimal training (Hoffmann et al. 2022)
 MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
 TREND_AXES = ("params", "tokens_per_param")
@@ -73,6 +74,9 @@ class SweepSpec:
     claims: list[Annotated[str, one_of(*ANALYSES)]] = field(default_factory=list)
     comparisons: dict[str, list[str]] = field(default_factory=dict)  # checked in spec_from_dict
     margin: Annotated[float, above(0, 1)] = DEFAULT_MARGIN
+    # tokens per non-embedding parameter the runs must reach before a verdict about an optimal
+    # ratio is given (experiments/maturity.py); below it those claims are inconclusive
+    maturity: Annotated[float, above(0, 1e9)] = DEFAULT_MATURITY
     # Model sizes (a scale trend): each {name, model: {d_model, n_layers, n_heads, ...}, train: {...}}
     # repeats every arm at that size (and token budget), as arm "SCALE.ARM" against that size's own
     # reference "SCALE.REFERENCE".

@@ -5,18 +5,26 @@ log2(raw ratio) to every run's final loss and reports its minimum with Fieller's
 (bounded, or unbounded when the curvature is not significant) and the lack-of-fit test of the
 parabola against the ratio means.
 
-Across cells, :func:`slope` is the change in the best log2 ratio per doubling of the cell's axis
-(non-embedding parameters, or tokens per parameter), fitted jointly (:func:`joint_fit`): every
-cell keeps its own parabola (its own loss level and curvature), and only their vertices are
-constrained to a straight line in log2(axis), so a cell whose loss barely depends on the ratio
-(a flat parabola) moves the line little, as it should. Its interval is a parametric bootstrap over
-runs: every cell's runs are redrawn from that cell's own fitted parabola (no line assumed) plus
-normal noise with the cell's residual variance, the joint fit is repeated (2,000 redraws), and the
-percentile interval taken.
+Across cells, the headline is :func:`weighted_trend`: every cell's vertex (its best log2 ratio)
+with its standard error (delta method on the cell's parabola), then
+
+* **homogeneity**: Cochran's Q of the vertices about their precision-weighted mean, on K - 1 df:
+  a small p says the best ratio is not constant along the axis, whatever its shape;
+* **weighted slope**: the vertices' inverse-variance weighted regression on log2(axis), the
+  change of the best log2 ratio per doubling; where the vertices scatter about the line more than
+  their errors allow (misfit Q on K - 2 df above its df), the standard error is widened by
+  sqrt(Q / df) and the interval uses Student's t on K - 2 df (K = 2: the normal interval, no misfit
+  to measure).
 
 The trend claim ("the best raw ratio does not change with size", the seed's "for any d_model")
-is decided by :func:`flat_verdict`: false if the slope's interval excludes 0, true if it lies
-inside the pre-registered margin (:data:`SLOPE_MARGIN` per doubling), otherwise inconclusive.
+is decided by :func:`trend_verdict`: false when homogeneity is rejected at 5% (the best ratio is
+not constant), true when it is not and the slope's interval lies inside the pre-registered margin
+(:data:`SLOPE_MARGIN` per doubling), otherwise inconclusive.
+
+:func:`slope` (the unweighted joint fit of every cell's parabola with vertices on one line,
+:func:`joint_fit`, and its parametric bootstrap) is kept as a sensitivity analysis. Its least
+squares can have several minima (a precise cell treated as flat is one); :func:`joint_fit` takes
+the best of starts over a grid of slopes, so it finds the global one.
 """
 
 from __future__ import annotations
@@ -33,6 +41,9 @@ from ffnlab.experiments.stats import LEVEL, QuadraticMinimum, quadratic_minimum
 
 SLOPE_MARGIN = 0.1  # log2(best ratio) per doubling: over 100x (6.6 doublings) a factor 2**0.66 = 1.6
 BOOTSTRAP = 2000
+START_SLOPES = (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0)  # joint_fit's starts besides the vertices' own line
+HOMOGENEITY_ALPHA = 0.05
+CURVATURE_Z = 1.96  # a cell's vertex enters the weighted trend only where its curvature is significant
 
 
 def cell_points(arms: Sequence[ArmStats], kind: str) -> tuple[np.ndarray, np.ndarray]:
@@ -102,7 +113,8 @@ def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[fl
     """(slope, intercept) of the vertex line: least squares of every cell's losses on its own
     parabola ``a_k + c_k (x - m - s z_k)^2`` (``z_k`` = log2 of the cell's axis, ``c_k > 0``), so
     the cells share only the line their best log2 ratios lie on; a flat cell (small ``c_k``) says
-    little about it, as it should. None when the fit fails."""
+    little about it. The global minimum of several starts (the vertices' own line and the slopes
+    :data:`START_SLOPES`); None when every start fails."""
     from scipy import optimize
 
     z = np.log2(np.asarray([c[0] for c in cells], dtype=float))
@@ -137,14 +149,18 @@ def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[fl
             rows.append(block)
         return np.vstack(rows)
 
-    p0 = np.asarray([*start_a, *start_c, float(vert_arr.mean()), s0])
-    try:
-        res = optimize.least_squares(resid, p0, jac=jac, method="lm", max_nfev=2000)
-    except (ValueError, FloatingPointError):
+    best = None
+    for s_start in (s0, *START_SLOPES):  # several starts: the least squares can have several minima
+        p0 = np.asarray([*start_a, *start_c, float(vert_arr.mean()), s_start])
+        try:
+            res = optimize.least_squares(resid, p0, jac=jac, method="lm", max_nfev=2000)
+        except (ValueError, FloatingPointError):
+            continue
+        if res.success and np.all(np.isfinite(res.x)) and (best is None or res.cost < best.cost):
+            best = res
+    if best is None:
         return None
-    if not res.success or not np.all(np.isfinite(res.x)):
-        return None
-    return float(res.x[2 * k + 1]), float(res.x[2 * k])
+    return float(best.x[2 * k + 1]), float(best.x[2 * k])
 
 
 def slope(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = LEVEL,
@@ -213,6 +229,104 @@ def _vertex(coef: np.ndarray) -> np.ndarray:
     c = coef[:, 2]
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(c > 0, -coef[:, 1] / (2 * c), np.nan)
+
+
+@dataclass(frozen=True)
+class Vertex:
+    """A cell's best log2 ratio and its standard error (delta method on its parabola)."""
+
+    x: float
+    se: float
+
+
+def vertex(x: np.ndarray, y: np.ndarray) -> Vertex:
+    """The vertex ``-b / 2c`` of the least-squares parabola and its delta-method standard error;
+    ``nan`` where the curvature is not significantly positive (z < :data:`CURVATURE_Z`: Fieller's
+    set would be unbounded and the delta method too narrow) or with too few runs."""
+    if x.size < 4:
+        return Vertex(math.nan, math.nan)
+    design = _design(x)
+    coef, s2 = _fit(x, y)
+    b, c = float(coef[1]), float(coef[2])
+    cov = s2 * np.linalg.pinv(design.T @ design)
+    if c <= 0 or c < CURVATURE_Z * math.sqrt(max(0.0, float(cov[2, 2]))):
+        return Vertex(math.nan, math.nan)  # no significant minimum: the delta method would mislead
+    grad = np.asarray([0.0, -1.0 / (2 * c), b / (2 * c * c)])
+    return Vertex(-b / (2 * c), float(math.sqrt(max(0.0, grad @ cov @ grad))))
+
+
+@dataclass(frozen=True)
+class WeightedTrend:
+    """The cells' vertices: their homogeneity and their precision-weighted slope per doubling."""
+
+    slope: float
+    lo: float
+    hi: float
+    se: float
+    homogeneity_q: float
+    homogeneity_df: int
+    homogeneity_p: float
+    misfit_q: float
+    misfit_df: int
+    misfit_p: float
+    widened: bool  # the standard error was widened for misfit
+    cells: int
+    vertices: tuple[tuple[float, float, float], ...]  # (log2 axis, vertex, se) per cell
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"slope": self.slope, "lo": self.lo, "hi": self.hi, "se": self.se, "cells": self.cells,
+                "homogeneity_q": self.homogeneity_q, "homogeneity_df": self.homogeneity_df,
+                "homogeneity_p": self.homogeneity_p, "misfit_q": self.misfit_q, "misfit_df": self.misfit_df,
+                "misfit_p": self.misfit_p, "widened": self.widened,
+                "vertices": [{"log2_axis": z, "log2_best_ratio": v, "se": e} for z, v, e in self.vertices]}
+
+
+def weighted_trend(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = LEVEL) -> WeightedTrend:
+    """Homogeneity of the cells' vertices and their weighted slope per doubling (module docstring)."""
+    from scipy import stats
+
+    verts = [(math.log2(axis), vertex(x, y)) for axis, x, y in cells]
+    ok = [(z, v) for z, v in verts if math.isfinite(v.x) and v.se > 0]
+    nan = math.nan
+    if len(ok) < 2:
+        return WeightedTrend(nan, -math.inf, math.inf, nan, nan, 0, nan, nan, 0, nan, False, len(cells),
+                             tuple((z, v.x, v.se) for z, v in verts))
+    z = np.asarray([a for a, _ in ok])
+    v = np.asarray([b.x for _, b in ok])
+    w = 1.0 / np.asarray([b.se for _, b in ok]) ** 2
+    mean = float(np.sum(w * v) / np.sum(w))
+    q_h = float(np.sum(w * (v - mean) ** 2))
+    df_h = len(ok) - 1
+    p_h = float(stats.chi2.sf(q_h, df_h))
+    zc = z - np.sum(w * z) / np.sum(w)
+    sxx = float(np.sum(w * zc * zc))
+    if sxx <= 0:  # every cell at one point of the axis
+        return WeightedTrend(nan, nan, nan, nan, q_h, df_h, p_h, nan, 0, nan, False, len(cells),
+                             tuple((a, b.x, b.se) for a, b in verts))
+    slope_ = float(np.sum(w * zc * v) / sxx)
+    intercept = mean
+    resid = v - intercept - slope_ * zc
+    df_m = len(ok) - 2
+    q_m = float(np.sum(w * resid ** 2)) if df_m > 0 else nan
+    p_m = float(stats.chi2.sf(q_m, df_m)) if df_m > 0 else nan
+    se = math.sqrt(1.0 / sxx)
+    widened = df_m > 0 and q_m > df_m
+    if widened:
+        se *= math.sqrt(q_m / df_m)
+    crit = float(stats.t.ppf(0.5 + level / 2, df_m)) if df_m > 0 else float(stats.norm.ppf(0.5 + level / 2))
+    return WeightedTrend(slope_, slope_ - crit * se, slope_ + crit * se, se, q_h, df_h, p_h, q_m, max(df_m, 0), p_m,
+                         widened, len(cells), tuple((a, b.x, b.se) for a, b in verts))
+
+
+def trend_verdict(t: WeightedTrend, margin: float = SLOPE_MARGIN, alpha: float = HOMOGENEITY_ALPHA) -> str:
+    """"The best ratio does not change along this axis": false when the cells' best ratios are not
+    homogeneous (p < ``alpha``); true when they are not shown to differ and the weighted slope's
+    interval lies within +/-``margin``; otherwise inconclusive."""
+    if math.isfinite(t.homogeneity_p) and t.homogeneity_p < alpha:
+        return "false"
+    if math.isfinite(t.lo) and math.isfinite(t.hi) and -margin < t.lo and t.hi < margin:
+        return "true"
+    return "inconclusive"
 
 
 def flat_verdict(s: Slope, margin: float = SLOPE_MARGIN) -> str:

@@ -50,7 +50,13 @@ from ffnlab.sizing.memory import (
 )
 from ffnlab.sizing.optimizers import optimizer_state
 from ffnlab.sizing.sharding import Sharding, working_terms
-from ffnlab.sizing.step_memory import StepInputs, StepOptions, StepTimeline, optimizer_temp_bytes, step_timeline
+from ffnlab.sizing.step_memory import (
+    StepInputs,
+    StepOptions,
+    StepTimeline,
+    optimizer_temp_bytes,
+    step_timeline,
+)
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -191,7 +197,7 @@ def training_peak(cfg: ModelConfig, lay: Layout, rows: list[Row], *, seq_len: in
     extra = {} if dropout_mask_bytes is None else {"dropout_mask_bytes": dropout_mask_bytes}
     return step_timeline(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
                          states=states, tp=lay.tp, sp=lay.sp, capacity_factor=capacity_factor, dropout=dropout,
-                         options=step, **extra)  # type: ignore[arg-type]
+                         options=step, **extra)
 
 
 def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, weights_dtype: str = "bf16",

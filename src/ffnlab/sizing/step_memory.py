@@ -57,12 +57,13 @@ import math
 from dataclasses import dataclass, field
 
 from ffnlab.errors import require
-from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory import (
     ACTIVATION_DTYPES,
     DROPOUT_MASK_BYTES,
     STAT_BYTES,
+    Term,
     dtype_bytes,
     head_activation_terms,
     layer_activation_terms,
@@ -154,7 +155,7 @@ class StepInputs:
     opt_temp: int
 
 
-def _div(terms: list, tp: int, sp: bool) -> int:  # noqa: ANN001 - memory.Term
+def _div(terms: list[Term], tp: int, sp: bool) -> int:
     return sum(math.ceil(t.bytes / tp) if (t.split == "tp" or (sp and t.split == "sp")) else t.bytes for t in terms)
 
 
@@ -174,7 +175,7 @@ def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_
 def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
                   states: StepInputs, tp: int = 1, sp: bool = False, capacity_factor: float | None = None,
                   dropout: bool = False, dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
-                  options: StepOptions | None = None, params_on_gpu: float | None = None) -> StepTimeline:
+                  options: StepOptions | None = None) -> StepTimeline:
     """The moments of one training step of ``batch`` x ``seq_len`` tokens per micro-batch."""
     o = options or StepOptions()
     o.check()
@@ -202,11 +203,11 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
     head_p = root.head + (root.head_matrix if cfg.tied_embeddings else 0)
     g_layer = [math.ceil(p * per_param_g) for p in layers_p]
     g_head = math.ceil(head_p * per_param_g)
-    g_rest = states.gradients - g_head - sum(g_layer)  # embeddings (untied) and positions
     head_matrix_g = math.ceil(root.head_matrix * per_param_g)
 
     nv = math.ceil(n_tok * cfg.vocab_size / tp)  # logits on this GPU (vocabulary parallel)
-    held = nv * b if o.logits_held and o.loss != "fused" else 0
+    logits_bytes = math.ceil(nv * b)
+    held = logits_bytes if o.logits_held and o.loss != "fused" else 0
     grad_in = math.ceil(n_tok * d * b / (tp if sp else 1))  # gradient of a layer's output or input
 
     base = [("weights", states.weights), ("optimizer state", states.optimizer)]
@@ -223,7 +224,7 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
     moments: list[Moment] = []
     if o.loss == "fused":
         chunk = math.ceil(n_tok / max(1, math.ceil(cfg.vocab_size / d)))
-        chunk_bytes = math.ceil(chunk * cfg.vocab_size / tp) * (STAT_BYTES + (b if b < STAT_BYTES else 0))
+        chunk_bytes = math.ceil(math.ceil(chunk * cfg.vocab_size / tp) * (STAT_BYTES + (b if b < STAT_BYTES else 0)))
         fused_keep = grad_in
         head_g_fwd = g_head if not acc_g else 0
         moments.append(moment("forward end (fused loss, one chunk)", grads_early, acts, head_acts,
@@ -234,13 +235,13 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
         k = o.loss_chunks if o.loss == "chunked" else 1
         upcast = math.ceil(nv * STAT_BYTES / k) if b < STAT_BYTES else 0
         logsm = nv * STAT_BYTES
-        logits_fwd = held if held else nv * b
+        logits_fwd = held if held else logits_bytes
         moments.append(moment("forward end (loss)", grads_early, acts, head_acts, ("logits", logits_fwd),
                               ("loss: fp32 upcast", upcast), ("loss: log-softmax (kept)", logsm)))
         moments.append(moment("loss backward", grads_early, acts, head_acts, ("logits (held)", held),
                               ("loss: log-softmax (kept)", logsm),
                               ("loss: log-softmax gradients", math.ceil(2 * nv * STAT_BYTES / k))))
-        g_logits = nv * b
+        g_logits = logits_bytes
         moments.append(moment("LM head backward", grads_early, acts, head_acts, ("logits (held)", held),
                               ("logits gradient", g_logits), ("head gradients", g_head if not acc_g else 0),
                               ("gradient of the head input", grad_in)))
@@ -275,7 +276,6 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
                           ("tied embedding: its gradient before autograd adds the head's", tied_extra)))
     moments.append(moment("optimizer step", ("gradients", states.gradients), ("logits (held)", held),
                           ("optimizer temporaries", states.opt_temp)))
-    del g_rest
     return StepTimeline(tuple(moments), o)
 
 
@@ -295,13 +295,13 @@ def _is_ffn_term(name: str) -> bool:
     return name.startswith(FFN_TERM_WORDS)
 
 
-def _down_params(cfg: ModelConfig, spec) -> int:  # noqa: ANN001 - config.FFNSpec
+def _down_params(cfg: ModelConfig, spec: FFNSpec) -> int:
     """Parameters of the down projection(s), whose gradients exist at the FFN backward's largest moment."""
     one = spec.d_ff * cfg.d_model + (cfg.d_model if spec.bias else 0)
     return one * max(1, spec.n_experts)
 
 
-def _ffn_backward_temps(cfg: ModelConfig, spec, n_tok: int, b: float, g: float, tp: int) -> int:  # noqa: ANN001
+def _ffn_backward_temps(cfg: ModelConfig, spec: FFNSpec, n_tok: int, b: float, g: float, tp: int) -> int:
     """The working tensors an FFN's backward holds beyond its kept activations, at its largest.
 
     Dense: :data:`FFN_BACKWARD_TEMPS` x d_ff per token. Dropless MoE (experts run one after another

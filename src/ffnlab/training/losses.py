@@ -43,7 +43,7 @@ def chunked_cross_entropy(hidden: torch.Tensor, weight: torch.Tensor, targets: t
     total = sum(F.cross_entropy(lc.float(), tc, ignore_index=IGNORE_INDEX, reduction="sum")
                 for lc, tc in zip(logits, t.chunk(chunks), strict=True))
     n = (t != IGNORE_INDEX).sum().clamp(min=1)
-    return total / n, logits  # type: ignore[operator]
+    return total / n, logits
 
 
 def fused_chunk_tokens(n_tokens: int, vocab: int, d_model: int) -> int:

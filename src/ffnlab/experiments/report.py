@@ -145,7 +145,8 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     claim_report_dir(out, root)
     result = analyse(sweep_dir)
     images = figures(result)
-    claims = json_safe({**result["claims"], **{f"trend_{t['axis']}": {k: t[k] for k in ("verdict", "evidence")}
+    trend_keys = ("verdict", "evidence", "verdict_if_mature", "maturity")
+    claims = json_safe({**result["claims"], **{f"trend_{t['axis']}": {k: t[k] for k in trend_keys if k in t}
                                                  | {"numbers": {"slope": [t["slope"], t["lo"], t["hi"]]}}
                                                  for t in result["trends"]}})
     claim_rows = None

@@ -62,3 +62,16 @@ def test_the_readme_quotes_the_zoo_size() -> None:
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     quoted = {int(n) for n in re.findall(r"(\d+) (?:real models audited|published architectures)", text)}
     assert quoted == {len(load_zoo())}
+
+
+def test_the_readme_python_example_prints_what_its_comments_say() -> None:
+    import contextlib
+    import io
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the README's own example
+    said = [line.split("# ", 1)[1].split(" (")[0] for line in code.splitlines() if line.startswith("print(")]
+    assert out.getvalue().splitlines() == said

@@ -145,13 +145,16 @@ def target_loss(spec: dict[str, Any], arms: list[ArmStats], reference: str) -> t
     if isinstance(fixed, (int, float)) and math.isfinite(fixed):
         return float(fixed), "fixed in the spec"
     ref = next(a for a in arms if a.name == reference)
-    vals = []
+    vals, where = [], []
     for r in ref.runs:
         if r.tokens:
             half = r.tokens[-1] / 2
             i = min(range(len(r.tokens)), key=lambda j: abs(r.tokens[j] - half))
             vals.append(r.losses[i])
-    return (sum(vals) / len(vals) if vals else math.nan), "rule: the reference's mean loss at half its tokens"
+            where.append(r.tokens[i] / r.tokens[-1])
+    at = f" ({min(where):.0%} of them)" if where and min(where) == max(where) else ""
+    return ((sum(vals) / len(vals) if vals else math.nan),
+            f"rule: the reference's mean loss at the evaluation nearest half its tokens{at}")
 
 
 def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,

@@ -212,10 +212,13 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
         sections.append(section("trends", "How the best ratio moves", [
             "Each cell's best raw ratio is the minimum of a parabola in log2(ratio) fitted to every run's final "
             "loss, with Fieller's 95% interval (unbounded when the curvature is not significant) and the "
-            "lack-of-fit test of the parabola against the ratio means. Each trend is the least-squares slope of "
-            "log2(best ratio) against log2 of its axis, with a parametric bootstrap interval over runs; the "
-            "claim that the best ratio does not change along the axis holds when the interval lies within "
-            f"+/-{SLOPE_MARGIN} per doubling, and is false when it excludes 0. The verdict cards above come from "
+            "lack-of-fit test of the parabola against the ratio means. Each trend asks whether the cells' best "
+            "log2 ratios (each with its delta-method error, where its curvature is significant) are constant "
+            "(Cochran's Q) and how they move per doubling of the axis (their precision-weighted slope, widened "
+            "when they scatter about the line more than their errors allow); the claim that the best ratio does "
+            f"not change is false when the cells differ and true when they do not and the slope lies within "
+            f"+/-{SLOPE_MARGIN} per doubling. The unweighted joint fit of every run is shown as a sensitivity. "
+            "A trend is as mature as its least trained cell. The verdict cards above come from "
             f"cell {ref.split('.')[0]}.", *diag_text], ([_trends(result)] if result["trends"] else []) + diag_tables
             + _cells(result), ["scale_trend.png"]))
         for t in result["cells"]:

@@ -201,3 +201,10 @@ def test_fused_chunks_follow_liger_rule() -> None:
     # N 4096 tokens, V 128256, d 4096: ceil(128256 / 4096) = 32 -> 128 tokens per chunk
     assert fused_chunk_tokens(4096, 128256, 4096) == 128
     assert fused_chunk_tokens(10, 5, 64) == 10  # a vocabulary narrower than d: one chunk
+
+
+def test_every_ffn_kind_has_backward_temporaries() -> None:
+    from ffnlab.sizing.memory import FFN_KEEPS
+    from ffnlab.sizing.step_memory import FFN_BACKWARD_TEMPS
+
+    assert set(FFN_BACKWARD_TEMPS) == set(FFN_KEEPS)

@@ -19,7 +19,7 @@ listing what is alive then (per GPU, in the same per-GPU bytes as the term table
 * **embedding backward**: every gradient, and for a tied head the embedding's own gradient beside it
   before autograd adds the two;
 * **optimizer step**: weights, gradients, optimizer state and the step's temporaries
-  (:data:`OPTIMIZER_TEMPS`).
+  (:func:`optimizer_temp_bytes`).
 
 The peak is the largest moment; ties go to the earlier one. Loss implementations (``loss``):
 
@@ -83,10 +83,6 @@ FFN_BACKWARD_TEMPS: dict[str, int] = {
 # attention backward: the q, k, v gradients and their joined copy (units of dq + 2 dkv)
 ATTENTION_BACKWARD_TEMPS = 1
 EAGER_BACKWARD_TEMPS = 2  # eager attention: the probabilities' and the scores' gradients (heads x s each)
-# the optimizer step's temporaries, in parameters of the state dtype (fp32): foreach AdamW makes
-# the square root of every second moment at once; the for-loop implementation a tensor's root and
-# its quotient while the previous tensor's is still bound (three of the largest); fused kernels none
-OPTIMIZER_TEMPS = {"foreach": "all", "for-loop": "largest x 3", "fused": "none"}
 
 
 @dataclass(frozen=True)
@@ -160,7 +156,10 @@ def _div(terms: list[Term], tp: int, sp: bool) -> int:
 
 
 def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_gpu: float, *, tp: int = 1) -> int:
-    """fp32 temporaries of the optimizer step on one GPU (:data:`OPTIMIZER_TEMPS`)."""
+    """fp32 temporaries of the optimizer step on one GPU: foreach AdamW takes the square root of
+    every second moment at once (4 B per parameter); the for-loop implementation a tensor's root
+    and its quotient while the previous tensor's is still bound (three of the largest tensor);
+    fused kernels, 8-bit Adam and SGD none."""
     if optimizer in ("sgd", "adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
         return 0
     if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):

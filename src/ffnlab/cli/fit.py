@@ -188,7 +188,7 @@ def fit(
                                         precision=precision).as_dict()
     if as_json:
         render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
-                          "sharding": mem["sharding"].as_dict(), "step": _step_dict(mem["step"]), **res})
+                          "sharding": mem["sharding"].as_dict(), "step": mem["step"].as_dict(), **res})
         return
     for w in res["warnings"]:
         note(w)
@@ -233,10 +233,6 @@ def fit(
     _print_lines("assumed:", lines, fmt)
 
 
-def _step_dict(step: Any) -> dict[str, Any]:
-    return {k: getattr(step, k) for k in step.__dataclass_fields__}
-
-
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
              tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str, wide: bool = False) -> None:
     from ffnlab.sizing.fit import fit_all
@@ -246,7 +242,7 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     if as_json:
         render.emit_json({"model": name, "gpus": gpus,
                           **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
-                          "sharding": opts["sharding"].as_dict(), "step": _step_dict(opts["step"]), "tokens": n_tokens, "mfu": mfu,
+                          "sharding": opts["sharding"].as_dict(), "step": opts["step"].as_dict(), "tokens": n_tokens, "mfu": mfu,
                           "precision": precision, "accelerators": rows})
         return
     cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),

@@ -163,7 +163,7 @@ def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, ba
             tl = training_peak(cfg, lay, table, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                attention=attention, optimizer=optimizer, dropout=dropout, step=step)
             need = tl.peak_bytes
-            extra = {"peak_moment": tl.peak.name, "peak_alive": tl.as_dict()["peak_alive"],
+            extra = {"peak_moment": tl.peak.name, "peak_alive": tl.peak_alive(),
                      "terms_sum_bytes": table_total(table)}
         else:
             table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,

@@ -242,6 +242,11 @@ def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: 
     ]
 
 
+def selective_kept(terms: list[Term]) -> list[Term]:
+    """What selective recomputation keeps of a layer: everything but the ``s x s`` tensors."""
+    return [t for t in terms if "s x s" not in t.name]
+
+
 @dataclass(frozen=True)
 class Activations:
     """Activation bytes of one micro-batch: per layer (after the recompute policy) and in total."""
@@ -256,7 +261,8 @@ class Activations:
         return sum(self.per_layer) + self.head + self.recompute_peak
 
 
-def _divide(terms: list[Term], tp: int, sp: bool) -> int:
+def divide_terms(terms: list[Term], tp: int, sp: bool) -> int:
+    """Bytes of ``terms`` on one GPU: tp-split terms / tp, and d-sized ones too with sequence parallelism."""
     return sum(math.ceil(t.bytes / tp) if (t.split == "tp" or (sp and t.split == "sp")) else t.bytes for t in terms)
 
 
@@ -279,16 +285,16 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
                                      attention=attention, capacity_factor=capacity_factor, dropout=dropout,
                                      dropout_mask_bytes=dropout_mask_bytes)
               for i in range(n_layers)]
-    kept = [_divide(ts, tp, sp) for ts in layers]
+    kept = [divide_terms(ts, tp, sp) for ts in layers]
     widest = max(range(n_layers), key=lambda i: kept[i])
-    head = _divide(head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
+    head = divide_terms(head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
                                          dropout_mask_bytes=dropout_mask_bytes), tp, sp)
     if recompute == "selective":
-        kept = [_divide([t for t in ts if "s x s" not in t.name], tp, sp) for ts in layers]
+        kept = [divide_terms(selective_kept(ts), tp, sp) for ts in layers]
     peak = 0
     if recompute == "full":
         layer_input = math.ceil(seq_len * batch * cfg.d_model * b / (tp if sp else 1))
-        peak = max(_divide(ts, tp, sp) for ts in layers)
+        peak = max(divide_terms(ts, tp, sp) for ts in layers)
         kept = [layer_input] * n_layers
     return Activations(per_layer=kept, head=head, recompute_peak=peak, terms=layers[widest])
 

@@ -54,7 +54,7 @@ measures whole steps of ffnlab's model and of transformers' models with
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -63,10 +63,11 @@ from ffnlab.sizing.memory import (
     ACTIVATION_DTYPES,
     DROPOUT_MASK_BYTES,
     STAT_BYTES,
-    Term,
+    divide_terms,
     dtype_bytes,
     head_activation_terms,
     layer_activation_terms,
+    selective_kept,
 )
 from ffnlab.sizing.shapes import layer_params, root_params
 
@@ -104,6 +105,9 @@ class StepOptions:
         require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
         require(self.recompute_every >= 1, f"--recompute-every must be >= 1, got {self.recompute_every}")
 
+    def as_dict(self) -> dict[str, object]:
+        return asdict(self)
+
 
 @dataclass(frozen=True)
 class Moment:
@@ -116,8 +120,6 @@ class Moment:
     def total(self) -> int:
         return sum(b for _, b in self.alive)
 
-    def as_dict(self) -> dict[str, object]:
-        return {"moment": self.name, "bytes": self.total, "alive": [{"what": w, "bytes": b} for w, b in self.alive]}
 
 
 @dataclass(frozen=True)
@@ -133,10 +135,13 @@ class StepTimeline:
     def peak_bytes(self) -> int:
         return self.peak.total
 
+    def peak_alive(self) -> list[dict[str, object]]:
+        """What is alive at the peak, ``{what, bytes}`` each."""
+        return [{"what": w, "bytes": b} for w, b in self.peak.alive]
+
     def as_dict(self) -> dict[str, object]:
-        p = self.peak
-        return {"peak_bytes": p.total, "peak_moment": p.name, "peak_alive": p.as_dict()["alive"],
-                "options": {k: getattr(self.options, k) for k in self.options.__dataclass_fields__},
+        return {"peak_bytes": self.peak_bytes, "peak_moment": self.peak.name, "peak_alive": self.peak_alive(),
+                "options": self.options.as_dict(),
                 "moments": [{"moment": m.name, "bytes": m.total} for m in self.moments]}
 
 
@@ -149,10 +154,6 @@ class StepInputs:
     optimizer: int
     working: int
     opt_temp: int
-
-
-def _div(terms: list[Term], tp: int, sp: bool) -> int:
-    return sum(math.ceil(t.bytes / tp) if (t.split == "tp" or (sp and t.split == "sp")) else t.bytes for t in terms)
 
 
 def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_gpu: float, *, tp: int = 1) -> int:
@@ -184,15 +185,15 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
     akw = dict(seq_len=seq_len, batch=batch, dtype=dtype, attention=attention, capacity_factor=capacity_factor,
                dropout=dropout, dropout_mask_bytes=dropout_mask_bytes)
     layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), **akw) for i in range(n_layers)]  # type: ignore[arg-type]
-    full = [_div(ts, tp, sp) for ts in layer_terms]
+    full = [divide_terms(ts, tp, sp) for ts in layer_terms]
     if recompute == "selective":
-        full = [_div([t for t in ts if "s x s" not in t.name], tp, sp) for ts in layer_terms]
+        full = [divide_terms(selective_kept(ts), tp, sp) for ts in layer_terms]
     layer_input = math.ceil(n_tok * d * b / (tp if sp else 1))
     checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
     head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
                                        dropout_mask_bytes=dropout_mask_bytes)
-    head_other = _div([t for t in head_terms if t.name != LOGSM_TERM], tp, sp)
+    head_other = divide_terms([t for t in head_terms if t.name != LOGSM_TERM], tp, sp)
 
     # gradients by where backward makes them, proportional to the parameters on this GPU
     p_total = count_params(cfg).total or 1
@@ -250,7 +251,7 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
     for i in reversed(range(n_layers)):
         spec = cfg.layer_ffns()[min(i, cfg.n_layers - 1)]
         ffn_terms = [t for t in layer_terms[i] if _is_ffn_term(t.name)]
-        attn_part = full[i] - _div(ffn_terms, tp, sp)
+        attn_part = full[i] - divide_terms(ffn_terms, tp, sp)
         g_ffn = math.ceil(_down_params(cfg, spec) * per_param_g)
         what = " (recomputed)" if checkpointed[i] else ""
         where = f"backward, layer {i + 1} of {n_layers}"

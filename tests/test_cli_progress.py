@@ -197,3 +197,19 @@ def test_train_prints_the_model_size_and_d_ff_when_it_starts(corpus_dir, tmp_pat
     assert "d_model 32, d_ff 128 (gelu, ratio 4)" in first  # 4 x 32, by hand
     assert "1 layers; 2 steps x 32 tokens" in first  # batch 2 x seq_len 16
     assert sum("step 2/2" in line for line in p.stderr.splitlines()) == 1
+
+
+def test_a_line_is_not_repeated_while_nothing_moved_and_counts_each_runs_tokens(monkeypatch):
+    """A sweep polls every second; between two logs of its runs the step count stands still, and
+    a line then would repeat the last one. Its sizes differ in batch, so tokens/s counts the
+    tokens reported, not the first run's tokens per step. A fake clock stands in for the wall clock."""
+    clock = [0.0]
+    monkeypatch.setattr("ffnlab.training.progress.time.perf_counter", lambda: clock[0])
+    lines: list[str] = []
+    bar = Progress(100, description="sweep", mode="lines", every_s=10, emit=lines.append,
+                   tokens_per_unit=64, tokens_start=1000)
+    for t, done, tokens in ((11, 10, 5000), (22, 10, 5000), (33, 10, 5000), (44, 20, 9800)):
+        clock[0] = float(t)
+        bar.update(done, tokens=tokens, runs="0/2")
+    assert [x.split(" | ")[0] for x in lines] == ["[sweep] step 10/100", "[sweep] step 20/100"]
+    assert "200 tok/s" in lines[1]  # (9800 - 1000) tokens in 44 s, not 20 steps x 64 tokens

@@ -365,7 +365,7 @@ def trend_evidence(t: dict[str, Any], w: tr.WeightedTrend, joint: tr.Slope) -> s
     return ev
 
 
-AXIS_WORDS = {"params": "parameters", "tokens_per_param": "tokens per parameter"}
+AXIS_WORDS = {"params": "parameters", "tokens_per_param": "tokens per parameter", "lr": "the learning rate"}
 
 
 def _trend_point(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]],
@@ -373,8 +373,18 @@ def _trend_point(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_ar
     c = cells[name]
     ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec['reference']}")
     x, y = tr.cell_points(cell_arms[name], ref.kind)
-    value = c["params_non_embedding"] if axis == "params" else c["tokens"] / c["params_non_embedding"]
-    return float(value), x, y
+    values = {"params": lambda: c["params_non_embedding"], "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
+              "lr": lambda: _cell_lr(spec, name)}
+    return float(values[axis]()), x, y
+
+
+def _cell_lr(spec: dict[str, Any], name: str) -> float:
+    """A cell's peak learning rate: its scale's ``train.lr``, else the base's, else the default."""
+    from ffnlab.training.runconfig import TrainSection
+
+    scale = next(s for s in spec["scales"] if s["name"] == name)
+    base = (spec.get("base") or {}).get("train") or {}
+    return float(scale.get("train", {}).get("lr", base.get("lr", TrainSection.lr)))
 
 
 def _on_one_line(segments: list[dict[str, Any]]) -> bool | None:

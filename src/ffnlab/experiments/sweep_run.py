@@ -235,23 +235,28 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     # at the runs' thread count, before they start (square shapes: the arms' own differ)
     peak = measure_peak("cpu", "fp32", threads=threads).flops if not torch.cuda.is_available() else None
     total = sum(steps.values())
-    tokens_per_step = runconfig.from_dict(runs[0].config).tokens_per_step() if runs else 0
+    # sizes may differ in batch: tokens/s counts each run's own tokens per step
+    tokens_per_step = {r.run: runconfig.from_dict(r.config).tokens_per_step() for r in runs}
     # the ETA follows training FLOPs: a step of the largest model costs many of the smallest's
-    flops_per_step = {r.run: r.train_flops_per_token * runconfig.from_dict(r.config).tokens_per_step() for r in runs}
+    flops_per_step = {r.run: r.train_flops_per_token * tokens_per_step[r.run] for r in runs}
 
-    def progress_now() -> tuple[int, float]:
+    def progress_now() -> tuple[int, float, int]:
         done = {r.run: steps_done(out / "runs" / r.run) for r in runs}
-        return sum(done.values()), sum(n * flops_per_step[k] for k, n in done.items())
+        return (sum(done.values()), sum(n * flops_per_step[k] for k, n in done.items()),
+                sum(n * tokens_per_step[k] for k, n in done.items()))
 
-    start, work_start = progress_now()
-    bar = Progress(total, start=start, description=spec.name, unit="step", tokens_per_unit=tokens_per_step,
+    # the costliest runs start first (longest-processing-time order: the last worker to finish is
+    # not left alone with the largest model); runs of equal cost keep the spec's order
+    pending.sort(key=lambda r: steps[r.run] * flops_per_step[r.run], reverse=True)
+    start, work_start, tokens_start = progress_now()
+    bar = Progress(total, start=start, description=spec.name, unit="step", tokens_start=tokens_start,
                    mode=progress_mode, work_total=sum(steps[k] * f for k, f in flops_per_step.items()),
                    work_start=work_start)
 
     def poll() -> None:
-        done, work = progress_now()
+        done, work, tokens = progress_now()
         finished = sum(run_finished(out / "runs" / r.run, steps[r.run]) for r in runs)
-        bar.update(done, work=work, runs=f"{finished}/{len(runs)}")
+        bar.update(done, work=work, tokens=tokens, runs=f"{finished}/{len(runs)}")
 
     try:
         if backend == "local":

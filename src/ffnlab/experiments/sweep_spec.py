@@ -48,7 +48,7 @@ DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
 DEFAULT_MATURITY = 20.0  # tokens per parameter: compute-optimal training (Hoffmann et al. 2022)
 MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
 PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
-TREND_AXES = ("params", "tokens_per_param")
+TREND_AXES = ("params", "tokens_per_param", "lr")
 
 
 @dataclass
@@ -85,7 +85,7 @@ class SweepSpec:
     # the evaluation nearest half its training tokens, see analysis.target_loss).
     target_loss: Annotated[float, above(0, 1e6)] | None = None
     # With scales: the cell whose verdicts head the report (default: the last), and the trends of
-    # the best ratio fixed before the runs: each {name, axis: params | tokens_per_param, scales: [...]}.
+    # the best ratio fixed before the runs: each {name, axis: params | tokens_per_param | lr, scales: [...]}.
     decide_at: str = ""
     trends: list[dict[str, Any]] = field(default_factory=list)  # checked in spec_from_dict
 

@@ -1,8 +1,8 @@
 """Progress for long work: a rich bar on a terminal, periodic lines otherwise.
 
 Shows steps, the latest metrics, tokens/s and an ETA. Used by training, sweeps and verify.
-In ``lines`` mode a line comes every ``every_s`` seconds while work remains, and the final
-state once, at ``close()`` (however often the caller reports it). Names and metrics are shown
+In ``lines`` mode a line comes at most every ``every_s`` seconds while work remains, when the
+step or a metric changed, and the final state once, at ``close()`` (however often the caller reports it). Names and metrics are shown
 as plain text (never rich markup, control characters escaped).
 """
 
@@ -29,18 +29,23 @@ class Progress:
     ``mode``: ``bar`` (rich), ``lines`` (a line every ``every_s`` seconds on stderr), ``off``,
     or ``auto`` (bar on a terminal, lines otherwise). Where units cost unequal work (a sweep's
     steps at several model sizes), ``work_total`` (e.g. training FLOPs) with ``update(done,
-    work=...)`` makes the ETA follow the work done, not the units counted.
+    work=...)`` makes the ETA follow the work done, not the units counted; where units carry
+    unequal tokens (a sweep's sizes at different batches), ``update(done, tokens=...)`` with the
+    tokens done so far (and ``tokens_start``) makes tokens/s count them instead of ``tokens_per_unit`` per unit.
     """
 
     def __init__(self, total: int, *, start: int = 0, description: str = "", unit: str = "step",
                  tokens_per_unit: int = 0, mode: str = "auto", every_s: float = 10.0,
-                 emit: Callable[[str], None] | None = None, work_total: float = 0.0, work_start: float = 0.0):
+                 emit: Callable[[str], None] | None = None, work_total: float = 0.0, work_start: float = 0.0,
+                 tokens_start: int | None = None):
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.total, self.start, self.done, self.unit = total, start, start, unit
         description = escape.one_line(description)  # a folder name: shown as text, never escapes
         self.description, self.tokens_per_unit, self.mode, self.every_s = description, tokens_per_unit, mode, every_s
         self.work_total, self.work_start, self.work = work_total, work_start, work_start
+        self.tokens_start = tokens_start  # tokens done when counting began (with ``update(tokens=)``)
+        self.tokens = tokens_start or 0
         self._emitted: tuple[Any, ...] | None = None  # (done, metrics) of the last line written
         self.emit = emit or _print_stderr  # where ``lines`` mode writes
         self.t0 = self.last_line = time.perf_counter()
@@ -77,7 +82,10 @@ class Progress:
         parts = []
         for k, v in self.metrics.items():
             parts.append(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}")
-        if self.tokens_per_unit:
+        if self.tokens_start is not None:
+            elapsed = time.perf_counter() - self.t0
+            parts.append(f"{(self.tokens - self.tokens_start) / elapsed if elapsed > 0 else 0.0:,.0f} tok/s")
+        elif self.tokens_per_unit:
             parts.append(f"{self.rate() * self.tokens_per_unit:,.0f} tok/s")
         return escape.one_line(" | ".join(parts))
 
@@ -95,10 +103,12 @@ class Progress:
         self._emitted = self._state()
         self.emit(self.line())
 
-    def update(self, done: int, *, work: float | None = None, **metrics: Any) -> None:
+    def update(self, done: int, *, work: float | None = None, tokens: int | None = None, **metrics: Any) -> None:
         self.done = done
         if work is not None:
             self.work = work
+        if tokens is not None:
+            self.tokens = tokens
         self.metrics.update({k: v for k, v in metrics.items() if v is not None})
         eta = self.eta_s()
         eta_txt = _fmt_eta(eta) if eta is not None else "?"
@@ -106,7 +116,9 @@ class Progress:
             self._bar.update(self._task, completed=done, info=self.info(), eta=eta_txt)
         elif self.mode == "lines":
             now = time.perf_counter()
-            if now - self.last_line >= self.every_s and done < self.total:
+            # a line says something new: the same step and metrics again (a sweep polling while
+            # its runs train between logs) is not repeated
+            if now - self.last_line >= self.every_s and done < self.total and self._state() != self._emitted:
                 self.last_line = now
                 self._emit_line()
 

@@ -1,7 +1,7 @@
 """User-facing errors.
 
 Every mistake a user can make (bad width, malformed config.json, unknown model name,
-corrupt checkpoint, missing corpus) raises :class:`FfnlabError`. The CLI turns it into a
+corrupt checkpoint, missing corpus) raises :class:`ffnlab.errors.FfnlabError`. The CLI turns it into a
 single ``error: ...`` line and exit status 2; library callers catch it like any exception.
 """
 
@@ -15,6 +15,6 @@ class FfnlabError(ValueError):
 
 
 def require(condition: object, message: str) -> None:
-    """Raise :class:`FfnlabError` with ``message`` unless ``condition`` holds."""
+    """Raise :class:`ffnlab.errors.FfnlabError` with ``message`` unless ``condition`` holds."""
     if not condition:
         raise FfnlabError(message)

@@ -260,7 +260,7 @@ def _fail(message: str) -> FfnlabError:
 
 
 def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT_BYTES) -> str:
-    """The UTF-8 text of a user's file (a leading BOM dropped), or one :class:`FfnlabError` line.
+    """The UTF-8 text of a user's file (a leading BOM dropped), or one :class:`ffnlab.errors.FfnlabError` line.
 
     Refuses a missing path, a folder, a file over ``max_bytes``, a binary file and invalid UTF-8,
     naming the file and ``what`` it was meant to be.
@@ -289,7 +289,7 @@ def _first_line(e: BaseException) -> str:
 
 
 def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False) -> Any:
-    """Parse ``text`` as ``fmt`` (JSON, YAML or TOML); one :class:`FfnlabError` line on failure.
+    """Parse ``text`` as ``fmt`` (JSON, YAML or TOML); one :class:`ffnlab.errors.FfnlabError` line on failure.
 
     JSON's NaN/Infinity are refused unless ``json_constants`` (config.json files written by
     Python's json, e.g. ``"time_step_limit": [0.0, Infinity]``, which transformers reads; values

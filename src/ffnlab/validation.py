@@ -299,7 +299,7 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
     """Build dataclass ``cls`` from the mapping ``data``, validating every field by its annotation.
 
     Unknown keys, missing required keys, wrong types and failed checks each raise one
-    :class:`FfnlabError` line naming ``ctx`` and the dotted key.
+    :class:`ffnlab.errors.FfnlabError` line naming ``ctx`` and the dotted key.
     """
     if not isinstance(data, dict):
         raise fail(f"{ctx}: {where or 'the top level'}", "a mapping", data)

@@ -50,7 +50,6 @@ GRAD_ACCUM_OPTION = typer.Option(1, "--grad-accum", help="Micro-batches per opti
 RECOMPUTE_EVERY_OPTION = typer.Option(1, "--recompute-every",
                                       help="With --recompute full: checkpoint every N-th layer only (torchtitan's "
                                            "selective_ac_option N).")
-TRAIN_DTYPES = ("fp32", "bf16", "fp16")
 MAX_DEGREE = 2**40  # a parallel degree or batch past any cluster
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 
@@ -63,9 +62,9 @@ def memory_options(*, batch: int, recompute: str, attention: str, kv_dtype: str 
                    recompute_every: int = 1) -> dict[str, Any]:
     """Keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary` from the CLI flags,
     each checked here, before any model is read (so every model gets the same answer)."""
-    from ffnlab.sizing.memory import ATTENTION, KV_DTYPES, RECOMPUTE
-    from ffnlab.sizing.optimizers import OPTIMIZERS
-    from ffnlab.sizing.parallel import GRAD_DTYPES, ZERO_STAGES, Layout
+    from ffnlab.sizing.byte_rules import GRAD_DTYPES, KV_DTYPES, OPTIMIZERS
+    from ffnlab.sizing.memory import ATTENTION, RECOMPUTE
+    from ffnlab.sizing.parallel import ZERO_STAGES, Layout
     from ffnlab.sizing.quant import WEIGHT_FORMATS
     from ffnlab.sizing.sharding import Sharding
     from ffnlab.sizing.step_memory import LOSSES, OPTIMIZER_IMPLS, StepOptions
@@ -102,6 +101,8 @@ def memory_options(*, batch: int, recompute: str, attention: str, kv_dtype: str 
 
 
 def check_train_dtype(dtype: str) -> str:
+    from ffnlab.sizing.byte_rules import TRAIN_DTYPES
+
     require(dtype in TRAIN_DTYPES, f"--dtype must be one of {', '.join(TRAIN_DTYPES)} for the memory estimate, got {dtype!r}")
     return dtype
 

@@ -370,11 +370,8 @@ def audit(
 ) -> None:
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
     from ffnlab.cli.notes import transient_note
-    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
+    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis, memory_of
     from ffnlab.sizing.hf_fallback import announced
-    from ffnlab.sizing.hf_structure import Structure
-    from ffnlab.sizing.parallel import memory_summary
-    from ffnlab.sizing.state_memory import structure_memory
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
@@ -399,12 +396,9 @@ def audit(
                                    "no architecture to model its memory")
             continue
         try:
-            if isinstance(cfg, Structure):  # counted through transformers: its own memory rules
-                row["memory"] = structure_memory(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
-            else:
-                row["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
+            row["memory"] = memory_of(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
         except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
-            if len(rows) == 1 and not isinstance(cfg, Structure):
+            if len(rows) == 1 and row.get("counted_by") != "transformers":
                 raise
             row["memory_error"] = str(e)
     if as_json:

@@ -6,9 +6,19 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError
+from ffnlab.sizing.audit_rules import (
+    AUDIT_DTYPE,
+    AUDIT_SEQ_LEN,
+    CONVENTION,
+    MOE_KEYS,
+    FFNFacts,
+    MoeParts,
+    ffn_verdict,
+    moe_fields,
+)
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, ffn_breakdown
-from ffnlab.sizing.flops import flops_per_token, training_memory
+from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.hf import (
     MULTIMODAL,
     MULTIMODAL_NOTE,
@@ -18,80 +28,41 @@ from ffnlab.sizing.hf import (
 )
 from ffnlab.sizing.hf_fallback import Counter, audit_untranslated, row_of
 from ffnlab.sizing.hf_structure import Structure
+from ffnlab.sizing.optimizers import training_memory
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
-CONVENTION = 4  # the plain-MLP ratio of Vaswani et al. 2017, and the seed's "golden" law
-PARITY_TOLERANCE = 0.02
-# the audit's FLOPs per token are at this context length (forward pass, ffnlab.sizing.flops
-# conventions); its training memory is bf16 weights and gradients, fp32 AdamW moments and
-# master weights, activations excluded (ffnlab.sizing.flops.training_memory)
-AUDIT_SEQ_LEN = 4096
-AUDIT_DTYPE = "bf16"
-# experts no wider than d_model are "fine-grained" (DeepSeekMoE, Dai et al. 2024, splits each
-# expert into m narrower ones); wider ones are "coarse" (Mixtral, DBRX)
-FINE_GRAINED_MAX = 1.0
 
-
-def moe_summary(cfg: ModelConfig) -> dict[str, Any]:
-    """MoE figures of the audit (None for a dense model).
-
-    ``expert_granularity`` is a routed expert's width over d_model; ``params_ffn_active`` the
-    FFN parameters one token uses (router, top_k routed and the shared experts, summed over
-    layers); ``ratio_active_param_matched`` the width, in multiples of d_model, of a plain
-    two-matrix MLP holding the active FFN parameters of an average layer; ``shared_share`` and
-    ``routed_share`` split the active expert parameters between shared and routed experts."""
-    f, d = cfg.ffn, cfg.d_model
-    keys = ("expert_granularity", "expert_design", "moe_layers", "n_shared_experts", "d_shared",
-            "params_ffn_routed", "params_ffn_shared", "params_ffn_router",
-            "params_ffn_dense_layers",
-            "shared_share", "routed_share", "ratio_active_param_matched")
-    if not f.is_moe:
-        return dict.fromkeys(keys)
-    parts = ffn_breakdown(cfg)
-    active_experts = parts["routed_active"] + parts["shared"]
-    granularity = f.d_ff / d
-    c = count_params(cfg)
-    layers = cfg.n_layers + cfg.encoder_layers
-    return {
-        "expert_granularity": granularity,
-        "expert_design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse",
-        "moe_layers": cfg.moe_layers, "n_shared_experts": f.n_shared_experts,
-        "d_shared": (f.d_shared or f.d_ff) if f.n_shared_experts else None,
-        "params_ffn_routed": parts["routed"], "params_ffn_shared": parts["shared"],
-        "params_ffn_router": parts["router"], "params_ffn_dense_layers": parts["dense"],
-        "shared_share": parts["shared"] / active_experts if active_experts else 0.0,
-        "routed_share": parts["routed_active"] / active_experts if active_experts else 0.0,
-        "ratio_active_param_matched": c.ffn_active / layers / (2 * d * d),
-    }
-
-
-def verdict(cfg: ModelConfig) -> str:
-    """One line on how this FFN compares with a 4x plain MLP (for MoE: each expert, then what
-    a token uses per layer)."""
+def ffn_facts(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> FFNFacts:
+    """The audit's description of a translated config's FFN (``unknown``: what config.json leaves open)."""
     f = cfg.ffn
-    raw = f.d_ff / cfg.d_model
-    pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
-    dev = pm / CONVENTION - 1
-    unit = "experts" if f.is_moe else "FFN"
-    what = f"{f.kind} {'gated ' if f.gated else ''}{unit} at {raw:.3g}x"
-    if f.gated:
-        what += f" (= {pm:.3g}x in plain-MLP parameters{' each' if f.is_moe else ''})"
-    params = "parameters per expert" if f.is_moe else "FFN parameters"
-    if abs(dev) <= PARITY_TOLERANCE:
-        line = f"{what}: matches the 4x convention in {params} ({dev:+.1%})"
-    else:
-        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} {params} than a 4x MLP"
-    if f.is_moe:
-        design = "fine-grained" if f.d_ff / cfg.d_model <= FINE_GRAINED_MAX else "coarse"
-        shared = f" + {f.n_shared_experts} shared" if f.n_shared_experts else ""
-        active = moe_summary(cfg)["ratio_active_param_matched"]
-        line += (f"; MoE {f.n_experts} {design} experts of {f.d_ff / cfg.d_model:.3g}x d_model, "
-                 f"top-{f.top_k}{shared} active: {active:.3g}x in plain-MLP parameters per token "
-                 f"and layer ({active / CONVENTION - 1:+.0%} vs 4x)")
-    if f.d_ff % 128:
-        line += f"; width not a multiple of 128 (largest power-of-two divisor {f.d_ff & -f.d_ff})"
-    return line
+    layers = cfg.n_layers + cfg.encoder_layers
+    top_k = None if f.is_moe and "top_k" in unknown else f.top_k
+    active = count_params(cfg).ffn_active / layers / (2 * cfg.d_model ** 2) if f.is_moe and top_k is not None else None
+    return FFNFacts(cfg.d_model, f.d_ff, f.kind, f.gated, moe=f.is_moe, n_experts=f.n_experts,
+                    n_shared=f.n_shared_experts, top_k=top_k, active_pm=active)
+
+
+def moe_parts(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> MoeParts | None:
+    """A translated MoE config's FFN parameters by role (None for a dense model)."""
+    f = cfg.ffn
+    if not f.is_moe:
+        return None
+    parts = ffn_breakdown(cfg)
+    return MoeParts(moe_layers=cfg.moe_layers, n_shared=f.n_shared_experts,
+                    d_shared=(f.d_shared or f.d_ff) if f.n_shared_experts else None, routed=parts["routed"],
+                    shared=parts["shared"], router=parts["router"], dense=parts["dense"],
+                    routed_active=None if "top_k" in unknown else parts["routed_active"])
+
+
+def moe_summary(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> dict[str, Any]:
+    """MoE figures of the audit (None for a dense model): :func:`ffnlab.sizing.audit_rules.moe_fields`."""
+    return moe_fields(ffn_facts(cfg, unknown), moe_parts(cfg, unknown))
+
+
+def verdict(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> str:
+    """One line on how this FFN compares with a 4x plain MLP (:func:`ffnlab.sizing.audit_rules.ffn_verdict`)."""
+    return ffn_verdict(ffn_facts(cfg, unknown))
 
 
 UNKNOWN_TOP_K_NOTE = ("no top-k in config.json (num_experts_per_tok): parameters counted; active "
@@ -104,24 +75,12 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
                  family: str = "", note: str | None = None, unknown: tuple[str, ...] = ()) -> dict[str, Any]:
     """The audit row of a translated config; ``unknown`` names what its config.json leaves open
     (``top_k``): those figures are None and the note says why."""
-    row = _audit_config(cfg, name=name, model_type=model_type, source=source, family=family, note=note)
-    if "top_k" in unknown:
-        row.update(dict.fromkeys(TOP_K_FIELDS))
-        row["note"] = "; ".join(x for x in (row["note"], UNKNOWN_TOP_K_NOTE) if x)
-        row["verdict"] = row["verdict"].split("; MoE")[0] + (
-            f"; MoE {cfg.ffn.n_experts} experts of {cfg.ffn.d_ff / cfg.d_model:.3g}x d_model, top-k not in "
-            "the config: active parameters and FLOPs unknown")
-    return row
-
-
-def _audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source: str | None = None,
-                  family: str = "", note: str | None = None) -> dict[str, Any]:
     c = count_params(cfg)
     f = cfg.ffn
     raw = f.d_ff / cfg.d_model
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
     mem = training_memory(cfg, AUDIT_DTYPE)
-    return {
+    row = {
         "name": name, "family": family, "model_type": model_type, "d_model": cfg.d_model, "d_ff": f.d_ff,
         "ffn_kind": f.kind, "gated": f.gated, "n_layers": cfg.n_layers + cfg.encoder_layers,
         "n_heads": cfg.attn.n_heads, "n_kv_heads": cfg.n_kv_heads, "vocab_size": cfg.vocab_size,
@@ -130,12 +89,16 @@ def _audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source
         "params_active": c.total_active, "ffn_share": c.ffn_share,
         "ratio_raw": raw, "ratio_param_matched": pm,
         "deviation_raw": raw / CONVENTION - 1, "deviation_param_matched": pm / CONVENTION - 1,
-        "alignment": alignment(f.d_ff), "verdict": verdict(cfg), "source": source, "note": note,
-        "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_summary(cfg),
+        "alignment": alignment(f.d_ff), "verdict": verdict(cfg, unknown), "source": source, "note": note,
+        "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_summary(cfg, unknown),
         "flops_per_token": flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
         "flops_seq_len": AUDIT_SEQ_LEN, "training_memory_bytes": mem.total,
         "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
     }
+    if "top_k" in unknown:
+        row.update(dict.fromkeys(TOP_K_FIELDS))
+        row["note"] = "; ".join(x for x in (row["note"], UNKNOWN_TOP_K_NOTE) if x)
+    return row
 
 
 def entry_basis(e: ZooEntry) -> ModelConfig | Structure | None:
@@ -182,7 +145,21 @@ def audit_entry(e: ZooEntry) -> dict[str, Any]:
 
 
 def moe_summary_empty() -> dict[str, Any]:
-    return dict.fromkeys(moe_summary(ModelConfig()))
+    return dict.fromkeys(MOE_KEYS)
+
+
+def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **options: Any) -> dict[str, Any]:
+    """An audit row's ``memory`` object, by the rules its counting supports: the full training
+    and serving model for a translated config (:func:`ffnlab.sizing.parallel.memory_summary`),
+    model states and the KV cache for a structure counted through transformers
+    (:func:`ffnlab.sizing.state_memory.structure_memory`: its activations are not modelled)."""
+    if isinstance(model, Structure):
+        from ffnlab.sizing.state_memory import structure_memory
+
+        return structure_memory(model, seq_len=seq_len, dtype=dtype, **options)
+    from ffnlab.sizing.parallel import memory_summary
+
+    return memory_summary(model, seq_len=seq_len, dtype=dtype, **options)
 
 
 def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:

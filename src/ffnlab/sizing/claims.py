@@ -150,7 +150,8 @@ def expert_design(name: str) -> dict[str, Any]:
     plain), routed / active / shared counts; zero-computation experts (LongCat-Flash) apart.
     Read from the model's audit row, so a hybrid counted through transformers (Qwen3-Next,
     Kimi-Linear) is described like a translated one."""
-    from ffnlab.sizing.audit import FINE_GRAINED_MAX, audit_entry
+    from ffnlab.sizing.audit import audit_entry
+    from ffnlab.sizing.audit_rules import FINE_GRAINED_MAX
 
     row = audit_entry(find(name))
     require(bool(row.get("n_experts")), f"zoo entry {name!r} is not a mixture of experts")

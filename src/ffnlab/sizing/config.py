@@ -1,8 +1,8 @@
 """The architecture description every part of ffnlab reads.
 
-One :class:`ModelConfig` feeds the parameter counter (:mod:`ffnlab.counting`), the FLOP and
-memory model (:mod:`ffnlab.flops`), the Hugging Face translator (:mod:`ffnlab.hf_config`) and
-the PyTorch modules (:mod:`ffnlab.nn`). It covers decoder-only models (GPT-2, LLaMA, Mixtral,
+One :class:`ModelConfig` feeds the parameter counter (:mod:`ffnlab.sizing.counting`), the FLOP and
+memory model (:mod:`ffnlab.sizing.flops`), the Hugging Face translator (:mod:`ffnlab.sizing.hf`) and
+the PyTorch modules (:mod:`ffnlab.training.nn`). It covers decoder-only models (GPT-2, LLaMA, Mixtral,
 ...) and, for counting, T5-style encoder-decoders.
 """
 
@@ -262,7 +262,7 @@ def _with_int_widths(cfg: ModelConfig) -> ModelConfig:
 
 def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
     """Check a config for consistency; return it with whole-float sizes as ints, or raise
-    :class:`FfnlabError` with the first problem.
+    :class:`ffnlab.errors.FfnlabError` with the first problem.
 
     ``grouped=False`` accepts key/value heads that do not divide the query heads: transformers
     builds such a config.json (and ffnlab counts it), though no attention can run it."""

@@ -1,6 +1,6 @@
-"""Exact parameter counts from a :class:`~ffnlab.config.ModelConfig`.
+"""Exact parameter counts from a :class:`~ffnlab.sizing.config.ModelConfig`.
 
-This is ffnlab's single source of truth for sizes: the PyTorch modules of :mod:`ffnlab.nn`
+This is ffnlab's single source of truth for sizes: the PyTorch modules of :mod:`ffnlab.training.nn`
 and Hugging Face's own models are tested to hold exactly these many parameters.
 
 Conventions: tied weights count once. *Non-embedding* parameters exclude the token embedding,

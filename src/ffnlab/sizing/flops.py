@@ -30,10 +30,6 @@ from dataclasses import asdict, dataclass
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 
-DTYPE_BYTES: dict[str, float] = {
-    "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
-}
-
 
 @dataclass(frozen=True)
 class FlopsPerToken:
@@ -122,38 +118,3 @@ def six_n(cfg: ModelConfig) -> int:
     """Kaplan's 6N training FLOPs per token (N = non-embedding active parameters)."""
     c = count_params(cfg)
     return 6 * (c.non_embedding - c.ffn + c.ffn_active)
-
-
-@dataclass(frozen=True)
-class TrainingMemory:
-    weights: float
-    grads: float
-    optimizer: float
-    master_weights: float
-
-    @property
-    def total(self) -> float:
-        return self.weights + self.grads + self.optimizer + self.master_weights
-
-    def as_dict(self) -> dict[str, float]:
-        """The parts; their sum is :attr:`total` (a whole step's figure is the step's peak,
-        ``memory.training_total_bytes``, which also counts activations and the loss)."""
-        return dict(asdict(self))
-
-
-def training_memory(cfg: ModelConfig, dtype: str = "bf16", *, optimizer: str = "adamw") -> TrainingMemory:
-    """Bytes for weights, gradients and optimizer state (activations excluded).
-
-    Weights and gradients in ``dtype``; AdamW keeps two fp32 moments per parameter; with a
-    16-bit ``dtype`` an fp32 master copy of the weights is kept as mixed-precision training does.
-    """
-    from ffnlab.errors import require
-
-    require(dtype in DTYPE_BYTES, f"dtype must be one of {', '.join(DTYPE_BYTES)}, got {dtype!r}")
-    require(optimizer in ("adamw", "sgd", "none"), f"optimizer must be adamw, sgd or none, got {optimizer!r}")
-    n = count_params(cfg).total
-    b = DTYPE_BYTES[dtype]
-    states = {"adamw": 2, "sgd": 0, "none": 0}[optimizer]
-    master = 4 * n if b < 4 and optimizer != "none" else 0
-    grads = 0 if optimizer == "none" else b * n
-    return TrainingMemory(weights=b * n, grads=grads, optimizer=4 * states * n, master_weights=master)

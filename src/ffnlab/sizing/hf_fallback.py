@@ -17,6 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import require
+from ffnlab.sizing.audit_rules import (
+    AUDIT_DTYPE,
+    AUDIT_SEQ_LEN,
+    CONVENTION,
+    TOP_K_KEYS,
+    FFNFacts,
+    MoeParts,
+    ffn_verdict,
+    moe_fields,
+)
+from ffnlab.sizing.byte_rules import states_per_param
 from ffnlab.sizing.hf import config_name, read_hf_config
 from ffnlab.sizing.hf.keys import ACT_PLAIN, GATED_FROM_ACT
 from ffnlab.sizing.hf_structure import FFNUnit, Structure, analyse, layer_counts
@@ -24,15 +35,8 @@ from ffnlab.sizing.widths import alignment, param_matched_ratio
 
 LABEL = "counted by transformers"
 INSTALL_HINT = "install ffnlab[hf] (transformers) to count it by building the model on the meta device"
-CONVENTION = 4
-FINE_GRAINED_MAX = 1.0  # as ffnlab.sizing.audit: experts no wider than d_model are fine-grained
-PARITY_TOLERANCE = 0.02
-AUDIT_SEQ_LEN = 4096
 
 # config keys, first present wins (transformers' names across families)
-TOP_K_KEYS = ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "top_k", "moe_top_k",
-              "n_activated_experts", "router_top_k", "experts_per_token", "num_selected_experts",
-              "top_k_experts")
 ACT_KEYS = ("hidden_act", "activation_function", "hidden_activation", "mlp_hidden_act", "ffn_act",
             "activation")
 ZERO_EXPERT_KEYS = ("zero_expert_num", "n_zero_experts", "num_zero_experts")
@@ -245,34 +249,18 @@ def layout_text(s: Structure) -> str:
     return f"{s.n_layers} layers: {summary} ({text})" if spans else f"{s.n_layers} layers"
 
 
-def moe_fields(s: Structure, top_k: int | None, unit: FFNUnit | None) -> dict[str, Any]:
-    """The MoE figures of :func:`ffnlab.sizing.audit.moe_summary`, from the structure."""
+def moe_parts(s: Structure, top_k: int | None, unit: FFNUnit | None) -> MoeParts | None:
+    """The structure's FFN parameters by role (None without routed experts): a zero-computation
+    slot's allocated parameters count with the router, not as routed experts."""
     moes = [f for f in s.ffns if f.moe]
-    keys = ("expert_granularity", "expert_design", "moe_layers", "n_shared_experts", "d_shared",
-            "params_ffn_routed", "params_ffn_shared", "params_ffn_router", "params_ffn_dense_layers",
-            "shared_share", "routed_share", "ratio_active_param_matched")
     if not moes or unit is None:
-        return dict.fromkeys(keys)
-    d = s.d_model
-    routed = sum(f.routed - f.zero_params for f in moes)
-    shared = sum(f.shared for f in moes)
+        return None
     active = None if top_k is None else sum(
         (f.routed - f.zero_params) * min(top_k, f.n_experts) // f.n_experts for f in moes if not f.reused)
-    granularity = unit.d_ff / d
-    out = {
-        "expert_granularity": granularity,
-        "expert_design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse",
-        "moe_layers": len({f.layer for f in moes}), "n_shared_experts": unit.n_shared,
-        "d_shared": unit.d_shared, "params_ffn_routed": routed, "params_ffn_shared": shared,
-        "params_ffn_router": sum(f.router + f.zero_params for f in moes),
-        "params_ffn_dense_layers": sum(f.params for f in s.ffns if not f.moe),
-        "shared_share": None, "routed_share": None, "ratio_active_param_matched": None,
-    }
-    if active is not None:
-        both = active + shared
-        out["shared_share"] = shared / both if both else 0.0
-        out["routed_share"] = active / both if both else 0.0
-    return out
+    return MoeParts(moe_layers=len({f.layer for f in moes}), n_shared=unit.n_shared, d_shared=unit.d_shared,
+                    routed=sum(f.routed - f.zero_params for f in moes), shared=sum(f.shared for f in moes),
+                    router=sum(f.router + f.zero_params for f in moes),
+                    dense=sum(f.params for f in s.ffns if not f.moe), routed_active=active)
 
 
 def active_ffn(s: Structure, top_k: int | None) -> int | None:
@@ -288,35 +276,6 @@ def active_ffn(s: Structure, top_k: int | None) -> int | None:
         real = f.routed - f.zero_params
         n += f.params - f.routed + real * min(top_k or 0, f.n_experts) // f.n_experts
     return n
-
-
-def ffn_verdict(d: int, unit: FFNUnit, kind: str, top_k: int | None, active_pm: float | None) -> str:
-    """How this FFN compares with a 4x plain MLP (for MoE: each expert, then a token's share)."""
-    raw = unit.d_ff / d
-    pm = float(param_matched_ratio(d, unit.d_ff, unit.gated))
-    dev = pm / CONVENTION - 1
-    what = f"{kind} {'gated ' if unit.gated and 'gated' not in kind else ''}{'experts' if unit.moe else 'FFN'} at {raw:.3g}x"
-    if unit.gated:
-        what += f" (= {pm:.3g}x in plain-MLP parameters{' each' if unit.moe else ''})"
-    params = "parameters per expert" if unit.moe else "FFN parameters"
-    if abs(dev) <= PARITY_TOLERANCE:
-        line = f"{what}: matches the 4x convention in {params} ({dev:+.1%})"
-    else:
-        line = f"{what}: {abs(dev):.0%} {'more' if dev > 0 else 'fewer'} {params} than a 4x MLP"
-    if unit.moe:
-        design = "fine-grained" if raw <= FINE_GRAINED_MAX else "coarse"
-        shared = f" + {unit.n_shared} shared" if unit.n_shared else ""
-        line += f"; MoE {unit.n_experts} {design} experts of {raw:.3g}x d_model"
-        if unit.zero_slots:
-            line += f" (+ {unit.zero_slots} zero-computation slots)"
-        if top_k is None:
-            line += f", top-k not in the config ({', '.join(TOP_K_KEYS[:2])}): active parameters and FLOPs unknown"
-        elif active_pm is not None:
-            line += (f", top-{top_k}{shared} active: {active_pm:.3g}x in plain-MLP parameters per token "
-                     f"and layer ({active_pm / CONVENTION - 1:+.0%} vs 4x)")
-    if unit.d_ff % 128:
-        line += f"; width not a multiple of 128 (largest power-of-two divisor {unit.d_ff & -unit.d_ff})"
-    return line
 
 
 def flops_forward(s: Structure, f: dict[str, Any], active: int | None, seq_len: int) -> int | None:
@@ -355,18 +314,19 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
     dense = _dominant([x for x in s.ffns if not x.moe])
     raw = unit.d_ff / d if unit and d else None
     pm = float(param_matched_ratio(d, unit.d_ff, unit.gated)) if unit and d else None
-    mf = moe_fields(s, top_k, unit)
     n_layers = s.n_layers or 1
     active_pm = ffn_active / n_layers / (2 * d * d) if moe and ffn_active is not None and d else None
-    mf["ratio_active_param_matched"] = active_pm
+    facts = (FFNFacts(d, unit.d_ff, kind or "?", unit.gated, moe=moe, n_experts=unit.n_experts,
+                      n_shared=unit.n_shared, top_k=top_k, zero_slots=unit.zero_slots, active_pm=active_pm)
+             if unit else None)
+    mf = moe_fields(facts, moe_parts(s, top_k, unit))
     notes = [x for x in (note, _zero_note(s, f), None if top_k is not None or not moe else
                          "no top-k in config.json: parameters counted; active parameters and FLOPs unknown") if x]
     if s.outside:
         notes.append(f"multimodal: counted the language model and its LM head; {s.outside:,} parameters of "
                      "the vision/audio encoders and projector are not counted")
     mixers = {k: parts[k] for k in ("linear_attention", "ssm", "short_conv") if parts[k]}
-    verdict = (ffn_verdict(d, unit, kind or "?", top_k, active_pm) if unit
-               else "no FFN found (no up/down projection pair in any layer)")
+    verdict = ffn_verdict(facts) if facts else "no FFN found (no up/down projection pair in any layer)"
     verdict += f"; {layout_text(s)}" if s.n_layers else ""
     if mixers:
         verdict += "; non-embedding share: " + ", ".join(
@@ -395,7 +355,8 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
         "zero_expert_slots": unit.zero_slots if moe and unit else None,
         "params_zero_experts": sum(x.zero_params for x in s.ffns) if moe else None,
         "flops_per_token": flops_forward(s, f, active, AUDIT_SEQ_LEN), "flops_seq_len": AUDIT_SEQ_LEN,
-        "training_memory_bytes": 16 * total, "training_memory_dtype": "bf16 + AdamW, no activations",
+        "training_memory_bytes": int(states_per_param(AUDIT_DTYPE) * total),
+        "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
         "counted_by": "transformers",
     }
 

@@ -7,7 +7,7 @@ config, the safetensors weights and the tokenizer files. Everything goes through
 answers from the cache alone, and ``HF_ENDPOINT`` picks the server. A zoo name or an existing
 local path is never sent anywhere: :func:`hub_id` says None for them.
 
-Failures are one :class:`FfnlabError` line each: a gated or private repo says how to
+Failures are one :class:`ffnlab.errors.FfnlabError` line each: a gated or private repo says how to
 authenticate, offline without a cached copy says so. ``huggingface_hub`` is imported only when a
 Hub id is actually fetched, so the sizing commands start as fast without it.
 """

@@ -2,7 +2,7 @@
 
 A plain MLP has two weight matrices (up, down) and an activation between them.
 A gated FFN (the GLU family, Shazeer 2020 "GLU Variants Improve Transformer") has three:
-``down(act(gate(x)) * up(x))``. MoE layers are built from either, see :mod:`ffnlab.config`.
+``down(act(gate(x)) * up(x))``. MoE layers are built from either, see :mod:`ffnlab.sizing.config`.
 """
 
 from __future__ import annotations

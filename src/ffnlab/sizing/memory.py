@@ -63,17 +63,15 @@ import math
 from dataclasses import dataclass
 
 from ffnlab.errors import require
+from ffnlab.sizing.byte_rules import ACTIVATION_DTYPES, KV_DTYPES, dtype_bytes
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import dense_ffn_params
-from ffnlab.sizing.flops import DTYPE_BYTES
 from ffnlab.sizing.quant import WEIGHT_FORMATS, WeightBytes, matmul_params, weight_bytes
 
 __all__ = ["WEIGHT_FORMATS", "WeightBytes", "matmul_params", "weight_bytes"]
 
 RECOMPUTE = ("none", "selective", "full")
 ATTENTION = ("fused", "eager")
-ACTIVATION_DTYPES = ("fp32", "bf16", "fp16", "fp8")
-KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 MLA_FORMS = ("latent", "expanded")
 STAT_BYTES = 4  # norm statistics, log-sum-exp, router probabilities, logits: fp32
 INDEX_BYTES = 8  # int64 indices and targets
@@ -101,11 +99,6 @@ class Term:
 
     def as_dict(self) -> dict[str, object]:
         return {"term": self.name, "bytes": self.bytes, "rule": self.rule, "split": self.split}
-
-
-def dtype_bytes(dtype: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES), what: str = "dtype") -> float:
-    require(dtype in allowed, f"{what} must be one of {', '.join(allowed)}, got {dtype!r}")
-    return DTYPE_BYTES[dtype]
 
 
 def _ffn_keeps(spec: FFNSpec) -> int:

@@ -17,17 +17,29 @@ with the optimizer state, as ZeRO counts them.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from ffnlab.errors import require
+from ffnlab.sizing.byte_rules import (
+    DTYPE_BYTES,
+    GRAD_DTYPES,
+    OPTIMIZERS,
+    STATE_BYTES_PER_PARAM,
+    TRAIN_DTYPES,
+    master_bytes,
+)
+from ffnlab.sizing.byte_rules import (
+    dtype_bytes as bytes_of,
+)
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.shapes import matrices, vector_params
 
-OPTIMIZERS = ("adamw", "adam8bit", "adafactor", "sgd-momentum", "sgd")
 ADAM8BIT_BLOCK = 256
 ADAM8BIT_MIN_SIZE = 4096
-FP32 = 4
+FP32 = int(DTYPE_BYTES["fp32"])
+SHAPE_FREE_RULES = {"adamw": "AdamW: {p:,} params x 2 fp32 moments (8 B)", "sgd-momentum": "SGD momentum: {p:,} params x 4 B",
+                    "sgd": "SGD: no state"}
 
 
 @dataclass(frozen=True)
@@ -72,13 +84,9 @@ def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: 
     """Optimizer state and master weights for the whole model (unsharded)."""
     require(optimizer in OPTIMIZERS, f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     p = count_params(cfg).total
-    master = FP32 * p if dtype_bytes < FP32 else 0
-    if optimizer == "adamw":
-        state, rule, estimate = 8 * p, f"AdamW: {p:,} params x 2 fp32 moments (8 B)", False
-    elif optimizer == "sgd-momentum":
-        state, rule, estimate = FP32 * p, f"SGD momentum: {p:,} params x 4 B", False
-    elif optimizer == "sgd":
-        state, rule, estimate = 0, "SGD: no state", False
+    master = master_bytes(dtype_bytes) * p
+    if optimizer in STATE_BYTES_PER_PARAM:
+        state, rule, estimate = STATE_BYTES_PER_PARAM[optimizer] * p, SHAPE_FREE_RULES[optimizer].format(p=p), False
     elif optimizer == "adam8bit":
         state, rule = _adam8bit(cfg)
         estimate = True
@@ -88,3 +96,37 @@ def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: 
     if master:
         rule += f" + fp32 master weights {p:,} x 4 B"
     return OptimizerState(optimizer, state, master, rule, estimate)
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """The model states of training, whole model, one copy: activations and the step's
+    temporaries excluded (the step's peak is ``memory.training_total_bytes``)."""
+
+    weights: float
+    grads: float
+    optimizer: float
+    master_weights: float
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.grads + self.optimizer + self.master_weights
+
+    def as_dict(self) -> dict[str, float]:
+        """The parts; their sum is :attr:`total` (a whole step's figure is the step's peak,
+        ``memory.training_total_bytes``, which also counts activations and the loss)."""
+        return dict(asdict(self))
+
+
+def training_memory(cfg: ModelConfig, dtype: str = "bf16", *, optimizer: str = "adamw",
+                    grad_dtype: str | None = None) -> TrainingMemory:
+    """Bytes of weights (``dtype``), gradients (``grad_dtype``, default ``dtype``), optimizer state
+    and master weights (:func:`optimizer_state`), activations excluded; ``optimizer="none"``: the
+    weights alone (nothing trains)."""
+    w = bytes_of(dtype, TRAIN_DTYPES, "training dtype")
+    n = count_params(cfg).total
+    if optimizer == "none":
+        return TrainingMemory(weights=w * n, grads=0, optimizer=0, master_weights=0)
+    g = bytes_of(grad_dtype or dtype, GRAD_DTYPES, "gradient dtype")
+    opt = optimizer_state(cfg, optimizer, dtype_bytes=w)
+    return TrainingMemory(weights=w * n, grads=g * n, optimizer=opt.state_bytes, master_weights=opt.master_bytes)

@@ -38,12 +38,11 @@ import math
 from dataclasses import asdict, dataclass
 
 from ffnlab.errors import require
+from ffnlab.sizing.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYPES, dtype_bytes
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.flops import DTYPE_BYTES
 from ffnlab.sizing.memory import (
     activation_memory,
-    dtype_bytes,
     kv_cache,
     routed_expert_params,
     weight_bytes,
@@ -91,7 +90,7 @@ class Layout:
 
 
 def check_layout(cfg: ModelConfig, lay: Layout) -> None:
-    """Raise :class:`FfnlabError` when ``lay`` cannot split ``cfg``."""
+    """Raise :class:`ffnlab.errors.FfnlabError` when ``lay`` cannot split ``cfg``."""
     for what in ("dp", "tp", "pp", "ep"):
         require(getattr(lay, what) >= 1, f"--{what} must be >= 1, got {getattr(lay, what)}")
     require(lay.zero in ZERO_STAGES, f"--zero must be 0, 1, 2 or 3, got {lay.zero}")
@@ -131,10 +130,6 @@ def _split(dense: float, expert: float, per_param: float, lay: Layout, shard_dp:
         return per_gpu, f"{dense:,.0f} params x {per_param:g} B / {dense_div} (tp x pp{dp_note})"
     return per_gpu, (f"(dense {dense:,.0f} / {dense_div} (tp x pp{dp_note}) + experts {expert:,.0f} / "
                      f"{expert_div} (ep x tp x pp{' x dp/ep' if shard_dp else ''})) params x {per_param:g} B")
-
-
-TRAIN_DTYPES = ("fp32", "bf16", "fp16")
-GRAD_DTYPES = ("fp32", "bf16", "fp16")
 
 
 def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 1, dtype: str = "bf16",

@@ -113,7 +113,7 @@ def plan(
     has the aspect ratio closest to ``aspect``; the rest are the nearest shapes, always including
     up to :data:`SHOWN_TRADES` that trade a convention for a smaller error than the best's, listed
     within ``tolerance`` first, shapes that keep every convention first, then by error. Raises
-    :class:`FfnlabError` when no shape comes within ``tolerance``. ``rule`` defaults to
+    :class:`ffnlab.errors.FfnlabError` when no shape comes within ``tolerance``. ``rule`` defaults to
     :func:`default_rule`; a learned position table (plain kinds) has ``seq_len`` rows.
     """
     require(count in ("total", "non-embedding"), "count must be 'total' or 'non-embedding'")

@@ -13,8 +13,9 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config, validate
 from ffnlab.sizing.counting import count_params, ffn_params
-from ffnlab.sizing.flops import flops_per_token, training_memory
+from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.optimizers import training_memory
 from ffnlab.sizing.parallel import memory_summary
 from ffnlab.sizing.widths import (
     WidthRule,
@@ -108,7 +109,10 @@ def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[st
         "position_table_rows": cfg.max_positions if cfg.positions == "learned" else 0,
         "params": count_params(cfg).as_dict(),
         "flops_per_token": flops_per_token(cfg, seq_len).as_dict(), "seq_len": seq_len,
-        "training_memory_bytes": training_memory(cfg, dtype).as_dict(), "dtype": dtype,
+        # the model states of the same optimizer and gradient dtype as ``memory`` (AdamW without it)
+        "training_memory_bytes": training_memory(cfg, dtype, optimizer=(memory or {}).get("optimizer", "adamw"),
+                                                 grad_dtype=(memory or {}).get("grad_dtype")).as_dict(),
+        "dtype": dtype,
         "assumed": assumed,
     }
     if memory is not None:

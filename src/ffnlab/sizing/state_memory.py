@@ -25,15 +25,17 @@ import math
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.byte_rules import (
+    DTYPE_BYTES,
+    GENERIC_WEIGHT_DTYPES,
+    GRAD_DTYPES,
+    KV_DTYPES,
+    SCALE_BYTES,
+    TRAIN_DTYPES,
+    dtype_bytes,
+    shape_free_states,
+)
 from ffnlab.sizing.hf_structure import MixerUnit, Structure
-from ffnlab.sizing.memory import KV_DTYPES, dtype_bytes
-
-TRAIN_DTYPES = ("fp32", "bf16", "fp16")
-# serving weights of a structure: plain dtypes, and the generic formats at ``bits`` + one 2-byte scale
-# per group (the named formats, AWQ, GPTQ, NF4, ..., need the matrix shapes of a translated model)
-QUANT_BITS: dict[str, int] = {"fp32": 32, "bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-# optimizer state per parameter that needs no matrix shapes (8-bit Adam and Adafactor do)
-OPTIMIZER_BYTES: dict[str, int] = {"adamw": 8, "sgd-momentum": 4, "sgd": 0}
 
 
 def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
@@ -85,15 +87,14 @@ def kv_and_state(s: Structure, *, batch: int, context: int, kv_dtype: str) -> di
 
 
 def serving_weight_bytes(s: Structure, dtype: str, group_size: int) -> int:
-    require(dtype in QUANT_BITS, f"weights dtype must be one of {', '.join(QUANT_BITS)}, got {dtype!r}")
+    bits = int(8 * dtype_bytes(dtype, GENERIC_WEIGHT_DTYPES, "weights dtype"))
     require(group_size >= 0, f"group size must be >= 0, got {group_size}")
-    bits = QUANT_BITS[dtype]
     if bits >= 16:
         return s.total * bits // 8
     kept = s.parts["embedding"] + s.parts["norms"]
     q = s.total - kept
-    scales = math.ceil(q / group_size) * 2 if group_size else 0
-    return q * bits // 8 + scales + 2 * kept
+    scales = math.ceil(q / group_size) * SCALE_BYTES if group_size else 0
+    return q * bits // 8 + scales + int(DTYPE_BYTES["bf16"]) * kept
 
 
 def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batch: int = 1,
@@ -106,8 +107,7 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
     (``training_total_bytes``, ``peak_bytes``, ``terms_sum_bytes``) are None: the activations of
     these layers are not modelled, and a total without them would under-count the step."""
     group_size = 128 if group_size is None else group_size
-    require(optimizer in OPTIMIZER_BYTES, f"--optimizer {optimizer} needs the matrix shapes of a translated model; "
-                                          f"models counted through transformers take {', '.join(OPTIMIZER_BYTES)}")
+    shape_free_states(optimizer, 2)  # refused now, with its one line, if the optimizer needs the shapes
     layout = lay.as_dict() if lay is not None else {"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "sp": False,
                                                      "gpus": 1}
     if layout["gpus"] != 1 or layout["zero"]:
@@ -118,12 +118,11 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
     kv_dtype = kv_dtype or dtype
     weights_dtype = weights_dtype or dtype
     w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
-    g = dtype_bytes(grad_dtype or dtype, TRAIN_DTYPES, "gradient dtype")
+    g = dtype_bytes(grad_dtype or dtype, GRAD_DTYPES, "gradient dtype")
     p = s.total
     weights = math.ceil(p * w)
     gradients = math.ceil(p * g)
-    master = 4 if w < 4 else 0
-    optimizer_bytes = p * (OPTIMIZER_BYTES[optimizer] + master)
+    optimizer_bytes = p * shape_free_states(optimizer, w)
     cache = kv_and_state(s, batch=batch, context=seq_len, kv_dtype=kv_dtype)
     serving = serving_weight_bytes(s, weights_dtype, group_size)
     return {

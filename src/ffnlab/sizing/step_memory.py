@@ -57,14 +57,13 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from ffnlab.errors import require
+from ffnlab.sizing.byte_rules import ACTIVATION_DTYPES, dtype_bytes
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory import (
-    ACTIVATION_DTYPES,
     DROPOUT_MASK_BYTES,
     STAT_BYTES,
     divide_terms,
-    dtype_bytes,
     head_activation_terms,
     layer_activation_terms,
     selective_kept,

@@ -240,7 +240,7 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
     Checked before anything is restored: files present; ``state.json`` types, step in
     [0, ``max_steps``] and tokens = step x ``tokens_per_step`` (when given); every weight's name,
     shape and dtype against ``model``; optimizer groups, moments (shape, finite) and steps;
-    the RNG state. Any failure is one :class:`FfnlabError`; the run folder is never written.
+    the RNG state. Any failure is one :class:`ffnlab.errors.FfnlabError`; the run folder is never written.
     """
     from safetensors import SafetensorError
     from safetensors.torch import load_file, load_model

@@ -364,7 +364,7 @@ LAYOUTS: dict[str, Layout] = {
 
 
 def model_files(model: torch.nn.Module) -> tuple[str, Tensors, dict[str, Any]]:
-    """(layout, tensors, config.json) for ``model`` (a :class:`ffnlab.nn.DecoderLM`)."""
+    """(layout, tensors, config.json) for ``model`` (a :class:`ffnlab.training.nn.DecoderLM`)."""
     cfg: ModelConfig = model.cfg  # type: ignore[assignment]
     norm_eps = float(model.norm_eps)  # type: ignore[arg-type]
     name = layout_for(cfg, norm_eps)

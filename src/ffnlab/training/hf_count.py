@@ -173,7 +173,7 @@ def _config_dict(hf_cfg: Any) -> dict[str, Any]:
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> dict[str, Any]:
     """Build the model of config.json ``data`` on the meta device; return its tree and facts.
 
-    Raises :class:`FfnlabError` with one line when transformers is missing (naming the
+    Raises :class:`ffnlab.errors.FfnlabError` with one line when transformers is missing (naming the
     ``supported`` types and the fallback) or cannot build this model type.
     """
     model_type = data.get("model_type")

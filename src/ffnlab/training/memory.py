@@ -3,7 +3,7 @@
 Built on the sizing model that ``ffnlab size`` and ``fit`` use, so there is one activation model:
 
 * weights, gradients and AdamW's two moments come from the exact parameter count, in fp32 as this
-  trainer keeps them (:func:`ffnlab.sizing.flops.training_memory`, 16 B per parameter);
+  trainer keeps them (:func:`ffnlab.sizing.optimizers.training_memory`, 16 B per parameter);
 * activations are :func:`ffnlab.sizing.memory.activation_memory` for one process's micro-batch,
   fused attention (the trainer calls ``scaled_dot_product_attention``), in bf16 where the trainer
   runs under bf16 autocast (CUDA, ``train.dtype`` auto or bf16) and fp32 otherwise; the CPU figure is
@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass
 
 from ffnlab.errors import FfnlabError
-from ffnlab.sizing.flops import training_memory
 from ffnlab.sizing.memory import activation_memory
+from ffnlab.sizing.optimizers import training_memory
 from ffnlab.training import runconfig
 
 FP32 = 4

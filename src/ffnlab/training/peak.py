@@ -22,13 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ffnlab.sizing.byte_rules import TRAIN_DTYPES
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hardware import Accelerator, load_accelerators
 
 # torch dtype per precision name; the published figure per precision (fp16 tensor-core peaks equal
 # the bf16 ones on every accelerator listed; fp32 matmuls use TF32 tensor cores only when torch's
 # float32 matmul precision allows it)
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = TRAIN_DTYPES  # a peak is measured in the dtypes ffnlab trains in
 PUBLISHED_FIELD = {"bf16": "bf16_tflops", "fp16": "bf16_tflops", "fp32": "fp32_tflops", "tf32": "tf32_tflops"}
 # device-name words of variants with other clocks than the (SXM) parts the table lists
 VARIANT_WORDS = frozenset({"PCIE", "NVL"})

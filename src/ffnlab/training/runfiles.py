@@ -59,7 +59,7 @@ def read_records(path: Path, *, kinds: tuple[str, ...] | None = None,
     steps strictly increasing within each kind (a repeated or reordered record is refused, so a
     damaged file cannot change a verdict), train records with a finite ``loss``, eval records with
     integer ``tokens`` and a finite ``val_loss``. The file is read line by line, so a bad line
-    is refused without reading the rest. Refused files raise one :class:`FfnlabError` naming the
+    is refused without reading the rest. Refused files raise one :class:`ffnlab.errors.FfnlabError` naming the
     file and the line; a missing file raises ``FileNotFoundError``.
     """
     path = Path(path)

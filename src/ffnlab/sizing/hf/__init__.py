@@ -1,4 +1,4 @@
-"""Translate Hugging Face ``config.json`` files into :class:`~ffnlab.config.ModelConfig`.
+"""Translate Hugging Face ``config.json`` files into :class:`~ffnlab.sizing.config.ModelConfig`.
 
 One module per model family (a new family is one new file and one line in ``HF_TRANSLATORS``);
 its ``translate`` function reads the keys that decide the architecture, with the
@@ -166,7 +166,7 @@ def text_config(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
-    """Translate a parsed config.json; raise :class:`FfnlabError` naming the offending key."""
+    """Translate a parsed config.json; raise :class:`ffnlab.errors.FfnlabError` naming the offending key."""
     require(isinstance(data, dict), "config.json must contain a JSON object")
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")

@@ -1,4 +1,4 @@
-"""PyTorch modules built from :class:`ffnlab.config.ModelConfig` (imports torch)."""
+"""PyTorch modules built from :class:`ffnlab.sizing.config.ModelConfig` (imports torch)."""
 
 from ffnlab.training.nn.ffn import ACTIVATIONS, DenseFFN, MoEFFN, build_ffn
 from ffnlab.training.nn.model import DecoderLM, build_model, check_trainable

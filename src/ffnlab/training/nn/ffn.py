@@ -1,6 +1,6 @@
 """FFN blocks: plain MLPs, the GLU family and a top-k mixture of experts.
 
-Parameter layout (what :mod:`ffnlab.counting` counts):
+Parameter layout (what :mod:`ffnlab.sizing.counting` counts):
 - plain:  ``w_in`` (d -> d_ff), ``w_out`` (d_ff -> d)
 - gated:  ``w_in`` (d -> 2 d_ff, the gate rows first, then the up rows), ``w_out`` (d_ff -> d);
           output = w_out(act(gate) * up)

@@ -1,0 +1,59 @@
+"""Bytes per element of each number format, and per parameter of each optimizer: the one home of
+these rules (``tests/test_house.py`` fails if a second table of them appears in ``src/``).
+
+Every memory figure of ffnlab (training terms, the step's peak, model states of models counted
+through transformers, serving weights, the audit's states column) takes its bytes from here.
+"""
+
+from __future__ import annotations
+
+from ffnlab.errors import require
+
+# bytes per element; int4 packs two elements in a byte
+DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+# which formats each role takes
+TRAIN_DTYPES = ("fp32", "bf16", "fp16")  # weights that train
+GRAD_DTYPES = TRAIN_DTYPES  # gradients
+PLAIN_WEIGHT_DTYPES = TRAIN_DTYPES  # serving weights stored as plain floats (no scales)
+ACTIVATION_DTYPES = ("fp32", "bf16", "fp16", "fp8")
+KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+# serving weights of a model whose matrix shapes are unknown: plain floats, or a generic format at
+# these bits with one 2-byte scale per group (named formats, AWQ, GPTQ, NF4, ..., need the shapes)
+GENERIC_WEIGHT_DTYPES = KV_DTYPES
+SCALE_BYTES = 2  # one fp16/bf16 scale per quantisation group
+
+# Optimizer state. Below 32-bit training every optimizer also keeps fp32 master weights
+# (MASTER_BYTES per parameter), counted with the optimizer state as ZeRO counts them
+# (Rajbhandari et al. 2020: K = 12 for AdamW is its 8 B of moments plus the 4 B master copy).
+MASTER_BYTES = 4
+OPTIMIZERS = ("adamw", "adam8bit", "adafactor", "sgd-momentum", "sgd")
+# state bytes per parameter of the optimizers whose state follows from the parameter count alone
+# (PyTorch AdamW: two fp32 moments; SGD with momentum: one fp32 buffer); adam8bit and adafactor
+# depend on the matrix shapes (ffnlab.sizing.optimizers)
+STATE_BYTES_PER_PARAM: dict[str, int] = {"adamw": 8, "sgd-momentum": 4, "sgd": 0}
+
+
+def dtype_bytes(dtype: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES), what: str = "dtype") -> float:
+    """Bytes per element of ``dtype``, refused with one line unless it is one of ``allowed``."""
+    require(dtype in allowed, f"{what} must be one of {', '.join(allowed)}, got {dtype!r}")
+    return DTYPE_BYTES[dtype]
+
+
+def master_bytes(weight_bytes: float) -> int:
+    """fp32 master-weight bytes per parameter for weights of ``weight_bytes`` (0 in 32-bit training)."""
+    return MASTER_BYTES if weight_bytes < MASTER_BYTES else 0
+
+
+def shape_free_states(optimizer: str, weight_bytes: float) -> int:
+    """Optimizer state plus master weights per parameter, for an optimizer that needs no shapes."""
+    require(optimizer in STATE_BYTES_PER_PARAM,
+            f"--optimizer {optimizer} needs the matrix shapes of a translated model; models counted through "
+            f"transformers take {', '.join(STATE_BYTES_PER_PARAM)}")
+    return STATE_BYTES_PER_PARAM[optimizer] + master_bytes(weight_bytes)
+
+
+def states_per_param(dtype: str = "bf16", optimizer: str = "adamw") -> float:
+    """Weights + gradients + optimizer state + master weights per parameter, all in ``dtype``
+    (16 B for bf16 AdamW: 2 + 2 + 8 + 4)."""
+    w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
+    return 2 * w + shape_free_states(optimizer, w)

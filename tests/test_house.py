@@ -1,0 +1,129 @@
+"""House rules a reader relies on: one home for the byte rules, docstring references that resolve.
+
+Oracles: the source tree itself (parsed with ``ast``, imported with ``importlib``), and planted
+snippets that each check must flag, so a check that can no longer fail fails here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from ffnlab.sizing import byte_rules
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "ffnlab"
+HOME = SRC / "sizing" / "byte_rules.py"
+DTYPE_NAMES = set(byte_rules.DTYPE_BYTES)
+OPTIMIZER_NAMES = set(byte_rules.OPTIMIZERS)
+
+
+def _strings(node: ast.AST) -> list[str] | None:
+    """The elements of a tuple/list/set literal if every one is a string constant."""
+    if not isinstance(node, ast.Tuple | ast.List | ast.Set):
+        return None
+    out = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return out if len(out) == len(node.elts) else None
+
+
+def byte_tables(source: str) -> list[int]:
+    """Lines of module-level tables that restate a byte rule: a sequence of dtype (or optimizer)
+    names bound to a name that says DTYPES or OPTIMIZERS, or a mapping from two or more dtype (or
+    optimizer) names to numbers (bytes, bits, states), whatever its name."""
+    found = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        label = " ".join(t.id for t in targets if isinstance(t, ast.Name)).upper()
+        names = _strings(value)
+        if (names is not None and len(names) >= 2 and ("DTYPE" in label or "OPTIMIZER" in label)
+                and (set(names) <= DTYPE_NAMES or set(names) <= OPTIMIZER_NAMES)):
+            found.append(node.lineno)
+        if isinstance(value, ast.Dict):
+            keys = [k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+            numeric = all(isinstance(v, ast.Constant) and isinstance(v.value, int | float) for v in value.values)
+            if numeric and (len(DTYPE_NAMES & set(keys)) >= 2 or len(OPTIMIZER_NAMES & set(keys)) >= 2):
+                found.append(node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("snippet", [
+    'TRAIN_DTYPES = ("fp32", "bf16", "fp16")',
+    'BYTES = {"bf16": 2, "fp16": 2, "other": 9}',
+    'STATE: dict[str, int] = {"adamw": 8, "sgd": 0}',
+    'OPTIMIZERS = ["adamw", "sgd-momentum"]',
+])
+def test_the_detector_flags_a_planted_copy(snippet):
+    assert byte_tables(snippet)
+
+
+def test_dtype_and_optimizer_tables_live_in_byte_rules_alone():
+    assert byte_tables(HOME.read_text()), "the detector no longer sees the home table itself"
+    copies = {str(p.relative_to(SRC)): lines for p in sorted(SRC.rglob("*.py")) if p != HOME
+              for lines in [byte_tables(p.read_text())] if lines}
+    assert copies == {}, f"byte rules restated outside sizing/byte_rules.py: {copies}"
+
+
+ROLE = re.compile(r":(mod|func|class|data|meth|attr):`~?([A-Za-z_][\w.]*)`")
+
+
+def _resolves(target: str, package: str) -> bool:
+    """Whether a Sphinx target names a module, or an attribute of one, absolutely or relative to
+    the package of the file that cites it."""
+    for name in (target, f"{package}.{target}"):
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
+            try:
+                if importlib.util.find_spec(module) is None:
+                    continue
+            except (ImportError, ValueError):
+                continue
+            obj: object = importlib.import_module(module)
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr, None)
+                if obj is None:
+                    break
+            else:
+                return True
+    return False
+
+
+def references(source: str) -> list[str]:
+    return [m.group(2) for m in ROLE.finditer(source)]
+
+
+def test_the_reference_check_flags_a_module_that_does_not_exist():
+    assert not _resolves("ffnlab.counting", "ffnlab.sizing")
+    assert not _resolves("ffnlab.sizing.audit.no_such_function", "ffnlab.sizing")
+    assert _resolves("ffnlab.sizing.audit.audit_config", "ffnlab.sizing")
+    assert _resolves("trend", "ffnlab.experiments")  # relative to the citing package
+
+
+def _defined_here(name: str, source: str) -> bool:
+    """An undotted target (a method, an attribute, an imported name) that the citing file defines
+    or imports: Sphinx resolves it in the file's own scope."""
+    return re.search(rf"\b(def|class)\s+{name}\b|^\s*{name}\s*[:=]|\bimport\b[^\n]*\b{name}\b|\bself\.{name}\b",
+                     source, re.M) is not None
+
+
+def test_every_docstring_reference_resolves():
+    broken = []
+    for p in sorted(SRC.rglob("*.py")):
+        package = ".".join(("ffnlab", *p.relative_to(SRC).parent.parts))
+        module = ".".join(("ffnlab", *p.relative_to(SRC).with_suffix("").parts)).removesuffix(".__init__")
+        source = p.read_text()
+        for target in references(source):
+            if "." not in target and _defined_here(target, source):
+                continue
+            if not (_resolves(target, package) or _resolves(target, module)):
+                broken.append(f"{p.relative_to(SRC)}: {target}")
+    assert broken == [], "docstring references that name nothing: " + ", ".join(broken)

@@ -424,3 +424,21 @@ def test_fp8_time_splits_the_flops_and_mtp_is_counted() -> None:
     assert b.mtp == 2 * 2 * 7168 * 7168 + (b.qkv + b.attn_out) // 61 + b.attn_scores // 61 \
         + ffn_flops(7168, ds.ffn) + b.lm_head
     assert b.training == 3 * (b.forward + b.mtp)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "adafactor", "adam8bit", "sgd-momentum", "sgd"])
+def test_size_reports_one_optimizer_figure_whichever_optimizer(optimizer):
+    """``size``'s model states and its memory section count the same optimizer (they once gave
+    AdamW's 49 GiB beside Adafactor's 25 GiB in one object); the oracle is optimizer_state."""
+    from ffnlab.sizing.optimizers import optimizer_state
+    from ffnlab.sizing.size import size_summary
+    from ffnlab.sizing.widths import make_rule
+
+    out = size_summary(4096, "swiglu", make_rule("llama"), n_layers=32, memory={"optimizer": optimizer})["model"]
+    states, mem = out["training_memory_bytes"], out["memory"]
+    cfg = make_config(4096, 32, 64, 11008, kind="swiglu", vocab_size=50257, max_positions=2048, norm="rmsnorm",
+                      positions="rope")
+    assert count_params(cfg).as_dict() == out["params"]  # the model size_summary built
+    want = optimizer_state(cfg, optimizer, dtype_bytes=2)
+    assert states["optimizer"] + states["master_weights"] == want.total
+    assert abs(mem["optimizer_bytes"] - want.total) <= 1  # per-GPU bytes are rounded up

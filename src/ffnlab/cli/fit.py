@@ -8,30 +8,13 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app, check_format
+from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
-    ATTENTION_OPTION,
-    BATCH_OPTION,
-    DROPOUT_OPTION,
-    GRAD_ACCUM_OPTION,
-    GRAD_DTYPE_OPTION,
-    GROUP_SIZE_OPTION,
-    KV_DTYPE_OPTION,
-    LOSS_CHUNKS_OPTION,
-    LOSS_OPTION,
-    OPTIMIZER_IMPL_OPTION,
-    OPTIMIZER_OPTION,
-    PREFETCH_OPTION,
-    RECOMPUTE_EVERY_OPTION,
-    RECOMPUTE_OPTION,
-    RESHARD_OPTION,
     TERM_COLS,
-    WEIGHTS_DTYPE_OPTION,
-    ZERO3_OPTION,
     check_seq_len,
     check_train_dtype,
     gib,
     gpus_text,
-    memory_options,
     note,
     peak_alive_text,
     term_rows,
@@ -85,6 +68,7 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 
 
 @app.command(rich_help_panel=SIZING)
+@memory_flags(without=LAYOUT)
 def fit(
     target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
     gpus: int = typer.Option(8, "--gpus", help="GPUs available."),
@@ -94,24 +78,8 @@ def fit(
                                                                 "--gpu, that card's peaks for the time estimate)."),
     mode: str = typer.Option("train", "--mode", help="train | serve."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length (training) or context (serving)."),
-    batch: int = BATCH_OPTION,
-    recompute: str = RECOMPUTE_OPTION,
-    attention: str = ATTENTION_OPTION,
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype (weights, activations)."),
-    grad_dtype: str = GRAD_DTYPE_OPTION,
-    optimizer: str = OPTIMIZER_OPTION,
-    dropout: bool = DROPOUT_OPTION,
-    zero3: str = ZERO3_OPTION,
-    prefetch: int = PREFETCH_OPTION,
-    reshard_after_forward: bool = RESHARD_OPTION,
-    loss: str = LOSS_OPTION,
-    loss_chunks: int = LOSS_CHUNKS_OPTION,
-    optimizer_impl: str = OPTIMIZER_IMPL_OPTION,
-    grad_accum: int = GRAD_ACCUM_OPTION,
-    recompute_every: int = RECOMPUTE_EVERY_OPTION,
-    kv_dtype: str = KV_DTYPE_OPTION,
-    weights_dtype: str = WEIGHTS_DTYPE_OPTION,
-    group_size: int = GROUP_SIZE_OPTION,
+    mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     mla: str = typer.Option("latent", "--mla-cache", help="MLA KV cache: latent (vLLM/SGLang) | expanded."),
     tokens: str = typer.Option(None, "--tokens", help="Training token budget for the time estimate, e.g. 2T."),
     mfu: float = typer.Option(None, "--mfu", help="Model FLOPs utilisation for the time estimate (default: 40%, "
@@ -149,11 +117,8 @@ def fit(
         number(mfu, "--mfu", 0, 1, lo_open=True)
     if reserve is not None:
         number(reserve, "--reserve", 0, None)
-    mem = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
-                         weights_dtype=weights_dtype, group_size=group_size, dp=1, tp=1, pp=1, ep=1, zero=0, sp=False,
-                         grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
-                         reshard_after_forward=reshard_after_forward, loss=loss, loss_chunks=loss_chunks,
-                         optimizer_impl=optimizer_impl, grad_accum=grad_accum, recompute_every=recompute_every)
+    checked = mem.options()
+    batch, recompute, kv_dtype = mem.batch, mem.recompute, mem.kv_dtype
     name, cfg, raw = resolve_model_raw(target)  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
     if mfu is not None and (n_tokens is None or mode == "serve"):
@@ -161,10 +126,10 @@ def fit(
     if tokens and mode == "serve":
         note("--tokens gives a training time; ignored with --mode serve")
     opts: dict[str, Any] = dict(mode=mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                attention=attention, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
-                                group_size=group_size, mla=mla, reserve_gib=reserve, max_tp=max_tp,
-                                grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
-                                sharding=mem["sharding"], step=mem["step"], context_limit=context_limit(raw))
+                                attention=mem.attention, kv_dtype=kv_dtype, weights_dtype=mem.weights_dtype,
+                                group_size=mem.group_size, mla=mla, reserve_gib=reserve, max_tp=max_tp,
+                                grad_dtype=mem.grad_dtype, optimizer=mem.optimizer, dropout=mem.dropout,
+                                sharding=checked["sharding"], step=checked["step"], context_limit=context_limit(raw))
     what = (f"{name}, {mode}, {gpus_text(gpus)}, batch {batch} x {seq_len}"
             + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
     accs = None
@@ -188,7 +153,7 @@ def fit(
                                         precision=precision).as_dict()
     if as_json:
         render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
-                          "sharding": mem["sharding"].as_dict(), "step": mem["step"].as_dict(), **res})
+                          "sharding": checked["sharding"].as_dict(), "step": checked["step"].as_dict(), **res})
         return
     for w in res["warnings"]:
         note(w)

@@ -19,38 +19,14 @@ from ffnlab.cli.app import (
     check_ints,
     width_rule,
 )
+from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
 from ffnlab.cli.memory_view import (
-    ATTENTION_OPTION,
-    BATCH_OPTION,
-    DP_OPTION,
-    DROPOUT_OPTION,
-    EP_OPTION,
-    GRAD_ACCUM_OPTION,
-    GRAD_DTYPE_OPTION,
-    GROUP_SIZE_OPTION,
-    KV_DTYPE_OPTION,
-    LOSS_CHUNKS_OPTION,
-    LOSS_OPTION,
     MEMORY_CSV_COLS,
-    OPTIMIZER_IMPL_OPTION,
-    OPTIMIZER_OPTION,
-    PP_OPTION,
-    PREFETCH_OPTION,
-    RECOMPUTE_EVERY_OPTION,
-    RECOMPUTE_OPTION,
-    RESHARD_OPTION,
-    SP_OPTION,
-    TP_OPTION,
-    WEIGHTS_DTYPE_OPTION,
-    ZERO3_OPTION,
-    ZERO_OPTION,
     check_seq_len,
     check_train_dtype,
     emit_memory,
     flat_memory,
-    memory_options,
     memory_pairs,
-    refuse_memory_flags_without_model,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, human, num, pct
@@ -67,6 +43,7 @@ SHAPE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "vocab", "untie
 
 
 @app.command(rich_help_panel=SIZING)
+@memory_flags()
 def size(
     ctx: typer.Context,
     d_model: int = typer.Option(None, "--d-model", help="Model width (required unless --from)."),
@@ -90,29 +67,7 @@ def size(
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
-    batch: int = BATCH_OPTION,
-    recompute: str = RECOMPUTE_OPTION,
-    attention: str = ATTENTION_OPTION,
-    kv_dtype: str = KV_DTYPE_OPTION,
-    weights_dtype: str = WEIGHTS_DTYPE_OPTION,
-    group_size: int = GROUP_SIZE_OPTION,
-    dp: int = DP_OPTION,
-    tp: int = TP_OPTION,
-    pp: int = PP_OPTION,
-    ep: int = EP_OPTION,
-    zero: int = ZERO_OPTION,
-    sp: bool = SP_OPTION,
-    grad_dtype: str = GRAD_DTYPE_OPTION,
-    optimizer: str = OPTIMIZER_OPTION,
-    dropout: bool = DROPOUT_OPTION,
-    zero3: str = ZERO3_OPTION,
-    prefetch: int = PREFETCH_OPTION,
-    reshard_after_forward: bool = RESHARD_OPTION,
-    loss: str = LOSS_OPTION,
-    loss_chunks: int = LOSS_CHUNKS_OPTION,
-    optimizer_impl: str = OPTIMIZER_IMPL_OPTION,
-    grad_accum: int = GRAD_ACCUM_OPTION,
-    recompute_every: int = RECOMPUTE_EVERY_OPTION,
+    mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -121,12 +76,7 @@ def size(
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
-    mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
-                              weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
-                              zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
-                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward,
-                              loss=loss, loss_chunks=loss_chunks, optimizer_impl=optimizer_impl,
-                              grad_accum=grad_accum, recompute_every=recompute_every)
+    mem_opts = mem.options()
     if from_model is not None:
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
                          dtype, mem_opts)
@@ -135,13 +85,8 @@ def size(
 
         require(d_model is not None, "give --d-model (or --from MODEL to size a real model)")
         if n_layers is None:
-            refuse_memory_flags_without_model(
-                dtype=dtype, batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
-                weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep, zero=zero, sp=sp,
-                grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout, zero3=zero3, prefetch=prefetch,
-                reshard_after_forward=reshard_after_forward, n_heads=n_heads, n_kv_heads=n_kv_heads, loss=loss,
-                loss_chunks=loss_chunks, optimizer_impl=optimizer_impl, grad_accum=grad_accum,
-                recompute_every=recompute_every)
+            refuse_without_model(mem, dtype=(dtype, "bf16"), n_heads=(n_heads, None),
+                                 n_kv_heads=(n_kv_heads, None))
         ffn = ffn or DEFAULT_KIND
         r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
@@ -336,34 +281,13 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 
 
 @app.command(rich_help_panel=MODELS)
+@memory_flags()
 def audit(
     targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo'), paths to config.json files, or Hub ids org/name[@rev] (their config.json is fetched)."),
     all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
     seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length for the memory section."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory section."),
-    batch: int = BATCH_OPTION,
-    recompute: str = RECOMPUTE_OPTION,
-    attention: str = ATTENTION_OPTION,
-    kv_dtype: str = KV_DTYPE_OPTION,
-    weights_dtype: str = WEIGHTS_DTYPE_OPTION,
-    group_size: int = GROUP_SIZE_OPTION,
-    dp: int = DP_OPTION,
-    tp: int = TP_OPTION,
-    pp: int = PP_OPTION,
-    ep: int = EP_OPTION,
-    zero: int = ZERO_OPTION,
-    sp: bool = SP_OPTION,
-    grad_dtype: str = GRAD_DTYPE_OPTION,
-    optimizer: str = OPTIMIZER_OPTION,
-    dropout: bool = DROPOUT_OPTION,
-    zero3: str = ZERO3_OPTION,
-    prefetch: int = PREFETCH_OPTION,
-    reshard_after_forward: bool = RESHARD_OPTION,
-    loss: str = LOSS_OPTION,
-    loss_chunks: int = LOSS_CHUNKS_OPTION,
-    optimizer_impl: str = OPTIMIZER_IMPL_OPTION,
-    grad_accum: int = GRAD_ACCUM_OPTION,
-    recompute_every: int = RECOMPUTE_EVERY_OPTION,
+    mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -379,12 +303,7 @@ def audit(
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
     check_seq_len(seq_len)
     check_train_dtype(dtype)
-    mem_opts = memory_options(batch=batch, recompute=recompute, attention=attention, kv_dtype=kv_dtype,
-                              weights_dtype=weights_dtype, group_size=group_size, dp=dp, tp=tp, pp=pp, ep=ep,
-                              zero=zero, sp=sp, grad_dtype=grad_dtype, optimizer=optimizer, dropout=dropout,
-                              zero3=zero3, prefetch=prefetch, reshard_after_forward=reshard_after_forward,
-                              loss=loss, loss_chunks=loss_chunks, optimizer_impl=optimizer_impl,
-                              grad_accum=grad_accum, recompute_every=recompute_every)
+    mem_opts = mem.options()
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
     audited += [_audit_one(t, audit_target, counter) for t in targets or []]
@@ -419,10 +338,10 @@ def audit(
         render.note(f"{r['name']}: {r['verdict']}", fmt)
     emit_memory(rows, fmt, wide=wide)
     for r in rows:  # models counted through transformers: which layers keep a cache or a state
-        mem = r.get("memory") or {}
-        if "cache_rule" in mem:
-            render.note(f"{r['name']}: KV cache {mem['kv_cache_bytes'] / 2**30:,.2f} GiB from {mem['cache_rule']}; "
-                        f"recurrent state {mem['state_bytes'] / 2**20:,.1f} MiB per batch; {mem['note']}", fmt)
+        m = r.get("memory") or {}
+        if "cache_rule" in m:
+            render.note(f"{r['name']}: KV cache {m['kv_cache_bytes'] / 2**30:,.2f} GiB from {m['cache_rule']}; "
+                        f"recurrent state {m['state_bytes'] / 2**20:,.1f} MiB per batch; {m['note']}", fmt)
 
 
 def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, Any], Any]:

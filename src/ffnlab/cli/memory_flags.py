@@ -1,0 +1,172 @@
+"""The memory flags of ``size``, ``audit`` and ``fit``, declared once.
+
+:class:`MemoryFlags` holds them as given; :func:`memory_flags` adds them to a command's
+parameters (where the command declares ``mem: MemoryFlags``) and hands the command one
+:class:`MemoryFlags`. :meth:`MemoryFlags.options` checks every flag, before any model is read
+(so every model gets the same answer), and returns the keyword arguments of
+:func:`ffnlab.sizing.parallel.memory_summary`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any
+
+import typer
+
+from ffnlab.errors import require
+from ffnlab.validation import choice, integer
+
+MAX_DEGREE = 2**40  # a parallel degree or batch past any cluster
+
+# name -> (type, the typer option); the order is the order of --help
+OPTIONS: dict[str, tuple[type, Any]] = {
+    "batch": (int, typer.Option(1, "--batch", help="Sequences per micro-batch (training) or concurrent sequences (serving).")),
+    "recompute": (str, typer.Option("none", "--recompute", help="Activation recomputation: none | selective | full.")),
+    "attention": (str, typer.Option("fused", "--attention", help="Attention implementation: fused (flash) | eager (s x s kept).")),
+    "kv_dtype": (str, typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16 fp16 fp32 fp8 int8 int4 (default --dtype).")),
+    "weights_dtype": (str, typer.Option(
+        None, "--weights-dtype",
+        help="Serving weights: bf16 fp16 fp32, or a quantised format: awq gptq gptq-3bit gptq-8bit fp8 (per tensor) "
+             "fp8-channel fp8-block128 nf4 mxfp4 int8 int4 (default --dtype).")),
+    "group_size": (int, typer.Option(None, "--group-size",
+                                     help="Quantisation group size for awq, gptq, int8, int4 (default 128; 0 = one "
+                                          "group over the whole input).")),
+    "dp": (int, typer.Option(1, "--dp", help="Data-parallel GPUs.")),
+    "tp": (int, typer.Option(1, "--tp", help="Tensor-parallel GPUs.")),
+    "pp": (int, typer.Option(1, "--pp", help="Pipeline stages.")),
+    "ep": (int, typer.Option(1, "--ep", help="Expert-parallel GPUs (MoE; divides --dp).")),
+    "zero": (int, typer.Option(0, "--zero", help="ZeRO stage 0-3 (0 = DDP, 3 = --zero3 engine).")),
+    "sp": (bool, typer.Option(False, "--sp/--no-sp", help="Sequence parallelism (with --tp).")),
+    "grad_dtype": (str, typer.Option(None, "--grad-dtype", help="Gradient dtype: bf16 fp16 fp32 (default --dtype; "
+                                                               "fp32 = Megatron-style accumulation).")),
+    "optimizer": (str, typer.Option("adamw", "--optimizer", help="Optimizer state: adamw (fp32 moments) | adam8bit | "
+                                                                 "adafactor | sgd-momentum | sgd.")),
+    "dropout": (bool, typer.Option(False, "--dropout/--no-dropout", help="Training with dropout: count its masks.")),
+    "zero3": (str, typer.Option("fsdp", "--zero3", help="What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | "
+                                                        "deepspeed.")),
+    "prefetch": (int, typer.Option(1, "--prefetch", help="FSDP: layers whose all-gather runs ahead of use (FSDP2 "
+                                                         "default 1).")),
+    "reshard_after_forward": (bool, typer.Option(True, "--reshard-after-forward/--no-reshard-after-forward",
+                                                 help="FSDP: free a layer's gathered weights after its forward (off "
+                                                      "= SHARD_GRAD_OP).")),
+    "loss": (str, typer.Option("full", "--loss", help="Loss implementation: full (cross-entropy over all logits: "
+                                                      "transformers, torchtitan, nanoGPT) | chunked (torchtune) | "
+                                                      "fused (fused linear cross-entropy, Liger).")),
+    "loss_chunks": (int, typer.Option(8, "--loss-chunks", help="Chunks of --loss chunked (torchtune's default 8).")),
+    "optimizer_impl": (str, typer.Option("foreach", "--optimizer-impl", help="PyTorch optimizer implementation: "
+                                                                             "foreach (default on GPU) | fused | "
+                                                                             "for-loop.")),
+    "grad_accum": (int, typer.Option(1, "--grad-accum", help="Micro-batches per optimizer step (gradients stay "
+                                                             "alive across them).")),
+    "recompute_every": (int, typer.Option(1, "--recompute-every", help="With --recompute full: checkpoint every "
+                                                                       "N-th layer only (torchtitan's "
+                                                                       "selective_ac_option N).")),
+}
+LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
+
+
+@dataclass(frozen=True)
+class MemoryFlags:
+    """The memory flags as given (defaults: those of :data:`OPTIONS`)."""
+
+    batch: int = 1
+    recompute: str = "none"
+    attention: str = "fused"
+    kv_dtype: str | None = None
+    weights_dtype: str | None = None
+    group_size: int | None = None
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    zero: int = 0
+    sp: bool = False
+    grad_dtype: str | None = None
+    optimizer: str = "adamw"
+    dropout: bool = False
+    zero3: str = "fsdp"
+    prefetch: int = 1
+    reshard_after_forward: bool = True
+    loss: str = "full"
+    loss_chunks: int = 8
+    optimizer_impl: str = "foreach"
+    grad_accum: int = 1
+    recompute_every: int = 1
+
+    def changed(self) -> list[str]:
+        """The flags given a value other than their default, as ``--flag`` names."""
+        return ["--" + f.name.replace("_", "-") for f in fields(self) if getattr(self, f.name) != f.default]
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary`, each flag checked."""
+        from ffnlab.sizing.byte_rules import GRAD_DTYPES, KV_DTYPES, OPTIMIZERS
+        from ffnlab.sizing.memory import ATTENTION, RECOMPUTE
+        from ffnlab.sizing.parallel import ZERO_STAGES, Layout
+        from ffnlab.sizing.quant import WEIGHT_FORMATS
+        from ffnlab.sizing.sharding import Sharding
+        from ffnlab.sizing.step_memory import LOSSES, OPTIMIZER_IMPLS, StepOptions
+
+        integer(self.batch, "--batch", 1, MAX_DEGREE)
+        choice(self.loss, "--loss", LOSSES)
+        choice(self.optimizer_impl, "--optimizer-impl", OPTIMIZER_IMPLS)
+        for name in ("loss_chunks", "grad_accum", "recompute_every", "dp", "tp", "pp", "ep"):
+            integer(getattr(self, name), "--" + name.replace("_", "-"), 1, MAX_DEGREE)
+        require(self.zero in ZERO_STAGES, f"--zero must be 0, 1, 2 or 3, got {self.zero}")
+        choice(self.recompute, "--recompute", RECOMPUTE)
+        choice(self.attention, "--attention", ATTENTION)
+        choice(self.optimizer, "--optimizer", OPTIMIZERS)
+        for value, flag, allowed in ((self.kv_dtype, "--kv-dtype", KV_DTYPES),
+                                     (self.weights_dtype, "--weights-dtype", WEIGHT_FORMATS),
+                                     (self.grad_dtype, "--grad-dtype", GRAD_DTYPES)):
+            if value is not None:
+                choice(value, flag, allowed)
+        if self.group_size is not None:
+            integer(self.group_size, "--group-size", 0, 2**20)
+        require(not self.sp or self.tp > 1, "sequence parallelism (--sp) needs --tp > 1")
+        sharding = Sharding(zero3=self.zero3, prefetch=self.prefetch, reshard_after_forward=self.reshard_after_forward)
+        sharding.check()
+        return {"batch": self.batch, "recompute": self.recompute, "attention": self.attention,
+                "kv_dtype": self.kv_dtype, "weights_dtype": self.weights_dtype, "group_size": self.group_size,
+                "grad_dtype": self.grad_dtype, "optimizer": self.optimizer, "dropout": self.dropout,
+                "sharding": sharding,
+                "step": StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, optimizer_impl=self.optimizer_impl,
+                                    grad_accum=self.grad_accum, recompute_every=self.recompute_every),
+                "lay": Layout(dp=self.dp, tp=self.tp, pp=self.pp, ep=self.ep, zero=self.zero, sp=self.sp)}
+
+
+def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: the command's ``mem: MemoryFlags`` parameter becomes the memory flags (all of
+    :data:`OPTIONS` but ``without``, which keep their defaults), in place, and the command receives
+    them as one :class:`MemoryFlags`."""
+    names = [n for n in OPTIONS if n not in without]
+
+    def wrap(command: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(command)
+        params = list(sig.parameters.values())
+        at = next(i for i, p in enumerate(params) if p.name == "mem")
+        flags = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=OPTIONS[n][1],
+                                   annotation=OPTIONS[n][0]) for n in names]
+
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            mem = MemoryFlags(**{n: kwargs.pop(n) for n in names})
+            return command(*args, mem=mem, **kwargs)
+
+        run.__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])  # type: ignore[attr-defined]
+        run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
+                               **{n: OPTIONS[n][0] for n in names}}
+        return run
+    return wrap
+
+
+def refuse_without_model(mem: MemoryFlags, **given: tuple[Any, Any]) -> None:
+    """``size`` without ``--n-layers`` sizes one FFN: refuse the flags only a whole model uses
+    (``given``: other such flags as ``name=(value, default)``)."""
+    used = ["--" + k.replace("_", "-") for k, (v, default) in given.items() if v != default] + mem.changed()
+    flags = ", ".join(used)
+    require(not used, f"{flags} size{'s' if len(used) == 1 else ''} a whole model: give --n-layers "
+                      "(without it, size gives the FFN width and its parameters only)")

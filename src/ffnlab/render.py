@@ -39,7 +39,9 @@ def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"
 
 
-def num(x: float | None, digits: int = 3) -> str:
+def decimals(x: float | None, digits: int = 3) -> str:
+    """``x`` with ``digits`` decimals; "-" for a missing value (tables; verdicts use
+    :func:`ffnlab.experiments.fmt.num`, which writes "n/a")."""
     return "-" if x is None else f"{x:.{digits}f}"
 
 

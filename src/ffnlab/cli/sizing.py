@@ -29,7 +29,7 @@ from ffnlab.cli.memory_view import (
     memory_pairs,
 )
 from ffnlab.errors import FfnlabError, require
-from ffnlab.render import Column, human, num, pct
+from ffnlab.render import Column, decimals, human, pct
 from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
 
@@ -221,7 +221,7 @@ def plan(
                           "best": rows[0], "candidates": rows})
         return
     cols = [Column("d_model", "d_model"), Column("n_layers", "layers"), Column("n_heads", "heads"),
-            Column("head_dim", "head_dim", wide=True), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", num),
+            Column("head_dim", "head_dim", wide=True), Column("d_ff", "d_ff"), Column("ratio_raw", "ratio", decimals),
             Column("aspect", "d/L", lambda x: f"{x:.0f}", wide=True), Column("params", count, human),
             Column("error", "error", pct),
             Column("trades", "trades", lambda t: ", ".join(t) if t else "-", justify="left")]
@@ -268,7 +268,7 @@ def explain(
 AUDIT_COLS = [  # the default table fits 80 columns; --wide adds the rest
     Column("name", "model", justify="left"), Column("model_type", "type", justify="left", wide=True),
     Column("d_model", "d_model", wide=True), Column("d_ff", "d_ff"), Column("ffn_kind", "kind", justify="left"),
-    Column("ratio_raw", "raw", lambda x: num(x, 2)), Column("ratio_param_matched", "p-m", lambda x: num(x, 2)),
+    Column("ratio_raw", "raw", lambda x: decimals(x, 2)), Column("ratio_param_matched", "p-m", lambda x: decimals(x, 2)),
     Column("deviation_param_matched", "vs 4", pct),
     Column("ffn_share", "FFN %", lambda x: "-" if x is None else f"{x:.0%}"),
     Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human, wide=True),

@@ -6,7 +6,8 @@ import math
 from typing import Any
 
 
-def finite(x: Any) -> bool:
+def finite(x: object) -> bool:
+    """Whether ``x`` is a real number (not a bool) that is neither NaN nor infinite."""
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 

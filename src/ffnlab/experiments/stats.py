@@ -28,14 +28,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from ffnlab.experiments.fmt import finite
+
 LEVEL = 0.95
 POWER = 0.80
 NAN3 = (math.nan, math.nan, math.nan)
-
-
-def finite(x: object) -> bool:
-    """Whether ``x`` is a real number that is neither NaN nor infinite."""
-    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 def mean_ci(values: Sequence[float], level: float = LEVEL) -> tuple[float, float, float]:

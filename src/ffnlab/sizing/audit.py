@@ -26,7 +26,7 @@ from ffnlab.sizing.hf import (
     load_hf_config,
     unknowns,
 )
-from ffnlab.sizing.hf_fallback import Counter, audit_untranslated, row_of
+from ffnlab.sizing.hf_fallback import TransformersCounter, audit_untranslated, row_of
 from ffnlab.sizing.hf_structure import Structure
 from ffnlab.sizing.optimizers import training_memory
 from ffnlab.sizing.widths import alignment, param_matched_ratio
@@ -162,7 +162,7 @@ def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **opt
     return memory_summary(model, seq_len=seq_len, dtype=dtype, **options)
 
 
-def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
+def audit(target: str, counter: TransformersCounter | None = None) -> dict[str, Any]:
     """Audit a zoo name or a path to a config.json (or a folder holding one).
 
     ``counter`` counts a config.json whose model_type has no translator (the ``audit`` command
@@ -172,7 +172,7 @@ def audit(target: str, counter: Counter | None = None) -> dict[str, Any]:
     return audit_target(target, counter)[0]
 
 
-def audit_target(target: str, counter: Counter | None = None
+def audit_target(target: str, counter: TransformersCounter | None = None
                  ) -> tuple[dict[str, Any], ModelConfig | Structure | None]:
     """:func:`audit`'s row and what it was computed from: the config, the structure of a model
     counted through transformers, or None for an estimate without a shape; callers that need

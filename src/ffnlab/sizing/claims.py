@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, dense_ffn_params
@@ -35,9 +35,10 @@ def load_claims() -> tuple[dict[str, Any], ...]:
     return tuple(raw["claims"])
 
 
-def _cfg(name: str):  # noqa: ANN202 - small local helper
+def _cfg(name: str) -> ModelConfig:
     cfg = find(name).config()
-    require(cfg is not None, f"zoo entry {name!r} has no published architecture")
+    if cfg is None:
+        raise FfnlabError(f"zoo entry {name!r} has no published architecture")
     return cfg
 
 
@@ -329,7 +330,7 @@ def load_evidence(report_dir: str | Path) -> dict[str, Any]:
     for key, entry in data.items():
         require(isinstance(entry, dict) and entry.get("verdict") in VERDICTS and isinstance(entry.get("evidence"), str),
                 f"{path}: entry {key!r} needs a verdict ({', '.join(VERDICTS)}) and an evidence string")
-    return data
+    return dict(data)
 
 
 # -- unaligned-widths-slow, from benchmarks/width_alignment.py ---------------------------------

@@ -144,7 +144,7 @@ def explanations(d_model: int, d_ff: int, kind: str) -> list[dict[str, Any]]:
     """The rules that explain ``d_ff`` (see the module docstring), simplest first."""
     gated = get_kind(kind).gated
     rows = _exact_rows(d_model, d_ff, gated) + _rounded_rows(d_model, d_ff, kind, gated)
-    best: dict[tuple, dict[str, Any]] = {}  # one reading per arithmetic: the simplest ratio
+    best: dict[tuple[Any, ...], dict[str, Any]] = {}  # one reading per arithmetic: the simplest ratio
     for r in rows:
         if r["_same"] not in best or r["_reading"] < best[r["_same"]]["_reading"]:
             best[r["_same"]] = r

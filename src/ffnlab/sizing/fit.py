@@ -108,7 +108,7 @@ def _layouts(cfg: ModelConfig, gpus: int, mode: str, max_tp: int) -> list[Layout
     return out
 
 
-def _key(row: dict[str, Any]) -> tuple:
+def _key(row: dict[str, Any]) -> tuple[Any, ...]:
     lay = row["layout"]
     return (lay["tp"] * lay["pp"], lay["zero"], lay["ep"], lay["pp"], row["per_gpu_bytes"])
 

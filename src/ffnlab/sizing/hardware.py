@@ -71,7 +71,8 @@ class Accelerator:
 
 @lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
-    return json.loads(resources.files("ffnlab").joinpath("data/accelerators.json").read_text())
+    data: dict[str, Any] = json.loads(resources.files("ffnlab").joinpath("data/accelerators.json").read_text())
+    return data
 
 
 @lru_cache(maxsize=1)

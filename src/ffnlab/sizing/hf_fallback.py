@@ -374,10 +374,11 @@ def _zero_note(s: Structure, f: dict[str, Any]) -> str | None:
 
 # -- entry points -------------------------------------------------------------------------------
 
-Counter = Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]]
+# counts a config.json through transformers: (config, what it leaves open) -> the counted structure
+TransformersCounter = Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]]
 
 
-def announced(counter: Counter, note: Callable[[str], None]) -> Counter:
+def announced(counter: TransformersCounter, note: Callable[[str], None]) -> TransformersCounter:
     """``counter`` that first says, through ``note``, that it is falling back to transformers (the
     first build imports torch and transformers, seconds), and erases the note when done."""
 
@@ -411,7 +412,7 @@ def row_of(s: Structure, *, name: str, model_type: str | None, source: str | Non
 
 
 def audit_untranslated(path: str | Path, supported: tuple[str, ...],
-                       counter: Counter | None) -> tuple[dict[str, Any], Structure] | None:
+                       counter: TransformersCounter | None) -> tuple[dict[str, Any], Structure] | None:
     """The audit row and structure of a config.json whose model_type has no translator, or None
     if it has one.
 

@@ -184,7 +184,7 @@ def _word(node: dict[str, Any], words: tuple[str, ...]) -> bool:
 
 
 def _container(node: dict[str, Any]) -> bool:
-    name = node["c"].lower()
+    name = str(node["c"]).lower()
     return name.endswith(_CONTAINER_ENDINGS)
 
 

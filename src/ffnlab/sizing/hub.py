@@ -15,6 +15,7 @@ Hub id is actually fetched, so the sizing commands start as fast without it.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,19 +118,19 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
     """``hf_hub_download`` of one file; its failures as one line (None for a missing optional file)."""
     try:
         from huggingface_hub import constants, errors, hf_hub_download
-        from huggingface_hub.utils import (
+        from huggingface_hub.utils import logging as hf_logging
+        from huggingface_hub.utils.tqdm import (
             are_progress_bars_disabled,
             disable_progress_bars,
             enable_progress_bars,
         )
-        from huggingface_hub.utils import logging as hf_logging
     except ImportError:
         raise FfnlabError("Hub ids need huggingface_hub: pip install huggingface_hub") from None
     quiet = filename.endswith(".json") and not are_progress_bars_disabled()  # a few KB: no bar on stderr
     if quiet:
         disable_progress_bars()
     verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # its retry warnings would break the one-error-line contract
+    hf_logging.set_verbosity(logging.ERROR)  # its retry warnings would break the one-error-line contract
     try:
         return Path(hf_hub_download(target.repo, filename, revision=target.revision))
     except errors.GatedRepoError:

@@ -216,7 +216,7 @@ def _moe(sd: Tensors, b: str, h: str) -> Tensors:
 
 
 @dataclass(frozen=True)
-class Layout:
+class ExportLayout:
     architecture: str
     model_type: str
     mlp: str  # gated | up | c_fc | moe
@@ -229,7 +229,7 @@ def _any_bias(cfg: ModelConfig) -> bool:
     return cfg.attn.qkv_bias or cfg.attn.out_bias
 
 
-def decoder_tensors(cfg: ModelConfig, sd: Tensors, lay: Layout) -> Tensors:
+def decoder_tensors(cfg: ModelConfig, sd: Tensors, lay: ExportLayout) -> Tensors:
     """A Llama-style decoder's tensors (``model.layers.N...``) under ``lay``'s names."""
     out = {"model.embed_tokens.weight": sd["tok_emb.weight"], **_norm(cfg, sd, "norm_f", "model.norm")}
     biases, mlp_bias = lay.attn_biases(cfg), lay.mlp_bias(cfg)
@@ -284,7 +284,7 @@ def max_positions(cfg: ModelConfig, s: Settings) -> int:
     return max(s.train_len, rope_context(cfg.head_dim, s.rope_theta))
 
 
-def _base_config(cfg: ModelConfig, s: Settings, lay: Layout) -> dict[str, Any]:
+def _base_config(cfg: ModelConfig, s: Settings, lay: ExportLayout) -> dict[str, Any]:
     return {
         "architectures": [lay.architecture], "model_type": lay.model_type, "vocab_size": cfg.vocab_size,
         "hidden_size": cfg.d_model, "intermediate_size": cfg.ffn.d_ff, "num_hidden_layers": cfg.n_layers,
@@ -347,19 +347,19 @@ def gpt2_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
     }
 
 
-LAYOUTS: dict[str, Layout] = {
-    "llama": Layout("LlamaForCausalLM", "llama", "gated", lambda c: "all" if _any_bias(c) else "none",
+LAYOUTS: dict[str, ExportLayout] = {
+    "llama": ExportLayout("LlamaForCausalLM", "llama", "gated", lambda c: "all" if _any_bias(c) else "none",
                     lambda c: c.ffn.bias, _llama_config),
-    "arcee": Layout("ArceeForCausalLM", "arcee", "up", lambda c: "all" if _any_bias(c) else "none",
+    "arcee": ExportLayout("ArceeForCausalLM", "arcee", "up", lambda c: "all" if _any_bias(c) else "none",
                     lambda c: c.ffn.bias, _arcee_config),
-    "mixtral": Layout("MixtralForCausalLM", "mixtral", "moe", lambda c: "none", lambda c: False, _mixtral_config),
-    "stablelm": Layout("StableLmForCausalLM", "stablelm", "gated", lambda c: "qkv" if c.attn.qkv_bias else "none",
+    "mixtral": ExportLayout("MixtralForCausalLM", "mixtral", "moe", lambda c: "none", lambda c: False, _mixtral_config),
+    "stablelm": ExportLayout("StableLmForCausalLM", "stablelm", "gated", lambda c: "qkv" if c.attn.qkv_bias else "none",
                        lambda c: False, _stablelm_config),
-    "starcoder2": Layout("Starcoder2ForCausalLM", "starcoder2", "c_fc",
+    "starcoder2": ExportLayout("Starcoder2ForCausalLM", "starcoder2", "c_fc",
                          lambda c: "all" if _starcoder2_bias(c) else "none", _starcoder2_bias, _starcoder2_config),
-    "olmo": Layout("OlmoForCausalLM", "olmo", "gated", lambda c: "all" if _any_bias(c) else "none",
+    "olmo": ExportLayout("OlmoForCausalLM", "olmo", "gated", lambda c: "all" if _any_bias(c) else "none",
                    lambda c: False, _olmo_config),
-    "gpt2": Layout("GPT2LMHeadModel", "gpt2", "gpt2", lambda c: "all", lambda c: True, gpt2_config),
+    "gpt2": ExportLayout("GPT2LMHeadModel", "gpt2", "gpt2", lambda c: "all", lambda c: True, gpt2_config),
 }
 
 

@@ -4,7 +4,7 @@ head, with its own weights per head."""
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 COHERE_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -15,7 +15,7 @@ COHERE_DEFAULTS = {
     "num_attention_heads": 64,
     "tie_word_embeddings": True,
 }
-COHERE_LAYOUT = Layout(
+COHERE_LAYOUT = DecoderLayout(
     norm="layernorm-nobias",
     norms_per_block=1,
     norm_placement="parallel",

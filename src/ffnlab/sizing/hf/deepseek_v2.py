@@ -36,7 +36,8 @@ DEEPSEEK_V2_DEFAULTS: dict[str, Any] = dict(
 
 def deepseek(k: ConfigKeys, defaults: dict[str, Any]) -> ModelConfig:
     """A DeepSeek-V2/V3-style decoder from config.json with the given class defaults."""
-    g = lambda key: k.get(key, defaults[key])  # noqa: E731
+    def g(key: str) -> Any:
+        return k.get(key, defaults[key])
     require(
         not k.get("mlp_bias", False, kind=bool),
         "config.json: mlp_bias=true puts biases on the dense and shared FFNs but not on the "

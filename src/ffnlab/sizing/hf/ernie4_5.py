@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 translate = llama_like(
     {
@@ -16,5 +16,5 @@ translate = llama_like(
         "head_dim": 128,
         "tie_word_embeddings": True,
     },
-    Layout(qkv_bias_key="use_bias", mlp_bias_key="use_bias"),
+    DecoderLayout(qkv_bias_key="use_bias", mlp_bias_key="use_bias"),
 )

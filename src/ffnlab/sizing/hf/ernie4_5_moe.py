@@ -10,7 +10,7 @@ from dataclasses import replace
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
 ERNIE_MOE_DEFAULTS = {
@@ -26,7 +26,7 @@ ERNIE_MOE_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = decoder(k, ERNIE_MOE_DEFAULTS, Layout(qkv_bias_key="use_bias", mlp_bias_key="use_bias"))
+    cfg = decoder(k, ERNIE_MOE_DEFAULTS, DecoderLayout(qkv_bias_key="use_bias", mlp_bias_key="use_bias"))
     n = cfg.n_layers
     start = k.count("moe_layer_start_index", 1)
     end = k.count("moe_layer_end_index", -1, lo=-1)

@@ -3,9 +3,9 @@ query and key head, unbiased projections; three sliding-window layers to each gl
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 translate = llama_like(
     {**LLAMA_DEFAULTS, "vocab_size": 102400, "intermediate_size": 16384, "sliding_window": 4096},
-    Layout(qkv_bias_key=None, norm_placement="post", qk_norm="head", sliding_every=4, pattern_key=True),
+    DecoderLayout(qkv_bias_key=None, norm_placement="post", qk_norm="head", sliding_every=4, pattern_key=True),
 )

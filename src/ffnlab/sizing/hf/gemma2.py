@@ -3,9 +3,9 @@ hidden_activation, and a 4096-token window in every other layer."""
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
-GEMMA2_LAYOUT = Layout(
+GEMMA2_LAYOUT = DecoderLayout(
     act_key="hidden_activation", norms_per_block=4, norm_placement="sandwich", sliding_every=2
 )
 

@@ -3,7 +3,7 @@ key head; five sliding-window layers (4096 tokens) to each global one by default
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 GEMMA3_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -21,7 +21,7 @@ GEMMA3_DEFAULTS = {
 
 translate = llama_like(
     GEMMA3_DEFAULTS,
-    Layout(
+    DecoderLayout(
         act_key="hidden_activation",
         norms_per_block=4,
         norm_placement="sandwich",

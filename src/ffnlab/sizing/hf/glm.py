@@ -3,7 +3,7 @@ output), a fused gate/up projection (same count) and partial RoPE."""
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 GLM_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -13,6 +13,6 @@ GLM_DEFAULTS = {
     "num_key_value_heads": 2,
     "head_dim": 128,
 }
-GLM_LAYOUT = Layout(qkv_bias=True, out_bias_follows=False)
+GLM_LAYOUT = DecoderLayout(qkv_bias=True, out_bias_follows=False)
 
 translate = llama_like(GLM_DEFAULTS, GLM_LAYOUT)

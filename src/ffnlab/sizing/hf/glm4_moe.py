@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
 GLM4_MOE_DEFAULTS = {
@@ -23,7 +23,7 @@ GLM4_MOE_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    layout = Layout(out_bias_follows=False, qk_norm="head", qk_norm_key="use_qk_norm")
+    layout = DecoderLayout(out_bias_follows=False, qk_norm="head", qk_norm_key="use_qk_norm")
     cfg = decoder(k, GLM4_MOE_DEFAULTS, layout)
     cfg = replace(cfg, mtp_layers=k.count("num_nextn_predict_layers", 0))
     width = k.get("moe_intermediate_size", 1408)

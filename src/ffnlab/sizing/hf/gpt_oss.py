@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
 GPT_OSS_DEFAULTS = {
@@ -26,7 +26,7 @@ GPT_OSS_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = decoder(k, GPT_OSS_DEFAULTS, Layout(qkv_bias=True, sliding_every=2))
+    cfg = decoder(k, GPT_OSS_DEFAULTS, DecoderLayout(qkv_bias=True, sliding_every=2))
     cfg = replace(cfg, attn=replace(cfg.attn, sinks=True))
     moe = replace(
         cfg.ffn,

@@ -3,6 +3,6 @@ logit multipliers scale activations and hold no parameters."""
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
-translate = llama_like(LLAMA_DEFAULTS, Layout(mlp_bias_key="mlp_bias"))
+translate = llama_like(LLAMA_DEFAULTS, DecoderLayout(mlp_bias_key="mlp_bias"))

@@ -3,8 +3,8 @@ key head (query_layernorm, key_layernorm)."""
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 HUNYUAN_DEFAULTS = {**LLAMA_DEFAULTS, "vocab_size": 290943}
 
-translate = llama_like(HUNYUAN_DEFAULTS, Layout(qk_norm="head"))
+translate = llama_like(HUNYUAN_DEFAULTS, DecoderLayout(qk_norm="head"))

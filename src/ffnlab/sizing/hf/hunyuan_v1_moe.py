@@ -11,7 +11,7 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.hunyuan_v1_dense import HUNYUAN_DEFAULTS
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import Layout, decoder
+from ffnlab.sizing.hf.llama import DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 from ffnlab.validation import show
 
@@ -27,12 +27,12 @@ def _uniform(k: ConfigKeys, key: str, default: int) -> int:
         layers = k.get("num_hidden_layers", 32)
         require(len(value) >= layers, f"config.json key {key!r} lists {len(value)} values for "
                                       f"{layers} layers (transformers reads one per layer)")
-        return ConfigKeys({key: value[0]}, k.model_type).get(key)
-    return k.get(key, default)
+        return int(ConfigKeys({key: value[0]}, k.model_type).get(key))
+    return int(k.get(key, default))
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = decoder(k, HUNYUAN_DEFAULTS, Layout(qk_norm="head"))
+    cfg = decoder(k, HUNYUAN_DEFAULTS, DecoderLayout(qk_norm="head"))
     moe = replace(
         cfg.ffn,
         n_experts=_uniform(k, "num_experts", 1),

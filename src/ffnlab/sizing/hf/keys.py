@@ -95,7 +95,7 @@ class ConfigKeys:
             return None
         return integer(value, f"config.json key {key!r} (a window in tokens)", 0, MAX_INT) or None
 
-    def first(self, *keys: str, default: Any = MISSING) -> int:
+    def first(self, *keys: str, default: Any = MISSING) -> Any:
         for k in keys:
             if self.data.get(k) is not None:
                 return self.get(k)

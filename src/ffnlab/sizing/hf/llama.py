@@ -20,7 +20,7 @@ from ffnlab.validation import show
 
 
 @dataclass(frozen=True)
-class Layout:
+class DecoderLayout:
     """How a family lays out its decoder layer (everything not read from config.json)."""
 
     qkv_bias_key: str | None = "attention_bias"  # the key that switches the q/k/v biases on
@@ -48,7 +48,7 @@ def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> i
             f"(transformers' {k.model_type} config requires it)")
     explicit = k.get("head_dim", defaults.get("head_dim"), null=None)
     if explicit is not None:
-        return explicit
+        return int(explicit)
     require(d >= n_heads, f"config.json: num_attention_heads={n_heads} exceeds hidden_size={d} "
                           "(and no head_dim is given)")
     return d // n_heads
@@ -80,7 +80,7 @@ def sliding(
     return {"sliding_window": window, "sliding_layers": chosen} if chosen else {}
 
 
-def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> ModelConfig:
+def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: DecoderLayout = DecoderLayout()) -> ModelConfig:
     """A LLaMA-family decoder with a dense gated FFN of width ``intermediate_size``."""
     d = k.get("hidden_size", defaults["hidden_size"])
     n_heads = k.get("num_attention_heads", defaults["num_attention_heads"])
@@ -121,7 +121,7 @@ def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: Layout = Layout()) -> 
 
 
 def llama_like(
-    defaults: dict[str, Any], layout: Layout = Layout()
+    defaults: dict[str, Any], layout: DecoderLayout = DecoderLayout()
 ) -> Callable[[ConfigKeys], ModelConfig]:
     """A translator for a LLaMA-family decoder with a dense FFN."""
 
@@ -142,4 +142,4 @@ LLAMA_DEFAULTS = dict(
 )
 
 
-translate = llama_like(LLAMA_DEFAULTS, Layout(mlp_bias_key="mlp_bias"))
+translate = llama_like(LLAMA_DEFAULTS, DecoderLayout(mlp_bias_key="mlp_bias"))

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import every_nth, layer_list, with_moe
 
 LLAMA4_DEFAULTS = {
@@ -24,7 +24,7 @@ LLAMA4_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    layout = Layout(qk_norm="head", qk_norm_kind="none", qk_norm_key="use_qk_norm")
+    layout = DecoderLayout(qk_norm="head", qk_norm_kind="none", qk_norm_key="use_qk_norm")
     if "use_qk_norm" not in k.data:
         layout = replace(layout, qk_norm_key=None)  # on by default
     cfg = decoder(k, LLAMA4_DEFAULTS, layout)

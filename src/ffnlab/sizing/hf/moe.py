@@ -40,4 +40,4 @@ def layer_list(k: ConfigKeys, key: str) -> list[int] | None:
         isinstance(i, int) and not isinstance(i, bool) for i in value
     )
     require(ok, f"config.json key {key!r} must be a list of layer indices, got {show(value)}")
-    return value
+    return list(value)

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
-translate = llama_like({**LLAMA_DEFAULTS, "vocab_size": 50304}, Layout(norm="none"))
+translate = llama_like({**LLAMA_DEFAULTS, "vocab_size": 50304}, DecoderLayout(norm="none"))

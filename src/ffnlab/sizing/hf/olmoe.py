@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
 OLMOE_DEFAULTS = {
@@ -21,7 +21,7 @@ OLMOE_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = decoder(k, OLMOE_DEFAULTS, Layout(qk_norm="full"))
+    cfg = decoder(k, OLMOE_DEFAULTS, DecoderLayout(qk_norm="full"))
     moe = replace(
         cfg.ffn, n_experts=k.get("num_experts", 64), top_k=k.get("num_experts_per_tok", 8)
     )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 translate = llama_like(
     {**LLAMA_DEFAULTS, "hidden_size": 3072, "intermediate_size": 8192, "vocab_size": 32064},
-    Layout(qkv_bias_key=None),
+    DecoderLayout(qkv_bias_key=None),
 )

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
 PHIMOE_DEFAULTS = {
@@ -19,7 +19,7 @@ PHIMOE_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = decoder(k, PHIMOE_DEFAULTS, Layout(norm="layernorm", sliding_every=1))
+    cfg = decoder(k, PHIMOE_DEFAULTS, DecoderLayout(norm="layernorm", sliding_every=1))
     cfg = replace(cfg, lm_head_bias=k.get("lm_head_bias", False, kind=bool))
     moe = replace(
         cfg.ffn, n_experts=k.get("num_local_experts", 16), top_k=k.get("num_experts_per_tok", 2)

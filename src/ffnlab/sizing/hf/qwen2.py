@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 QWEN2_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -12,5 +12,5 @@ QWEN2_DEFAULTS = {
 }
 
 translate = llama_like(
-    QWEN2_DEFAULTS, Layout(qkv_bias_key=None, qkv_bias=True, out_bias_follows=False)
+    QWEN2_DEFAULTS, DecoderLayout(qkv_bias_key=None, qkv_bias=True, out_bias_follows=False)
 )

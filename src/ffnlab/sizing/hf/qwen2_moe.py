@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 from ffnlab.sizing.hf.qwen3 import qwen_sliding
 from ffnlab.sizing.hf.qwen3_moe import qwen_moe_layers
@@ -25,7 +25,7 @@ QWEN2_MOE_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    layout = Layout(qkv_bias_key="qkv_bias", qkv_bias=True, out_bias_follows=False)
+    layout = DecoderLayout(qkv_bias_key="qkv_bias", qkv_bias=True, out_bias_follows=False)
     cfg = qwen_sliding(decoder(k, QWEN2_MOE_DEFAULTS, layout), k)
     if not k.count("num_experts", 60):
         return cfg

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 
 QWEN3_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -16,7 +16,7 @@ QWEN3_DEFAULTS = {
     "num_key_value_heads": 32,
     "head_dim": 128,
 }
-QWEN3_LAYOUT = Layout(qk_norm="head")
+QWEN3_LAYOUT = DecoderLayout(qk_norm="head")
 
 
 def qwen_sliding(cfg: ModelConfig, k: ConfigKeys) -> ModelConfig:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, decoder
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import every_nth, layer_list, with_moe
 from ffnlab.sizing.hf.qwen3 import qwen_sliding
 
@@ -30,7 +30,7 @@ def qwen_moe_layers(k: ConfigKeys, n_layers: int) -> list[int]:
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = qwen_sliding(decoder(k, QWEN3_MOE_DEFAULTS, Layout(qk_norm="head")), k)
+    cfg = qwen_sliding(decoder(k, QWEN3_MOE_DEFAULTS, DecoderLayout(qk_norm="head")), k)
     n_experts = k.count("num_experts", 128)
     if not n_experts:
         return cfg

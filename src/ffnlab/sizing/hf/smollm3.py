@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, Layout, llama_like
+from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 translate = llama_like(
     {
@@ -15,5 +15,5 @@ translate = llama_like(
         "num_key_value_heads": 4,
         "tie_word_embeddings": True,
     },
-    Layout(mlp_bias_key="mlp_bias"),
+    DecoderLayout(mlp_bias_key="mlp_bias"),
 )

@@ -442,3 +442,24 @@ def test_size_reports_one_optimizer_figure_whichever_optimizer(optimizer):
     want = optimizer_state(cfg, optimizer, dtype_bytes=2)
     assert states["optimizer"] + states["master_weights"] == want.total
     assert abs(mem["optimizer_bytes"] - want.total) <= 1  # per-GPU bytes are rounded up
+
+
+def test_fit_suggests_what_would_fit_each_figure_as_fit_itself_gives_it():
+    """Nothing fits a 70B model's serving on 2 L4s: each suggestion is fit() rerun with that one
+    setting changed (the oracle), and the GPU count is the first doubling that fits."""
+    from ffnlab.sizing.fit import suggestions
+
+    cfg = find_zoo("llama-3-70b").config()
+    assert fit(cfg, gpus=2, accelerator="L4", mode="serve")["best"] is None
+    got = {x["change"]: x for x in suggestions(cfg, gpus=2, accelerator="L4", mode="serve")}
+    assert set(got) == {"--weights-dtype int4", "--kv-dtype fp8", "--gpus 8"}
+    int4 = fit(cfg, gpus=2, accelerator="L4", mode="serve", weights_dtype="int4")
+    assert got["--weights-dtype int4"]["fits"] and got["--weights-dtype int4"]["per_gpu_bytes"] == \
+        int4["best"]["per_gpu_bytes"]
+    fp8 = fit(cfg, gpus=2, accelerator="L4", mode="serve", kv_dtype="fp8")
+    assert not got["--kv-dtype fp8"]["fits"] and got["--kv-dtype fp8"]["per_gpu_bytes"] == fp8["smallest_need_bytes"]
+    assert fit(cfg, gpus=4, accelerator="L4", mode="serve")["best"] is None
+    assert got["--gpus 8"]["per_gpu_bytes"] == fit(cfg, gpus=8, accelerator="L4", mode="serve")["best"]["per_gpu_bytes"]
+    # a change already in effect is not suggested
+    assert "--weights-dtype int4" not in {x["change"] for x in suggestions(
+        cfg, gpus=1, accelerator="L4", mode="serve", weights_dtype="int4")}

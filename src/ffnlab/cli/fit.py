@@ -94,7 +94,7 @@ def fit(
     wide: bool = WIDE_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
-    from ffnlab.sizing.fit import MAX_GPUS, context_limit
+    from ffnlab.sizing.fit import MAX_GPUS, context_limit, suggestions
     from ffnlab.sizing.fit import fit as run_fit
     from ffnlab.sizing.hardware import (
         PRECISIONS,
@@ -144,6 +144,8 @@ def fit(
     assert accs is not None
     acc = accs[0]
     res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
+    if res["best"] is None:  # what would fit: one setting changed at a time, or more GPUs
+        res["suggestions"] = suggestions(cfg, gpus=gpus, accelerator=acc, **opts)
     if timed:
         if acc.bf16_tflops is None:
             note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
@@ -176,6 +178,8 @@ def fit(
     if not rows:
         print(f"{name} does not fit on {gpus_text(gpus)} x {res['accelerator']} for {mode} at these settings: "
               f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
+        _print_lines("what would change it (one setting at a time):",
+                     [_suggestion_line(x) for x in res["suggestions"]], fmt)
     else:
         render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({budget}): layouts that fit, "
                                            "smallest first", wide=wide)
@@ -196,6 +200,12 @@ def fit(
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
     _print_lines("assumed:", lines, fmt)
+
+
+def _suggestion_line(x: dict[str, Any]) -> str:
+    if x["fits"]:
+        return f"{x['change']}: fits, {gib(x['per_gpu_bytes'])} per GPU ({x['layout']})"
+    return f"{x['change']}: still does not fit, the least any layout needs is {gib(x['per_gpu_bytes'])} per GPU"
 
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,

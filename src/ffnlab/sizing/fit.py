@@ -23,6 +23,7 @@ divisors only, so it is sublinear in the GPU count.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,45 @@ def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: floa
 
 __all__ = ["DEFAULT_MFU", "DEFAULT_RESERVE", "MAX_GPUS", "MODES", "NOT_COUNTED", "assumptions", "context_limit",
            "divisors", "fit", "fit_all", "reserve_bytes", "resolve_config", "resolve_target"]
+
+
+# What `fit` tries when nothing fits: each a change of one setting (flag, value, the fit keyword it
+# sets), tried alone, in this order; more GPUs are tried as well (doubling, up to MAX_SUGGESTED_GPUS).
+TRAIN_CHANGES = (("--recompute", "full", "recompute"), ("--optimizer", "adam8bit", "optimizer"),
+                 ("--loss", "chunked", "step"))
+SERVE_CHANGES = (("--weights-dtype", "int4", "weights_dtype"), ("--kv-dtype", "fp8", "kv_dtype"))
+MAX_SUGGESTED_GPUS = 4096
+
+
+def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, **kwargs: Any) -> list[dict[str, Any]]:
+    """What would fit when nothing does at these settings: for each one-setting change (and for
+    the fewest GPUs, doubling, that hold the model), the smallest layout's per-GPU figure, whether
+    it fits, and the layout; changes already in effect are skipped."""
+    mode = kwargs.get("mode", "train")
+    out = []
+    for flag, value, key in TRAIN_CHANGES if mode == "train" else SERVE_CHANGES:
+        if key == "step":
+            step = kwargs.get("step") or StepOptions()
+            if step.loss == value:
+                continue
+            changed = {**kwargs, "step": replace(step, loss=value)}
+        elif kwargs.get(key) == value:
+            continue
+        else:
+            changed = {**kwargs, key: value}
+        out.append(_tried(f"{flag} {value}", fit(cfg, gpus=gpus, accelerator=accelerator, **changed)))
+    n = gpus * 2
+    while n <= MAX_SUGGESTED_GPUS:
+        res = fit(cfg, gpus=n, accelerator=accelerator, **kwargs)
+        if res["best"] is not None or n * 2 > MAX_SUGGESTED_GPUS:
+            out.append(_tried(f"--gpus {n}", res))
+            break
+        n *= 2
+    return out
+
+
+def _tried(change: str, res: dict[str, Any]) -> dict[str, Any]:
+    best = res["best"]
+    return {"change": change, "fits": best is not None,
+            "per_gpu_bytes": best["per_gpu_bytes"] if best else res["smallest_need_bytes"],
+            "layout": best["describe"] if best else None}

@@ -36,7 +36,7 @@ REAL_FIXES: dict[str, dict[str, Any]] = {
 
 def check(counted: dict[str, Any]) -> tuple[Any, dict[str, Any], list[str]]:
     from ffnlab.sizing.counting import dense_ffn_params
-    from ffnlab.sizing.hf_fallback import counted_structure, row_of
+    from ffnlab.sizing.hf.fallback import counted_structure, row_of
 
     s = counted_structure(counted)
     row = row_of(s, name="m", model_type=None, source=None)

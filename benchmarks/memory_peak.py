@@ -30,7 +30,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     from memory_step_cases import CASES, measure, predict
 
-    from ffnlab.sizing.parallel import Layout, table_total, training_table
+    from ffnlab.sizing.memory.parallel import Layout, table_total, training_table
 
     rows = []
     t0 = time.perf_counter()

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from ffnlab.sizing.config import ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.hardware import training_time
-from ffnlab.sizing.memory import activation_memory
-from ffnlab.sizing.parallel import Layout, training_table
-from ffnlab.sizing.quant import weight_bytes
+from ffnlab.sizing.memory.activations import activation_memory
+from ffnlab.sizing.memory.hardware import training_time
+from ffnlab.sizing.memory.parallel import Layout, training_table
+from ffnlab.sizing.memory.quant import weight_bytes
 from ffnlab.sizing.zoo import find
 
 GB, GiB = 1e9, 2**30

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.memory import kv_cache
-from ffnlab.sizing.parallel import Layout, training_table
+from ffnlab.sizing.memory.activations import kv_cache
+from ffnlab.sizing.memory.parallel import Layout, training_table
 from ffnlab.sizing.zoo import find
 
 MODELS = ("gpt2", "llama-2-7b", "mistral-7b", "mixtral-8x7b", "llama-3-8b")

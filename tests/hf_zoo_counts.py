@@ -20,7 +20,7 @@ ZOO = Path(__file__).resolve().parents[1] / "src" / "ffnlab" / "data" / "zoo.jso
 
 def rebuilt(config: dict[str, Any]) -> dict[str, Any]:
     """The structure transformers builds from ``config``, as the zoo stores it."""
-    from ffnlab.sizing.hf_fallback import counted_structure
+    from ffnlab.sizing.hf.fallback import counted_structure
     from ffnlab.training.hf_count import count_with_transformers
 
     return json.loads(json.dumps(counted_structure(count_with_transformers(config, ())).to_dict()))

@@ -5,7 +5,7 @@ A case builds a model (ffnlab's ``DecoderLM`` or a transformers model from its c
 runs one step to create the optimizer state, then measures the next step's live bytes op by op
 (:class:`ffnlab.training.live_bytes.LiveBytes`): forward, loss, backward, optimizer step and
 ``zero_grad(set_to_none=True)``, in fp32. The prediction is
-:func:`ffnlab.sizing.parallel.training_peak` for the config ffnlab reads (ffnlab's own, or
+:func:`ffnlab.sizing.memory.parallel.training_peak` for the config ffnlab reads (ffnlab's own, or
 ``from_hf_dict`` of the transformers config), one GPU, fp32, the same step options.
 
 The training loop (:func:`run_step`) is the usual one: the caller keeps the current
@@ -189,8 +189,8 @@ def measure(case: Case) -> tuple[int, str, Any]:
 
 def predict(case: Case, cfg: Any) -> Any:
     """ffnlab's step timeline for the case (one GPU, fp32; dropout masks in fp32 as on CPU)."""
-    from ffnlab.sizing.parallel import Layout, training_peak, training_table
-    from ffnlab.sizing.step_memory import StepOptions
+    from ffnlab.sizing.memory.parallel import Layout, training_peak, training_table
+    from ffnlab.sizing.memory.step import StepOptions
 
     kw = dict(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
               attention=case.attention, dropout=case.dropout)

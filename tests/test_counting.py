@@ -7,7 +7,7 @@ from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config
 from ffnlab.sizing.counting import count_params, ffn_params
 from ffnlab.sizing.flops import flops_per_token, six_n
-from ffnlab.sizing.optimizers import training_memory
+from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.sizing.zoo import find
 
 try:  # imported here, not per test: mutation testing forks its workers after collection

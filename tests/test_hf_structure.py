@@ -18,8 +18,8 @@ from hf_cases_all import SKIP, causal_lm_types, small_case, with_token_ids  # no
 from ffnlab.sizing.audit import audit_config  # noqa: E402
 from ffnlab.sizing.counting import count_params, dense_ffn_params  # noqa: E402
 from ffnlab.sizing.hf import from_hf_dict  # noqa: E402
-from ffnlab.sizing.hf_fallback import counted_structure, row_of  # noqa: E402
-from ffnlab.sizing.hf_structure import Structure  # noqa: E402
+from ffnlab.sizing.hf.fallback import counted_structure, row_of  # noqa: E402
+from ffnlab.sizing.hf.structure import Structure  # noqa: E402
 from ffnlab.training.hf_count import count_with_transformers  # noqa: E402
 
 ROW_KEYS = ("params_total", "params_ffn", "params_ffn_active", "params_active", "d_ff", "n_experts", "top_k",

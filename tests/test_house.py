@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ffnlab.sizing import byte_rules
+from ffnlab.sizing.memory import byte_rules
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ffnlab"
-HOME = SRC / "sizing" / "byte_rules.py"
+HOME = SRC / "sizing" / "memory" / "byte_rules.py"
 DTYPE_NAMES = set(byte_rules.DTYPE_BYTES)
 OPTIMIZER_NAMES = set(byte_rules.OPTIMIZERS)
 
@@ -69,7 +69,7 @@ def test_dtype_and_optimizer_tables_live_in_byte_rules_alone():
     assert byte_tables(HOME.read_text()), "the detector no longer sees the home table itself"
     copies = {str(p.relative_to(SRC)): lines for p in sorted(SRC.rglob("*.py")) if p != HOME
               for lines in [byte_tables(p.read_text())] if lines}
-    assert copies == {}, f"byte rules restated outside sizing/byte_rules.py: {copies}"
+    assert copies == {}, f"byte rules restated outside sizing/memory/byte_rules.py: {copies}"
 
 
 ROLE = re.compile(r":(mod|func|class|data|meth|attr):`~?([A-Za-z_][\w.]*)`")

@@ -9,12 +9,12 @@ import pytest
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.fit import fit
 from ffnlab.sizing.flops import ffn_flops, flops_per_token
-from ffnlab.sizing.hardware import find_accelerator, load_accelerators, training_time
-from ffnlab.sizing.memory import activation_memory, kv_cache, weight_bytes
-from ffnlab.sizing.parallel import Layout, memory_summary, serving_table, training_table
-from ffnlab.sizing.sharding import Sharding
+from ffnlab.sizing.memory.activations import activation_memory, kv_cache, weight_bytes
+from ffnlab.sizing.memory.fit import fit
+from ffnlab.sizing.memory.hardware import find_accelerator, load_accelerators, training_time
+from ffnlab.sizing.memory.parallel import Layout, memory_summary, serving_table, training_table
+from ffnlab.sizing.memory.sharding import Sharding
 from ffnlab.sizing.zoo import find as find_zoo
 
 GiB = 2**30
@@ -430,7 +430,7 @@ def test_fp8_time_splits_the_flops_and_mtp_is_counted() -> None:
 def test_size_reports_one_optimizer_figure_whichever_optimizer(optimizer):
     """``size``'s model states and its memory section count the same optimizer (they once gave
     AdamW's 49 GiB beside Adafactor's 25 GiB in one object); the oracle is optimizer_state."""
-    from ffnlab.sizing.optimizers import optimizer_state
+    from ffnlab.sizing.memory.optimizers import optimizer_state
     from ffnlab.sizing.size import size_summary
     from ffnlab.sizing.widths import make_rule
 
@@ -447,7 +447,7 @@ def test_size_reports_one_optimizer_figure_whichever_optimizer(optimizer):
 def test_fit_suggests_what_would_fit_each_figure_as_fit_itself_gives_it():
     """Nothing fits a 70B model's serving on 2 L4s: each suggestion is fit() rerun with that one
     setting changed (the oracle), and the GPU count is the first doubling that fits."""
-    from ffnlab.sizing.fit import suggestions
+    from ffnlab.sizing.memory.fit import suggestions
 
     cfg = find_zoo("llama-3-70b").config()
     assert fit(cfg, gpus=2, accelerator="L4", mode="serve")["best"] is None

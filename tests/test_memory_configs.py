@@ -6,7 +6,7 @@ import pytest
 from cli_run import run
 
 from ffnlab.sizing.hf import from_hf_dict
-from ffnlab.sizing.memory import kv_cache
+from ffnlab.sizing.memory.activations import kv_cache
 
 
 def gemma3(**extra):

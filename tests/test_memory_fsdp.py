@@ -5,7 +5,7 @@ decoder block and on the whole model (the pattern the terms assume). A ``TorchDi
 after every aten op of the measured step, at the storage FSDP owns and counts what is alive and not
 freed: the unsharded parameters and their gradients, the flat all-gather outputs (the prefetch) and
 the reduce-scatter inputs, each storage once. The largest sum over the step is compared with the
-sum of ffnlab's FSDP terms (:func:`ffnlab.sizing.sharding.working_terms`) for the same model in
+sum of ffnlab's FSDP terms (:func:`ffnlab.sizing.memory.sharding.working_terms`) for the same model in
 fp32 on dp 2. The only gap allowed is FSDP's padding of each tensor's first dimension to a multiple
 of the world size (vocabulary 97 here pads the embedding and the head by one row each).
 
@@ -24,7 +24,7 @@ import pytest
 import torch
 
 from ffnlab.sizing.config import make_config
-from ffnlab.sizing.sharding import Sharding, working_terms
+from ffnlab.sizing.memory.sharding import Sharding, working_terms
 
 VOCAB = 97
 CASES: dict[str, dict[str, Any]] = {

@@ -11,7 +11,7 @@ import torch
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
 from ffnlab.sizing.kinds import FFN_KINDS
-from ffnlab.sizing.memory import FFN_KEEPS, activation_memory
+from ffnlab.sizing.memory.activations import FFN_KEEPS, activation_memory
 from ffnlab.training.nn.ffn import DenseFFN
 
 D, D_FF, TOKENS = 16, 40, 12

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from memory_measured import config, load, measure
 
-from ffnlab.sizing.memory import activation_memory
+from ffnlab.sizing.memory.activations import activation_memory
 
 RECORDS = load()
 TOLERANCE = 0.001  # what is left is a handful of scalars (the loss weight, MoE balancing terms)

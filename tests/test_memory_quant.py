@@ -8,7 +8,7 @@ import math
 import pytest
 
 from ffnlab.sizing.config import make_config
-from ffnlab.sizing.quant import FORMATS, weight_bytes
+from ffnlab.sizing.memory.quant import FORMATS, weight_bytes
 from ffnlab.sizing.shapes import matrices
 from ffnlab.sizing.zoo import find
 

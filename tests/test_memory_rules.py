@@ -12,7 +12,7 @@ import pytest
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import NORMS, AttentionSpec, ModelConfig, make_config
 from ffnlab.sizing.kinds import FFN_KINDS
-from ffnlab.sizing.memory import (
+from ffnlab.sizing.memory.activations import (
     FFN_KEEPS,
     NORM_KEEPS,
     Term,

@@ -2,7 +2,7 @@
 
 ``torch.autograd.graph.saved_tensors_hooks`` sees every tensor autograd saves during a forward
 pass; counting each storage once and leaving out parameters and buffers gives the bytes held for
-the backward pass. ffnlab's estimate (:func:`ffnlab.sizing.memory.activation_memory`, pure
+the backward pass. ffnlab's estimate (:func:`ffnlab.sizing.memory.activations.activation_memory`, pure
 arithmetic) must agree within 5%. What remains is a few scalars (the loss's total weight, the MoE
 load-balancing loss terms): the tests print the gap and require it below 0.1%.
 """
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from ffnlab.sizing.config import make_config
-from ffnlab.sizing.memory import activation_memory
+from ffnlab.sizing.memory.activations import activation_memory
 from ffnlab.training.nn import build_model
 
 

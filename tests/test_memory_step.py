@@ -1,4 +1,4 @@
-"""The training step's peak (sizing/step_memory.py) against whole steps measured on CPU.
+"""The training step's peak (sizing/memory/step.py) against whole steps measured on CPU.
 
 Oracle: the live bytes of a real training step of ffnlab's model and of transformers' models,
 counted op by op (``LiveBytes``; itself checked against torch's own ``MemTracker``). Every case
@@ -12,8 +12,8 @@ from memory_step_cases import CASES, Case, build, measure, optimizer, predict, r
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
-from ffnlab.sizing.parallel import Layout, memory_summary, training_peak, training_table
-from ffnlab.sizing.step_memory import StepInputs, StepOptions, step_timeline
+from ffnlab.sizing.memory.parallel import Layout, memory_summary, training_peak, training_table
+from ffnlab.sizing.memory.step import StepInputs, StepOptions, step_timeline
 
 TOLERANCE = 0.05
 torch = pytest.importorskip("torch")
@@ -86,7 +86,7 @@ def test_loss_backward_holds_logits_log_softmax_and_two_gradients() -> None:
     assert m["weights"] == 1000 and m["optimizer state"] == 2000 and "gradients" not in m
     # one layer keeps (per token): norm 8 + 2 stats, attention input 8, qkv 24, lse 2, output 8,
     # FFN norm 8 + 2 stats, FFN input 8, GELU hidden 2 x 16 = 32 -> 76 fp32 + 4 stats ... by the model:
-    from ffnlab.sizing.memory import activation_memory
+    from ffnlab.sizing.memory.activations import activation_memory
 
     assert m["kept activations, all layers"] == sum(activation_memory(cfg, seq_len=4, batch=1, dtype="fp32").per_layer)
 
@@ -204,7 +204,7 @@ def test_fused_chunks_follow_liger_rule() -> None:
 
 
 def test_every_ffn_kind_has_backward_temporaries() -> None:
-    from ffnlab.sizing.memory import FFN_KEEPS
-    from ffnlab.sizing.step_memory import FFN_BACKWARD_TEMPS
+    from ffnlab.sizing.memory.activations import FFN_KEEPS
+    from ffnlab.sizing.memory.step import FFN_BACKWARD_TEMPS
 
     assert set(FFN_BACKWARD_TEMPS) == set(FFN_KEEPS)

@@ -36,7 +36,7 @@ def _count(text: str) -> int:
 
 
 def _mfu_line(mfu: float | None) -> str:
-    from ffnlab.sizing.hardware import DEFAULT_MFU, published_mfu
+    from ffnlab.sizing.memory.hardware import DEFAULT_MFU, published_mfu
 
     if mfu is not None:
         return f"MFU {mfu:.0%} (--mfu)"
@@ -94,15 +94,15 @@ def fit(
     wide: bool = WIDE_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
-    from ffnlab.sizing.fit import MAX_GPUS, context_limit, suggestions
-    from ffnlab.sizing.fit import fit as run_fit
-    from ffnlab.sizing.hardware import (
+    from ffnlab.sizing.hf.hub import resolve_model_raw
+    from ffnlab.sizing.memory.fit import MAX_GPUS, context_limit, suggestions
+    from ffnlab.sizing.memory.fit import fit as run_fit
+    from ffnlab.sizing.memory.hardware import (
         PRECISIONS,
         custom_accelerator,
         find_accelerator,
         training_time,
     )
-    from ffnlab.sizing.hub import resolve_model_raw
     from ffnlab.validation import choice
 
     check_format(fmt)
@@ -210,7 +210,7 @@ def _suggestion_line(x: dict[str, Any]) -> str:
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
              tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str, wide: bool = False) -> None:
-    from ffnlab.sizing.fit import fit_all
+    from ffnlab.sizing.memory.fit import fit_all
 
     rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
     mode = opts["mode"]
@@ -229,7 +229,7 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
     title = what + (f"; time for {tokens} tokens" if timed else "")
     render.emit(rows, cols, fmt, title=title, wide=wide)
-    from ffnlab.sizing.fit import NOT_COUNTED
+    from ffnlab.sizing.memory.fit import NOT_COUNTED
 
     held = "10% of it (assumed; --reserve GiB)" if opts["reserve_gib"] is None else f"{opts['reserve_gib']:g} GiB"
     lines = [f"usable = the memory each device reports - a reserve of {held} for what no term "

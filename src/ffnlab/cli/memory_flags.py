@@ -4,7 +4,7 @@
 parameters (where the command declares ``mem: MemoryFlags``) and hands the command one
 :class:`MemoryFlags`. :meth:`MemoryFlags.options` checks every flag, before any model is read
 (so every model gets the same answer), and returns the keyword arguments of
-:func:`ffnlab.sizing.parallel.memory_summary`.
+:func:`ffnlab.sizing.memory.parallel.memory_summary`.
 """
 
 from __future__ import annotations
@@ -102,13 +102,13 @@ class MemoryFlags:
         return ["--" + f.name.replace("_", "-") for f in fields(self) if getattr(self, f.name) != f.default]
 
     def options(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary`, each flag checked."""
-        from ffnlab.sizing.byte_rules import GRAD_DTYPES, KV_DTYPES, OPTIMIZERS
-        from ffnlab.sizing.memory import ATTENTION, RECOMPUTE
-        from ffnlab.sizing.parallel import ZERO_STAGES, Layout
-        from ffnlab.sizing.quant import WEIGHT_FORMATS
-        from ffnlab.sizing.sharding import Sharding
-        from ffnlab.sizing.step_memory import LOSSES, OPTIMIZER_IMPLS, StepOptions
+        """Keyword arguments of :func:`ffnlab.sizing.memory.parallel.memory_summary`, each flag checked."""
+        from ffnlab.sizing.memory.activations import ATTENTION, RECOMPUTE
+        from ffnlab.sizing.memory.byte_rules import GRAD_DTYPES, KV_DTYPES, OPTIMIZERS
+        from ffnlab.sizing.memory.parallel import ZERO_STAGES, Layout
+        from ffnlab.sizing.memory.quant import WEIGHT_FORMATS
+        from ffnlab.sizing.memory.sharding import Sharding
+        from ffnlab.sizing.memory.step import LOSSES, OPTIMIZER_IMPLS, StepOptions
 
         integer(self.batch, "--batch", 1, MAX_DEGREE)
         choice(self.loss, "--loss", LOSSES)

@@ -14,7 +14,7 @@ MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 
 
 def check_train_dtype(dtype: str) -> str:
-    from ffnlab.sizing.byte_rules import TRAIN_DTYPES
+    from ffnlab.sizing.memory.byte_rules import TRAIN_DTYPES
 
     require(dtype in TRAIN_DTYPES, f"--dtype must be one of {', '.join(TRAIN_DTYPES)} for the memory estimate, got {dtype!r}")
     return dtype

@@ -49,7 +49,7 @@ def _layers(text: str | None) -> list[int] | None:
 
 def _model_folder(model: str) -> tuple[Path, str]:
     """The local folder to probe and its name: a Hub id's files are fetched (or read from the HF cache)."""
-    from ffnlab.sizing.hub import fetch_model, hub_id
+    from ffnlab.sizing.hf.hub import fetch_model, hub_id
 
     hid = hub_id(model)
     if hid is None:

@@ -104,7 +104,7 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     given = [f"--{n.replace('_', '-')}" for n in SHAPE_OPTIONS
              if getattr(ctx.get_parameter_source(n), "name", None) == "COMMANDLINE"]
     require(not given, f"--from takes the shape from the model; drop {', '.join(given)}")
-    from ffnlab.sizing.hub import resolve_model
+    from ffnlab.sizing.hf.hub import resolve_model
 
     name, cfg = resolve_model(target)
     ratio, rule, multiplier, multiple_of, rounding, d_ff = width
@@ -295,7 +295,7 @@ def audit(
     """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
     from ffnlab.cli.notes import transient_note
     from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis, memory_of
-    from ffnlab.sizing.hf_fallback import announced
+    from ffnlab.sizing.hf.fallback import announced
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
@@ -346,7 +346,7 @@ def audit(
 
 def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, Any], Any]:
     """One audit row: a Hub id's config.json is fetched (or read from the HF cache) first."""
-    from ffnlab.sizing.hub import fetch_config, hub_id
+    from ffnlab.sizing.hf.hub import fetch_config, hub_id
 
     hid = hub_id(target)
     if hid is None:

@@ -26,9 +26,9 @@ from ffnlab.sizing.hf import (
     load_hf_config,
     unknowns,
 )
-from ffnlab.sizing.hf_fallback import TransformersCounter, audit_untranslated, row_of
-from ffnlab.sizing.hf_structure import Structure
-from ffnlab.sizing.optimizers import training_memory
+from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
+from ffnlab.sizing.hf.structure import Structure
+from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
@@ -150,14 +150,14 @@ def moe_summary_empty() -> dict[str, Any]:
 
 def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **options: Any) -> dict[str, Any]:
     """An audit row's ``memory`` object, by the rules its counting supports: the full training
-    and serving model for a translated config (:func:`ffnlab.sizing.parallel.memory_summary`),
+    and serving model for a translated config (:func:`ffnlab.sizing.memory.parallel.memory_summary`),
     model states and the KV cache for a structure counted through transformers
-    (:func:`ffnlab.sizing.state_memory.structure_memory`: its activations are not modelled)."""
+    (:func:`ffnlab.sizing.memory.structure.structure_memory`: its activations are not modelled)."""
     if isinstance(model, Structure):
-        from ffnlab.sizing.state_memory import structure_memory
+        from ffnlab.sizing.memory.structure import structure_memory
 
         return structure_memory(model, seq_len=seq_len, dtype=dtype, **options)
-    from ffnlab.sizing.parallel import memory_summary
+    from ffnlab.sizing.memory.parallel import memory_summary
 
     return memory_summary(model, seq_len=seq_len, dtype=dtype, **options)
 

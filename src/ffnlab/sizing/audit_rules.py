@@ -1,7 +1,7 @@
 """What an audit row says about a model's FFN, however the model was counted.
 
 A translated config (:mod:`ffnlab.sizing.audit`) and a structure counted through transformers
-(:mod:`ffnlab.sizing.hf_fallback`) each reduce their model to one :class:`FFNFacts` (the FFN that
+(:mod:`ffnlab.sizing.hf.fallback`) each reduce their model to one :class:`FFNFacts` (the FFN that
 describes it) and, for MoE, one :class:`MoeParts`; the verdict line and the MoE columns are made
 from those here, once, with the audit's conventions.
 """
@@ -17,7 +17,7 @@ CONVENTION = 4  # the plain-MLP ratio of Vaswani et al. 2017, and the source not
 PARITY_TOLERANCE = 0.02  # within 2% of 4x in plain-MLP parameters "matches the convention"
 # the audit's FLOPs per token are at this context length (forward pass, ffnlab.sizing.flops
 # conventions); its states column is bf16 weights and gradients, fp32 AdamW moments and master
-# weights, activations excluded (ffnlab.sizing.optimizers.training_memory)
+# weights, activations excluded (ffnlab.sizing.memory.optimizers.training_memory)
 AUDIT_SEQ_LEN = 4096
 AUDIT_DTYPE = "bf16"
 # experts no wider than d_model are "fine-grained" (DeepSeekMoE, Dai et al. 2024, splits each

@@ -15,8 +15,8 @@ from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config, validate
 from ffnlab.sizing.counting import count_params, ffn_params
 from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.kinds import get_kind
-from ffnlab.sizing.optimizers import training_memory
-from ffnlab.sizing.parallel import memory_summary
+from ffnlab.sizing.memory.optimizers import training_memory
+from ffnlab.sizing.memory.parallel import memory_summary
 from ffnlab.sizing.widths import (
     WidthRule,
     alignment,
@@ -64,7 +64,7 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
     ``positions`` to ffnlab's defaults for the kind (RMSNorm + RoPE when gated, LayerNorm +
     learned positions when plain, the table sized by ``seq_len``), embeddings tied unless
     ``tied`` is False; ``model["assumed"]`` says which of these were assumed. ``memory``: the
-    keyword arguments of :func:`ffnlab.sizing.parallel.memory_summary` for ``model.memory``.
+    keyword arguments of :func:`ffnlab.sizing.memory.parallel.memory_summary` for ``model.memory``.
     """
     check_width(d_model, "d_model")
     width = resolve_d_ff(d_model, kind, rule)

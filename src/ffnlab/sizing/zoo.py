@@ -3,7 +3,7 @@
 Each entry stores the architecture fields of the model's Hugging Face ``config.json`` (or, for
 models without one, the paper's numbers in the same layout) and names where they come from. A
 model type ffnlab has no translator for (hybrids, linear attention) also stores ``counted``: the
-structure transformers built from that config on the meta device (:mod:`ffnlab.sizing.hf_structure`),
+structure transformers built from that config on the meta device (:mod:`ffnlab.sizing.hf.structure`),
 so the zoo, claims and ``audit --all`` read it without torch; tests/test_hf_zoo.py rebuilds every
 one and checks it equals what transformers builds now (``python tests/hf_zoo_counts.py --write``
 refreshes them).
@@ -21,7 +21,7 @@ from typing import Any
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf import HF_TRANSLATORS, MULTIMODAL, from_hf_dict
-from ffnlab.sizing.hf_structure import Structure
+from ffnlab.sizing.hf.structure import Structure
 
 
 @dataclass(frozen=True)

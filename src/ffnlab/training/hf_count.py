@@ -1,11 +1,11 @@
 """Count a model ffnlab has no translator for by letting transformers build it on the meta device.
 
-The training-layer half of :mod:`ffnlab.sizing.hf_fallback`: it imports torch and transformers
+The training-layer half of :mod:`ffnlab.sizing.hf.fallback`: it imports torch and transformers
 (once per process, however many configs are counted), builds the model on PyTorch's ``meta``
 device (shapes only: no memory, no weights, nothing downloaded) and writes its module tree out
 as plain data (:func:`module_tree`). Everything read from that tree (which modules are FFNs,
 attention, SSM layers; widths, experts, layer layout) is pure Python in
-:mod:`ffnlab.sizing.hf_structure`, so the same analysis runs on a stored tree without torch.
+:mod:`ffnlab.sizing.hf.structure`, so the same analysis runs on a stored tree without torch.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from ffnlab.errors import FfnlabError
-from ffnlab.sizing.hf_fallback import INSTALL_HINT
+from ffnlab.sizing.hf.fallback import INSTALL_HINT
 from ffnlab.validation import show
 
 # torch module classes that are activations (transformers' own live in transformers.activations)

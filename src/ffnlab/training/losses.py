@@ -1,4 +1,4 @@
-"""The language-model losses whose memory :mod:`ffnlab.sizing.step_memory` counts, in PyTorch.
+"""The language-model losses whose memory :mod:`ffnlab.sizing.memory.step` counts, in PyTorch.
 
 * :func:`full_cross_entropy`: the LM head over every token, then cross-entropy over the fp32
   logits (transformers' ``ForCausalLMLoss``, torchtitan, nanoGPT, ffnlab's ``DecoderLM``);

@@ -3,8 +3,8 @@
 Built on the sizing model that ``ffnlab size`` and ``fit`` use, so there is one activation model:
 
 * weights, gradients and AdamW's two moments come from the exact parameter count, in fp32 as this
-  trainer keeps them (:func:`ffnlab.sizing.optimizers.training_memory`, 16 B per parameter);
-* activations are :func:`ffnlab.sizing.memory.activation_memory` for one process's micro-batch,
+  trainer keeps them (:func:`ffnlab.sizing.memory.optimizers.training_memory`, 16 B per parameter);
+* activations are :func:`ffnlab.sizing.memory.activations.activation_memory` for one process's micro-batch,
   fused attention (the trainer calls ``scaled_dot_product_attention``), in bf16 where the trainer
   runs under bf16 autocast (CUDA, ``train.dtype`` auto or bf16) and fp32 otherwise; the CPU figure is
   the one ``tests/test_memory_saved_tensors.py`` measures with saved-tensor hooks;
@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass
 
 from ffnlab.errors import FfnlabError
-from ffnlab.sizing.memory import activation_memory
-from ffnlab.sizing.optimizers import training_memory
+from ffnlab.sizing.memory.activations import activation_memory
+from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.training import runconfig
 
 FP32 = 4

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ffnlab.sizing.byte_rules import TRAIN_DTYPES
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hardware import Accelerator, load_accelerators
+from ffnlab.sizing.memory.byte_rules import TRAIN_DTYPES
+from ffnlab.sizing.memory.hardware import Accelerator, load_accelerators
 
 # torch dtype per precision name; the published figure per precision (fp16 tensor-core peaks equal
 # the bf16 ones on every accelerator listed; fp32 matmuls use TF32 tensor cores only when torch's

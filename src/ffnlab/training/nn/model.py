@@ -111,7 +111,7 @@ class DecoderLM(nn.Module):
         check_trainable(cfg)
         self.cfg, self.rope_theta, self.norm_eps = cfg, rope_theta, norm_eps
         # full recompute: every n-th block keeps only its input and runs again in backward
-        # (torch.utils.checkpoint; 0 = off); what sizing.step_memory counts as recompute "full"
+        # (torch.utils.checkpoint; 0 = off); what sizing.memory.step counts as recompute "full"
         self.checkpoint_every = 0
         self.max_seq_len = cfg.max_positions if cfg.positions == "learned" else max_seq_len
         self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)

@@ -37,9 +37,9 @@ import math
 from dataclasses import dataclass
 
 from ffnlab.errors import require
-from ffnlab.sizing.byte_rules import DTYPE_BYTES, PLAIN_WEIGHT_DTYPES
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, PLAIN_WEIGHT_DTYPES
 from ffnlab.sizing.shapes import Matrix, matrices, vector_params
 
 PLAIN_BITS: dict[str, int] = {d: int(8 * DTYPE_BYTES[d]) for d in PLAIN_WEIGHT_DTYPES}

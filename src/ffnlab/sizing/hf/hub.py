@@ -67,7 +67,7 @@ def resolve_model(target: str) -> tuple[str, Any]:
 
 def resolve_model_raw(target: str) -> tuple[str, Any, dict[str, Any] | None]:
     """:func:`resolve_model` with the raw config.json keys (e.g. ``max_position_embeddings``)."""
-    from ffnlab.sizing.fit import resolve_target
+    from ffnlab.sizing.memory.fit import resolve_target
 
     hid = hub_id(target)
     name, cfg, raw = resolve_target(str(fetch_config(hid)) if hid else target)

@@ -1,6 +1,6 @@
 """Working memory of data-parallel training: what a ZeRO stage or FSDP holds beyond its shards.
 
-Sharding the model states (``ffnlab.sizing.parallel``) is not the whole story: a sharded layer
+Sharding the model states (``ffnlab.sizing.memory.parallel``) is not the whole story: a sharded layer
 must be gathered before it runs, its gradients exist unsharded until they are reduce-scattered,
 and every engine keeps communication buffers. Per GPU, after tensor (``tp``) and expert (``ep``)
 parallelism, with ``w`` = bytes of a weight in the training dtype and ``g`` = of a gradient:

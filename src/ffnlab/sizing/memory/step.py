@@ -1,7 +1,7 @@
 """The peak of one training step: live memory as a timeline of moments, not a sum of terms.
 
 "Will the step fit" asks for the most memory alive at any moment of forward, loss, backward and
-the optimizer step. The terms of :func:`ffnlab.sizing.parallel.training_table` do not all peak
+the optimizer step. The terms of :func:`ffnlab.sizing.memory.parallel.training_table` do not all peak
 together: the activations are freed layer by layer while the gradients are created, and the loss
 has tensors of its own that no term holds (the logits, their fp32 upcast, the log-softmax and the
 logits' gradient are alive together when backward starts). So the step is walked as moments, each
@@ -57,10 +57,9 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from ffnlab.errors import require
-from ffnlab.sizing.byte_rules import ACTIVATION_DTYPES, dtype_bytes
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.memory import (
+from ffnlab.sizing.memory.activations import (
     DROPOUT_MASK_BYTES,
     STAT_BYTES,
     divide_terms,
@@ -68,6 +67,7 @@ from ffnlab.sizing.memory import (
     layer_activation_terms,
     selective_kept,
 )
+from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes
 from ffnlab.sizing.shapes import layer_params, root_params
 
 LOSSES = ("full", "chunked", "fused")

@@ -11,18 +11,18 @@ The rules, one per term (``P`` = parameters; ``P_e`` = routed-expert parameters,
   default, as PyTorch AMP and FSDP keep them; fp32 for Megatron-style accumulation,
   ``--accumulate-allreduce-grads-in-fp32``, 18 B per parameter in all with AdamW instead of 16);
   ZeRO-2 and -3 divide by data parallel.
-* **optimizer**: the optimizer's state (:mod:`ffnlab.sizing.optimizers`: AdamW's two fp32 moments
+* **optimizer**: the optimizer's state (:mod:`ffnlab.sizing.memory.optimizers`: AdamW's two fp32 moments
   by default, 8-bit Adam, Adafactor, SGD with momentum) and, below 32-bit training, the fp32
   master weights (``12`` bytes per parameter with bf16 and AdamW, the ``K = 12`` of Rajbhandari et
   al. 2020, ZeRO); ZeRO-1, -2, -3 divide by data parallel.
-* **working memory** of the data-parallel engine (:mod:`ffnlab.sizing.sharding`): DDP's gradient
+* **working memory** of the data-parallel engine (:mod:`ffnlab.sizing.memory.sharding`): DDP's gradient
   buckets, DeepSpeed's reduce buckets, and for stage 3 the gathered layer, the prefetched layers,
   the unsharded gradients, the reduce-scatter buffer and FSDP's root unit.
 * Data parallelism over ``dp`` GPUs: dense parameters are replicated ``dp`` times, experts
   ``dp / ep`` times (the expert-parallel ranks are carved out of the data-parallel ones, as in
   DeepSpeed-MoE and Megatron-LM), so ZeRO shards dense state over ``dp`` and expert state over
   ``dp / ep``.
-* **activations**: one micro-batch, from :func:`ffnlab.sizing.memory.activation_memory` with
+* **activations**: one micro-batch, from :func:`ffnlab.sizing.memory.activations.activation_memory` with
   heads and d_ff split by ``tp`` (and the d-sized tensors too with sequence parallelism). With
   1F1B pipelining the first stage holds ``pp`` micro-batches in flight, each through ``L / pp``
   layers: the same as one micro-batch through all ``L`` layers (Korthikanti et al. 2022 §4.2.3),
@@ -38,18 +38,18 @@ import math
 from dataclasses import asdict, dataclass
 
 from ffnlab.errors import require
-from ffnlab.sizing.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYPES, dtype_bytes
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.memory import (
+from ffnlab.sizing.memory.activations import (
     activation_memory,
     kv_cache,
     routed_expert_params,
     weight_bytes,
 )
-from ffnlab.sizing.optimizers import optimizer_state
-from ffnlab.sizing.sharding import Sharding, working_terms
-from ffnlab.sizing.step_memory import (
+from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYPES, dtype_bytes
+from ffnlab.sizing.memory.optimizers import optimizer_state
+from ffnlab.sizing.memory.sharding import Sharding, working_terms
+from ffnlab.sizing.memory.step import (
     StepInputs,
     StepOptions,
     StepTimeline,
@@ -178,7 +178,7 @@ def training_peak(cfg: ModelConfig, lay: Layout, rows: list[Row], *, seq_len: in
                   dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
                   capacity_factor: float | None = None, optimizer: str = "adamw", dropout: bool = False,
                   step: StepOptions | None = None, dropout_mask_bytes: float | None = None) -> StepTimeline:
-    """The step timeline (:mod:`ffnlab.sizing.step_memory`) of the per-GPU ``rows`` of
+    """The step timeline (:mod:`ffnlab.sizing.memory.step`) of the per-GPU ``rows`` of
     :func:`training_table` for the same arguments: its peak is the training total."""
     step = step or StepOptions()
     by = {r.term: r for r in rows}

@@ -2,7 +2,7 @@
 the KV cache of the layers that keep one, and the recurrent state of SSM and linear-attention
 layers.
 
-The rules follow :mod:`ffnlab.sizing.parallel` for one GPU (16-bit weights and gradients, fp32
+The rules follow :mod:`ffnlab.sizing.memory.parallel` for one GPU (16-bit weights and gradients, fp32
 AdamW moments and master weights below 32-bit; quantised serving weights with one 2-byte scale
 per group, embeddings and norms kept in 16-bit). Activations are not modelled for these models, so
 no training peak is given for them (None, said in the note), only the model states.
@@ -25,7 +25,8 @@ import math
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.sizing.byte_rules import (
+from ffnlab.sizing.hf.structure import MixerUnit, Structure
+from ffnlab.sizing.memory.byte_rules import (
     DTYPE_BYTES,
     GENERIC_WEIGHT_DTYPES,
     GRAD_DTYPES,
@@ -35,7 +36,6 @@ from ffnlab.sizing.byte_rules import (
     dtype_bytes,
     shape_free_states,
 )
-from ffnlab.sizing.hf_structure import MixerUnit, Structure
 
 
 def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
@@ -102,7 +102,7 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
                      attention: str = "fused", weights_dtype: str | None = None,
                      group_size: int | None = None, grad_dtype: str | None = None, optimizer: str = "adamw",
                      dropout: bool = False, sharding: Any = None, step: Any = None) -> dict[str, Any]:
-    """The ``memory`` object of ``audit`` (the keys of :func:`ffnlab.sizing.parallel.memory_summary`)
+    """The ``memory`` object of ``audit`` (the keys of :func:`ffnlab.sizing.memory.parallel.memory_summary`)
     for one GPU, plus ``state_bytes``. ``activations_bytes`` and every training total
     (``training_total_bytes``, ``peak_bytes``, ``terms_sum_bytes``) are None: the activations of
     these layers are not modelled, and a total without them would under-count the step."""

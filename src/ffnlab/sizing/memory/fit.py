@@ -3,7 +3,7 @@
 Training: every layout ``dp x tp x pp = N`` (tp up to ``max_tp``, one node's NVLink domain by
 default; tp dividing the heads; pp at most the layers; for MoE, ep dividing dp and the experts;
 ZeRO stage 0-3; sequence parallelism whenever tp > 1) is priced with
-:func:`ffnlab.sizing.parallel.training_table`, working memory of the data-parallel engine included
+:func:`ffnlab.sizing.memory.parallel.training_table`, working memory of the data-parallel engine included
 (FSDP's gathered and prefetched layers, unsharded gradients and buckets). Serving: ``tp x pp <= N``
 with the weights and the KV cache of ``batch`` sequences of ``context`` tokens per replica
 (:func:`serving_table`); ``dp`` counts the replicas the N GPUs hold.
@@ -30,16 +30,22 @@ from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hardware import (
+from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
     find_accelerator,
     load_accelerators,
     training_time,
 )
-from ffnlab.sizing.parallel import Layout, serving_table, table_total, training_peak, training_table
-from ffnlab.sizing.sharding import Sharding
-from ffnlab.sizing.step_memory import StepOptions
+from ffnlab.sizing.memory.parallel import (
+    Layout,
+    serving_table,
+    table_total,
+    training_peak,
+    training_table,
+)
+from ffnlab.sizing.memory.sharding import Sharding
+from ffnlab.sizing.memory.step import StepOptions
 
 MODES = ("train", "serve")
 MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a second

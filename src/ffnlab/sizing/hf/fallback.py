@@ -4,7 +4,7 @@ The model is built on PyTorch's ``meta`` device from the config.json (shapes onl
 downloaded) by :func:`ffnlab.training.hf_count.count_with_transformers`, which the caller passes
 in (the ``audit`` command does), so this module stays pure Python. The total is transformers' own
 count; the FFN view (kind, widths, experts, layer layout, active parameters, ratios) comes from
-the module tree by structure (:mod:`ffnlab.sizing.hf_structure`), with the numbers the structure
+the module tree by structure (:mod:`ffnlab.sizing.hf.structure`), with the numbers the structure
 cannot show (top-k, the attention's key/value heads) read from the config transformers resolved.
 """
 
@@ -27,10 +27,10 @@ from ffnlab.sizing.audit_rules import (
     ffn_verdict,
     moe_fields,
 )
-from ffnlab.sizing.byte_rules import states_per_param
 from ffnlab.sizing.hf import config_name, read_hf_config
 from ffnlab.sizing.hf.keys import ACT_PLAIN, GATED_FROM_ACT
-from ffnlab.sizing.hf_structure import FFNUnit, Structure, analyse, layer_counts
+from ffnlab.sizing.hf.structure import FFNUnit, Structure, analyse, layer_counts
+from ffnlab.sizing.memory.byte_rules import states_per_param
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 
 LABEL = "counted by transformers"

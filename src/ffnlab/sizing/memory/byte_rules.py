@@ -29,7 +29,7 @@ MASTER_BYTES = 4
 OPTIMIZERS = ("adamw", "adam8bit", "adafactor", "sgd-momentum", "sgd")
 # state bytes per parameter of the optimizers whose state follows from the parameter count alone
 # (PyTorch AdamW: two fp32 moments; SGD with momentum: one fp32 buffer); adam8bit and adafactor
-# depend on the matrix shapes (ffnlab.sizing.optimizers)
+# depend on the matrix shapes (ffnlab.sizing.memory.optimizers)
 STATE_BYTES_PER_PARAM: dict[str, int] = {"adamw": 8, "sgd-momentum": 4, "sgd": 0}
 
 

@@ -20,7 +20,9 @@ import math
 from dataclasses import asdict, dataclass
 
 from ffnlab.errors import require
-from ffnlab.sizing.byte_rules import (
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.memory.byte_rules import (
     DTYPE_BYTES,
     GRAD_DTYPES,
     OPTIMIZERS,
@@ -28,11 +30,9 @@ from ffnlab.sizing.byte_rules import (
     TRAIN_DTYPES,
     master_bytes,
 )
-from ffnlab.sizing.byte_rules import (
+from ffnlab.sizing.memory.byte_rules import (
     dtype_bytes as bytes_of,
 )
-from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.shapes import matrices, vector_params
 
 ADAM8BIT_BLOCK = 256

@@ -53,7 +53,7 @@ sliding-window layers hold at most ``window`` tokens; multi-head latent attentio
 caches the compressed latent ``kv_lora_rank + qk_rope_head_dim`` (what vLLM and SGLang store) or,
 expanded, ``n_heads x (qk_nope + qk_rope + v_head_dim)``.
 
-**Quantised weights**: :mod:`ffnlab.sizing.quant` (AWQ, GPTQ, fp8 per tensor / channel / 128-tile,
+**Quantised weights**: :mod:`ffnlab.sizing.memory.quant` (AWQ, GPTQ, fp8 per tensor / channel / 128-tile,
 NF4, MXFP4 and generic int8/int4, each laid out as its checkpoints store it).
 """
 
@@ -63,10 +63,10 @@ import math
 from dataclasses import dataclass
 
 from ffnlab.errors import require
-from ffnlab.sizing.byte_rules import ACTIVATION_DTYPES, KV_DTYPES, dtype_bytes
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import dense_ffn_params
-from ffnlab.sizing.quant import WEIGHT_FORMATS, WeightBytes, matmul_params, weight_bytes
+from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, KV_DTYPES, dtype_bytes
+from ffnlab.sizing.memory.quant import WEIGHT_FORMATS, WeightBytes, matmul_params, weight_bytes
 
 __all__ = ["WEIGHT_FORMATS", "WeightBytes", "matmul_params", "weight_bytes"]
 
@@ -358,7 +358,7 @@ def kv_cache(cfg: ModelConfig, *, batch: int, context: int, kv_dtype: str = "bf1
                    rule=f"{rule} x {b:g} B")
 
 
-# -- weights at inference: ffnlab.sizing.quant (re-exported here) --------------------------------
+# -- weights at inference: ffnlab.sizing.memory.quant (re-exported here) --------------------------------
 
 
 def routed_expert_params(cfg: ModelConfig) -> int:

@@ -213,3 +213,23 @@ def test_a_line_is_not_repeated_while_nothing_moved_and_counts_each_runs_tokens(
         bar.update(done, tokens=tokens, runs="0/2")
     assert [x.split(" | ")[0] for x in lines] == ["[sweep] step 10/100", "[sweep] step 20/100"]
     assert "200 tok/s" in lines[1]  # (9800 - 1000) tokens in 44 s, not 20 steps x 64 tokens
+
+
+def test_resume_with_a_changed_max_steps_says_why_and_what_to_do(tmp_path):
+    """The refusal names the change with both values, why it cannot continue (the schedule) and
+    the two ways out; a key without a stated reason still gets the values and the ways out."""
+    from ffnlab.errors import FfnlabError
+    from ffnlab.training import runconfig
+    from ffnlab.training.trainer import open_run_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    runconfig.save(runconfig.load(None, ["train.max_steps=100"]), out / "config.yaml")
+    with pytest.raises(FfnlabError) as e:
+        open_run_dir(out, runconfig.load(None, ["train.max_steps=200"]), resume=True)
+    text = str(e.value)
+    assert "train.max_steps 100 -> 200" in text and "learning-rate schedule" in text
+    assert "choose another --out" in text and "resume with the saved values" in text
+    with pytest.raises(FfnlabError, match=r"model.d_model .* -> 96.*choose another --out") as e:
+        open_run_dir(out, runconfig.load(None, ["train.max_steps=100", "model.d_model=96"]), resume=True)
+    assert "schedule" not in str(e.value)

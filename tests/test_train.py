@@ -303,3 +303,24 @@ def test_non_finite_loss_stops_with_clear_message(tmp_path, cache_dir):
     assert p.returncode == 3, (p.returncode, p.stderr)
     assert "loss became" in p.stderr and "Traceback" not in p.stderr
     assert not (out / "summary.json").exists()
+
+
+def test_export_overwrite_replaces_an_earlier_export_and_nothing_else(tmp_path, cache_dir):
+    """--overwrite swaps in the new export whole (the oracle: the later checkpoint's weights in
+    the folder); a folder holding anything an export does not write is refused, untouched."""
+    from safetensors.torch import load_file
+
+    out, hf = tmp_path / "run", tmp_path / "hf"
+    p = run(*train_args(out, cache_dir, "train.max_steps=4", "train.checkpoint_every=2", "train.keep_last=2"))
+    assert p.returncode == 0, p.stderr
+    assert run("export", str(out), "--hf", str(hf), "--checkpoint", "step-0000002").returncode == 0
+    first = load_file(str(hf / "model.safetensors"))
+    p = run("export", str(out), "--hf", str(hf), "--overwrite")
+    assert p.returncode == 0, p.stderr
+    second = load_file(str(hf / "model.safetensors"))
+    assert any(not torch.equal(first[k], second[k]) for k in first)  # the latest checkpoint now
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["hf", "run"]  # nothing left beside it
+    (hf / "notes.txt").write_text("mine")
+    assert_usage_error(run("export", str(out), "--hf", str(hf), "--overwrite"), "not an earlier export")
+    after = load_file(str(hf / "model.safetensors"))
+    assert (hf / "notes.txt").read_text() == "mine" and all(torch.equal(after[k], second[k]) for k in second)

@@ -141,6 +141,8 @@ def export(
     run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
     hf: Path = typer.Option(..., "--hf", help="Empty output folder for the Hugging Face model."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier export in --hf (a folder holding "
+                                                              "only an export's files; anything else is refused)."),
 ) -> None:
     """Write a trained run as a Hugging Face model folder: weights, config, tokenizer, generation config.
 
@@ -150,7 +152,7 @@ def export(
     """
     from ffnlab.training.export import export_run
 
-    info = export_run(run, hf, checkpoint)
+    info = export_run(run, hf, checkpoint, overwrite=overwrite)
     print(f"wrote {hf}: {info['architecture']} ({info['layout']} layout) from {info['checkpoint']}, "
           f"step {info['step']:,} of {info['max_steps']:,}; max_position_embeddings {info['max_positions']:,} "
           f"(trained on {info['train_len']:,}-token windows)")

@@ -15,8 +15,6 @@ from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config, validate
 from ffnlab.sizing.counting import count_params, ffn_params
 from ffnlab.sizing.flops import flops_per_token
 from ffnlab.sizing.kinds import get_kind
-from ffnlab.sizing.memory.optimizers import training_memory
-from ffnlab.sizing.memory.parallel import memory_summary
 from ffnlab.sizing.widths import (
     WidthRule,
     alignment,
@@ -102,6 +100,10 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
 def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,
                   assumed: list[str]) -> dict[str, Any]:
     """The ``model`` object of ``ffnlab size``: shape, parameters, FLOPs per token and memory."""
+    # the memory model is imported here: a width alone (``size`` without --n-layers) never needs it
+    from ffnlab.sizing.memory.optimizers import training_memory
+    from ffnlab.sizing.memory.parallel import memory_summary
+
     out: dict[str, Any] = {
         "n_layers": cfg.n_layers, "n_heads": cfg.attn.n_heads, "n_kv_heads": cfg.n_kv_heads,
         "vocab_size": cfg.vocab_size, "norm": cfg.norm, "positions": cfg.positions,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +37,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import read_mapping, remove_stale, staged_dir
+from ffnlab.files import new_temp_dir, read_mapping, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name, show
@@ -408,14 +409,37 @@ def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]]) ->
         raise FfnlabError(f"cannot write {out} ({str(e).splitlines()[0][:200]}); nothing was written") from None
 
 
+# the files an export writes (tokenizer files by export_tokenizer.tokenizer_files); --overwrite
+# replaces a folder holding these alone
+EXPORT_FILES = frozenset({"model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
+                          "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "merges.txt"})
+
+
+def check_replaceable(out: Path) -> None:
+    """``out`` may be replaced by ``--overwrite``: a real folder (no link) holding an earlier
+    export's files and nothing else, so replacing it loses nothing ffnlab did not write."""
+    require(out.is_dir() and not out.is_symlink(), f"{out} is not a folder; --overwrite replaces an earlier export")
+    names = {p.name for p in out.iterdir()}
+    foreign = sorted(p.name for p in out.iterdir() if p.name not in EXPORT_FILES or not p.is_file() or p.is_symlink())
+    require(not foreign and {"config.json", "model.safetensors"} <= names,
+            f"{out} holds {', '.join(foreign[:5]) or 'no model.safetensors/config.json'}: not an earlier export, so "
+            "--overwrite leaves it alone; choose an empty folder")
+
+
 def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[str, bytes] | None = None,
-                 generation: dict[str, Any] | None = None) -> Path:
+                 generation: dict[str, Any] | None = None, *, overwrite: bool = False) -> Path:
     """Write ``model`` as a Hugging Face folder; ``tokenizer``: file name -> content
-    (:func:`ffnlab.training.export_tokenizer.tokenizer_files`), ``generation``: generation_config.json."""
+    (:func:`ffnlab.training.export_tokenizer.tokenizer_files`), ``generation``: generation_config.json.
+    ``overwrite``: replace an earlier export in ``out_dir`` (:func:`check_replaceable`), swapped in
+    whole once the new one is written."""
     from safetensors.torch import save_file
 
     out = Path(out_dir)
-    require(not out.exists() or not any(out.iterdir()), f"{out} exists and is not empty; choose an empty folder")
+    full = out.exists() and (not out.is_dir() or any(out.iterdir()))
+    if full and overwrite:
+        check_replaceable(out)
+    require(not full or overwrite, f"{out} exists and is not empty; choose an empty folder (or --overwrite to "
+                                   "replace an earlier export)")
     _, tensors, config = model_files(model)  # refused (with the reason) before anything is written
     weights = {k: v.contiguous().clone() for k, v in tensors.items()}
     files: dict[str, bytes | Callable[[Path], None]] = {
@@ -425,6 +449,19 @@ def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[st
     if generation is not None:
         files["generation_config.json"] = json.dumps(generation, indent=2).encode()
     files |= tokenizer or {}
+    if full:  # the new export is written beside the earlier one, then the two swap and the earlier goes
+        aside = new_temp_dir(out.parent, out.name)  # marked: a killed export's leftovers go on the next run
+        try:
+            write_folder(aside / "new", files)
+            os.rename(out, aside / "previous")
+            try:
+                os.rename(aside / "new", out)
+            except BaseException:
+                os.rename(aside / "previous", out)  # the earlier export back where it was
+                raise
+        finally:
+            shutil.rmtree(aside, ignore_errors=True)
+        return out
     write_folder(out, files)  # the one write step
     return out
 
@@ -486,7 +523,8 @@ def run_is_active(run: Path) -> bool:
     return False
 
 
-def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None = None) -> dict[str, Any]:
+def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None = None, *,
+               overwrite: bool = False) -> dict[str, Any]:
     """Export a run's latest (or named) checkpoint with its tokenizer and a generation config;
     return what was written (layout, step, whether the run was still going)."""
     from ffnlab.training.export_tokenizer import generation_config, tokenizer_files
@@ -499,7 +537,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None 
     max_len = int(config.get("max_position_embeddings") or config["n_positions"])
     tokenizer = tokenizer_files(state["config"].data.tokenizer, prepared, cfg.vocab_size, max_len)
     table = cfg.max_positions if cfg.positions == "learned" else None
-    export_model(model, out_dir, tokenizer, generation_config(table))
+    export_model(model, out_dir, tokenizer, generation_config(table), overwrite=overwrite)
     return {"layout": layout, "architecture": LAYOUTS[layout].architecture, "step": state["step"],
             "max_steps": state["max_steps"], "checkpoint": state["path"].name, "active": run_is_active(run),
             "finished": (run / "summary.json").is_file(), "max_positions": max_len,

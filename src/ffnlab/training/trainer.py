@@ -77,6 +77,34 @@ def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list
     return out
 
 
+# why a change is not resumable, for the keys people change most
+WHY_NOT_RESUMABLE = {
+    "train.max_steps": "the learning-rate schedule (warm-up, then decay to the end) is laid out over max_steps, "
+                       "so the steps already taken belong to another schedule",
+    "train.warmup_steps": "the learning-rate schedule the steps already taken followed would change",
+    "train.lr": "the learning-rate schedule the steps already taken followed would change",
+    "train.batch_size": "the batches already drawn (by seed and step) would no longer be this run's",
+    "train.seq_len": "the batches already drawn (by seed and step) would no longer be this run's",
+    "train.seed": "the batches and the initial weights are drawn from the seed",
+}
+
+
+def _value(d: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        d = d.get(part) if isinstance(d, dict) else None  # type: ignore[assignment]
+    return d
+
+
+def resume_refusal(out_dir: Path, changed: list[str], old: dict[str, Any], new: dict[str, Any]) -> str:
+    """Why ``--resume`` refuses a changed config, and what to do instead."""
+    parts = [f"{k} {_value(old, k)!r} -> {_value(new, k)!r}" for k in changed]
+    why = "; ".join(f"{k}: {WHY_NOT_RESUMABLE[k]}" for k in changed if k in WHY_NOT_RESUMABLE)
+    return (f"cannot resume {out_dir}: the config differs in {', '.join(changed)} ({', '.join(parts)})"
+            + (f"; {why}" if why else "")
+            + "; to train with the new config choose another --out, or resume with the saved values "
+              f"({out_dir / 'config.yaml'})")
+
+
 def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
     """Create or reopen the run folder; return True if a previous run is being continued."""
     saved = out_dir / "config.yaml"
@@ -85,7 +113,8 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
         old = runconfig.load(saved)
         changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
                    and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
-        require(not changed, f"cannot resume {out_dir}: the config differs in {', '.join(changed)}")
+        if changed:
+            raise FfnlabError(resume_refusal(out_dir, changed, old.to_dict(), cfg.to_dict()))
         for sub in RUN_FOLDERS:  # before anything is read or written through them
             check_inside(out_dir / sub, out_dir)
         return True

@@ -177,3 +177,27 @@ def test_two_cells_have_no_misfit_and_a_normal_interval():
 def test_trend_verdict(p: float, lo: float, hi: float, want: str) -> None:
     w = trend.WeightedTrend(0.0, lo, hi, 0.1, 1.0, 2, p, math.nan, 0, math.nan, False, 3, ())
     assert trend.trend_verdict(w) == want
+
+
+def test_trends_sharing_an_axis_keep_their_own_claims_key_and_card():
+    """Two learning-rate checks (one axis, two trends) once wrote one claims.json key over the
+    other; each now has its own, and a single trend keeps the key kept reports use."""
+    from ffnlab.experiments.report_model import trend_card, trend_key
+
+    base = {"verdict": "inconclusive", "slope": 0.1, "lo": -1.0, "hi": 1.2, "evidence": "e", "scales": ["a", "b"]}
+    lr1, lr2 = {**base, "name": "lr-s1", "axis": "lr"}, {**base, "name": "lr-s2", "axis": "lr"}
+    size = {**base, "name": "size", "axis": "params"}
+    trends = [size, lr1, lr2]
+    assert [trend_key(t, trends) for t in trends] == ["trend_params", "trend_lr_lr-s1", "trend_lr_lr-s2"]
+    card = trend_card(lr2, {}, trends)
+    assert card["analysis"] == "trend_lr_lr-s2" and "learning rate" in card["claim"]
+
+
+def test_a_cells_learning_rate_is_its_scales_else_the_bases_else_the_default():
+    from ffnlab.experiments.analysis import _cell_lr
+    from ffnlab.training.runconfig import TrainSection
+
+    spec = {"base": {"train": {"lr": 0.003}},
+            "scales": [{"name": "a", "train": {"lr": 0.006}}, {"name": "b", "train": {}}]}
+    assert _cell_lr(spec, "a") == 0.006 and _cell_lr(spec, "b") == 0.003
+    assert _cell_lr({"base": {}, "scales": [{"name": "c"}]}, "c") == TrainSection.lr

@@ -20,7 +20,7 @@ from ffnlab.errors import require
 from ffnlab.experiments import plots
 from ffnlab.experiments.analysis import analyse
 from ffnlab.experiments.pages import json_safe, write_page
-from ffnlab.experiments.report_model import FIGURE_TITLES, report_model
+from ffnlab.experiments.report_model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.sweep_record import load_sweep
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
 from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
@@ -146,7 +146,7 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     result = analyse(sweep_dir)
     images = figures(result)
     trend_keys = ("verdict", "evidence", "verdict_if_mature", "maturity")
-    claims = json_safe({**result["claims"], **{f"trend_{t['axis']}": {k: t[k] for k in trend_keys if k in t}
+    claims = json_safe({**result["claims"], **{trend_key(t, result["trends"]): {k: t[k] for k in trend_keys if k in t}
                                                  | {"numbers": {"slope": [t["slope"], t["lo"], t["hi"]]}}
                                                  for t in result["trends"]}})
     claim_rows = None

@@ -16,7 +16,18 @@ from ffnlab.experiments.trend import SLOPE_MARGIN
 
 CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
             "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4",
-            "trend_params": "best-ratio-any-size", "trend_tokens_per_param": "best-ratio-any-length"}
+            "trend_params": "best-ratio-any-size", "trend_tokens_per_param": "best-ratio-any-length",
+            "trend_lr": "best-ratio-any-lr"}
+# what a trend claims where the claims catalogue (data/claims.json) has no entry for its axis
+TREND_CLAIMS = {"best-ratio-any-lr": "The best FFN ratio does not change with the learning rate (a check of the "
+                                     "design, not a claim of the source note)."}
+
+
+def trend_key(t: dict[str, Any], trends: list[dict[str, Any]]) -> str:
+    """A trend's key in claims.json: ``trend_AXIS``, or ``trend_AXIS_NAME`` where several trends
+    of a spec share the axis (two learning-rate checks)."""
+    shared = sum(x["axis"] == t["axis"] for x in trends) > 1
+    return f"trend_{t['axis']}_{t['name']}" if shared else f"trend_{t['axis']}"
 OUTCOME_WORDS = {"lower": "lower", "higher": "higher", "equivalent": "equivalent within the margin",
                  "negligible": "real but within the margin", "inconclusive": "inconclusive",
                  "no-interval": "no interval"}
@@ -50,9 +61,10 @@ def maturity_text(v: dict[str, Any]) -> str:
     return str(m.get("text") or "")
 
 
-def trend_card(t: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
+def trend_card(t: dict[str, Any], texts: dict[str, str], trends: list[dict[str, Any]] | None = None) -> dict[str, str]:
     cid = CLAIM_OF[f"trend_{t['axis']}"]
-    return {"id": cid, "analysis": f"trend_{t['axis']}", "claim": texts.get(cid, ""), "verdict": t["verdict"],
+    return {"id": cid, "analysis": trend_key(t, trends or [t]), "claim": texts.get(cid, TREND_CLAIMS.get(cid, "")),
+            "verdict": t["verdict"],
             "interval": interval(t["slope"], t["lo"], t["hi"], 3),
             "unit": "log2(best ratio) per doubling", "comparison": f"cells {', '.join(t['scales'])}",
             "method": "homogeneity of the cells' best ratios (Cochran's Q); their precision-weighted slope, "
@@ -204,7 +216,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     spec, ref, arms = result["spec"], result["reference"], result["arms"]
     texts = claim_texts()
     cards = [card(k, v, texts) for k, v in result["claims"].items()]
-    cards += [trend_card(t, texts) for t in result["trends"]]
+    cards += [trend_card(t, texts, result["trends"]) for t in result["trends"]]
     margin = spec.get("margin", DEFAULT_MARGIN)
     sections = []
     if result["trends"] or result["cells"]:

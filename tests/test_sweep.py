@@ -138,7 +138,7 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     # every figure written is embedded in the page (one ratio: no loss-vs-ratio curve to draw)
     figures = sorted(p.name for p in (rep / "plots").glob("*.png"))
     assert len(figures) >= 4 and html.count("data:image/png;base64,") == len(figures), figures
-    assert "The seed&#39;s table, filled" in html  # the apostrophe escaped, as autoescape writes it
+    assert "The source note&#39;s table, filled" in html  # the apostrophe escaped, as autoescape writes it
     md = (rep / "report.md").read_text()
     assert "| gelu-r4 | 4.000 / 4.000 |" in md and "Provenance" in md
     assert (rep / "arms.csv").read_text().startswith("arm,kind,gated")
@@ -147,6 +147,10 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     # two FFN kinds and one ratio: the ratio claim stays open, the speed and GLU claims are decided,
     # with the verdicts an independent recomputation from the run files gives
     hand = _hand_verdicts(out, "gelu-r4", "swiglu-pm4")
+    # the start names how each arm was resolved (sweep.json's record), the end each verdict
+    first = next(r for r in json.loads((out / "sweep.json").read_text())["runs"] if r["arm"] == "swiglu-pm4")
+    assert f"arm swiglu-pm4: d_model {first['d_model']}, d_ff {first['d_ff']}" in p.stderr
+    assert all(f"verdict {k}: {v['verdict']}" in p.stdout for k, v in claims.items())
     assert claims["ratio_optimal"]["verdict"] == "needs-experiment"
     assert claims["glu_vs_plain"]["verdict"] == hand["glu_vs_plain"]
     assert claims["glu_vs_plain"]["numbers"]["interval"] == pytest.approx(hand["glu_delta"], rel=1e-9)

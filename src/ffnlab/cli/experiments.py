@@ -76,6 +76,10 @@ def sweep(
     if report_too:
         paths = write_report(folder)
         print(one_line(f"report: {paths['html']} and {paths['markdown']}"))
+        import json
+
+        for key, v in json.loads(paths["claims"].read_text()).items():
+            print(one_line(f"verdict {key}: {v.get('verdict')}"))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)
@@ -86,7 +90,7 @@ def report(
     """Analyse a finished sweep: CIs, convergence speed, verdicts, plots.
 
     Means and 95% CIs per arm, tokens to a pre-registered target loss vs the reference arm,
-    the seed's table filled; writes Markdown, self-contained HTML, CSV and JSON.
+    the source note's table filled; writes Markdown, self-contained HTML, CSV and JSON.
     """
     from ffnlab.experiments.report import write_report
 

@@ -23,7 +23,7 @@ from ffnlab.experiments.runs import ArmStats, load
 from ffnlab.experiments.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN, DEFAULT_MATURITY
 
-CLAIMED_SPEEDUP = 1.08  # the first seed's "8% faster"
+CLAIMED_SPEEDUP = 1.08  # the first source note's "8% faster"
 GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
 
 
@@ -119,7 +119,7 @@ def _pair(spec: dict[str, Any], arms: list[ArmStats], key: str) -> tuple[ArmStat
 def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], key: str) -> dict[str, Any] | None:
     """A planned pair ``(first, second)`` fixed in the spec: first should end lower.
     glu_vs_plain: (gated, plain) at equal d_model and parameters (Shazeer 2020, Table 1);
-    gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters (the seed's law inside the
+    gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters (the source note's law inside the
     gated family). :func:`ffnlab.experiments.verdicts.first_better` maps its outcome."""
     pair = _pair(spec, arms, key)
     if pair is None:

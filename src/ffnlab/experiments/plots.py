@@ -168,7 +168,7 @@ def pairs(rows: Sequence[dict[str, Any]], seeds: Mapping[str, Sequence[float]]) 
 
 def tokens_to_target(conv: dict[str, Any], arms: Mapping[str, ArmStats]) -> bytes:
     """Tokens to the target loss relative to the reference: the deciding interval per arm, each
-    seed's value, and the claimed 1.08."""
+    source note's value, and the claimed 1.08."""
     ref = conv["reference"]
     names = list(conv["arms"])
     fig, ax = _figure(f"Tokens to val loss {conv['target_loss']:.4f}, relative to {ref}",
@@ -204,7 +204,7 @@ def kaplan(rows: Sequence[dict[str, Any]], arms: Mapping[str, ArmStats]) -> byte
         err = [[100 * (r["loss_increase"] - r["lo"])], [100 * (r["hi"] - r["loss_increase"])]] if not math.isnan(r["lo"]) \
             else None
         ax.errorbar([x], [y], yerr=err, marker="o", capsize=3, color=arm_colour(arms, r["arm"]), zorder=2)
-    ax.axvline(4, color="k", lw=0.8, ls=":", label="ratio 4 (the seed's law)")
+    ax.axvline(4, color="k", lw=0.8, ls=":", label="ratio 4 (the source note's law)")
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xscale("log", base=2)
     ticks = sorted(set(xs) | {4.0})

@@ -1,6 +1,6 @@
 """The report model of a sweep (:mod:`ffnlab.experiments.pages` renders it): verdict cards, each
 stating its deciding interval once; the tables of every comparison (deciding interval marked as
-such, the others labelled sensitivity); convergence, the Kaplan form, the seed's table filled,
+such, the others labelled sensitivity); convergence, the Kaplan form, the source note's table filled,
 the arms; for scale sweeps every cell's comparisons and the trends."""
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     sections.append(section("kaplan", "Loss relative to the reference (Kaplan et al. 2020, Fig. 5 form)", [],
                             [_kaplan(result["kaplan"], ref)], ["kaplan.png", "frontier.png"]))
     sections.append(section("seeds", "Final loss per seed", [], [_seeds(result)]))
-    sections.append(section("seed-table", "The seed's table, filled", [
+    sections.append(section("seed-table", "The source note's table, filled", [
         "Perplexity and bits per byte on the held-out split, mean and 95% t interval over seeds; training FLOPs per "
         "token from ffnlab's exact count."], [table(
             ["arm", "FFN ratio (raw / param-matched)", "training FLOPs/token", "perplexity (95% CI)",

@@ -28,6 +28,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep_spec import ResolvedRun, SweepSpec, resolve
 from ffnlab.files import (
@@ -131,6 +132,17 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     return runs
 
 
+def resolution_lines(runs: list[ResolvedRun]) -> list[str]:
+    """How each arm was resolved under the spec's control, one line per arm (seeds share it)."""
+    seen: dict[str, ResolvedRun] = {}
+    for r in runs:
+        seen.setdefault(r.arm, r)
+    return [escape.one_line(f"arm {a}: d_model {r.d_model}, d_ff {r.d_ff} (ratio {r.d_ff / r.d_model:.3g}), "
+                            f"{r.n_heads} heads, {r.params_non_embedding:,} non-embedding params, "
+                            f"{r.train_flops_per_token / 1e6:,.2f} MFLOP per training token")
+            for a, r in seen.items()]
+
+
 def command(out: Path, run: ResolvedRun, threads: int, peak: float | None) -> list[str]:
     """The ``ffnlab train`` command of one run; ``peak``: the CPU peak measured once for all runs
     (None on a GPU: each run takes its accelerator's published peak). A sweep arm need not be
@@ -218,6 +230,9 @@ def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str 
 def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, workers: int | None,
              progress_mode: str) -> dict[str, Any]:
     runs = prepare_sweep(spec, out)
+    if progress_mode != "off":
+        for line in resolution_lines(runs):
+            print(line, file=sys.stderr, flush=True)
     threads = spec.threads_per_worker
     n_workers = workers or spec.workers or max(1, (os.cpu_count() or 1) // threads)
     steps = {r.run: r.config["train"]["max_steps"] for r in runs}

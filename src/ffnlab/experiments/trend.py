@@ -16,7 +16,7 @@ with its standard error (delta method on the cell's parabola), then
   sqrt(Q / df) and the interval uses Student's t on K - 2 df (K = 2: the normal interval, no misfit
   to measure).
 
-The trend claim ("the best raw ratio does not change with size", the seed's "for any d_model")
+The trend claim ("the best raw ratio does not change with size", the source note's "for any d_model")
 is decided by :func:`trend_verdict`: false when homogeneity is rejected at 5% (the best ratio is
 not constant), true when it is not and the slope's interval lies inside the pre-registered margin
 (:data:`SLOPE_MARGIN` per doubling), otherwise inconclusive.

@@ -233,3 +233,32 @@ def test_resume_with_a_changed_max_steps_says_why_and_what_to_do(tmp_path):
     with pytest.raises(FfnlabError, match=r"model.d_model .* -> 96.*choose another --out") as e:
         open_run_dir(out, runconfig.load(None, ["train.max_steps=100", "model.d_model=96"]), resume=True)
     assert "schedule" not in str(e.value)
+
+
+def test_train_takes_experts_and_top_k_as_size_does_and_names_them_when_it_starts(corpus_dir, tmp_path):
+    """--experts 4 with no --top-k trains top-2 (size's default); the start line names the experts
+    and the active parameters, which count_params gives for the same config (the oracle)."""
+    from cli_run import run
+
+    from ffnlab.render import human
+    from ffnlab.sizing.config import make_config
+    from ffnlab.sizing.counting import count_params
+
+    out = tmp_path / "moe"
+    sets = ["model.n_layers=1", "model.n_heads=2", "model.ffn.rule=ratio", "model.ffn.ratio=4", "train.seq_len=16",
+            "train.batch_size=2", "train.max_steps=2", "train.warmup_steps=1", "train.eval_every=2",
+            "train.eval_tokens=64", "train.progress=lines", "train.tensorboard=false", "train.threads=1",
+            "train.peak_flops=1e11", f"data.corpus={corpus_dir}", f"data.cache_dir={tmp_path / 'cache'}"]
+    p = run("train", "--out", str(out), "--d-model", "32", "--ffn", "swiglu", "--experts", "4",
+            *[a for s in sets for a in ("--set", s)])
+    assert p.returncode == 0, p.stderr
+    saved = json.loads((out / "model.json").read_text())["model"]
+    assert saved["ffn"]["n_experts"] == 4 and saved["ffn"]["top_k"] == 2
+    first = next(line for line in p.stderr.splitlines() if line.startswith("[moe] "))
+    params = json.loads((out / "summary.json").read_text())["params"]
+    active = params["total"] - params["ffn"] + params["ffn_active"]  # a token's share of the experts
+    assert f"4 experts top-2 ({human(active)} active params)" in first
+    cfg = make_config(32, 1, 2, 128, kind="swiglu", vocab_size=saved["vocab_size"], n_experts=4, top_k=2,
+                      max_positions=saved["max_positions"], norm=saved["norm"], positions=saved["positions"],
+                      tied_embeddings=saved["tied_embeddings"])
+    assert count_params(cfg).total_active == active

@@ -18,8 +18,9 @@ SHORTCUTS = {  # option -> config key
     "d_model": "model.d_model", "n_layers": "model.n_layers", "n_heads": "model.n_heads",
     "lr": "train.lr", "batch_size": "train.batch_size", "seq_len": "train.seq_len", "max_steps": "train.max_steps",
     "corpus": "data.corpus", "tokenizer": "data.tokenizer", "seed": "train.seed",
-    "device": "train.device", "threads": "train.threads",
+    "device": "train.device", "threads": "train.threads", "experts": "model.ffn.n_experts", "top_k": "model.ffn.top_k",
 }
+DEFAULT_TOP_K = 2  # with --experts and no --top-k, as `ffnlab size` assumes
 
 
 @app.command(rich_help_panel=TRAINING)
@@ -37,6 +38,9 @@ def train(
     rule: str = typer.Option(None, "--rule", help="model.ffn.rule: ratio, param-matched, llama, golden, explicit."),
     ratio: str = typer.Option(None, "--ratio", help="model.ffn.ratio (e.g. 4 or 8/3)."),
     d_ff: int = typer.Option(None, "--d-ff", help="model.ffn.d_ff (sets the explicit rule)."),
+    experts: int = typer.Option(None, "--experts", help="model.ffn.n_experts: routed experts (MoE; 0 = dense)."),
+    top_k: int = typer.Option(None, "--top-k", help=f"model.ffn.top_k: experts per token (default {DEFAULT_TOP_K} "
+                                                    "with --experts, at most --experts)."),
     lr: float = typer.Option(None, "--lr", help="train.lr, the peak learning rate (default 3e-3)."),
     batch_size: int = typer.Option(None, "--batch-size", help="train.batch_size, sequences per step (default 16)."),
     seq_len: int = typer.Option(None, "--seq-len", help="train.seq_len, the context in tokens (default 128)."),
@@ -63,7 +67,10 @@ def train(
 
     values = {"ffn": ffn, "rule": rule, "ratio": ratio, "d_ff": d_ff, "d_model": d_model, "n_layers": n_layers,
               "n_heads": n_heads, "lr": lr, "batch_size": batch_size, "seq_len": seq_len, "max_steps": max_steps,
-              "corpus": corpus, "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads}
+              "corpus": corpus, "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads,
+              "experts": experts, "top_k": top_k}
+    if experts and top_k is None:
+        values["top_k"] = min(DEFAULT_TOP_K, experts)
     overrides = list(set_ or [])
     overrides += [f"{SHORTCUTS[k]}={v}" for k, v in values.items() if v is not None]
     if d_ff is not None and rule is None:

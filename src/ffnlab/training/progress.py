@@ -132,14 +132,18 @@ class Progress:
 
 
 def start_line(name: str, *, params: int, non_embedding: int, d_model: int, d_ff: int, ffn_kind: str,
-               n_layers: int, steps: int, tokens_per_step: int, from_step: int = 0) -> str:
-    """What a training run is about to do, in one line (printed when it starts)."""
+               n_layers: int, steps: int, tokens_per_step: int, from_step: int = 0, n_experts: int = 0,
+               top_k: int = 0, active: int | None = None) -> str:
+    """What a training run is about to do, in one line (printed when it starts); an MoE names its
+    experts, top-k and the parameters a token uses (``active``)."""
     from ffnlab.render import human
 
     start = f"resuming at step {from_step} of {steps}" if from_step else f"{steps} steps"
+    moe = (f", {n_experts} experts top-{top_k} ({human(active)} active params)"
+           if n_experts and active is not None else "")
     return escape.one_line(
         f"[{name}] {human(params)} params ({human(non_embedding)} non-embedding): d_model {d_model}, "
-        f"d_ff {d_ff} ({ffn_kind}, ratio {d_ff / d_model:.4g}), {n_layers} layers; {start} x "
+        f"d_ff {d_ff} ({ffn_kind}, ratio {d_ff / d_model:.4g}){moe}, {n_layers} layers; {start} x "
         f"{tokens_per_step:,} tokens ({human(steps * tokens_per_step)} in all)")
 
 

@@ -460,7 +460,8 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
         print(start_line(out.name, params=run.counts.total, non_embedding=run.counts.non_embedding,
                          d_model=run.mcfg.d_model, d_ff=run.mcfg.ffn.d_ff, ffn_kind=run.mcfg.ffn.kind,
                          n_layers=run.mcfg.n_layers, steps=t.max_steps, tokens_per_step=run.cfg.tokens_per_step(),
-                         from_step=step), file=sys.stderr, flush=True)
+                         from_step=step, n_experts=run.mcfg.ffn.n_experts, top_k=run.mcfg.ffn.top_k,
+                         active=run.counts.total_active), file=sys.stderr, flush=True)
     watch = LossWatch(info.device)
     first_step = step
     shown: dict[str, Any] = {}

@@ -105,3 +105,43 @@ def test_claims_evidence_finds_the_report_in_a_sweep_folder_and_warns(capsys, tm
     assert "note: runs far from trained: 0.82 training tokens per parameter" in " ".join(r.stdout.split())
     r = run_cli(capsys, "claims", "--evidence", str(tmp_path / "nothing"))
     assert r.returncode == 2 and "no experiment evidence" in r.stderr
+
+
+def test_a_designs_maturity_from_the_spec_alone_is_what_its_runs_reached():
+    """golden-mature's cells from the preset alone equal the tokens per non-embedding parameter its
+    kept reference runs trained (their summary.json and the resolved sizes in sweep.json), and lie
+    within the iso-params tolerance of the report's cell figure (a mean over the arms)."""
+    from ffnlab.experiments.sweep_spec import design_maturity, load_spec
+
+    kept = Path(__file__).resolve().parents[1] / "docs/results/golden-mature"
+    record = json.loads((kept / "sweep.json").read_text())
+    reached = {}
+    for r in record["runs"]:
+        if r["arm"].endswith(".gelu-r4") and r["seed"] == 0:
+            tokens = json.loads((kept / "runs" / r["run"] / "summary.json").read_text())["tokens"]
+            reached[r["arm"].split(".")[0]] = tokens / r["params_non_embedding"]
+    spec = load_spec("golden-mature")
+    assert dict(design_maturity(spec)) == pytest.approx(reached, rel=1e-12)
+    report = {c["scale"]: c["maturity"]["tokens_per_param"] for c in json.loads((kept / "results.json").read_text())["cells"]}
+    assert dict(design_maturity(spec)) == pytest.approx(report, rel=spec.tolerance)
+
+
+def test_a_design_that_must_be_mature_is_refused_below_the_rule():
+    from ffnlab.errors import FfnlabError
+    from ffnlab.experiments.sweep_spec import find_spec, load_spec, spec_from_dict
+    from ffnlab.files import read_mapping
+
+    data = read_mapping(find_spec("golden-mature"), "sweep spec")
+    assert spec_from_dict({**data, "require_mature": True}).require_mature  # 20.7 and 41.4: mature
+    short = {**data, "require_mature": True, "scales": [{**data["scales"][0], "train": {"max_steps": 500}},
+                                                        data["scales"][1]]}
+    with pytest.raises(FfnlabError, match=r"below its maturity rule \(20 tokens.*t20 trains 10\.3"):
+        spec_from_dict(short)
+    assert not load_spec("golden-h200").require_mature  # the GPU presets are not redesigned yet
+
+
+def test_the_time_estimate_is_the_flops_over_the_peak_at_the_stated_utilisation():
+    from ffnlab.experiments.sweep_run import time_estimate
+
+    line = time_estimate(1.2e12, 3, 2, 1e10)  # 1.2e12 / (2 x 1e10 x 0.3) = 200 s; x 0.1: 600 s
+    assert "3 run(s) left" in line and "3 min-10 min on 2 worker(s) at 10%-30%" in line and "an assumption" in line

@@ -143,6 +143,35 @@ def resolution_lines(runs: list[ResolvedRun]) -> list[str]:
             for a, r in seen.items()]
 
 
+ESTIMATE_UTILISATION = (0.10, 0.30)  # of a device's peak: what small models reach (an assumption, printed)
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:,.1f} h"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def time_estimate(flops: float, runs: int, workers: int, peak: float | None) -> str:
+    """The time the runs left would take, from their training FLOPs and the device's peak (the
+    CPU's measured by the matmul probe, or an accelerator's published one), at 10-30% of it per
+    worker: an estimate, said as one, with its assumption."""
+    if peak is None:
+        import torch
+
+        from ffnlab.training.peak import published_peak
+
+        found = published_peak(torch.cuda.get_device_name(0), "bf16") if torch.cuda.is_available() else None
+        peak = found.flops / max(1, workers) if found is not None else None  # one device shared by the workers
+    if peak is None:
+        return f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs (no peak on record for this device)"
+    lo, hi = ESTIMATE_UTILISATION
+    fast, slow = (flops / (workers * peak * u) for u in (hi, lo))
+    return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {_duration(fast)}-{_duration(slow)} on "
+            f"{workers} worker(s) at {lo:.0%}-{hi:.0%} of a {peak / 1e9:,.0f} GFLOP/s peak each (an assumption, "
+            "not a measurement; start-up and evaluation come on top)")
+
+
 def command(out: Path, run: ResolvedRun, threads: int, peak: float | None) -> list[str]:
     """The ``ffnlab train`` command of one run; ``peak``: the CPU peak measured once for all runs
     (None on a GPU: each run takes its accelerator's published peak). A sweep arm need not be
@@ -249,6 +278,10 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
 
     # at the runs' thread count, before they start (square shapes: the arms' own differ)
     peak = measure_peak("cpu", "fp32", threads=threads).flops if not torch.cuda.is_available() else None
+    if progress_mode != "off" and pending:
+        left = sum(r.train_flops_per_token * runconfig.from_dict(r.config).tokens_per_step()
+                   * r.config["train"]["max_steps"] for r in pending)
+        print(time_estimate(left, len(pending), n_workers, peak), file=sys.stderr, flush=True)
     total = sum(steps.values())
     # sizes may differ in batch: tokens/s counts each run's own tokens per step
     tokens_per_step = {r.run: runconfig.from_dict(r.config).tokens_per_step() for r in runs}

@@ -77,6 +77,9 @@ class SweepSpec:
     # tokens per non-embedding parameter the runs must reach before a verdict about an optimal
     # ratio is given (experiments/maturity.py); below it those claims are inconclusive
     maturity: Annotated[float, above(0, 1e9)] = DEFAULT_MATURITY
+    # a design that must reach ``maturity`` in every cell (the presets meant to decide an optimal
+    # ratio): a cell below it is refused when the spec is read, before any run (design_maturity)
+    require_mature: bool = False
     # Model sizes (a scale trend): each {name, model: {d_model, n_layers, n_heads, ...}, train: {...}}
     # repeats every arm at that size (and token budget), as arm "SCALE.ARM" against that size's own
     # reference "SCALE.REFERENCE".
@@ -161,7 +164,23 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
             arm_config(spec, arm, spec.seeds[0])
         except FfnlabError as e:
             raise FfnlabError(f"sweep spec: arm {arm.name!r}: {e}") from None
+    if spec.require_mature:
+        short = [f"{name} trains {tpp:.3g}" for name, tpp in design_maturity(spec) if tpp < spec.maturity]
+        require(not short, f"sweep spec {spec.name}: a design below its maturity rule ({spec.maturity:g} tokens per "
+                           f"non-embedding parameter): {', '.join(short)}; train longer or a smaller model")
     return spec
+
+
+def design_maturity(spec: SweepSpec) -> list[tuple[str, float]]:
+    """Each cell's tokens per non-embedding parameter of its reference arm, from the spec alone
+    (non-embedding parameters do not depend on the vocabulary)."""
+    cells = [(s["name"], at_scale(spec, s)) for s in spec.scales] if spec.scales else [(spec.name, spec)]
+    out = []
+    for name, sub in cells:
+        cfg = arm_config(sub, next(a for a in sub.arms if a.name == sub.reference), sub.seeds[0])
+        params = count_params(runconfig.model_config(cfg, 256)).non_embedding
+        out.append((name, cfg.train.max_steps * cfg.tokens_per_step() / params))
+    return out
 
 
 def arm_config(spec: SweepSpec, arm: Arm, seed: int, d_model: int | None = None, n_heads: int | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -197,6 +198,9 @@ def test_train_prints_the_model_size_and_d_ff_when_it_starts(corpus_dir, tmp_pat
     assert "d_model 32, d_ff 128 (gelu, ratio 4)" in first  # 4 x 32, by hand
     assert "1 layers; 2 steps x 32 tokens" in first  # batch 2 x seq_len 16
     assert sum("step 2/2" in line for line in p.stderr.splitlines()) == 1
+    # each metric names the step it was measured at (the line moves on between logs)
+    final = next(line for line in p.stderr.splitlines() if "step 2/2" in line)
+    assert re.search(r"\| loss [0-9.]+ \(step 2\) \|", final) and re.search(r"\| val [0-9.]+ \(step 2\)", final)
 
 
 def test_a_line_is_not_repeated_while_nothing_moved_and_counts_each_runs_tokens(monkeypatch):

@@ -105,6 +105,13 @@ def resume_refusal(out_dir: Path, changed: list[str], old: dict[str, Any], new: 
               f"({out_dir / 'config.yaml'})")
 
 
+def _at(value: float | None, step: int) -> str | None:
+    """A metric for the progress line with the step it was measured at: the line advances every
+    step, the loss only where it is logged, so a bare figure would read as the current step's
+    (None, not shown, for a metric not measured: a non-main process's evaluation)."""
+    return None if value is None else f"{value:.4g} (step {step})"
+
+
 def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
     """Create or reopen the run folder; return True if a previous run is being continued."""
     saved = out_dir / "config.yaml"
@@ -470,7 +477,7 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     with stop_between_steps() as stop_if_interrupted:
         try:
             if step == t.max_steps:  # restored at the end: the final evaluation again (same weights, same loss)
-                shown["val"] = _evaluate(run, tb, step, val_starts)
+                shown["val"] = _at(_evaluate(run, tb, step, val_starts), step)
             while step < t.max_steps:
                 losses = _train_step(run, step)
                 step += 1
@@ -482,9 +489,9 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
                     wall = time.perf_counter() - t_start
                     if log_now:
                         loss_value, mfu = _log_train(run, tb, step, losses, (wall, elapsed_before, first_step))
-                        shown.update(loss=loss_value, mfu=mfu_text(mfu))
+                        shown.update(loss=_at(loss_value, step), mfu=mfu_text(mfu))
                     if eval_now:
-                        shown["val"] = _evaluate(run, tb, step, val_starts)
+                        shown["val"] = _at(_evaluate(run, tb, step, val_starts), step)
                     if ckpt_now:
                         _checkpoint(run, step, elapsed_before + wall)
                 progress.update(step, **shown)

@@ -45,6 +45,22 @@ def test_audit_json_contract(tmp_path):
     assert rows[1]["ratio_param_matched"] == pytest.approx(172 / 64 * 1.5)
 
 
+def test_a_hub_cache_snapshot_is_audited_under_its_repo_name(tmp_path):
+    """The Hugging Face cache keeps models--ORG--NAME/snapshots/REVISION/config.json (a link into
+    blobs/): the row is named ORG/NAME@REV, not by the revision hash."""
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "vocab_size": 100}
+    repo = tmp_path / "hub" / "models--acme--tiny-llama"
+    blob = repo / "blobs" / "0123abcd"
+    blob.parent.mkdir(parents=True)
+    blob.write_text(json.dumps(cfg))
+    snap = repo / "snapshots" / "9f8e7d6c5b4a39281706"
+    snap.mkdir(parents=True)
+    (snap / "config.json").symlink_to(blob)
+    for target in (snap, snap / "config.json"):
+        assert [r["name"] for r in run_json("audit", str(target))] == ["acme/tiny-llama@9f8e7d6"]
+
+
 def test_claims_json_contract():
     rows = run_json("claims")
     assert all({"id", "claim", "verdict", "evidence"} <= set(r) for r in rows)

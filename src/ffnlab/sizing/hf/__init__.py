@@ -220,7 +220,13 @@ def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
 
 
 def config_name(p: Path) -> str:
-    """A config's display name: its folder for ``.../NAME/config.json``, else the file stem."""
+    """A config's display name: its folder for ``.../NAME/config.json``, else the file stem; a
+    Hugging Face cache snapshot (``models--ORG--NAME/snapshots/REVISION/config.json``) is named
+    ``ORG/NAME@REV`` (the revision's first 7 characters), not by its revision hash alone."""
+    parts = p.parts
+    if p.name == "config.json" and len(parts) >= 4 and parts[-3] == "snapshots" and parts[-4].startswith("models--"):
+        repo = parts[-4][len("models--"):].replace("--", "/")
+        return f"{repo}@{parts[-2][:7]}"
     return p.parent.name if p.name == "config.json" and p.parent.name else p.stem
 
 

@@ -141,6 +141,18 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     assert "The source note&#39;s table, filled" in html  # the apostrophe escaped, as autoescape writes it
     md = (rep / "report.md").read_text()
     assert "| gelu-r4 | 4.000 / 4.000 |" in md and "Provenance" in md
+    # the ratio card names the arm with the lowest mean final loss (from the run files by hand)
+    finals: dict[str, list[float]] = {}
+    for r in json.loads((out / "sweep.json").read_text())["runs"]:
+        finals.setdefault(r["arm"], []).append(
+            json.loads((out / "runs" / r["run"] / "summary.json").read_text())["final_val_loss"])
+    best = min(finals, key=lambda a: sum(finals[a]) / len(finals[a]))
+    assert f"- Lowest loss: {best} (raw ratio" in md or f"- Lowest loss: the reference {best} " in md
+    # the page lists its sections, each a link to a heading that exists
+    import re
+
+    links = re.findall(r'<li><a href="#([^"]+)">', html)
+    assert links and all(f'<h2 id="{x}">' in html for x in links)
     assert (rep / "arms.csv").read_text().startswith("arm,kind,gated")
     claims = json.loads((rep / "claims.json").read_text())
     assert {"ratio_optimal", "convergence_speed", "glu_vs_plain"} <= set(claims)

@@ -55,6 +55,24 @@ def card(key: str, v: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
             "power": power, "evidence": v.get("finding") or v["evidence"], "maturity": maturity_text(v)}
 
 
+def leader(arms: list[dict[str, Any]], reference: str) -> str:
+    """The arm with the lowest mean final loss among the reference's cell, in words, against the
+    reference (the deciding interval above says whether the difference is shown)."""
+    prefix = reference.rsplit(".", 1)[0] + "." if "." in reference else ""
+    cell = [a for a in arms if a["arm"].startswith(prefix) and isinstance(a.get("val_loss"), (int, float))
+            and math.isfinite(a["val_loss"])]
+    ref = next((a for a in cell if a["arm"] == reference), None)
+    if not cell or ref is None:
+        return ""
+    best = min(cell, key=lambda a: a["val_loss"])
+    if best is ref:
+        return f"the reference {reference} (raw ratio {ref['ratio_raw']:.3g}), mean {ref['val_loss']:.4f} nats"
+    gap = ref["val_loss"] - best["val_loss"]
+    return (f"{best['arm']} (raw ratio {best['ratio_raw']:.3g}), mean {best['val_loss']:.4f} nats: {gap:.4f} nats "
+            f"({gap / ref['val_loss']:.2%}) below the reference {reference} (means over seeds; the deciding "
+            "interval says whether the difference is shown)")
+
+
 def maturity_text(v: dict[str, Any]) -> str:
     """The training maturity a verdict rests on (kept reports written before the rule have none)."""
     m = v.get("maturity") or {}
@@ -216,6 +234,9 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     spec, ref, arms = result["spec"], result["reference"], result["arms"]
     texts = claim_texts()
     cards = [card(k, v, texts) for k, v in result["claims"].items()]
+    for c in cards:  # the ratio claim's card names the arm with the lowest loss and by how much
+        if c["analysis"] == "ratio_optimal":
+            c["leader"] = leader(arms, ref)
     cards += [trend_card(t, texts, result["trends"]) for t in result["trends"]]
     margin = spec.get("margin", DEFAULT_MARGIN)
     sections = []

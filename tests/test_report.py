@@ -47,7 +47,8 @@ def test_html_and_markdown_show_the_same_verdicts_cards_first(report):
         assert f"{ids[key]}: <span class=\"v {v['verdict']}\">{v['verdict']}</span>" in html
         assert f"### {ids[key]}: `{v['verdict']}`" in md
         # the static claim table shows this run's verdict, as a real table row, in both renderings
-        assert f"<td>{ids[key]}</td><td>{v['verdict']}</td>" in html
+        # ... its verdict coloured as the cards colour it
+        assert f"<td>{ids[key]}</td><td><span class=\"v {v['verdict']}\">{v['verdict']}</span></td>" in html
         assert f"| {ids[key]} | {v['verdict']} |" in md
     first_card = html.index('class="card ')
     assert first_card < html.index('<h2 id="comparisons">') < html.index('<h2 id="convergence">')

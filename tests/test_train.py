@@ -324,3 +324,22 @@ def test_export_overwrite_replaces_an_earlier_export_and_nothing_else(tmp_path, 
     assert_usage_error(run("export", str(out), "--hf", str(hf), "--overwrite"), "not an earlier export")
     after = load_file(str(hf / "model.safetensors"))
     assert (hf / "notes.txt").read_text() == "mine" and all(torch.equal(after[k], second[k]) for k in second)
+
+
+def test_generate_continues_a_prompt_greedily_as_the_model_scores_it_and_by_seed(tmp_path, cache_dir):
+    """--temperature 0 is the model's argmax each step (the oracle: a loop over the model's own
+    logits here); sampling is the same text for the same seed."""
+    from ffnlab.training.export import load_run_model
+
+    out = tmp_path / "run"
+    assert run(*train_args(out, cache_dir, "train.max_steps=3")).returncode == 0
+    p = run("generate", str(out), "--prompt", "To be", "--tokens", "8", "--temperature", "0")
+    assert p.returncode == 0, p.stderr
+    model, ids = load_run_model(out), list(b"To be")
+    with torch.no_grad():
+        for _ in range(8):
+            ids.append(int(model(torch.tensor([ids]))[0][0, -1].argmax()))
+    assert p.stdout.rstrip("\n") == bytes(ids).decode("utf-8", errors="replace")
+    a, b = (run("generate", str(out), "-p", "To be", "-n", "16", "--seed", "3") for _ in range(2))
+    assert a.returncode == 0 and a.stdout == b.stdout and a.stdout.startswith("To be")
+    assert_usage_error(run("generate", str(out), "--prompt", "", "--tokens", "4"), "give a --prompt")

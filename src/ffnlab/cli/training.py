@@ -168,3 +168,23 @@ def export(
     elif not info["finished"]:
         print(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} --resume")
     print(f"use: transformers.pipeline('text-generation', '{hf}')")
+
+
+@app.command(rich_help_panel=TRAINING)
+def generate(
+    run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
+    prompt: str = typer.Option(..., "--prompt", "-p", help="The text the model continues."),
+    tokens: int = typer.Option(200, "--tokens", "-n", help="New tokens to generate."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (0 = the most likely token)."),
+    top_k: int = typer.Option(None, "--top-k", help="Sample from the k most likely tokens only."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed (the same seed gives the same text)."),
+    checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
+) -> None:
+    """Continue a prompt with a trained run's model (deterministic by --seed)."""
+    from ffnlab.training.generate import generate as run_generate
+
+    out = run_generate(run, prompt, new_tokens=tokens, temperature=temperature, top_k=top_k, seed=seed,
+                       checkpoint=checkpoint)
+    print(out["text"])
+    print(f"note: {len(out['ids'])} tokens from {run} at {out['checkpoint']} (step {out['step']:,})", file=sys.stderr)
+

@@ -1,0 +1,69 @@
+"""Text from a trained run: its latest (or a named) checkpoint continues a prompt.
+
+Sampling is deterministic by seed (a ``torch.Generator``); ``temperature`` 0 takes the most likely
+token each step (greedy); ``top_k`` keeps the k most likely before sampling. The context is the
+run's training window: a longer text keeps its last ``seq_len`` tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ffnlab.errors import require
+from ffnlab.files import read_mapping
+
+MAX_NEW_TOKENS = 100_000
+
+
+def run_tokenizer(run: Path, tokenizer: str) -> Any:
+    """The tokenizer a run trained with: bytes, or the prepared corpus's BPE (``model.json`` names it)."""
+    from ffnlab.training.corpus.tokenizers import BpeTokenizer, ByteTokenizer
+
+    if tokenizer == "byte":
+        return ByteTokenizer()
+    prepared = read_mapping(run / "model.json", "run model file", fmt="JSON").get("prepared_data")
+    path = Path(prepared or "") / "tokenizer.json"
+    require(path.is_file(), f"{run}'s BPE tokenizer is gone ({path}); rerun 'ffnlab train' with the run's data "
+                            "settings to rebuild the prepared corpus")
+    from tokenizers import Tokenizer
+
+    return BpeTokenizer(Tokenizer.from_file(str(path)))
+
+
+@torch.no_grad()
+def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, temperature: float = 1.0,
+             top_k: int | None = None, seed: int = 0, checkpoint: str | None = None) -> dict[str, Any]:
+    """The run's continuation of ``prompt``: ``text`` (prompt included), ``new_text``, the ids and
+    the checkpoint step it came from."""
+    from ffnlab.training.export import load_run_checkpoint
+
+    require(prompt != "", "give a --prompt: the model continues a text")
+    require(1 <= new_tokens <= MAX_NEW_TOKENS, f"--tokens must be between 1 and {MAX_NEW_TOKENS:,}, got {new_tokens}")
+    require(temperature >= 0, f"--temperature must be >= 0, got {temperature}")
+    require(top_k is None or top_k >= 1, f"--top-k must be >= 1, got {top_k}")
+    run = Path(run_dir)
+    model, state = load_run_checkpoint(run, checkpoint)
+    tok = run_tokenizer(run, state["config"].data.tokenizer)
+    ids = [int(i) for i in tok.encode(prompt)]
+    require(bool(ids), "the prompt encodes to no tokens")
+    window = int(model.max_seq_len)  # type: ignore[arg-type]
+    gen = torch.Generator().manual_seed(seed)
+    out: list[int] = []
+    for _ in range(new_tokens):
+        x = torch.tensor([(ids + out)[-window:]])
+        logits = model(x)[0][0, -1].float()
+        if temperature == 0:
+            nxt = int(logits.argmax())
+        else:
+            logits = logits / temperature
+            if top_k is not None and top_k < logits.numel():
+                cut = torch.topk(logits, top_k).values[-1]
+                logits = logits.masked_fill(logits < cut, float("-inf"))
+            nxt = int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen))
+        out.append(nxt)
+    new_text = tok.decode(out)
+    return {"text": prompt + new_text, "new_text": new_text, "ids": out, "step": state["step"],
+            "checkpoint": state["path"].name}

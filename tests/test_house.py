@@ -141,3 +141,22 @@ def test_every_lazy_export_of_the_package_resolves():
         except (AttributeError, ImportError):
             missing.append(name)
     assert missing == []
+
+
+def test_a_saved_spec_without_a_newer_field_reads_as_the_spec_would_default_it():
+    """Readers of saved specs take margin, maturity and the rest from spec_field: a record
+    written before a field existed (the key absent) gives what a spec read today defaults it to."""
+    from dataclasses import asdict
+
+    from ffnlab.experiments.sweep_spec import load_spec, spec_field
+
+    saved = asdict(load_spec("golden-quick"))  # what a sweep record keeps
+    fresh = asdict(load_spec("golden-quick").__class__(name="x", arms=[], seeds=[]))  # every default
+    for key in saved:
+        assert spec_field(saved, key) == saved[key]
+        older = {k: v for k, v in saved.items() if k != key}
+        if key in ("name", "arms", "seeds"):  # no default: a record always has them
+            with pytest.raises(KeyError):
+                spec_field(older, key)
+        else:
+            assert spec_field(older, key) == fresh[key]

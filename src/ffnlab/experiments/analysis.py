@@ -21,7 +21,7 @@ from ffnlab.experiments import verdicts as vd
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.runs import ArmStats, load
 from ffnlab.experiments.stats import POWER, crossing, mean_ci, ratio_of_means
-from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN, DEFAULT_MATURITY
+from ffnlab.experiments.sweep_spec import spec_field
 
 CLAIMED_SPEEDUP = 1.08  # the first source note's "8% faster"
 GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
@@ -75,7 +75,7 @@ def alternatives(spec: dict[str, Any], arms: list[ArmStats], key: str) -> list[s
 
 
 def margin_of(spec: dict[str, Any], value: float) -> float:
-    return spec.get("margin", DEFAULT_MARGIN) * value
+    return spec_field(spec, "margin") * value
 
 
 def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
@@ -185,7 +185,7 @@ def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,
         return {k: [math.log(max(getattr(c, pick.get(k, "tokens")), 1e-300)) if math.isfinite(
             getattr(c, pick.get(k, "tokens"))) else math.inf for c in v] for k, v in cross.items()}
 
-    margin = math.log(1 + spec.get("margin", DEFAULT_MARGIN))
+    margin = math.log(1 + spec_field(spec, "margin"))
     fam = vd.decide_family("log tokens to target", logs({}), reference, alts, margin)
     early = {k: "lower" for k in alts} | {reference: "upper"}
     late = {k: "upper" for k in alts} | {reference: "lower"}
@@ -312,7 +312,7 @@ def run_maturity(spec: dict[str, Any], arms: list[ArmStats]) -> mt.CellMaturity:
     progress = [mt.RunProgress(tokens=int(r.summary.get("tokens") or 0), params=a.params_non_embedding,
                                steps=0, planned_steps=0, curve=tuple(zip(map(int, r.tokens), r.losses, strict=True)))
                 for a in arms for r in a.runs]
-    return mt.cell_maturity(progress, float(spec.get("maturity") or DEFAULT_MATURITY))
+    return mt.cell_maturity(progress, float(spec_field(spec, "maturity")))
 
 
 def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:

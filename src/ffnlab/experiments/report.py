@@ -22,7 +22,7 @@ from ffnlab.experiments.analysis import analyse
 from ffnlab.experiments.pages import json_safe, write_page
 from ffnlab.experiments.report_model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.sweep_record import load_sweep
-from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
+from ffnlab.experiments.sweep_spec import spec_field
 from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
 from ffnlab.provenance import git_commit, short_commit
 
@@ -83,7 +83,7 @@ def figures(result: dict[str, Any]) -> dict[str, bytes]:
     }
     if decisions:
         out["forest.png"] = plots.forest(decisions, seeds, ref, ref_mean,
-                                         spec.get("margin", DEFAULT_MARGIN) * ref_mean, arms)
+                                         spec_field(spec, "margin") * ref_mean, arms)
     if len(result["kaplan"]) > 1:
         out["kaplan.png"] = plots.kaplan(result["kaplan"], arms)
     if pairs:

@@ -11,7 +11,7 @@ from typing import Any
 from ffnlab.experiments.analysis import CLAIMED_SPEEDUP
 from ffnlab.experiments.fmt import bounds, interval, num
 from ffnlab.experiments.pages import section, table
-from ffnlab.experiments.sweep_spec import DEFAULT_MARGIN
+from ffnlab.experiments.sweep_spec import spec_field
 from ffnlab.experiments.trend import SLOPE_MARGIN
 
 CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
@@ -238,7 +238,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
         if c["analysis"] == "ratio_optimal":
             c["leader"] = leader(arms, ref)
     cards += [trend_card(t, texts, result["trends"]) for t in result["trends"]]
-    margin = spec.get("margin", DEFAULT_MARGIN)
+    margin = spec_field(spec, "margin")
     sections = []
     if result["trends"] or result["cells"]:
         diag_text, diag_tables = _diagnostics(result)

@@ -106,6 +106,22 @@ class ResolvedRun:
     train_flops_per_token: int
 
 
+def spec_field(spec: dict[str, Any], name: str) -> Any:
+    """A field of a spec as a sweep record saved it; a field added to :class:`SweepSpec` since the
+    record was written (or saved as null) reads as the dataclass's default: the one place readers
+    of saved specs get ``margin``, ``maturity`` and the rest."""
+    from dataclasses import MISSING, fields
+
+    f = {x.name: x for x in fields(SweepSpec)}[name]
+    if spec.get(name) is not None:
+        return spec[name]
+    if f.default is not MISSING:
+        return f.default
+    if f.default_factory is not MISSING:
+        return f.default_factory()
+    raise KeyError(f"the saved spec has no {name!r} (a field without a default)")
+
+
 def find_spec(name_or_path: str) -> Path:
     p = Path(name_or_path)
     if p.is_file():

@@ -76,7 +76,8 @@ def size(
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
-    mem_opts = mem.options()
+    # a width alone takes no memory flags (refused below if given): the memory model is not loaded
+    mem_opts = mem.options() if n_layers is not None or from_model is not None else {}
     if from_model is not None:
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
                          dtype, mem_opts)

@@ -161,7 +161,7 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     hand = _hand_verdicts(out, "gelu-r4", "swiglu-pm4")
     # the start names how each arm was resolved (sweep.json's record), the end each verdict
     first = next(r for r in json.loads((out / "sweep.json").read_text())["runs"] if r["arm"] == "swiglu-pm4")
-    assert f"arm swiglu-pm4: d_model {first['d_model']}, d_ff {first['d_ff']}" in p.stderr
+    assert f"arm swiglu-pm4: d_model {first['d_model']}, d_ff {first['d_ff']}" in p.stdout
     assert all(f"verdict {k}: {v['verdict']}" in p.stdout for k, v in claims.items())
     assert claims["ratio_optimal"]["verdict"] == "needs-experiment"
     assert claims["glu_vs_plain"]["verdict"] == hand["glu_vs_plain"]

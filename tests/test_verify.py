@@ -47,7 +47,7 @@ def test_verify_end_to_end_decides_a_known_case(tmp_path, tmp_path_factory):
     assert rows["golden-transformer-8pct"]["verdict"] == cs["verdict"]
     html = (out / "index.html").read_text()
     md = (out / "report.md").read_text()
-    assert "<td>ratio-4-optimal</td><td>false</td>" in html
+    assert '<td>ratio-4-optimal</td><td><span class="v false">false</span></td>' in html
     assert "| ratio-4-optimal | false |" in md and "### ratio-4-optimal: `false`" in md
     # the verdict cards come first, before any section; the audit follows the claims
     assert html.index("ratio-4-optimal: <span class=\"v false\">") < html.index('<h2 id="comparisons">')

@@ -293,7 +293,7 @@ def audit(
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
 ) -> None:
-    """Audit zoo names or config.json files: ratios vs 4, FFN share, totals."""
+    """Audit real models (zoo, config.json, Hub): ratios vs 4, FFN share."""
     from ffnlab.cli.notes import transient_note
     from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis, memory_of
     from ffnlab.sizing.hf.fallback import announced

@@ -54,7 +54,7 @@ def train(
     no_export_check: bool = typer.Option(False, "--no-export-check",
                                          help="Train even a model 'ffnlab export' cannot write."),
 ) -> None:
-    """Train a small LM whose FFN follows a width rule; resumable, DDP-ready.
+    """Train a small LM whose FFN follows a width rule (resumable, DDP).
 
     The common settings have flags; every other key takes --set KEY=VALUE (--print-config lists
     them all with their values). Before training, a model that 'ffnlab export' could not write
@@ -180,7 +180,9 @@ def generate(
     seed: int = typer.Option(0, "--seed", help="Sampling seed (the same seed gives the same text)."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:
-    """Continue a prompt with a trained run's model (deterministic by --seed)."""
+    """Continue a prompt with a trained run's model.
+
+    Sampling is deterministic by --seed; --temperature 0 takes the most likely token each step."""
     from ffnlab.training.generate import generate as run_generate
 
     out = run_generate(run, prompt, new_tokens=tokens, temperature=temperature, top_k=top_k, seed=seed,

@@ -260,8 +260,8 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
              progress_mode: str) -> dict[str, Any]:
     runs = prepare_sweep(spec, out)
     if progress_mode != "off":
-        for line in resolution_lines(runs):
-            print(line, file=sys.stderr, flush=True)
+        for line in resolution_lines(runs):  # what the sweep is about to train: output, not progress
+            print(line, flush=True)
     threads = spec.threads_per_worker
     n_workers = workers or spec.workers or max(1, (os.cpu_count() or 1) // threads)
     steps = {r.run: r.config["train"]["max_steps"] for r in runs}
@@ -281,7 +281,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     if progress_mode != "off" and pending:
         left = sum(r.train_flops_per_token * runconfig.from_dict(r.config).tokens_per_step()
                    * r.config["train"]["max_steps"] for r in pending)
-        print(time_estimate(left, len(pending), n_workers, peak), file=sys.stderr, flush=True)
+        print(time_estimate(left, len(pending), n_workers, peak), flush=True)
     total = sum(steps.values())
     # sizes may differ in batch: tokens/s counts each run's own tokens per step
     tokens_per_step = {r.run: runconfig.from_dict(r.config).tokens_per_step() for r in runs}

@@ -152,19 +152,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def time_estimate(flops: float, runs: int, workers: int, peak: float | None) -> str:
-    """The time the runs left would take, from their training FLOPs and the device's peak (the
-    CPU's measured by the matmul probe, or an accelerator's published one), at 10-30% of it per
-    worker: an estimate, said as one, with its assumption."""
-    if peak is None:
-        import torch
-
-        from ffnlab.training.peak import published_peak
-
-        found = published_peak(torch.cuda.get_device_name(0), "bf16") if torch.cuda.is_available() else None
-        peak = found.flops / max(1, workers) if found is not None else None  # one device shared by the workers
-    if peak is None:
-        return f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs (no peak on record for this device)"
+def time_estimate(flops: float, runs: int, workers: int, peak: float) -> str:
+    """The time the runs left would take, from their training FLOPs and each worker's share of the
+    device's peak (:func:`ffnlab.training.peak.device_peak`: the CPU's measured, a listed GPU's
+    published), at 10-30% of it: an estimate, said as one, with its assumption."""
     lo, hi = ESTIMATE_UTILISATION
     fast, slow = (flops / (workers * peak * u) for u in (hi, lo))
     return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {_duration(fast)}-{_duration(slow)} on "
@@ -278,10 +269,6 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
 
     # at the runs' thread count, before they start (square shapes: the arms' own differ)
     peak = measure_peak("cpu", "fp32", threads=threads).flops if not torch.cuda.is_available() else None
-    if progress_mode != "off" and pending:
-        left = sum(r.train_flops_per_token * runconfig.from_dict(r.config).tokens_per_step()
-                   * r.config["train"]["max_steps"] for r in pending)
-        print(time_estimate(left, len(pending), n_workers, peak), flush=True)
     total = sum(steps.values())
     # sizes may differ in batch: tokens/s counts each run's own tokens per step
     tokens_per_step = {r.run: runconfig.from_dict(r.config).tokens_per_step() for r in runs}
@@ -293,12 +280,18 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
         return (sum(done.values()), sum(n * flops_per_step[k] for k, n in done.items()),
                 sum(n * tokens_per_step[k] for k, n in done.items()))
 
+    cost = {r.run: steps[r.run] * flops_per_step[r.run] for r in runs}  # training FLOPs of each run
     # the costliest runs start first (longest-processing-time order: the last worker to finish is
     # not left alone with the largest model); runs of equal cost keep the spec's order
-    pending.sort(key=lambda r: steps[r.run] * flops_per_step[r.run], reverse=True)
+    pending.sort(key=lambda r: cost[r.run], reverse=True)
+    if progress_mode != "off" and pending:
+        from ffnlab.training.peak import device_peak
+
+        per_worker = peak if peak is not None else device_peak("cuda", "bf16").flops / n_workers  # one GPU shared
+        print(time_estimate(sum(cost[r.run] for r in pending), len(pending), n_workers, per_worker), flush=True)
     start, work_start, tokens_start = progress_now()
     bar = Progress(total, start=start, description=spec.name, unit="step", tokens_start=tokens_start,
-                   mode=progress_mode, work_total=sum(steps[k] * f for k, f in flops_per_step.items()),
+                   mode=progress_mode, work_total=sum(cost.values()),
                    work_start=work_start)
 
     def poll() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
@@ -22,49 +23,49 @@ from ffnlab.validation import choice, integer
 
 MAX_DEGREE = 2**40  # a parallel degree or batch past any cluster
 
-# name -> (type, the typer option); the order is the order of --help
-OPTIONS: dict[str, tuple[type, Any]] = {
-    "batch": (int, typer.Option(1, "--batch", help="Sequences per micro-batch (training) or concurrent sequences (serving).")),
-    "recompute": (str, typer.Option("none", "--recompute", help="Activation recomputation: none | selective | full.")),
-    "attention": (str, typer.Option("fused", "--attention", help="Attention implementation: fused (flash) | eager (s x s kept).")),
-    "kv_dtype": (str, typer.Option(None, "--kv-dtype", help="KV-cache dtype: bf16 fp16 fp32 fp8 int8 int4 (default --dtype).")),
-    "weights_dtype": (str, typer.Option(
-        None, "--weights-dtype",
-        help="Serving weights: bf16 fp16 fp32, or a quantised format: awq gptq gptq-3bit gptq-8bit fp8 (per tensor) "
-             "fp8-channel fp8-block128 nf4 mxfp4 int8 int4 (default --dtype).")),
-    "group_size": (int, typer.Option(None, "--group-size",
-                                     help="Quantisation group size for awq, gptq, int8, int4 (default 128; 0 = one "
-                                          "group over the whole input).")),
-    "dp": (int, typer.Option(1, "--dp", help="Data-parallel GPUs.")),
-    "tp": (int, typer.Option(1, "--tp", help="Tensor-parallel GPUs.")),
-    "pp": (int, typer.Option(1, "--pp", help="Pipeline stages.")),
-    "ep": (int, typer.Option(1, "--ep", help="Expert-parallel GPUs (MoE; divides --dp).")),
-    "zero": (int, typer.Option(0, "--zero", help="ZeRO stage 0-3 (0 = DDP, 3 = --zero3 engine).")),
-    "sp": (bool, typer.Option(False, "--sp/--no-sp", help="Sequence parallelism (with --tp).")),
-    "grad_dtype": (str, typer.Option(None, "--grad-dtype", help="Gradient dtype: bf16 fp16 fp32 (default --dtype; "
-                                                               "fp32 = Megatron-style accumulation).")),
-    "optimizer": (str, typer.Option("adamw", "--optimizer", help="Optimizer state: adamw (fp32 moments) | adam8bit | "
-                                                                 "adafactor | sgd-momentum | sgd.")),
-    "dropout": (bool, typer.Option(False, "--dropout/--no-dropout", help="Training with dropout: count its masks.")),
-    "zero3": (str, typer.Option("fsdp", "--zero3", help="What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | "
-                                                        "deepspeed.")),
-    "prefetch": (int, typer.Option(1, "--prefetch", help="FSDP: layers whose all-gather runs ahead of use (FSDP2 "
-                                                         "default 1).")),
-    "reshard_after_forward": (bool, typer.Option(True, "--reshard-after-forward/--no-reshard-after-forward",
-                                                 help="FSDP: free a layer's gathered weights after its forward (off "
-                                                      "= SHARD_GRAD_OP).")),
-    "loss": (str, typer.Option("full", "--loss", help="Loss implementation: full (cross-entropy over all logits: "
+# name -> (its flag(s), its help); the order is the order of --help. Types and defaults are
+# MemoryFlags' own (memory_flags reads them from there)
+OPTIONS: dict[str, tuple[str, str]] = {
+    "batch": ("--batch", "Sequences per micro-batch (training) or concurrent sequences (serving)."),
+    "recompute": ("--recompute", "Activation recomputation: none | selective | full."),
+    "attention": ("--attention", "Attention implementation: fused (flash) | eager (s x s kept)."),
+    "kv_dtype": ("--kv-dtype", "KV-cache dtype: bf16 fp16 fp32 fp8 int8 int4 (default --dtype)."),
+    "weights_dtype": ("--weights-dtype",
+        "Serving weights: bf16 fp16 fp32, or a quantised format: awq gptq gptq-3bit gptq-8bit fp8 (per tensor) "
+             "fp8-channel fp8-block128 nf4 mxfp4 int8 int4 (default --dtype)."),
+    "group_size": ("--group-size",
+                                     "Quantisation group size for awq, gptq, int8, int4 (default 128; 0 = one "
+                                          "group over the whole input)."),
+    "dp": ("--dp", "Data-parallel GPUs."),
+    "tp": ("--tp", "Tensor-parallel GPUs."),
+    "pp": ("--pp", "Pipeline stages."),
+    "ep": ("--ep", "Expert-parallel GPUs (MoE; divides --dp)."),
+    "zero": ("--zero", "ZeRO stage 0-3 (0 = DDP, 3 = --zero3 engine)."),
+    "sp": ("--sp/--no-sp", "Sequence parallelism (with --tp)."),
+    "grad_dtype": ("--grad-dtype", "Gradient dtype: bf16 fp16 fp32 (default --dtype; "
+                                                               "fp32 = Megatron-style accumulation)."),
+    "optimizer": ("--optimizer", "Optimizer state: adamw (fp32 moments) | adam8bit | "
+                                                                 "adafactor | sgd-momentum | sgd."),
+    "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
+    "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | "
+                                                        "deepspeed."),
+    "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 "
+                                                         "default 1)."),
+    "reshard_after_forward": ("--reshard-after-forward/--no-reshard-after-forward",
+                                                 "FSDP: free a layer's gathered weights after its forward (off "
+                                                      "= SHARD_GRAD_OP)."),
+    "loss": ("--loss", "Loss implementation: full (cross-entropy over all logits: "
                                                       "transformers, torchtitan, nanoGPT) | chunked (torchtune) | "
-                                                      "fused (fused linear cross-entropy, Liger).")),
-    "loss_chunks": (int, typer.Option(8, "--loss-chunks", help="Chunks of --loss chunked (torchtune's default 8).")),
-    "optimizer_impl": (str, typer.Option("foreach", "--optimizer-impl", help="PyTorch optimizer implementation: "
+                                                      "fused (fused linear cross-entropy, Liger)."),
+    "loss_chunks": ("--loss-chunks", "Chunks of --loss chunked (torchtune's default 8)."),
+    "optimizer_impl": ("--optimizer-impl", "PyTorch optimizer implementation: "
                                                                              "foreach (default on GPU) | fused | "
-                                                                             "for-loop.")),
-    "grad_accum": (int, typer.Option(1, "--grad-accum", help="Micro-batches per optimizer step (gradients stay "
-                                                             "alive across them).")),
-    "recompute_every": (int, typer.Option(1, "--recompute-every", help="With --recompute full: checkpoint every "
+                                                                             "for-loop."),
+    "grad_accum": ("--grad-accum", "Micro-batches per optimizer step (gradients stay "
+                                                             "alive across them)."),
+    "recompute_every": ("--recompute-every", "With --recompute full: checkpoint every "
                                                                        "N-th layer only (torchtitan's "
-                                                                       "selective_ac_option N).")),
+                                                                       "selective_ac_option N)."),
 }
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
@@ -138,6 +139,10 @@ class MemoryFlags:
                 "lay": Layout(dp=self.dp, tp=self.tp, pp=self.pp, ep=self.ep, zero=self.zero, sp=self.sp)}
 
 
+TYPES = typing.get_type_hints(MemoryFlags)
+DEFAULTS = {f.name: f.default for f in fields(MemoryFlags)}
+
+
 def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: the command's ``mem: MemoryFlags`` parameter becomes the memory flags (all of
     :data:`OPTIONS` but ``without``, which keep their defaults), in place, and the command receives
@@ -148,8 +153,9 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
         sig = inspect.signature(command)
         params = list(sig.parameters.values())
         at = next(i for i, p in enumerate(params) if p.name == "mem")
-        flags = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=OPTIONS[n][1],
-                                   annotation=OPTIONS[n][0]) for n in names]
+        flags = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n],
+                                   default=typer.Option(DEFAULTS[n], OPTIONS[n][0], help=OPTIONS[n][1]))
+                 for n in names]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -158,7 +164,7 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
 
         run.__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])  # type: ignore[attr-defined]
         run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
-                               **{n: OPTIONS[n][0] for n in names}}
+                               **{n: TYPES[n] for n in names}}
         return run
     return wrap
 

@@ -80,6 +80,7 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
     raw = f.d_ff / cfg.d_model
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
     mem = training_memory(cfg, AUDIT_DTYPE)
+    facts = ffn_facts(cfg, unknown)  # one description for the verdict and the MoE columns
     row = {
         "name": name, "family": family, "model_type": model_type, "d_model": cfg.d_model, "d_ff": f.d_ff,
         "ffn_kind": f.kind, "gated": f.gated, "n_layers": cfg.n_layers + cfg.encoder_layers,
@@ -89,8 +90,8 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
         "params_active": c.total_active, "ffn_share": c.ffn_share,
         "ratio_raw": raw, "ratio_param_matched": pm,
         "deviation_raw": raw / CONVENTION - 1, "deviation_param_matched": pm / CONVENTION - 1,
-        "alignment": alignment(f.d_ff), "verdict": verdict(cfg, unknown), "source": source, "note": note,
-        "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_summary(cfg, unknown),
+        "alignment": alignment(f.d_ff), "verdict": ffn_verdict(facts), "source": source, "note": note,
+        "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_fields(facts, moe_parts(cfg, unknown)),
         "flops_per_token": flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
         "flops_seq_len": AUDIT_SEQ_LEN, "training_memory_bytes": mem.total,
         "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",

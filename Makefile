@@ -43,7 +43,6 @@ demo: $(BASE)
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m mypy
-	$(PY) -m mypy --strict src/ffnlab/sizing  # the pure layer is typed strictly
 	$(PY) -m pytest -q -n auto --durations=10
 
 # Regenerate the command outputs shown in README.md and docs/ (tests/test_docs_blocks.py checks them).

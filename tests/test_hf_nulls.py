@@ -39,7 +39,7 @@ def ours(config: dict) -> int | None:
         return None
 
 
-# where ffnlab and transformers 5.24 still differ, and why (each checked to still differ)
+# where ffnlab and transformers 5.25 still differ, and why (each checked to still differ)
 KNOWN = {
     ("granitemoe", "num_attention_heads", "missing"): "32 default heads over a 24-wide model: transformers builds "
                                                       "zero-width heads; ffnlab refuses them",

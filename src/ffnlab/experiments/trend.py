@@ -130,37 +130,47 @@ def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[fl
     vert_arr = np.clip(np.asarray(vert), -10, 10)
     s0 = float(np.polyfit(z, vert_arr, 1)[0]) if k > 1 and np.ptp(z) > 0 else 0.0
 
-    def resid(p: np.ndarray) -> np.ndarray:
-        m, sl = p[2 * k], p[2 * k + 1]
-        return np.concatenate([y - p[i] - np.exp(p[k + i]) * (x - m - sl * z[i]) ** 2
-                               for i, (_, x, y) in enumerate(cells)])
+    cell = np.concatenate([np.full(c[1].size, i) for i, c in enumerate(cells)])  # each run's cell
+    xs = np.concatenate([c[1] for c in cells])
+    ys = np.concatenate([c[2] for c in cells])
+    zs = z[cell]
+    width = 2 * k + 2
+    block = np.zeros((xs.size, width))
+    block[np.arange(xs.size), cell] = -1.0
+    curv_at = np.arange(xs.size) * width + k + cell  # flat index of each run's curvature derivative
+
+    def resid(p: np.ndarray) -> np.ndarray:  # every run at once (the cells' runs in order)
+        u = xs - p[2 * k] - p[2 * k + 1] * zs
+        return ys - p[:k][cell] - np.exp(p[k:2 * k])[cell] * u ** 2
 
     def jac(p: np.ndarray) -> np.ndarray:  # the residuals' derivatives, exact (no finite differences)
-        m, sl = p[2 * k], p[2 * k + 1]
-        rows = []
-        for i, (_, x, _) in enumerate(cells):
-            u = x - m - sl * z[i]
-            c = np.exp(p[k + i])
-            block = np.zeros((x.size, 2 * k + 2))
-            block[:, i] = -1.0
-            block[:, k + i] = -c * u * u
-            block[:, 2 * k] = 2 * c * u
-            block[:, 2 * k + 1] = 2 * c * u * z[i]
-            rows.append(block)
-        return np.vstack(rows)
+        u = xs - p[2 * k] - p[2 * k + 1] * zs
+        cu = np.exp(p[k:2 * k])[cell] * u
+        out = block.copy()
+        out.ravel()[curv_at] = -cu * u
+        out[:, 2 * k] = 2 * cu
+        out[:, 2 * k + 1] = 2 * cu * zs
+        return out
 
-    best = None
+    if xs.size < 2 * k + 2:  # fewer runs than parameters: Levenberg-Marquardt cannot start
+        return None
+    best: tuple[float, np.ndarray] | None = None
     for s_start in (s0, *START_SLOPES):  # several starts: the least squares can have several minima
         p0 = np.asarray([*start_a, *start_c, float(vert_arr.mean()), s_start])
-        try:
-            res = optimize.least_squares(resid, p0, jac=jac, method="lm", max_nfev=2000)
-        except (ValueError, FloatingPointError):
+        if not np.all(np.isfinite(resid(p0))):
             continue
-        if res.success and np.all(np.isfinite(res.x)) and (best is None or res.cost < best.cost):
-            best = res
+        # MINPACK's lmder through leastsq: what least_squares(method="lm") runs (same tolerances,
+        # step factor and scaling), without its per-call wrappers, which cost more than the fit
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # leastsq's unused covariance
+            x, _, info, _, status = optimize.leastsq(resid, p0, Dfun=jac, full_output=True, ftol=1e-8,
+                                                     xtol=1e-8, gtol=1e-8, maxfev=2000, factor=100.0, diag=None)
+        fvec = info["fvec"]
+        cost = 0.5 * float(np.dot(fvec, fvec))
+        if status in (1, 2, 3, 4) and np.all(np.isfinite(x)) and (best is None or cost < best[0]):
+            best = (cost, x)
     if best is None:
         return None
-    return float(best.x[2 * k + 1]), float(best.x[2 * k])
+    return float(best[1][2 * k + 1]), float(best[1][2 * k])
 
 
 def slope(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = LEVEL,

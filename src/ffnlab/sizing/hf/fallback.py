@@ -366,10 +366,14 @@ def _zero_note(s: Structure, f: dict[str, Any]) -> str | None:
     slots = max((x.zero_slots for x in s.ffns), default=0)
     if not slots:
         return None
+    upper = "active parameters assume the top-k all land on real experts (an upper bound)"
+    if not zero:  # transformers >= 5.25 scores the slots in the router and allocates nothing for them
+        return (f"{slots} zero-computation experts (identity: no FFN compute, no parameters) are scored by "
+                f"the router beside the {max(x.n_experts for x in s.ffns)} routed experts; {upper}")
     return (f"{slots} zero-computation experts (identity: no FFN compute): transformers allocates "
             f"{zero:,} expert parameters for their slots, which ffnlab counts in the total (as "
             "transformers does) and in params_zero_experts, not as routed experts; a published total "
-            "leaves them out; active parameters assume the top-k all land on real experts (an upper bound)")
+            f"leaves them out; {upper}")
 
 
 # -- entry points -------------------------------------------------------------------------------

@@ -478,6 +478,7 @@ class _Walk:
             return False
         d = self.d
         router, shared, n_shared, d_shared, routed_by = 0, 0, 0, None, False
+        scored = 0  # the router's outputs: the experts, and any zero-computation slots past them
         for name in shared_holders:
             n_shared += parsed[name].n
             shared += parsed[name].params
@@ -493,9 +494,11 @@ class _Walk:
                 continue
             items = _leaves(child)
             mats = [i for i in items if i.kind == "linear"]
-            if any(m.din == d and experts.n <= m.dout <= 2 * experts.n for m in mats):
+            scores = [m.dout for m in mats if m.din == d and experts.n <= m.dout <= 2 * experts.n]
+            if scores:
                 router += subtree_params(child)
                 routed_by = True
+                scored = max(scored, max(scores))
             elif any(m.din == d and m.dout == 1 for m in mats):
                 shared += subtree_params(child)  # a shared expert's scalar gate (Qwen-MoE)
             else:
@@ -510,7 +513,8 @@ class _Walk:
             activation=experts.activation, bias=experts.bias, params=0 if reused else total,
             n_experts=experts.n, router=0 if reused else router + own, routed=0 if reused else experts.params,
             shared=0 if reused else shared, n_shared=n_shared, d_shared=d_shared,
-            zero_slots=experts.zero_slots, zero_params=0 if reused else experts.zero_params, reused=reused))
+            zero_slots=max(experts.zero_slots, scored - experts.n),
+            zero_params=0 if reused else experts.zero_params, reused=reused))
         return True
 
     def _mixer(self, node: dict[str, Any], path: str, layer: int | None, reused: bool) -> bool:

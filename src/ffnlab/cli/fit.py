@@ -192,14 +192,34 @@ def fit(
                     f"sum to {gib(best['terms_sum_bytes'])}, not all alive at once); alive then: "
                     f"{peak_alive_text({'peak_alive': best['peak_alive']})}")
             print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
+    if res.get("serving"):
+        _print_lines("serving:", serving_lines(res["serving"], batch), fmt)
     if "time" in res:
         t = res["time"]
         print(f"time for {tokens} tokens: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "
               f"({t['flops']:.3g} FLOPs)")
-    lines = list(res["assumptions"])
+    lines = list(res["assumptions"]) + (res["serving"]["assumptions"] if res.get("serving") else [])
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
     _print_lines("assumed:", lines, fmt)
+
+
+def serving_lines(serving: dict[str, Any], batch: int) -> list[str]:
+    """What fits and how fast, for the serving layout ``fit`` chose."""
+    cap, sp = serving["capacity"], serving["speed"]
+    each = f" (each of {serving['replicas']} replicas)" if serving["replicas"] > 1 else ""
+    longest = cap["max_context_at_batch_1"]
+    context = ("any context at batch 1 (every layer's sliding window caps its KV cache)" if longest is None
+               else f"a context of up to {longest:,} tokens at batch 1")
+    lines = [f"{serving['layout']}{each} holds {context}, or up to {cap['max_batch_at_context']:,} sequences of "
+             f"{cap['context']:,} tokens"]
+    if sp:
+        lines.append(f"decode at batch {batch}: at most {sp['tokens_per_s_per_sequence']:,.1f} tokens/s per "
+                     f"sequence, {sp['tokens_per_s_total']:,.0f} tokens/s per replica ({sp['bound']} bound: "
+                     f"{gib(sp['bytes_per_step'])} read per GPU per step, {sp['step_s'] * 1e3:,.2f} ms)")
+        lines.append(f"prefill of {sp['context']:,} tokens: at least {sp['prefill_s'] * 1e3:,.1f} ms "
+                     f"({sp['prefill_bound']} bound)")
+    return lines
 
 
 def _suggestion_line(x: dict[str, Any]) -> str:

@@ -207,6 +207,12 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     if context_limit is not None and seq_len > context_limit:
         warnings.append(f"--seq-len {seq_len:,} is past the model's max_position_embeddings {context_limit:,}: "
                         "the model was not trained for it (positions beyond it are extrapolated or wrap)")
+    serving = None
+    if mode == "serve" and fitting:
+        lay = Layout(**{k: v for k, v in fitting[0]["layout"].items() if k != "gpus"})
+        serving = serving_figures(cfg, acc, lay, usable_bytes=budget, batch=batch,
+                                  context=seq_len, weights_dtype=weights_dtype or dtype, kv_dtype=kv_dtype or dtype,
+                                  group_size=group_size, mla=mla)
     return {"mode": mode, "gpus": gpus, "accelerator": acc.name, "memory_bytes": acc.memory_bytes,
             "reserve_bytes": reserve, "usable_bytes": budget, "seq_len": seq_len, "batch": batch, "dtype": dtype,
             "recompute": recompute, "best": fitting[0] if fitting else None, "candidates": fitting,
@@ -216,7 +222,23 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
                                        recompute=recompute, attention=attention, dropout=dropout, sharding=sharding,
                                        reserve=reserve, acc=acc, reserve_gib=reserve_gib, kv_dtype=kv_dtype,
                                        weights_dtype=weights_dtype),
-            "not_counted": list(NOT_COUNTED[mode])}
+            "not_counted": list(NOT_COUNTED[mode]), "serving": serving}
+
+
+def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, *, usable_bytes: int, batch: int, context: int,
+                    weights_dtype: str, kv_dtype: str, group_size: int | None, mla: str) -> dict[str, Any]:
+    """What the serving layout ``lay`` holds and how fast it can go: the longest context at batch 1,
+    the most sequences at ``context`` (:func:`ffnlab.sizing.serving.capacity`) and the roofline
+    bounds (:func:`ffnlab.sizing.serving.decode_speed`, None without a bandwidth on record)."""
+    from ffnlab.sizing.serving import capacity, decode_speed, speed_assumptions
+
+    kw: dict[str, Any] = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, group_size=group_size, mla=mla)
+    speed = decode_speed(cfg, acc, batch=batch, context=context, tp=lay.tp, **kw)
+    return {"layout": lay.describe(), "replicas": lay.dp,
+            "capacity": capacity(cfg, lay, usable_bytes=usable_bytes, context=context, **kw),
+            "speed": speed.as_dict() if speed else None,
+            "assumptions": speed_assumptions(speed, acc) if speed else
+            [f"{acc.name} has no memory bandwidth on record: no speed bound (give --gpu for a listed card)"]}
 
 
 def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: float | None = None,
@@ -243,7 +265,7 @@ def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: floa
 
 
 __all__ = ["DEFAULT_MFU", "DEFAULT_RESERVE", "MAX_GPUS", "MODES", "NOT_COUNTED", "assumptions", "context_limit",
-           "divisors", "fit", "fit_all", "reserve_bytes", "resolve_config", "resolve_target"]
+           "divisors", "fit", "fit_all", "reserve_bytes", "resolve_config", "resolve_target", "serving_figures"]
 
 
 # What `fit` tries when nothing fits: each a change of one setting (flag, value, the fit keyword it

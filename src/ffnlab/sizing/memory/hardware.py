@@ -49,6 +49,9 @@ class Accelerator:
     fp32_tflops: float | None = None
     tf32_tflops: float | None = None
     fp32_source: str = ""
+    # memory bandwidth (GB/s, 10^9 bytes) from the datasheet: the decode roofline's denominator
+    bandwidth_gbps: float | None = None
+    bandwidth_source: str = ""
 
     @property
     def memory_bytes(self) -> int:
@@ -116,7 +119,8 @@ def custom_accelerator(memory_gib: float, like: str | None = None) -> Accelerato
         memory_gb=memory_gib, usable_mib=mib,
         bf16_tflops=base.bf16_tflops if base else None, fp8_tflops=base.fp8_tflops if base else None,
         source=base.source if base else "--gpu-memory (no peak on record)",
-        usable_source="--gpu-memory, as given")
+        usable_source="--gpu-memory, as given",
+        bandwidth_gbps=base.bandwidth_gbps if base else None, bandwidth_source=base.bandwidth_source if base else "")
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,15 @@ $(STAMP): $(BASE)
 demo: $(BASE)
 	$(PY) -m ffnlab verify
 
+# mypy (one process) runs beside the tests, whose workers leave a core idle while they wait on the
+# training subprocesses; one worker more than the cores keeps both busy
+WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
-	$(PY) -m mypy
-	$(PY) -m pytest -q -n auto --durations=10
+	$(PY) -m mypy > .mypy.log 2>&1 & mypy=$$!; \
+	$(PY) -m pytest -q -n $(WORKERS) --durations=10; tests=$$?; \
+	wait $$mypy; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
+	test $$tests -eq 0 && test $$typed -eq 0
 
 # Regenerate the command outputs shown in README.md and docs/ (tests/test_docs_blocks.py checks them).
 docs: $(BASE)

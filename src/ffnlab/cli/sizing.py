@@ -31,7 +31,7 @@ from ffnlab.cli.memory_view import (
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, decimals, human, pct
 from ffnlab.sizing.kinds import DEFAULT_KIND
-from ffnlab.validation import choice, number
+from ffnlab.validation import choice, integer, number
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
 MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
@@ -67,6 +67,10 @@ def size(
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
+    finetune: str = typer.Option(None, "--finetune", help="lora | qlora (with --from): the adapters' trainable parameters (as peft counts them) and the states a step keeps."),
+    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
+    lora_alpha: float = typer.Option(None, "--lora-alpha", help="LoRA alpha (scales the update; no effect on memory)."),
+    lora_targets: str = typer.Option("all-linear", "--lora-targets", help="all-linear | attention | ffn | attention,ffn."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
@@ -78,9 +82,13 @@ def size(
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     mem_opts = mem.options() if n_layers is not None or from_model is not None else {}
+    if finetune is not None:
+        choice(finetune, "--finetune", ("lora", "qlora"))
+        integer(lora_rank, "--lora-rank", 1, 2**20)
+        require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     if from_model is not None:
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
-                         dtype, mem_opts)
+                         dtype, mem_opts, (finetune, lora_rank, lora_targets, mem.optimizer))
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -98,7 +106,7 @@ def size(
 
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
-               mem_opts: dict[str, Any]) -> dict[str, Any]:
+               mem_opts: dict[str, Any], lora: tuple[Any, ...] = (None,)) -> dict[str, Any]:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
     from ffnlab.sizing.size import size_model
 
@@ -112,8 +120,17 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     kind = ffn or cfg.ffn.kind
     has_width = any(v is not None for v in (ratio, rule, multiplier, multiple_of, d_ff))
     r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
-    return size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
-                      memory=mem_opts if check_train_dtype(dtype) else None)
+    out = size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
+                     memory=mem_opts if check_train_dtype(dtype) else None)
+    if lora[0] is not None:
+        from ffnlab.sizing.finetune import finetune_states, lora_params, parse_targets
+
+        mode, rank, targets, optimizer = lora
+        count = lora_params(cfg, rank, parse_targets(targets))
+        states = finetune_states(cfg, count, mode=mode, dtype=dtype, optimizer=optimizer)
+        out["finetune"] = {"mode": mode, "lora": count.as_dict(), "states": states.as_dict(),
+                           "not_counted": ["activations (backward through the frozen layers: not modelled yet)"]}
+    return out
 
 
 def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
@@ -151,6 +168,8 @@ def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt
         ]
         pairs += memory_pairs(m["memory"])
         pairs += [("assumed", line) for line in m["assumed"]]
+    if "finetune" in out:
+        pairs += finetune_pairs(out["finetune"])
     render.key_values(pairs, fmt, title=f"ffnlab size: {out.get('from') or 'd_model ' + str(out['d_model'])}")
 
 
@@ -436,3 +455,19 @@ def claims(
         warning = sweep_warning(sweep) if sweep is not None else None
         if warning:
             render.note(f"note: {warning}", fmt)
+
+
+def finetune_pairs(ft: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``size --finetune``: the adapters and the states a step keeps besides its activations."""
+    lo, st = ft["lora"], ft["states"]
+    gib = 2**30
+    return [
+        (f"{ft['mode']} trainable params", f"{lo['trainable']:,} of {lo['total']:,} ({lo['trainable'] / lo['total']:.4%}"
+                                            f"), rank {lo['rank']} on {lo['adapted_matrices']:,} linear layers "
+                                            f"({'+'.join(lo['targets'])})"),
+        (f"{ft['mode']} frozen base", f"{st['base_weights'] / gib:,.2f} GiB ({st['base_rule']})"),
+        (f"{ft['mode']} adapters", f"{st['adapter_weights'] / gib:,.3f} GiB weights + {st['adapter_gradients'] / gib:,.3f} "
+                                   f"GiB gradients + {st['adapter_optimizer'] / gib:,.3f} GiB optimizer (fp32, as peft "
+                                   "keeps them)"),
+        (f"{ft['mode']} states total", f"{st['total'] / gib:,.2f} GiB; not counted: {'; '.join(ft['not_counted'])}"),
+    ]

@@ -13,7 +13,9 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 BASE := $(VENV)/.ffnlab-base
 STAMP := $(VENV)/.ffnlab-installed
-PIP := $(PY) -m pip install -q --disable-pip-version-check
+# --no-compile: pip would byte-compile every installed file (torch, transformers: most of the
+# install's time); Python compiles the modules actually imported, once, on first use
+PIP := $(PY) -m pip install -q --no-compile --disable-pip-version-check
 
 # GPU check (benchmarks/gpu_check.py): `make gpu-check` on a CUDA machine, `make gpu-check DEVICE=cpu`
 # for the toy-size dry run. It uses .venv when there is one, else python3 as is (a bare GPU machine
@@ -40,9 +42,8 @@ $(STAMP): $(BASE)
 demo: $(BASE)
 	$(PY) -m ffnlab verify
 
-# mypy (one process) runs beside the tests, whose workers leave a core idle while they wait on the
-# training subprocesses; one worker more than the cores keeps both busy
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+# mypy (one process) runs beside the tests (its report is printed after theirs)
+WORKERS ?= auto
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m mypy > .mypy.log 2>&1 & mypy=$$!; \

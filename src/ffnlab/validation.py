@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import re
 import types
@@ -295,6 +296,14 @@ def _convert(value: Any, tp: Any, where: str, ctx: str) -> tuple[bool, Any]:
     return ok, out
 
 
+@functools.cache
+def _hints_and_fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field[Any]]]:
+    """A dataclass's resolved type hints and fields, once per class (resolving the hints evaluates
+    every annotation's string: most of the time of a sweep's width search, which builds thousands
+    of configs)."""
+    return typing.get_type_hints(cls, include_extras=True), {f.name: f for f in dataclasses.fields(cls)}
+
+
 def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
     """Build dataclass ``cls`` from the mapping ``data``, validating every field by its annotation.
 
@@ -303,8 +312,7 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
     """
     if not isinstance(data, dict):
         raise fail(f"{ctx}: {where or 'the top level'}", "a mapping", data)
-    hints = typing.get_type_hints(cls, include_extras=True)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints, fields = _hints_and_fields(cls)
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         here = f"{where}.{key}" if where else str(key)

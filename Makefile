@@ -13,9 +13,7 @@ TORCH_INDEX ?=
 PY := $(VENV)/bin/python
 BASE := $(VENV)/.ffnlab-base
 STAMP := $(VENV)/.ffnlab-installed
-# --no-compile: pip would byte-compile every installed file (torch, transformers: most of the
-# install's time); Python compiles the modules actually imported, once, on first use
-PIP := $(PY) -m pip install -q --no-compile --disable-pip-version-check
+PIP := $(PY) -m pip install -q --disable-pip-version-check
 
 # GPU check (benchmarks/gpu_check.py): `make gpu-check` on a CUDA machine, `make gpu-check DEVICE=cpu`
 # for the toy-size dry run. It uses .venv when there is one, else python3 as is (a bare GPU machine

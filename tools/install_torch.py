@@ -56,7 +56,7 @@ def index_answers(index: str, timeout: float = PROBE_TIMEOUT_S) -> bool:
 def routes(torch_req: str, index_args: str, gpu: bool, cpu_index: str, pypi: str,
            reachable: bool) -> list[tuple[str, list[str]]]:
     """The (reason, pip arguments) to try in order; the first that succeeds wins."""
-    plain = ["install", "--no-compile", torch_req]  # no .pyc for torch's 2,285 modules: imports compile what they use
+    plain = ["install", torch_req]
     if index_args.strip():
         return [("the index you gave (TORCH_INDEX)", [*plain, *shlex.split(index_args)])]
     if gpu:

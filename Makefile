@@ -40,12 +40,13 @@ $(STAMP): $(BASE)
 demo: $(BASE)
 	$(PY) -m ffnlab verify
 
-# mypy (one process) runs beside the tests (its report is printed after theirs)
+# mypy (one process) runs beside the tests (its report is printed after theirs); idle workers take
+# queued tests from busy ones (worksteal), so the long tests at the end do not leave a core idle
 WORKERS ?= auto
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m mypy > .mypy.log 2>&1 & mypy=$$!; \
-	$(PY) -m pytest -q -n $(WORKERS) --durations=10; tests=$$?; \
+	$(PY) -m pytest -q -n $(WORKERS) --dist worksteal --durations=10; tests=$$?; \
 	wait $$mypy; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
 

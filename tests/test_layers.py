@@ -13,7 +13,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ffnlab"
 CORE = {"ffnlab", "ffnlab.errors", "ffnlab.render", "ffnlab.provenance", "ffnlab.files", "ffnlab.validation",
-        "ffnlab.escape"}
+        "ffnlab.escape", "ffnlab.monotone"}
 LAYERS = ["core", "sizing", "training", "experiments", "cli"]
 HEAVY = ("torch", "numpy", "scipy", "matplotlib", "safetensors", "transformers", "tokenizers", "pandas")
 

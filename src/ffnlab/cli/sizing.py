@@ -88,7 +88,7 @@ def size(
         require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     if from_model is not None:
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
-                         dtype, mem_opts, (finetune, lora_rank, lora_targets, mem.optimizer))
+                         dtype, mem_opts, finetune=(finetune, lora_rank, lora_targets, mem.optimizer) if finetune else None)
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -106,7 +106,7 @@ def size(
 
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
-               mem_opts: dict[str, Any], lora: tuple[Any, ...] = (None,)) -> dict[str, Any]:
+               mem_opts: dict[str, Any], finetune: tuple[str, int, str, str] | None = None) -> dict[str, Any]:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
     from ffnlab.sizing.size import size_model
 
@@ -122,10 +122,10 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
     out = size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
                      memory=mem_opts if check_train_dtype(dtype) else None)
-    if lora[0] is not None:
+    if finetune is not None:  # (mode, rank, targets, optimizer)
         from ffnlab.sizing.finetune import finetune_states, lora_params, parse_targets
 
-        mode, rank, targets, optimizer = lora
+        mode, rank, targets, optimizer = finetune
         count = lora_params(cfg, rank, parse_targets(targets))
         states = finetune_states(cfg, count, mode=mode, dtype=dtype, optimizer=optimizer)
         out["finetune"] = {"mode": mode, "lora": count.as_dict(), "states": states.as_dict(),

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ffnlab.experiments.stats import LEVEL, POWER, dunnett_critical
+from ffnlab.monotone import first_true
 
 MAX_SEEDS = 100_000  # beyond this a seed count is reported as "more than"
 METHODS = ("dunnett", "pooled-t", "welch")
@@ -175,20 +176,7 @@ def mde(design: TestDesign, n: int, target: float = POWER, n_second: int | None 
 
 def smallest_n(reaches: Callable[[int], bool], start: int = 2, cap: int = MAX_SEEDS) -> int | None:
     """The smallest n >= ``start`` for which ``reaches(n)`` (monotone in n) holds; None past ``cap``."""
-    if reaches(start):
-        return start
-    lo, hi = start, start * 2
-    while not reaches(hi):
-        lo, hi = hi, hi * 2
-        if hi > cap:
-            return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if reaches(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return first_true(reaches, start, cap)
 
 
 def seeds_for(design: TestDesign, effect: float, target: float = POWER) -> int | None:

@@ -152,7 +152,7 @@ def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[fl
         out[:, 2 * k + 1] = 2 * cu * zs
         return out
 
-    if xs.size < 2 * k + 2:  # fewer runs than parameters: Levenberg-Marquardt cannot start
+    if xs.size < width:  # fewer runs than parameters: Levenberg-Marquardt cannot start
         return None
     best: tuple[float, np.ndarray] | None = None
     for s_start in (s0, *START_SLOPES):  # several starts: the least squares can have several minima

@@ -23,7 +23,7 @@ Routed MoE experts are stored as 3-D parameters in transformers 5, which peft ad
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ffnlab.errors import require
@@ -63,15 +63,14 @@ def _group(m: Matrix) -> str | None:
 
 def _fuse_qkv(mats: list[Matrix]) -> list[Matrix]:
     """One q|k|v matrix where the family fuses them (GPT-2's c_attn, GPT-NeoX's query_key_value):
-    one adapter on it, ``r * (d + q + 2 kv)``, not three."""
+    one adapter on it, ``r * (d + q + 2 kv)``, not three. :func:`ffnlab.sizing.shapes.matrices`
+    lists each attention's q, k, v and output in that order."""
     out: list[Matrix] = []
     for m in mats:
         if m.part == "attention" and m.name.endswith((" k", " v")):
-            q = next(x for x in out if x.name == m.name[:-2] + " q")
-            out[out.index(q)] = Matrix(q.name + "|k|v" if m.name.endswith(" v") else q.name, q.fan_in,
-                                       q.fan_out + m.fan_out, q.count, q.part)
-            continue
-        out.append(m)
+            out[-1] = replace(out[-1], fan_out=out[-1].fan_out + m.fan_out)  # into the q before it
+        else:
+            out.append(m)
     return out
 
 

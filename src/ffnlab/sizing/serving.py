@@ -29,9 +29,11 @@ memory model.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ffnlab.monotone import first_true
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.flops import flops_per_token
@@ -94,13 +96,12 @@ def decode_speed(cfg: ModelConfig, acc: Accelerator, *, batch: int, context: int
     if acc.bandwidth_gbps is None or acc.bf16_tflops is None:
         return None
     wb = weight_bytes(cfg, weights_dtype, group_size=group_size)
-    moe = [f for f in cfg.layer_ffns() if f.is_moe]
-    touched = None
-    expert_read = float(wb.expert_bytes)
-    if moe:
-        f = moe[0]
-        touched = experts_touched(f.n_experts, f.top_k, batch)
-        expert_read = wb.expert_bytes * touched / f.n_experts
+    moe = next((f for f in cfg.layer_ffns() if f.is_moe), None)
+    if moe is None:
+        touched, expert_read = None, float(wb.expert_bytes)
+    else:  # the routed experts' bytes, the share of them a step touches
+        touched = experts_touched(moe.n_experts, moe.top_k, batch)
+        expert_read = wb.expert_bytes * touched / moe.n_experts
     weights_read = math.ceil(wb.total - wb.expert_bytes - _lookup_bytes(cfg, weights_dtype) + expert_read)
     # per GPU: a tp-th of the weights; the KV heads split over tp (replicated below one head per GPU)
     kv = kv_cache(cfg, batch=batch, context=context, kv_dtype=kv_dtype, mla=mla, tp=tp).total
@@ -120,22 +121,11 @@ def decode_speed(cfg: ModelConfig, acc: Accelerator, *, batch: int, context: int
         experts_read=touched, bandwidth_bytes_per_s=bw, peak_flops=peak, tp=tp)
 
 
-def _largest(fits: Any, ceiling: int) -> int:
-    """The largest n in [1, ceiling] with fits(n) (fits is monotone: true, then false); 0 when
-    not even 1 fits."""
-    if not fits(1):
-        return 0
-    lo, hi = 1, 2
-    while hi <= ceiling and fits(hi):
-        lo, hi = hi, hi * 2
-    hi = min(hi, ceiling + 1)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def _largest(fits: Callable[[int], bool], ceiling: int) -> int:
+    """The largest n in [1, ``ceiling``] with ``fits(n)`` (true, then false as n grows); 0 when not
+    even 1 fits, ``ceiling`` when all do."""
+    first_not = first_true(lambda n: not fits(n), 1, ceiling)
+    return ceiling if first_not is None else first_not - 1
 
 
 def capacity(cfg: ModelConfig, lay: Layout, *, usable_bytes: int, context: int, weights_dtype: str = "bf16",
@@ -143,21 +133,15 @@ def capacity(cfg: ModelConfig, lay: Layout, *, usable_bytes: int, context: int, 
     """The longest context at batch 1 and the most sequences of ``context`` tokens that fit in
     ``usable_bytes`` per GPU on layout ``lay`` (0 when none does). The longest context is None
     when the KV cache stops growing before :data:`MAX_CONTEXT` (every layer's window caps it)."""
-    kw: dict[str, Any] = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, group_size=group_size, mla=mla)
-    weights = next(r.per_gpu_bytes for r in serving_table(cfg, lay, batch=1, context=1, **kw) if r.term == "weights")
 
-    def need(batch: int, ctx: int) -> int:  # the serving table's total, its weights row priced once
-        rows = serving_table(cfg, lay, batch=batch, context=ctx, **kw) if ctx == 1 and batch == 1 else None
-        if rows is not None:
-            return table_total(rows)
-        kv = kv_cache(cfg, batch=batch, context=ctx, kv_dtype=kv_dtype, mla=mla, tp=lay.tp).total
-        return weights + math.ceil(kv / lay.pp)
+    def fits(batch: int, ctx: int) -> bool:
+        rows = serving_table(cfg, lay, batch=batch, context=ctx, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+                             group_size=group_size, mla=mla)
+        return table_total(rows) <= usable_bytes
 
-    windowed = need(1, 1) <= usable_bytes and need(1, MAX_CONTEXT) <= usable_bytes
-    return {"max_context_at_batch_1": None if windowed else _largest(lambda n: need(1, n) <= usable_bytes,
-                                                                     MAX_CONTEXT),
-            "max_batch_at_context": _largest(lambda n: need(n, context) <= usable_bytes, MAX_BATCH),
-            "context": context}
+    windowed = fits(1, 1) and fits(1, MAX_CONTEXT)
+    return {"max_context_at_batch_1": None if windowed else _largest(lambda n: fits(1, n), MAX_CONTEXT),
+            "max_batch_at_context": _largest(lambda n: fits(n, context), MAX_BATCH), "context": context}
 
 
 def speed_assumptions(speed: ServingSpeed, acc: Accelerator) -> list[str]:

@@ -163,6 +163,8 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
     first = next(r for r in json.loads((out / "sweep.json").read_text())["runs"] if r["arm"] == "swiglu-pm4")
     assert f"arm swiglu-pm4: d_model {first['d_model']}, d_ff {first['d_ff']}" in p.stdout
     assert all(f"verdict {k}: {v['verdict']}" in p.stdout for k, v in claims.items())
+    # each verdict line states the maturity its claim was judged at
+    assert all(v["maturity"]["text"] in p.stdout for v in claims.values() if v.get("maturity"))
     assert claims["ratio_optimal"]["verdict"] == "needs-experiment"
     assert claims["glu_vs_plain"]["verdict"] == hand["glu_vs_plain"]
     assert claims["glu_vs_plain"]["numbers"]["interval"] == pytest.approx(hand["glu_delta"], rel=1e-9)

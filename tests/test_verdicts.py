@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -106,6 +107,10 @@ def test_one_seed_gives_no_interval_and_no_decision(tmp_path):
     for key in ("ratio_optimal", "convergence_speed"):
         assert c[key]["verdict"] == "inconclusive" and "no interval" in c[key]["evidence"]
         assert all(math.isnan(x) for x in c[key]["interval"][1:])
+    # the evidence gives the difference without a dangling "no interval" unit, and the variance
+    # model names the seeds the arms have (1), not the 0 left once one-seed arms are set aside
+    assert re.search(r"gelu-r2 - gelu-r4 = [+-]\d+\.\d{4} nats: no interval", c["ratio_optimal"]["evidence"])
+    assert "an arm has 1 seed(s)" in c["ratio_optimal"]["model"]
 
 
 def test_comparisons_fixed_in_the_spec_are_the_only_ones_used(tmp_path):

@@ -79,7 +79,8 @@ def sweep(
         import json
 
         for key, v in json.loads(paths["claims"].read_text()).items():
-            print(one_line(f"verdict {key}: {v.get('verdict')}"))
+            grown = (v.get("maturity") or {}).get("text")
+            print(one_line(f"verdict {key}: {v.get('verdict')}" + (f"; {grown}" if grown else "")))
 
 
 @app.command(rich_help_panel=EXPERIMENTS)

@@ -39,6 +39,7 @@ from typing import Any
 
 from ffnlab.experiments import power as pw
 from ffnlab.experiments.fmt import interval as fmt_iv
+from ffnlab.experiments.fmt import num
 from ffnlab.experiments.stats import (
     POWER,
     Comparison,
@@ -71,15 +72,18 @@ def _p(p: float) -> str:
     return "untestable (an arm has no spread)" if math.isnan(p) else f"{p:.3g}"
 
 
-def choose_model(model: PooledModel) -> ModelChoice:
+def choose_model(model: PooledModel, fewest: int | None = None) -> ModelChoice:
     """The pre-registered rule: pool only with >= MIN_SEEDS_TO_POOL seeds in every arm, the arms'
-    sample standard deviations within MAX_SD_RATIO of each other, and no rejection by Levene's test."""
+    sample standard deviations within MAX_SD_RATIO of each other, and no rejection by Levene's test.
+    ``fewest``: the seeds of the arm with the fewest, named in the reason where ``model`` holds only
+    the arms with two or more (the rule itself reads ``model``)."""
     n_min = min(model.counts.values()) if model.counts else 0
     lev, bart = model.levene_p, model.bartlett_p
     sds = [model.sd(k) for k in model.groups]
     ratio = max(sds) / min(sds) if sds and min(sds) > 0 else math.inf
     if n_min < 3:
-        why = (f"Welch: an arm has {n_min} seed(s), too few to test equal variances (Levene's test needs "
+        known = [x for x in (n_min if model.counts else None, fewest) if x is not None]
+        why = (f"Welch: an arm has {min(known, default=0)} seed(s), too few to test equal variances (Levene's test needs "
                "3 per arm), so no variance is pooled")
     elif n_min < MIN_SEEDS_TO_POOL:
         why = (f"Welch: {n_min} seeds per arm are too few for Levene's test to detect unequal variances "
@@ -221,7 +225,7 @@ def decide_family(outcome: str, groups: Mapping[str, Sequence[float]], reference
     used = [reference, *alternatives]
     usable = {k: groups[k] for k in used if len(groups[k]) >= 2}
     model = pooled_model(usable)
-    choice = choose_model(model)
+    choice = choose_model(model, min(len(groups[k]) for k in used))
     k = len(alternatives)
     alpha = ALPHA / max(1, k)
     dunnett = (dunnett_vs_reference(model, reference, [a for a in alternatives if a in usable])
@@ -250,7 +254,7 @@ def decide_pair(outcome: str, groups: Mapping[str, Sequence[float]], first: str,
     arm of ``groups`` when the rule allows, else Welch's on the pair; TOST at alpha."""
     usable = {k: v for k, v in groups.items() if len(v) >= 2}
     model = pooled_model(usable)
-    choice = choose_model(model)
+    choice = choose_model(model, min((len(v) for v in groups.values()), default=0))
     welch = welch_pair(groups[first], groups[second], name=first)
     n = min(len(groups[first]), len(groups[second]))
     pooled_c = (pooled_pair(model, first, second) if first in usable and second in usable
@@ -342,5 +346,6 @@ def finding(d: Decision, digits: int = 4) -> str:
 def describe(d: Decision, unit: str, digits: int = 4) -> str:
     """One sentence for a decision: the deciding interval, its test, and :func:`finding`."""
     c = d.comparison
-    head = f"{d.first} - {d.second} = {fmt_iv(c.diff, c.lo, c.hi, digits)} {unit} ({c.method})"
+    head = (f"{d.first} - {d.second} = {fmt_iv(c.diff, c.lo, c.hi, digits)} {unit} ({c.method})" if c.has_interval
+            else f"{d.first} - {d.second} = {num(c.diff, f'+.{digits}f')} {unit}")
     return f"{head}: {finding(d, digits).split(': ', 1)[1]}"

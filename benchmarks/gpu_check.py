@@ -13,7 +13,7 @@ is recorded as such and the others still run):
   training loop, its bare model step and the nanoGPT-style reference of train_throughput.py, each
   eager and under ``torch.compile``; the loop's overhead over its bare step;
 * ``tests``: ``pytest -m cuda`` (tests/test_cuda.py);
-* ``sweep``: the ``golden-h200`` preset (BPE on the built-in Shakespeare plays) and its report.
+* ``sweep``: the ``golden-h200`` preset (byte-level built-in Shakespeare: the CPU bridge cell and the next size, ~20 tokens per parameter) and its report.
 
 The three timed sections run one after another with the device to themselves; then the sweep and
 the tests share it. Writes ``OUT/gpu-check-<device>.json`` and ``.md``; scratch (corpora, runs,
@@ -83,7 +83,12 @@ SIZES = {
     # toy sizes: every code path, no compiler (inductor on CPU needs a C++ toolchain and minutes)
     "cpu": Sizes(64, 2, 2, 64, 4, "byte", 256, (False,), 12, 3, 4, 64, 256, 1, (64,), 256, 1,
                  sweep_overrides={
-                     "seeds": [0, 1], "workers": 2, "threads_per_worker": 1, "arms": ["gelu-r4", "swiglu-pm4"],
+                     "seeds": [0, 1], "workers": 2, "threads_per_worker": 1, "arms": ["gelu-r2", "gelu-r4"],
+                     "comparisons": {"ratio_optimal": ["gelu-r2"], "convergence_speed": ["gelu-r2"]},
+                     "scales": [{"name": "s3", "model": {"d_model": 32, "n_layers": 1, "n_heads": 2}},
+                                {"name": "s4", "model": {"d_model": 48, "n_layers": 1, "n_heads": 3}}],
+                     "trends": [{"name": "size", "axis": "params", "scales": ["s3", "s4"]}], "decide_at": "s4",
+                     "require_mature": False,  # toy steps: far below the rule
                      "base": {"model": {"d_model": 32, "n_layers": 1, "n_heads": 2},
                               "data": {"tokenizer": "byte"},
                               "train": {"seq_len": 32, "batch_size": 4, "max_steps": 6, "warmup_steps": 1,

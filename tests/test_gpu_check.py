@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -53,18 +52,26 @@ def test_alignment_json_without_an_aligned_width_is_refused(tmp_path):
         load_evidence(path)
 
 
-def test_h200_preset_holds_the_golden_arms_at_equal_parameters():
+def test_h200_preset_bridges_the_kept_cpu_cell_and_holds_parameters_equal():
     from ffnlab.experiments.sweep_spec import load_spec, resolve
 
     spec = load_spec("golden-h200")
-    assert spec.base["data"] == {"corpus": "shakespeare", "tokenizer": "bpe", "bpe_vocab_size": 8192}
-    runs = {r.arm: r for r in resolve(spec, 8192) if r.seed == spec.seeds[0]}
-    assert set(runs) == {"gelu-r1", "gelu-r2", "gelu-r8_3", "gelu-r4", "gelu-r6", "gelu-r8", "swiglu-r4",
-                         "swiglu-pm4"}
-    assert Fraction(runs["swiglu-r4"].d_ff, runs["swiglu-r4"].d_model) == 4
-    assert Fraction(runs["swiglu-pm4"].d_ff, runs["swiglu-pm4"].d_model) == Fraction(8, 3)
-    ref = runs["gelu-r4"].params_non_embedding
-    assert all(abs(r.params_non_embedding / ref - 1) <= spec.tolerance for r in runs.values())
+    assert spec.base["data"] == {"corpus": "shakespeare", "tokenizer": "byte"}  # ships in the package
+    runs = {r.run: r for r in resolve(spec, 256)}
+    # the bridge: cell s3's runs are the kept CPU cell's, config for config (docs/results/size-fixed-steps)
+    kept = {r["run"]: r for r in json.loads((ROOT / "docs/results/size-fixed-steps/sweep.json").read_text())["runs"]
+            if r["arm"].startswith("s3.")}
+    bridged = [k for k in kept if k in runs]
+    assert len(bridged) == 12  # 4 arms x seeds 0-2
+    for k in bridged:
+        assert runs[k].config == kept[k]["config"]
+        assert (runs[k].d_model, runs[k].d_ff, runs[k].params_non_embedding) == (
+            kept[k]["d_model"], kept[k]["d_ff"], kept[k]["params_non_embedding"])
+    for cell in ("s3", "s4", "s4lr05", "s4lr2"):
+        arms = [r for r in runs.values() if r.arm.startswith(cell + ".") and r.seed == spec.seeds[0]]
+        assert {r.arm.split(".")[1] for r in arms} == {"gelu-r1", "gelu-r2", "gelu-r4", "gelu-r8"}
+        ref = next(r for r in arms if r.arm.endswith("gelu-r4")).params_non_embedding
+        assert all(abs(r.params_non_embedding / ref - 1) <= spec.tolerance for r in arms)
 
 
 def test_cpu_dry_run_runs_every_section(tmp_path):
@@ -88,6 +95,6 @@ def test_cpu_dry_run_runs_every_section(tmp_path):
     tests = sec["tests"]["result"]
     assert tests["tests"] == tests["skipped"] >= 6 and tests["failures"] == tests["errors"] == 0
     sweep = sec["sweep"]["result"]
-    assert sweep["runs"] == 4 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]
+    assert sweep["runs"] == 8 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]  # 2 cells x 2 arms x 2 seeds
     md = (out / "gpu-check-cpu.md").read_text()
     assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md

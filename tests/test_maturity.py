@@ -128,7 +128,7 @@ def test_a_designs_maturity_from_the_spec_alone_is_what_its_runs_reached():
 
 def test_a_design_that_must_be_mature_is_refused_below_the_rule():
     from ffnlab.errors import FfnlabError
-    from ffnlab.experiments.sweep_spec import find_spec, load_spec, spec_from_dict
+    from ffnlab.experiments.sweep_spec import find_spec, spec_from_dict
     from ffnlab.files import read_mapping
 
     data = read_mapping(find_spec("golden-mature"), "sweep spec")
@@ -137,7 +137,30 @@ def test_a_design_that_must_be_mature_is_refused_below_the_rule():
                                                         data["scales"][1]]}
     with pytest.raises(FfnlabError, match=r"below its maturity rule \(20 tokens.*t20 trains 10\.3"):
         spec_from_dict(short)
-    assert not load_spec("golden-h200").require_mature  # the GPU presets are not redesigned yet
+
+
+@pytest.mark.parametrize("preset", ["golden-h200", "golden-gpu", "scale-trend-gpu"])
+def test_the_gpu_presets_reach_the_rule_and_refuse_a_shorter_design(preset):
+    from ffnlab.errors import FfnlabError
+    from ffnlab.experiments.sweep_spec import design_maturity, find_spec, load_spec, spec_from_dict
+    from ffnlab.files import read_mapping
+
+    spec = load_spec(preset)
+    assert spec.require_mature and spec.maturity >= 20
+    cells = dict(design_maturity(spec))
+    assert len(cells) >= 3 and min(cells.values()) >= spec.maturity
+    # every cell trains the same steps (size is not confounded with steps)
+    data = read_mapping(find_spec(preset), "sweep spec")
+    steps = {s["name"]: s.get("train", {}).get("max_steps", data["base"]["train"]["max_steps"]) for s in data["scales"]}
+    assert len(set(steps.values())) == 1
+    # the learning rate is swept (x0.5, x2) at the largest size
+    lrs = sorted(s.get("train", {}).get("lr", data["base"]["train"]["lr"]) for s in data["scales"]
+                 if s["model"]["d_model"] == max(c["model"]["d_model"] for c in data["scales"]))
+    assert lrs[0] * 4 == pytest.approx(lrs[-1]) and lrs[0] * 2 in [pytest.approx(x) for x in lrs]
+    half = {**data, "base": {**data["base"], "train": {**data["base"]["train"],
+                                                        "max_steps": data["base"]["train"]["max_steps"] // 2}}}
+    with pytest.raises(FfnlabError, match="below its maturity rule"):
+        spec_from_dict(half)
 
 
 def test_the_time_estimate_is_the_flops_over_the_peak_at_the_stated_utilisation():

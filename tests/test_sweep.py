@@ -43,7 +43,7 @@ def micro_spec(tmp_path, tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("preset", ["golden-quick", "golden", "golden-gpu", "glu-variants", "gated-law",
-                                    "scale-trend", "scale-trend-gpu"])
+                                    "scale-trend", "scale-trend-gpu", "golden-h200", "size-fixed-steps"])
 def test_presets_resolve_within_their_control(preset):
     spec = load_spec(preset)
     vocab = 256 if spec.base.get("data", {}).get("tokenizer", "byte") == "byte" else spec.base["data"]["bpe_vocab_size"]
@@ -58,6 +58,37 @@ def test_presets_resolve_within_their_control(preset):
                 assert abs(getattr(r, key) / getattr(ref, key) - 1) <= spec.tolerance, (r.run, getattr(r, key))
             else:
                 assert r.d_model == ref.d_model
+
+
+def test_estimate_prints_the_design_from_the_spec_alone_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    # oracle: the kept size-fixed-steps sweep, whose runs were resolved and trained by the sweep itself
+    import re
+
+    from tests.cli_inproc import run_cli
+
+    root = Path(__file__).resolve().parents[1] / "docs" / "results" / "size-fixed-steps"
+    kept = json.loads((root / "sweep.json").read_text())["runs"]
+    monkeypatch.chdir(tmp_path)
+    p = run_cli(capsys, "sweep", "size-fixed-steps", "--estimate", "--gpu", "h200")
+    assert p.returncode == 0, p.stderr
+    assert list(tmp_path.iterdir()) == []  # no sweep folder, no corpus cache
+    flops = sum(r["config"]["train"]["max_steps"] * r["config"]["train"]["batch_size"] * r["config"]["train"]["seq_len"]
+                * r["train_flops_per_token"] for r in kept)
+    assert f"{len(kept)} run(s) left, {flops:.3g} training FLOPs" in p.stdout
+    for r in kept:
+        if r["seed"] == 0:
+            assert f"arm {r['arm']}: d_model {r['d_model']}, d_ff {r['d_ff']}" in p.stdout
+    reached = {}
+    for r in kept:  # each cell's tokens per parameter as trained (the reference arm's summary)
+        if r["arm"].endswith(".gelu-r4") and r["seed"] == 0:
+            tokens = json.loads((root / "runs" / r["run"] / "summary.json").read_text())["tokens"]
+            reached[r["arm"].split(".")[0]] = tokens / r["params_non_embedding"]
+    printed = dict(re.findall(r"^cell (\S+): ([\d.]+) tokens per non-embedding parameter \(mature", p.stdout, re.M))
+    assert printed == {k: f"{v:,.3g}" for k, v in reached.items()}
+    # a GPU adds the launch-bound floor: 84 runs x 500 steps x (55 x 2 layers + 40) kernels
+    assert "launch-bound floor: 6,300,000 kernel launches" in p.stdout
+    bad = run_cli(capsys, "sweep", "size-fixed-steps", "--gpu", "h200")
+    assert bad.returncode == 2 and "--gpu times an --estimate" in bad.stderr and len(bad.stderr.splitlines()) == 1
 
 
 def test_scale_trend_sizes_grow_several_fold():

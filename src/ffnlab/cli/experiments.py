@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab.cli.app import EXPERIMENTS, app, check_ints
+from ffnlab.errors import require
 from ffnlab.escape import one_line
 from ffnlab.files import check_inside, provisional_dir
 from ffnlab.validation import choice, confined
@@ -44,6 +45,10 @@ def sweep(
     address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
     workers: int = typer.Option(None, "--workers", help="Parallel runs (default: cores / threads_per_worker)."),
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the report when the sweep finishes."),
+    estimate: bool = typer.Option(False, "--estimate", help="Print the arms, each cell's tokens per parameter "
+                                  "and the time the sweep would take, then stop (nothing is trained or written)."),
+    gpu: str = typer.Option(None, "--gpu", help="With --estimate: time it on this accelerator (its published "
+                            "bf16 peak, e.g. H200) instead of this machine."),
 ) -> None:
     """Run every (arm, seed) of a sweep spec under its control; resumable.
 
@@ -55,7 +60,14 @@ def sweep(
     from ffnlab.experiments.sweep_spec import load_spec
 
     check_run_options(backend, workers)
+    require(gpu is None or estimate, "--gpu times an --estimate; a sweep trains on this machine's own device")
     s = load_spec(spec)
+    if estimate:
+        from ffnlab.experiments.sweep_estimate import estimate_lines
+
+        for line in estimate_lines(s, gpu, workers):
+            print(one_line(line))
+        return
     folder = out or confined(Path("sweeps"), s.name, "sweep name")
     if report_too:  # a report folder leading out of the sweep is refused before the runs, not after
         check_inside(folder / "report", folder, "the report folder")

@@ -146,7 +146,7 @@ def resolution_lines(runs: list[ResolvedRun]) -> list[str]:
 ESTIMATE_UTILISATION = (0.10, 0.30)  # of a device's peak: what small models reach (an assumption, printed)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds >= 3600:
         return f"{seconds / 3600:,.1f} h"
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
@@ -158,7 +158,7 @@ def time_estimate(flops: float, runs: int, workers: int, peak: float) -> str:
     published), at 10-30% of it: an estimate, said as one, with its assumption."""
     lo, hi = ESTIMATE_UTILISATION
     fast, slow = (flops / (workers * peak * u) for u in (hi, lo))
-    return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {_duration(fast)}-{_duration(slow)} on "
+    return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {duration(fast)}-{duration(slow)} on "
             f"{workers} worker(s) at {lo:.0%}-{hi:.0%} of a {peak / 1e9:,.0f} GFLOP/s peak each (an assumption, "
             "not a measurement; start-up and evaluation come on top)")
 

@@ -159,3 +159,16 @@ def test_claims_ends_with_a_count_of_its_verdicts():
     counts = {v: sum(r["verdict"] == v for r in rows) for v in {r["verdict"] for r in rows}}
     assert last.startswith(f"{len(rows)} claims: ")
     assert {part.split(" ", 1)[1]: int(part.split(" ", 1)[0]) for part in last.split(": ", 1)[1].split(", ")} == counts
+
+
+@pytest.mark.parametrize("kept", ["golden-quick", "golden-mature", "size-fixed-steps", "scale-trend"])
+def test_every_experimental_verdict_states_the_maturity_it_was_judged_at(kept):
+    # oracle: the maturity each kept report recorded beside its verdicts
+    evidence = load_evidence(ROOT / "docs" / "results" / kept)
+    rows = [r for r in check_claims(evidence) if r["numbers"].get("from_report")]
+    assert rows
+    for r in rows:
+        entry = next(e for e in evidence.values() if e["verdict"] == r["verdict"] and r["evidence"].startswith(e["evidence"]))
+        text = entry["maturity"]["text"]
+        tpp = f"trained to {entry['maturity']['tokens_per_param']:.3g} tokens/param"
+        assert (tpp in r["evidence"]) and (text in r["evidence"] or r["evidence"].startswith(tpp))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -153,3 +154,10 @@ def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_pa
     assert all((folder / "runs" / run / "metrics.jsonl").is_file() for run in runs)
     paths = write_report(folder, tmp_path / "again")
     rebuilt_like_kept(paths, folder)
+
+
+def test_no_kept_evidence_prints_a_nan():
+    # a cell without a significant minimum is said in words, not as "+nan +/- nan"
+    for folder in KEPT_ALL:
+        for key, v in json.loads((folder / "claims.json").read_text()).items():
+            assert not re.search(r"\bnan\b", v["evidence"]), (folder.name, key)

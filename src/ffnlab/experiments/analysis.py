@@ -347,7 +347,8 @@ def trends(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: di
 def trend_evidence(t: dict[str, Any], w: tr.WeightedTrend, joint: tr.Slope) -> str:
     """One sentence per finding of a trend: constant or not, the weighted slope, the sensitivity."""
     axis = AXIS_WORDS[t["axis"]]
-    verts = ", ".join(f"{name} {v:+.2f} +/- {e:.2f}" for name, (_, v, e) in zip(t["scales"], w.vertices, strict=True))
+    verts = ", ".join(f"{name} {v:+.2f} +/- {e:.2f}" if math.isfinite(v) and math.isfinite(e) else
+                      f"{name} no significant minimum" for name, (_, v, e) in zip(t["scales"], w.vertices, strict=True))
     if math.isfinite(w.homogeneity_p):
         constant = ("not constant" if w.homogeneity_p < tr.HOMOGENEITY_ALPHA else "not shown to differ")
         ev = (f"the cells' best log2 ratios ({verts}) are {constant} along {axis} (Cochran's Q = "

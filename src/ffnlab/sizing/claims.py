@@ -290,7 +290,11 @@ def moe_active(a: dict[str, Any]) -> Result:
 def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Result:
     found = (evidence or {}).get(a["experiment"])
     if found:
-        return found["verdict"], found["evidence"], {"from_report": True, **found.get("numbers", {})}
+        grown = found.get("maturity") if isinstance(found.get("maturity"), dict) else {}
+        text, ev = grown.get("text"), found["evidence"]
+        if isinstance(text, str) and not ev.startswith("trained to"):  # an immature verdict leads with it
+            ev = f"{ev} [{text}]"  # every experimental verdict states the maturity it was judged at
+        return found["verdict"], ev, {"from_report": True, **found.get("numbers", {})}
     where = (f"not measured by this run; the measured verdict is kept in the repository's {a['kept']} "
              f"(ffnlab claims --evidence {a['kept']}); to measure it: {a['command']}") if a.get("kept") else \
         f"Needs a measurement; run: {a['command']}"

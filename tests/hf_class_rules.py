@@ -3,7 +3,7 @@
 refuses heads that do not divide hidden_size.
 
     python tests/hf_class_rules.py            # print the table
-    python tests/hf_class_rules.py --write    # rewrite src/ffnlab/sizing/hf/rules.py
+    python tests/hf_class_rules.py --write    # rewrite src/ffnlab/data/hf_rules.json
 
 tests/test_hf_nulls.py checks that the stored table equals what this probe finds.
 """
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from hf_cases import MODEL_TYPES, case  # noqa: E402
 from hf_count import hf_param_count  # noqa: E402
 
-OUT = Path(__file__).resolve().parents[1] / "src" / "ffnlab" / "sizing" / "hf" / "rules.py"
+OUT = Path(__file__).resolve().parents[1] / "src" / "ffnlab" / "data" / "hf_rules.json"
 SKIP_FIELDS = {"transformers_version", "architectures", "model_type", "dtype", "torch_dtype", "text_config",
                "vision_config"}
 
@@ -144,49 +144,26 @@ def table() -> dict[str, Any]:
     return {"transformers": transformers.__version__, "types": out, "wrappers": wrappers}
 
 
+NOTE = ("What transformers refuses in a config.json, per model type, probed (not read from its code) by "
+        "tests/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
+        "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
+        "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
+        "does not build), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
+        "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
+        "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
+        "defaults). tests/test_hf_nulls.py checks it against the installed transformers.")
+
+
 def render(t: dict[str, Any]) -> str:
-    lines = [
-        '"""What transformers refuses in a config.json, per model type (probed, not read from its code).',
-        "",
-        f"Probed from transformers {t['transformers']} by tests/hf_class_rules.py (a key set to null in a",
-        "config that builds; hidden_size not a multiple of the heads with an explicit head_dim):",
-        "``NULL_REFUSED`` lists the keys whose null value transformers refuses (its config class or its",
-        "model), ``MISSING_REFUSED`` those it cannot do without, ``HEADS_DIVIDE_HIDDEN`` the types whose",
-        "config requires hidden_size % heads == 0.",
-        "tests/test_hf_nulls.py checks this table against the installed transformers.",
-        '"""',
-        "",
-        "from __future__ import annotations",
-        "",
-        f"PROBED_WITH = {t['transformers']!r}",
-        "NULL_REFUSED: dict[str, frozenset[str]] = {",
-    ]
-    for mt, p in sorted(t["types"].items()):
-        keys = ", ".join(repr(k) for k in p["null_refused"])
-        lines.append(f"    {mt!r}: frozenset({{{keys}}}),")
-    lines.append("}")
-    lines.append("# keys whose absence transformers refuses (its class default does not build)")
-    lines.append("MISSING_REFUSED: dict[str, frozenset[str]] = {")
-    for mt, p in sorted(t["types"].items()):
-        if p["missing_refused"]:
-            keys = ", ".join(repr(k) for k in p["missing_refused"])
-            lines.append(f"    {mt!r}: frozenset({{{keys}}}),")
-    lines.append("}")
-    divides = sorted(mt for mt, p in t["types"].items() if p["heads_divide_hidden"])
-    lines.append("HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset({")
-    lines += [f"    {mt!r}," for mt in divides]
-    lines.append("})")
-    lines.append("# each type's config-class defaults (integer, boolean, string and null fields)")
-    lines.append("CLASS_DEFAULTS: dict[str, dict[str, object]] = {")
-    for mt, p in sorted(t["types"].items()):
-        lines.append(f"    {mt!r}: {p['defaults']!r},")
-    lines.append("}")
-    lines.append("# a multimodal type's text_config when config.json has none (its class's sub-config defaults)")
-    lines.append("WRAPPER_TEXT_DEFAULTS: dict[str, dict[str, object]] = {")
-    for mt, w in sorted(t["wrappers"].items()):
-        lines.append(f"    {mt!r}: {w!r},")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+    """The probed table as ffnlab's data file (one JSON document, keys sorted)."""
+    types = sorted(t["types"].items())
+    doc = {"note": NOTE, "probed_with": t["transformers"],
+           "null_refused": {mt: sorted(p["null_refused"]) for mt, p in types},
+           "missing_refused": {mt: sorted(p["missing_refused"]) for mt, p in types if p["missing_refused"]},
+           "heads_divide_hidden": sorted(mt for mt, p in types if p["heads_divide_hidden"]),
+           "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},
+           "wrapper_text_defaults": {mt: w for mt, w in sorted(t["wrappers"].items())}}
+    return json.dumps(doc, indent=1) + "\n"
 
 
 if __name__ == "__main__":

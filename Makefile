@@ -80,7 +80,7 @@ clean-venv:
 # modules (~2,800) takes hours on two cores; MUTATE_SAMPLE=150 checks a seeded uniform sample of
 # 150 per module instead (a first call brings the mutants up to date without checking any) and prints
 # each module's share killed with its 95% interval.
-MUTATE_MODULES ?= ffnlab.sizing.counting ffnlab.sizing.widths ffnlab.sizing.memory.activations ffnlab.experiments.stats
+MUTATE_MODULES ?= ffnlab.sizing.counting ffnlab.sizing.widths ffnlab.sizing.memory.activations ffnlab.experiments.analysis.stats
 MUTATE_JOBS ?= 2
 MUTATE_MIN ?=
 MUTATE_SAMPLE ?=

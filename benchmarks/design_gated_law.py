@@ -18,8 +18,8 @@ import math
 import statistics
 from pathlib import Path
 
-from ffnlab.experiments import power as pw
-from ffnlab.experiments.runs import load
+from ffnlab.experiments.analysis import power as pw
+from ffnlab.experiments.sweep.runs import load
 
 MARGIN = 0.005  # the spec's equivalence margin, a fraction of the 8/3 arm's loss
 PAIRS = {"gated_law": ("swiglu-r4", "swiglu-pm4"), "glu_vs_plain": ("swiglu-pm4", "gelu-r4")}

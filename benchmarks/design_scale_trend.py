@@ -4,7 +4,7 @@ Reads the pilot (its kept runs are in ``docs/results/pilots/pilot-scale-warm``):
 curvature and residual spread of the loss against log2(ratio). Then simulates the planned cells
 (three sizes at one training length, or four lengths at one size) whose best log2 ratio moves by
 ``--slope`` per doubling, each with the planned ratios and seeds, runs the report's own trend
-analysis (:func:`ffnlab.experiments.trend.slope`) on each simulated sweep, and prints how often
+analysis (:func:`ffnlab.experiments.analysis.trend.slope`) on each simulated sweep, and prints how often
 the interval excludes 0 (the claim "the best ratio does not change" is decided false) and how
 often it is unbounded.
 
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ffnlab.experiments import trend as tr
-from ffnlab.experiments.runs import load
+from ffnlab.experiments.analysis import trend as tr
+from ffnlab.experiments.sweep.runs import load
 
 
 def pilot_shape(folder: Path) -> tuple[float, float]:

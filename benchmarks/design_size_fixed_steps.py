@@ -5,7 +5,7 @@ design, trained to 20 tokens per parameter) for each cell's curvature and residu
 final loss against log2(ratio). Then simulates the planned design: three sizes 4x apart in
 parameters, the planned ratios and seeds per cell, the best log2 ratio moving by ``--slope`` per
 doubling of parameters. Each simulated sweep goes through the report's own trend analysis
-(:func:`ffnlab.experiments.trend.weighted_trend` and :func:`~ffnlab.experiments.trend.trend_verdict`)
+(:func:`ffnlab.experiments.analysis.trend.weighted_trend` and :func:`~ffnlab.experiments.analysis.trend.trend_verdict`)
 and the script prints, per true slope: how often the claim "the best ratio does not change with
 size" is decided false, true and inconclusive, how often the weighted slope's interval covers
 the true slope, and how often a cell has no significant minimum.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ffnlab.experiments import trend as tr
-from ffnlab.experiments.runs import load
+from ffnlab.experiments.analysis import trend as tr
+from ffnlab.experiments.sweep.runs import load
 
 
 def cell_shape(folder: Path, cell: str) -> tuple[float, float, float]:

@@ -24,8 +24,8 @@ import json
 import statistics
 from pathlib import Path
 
-from ffnlab.experiments import capacity as cap
-from ffnlab.experiments.sweep_spec import SweepSpec, find_spec, load_spec, resolve
+from ffnlab.experiments.capacity import design as cap
+from ffnlab.experiments.sweep.spec import SweepSpec, find_spec, load_spec, resolve
 from ffnlab.training import runconfig
 
 

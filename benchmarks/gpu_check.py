@@ -196,7 +196,7 @@ def section_tests(device: str, sizes: Sizes, work: Path, save: Callable[[dict], 
 
 def sweep_spec(sizes: Sizes) -> Any:
     """The golden-h200 preset, with the CPU dry run's toy overrides applied."""
-    from ffnlab.experiments.sweep_spec import find_spec, spec_from_dict
+    from ffnlab.experiments.sweep.spec import find_spec, spec_from_dict
     from ffnlab.training.runconfig import read_file
 
     data = read_file(find_spec(PRESET))
@@ -211,8 +211,8 @@ def sweep_spec(sizes: Sizes) -> Any:
 
 
 def section_sweep(device: str, sizes: Sizes, work: Path, save: Callable[[dict], None]) -> dict[str, Any]:
-    from ffnlab.experiments.report import write_report
-    from ffnlab.experiments.sweep_run import execute
+    from ffnlab.experiments.reporting.report import write_report
+    from ffnlab.experiments.sweep.run import execute
 
     spec = sweep_spec(sizes)
     spec.base.setdefault("data", {})["cache_dir"] = str(work / "data_cache")

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ffnlab.experiments import power as pw
-from ffnlab.experiments import trend as tr
-from ffnlab.experiments import verdicts as vd
-from ffnlab.experiments.stats import quadratic_minimum, ratio_of_means
+from ffnlab.experiments.analysis import power as pw
+from ffnlab.experiments.analysis import trend as tr
+from ffnlab.experiments.analysis import verdicts as vd
+from ffnlab.experiments.analysis.stats import quadratic_minimum, ratio_of_means
 
 CASES = [  # name, true means, true sds, seeds per arm, noise df (None: normal)
     ("3 seeds, 3 alternatives, equal", {"ref": 0, "a": 0, "b": 0.01, "c": -0.02}, {"ref": 1, "a": 1, "b": 1, "c": 1}, 3, None),

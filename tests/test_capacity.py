@@ -11,7 +11,7 @@ import torch
 from cli_run import assert_usage_error, run
 
 from ffnlab.errors import FfnlabError
-from ffnlab.experiments.capacity_analysis import ArmCapacity, verdict_gated, verdict_peak
+from ffnlab.experiments.capacity.analysis import ArmCapacity, verdict_gated, verdict_peak
 from ffnlab.sizing.claims import VERDICTS
 from ffnlab.training.capacity import (
     CONTEXT,
@@ -227,8 +227,8 @@ def test_every_seed_storing_nothing_is_a_clear_outcome_not_nan():
 def test_capacity_preset_run_report_and_claims(tmp_path):
     import yaml
 
-    from ffnlab.experiments.capacity import budget_spec, find_preset, load_preset, run_preset
-    from ffnlab.experiments.capacity_report import write_report
+    from ffnlab.experiments.capacity.design import budget_spec, find_preset, load_preset, run_preset
+    from ffnlab.experiments.capacity.report import write_report
     from ffnlab.sizing.claims import check_claims, load_evidence
 
     preset = yaml.safe_load(find_preset("capacity").read_text())
@@ -273,7 +273,7 @@ def test_capacity_cli_errors(tmp_path):
 def test_a_capacity_cache_is_matched_to_its_run_by_content_not_by_file_times(tmp_path):
     import os
 
-    from ffnlab.experiments.capacity_analysis import _cached
+    from ffnlab.experiments.capacity.analysis import _cached
     from ffnlab.training.capacity import summary_fingerprint
 
     run = tmp_path / "run"

@@ -91,7 +91,7 @@ def test_identity_evidence_is_computed(verdicts):
 
 def test_needs_experiment_claims_name_a_command_that_exists(verdicts):
     """Every sweep a claim tells the user to run resolves; every benchmark script is there."""
-    from ffnlab.experiments.sweep_spec import ANALYSES, TREND_AXES, find_spec
+    from ffnlab.experiments.sweep.spec import ANALYSES, TREND_AXES, find_spec
 
     open_claims = [c for c in load_claims() if c["check"] == "experiment"]
     assert {verdicts[c["id"]]["verdict"] for c in open_claims} == {"needs-experiment"}  # no evidence given

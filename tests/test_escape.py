@@ -162,7 +162,7 @@ def test_render_tables_escape_every_format(capsys):
 
 
 def test_probe_page_text_from_the_corpus_carries_no_control_characters():
-    from ffnlab.experiments.probe_report import _show
+    from ffnlab.experiments.reporting.probe import _show
 
     shown = _show("a\x1b[31m<b>\nz\t")
     assert "\x1b" not in shown and shown.endswith("z\u21e5") and "\u21b5" in shown
@@ -179,7 +179,7 @@ def test_figure_text_from_data_is_drawn_as_text_with_escapes_and_no_raw_warning(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ffnlab.experiments.plots import _png
+    from ffnlab.experiments.reporting.plots import _png
 
     fig, ax = plt.subplots()
     ax.plot([1, 10], [1, 2], label="b\x1b[31m\x07 $\\undefined$")

@@ -53,7 +53,7 @@ def test_alignment_json_without_an_aligned_width_is_refused(tmp_path):
 
 
 def test_h200_preset_bridges_the_kept_cpu_cell_and_holds_parameters_equal():
-    from ffnlab.experiments.sweep_spec import load_spec, resolve
+    from ffnlab.experiments.sweep.spec import load_spec, resolve
 
     spec = load_spec("golden-h200")
     assert spec.base["data"] == {"corpus": "shakespeare", "tokenizer": "byte"}  # ships in the package

@@ -105,7 +105,7 @@ def test_the_reference_check_flags_a_module_that_does_not_exist():
     assert not _resolves("ffnlab.counting", "ffnlab.sizing")
     assert not _resolves("ffnlab.sizing.audit.no_such_function", "ffnlab.sizing")
     assert _resolves("ffnlab.sizing.audit.audit_config", "ffnlab.sizing")
-    assert _resolves("trend", "ffnlab.experiments")  # relative to the citing package
+    assert _resolves("trend", "ffnlab.experiments.analysis")  # relative to the citing package
 
 
 def _defined_here(name: str, source: str) -> bool:
@@ -148,7 +148,7 @@ def test_a_saved_spec_without_a_newer_field_reads_as_the_spec_would_default_it()
     written before a field existed (the key absent) gives what a spec read today defaults it to."""
     from dataclasses import asdict
 
-    from ffnlab.experiments.sweep_spec import load_spec, spec_field
+    from ffnlab.experiments.sweep.spec import load_spec, spec_field
 
     saved = asdict(load_spec("golden-quick"))  # what a sweep record keeps
     fresh = asdict(load_spec("golden-quick").__class__(name="x", arms=[], seeds=[]))  # every default

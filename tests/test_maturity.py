@@ -1,4 +1,4 @@
-"""Runs far from trained are named beside the verdicts (experiments/maturity.py).
+"""Runs far from trained are named beside the verdicts (experiments/analysis/maturity.py).
 
 Oracles: hand-computed curves (a straight line between evaluations, its fall over the last
 quarter worked out by hand) and a sweep folder written here in ffnlab's file layout.
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_inproc import run_cli
 
-from ffnlab.experiments.maturity import (
+from ffnlab.experiments.analysis.maturity import (
     RunProgress,
     assess,
     late_fall,
@@ -111,7 +111,7 @@ def test_a_designs_maturity_from_the_spec_alone_is_what_its_runs_reached():
     """golden-mature's cells from the preset alone equal the tokens per non-embedding parameter its
     kept reference runs trained (their summary.json and the resolved sizes in sweep.json), and lie
     within the iso-params tolerance of the report's cell figure (a mean over the arms)."""
-    from ffnlab.experiments.sweep_spec import design_maturity, load_spec
+    from ffnlab.experiments.sweep.spec import design_maturity, load_spec
 
     kept = Path(__file__).resolve().parents[1] / "docs/results/golden-mature"
     record = json.loads((kept / "sweep.json").read_text())
@@ -128,7 +128,7 @@ def test_a_designs_maturity_from_the_spec_alone_is_what_its_runs_reached():
 
 def test_a_design_that_must_be_mature_is_refused_below_the_rule():
     from ffnlab.errors import FfnlabError
-    from ffnlab.experiments.sweep_spec import find_spec, spec_from_dict
+    from ffnlab.experiments.sweep.spec import find_spec, spec_from_dict
     from ffnlab.files import read_mapping
 
     data = read_mapping(find_spec("golden-mature"), "sweep spec")
@@ -142,7 +142,7 @@ def test_a_design_that_must_be_mature_is_refused_below_the_rule():
 @pytest.mark.parametrize("preset", ["golden-h200", "golden-gpu", "scale-trend-gpu"])
 def test_the_gpu_presets_reach_the_rule_and_refuse_a_shorter_design(preset):
     from ffnlab.errors import FfnlabError
-    from ffnlab.experiments.sweep_spec import design_maturity, find_spec, load_spec, spec_from_dict
+    from ffnlab.experiments.sweep.spec import design_maturity, find_spec, load_spec, spec_from_dict
     from ffnlab.files import read_mapping
 
     spec = load_spec(preset)
@@ -164,7 +164,7 @@ def test_the_gpu_presets_reach_the_rule_and_refuse_a_shorter_design(preset):
 
 
 def test_the_time_estimate_is_the_flops_over_the_peak_at_the_stated_utilisation():
-    from ffnlab.experiments.sweep_run import time_estimate
+    from ffnlab.experiments.sweep.run import time_estimate
 
     line = time_estimate(1.2e12, 3, 2, 1e10)  # 1.2e12 / (2 x 1e10 x 0.3) = 200 s; x 0.1: 600 s
     assert "3 run(s) left" in line and "3 min-10 min on 2 worker(s) at 10%-30%" in line and "an assumption" in line

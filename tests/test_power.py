@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from ffnlab.experiments import power as pw
-from ffnlab.experiments.stats import tost, welch_pair
+from ffnlab.experiments.analysis import power as pw
+from ffnlab.experiments.analysis.stats import tost, welch_pair
 
 
 def simulated_rejections(n: int, sds: tuple[float, float], effect: float, test: str, sims: int, seed: int,

@@ -154,7 +154,7 @@ def test_iso_params_search_is_bounded(tmp_path, base, extra, fragment):
             "arms": [{"name": "a", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}},
                      {"name": "b", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 2}}]}
     if fragment == "would try":
-        from ffnlab.experiments.sweep_spec import resolve, spec_from_dict
+        from ffnlab.experiments.sweep.spec import resolve, spec_from_dict
 
         with pytest.raises(FfnlabError, match=fragment):
             resolve(spec_from_dict(spec), 256)
@@ -597,7 +597,7 @@ def test_probe_layers_named_twice_are_refused(tmp_path):
     ({"budgets": [{"name": "../up", "model": {}}]}, "budgets[0].name"),
 ])
 def test_capacity_presets_refuse_bad_exposures_and_budget_names(tmp_path, change, fragment):
-    from ffnlab.experiments.capacity import find_preset
+    from ffnlab.experiments.capacity.design import find_preset
 
     preset = yaml.safe_load(find_preset("capacity").read_text()) | change
     if change.get("exposures") == ".nan":
@@ -611,7 +611,7 @@ def test_capacity_run_refuses_absurd_workers(tmp_path):
 
 
 def test_a_capacity_verdict_where_nothing_was_stored_says_so():
-    from ffnlab.experiments.capacity_analysis import ArmCapacity, verdict_gated, verdict_peak
+    from ffnlab.experiments.capacity.analysis import ArmCapacity, verdict_gated, verdict_peak
 
     def arm(name: str, ratio: float, gated: bool) -> ArmCapacity:
         a = ArmCapacity("small", name, "swiglu" if gated else "gelu", gated, 32, int(32 * ratio), ratio,

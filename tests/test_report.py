@@ -9,8 +9,8 @@ import re
 import pytest
 from test_verdicts import fake_sweep
 
-from ffnlab.experiments.browser import check_in_browser, find_browser
-from ffnlab.experiments.report import write_report
+from ffnlab.experiments.reporting.browser import check_in_browser, find_browser
+from ffnlab.experiments.reporting.report import write_report
 from ffnlab.sizing.audit import audit_entry
 from ffnlab.sizing.zoo import load_zoo
 
@@ -116,7 +116,7 @@ def test_provenance_gives_each_cells_tokens_and_keeps_the_dirty_mark(tmp_path):
 def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     import math
 
-    from ffnlab.experiments import plots
+    from ffnlab.experiments.reporting import plots
 
     # s1's minimum is at ratio 2; s2's loss still falls at ratio 8 (its parabola bottoms out near 32)
     shape = {"s1": 1.0, "s2": 5.0}
@@ -130,7 +130,7 @@ def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     assert "| 2.00 \\[1.98, 2.02\\] |" in rows["s1"]  # a bounded interval around ratio 2, inside 1-8
     assert "32.00 \\[30.20, 34.00\\] (not inside the tested 1-8)" in rows["s2"]
     # a cell whose interval is unbounded, or that has no minimum, still draws
-    from ffnlab.experiments.analysis import analyse
+    from ffnlab.experiments.analysis.analyse import analyse
 
     result = analyse(tmp_path)
     cells = result["cells"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ffnlab.experiments import verdicts as vd
+from ffnlab.experiments.analysis import verdicts as vd
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 KEPT_ALL = sorted(p.parent for p in RESULTS.glob("*/.ffnlab-report"))
@@ -41,7 +41,7 @@ def rebuilt_like_kept(paths: dict[str, Path], folder: Path) -> None:
 def page_reads_in_a_browser(html: Path) -> None:
     """The rebuilt page in headless Chromium, where there is one: every figure decodes and nothing
     scrolls sideways, on a desktop and on a phone-sized window."""
-    from ffnlab.experiments.browser import check_in_browser, find_browser
+    from ffnlab.experiments.reporting.browser import check_in_browser, find_browser
 
     if find_browser() is None:
         return  # the rebuild itself is still checked; tests/test_report.py reports the skip
@@ -61,7 +61,7 @@ def test_there_are_kept_reports():
 def test_a_capacity_report_rebuilds_from_its_kept_measures(folder, tmp_path):
     """Each run's summary.json and capacity.json are kept (no checkpoints): the analysis reruns
     on them to the same claims, and every arm's mean bits/param is the mean of its runs' measures."""
-    from ffnlab.experiments.capacity_report import write_report
+    from ffnlab.experiments.capacity.report import write_report
 
     paths = write_report(folder, tmp_path / "again")
     rebuilt_like_kept(paths, folder)
@@ -112,8 +112,8 @@ def test_trend_claims_recompute_from_runs_csv_and_arms_csv(folder):
 
     import numpy as np
 
-    from ffnlab.experiments import trend
-    from ffnlab.experiments.fmt import interval
+    from ffnlab.experiments.analysis import trend
+    from ffnlab.experiments.reporting.fmt import interval
 
     spec = json.loads((folder / "sweep.json").read_text())["spec"]
     claims = json.loads((folder / "claims.json").read_text())
@@ -147,7 +147,7 @@ def test_trend_claims_recompute_from_runs_csv_and_arms_csv(folder):
 
 @pytest.mark.parametrize("folder", [p for p in KEPT if (p / "runs").is_dir()], ids=lambda p: p.name)
 def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_path):
-    from ffnlab.experiments.report import write_report
+    from ffnlab.experiments.reporting.report import write_report
 
     with open(folder / "runs.csv", newline="", encoding="utf-8") as fh:
         runs = [row["run"] for row in csv.DictReader(fh)]

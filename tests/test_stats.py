@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from ffnlab.experiments.stats import (
+from ffnlab.experiments.analysis.stats import (
     PooledModel,
     QuadraticMinimum,
     crossing,
@@ -270,7 +270,7 @@ def test_lack_of_fit_without_enough_levels_or_replicates_has_no_p():
 
 
 def test_welch_satterthwaite_df_by_hand():
-    from ffnlab.experiments.stats import _satterthwaite
+    from ffnlab.experiments.analysis.stats import _satterthwaite
 
     assert _satterthwaite([1.0, 1.0], [3, 3]) == pytest.approx(4.0)  # (1 + 1)^2 / (1/2 + 1/2)
     assert _satterthwaite([2.0, 1.0], [5, 3]) == pytest.approx(9 / (4 / 4 + 1 / 2))

@@ -15,9 +15,9 @@ import math
 import numpy as np
 import pytest
 
-from ffnlab.experiments import power as pw
-from ffnlab.experiments import verdicts as vd
-from ffnlab.experiments.stats import quadratic_minimum, ratio_of_means
+from ffnlab.experiments.analysis import power as pw
+from ffnlab.experiments.analysis import verdicts as vd
+from ffnlab.experiments.analysis.stats import quadratic_minimum, ratio_of_means
 
 SIMS = 600
 
@@ -89,7 +89,7 @@ def test_pooling_everything_would_not_have_covered():
     means = {k: 0.3 for k in ("g", "p", "x1", "x2", "x3", "x4")}
     sds = {"g": 0.11, **{k: 0.01 for k in ("p", "x1", "x2", "x3", "x4")}}
     engine = pooled = 0
-    from ffnlab.experiments.stats import pooled_model, pooled_pair
+    from ffnlab.experiments.analysis.stats import pooled_model, pooled_pair
 
     for _ in range(SIMS):
         g = draw(rng, means, sds, 3)
@@ -171,7 +171,7 @@ def simulated_arms(rng: np.random.Generator, speed: dict[str, float], n: int, sd
     every loss at s times the tokens of a speed-1 run, so the true ratio of tokens to any target is
     speed[k] / speed["ref"]. Seeds vary the stretch (log-normal, sd ``sd``) and add evaluation noise
     of ``noise`` nats; evaluations every ``every`` tokens, as a sweep's eval_every gives."""
-    from ffnlab.experiments.runs import ArmStats, RunResult
+    from ffnlab.experiments.sweep.runs import ArmStats, RunResult
 
     grid = np.arange(every, total + every / 2, every)
     arms = []
@@ -188,7 +188,7 @@ def simulated_arms(rng: np.random.Generator, speed: dict[str, float], n: int, sd
 
 @pytest.mark.parametrize("every", [40_960, 81_920])  # golden-quick's spacing and twice it
 def test_tokens_to_target_interval_covers_the_true_ratio(every):
-    from ffnlab.experiments.analysis import convergence
+    from ffnlab.experiments.analysis.analyse import convergence
 
     speed = {"ref": 1.0, "a": 0.9, "b": 1.3}
     spec = {"reference": "ref", "comparisons": {"convergence_speed": ["a", "b"]}, "margin": 0.02}

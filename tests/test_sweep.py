@@ -18,8 +18,8 @@ import yaml
 from cli_run import assert_usage_error, run
 from fswait import wait_for_lock, watching
 
-from ffnlab.experiments.analysis import analyse
-from ffnlab.experiments.sweep_spec import load_spec, resolve, spec_from_dict
+from ffnlab.experiments.analysis.analyse import analyse
+from ffnlab.experiments.sweep.spec import load_spec, resolve, spec_from_dict
 
 MICRO = {
     "name": "micro", "control": "iso-params", "reference": "gelu-r4", "seeds": [0, 1], "threads_per_worker": 1,
@@ -219,7 +219,7 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
 
 def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]:
     """The GLU and convergence verdicts recomputed from the run files with scipy directly and a
-    plain interpolation loop (not ffnlab.experiments.stats), by the rules in docs/experiments.md.
+    plain interpolation loop (not ffnlab.experiments.analysis.stats), by the rules in docs/experiments.md.
 
     With fewer than 10 seeds per arm the rule never pools, so both use Welch's t. GLU (one planned
     comparison, two arms here): Welch interval of gated - plain final loss; true if below 0, false

@@ -1,4 +1,4 @@
-"""The trend diagnostics (experiments/trend.py): the slope between two cells against the joint
+"""The trend diagnostics (experiments/analysis/trend.py): the slope between two cells against the joint
 fit it must equal, exact parabolas, a cell without a minimum, and its bootstrap interval's coverage
 by simulation."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from ffnlab.experiments import trend
+from ffnlab.experiments.analysis import trend
 
 X = np.repeat(np.log2([0.5, 1, 2, 4, 8]), 3)  # five ratios, three seeds, as scale-trend's cells
 
@@ -103,7 +103,7 @@ def test_joint_fit_finds_the_global_minimum_of_a_grid_search():
 def test_kept_scale_trend_size_fit_is_the_global_minimum_not_plus_0_24() -> None:
     """The review's recomputation of docs/results/scale-trend: the least squares over the slope has
     its global minimum near -0.607, not at the +0.240 the first fit stopped at."""
-    from ffnlab.experiments.analysis import _trend_point, cell_spec, load
+    from ffnlab.experiments.analysis.analyse import _trend_point, cell_spec, load
 
     record, arms = load("docs/results/scale-trend")
     spec = record["spec"]
@@ -182,7 +182,7 @@ def test_trend_verdict(p: float, lo: float, hi: float, want: str) -> None:
 def test_trends_sharing_an_axis_keep_their_own_claims_key_and_card():
     """Two learning-rate checks (one axis, two trends) once wrote one claims.json key over the
     other; each now has its own, and a single trend keeps the key kept reports use."""
-    from ffnlab.experiments.report_model import trend_card, trend_key
+    from ffnlab.experiments.reporting.model import trend_card, trend_key
 
     base = {"verdict": "inconclusive", "slope": 0.1, "lo": -1.0, "hi": 1.2, "evidence": "e", "scales": ["a", "b"]}
     lr1, lr2 = {**base, "name": "lr-s1", "axis": "lr"}, {**base, "name": "lr-s2", "axis": "lr"}
@@ -194,7 +194,7 @@ def test_trends_sharing_an_axis_keep_their_own_claims_key_and_card():
 
 
 def test_a_cells_learning_rate_is_its_scales_else_the_bases_else_the_default():
-    from ffnlab.experiments.analysis import _cell_lr
+    from ffnlab.experiments.analysis.analyse import _cell_lr
     from ffnlab.training.runconfig import TrainSection
 
     spec = {"base": {"train": {"lr": 0.003}},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from test_verdicts import scale_sweep
 
-from ffnlab.experiments.analysis import analyse
+from ffnlab.experiments.analysis.analyse import analyse
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "unfinished_cells.py"
 SIZES = {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5}

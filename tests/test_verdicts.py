@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ffnlab.experiments.analysis import analyse
+from ffnlab.experiments.analysis.analyse import analyse
 
 TOKENS = [100 * i for i in range(1, 11)]
 
@@ -322,7 +322,7 @@ def test_segments_follow_a_straight_trend_and_flag_a_bent_one(tmp_path):
     assert down["hi"] < 0 < up["lo"] and t["straight"] is False
     assert down["slope"] == pytest.approx(math.log2(0.7 / 1.5) / 2, abs=0.05)
     assert up["slope"] == pytest.approx(math.log2(4.0 / 0.7) / 2, abs=0.05)
-    from ffnlab.experiments.report_model import report_model
+    from ffnlab.experiments.reporting.model import report_model
 
     model = report_model(result, [], title="t", warnings=[])
     text = " ".join(p for s in model["sections"] for p in s["text"])
@@ -342,7 +342,7 @@ def test_the_maturity_rule_leaves_an_immature_optimal_ratio_inconclusive(tmp_pat
     """The toy sweep at the default maturity (20 tokens per parameter): ratio 2 is clearly better,
     but the runs saw TOKENS[-1] / 1000 tokens per parameter, so the optimal-ratio claim says why it
     is not decided; the convergence claim (not about an optimal ratio) is decided as before."""
-    from ffnlab.experiments.sweep_spec import DEFAULT_MATURITY
+    from ffnlab.experiments.sweep.spec import DEFAULT_MATURITY
 
     fake_sweep(tmp_path, {"gelu-r2": (-0.1, 1.3), "gelu-r4": (0.0, 1.0), "gelu-r8": (0.05, 0.9)}, 6, 0.01,
                spec_extra={"maturity": DEFAULT_MATURITY})

@@ -46,7 +46,7 @@ def test_wheel_holds_data_and_presets(installed: Path) -> None:
     assert (pkg / "data" / "zoo.json").is_file() and (pkg / "data" / "claims.json").is_file()
     presets = sorted(p.stem for p in (pkg / "experiments" / "presets").glob("*.yaml"))
     assert {"golden-quick", "gated-law", "scale-trend"} <= set(presets)
-    templates = {p.name for p in (pkg / "experiments" / "templates").glob("*.j2")}
+    templates = {p.name for p in (pkg / "experiments" / "reporting" / "templates").glob("*.j2")}
     # every page renders from these (base: the shared layout); shipped, or no page renders
     assert templates == {"base.html.j2", "report.html.j2", "report.md.j2", "probe.html.j2"}
 
@@ -67,7 +67,7 @@ def test_installed_wheel_resolves_presets(installed: Path) -> None:
         assert r.returncode == 0, r.stderr
         named |= set(re.findall(r"[a-z][a-z0-9-]+", r.stdout))
     assert shipped and shipped <= named, shipped - named  # the help names every preset that ships
-    code = ("from ffnlab.experiments.sweep_spec import PRESET_DIR, load_spec; s = load_spec('golden-quick'); "
+    code = ("from ffnlab.experiments.sweep.spec import PRESET_DIR, load_spec; s = load_spec('golden-quick'); "
             "print(s.name, len(s.arms), PRESET_DIR)")
     r = _run(installed, "-c", code)
     assert r.returncode == 0, r.stderr

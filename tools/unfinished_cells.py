@@ -3,7 +3,7 @@
 A sweep with ``scales`` (e.g. ``scale-trend``) is analysed by ``ffnlab report`` only once every run
 has finished. Each cell's best ratio and each pre-registered trend whose cells are all complete
 do not depend on the other cells, so this script runs ffnlab's own analysis
-(:func:`ffnlab.experiments.analysis.analyse`) on a view of the sweep restricted to its complete
+(:func:`ffnlab.experiments.analysis.analyse.analyse`) on a view of the sweep restricted to its complete
 cells, and prints those figures; the headline verdicts of the preset's ``decide_at`` cell are
 left to the full report.
 
@@ -20,8 +20,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ffnlab.experiments.analysis import analyse
-from ffnlab.experiments.sweep_run import run_finished
+from ffnlab.experiments.analysis.analyse import analyse
+from ffnlab.experiments.sweep.run import run_finished
 
 
 def complete_cells(sweep: Path, record: dict[str, Any]) -> list[str]:

@@ -28,9 +28,9 @@ def run(
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the capacity report at the end."),
 ) -> None:
     """Train a capacity preset: every budget's sweep on its facts corpus (resumable)."""
-    from ffnlab.experiments.capacity import load_preset, run_preset
-    from ffnlab.experiments.capacity_report import write_report
-    from ffnlab.experiments.sweep_run import RunsFailed
+    from ffnlab.experiments.capacity.design import load_preset, run_preset
+    from ffnlab.experiments.capacity.report import write_report
+    from ffnlab.experiments.sweep.run import RunsFailed
 
     choice(backend, "--backend", ("local", "ray"))  # as sweep and verify check them, before any folder exists
     check_ints(workers=(workers, 1, 4096))
@@ -59,7 +59,7 @@ def report(
     remeasure: bool = typer.Option(False, "--remeasure", help="Measure runs again instead of reusing capacity.json."),
 ) -> None:
     """Measure every run and report bits per parameter per arm (mean, 95% CI) and the verdicts."""
-    from ffnlab.experiments.capacity_report import write_report
+    from ffnlab.experiments.capacity.report import write_report
 
     _print_report(write_report(folder, out, remeasure=remeasure))
 

@@ -26,7 +26,7 @@ def check_run_options(backend: str, workers: int | None) -> None:
 
 def print_maturity(sweep_dir: Path) -> None:
     """A note beside the verdicts when the sweep's runs are far from trained."""
-    from ffnlab.experiments.maturity import sweep_warning
+    from ffnlab.experiments.analysis.maturity import sweep_warning
 
     warning = sweep_warning(sweep_dir)
     if warning:
@@ -55,15 +55,15 @@ def sweep(
     Controls: iso-params, iso-flops, fixed-d-model. Rerun the same command to continue: finished runs
     are kept, interrupted ones resume from their last checkpoint. See docs/experiments.md.
     """
-    from ffnlab.experiments.report import write_report
-    from ffnlab.experiments.sweep_run import RunsFailed, execute
-    from ffnlab.experiments.sweep_spec import load_spec
+    from ffnlab.experiments.reporting.report import write_report
+    from ffnlab.experiments.sweep.run import RunsFailed, execute
+    from ffnlab.experiments.sweep.spec import load_spec
 
     check_run_options(backend, workers)
     require(gpu is None or estimate, "--gpu times an --estimate; a sweep trains on this machine's own device")
     s = load_spec(spec)
     if estimate:
-        from ffnlab.experiments.sweep_estimate import estimate_lines
+        from ffnlab.experiments.sweep.estimate import estimate_lines
 
         for line in estimate_lines(s, gpu, workers):
             print(one_line(line))
@@ -105,7 +105,7 @@ def report(
     Means and 95% CIs per arm, tokens to a pre-registered target loss vs the reference arm,
     the source note's table filled; writes Markdown, self-contained HTML, CSV and JSON.
     """
-    from ffnlab.experiments.report import write_report
+    from ffnlab.experiments.reporting.report import write_report
 
     paths = write_report(sweep_dir, out)
     for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
@@ -126,9 +126,9 @@ def verify(
 
     Fills the seed's empty table with measured numbers and settles the claims that need training.
     """
-    from ffnlab.experiments.report import MARKER
-    from ffnlab.experiments.sweep_run import RunsFailed
-    from ffnlab.experiments.verify import verify as run_verify
+    from ffnlab.experiments.reporting.report import MARKER
+    from ffnlab.experiments.sweep.run import RunsFailed
+    from ffnlab.experiments.sweep.verify import verify as run_verify
 
     check_run_options(backend, workers)
     try:

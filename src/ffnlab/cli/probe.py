@@ -80,7 +80,7 @@ def probe(
     self-contained index.html.
     """
     from ffnlab.errors import require
-    from ffnlab.experiments.probe_report import write
+    from ffnlab.experiments.reporting.probe import write
     from ffnlab.training.probe import corpus_tokens, open_model
     from ffnlab.training.probe import probe as run_probe
 

@@ -449,7 +449,7 @@ def claims(
     if fmt != "csv":  # CSV stays one table
         print(verdict_count(rows))
     if evidence:
-        from ffnlab.experiments.maturity import sweep_of_report, sweep_warning
+        from ffnlab.experiments.analysis.maturity import sweep_of_report, sweep_warning
 
         sweep = sweep_of_report(evidence_file(evidence))
         warning = sweep_warning(sweep) if sweep is not None else None

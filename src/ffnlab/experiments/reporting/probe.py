@@ -27,7 +27,7 @@ def _num(v: Any) -> str:
 
 
 def render_html(result: dict[str, Any]) -> str:
-    from ffnlab.experiments.pages import environment
+    from ffnlab.experiments.reporting.pages import environment
 
     env = environment()
     env.filters["show"] = _show

@@ -4,9 +4,9 @@
 The runs are resolved at the spec's nominal vocabulary (256 for the byte tokenizer, the spec's
 ``bpe_vocab_size`` for BPE, before a tokenizer is trained: the BPE vocabulary trained may be
 smaller, which changes the embedding's FLOPs only). Each cell states its tokens per non-embedding
-parameter against the spec's maturity rule (:func:`ffnlab.experiments.sweep_spec.design_maturity`),
+parameter against the spec's maturity rule (:func:`ffnlab.experiments.sweep.spec.design_maturity`),
 and the time is the runs' training FLOPs over 10-30% of a device's peak
-(:func:`ffnlab.experiments.sweep_run.time_estimate`): an accelerator's published dense bf16 peak
+(:func:`ffnlab.experiments.sweep.run.time_estimate`): an accelerator's published dense bf16 peak
 (``--gpu NAME``, from ``data/accelerators.json``), shared by the spec's workers, or this machine's
 own (its CPU measured by the matmul probe; a local GPU's published peak).
 
@@ -24,13 +24,13 @@ from __future__ import annotations
 import os
 
 from ffnlab.errors import require
-from ffnlab.experiments.sweep_run import (
+from ffnlab.experiments.sweep.run import (
     ESTIMATE_UTILISATION,
     duration,
     resolution_lines,
     time_estimate,
 )
-from ffnlab.experiments.sweep_spec import SweepSpec, design_maturity, resolve
+from ffnlab.experiments.sweep.spec import SweepSpec, design_maturity, resolve
 from ffnlab.training import runconfig
 
 KERNELS_PER_LAYER = 55

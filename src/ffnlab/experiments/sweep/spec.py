@@ -47,7 +47,7 @@ PAIRED = ("glu_vs_plain", "gated_law")
 DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
 DEFAULT_MATURITY = 20.0  # tokens per parameter: compute-optimal training (Hoffmann et al. 2022)
 MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
-PRESET_DIR = Path(__file__).resolve().parent / "presets"  # shipped as package data
+PRESET_DIR = Path(__file__).resolve().parents[1] / "presets"  # shipped as package data (experiments/presets)
 TREND_AXES = ("params", "tokens_per_param", "lr")
 
 
@@ -75,7 +75,7 @@ class SweepSpec:
     comparisons: dict[str, list[str]] = field(default_factory=dict)  # checked in spec_from_dict
     margin: Annotated[float, above(0, 1)] = DEFAULT_MARGIN
     # tokens per non-embedding parameter the runs must reach before a verdict about an optimal
-    # ratio is given (experiments/maturity.py); below it those claims are inconclusive
+    # ratio is given (experiments/analysis/maturity.py); below it those claims are inconclusive
     maturity: Annotated[float, above(0, 1e9)] = DEFAULT_MATURITY
     # a design that must reach ``maturity`` in every cell (the presets meant to decide an optimal
     # ratio): a cell below it is refused when the spec is read, before any run (design_maturity)

@@ -7,8 +7,8 @@ training token that many times in expectation (see
 :func:`ffnlab.training.capacity.steps_for_exposures`). Each budget is a sweep folder
 ``OUT/BUDGET`` that ``ffnlab sweep``'s machinery fills (resumable, the same iso-params control).
 
-The analysis is :mod:`ffnlab.experiments.capacity_analysis`, the report
-:mod:`ffnlab.experiments.capacity_report`.
+The analysis is :mod:`ffnlab.experiments.capacity.analysis`, the report
+:mod:`ffnlab.experiments.capacity.report`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.sweep_spec import PRESET_DIR, SweepSpec, spec_from_dict
+from ffnlab.experiments.sweep.spec import PRESET_DIR, SweepSpec, spec_from_dict
 from ffnlab.files import check_inside, write_atomic
 from ffnlab.training import runconfig
 from ffnlab.training.capacity import steps_for_exposures
@@ -102,7 +102,7 @@ def budget_spec(preset: CapacityPreset, budget: dict[str, Any]) -> SweepSpec:
 def run_preset(preset: CapacityPreset, out: Path, *, workers: int | None = None,
                backend: str = "local", address: str | None = None) -> dict[str, Any]:
     """Train every budget's sweep into ``out/BUDGET``; return the runs' statuses."""
-    from ffnlab.experiments.sweep_run import execute
+    from ffnlab.experiments.sweep.run import execute
 
     status = {}
     for b in preset.budgets:

@@ -1,5 +1,5 @@
 """The capacity report: the same report model and templates as the loss sweeps
-(:mod:`ffnlab.experiments.pages`): verdict cards, each budget's comparisons with the deciding
+(:mod:`ffnlab.experiments.reporting.pages`): verdict cards, each budget's comparisons with the deciding
 interval marked, the arms, and the figure of bits per parameter against the ratio. The report
 folder keeps each budget's record and every run's summary and ``capacity.json``, so
 ``ffnlab capacity report REPORT_FOLDER`` rebuilds it without the checkpoints."""
@@ -12,11 +12,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ffnlab.experiments.capacity_analysis import EQUIVALENCE, analyse, sweep_folders
-from ffnlab.experiments.fmt import bounds, interval, num
-from ffnlab.experiments.pages import json_safe, section, table, write_page
-from ffnlab.experiments.report import claim_report_dir
-from ffnlab.experiments.report_model import COMPARISON_HEADERS, claim_texts, comparison_rows
+from ffnlab.experiments.capacity.analysis import EQUIVALENCE, analyse, sweep_folders
+from ffnlab.experiments.reporting.fmt import bounds, interval, num
+from ffnlab.experiments.reporting.model import COMPARISON_HEADERS, claim_texts, comparison_rows
+from ffnlab.experiments.reporting.pages import json_safe, section, table, write_page
+from ffnlab.experiments.reporting.report import claim_report_dir
 from ffnlab.files import make_dir, write_atomic
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM
 
@@ -32,7 +32,7 @@ def figure(rows: list[dict[str, Any]]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ffnlab.experiments.plots import FONT, colour, plain_text
+    from ffnlab.experiments.reporting.plots import FONT, colour, plain_text
 
     plt.rcParams.update({"font.size": FONT})
     fig, ax = plt.subplots(figsize=(8.0, 4.6))

@@ -42,7 +42,7 @@ def md_cell(text: Any) -> str:
 def environment():  # noqa: ANN202 - jinja2.Environment
     import jinja2
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments.reporting", "templates"),
                              autoescape=jinja2.select_autoescape(["html.j2"]), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              finalize=escape.visible)  # no control characters from files reach a page

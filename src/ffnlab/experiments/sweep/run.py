@@ -30,7 +30,7 @@ from typing import Any
 
 from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.sweep_spec import ResolvedRun, SweepSpec, resolve
+from ffnlab.experiments.sweep.spec import ResolvedRun, SweepSpec, resolve
 from ffnlab.files import (
     check_inside,
     make_dir,

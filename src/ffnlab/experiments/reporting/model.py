@@ -1,4 +1,4 @@
-"""The report model of a sweep (:mod:`ffnlab.experiments.pages` renders it): verdict cards, each
+"""The report model of a sweep (:mod:`ffnlab.experiments.reporting.pages` renders it): verdict cards, each
 stating its deciding interval once; the tables of every comparison (deciding interval marked as
 such, the others labelled sensitivity); convergence, the Kaplan form, the source note's table filled,
 the arms; for scale sweeps every cell's comparisons and the trends."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ffnlab.experiments.analysis import CLAIMED_SPEEDUP
-from ffnlab.experiments.fmt import bounds, interval, num
-from ffnlab.experiments.pages import section, table
-from ffnlab.experiments.sweep_spec import spec_field
-from ffnlab.experiments.trend import SLOPE_MARGIN
+from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP
+from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
+from ffnlab.experiments.reporting.fmt import bounds, interval, num
+from ffnlab.experiments.reporting.pages import section, table
+from ffnlab.experiments.sweep.spec import spec_field
 
 CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
             "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4",

@@ -1,14 +1,14 @@
 """The capacity sweep's analysis: every run measured (Allen-Zhu & Li 2024's lower bound on stored
 bits, :func:`ffnlab.training.capacity.measure_run`), bits per non-embedding parameter per arm, and
 the two capacity claims decided at each budget by the one verdict engine
-(:mod:`ffnlab.experiments.verdicts`), as the loss sweeps are: more bits is better, the margin is
+(:mod:`ffnlab.experiments.analysis.verdicts`), as the loss sweeps are: more bits is better, the margin is
 :data:`EQUIVALENCE` of the reference arm's bits per parameter.
 
 * capacity-peaks-at-ratio-4: the plain ratio-4 arm against every other plain arm
-  (:func:`~ffnlab.experiments.verdicts.reference_best`, higher is better);
+  (:func:`~ffnlab.experiments.analysis.verdicts.reference_best`, higher is better);
 * gated-stores-as-much: the pair fixed in advance, the gated arm at parameter-matched ratio 4
   minus the plain ratio-4 arm, equal parameters as Shazeer (2020) compared them
-  (:func:`~ffnlab.experiments.verdicts.as_much`).
+  (:func:`~ffnlab.experiments.analysis.verdicts.as_much`).
 
 A claim is false if it is false at either budget; otherwise the budgets' verdicts combine in the
 order needs-experiment, inconclusive, misleading, true.
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import require
-from ffnlab.experiments import verdicts as vd
-from ffnlab.experiments.stats import mean_ci
-from ffnlab.experiments.sweep_record import load_sweep
+from ffnlab.experiments.analysis import verdicts as vd
+from ffnlab.experiments.analysis.stats import mean_ci
+from ffnlab.experiments.sweep.record import load_sweep
 from ffnlab.files import check_inside
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, cached_measure, measure_run

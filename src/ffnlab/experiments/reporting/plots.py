@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ffnlab import escape
-from ffnlab.experiments.runs import ArmStats
+from ffnlab.experiments.sweep.runs import ArmStats
 
 WIDTH = 7.5  # inches; at 110 dpi about 825 px, the page's column
 WIDE = 10.0
@@ -251,8 +251,8 @@ def scale_trend(cells: Sequence[dict[str, Any]], arms: Sequence[ArmStats], refer
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from ffnlab.experiments.stats import mean_ci
-    from ffnlab.experiments.trend import cell_points
+    from ffnlab.experiments.analysis.stats import mean_ci
+    from ffnlab.experiments.analysis.trend import cell_points
 
     plt.rcParams.update({"font.size": FONT + 1})
     fig, (ax, bx) = plt.subplots(2, 1, figsize=(WIDE, 9.0), gridspec_kw={"height_ratios": [3, 2]})

@@ -3,9 +3,9 @@
 All figures come from the runs' ``metrics.jsonl``/``summary.json``; nothing is assumed. Outcomes:
 the final validation loss; log tokens to a target loss fixed before the runs (the spec's
 ``target_loss``, or the rule :func:`target_loss`); for scale sweeps, each cell's best ratio and
-the trend of the best ratio along each pre-registered axis (:mod:`ffnlab.experiments.trend`).
+the trend of the best ratio along each pre-registered axis (:mod:`ffnlab.experiments.analysis.trend`).
 How a comparison is decided (the variance model, the one verdict rule, power and seed advice) is
-in :mod:`ffnlab.experiments.verdicts`; docs/experiments.md states it for users.
+in :mod:`ffnlab.experiments.analysis.verdicts`; docs/experiments.md states it for users.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ffnlab.experiments import maturity as mt
-from ffnlab.experiments import trend as tr
-from ffnlab.experiments import verdicts as vd
-from ffnlab.experiments.fmt import interval as fmt_iv
-from ffnlab.experiments.runs import ArmStats, load
-from ffnlab.experiments.stats import POWER, crossing, mean_ci, ratio_of_means
-from ffnlab.experiments.sweep_spec import spec_field
+from ffnlab.experiments.analysis import maturity as mt
+from ffnlab.experiments.analysis import trend as tr
+from ffnlab.experiments.analysis import verdicts as vd
+from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
+from ffnlab.experiments.reporting.fmt import interval as fmt_iv
+from ffnlab.experiments.sweep.runs import ArmStats, load
+from ffnlab.experiments.sweep.spec import spec_field
 
 CLAIMED_SPEEDUP = 1.08  # the first source note's "8% faster"
 GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
@@ -84,7 +84,7 @@ def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
 
 def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any]) -> tuple[dict[str, Any], vd.Family | None]:
     """"Ratio 4 gives the best model; other ratios lose quality": the raw-ratio-4 reference against
-    the spec's same-kind alternatives (:func:`ffnlab.experiments.verdicts.reference_best`)."""
+    the spec's same-kind alternatives (:func:`ffnlab.experiments.analysis.verdicts.reference_best`)."""
     reference = spec["reference"]
     ref = next(a for a in arms if a.name == reference)
     alts = alternatives(spec, arms, "ratio_optimal")
@@ -120,7 +120,7 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], key: str) -> dict[s
     """A planned pair ``(first, second)`` fixed in the spec: first should end lower.
     glu_vs_plain: (gated, plain) at equal d_model and parameters (Shazeer 2020, Table 1);
     gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters (the source note's law inside the
-    gated family). :func:`ffnlab.experiments.verdicts.first_better` maps its outcome."""
+    gated family). :func:`ffnlab.experiments.analysis.verdicts.first_better` maps its outcome."""
     pair = _pair(spec, arms, key)
     if pair is None:
         return None
@@ -225,7 +225,7 @@ def _exp(v: float) -> float:
 
 def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any]) -> dict[str, Any]:
     """"Enforcing ratio 4 converges 8% faster": tokens(alternative) / tokens(ratio 4) >= 1.08 for
-    every alternative fixed in the spec (:func:`ffnlab.experiments.verdicts.threshold_claim`)."""
+    every alternative fixed in the spec (:func:`ffnlab.experiments.analysis.verdicts.threshold_claim`)."""
     fam: vd.Family | None = conv["family"]
     ref = conv["reference"]
     unit = f"tokens(alternative) / tokens({ref}) to loss {conv['target_loss']:.4f}"
@@ -324,7 +324,7 @@ def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
 def trends(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
     """Each trend of ``spec["trends"]``: whether the cells' best ratios are constant (homogeneity)
     and how they move per doubling of the axis (weighted slope, widened for misfit), with the
-    verdict on "the best ratio does not change" (:func:`ffnlab.experiments.trend.trend_verdict`);
+    verdict on "the best ratio does not change" (:func:`ffnlab.experiments.analysis.trend.trend_verdict`);
     the unweighted joint fit as a sensitivity analysis (``joint``) and, as a diagnostic, the slope
     between each pair of adjacent cells (``segments``)."""
     out = []

@@ -26,7 +26,7 @@ Each claim maps these outcomes to a verdict (true, false, misleading, inconclusi
 table (:data:`FIRST_BETTER`, :data:`AS_MUCH`, :func:`reference_best`); a negligible difference is
 read with its sign: a real but negligible gain in the claimed direction is ``misleading``, a
 negligible difference the other way is no gain (``false``). The power, minimum detectable effect and seed advice of a decision come
-from the test that decided it (:mod:`ffnlab.experiments.power`).
+from the test that decided it (:mod:`ffnlab.experiments.analysis.power`).
 """
 
 from __future__ import annotations
@@ -37,10 +37,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ffnlab.experiments import power as pw
-from ffnlab.experiments.fmt import interval as fmt_iv
-from ffnlab.experiments.fmt import num
-from ffnlab.experiments.stats import (
+from ffnlab.experiments.analysis import power as pw
+from ffnlab.experiments.analysis.stats import (
     POWER,
     Comparison,
     Equivalence,
@@ -52,6 +50,8 @@ from ffnlab.experiments.stats import (
     welch_pair,
     welch_vs_reference,
 )
+from ffnlab.experiments.reporting.fmt import interval as fmt_iv
+from ffnlab.experiments.reporting.fmt import num
 
 MIN_SEEDS_TO_POOL = 10  # the pre-registered pooling rule (module docstring)
 MAX_SD_RATIO = 2.0  # ... and the arms' sample standard deviations within this factor of each other

@@ -16,9 +16,9 @@ from ffnlab.sizing.zoo import load_zoo
 
 def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, workers: int | None = None,
            backend: str = "local", address: str | None = None, progress: str = "auto") -> dict[str, Any]:
-    from ffnlab.experiments.report import claim_report_dir, write_report
-    from ffnlab.experiments.sweep_run import execute
-    from ffnlab.experiments.sweep_spec import load_spec
+    from ffnlab.experiments.reporting.report import claim_report_dir, write_report
+    from ffnlab.experiments.sweep.run import execute
+    from ffnlab.experiments.sweep.spec import load_spec
 
     t0 = time.perf_counter()
     out = Path(out)

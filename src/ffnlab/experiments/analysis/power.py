@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ffnlab.experiments.stats import LEVEL, POWER, dunnett_critical
+from ffnlab.experiments.analysis.stats import LEVEL, POWER, dunnett_critical
 from ffnlab.monotone import first_true
 
 MAX_SEEDS = 100_000  # beyond this a seed count is reported as "more than"

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ffnlab.experiments.runs import ArmStats
-from ffnlab.experiments.stats import LEVEL, QuadraticMinimum, quadratic_minimum
+from ffnlab.experiments.analysis.stats import LEVEL, QuadraticMinimum, quadratic_minimum
+from ffnlab.experiments.sweep.runs import ArmStats
 
 SLOPE_MARGIN = 0.1  # log2(best ratio) per doubling: over 100x (6.6 doublings) a factor 2**0.66 = 1.6
 BOOTSTRAP = 2000

@@ -2,7 +2,7 @@
 
 Intervals, each a :class:`Comparison` that carries its own standard error, degrees of freedom
 and interval multiplier, so the power and seed advice of a comparison always come from the test
-that decided it (:mod:`ffnlab.experiments.power`):
+that decided it (:mod:`ffnlab.experiments.analysis.power`):
 
 * :func:`dunnett_vs_reference` — every arm against the reference on the variance pooled over
   all arms, simultaneous family-wise intervals (Dunnett 1955, ``scipy.stats.dunnett``);
@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ffnlab.experiments.fmt import finite
+from ffnlab.experiments.reporting.fmt import finite
 
 LEVEL = 0.95
 POWER = 0.80

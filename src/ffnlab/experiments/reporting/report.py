@@ -1,4 +1,4 @@
-"""Write a sweep's report: the analysis (:mod:`analysis`), its report model (:mod:`report_model`)
+"""Write a sweep's report: the analysis (:mod:`ffnlab.experiments.analysis.analyse`), its report model (:mod:`model`)
 rendered by the shared templates (:mod:`pages`), the figures (:mod:`plots`), and every number as
 CSV/JSON, ``claims.json`` (for ``ffnlab claims --evidence``) and a copy of each run's records
 (``runs/RUN/summary.json`` and ``metrics.jsonl``, no checkpoints) so the report can be rebuilt
@@ -17,12 +17,12 @@ from typing import Any
 
 from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.experiments import plots
-from ffnlab.experiments.analysis import analyse
-from ffnlab.experiments.pages import json_safe, write_page
-from ffnlab.experiments.report_model import FIGURE_TITLES, report_model, trend_key
-from ffnlab.experiments.sweep_record import load_sweep
-from ffnlab.experiments.sweep_spec import spec_field
+from ffnlab.experiments.analysis.analyse import analyse
+from ffnlab.experiments.reporting import plots
+from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, trend_key
+from ffnlab.experiments.reporting.pages import json_safe, write_page
+from ffnlab.experiments.sweep.record import load_sweep
+from ffnlab.experiments.sweep.spec import spec_field
 from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
 from ffnlab.provenance import git_commit, short_commit
 
@@ -154,7 +154,7 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
         from ffnlab.sizing.claims import check_claims
 
         claim_rows = check_claims(claims)
-    from ffnlab.experiments.maturity import sweep_warning
+    from ffnlab.experiments.analysis.maturity import sweep_warning
 
     note = sweep_warning(sweep_dir)
     model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result['spec']['name']}",

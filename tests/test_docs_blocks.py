@@ -53,6 +53,20 @@ def test_the_check_catches_a_stale_block_and_a_hand_copied_output(tmp_path):
     assert docs_blocks.main([str(md)]) == 0 and md.read_text() == fresh
 
 
+def test_an_excerpt_keeps_the_selected_lines_of_the_real_output_and_says_so():
+    cmd = "ffnlab size --d-model 768 --ffn gelu --ratio 4 --format markdown"
+    whole = docs_blocks.run_command(cmd)
+    part = docs_blocks.render(f'{cmd} from "| d_ff |" until "| parameter-matched"')
+    assert "| d_ff | 3072 |" in part and "| raw ratio" in part and "parameter-matched ratio |" not in part
+    assert "lines were left out before and after it" in part
+    kept = part.split(")*\n\n", 1)[1]
+    assert kept in whole and kept.startswith("| d_ff | 3072 |")  # a contiguous slice of what the command printed
+    text = docs_blocks.render('ffnlab size --d-model 768 --ffn gelu --ratio 4 from "│ d_ff"')
+    assert text.splitlines()[2] == "[...]" and "d_ff" in text.splitlines()[3]
+    with pytest.raises(SystemExit, match="no output line starts with"):
+        docs_blocks.render(f'{cmd} from "no such line"')
+
+
 def test_the_readme_quotes_the_zoo_size() -> None:
     """The README's counts of zoo models are the zoo's (they drifted once: 114 quoted, 122 kept)."""
     import re

@@ -16,6 +16,12 @@ network (the Hub is set offline).
     python tools/docs_blocks.py           # rewrite every generated block in place
     python tools/docs_blocks.py --check   # exit 1 and name each block that differs (the test)
 
+A block may show an excerpt of the output, still generated and checked: ``<!-- out: CMD from "TEXT"
+until "TEXT" -->`` (either part alone) keeps the lines from the first one starting with the
+``from`` text up to (not including) the next one starting with the ``until`` text, and says so
+where lines were left out. A selector that matches nothing is an error, so an excerpt cannot
+silently go empty.
+
 A ``$ ffnlab`` line outside a generated block must be marked ``<!-- sample: REASON -->`` on the
 line before its code block (output with timings or from a long run, shown as an example);
 ``--check`` fails on an unmarked one, so no hand-copied output can drift unnoticed.
@@ -55,12 +61,36 @@ def run_command(cmd: str, root: Path = ROOT) -> str:
     return "\n".join(line.rstrip() for line in out.rstrip("\n").splitlines()) + "\n"
 
 
-def render(cmd: str, root: Path = ROOT) -> str:
-    out = run_command(cmd, root)
+EXCERPT = re.compile(r'^(?P<cmd>.*?)(?: from "(?P<start>[^"]+)")?(?: until "(?P<stop>[^"]+)")?$')
+
+
+def excerpt(out: str, start: str | None, stop: str | None) -> tuple[str, bool, bool]:
+    """The lines of ``out`` from the first starting with ``start`` up to the next starting with
+    ``stop``; and whether lines were left out before and after."""
+    lines = out.splitlines(keepends=True)
+    first = 0 if start is None else next((i for i, line in enumerate(lines) if line.startswith(start)), None)
+    if first is None:
+        raise SystemExit(f"error: no output line starts with {start!r}")
+    last = len(lines)
+    if stop is not None:
+        last = next((i for i in range(first + 1, len(lines)) if lines[i].startswith(stop)), -1)
+        if last < 0:
+            raise SystemExit(f"error: no output line after {start!r} starts with {stop!r}")
+    return "".join(lines[first:last]), first > 0, last < len(lines)
+
+
+def render(spec: str, root: Path = ROOT) -> str:
+    m = EXCERPT.match(spec)
+    assert m is not None  # the pattern matches any text
+    cmd = m["cmd"]
+    out, cut_before, cut_after = excerpt(run_command(cmd, root), m["start"], m["stop"])
     shown = f"```\n$ {cmd}\n```\n\n"
     if "--format markdown" in cmd and not out.startswith("error:"):
-        return shown + out
-    return f"```text\n$ {cmd}\n{out}```\n"
+        note = "*(an excerpt of the output: lines were left out " + \
+            {(True, True): "before and after it", (True, False): "before it", (False, True): "after it"}.get(
+                (cut_before, cut_after), "") + ")*\n\n" if cut_before or cut_after else ""
+        return shown + note + out
+    return f"```text\n$ {cmd}\n{'[...]' + chr(10) if cut_before else ''}{out}{'[...]' + chr(10) if cut_after else ''}```\n"
 
 
 def update_text(text: str, root: Path = ROOT) -> str:

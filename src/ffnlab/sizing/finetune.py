@@ -249,6 +249,68 @@ def finetune_peak(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", seq_
     return FinetunePeak(states, tl, grads_in)
 
 
-__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetunePeak", "FinetuneStates", "LoraCount",
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """How a model is fine-tuned: ``full`` (every weight trains: the training step of
+    :mod:`ffnlab.sizing.memory.parallel`), ``lora`` or ``qlora`` (adapters of rank ``rank`` on
+    ``targets``, the base frozen; QLoRA's base in ``base_format``). ``alpha`` scales the update
+    and changes no memory."""
+
+    mode: str = "full"
+    rank: int = 16
+    targets: tuple[str, ...] = TARGET_GROUPS
+    alpha: float | None = None
+    base_format: str = "nf4"
+
+    @property
+    def adapters(self) -> bool:
+        return self.mode != "full"
+
+    def check(self) -> None:
+        require(self.mode in FINETUNE_MODES, f"--finetune must be one of {', '.join(FINETUNE_MODES)}, got {self.mode!r}")
+        require(isinstance(self.rank, int) and 1 <= self.rank <= 2**20,
+                f"--lora-rank must be an integer in [1, 2**20], got {self.rank}")
+        require(self.alpha is None or (math.isfinite(self.alpha) and self.alpha > 0),
+                f"--lora-alpha must be a number > 0, got {self.alpha}")
+        require(self.base_format in QLORA_BASES,
+                f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {self.base_format!r}")
+
+    def describe(self) -> str:
+        base = f", base {self.base_format}" if self.mode == "qlora" else ""
+        return f"{self.mode} rank {self.rank} on {'+'.join(self.targets)}{base}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "rank": self.rank, "targets": list(self.targets), "alpha": self.alpha,
+                "base_format": self.base_format}
+
+
+def not_counted(mode: str) -> list[str]:
+    """What the fine-tuning figures leave out (each a sentence)."""
+    out = ["torch.autocast (modelled: the base in --dtype, fp32 adapters; under autocast each adapter keeps a "
+           "16-bit cast of its input instead of an fp32 copy)",
+           "lora_dropout > 0 (modelled: 0; with dropout each adapter keeps a dropped-out copy of its input and a mask)"]
+    if mode == "qlora":
+        out += ["prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms",
+                "the dequantised weight is modelled, not measured (bitsandbytes does not run on CPU)"]
+    return out
+
+
+def finetune_summary(cfg: ModelConfig, opts: FinetuneOptions, *, seq_len: int = 2048, batch: int = 1,
+                     dtype: str = "bf16", recompute: str = "none", attention: str = "fused", optimizer: str = "adamw",
+                     dropout: bool = False, step: StepOptions | None = None) -> dict[str, Any]:
+    """The ``finetune`` object of the JSON contract: the adapters' count, the states and the step's
+    peak for a LoRA / QLoRA ``opts`` (one GPU; each data-parallel GPU holds the same)."""
+    opts.check()
+    require(opts.adapters, "finetune_summary needs --finetune lora or qlora")
+    count = lora_params(cfg, opts.rank, opts.targets)
+    peak = finetune_peak(cfg, count, mode=opts.mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                         attention=attention, optimizer=optimizer, dropout=dropout, step=step,
+                         base_format=opts.base_format)
+    return {"mode": opts.mode, "lora": count.as_dict(), "states": peak.states.as_dict(), "peak": peak.as_dict(),
+            "options": opts.as_dict(), "seq_len": seq_len, "batch": batch, "dtype": dtype, "recompute": recompute,
+            "optimizer": optimizer, "not_counted": not_counted(opts.mode)}
+
+
+__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "LoraCount",
            "QLORA_BASES", "TARGET_GROUPS", "adapted_matrices", "finetune_peak", "finetune_states", "finetune_step",
-           "lora_params", "parse_targets", "qlora_base"]
+           "finetune_summary", "lora_params", "not_counted", "parse_targets", "qlora_base"]

@@ -12,6 +12,8 @@ listing what is alive then (per GPU, in the same per-GPU bytes as the term table
   the second micro-batch on, all gradients too;
 * **loss backward**: as at forward end, with the loss's backward tensors;
 * **LM head backward**: the head's weight gradient and the gradient of its input;
+* **final norm backward**: the head's input freed, the norm's backward working tensors
+  (:data:`NORM_BACKWARD_TEMPS`) beside the gradient of its output;
 * **backward, layer i** (top to bottom): the gradients made so far (head, layers above), the kept
   activations of the layers below, layer i's full set (recomputed first under full recompute),
   the gradient flowing in (``d`` per token) and the layer's backward working tensors
@@ -21,7 +23,11 @@ listing what is alive then (per GPU, in the same per-GPU bytes as the term table
 * **optimizer step**: weights, gradients, optimizer state and the step's temporaries
   (:func:`optimizer_temp_bytes`).
 
-The peak is the largest moment; ties go to the earlier one. Loss implementations (``loss``):
+The peak is the largest moment; ties go to the earlier one. A LoRA / QLoRA step
+(``finetune``, a :class:`FinetuneStep`) is the same timeline with the frozen base's kept set
+(:class:`ffnlab.sizing.memory.activations.FrozenLayer`), gradients and optimizer temporaries of the
+adapters only, no backward below the first adapter, and QLoRA's dequantised weight in each
+layer's backward (``tests/test_memory_finetune.py`` measures peft steps). Loss implementations (``loss``):
 
 * ``full``: cross-entropy over the full logits, as transformers' ``ForCausalLMLoss``, torchtitan
   and nanoGPT compute it: the logits (activation dtype; held by the caller's output when
@@ -75,6 +81,7 @@ from ffnlab.sizing.shapes import layer_params, root_params
 LOSSES = ("full", "chunked", "fused")
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
 LOGSM_TERM = "log-softmax of the logits (fp32)"
+HEAD_INPUT_TERM = "LM head input"
 # tensors of width d_ff alive at once in a dense FFN's backward beyond the ones it kept: the
 # gradient of the down projection's input and of the activation's input (plain), and for gated
 # FFNs also the gradients of gate and up before they are joined (measured on ffnlab's modules)
@@ -300,8 +307,10 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
                               ("logits gradient", g_logits), ("head gradients", g_head if not acc_g else 0),
                               ("gradient of the head input", grad_in)))
         after_head = 0
-    if cfg.final_norm:  # its backward's working tensors beside the gradient of its output
-        moments.append(moment("final norm backward", grads_early, acts, head_acts, ("logits (held)", held),
+    if cfg.final_norm:  # its backward's working tensors beside the gradient of its output; the head's input is freed
+        after_lm_head = divide_terms([t for t in head_terms if t.name not in (LOGSM_TERM, HEAD_INPUT_TERM)], tp, sp)
+        moments.append(moment("final norm backward", grads_early, acts, ("head activations", after_lm_head),
+                              ("logits (held)", held),
                               ("head gradients", g_head if not acc_g else 0),
                               ("gradient of the head input", grad_in if o.loss != "fused" else 0),
                               ("final norm backward temporaries",

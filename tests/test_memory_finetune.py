@@ -90,6 +90,19 @@ def test_16_bit_adapted_layers_keep_one_fp32_copy_per_adapter() -> None:
     assert t["attention norm input (upcast to fp32)"] == 4 * 8 * 4
 
 
+def test_dropout_masks_only_where_a_gradient_flows() -> None:
+    kw = dict(seq_len=4, batch=1, dtype="fp32", dropout=True, dropout_mask_bytes=1)
+    ffn_only = {t.name: t.bytes for t in layer_activation_terms(_cfg(), 0, frozen=FrozenLayer(ffn=True, rank=2,
+                                                                                            grad_below=False), **kw)}
+    assert ffn_only["dropout mask of the FFN branch"] == 4 * 8 and "dropout masks of the two residual branches" \
+        not in ffn_only
+    above = {t.name for t in layer_activation_terms(_cfg(), 1, frozen=FrozenLayer(ffn=True, rank=2), **kw)}
+    assert "dropout masks of the two residual branches" in above
+    head = [t.name for t in head_activation_terms(_cfg(), seq_len=4, batch=1, dropout=True,
+                                                  frozen=FrozenLayer(grad_below=False))]
+    assert "embedding dropout mask" not in head  # the frozen embedding's output needs no gradient
+
+
 def test_the_frozen_head_keeps_no_input() -> None:
     names = [t.name for t in head_activation_terms(_cfg(), seq_len=4, batch=1, frozen=FrozenLayer())]
     assert "LM head input" not in names and "log-softmax of the logits (fp32)" in names

@@ -19,8 +19,8 @@ gradient and the optimizer's fp32 state.
 The step's peak (:func:`finetune_peak`) is the training step's timeline
 (:mod:`ffnlab.sizing.memory.step`) with :class:`ffnlab.sizing.memory.step.FinetuneStep`: the
 activations a frozen base keeps (:class:`ffnlab.sizing.memory.activations.FrozenLayer`),
-gradients, optimizer state and optimizer temporaries for the adapters only. Measured on CPU in
-fp32 against peft models (``tests/test_memory_finetune.py``). QLoRA's activations are LoRA's in
+gradients, optimizer state and optimizer temporaries for the adapters only. Measured on CPU (fp32,
+and bf16 bases with fp32 adapters) against peft models (``tests/test_memory_finetune.py``). QLoRA's activations are LoRA's in
 the compute dtype, plus one frozen weight dequantised to the compute dtype during each layer's
 backward (bitsandbytes' ``MatMul4Bit`` keeps no input and dequantises the weight again for the
 input's gradient); bitsandbytes does not run on CPU, so that term is modelled, not measured.

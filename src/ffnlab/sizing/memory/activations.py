@@ -75,7 +75,7 @@ NF4, MXFP4 and generic int8/int4, each laid out as its checkpoints store it).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -350,9 +350,11 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
     for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich post-norms
         if ffn_grad:
             terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b, frozen=fz is not None)
-    if dropout and (attn_grad or ffn_grad):
-        masks = _dropout_terms(cfg, tokens, seq_len, b, attention, dropout_mask_bytes)
-        terms += masks if attn_grad else [replace(masks[0], bytes=masks[0].bytes // 2)]  # the FFN branch's only
+    if dropout and attn_grad:
+        terms += _dropout_terms(cfg, tokens, seq_len, b, attention, dropout_mask_bytes)
+    elif dropout and fz is not None and (ffn_grad or fz.ffn):  # only the FFN branch's output requires grad
+        terms.append(_t("dropout mask of the FFN branch", cfg.d_model * dropout_mask_bytes, tokens,
+                        f"d {cfg.d_model} x {dropout_mask_bytes:g} B", "sp"))
     if fz is None or ffn_grad or fz.ffn:
         terms += _ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
     return terms

@@ -143,10 +143,11 @@ def build(case: Case) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]:
 
 
 def optimizer(case: Case, model: Any) -> Any:
+    """AdamW over the parameters that train (all of them, unless a fine-tuning case froze some)."""
     import torch
 
     kw = {"foreach": {"foreach": True}, "fused": {"fused": True}, "for-loop": {"foreach": False}}[case.optimizer_impl]
-    return torch.optim.AdamW(model.parameters(), lr=1e-4, **kw)
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, **kw)
 
 
 def run_step(case: Case, model: Any, opt: Any, x: Any, loss_fn: Callable[[Any], tuple[Any, Any]]) -> None:
@@ -162,8 +163,10 @@ def run_step(case: Case, model: Any, opt: Any, x: Any, loss_fn: Callable[[Any], 
     del out
 
 
-def measure(case: Case) -> tuple[int, str, Any]:
-    """(peak live bytes of the second step, the op at the peak, ffnlab's config)."""
+def measure(case: Case, built: tuple[Any, Any, Callable[[Any], tuple[Any, Any]]] | None = None
+            ) -> tuple[int, str, Any]:
+    """(peak live bytes of the second step, the op at the peak, ffnlab's config); ``built``: the
+    model, config and loss function to measure instead of :func:`build`'s (a peft model)."""
     import contextlib
 
     import torch
@@ -171,7 +174,7 @@ def measure(case: Case) -> tuple[int, str, Any]:
 
     from ffnlab.training.live_bytes import LiveBytes, model_tensors, optimizer_tensors
 
-    model, cfg, loss_fn = build(case)
+    model, cfg, loss_fn = built or build(case)
     model.train()
     opt = optimizer(case, model)
     g = torch.Generator().manual_seed(1)

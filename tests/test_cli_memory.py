@@ -166,3 +166,51 @@ def test_fit_decides_with_the_peak_and_names_its_moment() -> None:
     assert sum(a["bytes"] for a in best["peak_alive"]) == best["per_gpu_bytes"]
     p = run("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100")
     assert "peak of the step:" in p.stdout and "at optimizer step" in p.stdout
+
+
+# -- --finetune full|lora|qlora on size, audit and fit --------------------------------------------------
+
+def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
+    """One model, one setting: the three commands report the one fine-tuning peak
+    (ffnlab.sizing.finetune.finetune_peak, measured against peft steps in test_memory_finetune.py)."""
+    from ffnlab.sizing.finetune import finetune_peak, lora_params, parse_targets
+    from ffnlab.sizing.hf.hub import resolve_model
+
+    flags = ("--finetune", "qlora", "--lora-rank", "16", "--seq-len", "1024", "--batch", "2")
+    size = run_json("size", "--from", "llama-3-8b", *flags)["finetune"]
+    (row,) = run_json("audit", "llama-3-8b", *flags)
+    fit = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", *flags)
+    _, cfg = resolve_model("llama-3-8b")
+    want = finetune_peak(cfg, lora_params(cfg, 16, parse_targets("all-linear")), mode="qlora", seq_len=1024, batch=2)
+    assert size["peak"]["peak_bytes"] == row["finetune"]["peak"]["peak_bytes"] == want.timeline.peak_bytes
+    assert fit["best"]["per_gpu_bytes"] == want.timeline.peak_bytes and fit["best"]["layout"]["tp"] == 1
+    assert fit["finetune"]["mode"] == "qlora" and fit["finetune"]["lora"]["trainable"] == 41_943_040
+    assert fit["best"]["terms"]["gradients"] == 4 * 41_943_040  # the adapters' only
+    # full = ordinary training: no finetune object, the training peak decides
+    plain = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", "--finetune", "full")
+    assert "finetune" not in plain and plain["best"] is None  # 8B with AdamW does not train on one H100
+    assert "finetune" not in run_json("audit", "llama-3-8b")[0]
+
+
+def test_fit_finetune_decides_with_the_fine_tuning_peak() -> None:
+    p = run("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090")
+    assert p.returncode == 0 and "does not fit" in p.stdout and "--recompute full: fits" in p.stdout
+    assert "--gpus" not in p.stdout.split("what would change it")[1].split("assumed")[0]  # more GPUs do not help
+    ok = run_json("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090", "--recompute", "full")
+    assert ok["best"] is not None and ok["best"]["peak_moment"] == "loss backward"
+    lora = run_json("fit", "llama-3-8b", "--finetune", "lora", "--gpus", "1", "--gpu", "rtx-4090")
+    assert [s["change"] for s in lora["suggestions"]][0] == "--finetune qlora"
+
+
+def test_finetune_flag_errors_are_one_line() -> None:
+    assert_usage_error(run("fit", "llama-3-8b", "--finetune", "dora"), "--finetune")
+    assert_usage_error(run("fit", "llama-3-8b", "--lora-rank", "8"), "--finetune lora or qlora")
+    assert_usage_error(run("audit", "gpt2", "--finetune", "lora", "--qlora-base", "int8"), "--finetune qlora")
+    assert_usage_error(run("fit", "llama-3-8b", "--finetune", "lora", "--mode", "serve"), "--mode serve")
+    assert_usage_error(run("fit", "llama-3-8b", "--finetune", "lora", "--tokens", "1B"), "--tokens")
+    assert_usage_error(run("size", "--from", "llama-3-8b", "--finetune", "lora", "--zero", "3"), "--zero")
+    assert_usage_error(run("audit", "gpt2", "--finetune", "qlora", "--qlora-base", "fp4"), "--qlora-base")
+    assert_usage_error(run("size", "--from", "gpt2", "--finetune", "lora", "--lora-targets", "mlp"), "--lora-targets")
+    assert_usage_error(run("audit", "mixtral-8x7b", "--finetune", "lora"), "--lora-targets attention")
+    p = run("audit", "gpt2", "mixtral-8x7b", "--finetune", "lora")  # several models: a note for the one refused
+    assert p.returncode == 0 and "mixtral-8x7b: no fine-tuning estimate" in p.stdout and "gpt2: lora rank 16" in p.stdout

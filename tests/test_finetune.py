@@ -99,7 +99,11 @@ def test_size_finetune_prints_peft_s_figures_for_llama3_8b():
     assert p.returncode == 0, p.stderr
     ft = json.loads(p.stdout)["finetune"]
     assert (ft["lora"]["trainable"], ft["lora"]["total"]) == (41_943_040, 8_072_204_288)
-    assert ft["states"]["adapter_optimizer"] == 8 * 41_943_040 and "activations" in ft["not_counted"][0]
+    assert ft["states"]["adapter_optimizer"] == 8 * 41_943_040
+    # the step's peak: the states, the activations and the loss's tensors (tests/test_memory_finetune.py measures it)
+    pk = ft["peak"]
+    assert pk["peak_bytes"] > ft["states"]["total"] + pk["activations_bytes"] and pk["peak_moment"] == "loss backward"
+    assert sum(a["bytes"] for a in pk["peak_alive"]) == pk["peak_bytes"]
     bad = subprocess.run([sys.executable, "-m", "ffnlab", "size", "--d-model", "512", "--finetune", "lora"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--from" in bad.stderr

@@ -23,6 +23,7 @@ from ffnlab.errors import require
 from ffnlab.render import Column
 from ffnlab.validation import integer, number
 
+OBJECTS = ("sharding", "step", "finetune")  # options shown as their own JSON objects
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
 MAX_TOP = 10_000
 
@@ -118,6 +119,11 @@ def fit(
     if reserve is not None:
         number(reserve, "--reserve", 0, None)
     checked = mem.options()
+    ft = mem.finetune_options()
+    if ft.adapters:
+        require(mode == "train", f"--finetune {ft.mode} sizes a training step: not with --mode serve")
+        require(tokens is None, f"--tokens gives a pretraining time (6 x params FLOPs per token): not modelled "
+                                f"with --finetune {ft.mode}")
     batch, recompute, kv_dtype = mem.batch, mem.recompute, mem.kv_dtype
     name, cfg, raw = resolve_model_raw(target)  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
@@ -129,9 +135,10 @@ def fit(
                                 attention=mem.attention, kv_dtype=kv_dtype, weights_dtype=mem.weights_dtype,
                                 group_size=mem.group_size, mla=mla, reserve_gib=reserve, max_tp=max_tp,
                                 grad_dtype=mem.grad_dtype, optimizer=mem.optimizer, dropout=mem.dropout,
-                                sharding=checked["sharding"], step=checked["step"], context_limit=context_limit(raw))
-    what = (f"{name}, {mode}, {gpus_text(gpus)}, batch {batch} x {seq_len}"
-            + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
+                                sharding=checked["sharding"], step=checked["step"], context_limit=context_limit(raw),
+                                finetune=ft if ft.adapters else None)
+    what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft.adapters else mode) + f", {gpus_text(gpus)}, "
+            f"batch {batch} x {seq_len}" + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
     accs = None
     if gpu_memory is not None:
         accs = [custom_accelerator(gpu_memory, gpu)]
@@ -154,7 +161,7 @@ def fit(
             res["time"] = training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc, seq_len=seq_len, mfu=mfu,
                                         precision=precision).as_dict()
     if as_json:
-        render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
+        render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in OBJECTS},
                           "sharding": checked["sharding"].as_dict(), "step": checked["step"].as_dict(), **res})
         return
     for w in res["warnings"]:
@@ -235,10 +242,12 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
     mode = opts["mode"]
     if as_json:
+        ft = opts.get("finetune")
         render.emit_json({"model": name, "gpus": gpus,
-                          **{k: v for k, v in opts.items() if k not in ("sharding", "step")},
+                          **{k: v for k, v in opts.items() if k not in OBJECTS},
                           "sharding": opts["sharding"].as_dict(), "step": opts["step"].as_dict(), "tokens": n_tokens, "mfu": mfu,
-                          "precision": precision, "accelerators": rows})
+                          "precision": precision, "accelerators": rows,
+                          **({"finetune": ft.as_dict()} if ft is not None else {})})
         return
     cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),
             Column("layout", "smallest layout", justify="left"),

@@ -14,12 +14,15 @@ import inspect
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ffnlab.errors import require
 from ffnlab.validation import choice, integer
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.finetune import FinetuneOptions
 
 MAX_DEGREE = 2**40  # a parallel degree or batch past any cluster
 
@@ -66,7 +69,17 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "recompute_every": ("--recompute-every", "With --recompute full: checkpoint every "
                                                                        "N-th layer only (torchtitan's "
                                                                        "selective_ac_option N)."),
+    "finetune": ("--finetune", "full (every weight trains) | lora | qlora (peft adapters on a frozen base: the "
+                               "fine-tuning step's peak)."),
+    "lora_rank": ("--lora-rank", "LoRA rank r."),
+    "lora_alpha": ("--lora-alpha", "LoRA alpha (scales the update; no effect on memory)."),
+    "lora_targets": ("--lora-targets", "all-linear | attention | ffn | attention,ffn."),
+    "qlora_base": ("--qlora-base", "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes "
+                                   "LLM.int8)."),
 }
+# with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
+NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "zero3", "prefetch", "reshard_after_forward")
+LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
 
@@ -97,6 +110,11 @@ class MemoryFlags:
     optimizer_impl: str = "foreach"
     grad_accum: int = 1
     recompute_every: int = 1
+    finetune: str = "full"
+    lora_rank: int = 16
+    lora_alpha: float | None = None
+    lora_targets: str = "all-linear"
+    qlora_base: str = "nf4"
 
     def changed(self) -> list[str]:
         """The flags given a value other than their default, as ``--flag`` names."""
@@ -137,6 +155,33 @@ class MemoryFlags:
                 "step": StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, optimizer_impl=self.optimizer_impl,
                                     grad_accum=self.grad_accum, recompute_every=self.recompute_every),
                 "lay": Layout(dp=self.dp, tp=self.tp, pp=self.pp, ep=self.ep, zero=self.zero, sp=self.sp)}
+
+
+    def finetune_options(self) -> FinetuneOptions:
+        """The fine-tuning flags checked (:class:`ffnlab.sizing.finetune.FinetuneOptions`; mode
+        ``full`` is ordinary training): the LoRA flags only with lora or qlora, ``--qlora-base``
+        only with qlora, and no sharding or model-parallel flag with adapters."""
+        from ffnlab.sizing.finetune import FINETUNE_MODES, FinetuneOptions, parse_targets
+
+        choice(self.finetune, "--finetune", FINETUNE_MODES)
+        given = [f for f in LORA_ONLY if getattr(self, f) != DEFAULTS[f]]
+        if self.finetune == "full":
+            require(not given, f"{_flags(given)} appl{'ies' if len(given) == 1 else 'y'} with --finetune lora or qlora")
+        elif self.finetune == "lora":
+            require(self.qlora_base == DEFAULTS["qlora_base"], "--qlora-base applies with --finetune qlora")
+        if self.finetune != "full":
+            bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
+            require(not bad, f"--finetune {self.finetune} is modelled with the whole model on every GPU (data "
+                             f"parallel): {_flags(bad)} not modelled with it")
+        integer(self.lora_rank, "--lora-rank", 1, 2**20)
+        opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
+                               alpha=self.lora_alpha, base_format=self.qlora_base)
+        opts.check()
+        return opts
+
+
+def _flags(names: list[str]) -> str:
+    return ", ".join("--" + n.replace("_", "-") for n in names)
 
 
 TYPES = typing.get_type_hints(MemoryFlags)

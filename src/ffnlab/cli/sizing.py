@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -27,11 +27,15 @@ from ffnlab.cli.memory_view import (
     emit_memory,
     flat_memory,
     memory_pairs,
+    peak_alive_text,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, decimals, human, pct
 from ffnlab.sizing.kinds import DEFAULT_KIND
-from ffnlab.validation import choice, integer, number
+from ffnlab.validation import choice, number
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.finetune import FinetuneOptions
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
 MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
@@ -67,11 +71,7 @@ def size(
     top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
-    finetune: str = typer.Option(None, "--finetune", help="lora | qlora (with --from): the adapters' trainable parameters (as peft counts them) and the states a step keeps."),
-    lora_rank: int = typer.Option(16, "--lora-rank", help="LoRA rank r."),
-    lora_alpha: float = typer.Option(None, "--lora-alpha", help="LoRA alpha (scales the update; no effect on memory)."),
-    lora_targets: str = typer.Option("all-linear", "--lora-targets", help="all-linear | attention | ffn | attention,ffn."),
-    mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
+    mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here; --finetune with --from)
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -80,15 +80,14 @@ def size(
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
+    if mem.finetune != "full":
+        require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     mem_opts = mem.options() if n_layers is not None or from_model is not None else {}
-    if finetune is not None:
-        choice(finetune, "--finetune", ("lora", "qlora"))
-        integer(lora_rank, "--lora-rank", 1, 2**20)
-        require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     if from_model is not None:
+        ft = mem.finetune_options()
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
-                         dtype, mem_opts, finetune=(finetune, lora_rank, lora_targets, mem.optimizer) if finetune else None)
+                         dtype, mem_opts, finetune=ft if ft.adapters else None)
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -106,7 +105,7 @@ def size(
 
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
-               mem_opts: dict[str, Any], finetune: tuple[str, int, str, str] | None = None) -> dict[str, Any]:
+               mem_opts: dict[str, Any], finetune: FinetuneOptions | None = None) -> dict[str, Any]:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
     from ffnlab.sizing.size import size_model
 
@@ -122,15 +121,20 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
     out = size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
                      memory=mem_opts if check_train_dtype(dtype) else None)
-    if finetune is not None:  # (mode, rank, targets, optimizer)
-        from ffnlab.sizing.finetune import finetune_states, lora_params, parse_targets
-
-        mode, rank, targets, optimizer = finetune
-        count = lora_params(cfg, rank, parse_targets(targets))
-        states = finetune_states(cfg, count, mode=mode, dtype=dtype, optimizer=optimizer)
-        out["finetune"] = {"mode": mode, "lora": count.as_dict(), "states": states.as_dict(),
-                           "not_counted": ["activations (backward through the frozen layers: not modelled yet)"]}
+    if finetune is not None:
+        out["finetune"] = finetune_of(cfg, finetune, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts)
     return out
+
+
+def finetune_of(cfg: Any, opts: FinetuneOptions, *, seq_len: int, dtype: str, mem_opts: dict[str, Any]
+                ) -> dict[str, Any]:
+    """The ``finetune`` object for ``cfg``: the adapters, the states and the step's peak at the
+    memory flags' batch, recompute, attention, optimizer and step options."""
+    from ffnlab.sizing.finetune import finetune_summary
+
+    return finetune_summary(cfg, opts, seq_len=seq_len, batch=mem_opts["batch"], dtype=dtype,
+                            recompute=mem_opts["recompute"], attention=mem_opts["attention"],
+                            optimizer=mem_opts["optimizer"], dropout=mem_opts["dropout"], step=mem_opts["step"])
 
 
 def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
@@ -324,12 +328,15 @@ def audit(
     check_seq_len(seq_len)
     check_train_dtype(dtype)
     mem_opts = mem.options()
+    ft = mem.finetune_options()
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
     audited += [_audit_one(t, audit_target, counter) for t in targets or []]
     rows = [row for row, _ in audited]
     for row, cfg in audited:  # cfg None: an estimate, no memory model
         row["memory"] = None
+        if ft.adapters:
+            _audit_finetune(row, cfg, ft, seq_len, dtype, mem_opts, alone=len(rows) == 1)
         if cfg is None:
             row["memory_error"] = ("no published architecture" if row.get("model_type") is None else
                                    "no architecture to model its memory")
@@ -347,21 +354,72 @@ def audit(
              "pow2 = largest power of 2 dividing d_ff)")
     shown = [{**r, "pow2_divisor": (r.get("alignment") or {}).get("pow2_divisor")} for r in rows]
     if fmt == "csv":  # one table: the memory bytes as extra columns
-        render.emit([{**r, **flat_memory(r)} for r in shown], [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS], fmt)
+        extra = FINETUNE_CSV_COLS if ft.adapters else []
+        render.emit([{**r, **flat_memory(r), **flat_finetune(r)} for r in shown],
+                    [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS, *extra], fmt)
         return
     if fmt != "table":
         render.emit(shown, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
         emit_memory(rows, fmt)
+        if ft.adapters:
+            emit_finetune(rows, fmt)
         return
     render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
     for r in rows:
         render.note(f"{r['name']}: {r['verdict']}", fmt)
     emit_memory(rows, fmt, wide=wide)
+    if ft.adapters:
+        emit_finetune(rows, fmt)
     for r in rows:  # models counted through transformers: which layers keep a cache or a state
         m = r.get("memory") or {}
         if "cache_rule" in m:
             render.note(f"{r['name']}: KV cache {m['kv_cache_bytes'] / 2**30:,.2f} GiB from {m['cache_rule']}; "
                         f"recurrent state {m['state_bytes'] / 2**20:,.1f} MiB per batch; {m['note']}", fmt)
+
+
+def _audit_finetune(row: dict[str, Any], cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,
+                    mem_opts: dict[str, Any], *, alone: bool) -> None:
+    """An audit row's ``finetune`` object, or ``finetune_error`` (raised when it is the only row)."""
+    from ffnlab.sizing.config import ModelConfig
+
+    row["finetune"] = None
+    if not isinstance(cfg, ModelConfig):  # counted through transformers: no activation model
+        row["finetune_error"] = "no architecture to model its fine-tuning step"
+        return
+    try:
+        row["finetune"] = finetune_of(cfg, ft, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts)
+    except FfnlabError as e:  # e.g. LoRA on routed experts
+        if alone:
+            raise
+        row["finetune_error"] = str(e)
+
+
+FINETUNE_KEYS = ("peak_bytes", "activations_bytes")
+FINETUNE_CSV_COLS = [Column(f"finetune.{k}", f"finetune.{k}") for k in (*FINETUNE_KEYS, "states_bytes", "trainable")]
+
+
+def flat_finetune(row: dict[str, Any]) -> dict[str, Any]:
+    """The fine-tuning figures of ``row`` as ``finetune.KEY`` cells (for CSV)."""
+    ft = row.get("finetune") or {}
+    if not ft:
+        return {c.key: None for c in FINETUNE_CSV_COLS}
+    return {**{f"finetune.{k}": ft["peak"][k] for k in FINETUNE_KEYS}, "finetune.states_bytes": ft["states"]["total"],
+            "finetune.trainable": ft["lora"]["trainable"]}
+
+
+def emit_finetune(rows: list[dict[str, Any]], fmt: str) -> None:
+    """``audit --finetune lora|qlora``: one line per model, the step's peak and what makes it."""
+    for r in rows:
+        ft = r.get("finetune")
+        if ft:
+            pk, st, gib = ft["peak"], ft["states"], 2**30
+            render.note(f"{r['name']}: {ft['mode']} rank {ft['lora']['rank']} ({'+'.join(ft['lora']['targets'])}), "
+                        f"batch {ft['batch']} x {ft['seq_len']}: step peak {pk['peak_bytes'] / gib:,.2f} GiB at "
+                        f"{pk['peak_moment']} (frozen base {st['base_weights'] / gib:,.2f} GiB, adapter states "
+                        f"{(st['total'] - st['base_weights']) / gib:,.2f} GiB, activations "
+                        f"{pk['activations_bytes'] / gib:,.2f} GiB)", fmt)
+        elif r.get("finetune_error"):
+            render.note(f"{r['name']}: no fine-tuning estimate: {r['finetune_error']}", fmt)
 
 
 def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, Any], Any]:
@@ -458,16 +516,23 @@ def claims(
 
 
 def finetune_pairs(ft: dict[str, Any]) -> list[tuple[str, Any]]:
-    """``size --finetune``: the adapters and the states a step keeps besides its activations."""
-    lo, st = ft["lora"], ft["states"]
+    """``size --finetune``: the adapters, the states and the fine-tuning step's peak."""
+    lo, st, pk, m = ft["lora"], ft["states"], ft["peak"], ft["mode"]
     gib = 2**30
+    how = (f"batch {ft['batch']} x {ft['seq_len']}, recompute {ft['recompute']}"
+           + (", the embeddings' output requiring grad" if pk["input_grads"] else ""))
     return [
-        (f"{ft['mode']} trainable params", f"{lo['trainable']:,} of {lo['total']:,} ({lo['trainable'] / lo['total']:.4%}"
-                                            f"), rank {lo['rank']} on {lo['adapted_matrices']:,} linear layers "
-                                            f"({'+'.join(lo['targets'])})"),
-        (f"{ft['mode']} frozen base", f"{st['base_weights'] / gib:,.2f} GiB ({st['base_rule']})"),
-        (f"{ft['mode']} adapters", f"{st['adapter_weights'] / gib:,.3f} GiB weights + {st['adapter_gradients'] / gib:,.3f} "
-                                   f"GiB gradients + {st['adapter_optimizer'] / gib:,.3f} GiB optimizer (fp32, as peft "
-                                   "keeps them)"),
-        (f"{ft['mode']} states total", f"{st['total'] / gib:,.2f} GiB; not counted: {'; '.join(ft['not_counted'])}"),
+        (f"{m} trainable params", f"{lo['trainable']:,} of {lo['total']:,} ({lo['trainable'] / lo['total']:.4%}"
+                                  f"), rank {lo['rank']} on {lo['adapted_matrices']:,} linear layers "
+                                  f"({'+'.join(lo['targets'])})"),
+        (f"{m} frozen base", f"{st['base_weights'] / gib:,.2f} GiB ({st['base_rule']})"),
+        (f"{m} adapters", f"{st['adapter_weights'] / gib:,.3f} GiB weights + {st['adapter_gradients'] / gib:,.3f} "
+                          f"GiB gradients + {st['adapter_optimizer'] / gib:,.3f} GiB optimizer (fp32, as peft "
+                          "keeps them)"),
+        (f"{m} states total", f"{st['total'] / gib:,.2f} GiB"),
+        (f"{m} activations ({how})", f"{pk['activations_bytes'] / gib:,.2f} GiB kept for backward at the end of "
+                                     "forward"),
+        (f"{m} peak of the step, at {pk['peak_moment']}", f"{pk['peak_bytes'] / gib:,.2f} GiB"),
+        (f"{m} alive at the peak", peak_alive_text(pk)),
+        (f"{m} not counted", "; ".join(ft["not_counted"])),
     ]

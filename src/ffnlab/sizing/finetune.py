@@ -10,12 +10,20 @@ leaves the LM head out), or a comma-separated list of those. The count equals pe
 peft model and compares).
 
 States: the frozen base has no gradients and no optimizer state; it is kept in the training
-dtype (LoRA) or in 4-bit NF4 with double quantisation (QLoRA, Dettmers et al. 2023; the
-embedding, head and norms stay in 16 bits as bitsandbytes leaves them). peft keeps the adapters
-in fp32 (its ``autocast_adapter_dtype`` default), so each adapter parameter holds 4 B of weight,
-4 B of gradient and the optimizer's fp32 state. Activations are not counted here: backward through
-frozen layers keeps a different set of tensors than full training, and that set has not been
-measured yet.
+dtype (LoRA) or, for QLoRA, in 4-bit NF4 with double quantisation (Dettmers et al. 2023) or in
+bitsandbytes' LLM.int8 (int8 with one fp32 scale per output row); the embedding, head and norms
+stay in 16 bits as bitsandbytes leaves them. peft keeps the adapters in fp32 (its
+``autocast_adapter_dtype`` default), so each adapter parameter holds 4 B of weight, 4 B of
+gradient and the optimizer's fp32 state.
+
+The step's peak (:func:`finetune_peak`) is the training step's timeline
+(:mod:`ffnlab.sizing.memory.step`) with :class:`ffnlab.sizing.memory.step.FinetuneStep`: the
+activations a frozen base keeps (:class:`ffnlab.sizing.memory.activations.FrozenLayer`),
+gradients, optimizer state and optimizer temporaries for the adapters only. Measured on CPU (fp32,
+and bf16 bases with fp32 adapters) against peft models (``tests/test_memory_finetune.py``). QLoRA's activations are LoRA's in
+the compute dtype, plus one frozen weight dequantised to the compute dtype during each layer's
+backward (bitsandbytes' ``MatMul4Bit`` keeps no input and dequantises the weight again for the
+input's gradient); bitsandbytes does not run on CPU, so that term is modelled, not measured.
 
 Routed MoE experts are stored as 3-D parameters in transformers 5, which peft adapts through
 ``target_parameters`` with its own shapes; adapting them is refused until that is modelled.
@@ -23,17 +31,28 @@ Routed MoE experts are stored as 3-D parameters in transformers 5, which peft ad
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.memory.byte_rules import dtype_bytes, shape_free_states
-from ffnlab.sizing.memory.quant import weight_bytes
+from ffnlab.sizing.memory.activations import DROPOUT_MASK_BYTES, ffn_adapters
+from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes, shape_free_states
+from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
+from ffnlab.sizing.memory.step import (
+    FinetuneStep,
+    StepInputs,
+    StepOptions,
+    StepTimeline,
+    optimizer_temp_bytes,
+    step_timeline,
+)
 from ffnlab.sizing.shapes import Matrix, matrices
 
 FINETUNE_MODES = ("full", "lora", "qlora")
+QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or LLM.int8
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
 ADAPTER_BYTES = 4  # peft casts 16-bit adapters to fp32 (autocast_adapter_dtype=True)
@@ -93,9 +112,8 @@ class LoraCount:
         return {**asdict(self), "total": self.total}
 
 
-def lora_params(cfg: ModelConfig, rank: int, targets: tuple[str, ...] = TARGET_GROUPS) -> LoraCount:
-    """The parameters LoRA of rank ``rank`` adds to the ``targets`` of ``cfg``."""
-    require(isinstance(rank, int) and rank >= 1, f"--lora-rank must be an integer >= 1, got {rank}")
+def adapted_matrices(cfg: ModelConfig, targets: tuple[str, ...]) -> list[Matrix]:
+    """The linear layers peft adapts for ``targets`` (a fused q|k|v as one)."""
     mats = matrices(cfg)
     if "ffn" in targets:
         require(not any(m.part == "expert" for m in mats),
@@ -104,6 +122,13 @@ def lora_params(cfg: ModelConfig, rank: int, targets: tuple[str, ...] = TARGET_G
     chosen = [m for m in mats if _group(m) in targets]
     if "attention" in targets and cfg.attn.qkv_fused and not cfg.is_mla:
         chosen = _fuse_qkv(chosen)
+    return chosen
+
+
+def lora_params(cfg: ModelConfig, rank: int, targets: tuple[str, ...] = TARGET_GROUPS) -> LoraCount:
+    """The parameters LoRA of rank ``rank`` adds to the ``targets`` of ``cfg``."""
+    require(isinstance(rank, int) and rank >= 1, f"--lora-rank must be an integer >= 1, got {rank}")
+    chosen = adapted_matrices(cfg, targets)
     trainable = sum(rank * (m.fan_in + m.fan_out) * m.count for m in chosen)
     return LoraCount(rank=rank, targets=targets, trainable=trainable, base=count_params(cfg).total,
                      adapted_matrices=sum(m.count for m in chosen))
@@ -128,13 +153,22 @@ class FinetuneStates:
         return {**asdict(self), "total": self.total}
 
 
+def qlora_base(cfg: ModelConfig, base_format: str = "nf4") -> WeightBytes:
+    """QLoRA's frozen base: NF4 with double quantisation, or LLM.int8 (int8 and one fp32 scale per
+    output row, ``Int8Params.SCB``)."""
+    require(base_format in QLORA_BASES, f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {base_format!r}")
+    if base_format == "nf4":
+        return weight_bytes(cfg, "nf4")
+    return weight_bytes(cfg, "int8", group_size=0, scale_bytes=4)
+
+
 def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
-                    optimizer: str = "adamw") -> FinetuneStates:
-    """The frozen base (``dtype`` for LoRA, NF4 for QLoRA) and the fp32 adapters with their
-    gradients and ``optimizer`` state."""
+                    optimizer: str = "adamw", base_format: str = "nf4") -> FinetuneStates:
+    """The frozen base (``dtype`` for LoRA, ``base_format`` for QLoRA) and the fp32 adapters with
+    their gradients and ``optimizer`` state."""
     require(mode in ("lora", "qlora"), f"--finetune must be lora or qlora for adapter states, got {mode!r}")
     if mode == "qlora":
-        wb = weight_bytes(cfg, "nf4")
+        wb = qlora_base(cfg, base_format)
         base, rule = wb.total, wb.rule
     else:
         per = dtype_bytes(dtype)
@@ -145,5 +179,138 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
                           adapter_optimizer=n * shape_free_states(optimizer, ADAPTER_BYTES), base_rule=rule)
 
 
-__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneStates", "LoraCount", "TARGET_GROUPS",
-           "finetune_states", "lora_params", "parse_targets"]
+def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
+                  input_grads: bool = False, grouped_experts: bool = True) -> FinetuneStep:
+    """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
+    (the largest attention and FFN matrix in the compute ``dtype``)."""
+    n_all = cfg.n_layers + cfg.encoder_layers
+    specs = [cfg.layer_ffns()[min(i, cfg.n_layers - 1)] for i in range(n_all)]
+    attn = "attention" in lora.targets
+    ffn = "ffn" in lora.targets
+    attn_total = lora_params(cfg, lora.rank, ("attention",)).trainable if attn else 0
+    attn_per = [attn_total // n_all + (attn_total % n_all if i == 0 else 0) for i in range(n_all)]
+    ffn_per = [lora.rank * (cfg.d_model + f.d_ff) * ffn_adapters(f) if ffn and not f.is_moe else 0 for f in specs]
+    dequant = (0, 0)
+    if mode == "qlora":
+        b = dtype_bytes(dtype, ACTIVATION_DTYPES, "compute dtype")
+        att = max((m.fan_in * m.fan_out for m in adapted_matrices(cfg, ("attention",))), default=0)  # q|k|v fused
+        ff = max((m.fan_in * m.fan_out for m in matrices(cfg) if m.part in ("ffn", "expert")), default=0)
+        dequant = (math.ceil(att * b), math.ceil(ff * b))
+    return FinetuneStep(attention=attn, ffn=ffn, rank=lora.rank,
+                        layer_params=tuple(a + f for a, f in zip(attn_per, ffn_per, strict=True)),
+                        ffn_params=tuple(ffn_per), input_grads=input_grads, dequant=dequant,
+                        adapter_bytes=ADAPTER_BYTES, grouped_experts=grouped_experts)
+
+
+@dataclass(frozen=True)
+class FinetunePeak:
+    """A fine-tuning step: its states and its timeline (the peak and what is alive then)."""
+
+    states: FinetuneStates
+    timeline: StepTimeline
+    input_grads: bool
+
+    @property
+    def activations_bytes(self) -> int:
+        """What backward keeps at the end of forward: every layer's kept set and the head's."""
+        fwd = self.timeline.moments[0]
+        return sum(b for w, b in fwd.alive if w in ("kept activations, all layers", "head activations"))
+
+    def as_dict(self) -> dict[str, Any]:
+        t = self.timeline
+        return {"peak_bytes": t.peak_bytes, "peak_moment": t.peak.name, "peak_alive": t.peak_alive(),
+                "activations_bytes": self.activations_bytes, "input_grads": self.input_grads,
+                "step": t.options.as_dict(), "moments": [{"moment": m.name, "bytes": m.total} for m in t.moments]}
+
+
+def finetune_peak(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", seq_len: int = 2048, batch: int = 1,
+                  dtype: str = "bf16", recompute: str = "none", attention: str = "fused", optimizer: str = "adamw",
+                  dropout: bool = False, step: StepOptions | None = None, base_format: str = "nf4",
+                  input_grads: bool | None = None, dropout_mask_bytes: float | None = None,
+                  grouped_experts: bool = True) -> FinetunePeak:
+    """The peak of one LoRA / QLoRA step of ``batch`` x ``seq_len`` tokens on one GPU.
+
+    ``input_grads`` (default: with ``recompute`` full) is whether the embeddings' output requires
+    grad: transformers' ``gradient_checkpointing_enable`` turns it on (``enable_input_require_grads``).
+    ``grouped_experts``: frozen MoE experts run as transformers 5's grouped experts (False: one
+    expert at a time, as ffnlab's ``MoEFFN``)."""
+    step = step or StepOptions()
+    states = finetune_states(cfg, lora, mode=mode, dtype=dtype, optimizer=optimizer, base_format=base_format)
+    grads_in = recompute == "full" if input_grads is None else input_grads
+    ft = finetune_step(cfg, lora, mode=mode, dtype=dtype, input_grads=grads_in, grouped_experts=grouped_experts)
+    largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
+    inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
+                        optimizer=states.adapter_optimizer, working=0,
+                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, lora.trainable,
+                                                      largest=largest))
+    tl = step_timeline(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
+                       states=inputs, dropout=dropout, options=step, finetune=ft,
+                       dropout_mask_bytes=DROPOUT_MASK_BYTES if dropout_mask_bytes is None else dropout_mask_bytes)
+    return FinetunePeak(states, tl, grads_in)
+
+
+@dataclass(frozen=True)
+class FinetuneOptions:
+    """How a model is fine-tuned: ``full`` (every weight trains: the training step of
+    :mod:`ffnlab.sizing.memory.parallel`), ``lora`` or ``qlora`` (adapters of rank ``rank`` on
+    ``targets``, the base frozen; QLoRA's base in ``base_format``). ``alpha`` scales the update
+    and changes no memory."""
+
+    mode: str = "full"
+    rank: int = 16
+    targets: tuple[str, ...] = TARGET_GROUPS
+    alpha: float | None = None
+    base_format: str = "nf4"
+
+    @property
+    def adapters(self) -> bool:
+        return self.mode != "full"
+
+    def check(self) -> None:
+        require(self.mode in FINETUNE_MODES, f"--finetune must be one of {', '.join(FINETUNE_MODES)}, got {self.mode!r}")
+        require(isinstance(self.rank, int) and 1 <= self.rank <= 2**20,
+                f"--lora-rank must be an integer in [1, 2**20], got {self.rank}")
+        require(self.alpha is None or (math.isfinite(self.alpha) and self.alpha > 0),
+                f"--lora-alpha must be a number > 0, got {self.alpha}")
+        require(self.base_format in QLORA_BASES,
+                f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {self.base_format!r}")
+
+    def describe(self) -> str:
+        base = f", base {self.base_format}" if self.mode == "qlora" else ""
+        return f"{self.mode} rank {self.rank} on {'+'.join(self.targets)}{base}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "rank": self.rank, "targets": list(self.targets), "alpha": self.alpha,
+                "base_format": self.base_format}
+
+
+def not_counted(mode: str) -> list[str]:
+    """What the fine-tuning figures leave out (each a sentence)."""
+    out = ["torch.autocast (modelled: the base in --dtype, fp32 adapters; under autocast each adapter keeps a "
+           "16-bit cast of its input instead of an fp32 copy)",
+           "lora_dropout > 0 (modelled: 0; with dropout each adapter keeps a dropped-out copy of its input and a mask)"]
+    if mode == "qlora":
+        out += ["prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms",
+                "the dequantised weight is modelled, not measured (bitsandbytes does not run on CPU)"]
+    return out
+
+
+def finetune_summary(cfg: ModelConfig, opts: FinetuneOptions, *, seq_len: int = 2048, batch: int = 1,
+                     dtype: str = "bf16", recompute: str = "none", attention: str = "fused", optimizer: str = "adamw",
+                     dropout: bool = False, step: StepOptions | None = None) -> dict[str, Any]:
+    """The ``finetune`` object of the JSON contract: the adapters' count, the states and the step's
+    peak for a LoRA / QLoRA ``opts`` (one GPU; each data-parallel GPU holds the same)."""
+    opts.check()
+    require(opts.adapters, "finetune_summary needs --finetune lora or qlora")
+    count = lora_params(cfg, opts.rank, opts.targets)
+    peak = finetune_peak(cfg, count, mode=opts.mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                         attention=attention, optimizer=optimizer, dropout=dropout, step=step,
+                         base_format=opts.base_format)
+    return {"mode": opts.mode, "lora": count.as_dict(), "states": peak.states.as_dict(), "peak": peak.as_dict(),
+            "options": opts.as_dict(), "seq_len": seq_len, "batch": batch, "dtype": dtype, "recompute": recompute,
+            "optimizer": optimizer, "not_counted": not_counted(opts.mode)}
+
+
+__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "LoraCount",
+           "QLORA_BASES", "TARGET_GROUPS", "adapted_matrices", "finetune_peak", "finetune_states", "finetune_step",
+           "finetune_summary", "lora_params", "not_counted", "parse_targets", "qlora_base"]

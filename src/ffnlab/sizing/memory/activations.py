@@ -33,6 +33,21 @@ head_dim, ``a`` = n_heads, ``s`` = sequence length:
 The embedding keeps its indices (int64); the head keeps the final norm, its input (``d``), the fp32
 log-softmax of the logits (``V``) and the targets (int64).
 
+**LoRA** (``frozen``: a :class:`FrozenLayer`; the base frozen, adapters beside some linear layers,
+peft's ``lora_dropout=0``, which makes the adapter's dropout ``nn.Identity``): autograd keeps a
+tensor only for a gradient it will compute, so a frozen linear layer keeps nothing of its input
+(its weight, already resident, gives the input's gradient); an adapted one keeps its input (for
+``A``'s gradient; peft first casts it to the adapter's fp32, so below 32-bit each adapted layer
+keeps its own fp32 copy) and the rank-``r`` output of ``A`` (for ``B``'s gradient). A frozen
+RMSNorm keeps its input and statistics but not the normalised input (only its weight's gradient
+needs it; transformers' RMSNorm keeps its input upcast to fp32); LayerNorm keeps what it keeps in
+training. Activation functions, attention and the
+loss keep what they keep in training wherever an input gradient flows through them; below the
+first adapter nothing requires grad and nothing is kept (``grad_below`` False: layer 0, unless
+the embeddings' output is made to require grad, as transformers' ``gradient_checkpointing_enable``
+does). The FFN's hidden set loses the down projection's input when the down projection is frozen
+(ReLU's output stays: it is what ReLU keeps). Measured with peft in ``tests/test_memory_finetune.py``.
+
 **Dropout** (``dropout=True``; GPT-2 / Megatron placement, the one Korthikanti et al. 2022 count):
 each dropout keeps its mask, one byte per element on CUDA (``torch.native_dropout`` returns a bool
 mask; ``dropout_mask_bytes``): the two residual branches' masks (``2d``) per layer, the embedding's
@@ -86,6 +101,38 @@ FFN_KEEPS: dict[str, int] = {
 NORM_KEEPS: dict[str, tuple[int, int]] = {
     "layernorm": (1, 2), "layernorm-nobias": (1, 2), "none": (1, 2), "rmsnorm": (2, 1),
 }
+# LoRA (a frozen base): norms that keep only their fp32-upcast input (and statistics). RMSNorm's
+# normalised input is the other factor of ``w * x_hat``, kept only for the weight's gradient;
+# transformers' RMSNorm upcasts its input to fp32 first and keeps the upcast. LayerNorm's one op
+# keeps its input and statistics whatever requires grad.
+FROZEN_NORM_UPCAST = frozenset({"rmsnorm"})
+# FFN kinds whose activation keeps the down projection's input itself (ReLU keeps its output)
+DOWN_INPUT_KEPT_BY_ACTIVATION = frozenset({"relu"})
+
+
+@dataclass(frozen=True)
+class FrozenLayer:
+    """A layer of a LoRA model: the base frozen; adapters of rank ``rank`` on the attention's and/or
+    the FFN's linear layers; ``grad_below``: a gradient flows into the layer's input (an adapter in
+    a lower layer, or the embeddings' output made to require grad); the adapters' dtype
+    (``adapter_bytes``, fp32 as peft keeps them)."""
+
+    attention: bool = False
+    ffn: bool = False
+    rank: int = 0
+    grad_below: bool = True
+    adapter_bytes: float = 4
+    # routed experts run as transformers 5's grouped_mm experts (combined by a sum: the weighted
+    # copy is not kept); False: one expert at a time, combined by index_add_ (ffnlab's MoEFFN),
+    # which keeps the weighted copy as well
+    grouped_experts: bool = True
+
+    def input_bytes(self, b: float, copies: int) -> tuple[float, str]:
+        """Bytes per element of an adapted layer's kept input and its rule: the tensor itself when
+        the activations are in the adapters' dtype, else one cast copy per adapter reading it."""
+        if b >= self.adapter_bytes:
+            return b, f"{b:g} B"
+        return copies * self.adapter_bytes, f"{copies} fp32 cop{'y' if copies == 1 else 'ies'} x {self.adapter_bytes:g} B"
 
 
 @dataclass(frozen=True)
@@ -109,9 +156,11 @@ def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "") -> 
     return Term(name, math.ceil(per_token * tokens), f"{tokens:,} tokens x {rule}", split)
 
 
-def _norm_terms(cfg: ModelConfig, where: str, tokens: int, b: float) -> list[Term]:
+def _norm_terms(cfg: ModelConfig, where: str, tokens: int, b: float, frozen: bool = False) -> list[Term]:
     widths, stats = NORM_KEEPS[cfg.norm]  # every norm has its entry
     what = "input and normalised input" if widths == 2 else "input"
+    if frozen and cfg.norm in FROZEN_NORM_UPCAST:
+        widths, what, b = 1, "input (upcast to fp32)", max(b, STAT_BYTES)
     return [_t(f"{where} norm {what}", widths * cfg.d_model * b, tokens,
                f"{widths} x d {cfg.d_model} x {b:g} B", "sp"),
             _t(f"{where} norm statistics", stats * STAT_BYTES, tokens, f"{stats} x 4 B (fp32)", "sp")]
@@ -128,19 +177,46 @@ def _dropout_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attent
     return out
 
 
-def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str) -> list[Term]:
+def attention_adapters(cfg: ModelConfig) -> int:
+    """Linear layers of one attention that peft adapts: q|k|v and the output (fused), q, k, v and
+    the output, or MLA's projections."""
+    if cfg.is_mla:
+        return (2 if cfg.attn.q_lora_rank else 1) + 3
+    return 2 if cfg.attn.qkv_fused else 4
+
+
+def ffn_adapters(spec: FFNSpec) -> int:
+    """Linear layers of a dense FFN that peft adapts: gate, up and down (up and down, plain)."""
+    return 3 if spec.gated else 2
+
+
+def _adapter_terms(where: str, n: int, fz: FrozenLayer, tokens: int) -> Term:
+    return _t(f"{where} adapters' rank-r inputs of B", n * fz.rank * fz.adapter_bytes, tokens,
+              f"{n} adapters x r {fz.rank} x {fz.adapter_bytes:g} B")
+
+
+def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str,
+                     fz: FrozenLayer | None = None) -> list[Term]:
     a, d = cfg.attn, cfg.d_model
-    out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp")]
+    if fz is None:
+        out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp")]
+    elif fz.attention or (cfg.norms_per_block == 1 and fz.ffn):  # kept by the adapters' A (not the frozen W)
+        readers = (2 if cfg.is_mla else 1 if a.qkv_fused else 3) + (1 if cfg.norms_per_block == 1 and fz.ffn else 0)
+        per, how = fz.input_bytes(b, readers)
+        out = [_t("attention input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp")]
+    else:
+        out = []
+    latent_widths = 2 if fz is None or fz.attention else 1  # the latent's norm output: kept by an adapter only
     if cfg.is_mla:
         nope, rope = a.qk_nope_head_dim or 0, a.qk_rope_head_dim or 0
         vdim = a.v_head_dim or cfg.head_dim
         dqk, dv = a.n_heads * (nope + rope), a.n_heads * vdim
         latent = (a.kv_lora_rank or 0) + rope
         if a.q_lora_rank:
-            out.append(_t("MLA q latent and its norm", 2 * a.q_lora_rank * b, tokens,
-                          f"2 x q_lora_rank {a.q_lora_rank} x {b:g} B", "sp"))
-        out += [_t("MLA kv latent and its norm", 2 * latent * b, tokens,
-                   f"2 x (kv_lora_rank + rope) {latent} x {b:g} B", "sp"),
+            out.append(_t("MLA q latent and its norm", latent_widths * a.q_lora_rank * b, tokens,
+                          f"{latent_widths} x q_lora_rank {a.q_lora_rank} x {b:g} B", "sp"))
+        out += [_t("MLA kv latent and its norm", latent_widths * latent * b, tokens,
+                   f"{latent_widths} x (kv_lora_rank + rope) {latent} x {b:g} B", "sp"),
                 _t("MLA expanded q, k, v", (2 * dqk + dv) * b, tokens,
                    f"(2 x {dqk} + {dv}) x {b:g} B", "tp")]
         dq_out = dv
@@ -163,11 +239,63 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
     else:
         out.append(_t("softmax log-sum-exp", a.n_heads * STAT_BYTES, tokens, f"heads {a.n_heads} x 4 B", "tp"))
     out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp"))
+    if fz is not None and fz.attention:
+        if b < fz.adapter_bytes:  # the output projection's adapter keeps its own fp32 copy
+            out.append(_t("attention output, fp32 copy for its adapter", dq_out * fz.adapter_bytes, tokens,
+                          f"{dq_out} x {fz.adapter_bytes:g} B", "tp"))
+        out.append(_adapter_terms("attention", attention_adapters(cfg), fz, tokens))
     return out
 
 
+def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, capacity_factor: float | None,
+                      fz: FrozenLayer) -> list[Term]:
+    """A LoRA layer's FFN: the adapters' inputs (the FFN input, the down projection's input) and
+    rank-r intermediates when adapted; the activation's own tensors either way."""
+    d, f = cfg.d_model, spec.d_ff
+    shared_input = spec.kind in DOWN_INPUT_KEPT_BY_ACTIVATION
+    own = _ffn_keeps(spec) - (0 if shared_input else 1)  # what the activation keeps, the down input aside
+    out = []
+    if fz.ffn and cfg.norms_per_block != 1:
+        per, how = fz.input_bytes(b, 2 if spec.gated else 1)
+        out.append(_t("FFN input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp"))
+    if spec.is_moe:
+        require(not fz.ffn, "LoRA on routed MoE experts is not modelled yet: adapt the attention only")
+        e, k = spec.n_experts, spec.top_k
+        copies = k if capacity_factor is None else capacity_factor * k
+        how = f"top_k {k}" if capacity_factor is None else f"capacity {capacity_factor:g} x top_k {k}"
+        outs = 1 if fz.grouped_experts else 2
+        out += [
+            _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B"),
+            _t("router top-k indices and weights", k * INDEX_BYTES + (k + 1) * STAT_BYTES, tokens,
+               f"(top_k {k} x 8 B + (top_k + 1) x 4 B)"),
+            _t("dispatched tokens' index (frozen experts keep no copy)", copies * INDEX_BYTES, tokens, f"{how} x 8 B"),
+            _t(f"expert hidden ({spec.kind}, frozen)", copies * own * f * b, tokens,
+               f"{how} x {own} x d_ff {f} x {b:g} B", "tp"),
+            _t("expert outputs (for the routing weights' gradient)" + ("" if fz.grouped_experts else
+                                                                        ", weighted copy") + ", weights, index",
+               copies * (outs * d * b + STAT_BYTES + INDEX_BYTES), tokens,
+               f"{how} x ({outs} x d {d} x {b:g} B + 4 B + 8 B)"),
+        ]
+        if spec.n_shared_experts:
+            ws = spec.d_shared or f
+            out.append(_t(f"shared experts hidden ({spec.kind}, frozen)", spec.n_shared_experts * own * ws * b, tokens,
+                          f"{spec.n_shared_experts} x {own} x d_shared {ws} x {b:g} B", "tp"))
+        return out
+    if not fz.ffn:
+        return out + [_t(f"FFN hidden ({spec.kind}, frozen down projection)", own * f * b, tokens,
+                         f"{own} x d_ff {f} x {b:g} B", "tp")]
+    down, down_rule = fz.input_bytes(b, 1)
+    if shared_input and b >= fz.adapter_bytes:
+        down, down_rule = 0, "0 B (the activation's own output)"
+    return out + [_t(f"FFN hidden ({spec.kind}) and the down adapter's input", own * f * b + f * down, tokens,
+                     f"({own} x {b:g} B + {down_rule}) x d_ff {f}", "tp"),
+                  _adapter_terms("FFN", ffn_adapters(spec), fz, tokens)]
+
+
 def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
-               capacity_factor: float | None) -> list[Term]:
+               capacity_factor: float | None, fz: FrozenLayer | None = None) -> list[Term]:
+    if fz is not None:
+        return _frozen_ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
     d = cfg.d_model
     keeps = _ffn_keeps(spec)
     out = [_t("FFN input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp")] if cfg.norms_per_block != 1 else []
@@ -198,37 +326,59 @@ def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
 
 def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",
                            attention: str = "fused", capacity_factor: float | None = None, dropout: bool = False,
-                           dropout_mask_bytes: float = DROPOUT_MASK_BYTES) -> list[Term]:
-    """What decoder layer ``layer`` keeps for backward with no recomputation."""
+                           dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
+                           frozen: FrozenLayer | None = None) -> list[Term]:
+    """What decoder layer ``layer`` keeps for backward with no recomputation (``frozen``: a LoRA
+    layer, see the module docstring)."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     require(attention in ATTENTION, f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
     tokens = seq_len * batch
     spec = cfg.layer_ffns()[layer]
-    terms = _norm_terms(cfg, "attention", tokens, b) + _attention_terms(cfg, tokens, seq_len, b, attention)
-    if cfg.norms_per_block != 1:  # parallel blocks (GPT-J) share one norm
-        terms += _norm_terms(cfg, "FFN", tokens, b)
+    fz = frozen
+    attn_grad = fz is None or fz.grad_below or fz.attention  # the attention's output requires grad
+    # the FFN's input requires grad (a parallel block's FFN reads the layer's input, not the attention's output)
+    ffn_grad = fz is None or fz.grad_below or (fz.attention and cfg.norms_per_block != 1)
+    terms = []
+    if fz is None or fz.grad_below:
+        terms += _norm_terms(cfg, "attention", tokens, b, frozen=fz is not None)
+    if attn_grad:
+        terms += _attention_terms(cfg, tokens, seq_len, b, attention, fz)
+    elif cfg.norms_per_block == 1 and fz is not None and fz.ffn:  # parallel block: the FFN adapters' input only
+        terms += _attention_terms(cfg, tokens, seq_len, b, attention, fz)[:1]
+    if cfg.norms_per_block != 1 and ffn_grad:  # parallel blocks (GPT-J) share one norm
+        terms += _norm_terms(cfg, "FFN", tokens, b, frozen=fz is not None)
     for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich post-norms
-        terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b)
-    if dropout:
+        if ffn_grad:
+            terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b, frozen=fz is not None)
+    if dropout and attn_grad:
         terms += _dropout_terms(cfg, tokens, seq_len, b, attention, dropout_mask_bytes)
-    return terms + _ffn_terms(cfg, spec, tokens, b, capacity_factor)
+    elif dropout and fz is not None and (ffn_grad or fz.ffn):  # only the FFN branch's output requires grad
+        terms.append(_t("dropout mask of the FFN branch", cfg.d_model * dropout_mask_bytes, tokens,
+                        f"d {cfg.d_model} x {dropout_mask_bytes:g} B", "sp"))
+    if fz is None or ffn_grad or fz.ffn:
+        terms += _ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
+    return terms
 
 
 def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str = "bf16", dropout: bool = False,
-                          dropout_mask_bytes: float = DROPOUT_MASK_BYTES) -> list[Term]:
-    """Embedding and LM head: indices, final norm, head input, fp32 log-softmax, targets."""
+                          dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
+                          frozen: FrozenLayer | None = None) -> list[Term]:
+    """Embedding and LM head: indices, final norm, head input, fp32 log-softmax, targets. With
+    ``frozen`` (LoRA) the frozen head keeps no input and the final norm keeps its frozen set;
+    ``frozen.grad_below``: the embeddings' output requires grad (its dropout keeps a mask)."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     tokens, d = seq_len * batch, cfg.d_model
     terms = [_t("token indices", INDEX_BYTES, tokens, "8 B (int64)")]
-    if dropout:
+    if dropout and (frozen is None or frozen.grad_below):
         terms.append(_t("embedding dropout mask", d * dropout_mask_bytes, tokens, f"d {d} x {dropout_mask_bytes:g} B",
                         "sp"))
     if cfg.positions == "learned":
         terms.append(Term("position indices", INDEX_BYTES * seq_len, f"s {seq_len} x 8 B (shared by the batch)"))
     if cfg.final_norm:
-        terms += _norm_terms(cfg, "final", tokens, b)
+        terms += _norm_terms(cfg, "final", tokens, b, frozen=frozen is not None)
+    if frozen is None:
+        terms.append(_t("LM head input", (cfg.embed_proj_dim or d) * b, tokens, f"d x {b:g} B", "sp"))
     return terms + [
-        _t("LM head input", (cfg.embed_proj_dim or d) * b, tokens, f"d x {b:g} B", "sp"),
         _t("log-softmax of the logits (fp32)", cfg.vocab_size * STAT_BYTES, tokens,
            f"vocab {cfg.vocab_size} x 4 B", "tp"),
         _t("targets", INDEX_BYTES, tokens, "8 B (int64)"),

@@ -30,6 +30,7 @@ from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary, not_counted
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
@@ -39,6 +40,7 @@ from ffnlab.sizing.memory.hardware import (
 )
 from ffnlab.sizing.memory.parallel import (
     Layout,
+    Row,
     serving_table,
     table_total,
     training_peak,
@@ -128,16 +130,22 @@ def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
     return math.ceil(reserve_gib * 2**30)
 
 
-def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str, recompute: str,
-                attention: str, dropout: bool, sharding: Sharding, reserve: int, acc: Accelerator,
-                reserve_gib: float | None, kv_dtype: str | None = None, weights_dtype: str | None = None) -> list[str]:
-    """What the memory figures assume, one sentence each (the CLI prints them)."""
+def _fits_and_held(mode: str, reserve: int, acc: Accelerator, reserve_gib: float | None) -> tuple[str, str]:
+    """The sentences saying what "fits" means and what the reserve stands for."""
     held = (f"reserve {reserve / 2**30:,.2f} GiB "
             + ("(assumed: 10% of the device memory; --reserve GiB)" if reserve_gib is None else "(--reserve)")
             + f" for what no term counts: {', '.join(NOT_COUNTED[mode])}")
     need = "the step's peak per GPU (the most alive at one moment)" if mode == "train" else "per-GPU total"
     fits = (f"fits = {need} + reserve <= {acc.usable_mib:,} MiB, the memory {acc.name} reports "
             f"({acc.usable_source.split(' (')[0]})")
+    return fits, held
+
+
+def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str, recompute: str,
+                attention: str, dropout: bool, sharding: Sharding, reserve: int, acc: Accelerator,
+                reserve_gib: float | None, kv_dtype: str | None = None, weights_dtype: str | None = None) -> list[str]:
+    """What the memory figures assume, one sentence each (the CLI prints them)."""
+    fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
     if mode == "serve":
         return [f"weights in {weights_dtype or dtype}, KV cache in {kv_dtype or dtype}", fits, held]
     return [
@@ -153,13 +161,54 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
     ]
 
 
+def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, recompute: str, attention: str,
+                         fits: str, held: str) -> list[str]:
+    """What a fine-tuning fit assumes, one sentence each."""
+    base = f"{ft.base_format} (bitsandbytes)" if ft.mode == "qlora" else dtype
+    lines = [f"{ft.describe()}: the base frozen in {base}, activations in {dtype}, fp32 adapters (peft's default) "
+             f"with fp32 gradients and {optimizer} state (--optimizer)",
+             "every GPU holds the whole model and its own micro-batch (data parallel over the adapters); tensor or "
+             "pipeline parallelism and FSDP of the frozen base are not modelled, so more GPUs do not lower the need",
+             f"activations: {attention} attention, recompute {recompute}"
+             + (" (transformers' gradient_checkpointing_enable: the embeddings' output requires grad)"
+                if recompute == "full" else "")
+             + ", as peft and PyTorch's eager kernels keep them (measured on CPU, docs/finetune.md)",
+             fits, held]
+    return lines + [f"not counted: {x}" for x in not_counted(ft.mode)]
+
+
+def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
+                   optimizer: str, dropout: bool, step: StepOptions, ft: FinetuneOptions) -> tuple[dict[str, Any], ...]:
+    """The one layout a fine-tuning step is modelled on (``dp = gpus``) and its per-GPU terms."""
+    out = finetune_summary(cfg, ft, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                           attention=attention, optimizer=optimizer, dropout=dropout, step=step)
+    st, pk, lo = out["states"], out["peak"], out["lora"]
+    n = lo["trainable"]
+    table = [Row("weights", st["base_weights"] + st["adapter_weights"], st["base_weights"] + st["adapter_weights"],
+                 f"frozen base: {st['base_rule']}; adapters: {n:,} params x 4 B (fp32)"),
+             Row("gradients", st["adapter_gradients"], st["adapter_gradients"], f"adapters only: {n:,} params x 4 B"),
+             Row("optimizer", st["adapter_optimizer"], st["adapter_optimizer"],
+                 f"adapters only: {n:,} params x {st['adapter_optimizer'] // max(1, n)} B ({optimizer}, fp32)"),
+             Row("activations", pk["activations_bytes"], pk["activations_bytes"],
+                 f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention; frozen layers "
+                 "keep no input for their weights", estimate=True, group="activations")]
+    lay = Layout(dp=gpus)
+    return ({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": pk["peak_bytes"],
+             "peak_moment": pk["peak_moment"], "peak_alive": pk["peak_alive"], "terms_sum_bytes": table_total(table),
+             "terms": {r.term: r.per_gpu_bytes for r in table}, "table": [r.as_dict() for r in table],
+             "finetune": out},)
+
+
 @lru_cache(maxsize=4)
 def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, batch: int, dtype: str, recompute: str,
            attention: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int | None, mla: str,
            grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding,
-           step: StepOptions) -> tuple[dict[str, Any], ...]:
+           step: StepOptions, finetune: FinetuneOptions | None = None) -> tuple[dict[str, Any], ...]:
     """Every layout's per-GPU table and, training, its step peak (the same for every accelerator:
     priced once per question). ``per_gpu_bytes`` is the peak of the step when training."""
+    if finetune is not None and finetune.adapters:
+        return _finetune_rows(cfg, gpus, seq_len, batch, dtype, recompute, attention, optimizer, dropout, step,
+                              finetune)
     rows = []
     for lay in _layouts(cfg, gpus, mode, max_tp):
         extra: dict[str, Any] = {}
@@ -186,9 +235,13 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
         kv_dtype: str | None = None, weights_dtype: str | None = None, group_size: int | None = None,
         mla: str = "latent", reserve_gib: float | None = None, max_tp: int = 8, grad_dtype: str | None = None,
         optimizer: str = "adamw", dropout: bool = False, sharding: Sharding | None = None,
-        context_limit: int | None = None, step: StepOptions | None = None) -> dict[str, Any]:
-    """Every layout priced, those that fit, and the smallest that fits (``best``, or None)."""
+        context_limit: int | None = None, step: StepOptions | None = None,
+        finetune: FinetuneOptions | None = None) -> dict[str, Any]:
+    """Every layout priced, those that fit, and the smallest that fits (``best``, or None).
+    ``finetune`` lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    adapters = finetune is not None and finetune.adapters
+    require(not adapters or mode == "train", "--finetune lora/qlora sizes a training step: not with --mode serve")
     require(1 <= gpus <= MAX_GPUS, f"--gpus must be in [1, 2**40], got {gpus}")
     require(max_tp >= 1, f"--max-tp must be >= 1, got {max_tp}")
     sharding = sharding or Sharding()
@@ -199,7 +252,7 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     step = step or StepOptions()
     step.check()
     priced = _price(cfg, gpus, mode, max_tp, seq_len, batch, dtype, recompute, attention, kv_dtype, weights_dtype,
-                    group_size, mla, grad_dtype, optimizer, dropout, sharding, step)
+                    group_size, mla, grad_dtype, optimizer, dropout, sharding, step, finetune if adapters else None)
     rows = [{**r, "fits": r["per_gpu_bytes"] <= budget} for r in priced]
     rows.sort(key=_key)
     fitting = [r for r in rows if r["fits"]]
@@ -213,16 +266,22 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
         serving = serving_figures(cfg, acc, lay, usable_bytes=budget, batch=batch,
                                   context=seq_len, weights_dtype=weights_dtype or dtype, kv_dtype=kv_dtype or dtype,
                                   group_size=group_size, mla=mla)
-    return {"mode": mode, "gpus": gpus, "accelerator": acc.name, "memory_bytes": acc.memory_bytes,
-            "reserve_bytes": reserve, "usable_bytes": budget, "seq_len": seq_len, "batch": batch, "dtype": dtype,
-            "recompute": recompute, "best": fitting[0] if fitting else None, "candidates": fitting,
-            "smallest_need_bytes": min((r["per_gpu_bytes"] for r in rows), default=None),
-            "layouts_tried": len(rows), "warnings": warnings,
-            "assumptions": assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer,
-                                       recompute=recompute, attention=attention, dropout=dropout, sharding=sharding,
-                                       reserve=reserve, acc=acc, reserve_gib=reserve_gib, kv_dtype=kv_dtype,
-                                       weights_dtype=weights_dtype),
-            "not_counted": list(NOT_COUNTED[mode]), "serving": serving}
+    said = assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer, recompute=recompute,
+                       attention=attention, dropout=dropout, sharding=sharding, reserve=reserve, acc=acc,
+                       reserve_gib=reserve_gib, kv_dtype=kv_dtype, weights_dtype=weights_dtype)
+    out = {"mode": mode, "gpus": gpus, "accelerator": acc.name, "memory_bytes": acc.memory_bytes,
+           "reserve_bytes": reserve, "usable_bytes": budget, "seq_len": seq_len, "batch": batch, "dtype": dtype,
+           "recompute": recompute, "best": fitting[0] if fitting else None, "candidates": fitting,
+           "smallest_need_bytes": min((r["per_gpu_bytes"] for r in rows), default=None),
+           "layouts_tried": len(rows), "warnings": warnings, "assumptions": said,
+           "not_counted": list(NOT_COUNTED[mode]), "serving": serving}
+    if adapters:
+        assert finetune is not None
+        fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
+        out["assumptions"] = finetune_assumptions(finetune, dtype=dtype, optimizer=optimizer, recompute=recompute,
+                                                  attention=attention, fits=fits, held=held)
+        out["finetune"] = {**finetune.as_dict(), **{k: priced[0]["finetune"][k] for k in ("lora", "states")}}
+    return out
 
 
 def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, *, usable_bytes: int, batch: int, context: int,
@@ -281,18 +340,29 @@ def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, 
     the fewest GPUs, doubling, that hold the model), the smallest layout's per-GPU figure, whether
     it fits, and the layout; changes already in effect are skipped."""
     mode = kwargs.get("mode", "train")
+    ft: FinetuneOptions = kwargs.get("finetune") or FinetuneOptions()
+    adapters = ft.adapters
+    changes = list(TRAIN_CHANGES if mode == "train" else SERVE_CHANGES)
+    if adapters:  # the adapters' optimizer state is small; a QLoRA base is the change that helps
+        changes = [c for c in changes if c[2] != "optimizer"]
+        if ft.mode == "lora":
+            changes.insert(0, ("--finetune", "qlora", "finetune"))
     out = []
-    for flag, value, key in TRAIN_CHANGES if mode == "train" else SERVE_CHANGES:
+    for flag, value, key in changes:
         if key == "step":
             step = kwargs.get("step") or StepOptions()
             if step.loss == value:
                 continue
             changed = {**kwargs, "step": replace(step, loss=value)}
+        elif key == "finetune":
+            changed = {**kwargs, "finetune": replace(ft, mode=value)}
         elif kwargs.get(key) == value:
             continue
         else:
             changed = {**kwargs, key: value}
         out.append(_tried(f"{flag} {value}", fit(cfg, gpus=gpus, accelerator=accelerator, **changed)))
+    if adapters:  # more GPUs do not help: each holds the whole model
+        return out
     n = gpus * 2
     while n <= MAX_SUGGESTED_GPUS:
         res = fit(cfg, gpus=n, accelerator=accelerator, **kwargs)

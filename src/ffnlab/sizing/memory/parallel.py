@@ -41,6 +41,7 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import (
+    DROPOUT_MASK_BYTES,
     activation_memory,
     kv_cache,
     routed_expert_params,
@@ -189,10 +190,10 @@ def training_peak(cfg: ModelConfig, lay: Layout, rows: list[Row], *, seq_len: in
                         optimizer=opt.per_gpu_bytes,
                         working=sum(r.per_gpu_bytes for r in rows if r.group == "working"),
                         opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, params_on_gpu, tp=lay.tp))
-    extra = {} if dropout_mask_bytes is None else {"dropout_mask_bytes": dropout_mask_bytes}
     return step_timeline(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
                          states=states, tp=lay.tp, sp=lay.sp, capacity_factor=capacity_factor, dropout=dropout,
-                         options=step, **extra)
+                         options=step,
+                         dropout_mask_bytes=DROPOUT_MASK_BYTES if dropout_mask_bytes is None else dropout_mask_bytes)
 
 
 def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, weights_dtype: str = "bf16",

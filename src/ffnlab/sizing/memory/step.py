@@ -12,6 +12,8 @@ listing what is alive then (per GPU, in the same per-GPU bytes as the term table
   the second micro-batch on, all gradients too;
 * **loss backward**: as at forward end, with the loss's backward tensors;
 * **LM head backward**: the head's weight gradient and the gradient of its input;
+* **final norm backward**: the head's input freed, the norm's backward working tensors
+  (:data:`NORM_BACKWARD_TEMPS`) beside the gradient of its output;
 * **backward, layer i** (top to bottom): the gradients made so far (head, layers above), the kept
   activations of the layers below, layer i's full set (recomputed first under full recompute),
   the gradient flowing in (``d`` per token) and the layer's backward working tensors
@@ -21,7 +23,11 @@ listing what is alive then (per GPU, in the same per-GPU bytes as the term table
 * **optimizer step**: weights, gradients, optimizer state and the step's temporaries
   (:func:`optimizer_temp_bytes`).
 
-The peak is the largest moment; ties go to the earlier one. Loss implementations (``loss``):
+The peak is the largest moment; ties go to the earlier one. A LoRA / QLoRA step
+(``finetune``, a :class:`FinetuneStep`) is the same timeline with the frozen base's kept set
+(:class:`ffnlab.sizing.memory.activations.FrozenLayer`), gradients and optimizer temporaries of the
+adapters only, no backward below the first adapter, and QLoRA's dequantised weight in each
+layer's backward (``tests/test_memory_finetune.py`` measures peft steps). Loss implementations (``loss``):
 
 * ``full``: cross-entropy over the full logits, as transformers' ``ForCausalLMLoss``, torchtitan
   and nanoGPT compute it: the logits (activation dtype; held by the caller's output when
@@ -60,8 +66,10 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import (
+    DOWN_INPUT_KEPT_BY_ACTIVATION,
     DROPOUT_MASK_BYTES,
     STAT_BYTES,
+    FrozenLayer,
     divide_terms,
     head_activation_terms,
     layer_activation_terms,
@@ -73,6 +81,7 @@ from ffnlab.sizing.shapes import layer_params, root_params
 LOSSES = ("full", "chunked", "fused")
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
 LOGSM_TERM = "log-softmax of the logits (fp32)"
+HEAD_INPUT_TERM = "LM head input"
 # tensors of width d_ff alive at once in a dense FFN's backward beyond the ones it kept: the
 # gradient of the down projection's input and of the activation's input (plain), and for gated
 # FFNs also the gradients of gate and up before they are joined (measured on ffnlab's modules)
@@ -83,6 +92,12 @@ FFN_BACKWARD_TEMPS: dict[str, int] = {
 # attention backward: the q, k, v gradients and their joined copy (units of dq + 2 dkv)
 ATTENTION_BACKWARD_TEMPS = 1
 EAGER_BACKWARD_TEMPS = 2  # eager attention: the probabilities' and the scores' gradients (heads x s each)
+# d-wide tensors a norm's backward holds beside the gradient of its output: RMSNorm computed op by
+# op (x * rsqrt(mean(x^2) + eps), transformers' and torch's CPU path) 4, LayerNorm's one kernel its
+# input gradient (measured with LoRA steps, tests/test_memory_finetune.py)
+NORM_BACKWARD_TEMPS: dict[str, int] = {"rmsnorm": 4, "layernorm": 1, "layernorm-nobias": 1, "none": 1}
+# LoRA: an adapted linear layer's input gradient through the frozen weight, through the adapter, and their sum
+LORA_INPUT_GRADIENTS = 3
 
 
 @dataclass(frozen=True)
@@ -155,35 +170,75 @@ class StepInputs:
     opt_temp: int
 
 
-def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_gpu: float, *, tp: int = 1) -> int:
+def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_gpu: float, *, tp: int = 1,
+                         largest: int | None = None) -> int:
     """fp32 temporaries of the optimizer step on one GPU: foreach AdamW takes the square root of
     every second moment at once (4 B per parameter); the for-loop implementation a tensor's root
-    and its quotient while the previous tensor's is still bound (three of the largest tensor);
-    fused kernels, 8-bit Adam and SGD none."""
+    and its quotient while the previous tensor's is still bound (three of the largest tensor:
+    ``largest`` elements, by default the model's largest matrix); fused kernels, 8-bit Adam and
+    SGD none."""
     if optimizer in ("sgd", "adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
         return 0
     if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):
         # foreach AdamW: sqrt of every second moment at once; SGD momentum updates in place
         return math.ceil(params_on_gpu * STAT_BYTES) if optimizer == "adamw" else 0
-    from ffnlab.sizing.shapes import matrices
+    if largest is None:
+        from ffnlab.sizing.shapes import matrices
 
-    largest = max((m.fan_in * m.fan_out for m in matrices(cfg)), default=0) / tp
-    return math.ceil(3 * largest * STAT_BYTES)
+        largest = max((m.fan_in * m.fan_out for m in matrices(cfg)), default=0)
+    return math.ceil(3 * largest / tp * STAT_BYTES)
+
+
+@dataclass(frozen=True)
+class FinetuneStep:
+    """A LoRA / QLoRA step (:mod:`ffnlab.sizing.finetune`): the base frozen, adapters of rank
+    ``rank`` on every layer's attention and/or FFN, ``layer_params`` / ``ffn_params`` adapter
+    parameters per layer (all of it / its FFN's), whose gradients are ``adapter_bytes`` each.
+
+    ``input_grads``: the embeddings' output is made to require grad (transformers'
+    ``gradient_checkpointing_enable`` does it, and peft's ``prepare_model_for_kbit_training``
+    with reentrant checkpointing), so layer 0 keeps what the layers above keep and backward runs
+    down to the embeddings, whose output gets a gradient. ``dequant``: bytes of the largest
+    attention and FFN weight dequantised for a backward matmul (QLoRA's bitsandbytes layers
+    dequantise a frozen weight to the compute dtype in forward and again in backward; 0 for LoRA).
+    ``grouped_experts``: frozen routed experts run as transformers 5 runs them (one grouped matmul
+    for every routed copy, combined by a sum); False: one expert after another, combined by
+    ``index_add_`` (ffnlab's ``MoEFFN``, transformers' eager experts)."""
+
+    attention: bool
+    ffn: bool
+    rank: int
+    layer_params: tuple[int, ...]
+    ffn_params: tuple[int, ...]
+    input_grads: bool = False
+    dequant: tuple[int, int] = (0, 0)
+    adapter_bytes: float = 4
+    grouped_experts: bool = True
+
+    def frozen(self, layer: int) -> FrozenLayer:
+        """What layer ``layer`` keeps: every layer above the first carries adapters below it."""
+        return FrozenLayer(attention=self.attention, ffn=self.ffn, rank=self.rank,
+                           grad_below=self.input_grads or layer > 0, adapter_bytes=self.adapter_bytes,
+                           grouped_experts=self.grouped_experts)
 
 
 def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
                   states: StepInputs, tp: int = 1, sp: bool = False, capacity_factor: float | None = None,
                   dropout: bool = False, dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
-                  options: StepOptions | None = None) -> StepTimeline:
-    """The moments of one training step of ``batch`` x ``seq_len`` tokens per micro-batch."""
+                  options: StepOptions | None = None, finetune: FinetuneStep | None = None) -> StepTimeline:
+    """The moments of one training step of ``batch`` x ``seq_len`` tokens per micro-batch
+    (``finetune``: a LoRA step, whose ``states`` are the frozen base's and the adapters')."""
     o = options or StepOptions()
     o.check()
+    ft = finetune
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     d, n_tok = cfg.d_model, seq_len * batch
     n_layers = cfg.n_layers + cfg.encoder_layers
     akw = dict(seq_len=seq_len, batch=batch, dtype=dtype, attention=attention, capacity_factor=capacity_factor,
                dropout=dropout, dropout_mask_bytes=dropout_mask_bytes)
-    layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), **akw) for i in range(n_layers)]  # type: ignore[arg-type]
+    layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), frozen=ft.frozen(i) if ft else None,
+                                          **akw)  # type: ignore[arg-type]
+                   for i in range(n_layers)]
     full = [divide_terms(ts, tp, sp) for ts in layer_terms]
     if recompute == "selective":
         full = [divide_terms(selective_kept(ts), tp, sp) for ts in layer_terms]
@@ -191,18 +246,25 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
     checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
     head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
-                                       dropout_mask_bytes=dropout_mask_bytes)
+                                       dropout_mask_bytes=dropout_mask_bytes,
+                                       frozen=ft.frozen(0) if ft else None)
     head_other = divide_terms([t for t in head_terms if t.name != LOGSM_TERM], tp, sp)
 
     # gradients by where backward makes them, proportional to the parameters on this GPU
     p_total = count_params(cfg).total or 1
     per_param_g = states.gradients / p_total
-    layers_p = [lp.total for lp in layer_params(cfg)]
-    root = root_params(cfg)
-    head_p = root.head + (root.head_matrix if cfg.tied_embeddings else 0)
-    g_layer = [math.ceil(p * per_param_g) for p in layers_p]
-    g_head = math.ceil(head_p * per_param_g)
-    head_matrix_g = math.ceil(root.head_matrix * per_param_g)
+    if ft:  # only the adapters have gradients: none in the head, the embedding or a frozen weight
+        per_param_g = 0.0
+        g_layer = [math.ceil(p * ft.adapter_bytes) for p in ft.layer_params]
+        g_ffn_part = [math.ceil(p * ft.adapter_bytes) for p in ft.ffn_params]
+        g_head = head_matrix_g = 0
+    else:
+        layers_p = [lp.total for lp in layer_params(cfg)]
+        root = root_params(cfg)
+        head_p = root.head + (root.head_matrix if cfg.tied_embeddings else 0)
+        g_layer = [math.ceil(p * per_param_g) for p in layers_p]
+        g_head = math.ceil(head_p * per_param_g)
+        head_matrix_g = math.ceil(root.head_matrix * per_param_g)
 
     nv = math.ceil(n_tok * cfg.vocab_size / tp)  # logits on this GPU (vocabulary parallel)
     logits_bytes = math.ceil(nv * b)
@@ -245,34 +307,49 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
                               ("logits gradient", g_logits), ("head gradients", g_head if not acc_g else 0),
                               ("gradient of the head input", grad_in)))
         after_head = 0
+    if cfg.final_norm:  # its backward's working tensors beside the gradient of its output; the head's input is freed
+        after_lm_head = divide_terms([t for t in head_terms if t.name not in (LOGSM_TERM, HEAD_INPUT_TERM)], tp, sp)
+        moments.append(moment("final norm backward", grads_early, acts, ("head activations", after_lm_head),
+                              ("logits (held)", held),
+                              ("head gradients", g_head if not acc_g else 0),
+                              ("gradient of the head input", grad_in if o.loss != "fused" else 0),
+                              ("final norm backward temporaries",
+                               math.ceil(n_tok * d * b * NORM_BACKWARD_TEMPS[cfg.norm] / (tp if sp else 1))),
+                              ("loss: input gradient kept", after_head)))
     done = g_head
     grads_name = "gradients" if not acc_g else "gradients (accumulated)"
     for i in reversed(range(n_layers)):
         spec = cfg.layer_ffns()[min(i, cfg.n_layers - 1)]
         ffn_terms = [t for t in layer_terms[i] if _is_ffn_term(t.name)]
         attn_part = full[i] - divide_terms(ffn_terms, tp, sp)
-        g_ffn = math.ceil(_down_params(cfg, spec) * per_param_g)
+        g_ffn = g_ffn_part[i] if ft else math.ceil(_down_params(cfg, spec) * per_param_g)
         what = " (recomputed)" if checkpointed[i] else ""
         where = f"backward, layer {i + 1} of {n_layers}"
         below = ("kept activations, layers below", sum(kept[:i]))
+        dequant = ft.dequant if ft else (0, 0)
         moments.append(moment(f"{where}, FFN{what}", (grads_name, acc_g or done + g_ffn), below,
                               ("this layer's activations" + what, full[i]), ("logits (held)", held),
                               ("gradient flowing in", grad_in),
-                              ("FFN backward temporaries", _ffn_backward_temps(cfg, spec, n_tok, b, per_param_g, tp)),
+                              ("FFN backward temporaries",
+                               _ffn_backward_temps(cfg, spec, n_tok, b, per_param_g, tp, ft.frozen(i) if ft else None)),
+                              ("QLoRA: a frozen weight dequantised", dequant[1]),
                               ("loss: input gradient kept", after_head)))
-        moments.append(moment(f"{where}, attention{what}", (grads_name, acc_g or done + g_layer[i]), below,
-                              ("this layer's attention activations" + what, attn_part), ("logits (held)", held),
-                              ("gradients flowing in (residual and branch)", 2 * grad_in),
-                              ("attention backward temporaries", _attention_backward_temps(cfg, attention, n_tok,
-                                                                                           seq_len, b, tp)),
-                              ("loss: input gradient kept", after_head)))
+        if ft is None or ft.frozen(i).grad_below or ft.attention:  # else backward stops at this FFN
+            moments.append(moment(f"{where}, attention{what}", (grads_name, acc_g or done + g_layer[i]), below,
+                                  ("this layer's attention activations" + what, attn_part), ("logits (held)", held),
+                                  ("gradients flowing in (residual and branch)", 2 * grad_in),
+                                  ("attention backward temporaries", _attention_backward_temps(cfg, attention, n_tok,
+                                                                                               seq_len, b, tp)),
+                                  ("QLoRA: a frozen weight dequantised", dequant[0]),
+                                  ("loss: input gradient kept", after_head)))
         done += g_layer[i]
     # a tied head: the embedding's own gradient beside the head's until autograd adds them; the
     # fused loss still holds the head's (saved in its context), so the sum is a third copy
     tied_extra = head_matrix_g * (2 if o.loss == "fused" else 1) if cfg.tied_embeddings else 0
-    moments.append(moment("embedding backward", ("gradients", states.gradients), ("logits (held)", held),
-                          ("gradient of the embeddings' output", grad_in),
-                          ("tied embedding: its gradient before autograd adds the head's", tied_extra)))
+    if ft is None or ft.input_grads:  # a frozen embedding: backward reaches it only when its output requires grad
+        moments.append(moment("embedding backward", ("gradients", states.gradients), ("logits (held)", held),
+                              ("gradient of the embeddings' output", grad_in),
+                              ("tied embedding: its gradient before autograd adds the head's", tied_extra)))
     moments.append(moment("optimizer step", ("gradients", states.gradients), ("logits (held)", held),
                           ("optimizer temporaries", states.opt_temp)))
     return StepTimeline(tuple(moments), o)
@@ -300,20 +377,43 @@ def _down_params(cfg: ModelConfig, spec: FFNSpec) -> int:
     return one * max(1, spec.n_experts)
 
 
-def _ffn_backward_temps(cfg: ModelConfig, spec: FFNSpec, n_tok: int, b: float, g: float, tp: int) -> int:
+def _ffn_backward_temps(cfg: ModelConfig, spec: FFNSpec, n_tok: int, b: float, g: float, tp: int,
+                        frozen: FrozenLayer | None = None) -> int:
     """The working tensors an FFN's backward holds beyond its kept activations, at its largest.
 
     Dense: :data:`FFN_BACKWARD_TEMPS` x d_ff per token. Dropless MoE (experts run one after another
     on their tokens): the gradients of the weighted and of the raw expert outputs (``2 k d`` per
     token) at first; then the raw outputs' gradient (``k d``), one expert's share of the dense
     temporaries (``k / E`` of the tokens) and autograd's second full-size gradient of the stacked
-    expert weights while it adds one expert's slice."""
-    dense = FFN_BACKWARD_TEMPS[spec.kind] * spec.d_ff
+    expert weights while it adds one expert's slice.
+
+    LoRA (``frozen``): training's figure is net of the down projection's input, which its weight's
+    backward frees as the activation's gradients are made; a frozen down projection kept no input,
+    so one d_ff-wide tensor more is alive (not for ReLU, whose output stays kept by ReLU). An adapted
+    down projection kept its input for the adapter, and its input gradient arrives twice (through
+    the frozen weight and through the adapter) before autograd adds them out of place: three
+    d_ff-wide tensors, less that freed input, at least. Frozen routed experts have no weight
+    gradient; with transformers 5's grouped experts (``frozen.grouped_experts``) the dense
+    temporaries span every routed copy at once, and the raw outputs' gradient and the expert
+    outputs the routing weights' gradient kept are freed by then."""
+    units = FFN_BACKWARD_TEMPS[spec.kind]
+    if frozen is not None:
+        own_input = 0 if spec.kind in DOWN_INPUT_KEPT_BY_ACTIVATION else 1
+        units += own_input  # nothing kept for the frozen down weight, so nothing freed
+        if frozen.ffn and not spec.is_moe:
+            units = max(units, LORA_INPUT_GRADIENTS) - own_input
+    dense = units * spec.d_ff
     if not spec.is_moe:
         return math.ceil(n_tok * dense * b / tp)
     k, e = spec.top_k, spec.n_experts
+    routed = n_tok * k * cfg.d_model * b
+    if frozen is not None:
+        grouped = frozen.grouped_experts
+        share = n_tok * k if grouped else math.ceil(n_tok * k / e)
+        outputs = routed * (1 if grouped else 2)  # the loop's index_add_ keeps the weighted copy too
+        # grouped: the raw outputs' gradient is consumed by the one down matmul; the loop keeps it to the last expert
+        return math.ceil(max(2 * routed, (0 if grouped else routed) + share * dense * b - outputs) / tp)
     per_expert = math.ceil(n_tok * k / e) * dense * b
     n_in = 2 if spec.gated else 1
     stacked = e * n_in * spec.d_ff * cfg.d_model * g
-    routed = n_tok * k * cfg.d_model * b
     return math.ceil(max(2 * routed, routed + per_expert + stacked) / tp)

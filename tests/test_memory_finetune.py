@@ -1,0 +1,140 @@
+"""The LoRA fine-tuning step's peak (sizing/finetune.py, sizing/memory/step.py with a FinetuneStep)
+against whole peft steps measured on CPU.
+
+Oracles: the live bytes of a real step of a peft LoRA model (``LiveBytes``, as the training steps
+of test_memory_step.py are measured) and peft's own trainable-parameter count. Every case of
+``memory_finetune_cases.CASES`` must be within 5% of the prediction. The rest checks the rules'
+arithmetic on small hand-written layers.
+"""
+
+from __future__ import annotations
+
+import pytest
+from memory_finetune_cases import CASES, LoraCase, build_lora, predict
+from memory_step_cases import measure
+
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.config import make_config
+from ffnlab.sizing.finetune import (
+    finetune_peak,
+    finetune_states,
+    finetune_step,
+    lora_params,
+    parse_targets,
+    qlora_base,
+)
+from ffnlab.sizing.memory.activations import (
+    FrozenLayer,
+    head_activation_terms,
+    layer_activation_terms,
+)
+from ffnlab.sizing.memory.quant import weight_bytes
+
+TOLERANCE = 0.05
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_predicted_peak_is_within_5_percent_of_the_measured_lora_step(case: LoraCase) -> None:
+    pytest.importorskip("peft")
+    if case.step.family != "ffnlab":
+        pytest.importorskip("transformers")
+    model, cfg, loss_fn, (trainable, total) = build_lora(case)
+    lora = lora_params(cfg, case.rank, parse_targets(case.targets))
+    assert (lora.trainable, lora.total) == (trainable, total)  # peft's own count
+    measured, op, _ = measure(case.step, built=(model, cfg, loss_fn))
+    peak = predict(case, cfg).timeline
+    gap = peak.peak_bytes / measured - 1
+    assert abs(gap) < TOLERANCE, (case.name, measured, op, peak.peak_bytes, peak.peak.name)
+
+
+# -- the rules, by hand: d 8, 2 heads, SwiGLU d_ff 16, RMSNorm, RoPE, three q/k/v projections; 4 tokens --
+
+def _cfg():  # noqa: ANN202
+    from dataclasses import replace
+
+    cfg = make_config(8, 2, 2, 16, kind="swiglu", vocab_size=10, max_positions=4)
+    return replace(cfg, attn=replace(cfg.attn, qkv_fused=False))
+
+
+def _terms(frozen: FrozenLayer | None, dtype: str = "fp32") -> dict[str, int]:
+    return {t.name: t.bytes for t in layer_activation_terms(_cfg(), 0, seq_len=4, batch=1, dtype=dtype,
+                                                            frozen=frozen)}
+
+
+def test_below_the_first_adapter_nothing_is_kept() -> None:
+    ffn_only = _terms(FrozenLayer(ffn=True, rank=2, grad_below=False))
+    assert not any(n.startswith(("attention", "q, k, v", "softmax", "FFN norm")) for n in ffn_only), ffn_only
+    assert ffn_only["FFN input (norm output), kept by the adapters"] == 4 * 8 * 4
+    # gate|up, act(gate), the product (the down adapter's input): 4 x d_ff; three rank-2 inputs of B
+    assert ffn_only["FFN hidden (swiglu) and the down adapter's input"] == 4 * 4 * 16 * 4
+    assert ffn_only["FFN adapters' rank-r inputs of B"] == 4 * 3 * 2 * 4
+    attention_only = _terms(FrozenLayer(attention=True, rank=2, grad_below=False))
+    assert "attention norm input (upcast to fp32)" not in attention_only  # its input needs no gradient
+    assert attention_only["FFN norm input (upcast to fp32)"] == 4 * 8 * 4  # the attention's output does
+
+
+def test_a_frozen_layer_keeps_no_input_for_its_weights() -> None:
+    training, frozen = _terms(None), _terms(FrozenLayer(rank=2, grad_below=True))
+    assert "attention input (norm output)" in training and not any("kept by the adapters" in n for n in frozen)
+    assert frozen["attention norm input (upcast to fp32)"] == training["attention norm input and normalised input"] // 2
+    assert frozen["FFN hidden (swiglu, frozen down projection)"] == 3 * 4 * 16 * 4  # not the product
+    assert frozen["q, k, v (three projections; q and k rotated)"] == training["q, k, v (three projections; q and k rotated)"]
+
+
+def test_16_bit_adapted_layers_keep_one_fp32_copy_per_adapter() -> None:
+    t = _terms(FrozenLayer(attention=True, ffn=True, rank=2), dtype="bf16")
+    assert t["attention input (norm output), kept by the adapters"] == 4 * 8 * 3 * 4  # q, k and v each cast
+    assert t["FFN input (norm output), kept by the adapters"] == 4 * 8 * 2 * 4  # gate and up
+    assert t["attention output, fp32 copy for its adapter"] == 4 * 8 * 4
+    assert t["FFN hidden (swiglu) and the down adapter's input"] == 4 * 16 * (3 * 2 + 4)
+    assert t["attention norm input (upcast to fp32)"] == 4 * 8 * 4
+
+
+def test_dropout_masks_only_where_a_gradient_flows() -> None:
+    kw = dict(seq_len=4, batch=1, dtype="fp32", dropout=True, dropout_mask_bytes=1)
+    ffn_only = {t.name: t.bytes for t in layer_activation_terms(_cfg(), 0, frozen=FrozenLayer(ffn=True, rank=2,
+                                                                                            grad_below=False), **kw)}
+    assert ffn_only["dropout mask of the FFN branch"] == 4 * 8 and "dropout masks of the two residual branches" \
+        not in ffn_only
+    above = {t.name for t in layer_activation_terms(_cfg(), 1, frozen=FrozenLayer(ffn=True, rank=2), **kw)}
+    assert "dropout masks of the two residual branches" in above
+    head = [t.name for t in head_activation_terms(_cfg(), seq_len=4, batch=1, dropout=True,
+                                                  frozen=FrozenLayer(grad_below=False))]
+    assert "embedding dropout mask" not in head  # the frozen embedding's output needs no gradient
+
+
+def test_the_frozen_head_keeps_no_input() -> None:
+    names = [t.name for t in head_activation_terms(_cfg(), seq_len=4, batch=1, frozen=FrozenLayer())]
+    assert "LM head input" not in names and "log-softmax of the logits (fp32)" in names
+
+
+def test_timeline_gradients_and_optimizer_are_the_adapters_only() -> None:
+    cfg = _cfg()
+    lora = lora_params(cfg, 2, parse_targets("all-linear"))
+    ft = finetune_step(cfg, lora)
+    assert sum(ft.layer_params) == lora.trainable and sum(ft.ffn_params) == lora_params(cfg, 2, ("ffn",)).trainable
+    p = finetune_peak(cfg, lora, seq_len=4, batch=1, dtype="fp32")
+    moments = {m.name: dict(m.alive) for m in p.timeline.moments}
+    assert "embedding backward" not in moments  # the frozen embedding's output needs no gradient
+    step = moments["optimizer step"]
+    assert step["gradients"] == 4 * lora.trainable and step["optimizer state"] == 8 * lora.trainable
+    assert step["optimizer temporaries"] == 4 * lora.trainable  # foreach AdamW's square roots
+    assert step["weights"] == 4 * lora.base + 4 * lora.trainable
+    assert "embedding backward" in {m.name for m in finetune_peak(cfg, lora, seq_len=4, batch=1, dtype="fp32",
+                                                                   recompute="full").timeline.moments}
+
+
+def test_qlora_adds_a_dequantised_weight_to_each_backward_and_keeps_nf4_or_int8() -> None:
+    cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000, max_positions=4)
+    lora = lora_params(cfg, 2, parse_targets("all-linear"))
+    q = finetune_peak(cfg, lora, mode="qlora", seq_len=4, batch=1, dtype="bf16")
+    ffn = dict(next(m for m in q.timeline.moments if m.name.endswith("1 of 2, FFN")).alive)
+    assert ffn["QLoRA: a frozen weight dequantised"] == 256 * 1024 * 2  # the largest FFN matrix in bf16
+    attn = dict(next(m for m in q.timeline.moments if m.name.endswith("1 of 2, attention")).alive)
+    assert attn["QLoRA: a frozen weight dequantised"] == 256 * 3 * 256 * 2  # ffnlab's fused q|k|v
+    lo = finetune_peak(cfg, lora, mode="lora", seq_len=4, batch=1, dtype="bf16")
+    assert q.states.base_weights == weight_bytes(cfg, "nf4").total < lo.states.base_weights
+    int8 = finetune_states(cfg, lora, mode="qlora", base_format="int8")
+    assert int8.base_weights == qlora_base(cfg, "int8").total > q.states.base_weights
+    with pytest.raises(FfnlabError, match="--qlora-base"):
+        qlora_base(cfg, "fp4")

@@ -142,3 +142,26 @@ def test_cli_prints_what_fits_and_how_fast():
     doc = json.loads(j.stdout)
     assert doc["serving"]["capacity"]["max_batch_at_context"] == 29
     assert doc["serving"]["speed"]["bound"] == "memory bandwidth"
+
+
+def test_size_gpu_serves_as_fit_does_and_needs_a_whole_model(capsys):
+    """``size --gpu``: the serving figures of ``fit --mode serve`` on the same layout; the capacity
+    by hand as above (512 KiB per token of Llama-2-7B's KV cache, after the weights and the reserve)."""
+    from tests.cli_inproc import run_cli
+
+    args = ["--seq-len", "4096", "--batch", "8", "--json"]
+    p = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", *args)
+    assert p.returncode == 0, p.stderr
+    sv = json.loads(p.stdout)["model"]["serving"]
+    f = json.loads(run_cli(capsys, "fit", "llama-2-7b", "--gpu", "H100", "--gpus", "1", "--mode", "serve",
+                           *args).stdout)["serving"]
+    assert {k: sv[k] for k in ("capacity", "speed", "assumptions")} == {k: f[k] for k in ("capacity", "speed",
+                                                                                         "assumptions")}
+    h100 = find_accelerator("H100")
+    left = h100.memory_bytes - sv["reserve_bytes"] - 6_738_415_616 * 2
+    assert sv["capacity"]["max_context_at_batch_1"] == left // (512 * 1024)
+    assert sv["capacity"]["max_batch_at_context"] == left // (512 * 1024 * 4096)
+    text = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", "--seq-len", "4096", "--batch", "8")
+    assert "up to 29 sequences of 4,096" in " ".join(text.stdout.split()) and "roofline upper bound" in text.stdout
+    bad = run_cli(capsys, "size", "--d-model", "4096", "--gpu", "H100")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu needs a whole model" in bad.stderr

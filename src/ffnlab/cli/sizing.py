@@ -26,6 +26,7 @@ from ffnlab.cli.memory_view import (
     check_train_dtype,
     emit_memory,
     flat_memory,
+    gib,
     memory_pairs,
     peak_alive_text,
 )
@@ -72,6 +73,8 @@ def size(
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here; --finetune with --from)
+    gpu: str = typer.Option(None, "--gpu", help="With --n-layers or --from: what the layout holds when serving "
+                            "on this accelerator and a roofline bound on its speed (as fit --mode serve)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
 ) -> None:
@@ -84,10 +87,11 @@ def size(
         require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     mem_opts = mem.options() if n_layers is not None or from_model is not None else {}
+    require(gpu is None or mem_opts, "--gpu needs a whole model: give --n-layers (or --from MODEL)")
     if from_model is not None:
         ft = mem.finetune_options()
         out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
-                         dtype, mem_opts, finetune=ft if ft.adapters else None)
+                         dtype, mem_opts, finetune=ft if ft.adapters else None, gpu=gpu)
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -100,12 +104,14 @@ def size(
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
                            vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias,
                            dtype=dtype, tied=not untied, norm=norm, positions=positions,
-                           memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None)
+                           memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None,
+                           serving_on=gpu)
     _show_size(out, seq_len, dtype, as_json, fmt)
 
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
-               mem_opts: dict[str, Any], finetune: FinetuneOptions | None = None) -> dict[str, Any]:
+               mem_opts: dict[str, Any], finetune: FinetuneOptions | None = None, gpu: str | None = None
+               ) -> dict[str, Any]:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
     from ffnlab.sizing.size import size_model
 
@@ -120,7 +126,7 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     has_width = any(v is not None for v in (ratio, rule, multiplier, multiple_of, d_ff))
     r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
     out = size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
-                     memory=mem_opts if check_train_dtype(dtype) else None)
+                     memory=mem_opts if check_train_dtype(dtype) else None, serving_on=gpu)
     if finetune is not None:
         out["finetune"] = finetune_of(cfg, finetune, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts)
     return out
@@ -171,6 +177,14 @@ def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt
             ("training FLOPs/token (3x fwd)", human(fl["training"])),
         ]
         pairs += memory_pairs(m["memory"])
+        if "serving" in m:
+            from ffnlab.cli.fit import serving_lines
+
+            sv = m["serving"]
+            pairs += [(f"serving on {sv['accelerator']}", line) for line in serving_lines(sv, sv["batch"])]
+            pairs += [("assumed", f"serving: {gib(sv['usable_bytes'])} usable per GPU ({sv['accelerator']}'s "
+                                  f"reported memory less a {gib(sv['reserve_bytes'])} reserve, as fit assumes)")]
+            pairs += [("assumed", f"serving: {line}") for line in sv["assumptions"]]
         pairs += [("assumed", line) for line in m["assumed"]]
     if "finetune" in out:
         pairs += finetune_pairs(out["finetune"])

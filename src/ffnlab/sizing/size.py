@@ -55,14 +55,16 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                  n_heads: int | None = None, n_kv_heads: int | None = None, vocab_size: int = 50257,
                  seq_len: int = 2048, n_experts: int = 0, top_k: int = 2, bias: bool = False,
                  dtype: str = "bf16", tied: bool = True, norm: str | None = None,
-                 positions: str | None = None, memory: dict[str, Any] | None = None) -> dict[str, Any]:
+                 positions: str | None = None, memory: dict[str, Any] | None = None,
+                 serving_on: str | None = None) -> dict[str, Any]:
     """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs.
 
     With ``n_layers``, a whole decoder: ``n_heads`` defaults to d_model/64, ``norm`` and
     ``positions`` to ffnlab's defaults for the kind (RMSNorm + RoPE when gated, LayerNorm +
     learned positions when plain, the table sized by ``seq_len``), embeddings tied unless
     ``tied`` is False; ``model["assumed"]`` says which of these were assumed. ``memory``: the
-    keyword arguments of :func:`ffnlab.sizing.memory.parallel.memory_summary` for ``model.memory``.
+    keyword arguments of :func:`ffnlab.sizing.memory.parallel.memory_summary` for ``model.memory``;
+    ``serving_on``: an accelerator's name, for ``model.serving`` (:func:`_serving_on`).
     """
     check_width(d_model, "d_model")
     width = resolve_d_ff(d_model, kind, rule)
@@ -93,12 +95,31 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                                tied_embeddings=tied, norm=norm, positions=positions))
     assumed = _assumptions(cfg, heads_given=n_heads is not None, norm_given=norm is not None,
                            positions_given=positions is not None, seq_len=seq_len)
-    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed)
+    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
+                                 serving_on=serving_on)
     return out
 
 
+def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str, memory: dict[str, Any]
+               ) -> dict[str, Any]:
+    """What ``cfg`` holds and how fast it serves on the memory options' layout of ``accelerator``
+    (its reported memory less ``fit``'s default reserve): the figures of ``fit --mode serve``
+    (:func:`ffnlab.sizing.memory.fit.serving_figures`) at the options' batch and ``seq_len``."""
+    from ffnlab.sizing.memory.fit import reserve_bytes, serving_figures
+    from ffnlab.sizing.memory.hardware import find_accelerator
+
+    acc = find_accelerator(accelerator)
+    reserve = reserve_bytes(acc, None)
+    figures = serving_figures(cfg, acc, memory["lay"], usable_bytes=acc.memory_bytes - reserve,
+                              batch=memory["batch"], context=seq_len,
+                              weights_dtype=memory["weights_dtype"] or dtype, kv_dtype=memory["kv_dtype"] or dtype,
+                              group_size=memory["group_size"], mla="latent")
+    return {"accelerator": acc.name, "usable_bytes": acc.memory_bytes - reserve, "reserve_bytes": reserve,
+            "batch": memory["batch"], **figures}
+
+
 def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,
-                  assumed: list[str]) -> dict[str, Any]:
+                  assumed: list[str], serving_on: str | None = None) -> dict[str, Any]:
     """The ``model`` object of ``ffnlab size``: shape, parameters, FLOPs per token and memory."""
     # the memory model is imported here: a width alone (``size`` without --n-layers) never needs it
     from ffnlab.sizing.memory.optimizers import training_memory
@@ -119,11 +140,16 @@ def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[st
     }
     if memory is not None:
         out["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory)
+    if serving_on is not None:
+        require(memory is not None, "--gpu needs the memory options (a training --dtype)")
+        assert memory is not None
+        out["serving"] = _serving_on(cfg, serving_on, seq_len=seq_len, dtype=dtype, memory=memory)
     return out
 
 
 def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind: str | None = None, *,
-               seq_len: int = 2048, dtype: str = "bf16", memory: dict[str, Any] | None = None) -> dict[str, Any]:
+               seq_len: int = 2048, dtype: str = "bf16", memory: dict[str, Any] | None = None,
+               serving_on: str | None = None) -> dict[str, Any]:
     """``ffnlab size --from``: a real model's sizes, with its FFN (the routed experts' width for an
     MoE) re-sized by ``rule`` and/or changed to ``kind`` when given; everything else is the model's."""
     kind = kind or cfg.ffn.kind
@@ -142,5 +168,6 @@ def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind:
     if spec.is_moe:
         out["ffn_params_per_layer_active"] = ffn_params(cfg.d_model, spec, active=True)
     assumed = [f"the architecture of {name}" + (f", its FFN re-sized to {kind} d_ff {width}" if changed else "")]
-    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed)
+    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
+                                 serving_on=serving_on)
     return out

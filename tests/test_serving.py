@@ -161,7 +161,8 @@ def test_size_gpu_serves_as_fit_does_and_needs_a_whole_model(capsys):
     left = h100.memory_bytes - sv["reserve_bytes"] - 6_738_415_616 * 2
     assert sv["capacity"]["max_context_at_batch_1"] == left // (512 * 1024)
     assert sv["capacity"]["max_batch_at_context"] == left // (512 * 1024 * 4096)
-    text = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", "--seq-len", "4096", "--batch", "8")
-    assert "up to 29 sequences of 4,096" in " ".join(text.stdout.split()) and "roofline upper bound" in text.stdout
+    text = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", "--seq-len", "4096", "--batch", "8",
+                   "--format", "markdown")
+    assert "up to 29 sequences of 4,096" in text.stdout and "roofline upper bound" in text.stdout
     bad = run_cli(capsys, "size", "--d-model", "4096", "--gpu", "H100")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu needs a whole model" in bad.stderr

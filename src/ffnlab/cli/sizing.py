@@ -29,6 +29,7 @@ from ffnlab.cli.memory_view import (
     gib,
     memory_pairs,
     peak_alive_text,
+    serving_lines,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, decimals, human, pct
@@ -178,8 +179,6 @@ def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt
         ]
         pairs += memory_pairs(m["memory"])
         if "serving" in m:
-            from ffnlab.cli.fit import serving_lines
-
             sv = m["serving"]
             pairs += [(f"serving on {sv['accelerator']}", line) for line in serving_lines(sv, sv["batch"])]
             pairs += [("assumed", f"serving: {gib(sv['usable_bytes'])} usable per GPU ({sv['accelerator']}'s "

@@ -212,7 +212,10 @@ def output(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, as_j
 
 
 def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """A nested JSON-like object as one flat record: ``{"a": {"b": 1}, "c": [2]}`` -> ``a.b``, ``c.0``."""
+    """A nested JSON-like object as one flat record: ``{"a": {"b": 1}, "c": [2]}`` -> ``a.b``, ``c.0``;
+    a result with ``as_dict`` (:mod:`ffnlab.sizing.result`) as its JSON object."""
+    if hasattr(obj, "as_dict"):
+        obj = obj.as_dict()
     if isinstance(obj, Mapping):
         items: Iterable[tuple[Any, Any]] = obj.items()
     elif isinstance(obj, (list, tuple)):

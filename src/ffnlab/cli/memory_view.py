@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import render
 from ffnlab.errors import require
 from ffnlab.render import Column
 from ffnlab.validation import integer
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.memory.parallel import Layout, MemorySummary
 
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 
@@ -37,44 +41,48 @@ def gpus_text(n: int) -> str:
     return f"{n:,} GPU" + ("" if n == 1 else "s")
 
 
-def layout_text(lay: dict[str, Any]) -> str:
-    return (f"{gpus_text(lay['gpus'])}: dp {lay['dp']}, tp {lay['tp']}, pp {lay['pp']}, ep {lay['ep']}, "
-            f"zero {lay['zero']}{', sp' if lay['sp'] else ''}")
+def layout_text(lay: Layout) -> str:
+    return (f"{gpus_text(lay.gpus)}: dp {lay.dp}, tp {lay.tp}, pp {lay.pp}, ep {lay.ep}, "
+            f"zero {lay.zero}{', sp' if lay.sp else ''}")
 
 
-def memory_pairs(mem: dict[str, Any]) -> list[tuple[str, Any]]:
+def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     """Rows for a key-value table: the memory section of ``size``."""
-    lay = mem["layout"]
-    where = "per GPU" if lay["gpus"] > 1 else "1 GPU"
-    opt = "AdamW moments" if mem["optimizer"] == "adamw" else mem["optimizer"]
-    master = "" if mem["dtype"] == "fp32" else " + fp32 master"
+    lay = mem.layout
+    where = "per GPU" if lay.gpus > 1 else "1 GPU"
+    opt = "AdamW moments" if mem.optimizer == "adamw" else mem.optimizer
+    master = "" if mem.dtype == "fp32" else " + fp32 master"
     pairs: list[tuple[str, Any]] = [
-        ("memory layout", f"{layout_text(lay)} ({mem['engine']})"),
-        (f"training: weights ({mem['dtype']}, {where})", gib(mem["weights_bytes"])),
-        (f"training: gradients ({mem['grad_dtype']})", gib(mem["gradients_bytes"])),
-        (f"training: optimizer ({opt}{master})", gib(mem["optimizer_bytes"])),
-        ("training: model states (weights + gradients + optimizer)", gib(mem["states_bytes"])),
-        (f"training: activations (batch {mem['batch']} x {mem['seq_len']}, recompute {mem['recompute']}, "
-         f"{mem['attention']}{', dropout' if mem['dropout'] else ''})", gib(mem["activations_bytes"])),
+        ("memory layout", f"{layout_text(lay)} ({mem.engine})"),
+        (f"training: weights ({mem.dtype}, {where})", gib(mem.weights_bytes)),
+        (f"training: gradients ({mem.grad_dtype})", gib(mem.gradients_bytes)),
+        (f"training: optimizer ({opt}{master})", gib(mem.optimizer_bytes)),
+        ("training: model states (weights + gradients + optimizer)", gib(mem.states_bytes)),
+        (f"training: activations (batch {mem.batch} x {mem.seq_len}, recompute {mem.recompute}, "
+         f"{mem.attention}{', dropout' if mem.dropout else ''})", gib(mem.activations_bytes)),
     ]
-    working = [r for r in mem["training_terms"] if r["group"] == "working"]
-    pairs += [(f"training: {r['term']}", gib(r["per_gpu_bytes"])) for r in working]
+    working = [r for r in mem.training_terms or () if r.group == "working"]
+    pairs += [(f"training: {r.term}", gib(r.per_gpu_bytes)) for r in working]
     pairs += [
-        ("training: sum of the terms (not all alive at once)", gib(mem["terms_sum_bytes"])),
-        (f"training: peak of the step, at {mem['peak_moment']}", gib(mem["peak_bytes"])),
-        ("training: alive at the peak", peak_alive_text(mem)),
-        (f"serving: weights ({mem['weights_dtype']})", gib(mem["serving_weights_bytes"])),
-        (f"serving: KV cache ({mem['kv_dtype']}, batch {mem['batch']} x {mem['seq_len']})",
-         gib(mem["kv_cache_bytes"])),
-        ("serving: total", gib(mem["serving_total_bytes"])),
+        ("training: sum of the terms (not all alive at once)", gib(mem.terms_sum_bytes)),
+        (f"training: peak of the step, at {mem.peak_moment}", gib(mem.peak_bytes)),
+        ("training: alive at the peak", alive_text((a.what, a.bytes) for a in mem.peak_alive or ())),
+        (f"serving: weights ({mem.weights_dtype})", gib(mem.serving_weights_bytes)),
+        (f"serving: KV cache ({mem.kv_dtype}, batch {mem.batch} x {mem.seq_len})", gib(mem.kv_cache_bytes)),
+        ("serving: total", gib(mem.serving_total_bytes)),
     ]
     return pairs
 
 
-def peak_alive_text(mem: dict[str, Any]) -> str:
-    """What is alive at the step's peak, largest first, in GiB (one line)."""
-    alive = sorted(mem.get("peak_alive") or [], key=lambda a: -a["bytes"])
-    return "; ".join(f"{a['what']} {a['bytes'] / 2**30:,.2f}" for a in alive) + " (GiB)" if alive else "-"
+def alive_text(alive: Iterable[tuple[str, int]]) -> str:
+    """What is alive at the step's peak, ``(what, bytes)`` each, largest first, in GiB (one line)."""
+    ordered = sorted(alive, key=lambda a: -a[1])
+    return "; ".join(f"{what} {b / 2**30:,.2f}" for what, b in ordered) + " (GiB)" if ordered else "-"
+
+
+def peak_alive_text(mem: Mapping[str, Any]) -> str:
+    """:func:`alive_text` of the ``peak_alive`` list (``{what, bytes}`` each) of a JSON object."""
+    return alive_text((a["what"], a["bytes"]) for a in mem.get("peak_alive") or [])
 
 
 MEMORY_COLS = [  # the terms are --wide columns, so the default table fits 80 columns
@@ -106,23 +114,24 @@ MEMORY_CSV_COLS = [Column(f"memory.{k}", f"memory.{k}") for k in MEMORY_KEYS]
 
 
 def flat_memory(row: dict[str, Any]) -> dict[str, Any]:
-    """The byte counts of ``row["memory"]`` as ``memory.KEY`` cells (for CSV)."""
-    mem = row.get("memory") or {}
-    return {f"memory.{k}": mem.get(k) for k in MEMORY_KEYS}
+    """The byte counts of ``row["memory"]`` (a MemorySummary, or None) as ``memory.KEY`` cells (for CSV)."""
+    mem: MemorySummary | None = row.get("memory")
+    return {f"memory.{k}": None if mem is None else getattr(mem, k) for k in MEMORY_KEYS}
 
 
 def emit_memory(rows: list[dict[str, Any]], fmt: str, *, wide: bool = False) -> None:
     """The memory section of ``audit``: one line per model with an architecture, and one line for
     each model that has none (or cannot take the layout)."""
-    mems = [{"name": r["name"], **r["memory"]} for r in rows if r.get("memory")]
-    if mems:
-        m = mems[0]
-        opt = "AdamW" if m["optimizer"] == "adamw" else m["optimizer"]
-        title = (f"memory per GPU ({layout_text(m['layout'])}, {m['engine']}): training {m['dtype']} + {opt}, "
-                 f"grads {m['grad_dtype']}, batch {m['batch']} x {m['seq_len']}, recompute {m['recompute']}, "
-                 f"{m['attention']} attention; train peak = the most alive at one moment of the step "
+    found: list[tuple[str, MemorySummary]] = [(r["name"], r["memory"]) for r in rows if r.get("memory") is not None]
+    if found:
+        mems = [{"name": name, **m.as_dict()} for name, m in found]
+        m = found[0][1]
+        opt = "AdamW" if m.optimizer == "adamw" else m.optimizer
+        title = (f"memory per GPU ({layout_text(m.layout)}, {m.engine}): training {m.dtype} + {opt}, "
+                 f"grads {m.grad_dtype}, batch {m.batch} x {m.seq_len}, recompute {m.recompute}, "
+                 f"{m.attention} attention; train peak = the most alive at one moment of the step "
                  f"(the terms' sum is in --json); "
-                 f"serving weights {m['weights_dtype']}, KV {m['kv_dtype']}")
+                 f"serving weights {m.weights_dtype}, KV {m.kv_dtype}")
         if fmt == "table":
             print()
         render.emit(mems, MEMORY_COLS, fmt, title=title, wide=wide)

@@ -384,10 +384,10 @@ def audit(
     if ft.adapters:
         emit_finetune(rows, fmt)
     for r in rows:  # models counted through transformers: which layers keep a cache or a state
-        m = r.get("memory") or {}
-        if "cache_rule" in m:
-            render.note(f"{r['name']}: KV cache {m['kv_cache_bytes'] / 2**30:,.2f} GiB from {m['cache_rule']}; "
-                        f"recurrent state {m['state_bytes'] / 2**20:,.1f} MiB per batch; {m['note']}", fmt)
+        m = r.get("memory")
+        if m is not None and m.counted_by_structure:
+            render.note(f"{r['name']}: KV cache {m.kv_cache_bytes / 2**30:,.2f} GiB from {m.cache_rule}; "
+                        f"recurrent state {(m.state_bytes or 0) / 2**20:,.1f} MiB per batch; {m.note}", fmt)
 
 
 def _audit_finetune(row: dict[str, Any], cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,

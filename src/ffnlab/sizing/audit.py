@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.audit_rules import (
@@ -31,6 +31,9 @@ from ffnlab.sizing.hf.structure import Structure
 from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.sizing.widths import alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
+
+if TYPE_CHECKING:  # the memory model is imported where it is used (memory_of)
+    from ffnlab.sizing.memory.parallel import MemorySummary
 
 
 def ffn_facts(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> FFNFacts:
@@ -149,7 +152,7 @@ def moe_summary_empty() -> dict[str, Any]:
     return dict.fromkeys(MOE_KEYS)
 
 
-def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **options: Any) -> dict[str, Any]:
+def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **options: Any) -> MemorySummary:
     """An audit row's ``memory`` object, by the rules its counting supports: the full training
     and serving model for a translated config (:func:`ffnlab.sizing.memory.parallel.memory_summary`),
     model states and the KV cache for a structure counted through transformers

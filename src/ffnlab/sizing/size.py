@@ -120,7 +120,8 @@ def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str,
 
 def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,
                   assumed: list[str], serving_on: str | None = None) -> dict[str, Any]:
-    """The ``model`` object of ``ffnlab size``: shape, parameters, FLOPs per token and memory."""
+    """The ``model`` object of ``ffnlab size``: shape, parameters, FLOPs per token and memory
+    (``memory``: a :class:`ffnlab.sizing.memory.parallel.MemorySummary`, its JSON from ``as_dict``)."""
     # the memory model is imported here: a width alone (``size`` without --n-layers) never needs it
     from ffnlab.sizing.memory.optimizers import training_memory
     from ffnlab.sizing.memory.parallel import memory_summary

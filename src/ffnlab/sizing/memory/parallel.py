@@ -57,6 +57,7 @@ from ffnlab.sizing.memory.step import (
     optimizer_temp_bytes,
     step_timeline,
 )
+from ffnlab.sizing.result import Result
 
 ZERO_STAGES = (0, 1, 2, 3)
 
@@ -217,13 +218,93 @@ def table_total(rows: list[Row]) -> int:
     return sum(r.per_gpu_bytes for r in rows)
 
 
+@dataclass(frozen=True)
+class Alive(Result):
+    """One thing alive at the step's peak, and its bytes per GPU."""
+
+    what: str
+    bytes: int
+
+
+# the keys of a structure's memory (counted through transformers), in the order its JSON has them
+STRUCTURE_KEYS = (
+    "layout", "seq_len", "batch", "dtype", "kv_dtype", "weights_dtype", "recompute", "attention", "per_gpu",
+    "grad_dtype", "optimizer", "dropout", "engine", "weights_bytes", "gradients_bytes", "optimizer_bytes",
+    "states_bytes", "working_bytes", "activations_bytes", "terms_sum_bytes", "training_total_bytes", "peak_bytes",
+    "peak_moment", "peak_alive", "kv_cache_bytes", "state_bytes", "serving_weights_bytes", "serving_total_bytes",
+    "cache_rule", "kv_layers", "state_layers", "note",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MemorySummary(Result):
+    """The ``memory`` object of the JSON contract (``size``, ``audit``), bytes per GPU: what
+    :func:`memory_summary` returns for a config and
+    :func:`ffnlab.sizing.memory.structure.structure_memory` for a structure counted through
+    transformers. :meth:`as_dict` is the JSON object; ``m["peak_bytes"]`` and the rest of the
+    transitional dict view (:mod:`ffnlab.sizing.result`) read the same keys.
+
+    A config's result has ``sharding``, ``step`` and the per-term tables; a structure's has
+    ``state_bytes``, ``cache_rule``, ``kv_layers``, ``state_layers`` and ``note`` instead, None
+    for the activations and every training total (not modelled), and its keys in its own order.
+    """
+
+    layout: Layout
+    seq_len: int
+    batch: int
+    dtype: str
+    kv_dtype: str
+    grad_dtype: str
+    optimizer: str
+    dropout: bool
+    engine: str
+    sharding: Sharding | None = None  # a config's only
+    weights_dtype: str
+    recompute: str
+    attention: str
+    per_gpu: bool = True
+    weights_bytes: int
+    gradients_bytes: int
+    optimizer_bytes: int
+    states_bytes: int  # weights + gradients + optimizer
+    activations_bytes: int | None
+    working_bytes: int
+    terms_sum_bytes: int | None  # every term, not alive at once
+    training_total_bytes: int | None  # the step's peak
+    peak_bytes: int | None
+    peak_moment: str | None
+    peak_alive: tuple[Alive, ...] | None
+    step: StepOptions | None = None  # a config's only
+    kv_cache_bytes: int
+    state_bytes: int | None = None  # a structure's only: the recurrent state of its SSM / linear layers
+    serving_weights_bytes: int
+    serving_total_bytes: int
+    training_terms: tuple[Row, ...] | None = None  # a config's only
+    serving_terms: tuple[Row, ...] | None = None  # a config's only
+    cache_rule: str | None = None  # a structure's only, as the four below
+    kv_layers: int | None = None
+    state_layers: int | None = None
+    note: str | None = None
+
+    OMITTED_WHEN_NONE = frozenset({"sharding", "step", "training_terms", "serving_terms", "state_bytes",
+                                   "cache_rule", "kv_layers", "state_layers", "note"})
+
+    @property
+    def counted_by_structure(self) -> bool:
+        """True for a structure's result (counted through transformers): it carries its cache rule."""
+        return self.cache_rule is not None
+
+    def keys(self) -> tuple[str, ...]:
+        return STRUCTURE_KEYS if self.counted_by_structure else super().keys()
+
 def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int = 2048, batch: int = 1,
                    dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
                    attention: str = "fused", weights_dtype: str | None = None, group_size: int | None = None,
                    mla: str = "latent", capacity_factor: float | None = None, grad_dtype: str | None = None,
                    optimizer: str = "adamw", dropout: bool = False,
-                   sharding: Sharding | None = None, step: StepOptions | None = None) -> dict[str, object]:
-    """The ``memory`` object of the JSON contract: integer bytes per GPU for the layout given.
+                   sharding: Sharding | None = None, step: StepOptions | None = None) -> MemorySummary:
+    """The ``memory`` object of the JSON contract (:class:`MemorySummary`): integer bytes per GPU
+    for the layout given.
 
     Training terms for ``batch`` sequences of ``seq_len`` tokens: ``states_bytes`` (weights +
     gradients + optimizer, what ``training_memory`` counts), ``activations_bytes`` and
@@ -249,21 +330,20 @@ def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int 
     t = {r.term: r.per_gpu_bytes for r in train}
     s = {r.term: r.per_gpu_bytes for r in serve}
     working = sum(r.per_gpu_bytes for r in train if r.group == "working")
-    return {
-        "layout": lay.as_dict(), "seq_len": seq_len, "batch": batch, "dtype": dtype, "kv_dtype": kv_dtype,
-        "grad_dtype": grad_dtype or dtype, "optimizer": optimizer, "dropout": dropout,
-        "engine": sharding.engine(lay.zero), "sharding": sharding.as_dict(),
-        "weights_dtype": weights_dtype, "recompute": recompute, "attention": attention, "per_gpu": True,
-        "weights_bytes": t["weights"], "gradients_bytes": t["gradients"], "optimizer_bytes": t["optimizer"],
-        "states_bytes": t["weights"] + t["gradients"] + t["optimizer"],
-        "activations_bytes": t["activations"], "working_bytes": working, "terms_sum_bytes": table_total(train),
-        "training_total_bytes": timeline.peak_bytes, "peak_bytes": timeline.peak_bytes,
-        "peak_moment": timeline.peak.name, "peak_alive": timeline.peak_alive(), "step": step.as_dict(),
-        "kv_cache_bytes": s["kv_cache"], "serving_weights_bytes": s["weights"],
-        "serving_total_bytes": table_total(serve),
-        "training_terms": [r.as_dict() for r in train], "serving_terms": [r.as_dict() for r in serve],
-    }
+    return MemorySummary(
+        layout=lay, seq_len=seq_len, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
+        grad_dtype=grad_dtype or dtype, optimizer=optimizer, dropout=dropout,
+        engine=sharding.engine(lay.zero), sharding=sharding,
+        weights_dtype=weights_dtype, recompute=recompute, attention=attention, per_gpu=True,
+        weights_bytes=t["weights"], gradients_bytes=t["gradients"], optimizer_bytes=t["optimizer"],
+        states_bytes=t["weights"] + t["gradients"] + t["optimizer"],
+        activations_bytes=t["activations"], working_bytes=working, terms_sum_bytes=table_total(train),
+        training_total_bytes=timeline.peak_bytes, peak_bytes=timeline.peak_bytes,
+        peak_moment=timeline.peak.name, peak_alive=tuple(Alive(w, b) for w, b in timeline.peak.alive),
+        step=step, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
+        serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
+    )
 
 
-__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "TRAIN_DTYPES", "Layout", "Row", "Sharding", "StepOptions", "check_layout",
-           "memory_summary", "serving_table", "table_total", "training_peak", "training_table"]
+__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "Layout", "MemorySummary",
+           "Row", "Sharding", "StepOptions", "check_layout", "memory_summary", "serving_table", "table_total", "training_peak", "training_table"]

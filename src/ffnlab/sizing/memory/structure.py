@@ -36,6 +36,9 @@ from ffnlab.sizing.memory.byte_rules import (
     dtype_bytes,
     shape_free_states,
 )
+from ffnlab.sizing.memory.parallel import Layout, MemorySummary
+from ffnlab.sizing.memory.sharding import Sharding
+from ffnlab.sizing.memory.step import StepOptions
 
 
 def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
@@ -97,20 +100,22 @@ def serving_weight_bytes(s: Structure, dtype: str, group_size: int) -> int:
     return q * bits // 8 + scales + int(DTYPE_BYTES["bf16"]) * kept
 
 
-def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batch: int = 1,
+def structure_memory(s: Structure, lay: Layout | None = None, *, seq_len: int = 2048, batch: int = 1,
                      dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
                      attention: str = "fused", weights_dtype: str | None = None,
                      group_size: int | None = None, grad_dtype: str | None = None, optimizer: str = "adamw",
-                     dropout: bool = False, sharding: Any = None, step: Any = None) -> dict[str, Any]:
-    """The ``memory`` object of ``audit`` (the keys of :func:`ffnlab.sizing.memory.parallel.memory_summary`)
-    for one GPU, plus ``state_bytes``. ``activations_bytes`` and every training total
+                     dropout: bool = False, sharding: Sharding | None = None,
+                     step: StepOptions | None = None) -> MemorySummary:
+    """The ``memory`` object of ``audit`` (a :class:`ffnlab.sizing.memory.parallel.MemorySummary`, as
+    :func:`ffnlab.sizing.memory.parallel.memory_summary` returns) for one GPU, with ``state_bytes``,
+    the cache rule and a note instead of the sharding, step options and per-term tables
+    (``sharding`` and ``step`` are accepted and not used). ``activations_bytes`` and every training total
     (``training_total_bytes``, ``peak_bytes``, ``terms_sum_bytes``) are None: the activations of
     these layers are not modelled, and a total without them would under-count the step."""
     group_size = 128 if group_size is None else group_size
     shape_free_states(optimizer, 2)  # refused now, with its one line, if the optimizer needs the shapes
-    layout = lay.as_dict() if lay is not None else {"dp": 1, "tp": 1, "pp": 1, "ep": 1, "zero": 0, "sp": False,
-                                                     "gpus": 1}
-    if layout["gpus"] != 1 or layout["zero"]:
+    layout = lay if lay is not None else Layout()
+    if layout.gpus != 1 or layout.zero:
         raise FfnlabError("models counted through transformers get a one-GPU memory estimate only "
                           "(no --dp/--tp/--pp/--ep/--zero)")
     require(dtype in TRAIN_DTYPES, f"training dtype must be one of {', '.join(TRAIN_DTYPES)}, got {dtype!r}")
@@ -125,19 +130,19 @@ def structure_memory(s: Structure, lay: Any = None, *, seq_len: int = 2048, batc
     optimizer_bytes = p * shape_free_states(optimizer, w)
     cache = kv_and_state(s, batch=batch, context=seq_len, kv_dtype=kv_dtype)
     serving = serving_weight_bytes(s, weights_dtype, group_size)
-    return {
-        "layout": layout, "seq_len": seq_len, "batch": batch, "dtype": dtype, "kv_dtype": kv_dtype,
-        "weights_dtype": weights_dtype, "recompute": recompute, "attention": attention, "per_gpu": True,
-        "grad_dtype": grad_dtype or dtype, "optimizer": optimizer, "dropout": dropout, "engine": "one GPU",
-        "weights_bytes": weights, "gradients_bytes": gradients, "optimizer_bytes": optimizer_bytes,
-        "states_bytes": weights + gradients + optimizer_bytes, "working_bytes": 0,
-        "activations_bytes": None, "terms_sum_bytes": None, "training_total_bytes": None, "peak_bytes": None,
-        "peak_moment": None, "peak_alive": None,
-        "kv_cache_bytes": cache["kv_cache_bytes"], "state_bytes": cache["state_bytes"],
-        "serving_weights_bytes": serving,
-        "serving_total_bytes": serving + cache["kv_cache_bytes"] + cache["state_bytes"],
-        "cache_rule": cache["rule"], "kv_layers": cache["kv_layers"], "state_layers": cache["state_layers"],
-        "note": "counted through transformers: no training peak (the activations of these layers are not "
-                "modelled, so a peak would leave them out; states_bytes is weights + gradients + optimizer "
-                "alone); serving total includes the recurrent state",
-    }
+    return MemorySummary(
+        layout=layout, seq_len=seq_len, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
+        weights_dtype=weights_dtype, recompute=recompute, attention=attention, per_gpu=True,
+        grad_dtype=grad_dtype or dtype, optimizer=optimizer, dropout=dropout, engine="one GPU",
+        weights_bytes=weights, gradients_bytes=gradients, optimizer_bytes=optimizer_bytes,
+        states_bytes=weights + gradients + optimizer_bytes, working_bytes=0,
+        activations_bytes=None, terms_sum_bytes=None, training_total_bytes=None, peak_bytes=None,
+        peak_moment=None, peak_alive=None,
+        kv_cache_bytes=cache["kv_cache_bytes"], state_bytes=cache["state_bytes"],
+        serving_weights_bytes=serving,
+        serving_total_bytes=serving + cache["kv_cache_bytes"] + cache["state_bytes"],
+        cache_rule=cache["rule"], kv_layers=cache["kv_layers"], state_layers=cache["state_layers"],
+        note="counted through transformers: no training peak (the activations of these layers are not "
+             "modelled, so a peak would leave them out; states_bytes is weights + gradients + optimizer "
+             "alone); serving total includes the recurrent state",
+    )

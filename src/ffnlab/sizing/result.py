@@ -1,0 +1,75 @@
+"""Results that cross a layer: frozen dataclasses, with the JSON object they stand for.
+
+A result's fields are typed (mypy checks every producer and reader); :meth:`Result.as_dict` gives
+the plain object the JSON shows, keys and order unchanged from the dicts the results replace:
+nested results and dataclasses with their own ``as_dict`` (a layout adds its ``gpus``) through
+theirs, other dataclasses field by field, tuples as lists.
+
+**Transitional dict view**: ``r["key"]``, ``r.get("key")``, ``"key" in r``, ``keys()``,
+``items()``, ``values()``, ``len(r)``, ``iter(r)`` and ``{**r}`` mirror the top level of
+``as_dict()``, read-only, so code written against the dicts (``m["peak_bytes"]``) keeps working.
+Code in ffnlab reads the attributes (``m.peak_bytes``); the view may go in a later release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass
+from typing import Any, ClassVar
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON-ready data (see the module's docstring)."""
+    if hasattr(value, "as_dict") and not isinstance(value, type):
+        return value.as_dict()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    return value
+
+
+class Result:
+    """Base of the result dataclasses: :meth:`as_dict` and the transitional dict view.
+
+    The keys are the fields in their order, less those named in ``OMITTED_WHEN_NONE`` that are
+    None (a key some results have and others lack); a subclass may reorder them in :meth:`keys`.
+    """
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+
+    def keys(self) -> tuple[str, ...]:
+        assert is_dataclass(self), "a Result is a dataclass"
+        return tuple(f.name for f in fields(self)
+                     if not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON object: each key's value as plain data."""
+        return {k: plain(getattr(self, k)) for k in self.keys()}
+
+    # -- the transitional dict view ---------------------------------------------------------------
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return plain(getattr(self, key))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self.keys() else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def items(self) -> list[tuple[str, Any]]:
+        return list(self.as_dict().items())
+
+    def values(self) -> list[Any]:
+        return list(self.as_dict().values())

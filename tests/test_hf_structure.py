@@ -213,3 +213,19 @@ def test_vision_language_config_counts_the_language_model_and_head():
     assert row["params_total"] == lm + head
     assert row["params_outside_lm"] == sum(p.numel() for p in model.model.visual.parameters())
     assert "multimodal" in row["note"]
+
+
+def test_layer_counts_keep_the_stacks_order_whatever_the_hash_seed():
+    # the kinds were counted from a set, whose order follows string hashing (PYTHONHASHSEED): the
+    # JSON of a counted hybrid changed key order from run to run
+    import subprocess
+    import sys
+
+    code = ("from ffnlab.sizing.hf.structure import Structure, layer_counts\n"
+            "s = Structure(d_model=8, n_layers=3, stack='m', layers=[['ssm', 'moe'], ['attention', 'ffn', 'ffn'],"
+            " ['mamba2', 'attention']], ffns=[], mixers=[], parts={}, total=0)\n"
+            "print(list(layer_counts(s).items()))")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(6)}
+    assert seen == {"[('ssm', 1), ('moe', 1), ('attention', 2), ('ffn', 1), ('mamba2', 1)]\n"}

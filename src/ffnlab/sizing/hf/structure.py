@@ -649,8 +649,9 @@ def analyse(counted: dict[str, Any], multimodal: bool = False) -> Structure:
 
 
 def layer_counts(s: Structure) -> dict[str, int]:
-    """How many layers of the stack have each kind of unit."""
+    """How many layers of the stack have each kind of unit, the kinds in the order the stack first
+    shows them (not a set's order, which changes from run to run with string hashing)."""
     c: Counter[str] = Counter()
     for kinds in s.layers:
-        c.update(set(kinds))
+        c.update(dict.fromkeys(kinds).keys())
     return dict(c)

@@ -4,6 +4,7 @@ by the code before the result became a dataclass): same keys, same order, same v
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,8 @@ from ffnlab.sizing.memory.parallel import Layout
 from ffnlab.sizing.memory.sharding import Sharding
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.result import plain
-from ffnlab.sizing.size import size_model, size_summary
-from ffnlab.sizing.widths import make_rule
+from ffnlab.sizing.size import Alignment, ModelSummary, SizeSummary, size_model, size_summary
+from ffnlab.sizing.widths import alignment, make_rule
 from ffnlab.sizing.zoo import find
 
 SNAPSHOT_PATH = Path(__file__).parent / "data" / "size_summary_snapshot.json"
@@ -107,6 +108,40 @@ def test_size_result_matches_the_snapshot(name: str) -> None:
     assert got == expected
     # as the command writes it: the result itself, through render's JSON default
     assert json.dumps(res, indent=2, default=_json_default) == json.dumps(expected, indent=2)
+    # one typed result, its nested results typed too
+    assert isinstance(res, SizeSummary) and isinstance(res.alignment, Alignment)
+    assert (res.model is not None) == ("model" in expected) and (res.from_model is not None) == ("from" in expected)
+    if res.model is not None:
+        assert isinstance(res.model, ModelSummary)
+        assert res.model.params.total == expected["model"]["params"]["total"]
+        assert (res.model.memory is not None) == ("memory" in expected["model"])
+        assert res.model.as_dict() == expected["model"]
+    # the transitional dict view mirrors as_dict's top level, read-only
+    assert list(res) == list(res.keys()) == list(expected) and len(res) == len(expected)
+    assert {k: res[k] for k in expected} == expected and dict(res) == expected and {**res} == expected
+    assert res.items() == list(expected.items()) and res.values() == list(expected.values())
+    assert all(k in res and res.get(k) == v for k, v in expected.items())
+    assert "from_model" not in res and res.get("no such key", 7) == 7
+    with pytest.raises(KeyError):
+        res["no such key"]
+    with pytest.raises(TypeError):
+        res["d_ff"] = 0  # type: ignore[index]
+    with pytest.raises(FrozenInstanceError):
+        res.d_ff = 0  # type: ignore[misc]
+    assert res.d_ff == expected["d_ff"] and res.alignment.as_dict() == expected["alignment"]
+
+
+@pytest.mark.parametrize("d_ff", [1, 3, 64, 96, 128, 2730, 11008, 14336, 28672])
+def test_alignment_is_the_widths_alignment(d_ff: int) -> None:
+    assert Alignment.of(d_ff).as_dict() == alignment(d_ff)
+
+
+def test_finetune_is_the_last_key() -> None:
+    """``size --finetune`` sets ``finetune`` with ``dataclasses.replace``: it comes after ``model``."""
+    res = compute("from-llama-3-8b")
+    with_ft = replace(res, finetune={"mode": "lora"})
+    assert list(with_ft.as_dict()) == [*SNAPSHOT["from-llama-3-8b"], "finetune"]
+    assert with_ft["finetune"] == {"mode": "lora"} and "finetune" not in res
 
 
 if __name__ == "__main__":  # rewrite the snapshot (only ever with the code before the dataclasses)

@@ -228,8 +228,9 @@ def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def record(obj: Mapping[str, Any]) -> None:
-    """One result as a one-row CSV: the JSON flattened (``model.params.total``), raw values."""
+def record(obj: Any) -> None:
+    """One result as a one-row CSV: the JSON flattened (``model.params.total``), raw values; a
+    mapping or a result with ``as_dict`` (as :func:`flatten`)."""
     flat = flatten(obj)
     sys.stdout.write(csv_text([flat], list(flat)))
 

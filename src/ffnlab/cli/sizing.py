@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -38,6 +39,7 @@ from ffnlab.validation import choice, number
 
 if TYPE_CHECKING:
     from ffnlab.sizing.finetune import FinetuneOptions
+    from ffnlab.sizing.size import SizeSummary
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
 MAX_PLAN_TARGET = 10**15  # a quadrillion parameters: far past any model, and the search stays bounded
@@ -112,7 +114,7 @@ def size(
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
                mem_opts: dict[str, Any], finetune: FinetuneOptions | None = None, gpu: str | None = None
-               ) -> dict[str, Any]:
+               ) -> SizeSummary:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
     from ffnlab.sizing.size import size_model
 
@@ -129,7 +131,7 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     out = size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
                      memory=mem_opts if check_train_dtype(dtype) else None, serving_on=gpu)
     if finetune is not None:
-        out["finetune"] = finetune_of(cfg, finetune, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts)
+        out = replace(out, finetune=finetune_of(cfg, finetune, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts))
     return out
 
 
@@ -144,50 +146,51 @@ def finetune_of(cfg: Any, opts: FinetuneOptions, *, seq_len: int, dtype: str, me
                             optimizer=mem_opts["optimizer"], dropout=mem_opts["dropout"], step=mem_opts["step"])
 
 
-def _show_size(out: dict[str, Any], seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
-    width, gated = out["d_ff"], out["gated"]
+def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
+    width, gated = out.d_ff, out.gated
     if as_json:
         render.emit_json(out)
         return
     if fmt == "csv":  # one row: the JSON's values under their dotted keys (model.params.total)
         render.record(out)
         return
-    a = out["alignment"]
-    pairs: list[tuple[str, Any]] = [*([("from", out["from"])] if "from" in out else []),
-        ("FFN kind", f"{out['ffn_kind']} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
-        ("rule", out["rule"]), ("d_ff", width), ("raw ratio d_ff/d_model", f"{out['ratio_raw']:.4f}"),
-        ("parameter-matched ratio", f"{out['ratio_param_matched']:.4f}"),
-        ("FFN params / layer", f"{out['ffn_params_per_layer']:,}"),
-        ("alignment", f"2^{a['pow2_divisor'].bit_length() - 1} divides d_ff; /64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']}"),
+    a = out.alignment
+    pairs: list[tuple[str, Any]] = [*([("from", out.from_model)] if out.from_model is not None else []),
+        ("FFN kind", f"{out.ffn_kind} ({'gated, 3 matrices' if gated else 'plain, 2 matrices'})"),
+        ("rule", out.rule), ("d_ff", width), ("raw ratio d_ff/d_model", f"{out.ratio_raw:.4f}"),
+        ("parameter-matched ratio", f"{out.ratio_param_matched:.4f}"),
+        ("FFN params / layer", f"{out.ffn_params_per_layer:,}"),
+        ("alignment", f"2^{a.pow2_divisor.bit_length() - 1} divides d_ff; /64 {a.div64}, /128 {a.div128}, /256 {a.div256}"),
     ]
-    if "ffn_params_per_layer_active" in out:
-        pairs.append(("FFN params / layer, active", f"{out['ffn_params_per_layer_active']:,}"))
-    if "model" in out:
-        m = out["model"]
-        p, fl = m["params"], m["flops_per_token"]
+    if out.ffn_params_per_layer_active is not None:
+        pairs.append(("FFN params / layer, active", f"{out.ffn_params_per_layer_active:,}"))
+    if out.model is not None:
+        m = out.model
+        p, fl = m.params, m.flops_per_token
         pairs += [
-            ("model", f"{m['n_layers']} layers, {m['n_heads']} heads ({m['n_kv_heads']} kv), {m['norm']}, "
-                      f"{m['positions']} positions" + (f" ({m['position_table_rows']} rows)" if m["position_table_rows"] else "")
-                      + f", embeddings {'tied' if m['tied_embeddings'] else 'untied'}"),
-            ("params total", f"{p['total']:,} ({human(p['total'])})"),
-            ("params non-embedding", f"{p['non_embedding']:,} ({human(p['non_embedding'])})"),
-            ("FFN share of non-embedding", f"{p['ffn_share']:.1%}"),
-            (f"forward FLOPs/token @ {seq_len}", f"{human(fl['forward'])}  (ffn {fl['ffn'] / fl['forward']:.0%}, "
-             f"attn proj {(fl['qkv'] + fl['attn_out']) / fl['forward']:.0%}, scores {fl['attn_scores'] / fl['forward']:.0%}, "
-             f"head {fl['lm_head'] / fl['forward']:.0%})"),
-            ("training FLOPs/token (3x fwd)", human(fl["training"])),
+            ("model", f"{m.n_layers} layers, {m.n_heads} heads ({m.n_kv_heads} kv), {m.norm}, "
+                      f"{m.positions} positions" + (f" ({m.position_table_rows} rows)" if m.position_table_rows else "")
+                      + f", embeddings {'tied' if m.tied_embeddings else 'untied'}"),
+            ("params total", f"{p.total:,} ({human(p.total)})"),
+            ("params non-embedding", f"{p.non_embedding:,} ({human(p.non_embedding)})"),
+            ("FFN share of non-embedding", f"{p.ffn_share:.1%}"),
+            (f"forward FLOPs/token @ {seq_len}", f"{human(fl.forward)}  (ffn {fl.ffn / fl.forward:.0%}, "
+             f"attn proj {(fl.qkv + fl.attn_out) / fl.forward:.0%}, scores {fl.attn_scores / fl.forward:.0%}, "
+             f"head {fl.lm_head / fl.forward:.0%})"),
+            ("training FLOPs/token (3x fwd)", human(fl.training)),
         ]
-        pairs += memory_pairs(m["memory"])
-        if "serving" in m:
-            sv = m["serving"]
+        if m.memory is not None:  # always, from the command (a training --dtype is required)
+            pairs += memory_pairs(m.memory)
+        if m.serving is not None:
+            sv = m.serving
             pairs += [(f"serving on {sv['accelerator']}", line) for line in serving_lines(sv, sv["batch"])]
             pairs += [("assumed", f"serving: {gib(sv['usable_bytes'])} usable per GPU ({sv['accelerator']}'s "
                                   f"reported memory less a {gib(sv['reserve_bytes'])} reserve, as fit assumes)")]
             pairs += [("assumed", f"serving: {line}") for line in sv["assumptions"]]
-        pairs += [("assumed", line) for line in m["assumed"]]
-    if "finetune" in out:
-        pairs += finetune_pairs(out["finetune"])
-    render.key_values(pairs, fmt, title=f"ffnlab size: {out.get('from') or 'd_model ' + str(out['d_model'])}")
+        pairs += [("assumed", line) for line in m.assumed]
+    if out.finetune is not None:
+        pairs += finetune_pairs(out.finetune)
+    render.key_values(pairs, fmt, title=f"ffnlab size: {out.from_model or 'd_model ' + str(out.d_model)}")
 
 
 @app.command(rich_help_panel=SIZING)

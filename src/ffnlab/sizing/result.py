@@ -13,7 +13,7 @@ Code in ffnlab reads the attributes (``m.peak_bytes``); the view may go in a lat
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any, ClassVar
 
@@ -36,25 +36,32 @@ class Result:
 
     The keys are the fields in their order, less those named in ``OMITTED_WHEN_NONE`` that are
     None (a key some results have and others lack); a subclass may reorder them in :meth:`keys`.
+    ``KEY_OF_FIELD`` names the key of a field that cannot bear it (``from_model`` for ``from``, a
+    Python keyword).
     """
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+    KEY_OF_FIELD: ClassVar[Mapping[str, str]] = {}
 
     def keys(self) -> tuple[str, ...]:
         assert is_dataclass(self), "a Result is a dataclass"
-        return tuple(f.name for f in fields(self)
+        return tuple(self.KEY_OF_FIELD.get(f.name, f.name) for f in fields(self)
                      if not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None))
+
+    def _field(self, key: str) -> Any:
+        """The value of the field under ``key``."""
+        return getattr(self, next((f for f, k in self.KEY_OF_FIELD.items() if k == key), key))
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object: each key's value as plain data."""
-        return {k: plain(getattr(self, k)) for k in self.keys()}
+        return {k: plain(self._field(k)) for k in self.keys()}
 
     # -- the transitional dict view ---------------------------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
             raise KeyError(key)
-        return plain(getattr(self, key))
+        return plain(self._field(key))
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self.keys() else default

@@ -1,31 +1,103 @@
 """``ffnlab size``: one width rule applied to one d_model, and optionally a whole decoder.
 
-:func:`size_summary` builds the documented JSON object (``d_ff``, ``ratio_raw``,
-``ratio_param_matched``, ``ffn_params_per_layer``, ``alignment`` and, with ``n_layers``, a
-``model`` object with parameters, FLOPs per token and training memory). The CLI only renders it.
+:func:`size_summary` and :func:`size_model` build the documented JSON object, a
+:class:`SizeSummary` (``d_ff``, ``ratio_raw``, ``ratio_param_matched``, ``ffn_params_per_layer``,
+``alignment`` and, with ``n_layers`` or ``--from``, a ``model`` object, a :class:`ModelSummary`
+with parameters, FLOPs per token and training memory). The CLI only renders it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config, validate
-from ffnlab.sizing.counting import count_params, ffn_params
-from ffnlab.sizing.flops import flops_per_token
+from ffnlab.sizing.counting import ParamCounts, count_params, ffn_params
+from ffnlab.sizing.flops import FlopsPerToken, flops_per_token
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.widths import (
     WidthRule,
-    alignment,
     check_width,
+    largest_power_of_two_dividing,
     param_matched_ratio,
     resolve_d_ff,
 )
 
+if TYPE_CHECKING:  # the memory model is imported only when a whole model is sized
+    from ffnlab.sizing.memory.optimizers import TrainingMemory
+    from ffnlab.sizing.memory.parallel import MemorySummary
+
 HEAD_DIM_DEFAULT = 64  # GPT-2/GPT-3/Pythia heads; LLaMA 7B-65B use 128 (give --n-heads)
 SIZE_POSITIONS = ("rope", "learned", "none", "alibi")
 SIZE_NORMS = ("rmsnorm", "layernorm", "layernorm-nobias", "none")
+
+
+@dataclass(frozen=True)
+class Alignment(Result):
+    """How well a width suits tiled matmul hardware (the ``alignment`` object;
+    :func:`ffnlab.sizing.widths.alignment` as a result)."""
+
+    pow2_divisor: int  # the largest power of two dividing d_ff
+    div64: bool
+    div128: bool
+    div256: bool
+
+    @classmethod
+    def of(cls, d_ff: int) -> Alignment:
+        return cls(largest_power_of_two_dividing(d_ff), d_ff % 64 == 0, d_ff % 128 == 0, d_ff % 256 == 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSummary(Result):
+    """The ``model`` object of ``ffnlab size``: the decoder's shape, parameters, FLOPs per token
+    and training states; ``memory`` (with the memory options) and ``serving`` (with ``--gpu``)
+    only when asked for. :meth:`Result.as_dict` is the JSON object."""
+
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    vocab_size: int
+    norm: str
+    positions: str
+    tied_embeddings: bool
+    position_table_rows: int  # a learned position table's rows, else 0
+    params: ParamCounts
+    flops_per_token: FlopsPerToken
+    seq_len: int
+    training_memory_bytes: TrainingMemory  # weights, gradients, optimizer: the memory options' optimizer
+    dtype: str
+    assumed: tuple[str, ...]  # what the numbers assume that the user did not say, one sentence each
+    memory: MemorySummary | None = None
+    serving: dict[str, Any] | None = None  # :func:`_serving_on`: fit --mode serve's figures
+
+    OMITTED_WHEN_NONE = frozenset({"memory", "serving"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SizeSummary(Result):
+    """What ``ffnlab size`` computes: the width a rule gives (``size_summary``) or a real model's
+    (``size_model``, with ``from``: its name), what the FFN costs, and with a whole model its
+    ``model`` object; ``finetune`` (the CLI's ``--finetune``) is set with ``dataclasses.replace``.
+    :meth:`Result.as_dict` is the JSON object, keys absent where they do not apply."""
+
+    from_model: str | None = None  # the key "from": size --from's model
+    d_model: int
+    ffn_kind: str
+    gated: bool
+    rule: str
+    d_ff: int
+    ratio_raw: float
+    ratio_param_matched: float
+    ffn_params_per_layer: int
+    alignment: Alignment
+    ffn_params_per_layer_active: int | None = None  # an MoE's only
+    model: ModelSummary | None = None  # a whole model's only
+    finetune: dict[str, Any] | None = None  # :func:`ffnlab.sizing.finetune.finetune_summary`
+
+    OMITTED_WHEN_NONE = frozenset({"from_model", "ffn_params_per_layer_active", "model", "finetune"})
+    KEY_OF_FIELD = {"from_model": "from"}
 
 
 def _assumptions(cfg: ModelConfig, *, heads_given: bool, norm_given: bool, positions_given: bool,
@@ -56,8 +128,8 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                  seq_len: int = 2048, n_experts: int = 0, top_k: int = 2, bias: bool = False,
                  dtype: str = "bf16", tied: bool = True, norm: str | None = None,
                  positions: str | None = None, memory: dict[str, Any] | None = None,
-                 serving_on: str | None = None) -> dict[str, Any]:
-    """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs.
+                 serving_on: str | None = None) -> SizeSummary:
+    """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs (a :class:`SizeSummary`).
 
     With ``n_layers``, a whole decoder: ``n_heads`` defaults to d_model/64, ``norm`` and
     ``positions`` to ffnlab's defaults for the kind (RMSNorm + RoPE when gated, LayerNorm +
@@ -75,14 +147,12 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
     require(positions is None or positions in SIZE_POSITIONS,
             f"--positions must be one of {', '.join(SIZE_POSITIONS)}, got {positions!r}")
     spec = FFNSpec(kind=kind, d_ff=width, bias=bias, n_experts=n_experts, top_k=top_k if n_experts else 0)
-    out: dict[str, Any] = {
-        "d_model": d_model, "ffn_kind": kind, "gated": gated, "rule": rule.describe(), "d_ff": width,
-        "ratio_raw": width / d_model, "ratio_param_matched": float(param_matched_ratio(d_model, width, gated)),
-        "ffn_params_per_layer": ffn_params(d_model, spec),
-        "alignment": alignment(width),
-    }
-    if n_experts:
-        out["ffn_params_per_layer_active"] = ffn_params(d_model, spec, active=True)
+    out = SizeSummary(
+        d_model=d_model, ffn_kind=kind, gated=gated, rule=rule.describe(), d_ff=width,
+        ratio_raw=width / d_model, ratio_param_matched=float(param_matched_ratio(d_model, width, gated)),
+        ffn_params_per_layer=ffn_params(d_model, spec), alignment=Alignment.of(width),
+        ffn_params_per_layer_active=ffn_params(d_model, spec, active=True) if n_experts else None,
+    )
     if n_layers is None:
         return out
     check_width(n_layers, "n_layers")
@@ -95,9 +165,8 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                                tied_embeddings=tied, norm=norm, positions=positions))
     assumed = _assumptions(cfg, heads_given=n_heads is not None, norm_given=norm is not None,
                            positions_given=positions is not None, seq_len=seq_len)
-    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
-                                 serving_on=serving_on)
-    return out
+    return replace(out, model=model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
+                                            serving_on=serving_on))
 
 
 def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str, memory: dict[str, Any]
@@ -119,39 +188,38 @@ def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str,
 
 
 def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,
-                  assumed: list[str], serving_on: str | None = None) -> dict[str, Any]:
-    """The ``model`` object of ``ffnlab size``: shape, parameters, FLOPs per token and memory
-    (``memory``: a :class:`ffnlab.sizing.memory.parallel.MemorySummary`, its JSON from ``as_dict``)."""
+                  assumed: list[str], serving_on: str | None = None) -> ModelSummary:
+    """The ``model`` object of ``ffnlab size`` (a :class:`ModelSummary`): shape, parameters, FLOPs
+    per token and memory (``memory``: the keyword arguments of
+    :func:`ffnlab.sizing.memory.parallel.memory_summary`, its result a ``MemorySummary``)."""
     # the memory model is imported here: a width alone (``size`` without --n-layers) never needs it
     from ffnlab.sizing.memory.optimizers import training_memory
     from ffnlab.sizing.memory.parallel import memory_summary
 
-    out: dict[str, Any] = {
-        "n_layers": cfg.n_layers, "n_heads": cfg.attn.n_heads, "n_kv_heads": cfg.n_kv_heads,
-        "vocab_size": cfg.vocab_size, "norm": cfg.norm, "positions": cfg.positions,
-        "tied_embeddings": cfg.tied_embeddings,
-        "position_table_rows": cfg.max_positions if cfg.positions == "learned" else 0,
-        "params": count_params(cfg).as_dict(),
-        "flops_per_token": flops_per_token(cfg, seq_len).as_dict(), "seq_len": seq_len,
+    out = ModelSummary(
+        n_layers=cfg.n_layers, n_heads=cfg.attn.n_heads, n_kv_heads=cfg.n_kv_heads,
+        vocab_size=cfg.vocab_size, norm=cfg.norm, positions=cfg.positions,
+        tied_embeddings=cfg.tied_embeddings,
+        position_table_rows=cfg.max_positions if cfg.positions == "learned" else 0,
+        params=count_params(cfg), flops_per_token=flops_per_token(cfg, seq_len), seq_len=seq_len,
         # the model states of the same optimizer and gradient dtype as ``memory`` (AdamW without it)
-        "training_memory_bytes": training_memory(cfg, dtype, optimizer=(memory or {}).get("optimizer", "adamw"),
-                                                 grad_dtype=(memory or {}).get("grad_dtype")).as_dict(),
-        "dtype": dtype,
-        "assumed": assumed,
-    }
+        training_memory_bytes=training_memory(cfg, dtype, optimizer=(memory or {}).get("optimizer", "adamw"),
+                                              grad_dtype=(memory or {}).get("grad_dtype")),
+        dtype=dtype, assumed=tuple(assumed),
+    )
     if memory is not None:
-        out["memory"] = memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory)
+        out = replace(out, memory=memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory))
     if serving_on is not None:
         require(memory is not None, "--gpu needs the memory options (a training --dtype)")
         assert memory is not None
-        out["serving"] = _serving_on(cfg, serving_on, seq_len=seq_len, dtype=dtype, memory=memory)
+        out = replace(out, serving=_serving_on(cfg, serving_on, seq_len=seq_len, dtype=dtype, memory=memory))
     return out
 
 
 def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind: str | None = None, *,
                seq_len: int = 2048, dtype: str = "bf16", memory: dict[str, Any] | None = None,
-               serving_on: str | None = None) -> dict[str, Any]:
-    """``ffnlab size --from``: a real model's sizes, with its FFN (the routed experts' width for an
+               serving_on: str | None = None) -> SizeSummary:
+    """``ffnlab size --from``: a real model's sizes (a :class:`SizeSummary` with ``from``), with its FFN (the routed experts' width for an
     MoE) re-sized by ``rule`` and/or changed to ``kind`` when given; everything else is the model's."""
     kind = kind or cfg.ffn.kind
     width = resolve_d_ff(cfg.d_model, kind, rule) if rule is not None else cfg.ffn.d_ff
@@ -159,16 +227,18 @@ def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind:
     if changed:
         cfg = validate(replace(cfg, ffn=replace(cfg.ffn, kind=kind, d_ff=width)))
     spec = cfg.ffn
-    out: dict[str, Any] = {
-        "from": name, "d_model": cfg.d_model, "ffn_kind": kind, "gated": spec.gated,
-        "rule": rule.describe() if rule is not None else f"the model's own d_ff {width}", "d_ff": width,
-        "ratio_raw": width / cfg.d_model,
-        "ratio_param_matched": float(param_matched_ratio(cfg.d_model, width, spec.gated)),
-        "ffn_params_per_layer": ffn_params(cfg.d_model, spec), "alignment": alignment(width),
-    }
-    if spec.is_moe:
-        out["ffn_params_per_layer_active"] = ffn_params(cfg.d_model, spec, active=True)
     assumed = [f"the architecture of {name}" + (f", its FFN re-sized to {kind} d_ff {width}" if changed else "")]
-    out["model"] = model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
-                                 serving_on=serving_on)
-    return out
+    return SizeSummary(
+        from_model=name, d_model=cfg.d_model, ffn_kind=kind, gated=spec.gated,
+        rule=rule.describe() if rule is not None else f"the model's own d_ff {width}", d_ff=width,
+        ratio_raw=width / cfg.d_model,
+        ratio_param_matched=float(param_matched_ratio(cfg.d_model, width, spec.gated)),
+        ffn_params_per_layer=ffn_params(cfg.d_model, spec), alignment=Alignment.of(width),
+        ffn_params_per_layer_active=ffn_params(cfg.d_model, spec, active=True) if spec.is_moe else None,
+        model=model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
+                            serving_on=serving_on),
+    )
+
+
+__all__ = ["HEAD_DIM_DEFAULT", "SIZE_NORMS", "SIZE_POSITIONS", "Alignment", "ModelSummary", "SizeSummary",
+           "model_summary", "size_model", "size_summary"]

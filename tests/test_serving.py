@@ -164,5 +164,7 @@ def test_size_gpu_serves_as_fit_does_and_needs_a_whole_model(capsys):
     text = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", "--seq-len", "4096", "--batch", "8",
                    "--format", "markdown")
     assert "up to 29 sequences of 4,096" in text.stdout and "roofline upper bound" in text.stdout
+    unknown = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H900")
+    assert unknown.returncode == 2 and "did you mean H200" in unknown.stderr and "--gpu-memory" not in unknown.stderr
     bad = run_cli(capsys, "size", "--d-model", "4096", "--gpu", "H100")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu needs a whole model" in bad.stderr

@@ -177,7 +177,7 @@ def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str,
     from ffnlab.sizing.memory.fit import reserve_bytes, serving_figures
     from ffnlab.sizing.memory.hardware import find_accelerator
 
-    acc = find_accelerator(accelerator)
+    acc = find_accelerator(accelerator, otherwise="")  # size takes no --gpu-memory
     reserve = reserve_bytes(acc, None)
     figures = serving_figures(cfg, acc, memory["lay"], usable_bytes=acc.memory_bytes - reserve,
                               batch=memory["batch"], context=seq_len,

@@ -96,14 +96,16 @@ def _by_name() -> dict[str, Accelerator]:
     return out
 
 
-def find_accelerator(name: str) -> Accelerator:
+def find_accelerator(name: str, otherwise: str = ", or give --gpu-memory GiB") -> Accelerator:
+    """The listed accelerator called ``name`` (case-insensitive, aliases too); an unknown name is
+    refused with the list, ``otherwise`` (what else the command takes) and the closest names."""
     by_name = _by_name()
     hit = by_name.get(name.lower())
     if hit is None:
         close = difflib.get_close_matches(name.lower(), by_name, n=3)
         hint = f"; did you mean {', '.join(dict.fromkeys(by_name[c].name for c in close))}?" if close else ""
         raise FfnlabError(f"unknown accelerator {name!r}: choose one of "
-                          f"{', '.join(a.name for a in load_accelerators())}, or give --gpu-memory GiB{hint}")
+                          f"{', '.join(a.name for a in load_accelerators())}{otherwise}{hint}")
     return hit
 
 

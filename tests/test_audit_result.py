@@ -7,14 +7,17 @@ keys included."""
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ffnlab.render import _json_default
-from ffnlab.sizing.audit import audit, audit_config, audit_entry, entry_basis
+from ffnlab.sizing.audit import AuditRow, audit, audit_config, audit_entry, entry_basis, memory_of
+from ffnlab.sizing.audit_row import COUNTED_FIELDS
 from ffnlab.sizing.result import plain
+from ffnlab.sizing.size import Alignment
 from ffnlab.sizing.zoo import find
 
 SNAPSHOT_PATH = Path(__file__).parent / "data" / "audit_rows_snapshot.json"
@@ -70,13 +73,13 @@ def compute(name: str, tmp_path: Path) -> Any:
                             family=e.family, note=e.note)
     if name in CONFIGS:
         row = audit(_write(tmp_path, name, CONFIGS[name]))
-        return {**plain(row), "source": "config.json"}  # the path of the temporary folder varies
+        return replace(row, source="config.json")  # the path of the temporary folder varies
     if name in COUNTED:
         pytest.importorskip("transformers")
         from ffnlab.training.hf_count import count_with_transformers
 
         row = audit(_write(tmp_path, name, COUNTED[name]), count_with_transformers)
-        return {**plain(row), "source": "config.json"}
+        return replace(row, source="config.json")
     from cli_run import run_json
 
     return run_json("audit", *CLI[name])
@@ -103,6 +106,43 @@ def test_audit_row_matches_the_snapshot(name: str, tmp_path: Path) -> None:
     assert got == expected
     # as the command writes it: the result itself, through render's JSON default
     assert json.dumps(res, indent=2, default=_json_default) == json.dumps(expected, indent=2)
+    if name in CLI:
+        return
+    # one typed row for both counting paths, its alignment typed too
+    assert isinstance(res, AuditRow) and res.as_dict() == plain(res) == expected
+    assert (res.counted_by is not None) == ("counted_by" in expected)
+    assert (res.counted_by is None) == COUNTED_FIELDS.isdisjoint(expected)
+    assert res.alignment is None or (isinstance(res.alignment, Alignment)
+                                     and res.alignment.as_dict() == expected["alignment"])
+    # the transitional dict view mirrors as_dict's top level, read-only
+    assert list(res) == list(res.keys()) == list(expected) and len(res) == len(expected)
+    assert {k: res[k] for k in expected} == expected and dict(res) == expected and {**res} == expected
+    assert res.items() == list(expected.items()) and res.values() == list(expected.values())
+    assert all(k in res and res.get(k) == v for k, v in expected.items())
+    assert "memory" not in res and "finetune" not in res and res.get("no such key", 7) == 7
+    with pytest.raises(KeyError):
+        res["no such key"]
+    with pytest.raises(TypeError):
+        res["d_ff"] = 0  # type: ignore[index]
+    with pytest.raises(FrozenInstanceError):
+        res.d_ff = 0  # type: ignore[misc]
+    assert res.params_total == expected["params_total"] and res.verdict == expected["verdict"]
+
+
+def test_the_command_keys_follow_the_row_in_their_order() -> None:
+    """``audit`` sets memory, finetune and their errors with ``dataclasses.replace``: after the
+    row's own keys, memory first (None beside its error), then finetune, finetune_error,
+    memory_error, as the command's dicts had them."""
+    row = audit_entry(find("llama-7b"))
+    own = list(row)
+    mem = memory_of(entry_basis(find("llama-7b")), seq_len=2048, dtype="bf16")  # type: ignore[arg-type]
+    assert list(replace(row, memory=mem)) == [*own, "memory"]
+    assert replace(row, memory=mem)["memory"] == mem.as_dict()
+    assert list(replace(row, memory_error="x")) == [*own, "memory", "memory_error"]
+    assert replace(row, memory_error="x")["memory"] is None
+    both = replace(row, finetune_error="f", memory_error="m")
+    assert list(both) == [*own, "memory", "finetune", "finetune_error", "memory_error"]
+    assert list(replace(row, memory=mem, finetune={"mode": "lora"})) == [*own, "memory", "finetune"]
 
 
 if __name__ == "__main__":  # rewrite the snapshot (only ever with the code before the dataclasses)

@@ -34,7 +34,7 @@ REAL_FIXES: dict[str, dict[str, Any]] = {
 }
 
 
-def check(counted: dict[str, Any]) -> tuple[Any, dict[str, Any], list[str]]:
+def check(counted: dict[str, Any]) -> tuple[Any, Any, list[str]]:
     from ffnlab.sizing.counting import dense_ffn_params
     from ffnlab.sizing.hf.fallback import counted_structure, row_of
 
@@ -53,7 +53,7 @@ def check(counted: dict[str, Any]) -> tuple[Any, dict[str, Any], list[str]]:
             problems.append(f"FFN {u.path}: {u.params} < formula {per}")
     if not s.n_layers or not all(s.layers):
         problems.append("layer stack not covered")
-    if s.ffns and any(row[k] is None for k in ("d_ff", "ffn_kind", "ratio_param_matched", "ffn_share")):
+    if s.ffns and any(getattr(row, k) is None for k in ("d_ff", "ffn_kind", "ratio_param_matched", "ffn_share")):
         problems.append("an FFN field is missing")
     return s, row, problems
 
@@ -108,11 +108,11 @@ def main() -> int:
             if translated is not True:
                 problems.append(f"translator: {translated}")
         results.append({"type": mt, "built": True, "size": size, "build_s": round(build_s, 3),
-                        "total": counted["total"], "ffn_kind": row["ffn_kind"], "d_ff": row["d_ff"],
-                        "n_experts": row["n_experts"], "layers": row["layer_counts"], "problems": problems})
+                        "total": counted["total"], "ffn_kind": row.ffn_kind, "d_ff": row.d_ff,
+                        "n_experts": row.n_experts, "layers": row.layer_counts, "problems": problems})
         flag = "OK " if not problems else "BAD"
-        print(f"{flag} {mt:26s} {build_s:6.2f}s {counted['total'] / 1e9:9.3f}B {str(row['ffn_kind']):12s} "
-              f"d_ff={row['d_ff']} E={row['n_experts']} {row['layer_counts']}"
+        print(f"{flag} {mt:26s} {build_s:6.2f}s {counted['total'] / 1e9:9.3f}B {str(row.ffn_kind):12s} "
+              f"d_ff={row.d_ff} E={row.n_experts} {row.layer_counts}"
               + (f" [{size}]" if size != "real" else "") + ("" if not problems else f" {problems}"))
     built = [r for r in results if r["built"]]
     bad = [r["type"] for r in built if r["problems"]]

@@ -12,6 +12,7 @@ from ffnlab.render import Column
 from ffnlab.validation import integer
 
 if TYPE_CHECKING:
+    from ffnlab.sizing.audit_row import AuditRow
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
 
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
@@ -113,16 +114,16 @@ MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activatio
 MEMORY_CSV_COLS = [Column(f"memory.{k}", f"memory.{k}") for k in MEMORY_KEYS]
 
 
-def flat_memory(row: dict[str, Any]) -> dict[str, Any]:
-    """The byte counts of ``row["memory"]`` (a MemorySummary, or None) as ``memory.KEY`` cells (for CSV)."""
-    mem: MemorySummary | None = row.get("memory")
+def flat_memory(row: AuditRow) -> dict[str, Any]:
+    """The byte counts of ``row.memory`` (a MemorySummary, or None) as ``memory.KEY`` cells (for CSV)."""
+    mem = row.memory
     return {f"memory.{k}": None if mem is None else getattr(mem, k) for k in MEMORY_KEYS}
 
 
-def emit_memory(rows: list[dict[str, Any]], fmt: str, *, wide: bool = False) -> None:
+def emit_memory(rows: list[AuditRow], fmt: str, *, wide: bool = False) -> None:
     """The memory section of ``audit``: one line per model with an architecture, and one line for
     each model that has none (or cannot take the layout)."""
-    found: list[tuple[str, MemorySummary]] = [(r["name"], r["memory"]) for r in rows if r.get("memory") is not None]
+    found: list[tuple[str, MemorySummary]] = [(r.name, r.memory) for r in rows if r.memory is not None]
     if found:
         mems = [{"name": name, **m.as_dict()} for name, m in found]
         m = found[0][1]
@@ -136,8 +137,8 @@ def emit_memory(rows: list[dict[str, Any]], fmt: str, *, wide: bool = False) -> 
             print()
         render.emit(mems, MEMORY_COLS, fmt, title=title, wide=wide)
     for r in rows:
-        if r.get("memory_error"):
-            render.note(f"{r['name']}: no memory estimate: {r['memory_error']}", fmt)
+        if r.memory_error:
+            render.note(f"{r.name}: no memory estimate: {r.memory_error}", fmt)
 
 
 # the value each whole-model flag of ``size`` has when it is not given

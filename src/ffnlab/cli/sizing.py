@@ -38,6 +38,7 @@ from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
 
 if TYPE_CHECKING:
+    from ffnlab.sizing.audit_row import AuditRow
     from ffnlab.sizing.finetune import FinetuneOptions
     from ffnlab.sizing.size import SizeSummary
 
@@ -334,7 +335,7 @@ def audit(
 ) -> None:
     """Audit real models (zoo, config.json, Hub): ratios vs 4, FFN share."""
     from ffnlab.cli.notes import transient_note
-    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis, memory_of
+    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
     from ffnlab.sizing.hf.fallback import announced
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
@@ -348,30 +349,18 @@ def audit(
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
     audited += [_audit_one(t, audit_target, counter) for t in targets or []]
-    rows = [row for row, _ in audited]
-    for row, cfg in audited:  # cfg None: an estimate, no memory model
-        row["memory"] = None
-        if ft.adapters:
-            _audit_finetune(row, cfg, ft, seq_len, dtype, mem_opts, alone=len(rows) == 1)
-        if cfg is None:
-            row["memory_error"] = ("no published architecture" if row.get("model_type") is None else
-                                   "no architecture to model its memory")
-            continue
-        try:
-            row["memory"] = memory_of(cfg, seq_len=seq_len, dtype=dtype, **mem_opts)
-        except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
-            if len(rows) == 1 and row.get("counted_by") != "transformers":
-                raise
-            row["memory_error"] = str(e)
+    alone = len(audited) == 1
+    rows = [_audit_sections(row, cfg, ft, seq_len, dtype, mem_opts, alone=alone) for row, cfg in audited]
     if as_json:
         render.emit_json(rows)
         return
     title = ("FFN audit (p-m = parameter-matched ratio: x3/2 for gated FFNs; vs 4 = p-m against the 4x convention; "
              "pow2 = largest power of 2 dividing d_ff)")
-    shown = [{**r, "pow2_divisor": (r.get("alignment") or {}).get("pow2_divisor")} for r in rows]
+    shown = [{**r.as_dict(), "pow2_divisor": None if r.alignment is None else r.alignment.pow2_divisor}
+             for r in rows]
     if fmt == "csv":  # one table: the memory bytes as extra columns
         extra = FINETUNE_CSV_COLS if ft.adapters else []
-        render.emit([{**r, **flat_memory(r), **flat_finetune(r)} for r in shown],
+        render.emit([{**cells, **flat_memory(r), **flat_finetune(r)} for cells, r in zip(shown, rows, strict=True)],
                     [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS, *extra], fmt)
         return
     if fmt != "table":
@@ -382,63 +371,81 @@ def audit(
         return
     render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
     for r in rows:
-        render.note(f"{r['name']}: {r['verdict']}", fmt)
+        render.note(f"{r.name}: {r.verdict}", fmt)
     emit_memory(rows, fmt, wide=wide)
     if ft.adapters:
         emit_finetune(rows, fmt)
     for r in rows:  # models counted through transformers: which layers keep a cache or a state
-        m = r.get("memory")
+        m = r.memory
         if m is not None and m.counted_by_structure:
-            render.note(f"{r['name']}: KV cache {m.kv_cache_bytes / 2**30:,.2f} GiB from {m.cache_rule}; "
+            render.note(f"{r.name}: KV cache {m.kv_cache_bytes / 2**30:,.2f} GiB from {m.cache_rule}; "
                         f"recurrent state {(m.state_bytes or 0) / 2**20:,.1f} MiB per batch; {m.note}", fmt)
 
 
-def _audit_finetune(row: dict[str, Any], cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,
-                    mem_opts: dict[str, Any], *, alone: bool) -> None:
-    """An audit row's ``finetune`` object, or ``finetune_error`` (raised when it is the only row)."""
+def _audit_sections(row: AuditRow, cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,
+                    mem_opts: dict[str, Any], *, alone: bool) -> AuditRow:
+    """``row`` with the sections the command adds: ``finetune`` (with ``--finetune``) and
+    ``memory``, or why not (``finetune_error``, ``memory_error``; raised when it is the only row,
+    unless it was counted through transformers). ``cfg`` None: an estimate, no memory model."""
+    from ffnlab.sizing.audit import memory_of
+
+    if ft.adapters:
+        row = _audit_finetune(row, cfg, ft, seq_len, dtype, mem_opts, alone=alone)
+    if cfg is None:
+        return replace(row, memory_error="no published architecture" if row.model_type is None else
+                       "no architecture to model its memory")
+    try:
+        return replace(row, memory=memory_of(cfg, seq_len=seq_len, dtype=dtype, **mem_opts))
+    except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
+        if alone and row.counted_by != "transformers":
+            raise
+        return replace(row, memory_error=str(e))
+
+
+def _audit_finetune(row: AuditRow, cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,
+                    mem_opts: dict[str, Any], *, alone: bool) -> AuditRow:
+    """``row`` with its ``finetune`` object, or ``finetune_error`` (raised when it is the only row)."""
     from ffnlab.sizing.config import ModelConfig
 
-    row["finetune"] = None
     if not isinstance(cfg, ModelConfig):  # counted through transformers: no activation model
-        row["finetune_error"] = "no architecture to model its fine-tuning step"
-        return
+        return replace(row, finetune_error="no architecture to model its fine-tuning step")
     try:
-        row["finetune"] = finetune_of(cfg, ft, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts)
+        return replace(row, finetune=finetune_of(cfg, ft, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts))
     except FfnlabError as e:  # e.g. LoRA on routed experts
         if alone:
             raise
-        row["finetune_error"] = str(e)
+        return replace(row, finetune_error=str(e))
 
 
 FINETUNE_KEYS = ("peak_bytes", "activations_bytes")
 FINETUNE_CSV_COLS = [Column(f"finetune.{k}", f"finetune.{k}") for k in (*FINETUNE_KEYS, "states_bytes", "trainable")]
 
 
-def flat_finetune(row: dict[str, Any]) -> dict[str, Any]:
+def flat_finetune(row: AuditRow) -> dict[str, Any]:
     """The fine-tuning figures of ``row`` as ``finetune.KEY`` cells (for CSV)."""
-    ft = row.get("finetune") or {}
+    ft = row.finetune or {}
     if not ft:
         return {c.key: None for c in FINETUNE_CSV_COLS}
     return {**{f"finetune.{k}": ft["peak"][k] for k in FINETUNE_KEYS}, "finetune.states_bytes": ft["states"]["total"],
             "finetune.trainable": ft["lora"]["trainable"]}
 
 
-def emit_finetune(rows: list[dict[str, Any]], fmt: str) -> None:
+def emit_finetune(rows: list[AuditRow], fmt: str) -> None:
     """``audit --finetune lora|qlora``: one line per model, the step's peak and what makes it."""
     for r in rows:
-        ft = r.get("finetune")
+        ft = r.finetune
         if ft:
             pk, st, gib = ft["peak"], ft["states"], 2**30
-            render.note(f"{r['name']}: {ft['mode']} rank {ft['lora']['rank']} ({'+'.join(ft['lora']['targets'])}), "
+            render.note(f"{r.name}: {ft['mode']} rank {ft['lora']['rank']} ({'+'.join(ft['lora']['targets'])}), "
                         f"batch {ft['batch']} x {ft['seq_len']}: step peak {pk['peak_bytes'] / gib:,.2f} GiB at "
                         f"{pk['peak_moment']} (frozen base {st['base_weights'] / gib:,.2f} GiB, adapter states "
                         f"{(st['total'] - st['base_weights']) / gib:,.2f} GiB, activations "
                         f"{pk['activations_bytes'] / gib:,.2f} GiB)", fmt)
-        elif r.get("finetune_error"):
-            render.note(f"{r['name']}: no fine-tuning estimate: {r['finetune_error']}", fmt)
+        elif r.finetune_error:
+            render.note(f"{r.name}: no fine-tuning estimate: {r.finetune_error}", fmt)
 
 
-def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, Any], Any]:
+def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[AuditRow, Any]:
     """One audit row: a Hub id's config.json is fetched (or read from the HF cache) first."""
     from ffnlab.sizing.hf.hub import fetch_config, hub_id
 
@@ -446,8 +453,7 @@ def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[dict[str, 
     if hid is None:
         return audit_target(target, counter)
     row, cfg = audit_target(str(fetch_config(hid)), counter)
-    row.update(name=hid.label, source=f"Hugging Face Hub: {hid.label}")
-    return row, cfg
+    return replace(row, name=hid.label, source=f"Hugging Face Hub: {hid.label}"), cfg
 
 
 @app.command(rich_help_panel=MODELS)

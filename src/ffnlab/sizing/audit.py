@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError
+from ffnlab.sizing.audit_row import AuditRow
 from ffnlab.sizing.audit_rules import (
     AUDIT_DTYPE,
     AUDIT_SEQ_LEN,
     CONVENTION,
-    MOE_KEYS,
     FFNFacts,
     MoeParts,
     ffn_verdict,
@@ -29,7 +29,8 @@ from ffnlab.sizing.hf import (
 from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
 from ffnlab.sizing.hf.structure import Structure
 from ffnlab.sizing.memory.optimizers import training_memory
-from ffnlab.sizing.widths import alignment, param_matched_ratio
+from ffnlab.sizing.size import Alignment
+from ffnlab.sizing.widths import param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
 if TYPE_CHECKING:  # the memory model is imported where it is used (memory_of)
@@ -75,7 +76,7 @@ TOP_K_FIELDS = ("top_k", "params_active", "params_ffn_active", "ratio_active_par
 
 
 def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source: str | None = None,
-                 family: str = "", note: str | None = None, unknown: tuple[str, ...] = ()) -> dict[str, Any]:
+                 family: str = "", note: str | None = None, unknown: tuple[str, ...] = ()) -> AuditRow:
     """The audit row of a translated config; ``unknown`` names what its config.json leaves open
     (``top_k``): those figures are None and the note says why."""
     c = count_params(cfg)
@@ -84,25 +85,26 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
     mem = training_memory(cfg, AUDIT_DTYPE)
     facts = ffn_facts(cfg, unknown)  # one description for the verdict and the MoE columns
-    row = {
-        "name": name, "family": family, "model_type": model_type, "d_model": cfg.d_model, "d_ff": f.d_ff,
-        "ffn_kind": f.kind, "gated": f.gated, "n_layers": cfg.n_layers + cfg.encoder_layers,
-        "n_heads": cfg.attn.n_heads, "n_kv_heads": cfg.n_kv_heads, "vocab_size": cfg.vocab_size,
-        "n_experts": f.n_experts, "top_k": f.top_k,
-        "params_total": c.total, "params_non_embedding": c.non_embedding, "params_ffn": c.ffn,
-        "params_active": c.total_active, "ffn_share": c.ffn_share,
-        "ratio_raw": raw, "ratio_param_matched": pm,
-        "deviation_raw": raw / CONVENTION - 1, "deviation_param_matched": pm / CONVENTION - 1,
-        "alignment": alignment(f.d_ff), "verdict": ffn_verdict(facts), "source": source, "note": note,
-        "params_ffn_active": c.ffn_active, "params_mtp": c.mtp, **moe_fields(facts, moe_parts(cfg, unknown)),
-        "flops_per_token": flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
-        "flops_seq_len": AUDIT_SEQ_LEN, "training_memory_bytes": mem.total,
-        "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
-    }
-    if "top_k" in unknown:
-        row.update(dict.fromkeys(TOP_K_FIELDS))
-        row["note"] = "; ".join(x for x in (row["note"], UNKNOWN_TOP_K_NOTE) if x)
-    return row
+    moe = moe_fields(facts, moe_parts(cfg, unknown))
+    no_k = "top_k" in unknown  # the figures of TOP_K_FIELDS are unknown
+    if no_k:
+        moe.update(dict.fromkeys(k for k in TOP_K_FIELDS if k in moe))
+    return AuditRow(
+        name=name, family=family, model_type=model_type, d_model=cfg.d_model, d_ff=f.d_ff,
+        ffn_kind=f.kind, gated=f.gated, n_layers=cfg.n_layers + cfg.encoder_layers,
+        n_heads=cfg.attn.n_heads, n_kv_heads=cfg.n_kv_heads, vocab_size=cfg.vocab_size,
+        n_experts=f.n_experts, top_k=None if no_k else f.top_k,
+        params_total=c.total, params_non_embedding=c.non_embedding, params_ffn=c.ffn,
+        params_active=None if no_k else c.total_active, ffn_share=c.ffn_share,
+        ratio_raw=raw, ratio_param_matched=pm,
+        deviation_raw=raw / CONVENTION - 1, deviation_param_matched=pm / CONVENTION - 1,
+        alignment=Alignment.of(f.d_ff), verdict=ffn_verdict(facts), source=source,
+        note="; ".join(x for x in (note, UNKNOWN_TOP_K_NOTE) if x) if no_k else note,
+        params_ffn_active=None if no_k else c.ffn_active, params_mtp=c.mtp, **moe,
+        flops_per_token=None if no_k else flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
+        flops_seq_len=AUDIT_SEQ_LEN, training_memory_bytes=mem.total,
+        training_memory_dtype=f"{AUDIT_DTYPE} + AdamW, no activations",
+    )
 
 
 def entry_basis(e: ZooEntry) -> ModelConfig | Structure | None:
@@ -118,12 +120,13 @@ def entry_shape(e: ZooEntry) -> tuple[int | None, int | None, str | None]:
     s = e.structure()
     if s is not None:
         row = audit_entry(e)
-        return row["d_model"], row["d_ff"], row["ffn_kind"]
+        return row.d_model, row.d_ff, row.ffn_kind
     est = e.estimate or {}
     return est.get("d_model"), est.get("d_ff"), None
 
 
-def audit_entry(e: ZooEntry) -> dict[str, Any]:
+def audit_entry(e: ZooEntry) -> AuditRow:
+    """The audit row of a zoo entry: from its stored structure, its config, or its estimate."""
     s = e.structure()
     if s is not None:
         return row_of(s, name=e.name, model_type=e.model_type, source=e.source, family=e.family, note=e.note)
@@ -134,22 +137,16 @@ def audit_entry(e: ZooEntry) -> dict[str, Any]:
     est = e.estimate or {}
     d, ff = est.get("d_model"), est.get("d_ff")
     raw = ff / d if d and ff else None
-    return {
-        "name": e.name, "family": e.family, "model_type": None, "d_model": d, "d_ff": ff, "ffn_kind": None,
-        "gated": None, "n_layers": None, "n_heads": None, "n_kv_heads": None, "vocab_size": None,
-        "n_experts": None, "top_k": None, "params_total": None, "params_non_embedding": None,
-        "params_ffn": None, "params_active": None, "ffn_share": None, "ratio_raw": raw,
-        "ratio_param_matched": None, "deviation_raw": raw / CONVENTION - 1 if raw else None,
-        "deviation_param_matched": None, "alignment": alignment(ff) if ff else None,
-        "verdict": "unverifiable: no published architecture (estimate from a secondary text)",
-        "source": e.source, "note": e.note, "params_ffn_active": None, "params_mtp": None,
-        **moe_summary_empty(), "flops_per_token": None, "flops_seq_len": AUDIT_SEQ_LEN,
-        "training_memory_bytes": None, "training_memory_dtype": None,
-    }
-
-
-def moe_summary_empty() -> dict[str, Any]:
-    return dict.fromkeys(MOE_KEYS)
+    return AuditRow(  # an estimate: no architecture, so most figures are None (the MoE columns too)
+        name=e.name, family=e.family, model_type=None, d_model=d, d_ff=ff, ffn_kind=None, gated=None,
+        n_layers=None, n_heads=None, n_kv_heads=None, vocab_size=None, n_experts=None, top_k=None,
+        params_total=None, params_non_embedding=None, params_ffn=None, params_active=None, ffn_share=None,
+        ratio_raw=raw, ratio_param_matched=None, deviation_raw=raw / CONVENTION - 1 if raw else None,
+        deviation_param_matched=None, alignment=Alignment.of(ff) if ff else None,
+        verdict="unverifiable: no published architecture (estimate from a secondary text)",
+        source=e.source, note=e.note, params_ffn_active=None, params_mtp=None, flops_per_token=None,
+        flops_seq_len=AUDIT_SEQ_LEN, training_memory_bytes=None, training_memory_dtype=None,
+    )
 
 
 def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **options: Any) -> MemorySummary:
@@ -166,7 +163,7 @@ def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **opt
     return memory_summary(model, seq_len=seq_len, dtype=dtype, **options)
 
 
-def audit(target: str, counter: TransformersCounter | None = None) -> dict[str, Any]:
+def audit(target: str, counter: TransformersCounter | None = None) -> AuditRow:
     """Audit a zoo name or a path to a config.json (or a folder holding one).
 
     ``counter`` counts a config.json whose model_type has no translator (the ``audit`` command
@@ -177,7 +174,7 @@ def audit(target: str, counter: TransformersCounter | None = None) -> dict[str, 
 
 
 def audit_target(target: str, counter: TransformersCounter | None = None
-                 ) -> tuple[dict[str, Any], ModelConfig | Structure | None]:
+                 ) -> tuple[AuditRow, ModelConfig | Structure | None]:
     """:func:`audit`'s row and what it was computed from: the config, the structure of a model
     counted through transformers, or None for an estimate without a shape; callers that need
     both (the memory section) read the config once."""

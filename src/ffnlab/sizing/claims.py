@@ -155,14 +155,15 @@ def expert_design(name: str) -> dict[str, Any]:
     from ffnlab.sizing.audit_rules import FINE_GRAINED_MAX
 
     row = audit_entry(find(name))
-    require(bool(row.get("n_experts")), f"zoo entry {name!r} is not a mixture of experts")
-    d, width = row["d_model"], row["d_ff"]
-    convention = Fraction(8, 3) * d if row["gated"] else Fraction(4 * d)
+    require(bool(row.n_experts), f"zoo entry {name!r} is not a mixture of experts")
+    d, width = row.d_model, row.d_ff
+    assert d is not None and width is not None  # an MoE entry has an architecture
+    convention = Fraction(8, 3) * d if row.gated else Fraction(4 * d)
     granularity = width / d
     return {"model": name, "d_model": d, "expert_width": width, "granularity": granularity,
-            "vs_dense_convention": float(width / convention), "n_experts": row["n_experts"],
-            "top_k": row["top_k"], "n_shared_experts": row["n_shared_experts"] or 0,
-            "zero_experts": row.get("zero_expert_slots") or 0,
+            "vs_dense_convention": float(width / convention), "n_experts": row.n_experts,
+            "top_k": row.top_k, "n_shared_experts": row.n_shared_experts or 0,
+            "zero_experts": row.zero_expert_slots or 0,
             "design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse"}
 
 

@@ -6,13 +6,17 @@ the arms; for scale sweeps every cell's comparisons and the trends."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
 from ffnlab.experiments.reporting.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.pages import section, table
 from ffnlab.experiments.sweep.spec import spec_field
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.audit_row import AuditRow
 
 CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
             "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4",
@@ -229,7 +233,7 @@ def excluded_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: str, warnings: list[str],
                  claim_rows: list[dict[str, Any]] | None = None,
-                 audit_rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 audit_rows: Sequence[AuditRow] | None = None) -> dict[str, Any]:
     """Everything the templates show, as strings and tables: one structure, two renderings."""
     spec, ref, arms = result["spec"], result["reference"], result["arms"]
     texts = claim_texts()
@@ -320,9 +324,9 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     if audit_rows is not None:
         sections.append(section("audit", "Zoo audit", [], [table(
             ["model", "kind", "raw ratio", "p-m ratio", "FFN share", "params"],
-            [[a["name"], a.get("ffn_kind") or "-", num(a.get("ratio_raw"), ".2f"), num(a.get("ratio_param_matched"), ".2f"),
-              "-" if a.get("ffn_share") is None else f"{a['ffn_share']:.0%}",
-              "-" if a.get("params_total") is None else f"{a['params_total'] / 1e9:.2f}B"] for a in audit_rows],
+            [[a.name, a.ffn_kind or "-", num(a.ratio_raw, ".2f"), num(a.ratio_param_matched, ".2f"),
+              "-" if a.ffn_share is None else f"{a.ffn_share:.0%}",
+              "-" if a.params_total is None else f"{a.params_total / 1e9:.2f}B"] for a in audit_rows],
             [False, False, True, True, True, True])]))
     return {"title": title, "description": spec.get("description", ""), "warnings": warnings,
             "setup": (f"Control {spec['control']} (tolerance {spec['tolerance']:.0%}), reference arm {ref}, seeds "

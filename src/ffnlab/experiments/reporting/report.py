@@ -12,8 +12,9 @@ import json
 import os
 import platform
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
@@ -23,6 +24,9 @@ from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, tren
 from ffnlab.experiments.reporting.pages import json_safe, write_page
 from ffnlab.experiments.sweep.record import load_sweep
 from ffnlab.experiments.sweep.spec import spec_field
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.audit_row import AuditRow
 from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
 from ffnlab.provenance import git_commit, short_commit
 
@@ -134,7 +138,7 @@ def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: dict[st
 
 
 def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, title: str | None = None,
-                 with_claims: bool = False, audit_rows: list[dict[str, Any]] | None = None) -> dict[str, Path]:
+                 with_claims: bool = False, audit_rows: Sequence[AuditRow] | None = None) -> dict[str, Path]:
     """Analyse ``sweep_dir`` and write the report files into ``out_dir`` (default: sweep_dir/report).
 
     ``with_claims`` adds the table of every claim, with this run's experiment verdicts filled in;

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import require
+from ffnlab.sizing.audit_row import AuditRow
 from ffnlab.sizing.audit_rules import (
     AUDIT_DTYPE,
     AUDIT_SEQ_LEN,
@@ -31,7 +32,8 @@ from ffnlab.sizing.hf import config_name, read_hf_config
 from ffnlab.sizing.hf.keys import ACT_PLAIN, GATED_FROM_ACT
 from ffnlab.sizing.hf.structure import FFNUnit, Structure, analyse, layer_counts
 from ffnlab.sizing.memory.byte_rules import states_per_param
-from ffnlab.sizing.widths import alignment, param_matched_ratio
+from ffnlab.sizing.size import Alignment
+from ffnlab.sizing.widths import param_matched_ratio
 
 LABEL = "counted by transformers"
 INSTALL_HINT = "install ffnlab[hf] (transformers) to count it by building the model on the meta device"
@@ -299,9 +301,10 @@ def flops_forward(s: Structure, f: dict[str, Any], active: int | None, seq_len: 
 
 
 def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str | None, source: str | None,
-                  label: str, family: str = "", note: str | None = None) -> dict[str, Any]:
-    """An audit row (the keys of :func:`ffnlab.sizing.audit.audit_config` and more) for a model
-    read from its structure."""
+                  label: str, family: str = "", note: str | None = None) -> AuditRow:
+    """The audit row of a model read from its structure: the fields of
+    :func:`ffnlab.sizing.audit.audit_config` and the counted ones
+    (:data:`ffnlab.sizing.audit_row.COUNTED_FIELDS`)."""
     parts, total = s.parts, s.total
     non_embedding = total - parts["embedding"]
     unit = _dominant(s.ffns)
@@ -334,31 +337,31 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
                                                                             parts["attention"], **mixers}.items()
             if v and non_embedding)
     verdict += f"; {label}"
-    return {
-        "name": name, "family": family, "model_type": model_type, "d_model": d,
-        "d_ff": unit.d_ff if unit else None, "d_ff_dense": dense.d_ff if dense else None,
-        "ffn_kind": kind, "gated": unit.gated if unit else None, "n_layers": s.n_layers or None,
-        "n_heads": f.get("n_heads"), "n_kv_heads": f.get("n_kv_heads"), "vocab_size": f.get("vocab_size"),
-        "n_experts": unit.n_experts if moe and unit else 0, "top_k": top_k if moe else 0,
-        "params_total": total, "params_non_embedding": non_embedding, "params_ffn": parts["ffn"],
-        "params_attention": parts["attention"], "params_embedding": parts["embedding"],
-        "params_norms": parts["norms"], "params_other": parts["other"],
-        "params_linear_attention": parts["linear_attention"], "params_ssm": parts["ssm"],
-        "params_short_conv": parts["short_conv"], "params_outside_lm": s.outside,
-        "params_active": active, "ffn_share": parts["ffn"] / non_embedding if non_embedding else None,
-        "ratio_raw": raw, "ratio_param_matched": pm,
-        "deviation_raw": raw / CONVENTION - 1 if raw else None,
-        "deviation_param_matched": pm / CONVENTION - 1 if pm else None,
-        "alignment": alignment(unit.d_ff) if unit else None, "verdict": verdict, "source": source,
-        "note": "; ".join(notes) or None, "params_ffn_active": ffn_active, "params_mtp": None, **mf,
-        "layer_layout": ["+".join(k) for k in s.layers], "layer_counts": layer_counts(s),
-        "zero_expert_slots": unit.zero_slots if moe and unit else None,
-        "params_zero_experts": sum(x.zero_params for x in s.ffns) if moe else None,
-        "flops_per_token": flops_forward(s, f, active, AUDIT_SEQ_LEN), "flops_seq_len": AUDIT_SEQ_LEN,
-        "training_memory_bytes": int(states_per_param(AUDIT_DTYPE) * total),
-        "training_memory_dtype": f"{AUDIT_DTYPE} + AdamW, no activations",
-        "counted_by": "transformers",
-    }
+    return AuditRow(
+        name=name, family=family, model_type=model_type, d_model=d,
+        d_ff=unit.d_ff if unit else None, d_ff_dense=dense.d_ff if dense else None,
+        ffn_kind=kind, gated=unit.gated if unit else None, n_layers=s.n_layers or None,
+        n_heads=f.get("n_heads"), n_kv_heads=f.get("n_kv_heads"), vocab_size=f.get("vocab_size"),
+        n_experts=unit.n_experts if moe and unit else 0, top_k=top_k if moe else 0,
+        params_total=total, params_non_embedding=non_embedding, params_ffn=parts["ffn"],
+        params_attention=parts["attention"], params_embedding=parts["embedding"],
+        params_norms=parts["norms"], params_other=parts["other"],
+        params_linear_attention=parts["linear_attention"], params_ssm=parts["ssm"],
+        params_short_conv=parts["short_conv"], params_outside_lm=s.outside,
+        params_active=active, ffn_share=parts["ffn"] / non_embedding if non_embedding else None,
+        ratio_raw=raw, ratio_param_matched=pm,
+        deviation_raw=raw / CONVENTION - 1 if raw else None,
+        deviation_param_matched=pm / CONVENTION - 1 if pm else None,
+        alignment=Alignment.of(unit.d_ff) if unit else None, verdict=verdict, source=source,
+        note="; ".join(notes) or None, params_ffn_active=ffn_active, params_mtp=None, **mf,
+        layer_layout=tuple("+".join(k) for k in s.layers), layer_counts=layer_counts(s),
+        zero_expert_slots=unit.zero_slots if moe and unit else None,
+        params_zero_experts=sum(x.zero_params for x in s.ffns) if moe else None,
+        flops_per_token=flops_forward(s, f, active, AUDIT_SEQ_LEN), flops_seq_len=AUDIT_SEQ_LEN,
+        training_memory_bytes=int(states_per_param(AUDIT_DTYPE) * total),
+        training_memory_dtype=f"{AUDIT_DTYPE} + AdamW, no activations",
+        counted_by="transformers",
+    )
 
 
 def _zero_note(s: Structure, f: dict[str, Any]) -> str | None:
@@ -409,14 +412,14 @@ def counted_structure(counted: dict[str, Any]) -> Structure:
 
 
 def row_of(s: Structure, *, name: str, model_type: str | None, source: str | None, family: str = "",
-           note: str | None = None) -> dict[str, Any]:
+           note: str | None = None) -> AuditRow:
     """The audit row of a structure from :func:`counted_structure` (or a stored one)."""
     return structure_row(s, s.extra["facts"], name=name, model_type=model_type, source=source,
                          label=s.extra["label"], family=family, note=note)
 
 
 def audit_untranslated(path: str | Path, supported: tuple[str, ...],
-                       counter: TransformersCounter | None) -> tuple[dict[str, Any], Structure] | None:
+                       counter: TransformersCounter | None) -> tuple[AuditRow, Structure] | None:
     """The audit row and structure of a config.json whose model_type has no translator, or None
     if it has one.
 

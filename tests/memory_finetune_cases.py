@@ -17,8 +17,10 @@ keeps them; no autocast).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from memory_step_cases import GPT2, HF_COMMON, Case, build
@@ -143,3 +145,54 @@ def predict(case: LoraCase, cfg: Any) -> Any:
     return finetune_peak(cfg, lora, mode="lora", seq_len=s.seq_len, batch=s.batch, dtype=case.dtype,
                          recompute=s.recompute, attention=s.attention, step=step, input_grads=input_grads,
                          grouped_experts=s.family != "ffnlab")
+
+
+# -- saved measurements: tests/data/finetune_measured.json ------------------------------------------
+# The live measurement needs torch, peft and transformers and takes a minute for all cases; the
+# saved bytes (with the config ffnlab read for each case) let tests/test_memory_finetune_saved.py
+# judge the rules in pure Python, so ``make mutate`` can check every mutant against every case.
+#     PYTHONPATH=src:tests python tests/memory_finetune_cases.py --write
+
+SAVED = Path(__file__).parent / "data" / "finetune_measured.json"
+
+
+def record(case: LoraCase) -> dict[str, Any]:
+    """The case measured now: its peak bytes and the config ffnlab read (HF's to_dict, or make_config's)."""
+    from memory_step_cases import measure
+
+    model, cfg, loss_fn, _ = build_lora(case)
+    measured, _, _ = measure(case.step, built=(model, cfg, loss_fn))
+    source = ({"make_config": dict(case.step.model)} if case.step.family == "ffnlab"
+              else {"hf_config": model.get_base_model().config.to_dict()})
+    return {"id": case.name, "measured_bytes": int(measured), **source}
+
+
+def saved_config(r: dict[str, Any], case: LoraCase) -> Any:
+    """ffnlab's config for a saved record, without torch or transformers."""
+    if "make_config" in r:
+        from ffnlab.sizing.config import make_config
+
+        kw = dict(r["make_config"])
+        return make_config(kw.pop("d_model"), kw.pop("n_layers"), kw.pop("n_heads"), kw.pop("d_ff"),
+                           max_positions=case.step.seq_len, **kw)
+    from ffnlab.sizing.hf import from_hf_dict
+
+    return from_hf_dict(r["hf_config"])
+
+
+def load_saved() -> list[dict[str, Any]]:
+    return list(json.loads(SAVED.read_text())["records"])
+
+
+if __name__ == "__main__":
+    import sys
+
+    records = [record(c) for c in CASES]
+    text = json.dumps({"note": "peak live bytes of one LoRA step per case of tests/memory_finetune_cases.py, "
+                               "measured on CPU (fp32 or bf16 base); written by --write",
+                       "records": records}, indent=1, default=str) + "\n"
+    if "--write" in sys.argv:
+        SAVED.write_text(text)
+        print(f"wrote {SAVED}: {len(records)} cases")
+    else:
+        print(text)

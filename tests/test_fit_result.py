@@ -5,6 +5,7 @@ the code before the result became a dataclass): ``fit``, ``fit_all``, ``serving_
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +13,30 @@ import pytest
 
 from ffnlab.render import _json_default
 from ffnlab.sizing.finetune import FinetuneOptions
-from ffnlab.sizing.memory.fit import fit, fit_all, reserve_bytes, serving_figures, suggestions
+from ffnlab.sizing.memory.fit import (
+    AcceleratorFit,
+    FitResult,
+    LayoutFit,
+    ServingFigures,
+    Suggestion,
+    fit,
+    fit_all,
+    reserve_bytes,
+    serving_figures,
+    suggestions,
+)
 from ffnlab.sizing.memory.hardware import (
     Accelerator,
     custom_accelerator,
     find_accelerator,
     load_accelerators,
+    training_time,
 )
 from ffnlab.sizing.memory.parallel import Layout
 from ffnlab.sizing.memory.sharding import Sharding
 from ffnlab.sizing.memory.step import StepOptions
-from ffnlab.sizing.result import plain
+from ffnlab.sizing.result import Result, plain
+from ffnlab.sizing.serving import ServingSpeed
 from ffnlab.sizing.zoo import find
 
 SNAPSHOT_PATH = Path(__file__).parent / "data" / "fit_result_snapshot.json"
@@ -143,6 +157,70 @@ def test_fit_result_matches_the_snapshot(name: str) -> None:
     assert json.dumps(got, indent=2) == json.dumps(expected, indent=2)  # keys in order, nested ones too
     # as the command writes it: the result itself, through render's JSON default
     assert json.dumps(res, indent=2, default=_json_default) == json.dumps(expected, indent=2)
+    # one typed result, its nested results typed too
+    fn = CASES[name][0]
+    if fn == "fit":
+        _typed_fit(res, expected)
+    elif fn == "serving_figures":
+        _typed_serving(res, expected)
+    else:
+        kind = AcceleratorFit if fn == "fit_all" else Suggestion
+        assert type(res) is list and all(isinstance(r, kind) for r in res)
+        for r, e in zip(res, expected, strict=True):
+            _view(r, e)
+
+
+def _view(res: Result, expected: dict[str, Any]) -> None:
+    """The transitional dict view mirrors as_dict's top level, read-only."""
+    assert list(res) == list(res.keys()) == list(expected) and len(res) == len(expected)
+    assert {k: res[k] for k in expected} == expected and dict(res) == expected and {**res} == expected
+    assert res.items() == list(expected.items()) and res.values() == list(expected.values())
+    assert all(k in res and res.get(k) == v for k, v in expected.items())
+    assert "no such key" not in res and res.get("no such key", 7) == 7
+    with pytest.raises(KeyError):
+        res["no such key"]
+    with pytest.raises(TypeError):
+        res["fits"] = 0  # type: ignore[index]
+    with pytest.raises(FrozenInstanceError):
+        res.fits = 0  # type: ignore[attr-defined]
+
+
+def _typed_serving(res: Any, expected: dict[str, Any]) -> None:
+    assert isinstance(res, ServingFigures) and res.as_dict() == expected
+    assert (res.speed is None) == (expected["speed"] is None)
+    assert res.speed is None or isinstance(res.speed, ServingSpeed) and res.speed.as_dict() == expected["speed"]
+    _view(res, expected)
+
+
+def _typed_fit(res: Any, expected: dict[str, Any]) -> None:
+    assert isinstance(res, FitResult)
+    _view(res, expected)
+    assert all(isinstance(r, LayoutFit) and r.fits for r in res.candidates)
+    assert [r.as_dict() for r in res.candidates] == expected["candidates"]
+    assert (res.best is None) == (expected["best"] is None) and (res.best is None) == (not res.candidates)
+    if res.best is not None:
+        assert res.best is res.candidates[0] and res.best.layout.as_dict() == expected["best"]["layout"]
+        assert res.best.per_gpu_bytes <= res.usable_bytes == res.memory_bytes - res.reserve_bytes
+        _view(res.best, expected["best"])
+    assert (res.serving is None) == (expected["serving"] is None)
+    if res.serving is not None:
+        _typed_serving(res.serving, expected["serving"])
+    assert (res.finetune is not None) == ("finetune" in expected)
+    assert res.suggestions is None and res.time is None and "suggestions" not in res and "time" not in res
+
+
+def test_the_commands_fields_come_last_in_their_order() -> None:
+    """``fit`` (the command) sets ``suggestions`` and ``time`` with ``dataclasses.replace``: they
+    come after ``finetune``, in that order, as the dicts had them."""
+    name = "finetune-qlora-rtx4090"
+    res = compute(name)
+    tried = tuple(compute("suggest-lora-rtx4090"))
+    t = training_time(find("llama-3-8b").config(), tokens=10**9, gpus=1, accelerator="RTX4090")
+    both = replace(res, suggestions=tried, time=t)
+    assert list(both.as_dict()) == [*SNAPSHOT[name], "suggestions", "time"]
+    assert both["suggestions"] == SNAPSHOT["suggest-lora-rtx4090"] and both["time"] == t.as_dict()
+    assert list(replace(compute("train-llama-3-8b-h100x8"), time=t)) == [*SNAPSHOT["train-llama-3-8b-h100x8"],
+                                                                         "time"]
 
 
 if __name__ == "__main__":  # rewrite the snapshot (only ever with the code before the dataclasses)

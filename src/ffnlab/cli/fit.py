@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -23,6 +24,9 @@ from ffnlab.cli.memory_view import (
 from ffnlab.errors import require
 from ffnlab.render import Column
 from ffnlab.validation import integer, number
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.memory.fit import Suggestion
 
 OBJECTS = ("sharding", "step", "finetune")  # options shown as their own JSON objects
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
@@ -152,26 +156,27 @@ def fit(
     assert accs is not None
     acc = accs[0]
     res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
-    if res["best"] is None:  # what would fit: one setting changed at a time, or more GPUs
-        res["suggestions"] = suggestions(cfg, gpus=gpus, accelerator=acc, **opts)
+    if res.best is None:  # what would fit: one setting changed at a time, or more GPUs
+        res = replace(res, suggestions=tuple(suggestions(cfg, gpus=gpus, accelerator=acc, **opts)))
     if timed:
         if acc.bf16_tflops is None:
             note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
         else:
             assert n_tokens is not None
-            res["time"] = training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc, seq_len=seq_len, mfu=mfu,
-                                        precision=precision).as_dict()
+            res = replace(res, time=training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc, seq_len=seq_len,
+                                                  mfu=mfu, precision=precision))
     if as_json:
         render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in OBJECTS},
-                          "sharding": checked["sharding"].as_dict(), "step": checked["step"].as_dict(), **res})
+                          "sharding": checked["sharding"].as_dict(), "step": checked["step"].as_dict(),
+                          **res.as_dict()})
         return
-    for w in res["warnings"]:
+    for w in res.warnings:
         note(w)
-    rows = [{**r["terms"], "describe": r["describe"], "per_gpu_bytes": r["per_gpu_bytes"],
-             "working": sum(t["per_gpu_bytes"] for t in r["table"] if t["group"] == "working")}
-            for r in res["candidates"][:top]]
-    budget = (f"{gib(res['memory_bytes'])} reported by the device - {gib(res['reserve_bytes'])} reserve = "
-              f"{gib(res['usable_bytes'])} usable")
+    rows = [{**r.terms, "describe": r.describe, "per_gpu_bytes": r.per_gpu_bytes,
+             "working": sum(t.per_gpu_bytes for t in r.table if t.group == "working")}
+            for r in res.candidates[:top]]
+    budget = (f"{gib(res.memory_bytes)} reported by the device - {gib(res.reserve_bytes)} reserve = "
+              f"{gib(res.usable_bytes)} usable")
     keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
     cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib, wide=True) for k in keys)]
     if mode == "train":
@@ -180,42 +185,45 @@ def fit(
     if fmt == "csv":  # one table per stream: the layouts (the terms, time and assumptions are in --json)
         render.emit(rows, cols, fmt)
         if not rows:
-            note(f"{name} does not fit on {gpus_text(gpus)} x {res['accelerator']} for {mode} at these settings: "
-                 f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
+            note(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
+                 f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
         return
     if not rows:
-        print(f"{name} does not fit on {gpus_text(gpus)} x {res['accelerator']} for {mode} at these settings: "
-              f"the least any layout needs is {gib(res['smallest_need_bytes'])} per GPU; {budget}")
+        print(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
+              f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
         _print_lines("what would change it (one setting at a time):",
-                     [_suggestion_line(x) for x in res["suggestions"]], fmt)
+                     [_suggestion_line(x) for x in res.suggestions or ()], fmt)
     else:
-        render.emit(rows, cols, fmt, title=f"{what} on {res['accelerator']} ({budget}): layouts that fit, "
+        render.emit(rows, cols, fmt, title=f"{what} on {res.accelerator} ({budget}): layouts that fit, "
                                            "smallest first", wide=wide)
-        best = res["best"]
-        render.emit(term_rows(best["table"]), TERM_COLS, fmt, title=f"{best['describe']}: each term and its rule")
+        best = res.best
+        assert best is not None
+        render.emit(term_rows([t.as_dict() for t in best.table]), TERM_COLS, fmt,
+                    title=f"{best.describe}: each term and its rule")
         if mode == "train":
             import textwrap
 
-            line = (f"peak of the step: {gib(best['per_gpu_bytes'])} per GPU, at {best['peak_moment']} (the terms "
-                    f"sum to {gib(best['terms_sum_bytes'])}, not all alive at once); alive then: "
-                    f"{peak_alive_text({'peak_alive': best['peak_alive']})}")
+            assert best.terms_sum_bytes is not None
+            line = (f"peak of the step: {gib(best.per_gpu_bytes)} per GPU, at {best.peak_moment} (the terms "
+                    f"sum to {gib(best.terms_sum_bytes)}, not all alive at once); alive then: "
+                    f"{peak_alive_text({'peak_alive': list(best.peak_alive or ())})}")
             print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
-    if res.get("serving"):
-        _print_lines("serving:", serving_lines(res["serving"], batch), fmt)
-    if "time" in res:
-        t = res["time"]
-        print(f"time for {tokens} tokens: {t['days']:,.1f} days, {t['gpu_hours']:,.0f} GPU-hours "
-              f"({t['flops']:.3g} FLOPs)")
-    lines = list(res["assumptions"]) + (res["serving"]["assumptions"] if res.get("serving") else [])
+    if res.serving is not None:
+        _print_lines("serving:", serving_lines(res.serving, batch), fmt)
+    if res.time is not None:
+        t = res.time
+        print(f"time for {tokens} tokens: {t.days:,.1f} days, {t.gpu_hours:,.0f} GPU-hours "
+              f"({t.flops:.3g} FLOPs)")
+    lines = list(res.assumptions) + (list(res.serving.assumptions) if res.serving is not None else [])
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
     _print_lines("assumed:", lines, fmt)
 
 
-def _suggestion_line(x: dict[str, Any]) -> str:
-    if x["fits"]:
-        return f"{x['change']}: fits, {gib(x['per_gpu_bytes'])} per GPU ({x['layout']})"
-    return f"{x['change']}: still does not fit, the least any layout needs is {gib(x['per_gpu_bytes'])} per GPU"
+def _suggestion_line(x: Suggestion) -> str:
+    if x.fits:
+        return f"{x.change}: fits, {gib(x.per_gpu_bytes)} per GPU ({x.layout})"
+    return f"{x.change}: still does not fit, the least any layout needs is {gib(x.per_gpu_bytes)} per GPU"
 
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
@@ -240,7 +248,7 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
         cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
     title = what + (f"; time for {tokens} tokens" if timed else "")
-    render.emit(rows, cols, fmt, title=title, wide=wide)
+    render.emit([r.as_dict() for r in rows], cols, fmt, title=title, wide=wide)
     from ffnlab.sizing.memory.fit import NOT_COUNTED
 
     held = "10% of it (assumed; --reserve GiB)" if opts["reserve_gib"] is None else f"{opts['reserve_gib']:g} GiB"

@@ -13,6 +13,7 @@ from ffnlab.validation import integer
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
+    from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
 
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
@@ -144,19 +145,19 @@ def emit_memory(rows: list[AuditRow], fmt: str, *, wide: bool = False) -> None:
 # the value each whole-model flag of ``size`` has when it is not given
 
 
-def serving_lines(serving: dict[str, Any], batch: int) -> list[str]:
+def serving_lines(serving: ServingFigures, batch: int) -> list[str]:
     """What fits and how fast, for a serving layout (``fit --mode serve``, ``size --gpu``)."""
-    cap, sp = serving["capacity"], serving["speed"]
-    each = f" (each of {serving['replicas']} replicas)" if serving["replicas"] > 1 else ""
+    cap, sp = serving.capacity, serving.speed
+    each = f" (each of {serving.replicas} replicas)" if serving.replicas > 1 else ""
     longest = cap["max_context_at_batch_1"]
     context = ("any context at batch 1 (every layer's sliding window caps its KV cache)" if longest is None
                else f"a context of up to {longest:,} tokens at batch 1")
-    lines = [f"{serving['layout']}{each} holds {context}, or up to {cap['max_batch_at_context']:,} sequences of "
+    lines = [f"{serving.layout}{each} holds {context}, or up to {cap['max_batch_at_context']:,} sequences of "
              f"{cap['context']:,} tokens"]
     if sp:
-        lines.append(f"decode at batch {batch}: at most {sp['tokens_per_s_per_sequence']:,.1f} tokens/s per "
-                     f"sequence, {sp['tokens_per_s_total']:,.0f} tokens/s per replica ({sp['bound']} bound: "
-                     f"{gib(sp['bytes_per_step'])} read per GPU per step, {sp['step_s'] * 1e3:,.2f} ms)")
-        lines.append(f"prefill of {sp['context']:,} tokens: at least {sp['prefill_s'] * 1e3:,.1f} ms "
-                     f"({sp['prefill_bound']} bound)")
+        lines.append(f"decode at batch {batch}: at most {sp.tokens_per_s_per_sequence:,.1f} tokens/s per "
+                     f"sequence, {sp.tokens_per_s_total:,.0f} tokens/s per replica ({sp.bound} bound: "
+                     f"{gib(sp.bytes_per_step)} read per GPU per step, {sp.step_s * 1e3:,.2f} ms)")
+        lines.append(f"prefill of {sp.context:,} tokens: at least {sp.prefill_s * 1e3:,.1f} ms "
+                     f"({sp.prefill_bound} bound)")
     return lines

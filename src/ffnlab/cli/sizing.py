@@ -184,10 +184,11 @@ def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: s
             pairs += memory_pairs(m.memory)
         if m.serving is not None:
             sv = m.serving
-            pairs += [(f"serving on {sv['accelerator']}", line) for line in serving_lines(sv, sv["batch"])]
-            pairs += [("assumed", f"serving: {gib(sv['usable_bytes'])} usable per GPU ({sv['accelerator']}'s "
-                                  f"reported memory less a {gib(sv['reserve_bytes'])} reserve, as fit assumes)")]
-            pairs += [("assumed", f"serving: {line}") for line in sv["assumptions"]]
+            assert sv.batch is not None  # size sets it
+            pairs += [(f"serving on {sv.accelerator}", line) for line in serving_lines(sv, sv.batch)]
+            pairs += [("assumed", f"serving: {gib(sv.usable_bytes)} usable per GPU ({sv.accelerator}'s "
+                                  f"reported memory less a {gib(sv.reserve_bytes)} reserve, as fit assumes)")]
+            pairs += [("assumed", f"serving: {line}") for line in sv.assumptions]
         pairs += [("assumed", line) for line in m.assumed]
     if out.finetune is not None:
         pairs += finetune_pairs(out.finetune)

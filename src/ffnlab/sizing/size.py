@@ -26,6 +26,7 @@ from ffnlab.sizing.widths import (
 )
 
 if TYPE_CHECKING:  # the memory model is imported only when a whole model is sized
+    from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.optimizers import TrainingMemory
     from ffnlab.sizing.memory.parallel import MemorySummary
 
@@ -70,7 +71,7 @@ class ModelSummary(Result):
     dtype: str
     assumed: tuple[str, ...]  # what the numbers assume that the user did not say, one sentence each
     memory: MemorySummary | None = None
-    serving: dict[str, Any] | None = None  # :func:`_serving_on`: fit --mode serve's figures
+    serving: ServingFigures | None = None  # :func:`_serving_on`: fit --mode serve's figures
 
     OMITTED_WHEN_NONE = frozenset({"memory", "serving"})
 
@@ -170,10 +171,11 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
 
 
 def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str, memory: dict[str, Any]
-               ) -> dict[str, Any]:
+               ) -> ServingFigures:
     """What ``cfg`` holds and how fast it serves on the memory options' layout of ``accelerator``
     (its reported memory less ``fit``'s default reserve): the figures of ``fit --mode serve``
-    (:func:`ffnlab.sizing.memory.fit.serving_figures`) at the options' batch and ``seq_len``."""
+    (:func:`ffnlab.sizing.memory.fit.serving_figures`) at the options' batch and ``seq_len``, with the
+    accelerator, its usable memory, the reserve and the batch in front."""
     from ffnlab.sizing.memory.fit import reserve_bytes, serving_figures
     from ffnlab.sizing.memory.hardware import find_accelerator
 
@@ -183,8 +185,8 @@ def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str,
                               batch=memory["batch"], context=seq_len,
                               weights_dtype=memory["weights_dtype"] or dtype, kv_dtype=memory["kv_dtype"] or dtype,
                               group_size=memory["group_size"], mla="latent")
-    return {"accelerator": acc.name, "usable_bytes": acc.memory_bytes - reserve, "reserve_bytes": reserve,
-            "batch": memory["batch"], **figures}
+    return replace(figures, accelerator=acc.name, usable_bytes=acc.memory_bytes - reserve, reserve_bytes=reserve,
+                   batch=memory["batch"])
 
 
 def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,

@@ -23,10 +23,10 @@ divisors only, so it is sublinear in the GPU count.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
@@ -34,6 +34,7 @@ from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary, not_counte
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
+    TrainingTime,
     find_accelerator,
     load_accelerators,
     training_time,
@@ -48,6 +49,10 @@ from ffnlab.sizing.memory.parallel import (
 )
 from ffnlab.sizing.memory.sharding import Sharding
 from ffnlab.sizing.memory.step import StepOptions
+from ffnlab.sizing.result import Result
+
+if TYPE_CHECKING:  # the serving model is imported only when a serving layout fits
+    from ffnlab.sizing.serving import ServingSpeed
 
 MODES = ("train", "serve")
 MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a second
@@ -58,6 +63,111 @@ NOT_COUNTED = {
     "serve": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
               "prefill activations and the logits", "CUDA graphs and the engine's KV-block rounding"),
 }
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayoutFit(Result):
+    """One priced layout of ``fit`` (a row of ``candidates``, or ``best``): its per-GPU need
+    (training: the step's peak, with the moment and what is alive then; serving: the terms' sum),
+    each term and its rule, and whether it fits the usable memory. :meth:`Result.as_dict` is the
+    JSON object (``layout`` with its ``gpus``)."""
+
+    layout: Layout
+    describe: str
+    per_gpu_bytes: int
+    peak_moment: str | None = None  # training only, as the two below
+    peak_alive: tuple[dict[str, object], ...] | None = None  # ``{what, bytes}`` each
+    terms_sum_bytes: int | None = None  # every term, not alive at once
+    terms: dict[str, int]  # term: bytes per GPU
+    table: tuple[Row, ...]
+    finetune: dict[str, Any] | None = None  # a fine-tuning step's :func:`finetune_summary` (lora / qlora only)
+    fits: bool = False  # set by :func:`fit` against the usable memory
+
+    OMITTED_WHEN_NONE = frozenset({"peak_moment", "peak_alive", "terms_sum_bytes", "finetune"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingFigures(Result):
+    """What a serving layout holds and how fast it can go (``fit``'s ``serving``, the ``model.serving``
+    of ``size --gpu``): ``size`` sets the accelerator, its usable memory, the reserve and the batch
+    in front with ``dataclasses.replace``; ``speed`` is None without a bandwidth on record."""
+
+    accelerator: str | None = None  # size --gpu's only, as the three below
+    usable_bytes: int | None = None
+    reserve_bytes: int | None = None
+    batch: int | None = None
+    layout: str  # the layout's description
+    replicas: int
+    capacity: dict[str, int | None]  # :func:`ffnlab.sizing.serving.capacity`
+    speed: ServingSpeed | None
+    assumptions: tuple[str, ...]
+
+    OMITTED_WHEN_NONE = frozenset({"accelerator", "usable_bytes", "reserve_bytes", "batch"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suggestion(Result):
+    """One change tried when nothing fits (``fit``'s ``suggestions``): the smallest layout's per-GPU
+    figure with it (the least any layout needs, when still nothing fits)."""
+
+    change: str  # the flag and its value, e.g. "--recompute full"
+    fits: bool
+    per_gpu_bytes: int | None
+    layout: str | None  # the smallest fitting layout's description
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitResult(Result):
+    """What :func:`fit` returns: every layout priced, those that fit (smallest first) and the
+    smallest (``best``, or None); the ``fit`` command sets ``suggestions`` (nothing fits) and
+    ``time`` (``--tokens``) with ``dataclasses.replace``. :meth:`Result.as_dict` is the JSON object
+    (the command puts the model and the options in front)."""
+
+    mode: str
+    gpus: int
+    accelerator: str
+    memory_bytes: int  # what the device reports
+    reserve_bytes: int
+    usable_bytes: int  # memory_bytes - reserve_bytes
+    seq_len: int
+    batch: int
+    dtype: str
+    recompute: str
+    best: LayoutFit | None
+    candidates: tuple[LayoutFit, ...]  # the layouts that fit, smallest first
+    smallest_need_bytes: int | None  # the least any layout needs
+    layouts_tried: int
+    warnings: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    not_counted: tuple[str, ...]
+    serving: ServingFigures | None  # serving only, when a layout fits
+    finetune: dict[str, Any] | None = None  # --finetune lora / qlora: the options, the adapters and the states
+    suggestions: tuple[Suggestion, ...] | None = None  # the command's, when nothing fits
+    time: TrainingTime | None = None  # the command's, with --tokens
+
+    OMITTED_WHEN_NONE = frozenset({"finetune", "suggestions", "time"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class AcceleratorFit(Result):
+    """One row of :func:`fit_all`: does the model fit on the GPUs of one accelerator, how, and how
+    long to train (``days`` and ``gpu_hours`` None without tokens or a peak; ``training_flops``
+    only with them)."""
+
+    accelerator: str
+    display: str
+    memory_bytes: int
+    fits: bool
+    layout: str | None  # the smallest fitting layout's description
+    per_gpu_bytes: int | None  # its need, or the least any layout needs
+    usable_bytes: int
+    reserve_bytes: int
+    source: str
+    days: float | None
+    gpu_hours: float | None
+    training_flops: int | None = None
+
+    OMITTED_WHEN_NONE = frozenset({"training_flops"})
 
 
 def resolve_target(target: str) -> tuple[str, ModelConfig | None, dict[str, Any] | None]:
@@ -117,9 +227,9 @@ def _layouts(cfg: ModelConfig, gpus: int, mode: str, max_tp: int) -> list[Layout
     return out
 
 
-def _key(row: dict[str, Any]) -> tuple[Any, ...]:
-    lay = row["layout"]
-    return (lay["tp"] * lay["pp"], lay["zero"], lay["ep"], lay["pp"], row["per_gpu_bytes"])
+def _key(row: LayoutFit) -> tuple[int, ...]:
+    lay = row.layout
+    return (lay.tp * lay.pp, lay.zero, lay.ep, lay.pp, row.per_gpu_bytes)
 
 
 def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
@@ -178,7 +288,7 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
 
 
 def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
-                   optimizer: str, dropout: bool, step: StepOptions, ft: FinetuneOptions) -> tuple[dict[str, Any], ...]:
+                   optimizer: str, dropout: bool, step: StepOptions, ft: FinetuneOptions) -> tuple[LayoutFit, ...]:
     """The one layout a fine-tuning step is modelled on (``dp = gpus``) and its per-GPU terms."""
     out = finetune_summary(cfg, ft, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                            attention=attention, optimizer=optimizer, dropout=dropout, step=step)
@@ -193,17 +303,17 @@ def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype:
                  f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention; frozen layers "
                  "keep no input for their weights", estimate=True, group="activations")]
     lay = Layout(dp=gpus)
-    return ({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": pk["peak_bytes"],
-             "peak_moment": pk["peak_moment"], "peak_alive": pk["peak_alive"], "terms_sum_bytes": table_total(table),
-             "terms": {r.term: r.per_gpu_bytes for r in table}, "table": [r.as_dict() for r in table],
-             "finetune": out},)
+    return (LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=pk["peak_bytes"],
+                      peak_moment=pk["peak_moment"], peak_alive=tuple(pk["peak_alive"]),
+                      terms_sum_bytes=table_total(table), terms={r.term: r.per_gpu_bytes for r in table},
+                      table=tuple(table), finetune=out),)
 
 
 @lru_cache(maxsize=4)
 def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, batch: int, dtype: str, recompute: str,
            attention: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int | None, mla: str,
            grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding,
-           step: StepOptions, finetune: FinetuneOptions | None = None) -> tuple[dict[str, Any], ...]:
+           step: StepOptions, finetune: FinetuneOptions | None = None) -> tuple[LayoutFit, ...]:
     """Every layout's per-GPU table and, training, its step peak (the same for every accelerator:
     priced once per question). ``per_gpu_bytes`` is the peak of the step when training."""
     if finetune is not None and finetune.adapters:
@@ -211,7 +321,7 @@ def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, ba
                               finetune)
     rows = []
     for lay in _layouts(cfg, gpus, mode, max_tp):
-        extra: dict[str, Any] = {}
+        peak: dict[str, Any] = {}
         if mode == "train":
             table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                    attention=attention, grad_dtype=grad_dtype, optimizer=optimizer,
@@ -219,14 +329,14 @@ def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, ba
             tl = training_peak(cfg, lay, table, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                attention=attention, optimizer=optimizer, dropout=dropout, step=step)
             need = tl.peak_bytes
-            extra = {"peak_moment": tl.peak.name, "peak_alive": tl.peak_alive(),
-                     "terms_sum_bytes": table_total(table)}
+            peak = {"peak_moment": tl.peak.name, "peak_alive": tuple(tl.peak_alive()),
+                    "terms_sum_bytes": table_total(table)}
         else:
             table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,
                                   kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
             need = table_total(table)
-        rows.append({"layout": lay.as_dict(), "describe": lay.describe(), "per_gpu_bytes": need, **extra,
-                     "terms": {r.term: r.per_gpu_bytes for r in table}, "table": [r.as_dict() for r in table]})
+        rows.append(LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=need, **peak,
+                              terms={r.term: r.per_gpu_bytes for r in table}, table=tuple(table)))
     return tuple(rows)
 
 
@@ -236,8 +346,8 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
         mla: str = "latent", reserve_gib: float | None = None, max_tp: int = 8, grad_dtype: str | None = None,
         optimizer: str = "adamw", dropout: bool = False, sharding: Sharding | None = None,
         context_limit: int | None = None, step: StepOptions | None = None,
-        finetune: FinetuneOptions | None = None) -> dict[str, Any]:
-    """Every layout priced, those that fit, and the smallest that fits (``best``, or None).
+        finetune: FinetuneOptions | None = None) -> FitResult:
+    """Every layout priced, those that fit, and the smallest that fits (``best``, or None): a :class:`FitResult`.
     ``finetune`` lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     adapters = finetune is not None and finetune.adapters
@@ -253,78 +363,79 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     step.check()
     priced = _price(cfg, gpus, mode, max_tp, seq_len, batch, dtype, recompute, attention, kv_dtype, weights_dtype,
                     group_size, mla, grad_dtype, optimizer, dropout, sharding, step, finetune if adapters else None)
-    rows = [{**r, "fits": r["per_gpu_bytes"] <= budget} for r in priced]
-    rows.sort(key=_key)
-    fitting = [r for r in rows if r["fits"]]
+    rows = sorted((replace(r, fits=r.per_gpu_bytes <= budget) for r in priced), key=_key)
+    fitting = [r for r in rows if r.fits]
     warnings: list[str] = []
     if context_limit is not None and seq_len > context_limit:
         warnings.append(f"--seq-len {seq_len:,} is past the model's max_position_embeddings {context_limit:,}: "
                         "the model was not trained for it (positions beyond it are extrapolated or wrap)")
     serving = None
     if mode == "serve" and fitting:
-        lay = Layout(**{k: v for k, v in fitting[0]["layout"].items() if k != "gpus"})
-        serving = serving_figures(cfg, acc, lay, usable_bytes=budget, batch=batch,
+        serving = serving_figures(cfg, acc, fitting[0].layout, usable_bytes=budget, batch=batch,
                                   context=seq_len, weights_dtype=weights_dtype or dtype, kv_dtype=kv_dtype or dtype,
                                   group_size=group_size, mla=mla)
     said = assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer, recompute=recompute,
                        attention=attention, dropout=dropout, sharding=sharding, reserve=reserve, acc=acc,
                        reserve_gib=reserve_gib, kv_dtype=kv_dtype, weights_dtype=weights_dtype)
-    out = {"mode": mode, "gpus": gpus, "accelerator": acc.name, "memory_bytes": acc.memory_bytes,
-           "reserve_bytes": reserve, "usable_bytes": budget, "seq_len": seq_len, "batch": batch, "dtype": dtype,
-           "recompute": recompute, "best": fitting[0] if fitting else None, "candidates": fitting,
-           "smallest_need_bytes": min((r["per_gpu_bytes"] for r in rows), default=None),
-           "layouts_tried": len(rows), "warnings": warnings, "assumptions": said,
-           "not_counted": list(NOT_COUNTED[mode]), "serving": serving}
+    ft_out = None
     if adapters:
         assert finetune is not None
         fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
-        out["assumptions"] = finetune_assumptions(finetune, dtype=dtype, optimizer=optimizer, recompute=recompute,
-                                                  attention=attention, fits=fits, held=held)
-        out["finetune"] = {**finetune.as_dict(), **{k: priced[0]["finetune"][k] for k in ("lora", "states")}}
-    return out
+        said = finetune_assumptions(finetune, dtype=dtype, optimizer=optimizer, recompute=recompute,
+                                    attention=attention, fits=fits, held=held)
+        priced_ft = priced[0].finetune
+        assert priced_ft is not None
+        ft_out = {**finetune.as_dict(), **{k: priced_ft[k] for k in ("lora", "states")}}
+    return FitResult(mode=mode, gpus=gpus, accelerator=acc.name, memory_bytes=acc.memory_bytes,
+                     reserve_bytes=reserve, usable_bytes=budget, seq_len=seq_len, batch=batch, dtype=dtype,
+                     recompute=recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),
+                     smallest_need_bytes=min((r.per_gpu_bytes for r in rows), default=None),
+                     layouts_tried=len(rows), warnings=tuple(warnings), assumptions=tuple(said),
+                     not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out)
 
 
 def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, *, usable_bytes: int, batch: int, context: int,
-                    weights_dtype: str, kv_dtype: str, group_size: int | None, mla: str) -> dict[str, Any]:
-    """What the serving layout ``lay`` holds and how fast it can go: the longest context at batch 1,
+                    weights_dtype: str, kv_dtype: str, group_size: int | None, mla: str) -> ServingFigures:
+    """What the serving layout ``lay`` holds and how fast it can go (:class:`ServingFigures`): the longest context at batch 1,
     the most sequences at ``context`` (:func:`ffnlab.sizing.serving.capacity`) and the roofline
     bounds (:func:`ffnlab.sizing.serving.decode_speed`, None without a bandwidth on record)."""
     from ffnlab.sizing.serving import capacity, decode_speed, speed_assumptions
 
     kw: dict[str, Any] = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, group_size=group_size, mla=mla)
     speed = decode_speed(cfg, acc, batch=batch, context=context, tp=lay.tp, **kw)
-    return {"layout": lay.describe(), "replicas": lay.dp,
-            "capacity": capacity(cfg, lay, usable_bytes=usable_bytes, context=context, **kw),
-            "speed": speed.as_dict() if speed else None,
-            "assumptions": speed_assumptions(speed, acc) if speed else
-            [f"{acc.name} has no memory bandwidth on record: no speed bound (give --gpu for a listed card)"]}
+    return ServingFigures(
+        layout=lay.describe(), replicas=lay.dp,
+        capacity=capacity(cfg, lay, usable_bytes=usable_bytes, context=context, **kw), speed=speed,
+        assumptions=tuple(speed_assumptions(speed, acc)) if speed else
+        (f"{acc.name} has no memory bandwidth on record: no speed bound (give --gpu for a listed card)",))
 
 
 def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: float | None = None,
             precision: str = "bf16", accelerators: list[Accelerator] | None = None,
-            **kwargs: Any) -> list[dict[str, Any]]:
+            **kwargs: Any) -> list[AcceleratorFit]:
     """For each accelerator: does the model fit on ``gpus`` of them, how, and how long to train
-    (``mfu`` None: the :data:`DEFAULT_MFU` assumption)."""
+    (``mfu`` None: the :data:`DEFAULT_MFU` assumption), an :class:`AcceleratorFit` each."""
     rows = []
     for acc in accelerators or load_accelerators():
         res = fit(cfg, gpus=gpus, accelerator=acc, **kwargs)
-        best = res["best"]
-        row: dict[str, Any] = {"accelerator": acc.name, "display": acc.display, "memory_bytes": acc.memory_bytes,
-                               "fits": best is not None, "layout": best["describe"] if best else None,
-                               "per_gpu_bytes": best["per_gpu_bytes"] if best else res["smallest_need_bytes"],
-                               "usable_bytes": res["usable_bytes"], "reserve_bytes": res["reserve_bytes"],
-                               "source": acc.source, "days": None, "gpu_hours": None}
+        best = res.best
+        row = AcceleratorFit(accelerator=acc.name, display=acc.display, memory_bytes=acc.memory_bytes,
+                             fits=best is not None, layout=best.describe if best else None,
+                             per_gpu_bytes=best.per_gpu_bytes if best else res.smallest_need_bytes,
+                             usable_bytes=res.usable_bytes, reserve_bytes=res.reserve_bytes,
+                             source=acc.source, days=None, gpu_hours=None)
         peak = acc.bf16_tflops if precision == "bf16" else acc.fp8_tflops
-        if tokens and res["mode"] == "train" and peak is not None and acc.bf16_tflops is not None:
+        if tokens and res.mode == "train" and peak is not None and acc.bf16_tflops is not None:
             t = training_time(cfg, tokens=tokens, gpus=gpus, accelerator=acc,
                               seq_len=kwargs.get("seq_len", 2048), mfu=mfu, precision=precision)
-            row.update(days=t.days, gpu_hours=t.gpu_hours, training_flops=t.flops)
+            row = replace(row, days=t.days, gpu_hours=t.gpu_hours, training_flops=t.flops)
         rows.append(row)
     return rows
 
 
-__all__ = ["DEFAULT_MFU", "DEFAULT_RESERVE", "MAX_GPUS", "MODES", "NOT_COUNTED", "assumptions", "context_limit",
-           "divisors", "fit", "fit_all", "reserve_bytes", "resolve_config", "resolve_target", "serving_figures"]
+__all__ = ["DEFAULT_MFU", "DEFAULT_RESERVE", "MAX_GPUS", "MODES", "NOT_COUNTED", "AcceleratorFit", "FitResult",
+           "LayoutFit", "ServingFigures", "Suggestion", "assumptions", "context_limit", "divisors", "fit", "fit_all",
+           "reserve_bytes", "resolve_config", "resolve_target", "serving_figures", "suggestions"]
 
 
 # What `fit` tries when nothing fits: each a change of one setting (flag, value, the fit keyword it
@@ -335,7 +446,7 @@ SERVE_CHANGES = (("--weights-dtype", "int4", "weights_dtype"), ("--kv-dtype", "f
 MAX_SUGGESTED_GPUS = 4096
 
 
-def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, **kwargs: Any) -> list[dict[str, Any]]:
+def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, **kwargs: Any) -> list[Suggestion]:
     """What would fit when nothing does at these settings: for each one-setting change (and for
     the fewest GPUs, doubling, that hold the model), the smallest layout's per-GPU figure, whether
     it fits, and the layout; changes already in effect are skipped."""
@@ -343,6 +454,7 @@ def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, 
     ft: FinetuneOptions = kwargs.get("finetune") or FinetuneOptions()
     adapters = ft.adapters
     changes = list(TRAIN_CHANGES if mode == "train" else SERVE_CHANGES)
+    changed: dict[str, Any]
     if adapters:  # the adapters' optimizer state is small; a QLoRA base is the change that helps
         changes = [c for c in changes if c[2] != "optimizer"]
         if ft.mode == "lora":
@@ -366,15 +478,15 @@ def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, 
     n = gpus * 2
     while n <= MAX_SUGGESTED_GPUS:
         res = fit(cfg, gpus=n, accelerator=accelerator, **kwargs)
-        if res["best"] is not None or n * 2 > MAX_SUGGESTED_GPUS:
+        if res.best is not None or n * 2 > MAX_SUGGESTED_GPUS:
             out.append(_tried(f"--gpus {n}", res))
             break
         n *= 2
     return out
 
 
-def _tried(change: str, res: dict[str, Any]) -> dict[str, Any]:
-    best = res["best"]
-    return {"change": change, "fits": best is not None,
-            "per_gpu_bytes": best["per_gpu_bytes"] if best else res["smallest_need_bytes"],
-            "layout": best["describe"] if best else None}
+def _tried(change: str, res: FitResult) -> Suggestion:
+    best = res.best
+    return Suggestion(change=change, fits=best is not None,
+                      per_gpu_bytes=best.per_gpu_bytes if best else res.smallest_need_bytes,
+                      layout=best.describe if best else None)

@@ -138,3 +138,29 @@ def test_qlora_adds_a_dequantised_weight_to_each_backward_and_keeps_nf4_or_int8(
     assert int8.base_weights == qlora_base(cfg, "int8").total > q.states.base_weights
     with pytest.raises(FfnlabError, match="--qlora-base"):
         qlora_base(cfg, "fp4")
+
+
+@pytest.mark.parametrize("q_lora_rank", [None, 16])
+def test_mla_attention_adapters_are_the_layers_peft_wraps(q_lora_rank) -> None:
+    """MLA: peft wraps q (or q_a and q_b with a query LoRA rank), kv_a, kv_b and o; the oracle is
+    the adapted modules of one attention of the peft model built on the meta device."""
+    pytest.importorskip("peft")
+    pytest.importorskip("transformers")
+    import torch
+    from hf_cases import case
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from ffnlab.sizing.hf import from_hf_dict
+    from ffnlab.sizing.memory.activations import attention_adapters
+
+    d = {**case("deepseek_v2", 1), "q_lora_rank": q_lora_rank}
+    hf = AutoConfig.for_model(d.pop("model_type"), **d)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(hf)
+    targets = ["q_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"]
+    peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=targets))
+    wrapped = {name.split(".self_attn.")[1].split(".")[0] for name, _ in peft_model.named_modules()
+               if ".layers.0.self_attn." in name and name.endswith(".lora_A")}
+    assert attention_adapters(from_hf_dict(hf.to_dict())) == len(wrapped)
+    assert ("q_a_proj" in wrapped) == (q_lora_rank is not None)

@@ -5,14 +5,14 @@ the code before the result became a dataclass): ``fit``, ``fit_all``, ``serving_
 from __future__ import annotations
 
 import json
-from dataclasses import FrozenInstanceError, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from result_checks import check_read_only_view, options
 
 from ffnlab.render import _json_default
-from ffnlab.sizing.finetune import FinetuneOptions
 from ffnlab.sizing.memory.fit import (
     AcceleratorFit,
     FitResult,
@@ -32,9 +32,6 @@ from ffnlab.sizing.memory.hardware import (
     load_accelerators,
     training_time,
 )
-from ffnlab.sizing.memory.parallel import Layout
-from ffnlab.sizing.memory.sharding import Sharding
-from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.serving import ServingSpeed
 from ffnlab.sizing.zoo import find
@@ -111,15 +108,7 @@ def _kwargs(args: dict[str, Any]) -> dict[str, Any]:
         a["accelerator"] = _accelerator(a["accelerator"])
     if "accelerators" in a:
         a["accelerators"] = [_accelerator(x) for x in a["accelerators"]]
-    if "sharding" in a:
-        a["sharding"] = Sharding(**a["sharding"])
-    if "step" in a:
-        a["step"] = StepOptions(**a["step"])
-    if "finetune" in a:
-        a["finetune"] = FinetuneOptions(**a["finetune"])
-    if "lay" in a:
-        a["lay"] = Layout(**a["lay"])
-    return a
+    return options(a)
 
 
 def compute(name: str) -> Any:
@@ -172,17 +161,8 @@ def test_fit_result_matches_the_snapshot(name: str) -> None:
 
 def _view(res: Result, expected: dict[str, Any]) -> None:
     """The transitional dict view mirrors as_dict's top level, read-only."""
-    assert list(res) == list(res.keys()) == list(expected) and len(res) == len(expected)
-    assert {k: res[k] for k in expected} == expected and dict(res) == expected and {**res} == expected
-    assert res.items() == list(expected.items()) and res.values() == list(expected.values())
-    assert all(k in res and res.get(k) == v for k, v in expected.items())
-    assert "no such key" not in res and res.get("no such key", 7) == 7
-    with pytest.raises(KeyError):
-        res["no such key"]
-    with pytest.raises(TypeError):
-        res["fits"] = 0  # type: ignore[index]
-    with pytest.raises(FrozenInstanceError):
-        res.fits = 0  # type: ignore[attr-defined]
+    check_read_only_view(res, expected, "fits")
+    assert "no such key" not in res
 
 
 def _typed_serving(res: Any, expected: dict[str, Any]) -> None:

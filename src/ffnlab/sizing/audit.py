@@ -29,8 +29,7 @@ from ffnlab.sizing.hf import (
 from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
 from ffnlab.sizing.hf.structure import Structure
 from ffnlab.sizing.memory.optimizers import training_memory
-from ffnlab.sizing.size import Alignment
-from ffnlab.sizing.widths import param_matched_ratio
+from ffnlab.sizing.widths import Alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
 if TYPE_CHECKING:  # the memory model is imported where it is used (memory_of)

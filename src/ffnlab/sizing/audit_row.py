@@ -11,14 +11,14 @@ unchanged from the dicts it replaces.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.sizing.result import Result
 
 if TYPE_CHECKING:
     from ffnlab.sizing.memory.parallel import MemorySummary
-    from ffnlab.sizing.size import Alignment
+    from ffnlab.sizing.widths import Alignment
 
 # the fields only a row counted from a structure has (its JSON keys, where they fall)
 COUNTED_FIELDS = frozenset({
@@ -105,13 +105,12 @@ class AuditRow(Result):
 
     OMITTED_WHEN_NONE = frozenset({"counted_by", "finetune_error", "memory_error"})
 
-    def keys(self) -> tuple[str, ...]:
-        counted = self.counted_by is not None
-        asked = {"memory": self.memory is not None or self.memory_error is not None,
-                 "finetune": self.finetune is not None or self.finetune_error is not None}
-        return tuple(f.name for f in fields(self) if asked.get(f.name, True)
-                     and (counted or f.name not in COUNTED_FIELDS)
-                     and not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None))
+    def _shown(self, name: str) -> bool:
+        if name in COUNTED_FIELDS and self.counted_by is None:
+            return False
+        if name in ("memory", "finetune"):  # a key once asked for: modelled, or why not
+            return getattr(self, name) is not None or getattr(self, f"{name}_error") is not None
+        return super()._shown(name)
 
 
 __all__ = ["COUNTED_FIELDS", "AuditRow"]

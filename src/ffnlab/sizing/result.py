@@ -35,7 +35,8 @@ class Result:
     """Base of the result dataclasses: :meth:`as_dict` and the transitional dict view.
 
     The keys are the fields in their order, less those named in ``OMITTED_WHEN_NONE`` that are
-    None (a key some results have and others lack); a subclass may reorder them in :meth:`keys`.
+    None (a key some results have and others lack); a subclass may leave out more in
+    :meth:`_shown` or reorder them in :meth:`keys`.
     ``KEY_OF_FIELD`` names the key of a field that cannot bear it (``from_model`` for ``from``, a
     Python keyword).
     """
@@ -43,10 +44,13 @@ class Result:
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
     KEY_OF_FIELD: ClassVar[Mapping[str, str]] = {}
 
+    def _shown(self, name: str) -> bool:
+        """Whether the field ``name`` is a key of this result."""
+        return not (name in self.OMITTED_WHEN_NONE and getattr(self, name) is None)
+
     def keys(self) -> tuple[str, ...]:
         assert is_dataclass(self), "a Result is a dataclass"
-        return tuple(self.KEY_OF_FIELD.get(f.name, f.name) for f in fields(self)
-                     if not (f.name in self.OMITTED_WHEN_NONE and getattr(self, f.name) is None))
+        return tuple(self.KEY_OF_FIELD.get(f.name, f.name) for f in fields(self) if self._shown(f.name))
 
     def _field(self, key: str) -> Any:
         """The value of the field under ``key``."""

@@ -18,9 +18,9 @@ from ffnlab.sizing.flops import FlopsPerToken, flops_per_token
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.widths import (
+    Alignment,
     WidthRule,
     check_width,
-    largest_power_of_two_dividing,
     param_matched_ratio,
     resolve_d_ff,
 )
@@ -33,21 +33,6 @@ if TYPE_CHECKING:  # the memory model is imported only when a whole model is siz
 HEAD_DIM_DEFAULT = 64  # GPT-2/GPT-3/Pythia heads; LLaMA 7B-65B use 128 (give --n-heads)
 SIZE_POSITIONS = ("rope", "learned", "none", "alibi")
 SIZE_NORMS = ("rmsnorm", "layernorm", "layernorm-nobias", "none")
-
-
-@dataclass(frozen=True)
-class Alignment(Result):
-    """How well a width suits tiled matmul hardware (the ``alignment`` object;
-    :func:`ffnlab.sizing.widths.alignment` as a result)."""
-
-    pow2_divisor: int  # the largest power of two dividing d_ff
-    div64: bool
-    div128: bool
-    div256: bool
-
-    @classmethod
-    def of(cls, d_ff: int) -> Alignment:
-        return cls(largest_power_of_two_dividing(d_ff), d_ff % 64 == 0, d_ff % 128 == 0, d_ff % 256 == 0)
 
 
 @dataclass(frozen=True, kw_only=True)

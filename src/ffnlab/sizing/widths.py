@@ -25,6 +25,7 @@ from fractions import Fraction
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.result import Result
 from ffnlab.validation import fraction
 
 RULES = ("explicit", "ratio", "param-matched", "llama", "golden")
@@ -189,11 +190,20 @@ def largest_power_of_two_dividing(n: int) -> int:
     return n & -n
 
 
+@dataclass(frozen=True)
+class Alignment(Result):
+    """How well a width suits tiled matmul hardware (the ``alignment`` object of the JSON)."""
+
+    pow2_divisor: int  # the largest power of two dividing d_ff
+    div64: bool
+    div128: bool
+    div256: bool
+
+    @classmethod
+    def of(cls, d_ff: int) -> Alignment:
+        return cls(largest_power_of_two_dividing(d_ff), d_ff % 64 == 0, d_ff % 128 == 0, d_ff % 256 == 0)
+
+
 def alignment(d_ff: int) -> dict[str, object]:
-    """How well a width suits tiled matmul hardware."""
-    return {
-        "pow2_divisor": largest_power_of_two_dividing(d_ff),
-        "div64": d_ff % 64 == 0,
-        "div128": d_ff % 128 == 0,
-        "div256": d_ff % 256 == 0,
-    }
+    """How well a width suits tiled matmul hardware (:class:`Alignment` as its JSON object)."""
+    return Alignment.of(d_ff).as_dict()

@@ -82,8 +82,8 @@ def choose_model(model: PooledModel, fewest: int | None = None) -> ModelChoice:
     sds = [model.sd(k) for k in model.groups]
     ratio = max(sds) / min(sds) if sds and min(sds) > 0 else math.inf
     if n_min < 3:
-        known = [x for x in (n_min if model.counts else None, fewest) if x is not None]
-        why = (f"Welch: an arm has {min(known, default=0)} seed(s), too few to test equal variances (Levene's test needs "
+        # the arm with the fewest seeds, which ``model`` may have set aside (one seed: no spread)
+        why = (f"Welch: an arm has {n_min if fewest is None else fewest} seed(s), too few to test equal variances (Levene's test needs "
                "3 per arm), so no variance is pooled")
     elif n_min < MIN_SEEDS_TO_POOL:
         why = (f"Welch: {n_min} seeds per arm are too few for Levene's test to detect unequal variances "

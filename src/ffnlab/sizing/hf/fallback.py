@@ -32,8 +32,7 @@ from ffnlab.sizing.hf import config_name, read_hf_config
 from ffnlab.sizing.hf.keys import ACT_PLAIN, GATED_FROM_ACT
 from ffnlab.sizing.hf.structure import FFNUnit, Structure, analyse, layer_counts
 from ffnlab.sizing.memory.byte_rules import states_per_param
-from ffnlab.sizing.size import Alignment
-from ffnlab.sizing.widths import param_matched_ratio
+from ffnlab.sizing.widths import Alignment, param_matched_ratio
 
 LABEL = "counted by transformers"
 INSTALL_HINT = "install ffnlab[hf] (transformers) to count it by building the model on the meta device"

@@ -374,11 +374,12 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
         serving = serving_figures(cfg, acc, fitting[0].layout, usable_bytes=budget, batch=batch,
                                   context=seq_len, weights_dtype=weights_dtype or dtype, kv_dtype=kv_dtype or dtype,
                                   group_size=group_size, mla=mla)
-    said = assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer, recompute=recompute,
-                       attention=attention, dropout=dropout, sharding=sharding, reserve=reserve, acc=acc,
-                       reserve_gib=reserve_gib, kv_dtype=kv_dtype, weights_dtype=weights_dtype)
     ft_out = None
-    if adapters:
+    if not adapters:
+        said = assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer, recompute=recompute,
+                           attention=attention, dropout=dropout, sharding=sharding, reserve=reserve, acc=acc,
+                           reserve_gib=reserve_gib, kv_dtype=kv_dtype, weights_dtype=weights_dtype)
+    else:
         assert finetune is not None
         fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
         said = finetune_assumptions(finetune, dtype=dtype, optimizer=optimizer, recompute=recompute,

@@ -21,14 +21,15 @@ GPU, which runs one process's kernels at a time (no MPS); and each run pays ``ST
 
 from __future__ import annotations
 
-import os
-
 from ffnlab.errors import require
 from ffnlab.experiments.sweep.run import (
-    ESTIMATE_UTILISATION,
     duration,
+    estimate_seconds,
     resolution_lines,
+    run_flops,
     time_estimate,
+    worker_count,
+    worker_peak,
 )
 from ffnlab.experiments.sweep.spec import SweepSpec, design_maturity, resolve
 from ffnlab.training import runconfig
@@ -63,12 +64,12 @@ def maturity_lines(spec: SweepSpec) -> list[str]:
 def estimate_lines(spec: SweepSpec, gpu: str | None = None, workers: int | None = None) -> list[str]:
     """The arms' resolution, each cell's maturity and the whole sweep's time estimate."""
     runs = resolve(spec, nominal_vocab(spec))
-    n_workers = workers or spec.workers or max(1, (os.cpu_count() or 1) // spec.threads_per_worker)
-    flops = kernels = 0.0
+    n_workers = worker_count(spec, workers)
+    flops = sum(run_flops(r) for r in runs)
+    kernels = 0.0
     for r in runs:
-        cfg = runconfig.from_dict(r.config)
-        flops += cfg.train.max_steps * cfg.tokens_per_step() * r.train_flops_per_token
-        kernels += cfg.train.max_steps * (KERNELS_PER_LAYER * cfg.model.n_layers + KERNELS_PER_STEP)
+        m = runconfig.from_dict(r.config)
+        kernels += m.train.max_steps * (KERNELS_PER_LAYER * m.model.n_layers + KERNELS_PER_STEP)
     on_gpu = gpu is not None
     if gpu is not None:
         from ffnlab.sizing.memory.hardware import find_accelerator
@@ -77,26 +78,17 @@ def estimate_lines(spec: SweepSpec, gpu: str | None = None, workers: int | None 
         require(acc.bf16_tflops is not None, f"--gpu {gpu}: no bf16 peak on record")
         per_worker, where = acc.peak_flops("bf16") / n_workers, f"one {acc.display} shared"
     else:
-        per_worker, where, on_gpu = _local_peak(spec, n_workers)
+        per_worker, _, on_gpu = worker_peak(spec.threads_per_worker, n_workers)
+        where = ("this machine's GPU shared" if on_gpu else
+                 f"this machine's CPU, measured at {spec.threads_per_worker} thread(s) a worker")
     lines = [*resolution_lines(runs), *maturity_lines(spec),
              f"{time_estimate(flops, len(runs), n_workers, per_worker)}; {where}"]
     if on_gpu:
         floor, start = gpu_overheads(kernels, len(runs), n_workers)
-        lo, hi = ESTIMATE_UTILISATION
-        fast, slow = (start + max(floor, flops / (n_workers * per_worker * u)) for u in (hi, lo))
+        fast, slow = (start + max(floor, s) for s in estimate_seconds(flops, n_workers, per_worker))
         lines.append(f"launch-bound floor: {kernels:,.0f} kernel launches, at least {duration(floor)} "
                      f"({DISPATCH_S * 1e6:g} us of CPU each over {n_workers} worker(s), {GPU_KERNEL_S * 1e6:g} us "
                      f"of GPU each, one process at a time); start-up about {duration(start)} ({START_S:g} s a run "
                      f"over the workers); so {duration(fast)}-{duration(slow)} in all: assumptions, not measurements")
     return lines
 
-
-def _local_peak(spec: SweepSpec, n_workers: int) -> tuple[float, str, bool]:
-    import torch
-
-    from ffnlab.training.peak import device_peak, measure_peak
-
-    if torch.cuda.is_available():
-        return device_peak("cuda", "bf16").flops / n_workers, "this machine's GPU shared", True
-    peak = measure_peak("cpu", "fp32", threads=spec.threads_per_worker).flops
-    return peak, f"this machine's CPU, measured at {spec.threads_per_worker} thread(s) a worker", False

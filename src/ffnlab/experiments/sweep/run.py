@@ -152,12 +152,42 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def worker_count(spec: SweepSpec, workers: int | None = None) -> int:
+    """Runs side by side: ``--workers``, else the spec's, else the cores over each run's threads."""
+    return workers or spec.workers or max(1, (os.cpu_count() or 1) // spec.threads_per_worker)
+
+
+def run_flops(r: ResolvedRun) -> float:
+    """The training FLOPs of one run: its steps x its own tokens per step x FLOPs per token."""
+    cfg = runconfig.from_dict(r.config)
+    return cfg.train.max_steps * cfg.tokens_per_step() * r.train_flops_per_token
+
+
+def worker_peak(threads: int, workers: int) -> tuple[float, float | None, bool]:
+    """Each worker's share of this machine's peak (a CPU's measured at ``threads``, a GPU's published
+    one shared by ``workers``); the CPU peak measured (None on a GPU); whether it is a GPU's."""
+    import torch
+
+    from ffnlab.training.peak import device_peak, measure_peak
+
+    if torch.cuda.is_available():
+        return device_peak("cuda", "bf16").flops / workers, None, True
+    cpu = measure_peak("cpu", "fp32", threads=threads).flops  # square shapes: the arms' own differ
+    return cpu, cpu, False
+
+
+def estimate_seconds(flops: float, workers: int, peak: float) -> tuple[float, float]:
+    """(fastest, slowest): ``flops`` over ``workers`` x ``peak`` at 30% and at 10% of it."""
+    lo, hi = ESTIMATE_UTILISATION
+    return flops / (workers * peak * hi), flops / (workers * peak * lo)
+
+
 def time_estimate(flops: float, runs: int, workers: int, peak: float) -> str:
     """The time the runs left would take, from their training FLOPs and each worker's share of the
     device's peak (:func:`ffnlab.training.peak.device_peak`: the CPU's measured, a listed GPU's
     published), at 10-30% of it: an estimate, said as one, with its assumption."""
     lo, hi = ESTIMATE_UTILISATION
-    fast, slow = (flops / (workers * peak * u) for u in (hi, lo))
+    fast, slow = estimate_seconds(flops, workers, peak)
     return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {duration(fast)}-{duration(slow)} on "
             f"{workers} worker(s) at {lo:.0%}-{hi:.0%} of a {peak / 1e9:,.0f} GFLOP/s peak each (an assumption, "
             "not a measurement; start-up and evaluation come on top)")
@@ -254,7 +284,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
         for line in resolution_lines(runs):  # what the sweep is about to train: output, not progress
             print(line, flush=True)
     threads = spec.threads_per_worker
-    n_workers = workers or spec.workers or max(1, (os.cpu_count() or 1) // threads)
+    n_workers = worker_count(spec, workers)
     steps = {r.run: r.config["train"]["max_steps"] for r in runs}
     status: dict[str, Any] = {}
     pending = []
@@ -263,12 +293,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
             status[r.run] = "skipped (finished)"
         else:
             pending.append(r)
-    import torch
-
-    from ffnlab.training.peak import measure_peak
-
-    # at the runs' thread count, before they start (square shapes: the arms' own differ)
-    peak = measure_peak("cpu", "fp32", threads=threads).flops if not torch.cuda.is_available() else None
+    per_worker, peak, _ = worker_peak(threads, n_workers)  # at the runs' thread count, before they start
     total = sum(steps.values())
     # sizes may differ in batch: tokens/s counts each run's own tokens per step
     tokens_per_step = {r.run: runconfig.from_dict(r.config).tokens_per_step() for r in runs}
@@ -285,9 +310,6 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     # not left alone with the largest model); runs of equal cost keep the spec's order
     pending.sort(key=lambda r: cost[r.run], reverse=True)
     if progress_mode != "off" and pending:
-        from ffnlab.training.peak import device_peak
-
-        per_worker = peak if peak is not None else device_peak("cuda", "bf16").flops / n_workers  # one GPU shared
         print(time_estimate(sum(cost[r.run] for r in pending), len(pending), n_workers, per_worker), flush=True)
     start, work_start, tokens_start = progress_now()
     bar = Progress(total, start=start, description=spec.name, unit="step", tokens_start=tokens_start,

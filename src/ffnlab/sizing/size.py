@@ -166,12 +166,11 @@ def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str,
 
     acc = find_accelerator(accelerator, otherwise="")  # size takes no --gpu-memory
     reserve = reserve_bytes(acc, None)
-    figures = serving_figures(cfg, acc, memory["lay"], usable_bytes=acc.memory_bytes - reserve,
-                              batch=memory["batch"], context=seq_len,
+    usable = acc.memory_bytes - reserve
+    figures = serving_figures(cfg, acc, memory["lay"], usable_bytes=usable, batch=memory["batch"], context=seq_len,
                               weights_dtype=memory["weights_dtype"] or dtype, kv_dtype=memory["kv_dtype"] or dtype,
                               group_size=memory["group_size"], mla="latent")
-    return replace(figures, accelerator=acc.name, usable_bytes=acc.memory_bytes - reserve, reserve_bytes=reserve,
-                   batch=memory["batch"])
+    return replace(figures, accelerator=acc.name, usable_bytes=usable, reserve_bytes=reserve, batch=memory["batch"])
 
 
 def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,

@@ -138,13 +138,13 @@ def verify(
         print(f"error: {e}", file=sys.stderr)
         raise typer.Exit(1) from None
     print("\nVerdicts:")
-    for c in result["claims"]:
-        print(one_line(f"  {c['verdict']:<16} {c['id']}"))
-    exp = [c for c in result["claims"] if "from_report" in c["numbers"]]
+    for c in result.claims:
+        print(one_line(f"  {c.verdict:<16} {c.id}"))
+    exp = [c for c in result.claims if "from_report" in c.numbers]
     for c in exp:
-        print(f"\n{one_line(c['id'])}: {one_line(c['verdict'])}\n  {one_line(c['evidence'])}")
+        print(f"\n{one_line(c.id)}: {one_line(c.verdict)}\n  {one_line(c.evidence)}")
     if exp:
         print_maturity(out / "sweep")
-    p = result["paths"]
+    p = result.paths
     print(one_line(f"report: {p['html']}") + "\n" + one_line(f"        {p['markdown']}")
-          + f"\n({result['wall_s']:.0f} s)")
+          + f"\n({result.wall_s:.0f} s)")

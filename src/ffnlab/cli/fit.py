@@ -26,7 +26,7 @@ from ffnlab.render import Column
 from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:
-    from ffnlab.sizing.memory.fit import Suggestion
+    from ffnlab.sizing.memory.fit import FitResult, Suggestion
 
 OBJECTS = ("sharding", "step", "finetune")  # options shown as their own JSON objects
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
@@ -101,28 +101,9 @@ def fit(
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
     from ffnlab.sizing.hf.hub import resolve_model_raw
-    from ffnlab.sizing.memory.fit import MAX_GPUS, context_limit, suggestions
-    from ffnlab.sizing.memory.fit import fit as run_fit
-    from ffnlab.sizing.memory.hardware import (
-        PRECISIONS,
-        custom_accelerator,
-        find_accelerator,
-        training_time,
-    )
-    from ffnlab.validation import choice
+    from ffnlab.sizing.memory.fit import context_limit
 
-    check_format(fmt)
-    check_train_dtype(dtype)
-    check_seq_len(seq_len)
-    integer(gpus, "--gpus", 1, MAX_GPUS)
-    integer(max_tp, "--max-tp", 1, 2**20)
-    integer(top, "--top", 1, MAX_TOP)
-    choice(mode, "--mode", ("train", "serve"))
-    choice(precision, "--precision", PRECISIONS)
-    if mfu is not None:
-        number(mfu, "--mfu", 0, 1, lo_open=True)
-    if reserve is not None:
-        number(reserve, "--reserve", 0, None)
+    _check_flags(fmt, dtype, seq_len, gpus, max_tp, top, mode, precision, mfu, reserve)
     checked = mem.options()
     ft = mem.finetune_options()
     if ft.adapters:
@@ -144,32 +125,65 @@ def fit(
                                 finetune=ft if ft.adapters else None)
     what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft.adapters else mode) + f", {gpus_text(gpus)}, "
             f"batch {batch} x {seq_len}" + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
-    accs = None
-    if gpu_memory is not None:
-        accs = [custom_accelerator(gpu_memory, gpu)]
-    elif gpu is not None:
-        accs = [find_accelerator(gpu)]
-    timed = bool(n_tokens) and mode == "train"
     if gpu is None and gpu_memory is None:
         _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, opts, as_json, fmt, wide)
         return
-    assert accs is not None
-    acc = accs[0]
-    res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
-    if res.best is None:  # what would fit: one setting changed at a time, or more GPUs
-        res = replace(res, suggestions=tuple(suggestions(cfg, gpus=gpus, accelerator=acc, **opts)))
-    if timed:
-        if acc.bf16_tflops is None:
-            note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
-        else:
-            assert n_tokens is not None
-            res = replace(res, time=training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc, seq_len=seq_len,
-                                                  mfu=mfu, precision=precision))
+    res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens, mfu, precision, opts)
     if as_json:
         render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in OBJECTS},
                           "sharding": checked["sharding"].as_dict(), "step": checked["step"].as_dict(),
                           **res.as_dict()})
         return
+    _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=bool(n_tokens) and mode == "train",
+              opts=opts, fmt=fmt, wide=wide)
+
+
+def _check_flags(fmt: str, dtype: str, seq_len: int, gpus: int, max_tp: int, top: int, mode: str, precision: str,
+                 mfu: float | None, reserve: float | None) -> None:
+    """``fit``'s own flags checked, before any model is read."""
+    from ffnlab.sizing.memory.fit import MAX_GPUS
+    from ffnlab.sizing.memory.hardware import PRECISIONS
+    from ffnlab.validation import choice
+
+    check_format(fmt)
+    check_train_dtype(dtype)
+    check_seq_len(seq_len)
+    integer(gpus, "--gpus", 1, MAX_GPUS)
+    integer(max_tp, "--max-tp", 1, 2**20)
+    integer(top, "--top", 1, MAX_TOP)
+    choice(mode, "--mode", ("train", "serve"))
+    choice(precision, "--precision", PRECISIONS)
+    if mfu is not None:
+        number(mfu, "--mfu", 0, 1, lo_open=True)
+    if reserve is not None:
+        number(reserve, "--reserve", 0, None)
+
+
+def _fit_on(cfg: Any, gpus: int, gpu: str | None, gpu_memory: float | None, n_tokens: int | None, mfu: float | None,
+            precision: str, opts: dict[str, Any]) -> FitResult:
+    """The fit on one accelerator (``--gpu``, or ``--gpu-memory``): what would fit when nothing
+    does (one setting changed at a time, or more GPUs), and the training time with ``--tokens``."""
+    from ffnlab.sizing.memory.fit import fit as run_fit
+    from ffnlab.sizing.memory.fit import suggestions
+    from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator, training_time
+
+    acc = custom_accelerator(gpu_memory, gpu) if gpu_memory is not None else find_accelerator(str(gpu))
+    res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
+    if res.best is None:
+        res = replace(res, suggestions=tuple(suggestions(cfg, gpus=gpus, accelerator=acc, **opts)))
+    if n_tokens and opts["mode"] == "train":
+        if acc.bf16_tflops is None:
+            note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
+        else:
+            res = replace(res, time=training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc,
+                                                  seq_len=opts["seq_len"], mfu=mfu, precision=precision))
+    return res
+
+
+def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens: str | None, mfu: float | None,
+              precision: str, *, timed: bool, opts: dict[str, Any], fmt: str, wide: bool) -> None:
+    """The layouts that fit (or what would change it), the best one's terms, serving and time."""
+    mode, batch = opts["mode"], opts["batch"]
     for w in res.warnings:
         note(w)
     rows = [{**r.terms, "describe": r.describe, "per_gpu_bytes": r.per_gpu_bytes,
@@ -196,18 +210,7 @@ def fit(
     else:
         render.emit(rows, cols, fmt, title=f"{what} on {res.accelerator} ({budget}): layouts that fit, "
                                            "smallest first", wide=wide)
-        best = res.best
-        assert best is not None
-        render.emit(term_rows([t.as_dict() for t in best.table]), TERM_COLS, fmt,
-                    title=f"{best.describe}: each term and its rule")
-        if mode == "train":
-            import textwrap
-
-            assert best.terms_sum_bytes is not None
-            line = (f"peak of the step: {gib(best.per_gpu_bytes)} per GPU, at {best.peak_moment} (the terms "
-                    f"sum to {gib(best.terms_sum_bytes)}, not all alive at once); alive then: "
-                    f"{peak_alive_text({'peak_alive': list(best.peak_alive or ())})}")
-            print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
+        _show_best(res, mode, fmt)
     if res.serving is not None:
         _print_lines("serving:", serving_lines(res.serving, batch), fmt)
     if res.time is not None:
@@ -218,6 +221,22 @@ def fit(
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
     _print_lines("assumed:", lines, fmt)
+
+
+def _show_best(res: FitResult, mode: str, fmt: str) -> None:
+    """The best layout's terms and, training, the peak of its step."""
+    best = res.best
+    assert best is not None
+    render.emit(term_rows([t.as_dict() for t in best.table]), TERM_COLS, fmt,
+                title=f"{best.describe}: each term and its rule")
+    if mode == "train":
+        import textwrap
+
+        assert best.terms_sum_bytes is not None
+        line = (f"peak of the step: {gib(best.per_gpu_bytes)} per GPU, at {best.peak_moment} (the terms "
+                f"sum to {gib(best.terms_sum_bytes)}, not all alive at once); alive then: "
+                f"{peak_alive_text({'peak_alive': list(best.peak_alive or ())})}")
+        print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
 
 
 def _suggestion_line(x: Suggestion) -> str:

@@ -149,11 +149,11 @@ def serving_lines(serving: ServingFigures, batch: int) -> list[str]:
     """What fits and how fast, for a serving layout (``fit --mode serve``, ``size --gpu``)."""
     cap, sp = serving.capacity, serving.speed
     each = f" (each of {serving.replicas} replicas)" if serving.replicas > 1 else ""
-    longest = cap["max_context_at_batch_1"]
+    longest = cap.max_context_at_batch_1
     context = ("any context at batch 1 (every layer's sliding window caps its KV cache)" if longest is None
                else f"a context of up to {longest:,} tokens at batch 1")
-    lines = [f"{serving.layout}{each} holds {context}, or up to {cap['max_batch_at_context']:,} sequences of "
-             f"{cap['context']:,} tokens"]
+    lines = [f"{serving.layout}{each} holds {context}, or up to {cap.max_batch_at_context:,} sequences of "
+             f"{cap.context:,} tokens"]
     if sp:
         lines.append(f"decode at batch {batch}: at most {sp.tokens_per_s_per_sequence:,.1f} tokens/s per "
                      f"sequence, {sp.tokens_per_s_total:,.0f} tokens/s per replica ({sp.bound} bound: "

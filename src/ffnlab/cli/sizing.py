@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,8 @@ from ffnlab.validation import choice, number
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
-    from ffnlab.sizing.finetune import FinetuneOptions
+    from ffnlab.sizing.claims import ClaimCheck
+    from ffnlab.sizing.finetune import FinetuneOptions, FinetuneSummary
     from ffnlab.sizing.size import SizeSummary
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
@@ -137,7 +139,7 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
 
 
 def finetune_of(cfg: Any, opts: FinetuneOptions, *, seq_len: int, dtype: str, mem_opts: dict[str, Any]
-                ) -> dict[str, Any]:
+                ) -> FinetuneSummary:
     """The ``finetune`` object for ``cfg``: the adapters, the states and the step's peak at the
     memory flags' batch, recompute, attention, optimizer and step options."""
     from ffnlab.sizing.finetune import finetune_summary
@@ -292,18 +294,18 @@ def explain(
     if as_json:
         render.emit_json(out)
         return
-    a = out["alignment"]
-    title = (f"d_ff {d_ff} for d_model {d_model} ({ffn}): raw {out['ratio_raw']:.4f}, "
-             f"param-matched {out['ratio_param_matched']:.4f}; largest power of two dividing it "
-             f"{a['pow2_divisor']} (/64 {a['div64']}, /128 {a['div128']}, /256 {a['div256']})")
+    a = out.alignment
+    title = (f"d_ff {d_ff} for d_model {d_model} ({ffn}): raw {out.ratio_raw:.4f}, "
+             f"param-matched {out.ratio_param_matched:.4f}; largest power of two dividing it "
+             f"{a.pow2_divisor} (/64 {a.div64}, /128 {a.div128}, /256 {a.div256})")
     cols = [Column("rule", "rule", justify="left"), Column("ratio", "ratio", str),
             Column("multiplier", "x d_model", lambda x: "-" if x is None else f"{x:.4g}", wide=True),
             Column("ffn_dim_multiplier", "ffn_dim_multiplier", lambda x: "-" if x is None else f"{x:g}", wide=True),
             Column("multiples_of", "multiple_of", lambda m: ", ".join(map(str, m)), justify="left"),
             Column("rounding", "rounding", justify="left"), Column("describe", "reads as", justify="left")]
-    render.emit(out["rules"], cols, fmt, title=title, wide=wide)
-    if not out["rules"] and fmt == "table":
-        render.note(f"no simple rule gives {d_ff} (raw ratio {out['ratio_raw_exact']}): no common ratio or LLaMA "
+    render.emit([r.as_dict() for r in out.rules], cols, fmt, title=title, wide=wide)
+    if not out.rules and fmt == "table":
+        render.note(f"no simple rule gives {d_ff} (raw ratio {out.ratio_raw_exact}): no common ratio or LLaMA "
                     "rule lands on it by rounding to a multiple well below d_ff", fmt)
 
 
@@ -424,24 +426,24 @@ FINETUNE_CSV_COLS = [Column(f"finetune.{k}", f"finetune.{k}") for k in (*FINETUN
 
 def flat_finetune(row: AuditRow) -> dict[str, Any]:
     """The fine-tuning figures of ``row`` as ``finetune.KEY`` cells (for CSV)."""
-    ft = row.finetune or {}
-    if not ft:
+    ft = row.finetune
+    if ft is None:
         return {c.key: None for c in FINETUNE_CSV_COLS}
-    return {**{f"finetune.{k}": ft["peak"][k] for k in FINETUNE_KEYS}, "finetune.states_bytes": ft["states"]["total"],
-            "finetune.trainable": ft["lora"]["trainable"]}
+    return {**{f"finetune.{k}": getattr(ft.peak, k) for k in FINETUNE_KEYS}, "finetune.states_bytes": ft.states.total,
+            "finetune.trainable": ft.lora.trainable}
 
 
 def emit_finetune(rows: list[AuditRow], fmt: str) -> None:
     """``audit --finetune lora|qlora``: one line per model, the step's peak and what makes it."""
     for r in rows:
         ft = r.finetune
-        if ft:
-            pk, st, gib = ft["peak"], ft["states"], 2**30
-            render.note(f"{r.name}: {ft['mode']} rank {ft['lora']['rank']} ({'+'.join(ft['lora']['targets'])}), "
-                        f"batch {ft['batch']} x {ft['seq_len']}: step peak {pk['peak_bytes'] / gib:,.2f} GiB at "
-                        f"{pk['peak_moment']} (frozen base {st['base_weights'] / gib:,.2f} GiB, adapter states "
-                        f"{(st['total'] - st['base_weights']) / gib:,.2f} GiB, activations "
-                        f"{pk['activations_bytes'] / gib:,.2f} GiB)", fmt)
+        if ft is not None:
+            pk, st, gib = ft.peak, ft.states, 2**30
+            render.note(f"{r.name}: {ft.mode} rank {ft.lora.rank} ({'+'.join(ft.lora.targets)}), "
+                        f"batch {ft.batch} x {ft.seq_len}: step peak {pk.peak_bytes / gib:,.2f} GiB at "
+                        f"{pk.peak_moment} (frozen base {st.base_weights / gib:,.2f} GiB, adapter states "
+                        f"{(st.total - st.base_weights) / gib:,.2f} GiB, activations "
+                        f"{pk.activations_bytes / gib:,.2f} GiB)", fmt)
         elif r.finetune_error:
             render.note(f"{r.name}: no fine-tuning estimate: {r.finetune_error}", fmt)
 
@@ -496,11 +498,11 @@ CLAIM_COMPACT = [Column("head", "claim: verdict", justify="left", wrap=False),
 VERDICT_ORDER = ("true", "false", "misleading", "inconclusive", "needs-experiment", "unverifiable")
 
 
-def verdict_count(rows: list[dict[str, Any]]) -> str:
+def verdict_count(rows: Sequence[ClaimCheck]) -> str:
     """``N claims: a true, b false, ...`` (verdicts in :data:`VERDICT_ORDER`, any other after)."""
     counts: dict[str, int] = {}
     for r in rows:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
     order = [v for v in VERDICT_ORDER if v in counts] + sorted(set(counts) - set(VERDICT_ORDER))
     return f"{len(rows)} claims: " + ", ".join(f"{counts[v]} {v}" for v in order)
 
@@ -522,11 +524,11 @@ def claims(
         return
     title = "Claims of the golden-ratio note and the FFN primer (docs/sources.md)"
     if fmt == "table" and not wide:  # two columns, so the prose gets the width of an 80-column terminal
-        shown = [{**r, "head": f"{r['id']}:\n{r['verdict']}", "text": f"{r['claim']}\nevidence: {r['evidence']}"}
+        shown = [{**r.as_dict(), "head": f"{r.id}:\n{r.verdict}", "text": f"{r.claim}\nevidence: {r.evidence}"}
                  for r in rows]
         render.emit(shown, CLAIM_COMPACT, fmt, title=title, lines=True)
     else:
-        render.emit(rows, CLAIM_COLS, fmt, title=None if fmt == "csv" else title)
+        render.emit([r.as_dict() for r in rows], CLAIM_COLS, fmt, title=None if fmt == "csv" else title)
     if fmt != "csv":  # CSV stays one table
         print(verdict_count(rows))
     if evidence:
@@ -538,24 +540,24 @@ def claims(
             render.note(f"note: {warning}", fmt)
 
 
-def finetune_pairs(ft: dict[str, Any]) -> list[tuple[str, Any]]:
+def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
     """``size --finetune``: the adapters, the states and the fine-tuning step's peak."""
-    lo, st, pk, m = ft["lora"], ft["states"], ft["peak"], ft["mode"]
+    lo, st, pk, m = ft.lora, ft.states, ft.peak, ft.mode
     gib = 2**30
-    how = (f"batch {ft['batch']} x {ft['seq_len']}, recompute {ft['recompute']}"
-           + (", the embeddings' output requiring grad" if pk["input_grads"] else ""))
+    how = (f"batch {ft.batch} x {ft.seq_len}, recompute {ft.recompute}"
+           + (", the embeddings' output requiring grad" if pk.input_grads else ""))
     return [
-        (f"{m} trainable params", f"{lo['trainable']:,} of {lo['total']:,} ({lo['trainable'] / lo['total']:.4%}"
-                                  f"), rank {lo['rank']} on {lo['adapted_matrices']:,} linear layers "
-                                  f"({'+'.join(lo['targets'])})"),
-        (f"{m} frozen base", f"{st['base_weights'] / gib:,.2f} GiB ({st['base_rule']})"),
-        (f"{m} adapters", f"{st['adapter_weights'] / gib:,.3f} GiB weights + {st['adapter_gradients'] / gib:,.3f} "
-                          f"GiB gradients + {st['adapter_optimizer'] / gib:,.3f} GiB optimizer (fp32, as peft "
+        (f"{m} trainable params", f"{lo.trainable:,} of {lo.total:,} ({lo.trainable / lo.total:.4%}"
+                                  f"), rank {lo.rank} on {lo.adapted_matrices:,} linear layers "
+                                  f"({'+'.join(lo.targets)})"),
+        (f"{m} frozen base", f"{st.base_weights / gib:,.2f} GiB ({st.base_rule})"),
+        (f"{m} adapters", f"{st.adapter_weights / gib:,.3f} GiB weights + {st.adapter_gradients / gib:,.3f} "
+                          f"GiB gradients + {st.adapter_optimizer / gib:,.3f} GiB optimizer (fp32, as peft "
                           "keeps them)"),
-        (f"{m} states total", f"{st['total'] / gib:,.2f} GiB"),
-        (f"{m} activations ({how})", f"{pk['activations_bytes'] / gib:,.2f} GiB kept for backward at the end of "
+        (f"{m} states total", f"{st.total / gib:,.2f} GiB"),
+        (f"{m} activations ({how})", f"{pk.activations_bytes / gib:,.2f} GiB kept for backward at the end of "
                                      "forward"),
-        (f"{m} peak of the step, at {pk['peak_moment']}", f"{pk['peak_bytes'] / gib:,.2f} GiB"),
-        (f"{m} alive at the peak", peak_alive_text(pk)),
-        (f"{m} not counted", "; ".join(ft["not_counted"])),
+        (f"{m} peak of the step, at {pk.peak_moment}", f"{pk.peak_bytes / gib:,.2f} GiB"),
+        (f"{m} alive at the peak", peak_alive_text({"peak_alive": pk.peak_alive})),
+        (f"{m} not counted", "; ".join(ft.not_counted)),
     ]

@@ -12,11 +12,12 @@ unchanged from the dicts it replaces.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ffnlab.sizing.result import Result
 
 if TYPE_CHECKING:
+    from ffnlab.sizing.finetune import FinetuneSummary
     from ffnlab.sizing.memory.parallel import MemorySummary
     from ffnlab.sizing.widths import Alignment
 
@@ -99,7 +100,7 @@ class AuditRow(Result):
     counted_by: str | None = None  # "transformers" for a row counted from a structure
     # set by ``ffnlab audit``
     memory: MemorySummary | None = None
-    finetune: dict[str, Any] | None = None  # :func:`ffnlab.sizing.finetune.finetune_summary`
+    finetune: FinetuneSummary | None = None  # :func:`ffnlab.sizing.finetune.finetune_summary`
     finetune_error: str | None = None
     memory_error: str | None = None
 

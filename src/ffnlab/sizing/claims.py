@@ -8,17 +8,19 @@ sizing model and the zoo for architectures, experiment reports for what needs tr
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, dense_ffn_params
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import ZooEntry, find, load_zoo
 
@@ -26,7 +28,7 @@ from ffnlab.sizing.zoo import ZooEntry, find, load_zoo
 # (the evidence says what would); misleading: true numbers, wrong reading; unverifiable: no data
 # can exist (e.g. an unpublished architecture); needs-experiment: no measurement yet.
 VERDICTS = ("true", "false", "inconclusive", "misleading", "unverifiable", "needs-experiment")
-Result = tuple[str, str, dict[str, Any]]  # verdict, evidence sentence, numbers
+Finding = tuple[str, str, dict[str, Any]]  # a check's verdict, evidence sentence and numbers
 
 
 @lru_cache(maxsize=1)
@@ -51,7 +53,7 @@ def _described(e: ZooEntry) -> ModelConfig:
 
 # -- algebra ---------------------------------------------------------------------------------
 
-def golden_identity(_: dict[str, Any]) -> Result:
+def golden_identity(_: dict[str, Any]) -> Finding:
     import sympy as sp
 
     s5 = sp.sqrt(5)
@@ -67,7 +69,7 @@ def golden_identity(_: dict[str, Any]) -> Result:
                                "Phi3_minus_Phi_inv3": str(alt_minus), "Phi3_plus_phi3": str(alt_plus)}
 
 
-def golden_law(_: dict[str, Any]) -> Result:
+def golden_law(_: dict[str, Any]) -> Finding:
     v, ev, nums = golden_identity({})
     raws = sorted({round(_described(e).ffn.d_ff / _described(e).d_model, 4) for e in load_zoo() if e.has_config})
     return ("false",
@@ -77,7 +79,7 @@ def golden_law(_: dict[str, Any]) -> Result:
             {"identity_verdict": v, "zoo_raw_ratios": raws, **nums})
 
 
-def swiglu_parity(_: dict[str, Any]) -> Result:
+def swiglu_parity(_: dict[str, Any]) -> Finding:
     import sympy as sp
 
     d = sp.symbols("d", positive=True)
@@ -90,7 +92,7 @@ def swiglu_parity(_: dict[str, Any]) -> Result:
             {"plain": str(plain), "gated": str(gated)})
 
 
-def swiglu_inflation(_: dict[str, Any]) -> Result:
+def swiglu_inflation(_: dict[str, Any]) -> Finding:
     import sympy as sp
 
     d = sp.symbols("d", positive=True)
@@ -102,7 +104,7 @@ def swiglu_inflation(_: dict[str, Any]) -> Result:
 
 # -- architecture facts --------------------------------------------------------------------
 
-def table_row(a: dict[str, Any]) -> Result:
+def table_row(a: dict[str, Any]) -> Finding:
     e = find(a["model"])
     cfg = e.config()
     if cfg is None:
@@ -128,7 +130,7 @@ def table_row(a: dict[str, Any]) -> Result:
     return verdict, detail + note, {"d_model": d, "d_ff": ff, "ratio_raw": ratio, "ratio_param_matched": pm}
 
 
-def capacity_shortfall(a: dict[str, Any]) -> Result:
+def capacity_shortfall(a: dict[str, Any]) -> Finding:
     rows, parts = [], []
     for name in a["models"]:
         cfg = _cfg(name)
@@ -174,7 +176,7 @@ def _design_text(r: dict[str, Any]) -> str:
             f"{r['granularity']:.3g}x d_model {r['d_model']} (top-{r['top_k']}{shared})")
 
 
-def mixtral_experts(a: dict[str, Any]) -> Result:
+def mixtral_experts(a: dict[str, Any]) -> Finding:
     moe, dense = _cfg(a["moe"]), _cfg(a["dense"])
     cm, cd = count_params(moe), count_params(dense)
     smaller = moe.ffn.d_ff < dense.ffn.d_ff
@@ -197,7 +199,7 @@ def mixtral_experts(a: dict[str, Any]) -> Result:
              "ffn_active": cm.ffn_active, "ffn_dense": cd.ffn, "designs": designs})
 
 
-def param_saving(a: dict[str, Any]) -> Result:
+def param_saving(a: dict[str, Any]) -> Finding:
     cfg = _cfg(a["model"])
     d, ff = cfg.d_model, cfg.ffn.d_ff
     actual, mlp4 = dense_ffn_params(d, ff, True, False), dense_ffn_params(d, 4 * d, False, False)
@@ -207,7 +209,7 @@ def param_saving(a: dict[str, Any]) -> Result:
             {"ffn_params": actual, "mlp4x_params": mlp4})
 
 
-def uses_ratio(a: dict[str, Any]) -> Result:
+def uses_ratio(a: dict[str, Any]) -> Finding:
     found = {n: (c := _cfg(n)).ffn.d_ff / c.d_model for n in a["models"]}
     ok = all(abs(r - a["ratio"]) < 1e-9 for r in found.values())
     return ("true" if ok else "false",
@@ -215,14 +217,14 @@ def uses_ratio(a: dict[str, Any]) -> Result:
             {"ratios": found})
 
 
-def unpublished(a: dict[str, Any]) -> Result:
+def unpublished(a: dict[str, Any]) -> Finding:
     e = find(a["model"])
     return ("unverifiable",
             f"No architecture for {e.display} has been published; the zoo keeps only an estimate with "
             + ("no source" if e.source is None else f"source {e.source}") + ".", {"source": e.source})
 
 
-def golden_tool(_: dict[str, Any]) -> Result:
+def golden_tool(_: dict[str, Any]) -> Finding:
     rule = WidthRule("golden", ratio=Fraction(4))
     sizes = {d: resolve_d_ff(d, "gelu", rule) for d in (768, 4096)}
     return ("unverifiable",
@@ -232,7 +234,7 @@ def golden_tool(_: dict[str, Any]) -> Result:
             "'ffnlab plan' sizes a whole model for any target.", {"golden_sizes": sizes})
 
 
-def ffn_share(a: dict[str, Any]) -> Result:
+def ffn_share(a: dict[str, Any]) -> Finding:
     import sympy as sp
 
     d = sp.symbols("d", positive=True)
@@ -250,7 +252,7 @@ def ffn_share(a: dict[str, Any]) -> Result:
             {"symbolic": str(share), "shares": rows})
 
 
-def llama_rounding(a: dict[str, Any]) -> Result:
+def llama_rounding(a: dict[str, Any]) -> Finding:
     d, target, m = a["d_model"], a["d_ff"], a["multiple_of"]
     exact = Fraction(8, 3) * d
     up = resolve_d_ff(d, "swiglu", WidthRule("llama", ratio=Fraction(4), multiple_of=m))
@@ -261,7 +263,7 @@ def llama_rounding(a: dict[str, Any]) -> Result:
             {"exact": float(exact), "rounded_up": up, "rounded_nearest": near})
 
 
-def multiples_of(a: dict[str, Any]) -> Result:
+def multiples_of(a: dict[str, Any]) -> Finding:
     rows = {e.name: _described(e).ffn.d_ff for e in load_zoo()
             if e.has_config and e.name.startswith(a["family_prefix"])}
     bad = {n: w for n, w in rows.items() if w % a["multiple"]}
@@ -271,13 +273,13 @@ def multiples_of(a: dict[str, Any]) -> Result:
             + (f"; not: {bad}" if bad else ""), {"widths": rows})
 
 
-def paper_ratio(a: dict[str, Any]) -> Result:
+def paper_ratio(a: dict[str, Any]) -> Finding:
     r = Fraction(a["d_ff"], a["d_model"])
     return ("true" if r == 4 else "false", f"{a['source']}: d_model {a['d_model']}, d_ff {a['d_ff']}, ratio {r}.",
             {"ratio": float(r)})
 
 
-def moe_active(a: dict[str, Any]) -> Result:
+def moe_active(a: dict[str, Any]) -> Finding:
     rows = {}
     for n in a["models"]:
         c = count_params(_cfg(n))
@@ -288,7 +290,7 @@ def moe_active(a: dict[str, Any]) -> Result:
                       f"({r['ratio']:.1f}x)" for n, r in rows.items()), {"rows": rows})
 
 
-def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Result:
+def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Finding:
     found = (evidence or {}).get(a["experiment"])
     if found:
         grown = found.get("maturity") if isinstance(found.get("maturity"), dict) else {}
@@ -302,7 +304,7 @@ def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Res
     return ("needs-experiment", where, {"command": a["command"], "kept": a.get("kept")})
 
 
-CHECKS: dict[str, Callable[[dict[str, Any]], Result]] = {
+CHECKS: dict[str, Callable[[dict[str, Any]], Finding]] = {
     f.__name__: f for f in (
         golden_identity, golden_law, swiglu_parity, swiglu_inflation, table_row, capacity_shortfall,
         mixtral_experts, param_saving, uses_ratio, unpublished, golden_tool, ffn_share, llama_rounding,
@@ -394,7 +396,22 @@ def alignment_evidence(data: dict[str, Any], path: Path) -> dict[str, Any]:
             "numbers": {"device": device, "slowdown": slow, "threshold": MARKED_SLOWDOWN, "source": str(path)}}
 
 
-def check_claims(evidence: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ClaimCheck(Result):
+    """One claim of a source text (``data/claims.json``) and its verdict, evidence and numbers."""
+
+    KEY_OF_FIELD: ClassVar[Mapping[str, str]] = {"source_text": "seed"}
+
+    id: str
+    source_text: str  # which source text makes the claim (a key of claims.json's ``sources``)
+    claim: str
+    verdict: str  # one of VERDICTS
+    evidence: str
+    numbers: dict[str, Any]
+
+
+def check_claims(evidence: dict[str, Any] | None = None) -> list[ClaimCheck]:
+    """Every claim checked now; ``evidence`` (a report's claims.json) settles the experiments."""
     out = []
     for c in load_claims():
         args = c.get("args", {})
@@ -403,6 +420,6 @@ def check_claims(evidence: dict[str, Any] | None = None) -> list[dict[str, Any]]
         else:
             verdict, ev, nums = CHECKS[c["check"]](args)
         assert verdict in VERDICTS, verdict
-        out.append({"id": c["id"], "seed": c["seed"], "claim": c["claim"], "verdict": verdict,
-                    "evidence": ev, "numbers": nums})
+        out.append(ClaimCheck(id=c["id"], source_text=c["source"], claim=c["claim"], verdict=verdict,
+                              evidence=ev, numbers=nums))
     return out

@@ -25,13 +25,15 @@ ranked simplest first: exact before rounded, no ``ffn_dim_multiplier`` before on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.widths import (
+    Alignment,
     WidthRule,
-    alignment,
     check_width,
     fraction_text,
     param_matched_ratio,
@@ -94,17 +96,40 @@ def explains(d_model: int, d_ff: int, kind: str, rule: WidthRule) -> bool:
     return abs(d_ff - target) <= MAX_ROUNDING_SHIFT * d_ff
 
 
+@dataclass(frozen=True)
+class Explanation(Result):
+    """One rule that reproduces a width (a row of ``explain``'s ``rules``)."""
+
+    rule: str  # ratio | param-matched | llama
+    ratio: str | None  # the ratio the rule names, as a fraction ("8/3")
+    multiplier: float  # d_ff before rounding, in multiples of d_model
+    ffn_dim_multiplier: float | None  # the LLaMA rule's
+    multiple_of: int  # the largest multiple the width is rounded to
+    multiples_of: tuple[int, ...]  # every multiple that gives the width
+    rounding: str  # exact | up | nearest
+    describe: str
+
+
+class _Candidate(NamedTuple):
+    """A rule and how it ranks: ``rank`` (simplest first), ``reading`` (the simplest ratio of one
+    arithmetic) and ``same`` (the arithmetic itself)."""
+
+    row: Explanation
+    rank: tuple[Any, ...]
+    reading: tuple[Any, ...]
+    same: tuple[Any, ...]
+
+
 def _row(rule: str, ratio: Fraction, scale: Fraction, mult: Fraction | None, ms: list[int],
-         rounding: str, describe: str) -> dict[str, Any]:
-    return {"rule": rule, "ratio": _txt(ratio), "multiplier": float(scale), "ffn_dim_multiplier": _num(mult),
-            "multiple_of": max(ms), "multiples_of": ms, "rounding": rounding, "describe": describe,
-            "_rank": (rounding != "exact", mult is not None, ROUNDING_ORDER[rounding],
-                      ratio.denominator != 1, RULE_ORDER[rule], ratio),
-            "_reading": (ratio.denominator != 1, ratio, RULE_ORDER[rule]),
-            "_same": (scale, rounding, tuple(ms))}
+         rounding: str, describe: str) -> _Candidate:
+    row = Explanation(rule=rule, ratio=_txt(ratio), multiplier=float(scale), ffn_dim_multiplier=_num(mult),
+                      multiple_of=max(ms), multiples_of=tuple(ms), rounding=rounding, describe=describe)
+    return _Candidate(row, rank=(rounding != "exact", mult is not None, ROUNDING_ORDER[rounding],
+                                 ratio.denominator != 1, RULE_ORDER[rule], ratio),
+                      reading=(ratio.denominator != 1, ratio, RULE_ORDER[rule]), same=(scale, rounding, tuple(ms)))
 
 
-def _exact_rows(d_model: int, d_ff: int, gated: bool) -> list[dict[str, Any]]:
+def _exact_rows(d_model: int, d_ff: int, gated: bool) -> list[_Candidate]:
     raw = Fraction(d_ff, d_model)
     readings = [("ratio", raw, raw)]
     if gated:
@@ -115,7 +140,7 @@ def _exact_rows(d_model: int, d_ff: int, gated: bool) -> list[dict[str, Any]]:
             for rule, r, scale in readings if is_simple(r)]
 
 
-def _rounded_rows(d_model: int, d_ff: int, kind: str, gated: bool) -> list[dict[str, Any]]:
+def _rounded_rows(d_model: int, d_ff: int, kind: str, gated: bool) -> list[_Candidate]:
     rows = []
     readings = [("ratio", COMMON_RATIOS)] + ([("param-matched", PARAM_MATCHED_RATIOS)] if gated else [])
     for rule, ratios in readings:
@@ -140,27 +165,39 @@ def _rounded_rows(d_model: int, d_ff: int, kind: str, gated: bool) -> list[dict[
     return rows
 
 
-def explanations(d_model: int, d_ff: int, kind: str) -> list[dict[str, Any]]:
+def explanations(d_model: int, d_ff: int, kind: str) -> tuple[Explanation, ...]:
     """The rules that explain ``d_ff`` (see the module docstring), simplest first."""
     gated = get_kind(kind).gated
     rows = _exact_rows(d_model, d_ff, gated) + _rounded_rows(d_model, d_ff, kind, gated)
-    best: dict[tuple[Any, ...], dict[str, Any]] = {}  # one reading per arithmetic: the simplest ratio
+    best: dict[tuple[Any, ...], _Candidate] = {}  # one reading per arithmetic: the simplest ratio
     for r in rows:
-        if r["_same"] not in best or r["_reading"] < best[r["_same"]]["_reading"]:
-            best[r["_same"]] = r
-    ranked = sorted(best.values(), key=lambda r: r["_rank"])
-    return [{k: v for k, v in r.items() if not k.startswith("_")} for r in ranked]
+        if r.same not in best or r.reading < best[r.same].reading:
+            best[r.same] = r
+    return tuple(r.row for r in sorted(best.values(), key=lambda r: r.rank))
 
 
-def explain(d_model: int, d_ff: int, kind: str = "gelu") -> dict[str, Any]:
+@dataclass(frozen=True)
+class WidthExplained(Result):
+    """What ``ffnlab explain`` answers (:func:`explain`)."""
+
+    d_model: int
+    d_ff: int
+    ffn_kind: str
+    gated: bool
+    ratio_raw: float
+    ratio_raw_exact: str | None
+    ratio_param_matched: float
+    rules: tuple[Explanation, ...]
+    alignment: Alignment
+
+
+def explain(d_model: int, d_ff: int, kind: str = "gelu") -> WidthExplained:
     """Rules that explain ``d_ff`` from ``d_model`` for ``kind``, and its alignment."""
     check_width(d_model, "d_model")
     check_width(d_ff, "d_ff")
     gated = get_kind(kind).gated
     raw = Fraction(d_ff, d_model)
-    return {
-        "d_model": d_model, "d_ff": d_ff, "ffn_kind": kind, "gated": gated,
-        "ratio_raw": float(raw), "ratio_raw_exact": _txt(raw),
-        "ratio_param_matched": float(param_matched_ratio(d_model, d_ff, gated)),
-        "rules": explanations(d_model, d_ff, kind), "alignment": alignment(d_ff),
-    }
+    return WidthExplained(d_model=d_model, d_ff=d_ff, ffn_kind=kind, gated=gated, ratio_raw=float(raw),
+                          ratio_raw_exact=_txt(raw),
+                          ratio_param_matched=float(param_matched_ratio(d_model, d_ff, gated)),
+                          rules=explanations(d_model, d_ff, kind), alignment=Alignment.of(d_ff))

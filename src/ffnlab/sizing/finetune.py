@@ -49,6 +49,7 @@ from ffnlab.sizing.memory.step import (
     optimizer_temp_bytes,
     step_timeline,
 )
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.shapes import Matrix, matrices
 
 FINETUNE_MODES = ("full", "lora", "qlora")
@@ -211,6 +212,19 @@ class FinetunePeak:
     input_grads: bool
 
     @property
+    def peak_bytes(self) -> int:
+        return self.timeline.peak_bytes
+
+    @property
+    def peak_moment(self) -> str:
+        return self.timeline.peak.name
+
+    @property
+    def peak_alive(self) -> list[dict[str, Any]]:
+        """What is alive at the peak (``{what, bytes}`` each)."""
+        return self.timeline.peak_alive()
+
+    @property
     def activations_bytes(self) -> int:
         """What backward keeps at the end of forward: every layer's kept set and the head's."""
         fwd = self.timeline.moments[0]
@@ -218,7 +232,7 @@ class FinetunePeak:
 
     def as_dict(self) -> dict[str, Any]:
         t = self.timeline
-        return {"peak_bytes": t.peak_bytes, "peak_moment": t.peak.name, "peak_alive": t.peak_alive(),
+        return {"peak_bytes": self.peak_bytes, "peak_moment": self.peak_moment, "peak_alive": self.peak_alive,
                 "activations_bytes": self.activations_bytes, "input_grads": self.input_grads,
                 "step": t.options.as_dict(), "moments": [{"moment": m.name, "bytes": m.total} for m in t.moments]}
 
@@ -295,22 +309,39 @@ def not_counted(mode: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class FinetuneSummary(Result):
+    """The ``finetune`` object of the JSON contract (:func:`finetune_summary`)."""
+
+    mode: str
+    lora: LoraCount
+    states: FinetuneStates
+    peak: FinetunePeak
+    options: FinetuneOptions
+    seq_len: int
+    batch: int
+    dtype: str
+    recompute: str
+    optimizer: str
+    not_counted: tuple[str, ...]
+
+
 def finetune_summary(cfg: ModelConfig, opts: FinetuneOptions, *, seq_len: int = 2048, batch: int = 1,
                      dtype: str = "bf16", recompute: str = "none", attention: str = "fused", optimizer: str = "adamw",
-                     dropout: bool = False, step: StepOptions | None = None) -> dict[str, Any]:
-    """The ``finetune`` object of the JSON contract: the adapters' count, the states and the step's
-    peak for a LoRA / QLoRA ``opts`` (one GPU; each data-parallel GPU holds the same)."""
+                     dropout: bool = False, step: StepOptions | None = None) -> FinetuneSummary:
+    """The adapters' count, the states and the step's peak for a LoRA / QLoRA ``opts`` (one GPU;
+    each data-parallel GPU holds the same)."""
     opts.check()
     require(opts.adapters, "finetune_summary needs --finetune lora or qlora")
     count = lora_params(cfg, opts.rank, opts.targets)
     peak = finetune_peak(cfg, count, mode=opts.mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                          attention=attention, optimizer=optimizer, dropout=dropout, step=step,
                          base_format=opts.base_format)
-    return {"mode": opts.mode, "lora": count.as_dict(), "states": peak.states.as_dict(), "peak": peak.as_dict(),
-            "options": opts.as_dict(), "seq_len": seq_len, "batch": batch, "dtype": dtype, "recompute": recompute,
-            "optimizer": optimizer, "not_counted": not_counted(opts.mode)}
+    return FinetuneSummary(mode=opts.mode, lora=count, states=peak.states, peak=peak, options=opts, seq_len=seq_len,
+                           batch=batch, dtype=dtype, recompute=recompute, optimizer=optimizer,
+                           not_counted=tuple(not_counted(opts.mode)))
 
 
-__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "LoraCount",
+__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "FinetuneSummary", "LoraCount",
            "QLORA_BASES", "TARGET_GROUPS", "adapted_matrices", "finetune_peak", "finetune_states", "finetune_step",
            "finetune_summary", "lora_params", "not_counted", "parse_targets", "qlora_base"]

@@ -8,6 +8,8 @@ theirs, other dataclasses field by field, tuples as lists.
 **Transitional dict view**: ``r["key"]``, ``r.get("key")``, ``"key" in r``, ``keys()``,
 ``items()``, ``values()``, ``len(r)``, ``iter(r)`` and ``{**r}`` mirror the top level of
 ``as_dict()``, read-only, so code written against the dicts (``m["peak_bytes"]``) keeps working.
+A field named in ``NOT_JSON`` (Python objects the replaced dict carried for ffnlab's own use, such
+as a sweep's arms) is a key of the view, given as itself, and is left out of ``as_dict()``.
 Code in ffnlab reads the attributes (``m.peak_bytes``); the view may go in a later release.
 """
 
@@ -21,7 +23,7 @@ from typing import Any, ClassVar
 def plain(value: Any) -> Any:
     """``value`` as JSON-ready data (see the module's docstring)."""
     if hasattr(value, "as_dict") and not isinstance(value, type):
-        return value.as_dict()
+        return plain(value.as_dict())  # its tuples as lists too
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple)):
@@ -37,11 +39,13 @@ class Result:
     The keys are the fields in their order, less those named in ``OMITTED_WHEN_NONE`` that are
     None (a key some results have and others lack); a subclass may leave out more in
     :meth:`_shown` or reorder them in :meth:`keys`.
+    ``NOT_JSON`` names fields that are keys of the dict view but not of the JSON object.
     ``KEY_OF_FIELD`` names the key of a field that cannot bear it (``from_model`` for ``from``, a
     Python keyword).
     """
 
     OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset()
+    NOT_JSON: ClassVar[frozenset[str]] = frozenset()
     KEY_OF_FIELD: ClassVar[Mapping[str, str]] = {}
 
     def _shown(self, name: str) -> bool:
@@ -58,14 +62,15 @@ class Result:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON object: each key's value as plain data."""
-        return {k: plain(self._field(k)) for k in self.keys()}
+        return {k: plain(self._field(k)) for k in self.keys() if k not in self.NOT_JSON}
 
     # -- the transitional dict view ---------------------------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.keys():
             raise KeyError(key)
-        return plain(self._field(key))
+        value = self._field(key)
+        return value if key in self.NOT_JSON else plain(value)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self.keys() else default
@@ -80,7 +85,7 @@ class Result:
         return len(self.keys())
 
     def items(self) -> list[tuple[str, Any]]:
-        return list(self.as_dict().items())
+        return [(k, self[k]) for k in self.keys()]
 
     def values(self) -> list[Any]:
-        return list(self.as_dict().values())
+        return [self[k] for k in self.keys()]

@@ -41,6 +41,7 @@ from ffnlab.sizing.memory.activations import kv_cache
 from ffnlab.sizing.memory.hardware import Accelerator
 from ffnlab.sizing.memory.parallel import Layout, serving_table, table_total
 from ffnlab.sizing.memory.quant import PLAIN_BITS, weight_bytes
+from ffnlab.sizing.result import Result
 
 MAX_CONTEXT = 2**31  # the bisection's ceiling for the longest context (tokens)
 MAX_BATCH = 2**31
@@ -128,8 +129,17 @@ def _largest(fits: Callable[[int], bool], ceiling: int) -> int:
     return ceiling if first_not is None else first_not - 1
 
 
+@dataclass(frozen=True)
+class Capacity(Result):
+    """What fits in a serving layout's memory (:func:`capacity`)."""
+
+    max_context_at_batch_1: int | None  # None: any context (every layer's window caps the KV cache)
+    max_batch_at_context: int  # sequences of ``context`` tokens
+    context: int
+
+
 def capacity(cfg: ModelConfig, lay: Layout, *, usable_bytes: int, context: int, weights_dtype: str = "bf16",
-             kv_dtype: str = "bf16", group_size: int | None = None, mla: str = "latent") -> dict[str, int | None]:
+             kv_dtype: str = "bf16", group_size: int | None = None, mla: str = "latent") -> Capacity:
     """The longest context at batch 1 and the most sequences of ``context`` tokens that fit in
     ``usable_bytes`` per GPU on layout ``lay`` (0 when none does). The longest context is None
     when the KV cache stops growing before :data:`MAX_CONTEXT` (every layer's window caps it)."""
@@ -140,8 +150,8 @@ def capacity(cfg: ModelConfig, lay: Layout, *, usable_bytes: int, context: int, 
         return table_total(rows) <= usable_bytes
 
     windowed = fits(1, 1) and fits(1, MAX_CONTEXT)
-    return {"max_context_at_batch_1": None if windowed else _largest(lambda n: fits(1, n), MAX_CONTEXT),
-            "max_batch_at_context": _largest(lambda n: fits(n, context), MAX_BATCH), "context": context}
+    return Capacity(max_context_at_batch_1=None if windowed else _largest(lambda n: fits(1, n), MAX_CONTEXT),
+                    max_batch_at_context=_largest(lambda n: fits(n, context), MAX_BATCH), context=context)
 
 
 def speed_assumptions(speed: ServingSpeed, acc: Accelerator) -> list[str]:

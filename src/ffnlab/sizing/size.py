@@ -26,6 +26,7 @@ from ffnlab.sizing.widths import (
 )
 
 if TYPE_CHECKING:  # the memory model is imported only when a whole model is sized
+    from ffnlab.sizing.finetune import FinetuneSummary
     from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.optimizers import TrainingMemory
     from ffnlab.sizing.memory.parallel import MemorySummary
@@ -80,7 +81,7 @@ class SizeSummary(Result):
     alignment: Alignment
     ffn_params_per_layer_active: int | None = None  # an MoE's only
     model: ModelSummary | None = None  # a whole model's only
-    finetune: dict[str, Any] | None = None  # :func:`ffnlab.sizing.finetune.finetune_summary`
+    finetune: FinetuneSummary | None = None  # :func:`ffnlab.sizing.finetune.finetune_summary`
 
     OMITTED_WHEN_NONE = frozenset({"from_model", "ffn_params_per_layer_active", "model", "finetune"})
     KEY_OF_FIELD = {"from_model": "from"}

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ffnlab.experiments.analysis import maturity as mt
 from ffnlab.experiments.analysis import trend as tr
@@ -22,6 +23,7 @@ from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of
 from ffnlab.experiments.reporting.fmt import interval as fmt_iv
 from ffnlab.experiments.sweep.runs import ArmStats, load
 from ffnlab.experiments.sweep.spec import spec_field
+from ffnlab.sizing.result import Result
 
 CLAIMED_SPEEDUP = 1.08  # the first source note's "8% faster"
 GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
@@ -412,7 +414,35 @@ def equal_token_pairs(spec: dict[str, Any], cells: dict[str, dict[str, Any]],
     return out
 
 
-def analyse(sweep_dir: str | Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Analysis(Result):
+    """The whole analysis of a finished sweep (:func:`analyse`); ``as_dict()`` is ``results.json``
+    less its provenance. The figures are the analyses' own JSON objects; ``arm_objects`` holds the
+    arms themselves (for the figures), not in the JSON.
+
+    The headline figures (``loss_model`` to ``maturity``) are those of the deciding cell."""
+
+    NOT_JSON: ClassVar[frozenset[str]] = frozenset({"arm_objects"})
+
+    spec: dict[str, Any]
+    record: dict[str, Any]
+    reference: str  # the deciding cell's reference arm
+    arms: list[dict[str, Any]]  # :func:`arm_table`
+    excluded: list[dict[str, Any]]  # :func:`excluded_runs`
+    arm_objects: tuple[ArmStats, ...]
+    cells: list[dict[str, Any]]  # each cell's best ratio and verdicts (a scale sweep)
+    trends: list[dict[str, Any]]  # :func:`trends`
+    equal_tokens: list[dict[str, Any]]  # :func:`equal_token_pairs`
+    scale: dict[str, Any]  # :func:`scale`
+    loss_model: dict[str, Any] | None
+    power: dict[str, Any]
+    convergence: dict[str, Any]
+    kaplan: list[dict[str, Any]]
+    claims: dict[str, Any]
+    maturity: dict[str, Any]
+
+
+def analyse(sweep_dir: str | Path) -> Analysis:
     """The whole analysis of a finished sweep. With ``scales`` in the spec, every cell is analysed
     on its own; the headline verdicts are those of ``decide_at`` (default: the last cell), ``cells``
     holds every cell's best ratio and verdicts, and ``trends`` the pre-registered trends."""
@@ -422,10 +452,10 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
     decide_at = str(spec.get("decide_at") or (scales[-1]["name"] if scales else ""))
     reference = f"{decide_at}.{spec['reference']}" if scales else spec["reference"]
     base: dict[str, Any] = {"spec": spec, "record": record, "reference": reference, "arms": arm_table(arms),
-                            "excluded": excluded_runs(arms), "arm_objects": arms, "cells": [], "trends": [], "equal_tokens": []}
+                            "excluded": excluded_runs(arms), "arm_objects": tuple(arms)}
     if not scales:
-        found = analyse_arms(spec, arms, record)
-        return {**base, "scale": scale(record, arms, reference), **found}
+        return Analysis(**base, cells=[], trends=[], equal_tokens=[], scale=scale(record, arms, reference),
+                        **analyse_arms(spec, arms, record))
     cells: dict[str, dict[str, Any]] = {}
     cell_arms: dict[str, list[ArmStats]] = {}
     decided: dict[str, Any] = {}
@@ -438,12 +468,11 @@ def analyse(sweep_dir: str | Path) -> dict[str, Any]:
                     claims=found["claims"], kaplan=found["kaplan"], loss_model=found["loss_model"],
                     maturity=found["maturity"])
         cells[sc["name"]], cell_arms[sc["name"]] = cell, sub_arms
-        base["cells"].append(cell)
         if sc["name"] == decide_at:
             decided = found
-    base["trends"] = trends(spec, cells, cell_arms)
-    base["equal_tokens"] = equal_token_pairs(spec, cells, cell_arms)
-    return {**base, "scale": scale(record, cell_arms[decide_at], reference), **decided}
+    return Analysis(**base, cells=list(cells.values()), trends=trends(spec, cells, cell_arms),
+                    equal_tokens=equal_token_pairs(spec, cells, cell_arms),
+                    scale=scale(record, cell_arms[decide_at], reference), **decided)
 
 
 def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[str, Any]:

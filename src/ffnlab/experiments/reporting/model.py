@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP
+from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP, Analysis
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
 from ffnlab.experiments.reporting.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.pages import section, table
@@ -17,6 +17,7 @@ from ffnlab.experiments.sweep.spec import spec_field
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
+    from ffnlab.sizing.claims import ClaimCheck
 
 CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
             "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4",
@@ -131,17 +132,17 @@ COMPARISON_HEADERS = ["difference", "estimate", "deciding 95% interval", "decidi
                       "TOST p", "outcome", "detectable at 80% power"]
 
 
-def _decisions(result: dict[str, Any]) -> list[dict[str, Any]]:
-    out = list((result.get("loss_model") or {}).get("comparisons", []))
-    out += [v["numbers"]["decision"] for v in result["claims"].values() if "decision" in v.get("numbers", {})]
+def _decisions(result: Analysis) -> list[dict[str, Any]]:
+    out = list((result.loss_model or {}).get("comparisons", []))
+    out += [v["numbers"]["decision"] for v in result.claims.values() if "decision" in v.get("numbers", {})]
     return out
 
 
-def _seeds(result: dict[str, Any]) -> dict[str, Any]:
-    seeds = sorted({s for r in result["arms"] for s in r["seed_losses"]}, key=int)
+def _seeds(result: Analysis) -> dict[str, Any]:
+    seeds = sorted({s for r in result.arms for s in r["seed_losses"]}, key=int)
     return table(["arm", *[f"seed {s}" for s in seeds]],
                  [[r["arm"], *[num(r["seed_losses"].get(s), ".4f") if s in r["seed_losses"] else "excluded"
-                               if r["n_excluded"] else "-" for s in seeds]] for r in result["arms"]],
+                               if r["n_excluded"] else "-" for s in seeds]] for r in result.arms],
                  [False] + [True] * len(seeds))
 
 
@@ -172,9 +173,9 @@ def _kaplan(rows: list[dict[str, Any]], ref: str) -> dict[str, Any]:
                  [False, True, True, True])
 
 
-def _cells(result: dict[str, Any]) -> list[dict[str, Any]]:
+def _cells(result: Analysis) -> list[dict[str, Any]]:
     rows = []
-    for t in result["cells"]:
+    for t in result.cells:
         tokens = t["tokens"] or 0
         best = ("no minimum (the fit curves down or is flat)" if math.isnan(t["best_ratio"]) else
                 f"{t['best_ratio']:.2f} {bounds(t['lo'], t['hi'], '.2f')}" if t["shape"] == "bounded" else
@@ -190,7 +191,7 @@ def _cells(result: dict[str, Any]) -> list[dict[str, Any]]:
                   [False, True, True, True, True, True, True, False])]
 
 
-def _trends(result: dict[str, Any]) -> dict[str, Any]:
+def _trends(result: Analysis) -> dict[str, Any]:
     def homogeneity(t: dict[str, Any]) -> str:
         return f"Q {t['homogeneity_q']:.1f} on {t['homogeneity_df']} df, p {t['homogeneity_p']:.2g}"
 
@@ -202,17 +203,17 @@ def _trends(result: dict[str, Any]) -> dict[str, Any]:
                   "weighted change in log2(best ratio) per doubling (95%)", "unweighted joint fit (sensitivity)",
                   "verdict"],
                  [[t["name"], t["axis"], ", ".join(t["scales"]), homogeneity(t),
-                   interval(t["slope"], t["lo"], t["hi"], 3), joint(t), t["verdict"]] for t in result["trends"]],
+                   interval(t["slope"], t["lo"], t["hi"], 3), joint(t), t["verdict"]] for t in result.trends],
                  [False, False, False, False, True, True, False])
 
 
-def _diagnostics(result: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+def _diagnostics(result: Analysis) -> tuple[list[str], list[dict[str, Any]]]:
     """Not pre-registered: the slope between adjacent cells of each trend, and between cells
     trained on the same tokens at different sizes."""
     rows = [[f"{t['name']}: {a} to {b}", t["axis"], interval(s["slope"], s["lo"], s["hi"], 3)]
-            for t in result["trends"] for s in t.get("segments", []) for a, b in [s["scales"]]]
+            for t in result.trends for s in t.get("segments", []) for a, b in [s["scales"]]]
     rows += [[f"same tokens ({e['tokens']:,}): {a} to {b}", "params", interval(e["slope"], e["lo"], e["hi"], 3)]
-             for e in result.get("equal_tokens", []) for a, b in [e["scales"]]]
+             for e in result.equal_tokens for a, b in [e["scales"]]]
     if not rows:
         return [], []
     text = ["Diagnostics, not pre-registered (they do not change a verdict): the change in log2(best ratio) per "
@@ -221,7 +222,7 @@ def _diagnostics(result: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]
             "separates size from training length."]
     text += [f"The {t['name']} trend's adjacent segments have disjoint intervals: its best ratios do not lie on "
              f"one line in log2({t['axis']}), so its single slope summarises a bent path and predicts nothing "
-             "between or beyond its cells." for t in result["trends"] if t.get("straight") is False]
+             "between or beyond its cells." for t in result.trends if t.get("straight") is False]
     return text, [table(["between cells", "axis", "change in log2(best ratio) per doubling (95%)"], rows,
                         [False, False, True])]
 
@@ -231,20 +232,20 @@ def excluded_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                                  for r in rows])
 
 
-def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: str, warnings: list[str],
-                 claim_rows: list[dict[str, Any]] | None = None,
+def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, warnings: list[str],
+                 claim_rows: Sequence[ClaimCheck] | None = None,
                  audit_rows: Sequence[AuditRow] | None = None) -> dict[str, Any]:
     """Everything the templates show, as strings and tables: one structure, two renderings."""
-    spec, ref, arms = result["spec"], result["reference"], result["arms"]
+    spec, ref, arms = result.spec, result.reference, result.arms
     texts = claim_texts()
-    cards = [card(k, v, texts) for k, v in result["claims"].items()]
+    cards = [card(k, v, texts) for k, v in result.claims.items()]
     for c in cards:  # the ratio claim's card names the arm with the lowest loss and by how much
         if c["analysis"] == "ratio_optimal":
             c["leader"] = leader(arms, ref)
-    cards += [trend_card(t, texts, result["trends"]) for t in result["trends"]]
+    cards += [trend_card(t, texts, result.trends) for t in result.trends]
     margin = spec_field(spec, "margin")
     sections = []
-    if result["trends"] or result["cells"]:
+    if result.trends or result.cells:
         diag_text, diag_tables = _diagnostics(result)
         sections.append(section("trends", "How the best ratio moves", [
             "Each cell's best raw ratio is the minimum of a parabola in log2(ratio) fitted to every run's final "
@@ -256,9 +257,9 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
             f"not change is false when the cells differ and true when they do not and the slope lies within "
             f"+/-{SLOPE_MARGIN} per doubling. The unweighted joint fit of every run is shown as a sensitivity. "
             "A trend is as mature as its least trained cell. The verdict cards above come from "
-            f"cell {ref.split('.')[0]}.", *diag_text], ([_trends(result)] if result["trends"] else []) + diag_tables
+            f"cell {ref.split('.')[0]}.", *diag_text], ([_trends(result)] if result.trends else []) + diag_tables
             + _cells(result), ["scale_trend.png"]))
-        for t in result["cells"]:
+        for t in result.cells:
             cell_dec = list((t.get("loss_model") or {}).get("comparisons", []))
             cell_dec += [v["numbers"]["decision"] for v in t["claims"].values() if "decision" in v.get("numbers", {})]
             if cell_dec:
@@ -266,9 +267,9 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
                                         [(t.get("loss_model") or {}).get("why", "")],
                                         [table(COMPARISON_HEADERS, comparison_rows(cell_dec))]))
     decisions = _decisions(result)
-    why = (result.get("loss_model") or {}).get("why") or next(
-        (v.get("model") for v in result["claims"].values() if v.get("model")), "")
-    power = result.get("power") or {}
+    why = (result.loss_model or {}).get("why") or next(
+        (v.get("model") for v in result.claims.values() if v.get("model")), "")
+    power = result.power or {}
     power_text = [f"Power of the deciding test to detect {effect}: "
                   + ", ".join(f"{arm} vs {ref} {num(p, '.0%')}" for arm, p in by_arm.items()) + "."
                   for effect, by_arm in power.get("power_for", {}).items()]
@@ -279,14 +280,14 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
         "'real but within the margin'. Power figures are those of the deciding test.",
         *power_text], [table(COMPARISON_HEADERS, comparison_rows(decisions), [False, True, True, False, False, True,
                                                                             False, True])],
-        ["forest.png", *(["pairs.png"] if any("decision" in v.get("numbers", {}) for v in result["claims"].values())
+        ["forest.png", *(["pairs.png"] if any("decision" in v.get("numbers", {}) for v in result.claims.values())
                          else [])]))
-    if result["excluded"]:
+    if result.excluded:
         sections.append(section("excluded", "Runs left out", [
             "The pre-registered rule: a run with a non-finite loss, a final loss no better than chance, or a final "
             "loss more than 10% above its own best evaluation (it diverged) is left out of every comparison."],
-            [excluded_table(result["excluded"])]))
-    conv = result["convergence"]
+            [excluded_table(result.excluded)]))
+    conv = result.convergence
     sections.append(section("convergence", f"Convergence speed (target loss {num(conv['target_loss'], '.4f')}: "
                                            f"{conv['target_rule']})", [
         f"The claimed speed-up is {CLAIMED_SPEEDUP:.2f}. A run's crossing lies between two evaluations; the deciding "
@@ -294,7 +295,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
         "evaluation (its arm's interval then has no upper end)."], [_convergence(conv, ref)],
         ["tokens_to_target.png", "loss_curves.png"]))
     sections.append(section("kaplan", "Loss relative to the reference (Kaplan et al. 2020, Fig. 5 form)", [],
-                            [_kaplan(result["kaplan"], ref)], ["kaplan.png", "frontier.png"]))
+                            [_kaplan(result.kaplan, ref)], ["kaplan.png", "frontier.png"]))
     sections.append(section("seeds", "Final loss per seed", [], [_seeds(result)]))
     sections.append(section("seed-table", "The source note's table, filled", [
         "Perplexity and bits per byte on the held-out split, mean and 95% t interval over seeds; training FLOPs per "
@@ -319,7 +320,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
             "golden-ratio identity and that LLaMA and Mistral are suboptimal; the other explains FFNs (4x for plain "
             "MLPs, 8/3x for SwiGLU at equal parameters). Experiment verdicts come from this run; the evidence column "
             "says where the others live."], [table(["claim", "verdict", "what the source says", "evidence"],
-                                                 [[c["id"], c["verdict"], c["claim"], c["evidence"]]
+                                                 [[c.id, c.verdict, c.claim, c.evidence]
                                                   for c in claim_rows])]))
     if audit_rows is not None:
         sections.append(section("audit", "Zoo audit", [], [table(
@@ -331,7 +332,7 @@ def report_model(result: dict[str, Any], prov: list[tuple[str, str]], *, title: 
     return {"title": title, "description": spec.get("description", ""), "warnings": warnings,
             "setup": (f"Control {spec['control']} (tolerance {spec['tolerance']:.0%}), reference arm {ref}, seeds "
                       f"{', '.join(map(str, spec['seeds']))}; equivalence margin {margin:.1%} of the loss."),
-            "cards": cards, "scale": scale_rows(result["scale"]), "sections": sections, "provenance": prov}
+            "cards": cards, "scale": scale_rows(result.scale), "sections": sections, "provenance": prov}
 
 
 FIGURE_TITLES = {

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.experiments.analysis.analyse import analyse
+from ffnlab.experiments.analysis.analyse import Analysis, analyse
 from ffnlab.experiments.reporting import plots
 from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.reporting.pages import json_safe, write_page
@@ -39,11 +39,11 @@ def _duration(seconds: float) -> str:
     return f"{h} h {m} min {s} s" if h else f"{m} min {s} s"
 
 
-def provenance(result: dict[str, Any]) -> list[tuple[str, str]]:
+def provenance(result: Analysis) -> list[tuple[str, str]]:
     """Where the numbers come from, as a reader wants it: who trained, on what, how long."""
     import torch
 
-    runs = [r for a in result["arm_objects"] for r in a.runs + a.excluded]
+    runs = [r for a in result.arm_objects for r in a.runs + a.excluded]
     first = runs[0].summary if runs else {}
     commits = sorted({short_commit(str(r.summary.get("ffnlab_commit", "unknown"))) for r in runs})
     tokens = sorted({int(r.summary.get("tokens") or 0) for r in runs})
@@ -51,14 +51,14 @@ def provenance(result: dict[str, Any]) -> list[tuple[str, str]]:
     device = first.get("device") or "?"
     cuda = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return [
-        ("runs", f"{len(runs)} ({sum(len(a.excluded) for a in result['arm_objects'])} left out by the rule)"),
+        ("runs", f"{len(runs)} ({sum(len(a.excluded) for a in result.arm_objects)} left out by the rule)"),
         ("training", f"{_duration(wall)} of run time in all (summed over runs; parallel runs overlap), on {device}"),
         ("trained by ffnlab commit(s)", ", ".join(commits)),
         ("report written by", f"ffnlab commit {short_commit(git_commit())} on {time.strftime('%Y-%m-%d')}"),
         ("machine writing the report", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s)"
                                        + (f", GPU {cuda}" if cuda else "") + f"; {platform.platform()}"),
         ("software", f"torch {torch.__version__}, Python {platform.python_version()}"),
-        ("data", f"corpus {result['spec']['base'].get('data', {}).get('corpus', 'shakespeare')}, "
+        ("data", f"corpus {result.spec['base'].get('data', {}).get('corpus', 'shakespeare')}, "
                  f"{first.get('tokenizer', '?')} tokenizer, {_tokens_per_run(tokens)}"),
     ]
 
@@ -70,37 +70,37 @@ def _tokens_per_run(tokens: list[int]) -> str:
     return f"{tokens[0] if tokens else 0:,} training tokens per run"
 
 
-def figures(result: dict[str, Any]) -> dict[str, bytes]:
-    spec = result["spec"]
-    ref = result["reference"]
-    seeds = {r["arm"]: list(r["seed_losses"].values()) for r in result["arms"]}
-    ref_mean = next(r["val_loss"] for r in result["arms"] if r["arm"] == ref)
-    arms = {a.name: a for a in result["arm_objects"]}
-    cell = [a for a in result["arm_objects"] if a.name.split(".")[0] == ref.split(".")[0]] if result["cells"] \
-        else result["arm_objects"]
-    decisions = list((result.get("loss_model") or {}).get("comparisons", []))
-    pairs = [v["numbers"]["decision"] for v in result["claims"].values() if "decision" in v.get("numbers", {})]
+def figures(result: Analysis) -> dict[str, bytes]:
+    spec = result.spec
+    ref = result.reference
+    seeds = {r["arm"]: list(r["seed_losses"].values()) for r in result.arms}
+    ref_mean = next(r["val_loss"] for r in result.arms if r["arm"] == ref)
+    arms = {a.name: a for a in result.arm_objects}
+    cell = [a for a in result.arm_objects if a.name.split(".")[0] == ref.split(".")[0]] if result.cells \
+        else result.arm_objects
+    decisions = list((result.loss_model or {}).get("comparisons", []))
+    pairs = [v["numbers"]["decision"] for v in result.claims.values() if "decision" in v.get("numbers", {})]
     out = {
-        "tokens_to_target.png": plots.tokens_to_target(result["convergence"], arms),
-        "loss_curves.png": plots.loss_curves(cell, result["convergence"]["target_loss"]),
+        "tokens_to_target.png": plots.tokens_to_target(result.convergence, arms),
+        "loss_curves.png": plots.loss_curves(cell, result.convergence["target_loss"]),
         "frontier.png": plots.frontier(cell),
     }
     if decisions:
         out["forest.png"] = plots.forest(decisions, seeds, ref, ref_mean,
                                          spec_field(spec, "margin") * ref_mean, arms)
-    if len(result["kaplan"]) > 1:
-        out["kaplan.png"] = plots.kaplan(result["kaplan"], arms)
+    if len(result.kaplan) > 1:
+        out["kaplan.png"] = plots.kaplan(result.kaplan, arms)
     if pairs:
         out["pairs.png"] = plots.pairs(pairs, seeds)
-    if result["cells"]:
-        out["scale_trend.png"] = plots.scale_trend(result["cells"], result["arm_objects"], spec["reference"])
+    if result.cells:
+        out["scale_trend.png"] = plots.scale_trend(result.cells, result.arm_objects, spec["reference"])
     return out
 
 
-def runs_csv(result: dict[str, Any]) -> str:
+def runs_csv(result: Analysis) -> str:
     rows: list[list[Any]] = [["run", "arm", "seed", "final_val_loss", "final_val_ppl", "final_val_bpb", "tokens",
                               "train_flops", "wall_s", "left_out"]]
-    for a in result["arm_objects"]:
+    for a in result.arm_objects:
         for r in sorted(a.runs + a.excluded, key=lambda x: x.seed):
             s = r.summary
             rows.append([r.run, r.arm, r.seed, s["final_val_loss"], s.get("final_val_ppl"), s["final_val_bpb"],
@@ -108,9 +108,9 @@ def runs_csv(result: dict[str, Any]) -> str:
     return _csv(rows)
 
 
-def arms_csv(result: dict[str, Any]) -> str:
-    keys = [k for k in result["arms"][0] if k != "seed_losses"]
-    return _csv([keys, *[[a.get(k) for k in keys] for a in result["arms"]]])
+def arms_csv(result: Analysis) -> str:
+    keys = [k for k in result.arms[0] if k != "seed_losses"]
+    return _csv([keys, *[[a.get(k) for k in keys] for a in result.arms]])
 
 
 def _csv(rows: list[list[Any]]) -> str:
@@ -150,9 +150,9 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     result = analyse(sweep_dir)
     images = figures(result)
     trend_keys = ("verdict", "evidence", "verdict_if_mature", "maturity")
-    claims = json_safe({**result["claims"], **{trend_key(t, result["trends"]): {k: t[k] for k in trend_keys if k in t}
+    claims = json_safe({**result.claims, **{trend_key(t, result.trends): {k: t[k] for k in trend_keys if k in t}
                                                  | {"numbers": {"slope": [t["slope"], t["lo"], t["hi"]]}}
-                                                 for t in result["trends"]}})
+                                                 for t in result.trends}})
     claim_rows = None
     if with_claims:
         from ffnlab.sizing.claims import check_claims
@@ -161,16 +161,16 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     from ffnlab.experiments.analysis.maturity import sweep_warning
 
     note = sweep_warning(sweep_dir)
-    model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result['spec']['name']}",
+    model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result.spec['name']}",
                          warnings=[note] if note else [], claim_rows=claim_rows, audit_rows=audit_rows)
     paths = write_page(out, model, images, FIGURE_TITLES, root=root)
-    serial = {k: v for k, v in result.items() if k != "arm_objects"}
+    serial = result.as_dict()
     serial["provenance"] = dict(model["provenance"])
     write_atomic(out / "results.json", json.dumps(json_safe(serial), indent=1, default=str), root=root)
     write_atomic(out / "claims.json", json.dumps(claims, indent=1), root=root)
     write_atomic(out / "arms.csv", arms_csv(result), root=root)
     write_atomic(out / "runs.csv", runs_csv(result), root=root)
-    keep_runs(Path(sweep_dir), out, record, result["scale"], root)
+    keep_runs(Path(sweep_dir), out, record, result.scale, root)
     return {**paths, "claims": out / "claims.json", "results": out / "results.json", "dir": out}
 
 

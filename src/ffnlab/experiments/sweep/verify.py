@@ -5,17 +5,28 @@ need measuring; the report's claim table shows those verdicts."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ffnlab.files import check_inside
 from ffnlab.sizing.audit import audit_entry
-from ffnlab.sizing.claims import check_claims
+from ffnlab.sizing.claims import ClaimCheck, check_claims
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.zoo import load_zoo
 
 
+@dataclass(frozen=True)
+class Verified(Result):
+    """What ``ffnlab verify`` did: the report's files, every claim checked against its evidence,
+    and the wall time it took."""
+
+    paths: dict[str, Path]  # :func:`ffnlab.experiments.reporting.report.write_report`'s
+    claims: list[ClaimCheck]
+    wall_s: float
+
+
 def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, workers: int | None = None,
-           backend: str = "local", address: str | None = None, progress: str = "auto") -> dict[str, Any]:
+           backend: str = "local", address: str | None = None, progress: str = "auto") -> Verified:
     from ffnlab.experiments.reporting.report import claim_report_dir, write_report
     from ffnlab.experiments.sweep.run import execute
     from ffnlab.experiments.sweep.spec import load_spec
@@ -35,4 +46,4 @@ def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, 
     from ffnlab.sizing.claims import load_evidence
 
     final = check_claims(load_evidence(paths["claims"]))
-    return {"paths": paths, "claims": final, "wall_s": time.perf_counter() - t0}
+    return Verified(paths=paths, claims=final, wall_s=time.perf_counter() - t0)

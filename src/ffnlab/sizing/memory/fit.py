@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary, not_counted
+from ffnlab.sizing.finetune import FinetuneOptions, FinetuneSummary, finetune_summary, not_counted
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
@@ -52,7 +52,7 @@ from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.result import Result
 
 if TYPE_CHECKING:  # the serving model is imported only when a serving layout fits
-    from ffnlab.sizing.serving import ServingSpeed
+    from ffnlab.sizing.serving import Capacity, ServingSpeed
 
 MODES = ("train", "serve")
 MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a second
@@ -80,7 +80,7 @@ class LayoutFit(Result):
     terms_sum_bytes: int | None = None  # every term, not alive at once
     terms: dict[str, int]  # term: bytes per GPU
     table: tuple[Row, ...]
-    finetune: dict[str, Any] | None = None  # a fine-tuning step's :func:`finetune_summary` (lora / qlora only)
+    finetune: FinetuneSummary | None = None  # a fine-tuning step's :func:`finetune_summary` (lora / qlora only)
     fits: bool = False  # set by :func:`fit` against the usable memory
 
     OMITTED_WHEN_NONE = frozenset({"peak_moment", "peak_alive", "terms_sum_bytes", "finetune"})
@@ -98,7 +98,7 @@ class ServingFigures(Result):
     batch: int | None = None
     layout: str  # the layout's description
     replicas: int
-    capacity: dict[str, int | None]  # :func:`ffnlab.sizing.serving.capacity`
+    capacity: Capacity  # :func:`ffnlab.sizing.serving.capacity`
     speed: ServingSpeed | None
     assumptions: tuple[str, ...]
 
@@ -292,19 +292,19 @@ def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype:
     """The one layout a fine-tuning step is modelled on (``dp = gpus``) and its per-GPU terms."""
     out = finetune_summary(cfg, ft, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                            attention=attention, optimizer=optimizer, dropout=dropout, step=step)
-    st, pk, lo = out["states"], out["peak"], out["lora"]
-    n = lo["trainable"]
-    table = [Row("weights", st["base_weights"] + st["adapter_weights"], st["base_weights"] + st["adapter_weights"],
-                 f"frozen base: {st['base_rule']}; adapters: {n:,} params x 4 B (fp32)"),
-             Row("gradients", st["adapter_gradients"], st["adapter_gradients"], f"adapters only: {n:,} params x 4 B"),
-             Row("optimizer", st["adapter_optimizer"], st["adapter_optimizer"],
-                 f"adapters only: {n:,} params x {st['adapter_optimizer'] // max(1, n)} B ({optimizer}, fp32)"),
-             Row("activations", pk["activations_bytes"], pk["activations_bytes"],
+    st, pk = out.states, out.peak
+    n = out.lora.trainable
+    table = [Row("weights", st.base_weights + st.adapter_weights, st.base_weights + st.adapter_weights,
+                 f"frozen base: {st.base_rule}; adapters: {n:,} params x 4 B (fp32)"),
+             Row("gradients", st.adapter_gradients, st.adapter_gradients, f"adapters only: {n:,} params x 4 B"),
+             Row("optimizer", st.adapter_optimizer, st.adapter_optimizer,
+                 f"adapters only: {n:,} params x {st.adapter_optimizer // max(1, n)} B ({optimizer}, fp32)"),
+             Row("activations", pk.activations_bytes, pk.activations_bytes,
                  f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention; frozen layers "
                  "keep no input for their weights", estimate=True, group="activations")]
     lay = Layout(dp=gpus)
-    return (LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=pk["peak_bytes"],
-                      peak_moment=pk["peak_moment"], peak_alive=tuple(pk["peak_alive"]),
+    return (LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=pk.peak_bytes,
+                      peak_moment=pk.peak_moment, peak_alive=tuple(pk.peak_alive),
                       terms_sum_bytes=table_total(table), terms={r.term: r.per_gpu_bytes for r in table},
                       table=tuple(table), finetune=out),)
 
@@ -386,7 +386,7 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
                                     attention=attention, fits=fits, held=held)
         priced_ft = priced[0].finetune
         assert priced_ft is not None
-        ft_out = {**finetune.as_dict(), **{k: priced_ft[k] for k in ("lora", "states")}}
+        ft_out = {**finetune.as_dict(), "lora": priced_ft.lora.as_dict(), "states": priced_ft.states.as_dict()}
     return FitResult(mode=mode, gpus=gpus, accelerator=acc.name, memory_bytes=acc.memory_bytes,
                      reserve_bytes=reserve, usable_bytes=budget, seq_len=seq_len, batch=batch, dtype=dtype,
                      recompute=recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),

@@ -1,4 +1,4 @@
-"""Random small configs for the model types added in issue 9 (used by hf_cases.case)."""
+"""Random small configs for the model types added after the first translators (used by hf_cases.case)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def modern_case(
     ff: int,
     tie: bool,
 ) -> dict[str, Any]:
-    """A small config for the model types added in issue 9 (read from transformers' config
+    """A small config for the model types added after the first translators (read from transformers' config
     classes: the keys each family's translator reads)."""
     b = lambda: rng.random() < 0.5  # noqa: E731
     kv = _kv(rng, h)

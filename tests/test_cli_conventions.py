@@ -291,7 +291,7 @@ def test_render_csv_values():
 
 
 def test_evidence_text_is_never_markup(capsys, monkeypatch, tmp_path):
-    """issue 21: an evidence string with '[/nope]' raised rich's MarkupError."""
+    """An evidence string with '[/nope]' once raised rich's MarkupError."""
     (tmp_path / "claims.json").write_text(json.dumps({"ratio_optimal": {
         "verdict": "false", "evidence": "closing tag [/nope] and [link=mailto:a@b.c]mail\x1b[2J"}}))
     r = cli(capsys, monkeypatch, 200, "claims", "--evidence", str(tmp_path))

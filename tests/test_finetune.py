@@ -1,4 +1,4 @@
-"""LoRA / QLoRA adapters (issue 32, item 1, counts and states). Oracle: peft's own count of the
+"""LoRA / QLoRA adapters (their counts and states). Oracle: peft's own count of the
 peft model built on the meta device from the same config.json, for the same rank and targets."""
 
 from __future__ import annotations

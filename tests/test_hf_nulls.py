@@ -1,5 +1,5 @@
-"""config.json keys set to null or left out, read as transformers reads them (issue 21), and the
-configs transformers builds that ffnlab refused (issue 20). Oracle: transformers' own model
+"""config.json keys set to null or left out, read as transformers reads them, and the
+configs transformers builds that ffnlab once refused. Oracle: transformers' own model
 built from the same dict (tests/hf_count.py), or its refusal."""
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ def test_probed_rules_are_from_this_transformers():
     assert {"llama", "deepseek_v2"} <= HEADS_DIVIDE_HIDDEN
 
 
-# -- the configs issue 20 found refused, and issue 21's counts -----------------------------------
+# -- configs ffnlab once refused, and configs with keys null or left out ---------------------------
 
 QWEN15_MOE = {  # Qwen/Qwen1.5-MoE-A2.7B config.json (architecture keys)
     "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
@@ -170,7 +170,7 @@ def test_null_expert_count_is_refused():
     {"model_type": "mistral3"},  # no text_config: Mistral 3's default text model (24B)
 ], ids=["qwen2-null-kv", "ernie-null-head-dim", "exaone4-no-kv", "qwen2.5-vl-no-text", "qwen2.5-vl-flat",
         "mistral3-no-text"])
-def test_issue_21_counts_equal_transformers(config):
+def test_configs_with_keys_left_out_count_as_transformers_counts(config):
     _same(config)
 
 

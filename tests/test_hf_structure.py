@@ -3,7 +3,7 @@
 Oracles: ffnlab's translators (themselves checked against transformers' totals in
 test_hf_parity.py) for every translated type; transformers' own parameter count and the FFN
 parameter formula for every other causal-LM type; hand readings of the config keys for the
-families issue 20 names.
+hybrid and linear-attention families.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def test_every_causal_lm_type_small_config(model_type):
         assert row["top_k"] is not None and row["params_active"] <= row["params_total"]
 
 
-# -- the families issue 20 names, at their real (class-default) sizes ------------------------------
+# -- the hybrid and linear-attention families, at their real (class-default) sizes ---------------
 
 def _defaults(model_type: str) -> dict:
     return {"model_type": model_type}

@@ -16,7 +16,7 @@ from ffnlab.sizing.zoo import load_zoo
 COUNTED = [e for e in load_zoo() if e.counted]
 
 
-def test_the_issue_20_families_are_in_the_zoo():
+def test_the_hybrid_and_linear_attention_families_are_in_the_zoo():
     families = {e.family for e in COUNTED}
     assert {"Qwen3-Next", "Kimi-Linear", "MiniMax-M2", "LongCat-Flash", "Nemotron-H", "Jamba", "LFM2"} <= families
     for e in COUNTED:

@@ -212,7 +212,7 @@ def test_probe_replaces_links_at_its_two_files(world):
 
 
 def test_resume_refuses_a_linked_checkpoints_folder_and_deletes_nothing(world):
-    """The issue's case: checkpoints/ -> elsewhere, keep_last=1: nothing written there, nothing deleted."""
+    """The reported case: checkpoints/ -> elsewhere, keep_last=1: nothing written there, nothing deleted."""
     o = world / "outside"
     run = world / "sweep" / "runs" / RUN
     shutil.move(run / "checkpoints", o / "ckpts")
@@ -307,7 +307,7 @@ def test_export_into_a_link_to_a_full_folder_is_refused(world):
     outside_unchanged(world, before)
 
 
-# ---------------------------------------------------------------- the same sweep, damaged (issue 21)
+# ---------------------------------------------------------------- the same sweep, damaged records
 
 
 def test_sweep_rerun_refuses_a_metrics_record_with_a_text_step(world):

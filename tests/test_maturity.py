@@ -47,7 +47,7 @@ def test_a_trained_sweep_gets_no_warning():
 
 
 def test_a_toy_sweep_is_named_far_from_trained():
-    """40 steps of 2,048 tokens on a 0.1M-parameter model, loss falling fast, as in issue 18."""
+    """40 steps of 2,048 tokens on a 0.1M-parameter model, loss falling fast, like a toy demo sweep."""
     toy = RunProgress(tokens=40 * 2048, params=100_000, steps=40, planned_steps=40,
                       curve=((20 * 2048, 3.0), (30 * 2048, 2.7), (40 * 2048, 2.5)))
     found = assess([toy, toy])

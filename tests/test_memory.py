@@ -256,7 +256,7 @@ def test_accelerators_have_sources_and_peaks() -> None:
     with pytest.raises(FfnlabError, match="no fp8"):
         accs["A100"].peak_flops("fp8")
     assert find_accelerator("h100") is accs["H100"] and find_accelerator("a100-80gb") is accs["A100"]
-    # nvidia-smi on an H100 80GB HBM3 shows 81559MiB (issue 22; modal-labs/modal-client PR 2797)
+    # nvidia-smi on an H100 80GB HBM3 shows 81559MiB (the H100's reported memory; modal-labs/modal-client PR 2797)
     assert accs["H100"].memory_bytes == 81559 * 2**20
 
 
@@ -330,7 +330,7 @@ def test_gradient_dtype() -> None:
     bf16 = terms(training_table(cfg, Layout(dp=8, tp=8, zero=1, sp=True), seq_len=16))
     fp32 = terms(training_table(cfg, Layout(dp=8, tp=8, zero=1, sp=True), seq_len=16, grad_dtype="fp32"))
     assert bf16["gradients"] == math.ceil(2 * p / 8) and fp32["gradients"] == math.ceil(4 * p / 8)
-    # issue 22: 16.4 GiB of bf16 gradients, twice that with fp32 accumulation
+    # Llama-3-70B at tp 8: 16.4 GiB of bf16 gradients per GPU, twice that with fp32 accumulation
     assert round(bf16["gradients"] / GiB, 1) == 16.4 and fp32["gradients"] == 2 * bf16["gradients"]
 
 
@@ -383,7 +383,7 @@ def test_working_memory_by_stage() -> None:
 
 
 def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
-    # issue 22: dp 256 at ZeRO-3 held 65.3 GiB of states and activations, but gathering a 3.19B
+    # Llama-3.1-405B: dp 256 at ZeRO-3 held 65.3 GiB of states and activations, but gathering a 3.19B
     # layer, prefetching the next, its gradients and the buckets do not fit beside them
     cfg = find_zoo("llama-3.1-405b").config()
     res = fit(cfg, gpus=256, accelerator="H100", seq_len=8192, recompute="full")

@@ -5,7 +5,7 @@ The oracle is the run itself: one optimizer step of the model ``train`` builds, 
 with ``torch.optim.AdamW`` as the trainer makes it; the bytes held are the parameters, their
 gradients, the optimizer's state tensors and every tensor autograd saves for backward (counted
 with ``saved_tensors_hooks``, each storage once). The ReLU case at 1,024 tokens is the one the
-old, second activation formula overstated 4.9 times (issue 23).
+old, second activation formula overstated 4.9 times.
 """
 
 from __future__ import annotations

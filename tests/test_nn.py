@@ -103,7 +103,7 @@ def test_unbuildable_configs_are_refused():
 
 
 def test_shared_expert_gate_flops_are_counted():
-    # the gate is a d_model x 1 matmul per token: 2 * d_model FLOPs (issue 9 found it missing)
+    # the gate is a d_model x 1 matmul per token: 2 * d_model FLOPs (once left out of the count)
     cfg = validate(ModelConfig(d_model=16, n_layers=1, vocab_size=10, attn=AttentionSpec(2),
                                ffn=FFNSpec("swiglu", 8, n_experts=2, top_k=1, n_shared_experts=1,
                                            shared_expert_gate=True)))

@@ -86,7 +86,7 @@ def test_mde_is_the_effect_with_80_percent_power():
 
 
 def test_seed_counts_the_review_computed():
-    # The review of issue 19 computed these by exact power: scale-trend s3 (sigma 0.0101, 3 alternatives,
+    # A review of the seed advice computed these by exact power: scale-trend s3 (sigma 0.0101, 3 alternatives,
     # observed 0.0136) -> 12 seeds; gated-law (Welch, sd 0.0649 / 0.0234, observed 0.0335) -> about 35.
     assert pw.seeds_for(pw.TestDesign("dunnett", 0.0101, 0.0101, comparisons=3), 0.0136) == 12
     assert pw.seeds_for(pw.TestDesign("welch", 0.0649, 0.0234), 0.0335) == pytest.approx(35, abs=1)

@@ -1,4 +1,4 @@
-"""Each reliability case of issue 10: one ``error:`` line naming the input, exit 2, folders as they were.
+"""Each reliability case of the CLI: one ``error:`` line naming the input, exit 2, folders as they were.
 
 Also the checkpoint guarantees: a damaged but parseable checkpoint is refused before anything in
 the run folder changes, and a SIGKILL inside a checkpoint write (mid-file, or before the rename)
@@ -378,7 +378,7 @@ def test_errors_are_one_line_even_when_the_cause_has_several(tmp_path):
     assert snapshot(tmp_path) and "\n" not in line
 
 
-# -- issue 21: a full disk, interrupted exports, Ctrl-C, metrics that repeat, markup from files ---
+# -- a full disk, interrupted exports, Ctrl-C, metrics that repeat, markup from files ------------
 
 @pytest.fixture
 def small_disk(tmp_path):  # noqa: ANN201 - yields (mount point, fill)
@@ -569,7 +569,7 @@ def test_report_refuses_metrics_that_cannot_be_a_training_curve(tmp_path, metric
 
 
 def test_a_million_duplicated_records_are_refused_at_the_first_repeat(tmp_path):
-    """The issue's case (10^6 copies of one eval record): refused at line 2, not analysed."""
+    """The reported case (10^6 copies of one eval record): refused at line 2, not analysed."""
     _fake_finished_sweep(tmp_path, [])
     (tmp_path / "s" / "runs" / "a-s0" / "metrics.jsonl").write_text((json.dumps(EVAL) + "\n") * 10**6)
     line = refused_untouched(tmp_path, "report", "s", fragment="line 2")

@@ -1,4 +1,4 @@
-"""Serving speed (roofline bounds) and capacity (issue 32, items 2 and 3). Oracles: a Monte-Carlo
+"""Serving speed (roofline bounds) and capacity (`fit --mode serve`, `size --gpu`). Oracles: a Monte-Carlo
 simulation of routing, published parameter counts with the datasheets' bandwidths, and the
 memory model priced one token (or one sequence) past what was found."""
 

@@ -92,7 +92,7 @@ def test_plan_proposes_shapes_people_build(target):
 
 
 def test_plan_7b_swiglu_is_no_longer_an_odd_shape():
-    # the issue: d_model 3776, 39 layers, 59 heads, d_ff 10070 came first
+    # before: d_model 3776, 39 layers, 59 heads, d_ff 10070 came first
     best = plan(7 * 10**9, "swiglu")[0].config
     assert (best.d_model % 128, best.attn.n_heads % 4, best.ffn.d_ff % 256) == (0, 0, 0)
     old_rule = plan(7 * 10**9, "swiglu", make_rule("param-matched", ratio=4))
@@ -126,7 +126,7 @@ def test_make_config_defaults_follow_kind():
     assert make_config(64, 1, 1, 128, kind="gelu").positions == "learned"
 
 
-# --- explain returns explanations only (issue 9, item 6) --------------------------------------
+# --- explain returns explanations only ------------------------------------------------------
 
 def _zoo_widths():
     return [(e.name, e.config()) for e in load_zoo() if e.config() is not None]
@@ -188,7 +188,7 @@ def test_explain_exact_ratio_first(name, ratio):
 
 
 def test_explain_drops_rules_that_explain_nothing():
-    rules = explain(2048, 8192, "swiglu")["rules"]  # the issue's example: 26 rules before
+    rules = explain(2048, 8192, "swiglu")["rules"]  # 26 rules before
     assert [(r["rule"], r["ratio"], r["rounding"]) for r in rules] == [("ratio", "4", "exact")]
     assert explain(4096, 11008, "swiglu")["ratio_raw_exact"] == "43/16"
     assert all(r["ratio"] != "43/16" for r in explain(4096, 11008, "swiglu")["rules"])

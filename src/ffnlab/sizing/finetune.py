@@ -1,4 +1,4 @@
-"""LoRA and QLoRA fine-tuning: the adapters' parameters and the states a step keeps (issue 32).
+"""LoRA and QLoRA fine-tuning: the adapters' parameters and the states a step keeps.
 
 LoRA (Hu et al. 2021) freezes the base model and trains, beside each adapted linear layer
 ``W (fan_in -> fan_out)``, two matrices ``A (fan_in -> r)`` and ``B (r -> fan_out)``:

@@ -50,7 +50,7 @@ test: $(STAMP)
 	wait $$mypy; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
 
-# Regenerate the command outputs shown in README.md and docs/ (tests/test_docs_blocks.py checks them).
+# Regenerate the command outputs shown in README.md and docs/ (tests/project/test_docs_blocks.py checks them).
 docs: $(BASE)
 	$(PY) tools/docs_blocks.py
 
@@ -91,9 +91,9 @@ mutate: $(STAMP)
 	for m in $(MUTATE_MODULES); do echo "mutating $$m"; \
 		if [ -n "$(MUTATE_SAMPLE)" ]; then \
 			$(PY) -m mutmut run "$$m.no-such-mutant" >mutants/run-$$m.log 2>&1 || true; \
-			set -f; names=$$($(PY) tests/mutation_scores.py --names $(MUTATE_SAMPLE) $$m) || exit 1; \
+			set -f; names=$$($(PY) tests/helpers/mutation_scores.py --names $(MUTATE_SAMPLE) $$m) || exit 1; \
 		else set -f; names="$$m.*"; fi; \
 		$(PY) -m mutmut run --max-children $(MUTATE_JOBS) $$names >mutants/run-$$m.log 2>&1 \
 		|| { tail -n 40 mutants/run-$$m.log; exit 1; }; done
-	$(PY) tests/mutation_scores.py $(MUTATE_MODULES) $(if $(MUTATE_SAMPLE),--sample $(MUTATE_SAMPLE)) \
+	$(PY) tests/helpers/mutation_scores.py $(MUTATE_MODULES) $(if $(MUTATE_SAMPLE),--sample $(MUTATE_SAMPLE)) \
 		$(if $(MUTATE_MIN),--min $(MUTATE_MIN))

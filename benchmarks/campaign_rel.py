@@ -1,6 +1,6 @@
-"""An adversarial campaign against ffnlab's folder promises (issue 21's closing requirement).
+"""An adversarial campaign against ffnlab's folder promises (links, damaged records, interrupted writes).
 
-Unlike tests/test_links.py, which plants the links the issue named, this script *discovers* what
+Unlike tests/cli/test_links.py, which plants the links once reported, this script *discovers* what
 each command writes and attacks every one of those paths:
 
 1. One tiny finished sweep on a facts corpus is trained (2 arms x 2 seeds, 4 steps).

@@ -12,7 +12,7 @@ is recorded as such and the others still run):
 * ``throughput``: tokens/s and MFU at GPT-2-124M shape (bf16, context 1024) of ffnlab's full
   training loop, its bare model step and the nanoGPT-style reference of train_throughput.py, each
   eager and under ``torch.compile``; the loop's overhead over its bare step;
-* ``tests``: ``pytest -m cuda`` (tests/test_cuda.py);
+* ``tests``: ``pytest -m cuda`` (tests/training/test_cuda.py);
 * ``sweep``: the ``golden-h200`` preset (byte-level built-in Shakespeare: the CPU bridge cell and the next size, ~20 tokens per parameter) and its report.
 
 The three timed sections run one after another with the device to themselves; then the sweep and
@@ -181,7 +181,7 @@ def section_tests(device: str, sizes: Sizes, work: Path, save: Callable[[dict], 
     xml = work / "pytest-cuda.xml"
     env = {**os.environ, "PYTHONPATH": _pythonpath()}
     p = subprocess.run([sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-p", "no:cacheprovider",
-                        f"--junitxml={xml}", str(ROOT / "tests" / "test_cuda.py")], cwd=ROOT, env=env,
+                        f"--junitxml={xml}", str(ROOT / "tests" / "training" / "test_cuda.py")], cwd=ROOT, env=env,
                        capture_output=True, text=True)
     root = ET.parse(xml).getroot()
     suite = root if root.tag == "testsuite" else root.find("testsuite")

@@ -3,7 +3,7 @@ fallback: built once on the meta device, its FFN view read by structure and chec
 
     python benchmarks/hf_fallback_sweep.py [--json OUT] [TYPE ...]
 
-Per type it checks what tests/test_hf_structure.py checks on small configs (the total equals
+Per type it checks what tests/sizing/hf/test_hf_structure.py checks on small configs (the total equals
 the sum of the built model's parameters; each MoE unit holds exactly E x the expert formula;
 each dense FFN at least its formula; every layer of the stack holds a unit; a model with FFNs
 has every FFN field) and, for the types ffnlab translates, that the translator's total equals
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 # defaults that need a key to build at real size (the class defaults leave it unusable)
 REAL_FIXES: dict[str, dict[str, Any]] = {

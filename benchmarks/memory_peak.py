@@ -1,18 +1,18 @@
 """Measured peak of whole training steps on CPU against ffnlab's step timeline, one row per case.
 
-    PYTHONPATH=src:tests python benchmarks/memory_peak.py [--markdown]
+    PYTHONPATH=src:tests/helpers python benchmarks/memory_peak.py [--markdown]
 
-Each case (``tests/memory_step_cases.py``: ffnlab's model and transformers' Llama, Qwen2, GPT-2,
+Each case (``tests/helpers/memory_step_cases.py``: ffnlab's model and transformers' Llama, Qwen2, GPT-2,
 Mixtral, Qwen2-MoE and Gemma, across vocabulary, batch, depth, recompute, loss and optimizer
 implementation, gradient accumulation) runs one warm-up step and one measured step in fp32; the
 measured peak is the most bytes of live tensor storage at any op (``ffnlab.training.live_bytes``,
 which equals torch's ``MemTracker``). Beside it: ffnlab's predicted peak and the moment it names,
 and the sum of the term table that ffnlab called the training total before the timeline.
-``tests/test_memory_step.py`` requires every gap within 5%.
+``tests/sizing/memory/test_memory_step.py`` requires every gap within 5%.
 
-With ``--finetune``: the LoRA steps of ``tests/memory_finetune_cases.py`` instead (peft on the same
+With ``--finetune``: the LoRA steps of ``tests/helpers/memory_finetune_cases.py`` instead (peft on the same
 families, fp32 and bf16), against :func:`ffnlab.sizing.finetune.finetune_peak`, and peft's
-trainable count beside ffnlab's; ``tests/test_memory_finetune.py`` requires every gap within 5%.
+trainable count beside ffnlab's; ``tests/sizing/memory/test_memory_finetune.py`` requires every gap within 5%.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 
 def main() -> None:

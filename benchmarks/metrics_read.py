@@ -1,9 +1,9 @@
-"""How long the validating metrics reader takes (issue 21: ``report`` on 10^6 duplicated records
+"""How long the validating metrics reader takes (``report`` on 10^6 duplicated records
 took 85-145 s and 4.3 GB before steps were checked).
 
 Writes three ``metrics.jsonl`` files of N records each (train records like the trainer's, an eval
 record every 10 steps) and times :func:`ffnlab.training.runfiles.read_records` on them: a valid
-file (every record read and checked), the issue's file (N copies of one eval record: refused at
+file (every record read and checked), the reported file (N copies of one eval record: refused at
 line 2) and a file whose last record repeats a step (refused after reading everything).
 
     PYTHONPATH=src python benchmarks/metrics_read.py [--records 1000000]

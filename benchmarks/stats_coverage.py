@@ -2,7 +2,7 @@
 against simulation, and seed advice, on sweeps simulated with a known truth.
 
 The same checks run in ``make test`` with a few hundred simulated sweeps per case
-(``tests/test_stats_simulation.py``, ``tests/test_power.py``); this script runs thousands and
+(``tests/experiments/test_stats_simulation.py``, ``tests/experiments/test_power.py``); this script runs thousands and
 prints (and with ``--out`` keeps) the figures:
 
     python benchmarks/stats_coverage.py [--sims 4000] [--out benchmarks/results/stats-coverage.json]

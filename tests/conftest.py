@@ -2,8 +2,8 @@ import os
 import sys
 from pathlib import Path
 
-# tests/ helpers (hf_cases, hf_count) import as top-level modules
-sys.path.insert(0, str(Path(__file__).parent))
+# the helpers (tests/helpers: hf_cases, hf_count, cli_run, paths, ...) import as top-level modules
+sys.path.insert(0, str(Path(__file__).parent / "helpers"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")

@@ -2,5 +2,5 @@
 translators, the model zoo, audits and claim checks.
 
 Pure Python by rule: nothing under ``ffnlab.sizing`` imports torch, numpy or scipy
-(``tests/test_layers.py`` reads every import to enforce it), so these answers take ~0.2 s.
+(``tests/project/test_layers.py`` reads every import to enforce it), so these answers take ~0.2 s.
 """

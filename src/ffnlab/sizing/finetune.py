@@ -1,4 +1,4 @@
-"""LoRA and QLoRA fine-tuning: the adapters' parameters and the states a step keeps (issue 32).
+"""LoRA and QLoRA fine-tuning: the adapters' parameters and the states a step keeps.
 
 LoRA (Hu et al. 2021) freezes the base model and trains, beside each adapted linear layer
 ``W (fan_in -> fan_out)``, two matrices ``A (fan_in -> r)`` and ``B (r -> fan_out)``:
@@ -6,7 +6,7 @@ LoRA (Hu et al. 2021) freezes the base model and trains, beside each adapted lin
 ``targets``: ``attention`` (the q, k, v and output projections; MLA's low-rank projections),
 ``ffn`` (the FFN's gate, up and down), ``all-linear`` (both, as peft's ``"all-linear"``, which
 leaves the LM head out), or a comma-separated list of those. The count equals peft's
-``get_nb_trainable_parameters`` for the same model and targets (tests/test_finetune.py builds the
+``get_nb_trainable_parameters`` for the same model and targets (tests/sizing/test_finetune.py builds the
 peft model and compares).
 
 States: the frozen base has no gradients and no optimizer state; it is kept in the training
@@ -20,7 +20,7 @@ The step's peak (:func:`finetune_peak`) is the training step's timeline
 (:mod:`ffnlab.sizing.memory.step`) with :class:`ffnlab.sizing.memory.step.FinetuneStep`: the
 activations a frozen base keeps (:class:`ffnlab.sizing.memory.activations.FrozenLayer`),
 gradients, optimizer state and optimizer temporaries for the adapters only. Measured on CPU (fp32,
-and bf16 bases with fp32 adapters) against peft models (``tests/test_memory_finetune.py``). QLoRA's activations are LoRA's in
+and bf16 bases with fp32 adapters) against peft models (``tests/sizing/memory/test_memory_finetune.py``). QLoRA's activations are LoRA's in
 the compute dtype, plus one frozen weight dequantised to the compute dtype during each layer's
 backward (bitsandbytes' ``MatMul4Bit`` keeps no input and dequantises the weight again for the
 input's gradient); bitsandbytes does not run on CPU, so that term is modelled, not measured.

@@ -4,8 +4,8 @@ Each entry stores the architecture fields of the model's Hugging Face ``config.j
 models without one, the paper's numbers in the same layout) and names where they come from. A
 model type ffnlab has no translator for (hybrids, linear attention) also stores ``counted``: the
 structure transformers built from that config on the meta device (:mod:`ffnlab.sizing.hf.structure`),
-so the zoo, claims and ``audit --all`` read it without torch; tests/test_hf_zoo.py rebuilds every
-one and checks it equals what transformers builds now (``python tests/hf_zoo_counts.py --write``
+so the zoo, claims and ``audit --all`` read it without torch; tests/sizing/hf/test_hf_zoo.py rebuilds every
+one and checks it equals what transformers builds now (``python tests/helpers/hf_zoo_counts.py --write``
 refreshes them).
 """
 

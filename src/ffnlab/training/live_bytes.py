@@ -5,7 +5,7 @@ until Python and autograd drop the last reference (a weak reference on the stora
 existed before the counter started (parameters, gradients, optimizer state) are added with
 :meth:`LiveBytes.add_existing`. After every op it records the live total; :attr:`peak` is the
 largest, :attr:`peak_op` the op that reached it and :attr:`peak_live` what was alive then (bytes by
-the op that made each storage). It is what ``tests/test_memory_step.py`` compares ffnlab's step
+the op that made each storage). It is what ``tests/sizing/memory/test_memory_step.py`` compares ffnlab's step
 timeline with, beside torch's own ``torch.distributed._tools.mem_tracker.MemTracker``.
 
 Only the CPU path is measured this way; on a GPU ``torch.cuda.max_memory_allocated`` is the

@@ -7,12 +7,12 @@ Built on the sizing model that ``ffnlab size`` and ``fit`` use, so there is one 
 * activations are :func:`ffnlab.sizing.memory.activations.activation_memory` for one process's micro-batch,
   fused attention (the trainer calls ``scaled_dot_product_attention``), in bf16 where the trainer
   runs under bf16 autocast (CUDA, ``train.dtype`` auto or bf16) and fp32 otherwise; the CPU figure is
-  the one ``tests/test_memory_saved_tensors.py`` measures with saved-tensor hooks;
+  the one ``tests/sizing/memory/test_memory_saved_tensors.py`` measures with saved-tensor hooks;
 * with several processes, DDP's gradient buckets (a second fp32 copy of the gradients).
 
 It leaves out what no term counts (the allocator's caching and fragmentation, autocast's bf16
 weight copies, kernel workspaces), so it does not overstate: a run it refuses needs at least the
-figure it prints, and ``tests/test_memory_precheck.py`` checks that a run whose measured tensors fit
+figure it prints, and ``tests/training/test_memory_precheck.py`` checks that a run whose measured tensors fit
 is not refused.
 """
 

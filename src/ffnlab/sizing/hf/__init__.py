@@ -4,7 +4,7 @@ One module per model family (a new family is one new file and one line in ``HF_T
 its ``translate`` function reads the keys that decide the architecture, with the
 defaults of the corresponding ``transformers`` config class where a key may be absent. The
 translation is tested against ``transformers``' own models built from the same configs: the
-parameter totals agree exactly (``tests/test_hf_parity.py``). Multimodal configs (``MULTIMODAL``)
+parameter totals agree exactly (``tests/sizing/hf/test_hf_parity.py``). Multimodal configs (``MULTIMODAL``)
 are translated through their ``text_config``: the language model and its head. No
 ``transformers`` import here.
 """

@@ -7,7 +7,7 @@ Read from transformers' modeling files (5.x): ``c_attn`` (GPT-2, GPT-BigCode), `
 supported family has ``q_proj``, ``k_proj`` and ``v_proj`` (T5: ``q``, ``k``, ``v``).
 ``NewGELUActivation`` ("gelu_new") computes ``0.5 x (1 + tanh(c (x + 0.044715 x^3)))`` op by op
 and keeps three d_ff-wide tensors more than one fused GELU (the tanh output, ``0.5 x`` and
-``1 + tanh``; measured in ``tests/test_memory_step.py``).
+``1 + tanh``; measured in ``tests/sizing/memory/test_memory_step.py``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What transformers refuses in a config.json, per model type (probed, not read from its code).
 
-The table is data, ``data/hf_rules.json``, written by ``python tests/hf_class_rules.py --write``
+The table is data, ``data/hf_rules.json``, written by ``python tests/helpers/hf_class_rules.py --write``
 from the installed transformers (a key set to null in a config that builds; hidden_size not a
-multiple of the heads with an explicit head_dim); tests/test_hf_nulls.py checks it against the
+multiple of the heads with an explicit head_dim); tests/sizing/hf/test_hf_nulls.py checks it against the
 installed transformers. Read here once, into the names the translators use:
 
 * ``NULL_REFUSED``: the keys whose null value transformers refuses (its config class or its model);

@@ -5,7 +5,7 @@ the tensor it counts and the arithmetic, so a table can show where the bytes com
 
 **Activations** are the tensors autograd keeps for the backward pass, counted tensor by tensor as
 a PyTorch implementation keeps them (ffnlab's own modules in ``ffnlab.training.nn``; the test
-``tests/test_memory_saved_tensors.py`` measures them with ``torch.autograd.graph.saved_tensors_hooks``).
+``tests/sizing/memory/test_memory_saved_tensors.py`` measures them with ``torch.autograd.graph.saved_tensors_hooks``).
 Per decoder layer and token, ``d`` = d_model, ``dq`` = n_heads x head_dim, ``dkv`` = n_kv_heads x
 head_dim, ``a`` = n_heads, ``s`` = sequence length:
 
@@ -46,7 +46,7 @@ loss keep what they keep in training wherever an input gradient flows through th
 first adapter nothing requires grad and nothing is kept (``grad_below`` False: layer 0, unless
 the embeddings' output is made to require grad, as transformers' ``gradient_checkpointing_enable``
 does). The FFN's hidden set loses the down projection's input when the down projection is frozen
-(ReLU's output stays: it is what ReLU keeps). Measured with peft in ``tests/test_memory_finetune.py``.
+(ReLU's output stays: it is what ReLU keeps). Measured with peft in ``tests/sizing/memory/test_memory_finetune.py``.
 
 **Dropout** (``dropout=True``; GPT-2 / Megatron placement, the one Korthikanti et al. 2022 count):
 each dropout keeps its mask, one byte per element on CUDA (``torch.native_dropout`` returns a bool
@@ -54,7 +54,7 @@ mask; ``dropout_mask_bytes``): the two residual branches' masks (``2d``) per lay
 (``d``) in the head, and with eager attention the attention-probability mask (``a s``) plus the
 dropped-out probabilities the value matmul keeps (``a s`` x the activation dtype). Fused (flash /
 memory-efficient) attention regenerates its dropout from the RNG state and keeps no mask. On CPU,
-PyTorch's unfused dropout keeps a mask of the input's dtype (``tests/test_memory_saved_tensors.py``
+PyTorch's unfused dropout keeps a mask of the input's dtype (``tests/sizing/memory/test_memory_saved_tensors.py``
 measures it with GPT-2).
 
 Recompute policies (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
@@ -149,7 +149,7 @@ class Term:
 
 
 def _ffn_keeps(spec: FFNSpec) -> int:
-    return FFN_KEEPS[spec.kind] + spec.act_extra_keeps  # every kind has its entry (tests/test_memory_rules.py)
+    return FFN_KEEPS[spec.kind] + spec.act_extra_keeps  # every kind has its entry (tests/sizing/memory/test_memory_rules.py)
 
 
 def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "") -> Term:

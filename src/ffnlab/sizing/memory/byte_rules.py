@@ -1,5 +1,5 @@
 """Bytes per element of each number format, and per parameter of each optimizer: the one home of
-these rules (``tests/test_house.py`` fails if a second table of them appears in ``src/``).
+these rules (``tests/project/test_house.py`` fails if a second table of them appears in ``src/``).
 
 Every memory figure of ffnlab (training terms, the step's peak, model states of models counted
 through transformers, serving weights, the audit's states column) takes its bytes from here.

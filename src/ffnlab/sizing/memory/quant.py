@@ -27,7 +27,7 @@ x ``fan_out`` weights (``g`` = group size along fan_in, ``G = ceil(fan_in / g)``
                    0`` = none), attention + FFN + experts
 =================  =============================================================================
 
-Checked against published checkpoint sizes in ``tests/test_memory_quant.py`` (docs/memory.md lists
+Checked against published checkpoint sizes in ``tests/sizing/memory/test_memory_quant.py`` (docs/memory.md lists
 them with the error of each).
 """
 

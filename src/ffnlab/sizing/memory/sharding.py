@@ -31,7 +31,7 @@ parallelism, with ``w`` = bytes of a weight in the training dtype and ``g`` = of
     gathered from its forward to its backward, instead of one layer and the prefetch; the peak is
     then at the first layer of backward, before any reduce-scatter buffer exists.
 
-  ``tests/test_memory_fsdp.py`` counts the unsharded parameter and gradient storage FSDP2 keeps
+  ``tests/sizing/memory/test_memory_fsdp.py`` counts the unsharded parameter and gradient storage FSDP2 keeps
   alive in a 2-process gloo run and checks these terms against it.
 * **stage 3, DeepSpeed ZeRO-3**: the live gathered parameters (``stage3_max_live_parameters``
   1e9, at most the parameters on the GPU, at least its largest matrix), the prefetch bucket

@@ -27,7 +27,7 @@ The peak is the largest moment; ties go to the earlier one. A LoRA / QLoRA step
 (``finetune``, a :class:`FinetuneStep`) is the same timeline with the frozen base's kept set
 (:class:`ffnlab.sizing.memory.activations.FrozenLayer`), gradients and optimizer temporaries of the
 adapters only, no backward below the first adapter, and QLoRA's dequantised weight in each
-layer's backward (``tests/test_memory_finetune.py`` measures peft steps). Loss implementations (``loss``):
+layer's backward (``tests/sizing/memory/test_memory_finetune.py`` measures peft steps). Loss implementations (``loss``):
 
 * ``full``: cross-entropy over the full logits, as transformers' ``ForCausalLMLoss``, torchtitan
   and nanoGPT compute it: the logits (activation dtype; held by the caller's output when
@@ -52,7 +52,7 @@ transformers' ``gradient_checkpointing_enable``); ``recompute_every`` N checkpoi
 layer only (torchtitan's ``selective_ac_option: N``), the others keep their full set.
 
 The working tensors of a layer's backward and the optimizer's temporaries were read from live
-measurements of ffnlab's own modules and of PyTorch's optimizers on CPU (``tests/test_memory_step.py``
+measurements of ffnlab's own modules and of PyTorch's optimizers on CPU (``tests/sizing/memory/test_memory_step.py``
 measures whole steps of ffnlab's model and of transformers' models with
 :class:`ffnlab.training.live_bytes.LiveBytes` and compares the peak with this module's).
 """
@@ -94,7 +94,7 @@ ATTENTION_BACKWARD_TEMPS = 1
 EAGER_BACKWARD_TEMPS = 2  # eager attention: the probabilities' and the scores' gradients (heads x s each)
 # d-wide tensors a norm's backward holds beside the gradient of its output: RMSNorm computed op by
 # op (x * rsqrt(mean(x^2) + eps), transformers' and torch's CPU path) 4, LayerNorm's one kernel its
-# input gradient (measured with LoRA steps, tests/test_memory_finetune.py)
+# input gradient (measured with LoRA steps, tests/sizing/memory/test_memory_finetune.py)
 NORM_BACKWARD_TEMPS: dict[str, int] = {"rmsnorm": 4, "layernorm": 1, "layernorm-nobias": 1, "none": 1}
 # LoRA: an adapted linear layer's input gradient through the frozen weight, through the adapter, and their sum
 LORA_INPUT_GRADIENTS = 3

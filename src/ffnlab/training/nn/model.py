@@ -4,7 +4,7 @@ Pre-norm blocks (RMSNorm or LayerNorm), causal attention through
 ``F.scaled_dot_product_attention`` with MHA/GQA/MQA and optional q/k norms, RoPE or learned
 positions, any FFN of :mod:`ffnlab.training.nn.ffn` in each layer (dense and MoE layers mixed as the
 config's layout says), tied or untied LM head. Built from the same :class:`ModelConfig` the
-parameter counter reads; ``tests/test_nn.py`` checks the two agree exactly.
+parameter counter reads; ``tests/training/test_nn.py`` checks the two agree exactly.
 """
 
 from __future__ import annotations

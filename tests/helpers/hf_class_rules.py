@@ -1,0 +1,177 @@
+"""Probe transformers' config classes for the rules ffnlab's translators follow (the oracle of
+``ffnlab/sizing/hf/rules.py``): which keys transformers refuses as null, and whether a type
+refuses heads that do not divide hidden_size.
+
+    python tests/helpers/hf_class_rules.py            # print the table
+    python tests/helpers/hf_class_rules.py --write    # rewrite src/ffnlab/data/hf_rules.json
+
+tests/sizing/hf/test_hf_nulls.py checks that the stored table equals what this probe finds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from hf_cases import MODEL_TYPES, case  # noqa: E402
+from hf_count import hf_param_count  # noqa: E402
+from paths import SRC  # noqa: E402
+
+OUT = SRC / "ffnlab" / "data" / "hf_rules.json"
+SKIP_FIELDS = {"transformers_version", "architectures", "model_type", "dtype", "torch_dtype", "text_config",
+               "vision_config"}
+
+
+def _builds(config: dict[str, Any]) -> bool:
+    try:
+        hf_param_count(config)
+    except Exception:  # noqa: BLE001 - any refusal counts
+        return False
+    return True
+
+
+def _fields(model_type: str) -> list[str]:
+    from transformers import CONFIG_MAPPING
+
+    cls = CONFIG_MAPPING[model_type]
+    if dataclasses.is_dataclass(cls):
+        return [f.name for f in dataclasses.fields(cls) if f.name not in SKIP_FIELDS and not f.name.startswith("_")]
+    return []
+
+
+def _base(model_type: str) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """A case that builds, the dict holding the text model's keys, and the text model_type."""
+    config = case(model_type, 1)
+    inner = config.get("text_config")
+    if isinstance(inner, dict):
+        return config, inner, inner["model_type"]
+    return config, config, model_type
+
+
+def class_defaults(model_type: str) -> dict[str, Any]:
+    """The config class's own defaults for its integer, boolean, string and null fields."""
+    from transformers import CONFIG_MAPPING, PretrainedConfig
+
+    cls = CONFIG_MAPPING[model_type]
+    base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
+        if f.name in SKIP_FIELDS or f.name.startswith("_") or (f.name in base and f.name != "tie_word_embeddings"):
+            continue
+        value = f.default
+        if value is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        if value is None or isinstance(value, (bool, int, str)) and not isinstance(value, float):
+            out[f.name] = value
+    return out
+
+
+def wrapper_text_defaults(model_type: str) -> dict[str, Any] | None:
+    """What a multimodal config's text_config defaults to when config.json has none."""
+    from transformers import CONFIG_MAPPING
+
+    spec = getattr(CONFIG_MAPPING[model_type], "sub_configs_defaults", {}).get("text_config")
+    if spec is None:
+        return None
+    return {k: v for k, v in spec.init_kwargs.items() if v is None or isinstance(v, (bool, int, str))}
+
+
+SEEDS = (1, 2, 3)
+
+
+def _trial(config: dict[str, Any], key: str, mode: str) -> dict[str, Any]:
+    trial = json.loads(json.dumps(config))
+    target = trial.get("text_config", trial)
+    if mode == "null":
+        target[key] = None
+    else:
+        target.pop(key, None)
+    return trial
+
+
+def probe(model_type: str) -> dict[str, Any]:
+    """Null: refused when some case that builds stops building with the key null. Missing:
+    refused when every case that sets the key stops building without it."""
+    config, keys, text_type = _base(model_type)
+    cases = [case(model_type, s) for s in SEEDS]
+    cases = [c for c in cases if _builds(c)]
+    inner = [c.get("text_config", c) for c in cases]
+    candidates = sorted(set(_fields(text_type)) | {k for c in inner for k in c} - SKIP_FIELDS)
+    refused, missing = [], []
+    defaults_build = _builds({"model_type": model_type})  # then no absence is fatal by itself
+    for name in candidates:
+        if any(not _builds(_trial(c, name, "null")) for c in cases):
+            refused.append(name)
+        having = [c for c, i in zip(cases, inner, strict=False) if name in i]
+        nulled = class_defaults(text_type).get(name, 0) is None  # refused for its null default, not
+        if nulled and not defaults_build and having and all(not _builds(_trial(c, name, "missing")) for c in having):  # a clash
+            missing.append(name)
+    heads_key = next((k for k in ("num_attention_heads", "n_heads", "n_head", "num_heads") if k in keys), None)
+    hidden_key = next((k for k in ("hidden_size", "d_model", "n_embd") if k in keys), None)
+    divides = None
+    if heads_key and hidden_key:
+        trial = json.loads(json.dumps(config))
+        target = trial.get("text_config", trial)
+        heads = max(2, target[heads_key])
+        target[heads_key] = heads
+        target[hidden_key] = heads * 8 + 1
+        target.pop("num_key_value_heads", None)
+        target.pop("kv_n_heads", None)
+        target["head_dim"] = 8
+        divides = not _builds(trial)
+    return {"text_type": text_type, "null_refused": refused, "missing_refused": missing,
+            "heads_divide_hidden": divides, "defaults": class_defaults(text_type),
+            "wrapper": wrapper_text_defaults(model_type) if text_type != model_type else None}
+
+
+def table() -> dict[str, Any]:
+    warnings.filterwarnings("ignore")
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    out: dict[str, Any] = {}
+    wrappers: dict[str, Any] = {}
+    for mt in MODEL_TYPES:
+        p = probe(mt)
+        if p["wrapper"] is not None:
+            wrappers[mt] = p["wrapper"]
+        out.setdefault(p.pop("text_type"), p)
+    return {"transformers": transformers.__version__, "types": out, "wrappers": wrappers}
+
+
+NOTE = ("What transformers refuses in a config.json, per model type, probed (not read from its code) by "
+        "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
+        "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
+        "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
+        "does not build), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
+        "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
+        "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
+        "defaults). tests/sizing/hf/test_hf_nulls.py checks it against the installed transformers.")
+
+
+def render(t: dict[str, Any]) -> str:
+    """The probed table as ffnlab's data file (one JSON document, keys sorted)."""
+    types = sorted(t["types"].items())
+    doc = {"note": NOTE, "probed_with": t["transformers"],
+           "null_refused": {mt: sorted(p["null_refused"]) for mt, p in types},
+           "missing_refused": {mt: sorted(p["missing_refused"]) for mt, p in types if p["missing_refused"]},
+           "heads_divide_hidden": sorted(mt for mt, p in types if p["heads_divide_hidden"]),
+           "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},
+           "wrapper_text_defaults": {mt: w for mt, w in sorted(t["wrappers"].items())}}
+    return json.dumps(doc, indent=1) + "\n"
+
+
+if __name__ == "__main__":
+    found = table()
+    text = render(found)
+    if "--write" in sys.argv:
+        OUT.write_text(text, encoding="utf-8")
+        print(f"wrote {OUT}")
+    else:
+        print(text)

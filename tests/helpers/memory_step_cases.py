@@ -1,0 +1,203 @@
+"""Whole training steps measured on CPU, and ffnlab's predicted peak for each: the cases of
+``tests/sizing/memory/test_memory_step.py`` and ``benchmarks/memory_peak.py``.
+
+A case builds a model (ffnlab's ``DecoderLM`` or a transformers model from its config class),
+runs one step to create the optimizer state, then measures the next step's live bytes op by op
+(:class:`ffnlab.training.live_bytes.LiveBytes`): forward, loss, backward, optimizer step and
+``zero_grad(set_to_none=True)``, in fp32. The prediction is
+:func:`ffnlab.sizing.memory.parallel.training_peak` for the config ffnlab reads (ffnlab's own, or
+``from_hf_dict`` of the transformers config), one GPU, fp32, the same step options.
+
+The training loop (:func:`run_step`) is the usual one: the caller keeps the current
+micro-batch's output (the logits) until the optimizer step ends when ``held`` is set, as
+``out = model(**batch); out.loss.backward(); opt.step()`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+HF_COMMON = dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=512)
+GPT2 = dict(n_embd=64, n_layer=2, n_head=4, n_positions=512)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    family: str  # "ffnlab" or a transformers config class name ("LlamaConfig")
+    model: dict[str, Any]
+    batch: int = 2
+    seq_len: int = 256
+    loss: str = "full"
+    optimizer_impl: str = "foreach"
+    recompute: str = "none"
+    recompute_every: int = 1
+    grad_accum: int = 1
+    attention: str = "fused"
+    dropout: bool = False
+    held: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _ff(d: int, layers: int, heads: int, d_ff: int, **kw: Any) -> dict[str, Any]:
+    return dict(d_model=d, n_layers=layers, n_heads=heads, d_ff=d_ff, **kw)
+
+
+CASES = [
+    Case("ffnlab gelu, vocab 97 (activations lead)", "ffnlab", _ff(64, 2, 4, 256, kind="gelu", vocab_size=97), 4),
+    Case("ffnlab swiglu gqa rope, vocab 4000", "ffnlab",
+         _ff(64, 2, 4, 160, kind="swiglu", vocab_size=4000, n_kv_heads=2)),
+    Case("ffnlab swiglu, vocab 16000, chunked loss", "ffnlab", _ff(64, 2, 4, 160, kind="swiglu", vocab_size=16000),
+         loss="chunked"),
+    Case("ffnlab swiglu, vocab 16000, fused loss (tied)", "ffnlab",
+         _ff(64, 2, 4, 160, kind="swiglu", vocab_size=16000), loss="fused"),
+    Case("ffnlab swiglu, vocab 4000, fused loss (untied)", "ffnlab",
+         _ff(64, 2, 4, 160, kind="swiglu", vocab_size=4000, tied_embeddings=False), loss="fused"),
+    Case("ffnlab relu, batch 8 x 64, logits not held", "ffnlab", _ff(64, 2, 4, 256, kind="relu", vocab_size=512),
+         8, 64, held=False),
+    Case("ffnlab geglu MoE 4 experts top-2", "ffnlab",
+         _ff(64, 2, 4, 128, kind="geglu", vocab_size=97, n_experts=4, top_k=2), 4, 128),
+    Case("ffnlab swiglu MoE top-1 + shared expert", "ffnlab",
+         _ff(64, 2, 4, 128, kind="swiglu", vocab_size=97, n_experts=4, top_k=1, n_shared_experts=1), 4, 128),
+    Case("ffnlab gelu 6 layers, full recompute", "ffnlab", _ff(64, 6, 4, 256, kind="gelu", vocab_size=97), 4,
+         recompute="full"),
+    Case("ffnlab gelu 6 layers, recompute every 2nd layer", "ffnlab", _ff(64, 6, 4, 256, kind="gelu", vocab_size=97),
+         4, recompute="full", recompute_every=2),
+    Case("ffnlab wide model, short batch: foreach AdamW step leads", "ffnlab",
+         _ff(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32),
+    Case("ffnlab wide model: fused AdamW", "ffnlab", _ff(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32,
+         optimizer_impl="fused"),
+    Case("ffnlab wide model: for-loop AdamW", "ffnlab", _ff(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32,
+         optimizer_impl="for-loop"),
+    Case("ffnlab gelu, 2 micro-batches (gradients alive across them)", "ffnlab",
+         _ff(128, 4, 4, 512, kind="gelu", vocab_size=256), 2, 128, grad_accum=2),
+    Case("ffnlab gelu, eager attention (math SDPA, s x s kept)", "ffnlab",
+         _ff(64, 2, 4, 256, kind="gelu", vocab_size=97), 2, 256, attention="eager"),
+    Case("transformers Llama, vocab 8000", "LlamaConfig", dict(HF_COMMON, vocab_size=8000)),
+    Case("transformers Llama, batch 4 x 128", "LlamaConfig", dict(HF_COMMON, vocab_size=8000), 4, 128),
+    Case("transformers Llama 8 layers, vocab 512", "LlamaConfig",
+         dict(HF_COMMON, vocab_size=512, num_hidden_layers=8)),
+    Case("transformers Llama 8 layers, gradient checkpointing", "LlamaConfig",
+         dict(HF_COMMON, vocab_size=512, num_hidden_layers=8), recompute="full"),
+    Case("transformers Qwen2, tied embeddings", "Qwen2Config", dict(HF_COMMON, vocab_size=8000,
+                                                                    tie_word_embeddings=True)),
+    Case("transformers GPT-2, eager attention, dropout 0.1", "GPT2Config", dict(GPT2, vocab_size=2000),
+         attention="eager", dropout=True, extra={"attn_implementation": "eager"}),
+    Case("transformers Mixtral, 4 experts top-2", "MixtralConfig",
+         dict(HF_COMMON, vocab_size=4000, num_local_experts=4, num_experts_per_tok=2)),
+    Case("transformers Mixtral, vocab 256 (experts lead)", "MixtralConfig",
+         dict(HF_COMMON, vocab_size=256, num_local_experts=4, num_experts_per_tok=2), 4),
+    Case("transformers Qwen2-MoE, shared expert", "Qwen2MoeConfig",
+         dict(HF_COMMON, vocab_size=4000, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=96,
+              shared_expert_intermediate_size=128)),
+    Case("transformers Gemma, vocab 16000", "GemmaConfig", dict(HF_COMMON, vocab_size=16000, head_dim=16)),
+]
+
+
+def build(case: Case) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]:
+    """(model, ffnlab's config for it, loss function of a batch -> (loss, output held))."""
+    import torch
+
+    torch.manual_seed(0)
+    if case.family == "ffnlab":
+        from ffnlab.sizing.config import make_config
+        from ffnlab.training import losses
+        from ffnlab.training.nn.model import build_model
+
+        kw = dict(case.model)
+        cfg = make_config(kw.pop("d_model"), kw.pop("n_layers"), kw.pop("n_heads"), kw.pop("d_ff"),
+                          max_positions=case.seq_len, **kw)
+        model = build_model(cfg, seed=0, max_seq_len=case.seq_len)
+        model.checkpoint_every = case.recompute_every if case.recompute == "full" else 0
+
+        def loss_fn(x: Any) -> tuple[Any, Any]:
+            if case.loss == "full":
+                logits, loss, _ = model(x, x)
+                return loss, logits
+            h, _ = model.features(x)
+            if case.loss == "chunked":
+                return losses.chunked_cross_entropy(h, model.lm_head.weight, x)
+            return losses.fused_linear_cross_entropy(h, model.lm_head.weight, x), None
+
+        return model, cfg, loss_fn
+    import transformers
+
+    from ffnlab.sizing.hf import from_hf_dict
+
+    hf_cfg = getattr(transformers, case.family)(**case.model, **{"attn_implementation": "sdpa", **case.extra})
+    if not case.dropout and case.family == "GPT2Config":
+        hf_cfg.resid_pdrop = hf_cfg.embd_pdrop = hf_cfg.attn_pdrop = 0.0
+    model = transformers.AutoModelForCausalLM.from_config(hf_cfg)
+    if case.recompute == "full":
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.config.use_cache = False
+
+    def hf_loss(x: Any) -> tuple[Any, Any]:
+        out = model(input_ids=x, labels=x, use_cache=False)
+        return out.loss, out
+
+    return model, from_hf_dict(hf_cfg.to_dict()), hf_loss
+
+
+def optimizer(case: Case, model: Any) -> Any:
+    """AdamW over the parameters that train (all of them, unless a fine-tuning case froze some)."""
+    import torch
+
+    kw = {"foreach": {"foreach": True}, "fused": {"fused": True}, "for-loop": {"foreach": False}}[case.optimizer_impl]
+    return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-4, **kw)
+
+
+def run_step(case: Case, model: Any, opt: Any, x: Any, loss_fn: Callable[[Any], tuple[Any, Any]]) -> None:
+    out = None
+    for _ in range(case.grad_accum):
+        out = None  # the previous micro-batch's output goes before the next forward
+        loss, out = loss_fn(x)
+        if not case.held:
+            out = None
+        (loss / case.grad_accum).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    del out
+
+
+def measure(case: Case, built: tuple[Any, Any, Callable[[Any], tuple[Any, Any]]] | None = None
+            ) -> tuple[int, str, Any]:
+    """(peak live bytes of the second step, the op at the peak, ffnlab's config); ``built``: the
+    model, config and loss function to measure instead of :func:`build`'s (a peft model)."""
+    import contextlib
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from ffnlab.training.live_bytes import LiveBytes, model_tensors, optimizer_tensors
+
+    model, cfg, loss_fn = built or build(case)
+    model.train()
+    opt = optimizer(case, model)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, cfg.vocab_size, (case.batch, case.seq_len), generator=g)
+    math_sdpa = case.attention == "eager" and case.family == "ffnlab"
+    with sdpa_kernel(SDPBackend.MATH) if math_sdpa else contextlib.nullcontext():
+        torch.manual_seed(2)
+        run_step(case, model, opt, x, loss_fn)
+        lb = LiveBytes()
+        with lb:
+            lb.add_existing(model_tensors(model) + optimizer_tensors(opt), "before the step")
+            run_step(case, model, opt, x, loss_fn)
+    return lb.peak, lb.peak_op, cfg
+
+
+def predict(case: Case, cfg: Any) -> Any:
+    """ffnlab's step timeline for the case (one GPU, fp32; dropout masks in fp32 as on CPU)."""
+    from ffnlab.sizing.memory.parallel import Layout, training_peak, training_table
+    from ffnlab.sizing.memory.step import StepOptions
+
+    kw = dict(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
+              attention=case.attention, dropout=case.dropout)
+    rows = training_table(cfg, Layout(), **kw)  # type: ignore[arg-type]
+    step = StepOptions(loss=case.loss, optimizer_impl=case.optimizer_impl, grad_accum=case.grad_accum,
+                       recompute_every=case.recompute_every, logits_held=case.held)
+    return training_peak(cfg, Layout(), rows, step=step, dropout_mask_bytes=4, **kw)  # type: ignore[arg-type]

@@ -1,0 +1,98 @@
+"""The GPU check cannot rot between leases: its CPU dry run, the preset it sweeps, and the
+verdict ``ffnlab claims --evidence`` draws from a width-alignment JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from paths import ROOT
+
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.claims import check_claims, load_evidence
+
+
+def alignment_doc(device: str, relative: dict[int, float]) -> dict:
+    """A width-alignment JSON at d_model 1024: two multiples of 128 at 100 TFLOP/s and others at
+    ``relative`` x that (the group follows from the width)."""
+    rows = [{"d_model": 1024, "d_ff": w, "tflops": 100.0} for w in (2688, 2816)]
+    rows += [{"d_model": 1024, "d_ff": w, "tflops": 100.0 * r} for w, r in relative.items()]
+    return {"benchmark": "width-alignment", "device": device, "device_name": "test", "dtype": "bfloat16",
+            "rows": rows}
+
+
+@pytest.mark.parametrize("device, relative, verdict", [
+    ("cuda:0", {2696: 0.70, 2712: 0.80, 2687: 0.50, 2731: 0.60}, "true"),  # both groups >= 10% slower
+    ("cuda:0", {2696: 0.99, 2712: 0.97, 2687: 0.95, 2731: 0.96}, "false"),  # at most 5% slower
+    ("cuda:0", {2696: 0.99, 2712: 1.00, 2687: 0.60, 2731: 0.70}, "misleading"),  # only odd widths slow
+    ("cpu", {2696: 0.50, 2712: 0.50, 2687: 0.50, 2731: 0.50}, "needs-experiment"),  # not tensor cores
+])
+def test_alignment_json_decides_the_claim(tmp_path, device, relative, verdict):
+    path = tmp_path / "width-alignment.json"
+    path.write_text(json.dumps(alignment_doc(device, relative)))
+    row = {r["id"]: r for r in check_claims(load_evidence(path))}["unaligned-widths-slow"]
+    assert row["verdict"] == verdict
+    slow = row["numbers"]["slowdown"]
+    # medians by hand: multiples of 8 are 2696, 2712; not of 8 are 2687, 2731
+    assert slow["div8"] == pytest.approx(1 - (relative[2696] + relative[2712]) / 2)
+    assert slow["not8"] == pytest.approx(1 - (relative[2687] + relative[2731]) / 2)
+    assert slow["div64"] is None
+
+
+def test_alignment_json_without_an_aligned_width_is_refused(tmp_path):
+    doc = alignment_doc("cuda:0", {2687: 0.5})
+    doc["rows"] = [r for r in doc["rows"] if r["d_ff"] % 128]
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FfnlabError, match="divisible by 128"):
+        load_evidence(path)
+
+
+def test_h200_preset_bridges_the_kept_cpu_cell_and_holds_parameters_equal():
+    from ffnlab.experiments.sweep.spec import load_spec, resolve
+
+    spec = load_spec("golden-h200")
+    assert spec.base["data"] == {"corpus": "shakespeare", "tokenizer": "byte"}  # ships in the package
+    runs = {r.run: r for r in resolve(spec, 256)}
+    # the bridge: cell s3's runs are the kept CPU cell's, config for config (docs/results/size-fixed-steps)
+    kept = {r["run"]: r for r in json.loads((ROOT / "docs/results/size-fixed-steps/sweep.json").read_text())["runs"]
+            if r["arm"].startswith("s3.")}
+    bridged = [k for k in kept if k in runs]
+    assert len(bridged) == 12  # 4 arms x seeds 0-2
+    for k in bridged:
+        assert runs[k].config == kept[k]["config"]
+        assert (runs[k].d_model, runs[k].d_ff, runs[k].params_non_embedding) == (
+            kept[k]["d_model"], kept[k]["d_ff"], kept[k]["params_non_embedding"])
+    for cell in ("s3", "s4", "s4lr05", "s4lr2"):
+        arms = [r for r in runs.values() if r.arm.startswith(cell + ".") and r.seed == spec.seeds[0]]
+        assert {r.arm.split(".")[1] for r in arms} == {"gelu-r1", "gelu-r2", "gelu-r4", "gelu-r8"}
+        ref = next(r for r in arms if r.arm.endswith("gelu-r4")).params_non_embedding
+        assert all(abs(r.params_non_embedding / ref - 1) <= spec.tolerance for r in arms)
+
+
+def test_cpu_dry_run_runs_every_section(tmp_path):
+    out, work = tmp_path / "out", tmp_path / "work"
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu",
+                        "--out", str(out), "--work", str(work)], capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    doc = json.loads((out / "gpu-check-cpu.json").read_text())
+    sec = doc["sections"]
+    assert {k: v["status"] for k, v in sec.items()} == dict.fromkeys(
+        ("ffn", "alignment", "throughput", "sweep", "tests"), "ok")
+    from ffnlab.sizing.kinds import FFN_KINDS
+
+    assert [r["kind"] for r in sec["ffn"]["result"]["rows"]] == list(FFN_KINDS)
+    assert sec["alignment"]["result"]["claim"]["verdict"] == "needs-experiment"  # CPU is not a tensor core
+    assert load_evidence(out / "width-alignment-cpu.json")["alignment"]["verdict"] == "needs-experiment"
+    assert {r["group"] for r in sec["alignment"]["result"]["document"]["rows"]} == {"div128", "div64", "div8",
+                                                                                      "not8"}
+    names = [r["name"] for r in sec["throughput"]["result"]["rows"]]
+    assert names == ["ffnlab bare step", "ffnlab trainer loop", "nanoGPT-style reference"]
+    tests = sec["tests"]["result"]
+    assert tests["tests"] == tests["skipped"] >= 6 and tests["failures"] == tests["errors"] == 0
+    sweep = sec["sweep"]["result"]
+    assert sweep["runs"] == 8 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]  # 2 cells x 2 arms x 2 seeds
+    md = (out / "gpu-check-cpu.md").read_text()
+    assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md

@@ -1,0 +1,196 @@
+"""Hub ids (``org/name[@rev]``) for audit, fit, size --from and probe, through the real
+``huggingface_hub`` download path against a fake Hub on 127.0.0.1 (tests/helpers/fake_hub.py).
+
+Oracles: the same config.json audited as a local file (whose counts tests/sizing/hf/test_hf_parity.py checks
+against transformers), the requests the server saw, and the HF cache on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_run import assert_usage_error
+from fake_hub import FakeHub
+
+LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100}
+OLD = {**LLAMA, "intermediate_size": 256}  # the v1 tag's config: another width
+
+
+def blob(obj: object) -> bytes:
+    return json.dumps(obj).encode()
+
+
+@pytest.fixture(scope="module")
+def hub():
+    fake = FakeHub()
+    fake.add("org/tiny", {"main": {"config.json": blob(LLAMA)}, "v1": {"config.json": blob(OLD)}})
+    fake.add("org/private", {"main": {"config.json": blob(LLAMA)}}, access="private", token="hf_secret")
+    fake.add("org/gated", {"main": {"config.json": blob(LLAMA)}}, access="gated", token="hf_granted")
+    fake.add("org/forbidden", {"main": {"config.json": blob(LLAMA)}}, access="forbidden")
+    fake.add("org/no-config", {"main": {"README.md": b"# nothing here\n"}})
+    server, url = fake.serve()
+    yield fake, url
+    server.shutdown()
+
+
+def ffnlab(url: str, home: Path, *args: str, offline: bool = False, token: str | None = None,
+           cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    env |= {"HF_ENDPOINT": url, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1" if offline else "0",
+            "TRANSFORMERS_OFFLINE": "1" if offline else "0", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    if token:
+        env["HF_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "ffnlab", *args], capture_output=True, text=True, env=env,
+                          timeout=600, cwd=cwd)
+
+
+def audit_json(p: subprocess.CompletedProcess) -> dict:
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)
+    return row
+
+
+def seen(fake: FakeHub, since: int) -> list[tuple[str, str, str | None]]:
+    return fake.requests[since:]
+
+
+def test_audit_fetches_config_json_only_then_answers_offline_from_the_cache(hub, tmp_path):
+    fake, url = hub
+    local = tmp_path / "tiny" / "config.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps(LLAMA))
+    want = audit_json(ffnlab(url, tmp_path / "hf", "audit", str(local), "--json"))
+    n = len(fake.requests)
+    row = audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--json"))
+    assert row["name"] == "org/tiny" and row["source"] == "Hugging Face Hub: org/tiny"
+    assert {k: v for k, v in row.items() if k not in ("name", "source")} == \
+        {k: v for k, v in want.items() if k not in ("name", "source")}
+    assert {path for _, path, _ in seen(fake, n)} == {"/org/tiny/resolve/main/config.json"}  # nothing else
+    snapshots = list((tmp_path / "hf" / "hub" / "models--org--tiny" / "snapshots").glob("*/config.json"))
+    assert len(snapshots) == 1 and json.loads(snapshots[0].read_text()) == LLAMA  # kept in the HF cache
+    n = len(fake.requests)
+    again = audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--json", offline=True))
+    assert again == row and seen(fake, n) == []  # HF_HUB_OFFLINE: the cache answers, the server is not asked
+
+
+def test_offline_without_a_cached_config_says_so(hub, tmp_path):
+    _, url = hub
+    p = ffnlab(url, tmp_path / "empty", "audit", "org/tiny", offline=True)
+    assert_usage_error(p, "HF_HUB_OFFLINE is set")
+    assert "has no config.json of org/tiny" in p.stderr
+
+
+def test_a_revision_pins_the_config(hub, tmp_path):
+    fake, url = hub
+    n = len(fake.requests)
+    assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/tiny@v1", "--json"))["d_ff"] == 256
+    assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--json"))["d_ff"] == 172
+    commit = fake.repos["org/tiny"].refs["v1"]
+    row = audit_json(ffnlab(url, tmp_path / "hf", "audit", f"org/tiny@{commit}", "--json"))
+    assert row["d_ff"] == 256 and row["name"] == f"org/tiny@{commit}"
+    assert "/org/tiny/resolve/v1/config.json" in {path for _, path, _ in seen(fake, n)}
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/tiny@v9"), "has no revision 'v9'")
+
+
+def test_private_repo_needs_a_token(hub, tmp_path):
+    fake, url = hub
+    p = ffnlab(url, tmp_path / "hf", "audit", "org/private")
+    assert_usage_error(p, "private")
+    assert "hf auth login" in p.stderr and "HF_TOKEN" in p.stderr
+    n = len(fake.requests)
+    assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/private", "--json", token="hf_secret"))["d_ff"] == 172
+    assert {tok for _, _, tok in seen(fake, n)} == {"hf_secret"}  # HF_TOKEN was sent
+
+
+@pytest.mark.parametrize("token, status", [(None, 401), ("hf_other", 403)])
+def test_gated_repo_says_how_to_get_access(hub, tmp_path, token, status):
+    fake, url = hub
+    n = len(fake.requests)
+    p = ffnlab(url, tmp_path / "hf", "audit", "org/gated", token=token)
+    assert_usage_error(p, "org/gated is gated: accept its terms")
+    assert "HF_TOKEN" in p.stderr
+    assert seen(fake, n)[0][2] == token
+
+
+def test_gated_repo_with_a_granted_token_works_and_a_bare_403_is_reported(hub, tmp_path):
+    _, url = hub
+    assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/gated", "--json", token="hf_granted"))["d_ff"] == 172
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/forbidden", token="hf_x"), "refused org/forbidden (403)")
+
+
+def test_unknown_repo_and_missing_config_are_one_line(hub, tmp_path):
+    _, url = hub
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/nothing"), "org/nothing is not on the Hub")
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/no-config"), "org/no-config has no config.json")
+
+
+def test_zoo_names_and_local_paths_never_download(hub, tmp_path):
+    fake, url = hub
+    (tmp_path / "org").mkdir()
+    (tmp_path / "org" / "tiny").mkdir()  # a local folder named like the Hub id wins
+    (tmp_path / "org" / "tiny" / "config.json").write_text(json.dumps(OLD))
+    n = len(fake.requests)
+    assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--json", cwd=tmp_path))["d_ff"] == 256
+    assert ffnlab(url, tmp_path / "hf", "audit", "gpt2", "openai-community/gpt2", "--json").returncode == 0
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "missing/config.json"), "no such file")
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/typo", cwd=tmp_path), "no such file")  # org/ is here
+    assert seen(fake, n) == []
+
+
+def test_fit_and_size_from_take_hub_ids(hub, tmp_path):
+    _, url = hub
+    p = ffnlab(url, tmp_path / "hf", "fit", "org/tiny@v1", "--gpus", "1", "--gpu", "H100", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["model"] == "org/tiny@v1"
+    local = tmp_path / "cfg" / "config.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps(OLD))
+    hub_size = ffnlab(url, tmp_path / "hf", "size", "--from", "org/tiny@v1", "--json")
+    local_size = ffnlab(url, tmp_path / "hf", "size", "--from", str(local), "--json")
+    assert hub_size.returncode == 0 and local_size.returncode == 0, hub_size.stderr + local_size.stderr
+    a, b = json.loads(hub_size.stdout), json.loads(local_size.stdout)
+    assert a["from"] == "org/tiny@v1" and a["d_ff"] == 256 and a["model"]["params"] == b["model"]["params"]
+
+
+def test_sizing_without_a_hub_id_never_imports_huggingface_hub():
+    code = ("import sys\nfrom ffnlab.cli import main\n"
+            "for argv in (['audit', 'llama-2-7b'], ['size', '--from', 'gpt2'], ['fit', 'gpt2', '--gpus', '1']):\n"
+            "    try:\n        main(argv)\n    except SystemExit as e:\n        assert e.code == 0, (argv, e.code)\n"
+            "print('huggingface_hub' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_probe_takes_a_hub_id(hub, tmp_path):
+    """probe downloads config, safetensors weights and tokenizer files (never a .bin) and runs."""
+    pytest.importorskip("transformers")
+    from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, validate
+    from ffnlab.training.export import export_model
+    from ffnlab.training.export_tokenizer import generation_config, tokenizer_files
+    from ffnlab.training.nn import build_model
+
+    fake, url = hub
+    cfg = validate(ModelConfig(d_model=32, n_layers=2, vocab_size=256, ffn=FFNSpec("swiglu", 24),
+                               attn=AttentionSpec(n_heads=4, n_kv_heads=2), norm="rmsnorm", positions="rope",
+                               max_positions=32))
+    folder = tmp_path / "exported"
+    export_model(build_model(cfg, seed=0, max_seq_len=32), folder, tokenizer_files("byte", None, 256, 64),
+                 generation_config())
+    files = {f.name: f.read_bytes() for f in folder.iterdir()}
+    fake.add("org/probe-me", {"main": {**files, "pytorch_model.bin": b"a pickle ffnlab must not fetch"}})
+    corpus = tmp_path / "text.txt"
+    corpus.write_text("".join(f"line {i}: to be or not to be, that is the question\n" for i in range(300)))
+    n = len(fake.requests)
+    p = ffnlab(url, tmp_path / "hf", "probe", "org/probe-me", "--corpus", str(corpus), "--tokens", "512",
+               "--seq-len", "32", "--units", "2", "--examples", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "probes" / "probe-me" / "probe.json").is_file()
+    fetched = {path.rsplit("/", 1)[1] for method, path, _ in seen(fake, n) if method == "GET"}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= fetched and "pytorch_model.bin" not in fetched

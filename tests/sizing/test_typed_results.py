@@ -1,20 +1,19 @@
-"""The results typed last (explain, fine-tuning, serving capacity, claims, a sweep's analysis)
-against what the dicts they replace gave.
+"""The sizing results typed last (explain, fine-tuning, serving capacity, claims) against what
+the dicts they replace gave.
 
 Oracles: tests/data/typed_results_snapshot.json, written by the code before these results became
-dataclasses (same keys, same order, same values, same JSON); the kept reports' ``results.json``
-(docs/results/*/), written by the dict-returning analysis; and a planted result for the one new
+dataclasses (same keys, same order, same values, same JSON); and a planted result for the one new
 rule of the dict view (a field that is a key of the view but not of the JSON).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import FrozenInstanceError, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pytest
+from paths import DATA, SRC
 from result_checks import check_read_only_view
 
 from ffnlab.render import _json_default
@@ -26,9 +25,7 @@ from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.serving import Capacity, capacity
 from ffnlab.sizing.zoo import find
 
-DATA = Path(__file__).parent / "data"
 SNAPSHOT = json.loads((DATA / "typed_results_snapshot.json").read_text(encoding="utf-8"))
-RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 
 # the arguments the snapshot was written with (its keys name them)
 FINETUNE: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
@@ -104,33 +101,9 @@ def test_claim_rows_keep_their_keys_and_name_their_source_text() -> None:
     assert all(isinstance(r, ClaimCheck) for r in rows)
     assert [list(r.as_dict()) for r in rows] == [SNAPSHOT["claims"]["keys"]] * len(rows)
     assert {r.id: r.as_dict()["seed"] for r in rows} == SNAPSHOT["claims"]["sources"]
-    sources = json.loads((Path(__file__).resolve().parents[1] / "src" / "ffnlab" / "data" / "claims.json")
-                         .read_text(encoding="utf-8"))["sources"]
+    sources = json.loads((SRC / "ffnlab" / "data" / "claims.json").read_text(encoding="utf-8"))["sources"]
     assert {r.source_text for r in rows} <= set(sources)
     assert len(rows) == len(load_claims())
-
-
-@pytest.mark.parametrize("name", ["golden-quick", "golden-mature"])
-def test_a_sweeps_analysis_is_its_kept_results_json(name: str) -> None:
-    """The JSON object of the typed analysis is the kept report's results.json (written when the
-    analysis was a dict), less the provenance the report adds."""
-    from ffnlab.experiments.analysis.analyse import Analysis, analyse
-    from ffnlab.experiments.reporting.pages import json_safe
-    from ffnlab.experiments.sweep.runs import ArmStats
-
-    kept = json.loads((RESULTS / name / "results.json").read_text(encoding="utf-8"))
-    kept.pop("provenance")
-    res = analyse(RESULTS / name)
-    assert isinstance(res, Analysis)
-    got = json.loads(json.dumps(json_safe(res.as_dict()), default=str))
-    assert list(got) == list(kept)
-    assert got == kept
-    # the arms themselves: a key of the dict view (as the dict had them), not of the JSON
-    assert "arm_objects" in res and "arm_objects" not in res.as_dict()
-    assert res["arm_objects"] is res.arm_objects and all(isinstance(a, ArmStats) for a in res["arm_objects"])
-    assert list(res) == [*list(kept)[:5], "arm_objects", *list(kept)[5:]]  # where the dict held it
-    with pytest.raises(FrozenInstanceError):
-        res.claims = {}  # type: ignore[misc]
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,10 @@ from typing import Any, ClassVar
 
 def plain(value: Any) -> Any:
     """``value`` as JSON-ready data (see the module's docstring)."""
+    if isinstance(value, Result):
+        return value.as_dict()
     if hasattr(value, "as_dict") and not isinstance(value, type):
-        return plain(value.as_dict())  # its tuples as lists too
+        return plain(value.as_dict())  # another dataclass's own object: its tuples as lists too
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, (list, tuple)):

@@ -34,48 +34,45 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "attention": ("--attention", "Attention implementation: fused (flash) | eager (s x s kept)."),
     "kv_dtype": ("--kv-dtype", "KV-cache dtype: bf16 fp16 fp32 fp8 int8 int4 (default --dtype)."),
     "weights_dtype": ("--weights-dtype",
-        "Serving weights: bf16 fp16 fp32, or a quantised format: awq gptq gptq-3bit gptq-8bit fp8 (per tensor) "
-             "fp8-channel fp8-block128 nf4 mxfp4 int8 int4 (default --dtype)."),
+        "Serving weights: bf16 fp16 fp32, or a quantised format: awq gptq gptq-3bit gptq-8bit fp8 "
+        "(per tensor) fp8-channel fp8-block128 nf4 mxfp4 int8 int4 (default --dtype)."),
     "group_size": ("--group-size",
-                                     "Quantisation group size for awq, gptq, int8, int4 (default 128; 0 = one "
-                                          "group over the whole input)."),
+        "Quantisation group size for awq, gptq, int8, int4 (default 128; 0 = one group over the "
+        "whole input)."),
     "dp": ("--dp", "Data-parallel GPUs."),
     "tp": ("--tp", "Tensor-parallel GPUs."),
     "pp": ("--pp", "Pipeline stages."),
     "ep": ("--ep", "Expert-parallel GPUs (MoE; divides --dp)."),
     "zero": ("--zero", "ZeRO stage 0-3 (0 = DDP, 3 = --zero3 engine)."),
     "sp": ("--sp/--no-sp", "Sequence parallelism (with --tp)."),
-    "grad_dtype": ("--grad-dtype", "Gradient dtype: bf16 fp16 fp32 (default --dtype; "
-                                                               "fp32 = Megatron-style accumulation)."),
-    "optimizer": ("--optimizer", "Optimizer state: adamw (fp32 moments) | adam8bit | "
-                                                                 "adafactor | sgd-momentum | sgd."),
+    "grad_dtype": ("--grad-dtype",
+        "Gradient dtype: bf16 fp16 fp32 (default --dtype; fp32 = Megatron-style accumulation)."),
+    "optimizer": ("--optimizer",
+        "Optimizer state: adamw (fp32 moments) | adam8bit | adafactor | sgd-momentum | sgd."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
-    "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | "
-                                                        "deepspeed."),
-    "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 "
-                                                         "default 1)."),
+    "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
+    "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
     "reshard_after_forward": ("--reshard-after-forward/--no-reshard-after-forward",
-                                                 "FSDP: free a layer's gathered weights after its forward (off "
-                                                      "= SHARD_GRAD_OP)."),
-    "loss": ("--loss", "Loss implementation: full (cross-entropy over all logits: "
-                                                      "transformers, torchtitan, nanoGPT) | chunked (torchtune) | "
-                                                      "fused (fused linear cross-entropy, Liger)."),
-    "loss_chunks": ("--loss-chunks", "Chunks of --loss chunked (torchtune's default 8)."),
-    "optimizer_impl": ("--optimizer-impl", "PyTorch optimizer implementation: "
-                                                                             "foreach (default on GPU) | fused | "
-                                                                             "for-loop."),
-    "grad_accum": ("--grad-accum", "Micro-batches per optimizer step (gradients stay "
-                                                             "alive across them)."),
-    "recompute_every": ("--recompute-every", "With --recompute full: checkpoint every "
-                                                                       "N-th layer only (torchtitan's "
-                                                                       "selective_ac_option N)."),
-    "finetune": ("--finetune", "full (every weight trains) | lora | qlora (peft adapters on a frozen base: the "
-                               "fine-tuning step's peak)."),
+        "FSDP: free a layer's gathered weights after its forward (off = SHARD_GRAD_OP)."),
+    "loss": ("--loss",
+        "Loss implementation: full (cross-entropy over all logits: transformers, torchtitan, "
+        "nanoGPT) | chunked (torchtune) | fused (fused linear cross-entropy, Liger)."),
+    "loss_chunks": ("--loss-chunks",
+        "Chunks of --loss chunked (torchtune's default 8)."),
+    "optimizer_impl": ("--optimizer-impl",
+        "PyTorch optimizer implementation: foreach (default on GPU) | fused | for-loop."),
+    "grad_accum": ("--grad-accum", "Micro-batches per optimizer step (gradients stay alive across them)."),
+    "recompute_every": ("--recompute-every",
+        "With --recompute full: checkpoint every N-th layer only (torchtitan's selective_ac_option "
+        "N)."),
+    "finetune": ("--finetune",
+        "full (every weight trains) | lora | qlora (peft adapters on a frozen base: the fine-tuning"
+        " step's peak)."),
     "lora_rank": ("--lora-rank", "LoRA rank r."),
     "lora_alpha": ("--lora-alpha", "LoRA alpha (scales the update; no effect on memory)."),
     "lora_targets": ("--lora-targets", "all-linear | attention | ffn | attention,ffn."),
-    "qlora_base": ("--qlora-base", "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes "
-                                   "LLM.int8)."),
+    "qlora_base": ("--qlora-base",
+        "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
 }
 # with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
 NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "zero3", "prefetch", "reshard_after_forward")

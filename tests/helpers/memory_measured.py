@@ -2,7 +2,7 @@
 
 Each record is a small model (``make_config`` keywords), a batch shape and attention kernel, and
 the bytes autograd saved for backward in one forward pass on CPU in fp32
-(``test_memory_saved_tensors.saved_bytes``: saved_tensors_hooks, each storage once, parameters and
+(``saved_tensors.saved_bytes``: saved_tensors_hooks, each storage once, parameters and
 buffers left out). ``test_memory_measured.py`` checks ``sizing.memory.activation_memory``
 against them without torch, so mutation testing (``make mutate``) judges each mutant in about a
 second; it re-measures a sample live, so the file cannot drift from the modules unnoticed.
@@ -14,10 +14,9 @@ Regenerate after changing the modules in ``training/nn``:
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
-from paths import DATA, TESTS
+from paths import DATA
 
 PATH = DATA / "saved_tensor_bytes.json"
 BASE = dict(d_model=64, n_layers=2, n_heads=4, d_ff=160, vocab_size=97)
@@ -45,9 +44,7 @@ def config(r: dict[str, Any]) -> Any:
 
 
 def measure(r: dict[str, Any]) -> int:
-    if str(TESTS / "sizing" / "memory") not in sys.path:  # run as a script: the test module's folder
-        sys.path.insert(0, str(TESTS / "sizing" / "memory"))
-    from test_memory_saved_tensors import saved_bytes
+    from saved_tensors import saved_bytes
 
     return saved_bytes(config(r), batch=r["batch"], seq_len=r["seq_len"], math_sdpa=r["attention"] == "eager")
 

@@ -11,32 +11,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from saved_tensors import saved_bytes
 
 from ffnlab.sizing.config import make_config
 from ffnlab.sizing.memory.activations import activation_memory
 from ffnlab.training.nn import build_model
-
-
-def saved_bytes(cfg, batch: int, seq_len: int, *, math_sdpa: bool = False, full: bool = False) -> int:
-    """Bytes of the distinct storages autograd saves in one forward pass (fp32, CPU)."""
-    model = build_model(cfg, seed=0, max_seq_len=seq_len)
-    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
-    seen: dict[int, int] = {}
-
-    def pack(x: torch.Tensor) -> torch.Tensor:
-        st = x.untyped_storage()
-        if st.data_ptr() not in own:
-            seen.setdefault(st.data_ptr(), st.nbytes())
-        return x
-
-    gen = torch.Generator().manual_seed(0)
-    idx, targets = torch.randint(0, cfg.vocab_size, (2, batch, seq_len), generator=gen)
-    backend = torch.nn.attention.SDPBackend.MATH if math_sdpa else torch.nn.attention.SDPBackend.FLASH_ATTENTION
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x), torch.nn.attention.sdpa_kernel(backend):
-        _, loss, aux = model(idx, targets)
-    (loss if aux is None else loss + aux).backward()
-    return sum(seen.values())
-
 
 CASES = {
     "gelu-mha-learned": dict(kind="gelu"),

@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from test_verdicts import fake_sweep
+from fake_sweeps import fake_sweep
 
 from ffnlab.experiments.reporting.browser import check_in_browser, find_browser
 from ffnlab.experiments.reporting.report import write_report

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fake_sweeps import scale_sweep
 from paths import ROOT
-from test_verdicts import scale_sweep
 
 from ffnlab.experiments.analysis.analyse import analyse
 

@@ -205,3 +205,29 @@ def test_the_layout_check_flags_planted_strays(tmp_path):
 
 def test_tests_mirror_the_package_with_helpers_in_one_place():
     assert misplaced(TESTS, SRC) == [], "test modules belong in the folder of the package part they test, other modules in tests/helpers/"
+
+
+def imports_of_test_modules(source: str) -> list[str]:
+    """The test modules (``test_*``) a source imports: what they share belongs in tests/helpers/."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        found += [n for n in names if n.split(".")[-1].startswith("test_")]
+    return found
+
+
+def test_the_import_check_flags_a_planted_import_of_a_test_module():
+    assert imports_of_test_modules("from test_verdicts import fake_sweep\nimport os") == ["test_verdicts"]
+    assert imports_of_test_modules("import tests.sizing.test_counting as t") == ["tests.sizing.test_counting"]
+    assert imports_of_test_modules("from fake_sweeps import fake_sweep") == []
+
+
+def test_no_test_module_is_imported_helpers_are():
+    found = {str(p.relative_to(TESTS)): names for p in sorted(TESTS.rglob("*.py"))
+             for names in [imports_of_test_modules(p.read_text(encoding="utf-8"))] if names}
+    assert found == {}, f"imports of test modules (move what they share to tests/helpers/): {found}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -123,3 +124,14 @@ def test_a_field_outside_the_json_is_in_the_view_as_itself() -> None:
     assert dict(r.items()) == {"name": "x", "handle": handle, "counts": [1, 2]}
     assert r.values() == ["x", handle, [1, 2]]
     assert {**r}["handle"] is handle
+
+
+@dataclass(frozen=True)
+class _Written(Result):
+    paths: dict[str, Path]
+    names: tuple[str, ...]
+
+
+def test_a_path_in_a_result_is_its_string_in_the_json() -> None:
+    r = _Written(paths={"html": Path("reports") / "index.html"}, names=("a",))
+    assert json.loads(json.dumps(r.as_dict())) == {"paths": {"html": "reports/index.html"}, "names": ["a"]}

@@ -3,7 +3,7 @@
 A result's fields are typed (mypy checks every producer and reader); :meth:`Result.as_dict` gives
 the plain object the JSON shows, keys and order unchanged from the dicts the results replace:
 nested results and dataclasses with their own ``as_dict`` (a layout adds its ``gpus``) through
-theirs, other dataclasses field by field, tuples as lists.
+theirs, other dataclasses field by field, tuples as lists, paths as strings.
 
 **Transitional dict view**: ``r["key"]``, ``r.get("key")``, ``"key" in r``, ``keys()``,
 ``items()``, ``values()``, ``len(r)``, ``iter(r)`` and ``{**r}`` mirror the top level of
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass
+from pathlib import PurePath
 from typing import Any, ClassVar
 
 
@@ -24,6 +25,8 @@ def plain(value: Any) -> Any:
     """``value`` as JSON-ready data (see the module's docstring)."""
     if isinstance(value, Result):
         return value.as_dict()
+    if isinstance(value, PurePath):
+        return str(value)
     if hasattr(value, "as_dict") and not isinstance(value, type):
         return plain(value.as_dict())  # another dataclass's own object: its tuples as lists too
     if is_dataclass(value) and not isinstance(value, type):

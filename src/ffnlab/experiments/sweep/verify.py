@@ -21,7 +21,7 @@ class Verified(Result):
     and the wall time it took."""
 
     paths: dict[str, Path]  # :func:`ffnlab.experiments.reporting.report.write_report`'s
-    claims: list[ClaimCheck]
+    claims: tuple[ClaimCheck, ...]
     wall_s: float
 
 
@@ -46,4 +46,4 @@ def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, 
     from ffnlab.sizing.claims import load_evidence
 
     final = check_claims(load_evidence(paths["claims"]))
-    return Verified(paths=paths, claims=final, wall_s=time.perf_counter() - t0)
+    return Verified(paths=paths, claims=tuple(final), wall_s=time.perf_counter() - t0)

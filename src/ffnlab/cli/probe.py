@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -93,14 +94,14 @@ def probe(
     ids = corpus_tokens(probed, corpus, split, tokens)
     result = run_probe(probed, ids, layers=chosen, units=units, examples=examples,
                        top_tokens=top_tokens, seq_len=seq_len)
-    result["corpus"] = f"{corpus} ({split})"
+    result = replace(result, corpus=f"{corpus} ({split})")
     paths = write(result, folder)
     if replacing:
         print(one_line(f"replaced the earlier probe in {folder}"), file=sys.stderr)
     if as_json:
-        print(json.dumps(result, indent=1, ensure_ascii=False))
+        print(json.dumps(result.as_dict(), indent=1, ensure_ascii=False))
         return
-    for ly in result["layers"]:
+    for ly in result.layers:
         s = ly["summary"]
         top = ly["units"][0]
         print(f"layer {ly['layer']}: d_ff {s['d_ff']}, units fire on {s['mean_fire_rate']:.1%} of positions "

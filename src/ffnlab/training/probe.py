@@ -24,12 +24,13 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.result import Result
 
 # transformers module paths: layers list, then names inside each layer; "values" says how the
 # down projection stores its weight ("out_in": nn.Linear (d, d_ff); "in_out": GPT-2's Conv1D).
@@ -273,10 +274,30 @@ def _token_text(codec: TextCodec, ids: Sequence[int]) -> list[str]:
     return [codec.decode([int(i)]) for i in ids]
 
 
+@dataclass(frozen=True)
+class ProbeResult(Result):
+    """What ``ffnlab probe`` found (``probe.json``): the run's size, each chosen layer's units
+    (``layers``, JSON objects: summary, units with their examples and value tokens) and the
+    method; ``corpus`` is set by the command (``dataclasses.replace``)."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"corpus"})
+
+    model: str
+    kind: str
+    tokenizer: str
+    tokens: int
+    windows: int
+    seq_len: int
+    n_layers: int
+    layers: list[dict[str, Any]]
+    method: str
+    corpus: str | None = None
+
+
 def probe(probed: Probed, tokens: Sequence[int], *, layers: Sequence[int] | None = None, units: int = 8,
           examples: int = 5, top_tokens: int = 10, seq_len: int = 128, before: int = 16, after: int = 4,
-          batch_size: int = 16) -> dict[str, Any]:
-    """Run the model over ``tokens`` and describe the chosen layers' FFN units (a JSON-ready dict)."""
+          batch_size: int = 16) -> ProbeResult:
+    """Run the model over ``tokens`` and describe the chosen layers' FFN units."""
     n_layers = len(probed.sites)
     chosen = list(range(n_layers)) if not layers else list(layers)
     for li in chosen:
@@ -310,12 +331,11 @@ def probe(probed: Probed, tokens: Sequence[int], *, layers: Sequence[int] | None
     out_layers = []
     for s in sites:
         out_layers.append(_describe_layer(probed, s, accs[s.layer], token_text, units, top_tokens, before, after))
-    return {"model": probed.name, "kind": probed.kind, "tokenizer": probed.codec.name,
-            "tokens": int(stream.numel()), "windows": n_win, "seq_len": seq, "n_layers": n_layers,
-            "layers": out_layers,
-            "method": "coefficient = input of the down projection (act(h) plain, act(gate) x up gated); "
-                      "a unit fires where act(h) > 0 or act(gate) > 0; value tokens = top of E v_i "
-                      "(output embedding times the unit's value vector, Geva et al. 2022)"}
+    return ProbeResult(model=probed.name, kind=probed.kind, tokenizer=probed.codec.name,
+                       tokens=int(stream.numel()), windows=n_win, seq_len=seq, n_layers=n_layers, layers=out_layers,
+                       method="coefficient = input of the down projection (act(h) plain, act(gate) x up gated); "
+                              "a unit fires where act(h) > 0 or act(gate) > 0; value tokens = top of E v_i "
+                              "(output embedding times the unit's value vector, Geva et al. 2022)")
 
 
 def _value_projection(unembed: torch.Tensor, values: torch.Tensor, top: int) -> tuple[torch.Tensor, ...]:

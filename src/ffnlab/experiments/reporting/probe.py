@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
 from ffnlab.files import make_dir, write_atomic
+
+if TYPE_CHECKING:
+    from ffnlab.training.probe import ProbeResult
 
 SUMMARY_KEYS = ["d_ff", "gated", "mean_fire_rate", "median_fire_rate", "dead_units", "always_on_units",
                 "mean_abs_coefficient", "value_entropy_bits_mean", "value_entropy_bits_max", "value_top_mass_mean"]
@@ -26,21 +29,21 @@ def _num(v: Any) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def render_html(result: dict[str, Any]) -> str:
+def render_html(result: ProbeResult) -> str:
     from ffnlab.experiments.reporting.pages import environment
 
     env = environment()
     env.filters["show"] = _show
     env.filters["num"] = _num
-    model = {**result, "title": f"ffnlab probe: {result['model']}", "corpus": str(result.get("corpus", ""))}
+    model = {**result.as_dict(), "title": f"ffnlab probe: {result.model}", "corpus": result.corpus or ""}
     return env.get_template("probe.html.j2").render(r=model, keys=SUMMARY_KEYS)
 
 
-def write(result: dict[str, Any], out: str | Path) -> dict[str, Path]:
+def write(result: ProbeResult, out: str | Path) -> dict[str, Path]:
     """``out/probe.json`` and ``out/index.html``."""
     folder = Path(out)
     require(not folder.exists() or folder.is_dir(), f"{folder} is a file; choose a folder for the probe")
     make_dir(folder)
-    write_atomic(folder / "probe.json", json.dumps(result, indent=1, ensure_ascii=False))
+    write_atomic(folder / "probe.json", json.dumps(result.as_dict(), indent=1, ensure_ascii=False))
     write_atomic(folder / "index.html", render_html(result))
     return {"json": folder / "probe.json", "html": folder / "index.html"}

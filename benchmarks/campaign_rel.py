@@ -44,18 +44,11 @@ from pathlib import Path
 
 import yaml
 
-CORPUS = "facts:subjects=24,relations=2,values=4,value_len=1"
-SPEC = {
-    "name": "camp", "control": "fixed-d-model", "reference": "g4", "seeds": [0, 1], "workers": 2,
-    "threads_per_worker": 1,
-    "base": {"model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
-             "data": {"corpus": CORPUS, "tokenizer": "byte"},
-             "train": {"seq_len": 16, "batch_size": 4, "max_steps": 4, "warmup_steps": 0, "eval_every": 2,
-                       "eval_tokens": 64, "checkpoint_every": 1, "keep_last": 4, "tensorboard": False,
-                       "peak_flops": 1e11, "progress": "off"}},
-    "arms": [{"name": "g4", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}},
-             {"name": "s4", "ffn": {"kind": "swiglu", "rule": "ratio", "ratio": 4}}],
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+from fuzz_cli import snapshot  # noqa: E402  (what a refusal must leave unchanged)
+from tiny_sweep import tiny_spec  # noqa: E402
+
+SPEC = tiny_spec("camp")
 RUN, GATED = "g4-s0", "s4-s0"
 PROGRESS = re.compile(r"^\[camp\] ")
 RAW_BAD = ("\x1b", "\x07", "\x9b")
@@ -107,19 +100,6 @@ def run_cli(argv: list[str], where: Path) -> Outcome:
         signal.alarm(0)
         os.chdir(old)
     return Outcome(code, out.getvalue(), err.getvalue(), crash)
-
-
-def snapshot(root: Path) -> dict[str, tuple[str, bytes | None]]:
-    out: dict[str, tuple[str, bytes | None]] = {}
-    for p in sorted(root.rglob("*")):
-        rel = str(p.relative_to(root))
-        if p.is_symlink():
-            out[rel] = ("link", os.readlink(p).encode())
-        elif p.is_dir():
-            out[rel] = ("dir", None)
-        else:
-            out[rel] = ("file", p.read_bytes())
-    return out
 
 
 # ---------------------------------------------------------------- the world

@@ -21,19 +21,9 @@ from pathlib import Path
 import pytest
 import yaml
 from fuzz_cli import assert_refused, cli, snapshot
+from tiny_sweep import tiny_spec
 
-CORPUS = "facts:subjects=24,relations=2,values=4,value_len=1"
-SPEC = {
-    "name": "links", "control": "fixed-d-model", "reference": "g4", "seeds": [0, 1], "workers": 2,
-    "threads_per_worker": 1,
-    "base": {"model": {"d_model": 16, "n_layers": 1, "n_heads": 2},
-             "data": {"corpus": CORPUS, "tokenizer": "byte"},
-             "train": {"seq_len": 16, "batch_size": 4, "max_steps": 4, "warmup_steps": 0, "eval_every": 2,
-                       "eval_tokens": 64, "checkpoint_every": 1, "keep_last": 4, "tensorboard": False,
-                       "peak_flops": 1e11, "progress": "off"}},
-    "arms": [{"name": "g4", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}},
-             {"name": "s4", "ffn": {"kind": "swiglu", "rule": "ratio", "ratio": 4}}],
-}
+SPEC = tiny_spec("links")
 RUN = "g4-s0"
 GATED_RUN = "s4-s0"  # exportable (Llama layout)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from saved_tensors import saved_storages
 
 from ffnlab.training import runconfig
 from ffnlab.training.memory import check_fits, estimate
@@ -30,17 +31,9 @@ def measured_bytes(cfg: runconfig.RunConfig, vocab: int) -> int:
     mc = runconfig.model_config(cfg, vocab)
     model = build_model(mc, seed=0, max_seq_len=cfg.train.seq_len)
     opt = make_optimizer(model, cfg, "cpu")
-    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
-    saved: dict[int, int] = {}
-
-    def pack(x: torch.Tensor) -> torch.Tensor:
-        if x.untyped_storage().data_ptr() not in own:
-            saved.setdefault(x.untyped_storage().data_ptr(), x.untyped_storage().nbytes())
-        return x
-
     t = cfg.train
     idx, targets = torch.randint(0, vocab, (2, t.batch_size, t.seq_len), generator=torch.Generator().manual_seed(0))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+    with saved_storages(model) as saved:
         _, loss, aux = model(idx, targets)
     (loss if aux is None else loss + aux).backward()
     opt.step()

@@ -1,5 +1,5 @@
 """What each FFN kind keeps for backward (``sizing.memory.FFN_KEEPS``), measured on ffnlab's own
-module with ``torch.autograd.graph.saved_tensors_hooks`` (the pattern of
+module with ``torch.autograd.graph.saved_tensors_hooks`` (``saved_tensors.saved_storages``, as
 test_memory_saved_tensors.py, one FFN at a time so every kind is covered in milliseconds), and
 the MoE capacity factor's share of the activations by hand."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from saved_tensors import saved_storages as recording_saved
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
@@ -19,16 +20,7 @@ D, D_FF, TOKENS = 16, 40, 12
 
 def saved_storages(module: torch.nn.Module, x: torch.Tensor) -> dict[int, int]:
     """Bytes of each distinct storage autograd saves in one forward pass, parameters left out."""
-    own = {p.untyped_storage().data_ptr() for p in module.parameters()}
-    seen: dict[int, int] = {}
-
-    def pack(t: torch.Tensor) -> torch.Tensor:
-        st = t.untyped_storage()
-        if st.data_ptr() not in own:
-            seen.setdefault(st.data_ptr(), st.nbytes())
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with recording_saved(module) as seen:
         y = module(x)
     y.sum().backward()  # what was saved is what backward needs
     return seen

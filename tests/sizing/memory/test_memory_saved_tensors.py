@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from saved_tensors import saved_bytes
+from saved_tensors import saved_bytes, saved_storages
 
 from ffnlab.sizing.config import make_config
 from ffnlab.sizing.memory.activations import activation_memory
@@ -56,17 +56,9 @@ def test_full_recompute_keeps_layer_inputs() -> None:
 
     cfg = make_config(64, 3, 4, 160, kind="swiglu", vocab_size=97, max_positions=32)
     model = build_model(cfg, seed=0, max_seq_len=32)
-    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
-    seen: dict[int, int] = {}
-
-    def pack(x: torch.Tensor) -> torch.Tensor:
-        if x.untyped_storage().data_ptr() not in own:
-            seen.setdefault(x.untyped_storage().data_ptr(), x.untyped_storage().nbytes())
-        return x
-
     idx, targets = torch.randint(0, 97, (2, 2, 32), generator=torch.Generator().manual_seed(0))
     rope = (model.rope_cos, model.rope_sin)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+    with saved_storages(model) as seen:
         x = model.tok_emb(idx)
         for block in model.blocks:
             x, _ = checkpoint(block, x, rope, use_reentrant=True)
@@ -87,16 +79,8 @@ def _gpt2_saved_bytes(p: float) -> int:
     cfg._attn_implementation = "eager"
     torch.manual_seed(0)
     model = GPT2LMHeadModel(cfg).train()
-    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
-    seen: dict[int, int] = {}
-
-    def pack(x: torch.Tensor) -> torch.Tensor:
-        if x.untyped_storage().data_ptr() not in own:
-            seen.setdefault(x.untyped_storage().data_ptr(), x.untyped_storage().nbytes())
-        return x
-
     idx = torch.randint(0, 97, (2, 32), generator=torch.Generator().manual_seed(0))
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+    with saved_storages(model) as seen:
         model(idx, labels=idx)
     return sum(seen.values())
 

@@ -22,15 +22,6 @@ from ffnlab.experiments.analysis.stats import quadratic_minimum, ratio_of_means
 SIMS = 600
 
 
-def in_set(q, x: float) -> bool:
-    """Whether ``x`` lies in a minimum's Fieller set (bounded, the two rays, or everything)."""
-    if q.shape == "bounded":
-        return q.lo <= x <= q.hi
-    if q.shape == "exclusive":
-        return x <= q.lo or x >= q.hi
-    return q.shape == "all"
-
-
 def draw(rng: np.random.Generator, means: dict[str, float], sds: dict[str, float], n: int,
          tails: float | None = None) -> dict[str, list[float]]:
     """One simulated sweep: each arm's seeds around its true mean; ``tails``: Student-t noise with
@@ -135,7 +126,7 @@ def test_best_ratio_interval_covers_the_true_minimum():
         y = 2.2 + 0.02 * (x - truth) ** 2 + rng.normal(0, 0.01, x.size)
         q = quadratic_minimum(x, y)
         bounded += q.shape == "bounded"
-        covered += in_set(q, truth)
+        covered += q.contains(truth)
     assert covered / (SIMS * 2) >= 0.93 and bounded > SIMS  # mostly informative, and honest when not
 
 
@@ -159,7 +150,7 @@ def test_the_old_delta_method_interval_undercovers_where_fieller_does_not():
             half = stats.t.ppf(0.975, x.size - 3) * math.sqrt(grad @ cov @ grad)
             delta += abs(-b / (2 * c) - 1.3) <= half
         q = quadratic_minimum(x, y)
-        fieller += in_set(q, 1.3)
+        fieller += q.contains(1.3)
     assert delta / (SIMS * 2) < 0.9 and fieller / (SIMS * 2) >= 0.93
 
 

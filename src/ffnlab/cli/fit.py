@@ -130,12 +130,17 @@ def fit(
         return
     res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens, mfu, precision, opts)
     if as_json:
-        render.emit_json({"model": name, **{k: v for k, v in opts.items() if k not in OBJECTS},
-                          "sharding": checked["sharding"].as_dict(), "step": checked["step"].as_dict(),
-                          **res.as_dict()})
+        render.emit_json({"model": name, **_options_json(opts), **res.as_dict()})
         return
     _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=bool(n_tokens) and mode == "train",
               opts=opts, fmt=fmt, wide=wide)
+
+
+def _options_json(opts: dict[str, Any]) -> dict[str, Any]:
+    """The settings a fit was asked with, as its JSON shows them (the sharding and step options
+    as their own objects; fine-tuning is the result's)."""
+    return {**{k: v for k, v in opts.items() if k not in OBJECTS}, "sharding": opts["sharding"].as_dict(),
+            "step": opts["step"].as_dict()}
 
 
 def _check_flags(fmt: str, dtype: str, seq_len: int, gpus: int, max_tp: int, top: int, mode: str, precision: str,
@@ -253,9 +258,7 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     mode = opts["mode"]
     if as_json:
         ft = opts.get("finetune")
-        render.emit_json({"model": name, "gpus": gpus,
-                          **{k: v for k, v in opts.items() if k not in OBJECTS},
-                          "sharding": opts["sharding"].as_dict(), "step": opts["step"].as_dict(), "tokens": n_tokens, "mfu": mfu,
+        render.emit_json({"model": name, "gpus": gpus, **_options_json(opts), "tokens": n_tokens, "mfu": mfu,
                           "precision": precision, "accelerators": rows,
                           **({"finetune": ft.as_dict()} if ft is not None else {})})
         return

@@ -25,23 +25,16 @@ import statistics
 from pathlib import Path
 
 from ffnlab.experiments.capacity import design as cap
+from ffnlab.experiments.sweep.run import run_flops
 from ffnlab.experiments.sweep.spec import SweepSpec, find_spec, load_spec, resolve
 from ffnlab.training import runconfig
-
-
-def _vocab(spec: SweepSpec) -> int:
-    data = runconfig.from_dict(spec.base).data
-    return 256 if data.tokenizer == "byte" else data.bpe_vocab_size
+from ffnlab.training.memory import vocab_guess
 
 
 def spec_flops(spec: SweepSpec) -> tuple[int, float]:
     """(runs, training FLOPs of all runs) of one sweep spec."""
-    runs = resolve(spec, _vocab(spec))
-    total = 0.0
-    for r in runs:
-        cfg = runconfig.from_dict(r.config)
-        total += r.train_flops_per_token * cfg.train.max_steps * cfg.tokens_per_step()
-    return len(runs), total
+    runs = resolve(spec, vocab_guess(runconfig.from_dict(spec.base)))
+    return len(runs), float(sum(run_flops(r) for r in runs))
 
 
 def preset_flops(name: str) -> tuple[int, float]:

@@ -21,18 +21,19 @@ GPU, which runs one process's kernels at a time (no MPS); and each run pays ``ST
 
 from __future__ import annotations
 
-from ffnlab.errors import require
 from ffnlab.experiments.sweep.run import (
+    cpu_peak,
     duration,
     estimate_seconds,
     resolution_lines,
     run_flops,
     time_estimate,
     worker_count,
-    worker_peak,
+    worker_share,
 )
 from ffnlab.experiments.sweep.spec import SweepSpec, design_maturity, resolve
 from ffnlab.training import runconfig
+from ffnlab.training.memory import vocab_guess
 
 KERNELS_PER_LAYER = 55
 KERNELS_PER_STEP = 40
@@ -47,12 +48,6 @@ def gpu_overheads(kernels: float, runs: int, workers: int) -> tuple[float, float
     return max(kernels * DISPATCH_S / workers, kernels * GPU_KERNEL_S), runs * START_S / workers
 
 
-def nominal_vocab(spec: SweepSpec) -> int:
-    """The vocabulary a spec's tokenizer is set up for (a trained BPE's may come out smaller)."""
-    data = runconfig.from_dict(spec.base).data
-    return 256 if data.tokenizer == "byte" else data.bpe_vocab_size
-
-
 def maturity_lines(spec: SweepSpec) -> list[str]:
     """Each cell's tokens per non-embedding parameter (its reference arm) against the rule."""
     rule = f"the rule needs {spec.maturity:g}" + (", required by the spec" if spec.require_mature else "")
@@ -63,22 +58,21 @@ def maturity_lines(spec: SweepSpec) -> list[str]:
 
 def estimate_lines(spec: SweepSpec, gpu: str | None = None, workers: int | None = None) -> list[str]:
     """The arms' resolution, each cell's maturity and the whole sweep's time estimate."""
-    runs = resolve(spec, nominal_vocab(spec))
+    runs = resolve(spec, vocab_guess(runconfig.from_dict(spec.base)))  # a trained BPE's may come out smaller
     n_workers = worker_count(spec, workers)
-    flops = sum(run_flops(r) for r in runs)
-    kernels = 0.0
+    flops, kernels = 0, 0
     for r in runs:
         m = runconfig.from_dict(r.config)
+        flops += run_flops(r)
         kernels += m.train.max_steps * (KERNELS_PER_LAYER * m.model.n_layers + KERNELS_PER_STEP)
-    on_gpu = gpu is not None
     if gpu is not None:
         from ffnlab.sizing.memory.hardware import find_accelerator
 
-        acc = find_accelerator(gpu)
-        require(acc.bf16_tflops is not None, f"--gpu {gpu}: no bf16 peak on record")
-        per_worker, where = acc.peak_flops("bf16") / n_workers, f"one {acc.display} shared"
+        acc = find_accelerator(gpu, otherwise="")  # no --gpu-memory here
+        per_worker, where, on_gpu = acc.peak_flops("bf16") / n_workers, f"one {acc.display} shared", True
     else:
-        per_worker, _, on_gpu = worker_peak(spec.threads_per_worker, n_workers)
+        peak = cpu_peak(spec.threads_per_worker)
+        per_worker, on_gpu = worker_share(peak, n_workers), peak is None
         where = ("this machine's GPU shared" if on_gpu else
                  f"this machine's CPU, measured at {spec.threads_per_worker} thread(s) a worker")
     lines = [*resolution_lines(runs), *maturity_lines(spec),

@@ -157,23 +157,30 @@ def worker_count(spec: SweepSpec, workers: int | None = None) -> int:
     return workers or spec.workers or max(1, (os.cpu_count() or 1) // spec.threads_per_worker)
 
 
-def run_flops(r: ResolvedRun) -> float:
+def run_flops(r: ResolvedRun) -> int:
     """The training FLOPs of one run: its steps x its own tokens per step x FLOPs per token."""
     cfg = runconfig.from_dict(r.config)
     return cfg.train.max_steps * cfg.tokens_per_step() * r.train_flops_per_token
 
 
-def worker_peak(threads: int, workers: int) -> tuple[float, float | None, bool]:
-    """Each worker's share of this machine's peak (a CPU's measured at ``threads``, a GPU's published
-    one shared by ``workers``); the CPU peak measured (None on a GPU); whether it is a GPU's."""
+def cpu_peak(threads: int) -> float | None:
+    """This machine's CPU peak measured at ``threads`` (square shapes: the arms' own differ); None
+    where a GPU trains the runs (each takes its accelerator's published peak)."""
     import torch
 
-    from ffnlab.training.peak import device_peak, measure_peak
+    from ffnlab.training.peak import measure_peak
 
-    if torch.cuda.is_available():
-        return device_peak("cuda", "bf16").flops / workers, None, True
-    cpu = measure_peak("cpu", "fp32", threads=threads).flops  # square shapes: the arms' own differ
-    return cpu, cpu, False
+    return None if torch.cuda.is_available() else measure_peak("cpu", "fp32", threads=threads).flops
+
+
+def worker_share(peak: float | None, workers: int) -> float:
+    """Each worker's share of this machine's peak: the CPU's measured ``peak``, or (None) the local
+    GPU's published one shared by ``workers``."""
+    if peak is not None:
+        return peak
+    from ffnlab.training.peak import device_peak
+
+    return device_peak("cuda", "bf16").flops / workers
 
 
 def estimate_seconds(flops: float, workers: int, peak: float) -> tuple[float, float]:
@@ -293,7 +300,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
             status[r.run] = "skipped (finished)"
         else:
             pending.append(r)
-    per_worker, peak, _ = worker_peak(threads, n_workers)  # at the runs' thread count, before they start
+    peak = cpu_peak(threads)  # at the runs' thread count, before they start
     total = sum(steps.values())
     # sizes may differ in batch: tokens/s counts each run's own tokens per step
     tokens_per_step = {r.run: runconfig.from_dict(r.config).tokens_per_step() for r in runs}
@@ -305,12 +312,13 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
         return (sum(done.values()), sum(n * flops_per_step[k] for k, n in done.items()),
                 sum(n * tokens_per_step[k] for k, n in done.items()))
 
-    cost = {r.run: steps[r.run] * flops_per_step[r.run] for r in runs}  # training FLOPs of each run
+    cost = {r.run: run_flops(r) for r in runs}
     # the costliest runs start first (longest-processing-time order: the last worker to finish is
     # not left alone with the largest model); runs of equal cost keep the spec's order
     pending.sort(key=lambda r: cost[r.run], reverse=True)
     if progress_mode != "off" and pending:
-        print(time_estimate(sum(cost[r.run] for r in pending), len(pending), n_workers, per_worker), flush=True)
+        print(time_estimate(sum(cost[r.run] for r in pending), len(pending), n_workers,
+                            worker_share(peak, n_workers)), flush=True)
     start, work_start, tokens_start = progress_now()
     bar = Progress(total, start=start, description=spec.name, unit="step", tokens_start=tokens_start,
                    mode=progress_mode, work_total=sum(cost.values()),

@@ -414,6 +414,16 @@ def equal_token_pairs(spec: dict[str, Any], cells: dict[str, dict[str, Any]],
     return out
 
 
+def pair_decisions(claims: dict[str, Any]) -> list[dict[str, Any]]:
+    """The deciding comparison of each planned pair among ``claims`` (glu_vs_plain, gated_law)."""
+    return [v["numbers"]["decision"] for v in claims.values() if "decision" in v.get("numbers", {})]
+
+
+def decisions(loss_model: dict[str, Any] | None, claims: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every comparison that decided a claim of one cell: the loss model's family, then the pairs."""
+    return [*(loss_model or {}).get("comparisons", []), *pair_decisions(claims)]
+
+
 @dataclass(frozen=True)
 class Analysis(Result):
     """The whole analysis of a finished sweep (:func:`analyse`); ``as_dict()`` is ``results.json``

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -230,7 +230,3 @@ def seeds_for_equivalence(design: TestDesign, margin: float, alpha: float = 0.05
     if not (margin > 0 and abs(diff) < margin and design.sd_first + design.sd_second > 0):
         return None
     return smallest_n(lambda n: design_tost_power(design, n, margin, diff, alpha) >= target)
-
-
-def with_spreads(design: TestDesign, sd_first: float, sd_second: float) -> TestDesign:
-    return replace(design, sd_first=sd_first, sd_second=sd_second)

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ffnlab.experiments.analysis.stats import LEVEL, QuadraticMinimum, quadratic_minimum
+from ffnlab.experiments.analysis.stats import LEVEL, quadratic_minimum
 from ffnlab.experiments.sweep.runs import ArmStats
 
 SLOPE_MARGIN = 0.1  # log2(best ratio) per doubling: over 100x (6.6 doublings) a factor 2**0.66 = 1.6
@@ -337,24 +337,3 @@ def trend_verdict(t: WeightedTrend, margin: float = SLOPE_MARGIN, alpha: float =
     if math.isfinite(t.lo) and math.isfinite(t.hi) and -margin < t.lo and t.hi < margin:
         return "true"
     return "inconclusive"
-
-
-def flat_verdict(s: Slope, margin: float = SLOPE_MARGIN) -> str:
-    """"The best ratio does not change along this axis": false if the interval excludes 0, true if
-    it lies within +/-``margin``, otherwise inconclusive."""
-    if not (not math.isnan(s.lo) and not math.isnan(s.hi)):
-        return "inconclusive"
-    if s.lo > 0 or s.hi < 0:
-        return "false"
-    if -margin < s.lo and s.hi < margin:
-        return "true"
-    return "inconclusive"
-
-
-def minimum_summary(q: QuadraticMinimum) -> str:
-    """How a cell's best ratio reads on a page."""
-    if math.isnan(q.x_min):
-        return "no minimum (the fit curves down or is flat)"
-    if q.shape == "bounded":
-        return f"{2 ** q.x_min:.2f} [{_pow2(q.lo):.2f}, {_pow2(q.hi):.2f}]"
-    return f"{2 ** q.x_min:.2f}, interval unbounded (curvature not significant)"

@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP, Analysis
+from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP, Analysis, decisions, pair_decisions
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
 from ffnlab.experiments.reporting.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.pages import section, table
@@ -130,12 +130,6 @@ def comparison_rows(decisions: list[dict[str, Any]], unit_digits: int = 4) -> li
 
 COMPARISON_HEADERS = ["difference", "estimate", "deciding 95% interval", "deciding test", "sensitivity (not deciding)",
                       "TOST p", "outcome", "detectable at 80% power"]
-
-
-def _decisions(result: Analysis) -> list[dict[str, Any]]:
-    out = list((result.loss_model or {}).get("comparisons", []))
-    out += [v["numbers"]["decision"] for v in result.claims.values() if "decision" in v.get("numbers", {})]
-    return out
 
 
 def _seeds(result: Analysis) -> dict[str, Any]:
@@ -260,13 +254,12 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             f"cell {ref.split('.')[0]}.", *diag_text], ([_trends(result)] if result.trends else []) + diag_tables
             + _cells(result), ["scale_trend.png"]))
         for t in result.cells:
-            cell_dec = list((t.get("loss_model") or {}).get("comparisons", []))
-            cell_dec += [v["numbers"]["decision"] for v in t["claims"].values() if "decision" in v.get("numbers", {})]
+            cell_dec = decisions(t.get("loss_model"), t["claims"])
             if cell_dec:
                 sections.append(section(f"cell-{t['scale']}", f"Comparisons in cell {t['scale']}",
                                         [(t.get("loss_model") or {}).get("why", "")],
                                         [table(COMPARISON_HEADERS, comparison_rows(cell_dec))]))
-    decisions = _decisions(result)
+    deciding = decisions(result.loss_model, result.claims)
     why = (result.loss_model or {}).get("why") or next(
         (v.get("model") for v in result.claims.values() if v.get("model")), "")
     power = result.power or {}
@@ -278,10 +271,9 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
         "Rule: a difference is called real only after the equivalence test (TOST against the margin, "
         f"{margin:.1%} of the second arm's loss) has run; significant and within the margin reads "
         "'real but within the margin'. Power figures are those of the deciding test.",
-        *power_text], [table(COMPARISON_HEADERS, comparison_rows(decisions), [False, True, True, False, False, True,
+        *power_text], [table(COMPARISON_HEADERS, comparison_rows(deciding), [False, True, True, False, False, True,
                                                                             False, True])],
-        ["forest.png", *(["pairs.png"] if any("decision" in v.get("numbers", {}) for v in result.claims.values())
-                         else [])]))
+        ["forest.png", *(["pairs.png"] if pair_decisions(result.claims) else [])]))
     if result.excluded:
         sections.append(section("excluded", "Runs left out", [
             "The pre-registered rule: a run with a non-finite loss, a final loss no better than chance, or a final "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.experiments.analysis.analyse import Analysis, analyse
+from ffnlab.experiments.analysis.analyse import Analysis, analyse, pair_decisions
 from ffnlab.experiments.reporting import plots
 from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.reporting.pages import json_safe, write_page
@@ -79,7 +79,7 @@ def figures(result: Analysis) -> dict[str, bytes]:
     cell = [a for a in result.arm_objects if a.name.split(".")[0] == ref.split(".")[0]] if result.cells \
         else result.arm_objects
     decisions = list((result.loss_model or {}).get("comparisons", []))
-    pairs = [v["numbers"]["decision"] for v in result.claims.values() if "decision" in v.get("numbers", {})]
+    pairs = pair_decisions(result.claims)
     out = {
         "tokens_to_target.png": plots.tokens_to_target(result.convergence, arms),
         "loss_curves.png": plots.loss_curves(cell, result.convergence["target_loss"]),

@@ -41,7 +41,7 @@ def pct(x: float | None) -> str:
 
 def decimals(x: float | None, digits: int = 3) -> str:
     """``x`` with ``digits`` decimals; "-" for a missing value (tables; verdicts use
-    :func:`ffnlab.experiments.reporting.fmt.num`, which writes "n/a")."""
+    :func:`ffnlab.experiments.fmt.num`, which writes "n/a")."""
     return "-" if x is None else f"{x:.{digits}f}"
 
 

@@ -114,7 +114,7 @@ def test_trend_claims_recompute_from_runs_csv_and_arms_csv(folder):
     import numpy as np
 
     from ffnlab.experiments.analysis import trend
-    from ffnlab.experiments.reporting.fmt import interval
+    from ffnlab.experiments.fmt import interval
 
     spec = json.loads((folder / "sweep.json").read_text())["spec"]
     claims = json.loads((folder / "claims.json").read_text())

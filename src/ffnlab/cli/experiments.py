@@ -128,7 +128,7 @@ def verify(
     """
     from ffnlab.experiments.reporting.report import MARKER
     from ffnlab.experiments.sweep.run import RunsFailed
-    from ffnlab.experiments.sweep.verify import verify as run_verify
+    from ffnlab.experiments.verify import verify as run_verify
 
     check_run_options(backend, workers)
     try:

@@ -20,7 +20,7 @@ from ffnlab.experiments.analysis import maturity as mt
 from ffnlab.experiments.analysis import trend as tr
 from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
-from ffnlab.experiments.reporting.fmt import interval as fmt_iv
+from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.sweep.runs import ArmStats, load
 from ffnlab.experiments.sweep.spec import spec_field
 from ffnlab.sizing.result import Result

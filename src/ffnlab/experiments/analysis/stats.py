@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ffnlab.experiments.reporting.fmt import finite
+from ffnlab.experiments.fmt import finite
 
 LEVEL = 0.95
 POWER = 0.80

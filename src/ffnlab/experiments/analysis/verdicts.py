@@ -50,8 +50,8 @@ from ffnlab.experiments.analysis.stats import (
     welch_pair,
     welch_vs_reference,
 )
-from ffnlab.experiments.reporting.fmt import interval as fmt_iv
-from ffnlab.experiments.reporting.fmt import num
+from ffnlab.experiments.fmt import interval as fmt_iv
+from ffnlab.experiments.fmt import num
 
 MIN_SEEDS_TO_POOL = 10  # the pre-registered pooling rule (module docstring)
 MAX_SD_RATIO = 2.0  # ... and the arms' sample standard deviations within this factor of each other

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.experiments.capacity.analysis import EQUIVALENCE, analyse, sweep_folders
-from ffnlab.experiments.reporting.fmt import bounds, interval, num
+from ffnlab.experiments.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.model import COMPARISON_HEADERS, claim_texts, comparison_rows
 from ffnlab.experiments.reporting.pages import json_safe, section, table, write_page
 from ffnlab.experiments.reporting.report import claim_report_dir

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP, Analysis, decisions, pair_decisions
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
-from ffnlab.experiments.reporting.fmt import bounds, interval, num
+from ffnlab.experiments.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.pages import section, table
 from ffnlab.experiments.sweep.spec import spec_field
 

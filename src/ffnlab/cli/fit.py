@@ -12,12 +12,12 @@ from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app,
 from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
+    alive_text,
     check_seq_len,
     check_train_dtype,
     gib,
     gpus_text,
     note,
-    peak_alive_text,
     serving_lines,
     term_rows,
 )
@@ -240,7 +240,7 @@ def _show_best(res: FitResult, mode: str, fmt: str) -> None:
         assert best.terms_sum_bytes is not None
         line = (f"peak of the step: {gib(best.per_gpu_bytes)} per GPU, at {best.peak_moment} (the terms "
                 f"sum to {gib(best.terms_sum_bytes)}, not all alive at once); alive then: "
-                f"{peak_alive_text({'peak_alive': list(best.peak_alive or ())})}")
+                f"{alive_text(best.peak_alive or ())}")
         print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ffnlab import render
@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
     from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
+    from ffnlab.sizing.memory.step import Alive
 
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 
@@ -68,7 +69,7 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     pairs += [
         ("training: sum of the terms (not all alive at once)", gib(mem.terms_sum_bytes)),
         (f"training: peak of the step, at {mem.peak_moment}", gib(mem.peak_bytes)),
-        ("training: alive at the peak", alive_text((a.what, a.bytes) for a in mem.peak_alive or ())),
+        ("training: alive at the peak", alive_text(mem.peak_alive or ())),
         (f"serving: weights ({mem.weights_dtype})", gib(mem.serving_weights_bytes)),
         (f"serving: KV cache ({mem.kv_dtype}, batch {mem.batch} x {mem.seq_len})", gib(mem.kv_cache_bytes)),
         ("serving: total", gib(mem.serving_total_bytes)),
@@ -76,15 +77,10 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     return pairs
 
 
-def alive_text(alive: Iterable[tuple[str, int]]) -> str:
-    """What is alive at the step's peak, ``(what, bytes)`` each, largest first, in GiB (one line)."""
-    ordered = sorted(alive, key=lambda a: -a[1])
-    return "; ".join(f"{what} {b / 2**30:,.2f}" for what, b in ordered) + " (GiB)" if ordered else "-"
-
-
-def peak_alive_text(mem: Mapping[str, Any]) -> str:
-    """:func:`alive_text` of the ``peak_alive`` list (``{what, bytes}`` each) of a JSON object."""
-    return alive_text((a["what"], a["bytes"]) for a in mem.get("peak_alive") or [])
+def alive_text(alive: Iterable[Alive]) -> str:
+    """What is alive at the step's peak, largest first, in GiB (one line)."""
+    ordered = sorted(alive, key=lambda a: -a.bytes)
+    return "; ".join(f"{a.what} {a.bytes / 2**30:,.2f}" for a in ordered) + " (GiB)" if ordered else "-"
 
 
 MEMORY_COLS = [  # the terms are --wide columns, so the default table fits 80 columns

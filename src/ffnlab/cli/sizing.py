@@ -24,13 +24,13 @@ from ffnlab.cli.app import (
 from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
 from ffnlab.cli.memory_view import (
     MEMORY_CSV_COLS,
+    alive_text,
     check_seq_len,
     check_train_dtype,
     emit_memory,
     flat_memory,
     gib,
     memory_pairs,
-    peak_alive_text,
     serving_lines,
 )
 from ffnlab.errors import FfnlabError, require
@@ -558,6 +558,6 @@ def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
         (f"{m} activations ({how})", f"{pk.activations_bytes / gib:,.2f} GiB kept for backward at the end of "
                                      "forward"),
         (f"{m} peak of the step, at {pk.peak_moment}", f"{pk.peak_bytes / gib:,.2f} GiB"),
-        (f"{m} alive at the peak", peak_alive_text({"peak_alive": pk.peak_alive})),
+        (f"{m} alive at the peak", alive_text(pk.peak_alive)),
         (f"{m} not counted", "; ".join(ft.not_counted)),
     ]

@@ -42,6 +42,7 @@ from ffnlab.sizing.memory.activations import DROPOUT_MASK_BYTES, ffn_adapters
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes, shape_free_states
 from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
 from ffnlab.sizing.memory.step import (
+    Alive,
     FinetuneStep,
     StepInputs,
     StepOptions,
@@ -220,8 +221,8 @@ class FinetunePeak:
         return self.timeline.peak.name
 
     @property
-    def peak_alive(self) -> list[dict[str, Any]]:
-        """What is alive at the peak (``{what, bytes}`` each)."""
+    def peak_alive(self) -> tuple[Alive, ...]:
+        """What is alive at the peak."""
         return self.timeline.peak_alive()
 
     @property
@@ -231,10 +232,10 @@ class FinetunePeak:
         return sum(b for w, b in fwd.alive if w in ("kept activations, all layers", "head activations"))
 
     def as_dict(self) -> dict[str, Any]:
-        t = self.timeline
-        return {"peak_bytes": self.peak_bytes, "peak_moment": self.peak_moment, "peak_alive": self.peak_alive,
-                "activations_bytes": self.activations_bytes, "input_grads": self.input_grads,
-                "step": t.options.as_dict(), "moments": [{"moment": m.name, "bytes": m.total} for m in t.moments]}
+        t = self.timeline.as_dict()  # its peak and moments; the step's options under "step"
+        return {**{k: t[k] for k in ("peak_bytes", "peak_moment", "peak_alive")},
+                "activations_bytes": self.activations_bytes, "input_grads": self.input_grads, "step": t["options"],
+                "moments": t["moments"]}
 
 
 def finetune_peak(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", seq_len: int = 2048, batch: int = 1,

@@ -48,7 +48,7 @@ from ffnlab.sizing.memory.parallel import (
     training_table,
 )
 from ffnlab.sizing.memory.sharding import Sharding
-from ffnlab.sizing.memory.step import StepOptions
+from ffnlab.sizing.memory.step import Alive, StepOptions
 from ffnlab.sizing.result import Result
 
 if TYPE_CHECKING:  # the serving model is imported only when a serving layout fits
@@ -76,7 +76,7 @@ class LayoutFit(Result):
     describe: str
     per_gpu_bytes: int
     peak_moment: str | None = None  # training only, as the two below
-    peak_alive: tuple[dict[str, object], ...] | None = None  # ``{what, bytes}`` each
+    peak_alive: tuple[Alive, ...] | None = None
     terms_sum_bytes: int | None = None  # every term, not alive at once
     terms: dict[str, int]  # term: bytes per GPU
     table: tuple[Row, ...]
@@ -304,7 +304,7 @@ def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype:
                  "keep no input for their weights", estimate=True, group="activations")]
     lay = Layout(dp=gpus)
     return (LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=pk.peak_bytes,
-                      peak_moment=pk.peak_moment, peak_alive=tuple(pk.peak_alive),
+                      peak_moment=pk.peak_moment, peak_alive=pk.peak_alive,
                       terms_sum_bytes=table_total(table), terms={r.term: r.per_gpu_bytes for r in table},
                       table=tuple(table), finetune=out),)
 
@@ -329,7 +329,7 @@ def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, ba
             tl = training_peak(cfg, lay, table, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                attention=attention, optimizer=optimizer, dropout=dropout, step=step)
             need = tl.peak_bytes
-            peak = {"peak_moment": tl.peak.name, "peak_alive": tuple(tl.peak_alive()),
+            peak = {"peak_moment": tl.peak.name, "peak_alive": tl.peak_alive(),
                     "terms_sum_bytes": table_total(table)}
         else:
             table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,

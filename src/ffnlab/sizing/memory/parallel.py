@@ -51,6 +51,7 @@ from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYP
 from ffnlab.sizing.memory.optimizers import optimizer_state
 from ffnlab.sizing.memory.sharding import Sharding, working_terms
 from ffnlab.sizing.memory.step import (
+    Alive,
     StepInputs,
     StepOptions,
     StepTimeline,
@@ -218,14 +219,6 @@ def table_total(rows: list[Row]) -> int:
     return sum(r.per_gpu_bytes for r in rows)
 
 
-@dataclass(frozen=True)
-class Alive(Result):
-    """One thing alive at the step's peak, and its bytes per GPU."""
-
-    what: str
-    bytes: int
-
-
 # the keys of a structure's memory (counted through transformers), in the order its JSON has them
 STRUCTURE_KEYS = (
     "layout", "seq_len", "batch", "dtype", "kv_dtype", "weights_dtype", "recompute", "attention", "per_gpu",
@@ -339,7 +332,7 @@ def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int 
         states_bytes=t["weights"] + t["gradients"] + t["optimizer"],
         activations_bytes=t["activations"], working_bytes=working, terms_sum_bytes=table_total(train),
         training_total_bytes=timeline.peak_bytes, peak_bytes=timeline.peak_bytes,
-        peak_moment=timeline.peak.name, peak_alive=tuple(Alive(w, b) for w, b in timeline.peak.alive),
+        peak_moment=timeline.peak.name, peak_alive=timeline.peak_alive(),
         step=step, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
         serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
     )

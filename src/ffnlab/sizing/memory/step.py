@@ -76,6 +76,7 @@ from ffnlab.sizing.memory.activations import (
     selective_kept,
 )
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes
+from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.shapes import layer_params, root_params
 
 LOSSES = ("full", "chunked", "fused")
@@ -124,6 +125,14 @@ class StepOptions:
 
 
 @dataclass(frozen=True)
+class Alive(Result):
+    """One thing alive at the step's peak, and its bytes per GPU."""
+
+    what: str
+    bytes: int
+
+
+@dataclass(frozen=True)
 class Moment:
     """One moment of the step and what is alive then (per GPU, bytes by component)."""
 
@@ -149,12 +158,12 @@ class StepTimeline:
     def peak_bytes(self) -> int:
         return self.peak.total
 
-    def peak_alive(self) -> list[dict[str, object]]:
-        """What is alive at the peak, ``{what, bytes}`` each."""
-        return [{"what": w, "bytes": b} for w, b in self.peak.alive]
+    def peak_alive(self) -> tuple[Alive, ...]:
+        """What is alive at the peak."""
+        return tuple(Alive(w, b) for w, b in self.peak.alive)
 
     def as_dict(self) -> dict[str, object]:
-        return {"peak_bytes": self.peak_bytes, "peak_moment": self.peak.name, "peak_alive": self.peak_alive(),
+        return {"peak_bytes": self.peak_bytes, "peak_moment": self.peak.name, "peak_alive": plain(self.peak_alive()),
                 "options": self.options.as_dict(),
                 "moments": [{"moment": m.name, "bytes": m.total} for m in self.moments]}
 

@@ -381,7 +381,7 @@ def audit(
     for r in rows:  # models counted through transformers: which layers keep a cache or a state
         m = r.memory
         if m is not None and m.counted_by_structure:
-            render.note(f"{r.name}: KV cache {m.kv_cache_bytes / 2**30:,.2f} GiB from {m.cache_rule}; "
+            render.note(f"{r.name}: KV cache {gib(m.kv_cache_bytes)} from {m.cache_rule}; "
                         f"recurrent state {(m.state_bytes or 0) / 2**20:,.1f} MiB per batch; {m.note}", fmt)
 
 
@@ -438,12 +438,11 @@ def emit_finetune(rows: list[AuditRow], fmt: str) -> None:
     for r in rows:
         ft = r.finetune
         if ft is not None:
-            pk, st, gib = ft.peak, ft.states, 2**30
+            pk, st = ft.peak, ft.states
             render.note(f"{r.name}: {ft.mode} rank {ft.lora.rank} ({'+'.join(ft.lora.targets)}), "
-                        f"batch {ft.batch} x {ft.seq_len}: step peak {pk.peak_bytes / gib:,.2f} GiB at "
-                        f"{pk.peak_moment} (frozen base {st.base_weights / gib:,.2f} GiB, adapter states "
-                        f"{(st.total - st.base_weights) / gib:,.2f} GiB, activations "
-                        f"{pk.activations_bytes / gib:,.2f} GiB)", fmt)
+                        f"batch {ft.batch} x {ft.seq_len}: step peak {gib(pk.peak_bytes)} at "
+                        f"{pk.peak_moment} (frozen base {gib(st.base_weights)}, adapter states "
+                        f"{gib(st.total - st.base_weights)}, activations {gib(pk.activations_bytes)})", fmt)
         elif r.finetune_error:
             render.note(f"{r.name}: no fine-tuning estimate: {r.finetune_error}", fmt)
 
@@ -543,21 +542,21 @@ def claims(
 def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
     """``size --finetune``: the adapters, the states and the fine-tuning step's peak."""
     lo, st, pk, m = ft.lora, ft.states, ft.peak, ft.mode
-    gib = 2**30
+    per_gib = 2**30  # the adapters' states in GiB to 3 decimals (they are small)
     how = (f"batch {ft.batch} x {ft.seq_len}, recompute {ft.recompute}"
            + (", the embeddings' output requiring grad" if pk.input_grads else ""))
     return [
         (f"{m} trainable params", f"{lo.trainable:,} of {lo.total:,} ({lo.trainable / lo.total:.4%}"
                                   f"), rank {lo.rank} on {lo.adapted_matrices:,} linear layers "
                                   f"({'+'.join(lo.targets)})"),
-        (f"{m} frozen base", f"{st.base_weights / gib:,.2f} GiB ({st.base_rule})"),
-        (f"{m} adapters", f"{st.adapter_weights / gib:,.3f} GiB weights + {st.adapter_gradients / gib:,.3f} "
-                          f"GiB gradients + {st.adapter_optimizer / gib:,.3f} GiB optimizer (fp32, as peft "
+        (f"{m} frozen base", f"{gib(st.base_weights)} ({st.base_rule})"),
+        (f"{m} adapters", f"{st.adapter_weights / per_gib:,.3f} GiB weights + {st.adapter_gradients / per_gib:,.3f} "
+                          f"GiB gradients + {st.adapter_optimizer / per_gib:,.3f} GiB optimizer (fp32, as peft "
                           "keeps them)"),
-        (f"{m} states total", f"{st.total / gib:,.2f} GiB"),
-        (f"{m} activations ({how})", f"{pk.activations_bytes / gib:,.2f} GiB kept for backward at the end of "
+        (f"{m} states total", gib(st.total)),
+        (f"{m} activations ({how})", f"{gib(pk.activations_bytes)} kept for backward at the end of "
                                      "forward"),
-        (f"{m} peak of the step, at {pk.peak_moment}", f"{pk.peak_bytes / gib:,.2f} GiB"),
+        (f"{m} peak of the step, at {pk.peak_moment}", gib(pk.peak_bytes)),
         (f"{m} alive at the peak", alive_text(pk.peak_alive)),
         (f"{m} not counted", "; ".join(ft.not_counted)),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -84,26 +85,25 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
     pm = float(param_matched_ratio(cfg.d_model, f.d_ff, f.gated))
     mem = training_memory(cfg, AUDIT_DTYPE)
     facts = ffn_facts(cfg, unknown)  # one description for the verdict and the MoE columns
-    moe = moe_fields(facts, moe_parts(cfg, unknown))
-    no_k = "top_k" in unknown  # the figures of TOP_K_FIELDS are unknown
-    if no_k:
-        moe.update(dict.fromkeys(k for k in TOP_K_FIELDS if k in moe))
-    return AuditRow(
+    row = AuditRow(
         name=name, family=family, model_type=model_type, d_model=cfg.d_model, d_ff=f.d_ff,
         ffn_kind=f.kind, gated=f.gated, n_layers=cfg.n_layers + cfg.encoder_layers,
         n_heads=cfg.attn.n_heads, n_kv_heads=cfg.n_kv_heads, vocab_size=cfg.vocab_size,
-        n_experts=f.n_experts, top_k=None if no_k else f.top_k,
+        n_experts=f.n_experts, top_k=f.top_k,
         params_total=c.total, params_non_embedding=c.non_embedding, params_ffn=c.ffn,
-        params_active=None if no_k else c.total_active, ffn_share=c.ffn_share,
+        params_active=c.total_active, ffn_share=c.ffn_share,
         ratio_raw=raw, ratio_param_matched=pm,
         deviation_raw=raw / CONVENTION - 1, deviation_param_matched=pm / CONVENTION - 1,
         alignment=Alignment.of(f.d_ff), verdict=ffn_verdict(facts), source=source,
-        note="; ".join(x for x in (note, UNKNOWN_TOP_K_NOTE) if x) if no_k else note,
-        params_ffn_active=None if no_k else c.ffn_active, params_mtp=c.mtp, **moe,
-        flops_per_token=None if no_k else flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
+        note=note, params_ffn_active=c.ffn_active, params_mtp=c.mtp, **moe_fields(facts, moe_parts(cfg, unknown)),
+        flops_per_token=flops_per_token(cfg, AUDIT_SEQ_LEN).forward,
         flops_seq_len=AUDIT_SEQ_LEN, training_memory_bytes=mem.total,
         training_memory_dtype=f"{AUDIT_DTYPE} + AdamW, no activations",
     )
+    if "top_k" not in unknown:
+        return row
+    unknown_figures: dict[str, Any] = dict.fromkeys(TOP_K_FIELDS)
+    return replace(row, **unknown_figures, note="; ".join(x for x in (note, UNKNOWN_TOP_K_NOTE) if x))
 
 
 def entry_basis(e: ZooEntry) -> ModelConfig | Structure | None:

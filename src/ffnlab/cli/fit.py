@@ -128,11 +128,12 @@ def fit(
     if gpu is None and gpu_memory is None:
         _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, opts, as_json, fmt, wide)
         return
-    res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens, mfu, precision, opts)
+    timed = bool(n_tokens) and mode == "train"
+    res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, opts)
     if as_json:
         render.emit_json({"model": name, **_options_json(opts), **res.as_dict()})
         return
-    _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=bool(n_tokens) and mode == "train",
+    _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed,
               opts=opts, fmt=fmt, wide=wide)
 
 
@@ -167,7 +168,7 @@ def _check_flags(fmt: str, dtype: str, seq_len: int, gpus: int, max_tp: int, top
 def _fit_on(cfg: Any, gpus: int, gpu: str | None, gpu_memory: float | None, n_tokens: int | None, mfu: float | None,
             precision: str, opts: dict[str, Any]) -> FitResult:
     """The fit on one accelerator (``--gpu``, or ``--gpu-memory``): what would fit when nothing
-    does (one setting changed at a time, or more GPUs), and the training time with ``--tokens``."""
+    does (one setting changed at a time, or more GPUs), and the training time for ``n_tokens``."""
     from ffnlab.sizing.memory.fit import fit as run_fit
     from ffnlab.sizing.memory.fit import suggestions
     from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator, training_time
@@ -176,7 +177,7 @@ def _fit_on(cfg: Any, gpus: int, gpu: str | None, gpu_memory: float | None, n_to
     res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
     if res.best is None:
         res = replace(res, suggestions=tuple(suggestions(cfg, gpus=gpus, accelerator=acc, **opts)))
-    if n_tokens and opts["mode"] == "train":
+    if n_tokens:
         if acc.bf16_tflops is None:
             note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
         else:

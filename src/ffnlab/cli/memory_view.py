@@ -138,9 +138,6 @@ def emit_memory(rows: list[AuditRow], fmt: str, *, wide: bool = False) -> None:
             render.note(f"{r.name}: no memory estimate: {r.memory_error}", fmt)
 
 
-# the value each whole-model flag of ``size`` has when it is not given
-
-
 def serving_lines(serving: ServingFigures, batch: int) -> list[str]:
     """What fits and how fast, for a serving layout (``fit --mode serve``, ``size --gpu``)."""
     cap, sp = serving.capacity, serving.speed

@@ -170,7 +170,6 @@ class MemoryFlags:
             bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
             require(not bad, f"--finetune {self.finetune} is modelled with the whole model on every GPU (data "
                              f"parallel): {_flags(bad)} not modelled with it")
-        integer(self.lora_rank, "--lora-rank", 1, 2**20)
         opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
                                alpha=self.lora_alpha, base_format=self.qlora_base)
         opts.check()

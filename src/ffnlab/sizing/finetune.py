@@ -52,8 +52,10 @@ from ffnlab.sizing.memory.step import (
 )
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.shapes import Matrix, matrices
+from ffnlab.validation import choice, integer
 
 FINETUNE_MODES = ("full", "lora", "qlora")
+MAX_RANK = 2**20
 QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or LLM.int8
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
@@ -282,13 +284,12 @@ class FinetuneOptions:
         return self.mode != "full"
 
     def check(self) -> None:
-        require(self.mode in FINETUNE_MODES, f"--finetune must be one of {', '.join(FINETUNE_MODES)}, got {self.mode!r}")
-        require(isinstance(self.rank, int) and 1 <= self.rank <= 2**20,
-                f"--lora-rank must be an integer in [1, 2**20], got {self.rank}")
+        """Each option against its flag's rule (the messages the command line gives)."""
+        choice(self.mode, "--finetune", FINETUNE_MODES)
+        integer(self.rank, "--lora-rank", 1, MAX_RANK)
         require(self.alpha is None or (math.isfinite(self.alpha) and self.alpha > 0),
                 f"--lora-alpha must be a number > 0, got {self.alpha}")
-        require(self.base_format in QLORA_BASES,
-                f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {self.base_format!r}")
+        choice(self.base_format, "--qlora-base", QLORA_BASES)
 
     def describe(self) -> str:
         base = f", base {self.base_format}" if self.mode == "qlora" else ""

@@ -30,7 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.finetune import FinetuneOptions, FinetuneSummary, finetune_summary, not_counted
+from ffnlab.sizing.finetune import (
+    ADAPTER_BYTES,
+    FinetuneOptions,
+    FinetuneSummary,
+    finetune_summary,
+    not_counted,
+)
+from ffnlab.sizing.memory.byte_rules import shape_free_states
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
@@ -293,12 +300,12 @@ def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype:
     out = finetune_summary(cfg, ft, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                            attention=attention, optimizer=optimizer, dropout=dropout, step=step)
     st, pk = out.states, out.peak
-    n = out.lora.trainable
+    n, b = out.lora.trainable, ADAPTER_BYTES
     table = [Row("weights", st.base_weights + st.adapter_weights, st.base_weights + st.adapter_weights,
-                 f"frozen base: {st.base_rule}; adapters: {n:,} params x 4 B (fp32)"),
-             Row("gradients", st.adapter_gradients, st.adapter_gradients, f"adapters only: {n:,} params x 4 B"),
+                 f"frozen base: {st.base_rule}; adapters: {n:,} params x {b} B (fp32)"),
+             Row("gradients", st.adapter_gradients, st.adapter_gradients, f"adapters only: {n:,} params x {b} B"),
              Row("optimizer", st.adapter_optimizer, st.adapter_optimizer,
-                 f"adapters only: {n:,} params x {st.adapter_optimizer // max(1, n)} B ({optimizer}, fp32)"),
+                 f"adapters only: {n:,} params x {shape_free_states(optimizer, b)} B ({optimizer}, fp32)"),
              Row("activations", pk.activations_bytes, pk.activations_bytes,
                  f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention; frozen layers "
                  "keep no input for their weights", estimate=True, group="activations")]

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memory_step_cases import GPT2, HF_COMMON, Case, build
+from memory_step_cases import GPT2, HF_COMMON, Case, build, ff_shape, ffnlab_config, step_options
 from paths import DATA
 
 LLAMA_LIKE = {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"], "ffn": ["gate_proj", "up_proj", "down_proj"]}
@@ -48,10 +48,6 @@ def peft_targets(case: LoraCase) -> Any:
         return names[case.targets]
     # peft's "all-linear" needs a transformers model; ffnlab's model gets the same layers by name
     return names["attention"] + names["ffn"] if case.step.family == "ffnlab" else "all-linear"
-
-
-def _ff(d: int, layers: int, heads: int, d_ff: int, **kw: Any) -> dict[str, Any]:
-    return dict(d_model=d, n_layers=layers, n_heads=heads, d_ff=d_ff, **kw)
 
 
 LLAMA = dict(HF_COMMON, vocab_size=8000)
@@ -95,14 +91,14 @@ CASES = [
     LoraCase("Mixtral 8 experts top-2, vocab 256, batch 4 x 256, attention adapters",
              Case("", "MixtralConfig", dict(MIXTRAL, vocab_size=256, num_local_experts=8), 4), "attention"),
     LoraCase("ffnlab swiglu MoE 4 experts top-2, attention adapters",
-             Case("", "ffnlab", _ff(64, 2, 4, 128, kind="swiglu", vocab_size=97, n_experts=4, top_k=2), 4, 128),
+             Case("", "ffnlab", ff_shape(64, 2, 4, 128, kind="swiglu", vocab_size=97, n_experts=4, top_k=2), 4, 128),
              "attention"),
-    LoraCase("ffnlab gelu, vocab 97, all adapters", Case("", "ffnlab", _ff(64, 2, 4, 256, kind="gelu", vocab_size=97),
+    LoraCase("ffnlab gelu, vocab 97, all adapters", Case("", "ffnlab", ff_shape(64, 2, 4, 256, kind="gelu", vocab_size=97),
                                                        4), "all-linear"),
     LoraCase("ffnlab swiglu gqa, attention adapters",
-             Case("", "ffnlab", _ff(64, 2, 4, 160, kind="swiglu", vocab_size=4000, n_kv_heads=2)), "attention"),
+             Case("", "ffnlab", ff_shape(64, 2, 4, 160, kind="swiglu", vocab_size=4000, n_kv_heads=2)), "attention"),
     LoraCase("ffnlab relu 6 layers, full recompute, FFN adapters",
-             Case("", "ffnlab", _ff(64, 6, 4, 256, kind="relu", vocab_size=97), 4, recompute="full"), "ffn"),
+             Case("", "ffnlab", ff_shape(64, 6, 4, 256, kind="relu", vocab_size=97), 4, recompute="full"), "ffn"),
     # bf16 bases: peft casts each adapted layer's input to its fp32 adapter (one copy per adapter)
     LoraCase("bf16 Llama, all-linear", Case("", "LlamaConfig", LLAMA), "all-linear", dtype="bf16"),
     LoraCase("bf16 Llama 4 layers, d_ff 512, all-linear (a layer's backward leads)",
@@ -134,12 +130,10 @@ def build_lora(case: LoraCase) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any
 def predict(case: LoraCase, cfg: Any) -> Any:
     """ffnlab's fine-tuning step for the case (one GPU)."""
     from ffnlab.sizing.finetune import finetune_peak, lora_params, parse_targets
-    from ffnlab.sizing.memory.step import StepOptions
 
     s = case.step
     lora = lora_params(cfg, case.rank, parse_targets(case.targets))
-    step = StepOptions(loss=s.loss, optimizer_impl=s.optimizer_impl, grad_accum=s.grad_accum,
-                       recompute_every=s.recompute_every, logits_held=s.held)
+    step = step_options(s)
     # transformers' gradient_checkpointing_enable makes the embeddings' output require grad; ffnlab's doesn't
     input_grads = s.recompute == "full" and s.family != "ffnlab"
     return finetune_peak(cfg, lora, mode="lora", seq_len=s.seq_len, batch=s.batch, dtype=case.dtype,
@@ -170,11 +164,7 @@ def record(case: LoraCase) -> dict[str, Any]:
 def saved_config(r: dict[str, Any], case: LoraCase) -> Any:
     """ffnlab's config for a saved record, without torch or transformers."""
     if "make_config" in r:
-        from ffnlab.sizing.config import make_config
-
-        kw = dict(r["make_config"])
-        return make_config(kw.pop("d_model"), kw.pop("n_layers"), kw.pop("n_heads"), kw.pop("d_ff"),
-                           max_positions=case.step.seq_len, **kw)
+        return ffnlab_config(r["make_config"], case.step.seq_len)
     from ffnlab.sizing.hf import from_hf_dict
 
     return from_hf_dict(r["hf_config"])

@@ -36,11 +36,9 @@ SHAPES = ({"batch": 2, "seq_len": 48, "attention": "fused"}, {"batch": 3, "seq_l
 
 
 def config(r: dict[str, Any]) -> Any:
-    from ffnlab.sizing.config import make_config
+    from memory_step_cases import ffnlab_config
 
-    kw = {**BASE, **r["model"]}
-    return make_config(kw.pop("d_model"), kw.pop("n_layers"), kw.pop("n_heads"), kw.pop("d_ff"),
-                       max_positions=r["seq_len"], **kw)
+    return ffnlab_config({**BASE, **r["model"]}, r["seq_len"])
 
 
 def measure(r: dict[str, Any]) -> int:

@@ -42,40 +42,58 @@ class Case:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _ff(d: int, layers: int, heads: int, d_ff: int, **kw: Any) -> dict[str, Any]:
+def ff_shape(d: int, layers: int, heads: int, d_ff: int, **kw: Any) -> dict[str, Any]:
+    """An ffnlab model's shape: make_config's arguments (see :func:`ffnlab_config`)."""
     return dict(d_model=d, n_layers=layers, n_heads=heads, d_ff=d_ff, **kw)
 
 
+def ffnlab_config(shape: dict[str, Any], seq_len: int) -> Any:
+    """ffnlab's config of a model shape (:func:`ff_shape`) at ``seq_len`` positions (no torch)."""
+    from ffnlab.sizing.config import make_config
+
+    kw = dict(shape)
+    return make_config(kw.pop("d_model"), kw.pop("n_layers"), kw.pop("n_heads"), kw.pop("d_ff"),
+                       max_positions=seq_len, **kw)
+
+
+def step_options(case: Case) -> Any:
+    """The step options a case runs with (its loss, optimizer, accumulation, recomputation, held logits)."""
+    from ffnlab.sizing.memory.step import StepOptions
+
+    return StepOptions(loss=case.loss, optimizer_impl=case.optimizer_impl, grad_accum=case.grad_accum,
+                       recompute_every=case.recompute_every, logits_held=case.held)
+
+
 CASES = [
-    Case("ffnlab gelu, vocab 97 (activations lead)", "ffnlab", _ff(64, 2, 4, 256, kind="gelu", vocab_size=97), 4),
+    Case("ffnlab gelu, vocab 97 (activations lead)", "ffnlab", ff_shape(64, 2, 4, 256, kind="gelu", vocab_size=97), 4),
     Case("ffnlab swiglu gqa rope, vocab 4000", "ffnlab",
-         _ff(64, 2, 4, 160, kind="swiglu", vocab_size=4000, n_kv_heads=2)),
-    Case("ffnlab swiglu, vocab 16000, chunked loss", "ffnlab", _ff(64, 2, 4, 160, kind="swiglu", vocab_size=16000),
+         ff_shape(64, 2, 4, 160, kind="swiglu", vocab_size=4000, n_kv_heads=2)),
+    Case("ffnlab swiglu, vocab 16000, chunked loss", "ffnlab", ff_shape(64, 2, 4, 160, kind="swiglu", vocab_size=16000),
          loss="chunked"),
     Case("ffnlab swiglu, vocab 16000, fused loss (tied)", "ffnlab",
-         _ff(64, 2, 4, 160, kind="swiglu", vocab_size=16000), loss="fused"),
+         ff_shape(64, 2, 4, 160, kind="swiglu", vocab_size=16000), loss="fused"),
     Case("ffnlab swiglu, vocab 4000, fused loss (untied)", "ffnlab",
-         _ff(64, 2, 4, 160, kind="swiglu", vocab_size=4000, tied_embeddings=False), loss="fused"),
-    Case("ffnlab relu, batch 8 x 64, logits not held", "ffnlab", _ff(64, 2, 4, 256, kind="relu", vocab_size=512),
+         ff_shape(64, 2, 4, 160, kind="swiglu", vocab_size=4000, tied_embeddings=False), loss="fused"),
+    Case("ffnlab relu, batch 8 x 64, logits not held", "ffnlab", ff_shape(64, 2, 4, 256, kind="relu", vocab_size=512),
          8, 64, held=False),
     Case("ffnlab geglu MoE 4 experts top-2", "ffnlab",
-         _ff(64, 2, 4, 128, kind="geglu", vocab_size=97, n_experts=4, top_k=2), 4, 128),
+         ff_shape(64, 2, 4, 128, kind="geglu", vocab_size=97, n_experts=4, top_k=2), 4, 128),
     Case("ffnlab swiglu MoE top-1 + shared expert", "ffnlab",
-         _ff(64, 2, 4, 128, kind="swiglu", vocab_size=97, n_experts=4, top_k=1, n_shared_experts=1), 4, 128),
-    Case("ffnlab gelu 6 layers, full recompute", "ffnlab", _ff(64, 6, 4, 256, kind="gelu", vocab_size=97), 4,
+         ff_shape(64, 2, 4, 128, kind="swiglu", vocab_size=97, n_experts=4, top_k=1, n_shared_experts=1), 4, 128),
+    Case("ffnlab gelu 6 layers, full recompute", "ffnlab", ff_shape(64, 6, 4, 256, kind="gelu", vocab_size=97), 4,
          recompute="full"),
-    Case("ffnlab gelu 6 layers, recompute every 2nd layer", "ffnlab", _ff(64, 6, 4, 256, kind="gelu", vocab_size=97),
+    Case("ffnlab gelu 6 layers, recompute every 2nd layer", "ffnlab", ff_shape(64, 6, 4, 256, kind="gelu", vocab_size=97),
          4, recompute="full", recompute_every=2),
     Case("ffnlab wide model, short batch: foreach AdamW step leads", "ffnlab",
-         _ff(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32),
-    Case("ffnlab wide model: fused AdamW", "ffnlab", _ff(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32,
+         ff_shape(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32),
+    Case("ffnlab wide model: fused AdamW", "ffnlab", ff_shape(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32,
          optimizer_impl="fused"),
-    Case("ffnlab wide model: for-loop AdamW", "ffnlab", _ff(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32,
+    Case("ffnlab wide model: for-loop AdamW", "ffnlab", ff_shape(256, 2, 4, 1024, kind="gelu", vocab_size=97), 1, 32,
          optimizer_impl="for-loop"),
     Case("ffnlab gelu, 2 micro-batches (gradients alive across them)", "ffnlab",
-         _ff(128, 4, 4, 512, kind="gelu", vocab_size=256), 2, 128, grad_accum=2),
+         ff_shape(128, 4, 4, 512, kind="gelu", vocab_size=256), 2, 128, grad_accum=2),
     Case("ffnlab gelu, eager attention (math SDPA, s x s kept)", "ffnlab",
-         _ff(64, 2, 4, 256, kind="gelu", vocab_size=97), 2, 256, attention="eager"),
+         ff_shape(64, 2, 4, 256, kind="gelu", vocab_size=97), 2, 256, attention="eager"),
     Case("transformers Llama, vocab 8000", "LlamaConfig", dict(HF_COMMON, vocab_size=8000)),
     Case("transformers Llama, batch 4 x 128", "LlamaConfig", dict(HF_COMMON, vocab_size=8000), 4, 128),
     Case("transformers Llama 8 layers, vocab 512", "LlamaConfig",
@@ -103,13 +121,10 @@ def build(case: Case) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]:
 
     torch.manual_seed(0)
     if case.family == "ffnlab":
-        from ffnlab.sizing.config import make_config
         from ffnlab.training import losses
         from ffnlab.training.nn.model import build_model
 
-        kw = dict(case.model)
-        cfg = make_config(kw.pop("d_model"), kw.pop("n_layers"), kw.pop("n_heads"), kw.pop("d_ff"),
-                          max_positions=case.seq_len, **kw)
+        cfg = ffnlab_config(case.model, case.seq_len)
         model = build_model(cfg, seed=0, max_seq_len=case.seq_len)
         model.checkpoint_every = case.recompute_every if case.recompute == "full" else 0
 
@@ -193,11 +208,8 @@ def measure(case: Case, built: tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]
 def predict(case: Case, cfg: Any) -> Any:
     """ffnlab's step timeline for the case (one GPU, fp32; dropout masks in fp32 as on CPU)."""
     from ffnlab.sizing.memory.parallel import Layout, training_peak, training_table
-    from ffnlab.sizing.memory.step import StepOptions
 
     kw = dict(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
               attention=case.attention, dropout=case.dropout)
     rows = training_table(cfg, Layout(), **kw)  # type: ignore[arg-type]
-    step = StepOptions(loss=case.loss, optimizer_impl=case.optimizer_impl, grad_accum=case.grad_accum,
-                       recompute_every=case.recompute_every, logits_held=case.held)
-    return training_peak(cfg, Layout(), rows, step=step, dropout_mask_bytes=4, **kw)  # type: ignore[arg-type]
+    return training_peak(cfg, Layout(), rows, step=step_options(case), dropout_mask_bytes=4, **kw)  # type: ignore[arg-type]

@@ -13,10 +13,16 @@ is recorded as such and the others still run):
   training loop, its bare model step and the nanoGPT-style reference of train_throughput.py, each
   eager and under ``torch.compile``; the loop's overhead over its bare step;
 * ``tests``: ``pytest -m cuda`` (tests/training/test_cuda.py);
-* ``sweep``: the ``golden-h200`` preset (byte-level built-in Shakespeare: the CPU bridge cell and the next size, ~20 tokens per parameter) and its report.
+* ``sweep``: the ``golden-h200`` preset (byte-level built-in Shakespeare: the CPU bridge cell and the next size, ~20 tokens per parameter) and its report;
+* ``memory``: benchmarks/memory_cuda.py's measurement: every training-step case of the CPU
+  measured-step suite (tests/helpers/memory_step_cases.py) in fp32, bf16 autocast and pure bf16,
+  then the LoRA cases (memory_finetune_cases.py): the allocator's peak allocated and reserved bytes
+  over the second step, the baseline before it and the states' bytes (on CPU: LiveBytes' peak).
+  ``python benchmarks/memory_cuda.py`` then tables ffnlab's prediction against it, locally.
 
-The three timed sections run one after another with the device to themselves; then the sweep and
-the tests share it. Writes ``OUT/gpu-check-<device>.json`` and ``.md``; scratch (corpora, runs,
+The three timed sections run one after another with the device to themselves; then the sweep,
+the tests and the memory cases share it (each in its own process, so its CUDA peak statistics
+are its own). Writes ``OUT/gpu-check-<device>.json`` and ``.md``; scratch (corpora, runs,
 the sweep) goes under ``--work``. A bare machine needs only torch and ffnlab's runtime
 dependencies plus what ``--bundle DIR`` copies from this environment (pytest; the Shakespeare corpus
 ships inside ``src/``); the script puts ``src/`` and ``.gpu-bundle/`` on the path itself.
@@ -73,13 +79,16 @@ class Sizes:
     align_iters: int
     sweep_overrides: dict[str, Any] = field(default_factory=dict)
     limits_s: dict[str, int] = field(default_factory=dict)
+    memory_cases: tuple[str, ...] | None = None  # memory_step_cases.CASES by name; None: all
+    memory_lora: tuple[str, ...] | None = None  # memory_finetune_cases.CASES by name; None: all
 
 
 SIZES = {
     # GPT-2-124M shape; the vocabulary is whatever BPE with 50304 merges-and-bytes reaches on the plays
     "cuda": Sizes(768, 12, 12, 1024, 16, "bpe", 50304, (False, True), 40, 10, 20, 2048, 8192, 3,
                   (1024, 2048, 4096), 8192, 5,
-                  limits_s={"ffn": 30, "alignment": 45, "throughput": 170, "tests": 240, "sweep": 260}),
+                  limits_s={"ffn": 30, "alignment": 45, "throughput": 170, "tests": 240, "sweep": 260,
+                            "memory": 150}),
     # toy sizes: every code path, no compiler (inductor on CPU needs a C++ toolchain and minutes)
     "cpu": Sizes(64, 2, 2, 64, 4, "byte", 256, (False,), 12, 3, 4, 64, 256, 1, (64,), 256, 1,
                  sweep_overrides={
@@ -95,10 +104,14 @@ SIZES = {
                                         "eval_every": 3, "eval_tokens": 256, "log_every": 3,
                                         "checkpoint_every": 6}}},
                  # safety nets only: about 30 s in all on 2 idle cores, far more on shared ones
-                 limits_s={"ffn": 300, "alignment": 300, "throughput": 300, "tests": 300, "sweep": 300}),
+                 limits_s={"ffn": 300, "alignment": 300, "throughput": 300, "tests": 300, "sweep": 300,
+                           "memory": 300},
+                 memory_cases=("ffnlab relu, batch 8 x 64, logits not held",
+                               "transformers Llama 8 layers, gradient checkpointing"),
+                 memory_lora=("ffnlab gelu, vocab 97, all adapters",)),
 }
 TIMED = ("ffn", "alignment", "throughput")  # need the device to themselves, in this order
-SHARED = ("sweep", "tests")  # run side by side afterwards
+SHARED = ("sweep", "tests", "memory")  # run side by side afterwards
 PRESET = "golden-h200"
 
 
@@ -226,9 +239,24 @@ def section_sweep(device: str, sizes: Sizes, work: Path, save: Callable[[dict], 
             "report_md": paths["markdown"].read_text(), "report_dir": str(paths["markdown"].parent)}
 
 
+def section_memory(device: str, sizes: Sizes, work: Path, save: Callable[[dict], None]) -> dict[str, Any]:
+    """The training-step cases' peak memory (benchmarks/memory_cuda.py: what each record holds)."""
+    import warnings
+
+    from memory_cuda import measure_cases
+
+    warnings.filterwarnings("ignore")  # transformers' config notes, once per case
+    if kind_of(device) == "cuda":  # tiny models built on the host: leave its cores to the sweep beside it
+        import torch
+
+        torch.set_num_threads(2)
+    with contextlib.redirect_stdout(sys.stderr):
+        return measure_cases(device, save, names=sizes.memory_cases, lora_names=sizes.memory_lora)
+
+
 SECTIONS: dict[str, Callable[[str, Sizes, Path, Callable[[dict], None]], dict[str, Any]]] = {
     "ffn": section_ffn, "alignment": section_alignment, "throughput": section_throughput,
-    "tests": section_tests, "sweep": section_sweep,
+    "tests": section_tests, "sweep": section_sweep, "memory": section_memory,
 }
 
 
@@ -355,11 +383,36 @@ def _md_sweep(r: dict[str, Any]) -> list[str]:
     return lines + ["", "<details><summary>sweep report</summary>", "", r["report_md"], "", "</details>"]
 
 
+def _mib(b: Any) -> str:
+    return "-" if b is None else f"{b / 2**20:,.2f}"
+
+
+def _md_memory(r: dict[str, Any]) -> list[str]:
+    recs = r.get("records", [])
+    bad = [x for x in recs if x.get("error")]
+    lines = [f"torch {r.get('torch')}, transformers {r.get('transformers')}, peft {r.get('peft')}; "
+             f"{len(recs)} records, {len(bad)} errors; {r.get('convention')}. "
+             "`python benchmarks/memory_cuda.py` tables ffnlab's prediction against these.",
+             "", "| kind | case | precision | attention | peak MiB | max allocated MiB | max reserved MiB "
+             "| baseline MiB | states MiB | reserved / allocated |", "|---|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for x in recs:
+        share = (f"{x['max_reserved'] / x['max_allocated']:.3f}" if x.get("max_reserved") and x.get("max_allocated")
+                 else "-")
+        peak = f"error: {x['error']}" if x.get("error") else _mib(x.get("peak_bytes"))
+        lines.append(f"| {x.get('kind')} | {x.get('case')} | {x.get('precision')} | {x.get('attn_implementation')} "
+                     f"| {peak} | {_mib(x.get('max_allocated'))} | {_mib(x.get('max_reserved'))} "
+                     f"| {_mib(x.get('baseline_allocated'))} | {_mib(x.get('states_bytes'))} | {share} |")
+    if r.get("lora_skipped"):
+        lines += ["", f"LoRA cases skipped: {r['lora_skipped']}"]
+    return lines
+
+
 MD_SECTIONS = {"ffn": ("FFN forward+backward over bare matmuls", _md_ffn),
                "alignment": ("Width alignment", _md_alignment),
                "throughput": ("Throughput and MFU", _md_throughput),
                "tests": ("CUDA tests (pytest -m cuda)", _md_tests),
-               "sweep": ("GPU sweep", _md_sweep)}
+               "sweep": ("GPU sweep", _md_sweep),
+               "memory": ("Training-step peak memory (allocator)", _md_memory)}
 
 
 def markdown(doc: dict[str, Any]) -> str:
@@ -376,6 +429,8 @@ def markdown(doc: dict[str, Any]) -> str:
         res = s.get("result")
         if res and not res.get("partial"):
             lines += render(res)
+        elif res and name == "memory":  # its records so far, as the full result shows them
+            lines += ["(partial results)", ""] + render(res)
         elif res:
             lines += ["(partial results)", "", "```", json.dumps(res, indent=1, default=str)[:3000], "```"]
         if "log_tail" in s:

@@ -80,7 +80,14 @@ def test_cpu_dry_run_runs_every_section(tmp_path):
     doc = json.loads((out / "gpu-check-cpu.json").read_text())
     sec = doc["sections"]
     assert {k: v["status"] for k, v in sec.items()} == dict.fromkeys(
-        ("ffn", "alignment", "throughput", "sweep", "tests"), "ok")
+        ("ffn", "alignment", "throughput", "sweep", "tests", "memory"), "ok")
+    # the device machine returns at most 8 files: the summary, its Markdown, the alignment evidence
+    assert sorted(p.name for p in out.iterdir()) == ["gpu-check-cpu.json", "gpu-check-cpu.md",
+                                                     "width-alignment-cpu.json"]
+    memory = sec["memory"]["result"]
+    assert [(r["kind"], r["precision"]) for r in memory["records"]] == [
+        ("step", "fp32")] * 2 + [("step", "bf16-autocast")] * 2 + [("step", "bf16")] * 2 + [("lora", "fp32")]
+    assert all(r.get("error") is None and r["peak_bytes"] > r["states_bytes"] > 0 for r in memory["records"])
     from ffnlab.sizing.kinds import FFN_KINDS
 
     assert [r["kind"] for r in sec["ffn"]["result"]["rows"]] == list(FFN_KINDS)
@@ -95,4 +102,46 @@ def test_cpu_dry_run_runs_every_section(tmp_path):
     sweep = sec["sweep"]["result"]
     assert sweep["runs"] == 8 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]  # 2 cells x 2 arms x 2 seeds
     md = (out / "gpu-check-cpu.md").read_text()
-    assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md
+    assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md and "## Training-step peak memory" in md
+
+
+def test_memory_section_on_cpu_measures_what_the_step_suite_measures_and_tables_it(tmp_path):
+    """The memory section's CPU path, run as gpu_check runs it, against an independent oracle
+    (``memory_step_cases.measure``, the CPU suite's measurement), then memory_cuda.py's table of it."""
+    from memory_step_cases import CASES, measure, predict
+
+    work, result = tmp_path / "work", tmp_path / "section-memory.json"
+    work.mkdir()
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--section", "memory",
+                        "--device", "cpu", "--work", str(work), "--result", str(result)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    doc = json.loads(result.read_text())
+    assert "partial" not in doc and doc["device"] == "cpu" and doc["torch"] and doc["transformers"]
+    cases = {c.name: c for c in CASES}
+    fp32 = [r for r in doc["records"] if r["kind"] == "step" and r["precision"] == "fp32"]
+    assert len(fp32) == 2
+    oracle = {}
+    for r in fp32:
+        measured, op, cfg = measure(cases[r["case"]])
+        assert (r["peak_bytes"], r["peak_op"]) == (measured, op)
+        assert r["max_reserved"] is None  # no allocator on CPU
+        oracle[r["case"]] = (measured, predict(cases[r["case"]], cfg).peak_bytes)
+    assert doc["records"][1]["attn_implementation"] == "sdpa" and doc["configs"]  # the Llama case as stated
+
+    out = tmp_path / "table"
+    q = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "memory_cuda.py"), str(result), "--out", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert q.returncode == 0, q.stdout[-2000:] + q.stderr[-3000:]
+    table = json.loads((out / "memory-cpu.json").read_text())
+    rows = {(r["kind"], r["precision"], r["case"]): r for r in table["rows"]}
+    for name, (measured, predicted) in oracle.items():
+        row = rows["step", "fp32", name]
+        assert (row["peak_bytes"], row["predicted"]) == (measured, predicted)
+        assert row["ratio"] == pytest.approx(predicted / measured)
+        assert rows["step", "bf16", name]["predicted"] is None and rows["step", "bf16", name]["note"] == "not modelled"
+        assert rows["step", "bf16-autocast", name]["predicted"] > 0
+    assert rows["lora", "fp32", "ffnlab gelu, vocab 97, all adapters"]["predicted"] > 0
+    assert table["summary"]["step fp32"]["ratio"]["n"] == 2 and table["summary"]["all"]["allocator_share"]["n"] == 0
+    md = (out / "memory-cpu.md").read_text()
+    assert "not modelled" in md and "| step | fp32 |" in md

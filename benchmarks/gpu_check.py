@@ -87,7 +87,7 @@ SIZES = {
     # GPT-2-124M shape; the vocabulary is whatever BPE with 50304 merges-and-bytes reaches on the plays
     "cuda": Sizes(768, 12, 12, 1024, 16, "bpe", 50304, (False, True), 40, 10, 20, 2048, 8192, 3,
                   (1024, 2048, 4096), 8192, 5,
-                  limits_s={"ffn": 30, "alignment": 45, "throughput": 170, "tests": 240, "sweep": 260,
+                  limits_s={"ffn": 30, "alignment": 45, "throughput": 170, "tests": 240, "sweep": 330,
                             "memory": 150}),
     # toy sizes: every code path, no compiler (inductor on CPU needs a C++ toolchain and minutes)
     "cpu": Sizes(64, 2, 2, 64, 4, "byte", 256, (False,), 12, 3, 4, 64, 256, 1, (64,), 256, 1,

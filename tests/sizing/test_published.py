@@ -22,8 +22,9 @@ def test_every_published_figure_has_a_source_table_page_and_protocol():
         assert p.source in P.sources() and p.protocol in P.protocols()
         assert P.sources()[p.source]["url"].startswith("https://") and P.sources()[p.source]["short"]
         assert "Table" in p.where and "p. " in p.where and p.metric == "word perplexity"
+        assert p.model not in GPT2 or p.sizes.startswith("Table 2 (p. 4)")
     text = P.protocols()["gpt2-zero-shot"]
-    assert "de-tokenizers" in text and "words" in text and "WikiText-103" in text
+    assert "de-tokenizers" in text and "per word" in text and "WikiText-103" in text
 
 
 def test_models_without_a_published_figure_say_where_their_paper_is_silent():
@@ -41,7 +42,7 @@ def test_table_prints_the_four_gpt2_rows_offline(capsys):
     assert [(r["name"], r["ppl_published"]) for r in rows] == [(m, v[1]) for m, v in GPT2.items()]
     for r, (paper, _) in zip(rows, GPT2.values(), strict=True):
         assert r["organisation"] == "OpenAI" and r["ppl_published_protocol"] == "gpt2-zero-shot"
-        assert r["ppl_published_source"].startswith("Radford et al. 2019, Table 3") and f"({paper})" in r["ppl_published_source"]
+        assert r["ppl_published_source"] == f"Radford et al. 2019, Table 3 (p. 5), {paper}"
         assert r["ratio_raw"] == 4 and r["ratio_param_matched"] == 4 and r["flops_context"] == 1024
         assert r["ppl_measured"] is None and r["train_flops_per_token"] > 0
     md = run_cli(capsys, "table", "gpt2", "gpt-3-175b", "--format", "markdown").stdout

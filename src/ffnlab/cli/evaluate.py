@@ -258,7 +258,7 @@ def table(
     Published perplexities come from kept, sourced data (data/wikitext_published.json) with their protocol; --measure adds ffnlab's own measurement in a separate column. Models that published none stay empty until measured."""
     from dataclasses import replace
 
-    from ffnlab.sizing.published import MEASURED_PROTOCOL, protocols, require_data, sources
+    from ffnlab.sizing.published import MEASURED_PROTOCOL, protocols, require_data
 
     check_format(fmt)
     check_ints(seq_len=(seq_len, 1, 2**24))
@@ -277,8 +277,8 @@ def table(
         render.emit_json([r.as_dict() for r in rows])
         return
     render.emit([r.as_dict() for r in rows], TABLE_COLS, fmt, wide=wide,
-                title="WikiText-103 test perplexity (ratio: d_ff/d_model; p-m: parameter-matched; "
-                      "train GFLOP/tok: forward + backward at ctx tokens)")
+                title="WikiText-103 test perplexity (p-m: parameter-matched ratio; GFLOP/tok: "
+                      "training, at ctx)")
     used = {r.ppl_published_protocol for r in rows} | {r.ppl_measured_protocol for r in rows}
     for pid, text in protocols().items():
         if pid in used:
@@ -288,10 +288,6 @@ def table(
 
         render.note(f"{MEASURED_PROTOCOL}: word perplexity by {DOCUMENTS_PROTOCOL.format(context='the model context')} "
                     "(ffnlab perplexity, docs/perplexity.md)", fmt)
-    cited = {r.ppl_published_source.split(",")[0] for r in rows if r.ppl_published_source}
-    for s in sources().values():
-        if s["short"] in cited:
-            render.note(f"{s['short']}: {s['cite']} {s['url']}", fmt)
     for r in rows:
         if r.note:
             render.note(f"{r.model}: {r.note}", fmt)

@@ -31,7 +31,8 @@ class Published:
     metric: str
     protocol: str  # a key of protocols()
     source: str  # a key of sources()
-    where: str  # table, page, row
+    where: str  # table, page, column (the row is paper_name)
+    sizes: str = ""  # where the paper gives the sizes it names (paper_name)
 
     @property
     def cite(self) -> str:
@@ -94,6 +95,7 @@ class NoteRow:
     ppl_published_metric: str | None = None
     ppl_published_protocol: str | None = None
     ppl_published_source: str | None = None
+    ppl_published_url: str | None = None
     ppl_measured: float | None = None  # word perplexity by ffnlab perplexity's documents protocol
     ppl_measured_byte: float | None = None
     ppl_measured_protocol: str | None = None
@@ -125,7 +127,8 @@ def note_row(*, name: str, model: str, entry: ZooEntry | None, ratio_raw: float 
     if pub is not None:
         return replace(row, ppl_published=pub.perplexity, ppl_published_metric=pub.metric,
                        ppl_published_protocol=pub.protocol,
-                       ppl_published_source=f"{short_cite(pub.source)}, {pub.where} ({pub.paper_name})")
+                       ppl_published_source=f"{short_cite(pub.source)}, {pub.where.split(', ')[0]}, {pub.paper_name}",
+                       ppl_published_url=sources()[pub.source]["url"])
     none = none_published(family)
     if none is not None:
         return replace(row, note=f"no published WikiText-103 perplexity: {short_cite(none['source'])}, "

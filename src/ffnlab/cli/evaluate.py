@@ -97,10 +97,12 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
     from ffnlab.training.progress import Progress
 
     hub_named = any(hub_id(m) is not None and not os.path.exists(m) for m in models)
-    docs = _documents(dataset, dataset_config, split, limit, hub_named)
+    docs = None
     out = []
     for target in models:
-        lm = P.load_model(target, device=device, dtype=dtype)
+        lm = P.load_model(target, device=device, dtype=dtype)  # a wrong model is named before any dataset work
+        if docs is None:
+            docs = _documents(dataset, dataset_config, split, limit, hub_named)
         ctx = context or lm.context
         key = P.cache_key(revision=lm.revision, dataset=docs.name, fingerprint=docs.fingerprint,
                           protocol=protocol, context=ctx, stride=min(stride, ctx), dtype=lm.dtype)

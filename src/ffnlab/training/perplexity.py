@@ -160,6 +160,7 @@ def load_model(target: str, *, device: str = "auto", dtype: str = "auto") -> Loa
         folder, revision = path, folder_revision(path)
     import transformers
 
+    transformers.utils.logging.disable_progress_bar()  # ffnlab's own bar counts the windows
     dev = pick_device(device)
     tok = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     kwargs: dict[str, Any] = {"local_files_only": True, "dtype": DTYPES[dtype] or "auto"}

@@ -182,7 +182,6 @@ def score_windows(model: Any, windows: Sequence[tuple[list[int], int]], targets:
                   device: str, batch: int, tick: Callable[[int], None] | None = None) -> list[list[float]]:
     """Log-likelihoods of each window's scored targets, ``batch`` windows per forward pass (shorter
     ones padded on the right, which a causal model never attends to)."""
-    out: list[list[float]] = []
     order = sorted(range(len(windows)), key=lambda i: -len(windows[i][0]))  # similar lengths together
     found: dict[int, list[float]] = {}
     for lo in range(0, len(order), batch):
@@ -200,8 +199,7 @@ def score_windows(model: Any, windows: Sequence[tuple[list[int], int]], targets:
             found[i] = lp.gather(1, want).squeeze(1).double().cpu().tolist()
         if tick is not None:
             tick(len(idx))
-    out = [found[i] for i in range(len(windows))]
-    return out
+    return [found[i] for i in range(len(windows))]
 
 
 # ---------------------------------------------------------------- results

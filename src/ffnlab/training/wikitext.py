@@ -91,15 +91,7 @@ class Documents:
 
     pages: tuple[str, ...]
     name: str  # the dataset as named (Hub id:config:split or a local path)
-    fingerprint: str  # changes when the text does (datasets' fingerprint, or a hash of the pages)
-
-    @property
-    def words(self) -> int:
-        return sum(word_count(p) for p in self.pages)
-
-    @property
-    def bytes(self) -> int:
-        return sum(byte_count(p) for p in self.pages)
+    fingerprint: str  # a hash of the pages: changes when the text does
 
 
 def _column(ds: Any, name: str) -> list[str]:

@@ -281,6 +281,11 @@ def table(
     render.emit([r.as_dict() for r in rows], TABLE_COLS, fmt, wide=wide,
                 title="WikiText-103 test perplexity (p-m: parameter-matched ratio; GFLOP/tok: "
                       "training, at ctx)")
+    if fmt == "table" and not wide:  # the source and protocol columns are --wide: name them here
+        for r in rows:
+            if r.ppl_published is not None:
+                render.note(f"{r.model}: published {r.ppl_published:.2f} by {r.ppl_published_protocol}, "
+                            f"{r.ppl_published_source}", fmt)
     used = {r.ppl_published_protocol for r in rows} | {r.ppl_measured_protocol for r in rows}
     for pid, text in protocols().items():
         if pid in used:

@@ -133,7 +133,7 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
 
 @app.command(rich_help_panel=TRAINING)
 def perplexity(
-    models: list[str] = typer.Argument(..., help="Local transformers folders (e.g. from 'ffnlab export --hf') or Hub ids org/name[@rev] (downloaded)."),
+    models: list[str] = typer.Argument(..., help="Local transformers folders (e.g. from 'ffnlab export --hf') or Hub ids org/name or org/name@revision (downloaded)."),
     dataset: str = DATASET_OPTION,
     dataset_config: str = DATASET_CONFIG_OPTION,
     split: str = SPLIT_OPTION,
@@ -240,7 +240,7 @@ def _measure_target(target: str) -> str:
 
 @app.command(rich_help_panel=MODELS)
 def table(
-    models: list[str] = typer.Argument(..., help="Zoo names (see 'ffnlab zoo'), config.json paths or folders, or Hub ids org/name[@rev]."),
+    models: list[str] = typer.Argument(..., help="Zoo names (see 'ffnlab zoo'), config.json paths or folders, or Hub ids org/name (or org/name@revision)."),
     measure: bool = typer.Option(False, "--measure", help="Measure perplexity now (ffnlab perplexity's documents protocol; zoo names load their Hub id: downloads)."),
     seq_len: int = typer.Option(None, "--seq-len", help="Context for the training FLOPs per token (default: each model's context from its config)."),
     dataset: str = DATASET_OPTION,

@@ -258,7 +258,8 @@ def test_sizing_commands_never_import_torch(command):
 def test_help_fits_one_screen():
     p = run("--help")
     assert p.returncode == 0
-    assert len(p.stdout.splitlines()) <= 50
+    # 55: the 15 commands (with perplexity and table) on one 80x55 screen; 'perplexity' widens the name column
+    assert len(p.stdout.splitlines()) <= 55
     import typer
 
     from ffnlab.cli import app, register

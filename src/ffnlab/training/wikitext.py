@@ -1,0 +1,137 @@
+"""WikiText test documents: where they come from, how they are de-tokenized and counted.
+
+The protocol is lm-evaluation-harness's ``wikitext`` task (``lm_eval/tasks/wikitext``, version
+2.0), rewritten here, not copied: each test article (a "page" of
+``EleutherAI/wikitext_document_level``) is scored whole after its WikiText de-tokenizer; its words
+and UTF-8 bytes are counted on the page *before* de-tokenization (``re.split(r"\\s+", page)``, as
+the harness counts them). The WikiText-103 and WikiText-2 test sets are the same 60 articles, so
+either dataset config gives the same figures.
+
+A local dataset is read with ``datasets``' local loaders (nothing is downloaded):
+
+* ``*.raw`` / ``*.txt`` in WikiText's own format (``wiki.test.raw``): one article per top-level
+  heading line `` = Title = `` (:func:`split_articles`);
+* ``*.jsonl`` / ``*.json`` / ``*.parquet`` / ``*.csv`` with a ``page`` column (or ``text``), one
+  article per row.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ffnlab.errors import FfnlabError, require
+
+PROTOCOLS = ("documents", "strided", "both")  # ffnlab perplexity --protocol (training/perplexity.py)
+DEFAULT_DATASET = "EleutherAI/wikitext_document_level"
+DEFAULT_CONFIG = "wikitext-103-raw-v1"  # the same test articles as lm-eval's wikitext-2-raw-v1
+DEFAULT_SPLIT = "test"
+LOCAL_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv", ".raw": "text",
+                  ".txt": "text"}
+
+_WORDS = re.compile(r"\s+")
+# (pattern, replacement) in the harness's order; plain string replacements are literal
+_REPLACEMENTS: tuple[tuple[str, str, bool], ...] = (
+    ("s '", "s'", False),
+    (r"/' [0-9]/", r"/'[0-9]/", True),  # as written in the harness (matches almost nothing)
+    (" @-@ ", "-", False), (" @,@ ", ",", False), (" @.@ ", ".", False),
+    (" : ", ": ", False), (" ; ", "; ", False), (" . ", ". ", False), (" ! ", "! ", False),
+    (" ? ", "? ", False), (" , ", ", ", False),
+    (r"\(\s*([^\)]*?)\s*\)", r"(\1)", True), (r"\[\s*([^\]]*?)\s*\]", r"[\1]", True),
+    (r"{\s*([^}]*?)\s*}", r"{\1}", True), (r"\"\s*([^\"]*?)\s*\"", r'"\1"', True),
+    (r"'\s*([^']*?)\s*'", r"'\1'", True),
+    ("= = = =", "====", False), ("= = =", "===", False), ("= =", "==", False),
+    (" \N{DEGREE SIGN} ", "\N{DEGREE SIGN}", False), (" \n", "\n", False), ("\n ", "\n", False),
+    (" N ", " 1 ", False), (" 's", "'s", False),
+)
+
+
+def detokenize(page: str) -> str:
+    """A WikiText page as plain text: the harness's ``wikitext_detokenizer`` rules, in its order
+    (``@-@`` joins, spaces before punctuation and inside brackets and quotes dropped, headings
+    ``= = X = =`` closed up to ``== X ==``)."""
+    for old, new, regex in _REPLACEMENTS:
+        page = re.sub(old, new, page) if regex else page.replace(old, new)
+    return page
+
+
+def word_count(page: str) -> int:
+    """Words as the harness counts them: pieces of the original page split at whitespace runs
+    (leading and trailing whitespace each add an empty piece)."""
+    return len(_WORDS.split(page))
+
+
+def byte_count(page: str) -> int:
+    return len(page.encode("utf-8"))
+
+
+def _is_title(line: str) -> bool:
+    """`` = Title = `` (one ``=`` each side), not a section heading ``= = Section = =``."""
+    s = line.strip()
+    return len(s) > 4 and s.startswith("= ") and s.endswith(" =") and not s.startswith("= =") \
+        and not s.endswith("= =")
+
+
+def split_articles(text: str) -> list[str]:
+    """A ``wiki.test.raw`` text cut into articles: a new one starts at each title line; each
+    article is its lines joined by newlines (blank pieces dropped)."""
+    articles: list[list[str]] = [[]]
+    for line in text.split("\n"):
+        if _is_title(line) and any(x.strip() for x in articles[-1]):
+            articles.append([])
+        articles[-1].append(line)
+    return [page for page in ("\n".join(lines) for lines in articles) if page.strip()]
+
+
+@dataclass(frozen=True)
+class Documents:
+    """The pages to score and what identifies them (for the cache and the report)."""
+
+    pages: tuple[str, ...]
+    name: str  # the dataset as named (Hub id:config:split or a local path)
+    fingerprint: str  # a hash of the pages: changes when the text does
+
+
+def _column(ds: Any, name: str) -> list[str]:
+    for key in ("page", "text"):
+        if key in ds.column_names:
+            return [str(x) for x in ds[key]]
+    raise FfnlabError(f"{name} has no 'page' or 'text' column (columns: {', '.join(ds.column_names)})")
+
+
+def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_CONFIG,
+                   split: str = DEFAULT_SPLIT, limit: int | None = None) -> Documents:
+    """The test pages of ``dataset``: a local file (read with ``datasets``' local loaders, never
+    downloaded) or a Hub dataset id (downloaded into the HF cache unless it is there)."""
+    import hashlib
+
+    import datasets
+
+    path = Path(dataset).expanduser()
+    if path.exists():
+        datasets.disable_progress_bars()  # a local file: no download to show
+        require(path.is_file(), f"--dataset {dataset}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
+        builder = LOCAL_BUILDERS.get(path.suffix.lower())
+        require(builder is not None, f"--dataset {dataset}: unknown file type {path.suffix!r} "
+                                     f"(known: {', '.join(LOCAL_BUILDERS)})")
+        assert builder is not None
+        if builder == "text":
+            ds = datasets.load_dataset("text", data_files=str(path), split="train", sample_by="document",
+                                       keep_linebreaks=True)
+            pages = split_articles("".join(_column(ds, dataset)))
+        else:
+            ds = datasets.load_dataset(builder, data_files=str(path), split="train")
+            pages = _column(ds, dataset)
+        name = str(path)
+    else:
+        ds = datasets.load_dataset(dataset, config, split=split)
+        pages = _column(ds, dataset)
+        name = ":".join(x for x in (dataset, config, split) if x)
+    pages = [p for p in pages if p.strip()]
+    if limit is not None:
+        pages = pages[:limit]
+    require(bool(pages), f"{name} holds no documents")
+    digest = hashlib.sha256("\0".join(pages).encode("utf-8")).hexdigest()[:16]
+    return Documents(tuple(pages), name, digest)

@@ -1,0 +1,266 @@
+"""ffnlab perplexity on an exported ffnlab model and a WikiText-format fixture, offline.
+
+Oracles: a direct transformers computation written here (each token's log-probability from its
+own forward pass over exactly the context the harness's rolling rule gives it; the transformers
+docs' strided loop with ``labels``), and, where lm-evaluation-harness is installed, the harness's
+own rolling windows, de-tokenizer, counts and ``HFLM.loglikelihood_rolling``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from cli_inproc import run_cli
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("datasets")
+
+TINY = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "train.seq_len=32", "train.batch_size=4",
+        "train.max_steps=8", "train.eval_tokens=256", "train.progress=off", "train.tensorboard=false",
+        "train.threads=1", "train.peak_flops=1e11", "train.lr=0.02", "train.warmup_steps=0",
+        "data.tokenizer=byte"]
+CONTEXT = 24  # much shorter than the articles: many windows each
+
+ARTICLES = [
+    " = Robert Boulter = \n \n Robert Boulter is an English film , television and theatre actor . He had a "
+    "guest @-@ starring role on the television series The Bill in 2000 . \n \n = = Career = = \n \n In 2006 , "
+    "Boulter starred alongside Whishaw in the play Citizenship written by Mark Ravenhill ( 2006 ) . \n \n",
+    " = Du Fu = \n \n Du Fu ( 712 – 770 ) was a prominent Chinese poet of the Tang dynasty . Along with Li Bai , "
+    "he is frequently called the greatest of the Chinese poets ' . His greatest ambition was to serve his "
+    "country as a successful civil servant , \" but he proved unable \" to make the necessary accommodations "
+    ". \n \n",
+    " = Kiss You ( One Direction song ) = \n \n \" Kiss You \" is a song recorded by English @-@ Irish boy band "
+    "One Direction ; it sold 1 @,@ 000 copies at 3 @.@ 5 ° C . \n \n = = = Reception = = = \n \n Critics ' "
+    "reviews were mixed : some were positive ! \n \n",
+]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    """A tiny byte-level model trained on the fixture's own text and exported to transformers."""
+    import contextlib
+    import io
+
+    root = tmp_path_factory.mktemp("ppl")
+    corpus = root / "corpus.txt"
+    corpus.write_text("".join(ARTICLES) * 20, encoding="utf-8")
+    run, hf = root / "run", root / "hf"
+    sets = [*TINY, f"data.corpus={corpus}", f"data.cache_dir={root / 'cache'}"]
+
+    class _Capsys:  # run_cli's capsys, for a module fixture
+        def readouterr(self):
+            return type("O", (), {"out": "", "err": ""})()
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert run_cli(_Capsys(), "train", "--out", str(run), *[a for s in sets for a in ("--set", s)]).returncode == 0
+        assert run_cli(_Capsys(), "export", str(run), "--hf", str(hf)).returncode == 0
+    return hf
+
+
+@pytest.fixture(scope="module")
+def raw_fixture(tmp_path_factory) -> Path:
+    """The articles in WikiText's own file format (wiki.test.raw)."""
+    path = tmp_path_factory.mktemp("wikitext") / "wiki.test.raw"
+    path.write_text("".join(ARTICLES), encoding="utf-8")
+    return path
+
+
+def direct_token_lls(model, tokens: list[int], prefix: int | None, context: int) -> list[float]:
+    """Each target's log-probability with the context the harness's rolling rule gives it:
+    targets in disjoint blocks of ``context``; a block's inputs are the ``context`` tokens before
+    its last target (the first block: the prefix, then the block). One unpadded forward pass per
+    block (a causal model's logit at j sees tokens up to j only)."""
+    seq = ([prefix] if prefix is not None else []) + tokens
+    n = len(seq) - 1  # targets: seq[1:]
+    out: list[float] = []
+    for block_start in range(0, n, context):
+        block_end = min(block_start + context, n)  # targets seq[1 + block_start : 1 + block_end]
+        start = 0 if block_start == 0 else block_end - context
+        inp = seq[start:block_end]  # ends one before the block's last target
+        assert len(inp) <= context
+        with torch.no_grad():
+            logp = torch.log_softmax(model(torch.tensor([inp])).logits[0].double(), -1)
+        for k in range(block_start, block_end):
+            out.append(float(logp[k - start, seq[k + 1]]))
+    return out
+
+
+def test_raw_fixture_splits_into_the_articles(raw_fixture):
+    from ffnlab.training.wikitext import load_documents
+
+    docs = load_documents(str(raw_fixture))
+    assert [p + "\n" for p in docs.pages[:2]] + [docs.pages[2]] == ARTICLES  # split at the newline before a title
+    assert len(docs.pages) == 3 and all(p.startswith(" = ") for p in docs.pages)
+    assert "= = Career = =" in docs.pages[0] and "= = = Reception = = =" in docs.pages[2]
+
+
+def test_detokenizer_undoes_wikitext_artifacts():
+    from ffnlab.training.wikitext import detokenize, word_count
+
+    assert detokenize(" = = Career = = \n") == " == Career ==\n"
+    assert detokenize("guest @-@ starring , 1 @,@ 000 at 3 @.@ 5 ° C . ") == "guest-starring, 1,000 at 3.5°C. "
+    assert detokenize("Lee ( 2006 ) said \" hi \" .") == 'Lee (2006) said "hi" .'
+    assert detokenize("the poets ' work") == "the poets' work"
+    assert word_count(" a  b\nc ") == 5  # the harness's re.split: leading and trailing empty pieces count
+
+
+def test_rolling_windows_predict_every_token_once_within_the_context():
+    from ffnlab.training.perplexity import rolling_windows
+
+    for n in (1, 5, 24, 25, 49, 100):
+        tokens = list(range(100, 100 + n))
+        seq = [7, *tokens]
+        seen = []
+        for inp, scored in rolling_windows(tokens, 7, 24):
+            assert 1 <= scored <= len(inp) <= 24
+            start = next(i for i in range(len(seq)) if seq[i:i + len(inp)] == inp)  # inputs are slices of seq
+            seen += seq[start + len(inp) - scored + 1:start + len(inp) + 1]
+        assert seen == tokens
+
+
+def test_perplexity_equals_the_direct_transformers_computation(exported, raw_fixture, capsys, tmp_path,
+                                                               monkeypatch):
+    """The command's word, byte and token perplexities are those of per-token log-likelihoods
+    computed directly with transformers; the per-token figures agree to 1e-5."""
+    from ffnlab.training import perplexity as P
+    from ffnlab.training.wikitext import detokenize, load_documents
+
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    p = run_cli(capsys, "perplexity", str(exported), "--dataset", str(raw_fixture), "--context", str(CONTEXT),
+                "--batch", "3", "--progress", "off", "--json")
+    assert p.returncode == 0, p.stderr
+    (got,) = json.loads(p.stdout)
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(str(exported)).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(str(exported))
+    assert tok.bos_token_id is None and tok.eos_token_id is None  # ffnlab's exports: first token is the prefix
+    pages = load_documents(str(raw_fixture)).pages
+    direct = []
+    for page in pages:
+        ids = tok.encode(detokenize(page))
+        direct.append(direct_token_lls(model, ids[1:], ids[0], CONTEXT))
+    lm = P.load_model(str(exported), device="cpu")
+    ours: list[list[float]] = []
+    P.documents_perplexity(lm, load_documents(str(raw_fixture)), context=CONTEXT, batch=3, token_lls=ours)
+    assert [len(d) for d in ours] == [len(d) for d in direct]
+    worst = max(abs(a - b) for d, e in zip(ours, direct, strict=True) for a, b in zip(d, e, strict=True))
+    assert worst < 1e-5, worst
+
+    total = math.fsum(x for d in direct for x in d)
+    words = sum(len(re.split(r"\s+", p)) for p in pages)
+    nbytes = sum(len(p.encode("utf-8")) for p in pages)
+    assert got["word_perplexity"] == pytest.approx(math.exp(-total / words), rel=1e-6)
+    assert got["byte_perplexity"] == pytest.approx(math.exp(-total / nbytes), rel=1e-6)
+    assert got["bits_per_byte"] == pytest.approx(-total / nbytes / math.log(2), rel=1e-6)
+    assert got["token_perplexity"] == pytest.approx(math.exp(-total / sum(map(len, direct))), rel=1e-6)
+    assert (got["words"], got["bytes"], got["documents"], got["context"]) == (words, nbytes, 3, CONTEXT)
+    assert "first token" in got["note"] and got["revision"].startswith("local:")
+
+    # the transformers docs' strided loop, literally: labels with -100 before each window's new tokens
+    ids = torch.tensor([tok.encode("\n\n".join(pages))])
+    nll, count, prev_end = 0.0, 0, 0
+    for begin in range(0, ids.size(1), 16):
+        end = min(begin + CONTEXT, ids.size(1))
+        trg = end - prev_end
+        inp = ids[:, begin:end]
+        labels = inp.clone()
+        labels[:, :-trg] = -100
+        with torch.no_grad():
+            out = model(inp, labels=labels)
+        scored = int((labels[:, 1:] != -100).sum())
+        nll += float(out.loss) * scored
+        count += scored
+        prev_end = end
+        if end == ids.size(1):
+            break
+    p = run_cli(capsys, "perplexity", str(exported), "--dataset", str(raw_fixture), "--context", str(CONTEXT),
+                "--stride", "16", "--protocol", "strided", "--progress", "off", "--json")
+    (strided,) = json.loads(p.stdout)
+    assert strided["strided_tokens"] == count
+    assert strided["strided_token_perplexity"] == pytest.approx(math.exp(nll / count), rel=1e-5)
+
+
+def test_results_are_cached_per_revision_and_local_files_load_offline(exported, raw_fixture, capsys, tmp_path,
+                                                                      monkeypatch):
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    jsonl = tmp_path / "test.jsonl"
+    from ffnlab.training.wikitext import load_documents
+
+    pages = load_documents(str(raw_fixture)).pages
+    jsonl.write_text("".join(json.dumps({"page": p}) + "\n" for p in pages), encoding="utf-8")
+    args = ["perplexity", str(exported), "--dataset", str(jsonl), "--context", "32", "--protocol", "documents",
+            "--progress", "off", "--json"]
+    first = json.loads(run_cli(capsys, *args).stdout)[0]
+    again = json.loads(run_cli(capsys, *args).stdout)[0]
+    assert not first["cached"] and again["cached"]
+    assert {k: v for k, v in again.items() if k != "cached"} == {k: v for k, v in first.items() if k != "cached"}
+    raw = json.loads(run_cli(capsys, *[a if a != str(jsonl) else str(raw_fixture) for a in args]).stdout)[0]
+    assert raw["word_perplexity"] == pytest.approx(first["word_perplexity"], rel=1e-12)  # the same articles
+    copy = tmp_path / "hf-copy"
+    shutil.copytree(exported, copy)
+    (copy / "model.safetensors").touch()  # a new revision of the weights: measured again
+    moved = json.loads(run_cli(capsys, *[a if a != str(exported) else str(copy) for a in args]).stdout)[0]
+    assert not moved["cached"] and moved["revision"] != first["revision"]
+
+
+def test_the_default_dataset_is_never_downloaded_unless_named(exported, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty HF cache
+    p = run_cli(capsys, "perplexity", str(exported), "--progress", "off")
+    assert p.returncode == 2 and "not in the Hugging Face cache" in p.stderr and "--dataset" in p.stderr
+
+
+def test_lm_eval_harness_agrees(exported, raw_fixture, tmp_path):
+    """Where lm-evaluation-harness is installed: its windows, de-tokenizer, counts and rolling
+    log-likelihoods on the same model (given an EOS token, its prefix) are ffnlab's."""
+    lm_eval_utils = pytest.importorskip("lm_eval.utils")
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks.wikitext import preprocess_wikitext as harness
+
+    from ffnlab.training import perplexity as P
+    from ffnlab.training.export_tokenizer import byte_symbols
+    from ffnlab.training.wikitext import byte_count, detokenize, load_documents, word_count
+
+    docs = load_documents(str(raw_fixture))
+    for page in docs.pages:
+        assert detokenize(page) == harness.wikitext_detokenizer({"page": page})
+        counts = harness.process_results({"page": page}, (0.0,))
+        assert (counts["word_perplexity"][1], counts["byte_perplexity"][1]) == (word_count(page), byte_count(page))
+    for n in (1, 23, 24, 25, 77):
+        theirs = [lm_eval_utils.make_disjoint_window(w) for w in
+                  lm_eval_utils.get_rolling_token_windows(list(range(n)), -1, 24, 1)]
+        ours = list(P.rolling_windows(list(range(n)), -1, 24))
+        assert [(c + t[:-1], len(t)) for c, t in theirs] == ours
+
+    folder = tmp_path / "with-eos"
+    shutil.copytree(exported, folder)
+    tok = transformers.AutoTokenizer.from_pretrained(str(folder))
+    tok.eos_token = byte_symbols()[10]  # "\n": a prefix both sides use
+    tok.save_pretrained(str(folder))
+    lm = P.load_model(str(folder), device="cpu")
+    ours_doc: list[list[float]] = []
+    P.documents_perplexity(lm, docs, context=CONTEXT, batch=2, token_lls=ours_doc)
+    hflm = HFLM(pretrained=str(folder), batch_size=2, max_length=CONTEXT, device="cpu")
+    reqs = [Instance("loglikelihood_rolling", {}, (detokenize(p),), i) for i, p in enumerate(docs.pages)]
+    theirs_doc = hflm.loglikelihood_rolling(reqs, disable_tqdm=True)
+    for ours_lls, theirs_ll in zip(ours_doc, theirs_doc, strict=True):
+        assert math.fsum(ours_lls) == pytest.approx(theirs_ll, rel=1e-6)
+
+
+def test_table_measures_an_exported_model_in_its_own_column(exported, raw_fixture, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    common = ["--dataset", str(raw_fixture), "--context", str(CONTEXT), "--progress", "off", "--json"]
+    p = run_cli(capsys, "table", str(exported), "--measure", *common)
+    assert p.returncode == 0, p.stderr
+    (row,) = json.loads(p.stdout)
+    (ppl,) = json.loads(run_cli(capsys, "perplexity", str(exported), "--protocol", "documents", *common).stdout)
+    assert ppl["cached"]  # the table's measurement, kept
+    assert row["ppl_measured"] == ppl["word_perplexity"] and row["ppl_measured_byte"] == ppl["byte_perplexity"]
+    assert row["ppl_measured_protocol"] == "lm-eval-wikitext" and row["ppl_published"] is None
+    assert row["organisation"] is None and row["ratio_raw"] > 0 and row["train_flops_per_token"] > 0

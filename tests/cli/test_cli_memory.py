@@ -173,15 +173,17 @@ def test_fit_decides_with_the_peak_and_names_its_moment() -> None:
 def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
     """One model, one setting: the three commands report the one fine-tuning peak
     (ffnlab.sizing.finetune.finetune_peak, measured against peft steps in test_memory_finetune.py)."""
-    from ffnlab.sizing.finetune import finetune_peak, lora_params, parse_targets
+    from ffnlab.sizing.finetune import FinetuneOptions, finetune_peak, parse_targets
     from ffnlab.sizing.hf.hub import resolve_model
+    from ffnlab.sizing.memory.workload import Workload
 
     flags = ("--finetune", "qlora", "--lora-rank", "16", "--seq-len", "1024", "--batch", "2")
     size = run_json("size", "--from", "llama-3-8b", *flags)["finetune"]
     (row,) = run_json("audit", "llama-3-8b", *flags)
     fit = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", *flags)
     _, cfg = resolve_model("llama-3-8b")
-    want = finetune_peak(cfg, lora_params(cfg, 16, parse_targets("all-linear")), mode="qlora", seq_len=1024, batch=2)
+    want = finetune_peak(cfg, Workload(seq_len=1024, batch=2,
+                                       finetune=FinetuneOptions("qlora", 16, parse_targets("all-linear"))))
     assert size["peak"]["peak_bytes"] == row["finetune"]["peak"]["peak_bytes"] == want.timeline.peak_bytes
     assert fit["best"]["per_gpu_bytes"] == want.timeline.peak_bytes and fit["best"]["layout"]["tp"] == 1
     assert fit["finetune"]["mode"] == "qlora" and fit["finetune"]["lora"]["trainable"] == 41_943_040

@@ -196,7 +196,7 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
             mem = MemoryFlags(**{n: kwargs.pop(n) for n in names})
             return command(*args, mem=mem, **kwargs)
 
-        run.__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])  # type: ignore[attr-defined]
+        typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])
         run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
                                **{n: TYPES[n] for n in names}}
         return run

@@ -16,10 +16,10 @@ from ffnlab.cli.app import (
     MODELS,
     SIZING,
     WIDE_OPTION,
+    WidthFlags,
     app,
     check_format,
     check_ints,
-    width_rule,
 )
 from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
 from ffnlab.cli.memory_view import (
@@ -96,10 +96,11 @@ def size(
     work = mem.workload(seq_len=seq_len, dtype=dtype, finetune=from_model is not None) if whole else None
     lay = mem.layout() if whole else None
     require(gpu is None or whole, "--gpu needs a whole model: give --n-layers (or --from MODEL)")
+    width = WidthFlags(ratio=ratio, rule=rule, multiplier=multiplier, multiple_of=multiple_of, rounding=rounding,
+                       d_ff=d_ff)
     if from_model is not None:
         assert work is not None and lay is not None
-        out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), work, lay,
-                         gpu=gpu)
+        out = _size_from(ctx, from_model, ffn, width, work, lay, gpu=gpu)
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -108,7 +109,7 @@ def size(
             refuse_without_model(mem, dtype=(dtype, "bf16"), n_heads=(n_heads, None),
                                  n_kv_heads=(n_kv_heads, None))
         ffn = ffn or DEFAULT_KIND
-        r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
+        r = width.rule_for(ffn)
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
                            vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias,
                            dtype=dtype, tied=not untied, norm=norm, positions=positions, workload=work, layout=lay,
@@ -116,7 +117,7 @@ def size(
     _show_size(out, seq_len, dtype, as_json, fmt)
 
 
-def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], work: Workload,
+def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFlags, work: Workload,
                lay: Layout, gpu: str | None = None) -> SizeSummary:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is
     given, the memory of ``work`` on ``lay`` and, with LoRA / QLoRA, the fine-tuning step."""
@@ -128,10 +129,8 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     from ffnlab.sizing.hf.hub import resolve_model
 
     name, cfg = resolve_model(target)
-    ratio, rule, multiplier, multiple_of, rounding, d_ff = width
     kind = ffn or cfg.ffn.kind
-    has_width = any(v is not None for v in (ratio, rule, multiplier, multiple_of, d_ff))
-    r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
+    r = width.rule_for(kind) if width.given else None
     out = size_model(cfg, name, r, kind, seq_len=work.seq_len, dtype=work.dtype, workload=work, layout=lay,
                      serving_on=gpu)
     if work.adapters:
@@ -230,7 +229,7 @@ def plan(
         rule = default_rule(ffn).rule
     if ratio is None and rule in ("ratio", "param-matched"):
         ratio = "4"
-    r = width_rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
+    r = WidthFlags(ratio=ratio, rule=rule, multiplier=multiplier, multiple_of=multiple_of).rule_for(ffn)
     try:
         hds = tuple(int(x) for x in head_dims.split(","))
         lo, hi = (float(x) for x in aspect_band.split(":"))

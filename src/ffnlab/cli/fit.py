@@ -25,7 +25,7 @@ from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
-    from ffnlab.sizing.memory.fit import FitResult, Suggestion
+    from ffnlab.sizing.memory.fit import AcceleratorFit, FitResult, Suggestion
     from ffnlab.sizing.memory.sharding import Sharding
     from ffnlab.sizing.memory.workload import Workload
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
@@ -59,7 +59,8 @@ def _precision_line(precision: str) -> str:
 @dataclass(frozen=True)
 class FitAsk:
     """What ``fit`` is asked beyond the workload: the mode, the search's bounds and the ZeRO-3
-    engine of every layout it tries (the keywords of :func:`ffnlab.sizing.memory.fit.fit`)."""
+    engine of every layout it tries (the keywords :func:`ffnlab.sizing.memory.fit.fit`,
+    ``suggestions`` and ``fit_all`` share), passed on by name."""
 
     mode: str
     reserve_gib: float | None
@@ -72,6 +73,21 @@ class FitAsk:
 
         return fit(cfg, work, gpus=gpus, accelerator=accelerator, mode=self.mode, reserve_gib=self.reserve_gib,
                    max_tp=self.max_tp, sharding=self.sharding, context_limit=self.context_limit)
+
+    def suggestions(self, cfg: ModelConfig, work: Workload, gpus: int, accelerator: Any) -> list[Suggestion]:
+        from ffnlab.sizing.memory.fit import suggestions
+
+        return suggestions(cfg, work, gpus=gpus, accelerator=accelerator, mode=self.mode,
+                           reserve_gib=self.reserve_gib, max_tp=self.max_tp, sharding=self.sharding,
+                           context_limit=self.context_limit)
+
+    def fit_all(self, cfg: ModelConfig, work: Workload, gpus: int, tokens: int | None, mfu: float | None,
+                precision: str) -> list[AcceleratorFit]:
+        from ffnlab.sizing.memory.fit import fit_all
+
+        return fit_all(cfg, work, gpus=gpus, tokens=tokens, mfu=mfu, precision=precision, mode=self.mode,
+                       reserve_gib=self.reserve_gib, max_tp=self.max_tp, sharding=self.sharding,
+                       context_limit=self.context_limit)
 
 
 def _print_lines(title: str, lines: list[str], fmt: str) -> None:
@@ -184,15 +200,12 @@ def _fit_on(cfg: Any, gpus: int, gpu: str | None, gpu_memory: float | None, n_to
             precision: str, work: Workload, ask: FitAsk) -> FitResult:
     """The fit on one accelerator (``--gpu``, or ``--gpu-memory``): what would fit when nothing
     does (one setting changed at a time, or more GPUs), and the training time for ``n_tokens``."""
-    from ffnlab.sizing.memory.fit import suggestions
     from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator, training_time
 
     acc = custom_accelerator(gpu_memory, gpu) if gpu_memory is not None else find_accelerator(str(gpu))
     res = ask.fit(cfg, work, gpus, acc)
     if res.best is None:
-        res = replace(res, suggestions=tuple(suggestions(cfg, work, gpus=gpus, accelerator=acc, mode=ask.mode,
-                                                         reserve_gib=ask.reserve_gib, max_tp=ask.max_tp,
-                                                         sharding=ask.sharding, context_limit=ask.context_limit)))
+        res = replace(res, suggestions=tuple(ask.suggestions(cfg, work, gpus, acc)))
     if n_tokens:
         if acc.bf16_tflops is None:
             note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
@@ -269,11 +282,7 @@ def _suggestion_line(x: Suggestion) -> str:
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
              tokens: str | None, work: Workload, ask: FitAsk, as_json: bool, fmt: str, wide: bool = False) -> None:
-    from ffnlab.sizing.memory.fit import fit_all
-
-    rows = fit_all(cfg, work, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, mode=ask.mode,
-                   reserve_gib=ask.reserve_gib, max_tp=ask.max_tp, sharding=ask.sharding,
-                   context_limit=ask.context_limit)
+    rows = ask.fit_all(cfg, work, gpus, n_tokens, mfu, precision)
     mode = ask.mode
     if as_json:
         ft = work.finetune

@@ -308,3 +308,11 @@ def test_a_bad_flag_and_the_same_bad_field_give_one_and_the_same_line() -> None:
         p = run("size", "--from", "llama-3-8b", *flags)
         assert_usage_error(p)
         assert p.stderr.strip() == f"error: {e.value}"
+
+
+def test_fit_refuses_a_bad_mla_cache_before_any_model_is_read() -> None:
+    """Once a training fit took any --mla-cache and echoed it in its JSON; serving refused it late,
+    in other words. The workload checks it with the other flags, for both modes."""
+    for mode in ("train", "serve"):
+        p = run("fit", "llama-3-8b", "--gpu", "H100", "--mode", mode, "--mla-cache", "bogus")
+        assert_usage_error(p, "--mla-cache must be one of latent, expanded, got 'bogus'")

@@ -38,16 +38,16 @@ def main() -> None:
         return
     from memory_step_cases import CASES, measure, predict
 
-    from ffnlab.sizing.memory.parallel import Layout, table_total, training_table
+    from ffnlab.sizing.memory.parallel import Layout, Workload, table_total, training_table
 
     rows = []
     t0 = time.perf_counter()
     for case in CASES:
         measured, op, cfg = measure(case)
         tl = predict(case, cfg)
-        terms = table_total(training_table(cfg, Layout(), seq_len=case.seq_len, batch=case.batch, dtype="fp32",
-                                           recompute=case.recompute, attention=case.attention,
-                                           dropout=case.dropout))
+        work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
+                        attention=case.attention, dropout=case.dropout)
+        terms = table_total(training_table(cfg, work, Layout()))
         rows.append((case.name, measured, op, tl.peak_bytes, tl.peak.name, terms))
         if not args.markdown:
             print(f"{case.name:62s} measured {measured:>12,} ({op}); predicted {tl.peak_bytes:>12,} "

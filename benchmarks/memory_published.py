@@ -12,7 +12,7 @@ from ffnlab.sizing.config import ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import activation_memory
 from ffnlab.sizing.memory.hardware import training_time
-from ffnlab.sizing.memory.parallel import Layout, training_table
+from ffnlab.sizing.memory.parallel import Layout, Workload, training_table
 from ffnlab.sizing.memory.quant import weight_bytes
 from ffnlab.sizing.zoo import find
 
@@ -35,7 +35,7 @@ def zero_rows() -> list[str]:
     p = count_params(cfg).total
     out = []
     for zero, gb, name in ((0, 120, "baseline"), (1, 31.4, "P_os"), (2, 16.6, "P_os+g"), (3, 1.9, "P_os+g+p")):
-        rows = training_table(cfg, Layout(dp=64, zero=zero), seq_len=16)
+        rows = training_table(cfg, Workload(seq_len=16), Layout(dp=64, zero=zero))
         states = sum(r.per_gpu_bytes for r in rows if r.group == "states") / p * 7.5e9 / GB
         out.append(row(f"ZeRO model states per GPU, 7.5B on 64 GPUs, {name}",
                        "Rajbhandari et al. 2020, Figure 1 (one decimal)", gb, states, "GB"))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import kv_cache
-from ffnlab.sizing.memory.parallel import Layout, training_table
+from ffnlab.sizing.memory.parallel import Layout, Workload, training_table
 from ffnlab.sizing.zoo import find
 
 MODELS = ("gpt2", "llama-2-7b", "mistral-7b", "mixtral-8x7b", "llama-3-8b")
@@ -46,7 +46,7 @@ def lengths(cfg: ModelConfig) -> tuple[int, int]:
 
 def ffnlab_figures(cfg: ModelConfig) -> Figures:
     seq, ctx = lengths(cfg)
-    t = {r.term: r.per_gpu_bytes for r in training_table(cfg, Layout(), seq_len=seq, batch=BATCH)}
+    t = {r.term: r.per_gpu_bytes for r in training_table(cfg, Workload(seq_len=seq, batch=BATCH), Layout())}
     kv = kv_cache(cfg, batch=BATCH, context=ctx).total
     return Figures(count_params(cfg).total, t["weights"], t["gradients"], t["optimizer"], t["activations"], kv)
 

@@ -173,15 +173,17 @@ def test_fit_decides_with_the_peak_and_names_its_moment() -> None:
 def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
     """One model, one setting: the three commands report the one fine-tuning peak
     (ffnlab.sizing.finetune.finetune_peak, measured against peft steps in test_memory_finetune.py)."""
-    from ffnlab.sizing.finetune import finetune_peak, lora_params, parse_targets
+    from ffnlab.sizing.finetune import FinetuneOptions, finetune_peak, parse_targets
     from ffnlab.sizing.hf.hub import resolve_model
+    from ffnlab.sizing.memory.workload import Workload
 
     flags = ("--finetune", "qlora", "--lora-rank", "16", "--seq-len", "1024", "--batch", "2")
     size = run_json("size", "--from", "llama-3-8b", *flags)["finetune"]
     (row,) = run_json("audit", "llama-3-8b", *flags)
     fit = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", *flags)
     _, cfg = resolve_model("llama-3-8b")
-    want = finetune_peak(cfg, lora_params(cfg, 16, parse_targets("all-linear")), mode="qlora", seq_len=1024, batch=2)
+    want = finetune_peak(cfg, Workload(seq_len=1024, batch=2,
+                                       finetune=FinetuneOptions("qlora", 16, parse_targets("all-linear"))))
     assert size["peak"]["peak_bytes"] == row["finetune"]["peak"]["peak_bytes"] == want.timeline.peak_bytes
     assert fit["best"]["per_gpu_bytes"] == want.timeline.peak_bytes and fit["best"]["layout"]["tp"] == 1
     assert fit["finetune"]["mode"] == "qlora" and fit["finetune"]["lora"]["trainable"] == 41_943_040
@@ -214,3 +216,103 @@ def test_finetune_flag_errors_are_one_line() -> None:
     assert_usage_error(run("audit", "mixtral-8x7b", "--finetune", "lora"), "--lora-targets attention")
     p = run("audit", "gpt2", "mixtral-8x7b", "--finetune", "lora")  # several models: a note for the one refused
     assert p.returncode == 0 and "mixtral-8x7b: no fine-tuning estimate" in p.stdout and "gpt2: lora rank 16" in p.stdout
+
+
+# -- one Workload and one Layout: the command line builds what the Python API takes ------------------
+
+MEMORY_ARGS = ("--seq-len", "4096", "--batch", "2", "--recompute", "selective", "--loss", "chunked", "--loss-chunks",
+               "4", "--grad-accum", "2", "--optimizer-impl", "for-loop", "--kv-dtype", "fp8", "--grad-dtype", "fp32",
+               "--optimizer", "sgd-momentum", "--dropout")
+
+
+def _workload() -> tuple[object, object]:
+    from ffnlab.sizing.memory.parallel import Layout
+    from ffnlab.sizing.memory.sharding import Sharding
+    from ffnlab.sizing.memory.step import StepOptions
+    from ffnlab.sizing.memory.workload import Workload
+
+    work = Workload(seq_len=4096, batch=2, recompute="selective", kv_dtype="fp8", grad_dtype="fp32",
+                    optimizer="sgd-momentum", dropout=True,
+                    step=StepOptions(loss="chunked", loss_chunks=4, grad_accum=2, optimizer_impl="for-loop"))
+    lay = Layout(dp=8, zero=3, sharding=Sharding(zero3="fsdp", prefetch=2, reshard_after_forward=False))
+    return work, lay
+
+
+def test_the_flags_build_the_workload_and_layout_the_api_takes() -> None:
+    from ffnlab.cli.memory_flags import MemoryFlags
+    from ffnlab.sizing.finetune import FinetuneOptions
+
+    work, lay = _workload()
+    flags = MemoryFlags(batch=2, recompute="selective", loss="chunked", loss_chunks=4, grad_accum=2,
+                        optimizer_impl="for-loop", kv_dtype="fp8", grad_dtype="fp32", optimizer="sgd-momentum",
+                        dropout=True, dp=8, zero=3, prefetch=2, reshard_after_forward=False)
+    assert flags.workload(seq_len=4096, dtype="bf16") == work and flags.layout() == lay
+    lora = MemoryFlags(finetune="lora", lora_rank=8)
+    assert lora.workload(seq_len=2048, dtype="bf16").finetune == FinetuneOptions(mode="lora", rank=8)
+    assert MemoryFlags().workload(seq_len=2048, dtype="bf16").finetune is None  # full: every weight trains
+
+
+def test_size_audit_and_fit_print_what_the_api_returns_for_the_same_workload() -> None:
+    import json
+    from dataclasses import replace
+
+    from ffnlab.sizing.audit import memory_of
+    from ffnlab.sizing.hf.hub import resolve_model
+    from ffnlab.sizing.memory.fit import fit
+    from ffnlab.sizing.memory.parallel import Layout, memory_summary
+    from ffnlab.sizing.result import plain
+
+    def as_json(res: object) -> object:
+        return json.loads(json.dumps(plain(res)))
+
+    work, lay = _workload()
+    layout = ("--dp", "8", "--zero", "3", "--prefetch", "2", "--no-reshard-after-forward")
+    _, cfg = resolve_model("llama-3-8b")
+    want = as_json(memory_summary(cfg, work, lay))
+    assert run_json("size", "--from", "llama-3-8b", *MEMORY_ARGS, *layout)["model"]["memory"] == want
+    (row,) = run_json("audit", "llama-3-8b", *MEMORY_ARGS, *layout)
+    assert row["memory"] == want == as_json(memory_of(cfg, work, lay))
+    got = run_json("fit", "llama-3-8b", "--gpu", "H100", "--gpus", "8", *MEMORY_ARGS, "--prefetch", "2",
+                   "--no-reshard-after-forward")
+    res = as_json(fit(cfg, work, gpus=8, accelerator="H100", sharding=lay.sharding, context_limit=8192))
+    assert isinstance(res, dict) and {k: got[k] for k in res} == res
+    best = got["best"]["layout"]
+    if (best["dp"], best["tp"], best["pp"], best["zero"]) == (8, 1, 1, 3):  # the same layout, priced alone
+        assert got["best"]["per_gpu_bytes"] == memory_summary(cfg, work, lay).peak_bytes
+    from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
+
+    at = MEMORY_ARGS.index("--grad-dtype")  # not with adapters: the base is frozen
+    qlora = (*MEMORY_ARGS[:at], *MEMORY_ARGS[at + 2:], "--finetune", "qlora", "--lora-rank", "8")
+    ft = replace(work, grad_dtype=None, finetune=FinetuneOptions(mode="qlora", rank=8))
+    out = run_json("size", "--from", "llama-3-8b", *qlora)
+    assert out["finetune"] == as_json(finetune_summary(cfg, ft))
+    assert out["model"]["memory"] == as_json(memory_summary(cfg, ft, Layout()))  # full training, beside it
+
+
+def test_a_bad_flag_and_the_same_bad_field_give_one_and_the_same_line() -> None:
+    import pytest
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.sizing.memory.parallel import Layout
+    from ffnlab.sizing.memory.step import StepOptions
+    from ffnlab.sizing.memory.workload import Workload
+
+    cases = [(("--batch", "0"), lambda: Workload(batch=0)),
+             (("--loss", "sampled"), lambda: Workload(step=StepOptions(loss="sampled"))),
+             (("--kv-dtype", "fp7"), lambda: Workload(kv_dtype="fp7")),
+             (("--zero", "4"), lambda: Layout(zero=4)),
+             (("--sp",), lambda: Layout(sp=True))]
+    for flags, make in cases:
+        with pytest.raises(FfnlabError) as e:
+            make()
+        p = run("size", "--from", "llama-3-8b", *flags)
+        assert_usage_error(p)
+        assert p.stderr.strip() == f"error: {e.value}"
+
+
+def test_fit_refuses_a_bad_mla_cache_before_any_model_is_read() -> None:
+    """Once a training fit took any --mla-cache and echoed it in its JSON; serving refused it late,
+    in other words. The workload checks it with the other flags, for both modes."""
+    for mode in ("train", "serve"):
+        p = run("fit", "llama-3-8b", "--gpu", "H100", "--mode", mode, "--mla-cache", "bogus")
+        assert_usage_error(p, "--mla-cache must be one of latent, expanded, got 'bogus'")

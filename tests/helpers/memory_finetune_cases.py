@@ -129,16 +129,16 @@ def build_lora(case: LoraCase) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any
 
 def predict(case: LoraCase, cfg: Any) -> Any:
     """ffnlab's fine-tuning step for the case (one GPU)."""
-    from ffnlab.sizing.finetune import finetune_peak, lora_params, parse_targets
+    from ffnlab.sizing.finetune import FinetuneOptions, finetune_peak, parse_targets
+    from ffnlab.sizing.memory.workload import Workload
 
     s = case.step
-    lora = lora_params(cfg, case.rank, parse_targets(case.targets))
-    step = step_options(s)
+    work = Workload(seq_len=s.seq_len, batch=s.batch, dtype=case.dtype, recompute=s.recompute, attention=s.attention,
+                    step=step_options(s),
+                    finetune=FinetuneOptions(mode="lora", rank=case.rank, targets=parse_targets(case.targets)))
     # transformers' gradient_checkpointing_enable makes the embeddings' output require grad; ffnlab's doesn't
     input_grads = s.recompute == "full" and s.family != "ffnlab"
-    return finetune_peak(cfg, lora, mode="lora", seq_len=s.seq_len, batch=s.batch, dtype=case.dtype,
-                         recompute=s.recompute, attention=s.attention, step=step, input_grads=input_grads,
-                         grouped_experts=s.family != "ffnlab")
+    return finetune_peak(cfg, work, input_grads=input_grads, grouped_experts=s.family != "ffnlab")
 
 
 # -- saved measurements: tests/data/finetune_measured.json ------------------------------------------

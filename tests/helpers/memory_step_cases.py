@@ -207,9 +207,8 @@ def measure(case: Case, built: tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]
 
 def predict(case: Case, cfg: Any) -> Any:
     """ffnlab's step timeline for the case (one GPU, fp32; dropout masks in fp32 as on CPU)."""
-    from ffnlab.sizing.memory.parallel import Layout, training_peak, training_table
+    from ffnlab.sizing.memory.parallel import Layout, Workload, training_peak, training_table
 
-    kw = dict(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
-              attention=case.attention, dropout=case.dropout)
-    rows = training_table(cfg, Layout(), **kw)  # type: ignore[arg-type]
-    return training_peak(cfg, Layout(), rows, step=step_options(case), dropout_mask_bytes=4, **kw)  # type: ignore[arg-type]
+    work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
+                    attention=case.attention, dropout=case.dropout, step=step_options(case), dropout_mask_bytes=4)
+    return training_peak(cfg, work, Layout(), training_table(cfg, work, Layout()))

@@ -231,3 +231,60 @@ def test_no_test_module_is_imported_helpers_are():
     found = {str(p.relative_to(TESTS)): names for p in sorted(TESTS.rglob("*.py"))
              for names in [imports_of_test_modules(p.read_text(encoding="utf-8"))] if names}
     assert found == {}, f"imports of test modules (move what they share to tests/helpers/): {found}"
+
+
+# -- the memory path takes one Workload and one Layout ---------------------------------------------
+# Its modules: the memory model, fine-tuning, serving and size on top of it, and the commands that build the
+# workload from their flags. A call there passes its settings by name, never a dict unpacked with **
+# into a function or class the path defines, and nothing is waved through with ``type: ignore``.
+MEMORY_PATH = sorted((SRC / "sizing" / "memory").glob("*.py")) + [
+    SRC / "sizing" / "finetune.py", SRC / "sizing" / "serving.py", SRC / "sizing" / "size.py", SRC / "sizing" / "audit.py",
+    SRC / "cli" / "sizing.py", SRC / "cli" / "fit.py", SRC / "cli" / "memory_flags.py", SRC / "cli" / "memory_view.py"]
+# callees that may take **: a record of accelerators.json into its dataclass; Typer's parameters into
+# the flags as given (the one place the command line enters)
+UNPACKING_ALLOWED = {"Accelerator", "MemoryFlags"}
+
+
+def defined_names(sources: list[str]) -> set[str]:
+    """The functions and classes the sources define, at any depth."""
+    return {n.name for s in sources for n in ast.walk(ast.parse(s))
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+
+
+def unpacked_calls(source: str, names: set[str]) -> list[str]:
+    """``name:line`` of each call of one of ``names`` (a plain name, or an attribute's last part)
+    that unpacks a mapping with ``**``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not any(k.arg is None for k in node.keywords):
+            continue
+        f = node.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        if name in names and name not in UNPACKING_ALLOWED:
+            found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def type_ignores(source: str) -> list[int]:
+    """Lines with a ``type: ignore`` comment."""
+    return [i for i, line in enumerate(source.splitlines(), 1) if re.search(r"#.*\btype:\s*ignore", line)]
+
+
+def test_the_memory_path_checks_flag_planted_unpackings_and_ignores():
+    planted = ("def memory_summary(cfg, **kw): ...\nopts = {'batch': 2}\n"
+               "m = memory_summary(cfg, **opts)\nx = sizing.memory_summary(cfg, seq_len=1, **opts)\n"
+               "y = dict(**opts)\nz = Accelerator(**opts)\n")
+    names = defined_names([planted]) | {"Accelerator"}
+    assert unpacked_calls(planted, names) == ["memory_summary:3", "memory_summary:4"]
+    assert type_ignores("a = f(**kw)  # type: ignore[arg-type]\nb = 1\nc = g()  #type:ignore") == [1, 3]
+    assert type_ignores("'''type: ignore in a docstring is not a comment'''") == []
+
+
+def test_the_memory_path_passes_no_dict_with_star_star_and_ignores_no_type():
+    sources = {p.relative_to(SRC).as_posix(): p.read_text(encoding="utf-8") for p in MEMORY_PATH}
+    names = defined_names(list(sources.values()))
+    assert {"memory_summary", "step_timeline", "training_table", "fit", "Workload", "Layout"} <= names
+    unpacked = {p: found for p, s in sources.items() if (found := unpacked_calls(s, names))}
+    assert unpacked == {}, f"** into the memory path's own functions (pass a Workload / Layout): {unpacked}"
+    ignored = {p: found for p, s in sources.items() if (found := type_ignores(s))}
+    assert ignored == {}, f"type: ignore in the memory path: {ignored}"

@@ -18,6 +18,7 @@ from result_checks import check_read_only_view
 from ffnlab.render import _json_default
 from ffnlab.sizing.audit import AuditRow, audit, audit_config, audit_entry, entry_basis, memory_of
 from ffnlab.sizing.audit_row import COUNTED_FIELDS
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import plain
 from ffnlab.sizing.size import Alignment
 from ffnlab.sizing.zoo import find
@@ -127,7 +128,7 @@ def test_the_command_keys_follow_the_row_in_their_order() -> None:
     memory_error, as the command's dicts had them."""
     row = audit_entry(find("llama-7b"))
     own = list(row)
-    mem = memory_of(entry_basis(find("llama-7b")), seq_len=2048, dtype="bf16")  # type: ignore[arg-type]
+    mem = memory_of(entry_basis(find("llama-7b")), Workload(seq_len=2048, dtype="bf16"))  # type: ignore[arg-type]
     assert list(replace(row, memory=mem)) == [*own, "memory"]
     assert replace(row, memory=mem)["memory"] == mem.as_dict()
     assert list(replace(row, memory_error="x")) == [*own, "memory", "memory_error"]

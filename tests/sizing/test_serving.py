@@ -14,6 +14,7 @@ import pytest
 from ffnlab.sizing.memory.fit import fit
 from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator, load_accelerators
 from ffnlab.sizing.memory.parallel import Layout, serving_table, table_total
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.serving import capacity, decode_speed, experts_touched
 from ffnlab.sizing.zoo import find
 
@@ -120,13 +121,13 @@ def test_every_listed_accelerator_has_a_sourced_bandwidth():
 
 def test_fit_serve_carries_capacity_and_speed_and_a_bare_card_has_no_speed():
     cfg = get_config("llama-3-8b")
-    res = fit(cfg, gpus=1, accelerator="L40S", mode="serve", seq_len=8192, batch=4)
+    res = fit(cfg, Workload(seq_len=8192, batch=4), gpus=1, accelerator="L40S", mode="serve")
     s = res["serving"]
     assert s["capacity"]["max_batch_at_context"] >= 4 and s["speed"]["batch"] == 4
     assert any("roofline upper bound" in a for a in s["assumptions"])
-    bare = fit(cfg, gpus=1, accelerator=custom_accelerator(48), mode="serve", seq_len=8192, batch=4)
+    bare = fit(cfg, Workload(seq_len=8192, batch=4), gpus=1, accelerator=custom_accelerator(48), mode="serve")
     assert bare["serving"]["speed"] is None and "no memory bandwidth" in bare["serving"]["assumptions"][0]
-    assert fit(cfg, gpus=1, accelerator="L4", mode="serve", seq_len=8192, batch=64)["serving"] is None
+    assert fit(cfg, Workload(seq_len=8192, batch=64), gpus=1, accelerator="L4", mode="serve")["serving"] is None
 
 
 def test_cli_prints_what_fits_and_how_fast():

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from paths import DATA
-from result_checks import check_read_only_view, options
+from result_checks import check_read_only_view, workload
 
 from ffnlab.render import _json_default
 from ffnlab.sizing.audit import entry_basis
@@ -20,7 +20,8 @@ from ffnlab.sizing.zoo import find
 
 SNAPSHOT_PATH = DATA / "size_summary_snapshot.json"
 
-# what the CLI's memory flags give by default (MemoryFlags().options()), as JSON
+# what the CLI's memory flags gave by default (the keyword arguments of memory_summary before the
+# Workload and Layout), as JSON; result_checks.workload makes them a Workload and a Layout
 CLI_MEMORY = {"batch": 1, "recompute": "none", "attention": "fused", "kv_dtype": None, "weights_dtype": None,
               "group_size": None, "grad_dtype": None, "optimizer": "adamw", "dropout": False,
               "sharding": {}, "step": {}, "lay": {}}
@@ -64,7 +65,11 @@ def compute(name: str) -> Any:
     """The result of the case ``name``."""
     fn, args = CASES[name]
     a = dict(args)
-    a["memory"] = None if a.get("memory") is None else options(a["memory"])
+    memory = a.pop("memory", None)
+    if memory is not None:
+        a["workload"], a["layout"], rest = workload({**memory, "seq_len": a.get("seq_len", 2048),
+                                                     "dtype": a.get("dtype", "bf16")})
+        assert not rest
     rule = make_rule(**a.pop("rule")) if "rule" in a else None
     if fn == "size_summary":
         return size_summary(a.pop("d_model"), a.pop("kind"), rule, **a)

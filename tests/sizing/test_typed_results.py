@@ -22,6 +22,7 @@ from ffnlab.sizing.claims import ClaimCheck, check_claims, load_claims
 from ffnlab.sizing.explain import Explanation, WidthExplained, explain
 from ffnlab.sizing.finetune import FinetuneOptions, FinetuneSummary, LoraCount, finetune_summary
 from ffnlab.sizing.memory.parallel import Layout
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.serving import Capacity, capacity
 from ffnlab.sizing.zoo import find
@@ -74,7 +75,7 @@ def test_the_snapshot_has_widths_with_and_without_an_explanation() -> None:
 @pytest.mark.parametrize("name", sorted(FINETUNE))
 def test_finetune_summary_matches_the_snapshot(name: str) -> None:
     model, opts, kw = FINETUNE[name]
-    res = finetune_summary(find(model).config(), FinetuneOptions(**opts), **kw)
+    res = finetune_summary(find(model).config(), Workload(finetune=FinetuneOptions(**opts), **kw))
     expected = SNAPSHOT["finetune"][name]
     _same(res, expected)
     assert isinstance(res, FinetuneSummary) and isinstance(res.lora, LoraCount)

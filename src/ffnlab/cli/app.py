@@ -8,13 +8,17 @@ Also the conventions every command follows: ``--version``, shell completion (typ
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ffnlab import __version__, render
 from ffnlab.errors import require
 from ffnlab.validation import choice, integer
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.widths import WidthRule
 
 HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
 
@@ -105,19 +109,35 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
-def width_rule(ffn: str, ratio: str | None, rule: str | None, multiplier: str | None, multiple_of: int | None,
-          rounding: str, d_ff: int | None):
-    from ffnlab.sizing.kinds import get_kind
-    from ffnlab.sizing.widths import RULES, make_rule
+@dataclass(frozen=True)
+class WidthFlags:
+    """The width flags of ``size`` and ``plan`` as given (None: not given), travelling as one."""
 
-    get_kind(ffn)
-    if rule is not None:
-        choice(rule, "--rule", RULES)
-    check_ints(d_ff=(d_ff, 1, 2**40), multiple_of=(multiple_of, 1, 2**20))
-    require(d_ff is not None or ratio is not None or rule in ("llama", "golden"),
-            "give a width: --d-ff F, --ratio R (optionally --rule param-matched), --rule llama or --rule golden")
-    return make_rule(rule, ratio=ratio, d_ff=d_ff, multiplier=multiplier, multiple_of=multiple_of,
-                     rounding=rounding)
+    ratio: str | None = None
+    rule: str | None = None
+    multiplier: str | None = None
+    multiple_of: int | None = None
+    rounding: str = "up"
+    d_ff: int | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether any flag that sets a width was given (``--rounding`` alone sets none)."""
+        return any(v is not None for v in (self.ratio, self.rule, self.multiplier, self.multiple_of, self.d_ff))
+
+    def rule_for(self, ffn: str) -> WidthRule:
+        """The width rule these flags give for the FFN kind ``ffn``, each flag checked."""
+        from ffnlab.sizing.kinds import get_kind
+        from ffnlab.sizing.widths import RULES, make_rule
+
+        get_kind(ffn)
+        if self.rule is not None:
+            choice(self.rule, "--rule", RULES)
+        check_ints(d_ff=(self.d_ff, 1, 2**40), multiple_of=(self.multiple_of, 1, 2**20))
+        require(self.d_ff is not None or self.ratio is not None or self.rule in ("llama", "golden"),
+                "give a width: --d-ff F, --ratio R (optionally --rule param-matched), --rule llama or --rule golden")
+        return make_rule(self.rule, ratio=self.ratio, d_ff=self.d_ff, multiplier=self.multiplier,
+                         multiple_of=self.multiple_of, rounding=self.rounding)
 
 
 def check_ints(**values: tuple[int | None, int, int]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -13,8 +13,6 @@ from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
     alive_text,
-    check_seq_len,
-    check_train_dtype,
     gib,
     gpus_text,
     note,
@@ -26,9 +24,10 @@ from ffnlab.render import Column
 from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:
-    from ffnlab.sizing.memory.fit import FitResult, Suggestion
-
-OBJECTS = ("sharding", "step", "finetune")  # options shown as their own JSON objects
+    from ffnlab.sizing.config import ModelConfig
+    from ffnlab.sizing.memory.fit import AcceleratorFit, FitResult, Suggestion
+    from ffnlab.sizing.memory.sharding import Sharding
+    from ffnlab.sizing.memory.workload import Workload
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
 MAX_TOP = 10_000
 
@@ -55,6 +54,40 @@ def _precision_line(precision: str) -> str:
         return ("fp8 peak for the blocks' linear layers only; attention scores and the LM head at the bf16 peak "
                 "(fp8 recipes keep them in bf16)")
     return "bf16 dense tensor-core peak"
+
+
+@dataclass(frozen=True)
+class FitAsk:
+    """What ``fit`` is asked beyond the workload: the mode, the search's bounds and the ZeRO-3
+    engine of every layout it tries (the keywords :func:`ffnlab.sizing.memory.fit.fit`,
+    ``suggestions`` and ``fit_all`` share), passed on by name."""
+
+    mode: str
+    reserve_gib: float | None
+    max_tp: int
+    sharding: Sharding
+    context_limit: int | None
+
+    def fit(self, cfg: ModelConfig, work: Workload, gpus: int, accelerator: Any) -> FitResult:
+        from ffnlab.sizing.memory.fit import fit
+
+        return fit(cfg, work, gpus=gpus, accelerator=accelerator, mode=self.mode, reserve_gib=self.reserve_gib,
+                   max_tp=self.max_tp, sharding=self.sharding, context_limit=self.context_limit)
+
+    def suggestions(self, cfg: ModelConfig, work: Workload, gpus: int, accelerator: Any) -> list[Suggestion]:
+        from ffnlab.sizing.memory.fit import suggestions
+
+        return suggestions(cfg, work, gpus=gpus, accelerator=accelerator, mode=self.mode,
+                           reserve_gib=self.reserve_gib, max_tp=self.max_tp, sharding=self.sharding,
+                           context_limit=self.context_limit)
+
+    def fit_all(self, cfg: ModelConfig, work: Workload, gpus: int, tokens: int | None, mfu: float | None,
+                precision: str) -> list[AcceleratorFit]:
+        from ffnlab.sizing.memory.fit import fit_all
+
+        return fit_all(cfg, work, gpus=gpus, tokens=tokens, mfu=mfu, precision=precision, mode=self.mode,
+                       reserve_gib=self.reserve_gib, max_tp=self.max_tp, sharding=self.sharding,
+                       context_limit=self.context_limit)
 
 
 def _print_lines(title: str, lines: list[str], fmt: str) -> None:
@@ -103,57 +136,55 @@ def fit(
     from ffnlab.sizing.hf.hub import resolve_model_raw
     from ffnlab.sizing.memory.fit import context_limit
 
-    _check_flags(fmt, dtype, seq_len, gpus, max_tp, top, mode, precision, mfu, reserve)
-    checked = mem.options()
-    ft = mem.finetune_options()
-    if ft.adapters:
+    _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
+    work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
+    sharding = mem.layout().sharding
+    ft = work.finetune
+    if ft is not None:
         require(mode == "train", f"--finetune {ft.mode} sizes a training step: not with --mode serve")
         require(tokens is None, f"--tokens gives a pretraining time (6 x params FLOPs per token): not modelled "
                                 f"with --finetune {ft.mode}")
-    batch, recompute, kv_dtype = mem.batch, mem.recompute, mem.kv_dtype
+    batch, recompute, kv_dtype = work.batch, work.recompute, work.kv_dtype
     name, cfg, raw = resolve_model_raw(target)  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
     if mfu is not None and (n_tokens is None or mode == "serve"):
         note("--mfu is used only for the training time, which needs --tokens and --mode train; ignored")
     if tokens and mode == "serve":
         note("--tokens gives a training time; ignored with --mode serve")
-    opts: dict[str, Any] = dict(mode=mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                attention=mem.attention, kv_dtype=kv_dtype, weights_dtype=mem.weights_dtype,
-                                group_size=mem.group_size, mla=mla, reserve_gib=reserve, max_tp=max_tp,
-                                grad_dtype=mem.grad_dtype, optimizer=mem.optimizer, dropout=mem.dropout,
-                                sharding=checked["sharding"], step=checked["step"], context_limit=context_limit(raw),
-                                finetune=ft if ft.adapters else None)
-    what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft.adapters else mode) + f", {gpus_text(gpus)}, "
+    ask = FitAsk(mode=mode, reserve_gib=reserve, max_tp=max_tp, sharding=sharding, context_limit=context_limit(raw))
+    what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft else mode) + f", {gpus_text(gpus)}, "
             f"batch {batch} x {seq_len}" + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
     if gpu is None and gpu_memory is None:
-        _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, opts, as_json, fmt, wide)
+        _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, work, ask, as_json, fmt, wide)
         return
     timed = bool(n_tokens) and mode == "train"
-    res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, opts)
+    res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, work, ask)
     if as_json:
-        render.emit_json({"model": name, **_options_json(opts), **res.as_dict()})
+        render.emit_json({"model": name, **_options_json(work, ask), **res.as_dict()})
         return
-    _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed,
-              opts=opts, fmt=fmt, wide=wide)
+    _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
+              wide=wide)
 
 
-def _options_json(opts: dict[str, Any]) -> dict[str, Any]:
+def _options_json(work: Workload, ask: FitAsk) -> dict[str, Any]:
     """The settings a fit was asked with, as its JSON shows them (the sharding and step options
     as their own objects; fine-tuning is the result's)."""
-    return {**{k: v for k, v in opts.items() if k not in OBJECTS}, "sharding": opts["sharding"].as_dict(),
-            "step": opts["step"].as_dict()}
+    return {"mode": ask.mode, "seq_len": work.seq_len, "batch": work.batch, "dtype": work.dtype,
+            "recompute": work.recompute, "attention": work.attention, "kv_dtype": work.kv_dtype,
+            "weights_dtype": work.weights_dtype, "group_size": work.group_size, "mla": work.mla,
+            "reserve_gib": ask.reserve_gib, "max_tp": ask.max_tp, "grad_dtype": work.grad_dtype,
+            "optimizer": work.optimizer, "dropout": work.dropout, "context_limit": ask.context_limit,
+            "sharding": ask.sharding.as_dict(), "step": work.step.as_dict()}
 
 
-def _check_flags(fmt: str, dtype: str, seq_len: int, gpus: int, max_tp: int, top: int, mode: str, precision: str,
+def _check_flags(fmt: str, gpus: int, max_tp: int, top: int, mode: str, precision: str,
                  mfu: float | None, reserve: float | None) -> None:
-    """``fit``'s own flags checked, before any model is read."""
+    """``fit``'s own flags checked, before any model is read (the workload's: :meth:`MemoryFlags.workload`)."""
     from ffnlab.sizing.memory.fit import MAX_GPUS
     from ffnlab.sizing.memory.hardware import PRECISIONS
     from ffnlab.validation import choice
 
     check_format(fmt)
-    check_train_dtype(dtype)
-    check_seq_len(seq_len)
     integer(gpus, "--gpus", 1, MAX_GPUS)
     integer(max_tp, "--max-tp", 1, 2**20)
     integer(top, "--top", 1, MAX_TOP)
@@ -166,30 +197,28 @@ def _check_flags(fmt: str, dtype: str, seq_len: int, gpus: int, max_tp: int, top
 
 
 def _fit_on(cfg: Any, gpus: int, gpu: str | None, gpu_memory: float | None, n_tokens: int | None, mfu: float | None,
-            precision: str, opts: dict[str, Any]) -> FitResult:
+            precision: str, work: Workload, ask: FitAsk) -> FitResult:
     """The fit on one accelerator (``--gpu``, or ``--gpu-memory``): what would fit when nothing
     does (one setting changed at a time, or more GPUs), and the training time for ``n_tokens``."""
-    from ffnlab.sizing.memory.fit import fit as run_fit
-    from ffnlab.sizing.memory.fit import suggestions
     from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator, training_time
 
     acc = custom_accelerator(gpu_memory, gpu) if gpu_memory is not None else find_accelerator(str(gpu))
-    res = run_fit(cfg, gpus=gpus, accelerator=acc, **opts)
+    res = ask.fit(cfg, work, gpus, acc)
     if res.best is None:
-        res = replace(res, suggestions=tuple(suggestions(cfg, gpus=gpus, accelerator=acc, **opts)))
+        res = replace(res, suggestions=tuple(ask.suggestions(cfg, work, gpus, acc)))
     if n_tokens:
         if acc.bf16_tflops is None:
             note(f"{acc.name} has no peak on record: give --gpu with --gpu-memory for a training time")
         else:
             res = replace(res, time=training_time(cfg, tokens=n_tokens, gpus=gpus, accelerator=acc,
-                                                  seq_len=opts["seq_len"], mfu=mfu, precision=precision))
+                                                  seq_len=work.seq_len, mfu=mfu, precision=precision))
     return res
 
 
 def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens: str | None, mfu: float | None,
-              precision: str, *, timed: bool, opts: dict[str, Any], fmt: str, wide: bool) -> None:
+              precision: str, *, timed: bool, batch: int, ask: FitAsk, fmt: str, wide: bool) -> None:
     """The layouts that fit (or what would change it), the best one's terms, serving and time."""
-    mode, batch = opts["mode"], opts["batch"]
+    mode = ask.mode
     for w in res.warnings:
         note(w)
     rows = [{**r.terms, "describe": r.describe, "per_gpu_bytes": r.per_gpu_bytes,
@@ -252,14 +281,12 @@ def _suggestion_line(x: Suggestion) -> str:
 
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
-             tokens: str | None, opts: dict[str, Any], as_json: bool, fmt: str, wide: bool = False) -> None:
-    from ffnlab.sizing.memory.fit import fit_all
-
-    rows = fit_all(cfg, gpus=gpus, tokens=n_tokens, mfu=mfu, precision=precision, **opts)
-    mode = opts["mode"]
+             tokens: str | None, work: Workload, ask: FitAsk, as_json: bool, fmt: str, wide: bool = False) -> None:
+    rows = ask.fit_all(cfg, work, gpus, n_tokens, mfu, precision)
+    mode = ask.mode
     if as_json:
-        ft = opts.get("finetune")
-        render.emit_json({"model": name, "gpus": gpus, **_options_json(opts), "tokens": n_tokens, "mfu": mfu,
+        ft = work.finetune
+        render.emit_json({"model": name, "gpus": gpus, **_options_json(work, ask), "tokens": n_tokens, "mfu": mfu,
                           "precision": precision, "accelerators": rows,
                           **({"finetune": ft.as_dict()} if ft is not None else {})})
         return
@@ -274,7 +301,7 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     render.emit([r.as_dict() for r in rows], cols, fmt, title=title, wide=wide)
     from ffnlab.sizing.memory.fit import NOT_COUNTED
 
-    held = "10% of it (assumed; --reserve GiB)" if opts["reserve_gib"] is None else f"{opts['reserve_gib']:g} GiB"
+    held = "10% of it (assumed; --reserve GiB)" if ask.reserve_gib is None else f"{ask.reserve_gib:g} GiB"
     lines = [f"usable = the memory each device reports - a reserve of {held} for what no term "
              f"counts: {', '.join(NOT_COUNTED[mode])}",
              "ffnlab fit MODEL --gpu NAME lists each term of the best layout and the rest of the assumptions"]

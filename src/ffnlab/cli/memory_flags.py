@@ -2,9 +2,10 @@
 
 :class:`MemoryFlags` holds them as given; :func:`memory_flags` adds them to a command's
 parameters (where the command declares ``mem: MemoryFlags``) and hands the command one
-:class:`MemoryFlags`. :meth:`MemoryFlags.options` checks every flag, before any model is read
-(so every model gets the same answer), and returns the keyword arguments of
-:func:`ffnlab.sizing.memory.parallel.memory_summary`.
+:class:`MemoryFlags`. :meth:`MemoryFlags.workload` and :meth:`MemoryFlags.layout` make them the
+one :class:`ffnlab.sizing.memory.workload.Workload` and :class:`ffnlab.sizing.memory.parallel.Layout`
+the memory model takes, each checking its flags when made, before any model is read (so every
+model gets the same answer).
 """
 
 from __future__ import annotations
@@ -13,18 +14,18 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ffnlab.errors import require
-from ffnlab.validation import choice, integer
+from ffnlab.validation import choice
 
 if TYPE_CHECKING:
     from ffnlab.sizing.finetune import FinetuneOptions
-
-MAX_DEGREE = 2**40  # a parallel degree or batch past any cluster
+    from ffnlab.sizing.memory.parallel import Layout
+    from ffnlab.sizing.memory.workload import Workload
 
 # name -> (its flag(s), its help); the order is the order of --help. Types and defaults are
 # MemoryFlags' own (memory_flags reads them from there)
@@ -117,42 +118,34 @@ class MemoryFlags:
         """The flags given a value other than their default, as ``--flag`` names."""
         return ["--" + f.name.replace("_", "-") for f in fields(self) if getattr(self, f.name) != f.default]
 
-    def options(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`ffnlab.sizing.memory.parallel.memory_summary`, each flag checked."""
-        from ffnlab.sizing.memory.activations import ATTENTION, RECOMPUTE
-        from ffnlab.sizing.memory.byte_rules import GRAD_DTYPES, KV_DTYPES, OPTIMIZERS
-        from ffnlab.sizing.memory.parallel import ZERO_STAGES, Layout
-        from ffnlab.sizing.memory.quant import WEIGHT_FORMATS
+    def workload(self, *, seq_len: int, dtype: str, mla: str = "latent", finetune: bool = True) -> Workload:
+        """The workload flags as one :class:`ffnlab.sizing.memory.workload.Workload` (which checks
+        each of them), at the command's ``seq_len``, ``dtype`` and ``mla``; ``finetune``: with the
+        fine-tuning flags (:meth:`finetune_options`, checked after the others)."""
+        from ffnlab.sizing.memory.step import StepOptions
+        from ffnlab.sizing.memory.workload import Workload
+
+        work = Workload(seq_len=seq_len, batch=self.batch, dtype=dtype, grad_dtype=self.grad_dtype,
+                        kv_dtype=self.kv_dtype, weights_dtype=self.weights_dtype, group_size=self.group_size,
+                        mla=mla, recompute=self.recompute, attention=self.attention, dropout=self.dropout,
+                        optimizer=self.optimizer,
+                        step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks,
+                                         optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
+                                         recompute_every=self.recompute_every))
+        if not finetune:
+            return work
+        ft = self.finetune_options()
+        return replace(work, finetune=ft) if ft.adapters else work
+
+    def layout(self) -> Layout:
+        """The layout flags as one :class:`ffnlab.sizing.memory.parallel.Layout` (which checks
+        each of them), the ZeRO-3 engine's flags as its ``sharding``."""
+        from ffnlab.sizing.memory.parallel import Layout
         from ffnlab.sizing.memory.sharding import Sharding
-        from ffnlab.sizing.memory.step import LOSSES, OPTIMIZER_IMPLS, StepOptions
 
-        integer(self.batch, "--batch", 1, MAX_DEGREE)
-        choice(self.loss, "--loss", LOSSES)
-        choice(self.optimizer_impl, "--optimizer-impl", OPTIMIZER_IMPLS)
-        for name in ("loss_chunks", "grad_accum", "recompute_every", "dp", "tp", "pp", "ep"):
-            integer(getattr(self, name), "--" + name.replace("_", "-"), 1, MAX_DEGREE)
-        require(self.zero in ZERO_STAGES, f"--zero must be 0, 1, 2 or 3, got {self.zero}")
-        choice(self.recompute, "--recompute", RECOMPUTE)
-        choice(self.attention, "--attention", ATTENTION)
-        choice(self.optimizer, "--optimizer", OPTIMIZERS)
-        for value, flag, allowed in ((self.kv_dtype, "--kv-dtype", KV_DTYPES),
-                                     (self.weights_dtype, "--weights-dtype", WEIGHT_FORMATS),
-                                     (self.grad_dtype, "--grad-dtype", GRAD_DTYPES)):
-            if value is not None:
-                choice(value, flag, allowed)
-        if self.group_size is not None:
-            integer(self.group_size, "--group-size", 0, 2**20)
-        require(not self.sp or self.tp > 1, "sequence parallelism (--sp) needs --tp > 1")
-        sharding = Sharding(zero3=self.zero3, prefetch=self.prefetch, reshard_after_forward=self.reshard_after_forward)
-        sharding.check()
-        return {"batch": self.batch, "recompute": self.recompute, "attention": self.attention,
-                "kv_dtype": self.kv_dtype, "weights_dtype": self.weights_dtype, "group_size": self.group_size,
-                "grad_dtype": self.grad_dtype, "optimizer": self.optimizer, "dropout": self.dropout,
-                "sharding": sharding,
-                "step": StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, optimizer_impl=self.optimizer_impl,
-                                    grad_accum=self.grad_accum, recompute_every=self.recompute_every),
-                "lay": Layout(dp=self.dp, tp=self.tp, pp=self.pp, ep=self.ep, zero=self.zero, sp=self.sp)}
-
+        return Layout(dp=self.dp, tp=self.tp, pp=self.pp, ep=self.ep, zero=self.zero, sp=self.sp,
+                      sharding=Sharding(zero3=self.zero3, prefetch=self.prefetch,
+                                        reshard_after_forward=self.reshard_after_forward))
 
     def finetune_options(self) -> FinetuneOptions:
         """The fine-tuning flags checked (:class:`ffnlab.sizing.finetune.FinetuneOptions`; mode
@@ -203,7 +196,7 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
             mem = MemoryFlags(**{n: kwargs.pop(n) for n in names})
             return command(*args, mem=mem, **kwargs)
 
-        run.__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])  # type: ignore[attr-defined]
+        typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])
         run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
                                **{n: TYPES[n] for n in names}}
         return run

@@ -7,28 +7,13 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ffnlab import render
-from ffnlab.errors import require
 from ffnlab.render import Column
-from ffnlab.validation import integer
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
     from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
     from ffnlab.sizing.memory.step import Alive
-
-MAX_SEQ_LEN = 2**40  # as size caps --seq-len
-
-
-def check_train_dtype(dtype: str) -> str:
-    from ffnlab.sizing.memory.byte_rules import TRAIN_DTYPES
-
-    require(dtype in TRAIN_DTYPES, f"--dtype must be one of {', '.join(TRAIN_DTYPES)} for the memory estimate, got {dtype!r}")
-    return dtype
-
-
-def check_seq_len(seq_len: int) -> int:
-    return integer(seq_len, "--seq-len", 1, MAX_SEQ_LEN)
 
 
 def note(text: str) -> None:

@@ -16,17 +16,15 @@ from ffnlab.cli.app import (
     MODELS,
     SIZING,
     WIDE_OPTION,
+    WidthFlags,
     app,
     check_format,
     check_ints,
-    width_rule,
 )
 from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
 from ffnlab.cli.memory_view import (
     MEMORY_CSV_COLS,
     alive_text,
-    check_seq_len,
-    check_train_dtype,
     emit_memory,
     flat_memory,
     gib,
@@ -41,7 +39,9 @@ from ffnlab.validation import choice, number
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
     from ffnlab.sizing.claims import ClaimCheck
-    from ffnlab.sizing.finetune import FinetuneOptions, FinetuneSummary
+    from ffnlab.sizing.finetune import FinetuneSummary
+    from ffnlab.sizing.memory.parallel import Layout
+    from ffnlab.sizing.memory.workload import Workload
     from ffnlab.sizing.size import SizeSummary
 
 MAX_PLAN_SHAPES = 8192  # (d_model, head size) pairs the plan search may try
@@ -92,12 +92,15 @@ def size(
     if mem.finetune != "full":
         require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
-    mem_opts = mem.options() if n_layers is not None or from_model is not None else {}
-    require(gpu is None or mem_opts, "--gpu needs a whole model: give --n-layers (or --from MODEL)")
+    whole = n_layers is not None or from_model is not None
+    work = mem.workload(seq_len=seq_len, dtype=dtype, finetune=from_model is not None) if whole else None
+    lay = mem.layout() if whole else None
+    require(gpu is None or whole, "--gpu needs a whole model: give --n-layers (or --from MODEL)")
+    width = WidthFlags(ratio=ratio, rule=rule, multiplier=multiplier, multiple_of=multiple_of, rounding=rounding,
+                       d_ff=d_ff)
     if from_model is not None:
-        ft = mem.finetune_options()
-        out = _size_from(ctx, from_model, ffn, (ratio, rule, multiplier, multiple_of, rounding, d_ff), seq_len,
-                         dtype, mem_opts, finetune=ft if ft.adapters else None, gpu=gpu)
+        assert work is not None and lay is not None
+        out = _size_from(ctx, from_model, ffn, width, work, lay, gpu=gpu)
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -106,19 +109,18 @@ def size(
             refuse_without_model(mem, dtype=(dtype, "bf16"), n_heads=(n_heads, None),
                                  n_kv_heads=(n_kv_heads, None))
         ffn = ffn or DEFAULT_KIND
-        r = width_rule(ffn, ratio, rule, multiplier, multiple_of, rounding, d_ff)
+        r = width.rule_for(ffn)
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
                            vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias,
-                           dtype=dtype, tied=not untied, norm=norm, positions=positions,
-                           memory=mem_opts if n_layers is not None and check_train_dtype(dtype) else None,
+                           dtype=dtype, tied=not untied, norm=norm, positions=positions, workload=work, layout=lay,
                            serving_on=gpu)
     _show_size(out, seq_len, dtype, as_json, fmt)
 
 
-def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[Any, ...], seq_len: int, dtype: str,
-               mem_opts: dict[str, Any], finetune: FinetuneOptions | None = None, gpu: str | None = None
-               ) -> SizeSummary:
-    """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is given."""
+def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFlags, work: Workload,
+               lay: Layout, gpu: str | None = None) -> SizeSummary:
+    """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is
+    given, the memory of ``work`` on ``lay`` and, with LoRA / QLoRA, the fine-tuning step."""
     from ffnlab.sizing.size import size_model
 
     given = [f"--{n.replace('_', '-')}" for n in SHAPE_OPTIONS
@@ -127,26 +129,15 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: tuple[An
     from ffnlab.sizing.hf.hub import resolve_model
 
     name, cfg = resolve_model(target)
-    ratio, rule, multiplier, multiple_of, rounding, d_ff = width
     kind = ffn or cfg.ffn.kind
-    has_width = any(v is not None for v in (ratio, rule, multiplier, multiple_of, d_ff))
-    r = width_rule(kind, ratio, rule, multiplier, multiple_of, rounding, d_ff) if has_width else None
-    out = size_model(cfg, name, r, kind, seq_len=seq_len, dtype=dtype,
-                     memory=mem_opts if check_train_dtype(dtype) else None, serving_on=gpu)
-    if finetune is not None:
-        out = replace(out, finetune=finetune_of(cfg, finetune, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts))
+    r = width.rule_for(kind) if width.given else None
+    out = size_model(cfg, name, r, kind, seq_len=work.seq_len, dtype=work.dtype, workload=work, layout=lay,
+                     serving_on=gpu)
+    if work.adapters:
+        from ffnlab.sizing.finetune import finetune_summary
+
+        out = replace(out, finetune=finetune_summary(cfg, work))
     return out
-
-
-def finetune_of(cfg: Any, opts: FinetuneOptions, *, seq_len: int, dtype: str, mem_opts: dict[str, Any]
-                ) -> FinetuneSummary:
-    """The ``finetune`` object for ``cfg``: the adapters, the states and the step's peak at the
-    memory flags' batch, recompute, attention, optimizer and step options."""
-    from ffnlab.sizing.finetune import finetune_summary
-
-    return finetune_summary(cfg, opts, seq_len=seq_len, batch=mem_opts["batch"], dtype=dtype,
-                            recompute=mem_opts["recompute"], attention=mem_opts["attention"],
-                            optimizer=mem_opts["optimizer"], dropout=mem_opts["dropout"], step=mem_opts["step"])
 
 
 def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
@@ -238,7 +229,7 @@ def plan(
         rule = default_rule(ffn).rule
     if ratio is None and rule in ("ratio", "param-matched"):
         ratio = "4"
-    r = width_rule(ffn, ratio, rule, multiplier, multiple_of, "up", None)
+    r = WidthFlags(ratio=ratio, rule=rule, multiplier=multiplier, multiple_of=multiple_of).rule_for(ffn)
     try:
         hds = tuple(int(x) for x in head_dims.split(","))
         lo, hi = (float(x) for x in aspect_band.split(":"))
@@ -345,15 +336,12 @@ def audit(
 
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
-    check_seq_len(seq_len)
-    check_train_dtype(dtype)
-    mem_opts = mem.options()
-    ft = mem.finetune_options()
+    work, lay = mem.workload(seq_len=seq_len, dtype=dtype), mem.layout()
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
     audited += [_audit_one(t, audit_target, counter) for t in targets or []]
     alone = len(audited) == 1
-    rows = [_audit_sections(row, cfg, ft, seq_len, dtype, mem_opts, alone=alone) for row, cfg in audited]
+    rows = [_audit_sections(row, cfg, work, lay, alone=alone) for row, cfg in audited]
     if as_json:
         render.emit_json(rows)
         return
@@ -362,21 +350,21 @@ def audit(
     shown = [{**r.as_dict(), "pow2_divisor": None if r.alignment is None else r.alignment.pow2_divisor}
              for r in rows]
     if fmt == "csv":  # one table: the memory bytes as extra columns
-        extra = FINETUNE_CSV_COLS if ft.adapters else []
+        extra = FINETUNE_CSV_COLS if work.adapters else []
         render.emit([{**cells, **flat_memory(r), **flat_finetune(r)} for cells, r in zip(shown, rows, strict=True)],
                     [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS, *extra], fmt)
         return
     if fmt != "table":
         render.emit(shown, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
         emit_memory(rows, fmt)
-        if ft.adapters:
+        if work.adapters:
             emit_finetune(rows, fmt)
         return
     render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
     for r in rows:
         render.note(f"{r.name}: {r.verdict}", fmt)
     emit_memory(rows, fmt, wide=wide)
-    if ft.adapters:
+    if work.adapters:
         emit_finetune(rows, fmt)
     for r in rows:  # models counted through transformers: which layers keep a cache or a state
         m = r.memory
@@ -385,35 +373,34 @@ def audit(
                         f"recurrent state {(m.state_bytes or 0) / 2**20:,.1f} MiB per batch; {m.note}", fmt)
 
 
-def _audit_sections(row: AuditRow, cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,
-                    mem_opts: dict[str, Any], *, alone: bool) -> AuditRow:
+def _audit_sections(row: AuditRow, cfg: Any, work: Workload, lay: Layout, *, alone: bool) -> AuditRow:
     """``row`` with the sections the command adds: ``finetune`` (with ``--finetune``) and
     ``memory``, or why not (``finetune_error``, ``memory_error``; raised when it is the only row,
     unless it was counted through transformers). ``cfg`` None: an estimate, no memory model."""
     from ffnlab.sizing.audit import memory_of
 
-    if ft.adapters:
-        row = _audit_finetune(row, cfg, ft, seq_len, dtype, mem_opts, alone=alone)
+    if work.adapters:
+        row = _audit_finetune(row, cfg, work, alone=alone)
     if cfg is None:
         return replace(row, memory_error="no published architecture" if row.model_type is None else
                        "no architecture to model its memory")
     try:
-        return replace(row, memory=memory_of(cfg, seq_len=seq_len, dtype=dtype, **mem_opts))
+        return replace(row, memory=memory_of(cfg, work, lay))
     except FfnlabError as e:  # a layout this model cannot take (e.g. --tp not dividing its heads)
         if alone and row.counted_by != "transformers":
             raise
         return replace(row, memory_error=str(e))
 
 
-def _audit_finetune(row: AuditRow, cfg: Any, ft: FinetuneOptions, seq_len: int, dtype: str,
-                    mem_opts: dict[str, Any], *, alone: bool) -> AuditRow:
+def _audit_finetune(row: AuditRow, cfg: Any, work: Workload, *, alone: bool) -> AuditRow:
     """``row`` with its ``finetune`` object, or ``finetune_error`` (raised when it is the only row)."""
     from ffnlab.sizing.config import ModelConfig
+    from ffnlab.sizing.finetune import finetune_summary
 
     if not isinstance(cfg, ModelConfig):  # counted through transformers: no activation model
         return replace(row, finetune_error="no architecture to model its fine-tuning step")
     try:
-        return replace(row, finetune=finetune_of(cfg, ft, seq_len=seq_len, dtype=dtype, mem_opts=mem_opts))
+        return replace(row, finetune=finetune_summary(cfg, work))
     except FfnlabError as e:  # e.g. LoRA on routed experts
         if alone:
             raise

@@ -34,7 +34,8 @@ from ffnlab.sizing.widths import Alignment, param_matched_ratio
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
 
 if TYPE_CHECKING:  # the memory model is imported where it is used (memory_of)
-    from ffnlab.sizing.memory.parallel import MemorySummary
+    from ffnlab.sizing.memory.parallel import Layout, MemorySummary
+    from ffnlab.sizing.memory.workload import Workload
 
 
 def ffn_facts(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> FFNFacts:
@@ -148,18 +149,20 @@ def audit_entry(e: ZooEntry) -> AuditRow:
     )
 
 
-def memory_of(model: ModelConfig | Structure, *, seq_len: int, dtype: str, **options: Any) -> MemorySummary:
-    """An audit row's ``memory`` object, by the rules its counting supports: the full training
-    and serving model for a translated config (:func:`ffnlab.sizing.memory.parallel.memory_summary`),
-    model states and the KV cache for a structure counted through transformers
-    (:func:`ffnlab.sizing.memory.structure.structure_memory`: its activations are not modelled)."""
+def memory_of(model: ModelConfig | Structure, work: Workload | None = None,
+              lay: Layout | None = None) -> MemorySummary:
+    """An audit row's ``memory`` object for the workload ``work`` on ``lay``, by the rules its
+    counting supports: the full training and serving model for a translated config
+    (:func:`ffnlab.sizing.memory.parallel.memory_summary`), model states and the KV cache for a
+    structure counted through transformers (:func:`ffnlab.sizing.memory.structure.structure_memory`:
+    its activations are not modelled)."""
     if isinstance(model, Structure):
         from ffnlab.sizing.memory.structure import structure_memory
 
-        return structure_memory(model, seq_len=seq_len, dtype=dtype, **options)
+        return structure_memory(model, work, lay)
     from ffnlab.sizing.memory.parallel import memory_summary
 
-    return memory_summary(model, seq_len=seq_len, dtype=dtype, **options)
+    return memory_summary(model, work, lay)
 
 
 def audit(target: str, counter: TransformersCounter | None = None) -> AuditRow:

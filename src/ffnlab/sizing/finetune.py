@@ -38,18 +38,18 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.memory.activations import DROPOUT_MASK_BYTES, ffn_adapters
+from ffnlab.sizing.memory.activations import ffn_adapters
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes, shape_free_states
 from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
 from ffnlab.sizing.memory.step import (
     Alive,
     FinetuneStep,
     StepInputs,
-    StepOptions,
     StepTimeline,
     optimizer_temp_bytes,
     step_timeline,
 )
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.shapes import Matrix, matrices
 from ffnlab.validation import choice, integer
@@ -240,29 +240,31 @@ class FinetunePeak:
                 "moments": t["moments"]}
 
 
-def finetune_peak(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", seq_len: int = 2048, batch: int = 1,
-                  dtype: str = "bf16", recompute: str = "none", attention: str = "fused", optimizer: str = "adamw",
-                  dropout: bool = False, step: StepOptions | None = None, base_format: str = "nf4",
-                  input_grads: bool | None = None, dropout_mask_bytes: float | None = None,
+def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None = None,
                   grouped_experts: bool = True) -> FinetunePeak:
-    """The peak of one LoRA / QLoRA step of ``batch`` x ``seq_len`` tokens on one GPU.
+    """The peak of one LoRA / QLoRA step (``work.finetune``) of ``work.batch`` x ``work.seq_len``
+    tokens on one GPU.
 
-    ``input_grads`` (default: with ``recompute`` full) is whether the embeddings' output requires
+    ``input_grads`` (default: with ``work.recompute`` full) is whether the embeddings' output requires
     grad: transformers' ``gradient_checkpointing_enable`` turns it on (``enable_input_require_grads``).
     ``grouped_experts``: frozen MoE experts run as transformers 5's grouped experts (False: one
     expert at a time, as ffnlab's ``MoEFFN``)."""
-    step = step or StepOptions()
-    states = finetune_states(cfg, lora, mode=mode, dtype=dtype, optimizer=optimizer, base_format=base_format)
-    grads_in = recompute == "full" if input_grads is None else input_grads
-    ft = finetune_step(cfg, lora, mode=mode, dtype=dtype, input_grads=grads_in, grouped_experts=grouped_experts)
+    opts = work.finetune
+    require(opts is not None and opts.adapters, "a fine-tuning step needs --finetune lora or qlora")
+    assert opts is not None
+    lora = lora_params(cfg, opts.rank, opts.targets)
+    step, optimizer = work.step, work.optimizer
+    states = finetune_states(cfg, lora, mode=opts.mode, dtype=work.dtype, optimizer=optimizer,
+                             base_format=opts.base_format)
+    grads_in = work.recompute == "full" if input_grads is None else input_grads
+    ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
+                       grouped_experts=grouped_experts)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
                         optimizer=states.adapter_optimizer, working=0,
                         opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, lora.trainable,
                                                       largest=largest))
-    tl = step_timeline(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
-                       states=inputs, dropout=dropout, options=step, finetune=ft,
-                       dropout_mask_bytes=DROPOUT_MASK_BYTES if dropout_mask_bytes is None else dropout_mask_bytes)
+    tl = step_timeline(cfg, work, inputs, finetune=ft)
     return FinetunePeak(states, tl, grads_in)
 
 
@@ -328,19 +330,16 @@ class FinetuneSummary(Result):
     not_counted: tuple[str, ...]
 
 
-def finetune_summary(cfg: ModelConfig, opts: FinetuneOptions, *, seq_len: int = 2048, batch: int = 1,
-                     dtype: str = "bf16", recompute: str = "none", attention: str = "fused", optimizer: str = "adamw",
-                     dropout: bool = False, step: StepOptions | None = None) -> FinetuneSummary:
-    """The adapters' count, the states and the step's peak for a LoRA / QLoRA ``opts`` (one GPU;
-    each data-parallel GPU holds the same)."""
-    opts.check()
-    require(opts.adapters, "finetune_summary needs --finetune lora or qlora")
-    count = lora_params(cfg, opts.rank, opts.targets)
-    peak = finetune_peak(cfg, count, mode=opts.mode, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                         attention=attention, optimizer=optimizer, dropout=dropout, step=step,
-                         base_format=opts.base_format)
-    return FinetuneSummary(mode=opts.mode, lora=count, states=peak.states, peak=peak, options=opts, seq_len=seq_len,
-                           batch=batch, dtype=dtype, recompute=recompute, optimizer=optimizer,
+def finetune_summary(cfg: ModelConfig, work: Workload) -> FinetuneSummary:
+    """The adapters' count, the states and the step's peak of the LoRA / QLoRA workload ``work``
+    (``work.finetune``; one GPU, each data-parallel GPU holds the same)."""
+    opts = work.finetune
+    require(opts is not None and opts.adapters, "finetune_summary needs --finetune lora or qlora")
+    assert opts is not None
+    peak = finetune_peak(cfg, work)
+    return FinetuneSummary(mode=opts.mode, lora=lora_params(cfg, opts.rank, opts.targets), states=peak.states,
+                           peak=peak, options=opts, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype,
+                           recompute=work.recompute, optimizer=work.optimizer,
                            not_counted=tuple(not_counted(opts.mode)))
 
 

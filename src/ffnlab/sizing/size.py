@@ -9,7 +9,7 @@ with parameters, FLOPs per token and training memory). The CLI only renders it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig, make_config, validate
@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # the memory model is imported only when a whole model is siz
     from ffnlab.sizing.finetune import FinetuneSummary
     from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.optimizers import TrainingMemory
-    from ffnlab.sizing.memory.parallel import MemorySummary
+    from ffnlab.sizing.memory.parallel import Layout, MemorySummary
+    from ffnlab.sizing.memory.workload import Workload
 
 HEAD_DIM_DEFAULT = 64  # GPT-2/GPT-3/Pythia heads; LLaMA 7B-65B use 128 (give --n-heads)
 SIZE_POSITIONS = ("rope", "learned", "none", "alibi")
@@ -114,16 +115,17 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                  n_heads: int | None = None, n_kv_heads: int | None = None, vocab_size: int = 50257,
                  seq_len: int = 2048, n_experts: int = 0, top_k: int = 2, bias: bool = False,
                  dtype: str = "bf16", tied: bool = True, norm: str | None = None,
-                 positions: str | None = None, memory: dict[str, Any] | None = None,
+                 positions: str | None = None, workload: Workload | None = None, layout: Layout | None = None,
                  serving_on: str | None = None) -> SizeSummary:
     """The width ``rule`` gives for ``d_model`` and ``kind``, and what it costs (a :class:`SizeSummary`).
 
     With ``n_layers``, a whole decoder: ``n_heads`` defaults to d_model/64, ``norm`` and
     ``positions`` to ffnlab's defaults for the kind (RMSNorm + RoPE when gated, LayerNorm +
     learned positions when plain, the table sized by ``seq_len``), embeddings tied unless
-    ``tied`` is False; ``model["assumed"]`` says which of these were assumed. ``memory``: the
-    keyword arguments of :func:`ffnlab.sizing.memory.parallel.memory_summary` for ``model.memory``;
-    ``serving_on``: an accelerator's name, for ``model.serving`` (:func:`_serving_on`).
+    ``tied`` is False; ``model["assumed"]`` says which of these were assumed. ``workload`` (of the
+    same ``seq_len`` and ``dtype``) on ``layout``: ``model.memory``
+    (:func:`ffnlab.sizing.memory.parallel.memory_summary`); ``serving_on``: an accelerator's name,
+    for ``model.serving`` (:func:`_serving_on`).
     """
     check_width(d_model, "d_model")
     width = resolve_d_ff(d_model, kind, rule)
@@ -152,15 +154,14 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
                                tied_embeddings=tied, norm=norm, positions=positions))
     assumed = _assumptions(cfg, heads_given=n_heads is not None, norm_given=norm is not None,
                            positions_given=positions is not None, seq_len=seq_len)
-    return replace(out, model=model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
-                                            serving_on=serving_on))
+    return replace(out, model=model_summary(cfg, seq_len=seq_len, dtype=dtype, workload=workload, layout=layout,
+                                            assumed=assumed, serving_on=serving_on))
 
 
-def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str, memory: dict[str, Any]
-               ) -> ServingFigures:
-    """What ``cfg`` holds and how fast it serves on the memory options' layout of ``accelerator``
+def _serving_on(cfg: ModelConfig, accelerator: str, work: Workload, lay: Layout) -> ServingFigures:
+    """What ``cfg`` holds and how fast it serves on the layout ``lay`` of ``accelerator``
     (its reported memory less ``fit``'s default reserve): the figures of ``fit --mode serve``
-    (:func:`ffnlab.sizing.memory.fit.serving_figures`) at the options' batch and ``seq_len``, with the
+    (:func:`ffnlab.sizing.memory.fit.serving_figures`) at the workload's batch and sequence, with the
     accelerator, its usable memory, the reserve and the batch in front."""
     from ffnlab.sizing.memory.fit import reserve_bytes, serving_figures
     from ffnlab.sizing.memory.hardware import find_accelerator
@@ -168,44 +169,46 @@ def _serving_on(cfg: ModelConfig, accelerator: str, *, seq_len: int, dtype: str,
     acc = find_accelerator(accelerator, otherwise="")  # size takes no --gpu-memory
     reserve = reserve_bytes(acc, None)
     usable = acc.memory_bytes - reserve
-    figures = serving_figures(cfg, acc, memory["lay"], usable_bytes=usable, batch=memory["batch"], context=seq_len,
-                              weights_dtype=memory["weights_dtype"] or dtype, kv_dtype=memory["kv_dtype"] or dtype,
-                              group_size=memory["group_size"], mla="latent")
-    return replace(figures, accelerator=acc.name, usable_bytes=usable, reserve_bytes=reserve, batch=memory["batch"])
+    figures = serving_figures(cfg, acc, lay, work, usable_bytes=usable)
+    return replace(figures, accelerator=acc.name, usable_bytes=usable, reserve_bytes=reserve, batch=work.batch)
 
 
-def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, memory: dict[str, Any] | None,
-                  assumed: list[str], serving_on: str | None = None) -> ModelSummary:
+def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, workload: Workload | None, assumed: list[str],
+                  layout: Layout | None = None, serving_on: str | None = None) -> ModelSummary:
     """The ``model`` object of ``ffnlab size`` (a :class:`ModelSummary`): shape, parameters, FLOPs
-    per token and memory (``memory``: the keyword arguments of
-    :func:`ffnlab.sizing.memory.parallel.memory_summary`, its result a ``MemorySummary``)."""
+    per token and the memory of ``workload`` on ``layout``
+    (:func:`ffnlab.sizing.memory.parallel.memory_summary`, its result a ``MemorySummary``)."""
     # the memory model is imported here: a width alone (``size`` without --n-layers) never needs it
     from ffnlab.sizing.memory.optimizers import training_memory
-    from ffnlab.sizing.memory.parallel import memory_summary
+    from ffnlab.sizing.memory.parallel import Layout, memory_summary
 
+    if workload is not None:
+        require(workload.seq_len == seq_len and workload.dtype == dtype,
+                f"the workload's seq_len {workload.seq_len} and dtype {workload.dtype} must be the model's "
+                f"{seq_len} and {dtype}")
     out = ModelSummary(
         n_layers=cfg.n_layers, n_heads=cfg.attn.n_heads, n_kv_heads=cfg.n_kv_heads,
         vocab_size=cfg.vocab_size, norm=cfg.norm, positions=cfg.positions,
         tied_embeddings=cfg.tied_embeddings,
         position_table_rows=cfg.max_positions if cfg.positions == "learned" else 0,
         params=count_params(cfg), flops_per_token=flops_per_token(cfg, seq_len), seq_len=seq_len,
-        # the model states of the same optimizer and gradient dtype as ``memory`` (AdamW without it)
-        training_memory_bytes=training_memory(cfg, dtype, optimizer=(memory or {}).get("optimizer", "adamw"),
-                                              grad_dtype=(memory or {}).get("grad_dtype")),
+        # the model states of the same optimizer and gradient dtype as ``workload`` (AdamW without it)
+        training_memory_bytes=training_memory(cfg, dtype, optimizer=workload.optimizer if workload else "adamw",
+                                              grad_dtype=workload.grad_dtype if workload else None),
         dtype=dtype, assumed=tuple(assumed),
     )
-    if memory is not None:
-        out = replace(out, memory=memory_summary(cfg, seq_len=seq_len, dtype=dtype, **memory))
+    if workload is not None:
+        out = replace(out, memory=memory_summary(cfg, workload, layout))
     if serving_on is not None:
-        require(memory is not None, "--gpu needs the memory options (a training --dtype)")
-        assert memory is not None
-        out = replace(out, serving=_serving_on(cfg, serving_on, seq_len=seq_len, dtype=dtype, memory=memory))
+        require(workload is not None, "--gpu needs the memory options (a training --dtype)")
+        assert workload is not None
+        out = replace(out, serving=_serving_on(cfg, serving_on, workload, layout or Layout()))
     return out
 
 
 def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind: str | None = None, *,
-               seq_len: int = 2048, dtype: str = "bf16", memory: dict[str, Any] | None = None,
-               serving_on: str | None = None) -> SizeSummary:
+               seq_len: int = 2048, dtype: str = "bf16", workload: Workload | None = None,
+               layout: Layout | None = None, serving_on: str | None = None) -> SizeSummary:
     """``ffnlab size --from``: a real model's sizes (a :class:`SizeSummary` with ``from``), with its FFN (the routed experts' width for an
     MoE) re-sized by ``rule`` and/or changed to ``kind`` when given; everything else is the model's."""
     kind = kind or cfg.ffn.kind
@@ -222,7 +225,7 @@ def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind:
         ratio_param_matched=float(param_matched_ratio(cfg.d_model, width, spec.gated)),
         ffn_params_per_layer=ffn_params(cfg.d_model, spec), alignment=Alignment.of(width),
         ffn_params_per_layer_active=ffn_params(cfg.d_model, spec, active=True) if spec.is_moe else None,
-        model=model_summary(cfg, seq_len=seq_len, dtype=dtype, memory=memory, assumed=assumed,
+        model=model_summary(cfg, seq_len=seq_len, dtype=dtype, workload=workload, layout=layout, assumed=assumed,
                             serving_on=serving_on),
     )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from paths import DATA
-from result_checks import check_read_only_view, options
+from result_checks import check_read_only_view, workload
 
 from ffnlab.render import _json_default
 from ffnlab.sizing.memory.fit import (
@@ -32,6 +32,7 @@ from ffnlab.sizing.memory.hardware import (
     load_accelerators,
     training_time,
 )
+from ffnlab.sizing.memory.parallel import Layout
 from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.serving import ServingSpeed
 from ffnlab.sizing.zoo import find
@@ -108,22 +109,27 @@ def _kwargs(args: dict[str, Any]) -> dict[str, Any]:
         a["accelerator"] = _accelerator(a["accelerator"])
     if "accelerators" in a:
         a["accelerators"] = [_accelerator(x) for x in a["accelerators"]]
-    return options(a)
+    return a
 
 
 def compute(name: str) -> Any:
     """The result of the case ``name``."""
     fn, args = CASES[name]
     cfg, a = find(args["model"]).config(), _kwargs(args)
+    if fn == "serving_figures":
+        acc = a.pop("accelerator")
+        acc = acc if isinstance(acc, Accelerator) else find_accelerator(acc)
+        context = a.pop("context")
+        work, lay, rest = workload({**a, "seq_len": context})
+        assert not rest
+        return serving_figures(cfg, acc, lay, work, usable_bytes=acc.memory_bytes - reserve_bytes(acc, None))
+    work, lay, rest = workload(a)
+    assert lay.as_dict() == Layout().as_dict()  # fit searches the layouts itself, with the case's sharding
     if fn == "fit":
-        return fit(cfg, **a)
+        return fit(cfg, work, sharding=lay.sharding, **rest)
     if fn == "fit_all":
-        return fit_all(cfg, **a)
-    if fn == "suggestions":
-        return suggestions(cfg, **a)
-    acc = a.pop("accelerator")
-    acc = acc if isinstance(acc, Accelerator) else find_accelerator(acc)
-    return serving_figures(cfg, acc, a.pop("lay"), usable_bytes=acc.memory_bytes - reserve_bytes(acc, None), **a)
+        return fit_all(cfg, work, sharding=lay.sharding, **rest)
+    return suggestions(cfg, work, sharding=lay.sharding, **rest)
 
 
 SNAPSHOT = json.loads(SNAPSHOT_PATH.read_text()) if SNAPSHOT_PATH.exists() else {}

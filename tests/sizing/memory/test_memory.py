@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -15,6 +16,7 @@ from ffnlab.sizing.memory.fit import fit
 from ffnlab.sizing.memory.hardware import find_accelerator, load_accelerators, training_time
 from ffnlab.sizing.memory.parallel import Layout, memory_summary, serving_table, training_table
 from ffnlab.sizing.memory.sharding import Sharding
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.zoo import find as find_zoo
 
 GiB = 2**30
@@ -190,21 +192,21 @@ def terms(rows) -> dict[str, int]:
 def test_zero_stages_and_model_parallel_rules() -> None:
     cfg = llama3_8b()
     p = count_params(cfg).total
-    kw = dict(seq_len=2048, batch=1)
-    base = terms(training_table(cfg, Layout(dp=8), **kw))
+    work = Workload(seq_len=2048, batch=1)
+    base = terms(training_table(cfg, work, Layout(dp=8)))
     assert (base["weights"], base["gradients"], base["optimizer"]) == (2 * p, 2 * p, 12 * p)
-    z1 = terms(training_table(cfg, Layout(dp=8, zero=1), **kw))
+    z1 = terms(training_table(cfg, work, Layout(dp=8, zero=1)))
     assert (z1["gradients"], z1["optimizer"]) == (2 * p, math.ceil(12 * p / 8))
-    z2 = terms(training_table(cfg, Layout(dp=8, zero=2), **kw))
+    z2 = terms(training_table(cfg, work, Layout(dp=8, zero=2)))
     assert (z2["weights"], z2["gradients"]) == (2 * p, math.ceil(2 * p / 8))
-    z3 = terms(training_table(cfg, Layout(dp=8, zero=3), **kw))
+    z3 = terms(training_table(cfg, work, Layout(dp=8, zero=3)))
     assert z3["weights"] == math.ceil(2 * p / 8)
-    mp = terms(training_table(cfg, Layout(dp=2, tp=2, pp=2, zero=3), **kw))
+    mp = terms(training_table(cfg, work, Layout(dp=2, tp=2, pp=2, zero=3)))
     assert (mp["weights"], mp["optimizer"]) == (math.ceil(2 * p / 8), math.ceil(12 * p / 8))
-    fp32 = terms(training_table(cfg, Layout(), dtype="fp32", **kw))
+    fp32 = terms(training_table(cfg, replace(work, dtype="fp32"), Layout()))
     assert fp32["optimizer"] == 8 * p  # no master copy in fp32
     acts = activation_memory(cfg, seq_len=2048, tp=2, sp=True).total
-    assert terms(training_table(cfg, Layout(tp=2, pp=4, sp=True), **kw))["activations"] == acts
+    assert terms(training_table(cfg, work, Layout(tp=2, pp=4, sp=True)))["activations"] == acts
 
 
 def test_expert_parallel_rules() -> None:
@@ -212,16 +214,16 @@ def test_expert_parallel_rules() -> None:
     p = count_params(cfg).total
     experts = 4 * 8 * 3 * 512 * 1024
     dense = p - experts
-    t = terms(training_table(cfg, Layout(dp=4, ep=4), seq_len=128))
+    t = terms(training_table(cfg, Workload(seq_len=128), Layout(dp=4, ep=4)))
     assert t["weights"] == math.ceil(2 * dense + 2 * experts / 4)
-    z1 = terms(training_table(cfg, Layout(dp=4, ep=2, zero=1), seq_len=128))
+    z1 = terms(training_table(cfg, Workload(seq_len=128), Layout(dp=4, ep=2, zero=1)))
     assert z1["optimizer"] == math.ceil(12 * dense / 4 + 12 * experts / 4)
     with pytest.raises(FfnlabError, match="divide"):
-        training_table(cfg, Layout(dp=2, ep=4), seq_len=128)
+        training_table(cfg, Workload(seq_len=128), Layout(dp=2, ep=4))
     with pytest.raises(FfnlabError, match="mixture"):
-        training_table(llama3_8b(), Layout(dp=2, ep=2), seq_len=128)
+        training_table(llama3_8b(), Workload(seq_len=128), Layout(dp=2, ep=2))
     with pytest.raises(FfnlabError, match="n_heads"):
-        training_table(cfg, Layout(tp=3), seq_len=128)
+        training_table(cfg, Workload(seq_len=128), Layout(tp=3))
 
 
 def test_serving_table_splits_weights_and_cache() -> None:
@@ -233,7 +235,7 @@ def test_serving_table_splits_weights_and_cache() -> None:
 
 
 def test_memory_summary_contract() -> None:
-    m = memory_summary(llama3_8b(), seq_len=8192)
+    m = memory_summary(llama3_8b(), Workload(seq_len=8192))
     for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes"):
         assert isinstance(m[key], int)
     assert m["kv_cache_bytes"] == GiB
@@ -275,14 +277,14 @@ def test_training_time_hand_arithmetic() -> None:
 
 def test_fit_picks_the_smallest_layout_that_fits() -> None:
     cfg = llama3_8b()
-    res = fit(cfg, gpus=8, accelerator="H100", seq_len=2048)
+    res = fit(cfg, Workload(seq_len=2048), gpus=8, accelerator="H100")
     best = res["best"]
     reserve = math.ceil(81559 * 2**20 * 0.1)  # the default reserve: 10% of what the device reports
     assert best["per_gpu_bytes"] <= res["usable_bytes"] == 81559 * 2**20 - reserve
     # plain data parallelism (16 B/param + activations) does not fit in 80 GiB; ZeRO-1 does
     assert 16 * count_params(cfg).total > res["usable_bytes"]
     assert best["layout"] == {"dp": 8, "tp": 1, "pp": 1, "ep": 1, "zero": 1, "sp": False, "gpus": 8}
-    serve = fit(cfg, gpus=8, accelerator="A100", mode="serve", batch=1, seq_len=8192)
+    serve = fit(cfg, Workload(batch=1, seq_len=8192), gpus=8, accelerator="A100", mode="serve")
     assert serve["best"]["layout"]["tp"] * serve["best"]["layout"]["pp"] == 1
     none = fit(deepseek_v3(), gpus=1, accelerator="H100", mode="serve")
     assert none["best"] is None and none["smallest_need_bytes"] > none["usable_bytes"]
@@ -297,7 +299,7 @@ def test_zero_paper_figure_1_per_device_memory() -> None:
     p = count_params(cfg).total
     published = {0: 120, 1: 31.4, 2: 16.6, 3: 1.9}
     for zero, gb in published.items():
-        rows = training_table(cfg, Layout(dp=64, zero=zero), seq_len=16)
+        rows = training_table(cfg, Workload(seq_len=16), Layout(dp=64, zero=zero))
         states = sum(r.per_gpu_bytes for r in rows if r.group == "states")
         assert round(states / p * 7.5e9 / 1e9, 1) == gb, zero
 
@@ -327,8 +329,9 @@ def llama3_70b() -> ModelConfig:
 def test_gradient_dtype() -> None:
     cfg = llama3_70b()
     p = count_params(cfg).total
-    bf16 = terms(training_table(cfg, Layout(dp=8, tp=8, zero=1, sp=True), seq_len=16))
-    fp32 = terms(training_table(cfg, Layout(dp=8, tp=8, zero=1, sp=True), seq_len=16, grad_dtype="fp32"))
+    bf16 = terms(training_table(cfg, Workload(seq_len=16), Layout(dp=8, tp=8, zero=1, sp=True)))
+    fp32 = terms(training_table(cfg, Workload(seq_len=16, grad_dtype="fp32"),
+                                Layout(dp=8, tp=8, zero=1, sp=True)))
     assert bf16["gradients"] == math.ceil(2 * p / 8) and fp32["gradients"] == math.ceil(4 * p / 8)
     # Llama-3-70B at tp 8: 16.4 GiB of bf16 gradients per GPU, twice that with fp32 accumulation
     assert round(bf16["gradients"] / GiB, 1) == 16.4 and fp32["gradients"] == 2 * bf16["gradients"]
@@ -337,7 +340,7 @@ def test_gradient_dtype() -> None:
 def test_optimizer_states_hand_arithmetic() -> None:
     cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000, tied_embeddings=False)
     p = count_params(cfg).total
-    opt = {o: terms(training_table(cfg, Layout(), seq_len=8, optimizer=o))["optimizer"]
+    opt = {o: terms(training_table(cfg, Workload(seq_len=8, optimizer=o), Layout()))["optimizer"]
            for o in ("adamw", "sgd", "sgd-momentum", "adam8bit", "adafactor")}
     assert opt["adamw"] == 12 * p and opt["sgd"] == 4 * p and opt["sgd-momentum"] == 8 * p
     # 8-bit Adam: 1 B per state x 2 for the 14 matrices and the embedding and head (all >= 4096 values),
@@ -348,45 +351,45 @@ def test_optimizer_states_hand_arithmetic() -> None:
     # Adafactor: rows + columns of each matrix, the full second moment of each norm, fp32
     factored = 2 * (4 * 512 + 3 * 1280) + 2 * 1256
     assert opt["adafactor"] == 4 * p + 4 * (factored + 5 * 256)
-    assert terms(training_table(cfg, Layout(), seq_len=8, dtype="fp32", optimizer="sgd"))["optimizer"] == 0
+    assert terms(training_table(cfg, Workload(seq_len=8, dtype="fp32", optimizer="sgd"), Layout()))["optimizer"] == 0
 
 
 def test_working_memory_by_stage() -> None:
     cfg = llama3_8b()
     p = count_params(cfg).total
-    ddp = terms(training_table(cfg, Layout(dp=8), seq_len=16))
+    ddp = terms(training_table(cfg, Workload(seq_len=16), Layout(dp=8)))
     assert ddp["DDP gradient buckets"] == ddp["gradients"] == 2 * p
-    assert "DDP gradient buckets" not in terms(training_table(cfg, Layout(), seq_len=16))  # one process
-    z2 = terms(training_table(cfg, Layout(dp=8, zero=2), seq_len=16))
+    assert "DDP gradient buckets" not in terms(training_table(cfg, Workload(seq_len=16), Layout()))  # one process
+    z2 = terms(training_table(cfg, Workload(seq_len=16), Layout(dp=8, zero=2)))
     assert z2["ZeRO-2: gradient reduce bucket"] == 5 * 10**8 * 2
     # FSDP: one Llama-3-8B layer = attention 4096 x (4096 + 2 x 1024) + 4096 x 4096, FFN 3 x 4096 x 14336,
     # two RMSNorms of 4096
     layer = 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336 + 2 * 4096
-    z3 = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16))
+    z3 = terms(training_table(cfg, Workload(seq_len=16), Layout(dp=8, zero=3)))
     assert z3["FSDP: gathered layer"] == z3["FSDP: prefetched layers"] == 2 * layer
     assert z3["FSDP: unsharded layer gradients"] == z3["FSDP: reduce-scatter buffer"] == 2 * layer
     assert z3["FSDP: root unit gathered (embeddings, norm, head)"] == 2 * (2 * 128256 * 4096 + 4096)
     assert z3["FSDP: head gradients before reduce-scatter"] == 2 * (128256 * 4096 + 4096)
-    fp32_reduce = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16, grad_dtype="fp32"))
+    fp32_reduce = terms(training_table(cfg, Workload(seq_len=16, grad_dtype="fp32"), Layout(dp=8, zero=3)))
     assert fp32_reduce["FSDP: reduce-scatter buffer"] == 4 * layer
-    tp = terms(training_table(cfg, Layout(dp=4, tp=2, zero=3, sp=True), seq_len=16))
+    tp = terms(training_table(cfg, Workload(seq_len=16), Layout(dp=4, tp=2, zero=3, sp=True)))
     assert tp["FSDP: gathered layer"] == layer  # / tp 2, in bf16
-    keep = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16,
-                                sharding=Sharding(reshard_after_forward=False, prefetch=2)))
+    keep = terms(training_table(cfg, Workload(seq_len=16),
+                                Layout(dp=8, zero=3, sharding=Sharding(reshard_after_forward=False, prefetch=2))))
     assert keep["FSDP: layers kept gathered after forward"] == 2 * 32 * layer
     assert "FSDP: gathered layer" not in keep and "FSDP: reduce-scatter buffer" not in keep
-    ds = terms(training_table(cfg, Layout(dp=8, zero=3), seq_len=16, sharding=Sharding(zero3="deepspeed")))
+    ds = terms(training_table(cfg, Workload(seq_len=16), Layout(dp=8, zero=3, sharding=Sharding(zero3="deepspeed"))))
     assert ds["ZeRO-3: live gathered parameters"] == 2 * 10**9
     assert ds["ZeRO-3: gradient reduce buckets"] == 2 * 5 * 10**8 * 2  # overlap_comm on at stage 3
     with pytest.raises(FfnlabError, match="prefetch"):
-        training_table(cfg, Layout(dp=8, zero=3), seq_len=16, sharding=Sharding(prefetch=-1))
+        training_table(cfg, Workload(seq_len=16), Layout(dp=8, zero=3, sharding=Sharding(prefetch=-1)))
 
 
 def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
     # Llama-3.1-405B: dp 256 at ZeRO-3 held 65.3 GiB of states and activations, but gathering a 3.19B
     # layer, prefetching the next, its gradients and the buckets do not fit beside them
     cfg = find_zoo("llama-3.1-405b").config()
-    res = fit(cfg, gpus=256, accelerator="H100", seq_len=8192, recompute="full")
+    res = fit(cfg, Workload(seq_len=8192, recompute="full"), gpus=256, accelerator="H100")
     layouts = {(r["layout"]["dp"], r["layout"]["tp"], r["layout"]["pp"], r["layout"]["zero"]) for r in res["candidates"]}
     assert (256, 1, 1, 3) not in layouts
     best = res["best"]
@@ -398,13 +401,13 @@ def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
 
 def test_fit_search_is_bounded_and_validated() -> None:
     cfg = llama3_8b()
-    res = fit(cfg, gpus=10**9, accelerator="H100", seq_len=16)  # divisors only: ~100 layouts
+    res = fit(cfg, Workload(seq_len=16), gpus=10**9, accelerator="H100")  # divisors only: ~100 layouts
     assert res["best"] is not None and res["layouts_tried"] < 5000
     with pytest.raises(FfnlabError, match="--max-tp"):
         fit(cfg, gpus=8, accelerator="H100", max_tp=0)
     with pytest.raises(FfnlabError, match="--gpus"):
         fit(cfg, gpus=0, accelerator="H100")
-    assert fit(cfg, gpus=8, accelerator="H100", seq_len=10**6, context_limit=8192)["warnings"]
+    assert fit(cfg, Workload(seq_len=10**6), gpus=8, accelerator="H100", context_limit=8192)["warnings"]
 
 
 def test_fp8_time_splits_the_flops_and_mtp_is_counted() -> None:
@@ -434,7 +437,7 @@ def test_size_reports_one_optimizer_figure_whichever_optimizer(optimizer):
     from ffnlab.sizing.size import size_summary
     from ffnlab.sizing.widths import make_rule
 
-    out = size_summary(4096, "swiglu", make_rule("llama"), n_layers=32, memory={"optimizer": optimizer})["model"]
+    out = size_summary(4096, "swiglu", make_rule("llama"), n_layers=32, workload=Workload(optimizer=optimizer))["model"]
     states, mem = out["training_memory_bytes"], out["memory"]
     cfg = make_config(4096, 32, 64, 11008, kind="swiglu", vocab_size=50257, max_positions=2048, norm="rmsnorm",
                       positions="rope")
@@ -453,13 +456,13 @@ def test_fit_suggests_what_would_fit_each_figure_as_fit_itself_gives_it():
     assert fit(cfg, gpus=2, accelerator="L4", mode="serve")["best"] is None
     got = {x["change"]: x for x in suggestions(cfg, gpus=2, accelerator="L4", mode="serve")}
     assert set(got) == {"--weights-dtype int4", "--kv-dtype fp8", "--gpus 8"}
-    int4 = fit(cfg, gpus=2, accelerator="L4", mode="serve", weights_dtype="int4")
+    int4 = fit(cfg, Workload(weights_dtype="int4"), gpus=2, accelerator="L4", mode="serve")
     assert got["--weights-dtype int4"]["fits"] and got["--weights-dtype int4"]["per_gpu_bytes"] == \
         int4["best"]["per_gpu_bytes"]
-    fp8 = fit(cfg, gpus=2, accelerator="L4", mode="serve", kv_dtype="fp8")
+    fp8 = fit(cfg, Workload(kv_dtype="fp8"), gpus=2, accelerator="L4", mode="serve")
     assert not got["--kv-dtype fp8"]["fits"] and got["--kv-dtype fp8"]["per_gpu_bytes"] == fp8["smallest_need_bytes"]
     assert fit(cfg, gpus=4, accelerator="L4", mode="serve")["best"] is None
     assert got["--gpus 8"]["per_gpu_bytes"] == fit(cfg, gpus=8, accelerator="L4", mode="serve")["best"]["per_gpu_bytes"]
     # a change already in effect is not suggested
     assert "--weights-dtype int4" not in {x["change"] for x in suggestions(
-        cfg, gpus=1, accelerator="L4", mode="serve", weights_dtype="int4")}
+        cfg, Workload(weights_dtype="int4"), gpus=1, accelerator="L4", mode="serve")}

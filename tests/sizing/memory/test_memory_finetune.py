@@ -9,6 +9,8 @@ arithmetic on small hand-written layers.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from memory_finetune_cases import CASES, LoraCase, build_lora, predict
 from memory_step_cases import measure
@@ -16,6 +18,7 @@ from memory_step_cases import measure
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
 from ffnlab.sizing.finetune import (
+    FinetuneOptions,
     finetune_peak,
     finetune_states,
     finetune_step,
@@ -29,6 +32,7 @@ from ffnlab.sizing.memory.activations import (
     layer_activation_terms,
 )
 from ffnlab.sizing.memory.quant import weight_bytes
+from ffnlab.sizing.memory.workload import Workload
 
 TOLERANCE = 0.05
 
@@ -113,26 +117,27 @@ def test_timeline_gradients_and_optimizer_are_the_adapters_only() -> None:
     lora = lora_params(cfg, 2, parse_targets("all-linear"))
     ft = finetune_step(cfg, lora)
     assert sum(ft.layer_params) == lora.trainable and sum(ft.ffn_params) == lora_params(cfg, 2, ("ffn",)).trainable
-    p = finetune_peak(cfg, lora, seq_len=4, batch=1, dtype="fp32")
+    work = Workload(seq_len=4, batch=1, dtype="fp32", finetune=FinetuneOptions("lora", 2, parse_targets("all-linear")))
+    p = finetune_peak(cfg, work)
     moments = {m.name: dict(m.alive) for m in p.timeline.moments}
     assert "embedding backward" not in moments  # the frozen embedding's output needs no gradient
     step = moments["optimizer step"]
     assert step["gradients"] == 4 * lora.trainable and step["optimizer state"] == 8 * lora.trainable
     assert step["optimizer temporaries"] == 4 * lora.trainable  # foreach AdamW's square roots
     assert step["weights"] == 4 * lora.base + 4 * lora.trainable
-    assert "embedding backward" in {m.name for m in finetune_peak(cfg, lora, seq_len=4, batch=1, dtype="fp32",
-                                                                   recompute="full").timeline.moments}
+    assert "embedding backward" in {m.name for m in finetune_peak(cfg, replace(work, recompute="full")).timeline.moments}
 
 
 def test_qlora_adds_a_dequantised_weight_to_each_backward_and_keeps_nf4_or_int8() -> None:
     cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000, max_positions=4)
     lora = lora_params(cfg, 2, parse_targets("all-linear"))
-    q = finetune_peak(cfg, lora, mode="qlora", seq_len=4, batch=1, dtype="bf16")
+    qlora = Workload(seq_len=4, batch=1, dtype="bf16", finetune=FinetuneOptions("qlora", 2, parse_targets("all-linear")))
+    q = finetune_peak(cfg, qlora)
     ffn = dict(next(m for m in q.timeline.moments if m.name.endswith("1 of 2, FFN")).alive)
     assert ffn["QLoRA: a frozen weight dequantised"] == 256 * 1024 * 2  # the largest FFN matrix in bf16
     attn = dict(next(m for m in q.timeline.moments if m.name.endswith("1 of 2, attention")).alive)
     assert attn["QLoRA: a frozen weight dequantised"] == 256 * 3 * 256 * 2  # ffnlab's fused q|k|v
-    lo = finetune_peak(cfg, lora, mode="lora", seq_len=4, batch=1, dtype="bf16")
+    lo = finetune_peak(cfg, replace(qlora, finetune=FinetuneOptions("lora", 2, parse_targets("all-linear"))))
     assert q.states.base_weights == weight_bytes(cfg, "nf4").total < lo.states.base_weights
     int8 = finetune_states(cfg, lora, mode="qlora", base_format="int8")
     assert int8.base_weights == qlora_base(cfg, "int8").total > q.states.base_weights

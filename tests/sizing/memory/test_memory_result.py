@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from paths import DATA
-from result_checks import check_read_only_view, options
+from result_checks import check_read_only_view, workload
 
 from ffnlab.render import _json_default
 from ffnlab.sizing.audit import entry_basis
@@ -39,14 +39,18 @@ def _same(res: MemorySummary, expected: dict[str, Any]) -> None:
 @pytest.mark.parametrize("name", sorted(SNAPSHOT["config"]))
 def test_memory_summary_matches_the_snapshot(name: str) -> None:
     case = SNAPSHOT["config"][name]
-    _same(memory_summary(entry_basis(find(case["model"])), **options(case["options"])), case["expected"])
+    work, lay, rest = workload(case["options"])
+    assert not rest
+    _same(memory_summary(entry_basis(find(case["model"])), work, lay), case["expected"])
 
 
 @pytest.mark.parametrize("name", sorted(SNAPSHOT["structure"]))
 def test_structure_memory_matches_the_snapshot(name: str) -> None:
     case = SNAPSHOT["structure"][name]
     s = Structure.from_dict(SNAPSHOT["structures"][case["model"]])
-    _same(structure_memory(s, **options(case["options"])), case["expected"])
+    work, lay, rest = workload(case["options"])
+    assert not rest
+    _same(structure_memory(s, work, lay), case["expected"])
 
 
 def test_both_results_have_one_type_and_its_keys() -> None:

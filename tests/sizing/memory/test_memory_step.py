@@ -7,6 +7,8 @@ of ``memory_step_cases.CASES`` must be within 5% of the prediction, at the momen
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from memory_step_cases import CASES, Case, build, measure, optimizer, predict, run_step
 
@@ -14,6 +16,7 @@ from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
 from ffnlab.sizing.memory.parallel import Layout, memory_summary, training_peak, training_table
 from ffnlab.sizing.memory.step import StepInputs, StepOptions, step_timeline
+from ffnlab.sizing.memory.workload import Workload
 
 TOLERANCE = 0.05
 torch = pytest.importorskip("torch")
@@ -77,7 +80,7 @@ def _hand_case():  # noqa: ANN202
 
 def test_loss_backward_holds_logits_log_softmax_and_two_gradients() -> None:
     cfg, states = _hand_case()
-    tl = step_timeline(cfg, seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused", states=states)
+    tl = step_timeline(cfg, Workload(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused"), states)
     m = {x.name: dict(x.alive) for x in tl.moments}["loss backward"]
     nv = 4 * 10  # tokens x vocab
     assert m["logits (held)"] == nv * 4
@@ -93,7 +96,7 @@ def test_loss_backward_holds_logits_log_softmax_and_two_gradients() -> None:
 
 def test_optimizer_step_holds_every_state_and_its_temporaries() -> None:
     cfg, states = _hand_case()
-    tl = step_timeline(cfg, seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused", states=states)
+    tl = step_timeline(cfg, Workload(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused"), states)
     step = {x.name: x for x in tl.moments}["optimizer step"]
     assert step.total == 1000 + 2000 + 1000 + 1000 + 4 * 10 * 4  # weights, optimizer, grads, temps, held logits
     assert tl.peak.total == max(x.total for x in tl.moments)
@@ -101,31 +104,31 @@ def test_optimizer_step_holds_every_state_and_its_temporaries() -> None:
 
 def test_logits_not_held_and_the_fused_loss_remove_the_logits() -> None:
     cfg, states = _hand_case()
-    kw = dict(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused", states=states)
-    freed = step_timeline(cfg, options=StepOptions(logits_held=False), **kw)
-    held = step_timeline(cfg, **kw)
+    work = Workload(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused")
+    freed = step_timeline(cfg, replace(work, step=StepOptions(logits_held=False)), states)
+    held = step_timeline(cfg, work, states)
     assert dict(held.moments[1].alive)["logits (held)"] - dict(freed.moments[1].alive).get("logits (held)", 0) == 160
-    fused = step_timeline(cfg, options=StepOptions(loss="fused"), **kw)
+    fused = step_timeline(cfg, replace(work, step=StepOptions(loss="fused")), states)
     assert all("logits" not in w for m in fused.moments for w, _ in m.alive if not w.startswith("loss: one chunk"))
 
 
 def test_chunked_loss_divides_the_backward_gradients_by_the_chunks() -> None:
     cfg, states = _hand_case()
-    kw = dict(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused", states=states)
-    m = dict(step_timeline(cfg, options=StepOptions(loss="chunked", loss_chunks=4), **kw).moments[1].alive)
+    work = Workload(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused")
+    m = dict(step_timeline(cfg, replace(work, step=StepOptions(loss="chunked", loss_chunks=4)), states).moments[1].alive)
     assert m["loss: log-softmax gradients"] == 2 * 40 * 4 // 4
 
 
 def test_gradient_accumulation_keeps_every_gradient_from_the_first_moment() -> None:
     cfg, states = _hand_case()
-    kw = dict(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused", states=states)
-    tl = step_timeline(cfg, options=StepOptions(grad_accum=4), **kw)
+    work = Workload(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused")
+    tl = step_timeline(cfg, replace(work, step=StepOptions(grad_accum=4)), states)
     assert dict(tl.moments[0].alive)["gradients (accumulated)"] == 1000
 
 
 def test_bf16_upcast_is_counted_in_forward_only() -> None:
     cfg, states = _hand_case()
-    tl = step_timeline(cfg, seq_len=4, batch=1, dtype="bf16", recompute="none", attention="fused", states=states)
+    tl = step_timeline(cfg, Workload(seq_len=4, batch=1, dtype="bf16", recompute="none", attention="fused"), states)
     fwd, bwd = dict(tl.moments[0].alive), dict(tl.moments[1].alive)
     assert fwd["loss: fp32 upcast"] == 160 and fwd["logits"] == 80
     assert "loss: fp32 upcast" not in bwd and bwd["logits (held)"] == 80
@@ -144,7 +147,7 @@ def test_bad_step_options_are_refused(bad: dict, message: str) -> None:
 
 def test_summary_total_is_the_peak_and_the_sum_is_named_a_sum() -> None:
     cfg = make_config(4096, 32, 32, 14336, kind="swiglu", vocab_size=128256, n_kv_heads=8, tied_embeddings=False)
-    m = memory_summary(cfg, seq_len=2048)
+    m = memory_summary(cfg, Workload(seq_len=2048))
     assert m["training_total_bytes"] == m["peak_bytes"]
     assert m["terms_sum_bytes"] == m["states_bytes"] + m["activations_bytes"] + m["working_bytes"]
     # one GPU, batch 1, foreach AdamW: 2 + 2 + 12 bytes of states and 4 of square roots per parameter,
@@ -152,18 +155,18 @@ def test_summary_total_is_the_peak_and_the_sum_is_named_a_sum() -> None:
     p = 8_030_261_248
     assert m["peak_moment"] == "optimizer step" and m["peak_bytes"] == 20 * p + 2048 * 128256 * 2
     assert sum(a["bytes"] for a in m["peak_alive"]) == m["peak_bytes"]
-    rows = training_table(cfg, Layout(), seq_len=2048)
-    assert training_peak(cfg, Layout(), rows, seq_len=2048).peak_bytes == m["peak_bytes"]
+    rows = training_table(cfg, Workload(seq_len=2048), Layout())
+    assert training_peak(cfg, Workload(seq_len=2048), Layout(), rows).peak_bytes == m["peak_bytes"]
     # four sequences: the activations and the loss's tensors lead
-    assert memory_summary(cfg, seq_len=2048, batch=4)["peak_moment"] == "loss backward"
+    assert memory_summary(cfg, Workload(seq_len=2048, batch=4))["peak_moment"] == "loss backward"
 
 
 def test_the_fused_loss_lowers_a_large_vocabulary_peak() -> None:
     # llama-3-8b's 128k vocabulary: the full loss's logits and gradients lead at 4 x 2048 tokens
     cfg = make_config(4096, 32, 32, 14336, kind="swiglu", vocab_size=128256, n_kv_heads=8, tied_embeddings=False)
-    full = memory_summary(cfg, seq_len=2048, batch=4, step=StepOptions(optimizer_impl="fused"))["peak_bytes"]
-    fused = memory_summary(cfg, seq_len=2048, batch=4,
-                           step=StepOptions(loss="fused", optimizer_impl="fused"))["peak_bytes"]
+    full = memory_summary(cfg, Workload(seq_len=2048, batch=4, step=StepOptions(optimizer_impl="fused")))["peak_bytes"]
+    fused = memory_summary(cfg, Workload(seq_len=2048, batch=4,
+                                         step=StepOptions(loss="fused", optimizer_impl="fused")))["peak_bytes"]
     nv = 4 * 2048 * 128256
     assert full - fused > nv * 10  # at least the held bf16 logits and two fp32 gradients
 

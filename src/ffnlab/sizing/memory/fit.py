@@ -55,7 +55,8 @@ from ffnlab.sizing.memory.parallel import (
     training_table,
 )
 from ffnlab.sizing.memory.sharding import Sharding
-from ffnlab.sizing.memory.step import Alive, StepOptions
+from ffnlab.sizing.memory.step import Alive
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result
 
 if TYPE_CHECKING:  # the serving model is imported only when a serving layout fits
@@ -220,17 +221,18 @@ def divisors(n: int) -> list[int]:
     return small + large[::-1]
 
 
-def _layouts(cfg: ModelConfig, gpus: int, mode: str, max_tp: int) -> list[Layout]:
+def _layouts(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, sharding: Sharding) -> list[Layout]:
     n_exp = max((f.n_experts for f in cfg.layer_ffns()), default=0)
     out = []
     for tp in (t for t in divisors(math.gcd(gpus, cfg.attn.n_heads)) if t <= max_tp):
         for pp in (p for p in divisors(gpus // tp) if p <= cfg.n_layers):
             dp = gpus // (tp * pp)
             if mode == "serve":
-                out.append(Layout(dp=dp, tp=tp, pp=pp))  # dp = replicas
+                out.append(Layout(dp=dp, tp=tp, pp=pp, sharding=sharding))  # dp = replicas
                 continue
             eps = [e for e in divisors(n_exp) if dp % e == 0] if n_exp else [1]
-            out += [Layout(dp=dp, tp=tp, pp=pp, ep=ep, zero=z, sp=tp > 1) for ep in eps for z in range(4)]
+            out += [Layout(dp=dp, tp=tp, pp=pp, ep=ep, zero=z, sp=tp > 1, sharding=sharding)
+                    for ep in eps for z in range(4)]
     return out
 
 
@@ -294,21 +296,19 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
     return lines + [f"not counted: {x}" for x in not_counted(ft.mode)]
 
 
-def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
-                   optimizer: str, dropout: bool, step: StepOptions, ft: FinetuneOptions) -> tuple[LayoutFit, ...]:
+def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutFit, ...]:
     """The one layout a fine-tuning step is modelled on (``dp = gpus``) and its per-GPU terms."""
-    out = finetune_summary(cfg, ft, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                           attention=attention, optimizer=optimizer, dropout=dropout, step=step)
+    out = finetune_summary(cfg, work)
     st, pk = out.states, out.peak
-    n, b = out.lora.trainable, ADAPTER_BYTES
+    n, b, optimizer = out.lora.trainable, ADAPTER_BYTES, work.optimizer
     table = [Row("weights", st.base_weights + st.adapter_weights, st.base_weights + st.adapter_weights,
                  f"frozen base: {st.base_rule}; adapters: {n:,} params x {b} B (fp32)"),
              Row("gradients", st.adapter_gradients, st.adapter_gradients, f"adapters only: {n:,} params x {b} B"),
              Row("optimizer", st.adapter_optimizer, st.adapter_optimizer,
                  f"adapters only: {n:,} params x {shape_free_states(optimizer, b)} B ({optimizer}, fp32)"),
              Row("activations", pk.activations_bytes, pk.activations_bytes,
-                 f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention; frozen layers "
-                 "keep no input for their weights", estimate=True, group="activations")]
+                 f"micro-batch {work.batch} x seq {work.seq_len}, recompute {work.recompute}, {work.attention} "
+                 "attention; frozen layers keep no input for their weights", estimate=True, group="activations")]
     lay = Layout(dp=gpus)
     return (LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=pk.peak_bytes,
                       peak_moment=pk.peak_moment, peak_alive=pk.peak_alive,
@@ -317,47 +317,39 @@ def _finetune_rows(cfg: ModelConfig, gpus: int, seq_len: int, batch: int, dtype:
 
 
 @lru_cache(maxsize=4)
-def _price(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, seq_len: int, batch: int, dtype: str, recompute: str,
-           attention: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int | None, mla: str,
-           grad_dtype: str | None, optimizer: str, dropout: bool, sharding: Sharding,
-           step: StepOptions, finetune: FinetuneOptions | None = None) -> tuple[LayoutFit, ...]:
+def _price(cfg: ModelConfig, work: Workload, gpus: int, mode: str, max_tp: int,
+           sharding: Sharding) -> tuple[LayoutFit, ...]:
     """Every layout's per-GPU table and, training, its step peak (the same for every accelerator:
     priced once per question). ``per_gpu_bytes`` is the peak of the step when training."""
-    if finetune is not None and finetune.adapters:
-        return _finetune_rows(cfg, gpus, seq_len, batch, dtype, recompute, attention, optimizer, dropout, step,
-                              finetune)
+    if work.adapters:
+        return _finetune_rows(cfg, work, gpus)
     rows = []
-    for lay in _layouts(cfg, gpus, mode, max_tp):
-        peak: dict[str, Any] = {}
+    for lay in _layouts(cfg, gpus, mode, max_tp, sharding):
         if mode == "train":
-            table = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                                   attention=attention, grad_dtype=grad_dtype, optimizer=optimizer,
-                                   dropout=dropout, sharding=sharding)
-            tl = training_peak(cfg, lay, table, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                               attention=attention, optimizer=optimizer, dropout=dropout, step=step)
-            need = tl.peak_bytes
-            peak = {"peak_moment": tl.peak.name, "peak_alive": tl.peak_alive(),
-                    "terms_sum_bytes": table_total(table)}
-        else:
-            table = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype or dtype,
-                                  kv_dtype=kv_dtype or dtype, group_size=group_size, mla=mla)
-            need = table_total(table)
-        rows.append(LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=need, **peak,
+            table = training_table(cfg, work, lay)
+            tl = training_peak(cfg, work, lay, table)
+            rows.append(LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=tl.peak_bytes,
+                                  peak_moment=tl.peak.name, peak_alive=tl.peak_alive(),
+                                  terms_sum_bytes=table_total(table), terms={r.term: r.per_gpu_bytes for r in table},
+                                  table=tuple(table)))
+            continue
+        table = serving_table(cfg, lay, batch=work.batch, context=work.seq_len, weights_dtype=work.serving_weights,
+                              kv_dtype=work.kv, group_size=work.group_size, mla=work.mla)
+        rows.append(LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=table_total(table),
                               terms={r.term: r.per_gpu_bytes for r in table}, table=tuple(table)))
     return tuple(rows)
 
 
-def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: str = "train", seq_len: int = 2048,
-        batch: int = 1, dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
-        kv_dtype: str | None = None, weights_dtype: str | None = None, group_size: int | None = None,
-        mla: str = "latent", reserve_gib: float | None = None, max_tp: int = 8, grad_dtype: str | None = None,
-        optimizer: str = "adamw", dropout: bool = False, sharding: Sharding | None = None,
-        context_limit: int | None = None, step: StepOptions | None = None,
-        finetune: FinetuneOptions | None = None) -> FitResult:
-    """Every layout priced, those that fit, and the smallest that fits (``best``, or None): a :class:`FitResult`.
-    ``finetune`` lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
+def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerator: str | Accelerator,
+        mode: str = "train", reserve_gib: float | None = None, max_tp: int = 8, sharding: Sharding | None = None,
+        context_limit: int | None = None) -> FitResult:
+    """Every layout of ``gpus`` accelerators priced for the workload ``work`` (default:
+    :class:`Workload`'s), those that fit, and the smallest that fits (``best``, or None): a
+    :class:`FitResult`. ``sharding``: how ZeRO-3 runs in every layout tried. ``work.finetune``
+    lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
+    work = work or Workload()
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-    adapters = finetune is not None and finetune.adapters
+    adapters = work.adapters
     require(not adapters or mode == "train", "--finetune lora/qlora sizes a training step: not with --mode serve")
     require(1 <= gpus <= MAX_GPUS, f"--gpus must be in [1, 2**40], got {gpus}")
     require(max_tp >= 1, f"--max-tp must be >= 1, got {max_tp}")
@@ -366,66 +358,71 @@ def fit(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, mode: st
     acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
     reserve = reserve_bytes(acc, reserve_gib)
     budget = acc.memory_bytes - reserve
-    step = step or StepOptions()
-    step.check()
-    priced = _price(cfg, gpus, mode, max_tp, seq_len, batch, dtype, recompute, attention, kv_dtype, weights_dtype,
-                    group_size, mla, grad_dtype, optimizer, dropout, sharding, step, finetune if adapters else None)
+    priced = _price(cfg, work, gpus, mode, max_tp, sharding)
     rows = sorted((replace(r, fits=r.per_gpu_bytes <= budget) for r in priced), key=_key)
     fitting = [r for r in rows if r.fits]
     warnings: list[str] = []
+    seq_len, dtype = work.seq_len, work.dtype
     if context_limit is not None and seq_len > context_limit:
         warnings.append(f"--seq-len {seq_len:,} is past the model's max_position_embeddings {context_limit:,}: "
                         "the model was not trained for it (positions beyond it are extrapolated or wrap)")
     serving = None
     if mode == "serve" and fitting:
-        serving = serving_figures(cfg, acc, fitting[0].layout, usable_bytes=budget, batch=batch,
-                                  context=seq_len, weights_dtype=weights_dtype or dtype, kv_dtype=kv_dtype or dtype,
-                                  group_size=group_size, mla=mla)
+        serving = serving_figures(cfg, acc, fitting[0].layout, work, usable_bytes=budget)
     ft_out = None
     if not adapters:
-        said = assumptions(mode, dtype=dtype, grad_dtype=grad_dtype, optimizer=optimizer, recompute=recompute,
-                           attention=attention, dropout=dropout, sharding=sharding, reserve=reserve, acc=acc,
-                           reserve_gib=reserve_gib, kv_dtype=kv_dtype, weights_dtype=weights_dtype)
+        said = assumptions(mode, dtype=dtype, grad_dtype=work.grad_dtype, optimizer=work.optimizer,
+                           recompute=work.recompute, attention=work.attention, dropout=work.dropout,
+                           sharding=sharding, reserve=reserve, acc=acc, reserve_gib=reserve_gib,
+                           kv_dtype=work.kv_dtype, weights_dtype=work.weights_dtype)
     else:
+        finetune = work.finetune
         assert finetune is not None
         fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
-        said = finetune_assumptions(finetune, dtype=dtype, optimizer=optimizer, recompute=recompute,
-                                    attention=attention, fits=fits, held=held)
+        said = finetune_assumptions(finetune, dtype=dtype, optimizer=work.optimizer, recompute=work.recompute,
+                                    attention=work.attention, fits=fits, held=held)
         priced_ft = priced[0].finetune
         assert priced_ft is not None
         ft_out = {**finetune.as_dict(), "lora": priced_ft.lora.as_dict(), "states": priced_ft.states.as_dict()}
     return FitResult(mode=mode, gpus=gpus, accelerator=acc.name, memory_bytes=acc.memory_bytes,
-                     reserve_bytes=reserve, usable_bytes=budget, seq_len=seq_len, batch=batch, dtype=dtype,
-                     recompute=recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),
+                     reserve_bytes=reserve, usable_bytes=budget, seq_len=seq_len, batch=work.batch, dtype=dtype,
+                     recompute=work.recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),
                      smallest_need_bytes=min((r.per_gpu_bytes for r in rows), default=None),
                      layouts_tried=len(rows), warnings=tuple(warnings), assumptions=tuple(said),
                      not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out)
 
 
-def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, *, usable_bytes: int, batch: int, context: int,
-                    weights_dtype: str, kv_dtype: str, group_size: int | None, mla: str) -> ServingFigures:
-    """What the serving layout ``lay`` holds and how fast it can go (:class:`ServingFigures`): the longest context at batch 1,
-    the most sequences at ``context`` (:func:`ffnlab.sizing.serving.capacity`) and the roofline
-    bounds (:func:`ffnlab.sizing.serving.decode_speed`, None without a bandwidth on record)."""
+def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, work: Workload, *,
+                    usable_bytes: int) -> ServingFigures:
+    """What the serving layout ``lay`` holds and how fast it can go (:class:`ServingFigures`) for
+    ``work.batch`` sequences of ``work.seq_len`` tokens: the longest context at batch 1, the most
+    sequences at that context (:func:`ffnlab.sizing.serving.capacity`) and the roofline bounds
+    (:func:`ffnlab.sizing.serving.decode_speed`, None without a bandwidth on record)."""
     from ffnlab.sizing.serving import capacity, decode_speed, speed_assumptions
 
-    kw: dict[str, Any] = dict(weights_dtype=weights_dtype, kv_dtype=kv_dtype, group_size=group_size, mla=mla)
-    speed = decode_speed(cfg, acc, batch=batch, context=context, tp=lay.tp, **kw)
+    weights, kv, group_size, mla = work.serving_weights, work.kv, work.group_size, work.mla
+    speed = decode_speed(cfg, acc, batch=work.batch, context=work.seq_len, tp=lay.tp, weights_dtype=weights,
+                         kv_dtype=kv, group_size=group_size, mla=mla)
     return ServingFigures(
         layout=lay.describe(), replicas=lay.dp,
-        capacity=capacity(cfg, lay, usable_bytes=usable_bytes, context=context, **kw), speed=speed,
+        capacity=capacity(cfg, lay, usable_bytes=usable_bytes, context=work.seq_len, weights_dtype=weights,
+                          kv_dtype=kv, group_size=group_size, mla=mla), speed=speed,
         assumptions=tuple(speed_assumptions(speed, acc)) if speed else
         (f"{acc.name} has no memory bandwidth on record: no speed bound (give --gpu for a listed card)",))
 
 
-def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: float | None = None,
-            precision: str = "bf16", accelerators: list[Accelerator] | None = None,
-            **kwargs: Any) -> list[AcceleratorFit]:
-    """For each accelerator: does the model fit on ``gpus`` of them, how, and how long to train
-    (``mfu`` None: the :data:`DEFAULT_MFU` assumption), an :class:`AcceleratorFit` each."""
+def fit_all(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, tokens: int | None = None,
+            mfu: float | None = None, precision: str = "bf16", accelerators: list[Accelerator] | None = None,
+            mode: str = "train", reserve_gib: float | None = None, max_tp: int = 8, sharding: Sharding | None = None,
+            context_limit: int | None = None) -> list[AcceleratorFit]:
+    """For each accelerator: does the model fit on ``gpus`` of them (:func:`fit`, the same
+    arguments), how, and how long to train (``mfu`` None: the :data:`DEFAULT_MFU` assumption), an
+    :class:`AcceleratorFit` each."""
+    work = work or Workload()
     rows = []
     for acc in accelerators or load_accelerators():
-        res = fit(cfg, gpus=gpus, accelerator=acc, **kwargs)
+        res = fit(cfg, work, gpus=gpus, accelerator=acc, mode=mode, reserve_gib=reserve_gib, max_tp=max_tp,
+                  sharding=sharding, context_limit=context_limit)
         best = res.best
         row = AcceleratorFit(accelerator=acc.name, display=acc.display, memory_bytes=acc.memory_bytes,
                              fits=best is not None, layout=best.describe if best else None,
@@ -435,7 +432,7 @@ def fit_all(cfg: ModelConfig, *, gpus: int, tokens: int | None = None, mfu: floa
         peak = acc.bf16_tflops if precision == "bf16" else acc.fp8_tflops
         if tokens and res.mode == "train" and peak is not None and acc.bf16_tflops is not None:
             t = training_time(cfg, tokens=tokens, gpus=gpus, accelerator=acc,
-                              seq_len=kwargs.get("seq_len", 2048), mfu=mfu, precision=precision)
+                              seq_len=work.seq_len, mfu=mfu, precision=precision)
             row = replace(row, days=t.days, gpu_hours=t.gpu_hours, training_flops=t.flops)
         rows.append(row)
     return rows
@@ -454,38 +451,51 @@ SERVE_CHANGES = (("--weights-dtype", "int4", "weights_dtype"), ("--kv-dtype", "f
 MAX_SUGGESTED_GPUS = 4096
 
 
-def suggestions(cfg: ModelConfig, *, gpus: int, accelerator: str | Accelerator, **kwargs: Any) -> list[Suggestion]:
-    """What would fit when nothing does at these settings: for each one-setting change (and for
-    the fewest GPUs, doubling, that hold the model), the smallest layout's per-GPU figure, whether
-    it fits, and the layout; changes already in effect are skipped."""
-    mode = kwargs.get("mode", "train")
-    ft: FinetuneOptions = kwargs.get("finetune") or FinetuneOptions()
+def _changed(work: Workload, key: str, value: str) -> Workload | None:
+    """``work`` with the one setting ``key`` of a suggestion set to ``value`` (None: already so)."""
+    if key == "step":
+        return None if work.step.loss == value else replace(work, step=replace(work.step, loss=value))
+    if key == "finetune":
+        return replace(work, finetune=replace(work.finetune or FinetuneOptions(), mode=value))
+    if key == "recompute":
+        return None if work.recompute == value else replace(work, recompute=value)
+    if key == "optimizer":
+        return None if work.optimizer == value else replace(work, optimizer=value)
+    if key == "weights_dtype":
+        return None if work.weights_dtype == value else replace(work, weights_dtype=value)
+    assert key == "kv_dtype", key
+    return None if work.kv_dtype == value else replace(work, kv_dtype=value)
+
+
+def suggestions(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerator: str | Accelerator,
+                mode: str = "train", reserve_gib: float | None = None, max_tp: int = 8,
+                sharding: Sharding | None = None, context_limit: int | None = None) -> list[Suggestion]:
+    """What would fit when nothing does for ``work`` (:func:`fit`, the same arguments): for each
+    one-setting change (and for the fewest GPUs, doubling, that hold the model), the smallest
+    layout's per-GPU figure, whether it fits, and the layout; changes already in effect are skipped."""
+    work = work or Workload()
+    ft = work.finetune or FinetuneOptions()
     adapters = ft.adapters
     changes = list(TRAIN_CHANGES if mode == "train" else SERVE_CHANGES)
-    changed: dict[str, Any]
     if adapters:  # the adapters' optimizer state is small; a QLoRA base is the change that helps
         changes = [c for c in changes if c[2] != "optimizer"]
         if ft.mode == "lora":
             changes.insert(0, ("--finetune", "qlora", "finetune"))
+
+    def tried(w: Workload, n: int) -> FitResult:
+        return fit(cfg, w, gpus=n, accelerator=accelerator, mode=mode, reserve_gib=reserve_gib, max_tp=max_tp,
+                   sharding=sharding, context_limit=context_limit)
+
     out = []
     for flag, value, key in changes:
-        if key == "step":
-            step = kwargs.get("step") or StepOptions()
-            if step.loss == value:
-                continue
-            changed = {**kwargs, "step": replace(step, loss=value)}
-        elif key == "finetune":
-            changed = {**kwargs, "finetune": replace(ft, mode=value)}
-        elif kwargs.get(key) == value:
-            continue
-        else:
-            changed = {**kwargs, key: value}
-        out.append(_tried(f"{flag} {value}", fit(cfg, gpus=gpus, accelerator=accelerator, **changed)))
+        changed = _changed(work, key, value)
+        if changed is not None:
+            out.append(_tried(f"{flag} {value}", tried(changed, gpus)))
     if adapters:  # more GPUs do not help: each holds the whole model
         return out
     n = gpus * 2
     while n <= MAX_SUGGESTED_GPUS:
-        res = fit(cfg, gpus=n, accelerator=accelerator, **kwargs)
+        res = tried(work, n)
         if res.best is not None or n * 2 > MAX_SUGGESTED_GPUS:
             out.append(_tried(f"--gpus {n}", res))
             break

@@ -63,7 +63,8 @@ class Accelerator:
         tf = self.bf16_tflops if precision == "bf16" else self.fp8_tflops
         require(tf is not None, f"{self.name} has no {precision} peak on record"
                 + ("" if self.bf16_tflops is not None else " (a --gpu-memory card: give --gpu for its peaks)"))
-        return float(tf) * 1e12  # type: ignore[arg-type]
+        assert tf is not None
+        return float(tf) * 1e12
 
     def as_dict(self) -> dict[str, object]:
         out = asdict(self)

@@ -35,13 +35,12 @@ Bytes per GPU are rounded up to whole bytes per term.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import (
-    DROPOUT_MASK_BYTES,
     activation_memory,
     kv_cache,
     routed_expert_params,
@@ -58,14 +57,19 @@ from ffnlab.sizing.memory.step import (
     optimizer_temp_bytes,
     step_timeline,
 )
+from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result
+from ffnlab.validation import integer
 
 ZERO_STAGES = (0, 1, 2, 3)
+MAX_DEGREE = 2**40  # a parallel degree past any cluster
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How a model is spread over ``dp x tp x pp`` GPUs (expert parallelism within dp)."""
+    """How a model is spread over ``dp x tp x pp`` GPUs (expert parallelism within dp), its
+    ZeRO stage and how the data-parallel engine runs it (``sharding``), checked when made
+    (:meth:`check`; whether it can split a given model: :func:`check_layout`)."""
 
     dp: int = 1
     tp: int = 1
@@ -73,6 +77,18 @@ class Layout:
     ep: int = 1
     zero: int = 0  # 0 = plain data parallel (DDP); 1, 2, 3 = ZeRO stage (3: FSDP or DeepSpeed, see Sharding)
     sp: bool = False  # sequence parallelism (with tp)
+    sharding: Sharding = field(default_factory=Sharding)  # not in as_dict (the JSON's own ``sharding`` object)
+
+    def __post_init__(self) -> None:
+        self.check()
+
+    def check(self) -> None:
+        """Each field against its flag's rule; the first bad one raises its one line."""
+        for what in ("dp", "tp", "pp", "ep"):
+            integer(getattr(self, what), f"--{what}", 1, MAX_DEGREE)
+        require(self.zero in ZERO_STAGES, f"--zero must be 0, 1, 2 or 3, got {self.zero}")
+        require(not self.sp or self.tp > 1, "sequence parallelism (--sp) needs --tp > 1")
+        self.sharding.check()
 
     @property
     def gpus(self) -> int:
@@ -89,14 +105,13 @@ class Layout:
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, object]:
-        return {**asdict(self), "gpus": self.gpus}
+        return {"dp": self.dp, "tp": self.tp, "pp": self.pp, "ep": self.ep, "zero": self.zero, "sp": self.sp,
+                "gpus": self.gpus}
 
 
 def check_layout(cfg: ModelConfig, lay: Layout) -> None:
-    """Raise :class:`ffnlab.errors.FfnlabError` when ``lay`` cannot split ``cfg``."""
-    for what in ("dp", "tp", "pp", "ep"):
-        require(getattr(lay, what) >= 1, f"--{what} must be >= 1, got {getattr(lay, what)}")
-    require(lay.zero in ZERO_STAGES, f"--zero must be 0, 1, 2 or 3, got {lay.zero}")
+    """Raise :class:`ffnlab.errors.FfnlabError` when ``lay`` cannot split ``cfg`` (its own
+    fields were checked when it was made)."""
     require(cfg.attn.n_heads % lay.tp == 0, f"--tp {lay.tp} must divide n_heads={cfg.attn.n_heads}")
     require(lay.pp <= cfg.n_layers, f"--pp {lay.pp} exceeds the {cfg.n_layers} layers")
     n_exp = max((f.n_experts for f in cfg.layer_ffns()), default=0)
@@ -104,7 +119,6 @@ def check_layout(cfg: ModelConfig, lay: Layout) -> None:
         require(n_exp > 0, "--ep needs a mixture-of-experts model")
         require(n_exp % lay.ep == 0, f"--ep {lay.ep} must divide the {n_exp} experts")
         require(lay.dp % lay.ep == 0, f"--ep {lay.ep} must divide --dp {lay.dp} (experts are spread over data-parallel ranks)")
-    require(not lay.sp or lay.tp > 1, "sequence parallelism (--sp) needs --tp > 1")
 
 
 @dataclass(frozen=True)
@@ -135,15 +149,14 @@ def _split(dense: float, expert: float, per_param: float, lay: Layout, shard_dp:
                      f"{expert_div} (ep x tp x pp{' x dp/ep' if shard_dp else ''})) params x {per_param:g} B")
 
 
-def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 1, dtype: str = "bf16",
-                   recompute: str = "none", attention: str = "fused", capacity_factor: float | None = None,
-                   grad_dtype: str | None = None, optimizer: str = "adamw", dropout: bool = False,
-                   sharding: Sharding | None = None) -> list[Row]:
-    """Per-GPU training memory, one row per term: weights, gradients, optimizer, activations and
-    the data-parallel engine's working memory."""
+def training_table(cfg: ModelConfig, work: Workload, lay: Layout | None = None) -> list[Row]:
+    """Per-GPU training memory of ``work`` on ``lay``, one row per term: weights, gradients,
+    optimizer, activations and the data-parallel engine's working memory."""
+    lay = lay or Layout()
     check_layout(cfg, lay)
-    sharding = sharding or Sharding()
-    sharding.check()
+    sharding = lay.sharding
+    dtype, grad_dtype, optimizer = work.dtype, work.grad_dtype, work.optimizer
+    seq_len, batch, recompute, attention = work.seq_len, work.batch, work.recompute, work.attention
     w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
     g = dtype_bytes(grad_dtype or dtype, GRAD_DTYPES, "gradient dtype")
     p = count_params(cfg).total
@@ -158,12 +171,12 @@ def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 
     opt = optimizer_state(cfg, optimizer, dtype_bytes=w)
     per_gpu, rule = _split(pd, pe, opt.total / p if p else 0.0, lay, lay.zero >= 1)
     rows.append(Row("optimizer", opt.total, per_gpu, f"{rule}; {opt.rule}", estimate=opt.estimate))
-    acts = dict(seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
-                capacity_factor=capacity_factor, dropout=dropout)
-    full = activation_memory(cfg, **acts)  # type: ignore[arg-type]
-    mine = activation_memory(cfg, **acts, tp=lay.tp, sp=lay.sp)  # type: ignore[arg-type]
+    full, mine = (activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+                                    attention=attention, capacity_factor=work.capacity_factor, tp=tp, sp=sp,
+                                    dropout=work.dropout, dropout_mask_bytes=work.dropout_mask_bytes)
+                  for tp, sp in ((1, False), (lay.tp, lay.sp)))
     how = f"micro-batch {batch} x seq {seq_len}, recompute {recompute}, {attention} attention"
-    if dropout:
+    if work.dropout:
         how += ", dropout masks"
     if lay.tp > 1:
         how += f"; heads and d_ff / tp {lay.tp}" + (", d-sized / tp (sp)" if lay.sp else "")
@@ -177,13 +190,10 @@ def training_table(cfg: ModelConfig, lay: Layout, *, seq_len: int, batch: int = 
     return rows
 
 
-def training_peak(cfg: ModelConfig, lay: Layout, rows: list[Row], *, seq_len: int, batch: int = 1,
-                  dtype: str = "bf16", recompute: str = "none", attention: str = "fused",
-                  capacity_factor: float | None = None, optimizer: str = "adamw", dropout: bool = False,
-                  step: StepOptions | None = None, dropout_mask_bytes: float | None = None) -> StepTimeline:
+def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]) -> StepTimeline:
     """The step timeline (:mod:`ffnlab.sizing.memory.step`) of the per-GPU ``rows`` of
-    :func:`training_table` for the same arguments: its peak is the training total."""
-    step = step or StepOptions()
+    :func:`training_table` for the same workload and layout: its peak is the training total."""
+    step = work.step
     by = {r.term: r for r in rows}
     p = count_params(cfg).total
     opt = by["optimizer"]
@@ -191,11 +201,9 @@ def training_peak(cfg: ModelConfig, lay: Layout, rows: list[Row], *, seq_len: in
     states = StepInputs(weights=by["weights"].per_gpu_bytes, gradients=by["gradients"].per_gpu_bytes,
                         optimizer=opt.per_gpu_bytes,
                         working=sum(r.per_gpu_bytes for r in rows if r.group == "working"),
-                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, params_on_gpu, tp=lay.tp))
-    return step_timeline(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute, attention=attention,
-                         states=states, tp=lay.tp, sp=lay.sp, capacity_factor=capacity_factor, dropout=dropout,
-                         options=step,
-                         dropout_mask_bytes=DROPOUT_MASK_BYTES if dropout_mask_bytes is None else dropout_mask_bytes)
+                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, work.optimizer, params_on_gpu,
+                                                      tp=lay.tp))
+    return step_timeline(cfg, work, states, tp=lay.tp, sp=lay.sp)
 
 
 def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, weights_dtype: str = "bf16",
@@ -290,14 +298,9 @@ class MemorySummary(Result):
     def keys(self) -> tuple[str, ...]:
         return STRUCTURE_KEYS if self.counted_by_structure else super().keys()
 
-def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int = 2048, batch: int = 1,
-                   dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
-                   attention: str = "fused", weights_dtype: str | None = None, group_size: int | None = None,
-                   mla: str = "latent", capacity_factor: float | None = None, grad_dtype: str | None = None,
-                   optimizer: str = "adamw", dropout: bool = False,
-                   sharding: Sharding | None = None, step: StepOptions | None = None) -> MemorySummary:
+def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout | None = None) -> MemorySummary:
     """The ``memory`` object of the JSON contract (:class:`MemorySummary`): integer bytes per GPU
-    for the layout given.
+    of the workload ``work`` (default: :class:`Workload`'s) on the layout ``lay``.
 
     Training terms for ``batch`` sequences of ``seq_len`` tokens: ``states_bytes`` (weights +
     gradients + optimizer, what ``training_memory`` counts), ``activations_bytes`` and
@@ -305,38 +308,32 @@ def memory_summary(cfg: ModelConfig, lay: Layout | None = None, *, seq_len: int 
     alive at once); the step's peak (:func:`training_peak`) is ``training_total_bytes`` =
     ``peak_bytes``, with ``peak_moment`` and what is alive then (``peak_alive``);
     serving terms (``serving_weights_bytes``, ``kv_cache_bytes``) for the same batch and context,
-    weights in ``weights_dtype`` (default: the training dtype).
+    weights in ``weights_dtype`` (default: the training dtype). Full training: ``work.finetune``
+    is :func:`ffnlab.sizing.finetune.finetune_summary`'s.
     """
+    work = work or Workload()
     lay = lay or Layout()
-    sharding = sharding or Sharding()
-    kv_dtype = kv_dtype or dtype
-    weights_dtype = weights_dtype or dtype
-    train = training_table(cfg, lay, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                           attention=attention, capacity_factor=capacity_factor, grad_dtype=grad_dtype,
-                           optimizer=optimizer, dropout=dropout, sharding=sharding)
-    serve = serving_table(cfg, lay, batch=batch, context=seq_len, weights_dtype=weights_dtype,
-                          kv_dtype=kv_dtype, group_size=group_size, mla=mla)
-    step = step or StepOptions()
-    timeline = training_peak(cfg, lay, train, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
-                             attention=attention, capacity_factor=capacity_factor, optimizer=optimizer,
-                             dropout=dropout, step=step)
+    train = training_table(cfg, work, lay)
+    serve = serving_table(cfg, lay, batch=work.batch, context=work.seq_len, weights_dtype=work.serving_weights,
+                          kv_dtype=work.kv, group_size=work.group_size, mla=work.mla)
+    timeline = training_peak(cfg, work, lay, train)
     t = {r.term: r.per_gpu_bytes for r in train}
     s = {r.term: r.per_gpu_bytes for r in serve}
     working = sum(r.per_gpu_bytes for r in train if r.group == "working")
     return MemorySummary(
-        layout=lay, seq_len=seq_len, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-        grad_dtype=grad_dtype or dtype, optimizer=optimizer, dropout=dropout,
-        engine=sharding.engine(lay.zero), sharding=sharding,
-        weights_dtype=weights_dtype, recompute=recompute, attention=attention, per_gpu=True,
+        layout=lay, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype, kv_dtype=work.kv,
+        grad_dtype=work.grads, optimizer=work.optimizer, dropout=work.dropout,
+        engine=lay.sharding.engine(lay.zero), sharding=lay.sharding,
+        weights_dtype=work.serving_weights, recompute=work.recompute, attention=work.attention, per_gpu=True,
         weights_bytes=t["weights"], gradients_bytes=t["gradients"], optimizer_bytes=t["optimizer"],
         states_bytes=t["weights"] + t["gradients"] + t["optimizer"],
         activations_bytes=t["activations"], working_bytes=working, terms_sum_bytes=table_total(train),
         training_total_bytes=timeline.peak_bytes, peak_bytes=timeline.peak_bytes,
         peak_moment=timeline.peak.name, peak_alive=timeline.peak_alive(),
-        step=step, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
+        step=work.step, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
         serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
     )
 
 
 __all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "Layout", "MemorySummary",
-           "Row", "Sharding", "StepOptions", "check_layout", "memory_summary", "serving_table", "table_total", "training_peak", "training_table"]
+           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "memory_summary", "serving_table", "table_total", "training_peak", "training_table"]

@@ -61,13 +61,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import (
     DOWN_INPUT_KEPT_BY_ACTIVATION,
-    DROPOUT_MASK_BYTES,
     STAT_BYTES,
     FrozenLayer,
     divide_terms,
@@ -78,9 +77,14 @@ from ffnlab.sizing.memory.activations import (
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes
 from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.shapes import layer_params, root_params
+from ffnlab.validation import choice, integer
+
+if TYPE_CHECKING:  # the workload is built on StepOptions
+    from ffnlab.sizing.memory.workload import Workload
 
 LOSSES = ("full", "chunked", "fused")
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
+MAX_STEP_COUNT = 2**40  # loss chunks, micro-batches, a checkpoint interval: past any run
 LOGSM_TERM = "log-softmax of the logits (fp32)"
 HEAD_INPUT_TERM = "LM head input"
 # tensors of width d_ff alive at once in a dense FFN's backward beyond the ones it kept: the
@@ -113,12 +117,11 @@ class StepOptions:
     recompute_every: int = 1  # with recompute "full": checkpoint every N-th layer
 
     def check(self) -> None:
-        require(self.loss in LOSSES, f"--loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
-        require(self.optimizer_impl in OPTIMIZER_IMPLS,
-                f"--optimizer-impl must be one of {', '.join(OPTIMIZER_IMPLS)}, got {self.optimizer_impl!r}")
-        require(self.loss_chunks >= 1, f"--loss-chunks must be >= 1, got {self.loss_chunks}")
-        require(self.grad_accum >= 1, f"--grad-accum must be >= 1, got {self.grad_accum}")
-        require(self.recompute_every >= 1, f"--recompute-every must be >= 1, got {self.recompute_every}")
+        """Each option against its flag's rule (the messages the command line gives)."""
+        choice(self.loss, "--loss", LOSSES)
+        choice(self.optimizer_impl, "--optimizer-impl", OPTIMIZER_IMPLS)
+        for name in ("loss_chunks", "grad_accum", "recompute_every"):
+            integer(getattr(self, name), "--" + name.replace("_", "-"), 1, MAX_STEP_COUNT)
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -231,22 +234,21 @@ class FinetuneStep:
                            grouped_experts=self.grouped_experts)
 
 
-def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, recompute: str, attention: str,
-                  states: StepInputs, tp: int = 1, sp: bool = False, capacity_factor: float | None = None,
-                  dropout: bool = False, dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
-                  options: StepOptions | None = None, finetune: FinetuneStep | None = None) -> StepTimeline:
-    """The moments of one training step of ``batch`` x ``seq_len`` tokens per micro-batch
-    (``finetune``: a LoRA step, whose ``states`` are the frozen base's and the adapters')."""
-    o = options or StepOptions()
-    o.check()
+def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: int = 1, sp: bool = False,
+                  finetune: FinetuneStep | None = None) -> StepTimeline:
+    """The moments of one training step of ``work.batch`` x ``work.seq_len`` tokens per
+    micro-batch, run as ``work.step`` says (``finetune``: a LoRA step, whose ``states`` are the
+    frozen base's and the adapters')."""
+    o = work.step
     ft = finetune
+    seq_len, batch, dtype, recompute, attention = work.seq_len, work.batch, work.dtype, work.recompute, work.attention
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     d, n_tok = cfg.d_model, seq_len * batch
     n_layers = cfg.n_layers + cfg.encoder_layers
-    akw = dict(seq_len=seq_len, batch=batch, dtype=dtype, attention=attention, capacity_factor=capacity_factor,
-               dropout=dropout, dropout_mask_bytes=dropout_mask_bytes)
-    layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), frozen=ft.frozen(i) if ft else None,
-                                          **akw)  # type: ignore[arg-type]
+    layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), seq_len=seq_len, batch=batch, dtype=dtype,
+                                          attention=attention, capacity_factor=work.capacity_factor,
+                                          dropout=work.dropout, dropout_mask_bytes=work.dropout_mask_bytes,
+                                          frozen=ft.frozen(i) if ft else None)
                    for i in range(n_layers)]
     full = [divide_terms(ts, tp, sp) for ts in layer_terms]
     if recompute == "selective":
@@ -254,8 +256,8 @@ def step_timeline(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str, rec
     layer_input = math.ceil(n_tok * d * b / (tp if sp else 1))
     checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
-    head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
-                                       dropout_mask_bytes=dropout_mask_bytes,
+    head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=work.dropout,
+                                       dropout_mask_bytes=work.dropout_mask_bytes,
                                        frozen=ft.frozen(0) if ft else None)
     head_other = divide_terms([t for t in head_terms if t.name != LOGSM_TERM], tp, sp)
 

@@ -37,8 +37,7 @@ from ffnlab.sizing.memory.byte_rules import (
     shape_free_states,
 )
 from ffnlab.sizing.memory.parallel import Layout, MemorySummary
-from ffnlab.sizing.memory.sharding import Sharding
-from ffnlab.sizing.memory.step import StepOptions
+from ffnlab.sizing.memory.workload import Workload
 
 
 def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
@@ -100,40 +99,34 @@ def serving_weight_bytes(s: Structure, dtype: str, group_size: int) -> int:
     return q * bits // 8 + scales + int(DTYPE_BYTES["bf16"]) * kept
 
 
-def structure_memory(s: Structure, lay: Layout | None = None, *, seq_len: int = 2048, batch: int = 1,
-                     dtype: str = "bf16", kv_dtype: str | None = None, recompute: str = "none",
-                     attention: str = "fused", weights_dtype: str | None = None,
-                     group_size: int | None = None, grad_dtype: str | None = None, optimizer: str = "adamw",
-                     dropout: bool = False, sharding: Sharding | None = None,
-                     step: StepOptions | None = None) -> MemorySummary:
+def structure_memory(s: Structure, work: Workload | None = None, lay: Layout | None = None) -> MemorySummary:
     """The ``memory`` object of ``audit`` (a :class:`ffnlab.sizing.memory.parallel.MemorySummary`, as
-    :func:`ffnlab.sizing.memory.parallel.memory_summary` returns) for one GPU, with ``state_bytes``,
-    the cache rule and a note instead of the sharding, step options and per-term tables
-    (``sharding`` and ``step`` are accepted and not used). ``activations_bytes`` and every training total
-    (``training_total_bytes``, ``peak_bytes``, ``terms_sum_bytes``) are None: the activations of
-    these layers are not modelled, and a total without them would under-count the step."""
-    group_size = 128 if group_size is None else group_size
+    :func:`ffnlab.sizing.memory.parallel.memory_summary` returns) of the workload ``work`` for one GPU,
+    with ``state_bytes``, the cache rule and a note instead of the sharding, step options and
+    per-term tables (the step options and the layout's sharding are not used). ``activations_bytes``
+    and every training total (``training_total_bytes``, ``peak_bytes``, ``terms_sum_bytes``) are None:
+    the activations of these layers are not modelled, and a total without them would under-count the step."""
+    work = work or Workload()
+    group_size = 128 if work.group_size is None else work.group_size
+    optimizer, dtype, grad_dtype = work.optimizer, work.dtype, work.grad_dtype
     shape_free_states(optimizer, 2)  # refused now, with its one line, if the optimizer needs the shapes
     layout = lay if lay is not None else Layout()
     if layout.gpus != 1 or layout.zero:
         raise FfnlabError("models counted through transformers get a one-GPU memory estimate only "
                           "(no --dp/--tp/--pp/--ep/--zero)")
-    require(dtype in TRAIN_DTYPES, f"training dtype must be one of {', '.join(TRAIN_DTYPES)}, got {dtype!r}")
-    require(batch >= 1 and seq_len >= 1, "batch and context must be >= 1")
-    kv_dtype = kv_dtype or dtype
-    weights_dtype = weights_dtype or dtype
+    kv_dtype, weights_dtype = work.kv, work.serving_weights
     w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
     g = dtype_bytes(grad_dtype or dtype, GRAD_DTYPES, "gradient dtype")
     p = s.total
     weights = math.ceil(p * w)
     gradients = math.ceil(p * g)
     optimizer_bytes = p * shape_free_states(optimizer, w)
-    cache = kv_and_state(s, batch=batch, context=seq_len, kv_dtype=kv_dtype)
+    cache = kv_and_state(s, batch=work.batch, context=work.seq_len, kv_dtype=kv_dtype)
     serving = serving_weight_bytes(s, weights_dtype, group_size)
     return MemorySummary(
-        layout=layout, seq_len=seq_len, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-        weights_dtype=weights_dtype, recompute=recompute, attention=attention, per_gpu=True,
-        grad_dtype=grad_dtype or dtype, optimizer=optimizer, dropout=dropout, engine="one GPU",
+        layout=layout, seq_len=work.seq_len, batch=work.batch, dtype=dtype, kv_dtype=kv_dtype,
+        weights_dtype=weights_dtype, recompute=work.recompute, attention=work.attention, per_gpu=True,
+        grad_dtype=work.grads, optimizer=optimizer, dropout=work.dropout, engine="one GPU",
         weights_bytes=weights, gradients_bytes=gradients, optimizer_bytes=optimizer_bytes,
         states_bytes=weights + gradients + optimizer_bytes, working_bytes=0,
         activations_bytes=None, terms_sum_bytes=None, training_total_bytes=None, peak_bytes=None,

@@ -239,12 +239,14 @@ def predict_autocast(case: Any, cfg: Any, *, dropout_mask_bytes: float | None = 
     and moments), gradients fp32 as autocast keeps those of fp32 weights; otherwise as ``predict``."""
     from memory_step_cases import step_options
 
-    from ffnlab.sizing.memory.parallel import Layout, training_peak, training_table
+    from ffnlab.sizing.memory.parallel import Layout, Workload, training_peak, training_table
+    from ffnlab.sizing.memory.activations import DROPOUT_MASK_BYTES
 
-    kw: dict[str, Any] = dict(seq_len=case.seq_len, batch=case.batch, dtype="bf16", recompute=case.recompute,
-                              attention=case.attention, dropout=case.dropout)
-    rows = training_table(cfg, Layout(), grad_dtype="fp32", **kw)
-    return training_peak(cfg, Layout(), rows, step=step_options(case), dropout_mask_bytes=dropout_mask_bytes, **kw)
+    work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="bf16", grad_dtype="fp32",
+                    recompute=case.recompute, attention=case.attention, dropout=case.dropout,
+                    step=step_options(case),
+                    dropout_mask_bytes=DROPOUT_MASK_BYTES if dropout_mask_bytes is None else dropout_mask_bytes)
+    return training_peak(cfg, work, Layout(), training_table(cfg, work, Layout()))
 
 
 def _spread(xs: list[float]) -> dict[str, float | int | None]:

@@ -8,6 +8,7 @@ leaves no stray temp folder once resumed and the resumed curve equals the uninte
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -281,7 +282,8 @@ def test_remove_stale_removes_only_marked_temp_leftovers(tmp_path):
         (tmp_path / d).mkdir(parents=True)
         (tmp_path / d / MARK).write_text(marker)
         (tmp_path / d / "data").write_text("x")
-    (tmp_path / "checkpoints" / ".ffnlab-tmp-empty-1-ef").mkdir()  # killed before its marker: empty
+    (tmp_path / "checkpoints" / f".ffnlab-tmp-empty-{dead}-ef").mkdir()  # killed before its marker: empty
+    (tmp_path / "checkpoints" / f".ffnlab-tmp-live-{os.getpid()}-ef").mkdir()  # a live writer's, marker to come
     (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01").mkdir()  # a user's folder with the name
     (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01" / "notes.txt").write_text("mine")
     (tmp_path / "checkpoints" / ".ffnlab-old-forged").mkdir()  # a forged marker that says nothing
@@ -292,7 +294,8 @@ def test_remove_stale_removes_only_marked_temp_leftovers(tmp_path):
     assert len(remove_stale(tmp_path)) == 3
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
         ".tmp-metrics.jsonl-1-ab", "checkpoints", "checkpoints/.ffnlab-old-forged",
-        "checkpoints/.ffnlab-old-forged/.ffnlab-owned", "checkpoints/.ffnlab-tmp-users-1-01",
+        "checkpoints/.ffnlab-old-forged/.ffnlab-owned", f"checkpoints/.ffnlab-tmp-live-{os.getpid()}-ef",
+        "checkpoints/.ffnlab-tmp-users-1-01",
         "checkpoints/.ffnlab-tmp-users-1-01/notes.txt", "checkpoints/step-0000004", "metrics.jsonl"]
 
 
@@ -485,6 +488,40 @@ def test_an_export_killed_between_its_files_does_not_block_the_rerun(tmp_path, r
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # the killed export's temporary is cleaned
     assert {"config.json", "model.safetensors", "generation_config.json"} <= {p.name for p in hf.iterdir()}
+
+
+KILL_AFTER_TEMP_DIR = textwrap.dedent("""
+    import os, signal, builtins, pathlib
+    import ffnlab.files as files
+
+    real = files.new_temp_dir
+
+    def killing(*a, **k):
+        if "{point}" == "before-marker":  # the folder made, its marker not yet written
+            files.open = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+        tmp = real(*a, **k)
+        os.kill(os.getpid(), signal.SIGKILL)  # just after the temporary folder is made
+
+    files.new_temp_dir = killing
+    import ffnlab.training.export as export
+    export.new_temp_dir = killing
+""")
+
+
+@pytest.mark.parametrize("point", ["after-marker", "before-marker"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_export_killed_right_after_making_its_temporary_is_cleaned_by_the_rerun(tmp_path, reference, point,
+                                                                                   overwrite):
+    hf = tmp_path / "hf"
+    flag = ["--overwrite"] if overwrite else []
+    if overwrite:
+        assert cli("export", str(reference), "--hf", str(hf)).code == 0  # the earlier export to replace
+    killed = subprocess_train(["export", str(reference), "--hf", str(hf), *flag], KILL_AFTER_TEMP_DIR.format(point=point))
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    left = [p.name for p in tmp_path.iterdir() if p.name != "hf"]
+    assert len(left) == 1 and left[0].startswith(".ffnlab-tmp-hf-"), left
+    assert cli("export", str(reference), "--hf", str(hf), *flag).code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # the killed export's temporary is gone
 
 
 def test_ctrl_c_while_the_output_drains_is_interrupted_not_success(monkeypatch):

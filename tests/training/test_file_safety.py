@@ -14,7 +14,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from fuzz_cli import assert_refused, cli
+
+from ffnlab.errors import FfnlabError
 
 # A holder: takes the lock of folder argv[1] as a trainer does (provisional folder + flock), then
 # writes config.yaml there atomically, pausing just after its temporary folder is made (before
@@ -135,6 +138,49 @@ def test_temporary_names_are_unique_per_call(tmp_path):
 
     names = {new_temp_dir(tmp_path, "config.yaml").name for _ in range(50)}
     assert len(names) == 50 and all(str(os.getpid()) in n for n in names)
+
+
+# -- the corpus cache never followed out through a link ----------------------------------------
+
+@pytest.mark.parametrize("link", ["corpora", "corpora/key"])
+def test_a_symlinked_cache_folder_leading_out_is_refused(tmp_path, monkeypatch, link):
+    from ffnlab.training.corpus import prepare
+    from ffnlab.training.corpus.prepare import _settings, settings_key
+    from ffnlab.training.corpus.sources import resolve_source
+
+    cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    cache.mkdir()
+    elsewhere.mkdir()
+    (tmp_path / "text.txt").write_text("to be or not to be, that is the question. " * 40)
+    monkeypatch.setenv("FFNLAB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    if link == "corpora":
+        (cache / "corpora").symlink_to(elsewhere)
+    else:
+        key = settings_key(_settings(resolve_source("text.txt", "text"), "byte", 4096, "text", None))
+        (cache / "corpora").mkdir()
+        (cache / "corpora" / key).symlink_to(elsewhere)
+    with pytest.raises(FfnlabError, match="symlink") as e:
+        prepare("text.txt", "byte", progress=False)
+    assert "\n" not in str(e.value) and str(cache) in str(e.value)
+    assert list(elsewhere.iterdir()) == []
+    r = cli("train", "--out", "r", "--set", "data.corpus=text.txt", "--set", "train.progress=off", where=tmp_path)
+    assert_refused(r, "symlink")
+    assert list(elsewhere.iterdir()) == [] and not (tmp_path / "r").exists()
+
+
+def test_a_symlinked_cache_folder_inside_the_cache_is_followed(tmp_path, monkeypatch):
+    """A link that stays inside the cache folder is the user's layout, not an escape."""
+    from ffnlab.training.corpus import prepare
+
+    cache = tmp_path / "cache"
+    (cache / "real").mkdir(parents=True)
+    (cache / "corpora").symlink_to(cache / "real")
+    (tmp_path / "text.txt").write_text("to be or not to be, that is the question. " * 40)
+    monkeypatch.setenv("FFNLAB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    data = prepare("text.txt", "byte", progress=False)
+    assert data.train_tokens > 0 and [p.name for p in (cache / "real").iterdir()] == [data.dir.name]
 
 
 # -- when a marked temporary is stale ---------------------------------------------------------

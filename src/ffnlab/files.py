@@ -34,7 +34,10 @@ the folder in place.
 Reading is one reader for every user file a command opens (run configs, sweep specs, config.json,
 claims evidence, sweep records): :func:`read_text` (existence, size limit, UTF-8, BOM) and
 :func:`read_data` / :func:`read_mapping` (JSON, YAML or TOML), each failing with one
-:class:`~ffnlab.errors.FfnlabError` line that names the file.
+:class:`~ffnlab.errors.FfnlabError` line that names the file. A key given twice in one mapping
+is refused, naming the key (no format silently keeps the last), and a YAML document whose aliases
+expand to more than :data:`MAX_YAML_VALUES` values (an "alias bomb": a few lines of nested
+anchors standing for billions of values) is refused before it is built (:func:`load_yaml`).
 
 Used by run folders (metrics, summaries), checkpoints, prepared corpora, sweeps and reports.
 """
@@ -380,6 +383,119 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT
     return text.removeprefix("\ufeff")
 
 
+MAX_YAML_VALUES = 1_000_000  # values of a YAML document once its aliases are expanded (configs: < 10,000)
+
+
+class YamlRefused(FfnlabError):
+    """A YAML document refused for its shape (aliases expanding too far), not its syntax."""
+
+
+def _expanded_values(root: Any, limit: int) -> None:
+    """Refuse a YAML node graph whose aliases expand it past ``limit`` nodes, or that contains
+    itself; sizes are counted once per node (aliases share nodes), so a bomb is measured in the
+    time its few lines take, not the billions of values they stand for."""
+    import yaml
+
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = ([x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode)
+                else node.value if isinstance(node, yaml.SequenceNode) else [])
+        if done:
+            open_.discard(id(node))
+            size[id(node)] = n = 1 + sum(size[id(k)] for k in kids)
+            if n > limit and n > len(size):  # more values than nodes written: aliases expanded
+                raise YamlRefused(f"its aliases (*name) expand it to more than {limit:,} values; "
+                                  "ffnlab refuses such documents (an alias bomb?)")
+        elif id(node) in open_:
+            raise YamlRefused(f"an alias at line {node.start_mark.line + 1} refers to a value that contains it")
+        elif id(node) not in size:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+
+
+def load_yaml(text: str, *, limit: int = MAX_YAML_VALUES) -> Any:
+    """``yaml.safe_load`` of ``text``, refusing a key given twice in one mapping (a yaml error
+    naming the key and its line) and a document whose aliases expand past ``limit`` values
+    (:class:`YamlRefused`)."""
+
+    loader = _strict_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_values(node, limit)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+_LOADER: list[type] = []
+
+
+def _strict_loader() -> type:
+    """SafeLoader that refuses duplicate keys (merge keys ``<<`` may still be overridden)."""
+    if _LOADER:
+        return _LOADER[0]
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[Any] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                        continue
+                    key = self.construct_object(key_node)
+                    try:
+                        twice = key in seen
+                        seen.add(key)
+                    except TypeError:  # an unhashable key: the constructor reports it
+                        continue
+                    if twice:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {_show_key(key)} at line {key_node.start_mark.line + 1}")
+            return super().construct_mapping(node, deep)
+
+    _LOADER.append(StrictLoader)
+    return StrictLoader
+
+
+def _show_key(key: Any) -> str:
+    """A mapping key for a message: quoted, at most 80 characters."""
+    text = repr(key) if not isinstance(key, int) or abs(key) < 10**80 else "a very long integer"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unique_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A JSON object's members, refusing a key given twice (json keeps the last silently)."""
+    out: dict[Any, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {_show_key(k)}")
+        out[k] = v
+    return out
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _toml_duplicate(e: Exception, text: str) -> str | None:
+    """For tomllib's 'Cannot overwrite a value' / 'Cannot declare ... twice', the message naming the key."""
+    msg = str(e)
+    at = _TOML_AT.search(msg)
+    if at is None or not ("overwrite" in msg or "twice" in msg):
+        return None
+    line_no = int(at.group(1))
+    lines = text.splitlines()
+    line = lines[line_no - 1].strip() if 0 < line_no <= len(lines) else ""
+    key = line.strip("[] ") if line.startswith("[") else line.split("=", 1)[0].strip()
+    return f"duplicate key {_show_key(key)} at line {line_no}" if key else None
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return (text.splitlines()[0] if text else type(e).__name__)[:200]
@@ -395,17 +511,25 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False)
     """
     try:
         if fmt == "JSON":
-            return json.loads(text) if json_constants else json.loads(text, parse_constant=_no_constant)
+            if json_constants:
+                return json.loads(text, object_pairs_hook=_unique_pairs)
+            return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_pairs)
         if fmt == "YAML":
-            import yaml
-
-            return yaml.safe_load(text)
+            return load_yaml(text)
         if fmt == "TOML":
             try:
                 import tomllib
             except ImportError:  # pragma: no cover - Python 3.10
                 import tomli as tomllib
-            return tomllib.loads(text)
+            try:
+                return tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                duplicate = _toml_duplicate(e, text)
+                if duplicate is None:
+                    raise
+                raise ValueError(duplicate) from None
+    except YamlRefused as e:
+        raise _fail(f"{where}: {e}") from None
     except RecursionError:
         raise _fail(f"{where}: cannot parse: not valid {fmt} (nested too deeply)") from None
     except Exception as e:  # every parser has its own error types; all are the user's file

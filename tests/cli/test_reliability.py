@@ -660,3 +660,55 @@ def test_a_capacity_verdict_where_nothing_was_stored_says_so():
     for v in (verdict_peak(by), verdict_gated(by)):
         assert v["verdict"] == "inconclusive" and "nan" not in v["evidence"]
         assert "stored 0 bits" in v["evidence"]
+
+
+# -- spec and config parsing: alias bombs, duplicate keys, run counts, long arm names -------------
+
+ARM = {"name": "a", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}}
+# nine nested anchors: about 10**9 values once expanded, in a few hundred bytes
+BOMB = "".join(f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10) if i else ', '.join(['x'] * 10)}]\n" for i in range(9))
+
+
+@pytest.mark.parametrize("command", ["sweep", "train"])
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, command):
+    if command == "sweep":
+        (tmp_path / "spec.yaml").write_text(yaml.safe_dump({"name": "s", "seeds": [0], "arms": [ARM],
+                                                            "claims": ["ratio_optimal"]})
+                                            + "comparisons:\n ratio_optimal:\n" + BOMB)
+        argv = ["sweep", "spec.yaml", "--estimate"]
+    else:
+        (tmp_path / "spec.yaml").write_text("train:\n max_steps:\n" + BOMB)
+        argv = ["train", "spec.yaml", "--print-config"]
+    line = refused_untouched(tmp_path, *argv, fragment="alias")
+    assert "1,000,000 values" in line and "spec.yaml" in line
+
+
+def test_a_yaml_alias_that_contains_itself_is_refused(tmp_path):
+    (tmp_path / "c.yaml").write_text("train: &t\n  extra: [*t]\n")
+    refused_untouched(tmp_path, "train", "c.yaml", "--print-config", fragment="contains it")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("c.yaml", "train:\n  seed: 1\n  max_steps: 5\n  seed: 2\n"),
+    ("c.json", '{"train": {"seed": 1, "max_steps": 5, "seed": 2}}'),
+    ("c.toml", "[train]\nseed = 1\nmax_steps = 5\nseed = 2\n"),
+])
+def test_a_key_given_twice_in_a_config_is_refused_naming_it(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    line = refused_untouched(tmp_path, "train", name, "--print-config", fragment="duplicate key 'seed'")
+    assert name in line
+
+
+def test_a_key_given_twice_in_a_sweep_spec_is_refused_naming_it(tmp_path):
+    from ffnlab.experiments.sweep.spec import load_spec
+
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({"name": "s", "seeds": [0], "arms": [ARM]}) + "seeds: [1]\n")
+    with pytest.raises(FfnlabError, match="duplicate key 'seeds' at line"):
+        load_spec(str(tmp_path / "spec.yaml"))
+    refused_untouched(tmp_path, "sweep", "spec.yaml", "--estimate", fragment="duplicate key 'seeds'")
+
+
+def test_yaml_merge_keys_may_still_be_overridden():
+    from ffnlab.files import load_yaml
+
+    assert load_yaml("base: &b {x: 1, y: 2}\nrun:\n  <<: *b\n  x: 3\n")["run"] == {"x": 3, "y": 2}

@@ -712,3 +712,23 @@ def test_yaml_merge_keys_may_still_be_overridden():
     from ffnlab.files import load_yaml
 
     assert load_yaml("base: &b {x: 1, y: 2}\nrun:\n  <<: *b\n  x: 3\n")["run"] == {"x": 3, "y": 2}
+
+
+def test_a_design_with_too_many_runs_is_refused_by_its_run_count(tmp_path):
+    from ffnlab.experiments.sweep.spec import spec_from_dict
+
+    seeds = list(range(100_000))
+    with pytest.raises(FfnlabError, match=r"100,000 runs \(1 arms x 100,000 seeds\), over the limit of 10,000"):
+        spec_from_dict({"name": "s", "seeds": seeds, "arms": [ARM]})
+    (tmp_path / "spec.yaml").write_text(json.dumps({"name": "s", "seeds": seeds, "arms": [ARM]}))
+    refused_untouched(tmp_path, "sweep", "spec.yaml", "--estimate", fragment="100,000 runs")
+
+
+def test_arm_names_sharing_their_first_60_characters_are_unique():
+    from ffnlab.experiments.sweep.spec import spec_from_dict
+
+    names = ["x" * 70 + "1", "x" * 70 + "2"]
+    spec = spec_from_dict({"name": "s", "seeds": [0], "arms": [{**ARM, "name": n} for n in names]})
+    assert [a.name for a in spec.arms] == names
+    with pytest.raises(FfnlabError, match="unique"):  # the same name twice still is not
+        spec_from_dict({"name": "s", "seeds": [0], "arms": [{**ARM, "name": names[0]}] * 2})

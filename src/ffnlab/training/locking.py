@@ -82,7 +82,7 @@ def folder_lock(folder: Path, what: str) -> Iterator[None]:
         yield
     except BaseException:
         if created and _same_file(fd, lock):
-            os.unlink(lock)  # still held: nobody can be between opening and locking it
+            os.unlink(lock)  # while held: whoever opened it meanwhile sees, once locked, that it is gone
         raise
     finally:
         os.close(fd)

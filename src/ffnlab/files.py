@@ -16,12 +16,28 @@ or the new:
 
 Deleting touches only what ffnlab created: every temporary and checkpoint folder holds a marker
 file (:data:`MARK`) written when it was made; :func:`remove_marked` and :func:`remove_stale`
-refuse or skip anything without one, whatever its name.
+refuse or skip anything without one, whatever its name. Temporary names carry the process id and
+a random part, so concurrent writers never share one. :func:`remove_stale` removes a marked
+temporary only once its owner is provably gone (the marker records process id, host and the
+process's start time: the process is not running, or its id now belongs to a later process), and
+an empty unmarked one (a kill between making the folder and writing its marker) only when the
+process id in its name is not running; a live writer's folder is never touched. On another host
+the process cannot be asked, so there a marked temporary goes only after :data:`STALE_AFTER_S`.
+
+A refused command removes the output folder it made through :func:`provisional_dir` only if
+everything in it was made by this process (:func:`make_dir`, :func:`write_atomic`,
+:func:`staged_dir`, :func:`publish_dir` note each folder and file they create, with its inode),
+and only with non-recursive calls (``unlink``, ``rmdir``): a file another process put there (a
+second run's lock, its half-written temporary), even one that appears during the removal, keeps
+the folder in place.
 
 Reading is one reader for every user file a command opens (run configs, sweep specs, config.json,
 claims evidence, sweep records): :func:`read_text` (existence, size limit, UTF-8, BOM) and
 :func:`read_data` / :func:`read_mapping` (JSON, YAML or TOML), each failing with one
-:class:`~ffnlab.errors.FfnlabError` line that names the file.
+:class:`~ffnlab.errors.FfnlabError` line that names the file. A key given twice in one mapping
+is refused, naming the key (no format silently keeps the last), and a YAML document whose aliases
+expand to more than :data:`MAX_YAML_VALUES` values (an "alias bomb": a few lines of nested
+anchors standing for billions of values) is refused before it is built (:func:`load_yaml`).
 
 Used by run folders (metrics, summaries), checkpoints, prepared corpora, sweeps and reports.
 """
@@ -34,7 +50,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import stat
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +64,37 @@ MARK = ".ffnlab-owned"  # the marker file in every folder ffnlab made and may re
 TEMP_PREFIX = ".ffnlab-tmp-"
 OLD_PREFIX = ".ffnlab-old-"
 _MARK_PID = re.compile(r"^created by ffnlab, process (\d+);")
+_MARK_FIELD = re.compile(r"^(host|started) (\S+)$", re.M)
+_NAME_PID = re.compile(r"-(\d+)-[0-9a-f]+$")  # the process id in a temporary folder's name
+STALE_AFTER_S = 7 * 24 * 3600  # a marked temporary of another host is stale after a week
+
+# What this process made, path -> (device, inode, sequence number): only these does
+# provisional_dir delete, and only if the path still names the same inode.
+_MADE: dict[str, tuple[int, int, int]] = {}
+_SEQ = [0]
+
+
+def _note_made(path: str | Path) -> None:
+    """Remember that this process made ``path`` (a file or folder it has just created)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    _SEQ[0] += 1
+    _MADE[os.path.abspath(path)] = (st.st_dev, st.st_ino, _SEQ[0])
+
+
+def made_here(path: str | Path, since: int = 0) -> bool:
+    """Whether ``path`` is a file or folder this process made (after sequence number ``since``)
+    and still the same one (not replaced by another process's since)."""
+    made = _MADE.get(os.path.abspath(path))
+    if made is None or made[2] <= since:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == made[:2]
 
 
 def check_inside(path: str | Path, root: str | Path, what: str = "") -> Path:
@@ -63,14 +112,42 @@ def make_dir(path: str | Path, root: str | Path | None = None) -> Path:
     path = Path(path)
     if root is not None:
         check_inside(path, root)
-    path.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):  # a parent removed meanwhile by another process's cleanup: make it again
+        missing = []
+        p = Path(os.path.abspath(path))
+        while not os.path.lexists(p) and p != p.parent:
+            missing.append(p)
+            p = p.parent
+        try:
+            for d in reversed(missing):
+                try:
+                    os.mkdir(d)
+                except FileExistsError:
+                    continue  # made by another process: not this one's to remove
+                _note_made(d)
+            break
+        except FileNotFoundError:
+            continue
+    path.mkdir(parents=True, exist_ok=True)  # the usual errors for a file in the way
     if root is not None:
         check_inside(path, root)  # a link swapped in while the folder was made
     return path
 
 
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, Linux), to tell it from a later
+    process given the same id; None where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def mark_text() -> str:
-    return f"created by ffnlab, process {os.getpid()}; ffnlab may remove this folder\n"
+    started = _started(os.getpid())
+    return (f"created by ffnlab, process {os.getpid()}; ffnlab may remove this folder\n"
+            f"host {socket.gethostname() or '-'}\n" + (f"started {started}\n" if started else ""))
 
 
 def new_temp_dir(parent: str | Path, hint: str = "") -> Path:
@@ -98,14 +175,6 @@ def marked(folder: str | Path) -> bool:
         return False
 
 
-def _marker_pid(folder: Path) -> int | None:
-    try:
-        m = _MARK_PID.match((folder / MARK).read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return None
-    return int(m.group(1)) if m else None
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -114,6 +183,32 @@ def _alive(pid: int) -> bool:
     except (ProcessLookupError, OverflowError, ValueError):
         return False
     return True
+
+
+def _pid_gone(pid: int, started: str | None = None) -> bool:
+    """Whether process ``pid`` (of this host), which started at ``started`` if known, has ended."""
+    if pid == os.getpid():  # this process, unless the id was an earlier process's
+        return started is not None and started != _started(pid)
+    if pid <= 0 or not _alive(pid):
+        return True
+    now = _started(pid)
+    return started is not None and now is not None and now != started  # the id was reused
+
+
+def _owner_gone(folder: Path) -> bool:
+    """Whether the process that made marked folder ``folder`` has provably ended."""
+    try:
+        text = (folder / MARK).read_text(encoding="utf-8", errors="replace")
+        age = time.time() - os.lstat(folder / MARK).st_mtime
+    except OSError:
+        return False
+    m = _MARK_PID.match(text)
+    if m is None:
+        return False
+    fields = dict(_MARK_FIELD.findall(text))
+    if fields.get("host", socket.gethostname() or "-") != (socket.gethostname() or "-"):
+        return age > STALE_AFTER_S  # another host's process cannot be asked
+    return _pid_gone(int(m.group(1)), fields.get("started"))
 
 
 def remove_marked(folder: str | Path, root: str | Path) -> None:
@@ -140,13 +235,15 @@ def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: st
     for p in sorted(folder.iterdir()):
         if not p.name.startswith(prefixes) or p.is_symlink() or not p.is_dir():
             continue
-        pid = _marker_pid(p)
-        if marked(p) and (pid is None or pid == os.getpid() or not _alive(pid)):
-            shutil.rmtree(p, ignore_errors=True)
-            found.append(p)
-        elif p.name.startswith(TEMP_PREFIX) and not any(p.iterdir()):
+        if marked(p):
+            if _owner_gone(p):
+                shutil.rmtree(p, ignore_errors=True)
+                found.append(p)
+            continue
+        named = _NAME_PID.search(p.name)
+        if p.name.startswith(TEMP_PREFIX) and named and _pid_gone(int(named.group(1))):
             with contextlib.suppress(OSError):
-                p.rmdir()  # an empty folder: nothing in it to lose
+                p.rmdir()  # empty (rmdir refuses otherwise): killed between the folder and its marker
                 found.append(p)
     return found
 
@@ -170,6 +267,7 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
                 fh.flush()
                 os.fsync(fh.fileno())
         os.replace(tmp / "data", path)
+        _note_made(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -224,6 +322,7 @@ def publish_dir(tmp: Path, final: Path) -> None:
         os.replace(final, stale)
     try:
         os.replace(tmp, final)
+        _note_made(final)
     finally:
         if stale is not None:
             if stale.is_symlink():
@@ -244,6 +343,7 @@ def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
         if not keep_mark:
             (tmp / MARK).unlink()
         os.rename(tmp, final)
+        _note_made(final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -283,6 +383,119 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT
     return text.removeprefix("\ufeff")
 
 
+MAX_YAML_VALUES = 1_000_000  # values of a YAML document once its aliases are expanded (configs: < 10,000)
+
+
+class YamlRefused(FfnlabError):
+    """A YAML document refused for its shape (aliases expanding too far), not its syntax."""
+
+
+def _expanded_values(root: Any, limit: int) -> None:
+    """Refuse a YAML node graph whose aliases expand it past ``limit`` nodes, or that contains
+    itself; sizes are counted once per node (aliases share nodes), so a bomb is measured in the
+    time its few lines take, not the billions of values they stand for."""
+    import yaml
+
+    size: dict[int, int] = {}
+    open_: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = ([x for pair in node.value for x in pair] if isinstance(node, yaml.MappingNode)
+                else node.value if isinstance(node, yaml.SequenceNode) else [])
+        if done:
+            open_.discard(id(node))
+            size[id(node)] = n = 1 + sum(size[id(k)] for k in kids)
+            if n > limit and n > len(size):  # more values than nodes written: aliases expanded
+                raise YamlRefused(f"its aliases (*name) expand it to more than {limit:,} values; "
+                                  "ffnlab refuses such documents (an alias bomb?)")
+        elif id(node) in open_:
+            raise YamlRefused(f"an alias at line {node.start_mark.line + 1} refers to a value that contains it")
+        elif id(node) not in size:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in size)
+
+
+def load_yaml(text: str, *, limit: int = MAX_YAML_VALUES) -> Any:
+    """``yaml.safe_load`` of ``text``, refusing a key given twice in one mapping (a yaml error
+    naming the key and its line) and a document whose aliases expand past ``limit`` values
+    (:class:`YamlRefused`)."""
+
+    loader = _strict_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_values(node, limit)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+_LOADER: list[type] = []
+
+
+def _strict_loader() -> type:
+    """SafeLoader that refuses duplicate keys (merge keys ``<<`` may still be overridden)."""
+    if _LOADER:
+        return _LOADER[0]
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            if isinstance(node, yaml.MappingNode):
+                seen: set[Any] = set()
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                        continue
+                    key = self.construct_object(key_node)
+                    try:
+                        twice = key in seen
+                        seen.add(key)
+                    except TypeError:  # an unhashable key: the constructor reports it
+                        continue
+                    if twice:
+                        raise yaml.constructor.ConstructorError(
+                            None, None, f"duplicate key {_show_key(key)} at line {key_node.start_mark.line + 1}")
+            return super().construct_mapping(node, deep)
+
+    _LOADER.append(StrictLoader)
+    return StrictLoader
+
+
+def _show_key(key: Any) -> str:
+    """A mapping key for a message: quoted, at most 80 characters."""
+    text = repr(key) if not isinstance(key, int) or abs(key) < 10**80 else "a very long integer"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _unique_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A JSON object's members, refusing a key given twice (json keeps the last silently)."""
+    out: dict[Any, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {_show_key(k)}")
+        out[k] = v
+    return out
+
+
+_TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _toml_duplicate(e: Exception, text: str) -> str | None:
+    """For tomllib's 'Cannot overwrite a value' / 'Cannot declare ... twice', the message naming the key."""
+    msg = str(e)
+    at = _TOML_AT.search(msg)
+    if at is None or not ("overwrite" in msg or "twice" in msg):
+        return None
+    line_no = int(at.group(1))
+    lines = text.splitlines()
+    line = lines[line_no - 1].strip() if 0 < line_no <= len(lines) else ""
+    key = line.strip("[] ") if line.startswith("[") else line.split("=", 1)[0].strip()
+    return f"duplicate key {_show_key(key)} at line {line_no}" if key else None
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip()
     return (text.splitlines()[0] if text else type(e).__name__)[:200]
@@ -298,17 +511,25 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False)
     """
     try:
         if fmt == "JSON":
-            return json.loads(text) if json_constants else json.loads(text, parse_constant=_no_constant)
+            if json_constants:
+                return json.loads(text, object_pairs_hook=_unique_pairs)
+            return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_pairs)
         if fmt == "YAML":
-            import yaml
-
-            return yaml.safe_load(text)
+            return load_yaml(text)
         if fmt == "TOML":
             try:
                 import tomllib
             except ImportError:  # pragma: no cover - Python 3.10
                 import tomli as tomllib
-            return tomllib.loads(text)
+            try:
+                return tomllib.loads(text)
+            except tomllib.TOMLDecodeError as e:
+                duplicate = _toml_duplicate(e, text)
+                if duplicate is None:
+                    raise
+                raise ValueError(duplicate) from None
+    except YamlRefused as e:
+        raise _fail(f"{where}: {e}") from None
     except RecursionError:
         raise _fail(f"{where}: cannot parse: not valid {fmt} (nested too deeply)") from None
     except Exception as e:  # every parser has its own error types; all are the user's file
@@ -341,21 +562,39 @@ def read_mapping(path: str | Path, what: str = "file", *, fmt: str | None = None
     return data
 
 
-def _holds_nothing(folder: Path, own: tuple[str, ...]) -> bool:
-    """Whether ``folder`` holds only files named in ``own`` (locks, markers) and empty folders."""
-    return not any(p.is_symlink() or (p.is_file() and p.name not in own) for p in folder.rglob("*"))
+def remove_made(folder: str | Path, since: int = 0) -> bool:
+    """Delete ``folder`` if it and everything under it are what this process made after sequence
+    number ``since`` (:func:`made_here`); return whether it is gone. Anything else in it (another
+    process's file, however recent) keeps it whole. Deletion is ``unlink`` and ``rmdir``, deepest
+    first, never a recursive delete: whatever another process puts there meanwhile stays, with the
+    folders holding it."""
+    folder = Path(folder)
+    if not made_here(folder, since) or not stat.S_ISDIR(os.lstat(folder).st_mode):
+        return False
+    walked = list(os.walk(folder, topdown=False))  # never into a link
+    if not all(made_here(os.path.join(where, n), since) for where, dirs, names in walked for n in dirs + names):
+        return False
+    with contextlib.suppress(OSError):
+        for where, dirs, names in walked:
+            for n in names:
+                os.unlink(os.path.join(where, n))
+            for n in dirs:
+                os.rmdir(os.path.join(where, n))  # only if empty
+        os.rmdir(folder)
+    return not os.path.lexists(folder)
 
 
 @contextlib.contextmanager
-def provisional_dir(folder: Path, own: tuple[str, ...] = (".lock",)) -> Iterator[Path]:
-    """Yield ``folder``; if the block fails and ``folder`` did not exist before and still holds
-    nothing but files named in ``own`` (a lock, a marker), remove it, so a refused command leaves
-    no output folder behind."""
+def provisional_dir(folder: Path) -> Iterator[Path]:
+    """Yield ``folder``; if the block fails and ``folder`` did not exist before, remove it if it
+    holds only what this process made during the block (:func:`remove_made`), so a refused
+    command leaves no output folder behind and a folder another process also writes in stays."""
     folder = Path(folder)
-    existed = folder.exists()
+    existed = os.path.lexists(folder)
+    since = _SEQ[0]
     try:
         yield folder
     except BaseException:
-        if not existed and folder.is_dir() and _holds_nothing(folder, own):
-            shutil.rmtree(folder, ignore_errors=True)
+        if not existed:
+            remove_made(folder, since)
         raise

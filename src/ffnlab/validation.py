@@ -48,6 +48,17 @@ def show(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _whole(value: Any) -> Any:
+    """What list items are compared by for uniqueness: the whole value (``show`` abridges it, so
+    two long names differing past its limit would look equal)."""
+    try:
+        return repr(value)
+    except ValueError:  # an integer too long for repr
+        import pickle
+
+        return pickle.dumps(value)
+
+
 def fail(where: str, expectation: str, value: Any) -> FfnlabError:
     """The one wording of a validation error: ``<where> must be <expectation>, got <value>``."""
     return FfnlabError(f"{where} must be {expectation}, got {show(value)}")
@@ -199,7 +210,7 @@ class Check:
         if isinstance(value, (list, dict)):
             if self.nonempty and not value:
                 raise fail(where, f"a non-empty {'list' if isinstance(value, list) else 'mapping'}", value)
-            if self.unique and isinstance(value, list) and len(set(map(show, value))) != len(value):
+            if self.unique and isinstance(value, list) and len(set(map(_whole, value))) != len(value):
                 raise fail(where, "a list of unique values", value)
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool) \

@@ -8,6 +8,7 @@ leaves no stray temp folder once resumed and the resumed curve equals the uninte
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -281,7 +282,8 @@ def test_remove_stale_removes_only_marked_temp_leftovers(tmp_path):
         (tmp_path / d).mkdir(parents=True)
         (tmp_path / d / MARK).write_text(marker)
         (tmp_path / d / "data").write_text("x")
-    (tmp_path / "checkpoints" / ".ffnlab-tmp-empty-1-ef").mkdir()  # killed before its marker: empty
+    (tmp_path / "checkpoints" / f".ffnlab-tmp-empty-{dead}-ef").mkdir()  # killed before its marker: empty
+    (tmp_path / "checkpoints" / f".ffnlab-tmp-live-{os.getpid()}-ef").mkdir()  # a live writer's, marker to come
     (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01").mkdir()  # a user's folder with the name
     (tmp_path / "checkpoints" / ".ffnlab-tmp-users-1-01" / "notes.txt").write_text("mine")
     (tmp_path / "checkpoints" / ".ffnlab-old-forged").mkdir()  # a forged marker that says nothing
@@ -292,7 +294,8 @@ def test_remove_stale_removes_only_marked_temp_leftovers(tmp_path):
     assert len(remove_stale(tmp_path)) == 3
     assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == [
         ".tmp-metrics.jsonl-1-ab", "checkpoints", "checkpoints/.ffnlab-old-forged",
-        "checkpoints/.ffnlab-old-forged/.ffnlab-owned", "checkpoints/.ffnlab-tmp-users-1-01",
+        "checkpoints/.ffnlab-old-forged/.ffnlab-owned", f"checkpoints/.ffnlab-tmp-live-{os.getpid()}-ef",
+        "checkpoints/.ffnlab-tmp-users-1-01",
         "checkpoints/.ffnlab-tmp-users-1-01/notes.txt", "checkpoints/step-0000004", "metrics.jsonl"]
 
 
@@ -487,6 +490,40 @@ def test_an_export_killed_between_its_files_does_not_block_the_rerun(tmp_path, r
     assert {"config.json", "model.safetensors", "generation_config.json"} <= {p.name for p in hf.iterdir()}
 
 
+KILL_AFTER_TEMP_DIR = textwrap.dedent("""
+    import os, signal, builtins, pathlib
+    import ffnlab.files as files
+
+    real = files.new_temp_dir
+
+    def killing(*a, **k):
+        if "{point}" == "before-marker":  # the folder made, its marker not yet written
+            files.open = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+        tmp = real(*a, **k)
+        os.kill(os.getpid(), signal.SIGKILL)  # just after the temporary folder is made
+
+    files.new_temp_dir = killing
+    import ffnlab.training.export as export
+    export.new_temp_dir = killing
+""")
+
+
+@pytest.mark.parametrize("point", ["after-marker", "before-marker"])
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_export_killed_right_after_making_its_temporary_is_cleaned_by_the_rerun(tmp_path, reference, point,
+                                                                                   overwrite):
+    hf = tmp_path / "hf"
+    flag = ["--overwrite"] if overwrite else []
+    if overwrite:
+        assert cli("export", str(reference), "--hf", str(hf)).code == 0  # the earlier export to replace
+    killed = subprocess_train(["export", str(reference), "--hf", str(hf), *flag], KILL_AFTER_TEMP_DIR.format(point=point))
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    left = [p.name for p in tmp_path.iterdir() if p.name != "hf"]
+    assert len(left) == 1 and left[0].startswith(".ffnlab-tmp-hf-"), left
+    assert cli("export", str(reference), "--hf", str(hf), *flag).code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]  # the killed export's temporary is gone
+
+
 def test_ctrl_c_while_the_output_drains_is_interrupted_not_success(monkeypatch):
     """A Ctrl-C during the final flush of stdout (the output of a command, buffered in a pipe) is
     reported as 'interrupted', exit 130; before, it escaped as 'Exception ignored' with status 0."""
@@ -623,3 +660,75 @@ def test_a_capacity_verdict_where_nothing_was_stored_says_so():
     for v in (verdict_peak(by), verdict_gated(by)):
         assert v["verdict"] == "inconclusive" and "nan" not in v["evidence"]
         assert "stored 0 bits" in v["evidence"]
+
+
+# -- spec and config parsing: alias bombs, duplicate keys, run counts, long arm names -------------
+
+ARM = {"name": "a", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}}
+# nine nested anchors: about 10**9 values once expanded, in a few hundred bytes
+BOMB = "".join(f"  - &a{i} [{', '.join([f'*a{i - 1}'] * 10) if i else ', '.join(['x'] * 10)}]\n" for i in range(9))
+
+
+@pytest.mark.parametrize("command", ["sweep", "train"])
+def test_a_yaml_alias_bomb_is_refused_at_once(tmp_path, command):
+    if command == "sweep":
+        (tmp_path / "spec.yaml").write_text(yaml.safe_dump({"name": "s", "seeds": [0], "arms": [ARM],
+                                                            "claims": ["ratio_optimal"]})
+                                            + "comparisons:\n ratio_optimal:\n" + BOMB)
+        argv = ["sweep", "spec.yaml", "--estimate"]
+    else:
+        (tmp_path / "spec.yaml").write_text("train:\n max_steps:\n" + BOMB)
+        argv = ["train", "spec.yaml", "--print-config"]
+    line = refused_untouched(tmp_path, *argv, fragment="alias")
+    assert "1,000,000 values" in line and "spec.yaml" in line
+
+
+def test_a_yaml_alias_that_contains_itself_is_refused(tmp_path):
+    (tmp_path / "c.yaml").write_text("train: &t\n  extra: [*t]\n")
+    refused_untouched(tmp_path, "train", "c.yaml", "--print-config", fragment="contains it")
+
+
+@pytest.mark.parametrize("name, text", [
+    ("c.yaml", "train:\n  seed: 1\n  max_steps: 5\n  seed: 2\n"),
+    ("c.json", '{"train": {"seed": 1, "max_steps": 5, "seed": 2}}'),
+    ("c.toml", "[train]\nseed = 1\nmax_steps = 5\nseed = 2\n"),
+])
+def test_a_key_given_twice_in_a_config_is_refused_naming_it(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    line = refused_untouched(tmp_path, "train", name, "--print-config", fragment="duplicate key 'seed'")
+    assert name in line
+
+
+def test_a_key_given_twice_in_a_sweep_spec_is_refused_naming_it(tmp_path):
+    from ffnlab.experiments.sweep.spec import load_spec
+
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump({"name": "s", "seeds": [0], "arms": [ARM]}) + "seeds: [1]\n")
+    with pytest.raises(FfnlabError, match="duplicate key 'seeds' at line"):
+        load_spec(str(tmp_path / "spec.yaml"))
+    refused_untouched(tmp_path, "sweep", "spec.yaml", "--estimate", fragment="duplicate key 'seeds'")
+
+
+def test_yaml_merge_keys_may_still_be_overridden():
+    from ffnlab.files import load_yaml
+
+    assert load_yaml("base: &b {x: 1, y: 2}\nrun:\n  <<: *b\n  x: 3\n")["run"] == {"x": 3, "y": 2}
+
+
+def test_a_design_with_too_many_runs_is_refused_by_its_run_count(tmp_path):
+    from ffnlab.experiments.sweep.spec import spec_from_dict
+
+    seeds = list(range(100_000))
+    with pytest.raises(FfnlabError, match=r"100,000 runs \(1 arms x 100,000 seeds\), over the limit of 10,000"):
+        spec_from_dict({"name": "s", "seeds": seeds, "arms": [ARM]})
+    (tmp_path / "spec.yaml").write_text(json.dumps({"name": "s", "seeds": seeds, "arms": [ARM]}))
+    refused_untouched(tmp_path, "sweep", "spec.yaml", "--estimate", fragment="100,000 runs")
+
+
+def test_arm_names_sharing_their_first_60_characters_are_unique():
+    from ffnlab.experiments.sweep.spec import spec_from_dict
+
+    names = ["x" * 70 + "1", "x" * 70 + "2"]
+    spec = spec_from_dict({"name": "s", "seeds": [0], "arms": [{**ARM, "name": n} for n in names]})
+    assert [a.name for a in spec.arms] == names
+    with pytest.raises(FfnlabError, match="unique"):  # the same name twice still is not
+        spec_from_dict({"name": "s", "seeds": [0], "arms": [{**ARM, "name": names[0]}] * 2})

@@ -126,13 +126,12 @@ def verify(
 
     Fills the seed's empty table with measured numbers and settles the claims that need training.
     """
-    from ffnlab.experiments.reporting.report import MARKER
     from ffnlab.experiments.sweep.run import RunsFailed
     from ffnlab.experiments.verify import verify as run_verify
 
     check_run_options(backend, workers)
     try:
-        with provisional_dir(out, own=(".lock", MARKER)):  # a refused verify leaves no report folder
+        with provisional_dir(out):  # a refused verify leaves no report folder
             result = run_verify(preset, out, workers=workers, backend=backend, address=address)
     except RunsFailed as e:
         print(f"error: {e}", file=sys.stderr)

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import new_temp_dir, read_mapping, remove_stale, staged_dir
+from ffnlab.files import make_dir, new_temp_dir, read_mapping, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name, show
@@ -392,8 +392,7 @@ def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]]) ->
     rerun, and a full disk is one error line."""
     from safetensors import SafetensorError
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(out.parent, hint=out.name)  # what a killed export of this folder left (marked as ffnlab's)
+    make_dir(out.parent)
     mask = _umask()
     try:
         with staged_dir(out) as tmp:
@@ -449,6 +448,8 @@ def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[st
     if generation is not None:
         files["generation_config.json"] = json.dumps(generation, indent=2).encode()
     files |= tokenizer or {}
+    if out.parent.is_dir():  # what a killed export to this name left (ffnlab's, of a process that is gone),
+        remove_stale(out.parent, hint=out.name)  # whichever of the two ways below it was writing
     if full:  # the new export is written beside the earlier one, then the two swap and the earlier goes
         aside = new_temp_dir(out.parent, out.name)  # marked: a killed export's leftovers go on the next run
         try:

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Union
 
-from ffnlab.errors import require
-from ffnlab.files import read_mapping
+from ffnlab.errors import FfnlabError, require
+from ffnlab.files import YamlRefused, load_yaml, read_mapping
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, check_trainable, validate
 from ffnlab.sizing.kinds import DEFAULT_KIND, default_norm, default_positions
 from ffnlab.sizing.widths import make_rule, resolve_d_ff
@@ -157,7 +157,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         parts = key.strip().split(".")
         require(all(parts), f"--set: bad key {key!r}")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
+            value = load_yaml(raw) if raw.strip() else ""  # duplicate keys and alias bombs refused too
+        except YamlRefused as e:
+            raise FfnlabError(f"--set {key}: {e}") from None
         except (yaml.YAMLError, ValueError, RecursionError):  # e.g. a 5,000-digit integer: kept as text
             value = raw
         node = out

@@ -128,7 +128,7 @@ def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
     if out_dir.exists():
         require(not any(p.name != ".lock" for p in out_dir.iterdir()),
                 f"{out_dir} exists and is not an ffnlab run; choose another --out")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_dir(out_dir)
     return False
 
 

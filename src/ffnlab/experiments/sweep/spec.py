@@ -47,6 +47,7 @@ PAIRED = ("glu_vs_plain", "gated_law")
 DEFAULT_MARGIN = 0.005  # equivalence margin: 0.5% of the reference's final loss
 DEFAULT_MATURITY = 20.0  # tokens per parameter: compute-optimal training (Hoffmann et al. 2022)
 MAX_WIDTHS_TRIED = 4096  # bound on the d_model search of iso-params / iso-flops (d_step widens it)
+MAX_RUNS = 10_000  # runs of one design (arms x seeds x scales); the presets have at most about 100
 PRESET_DIR = Path(__file__).resolve().parents[1] / "presets"  # shipped as package data (experiments/presets)
 TREND_AXES = ("params", "tokens_per_param", "lr")
 
@@ -143,6 +144,12 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
             "this is a capacity preset (it has budgets): run it with "
             f"'ffnlab capacity run {data.get('name', 'NAME') if isinstance(data, dict) else 'NAME'}'")
     spec: SweepSpec = build(SweepSpec, data, "", "sweep spec")
+    n_cells = max(1, len(spec.scales)) if isinstance(spec.scales, list) else 1
+    runs = len(spec.arms) * len(spec.seeds) * n_cells
+    require(runs <= MAX_RUNS,
+            f"sweep spec: the design has {runs:,} runs ({len(spec.arms):,} arms x {len(spec.seeds):,} seeds"
+            f"{f' x {n_cells:,} scales' if spec.scales else ''}), over the limit of {MAX_RUNS:,} for one sweep; "
+            "use fewer seeds or split it into several sweeps")
     names = [a.name for a in spec.arms]
     require(len(set(names)) == len(names), f"sweep spec: arm names must be unique, got {', '.join(names)}")
     for arm in spec.arms:

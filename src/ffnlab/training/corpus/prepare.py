@@ -20,6 +20,12 @@ Where: ``cache_dir`` when a run config names one, else :func:`default_cache_dir`
 ``$FFNLAB_CACHE``, else ``$XDG_CACHE_HOME/ffnlab``, else ``~/.cache/ffnlab``; corpora go to its
 ``corpora/`` subfolder. Run and sweep folders written when the default was ``./data_cache``
 still open: :func:`load_prepared` looks for a missing folder's key in the cache folder too.
+
+The cache folder (``cache_dir`` or the default one) is the folder the user named: it may itself
+be a symlink, but nothing under it (``corpora/``, a ``<key>`` folder) is followed through a
+symlink that leads outside it; that is refused with one error line (:func:`cache_folder`).
+A corpus is built in a marked temporary folder beside its final name (:func:`ffnlab.files.new_temp_dir`)
+and renamed into place; what a killed preparation left is removed by the next one.
 """
 
 from __future__ import annotations
@@ -33,7 +39,6 @@ import re
 import shutil
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -43,7 +48,15 @@ from typing import Any, BinaryIO, Protocol
 import numpy as np
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import publish_dir, write_atomic
+from ffnlab.files import (
+    MARK,
+    check_inside,
+    make_dir,
+    new_temp_dir,
+    publish_dir,
+    remove_stale,
+    write_atomic,
+)
 from ffnlab.training.corpus.sources import Source, Texts, resolve_source, separator_after
 from ffnlab.training.corpus.tokenizers import (
     MANIFEST_FILE,
@@ -83,6 +96,17 @@ def default_cache_dir() -> Path:
 def corpus_cache_dir(cache_dir: str | Path | None = None) -> Path:
     """Where prepared corpora live: ``cache_dir`` if given, else the default cache's ``corpora/``."""
     return Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / CORPORA
+
+
+def cache_folder(key: str, cache_dir: str | Path | None = None) -> Path:
+    """The prepared-corpus folder ``key`` in the cache, refused with one error line if it (or
+    ``corpora/``) leads outside the cache folder through a symlink."""
+    return check_inside(corpus_cache_dir(cache_dir) / key, _cache_root(cache_dir), "the prepared-corpus folder")
+
+
+def _cache_root(cache_dir: str | Path | None) -> Path:
+    """The folder the user named for the cache: nothing ffnlab writes may lead out of it."""
+    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
 
 
 class _Encoder(Protocol):
@@ -193,7 +217,7 @@ def load_prepared(folder: str | Path) -> PreparedData:
     """
     folder = Path(folder)
     if _read_manifest(folder) is None and _KEY.fullmatch(folder.name):
-        moved = corpus_cache_dir() / folder.name
+        moved = cache_folder(folder.name)
         folder = moved if _read_manifest(moved) is not None else folder
     manifest = _read_manifest(folder)
     require(
@@ -372,10 +396,10 @@ def _reuse(out: Path, settings: dict, source: Source, texts: Texts | None) -> Pr
     return _from_manifest(out, manifest, reused=True)
 
 
-def _build(out: Path, settings: dict, source: Source, texts: Texts, show: bool) -> PreparedData:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".tmp-{out.name}-{uuid.uuid4().hex[:8]}")
-    tmp.mkdir()
+def _build(out: Path, settings: dict, source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
+    make_dir(out.parent, root)
+    remove_stale(out.parent, root, hint=out.name)  # what a killed preparation of this corpus left
+    tmp = new_temp_dir(out.parent, out.name)  # unique to this process and call; marked as ffnlab's
     try:
         train = truncate_docs(texts.train, settings["max_chars"])
         val = truncate_docs(texts.val, settings["max_chars"])
@@ -404,6 +428,7 @@ def _build(out: Path, settings: dict, source: Source, texts: Texts, show: bool) 
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         _write_json(tmp / MANIFEST_FILE, manifest)
+        (tmp / MARK).unlink()  # the published folder is the cache's, not a temporary
         _install(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -438,7 +463,7 @@ def prepare(
         check_bpe_vocab(bpe_vocab_size)
     source = resolve_source(corpus, text_column)
     settings = _settings(source, tokenizer, bpe_vocab_size, text_column, max_chars)
-    out = corpus_cache_dir(cache_dir) / settings_key(settings)
+    out = cache_folder(settings_key(settings), cache_dir)  # never through a link out of the cache
     if out.exists() and not out.is_dir():
         raise FfnlabError(f"{out} exists and is not a folder; move it away from the cache folder.")
     found = _reuse(out, settings, source, None)
@@ -448,5 +473,5 @@ def prepare(
         texts = source.load(progress)
         found = _reuse(out, settings, source, texts)
         if found is None:
-            return _build(out, settings, source, texts, progress)
+            return _build(out, settings, source, texts, progress, _cache_root(cache_dir))
     return found  # reused silently: nothing to report

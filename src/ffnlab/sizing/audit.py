@@ -165,6 +165,15 @@ def memory_of(model: ModelConfig | Structure, work: Workload | None = None,
     return memory_summary(model, work, lay)
 
 
+# translated types whose reference model in transformers (the class its auto mappings give) is not
+# what the translator counts: audit counts them through transformers when it can, and says why
+WHOLE_MODEL_TYPES = {
+    **dict.fromkeys(MULTIMODAL, "it counts the text_config's language model and head; transformers' "
+                                "image-text-to-text model also has the vision encoder and projector"),
+    "qwen2_5_vl_text": "it counts an LM head; transformers maps qwen2_5_vl_text to its base model alone",
+}
+
+
 def audit(target: str, counter: TransformersCounter | None = None) -> AuditRow:
     """Audit a zoo name or a path to a config.json (or a folder holding one).
 
@@ -187,11 +196,16 @@ def audit_target(target: str, counter: TransformersCounter | None = None
     if p.exists() or target.endswith(".json") or "/" in target:
         try:
             cfg, raw = load_hf_config(p)
-        except FfnlabError:  # a model_type without a translator: transformers counts it
-            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter)
+        except FfnlabError as refused:  # no translator, or one refusing this config: transformers judges it
+            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=str(refused))
             if found is None:
                 raise
             return found
+        whole = WHOLE_MODEL_TYPES.get(str(raw.get("model_type")))
+        if whole is not None and counter is not None:  # transformers' model is more than the translator counts
+            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=whole)
+            if found is not None:
+                return found
         note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
         return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note,
                             unknown=unknowns(raw)), cfg

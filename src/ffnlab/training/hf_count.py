@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from ffnlab.errors import FfnlabError
-from ffnlab.sizing.hf.fallback import INSTALL_HINT
+from ffnlab.sizing.hf.fallback import BASE_KIND, INSTALL_HINT
 from ffnlab.validation import show
 
 # torch module classes that are activations (transformers' own live in transformers.activations)
@@ -55,17 +55,41 @@ def _quiet() -> Iterator[None]:
         logging.disable(previous)
 
 
+# the auto classes a count may be of, in the order they are tried, and what each one is
+AUTO_KINDS = (("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "sequence-to-sequence LM"),
+              ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM", "causal LM"),
+              ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "AutoModelForImageTextToText", "image-text-to-text"))
+
 def model_class(transformers: Any, model_type: str) -> Any:
     """The Auto class that builds the whole model with its LM head: seq2seq, else causal LM, else
     image-text-to-text (vision-language models), else the bare model."""
+    return auto_kind(transformers, model_type)[0]
+
+
+def auto_kind(transformers: Any, model_type: str) -> tuple[Any, str]:
+    """:func:`model_class` and what it is (:data:`AUTO_KINDS`, else :data:`BASE_KIND`)."""
     from transformers.models.auto import modeling_auto as m
 
-    for names, auto in ((m.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES, transformers.AutoModelForSeq2SeqLM),
-                        (m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, transformers.AutoModelForCausalLM),
-                        (m.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES, transformers.AutoModelForImageTextToText)):
-        if model_type in names:
-            return auto
-    return transformers.AutoModel
+    for names, auto, kind in AUTO_KINDS:
+        if model_type in getattr(m, names):
+            return getattr(transformers, auto), kind
+    return transformers.AutoModel, BASE_KIND
+
+
+def _has_model(model_type: str) -> bool:
+    """Whether AutoModel builds ``model_type`` (sub-configs such as align_text_model have no class)."""
+    from transformers.models.auto import modeling_auto as m
+
+    return model_type in m.MODEL_MAPPING_NAMES
+
+
+def _embeddings(model: Any, getter: str) -> Any:
+    """The module ``model.<getter>()`` returns, or None where the class has none (it may raise
+    NotImplementedError, as CLIPModel's get_input_embeddings does, or anything else)."""
+    try:
+        return getattr(model, getter)() if hasattr(model, getter) else None
+    except Exception:  # noqa: BLE001 - a class without such a module raises instead of returning None
+        return None
 
 
 def _kind(torch: Any, mod: Any) -> str:
@@ -187,11 +211,14 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
     if not (isinstance(model_type, str) and model_type in CONFIG_MAPPING):
         raise FfnlabError(f"config.json model_type {show(model_type)} is not supported by ffnlab (supported: "
                           f"{', '.join(supported)}) and not known to transformers {transformers.__version__}")
+    auto, kind = auto_kind(transformers, model_type)
+    if kind == BASE_KIND and not _has_model(model_type):
+        raise FfnlabError(f"transformers {transformers.__version__} maps no model class to model_type "
+                          f"{model_type!r} (a part of another model's config): there is nothing to count")
     fields = {k: v for k, v in data.items() if k != "model_type"}
     try:
         with _quiet():
             hf_cfg = CONFIG_MAPPING[model_type].from_dict(fields)
-            auto = model_class(transformers, model_type)
             with torch.device("meta"):
                 model = auto.from_config(hf_cfg)
     except Exception as e:  # noqa: BLE001 - any failure inside transformers is the config's problem
@@ -201,13 +228,11 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
             first = first[:297] + "..."
         raise FfnlabError(f"transformers {transformers.__version__} could not build model_type "
                           f"{model_type!r} from this config.json: {first}") from None
-    inputs = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    try:
-        outputs = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-    except Exception:  # noqa: BLE001 - some classes raise instead of returning None
-        outputs = None
+    inputs = _embeddings(model, "get_input_embeddings")
+    outputs = _embeddings(model, "get_output_embeddings")
     return {
-        "class": type(model).__name__, "auto": auto.__name__, "transformers_version": transformers.__version__,
+        "class": type(model).__name__, "auto": auto.__name__, "auto_kind": kind,
+        "transformers_version": transformers.__version__,
         "tree": module_tree(model),
         "input_embeddings": _path_of(model, inputs),
         "output_embeddings": _path_of(model, outputs),

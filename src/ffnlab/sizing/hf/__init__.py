@@ -5,8 +5,9 @@ its ``translate`` function reads the keys that decide the architecture, with the
 defaults of the corresponding ``transformers`` config class where a key may be absent. The
 translation is tested against ``transformers``' own models built from the same configs: the
 parameter totals agree exactly (``tests/sizing/hf/test_hf_parity.py``). Multimodal configs (``MULTIMODAL``)
-are translated through their ``text_config``: the language model and its head. No
-``transformers`` import here.
+are translated through their ``text_config``: the language model and its head (``audit``
+counts them whole through transformers where it is installed: ``sizing.audit.WHOLE_MODEL_TYPES``).
+No ``transformers`` import here.
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ MULTIMODAL: dict[str, str] = {
 MULTIMODAL_TIE = {"gemma3": True, "llama4": False, "mistral3": True, "qwen2_5_vl": False}
 SUPPORTED_MODEL_TYPES = tuple(HF_TRANSLATORS) + tuple(MULTIMODAL)
 MULTIMODAL_NOTE = ("multimodal config: counted its text_config (the language model and its LM "
-                   "head); the vision encoder and projector are not counted")
+                   "head); the vision encoder and projector are not counted (with transformers "
+                   "installed, audit counts the whole model)")
 
 
 def text_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -182,6 +184,11 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
             f"config.json ({model_type}): text model_type {show(text_type)} is not supported")
     keys = ConfigKeys(text, text_type)
     keys.check()
+    # transformers adds a cross-attention block to each layer of the types that have one (GPT-2):
+    # no translator models it, so such a config is refused (audit counts it through transformers)
+    require(text.get("add_cross_attention") is not True,
+            f"config.json ({text_type}): add_cross_attention is true: ffnlab's translators do not model "
+            "cross-attention layers")
     cfg = implementation(clamp_top_k(HF_TRANSLATORS[text_type](keys)), text_type, text)
     return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type), grouped=False)
 

@@ -1,12 +1,17 @@
-"""Falcon (falcon): multi-query or grouped KV heads, parallel attention with one or two norms."""
+"""Falcon (falcon): multi-query or grouped KV heads, parallel attention with one or two norms.
+FalconConfig's head_dim is a read-only property: a config.json setting it is refused, as
+transformers refuses it."""
 
 from __future__ import annotations
 
+from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
+    require("head_dim" not in k.data, "config.json sets 'head_dim': transformers builds no falcon model with it "
+                                      "(FalconConfig.head_dim is hidden_size // heads, read-only)")
     d = k.get("hidden_size", 4544)
     n_heads = k.first("num_attention_heads", "n_head", default=71)
     new_arch = k.get("new_decoder_architecture", False, kind=bool)

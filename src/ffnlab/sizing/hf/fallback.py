@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.audit_row import AuditRow
 from ffnlab.sizing.audit_rules import (
     AUDIT_DTYPE,
@@ -35,6 +35,8 @@ from ffnlab.sizing.memory.byte_rules import states_per_param
 from ffnlab.sizing.widths import Alignment, param_matched_ratio
 
 LABEL = "counted by transformers"
+# what the auto class is when a model type has none with a language-model head (as training.hf_count names it)
+BASE_KIND = "base model, no language-model head"
 INSTALL_HINT = "install ffnlab[hf] (transformers) to count it by building the model on the meta device"
 
 # config keys, first present wins (transformers' names across families)
@@ -79,6 +81,13 @@ def untranslated_type(data: dict[str, Any], supported: tuple[str, ...]) -> str |
     return mt if isinstance(mt, str) and mt not in supported else None
 
 
+def is_layer_count(key: str) -> bool:
+    """Whether a config key names a number of layers: its last word is layer(s) (num_hidden_layers,
+    n_layer, encoder_layers); not a size per layer (Gemma-3n's vocab_size_per_layer_input) nor
+    a layer index."""
+    return key.lower().rsplit("_", 1)[-1] in ("layer", "layers")
+
+
 def check_buildable(data: dict[str, Any]) -> None:
     """Refuse, from the config's own numbers, a model too large to build in bounded time
     (transformers builds any size, one module object per layer, even on the meta device)."""
@@ -90,7 +99,7 @@ def check_buildable(data: dict[str, Any]) -> None:
     for cfg in walk(data):
         for key, value in cfg.items():
             n = _int(value)
-            if n is not None and "layer" in key.lower() and not key.lower().endswith(("_idx", "_index", "idxs")):
+            if n is not None and is_layer_count(key):
                 require(n <= MAX_LAYERS, f"config.json key {key!r} = {n:,} layers: ffnlab builds at most "
                                          f"{MAX_LAYERS:,} layers through transformers")
         width = first_int(cfg, ("hidden_size", "d_model", "n_embd"))
@@ -100,8 +109,9 @@ def check_buildable(data: dict[str, Any]) -> None:
         vocab = first_int(cfg, ("vocab_size",)) or 0
         if width and layers:
             estimate = layers * (4 * width * width + 3 * width * ff * experts) + 2 * vocab * width
+            about = f"{estimate:.3g}" if estimate < 10**300 else f"1e{int(estimate.bit_length() * 0.30103)}"  # no float
             require(estimate <= MAX_PARAMS_ESTIMATE,
-                    f"config.json describes about {estimate:.3g} parameters (from its widths and "
+                    f"config.json describes about {about} parameters (from its widths and "
                     f"layer count): ffnlab builds at most {MAX_PARAMS_ESTIMATE:.0e} through transformers")
 
 
@@ -325,8 +335,9 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
     notes = [x for x in (note, _zero_note(s, f), None if top_k is not None or not moe else
                          "no top-k in config.json: parameters counted; active parameters and FLOPs unknown") if x]
     if s.outside:
-        notes.append(f"multimodal: counted the language model and its LM head; {s.outside:,} parameters of "
-                     "the vision/audio encoders and projector are not counted")
+        notes.append(f"multimodal: the whole model is counted, {s.outside:,} parameters of it outside the "
+                     "language model and its LM head (encoders, projector: in params_other); the FFN, "
+                     "attention and layer figures are the language model's")
     mixers = {k: parts[k] for k in ("linear_attention", "ssm", "short_conv") if parts[k]}
     verdict = ffn_verdict(facts) if facts else "no FFN found (no up/down projection pair in any layer)"
     verdict += f"; {layout_text(s)}" if s.n_layers else ""
@@ -403,36 +414,58 @@ def counted_structure(counted: dict[str, Any]) -> Structure:
     """The structure of a counted model, with the config's facts in ``extra["facts"]`` and
     transformers' label in ``extra["label"]``."""
     s = fold_shared(analyse(counted, multimodal=is_multimodal(counted)), counted["config"])
-    label = f"{LABEL} {counted['transformers_version']} ({counted['class']} on the meta device)"
+    version, cls = counted["transformers_version"], counted["class"]
+    auto, kind = counted.get("auto"), counted.get("auto_kind")
+    of = f"{cls}, {auto}: {kind}" if auto and kind else cls
+    label = f"{LABEL} {version} ({of}; on the meta device)"
     # the resolved config, with config.json's own keys it dropped (LFM2's block_use_swiglu)
     cfg = {**(counted.get("config_json") or {}), **counted["config"]}
-    return replace(s, extra={"facts": facts(cfg, s), "label": label,
-                             "transformers_total": counted["total"]})
+    extra = {"facts": facts(cfg, s), "label": label, "transformers_total": counted["total"]}
+    if kind == BASE_KIND:
+        extra["note"] = (f"model_type {counted['config_json'].get('model_type')!r} has no language-model head in "
+                         f"transformers {version}: counted its base model {cls} ({auto}), every parameter")
+    return replace(s, extra=extra)
 
 
 def row_of(s: Structure, *, name: str, model_type: str | None, source: str | None, family: str = "",
            note: str | None = None) -> AuditRow:
     """The audit row of a structure from :func:`counted_structure` (or a stored one)."""
+    note = "; ".join(x for x in (s.extra.get("note"), note) if x) or None
     return structure_row(s, s.extra["facts"], name=name, model_type=model_type, source=source,
                          label=s.extra["label"], family=family, note=note)
 
 
-def audit_untranslated(path: str | Path, supported: tuple[str, ...],
-                       counter: TransformersCounter | None) -> tuple[AuditRow, Structure] | None:
+def audit_untranslated(path: str | Path, supported: tuple[str, ...], counter: TransformersCounter | None,
+                       refused: str | None = None) -> tuple[AuditRow, Structure] | None:
     """The audit row and structure of a config.json whose model_type has no translator, or None
     if it has one.
 
     ``counter`` builds the model and counts it (see the module docstring); without one the row
-    cannot be counted and the error names the supported types and the fallback.
+    cannot be counted and the error names the supported types and the fallback. ``refused``: why
+    the translator of a type ffnlab translates refused this config; transformers then judges it
+    (with a ``counter``): it counts what it builds, and its own refusal is the error.
     """
     p, data = read_hf_config(path)
     model_type = untranslated_type(data, supported)
+    note = None
     if model_type is None:
-        return None
+        mt = data.get("model_type")
+        if refused is None or counter is None or not isinstance(mt, str):
+            return None
+        model_type = mt
+        note = f"ffnlab's {mt} translator does not model this config ({refused}): counted by transformers"
+        if not refused.startswith("config.json"):  # a reason, not the translator's refusal
+            note = f"counted by transformers, not by ffnlab's {mt} translator: {refused}"
     require(counter is not None, f"config.json model_type {model_type!r} is not supported; supported: "
                                  f"{', '.join(supported)}; `ffnlab audit` counts it with transformers "
                                  f"({INSTALL_HINT})")
     assert counter is not None
-    check_buildable(data)
-    s = counted_structure(counter(data, supported))
-    return row_of(s, name=config_name(p), model_type=model_type, source=str(p)), s
+    try:
+        check_buildable(data)
+        counted = counter(data, supported)
+    except FfnlabError as e:  # both refuse: the translator's reason names the key, transformers' follows
+        if note is None or refused is None or not refused.startswith("config.json"):
+            raise
+        raise FfnlabError(f"{refused} (and {e})") from None
+    s = counted_structure(counted)
+    return row_of(s, name=config_name(p), model_type=model_type, source=str(p), note=note), s

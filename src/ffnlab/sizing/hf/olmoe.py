@@ -1,10 +1,13 @@
 """OLMoE (olmoe): 64 fine-grained SwiGLU experts of width intermediate_size (1024 in
-OLMoE-1B-7B), top-8, in every layer, no shared expert; RMSNorms over the full q and k."""
+OLMoE-1B-7B), top-8, in every layer, no shared expert; RMSNorms over the full q and k, whose
+widths transformers takes from hidden_size // heads whatever head_dim says (a config.json whose
+head_dim differs is not translated: audit counts it through transformers)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
@@ -22,6 +25,10 @@ OLMOE_DEFAULTS = {
 
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, OLMOE_DEFAULTS, DecoderLayout(qk_norm="full"))
+    d, n_heads = cfg.d_model, cfg.attn.n_heads
+    require(cfg.attn.head_dim in (None, d // n_heads),
+            f"config.json: head_dim {cfg.attn.head_dim} != hidden_size // heads {d // n_heads}: OlmoeAttention's "
+            "q/k norms keep the latter width; ffnlab does not model that")
     moe = replace(
         cfg.ffn, n_experts=k.get("num_experts", 64), top_k=k.get("num_experts_per_tok", 8)
     )

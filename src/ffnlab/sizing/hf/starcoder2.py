@@ -1,5 +1,6 @@
 """StarCoder2 (starcoder2): LayerNorm, GQA, a plain GELU (tanh) MLP, biases on every
-projection (use_bias), tied embeddings."""
+projection (use_bias), tied embeddings; an explicit ``head_dim`` sets the heads' width (null or
+absent: hidden_size // heads, as Starcoder2Attention reads it)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
         attn=AttentionSpec(
             n_heads,
             n_kv_heads=k.get("num_key_value_heads", 2),
-            head_dim=floor_head_dim(d, n_heads),
+            head_dim=k.get("head_dim", None, null=None) or floor_head_dim(d, n_heads),
             qkv_bias=bias,
             out_bias=bias,
             **sliding(k, n_layers, 1),

@@ -85,8 +85,8 @@ class Structure:
     ffns: list[FFNUnit]
     mixers: list[MixerUnit]
     parts: dict[str, int]
-    total: int  # the language model and its head
-    outside: int = 0  # parameters outside the language model (vision encoder, projector): not in total
+    total: int  # the whole model transformers builds (each shared tensor once)
+    outside: int = 0  # of total, outside the language model and its head (vision encoder, projector): in parts["other"]
     tied_head: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -599,9 +599,9 @@ def language_root(tree: dict[str, Any], embeddings: str | None) -> str:
 def analyse(counted: dict[str, Any], multimodal: bool = False) -> Structure:
     """The structure of a model counted by :func:`ffnlab.training.hf_count.count_with_transformers`.
 
-    With ``multimodal``, only the language model (the module around the input embeddings) and
-    the LM head are counted, as ffnlab's translators count vision-language models; the rest
-    (vision encoder, projector) is reported in ``outside``.
+    With ``multimodal``, the units (FFNs, mixers, layers) are those of the language model (the
+    module around the input embeddings) and the LM head; the rest (vision encoder, projector) is
+    counted in the total as ``outside``, in ``parts["other"]``: the total is always the whole model.
     """
     tree, config = counted["tree"], counted.get("config", {})
     nodes = index(tree)
@@ -634,8 +634,9 @@ def analyse(counted: dict[str, Any], multimodal: bool = False) -> Structure:
         parts[m.kind] += m.params
     for i in left:
         parts[{"embedding": "embedding", "norm": "norms"}.get(i.kind, "other")] += i.params
-    total = sum(parts.values())
+    language = sum(parts.values())
     whole = subtree_params(tree)
+    parts["other"] += whole - language
     n_layers = len(nodes[stack]["ch"]) if stack else 0
     layers: list[list[str]] = [[] for _ in range(n_layers)]
     for m in walk.mixers:
@@ -645,7 +646,7 @@ def analyse(counted: dict[str, Any], multimodal: bool = False) -> Structure:
         if f.layer is not None and f.layer < n_layers:
             layers[f.layer].append("moe" if f.moe else "dense")
     return Structure(d_model=d, n_layers=n_layers, stack=stack, layers=layers, ffns=walk.ffns,
-                     mixers=walk.mixers, parts=parts, total=total, outside=whole - total, tied_head=tied_head)
+                     mixers=walk.mixers, parts=parts, total=whole, outside=whole - language, tied_head=tied_head)
 
 
 def layer_counts(s: Structure) -> dict[str, int]:

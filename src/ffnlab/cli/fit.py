@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 OBJECTS = ("sharding", "step", "finetune")  # options shown as their own JSON objects
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
 MAX_TOP = 10_000
+MIN_MFU = 1e-3  # 0.1%: with MAX_TOKENS, keeps every training time finite (1e-300 made it infinite)
 
 
 def _count(text: str) -> int:
@@ -160,7 +161,7 @@ def _check_flags(fmt: str, dtype: str, seq_len: int, gpus: int, max_tp: int, top
     choice(mode, "--mode", ("train", "serve"))
     choice(precision, "--precision", PRECISIONS)
     if mfu is not None:
-        number(mfu, "--mfu", 0, 1, lo_open=True)
+        number(mfu, "--mfu", MIN_MFU, 1)
     if reserve is not None:
         number(reserve, "--reserve", 0, None)
 

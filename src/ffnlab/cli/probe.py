@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import typer
 
+from ffnlab import render
 from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
 from ffnlab.escape import one_line
 
@@ -99,7 +99,7 @@ def probe(
     if replacing:
         print(one_line(f"replaced the earlier probe in {folder}"), file=sys.stderr)
     if as_json:
-        print(json.dumps(result.as_dict(), indent=1, ensure_ascii=False))
+        render.emit_json(result.as_dict(), indent=1, ensure_ascii=False)
         return
     for ly in result.layers:
         s = ly["summary"]

@@ -175,9 +175,9 @@ def generate(
     run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
     prompt: str = typer.Option(..., "--prompt", "-p", help="The text the model continues."),
     tokens: int = typer.Option(200, "--tokens", "-n", help="New tokens to generate."),
-    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (0 = the most likely token)."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature, finite, >= 0 (0 = the most likely token; a tiny one tends to it)."),
     top_k: int = typer.Option(None, "--top-k", help="Sample from the k most likely tokens only."),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed (the same seed gives the same text)."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed, 0 to 2**32-1 (the same seed gives the same text)."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:
     """Continue a prompt with a trained run's model.

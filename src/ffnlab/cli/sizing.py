@@ -35,6 +35,7 @@ from ffnlab.cli.memory_view import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, decimals, human, pct
+from ffnlab.sizing.config import MAX_LAYERS
 from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
 
@@ -66,7 +67,7 @@ def size(
     multiple_of: int = typer.Option(None, "--multiple-of", help="Round the width to this multiple."),
     rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
     d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
-    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth."),
+    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth (at most 100,000 layers)."),
     n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64, i.e. head_dim 64)."),
     n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
     vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
@@ -86,7 +87,7 @@ def size(
 ) -> None:
     """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
     check_format(fmt)
-    check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
+    check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, MAX_LAYERS), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
     if mem.finetune != "full":

@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app, check_format
+from ffnlab.cli.app import (
+    FORMAT_OPTION,
+    JSON_OPTION,
+    SIZING,
+    TIMEOUT_OPTION,
+    WIDE_OPTION,
+    app,
+    check_format,
+)
 from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
@@ -22,6 +30,7 @@ from ffnlab.cli.memory_view import (
     term_rows,
 )
 from ffnlab.errors import require
+from ffnlab.netwait import set_timeout
 from ffnlab.render import Column
 from ffnlab.validation import integer, number
 
@@ -99,8 +108,10 @@ def fit(
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
+    set_timeout(timeout)
     from ffnlab.sizing.hf.hub import resolve_model_raw
     from ffnlab.sizing.memory.fit import context_limit
 

@@ -15,6 +15,7 @@ from ffnlab.cli.app import (
     JSON_OPTION,
     MODELS,
     SIZING,
+    TIMEOUT_OPTION,
     WIDE_OPTION,
     app,
     check_format,
@@ -34,6 +35,7 @@ from ffnlab.cli.memory_view import (
     serving_lines,
 )
 from ffnlab.errors import FfnlabError, require
+from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, decimals, human, pct
 from ffnlab.sizing.config import MAX_LAYERS
 from ffnlab.sizing.kinds import DEFAULT_KIND
@@ -84,8 +86,10 @@ def size(
                             "on this accelerator and a roofline bound on its speed (as fit --mode serve)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
+    set_timeout(timeout)
     check_format(fmt)
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, MAX_LAYERS), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
@@ -336,8 +340,10 @@ def audit(
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Audit real models (zoo, config.json, Hub): ratios vs 4, FFN share."""
+    set_timeout(timeout)
     from ffnlab.cli.notes import transient_note
     from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
     from ffnlab.sizing.hf.fallback import announced

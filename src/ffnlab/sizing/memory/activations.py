@@ -445,16 +445,19 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
     n_layers = cfg.n_layers + cfg.encoder_layers  # encoder-decoders: both stacks as decoder layers
     layers = each_layer_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, attention=attention,
                               capacity_factor=capacity_factor, dropout=dropout, dropout_mask_bytes=dropout_mask_bytes)
-    kept = [divide_terms(ts, tp, sp) for ts in layers]
+    distinct = list({id(ts): ts for ts in layers}.values())  # identical layers share one list
+    full = {id(ts): divide_terms(ts, tp, sp) for ts in distinct}
+    kept = [full[id(ts)] for ts in layers]
     widest = max(range(n_layers), key=lambda i: kept[i])
     head = divide_terms(head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
                                          dropout_mask_bytes=dropout_mask_bytes), tp, sp)
     if recompute == "selective":
-        kept = [divide_terms(selective_kept(ts), tp, sp) for ts in layers]
+        selective = {id(ts): divide_terms(selective_kept(ts), tp, sp) for ts in distinct}
+        kept = [selective[id(ts)] for ts in layers]
     peak = 0
     if recompute == "full":
         layer_input = math.ceil(seq_len * batch * cfg.d_model * b / (tp if sp else 1))
-        peak = max(divide_terms(ts, tp, sp) for ts in layers)
+        peak = max(full.values())
         kept = [layer_input] * n_layers
     return Activations(per_layer=kept, head=head, recompute_peak=peak, terms=list(layers[widest]))
 

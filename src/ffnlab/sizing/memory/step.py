@@ -62,6 +62,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -140,7 +141,7 @@ class Moment:
     name: str
     alive: tuple[tuple[str, int], ...]
 
-    @property
+    @cached_property  # asked for by every look for the peak: once per moment, not once per look
     def total(self) -> int:
         return sum(b for _, b in self.alive)
 
@@ -151,7 +152,7 @@ class StepTimeline:
     moments: tuple[Moment, ...]
     options: StepOptions = field(default_factory=StepOptions)
 
-    @property
+    @cached_property  # a pass over every moment (two per layer): once per timeline
     def peak(self) -> Moment:
         return max(self.moments, key=lambda m: m.total)  # max keeps the first of equals
 

@@ -239,8 +239,8 @@ def predict_autocast(case: Any, cfg: Any, *, dropout_mask_bytes: float | None = 
     and moments), gradients fp32 as autocast keeps those of fp32 weights; otherwise as ``predict``."""
     from memory_step_cases import step_options
 
-    from ffnlab.sizing.memory.parallel import Layout, Workload, training_peak, training_table
     from ffnlab.sizing.memory.activations import DROPOUT_MASK_BYTES
+    from ffnlab.sizing.memory.parallel import Layout, Workload, training_peak, training_table
 
     work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="bf16", grad_dtype="fp32",
                     recompute=case.recompute, attention=case.attention, dropout=case.dropout,

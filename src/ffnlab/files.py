@@ -442,7 +442,7 @@ def _strict_loader() -> type:
         return _LOADER[0]
     import yaml
 
-    class StrictLoader(yaml.SafeLoader):
+    class StrictLoader(yaml.SafeLoader):  # type: ignore[misc,unused-ignore]  # untyped under --strict
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             if isinstance(node, yaml.MappingNode):
                 seen: set[Any] = set()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -19,6 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from ffnlab import escape
+from ffnlab.errors import FfnlabError
 
 FORMATS = ("table", "markdown", "csv")
 PIPED_WIDTH = 200  # table width when stdout is not a terminal and COLUMNS is not set
@@ -106,9 +108,37 @@ def csv_value(value: Any) -> Any:
 # ---------------------------------------------------------------- the formats
 
 
-def emit_json(obj: Any) -> None:
-    json.dump(obj, sys.stdout, indent=2, default=_json_default)
-    sys.stdout.write("\n")
+def emit_json(obj: Any, indent: int = 2, ensure_ascii: bool = True) -> None:
+    """``obj`` on stdout as strict JSON: the CLI's one JSON writer (every ``--json``).
+
+    A NaN or an infinity has no JSON spelling (``json.dumps`` would write ``NaN``/``Infinity``,
+    which JSON parsers refuse), so one is refused as an :class:`ffnlab.errors.FfnlabError` naming
+    where it is (exit 2) and nothing is printed; the flags' bounds keep valid input finite."""
+    text = json_text(obj, indent=indent, ensure_ascii=ensure_ascii)
+    sys.stdout.write(text + "\n")
+
+
+def json_text(obj: Any, indent: int | None = 2, ensure_ascii: bool = True) -> str:
+    """``obj`` as strict JSON text (see :func:`emit_json`)."""
+    try:
+        return json.dumps(obj, indent=indent, default=_json_default, allow_nan=False, ensure_ascii=ensure_ascii)
+    except ValueError:
+        found = _non_finite(json.loads(json.dumps(obj, default=_json_default)), "")
+        where, value = found or ("", float("nan"))
+        raise FfnlabError(f"the result holds {value} at {where or 'the top'}, which JSON cannot hold: "
+                          "an input is out of the range ffnlab computes in") from None
+
+
+def _non_finite(x: Any, where: str) -> tuple[str, float] | None:
+    """(path, value) of the first NaN or infinity in a JSON-like value, None if there is none."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return where, x
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        found = _non_finite(v, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else str(k))
+        if found is not None:
+            return found
+    return None
 
 
 def _json_default(o: Any) -> Any:

@@ -165,6 +165,21 @@ def choice(value: Any, where: str, options: tuple[str, ...]) -> str:
     raise FfnlabError(f"{where} must be one of {', '.join(options)}, got {show(value)}{hint}")
 
 
+def utf8_text(value: Any, where: str) -> str:
+    """``value`` as text that is UTF-8: a command-line argument holding bytes that are not UTF-8
+    arrives as a str with lone surrogates (Python's surrogateescape), which no tokenizer or file
+    can take; refused naming the first bad byte."""
+    if not isinstance(value, str):
+        raise fail(where, "text", value)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = value[exc.start]
+        byte = f"byte 0x{ord(bad) - 0xDC00:02x}" if 0xDC80 <= ord(bad) <= 0xDCFF else f"U+{ord(bad):04X}"
+        raise FfnlabError(f"{where} is not UTF-8 text ({byte} at character {exc.start})") from None
+    return value
+
+
 def safe_name(value: Any, where: str) -> str:
     """``value`` as one folder or file name: letters, digits, ``_ . -``; never ``.`` or ``..``."""
     if not isinstance(value, str) or _NAME.fullmatch(value) is None or set(value) == {"."} \

@@ -72,7 +72,7 @@ def sandbox() -> tempfile.TemporaryDirectory:
 
 SIZE_OPTIONS = {
     "--d-model": bad_int(1, 2**30), "--n-heads": bad_int(1, 2**20), "--seq-len": bad_int(1, 2**40),
-    "--n-layers": bad_int(1, 10**6), "--vocab": bad_int(1, 2**32), "--d-ff": bad_int(1, 2**40),
+    "--n-layers": bad_int(1, 10**5), "--vocab": bad_int(1, 2**32), "--d-ff": bad_int(1, 2**40),
     "--multiple-of": bad_int(1, 2**20), "--experts": bad_int(0, 2**16), "--ratio": BAD_NUMBER_TEXT,
     "--multiplier": BAD_NUMBER_TEXT, "--rule": NOT_A_NUMBER, "--ffn": NOT_A_NUMBER, "--format": NOT_A_NUMBER,
     "--rounding": NOT_A_NUMBER, "--dtype": NOT_A_NUMBER,

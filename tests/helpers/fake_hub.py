@@ -5,6 +5,11 @@
 (``RepoNotFound``, ``GatedRepo``, ``RevisionNotFound``, ``EntryNotFound``). Repos are public,
 private (a token required: 401 without it) or gated (401 without a token, 403 with one that was
 not granted access); one repo can refuse every request with a bare 403. Every request is recorded.
+
+A Hub that misbehaves, for the bounded waits (ffnlab.netwait): ``misbehave`` "stall" accepts the
+connection and never answers, "status" answers ``status`` (e.g. 500) to everything, "stall-body"
+answers a GET with its headers and half the file, then sends nothing more. A stalled request waits
+until ``release()`` (call it before shutting the server down).
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ class Repo:
 class FakeHub:
     repos: dict[str, Repo] = field(default_factory=dict)
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)  # method, path, token
+    misbehave: str | None = None  # None | "stall" | "status" | "stall-body"
+    status: int = 500
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
 
     def add(self, repo_id: str, revisions: dict[str, dict[str, bytes]], access: str = "public",
             token: str | None = None) -> dict[str, str]:
@@ -63,7 +74,11 @@ class FakeHub:
                 for k, v in {**headers, "Content-Length": str(len(content))}.items():
                     self.send_header(k, v)
                 self.end_headers()
-                if body:
+                if body and hub.misbehave == "stall-body" and status == 200:
+                    self.wfile.write(content[: len(content) // 2])
+                    self.wfile.flush()
+                    hub.released.wait(600)
+                elif body:
                     self.wfile.write(content)
 
             def _error(self, status: int, code: str | None, commit: str | None = None) -> None:
@@ -77,6 +92,11 @@ class FakeHub:
                 token = auth.removeprefix("Bearer ") or None
                 path = urlsplit(self.path).path
                 hub.requests.append((self.command, path, token))
+                if hub.misbehave == "stall":
+                    hub.released.wait(600)
+                    return None
+                if hub.misbehave == "status":
+                    return self._error(hub.status, None)
                 parts = path.lstrip("/").split("/")
                 if len(parts) < 5 or parts[2] != "resolve":
                     return self._error(404, None)

@@ -15,6 +15,7 @@ import typer
 
 from ffnlab import __version__, render
 from ffnlab.errors import require
+from ffnlab.netwait import TIMEOUT_HELP
 from ffnlab.validation import choice, integer
 
 if TYPE_CHECKING:
@@ -102,6 +103,7 @@ FMT_HELP = "Output format for tables: table, markdown or csv (raw numbers, one t
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented contract).")
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
 WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal table (the default fits 80 columns).")
+TIMEOUT_OPTION = typer.Option(None, "--timeout", help=TIMEOUT_HELP)
 
 
 def check_format(fmt: str) -> str:

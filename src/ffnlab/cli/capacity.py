@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from ffnlab import render
 from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app, check_ints
 from ffnlab.escape import one_line
 from ffnlab.validation import choice
@@ -75,7 +76,7 @@ def measure(
 
     r = measure_run(run_dir, checkpoint)
     if as_json:
-        print(json.dumps(r, indent=1))
+        render.emit_json(r, indent=1)
         return
     t, h = r["trained"], r["heldout"]
     print(f"{run_dir}: {t['bits']:,.0f} of {t['entropy_bits']:,.0f} bits ({t['fraction']:.1%}) about "

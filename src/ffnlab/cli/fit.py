@@ -8,7 +8,15 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import FORMAT_OPTION, JSON_OPTION, SIZING, WIDE_OPTION, app, check_format
+from ffnlab.cli.app import (
+    FORMAT_OPTION,
+    JSON_OPTION,
+    SIZING,
+    TIMEOUT_OPTION,
+    WIDE_OPTION,
+    app,
+    check_format,
+)
 from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
@@ -20,6 +28,7 @@ from ffnlab.cli.memory_view import (
     term_rows,
 )
 from ffnlab.errors import require
+from ffnlab.netwait import set_timeout
 from ffnlab.render import Column
 from ffnlab.validation import integer, number
 
@@ -30,6 +39,7 @@ if TYPE_CHECKING:
     from ffnlab.sizing.memory.workload import Workload
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
 MAX_TOP = 10_000
+MIN_MFU = 1e-3  # 0.1%: with MAX_TOKENS, keeps every training time finite (1e-300 made it infinite)
 
 
 def _count(text: str) -> int:
@@ -131,8 +141,10 @@ def fit(
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
+    set_timeout(timeout)
     from ffnlab.sizing.hf.hub import resolve_model_raw
     from ffnlab.sizing.memory.fit import context_limit
 
@@ -191,7 +203,7 @@ def _check_flags(fmt: str, gpus: int, max_tp: int, top: int, mode: str, precisio
     choice(mode, "--mode", ("train", "serve"))
     choice(precision, "--precision", PRECISIONS)
     if mfu is not None:
-        number(mfu, "--mfu", 0, 1, lo_open=True)
+        number(mfu, "--mfu", MIN_MFU, 1)
     if reserve is not None:
         number(reserve, "--reserve", 0, None)
 

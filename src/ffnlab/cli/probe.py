@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app
+from ffnlab import render
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, TIMEOUT_OPTION, app
 from ffnlab.escape import one_line
 
 PROBE_FILES = ("probe.json", "index.html")
@@ -72,6 +72,7 @@ def probe(
     out: Path = typer.Option(None, "--out", "-o", help="Output folder (default probes/MODEL_NAME)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier probe in the output folder."),
     as_json: bool = JSON_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Top keys (text windows, trigger marked) and value-vector tokens of each FFN unit.
 
@@ -82,9 +83,11 @@ def probe(
     """
     from ffnlab.errors import require
     from ffnlab.experiments.reporting.probe import write
+    from ffnlab.netwait import set_timeout
     from ffnlab.training.probe import corpus_tokens, open_model
     from ffnlab.training.probe import probe as run_probe
 
+    set_timeout(timeout)
     require(tokens >= 2 and seq_len >= 1, "--tokens must be >= 2 and --seq-len >= 1")
     chosen = _layers(layers)  # checked before a model is loaded
     source, name = _model_folder(model)
@@ -99,7 +102,7 @@ def probe(
     if replacing:
         print(one_line(f"replaced the earlier probe in {folder}"), file=sys.stderr)
     if as_json:
-        print(json.dumps(result.as_dict(), indent=1, ensure_ascii=False))
+        render.emit_json(result.as_dict(), indent=1, ensure_ascii=False)
         return
     for ly in result.layers:
         s = ly["summary"]

@@ -15,6 +15,7 @@ from ffnlab.cli.app import (
     JSON_OPTION,
     MODELS,
     SIZING,
+    TIMEOUT_OPTION,
     WIDE_OPTION,
     WidthFlags,
     app,
@@ -32,7 +33,9 @@ from ffnlab.cli.memory_view import (
     serving_lines,
 )
 from ffnlab.errors import FfnlabError, require
+from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, decimals, human, pct
+from ffnlab.sizing.config import MAX_LAYERS
 from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
 
@@ -66,7 +69,7 @@ def size(
     multiple_of: int = typer.Option(None, "--multiple-of", help="Round the width to this multiple."),
     rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
     d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
-    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth."),
+    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth (at most 100,000 layers)."),
     n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64, i.e. head_dim 64)."),
     n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
     vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
@@ -83,10 +86,12 @@ def size(
                             "on this accelerator and a roofline bound on its speed (as fit --mode serve)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
+    set_timeout(timeout)
     check_format(fmt)
-    check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, 10**6), n_heads=(n_heads, 1, 2**20),
+    check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, MAX_LAYERS), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
     if mem.finetune != "full":
@@ -326,8 +331,10 @@ def audit(
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Audit real models (zoo, config.json, Hub): ratios vs 4, FFN share."""
+    set_timeout(timeout)
     from ffnlab.cli.notes import transient_note
     from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
     from ffnlab.sizing.hf.fallback import announced

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ffnlab.cli.app import TRAINING, app
+from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app
 
 EXIT_DIVERGED = 3
 
@@ -53,6 +53,7 @@ def train(
     print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config (every key) and exit."),
     no_export_check: bool = typer.Option(False, "--no-export-check",
                                          help="Train even a model 'ffnlab export' cannot write."),
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Train a small LM whose FFN follows a width rule (resumable, DDP).
 
@@ -62,9 +63,11 @@ def train(
     DistributedDataParallel.
     """
     from ffnlab.files import provisional_dir
+    from ffnlab.netwait import set_timeout
     from ffnlab.training.trainer import TrainingDiverged
     from ffnlab.training.trainer import train as run_train
 
+    set_timeout(timeout)  # an hf: corpus is downloaded under it
     values = {"ffn": ffn, "rule": rule, "ratio": ratio, "d_ff": d_ff, "d_model": d_model, "n_layers": n_layers,
               "n_heads": n_heads, "lr": lr, "batch_size": batch_size, "seq_len": seq_len, "max_steps": max_steps,
               "corpus": corpus, "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads,
@@ -175,9 +178,9 @@ def generate(
     run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
     prompt: str = typer.Option(..., "--prompt", "-p", help="The text the model continues."),
     tokens: int = typer.Option(200, "--tokens", "-n", help="New tokens to generate."),
-    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature (0 = the most likely token)."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature, finite, >= 0 (0 = the most likely token; a tiny one tends to it)."),
     top_k: int = typer.Option(None, "--top-k", help="Sample from the k most likely tokens only."),
-    seed: int = typer.Option(0, "--seed", help="Sampling seed (the same seed gives the same text)."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed, 0 to 2**32-1 (the same seed gives the same text)."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:
     """Continue a prompt with a trained run's model.

@@ -9,6 +9,7 @@ the PyTorch modules (:mod:`ffnlab.training.nn`). It covers decoder-only models (
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
@@ -29,6 +30,9 @@ NORM_PLACEMENTS: dict[str, tuple[int, ...]] = {
     "sandwich": (3, 4),  # Gemma 2/3, GLM-4: norms before and after each sub-layer
 }
 QK_NORM_WIDTHS = ("head", "full")
+# the deepest model ffnlab sizes (decoder + encoder layers; `size --n-layers` and config.json alike):
+# every per-layer pass is linear (tests/sizing/test_depth_linear.py), `size` at the bound takes seconds
+MAX_LAYERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -170,17 +174,33 @@ class ModelConfig:
         return sum(f.is_moe for f in self.layer_ffns())
 
     def layer_ffns(self) -> list[FFNSpec]:
-        """The FFN of each decoder layer, in order (``dense_ffn`` at the ``dense_layers`` indices)."""
-        dense = set(self.dense_layers)
-        return [self.dense_ffn if (i in dense and self.dense_ffn is not None) else self.ffn
-                for i in range(self.n_layers)]
+        """The FFN of each decoder layer, in order (``dense_ffn`` at the ``dense_layers`` indices).
+
+        O(n_layers): a loop over the layers asks :meth:`layer_ffn` for each one instead (building
+        this list once per layer made ``size --n-layers 100000`` quadratic)."""
+        return [self.layer_ffn(i) for i in range(self.n_layers)]
+
+    def layer_ffn(self, i: int) -> FFNSpec:
+        """The FFN of decoder layer ``i`` (0 <= i < n_layers), in O(1)."""
+        if not 0 <= i < self.n_layers:
+            raise IndexError(f"layer {i} of a {self.n_layers}-layer model")
+        return self.dense_ffn if (self.dense_ffn is not None and i in self._dense_set) else self.ffn
+
+    @cached_property
+    def _dense_set(self) -> frozenset[int]:
+        return frozenset(self.dense_layers)
 
     def ffn_layer_counts(self) -> dict[FFNSpec, int]:
         """Each distinct FFN of the model (decoder layout, then an encoder's ``ffn``) and how
         many layers use it."""
+        n_dense = len(self._dense_set) if self.dense_ffn is not None else 0
+        runs: list[tuple[FFNSpec | None, int]] = [(self.ffn, self.n_layers - n_dense), (self.dense_ffn, n_dense)]
+        if n_dense and 0 in self._dense_set:  # in the order the layers first use them
+            runs.reverse()
         counts: dict[FFNSpec, int] = {}
-        for f in [*self.layer_ffns(), *[self.ffn] * self.encoder_layers]:
-            counts[f] = counts.get(f, 0) + 1
+        for f, n in [*runs, (self.ffn, self.encoder_layers)]:  # O(1), not a pass over the layers
+            if f is not None and n > 0:
+                counts[f] = counts.get(f, 0) + n
         return counts
 
     def attention_layers(self) -> list[str]:
@@ -299,6 +319,9 @@ def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
     if cfg.embed_proj_dim is not None:
         _positive(cfg.embed_proj_dim, "embed_proj_dim")
     require(cfg.encoder_layers >= 0, "encoder_layers must be >= 0")
+    require(cfg.n_layers + cfg.encoder_layers <= MAX_LAYERS,
+            f"{cfg.n_layers + cfg.encoder_layers:,} layers: ffnlab sizes at most {MAX_LAYERS:,} (decoder and encoder "
+            "layers together), hundreds of times the deepest published model")
     require(isinstance(cfg.mtp_layers, int) and cfg.mtp_layers >= 0, "mtp_layers must be >= 0")
     return cfg
 

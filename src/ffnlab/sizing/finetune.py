@@ -188,7 +188,7 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
     """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
     (the largest attention and FFN matrix in the compute ``dtype``)."""
     n_all = cfg.n_layers + cfg.encoder_layers
-    specs = [cfg.layer_ffns()[min(i, cfg.n_layers - 1)] for i in range(n_all)]
+    specs = [cfg.layer_ffn(min(i, cfg.n_layers - 1)) for i in range(n_all)]
     attn = "attention" in lora.targets
     ffn = "ffn" in lora.targets
     attn_total = lora_params(cfg, lora.rank, ("attention",)).trainable if attn else 0

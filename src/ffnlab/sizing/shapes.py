@@ -128,7 +128,8 @@ def layer_params(cfg: ModelConfig) -> list[LayerParams]:
     """Each layer's parameters: the decoder layers in order (with cross-attention in an
     encoder-decoder), then the encoder layers."""
     cross = bool(cfg.encoder_layers)
-    return ([_layer(cfg, f, cross=cross) for f in cfg.layer_ffns()]
+    each = {id(f): _layer(cfg, f, cross=cross) for f in (cfg.ffn, cfg.dense_ffn) if f is not None}  # once per FFN
+    return ([each[id(cfg.layer_ffn(i))] for i in range(cfg.n_layers)]
             + [_layer(cfg, cfg.ffn, cross=False)] * cfg.encoder_layers)
 
 

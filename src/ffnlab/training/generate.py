@@ -1,8 +1,14 @@
 """Text from a trained run: its latest (or a named) checkpoint continues a prompt.
 
-Sampling is deterministic by seed (a ``torch.Generator``); ``temperature`` 0 takes the most likely
-token each step (greedy); ``top_k`` keeps the k most likely before sampling. The context is the
-run's training window: a longer text keeps its last ``seq_len`` tokens.
+Sampling is deterministic by seed (a ``torch.Generator``, seeds 0 to 2**32 - 1 as ``train.seed``);
+``temperature`` 0 takes the most likely token each step (greedy); ``top_k`` keeps the k most likely
+before sampling. The context is the run's training window: a longer text keeps its last ``seq_len``
+tokens.
+
+Any finite temperature > 0 samples from softmax(logits / T), computed as softmax((logits - max) / T)
+so that no division overflows: as T shrinks toward 0 the distribution tends to greedy (a temperature
+as small as 1e-300 puts all the probability on the most likely token, shared among exact ties);
+a huge T tends to uniform over the tokens top_k keeps.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import torch
 
 from ffnlab.errors import require
 from ffnlab.files import read_mapping
+from ffnlab.validation import SEED_MAX, integer, number, utf8_text
 
 MAX_NEW_TOKENS = 100_000
 
@@ -41,9 +48,11 @@ def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, tempera
     from ffnlab.training.export import load_run_checkpoint
 
     require(prompt != "", "give a --prompt: the model continues a text")
+    utf8_text(prompt, "--prompt")
     require(1 <= new_tokens <= MAX_NEW_TOKENS, f"--tokens must be between 1 and {MAX_NEW_TOKENS:,}, got {new_tokens}")
-    require(temperature >= 0, f"--temperature must be >= 0, got {temperature}")
+    number(temperature, "--temperature", 0, None, text_ok=False)
     require(top_k is None or top_k >= 1, f"--top-k must be >= 1, got {top_k}")
+    integer(seed, "--seed", 0, SEED_MAX)
     run = Path(run_dir)
     model, state = load_run_checkpoint(run, checkpoint)
     tok = run_tokenizer(run, state["config"].data.tokenizer)
@@ -55,14 +64,19 @@ def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, tempera
     for _ in range(new_tokens):
         x = torch.tensor([(ids + out)[-window:]])
         logits = model(x)[0][0, -1].float()
+        require(bool(torch.isfinite(logits).all()), f"{state['path'].name} of {run} gives logits that are not "
+                                                     "finite (NaN or infinity): the run diverged; try an earlier "
+                                                     "--checkpoint")
         if temperature == 0:
             nxt = int(logits.argmax())
         else:
-            logits = logits / temperature
             if top_k is not None and top_k < logits.numel():
                 cut = torch.topk(logits, top_k).values[-1]
                 logits = logits.masked_fill(logits < cut, float("-inf"))
-            nxt = int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=gen))
+            # float64 (a float32 temperature below 1e-38 would be 0): <= 0 everywhere and 0 at the best,
+            # so the quotient never overflows upwards and softmax never meets inf - inf
+            scaled = (logits - logits.max()).double() / temperature
+            nxt = int(torch.multinomial(torch.softmax(scaled, dim=-1).float(), 1, generator=gen))
         out.append(nxt)
     new_text = tok.decode(out)
     return {"text": prompt + new_text, "new_text": new_text, "ids": out, "step": state["step"],

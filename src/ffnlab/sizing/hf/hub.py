@@ -8,7 +8,10 @@ answers from the cache alone, and ``HF_ENDPOINT`` picks the server. A zoo name o
 local path is never sent anywhere: :func:`hub_id` says None for them.
 
 Failures are one :class:`ffnlab.errors.FfnlabError` line each: a gated or private repo says how to
-authenticate, offline without a cached copy says so. ``huggingface_hub`` is imported only when a
+authenticate, offline without a cached copy says so. Every download is one bounded wait
+(:mod:`ffnlab.netwait`): ``--timeout`` seconds (10 by default) to connect and between bytes, no
+retries, and a Hub that does not answer, breaks the connection or answers a server error says
+which. ``huggingface_hub`` is imported only when a
 Hub id is actually fetched, so the sizing commands start as fast without it.
 """
 
@@ -115,7 +118,16 @@ def _required(target: HubId, filename: str) -> Path:
 
 
 def _download(target: HubId, filename: str, optional: bool = False) -> Path | None:
-    """``hf_hub_download`` of one file; its failures as one line (None for a missing optional file)."""
+    """``hf_hub_download`` of one file, as one bounded wait (:mod:`ffnlab.netwait`: --timeout to
+    connect and between bytes, no silent retries); its failures as one line (None for a missing
+    optional file)."""
+    from ffnlab.netwait import bounded
+
+    with bounded(f"{target.label} {filename}"):
+        return _download_unbounded(target, filename, optional)
+
+
+def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | None:
     try:
         from huggingface_hub import constants, errors, hf_hub_download
         from huggingface_hub.utils import logging as hf_logging

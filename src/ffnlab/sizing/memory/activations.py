@@ -75,6 +75,7 @@ NF4, MXFP4 and generic int8/int4, each laid out as its checkpoints store it).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ffnlab.errors import require
@@ -333,7 +334,7 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     require(attention in ATTENTION, f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
     tokens = seq_len * batch
-    spec = cfg.layer_ffns()[layer]
+    spec = cfg.layer_ffn(layer)
     fz = frozen
     attn_grad = fz is None or fz.grad_below or fz.attention  # the attention's output requires grad
     # the FFN's input requires grad (a parallel block's FFN reads the layer's input, not the attention's output)
@@ -358,6 +359,26 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
     if fz is None or ffn_grad or fz.ffn:
         terms += _ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
     return terms
+
+
+def each_layer_terms(cfg: ModelConfig, frozen: Callable[[int], FrozenLayer | None] | None = None, *, seq_len: int,
+                     batch: int, dtype: str = "bf16", attention: str = "fused", capacity_factor: float | None = None,
+                     dropout: bool = False, dropout_mask_bytes: float = DROPOUT_MASK_BYTES) -> list[list[Term]]:
+    """:func:`layer_activation_terms` of every layer, decoder then encoder (an encoder layer as the
+    last decoder layer), worked out once per distinct (FFN, ``frozen``) pair and shared by the
+    layers that have it (so O(n_layers) and no per-layer recomputation; do not mutate the lists)."""
+    memo: dict[tuple[int, FrozenLayer | None], list[Term]] = {}
+    out = []
+    for i in range(cfg.n_layers + cfg.encoder_layers):
+        j = min(i, cfg.n_layers - 1)
+        fz = frozen(i) if frozen is not None else None
+        key = (id(cfg.layer_ffn(j)), fz)
+        if key not in memo:
+            memo[key] = layer_activation_terms(cfg, j, seq_len=seq_len, batch=batch, dtype=dtype, attention=attention,
+                                               capacity_factor=capacity_factor, dropout=dropout,
+                                               dropout_mask_bytes=dropout_mask_bytes, frozen=fz)
+        out.append(memo[key])
+    return out
 
 
 def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: str = "bf16", dropout: bool = False,
@@ -424,22 +445,23 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
     require(capacity_factor is None or capacity_factor > 0, "capacity factor must be > 0")
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     n_layers = cfg.n_layers + cfg.encoder_layers  # encoder-decoders: both stacks as decoder layers
-    layers = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), seq_len=seq_len, batch=batch, dtype=dtype,
-                                     attention=attention, capacity_factor=capacity_factor, dropout=dropout,
-                                     dropout_mask_bytes=dropout_mask_bytes)
-              for i in range(n_layers)]
-    kept = [divide_terms(ts, tp, sp) for ts in layers]
+    layers = each_layer_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, attention=attention,
+                              capacity_factor=capacity_factor, dropout=dropout, dropout_mask_bytes=dropout_mask_bytes)
+    distinct = list({id(ts): ts for ts in layers}.values())  # identical layers share one list
+    full = {id(ts): divide_terms(ts, tp, sp) for ts in distinct}
+    kept = [full[id(ts)] for ts in layers]
     widest = max(range(n_layers), key=lambda i: kept[i])
     head = divide_terms(head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=dropout,
                                          dropout_mask_bytes=dropout_mask_bytes), tp, sp)
     if recompute == "selective":
-        kept = [divide_terms(selective_kept(ts), tp, sp) for ts in layers]
+        selective = {id(ts): divide_terms(selective_kept(ts), tp, sp) for ts in distinct}
+        kept = [selective[id(ts)] for ts in layers]
     peak = 0
     if recompute == "full":
         layer_input = math.ceil(seq_len * batch * cfg.d_model * b / (tp if sp else 1))
-        peak = max(divide_terms(ts, tp, sp) for ts in layers)
+        peak = max(full.values())
         kept = [layer_input] * n_layers
-    return Activations(per_layer=kept, head=head, recompute_peak=peak, terms=layers[widest])
+    return Activations(per_layer=kept, head=head, recompute_peak=peak, terms=list(layers[widest]))
 
 
 # -- KV cache -------------------------------------------------------------------------------------

@@ -59,8 +59,10 @@ measures whole steps of ffnlab's model and of transformers' models with
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -70,8 +72,8 @@ from ffnlab.sizing.memory.activations import (
     STAT_BYTES,
     FrozenLayer,
     divide_terms,
+    each_layer_terms,
     head_activation_terms,
-    layer_activation_terms,
     selective_kept,
 )
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes
@@ -142,7 +144,7 @@ class Moment:
     name: str
     alive: tuple[tuple[str, int], ...]
 
-    @property
+    @cached_property  # asked for by every look for the peak: once per moment, not once per look
     def total(self) -> int:
         return sum(b for _, b in self.alive)
 
@@ -153,7 +155,7 @@ class StepTimeline:
     moments: tuple[Moment, ...]
     options: StepOptions = field(default_factory=StepOptions)
 
-    @property
+    @cached_property  # a pass over every moment (two per layer): once per timeline
     def peak(self) -> Moment:
         return max(self.moments, key=lambda m: m.total)  # max keeps the first of equals
 
@@ -245,14 +247,16 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     d, n_tok = cfg.d_model, seq_len * batch
     n_layers = cfg.n_layers + cfg.encoder_layers
-    layer_terms = [layer_activation_terms(cfg, min(i, cfg.n_layers - 1), seq_len=seq_len, batch=batch, dtype=dtype,
-                                          attention=attention, capacity_factor=work.capacity_factor,
-                                          dropout=work.dropout, dropout_mask_bytes=work.dropout_mask_bytes,
-                                          frozen=ft.frozen(i) if ft else None)
-                   for i in range(n_layers)]
-    full = [divide_terms(ts, tp, sp) for ts in layer_terms]
-    if recompute == "selective":
-        full = [divide_terms(selective_kept(ts), tp, sp) for ts in layer_terms]
+    layer_terms = each_layer_terms(cfg, ft.frozen if ft else None, seq_len=seq_len, batch=batch, dtype=dtype,
+                                   attention=attention, capacity_factor=work.capacity_factor, dropout=work.dropout,
+                                   dropout_mask_bytes=work.dropout_mask_bytes)  # identical layers share one list
+    per_list: dict[int, tuple[int, int]] = {}  # id(terms) -> (kept bytes, FFN part): once per distinct layer
+    for ts in layer_terms:
+        if id(ts) not in per_list:
+            per_list[id(ts)] = (divide_terms(selective_kept(ts) if recompute == "selective" else ts, tp, sp),
+                                divide_terms([t for t in ts if _is_ffn_term(t.name)], tp, sp))
+    full = [per_list[id(ts)][0] for ts in layer_terms]
+    ffn_kept = [per_list[id(ts)][1] for ts in layer_terms]
     layer_input = math.ceil(n_tok * d * b / (tp if sp else 1))
     checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
@@ -329,14 +333,15 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                               ("loss: input gradient kept", after_head)))
     done = g_head
     grads_name = "gradients" if not acc_g else "gradients (accumulated)"
+    kept_below = [0, *itertools.accumulate(kept)]  # kept_below[i] = sum(kept[:i]), once, not per layer
+    attn_temps = _attention_backward_temps(cfg, attention, n_tok, seq_len, b, tp)
     for i in reversed(range(n_layers)):
-        spec = cfg.layer_ffns()[min(i, cfg.n_layers - 1)]
-        ffn_terms = [t for t in layer_terms[i] if _is_ffn_term(t.name)]
-        attn_part = full[i] - divide_terms(ffn_terms, tp, sp)
+        spec = cfg.layer_ffn(min(i, cfg.n_layers - 1))
+        attn_part = full[i] - ffn_kept[i]
         g_ffn = g_ffn_part[i] if ft else math.ceil(_down_params(cfg, spec) * per_param_g)
         what = " (recomputed)" if checkpointed[i] else ""
         where = f"backward, layer {i + 1} of {n_layers}"
-        below = ("kept activations, layers below", sum(kept[:i]))
+        below = ("kept activations, layers below", kept_below[i])
         dequant = ft.dequant if ft else (0, 0)
         moments.append(moment(f"{where}, FFN{what}", (grads_name, acc_g or done + g_ffn), below,
                               ("this layer's activations" + what, full[i]), ("logits (held)", held),
@@ -349,8 +354,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
             moments.append(moment(f"{where}, attention{what}", (grads_name, acc_g or done + g_layer[i]), below,
                                   ("this layer's attention activations" + what, attn_part), ("logits (held)", held),
                                   ("gradients flowing in (residual and branch)", 2 * grad_in),
-                                  ("attention backward temporaries", _attention_backward_temps(cfg, attention, n_tok,
-                                                                                               seq_len, b, tp)),
+                                  ("attention backward temporaries", attn_temps),
                                   ("QLoRA: a frozen weight dequantised", dequant[0]),
                                   ("loss: input gradient kept", after_head)))
         done += g_layer[i]

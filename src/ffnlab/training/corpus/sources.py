@@ -246,12 +246,20 @@ def is_saved_dataset(path: Path) -> bool:
 def _open_hf(name: str, config: str | None, progress: bool) -> dict[str, Any]:
     datasets = _import_datasets()
     label = name + (f":{config}" if config else "")
+    from ffnlab.netwait import bounded
+
     try:
         with _hf_progress(datasets, progress):
             if is_saved_dataset(Path(name)):
                 loaded = datasets.load_from_disk(name)
             else:
-                loaded = datasets.load_dataset(name, config)
+                with bounded(f"dataset {label!r}"):  # --timeout to connect and between bytes, no retries
+                    try:
+                        loaded = datasets.load_dataset(name, config)
+                    except Exception as exc:  # offline, not found, bad config, corrupt files: all user-facing
+                        raise FfnlabError(f"cannot load Hugging Face dataset {label!r}: {one_line(exc)}") from None
+    except FfnlabError:
+        raise
     except Exception as exc:  # offline, not found, bad config, corrupt files: all user-facing
         raise FfnlabError(f"cannot load Hugging Face dataset {label!r}: {one_line(exc)}") from None
     return dict(loaded) if isinstance(loaded, datasets.DatasetDict) else {"train": loaded}

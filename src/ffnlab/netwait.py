@@ -1,0 +1,276 @@
+"""One bounded, reported wait for every network call ffnlab makes.
+
+ffnlab reaches the network only through ``huggingface_hub`` (Hub ids: ``audit``, ``fit``, ``size
+--from``, ``probe``) and ``datasets`` (``hf:`` corpora), which share ``huggingface_hub``'s HTTP
+client. :func:`bounded` wraps one such call:
+
+* **time to connect and time a transfer may stall** are both :func:`timeout` seconds (``--timeout``,
+  else ``FFNLAB_TIMEOUT``, else 10 s), for every request (a library's own shorter bound stays).
+  The length of a large download is not bounded: only a gap with no byte is.
+* **no silent retries**: a request that times out, cannot connect or gets a server error (5xx,
+  408, 429) is tried once. The library still falls back to a cached copy then; a second request
+  for the same URL in the same call (the library's retries, 5 of them with back-off: up to ~394 s
+  against a Hub that accepts connections and never answers, 23 s against one answering 500) is
+  refused at once, and the call fails with one line saying what happened: a timeout, a refused
+  connection or a server error (a missing repo or file keeps its own message).
+* **progress**: a request still unanswered after :func:`progress_after` seconds prints one stderr
+  line naming the host and the timeout (once per host).
+
+The files the Hub serves through its Xet storage (large weights of repos on huggingface.co) are
+fetched by ``hf_xet``, outside this HTTP client: their stalls are ``hf_xet``'s own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from ffnlab.errors import FfnlabError
+
+DEFAULT_TIMEOUT = 10.0  # seconds to connect, and seconds a transfer may go without a byte
+MAX_TIMEOUT = 600.0
+TIMEOUT_ENV = "FFNLAB_TIMEOUT"
+TIMEOUT_HELP = (f"Seconds to wait for the Hub to connect, and for a transfer that stalls, before failing "
+                f"(default {DEFAULT_TIMEOUT:g}, or {TIMEOUT_ENV}); a long download that keeps moving is not cut.")
+RETRY_STATUS = (408, 429)  # besides 5xx: answers the library would wait and retry on
+
+_timeout: float | None = None  # --timeout of this process's command, None: FFNLAB_TIMEOUT or the default
+_current: Wait | None = None  # the wait in progress (module-wide: the libraries' worker threads share it)
+_announced: set[str] = set()
+_installed = False
+_lock = threading.Lock()
+
+
+def check_timeout(value: Any, where: str = "--timeout") -> float:
+    """``value`` as a timeout in seconds: a finite number in (0, 600]."""
+    from ffnlab.validation import number
+
+    return number(value, where, 0, MAX_TIMEOUT, lo_open=True)
+
+
+def set_timeout(seconds: float | None) -> None:
+    """The timeout of every later network call of this process (None: FFNLAB_TIMEOUT or 10 s)."""
+    global _timeout
+    _timeout = None if seconds is None else check_timeout(seconds)
+
+
+def timeout() -> float:
+    """Seconds to connect and seconds a transfer may stall: ``--timeout``, FFNLAB_TIMEOUT or 10."""
+    if _timeout is not None:
+        return _timeout
+    env = os.environ.get(TIMEOUT_ENV, "").strip()
+    return check_timeout(env, TIMEOUT_ENV) if env else DEFAULT_TIMEOUT
+
+
+def progress_after(seconds: float) -> float:
+    """How long a request waits unanswered before the progress line (a tenth of the timeout, at most 1 s)."""
+    return min(1.0, seconds / 10)
+
+
+class GaveUp(Exception):  # noqa: N818 - not an error of the user's: the library's retry, refused
+    """Raised into the HTTP library for a request made after the wait's first failure: not one of
+    the exceptions it retries on, so it ends the call at once."""
+
+
+@dataclass
+class Wait:
+    """One network call: what it fetches, its timeout, the requests that failed (url -> message) and
+    whether the last request made failed (the message then explains the call's failure)."""
+
+    what: str
+    seconds: float
+    failed: dict[str, str] = field(default_factory=dict)
+    last_failed: str | None = None
+
+    def fail(self, url: str, message: str) -> None:
+        self.failed.setdefault(url, f"{self.what}: {message}")
+        self.last_failed = self.failed[url]
+
+
+@contextlib.contextmanager
+def bounded(what: str) -> Iterator[Wait]:
+    """Run one network call (``what``: e.g. ``org/name config.json``) as described in the module
+    docstring; a failure of the wait becomes one :class:`ffnlab.errors.FfnlabError` line."""
+    global _current
+    install()
+    wait = Wait(what, timeout())
+    outer, _current = _current, wait
+    library = _library_timeouts(wait.seconds)
+    try:
+        yield wait
+    except Exception:
+        if wait.last_failed is not None:  # the last request timed out, broke or got a server error
+            raise FfnlabError(wait.last_failed) from None
+        raise
+    finally:
+        _current = outer
+        _library_timeouts(*library)
+
+
+def _library_timeouts(etag: float, download: float | None = None) -> tuple[float, float]:
+    """Set ``huggingface_hub``'s metadata and download timeouts (so that a --timeout above its 10 s
+    reaches its requests too); return the previous ones."""
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return etag, etag if download is None else download
+    before = (constants.HF_HUB_ETAG_TIMEOUT, constants.HF_HUB_DOWNLOAD_TIMEOUT)
+    constants.HF_HUB_ETAG_TIMEOUT = etag  # type: ignore[assignment]
+    constants.HF_HUB_DOWNLOAD_TIMEOUT = etag if download is None else download  # type: ignore[assignment]
+    return before
+
+
+def install() -> None:
+    """Put the bounded transport under ``huggingface_hub``'s shared HTTP client (once)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        try:
+            from huggingface_hub.utils import _http as hf_http
+        except ImportError:  # no huggingface_hub: nothing of ffnlab's reaches the network
+            return
+        default = getattr(hf_http, "default_client_factory", None)
+        setter = getattr(hf_http, "set_client_factory", None)
+        if default is None or setter is None:
+            raise FfnlabError("this huggingface_hub has no set_client_factory: pip install -U 'huggingface_hub>=1.0'")
+
+        def factory() -> Any:
+            client = default()
+            client._transport = BoundedTransport(client._transport)
+            client._mounts = {k: (None if t is None else BoundedTransport(t)) for k, t in client._mounts.items()}
+            return client
+
+        setter(factory)
+        _installed = True
+
+
+def _http() -> Any:
+    """The HTTP library ``huggingface_hub`` uses (``httpx2``; ``httpx`` before it)."""
+    from huggingface_hub.utils import _http as hf_http
+
+    return getattr(hf_http, "httpx2", None) or getattr(hf_http, "httpx")  # noqa: B009
+
+
+def host_of(url: Any) -> str:
+    parts = urlsplit(str(url))
+    return parts.netloc or str(url)
+
+
+class BoundedTransport:
+    """An HTTP transport around the library's own: every request under :func:`timeout`, failures
+    recorded on the current :class:`Wait`, requests after one refused (:class:`GaveUp`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def __enter__(self) -> BoundedTransport:
+        self._inner.__enter__()
+        return self
+
+    def __exit__(self, *args: Any) -> None:
+        self._inner.__exit__(*args)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def handle_request(self, request: Any) -> Any:
+        httpx = _http()
+        wait = _current
+        seconds = wait.seconds if wait is not None else timeout()
+        host = host_of(request.url)
+        url = str(request.url.copy_with(query=None))
+        if wait is not None:
+            if url in wait.failed:  # the library retrying what already failed once: not again
+                wait.last_failed = wait.failed[url]
+                raise GaveUp(wait.failed[url])
+            wait.last_failed = None
+        asked = request.extensions.get("timeout") or {}
+        request.extensions["timeout"] = {  # ours, or a shorter one the library asked for (its 3 s telemetry call)
+            phase: seconds if not isinstance(asked.get(phase), (int, float)) else min(seconds, asked[phase])
+            for phase in ("connect", "read", "write", "pool")}
+        limit = request.extensions["timeout"]
+        timer = threading.Timer(progress_after(seconds), _announce, (host, seconds, wait))
+        fail = functools.partial(_fail, wait, url)
+        timer.daemon = True
+        timer.start()
+        try:
+            response = self._inner.handle_request(request)
+        except httpx.ConnectTimeout:
+            fail(f"the Hub at {host} did not accept a connection within {limit['connect']:g} s (--timeout)")
+            raise
+        except httpx.TimeoutException:
+            fail(f"the Hub at {host} did not answer within {limit['read']:g} s (--timeout): timed out")
+            raise
+        except httpx.ConnectError as exc:
+            fail(f"cannot connect to the Hub at {host}: {_line(exc)}")
+            raise
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            fail(f"the connection to the Hub at {host} broke: {_line(exc)}")
+            raise
+        finally:
+            timer.cancel()
+        status = response.status_code
+        if status >= 500 or status in RETRY_STATUS:
+            kind = "a server error" if status >= 500 else "busy: try again later"
+            fail(f"the Hub at {host} answered {status} {response.reason_phrase or ''} ({kind})".replace("  ", " "))
+        response.stream = _stall_reported()(response.stream, host, seconds, fail)
+        return response
+
+
+@functools.cache
+def _stall_reported() -> type:
+    """A response body (the HTTP library's SyncByteStream) whose stall (no byte within the
+    timeout) or broken connection is recorded."""
+    httpx = _http()
+
+    class StallReported(httpx.SyncByteStream):  # type: ignore[name-defined,misc,unused-ignore]
+        def __init__(self, inner: Any, host: str, seconds: float, fail: Callable[[str], None]) -> None:
+            self._inner, self._host, self._seconds, self._fail = inner, host, seconds, fail
+
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                yield from self._inner
+            except httpx.TimeoutException:
+                self._fail(f"the Hub at {self._host} stopped sending for {self._seconds:g} s (--timeout): the "
+                           "transfer stalled")
+                raise
+            except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+                self._fail(f"the connection to the Hub at {self._host} broke during a transfer: {_line(exc)}")
+                raise
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return StallReported
+
+
+def _fail(wait: Wait | None, url: str, message: str) -> None:
+    if wait is not None:
+        wait.fail(url, message)
+
+
+def _announce(host: str, seconds: float, wait: Wait | None) -> None:
+    with _lock:
+        if host in _announced:
+            return
+        _announced.add(host)
+    what = f" for {wait.what}" if wait is not None else ""
+    print(f"waiting for {host}{what} (up to {seconds:g} s to connect or between bytes; --timeout)",
+          file=sys.stderr, flush=True)
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "TIMEOUT_HELP", "BoundedTransport", "GaveUp", "Wait", "bounded",
+           "check_timeout", "install", "set_timeout", "timeout"]

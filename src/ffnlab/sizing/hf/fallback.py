@@ -463,8 +463,8 @@ def audit_untranslated(path: str | Path, supported: tuple[str, ...], counter: Tr
     try:
         check_buildable(data)
         counted = counter(data, supported)
-    except FfnlabError as e:  # both refuse: the translator's reason names the key, transformers' follows
-        if note is None or refused is None or not refused.startswith("config.json"):
+    except FfnlabError as e:  # both refuse: the translator's reason comes first, transformers' follows
+        if note is None or refused is None:
             raise
         raise FfnlabError(f"{refused} (and {e})") from None
     s = counted_structure(counted)

@@ -160,7 +160,11 @@ def pricing(case: dict[str, Any]) -> Pricing:
     if case["memory_kind"] == "capacity":
         nx.append("a capacity (the longest sequence that fit the card), not a measured peak: "
                   "ffnlab's peak at that length is compared with the card's memory")
-    if s["precision"] == "pure-bf16":
+    ft = s["finetune"]
+    if s["precision"] == "pure-bf16" and ft is not None:
+        approx.append("pure bf16 with a frozen bf16 base: the adapters, their gradients and AdamW states in bf16 "
+                      "(ffnlab counts fp32 adapters and an fp32 copy of each adapter's input, as peft keeps them)")
+    elif s["precision"] == "pure-bf16":
         nx.append("pure bf16 (bf16 weights, gradients and optimizer states, no fp32 master): ffnlab adds fp32 "
                   "master weights and fp32 optimizer states below fp32 (priced as mixed bf16; --pure-bf16 pending)")
     if s["recompute"] == "selective-op":
@@ -168,7 +172,6 @@ def pricing(case: dict[str, Any]) -> Pricing:
                   "saved): ffnlab's 'selective' recomputes the attention core only (priced with it)")
     if s["recompute"] == UNKNOWN:
         nx.append("activation checkpointing not stated (priced with full)")
-    ft = s["finetune"]
     gpus = int(s["gpus"])
     if ft is not None and gpus > 1:
         nx.append(f"LoRA under FSDP over {gpus} GPUs: ffnlab prices one GPU holding the whole base")
@@ -212,8 +215,10 @@ def pricing(case: dict[str, Any]) -> Pricing:
             approx.append(note)
         if isinstance(ft.get("lora_dropout"), (int, float)) and ft["lora_dropout"] > 0:
             approx.append(f"lora_dropout {ft['lora_dropout']} (ffnlab models 0: no dropped copy of each adapter input)")
-        if ft.get("adapter_dtype") == "bf16":
+        if ft.get("adapter_dtype") == "bf16" and s["precision"] != "pure-bf16":
             approx.append("bf16 adapters (ffnlab counts fp32 adapters, as peft keeps them)")
+        if ft.get("double_quant") is False:
+            approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
         alpha = ft["alpha"] if isinstance(ft.get("alpha"), (int, float)) else None
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
                                    base_format=ft["base_format"] or "nf4")

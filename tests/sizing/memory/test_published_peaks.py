@@ -66,6 +66,8 @@ def test_each_case_prices_as_an_ffnlab_workload(case: dict[str, Any]) -> None:
     assert price.work.batch == case["settings"]["micro_batch"]
     assert price.work.seq_len == case["settings"]["seq_len"]
     assert price.work.step.logits_held == (case["settings"]["logits_freed"] is not True)
+    accum = case["settings"]["grad_accum"]
+    assert price.work.step.grad_accum == (accum if isinstance(accum, int) else 1)
     assert (price.api == "finetune_summary") == (case["settings"]["finetune"] is not None)
     if case["settings"]["precision"] == "pure-bf16":  # full training: not expressible; LoRA: adapters only
         found = price.not_expressible if case["settings"]["finetune"] is None else price.approximations

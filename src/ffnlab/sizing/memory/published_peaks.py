@@ -205,7 +205,8 @@ def pricing(case: dict[str, Any]) -> Pricing:
     step = StepOptions(loss=s["loss"] if s["loss"] in ("full", "chunked", "fused") else "full",
                        loss_chunks=int(s.get("loss_chunks", 8)),
                        logits_held=s["logits_freed"] is not True,
-                       optimizer_impl=s["optimizer_impl"] if s["optimizer_impl"] in ("foreach", "fused") else "foreach")
+                       optimizer_impl=s["optimizer_impl"] if s["optimizer_impl"] in ("foreach", "fused") else "foreach",
+                       grad_accum=s["grad_accum"] if isinstance(s["grad_accum"], int) else 1)
     if s["logits_freed"] == UNKNOWN:
         approx.append("whether the trainer frees its logits is not stated (priced as held)")
     finetune = None

@@ -4,15 +4,32 @@
 
 Each row names its source; ffnlab's figure is computed here from the zoo config (or, for the ZeRO
 paper's 7.5B model, per parameter). docs/memory.md quotes this output.
+
+The second table prices every published training peak of ``data/published_peaks.json`` (each
+trainer's own figure, its source, its settings) with the Python API: ``memory_summary`` for full
+training, ``finetune_summary`` for LoRA / QLoRA, from the case's settings
+(:func:`ffnlab.sizing.memory.published_peaks.pricing`). It prints ffnlab's peak, the published one
+and their ratio, the kind of memory published (ffnlab predicts allocated bytes: a reserved figure
+sits above allocated by the allocator's slack) and, for a case ffnlab cannot express today (pure
+bf16, torchtitan's op-level selective AC, LoRA under FSDP, torch.compile, offloaded activations,
+fused kernels), why: the ratio is then of the nearest setting ffnlab can price. A capacity (the
+longest sequence that fit a card) is priced at that length against the card's memory.
+
+    PYTHONPATH=src python benchmarks/memory_published.py [--peaks-only]
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 from ffnlab.sizing.config import ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
+from ffnlab.sizing.finetune import finetune_summary
+from ffnlab.sizing.memory import published_peaks
 from ffnlab.sizing.memory.activations import activation_memory
-from ffnlab.sizing.memory.hardware import training_time
-from ffnlab.sizing.memory.parallel import Layout, Workload, training_table
+from ffnlab.sizing.memory.hardware import find_accelerator, training_time
+from ffnlab.sizing.memory.parallel import Layout, Workload, memory_summary, training_table
 from ffnlab.sizing.memory.quant import weight_bytes
 from ffnlab.sizing.zoo import find
 
@@ -97,10 +114,54 @@ def time_rows() -> list[str]:
     return out
 
 
+def predicted_peak(case: dict[str, Any]) -> tuple[int, published_peaks.Pricing]:
+    """ffnlab's peak bytes per GPU for the case's settings (the nearest it can express)."""
+    price = published_peaks.pricing(case)
+    cfg = zoo_config(price.model)
+    if price.api == "finetune_summary":
+        return finetune_summary(cfg, price.work).peak.peak_bytes, price
+    peak = memory_summary(cfg, price.work, price.layout).peak_bytes
+    assert peak is not None
+    return peak, price
+
+
+def card_bytes(gpu: str) -> int:
+    """The memory of the card a capacity figure names (an A100 80GB for every capacity kept)."""
+    assert gpu.startswith("A100 80GB"), gpu
+    return find_accelerator("A100").memory_bytes
+
+
+def peak_rows() -> list[str]:
+    out = ["| case | trainer | setting | kind | published | ffnlab | ffnlab / published | ffnlab expresses it |",
+           "|---|---|---|---|---:|---:|---:|---|"]
+    for case in published_peaks.cases():
+        ours, price = predicted_peak(case)
+        s, fig = case["settings"], case["figure"]
+        ft = s["finetune"]
+        what = (f"{s['model']}, {ft['mode'] + ' r' + str(ft['rank']) if ft else 'full'}, {s['gpus']} GPU(s), "
+                f"b {s['micro_batch']} x s {s['seq_len']:,}, AC {s['recompute']}, {s['precision']}")
+        if case["memory_kind"] == "capacity":
+            published = card_bytes(s["gpu"])
+            shown = f"fits {fig['seq_len_fitting']:,} tokens in {fig['value']} {fig['unit']} ({published / GiB:.1f} GiB)"
+        else:
+            published = fig["bytes"]
+            shown = f"{published / GiB:.2f} GiB"
+        verdict = "yes" if price.expressible else "no: " + "; ".join(price.not_expressible)
+        out.append(f"| {case['id']} | {case['trainer']} | {what} | {case['memory_kind']} | {shown} | "
+                   f"{ours / GiB:.2f} GiB | {ours / published:.3f} | {verdict} |")
+    return out
+
+
 def main() -> None:
-    print("| quantity | source | published | ffnlab | error |")
-    print("|---|---|---:|---:|---:|")
-    for line in zero_rows() + korthikanti_rows() + quant_rows() + time_rows():
+    if "--peaks-only" not in sys.argv[1:]:
+        print("| quantity | source | published | ffnlab | error |")
+        print("|---|---|---:|---:|---:|")
+        for line in zero_rows() + korthikanti_rows() + quant_rows() + time_rows():
+            print(line)
+        print()
+    print("Published training peaks (data/published_peaks.json), ffnlab's allocated peak per GPU:")
+    print()
+    for line in peak_rows():
         print(line)
 
 

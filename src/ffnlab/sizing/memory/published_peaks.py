@@ -1,0 +1,237 @@
+"""Published peak memory of training steps, kept as data (``data/published_peaks.json``).
+
+Each case is one figure a trainer published (its docs, a benchmark table or CSV) with its source,
+the trainer's version, the quoted figure, how it was measured (allocated, active, reserved,
+nvidia-smi, or a capacity: the largest setting that fit a card) and every setting needed to
+reproduce it; a setting the source does not give is the string ``"unknown"``. The file's
+``about`` field is the schema.
+
+:func:`case_problems` says what a case lacks (the test keeps every case complete);
+:func:`pricing` turns a case's settings into ffnlab's :class:`Workload` and :class:`Layout`,
+with the settings ffnlab cannot express today (each a sentence) and the smaller approximations;
+``benchmarks/memory_published.py`` prices every case with it. Pure Python: no torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ffnlab.sizing.finetune import FinetuneOptions
+from ffnlab.sizing.memory.parallel import Layout
+from ffnlab.sizing.memory.step import StepOptions
+from ffnlab.sizing.memory.workload import Workload
+
+DATA = "published_peaks.json"
+UNKNOWN = "unknown"
+SOURCE_KEYS = ("url", "where")  # and repo + path + commit for a file in a repository
+FIGURE_KEYS = ("value", "unit", "bytes")
+LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "zero", "engine")
+FINETUNE_KEYS = ("mode", "rank", "alpha", "targets", "base_format", "lora_dropout")
+ATTENTION_MODULES = frozenset({"q", "k", "v", "o", "q_proj", "k_proj", "v_proj", "o_proj", "output_proj"})
+FFN_MODULES = frozenset({"gate", "up", "down", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
+RECOMPUTE_MAP = {"none": "none", "full": "full", "selective-op": "selective"}
+
+
+@lru_cache(maxsize=1)
+def load() -> dict[str, Any]:
+    """The whole file: schema, about, vocabularies and cases."""
+    text = resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def cases() -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = load()["cases"]
+    return found
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def case_problems(case: dict[str, Any], doc: dict[str, Any] | None = None) -> list[str]:
+    """What ``case`` lacks or gets wrong against the file's vocabularies (``doc``: the file;
+    default the kept one); empty when complete."""
+    doc = doc or load()
+    cid = case.get("id") or "<no id>"
+    out: list[str] = []
+
+    def bad(msg: str) -> None:
+        out.append(f"{cid}: {msg}")
+
+    for key in ("id", "trainer", "trainer_version", "quoted", "memory_kind", "memory_kind_note"):
+        if _blank(case.get(key)):
+            bad(f"no {key}")
+    if case.get("trainer") not in doc["trainers"]:
+        bad(f"trainer {case.get('trainer')!r} is not one of {doc['trainers']}")
+    if case.get("memory_kind") not in doc["memory_kinds"]:
+        bad(f"memory_kind {case.get('memory_kind')!r} is not one of {doc['memory_kinds']}")
+    src = case.get("source") or {}
+    for key in SOURCE_KEYS:
+        if _blank(src.get(key)):
+            bad(f"source has no {key}")
+    if src.get("repo") and any(_blank(src.get(k)) for k in ("path", "commit")):
+        bad("a repository source needs its path and commit")
+    fig = case.get("figure") or {}
+    for key in FIGURE_KEYS:
+        if key not in fig:
+            bad(f"figure has no {key}")
+    if fig.get("unit") not in doc["units"]:
+        bad(f"unit {fig.get('unit')!r} is not one of {doc['units']}")
+    if case.get("memory_kind") == "capacity":
+        if not isinstance(fig.get("seq_len_fitting"), int):
+            bad("a capacity figure needs seq_len_fitting")
+    elif not isinstance(fig.get("bytes"), int) or fig["bytes"] <= 0:
+        bad("a peak needs its figure in bytes")
+    if not isinstance(fig.get("value"), (int, float)) or fig.get("value", 0) <= 0:
+        bad("figure value must be a positive number")
+    settings = case.get("settings") or {}
+    for key in doc["required_settings"]:
+        if key not in settings:
+            bad(f"settings has no {key} (give 'unknown' when the source does not say)")
+        elif key != "finetune" and _blank(settings[key]):
+            bad(f"setting {key} is empty (give 'unknown' when the source does not say)")
+    lay = settings.get("layout")
+    if isinstance(lay, dict):
+        out += [f"{cid}: layout has no {k}" for k in LAYOUT_KEYS if k not in lay]
+    ft = settings.get("finetune")
+    if isinstance(ft, dict):
+        out += [f"{cid}: finetune has no {k}" for k in FINETUNE_KEYS if k not in ft]
+    unknown = case.get("unknown")
+    if not isinstance(unknown, list) or not isinstance(case.get("inferred"), list):
+        bad("unknown and inferred must be lists")
+    elif any(v == UNKNOWN for v in settings.values()) and not unknown:
+        bad("a setting is unknown but the unknown list is empty")
+    return out
+
+
+def problems(doc: dict[str, Any] | None = None) -> list[str]:
+    """Every case's problems, and duplicate ids."""
+    doc = doc or load()
+    out = [p for c in doc["cases"] for p in case_problems(c, doc)]
+    ids = [c.get("id") for c in doc["cases"]]
+    out += [f"{i}: duplicate id" for i in sorted({i for i in ids if ids.count(i) > 1}, key=str)]
+    return out
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """A case as ffnlab prices it: the model, the workload, the layout, the API that prices it, what
+    ffnlab cannot express (each a sentence; the nearest setting is priced instead) and the smaller
+    approximations."""
+
+    model: str
+    work: Workload
+    layout: Layout
+    api: str  # "memory_summary" (full training) or "finetune_summary" (LoRA / QLoRA)
+    not_expressible: tuple[str, ...] = ()
+    approximations: tuple[str, ...] = field(default=())
+
+    @property
+    def expressible(self) -> bool:
+        return not self.not_expressible
+
+
+def _targets(names: list[str]) -> tuple[tuple[str, ...], str | None]:
+    got = {n.lower() for n in names}
+    groups: list[str] = []
+    note = None
+    attn, ffn = got & ATTENTION_MODULES, got & FFN_MODULES
+    if attn:
+        groups.append("attention")
+        if len({n.removesuffix("_proj").replace("output", "o") for n in attn}) < 4:
+            note = (f"LoRA on {', '.join(sorted(attn))} only: ffnlab adapts all four attention projections "
+                    "(a few adapter parameters more)")
+    if ffn:
+        groups.append("ffn")
+    return tuple(groups) or ("attention",), note
+
+
+def pricing(case: dict[str, Any]) -> Pricing:
+    """The case's settings as ffnlab's workload and layout, with what it cannot express."""
+    s = case["settings"]
+    lay_s = s["layout"]
+    nx: list[str] = []
+    approx: list[str] = []
+    if case["memory_kind"] == "capacity":
+        nx.append("a capacity (the longest sequence that fit the card), not a measured peak: "
+                  "ffnlab's peak at that length is compared with the card's memory")
+    ft = s["finetune"]
+    if s["precision"] == "pure-bf16" and ft is not None:
+        approx.append("pure bf16 with a frozen bf16 base: the adapters, their gradients and AdamW states in bf16 "
+                      "(ffnlab counts fp32 adapters and an fp32 copy of each adapter's input, as peft keeps them)")
+    elif s["precision"] == "pure-bf16":
+        nx.append("pure bf16 (bf16 weights, gradients and optimizer states, no fp32 master): ffnlab adds fp32 "
+                  "master weights and fp32 optimizer states below fp32 (priced as mixed bf16; --pure-bf16 pending)")
+    if s["recompute"] == "selective-op":
+        nx.append("torchtitan's op-level selective AC (every other matmul output and the attention output "
+                  "saved): ffnlab's 'selective' recomputes the attention core only (priced with it)")
+    if s["recompute"] == UNKNOWN:
+        nx.append("activation checkpointing not stated (priced with full)")
+    gpus = int(s["gpus"])
+    if ft is not None and gpus > 1:
+        nx.append(f"LoRA under FSDP over {gpus} GPUs: ffnlab prices one GPU holding the whole base")
+    if s["torch_compile"] is True:
+        nx.append("torch.compile (its fused kernels change the saved activations; priced eager)")
+    if s["float8"] is True:
+        nx.append("float8 linear layers")
+    if s["activation_offload"] is True:
+        nx.append("activations offloaded to CPU (priced on the GPU)")
+    if s["optimizer_in_backward"] is True:
+        nx.append("optimizer step fused into backward")
+    if int(lay_s.get("cp", 1)) > 1:
+        nx.append("context parallelism")
+    if "foak" in str(s.get("framework_config", "")):
+        nx.append("fms-acceleration's fused LoRA, norm, RoPE and cross-entropy kernels (foak)")
+    if ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", "")):
+        nx.append("prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms")
+    for key in ("optimizer", "precision"):
+        if s[key] == UNKNOWN:
+            nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")
+    if case["memory_kind"] == "reserved":
+        approx.append("published is reserved memory (the caching allocator's peak); ffnlab predicts allocated")
+    if case["memory_kind"] == "active":
+        approx.append("published is active memory (allocated up to block rounding)")
+    if "FSDP1" in str(lay_s.get("engine", "")):
+        approx.append("FSDP1 (FullyShardedDataParallel) priced with ffnlab's FSDP2 working terms")
+    if s["precision"] == "mixed-bf16-fsdp2":
+        approx.append("FSDP2 keeps fp32 sharded parameters and gradients; ffnlab counts bf16 weights and "
+                      "gradients plus an fp32 master: the same 16 B per parameter with AdamW")
+
+    step = StepOptions(loss=s["loss"] if s["loss"] in ("full", "chunked", "fused") else "full",
+                       loss_chunks=int(s.get("loss_chunks", 8)),
+                       logits_held=s["logits_freed"] is not True,
+                       optimizer_impl=s["optimizer_impl"] if s["optimizer_impl"] in ("foreach", "fused") else "foreach",
+                       grad_accum=s["grad_accum"] if isinstance(s["grad_accum"], int) else 1)
+    if s["logits_freed"] == UNKNOWN:
+        approx.append("whether the trainer frees its logits is not stated (priced as held)")
+    finetune = None
+    if ft is not None:
+        targets, note = _targets(ft["targets"])
+        if note:
+            approx.append(note)
+        if isinstance(ft.get("lora_dropout"), (int, float)) and ft["lora_dropout"] > 0:
+            approx.append(f"lora_dropout {ft['lora_dropout']} (ffnlab models 0: no dropped copy of each adapter input)")
+        if ft.get("adapter_dtype") == "bf16" and s["precision"] != "pure-bf16":
+            approx.append("bf16 adapters (ffnlab counts fp32 adapters, as peft keeps them)")
+        if ft.get("double_quant") is False:
+            approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
+        alpha = ft["alpha"] if isinstance(ft.get("alpha"), (int, float)) else None
+        finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
+                                   base_format=ft["base_format"] or "nf4")
+    optimizer = {"adamw": "adamw", "adam8bit": "adam8bit"}.get(s["optimizer"], "adamw")
+    work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
+                    recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
+                    attention="fused" if s["attention"] == "fused" else "eager",
+                    optimizer=optimizer, step=step, finetune=finetune)
+    layout = Layout(dp=int(lay_s["dp"]), tp=int(lay_s["tp"]), pp=int(lay_s["pp"]), zero=int(lay_s["zero"]))
+    return Pricing(model=s["model"], work=work, layout=layout,
+                   api="finetune_summary" if finetune is not None else "memory_summary",
+                   not_expressible=tuple(nx), approximations=tuple(approx))
+
+
+__all__ = ["DATA", "Pricing", "case_problems", "cases", "load", "pricing", "problems"]

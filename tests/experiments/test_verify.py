@@ -7,6 +7,7 @@ exactly 1 and the claim is never true)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import yaml
 from cli_run import run
@@ -42,6 +43,7 @@ def test_verify_end_to_end_decides_a_known_case(tmp_path, tmp_path_factory):
     assert cs["verdict"] in ("false", "inconclusive")  # never "true": ratio 4 is not faster than itself
     # the CLI, claims --evidence, the HTML claim table and the Markdown all show the same verdicts
     assert f"ratio-4-optimal: {ro['verdict']}" in p.stdout
+    assert p.stdout.rstrip().splitlines()[-1].startswith(f"next: open {out / 'index.html'}; more commands: ")
     rows = {r["id"]: r for r in json.loads(run("claims", "--evidence", str(out), "--json").stdout)}
     assert rows["ratio-4-optimal"]["verdict"] == "false"
     assert rows["golden-transformer-8pct"]["verdict"] == cs["verdict"]
@@ -53,3 +55,23 @@ def test_verify_end_to_end_decides_a_known_case(tmp_path, tmp_path_factory):
     assert html.index("ratio-4-optimal: <span class=\"v false\">") < html.index('<h2 id="comparisons">')
     assert html.index('<h2 id="audit">Zoo audit</h2>') > html.index('<h2 id="claims">Every claim checked')
     assert "needs-experiment: run ffnlab verify" not in html
+
+
+def test_verify_names_the_venvs_ffnlab_when_the_shell_has_none(tmp_path, monkeypatch):
+    """make demo runs verify from .venv without activating it: the last line says how to reach ffnlab."""
+    from ffnlab.cli import experiments
+
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "activate").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(experiments.sys, "executable", str(venv_bin / "python"))
+    monkeypatch.setattr(experiments.shutil, "which", lambda name: None)
+    line = experiments.next_command_hint(Path("reports/verify"))
+    assert line == ("next: open reports/verify/index.html; more commands: `source .venv/bin/activate` "
+                    "(then `ffnlab --help`), or `.venv/bin/ffnlab --help`")
+    monkeypatch.setattr(experiments.shutil, "which", lambda name: "/usr/bin/ffnlab")
+    assert experiments.next_command_hint(Path("r")).endswith("more commands: `ffnlab --help`")
+    (venv_bin / "activate").unlink()  # no virtual environment: the interpreter runs the module
+    monkeypatch.setattr(experiments.shutil, "which", lambda name: None)
+    assert experiments.next_command_hint(Path("r")).endswith(f"`{venv_bin / 'python'} -m ffnlab --help`")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -147,3 +148,27 @@ def verify(
     p = result.paths
     print(one_line(f"report: {p['html']}") + "\n" + one_line(f"        {p['markdown']}")
           + f"\n({result.wall_s:.0f} s)")
+    print(one_line(next_command_hint(out)))
+
+
+def next_command_hint(out: Path) -> str:
+    """The closing line of ``verify``: where to look and how to run the next command, naming the
+    virtual environment's ``ffnlab`` when the shell cannot find one (``make demo`` runs it from
+    ``.venv`` without activating it)."""
+    here = shutil.which("ffnlab")
+    venv_bin = Path(sys.executable).parent
+    if here is not None:
+        how = "`ffnlab --help`"
+    elif (venv_bin / "activate").is_file():
+        how = f"`source {rel(venv_bin / 'activate')}` (then `ffnlab --help`), or `{rel(venv_bin / 'ffnlab')} --help`"
+    else:
+        how = f"`{sys.executable} -m ffnlab --help`"
+    return f"next: open {out / 'index.html'}; more commands: {how}"
+
+
+def rel(path: Path) -> str:
+    """``path`` relative to the working folder where it lies inside it, else as it is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -45,6 +45,7 @@ Nothing here is a figure of its own: it only computes from the measured file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -162,16 +163,18 @@ def _hf_config(model: Any) -> dict[str, Any] | None:
 
 
 def measure_cases(device: str, save: Callable[[dict[str, Any]], None], names: Iterable[str] | None = None,
-                  lora_names: Iterable[str] | None = None, precisions: Iterable[str] = PRECISIONS) -> dict[str, Any]:
+                  lora_names: Iterable[str] | None = None, precisions: Iterable[str] = PRECISIONS,
+                  scale: bool = False) -> dict[str, Any]:
     """Every step case (or those named) in every precision, then the LoRA cases; ``save`` gets the
-    result so far after each record (a section that runs out of time still returns what it has)."""
+    result so far after each record (a section that runs out of time still returns what it has).
+    ``scale``: the realistic-size cases (``SCALE_CASES``) instead, built on the device, no LoRA."""
     _helpers()
     import torch
-    from memory_step_cases import CASES, build
+    from memory_step_cases import CASES, SCALE_CASES, build
 
     wanted = None if names is None else set(names)
-    lora_wanted = None if lora_names is None else set(lora_names)
-    steps = [c for c in CASES if wanted is None or c.name in wanted]
+    lora_wanted = set() if scale else None if lora_names is None else set(lora_names)
+    steps = [c for c in (SCALE_CASES if scale else CASES) if wanted is None or c.name in wanted]
     out: dict[str, Any] = {
         "device": device, "torch": torch.__version__, "cuda": torch.version.cuda,
         "transformers": _version("transformers"), "peft": _version("peft"),
@@ -197,7 +200,8 @@ def measure_cases(device: str, save: Callable[[dict[str, Any]], None], names: It
     for precision in precisions:
         for case in steps:
             def one(case: Any = case, precision: str = precision) -> dict[str, Any]:
-                built = build(case)
+                with torch.device(device) if scale else contextlib.nullcontext():  # 1B weights: init on the GPU
+                    built = build(case)
                 if case.family != "ffnlab" and case.name not in out["configs"]:
                     out["configs"][case.name] = _hf_config(built[0])
                 return measure_step(case, precision, device, built)
@@ -258,9 +262,9 @@ def _spread(xs: list[float]) -> dict[str, float | int | None]:
 def analyse(result: dict[str, Any]) -> dict[str, Any]:
     """The predicted/measured rows of a memory section's result, and their summary."""
     _helpers()
-    from memory_step_cases import CASES, predict
+    from memory_step_cases import CASES, SCALE_CASES, predict
 
-    steps = {c.name: c for c in CASES}
+    steps = {c.name: c for c in CASES + SCALE_CASES}
     cpu = not str(result.get("device", "")).startswith("cuda")
     rows = []
     for r in result["records"]:
@@ -362,16 +366,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("path", nargs="?", default=str(RESULTS / "gpu-check-cuda.json"),
                     help="a gpu-check JSON (or the memory section's result file)")
     ap.add_argument("--out", default=str(RESULTS), help="folder for memory-<device>.md and .json")
+    ap.add_argument("--measure-scale", metavar="DEVICE", default=None,
+                    help="measure the realistic-size cases on DEVICE first (GPU minutes; writes "
+                         "memory-scale-<device>-raw.json), then table them")
     a = ap.parse_args(argv)
+    out = Path(a.out)
+    if a.measure_scale:
+        kind = "cuda" if a.measure_scale.startswith("cuda") else "cpu"
+        raw = out / f"memory-scale-{kind}-raw.json"
+        out.mkdir(parents=True, exist_ok=True)
+        measure_cases(a.measure_scale, lambda d: raw.write_text(json.dumps(d, indent=1, default=str)), scale=True)
+        a.path, stem = str(raw), "memory-scale"
+    else:
+        stem = "memory"
     doc = analyse(load_result(Path(a.path)))
     kind = "cuda" if str(doc.get("device", "")).startswith("cuda") else "cpu"
-    out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     md = markdown(doc)
-    (out / f"memory-{kind}.json").write_text(json.dumps(doc, indent=1, default=str))
-    (out / f"memory-{kind}.md").write_text(md)
+    (out / f"{stem}-{kind}.json").write_text(json.dumps(doc, indent=1, default=str))
+    (out / f"{stem}-{kind}.md").write_text(md)
     print(md)
-    print(f"wrote {out / f'memory-{kind}'}.{{md,json}}", file=sys.stderr)
+    print(f"wrote {out / f'{stem}-{kind}'}.{{md,json}}", file=sys.stderr)
     return doc
 
 

@@ -115,6 +115,20 @@ CASES = [
 ]
 
 
+# Realistic sizes, measured on a GPU only (benchmarks/memory_cuda.py --measure scale): where the
+# CPU suite's tiny models show the allocator's small-block rounding, these show a real step's.
+LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+                num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=True, max_position_embeddings=4096)
+QWEN_05B = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=4096)
+SCALE_CASES = [
+    Case("Llama-3.2-1B shape, batch 4 x 2048", "LlamaConfig", LLAMA_1B, 4, 2048),
+    Case("Llama-3.2-1B shape, batch 4 x 2048, gradient checkpointing", "LlamaConfig", LLAMA_1B, 4, 2048,
+         recompute="full"),
+    Case("Qwen2-0.5B shape, batch 8 x 1024", "Qwen2Config", QWEN_05B, 8, 1024),
+]
+
+
 def build(case: Case) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]:
     """(model, ffnlab's config for it, loss function of a batch -> (loss, output held))."""
     import torch

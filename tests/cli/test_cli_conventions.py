@@ -123,6 +123,18 @@ def test_help_is_prose_without_type_noise(capsys, monkeypatch, command):
     assert max(len(line) for line in r80.stdout.splitlines()) <= 80
 
 
+@pytest.mark.parametrize("command", ["fit", "size", "audit"])
+def test_help_text_keeps_a_readable_width_at_100_columns(capsys, monkeypatch, command):
+    """The widest flag sets the flags' column for every option: with
+    --reshard-after-forward/--no-reshard-after-forward the help text had 28 of 100 columns; with
+    --reshard/--no-reshard (the old spelling hidden, still accepted) it has 48."""
+    r = cli(capsys, monkeypatch, 100, command, "--help")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("│ --batch "))
+    help_width = len(line.rstrip()) - 2 - line.index("Sequences per micro-batch")
+    assert help_width >= 45, r.stdout
+    assert "--no-reshard" in r.stdout and "reshard-after-forward" not in r.stdout
+
+
 def test_root_help_lists_version_and_completion_without_noise(capsys, monkeypatch):
     r = cli(capsys, monkeypatch, 100, "--help")
     for option in ("--version", "--install-completion", "--show-completion"):

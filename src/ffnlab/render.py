@@ -170,16 +170,17 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column],
     return buf.getvalue()
 
 
-def rich_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], title: str | None = None,
+def rich_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column],
                lines: bool = False):  # noqa: ANN201 - rich type kept out of the signature
     """A rich Table whose cells stay whole: a number column is never narrower than its widest
     number (its header wraps instead), a text column never narrower than its longest word (up to
-    TEXT_MIN_WIDTH; longer words fold). ``lines``: a rule between rows (rows of several lines)."""
+    TEXT_MIN_WIDTH; longer words fold). ``lines``: a rule between rows (rows of several lines).
+    It has no title: :func:`print_table` prints one as a paragraph above it."""
     from rich.cells import cell_len
     from rich.table import Table
 
     cells = [[_display(c, r) for c in columns] for r in rows]
-    t = Table(title=table_cell(title) if title else None, show_lines=lines, header_style="bold")
+    t = Table(show_lines=lines, header_style="bold")
     for j, c in enumerate(columns):
         column = [row[j] for row in cells]
         if c.justify == "right":  # a number
@@ -196,6 +197,16 @@ def rich_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], tit
     return t
 
 
+def print_table(console: Any, rows: Sequence[Mapping[str, Any]], columns: Sequence[Column],
+                title: str | None = None, lines: bool = False) -> None:
+    """The table on ``console`` (a rich Console), its ``title`` first as a paragraph: left-aligned
+    and wrapped at words to the console's width (a rich table title wraps to the table's width,
+    centred: a long title over a narrow table stood as a column of short lines)."""
+    if title:
+        console.print(table_cell(title), style="table.title")
+    console.print(rich_table(rows, columns, lines))
+
+
 def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], fmt: str = "table",
          title: str | None = None, *, wide: bool = False, lines: bool = False) -> None:
     """Print ``rows`` in ``fmt``; the terminal table leaves out ``wide`` columns unless ``wide``
@@ -208,7 +219,7 @@ def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], fmt: str 
         return
     shown = [c for c in columns if wide or not c.wide]
     console = console_for_tables(wide)
-    console.print(rich_table(rows, shown, title, lines))
+    print_table(console, rows, shown, title, lines)
     hidden = [c.header for c in columns if c not in shown]
     if hidden:
         console.print(table_cell(f"--wide adds: {', '.join(hidden)}"), style="dim")

@@ -123,6 +123,18 @@ def test_help_is_prose_without_type_noise(capsys, monkeypatch, command):
     assert max(len(line) for line in r80.stdout.splitlines()) <= 80
 
 
+@pytest.mark.parametrize("command", ["fit", "size", "audit"])
+def test_help_text_keeps_a_readable_width_at_100_columns(capsys, monkeypatch, command):
+    """The widest flag sets the flags' column for every option: with
+    --reshard-after-forward/--no-reshard-after-forward the help text had 28 of 100 columns; with
+    --reshard/--no-reshard (the old spelling hidden, still accepted) it has 48."""
+    r = cli(capsys, monkeypatch, 100, command, "--help")
+    line = next(x for x in r.stdout.splitlines() if x.startswith("│ --batch "))
+    help_width = len(line.rstrip()) - 2 - line.index("Sequences per micro-batch")
+    assert help_width >= 45, r.stdout
+    assert "--no-reshard" in r.stdout and "reshard-after-forward" not in r.stdout
+
+
 def test_root_help_lists_version_and_completion_without_noise(capsys, monkeypatch):
     r = cli(capsys, monkeypatch, 100, "--help")
     for option in ("--version", "--install-completion", "--show-completion"):
@@ -183,6 +195,28 @@ def test_wide_adds_the_hidden_columns(capsys, monkeypatch):
     head = parse_tables(wide)[0]["header"]
     assert {"type", "d_model", "pow2"} <= {c for line in head for c in line}
     assert parse_tables(wide)[0]["body"][0][2] == "4096"  # whole cells even beyond 80 columns
+
+
+def test_a_table_title_is_one_paragraph_above_the_table_not_centred_lines(capsys, monkeypatch):
+    """A long title over a narrow table (fit --mode serve: two columns) wrapped to the table's
+    width, centred, in six lines at 120 columns; it is a paragraph as wide as the terminal."""
+    from rich.console import Console
+
+    from ffnlab.render import Column, print_table
+
+    title = ("llama-3-8b, serve, 8 GPUs, batch 1 x 2048, KV bf16 on H100 (79.65 GiB reported by the device - "
+             "7.96 GiB reserve = 71.68 GiB usable): layouts that fit, smallest first")
+    console = Console(width=120, record=True, file=io.StringIO(), color_system=None)
+    print_table(console, [{"layout": "dp 8, tp 1, pp 1", "gib": "15.21 GiB"}],
+                [Column("layout", "layout", justify="left"), Column("gib", "per GPU")], title)
+    lines = console.export_text().splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("┏"))
+    assert top == 2, lines  # 147 characters: two lines at 120 columns, then the table
+    assert lines[0].startswith("llama-3-8b, serve") and len(lines[0].rstrip()) > 100
+    assert " ".join(" ".join(lines[:top]).split()) == title
+    narrow = cli(capsys, monkeypatch, 120, "fit", "llama-3-8b", "--mode", "serve", "--gpu", "H100").stdout
+    head = narrow.splitlines()[:3]
+    assert head[0].startswith("llama-3-8b, serve") and head[2].startswith("┏"), narrow
 
 
 # ---------------------------------------------------------------- CSV

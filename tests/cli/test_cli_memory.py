@@ -266,14 +266,14 @@ def test_size_audit_and_fit_print_what_the_api_returns_for_the_same_workload() -
         return json.loads(json.dumps(plain(res)))
 
     work, lay = _workload()
-    layout = ("--dp", "8", "--zero", "3", "--prefetch", "2", "--no-reshard-after-forward")
+    layout = ("--dp", "8", "--zero", "3", "--prefetch", "2", "--no-reshard")
     _, cfg = resolve_model("llama-3-8b")
     want = as_json(memory_summary(cfg, work, lay))
     assert run_json("size", "--from", "llama-3-8b", *MEMORY_ARGS, *layout)["model"]["memory"] == want
     (row,) = run_json("audit", "llama-3-8b", *MEMORY_ARGS, *layout)
     assert row["memory"] == want == as_json(memory_of(cfg, work, lay))
     got = run_json("fit", "llama-3-8b", "--gpu", "H100", "--gpus", "8", *MEMORY_ARGS, "--prefetch", "2",
-                   "--no-reshard-after-forward")
+                   "--no-reshard-after-forward")  # the old spelling of --no-reshard, hidden, still works
     res = as_json(fit(cfg, work, gpus=8, accelerator="H100", sharding=lay.sharding, context_limit=8192))
     assert isinstance(res, dict) and {k: got[k] for k in res} == res
     best = got["best"]["layout"]
@@ -316,3 +316,15 @@ def test_fit_refuses_a_bad_mla_cache_before_any_model_is_read() -> None:
     for mode in ("train", "serve"):
         p = run("fit", "llama-3-8b", "--gpu", "H100", "--mode", mode, "--mla-cache", "bogus")
         assert_usage_error(p, "--mla-cache must be one of latent, expanded, got 'bogus'")
+
+
+def test_the_old_reshard_flag_is_hidden_and_errors_name_the_new_one() -> None:
+    """--reshard/--no-reshard replaced --reshard-after-forward/--no-reshard-after-forward in
+    --help (60 columns wide with its negative, it squeezed every help text); the old spelling
+    still works, and a refusal names the flag --help shows."""
+    assert "reshard-after-forward" not in run("size", "--help").stdout
+    assert "--no-reshard" in run("size", "--help").stdout
+    args = ("size", "--from", "llama-3-8b", "--finetune", "lora")
+    for spelling in ("--no-reshard", "--no-reshard-after-forward"):
+        p = run(*args, spelling)
+        assert_usage_error(p, "--reshard not modelled")

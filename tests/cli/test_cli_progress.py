@@ -60,6 +60,44 @@ def test_a_progress_name_cannot_carry_markup_or_escapes():
     assert lines[0].startswith("[[link=mailto:a@b]x\\x1b[2J y] step 2/2")
 
 
+def _bar_line(monkeypatch, width: int) -> str:
+    """The bar's final line as a terminal ``width`` columns wide shows it (a training run's fields)."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    monkeypatch.setattr("ffnlab.training.progress._stderr_console", lambda: console)
+    bar = Progress(300, description="swiglu-r2.67-seed0-d512", tokens_per_unit=16384, mode="bar")
+    bar.update(80, loss="3.215 (step 80)", mfu="38.2%", val="3.301 (step 50)")
+    bar.close()
+    (line,) = [x.rstrip() for x in console.export_text().splitlines() if x.strip()]
+    return line
+
+
+def test_the_bar_line_drops_whole_fields_by_priority_where_rich_cut_them(monkeypatch):
+    """At 100 columns rich's columns were each cut with an ellipsis ('80…', 'elapsed 0…'): the
+    line keeps its fields whole, leaving out the least important (elapsed, the name) first."""
+    line = _bar_line(monkeypatch, 100)
+    assert "…" not in line and len(line) <= 100, line
+    for whole in ("80/300", "| loss 3.215 (step 80)", "| mfu 38.2%", "| val 3.301 (step 50)", "ETA "):
+        assert whole in line, (whole, line)
+    assert "elapsed" not in line and "swiglu-r2.67" not in line
+    wide = _bar_line(monkeypatch, 200)
+    assert wide.startswith("swiglu-r2.67-seed0-d512 ━") and "elapsed 0:00:0" in wide and "…" not in wide
+    narrow = _bar_line(monkeypatch, 40)
+    assert narrow.startswith("80/300 | loss 3.215 (step 80)") and "ETA " in narrow and len(narrow) <= 40
+
+
+def test_fit_fields_takes_fields_whole_by_priority():
+    from ffnlab.training.progress import fit_fields
+
+    fields = [(3, "name"), (0, "1/2"), (1, "loss 3"), (2, "elapsed 0:00:01")]
+    assert fit_fields(fields, 100) == [0, 1, 2, 3]
+    assert fit_fields(fields, 15) == [0, 1, 2]  # elapsed (16 wide with its gap) left out, the name fits
+    assert fit_fields(fields, 3) == [1]  # the count always stays
+
+
 def test_the_tokenising_bar_counts_to_exactly_its_total(corpus_dir, tmp_path, monkeypatch):
     """The total counts the separators between documents too (it overshot by them before)."""
     from ffnlab.training.corpus.sources import join_documents, resolve_source

@@ -65,6 +65,30 @@ def test_html_and_markdown_show_the_same_verdicts_cards_first(report):
     assert "deciding 95% interval" in html and "Levene" in html and "sensitivity" in html
 
 
+def css_rules(html: str) -> dict[str, str]:
+    """The page's style sheet as {selector: declarations}, one entry per selector of each rule."""
+    css = html[html.index("<style>") + 7:html.index("</style>")]
+    rules: dict[str, str] = {}
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css):
+        for sel in selectors.split(","):
+            rules[" ".join(sel.split())] = rules.get(" ".join(sel.split()), "") + ";" + body
+    return rules
+
+
+def test_a_verdict_word_never_breaks_inside_a_table_cell(report):
+    """Table cells may break anywhere (overflow-wrap:anywhere keeps long names inside a narrow
+    page), which split a verdict such as INCONCLUSIVE or NEEDS-EXPERIMENT over two lines: the
+    verdict's span keeps it whole. Every verdict word in a cell is such a span."""
+    html = report["html"].read_text()
+    rules = css_rules(html)
+    assert "overflow-wrap:anywhere" in rules["table td"]
+    assert "white-space:nowrap" in rules[".v"] and "overflow-wrap:normal" in rules[".v"]
+    words = ("true", "false", "inconclusive", "misleading", "unverifiable", "needs-experiment")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html)
+    verdicts = [c for c in cells if re.sub(r"<[^>]+>", "", c) in words]
+    assert verdicts and all(re.fullmatch(r'<span class="v [a-z-]+">[a-z-]+</span>', c) for c in verdicts)
+
+
 def test_page_in_a_headless_browser(report):
     if find_browser() is None:
         pytest.skip("no Chromium on PATH (apt-get install -y chromium)")

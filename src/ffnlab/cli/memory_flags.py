@@ -53,8 +53,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
     "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
     "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
-    "reshard_after_forward": ("--reshard-after-forward/--no-reshard-after-forward",
-        "FSDP: free a layer's gathered weights after its forward (off = SHARD_GRAD_OP)."),
+    "reshard_after_forward": ("--reshard/--no-reshard",
+        "FSDP: free a layer's gathered weights after its forward (reshard_after_forward; off = "
+        "SHARD_GRAD_OP)."),
     "loss": ("--loss",
         "Loss implementation: full (cross-entropy over all logits: transformers, torchtitan, "
         "nanoGPT) | chunked (torchtune) | fused (fused linear cross-entropy, Liger)."),
@@ -75,6 +76,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "qlora_base": ("--qlora-base",
         "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
 }
+# old spellings, still accepted and left out of --help (a 60-column flag squeezed every help text)
+ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--no-reshard-after-forward"}
 # with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
 NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "zero3", "prefetch", "reshard_after_forward")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
@@ -116,7 +119,7 @@ class MemoryFlags:
 
     def changed(self) -> list[str]:
         """The flags given a value other than their default, as ``--flag`` names."""
-        return ["--" + f.name.replace("_", "-") for f in fields(self) if getattr(self, f.name) != f.default]
+        return [flag(f.name) for f in fields(self) if getattr(self, f.name) != f.default]
 
     def workload(self, *, seq_len: int, dtype: str, mla: str = "latent", finetune: bool = True) -> Workload:
         """The workload flags as one :class:`ffnlab.sizing.memory.workload.Workload` (which checks
@@ -169,8 +172,13 @@ class MemoryFlags:
         return opts
 
 
+def flag(name: str) -> str:
+    """The flag of MemoryFlags field ``name`` as --help shows it (``reshard_after_forward``: ``--reshard``)."""
+    return OPTIONS[name][0].split("/")[0] if name in OPTIONS else "--" + name.replace("_", "-")
+
+
 def _flags(names: list[str]) -> str:
-    return ", ".join("--" + n.replace("_", "-") for n in names)
+    return ", ".join(flag(n) for n in names)
 
 
 TYPES = typing.get_type_hints(MemoryFlags)
@@ -190,15 +198,22 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
         flags = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n],
                                    default=typer.Option(DEFAULTS[n], OPTIONS[n][0], help=OPTIONS[n][1]))
                  for n in names]
+        aliases = {n: f"{n}__alias" for n in ALIASES if n in names}  # each old spelling: a hidden flag
+        flags += [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n] | None,
+                                    default=typer.Option(None, ALIASES[n], hidden=True))
+                  for n, a in aliases.items()]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
-            mem = MemoryFlags(**{n: kwargs.pop(n) for n in names})
+            old = {n: kwargs.pop(a) for n, a in aliases.items()}
+            given = {n: kwargs.pop(n) for n in names}
+            mem = MemoryFlags(**{**given, **{n: v for n, v in old.items() if v is not None}})
             return command(*args, mem=mem, **kwargs)
 
         typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])
         run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
-                               **{n: TYPES[n] for n in names}}
+                               **{n: TYPES[n] for n in names},
+                               **{a: TYPES[n] | None for n, a in aliases.items()}}
         return run
     return wrap
 

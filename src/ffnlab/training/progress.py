@@ -1,6 +1,7 @@
 """Progress for long work: a rich bar on a terminal, periodic lines otherwise.
 
 Shows steps, the latest metrics, tokens/s and an ETA. Used by training, sweeps and verify.
+The bar's line fits the terminal by leaving whole fields out, least important first (:func:`fit_fields`).
 In ``lines`` mode a line comes at most every ``every_s`` seconds while work remains, when the
 step or a metric changed, and the final state once, at ``close()`` (however often the caller reports it). Names and metrics are shown
 as plain text (never rich markup, control characters escaped).
@@ -11,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ffnlab import escape
 
@@ -53,18 +54,12 @@ class Progress:
         self._bar = None
         self._final_shown = False
         if mode == "bar":
-            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
             from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(
-                TextColumn("{task.description}", style="bold", markup=False), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[info]}", markup=False), TextColumn("elapsed"), TimeElapsedColumn(),
-                TextColumn("ETA {task.fields[eta]}"), transient=False, refresh_per_second=4,
-                console=_stderr_console())
+            self._bar = RichProgress(cast(Any, _LineColumn(self)), transient=False, refresh_per_second=4,
+                                     console=_stderr_console())
             self._bar.start()
-            from rich.markup import escape as markup_escape
-
-            self._task = self._bar.add_task(markup_escape(description), total=total, completed=start, info="", eta="?")
+            self._task = self._bar.add_task(description, total=total, completed=start)
 
     def rate(self) -> float:
         elapsed = time.perf_counter() - self.t0
@@ -78,7 +73,8 @@ class Progress:
         r = self.rate()
         return (self.total - self.done) / r if r > 0 else None
 
-    def info(self) -> str:
+    def info_parts(self) -> list[str]:
+        """The metrics, in the order first reported, then tokens/s (each one line of plain text)."""
         parts = []
         for k, v in self.metrics.items():
             parts.append(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}")
@@ -87,7 +83,10 @@ class Progress:
             parts.append(f"{(self.tokens - self.tokens_start) / elapsed if elapsed > 0 else 0.0:,.0f} tok/s")
         elif self.tokens_per_unit:
             parts.append(f"{self.rate() * self.tokens_per_unit:,.0f} tok/s")
-        return escape.one_line(" | ".join(parts))
+        return [escape.one_line(p) for p in parts]
+
+    def info(self) -> str:
+        return " | ".join(self.info_parts())
 
     def line(self) -> str:
         """The current state as one line: ``[name] step 40/300 | loss 2.1 | 9,000 tok/s | ETA 0:31``."""
@@ -110,10 +109,8 @@ class Progress:
         if tokens is not None:
             self.tokens = tokens
         self.metrics.update({k: v for k, v in metrics.items() if v is not None})
-        eta = self.eta_s()
-        eta_txt = _fmt_eta(eta) if eta is not None else "?"
         if self._bar is not None:
-            self._bar.update(self._task, completed=done, info=self.info(), eta=eta_txt)
+            self._bar.update(self._task, completed=done)  # the line itself is drawn by _LineColumn
         elif self.mode == "lines":
             now = time.perf_counter()
             # a line says something new: the same step and metrics again (a sweep polling while
@@ -129,6 +126,96 @@ class Progress:
             self._bar = None
         elif self.mode == "lines" and self._emitted != self._state() and self.done > self.start:
             self._emit_line()
+
+
+BAR_MIN, BAR_MAX = 10, 40  # the bar's width: drawn only with at least BAR_MIN columns to spare
+
+
+def fit_fields(fields: list[tuple[int, str]], width: int, gap: int = 1) -> list[int]:
+    """Which of ``fields`` (``(priority, text)``, in display order; 0 = most important) fit in
+    ``width`` columns, ``gap`` apart: taken whole in order of priority (display order among
+    equals), each one that still fits beside those taken, the rest left out; priority 0 is always
+    kept. Returns the kept fields' indices in display order."""
+    from rich.cells import cell_len
+
+    kept: list[int] = []
+    used = -gap
+    for i in sorted(range(len(fields)), key=lambda i: (fields[i][0], i)):
+        need = gap + cell_len(fields[i][1])
+        if used + need <= width or fields[i][0] == 0:
+            kept.append(i)
+            used += need
+    return sorted(kept)
+
+
+class _LineColumn:
+    """The whole bar line as one rich progress column, laid out at the width it is drawn at: the
+    fields are whole or left out by priority (rich's columns each cut with '…' when the line is
+    too long: '80…', 'elapsed 0…' at 100 columns). Priority: the count, the ETA, the metrics in
+    the order reported, tokens/s, the bar (10 to 40 columns, taking what is left), the name,
+    the elapsed time."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+
+    # the rich ProgressColumn interface (duck-typed: rich only calls these two)
+    def get_table_column(self):  # noqa: ANN201 - rich type kept out of the signature
+        from rich.table import Column
+
+        return Column(no_wrap=True, ratio=1)
+
+    def __call__(self, task: Any) -> Any:
+        return _FittedLine(self.progress, task)
+
+
+class _FittedLine:
+    """One render of the bar line (see :class:`_LineColumn`), fitted to ``options.max_width``."""
+
+    def __init__(self, progress: Progress, task: Any):
+        self.progress, self.task = progress, task
+
+    def fields(self) -> list[tuple[int, str | None]]:
+        """(priority, text) in display order; the bar's text is None (it is drawn, not written)."""
+        p, task = self.progress, self.task
+        eta = p.eta_s()
+        parts = p.info_parts()
+        n = len(parts)
+        return [(n + 4, p.description), (n + 3, None), (0, f"{task.completed:,.0f}/{task.total:,.0f}"),
+                *((2 + i, f"| {x}") for i, x in enumerate(parts)),
+                (n + 5, f"elapsed {_fmt_elapsed(task.elapsed or 0.0)}"),
+                (1, f"ETA {_fmt_eta(eta) if eta is not None else '?'}")]
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.cells import cell_len
+        from rich.progress_bar import ProgressBar
+        from rich.table import Table
+        from rich.text import Text
+
+        fields = self.fields()
+        sized = [(pr, " " * BAR_MIN if text is None else text) for pr, text in fields]  # the bar at its least
+        kept = fit_fields(sized, options.max_width)
+        spare = options.max_width - sum(cell_len(sized[i][1]) for i in kept) - max(0, len(kept) - 1)
+        grid = Table.grid(padding=(0, 1))
+        cells: list[Any] = []
+        for i in kept:
+            text = fields[i][1]
+            if text is None:
+                width = min(BAR_MAX, BAR_MIN + spare)
+                grid.add_column(width=width, no_wrap=True)
+                cells.append(ProgressBar(total=self.task.total, completed=self.task.completed, width=width))
+            else:
+                grid.add_column(no_wrap=True, min_width=cell_len(text))
+                cells.append(Text(text, style="bold" if i == 0 else ""))
+        grid.add_row(*cells)
+        yield grid
+
+
+def _fmt_elapsed(seconds: float) -> str:
+    """H:MM:SS, as rich's elapsed column writes it."""
+    seconds = max(0, int(seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}"
 
 
 def start_line(name: str, *, params: int, non_embedding: int, d_model: int, d_ff: int, ffn_kind: str,

@@ -368,8 +368,13 @@ def audit(
             emit_finetune(rows, fmt)
         return
     render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
+    from ffnlab.sizing.hf import DEFAULTS_NOTE
+
     for r in rows:
         render.note(f"{r.name}: {r.verdict}", fmt)
+        for part in (r.note or "").split("; "):  # what transformers' defaults filled in: not silent
+            if part.startswith(DEFAULTS_NOTE):
+                render.note(f"{r.name}: {part}", fmt)
     emit_memory(rows, fmt, wide=wide)
     if work.adapters:
         emit_finetune(rows, fmt)

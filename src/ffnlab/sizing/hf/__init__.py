@@ -174,7 +174,7 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
 
 def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str, Any]]:
     """:func:`from_hf_dict`'s config and the size keys config.json lacks whose value is the config
-    class's default (:attr:`ConfigKeys.defaulted`: key -> value, in the order read)."""
+    class's default (the ``defaulted`` of :class:`ConfigKeys`: key -> value, in the order read)."""
     require(isinstance(data, dict), "config.json must contain a JSON object")
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")

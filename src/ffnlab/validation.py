@@ -7,6 +7,9 @@
   by :func:`build`, which turns a parsed mapping into the dataclass (nested dataclasses, lists,
   optional values, unknown keys with a "did you mean"), every error in one wording:
   ``<context>: <key> must be <expectation>, got <value>``;
+* counts on the command line: :func:`count`, the one parser of ``8k``, ``8K``, ``8Ki``, ``15T``
+  (sizes by vLLM's ``--max-model-len`` convention, totals in decimal: :data:`SIZE_FORMS`,
+  :data:`TOTAL_FORMS`);
 * names and paths: :func:`safe_name` (one folder name, never ``.`` or ``..``) and
   :func:`confined` (a path built from user data stays inside its parent).
 
@@ -359,3 +362,48 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
 __all__ = ["Check", "FfnlabError", "MAX_DIGITS", "NAME", "NONEMPTY_UNIQUE", "SEED_MAX", "above", "between",
            "build", "choice", "confined", "fail", "fraction", "integer", "number", "one_of", "safe_name",
            "show"]
+
+
+# Counts on the command line, one parser (:func:`count`) with two conventions. A size (a sequence
+# length, a batch, a width, a layer or GPU count) reads its suffix as vLLM reads --max-model-len:
+# lower case decimal (8k = 8,000), upper case binary (8K = 8Ki = 8,192). A total (tokens, parameters)
+# reads its suffix in decimal whatever the case (15T = 15e12, 7B = 7e9), as the published totals
+# are written; a total may be a decimal or in e-notation (1.3e9) and is rounded to a whole number.
+_SIZE_SCALE = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
+               "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40,
+               "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_TOTAL_SCALE = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+_SIZE = re.compile(r"([0-9]+(?:\.[0-9]+)?)(Ki|Mi|Gi|Ti|[kmgtKMGT])")
+_TOTAL = re.compile(r"([0-9]*\.?[0-9]+)(?:e([+-]?[0-9]+))?([kmbgt]?)")
+_PLAIN_INT = re.compile(r"[+-]?[0-9]+")
+SIZE_FORMS = ("an integer, or one with a suffix read as vLLM reads --max-model-len: lower case decimal "
+              "(8k = 8,000), upper case binary (8K = 8Ki = 8,192); k/K, m/M, g/G, t/T, Ki, Mi, Gi, Ti")
+TOTAL_FORMS = "a number, or one with a decimal suffix in any case: 125M, 7B, 15T, 1.3e9"
+
+
+def count(value: Any, where: str, *, total: bool = False) -> tuple[int, bool]:
+    """``value`` (an int, or text such as ``8k``, ``8K``, ``8Ki``, ``15T``) as an integer, and
+    whether a suffix was used (the caller then echoes the value read). ``total``: the decimal
+    convention of token and parameter totals, else vLLM's for sizes. Range checks are the
+    caller's: a plain integer passes as is (``-1`` too). Errors name ``where`` and the forms."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value, False
+    text = str(value).strip()
+    forms = TOTAL_FORMS if total else SIZE_FORMS
+    if len(text) <= MAX_TEXT and _PLAIN_INT.fullmatch(text) and len(text.lstrip("+-")) <= MAX_DIGITS:
+        return int(text), False
+    if total:
+        m = _TOTAL.fullmatch(text.lower()) if len(text) <= MAX_TEXT else None
+        if m is None or abs(int(m.group(2) or 0)) > 100:  # bounded: 1e5000 is never expanded
+            raise FfnlabError(f"{where}: cannot read {show(value)}; expected {forms}")
+        # exact: 1e30 is 10**30
+        n = Fraction(m.group(1)) * Fraction(10) ** int(m.group(2) or 0) * _TOTAL_SCALE[m.group(3)]
+        return round(n), True
+    m = _SIZE.fullmatch(text) if len(text) <= MAX_TEXT else None
+    if m is None:
+        raise FfnlabError(f"{where}: cannot read {show(value)}; expected {forms}")
+    n = Fraction(m.group(1)) * _SIZE_SCALE[m.group(2)]
+    if n.denominator != 1:
+        raise FfnlabError(f"{where}: {show(value)} is {float(n):,}, not a whole number; expected {forms}")
+    return int(n), True
+

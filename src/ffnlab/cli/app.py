@@ -8,6 +8,8 @@ Also the conventions every command follows: ``--version``, shell completion (typ
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +18,7 @@ import typer
 from ffnlab import __version__, render
 from ffnlab.errors import require
 from ffnlab.netwait import TIMEOUT_HELP
-from ffnlab.validation import choice, integer
+from ffnlab.validation import choice, count, integer
 
 if TYPE_CHECKING:
     from ffnlab.sizing.widths import WidthRule
@@ -104,6 +106,25 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented con
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
 WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal table (the default fits 80 columns).")
 TIMEOUT_OPTION = typer.Option(None, "--timeout", help=TIMEOUT_HELP)
+
+
+def counted(flag: str, *, total: bool = False) -> Callable[[Any], int]:
+    """The ``parser`` of a count flag (``typer.Option(..., parser=counted("--seq-len"))``):
+    :func:`ffnlab.validation.count`, a size by vLLM's convention (``8k`` = 8,000, ``8K`` = ``8Ki``
+    = 8,192) or, ``total``, a token or parameter total in decimal (``15T``). A value written with
+    a suffix is echoed on stderr (``note: --seq-len 8k read as 8,000``); one that cannot be read
+    is a usage error naming the flag and the forms it takes."""
+
+    def parse(value: Any) -> int:
+        try:
+            n, suffixed = count(value, flag, total=total)
+        except ValueError as e:  # not a ValueError to typer: its own message would drop the forms
+            raise typer.BadParameter(str(e).removeprefix(f"{flag}: ")) from None
+        if suffixed:
+            print(f"note: {flag} {str(value).strip()} read as {n:,}", file=sys.stderr)
+        return n
+    parse.__name__ = "int"  # the type help shows: <int>, as before
+    return parse
 
 
 def check_format(fmt: str) -> str:

@@ -19,6 +19,7 @@ from ffnlab.cli.app import (
     app,
     check_format,
     check_ints,
+    counted,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, decimals
@@ -31,11 +32,11 @@ DATASET_OPTION = typer.Option(None, "--dataset", help=(
     "only when a Hub model is named)."))
 DATASET_CONFIG_OPTION = typer.Option(None, "--dataset-config", help="The Hub dataset's config (default wikitext-103-raw-v1 for the default dataset).")
 SPLIT_OPTION = typer.Option("test", "--split", help="The Hub dataset's split.")
-CONTEXT_OPTION = typer.Option(None, "--context", help="Window length in tokens (default: the model's context, as lm-eval takes it).")
-BATCH_OPTION = typer.Option(4, "--batch", help="Windows per forward pass.")
+CONTEXT_OPTION = typer.Option(None, "--context", parser=counted("--context"), help="Window length in tokens (default: the model's context, as lm-eval takes it).")
+BATCH_OPTION = typer.Option(4, "--batch", parser=counted("--batch"), help="Windows per forward pass.")
 DTYPE_OPTION = typer.Option("auto", "--dtype", help="auto (the checkpoint's), float32, bfloat16 or float16.")
 DEVICE_OPTION = typer.Option("auto", "--device", help="auto (CUDA when present), cpu or cuda[:N].")
-LIMIT_OPTION = typer.Option(None, "--limit", help="Score only the first N documents (a quick check; the figure is then not the test set's).")
+LIMIT_OPTION = typer.Option(None, "--limit", parser=counted("--limit"), help="Score only the first N documents (a quick check; the figure is then not the test set's).")
 PROGRESS_OPTION = typer.Option("auto", "--progress", help="auto, bar, lines or off (stderr).")
 CACHE_OPTION = typer.Option(True, "--cache/--no-cache", help="Reuse and keep results per model revision, dataset and settings (~/.cache/ffnlab/perplexity, or $FFNLAB_CACHE).")
 
@@ -139,7 +140,7 @@ def perplexity(
     split: str = SPLIT_OPTION,
     protocol: str = typer.Option("both", "--protocol", help="documents (lm-eval's wikitext: word and byte perplexity), strided (the transformers docs' token perplexity) or both."),
     context: int = CONTEXT_OPTION,
-    stride: int = typer.Option(512, "--stride", help="Strided protocol: tokens between window starts."),
+    stride: int = typer.Option(512, "--stride", parser=counted("--stride"), help="Strided protocol: tokens between window starts."),
     batch: int = BATCH_OPTION,
     dtype: str = DTYPE_OPTION,
     device: str = DEVICE_OPTION,
@@ -242,7 +243,7 @@ def _measure_target(target: str) -> str:
 def table(
     models: list[str] = typer.Argument(..., help="Zoo names (see 'ffnlab zoo'), config.json paths or folders, or Hub ids org/name (or org/name@revision)."),
     measure: bool = typer.Option(False, "--measure", help="Measure perplexity now (ffnlab perplexity's documents protocol; zoo names load their Hub id: downloads)."),
-    seq_len: int = typer.Option(None, "--seq-len", help="Context for the training FLOPs per token (default: each model's context from its config)."),
+    seq_len: int = typer.Option(None, "--seq-len", parser=counted("--seq-len"), help="Context for the training FLOPs per token (default: each model's context from its config)."),
     dataset: str = DATASET_OPTION,
     dataset_config: str = DATASET_CONFIG_OPTION,
     context: int = CONTEXT_OPTION,

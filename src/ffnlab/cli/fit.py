@@ -16,6 +16,7 @@ from ffnlab.cli.app import (
     WIDE_OPTION,
     app,
     check_format,
+    counted,
 )
 from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
@@ -45,8 +46,10 @@ MIN_MFU = 1e-3  # 0.1%: with MAX_TOKENS, keeps every training time finite (1e-30
 def _count(text: str) -> int:
     from ffnlab.sizing.plan import parse_count
 
-    n = parse_count(text)
+    n = parse_count(text, "--tokens")  # a total: 15T is 15e12 (the one count parser, decimal)
     require(n <= MAX_TOKENS, f"--tokens must be at most 1e30, got {text!r}")
+    if not text.strip().isdigit():
+        note(f"--tokens {text.strip()} read as {n:,}")
     return n
 
 
@@ -120,13 +123,13 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 @memory_flags(without=LAYOUT)
 def fit(
     target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
-    gpus: int = typer.Option(8, "--gpus", help="GPUs available."),
+    gpus: int = typer.Option(8, "--gpus", parser=counted("--gpus"), help="GPUs available."),
     gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S "
                                                 "RTX4090 (default: compare all)."),
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
                                                                 "--gpu, that card's peaks for the time estimate)."),
     mode: str = typer.Option("train", "--mode", help="train | serve."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length (training) or context (serving)."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Sequence length (training) or context (serving)."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype (weights, activations)."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     mla: str = typer.Option("latent", "--mla-cache", help="MLA KV cache: latent (vLLM/SGLang) | expanded."),
@@ -136,8 +139,8 @@ def fit(
     precision: str = typer.Option("bf16", "--precision", help="Tensor-core peak used for time: bf16 | fp8."),
     reserve: float = typer.Option(None, "--reserve", help="GiB per GPU held back for what no term counts (CUDA "
                                                           "context, NCCL, fragmentation; default 10% of memory)."),
-    max_tp: int = typer.Option(8, "--max-tp", help="Largest tensor-parallel group (one node)."),
-    top: int = typer.Option(8, "--top", help="Layouts to list with --gpu."),
+    max_tp: int = typer.Option(8, "--max-tp", parser=counted("--max-tp"), help="Largest tensor-parallel group (one node)."),
+    top: int = typer.Option(8, "--top", parser=counted("--top"), help="Layouts to list with --gpu."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,

@@ -185,6 +185,13 @@ TYPES = typing.get_type_hints(MemoryFlags)
 DEFAULTS = {f.name: f.default for f in fields(MemoryFlags)}
 
 
+def _count_parser(name: str) -> dict[str, Any]:
+    """An integer flag's ``parser``: the one count parser (``--batch 1k``, ``--lora-rank 1K``)."""
+    from ffnlab.cli.app import counted
+
+    return {"parser": counted(OPTIONS[name][0])} if TYPES[name] in (int, int | None) else {}
+
+
 def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: the command's ``mem: MemoryFlags`` parameter becomes the memory flags (all of
     :data:`OPTIONS` but ``without``, which keep their defaults), in place, and the command receives
@@ -196,7 +203,8 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
         params = list(sig.parameters.values())
         at = next(i for i, p in enumerate(params) if p.name == "mem")
         flags = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n],
-                                   default=typer.Option(DEFAULTS[n], OPTIONS[n][0], help=OPTIONS[n][1]))
+                                   default=typer.Option(DEFAULTS[n], OPTIONS[n][0], help=OPTIONS[n][1],
+                                                        **_count_parser(n)))
                  for n in names]
         aliases = {n: f"{n}__alias" for n in ALIASES if n in names}  # each old spelling: a hidden flag
         flags += [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n] | None,

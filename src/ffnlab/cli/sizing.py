@@ -21,6 +21,7 @@ from ffnlab.cli.app import (
     app,
     check_format,
     check_ints,
+    counted,
 )
 from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
 from ffnlab.cli.memory_view import (
@@ -60,25 +61,25 @@ SHAPE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "vocab", "untie
 @memory_flags()
 def size(
     ctx: typer.Context,
-    d_model: int = typer.Option(None, "--d-model", help="Model width (required unless --from)."),
+    d_model: int = typer.Option(None, "--d-model", parser=counted("--d-model"), help="Model width (required unless --from)."),
     from_model: str = typer.Option(None, "--from", help="Size a real model: a zoo name, a config.json or a Hub id org/name[@rev]; the width options re-size its FFN."),
     ffn: str = typer.Option(None, "--ffn", help=f"FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu (default {DEFAULT_KIND}, or the --from model's)."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier (llama rule)."),
-    multiple_of: int = typer.Option(None, "--multiple-of", help="Round the width to this multiple."),
+    multiple_of: int = typer.Option(None, "--multiple-of", parser=counted("--multiple-of"), help="Round the width to this multiple."),
     rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
-    d_ff: int = typer.Option(None, "--d-ff", help="Explicit width."),
-    n_layers: int = typer.Option(None, "--n-layers", help="Also size a whole decoder of this depth (at most 100,000 layers)."),
-    n_heads: int = typer.Option(None, "--n-heads", help="Attention heads (default d_model/64, i.e. head_dim 64)."),
-    n_kv_heads: int = typer.Option(None, "--n-kv-heads", help="KV heads for GQA/MQA (default n_heads)."),
-    vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    d_ff: int = typer.Option(None, "--d-ff", parser=counted("--d-ff"), help="Explicit width."),
+    n_layers: int = typer.Option(None, "--n-layers", parser=counted("--n-layers"), help="Also size a whole decoder of this depth (at most 100,000 layers)."),
+    n_heads: int = typer.Option(None, "--n-heads", parser=counted("--n-heads"), help="Attention heads (default d_model/64, i.e. head_dim 64)."),
+    n_kv_heads: int = typer.Option(None, "--n-kv-heads", parser=counted("--n-kv-heads"), help="KV heads for GQA/MQA (default n_heads)."),
+    vocab: int = typer.Option(50257, "--vocab", parser=counted("--vocab"), help="Vocabulary size."),
     untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
     norm: str = typer.Option(None, "--norm", help="rmsnorm | layernorm | layernorm-nobias | none (default: rmsnorm for gated FFNs, layernorm for plain)."),
     positions: str = typer.Option(None, "--positions", help="rope | learned | none | alibi (default: rope for gated FFNs, learned for plain)."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Context length: attention FLOPs and the rows of a learned position table."),
-    experts: int = typer.Option(0, "--experts", help="MoE: number of routed experts (0 = dense)."),
-    top_k: int = typer.Option(2, "--top-k", help="MoE: experts per token."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Context length: attention FLOPs and the rows of a learned position table."),
+    experts: int = typer.Option(0, "--experts", parser=counted("--experts"), help="MoE: number of routed experts (0 = dense)."),
+    top_k: int = typer.Option(2, "--top-k", parser=counted("--top-k"), help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here; --finetune with --from)
@@ -200,17 +201,17 @@ def plan(
     ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule ratio or param-matched)."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for plain)."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
-    multiple_of: int = typer.Option(None, "--multiple-of", help="Round d_ff to this multiple."),
-    vocab: int = typer.Option(50257, "--vocab", help="Vocabulary size."),
+    multiple_of: int = typer.Option(None, "--multiple-of", parser=counted("--multiple-of"), help="Round d_ff to this multiple."),
+    vocab: int = typer.Option(50257, "--vocab", parser=counted("--vocab"), help="Vocabulary size."),
     untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Rows of a learned position table (plain FFNs)."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Rows of a learned position table (plain FFNs)."),
     count: str = typer.Option("total", "--count", help="Match 'total' or 'non-embedding' parameters."),
     tolerance: float = typer.Option(0.02, "--tolerance", help="Refuse when no shape is this close (0.02 = 2%)."),
-    d_multiple: int = typer.Option(64, "--d-multiple", help="d_model must be a multiple of this."),
+    d_multiple: int = typer.Option(64, "--d-multiple", parser=counted("--d-multiple"), help="d_model must be a multiple of this."),
     head_dims: str = typer.Option("64,128", "--head-dims", help="Allowed head sizes, comma-separated."),
     aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
-    kv_groups: int = typer.Option(1, "--kv-groups", help="Query heads per KV head (1 = MHA)."),
-    top: int = typer.Option(8, "--top", help="How many candidates to show."),
+    kv_groups: int = typer.Option(1, "--kv-groups", parser=counted("--kv-groups"), help="Query heads per KV head (1 = MHA)."),
+    top: int = typer.Option(8, "--top", parser=counted("--top"), help="How many candidates to show."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -228,7 +229,7 @@ def plan(
     except ValueError:
         as_float = None
     require(as_float is None or math.isfinite(as_float), f"parameter count must be a finite number, got {target!r}")
-    n = parse_count(target)
+    n = parse_count(target, "plan TARGET (a parameter count)")  # the title echoes the count read
     require(n <= MAX_PLAN_TARGET, f"parameter count must be at most {MAX_PLAN_TARGET:.0e}, got {target!r}")
     if rule is None:
         rule = default_rule(ffn).rule
@@ -274,8 +275,8 @@ def plan(
 
 @app.command(rich_help_panel=SIZING)
 def explain(
-    d_model: int = typer.Option(..., "--d-model", help="Model width."),
-    d_ff: int = typer.Option(..., "--d-ff", help="FFN width to explain."),
+    d_model: int = typer.Option(..., "--d-model", parser=counted("--d-model"), help="Model width."),
+    d_ff: int = typer.Option(..., "--d-ff", parser=counted("--d-ff"), help="FFN width to explain."),
     ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind (gated kinds also try the LLaMA rule)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
@@ -325,7 +326,7 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 def audit(
     targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo'), paths to config.json files, or Hub ids org/name[@rev] (their config.json is fetched)."),
     all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
-    seq_len: int = typer.Option(2048, "--seq-len", help="Sequence length for the memory section."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Sequence length for the memory section."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory section."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     as_json: bool = JSON_OPTION,
@@ -368,8 +369,13 @@ def audit(
             emit_finetune(rows, fmt)
         return
     render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
+    from ffnlab.sizing.hf import DEFAULTS_NOTE
+
     for r in rows:
         render.note(f"{r.name}: {r.verdict}", fmt)
+        for part in (r.note or "").split("; "):  # what transformers' defaults filled in: not silent
+            if part.startswith(DEFAULTS_NOTE):
+                render.note(f"{r.name}: {part}", fmt)
     emit_memory(rows, fmt, wide=wide)
     if work.adapters:
         emit_finetune(rows, fmt)

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app
+from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted
 
 EXIT_DIVERGED = 3
 
@@ -31,20 +31,20 @@ def train(
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its last checkpoint, "
                                 "with the config saved there (flags given now override it)."),
     set_: list[str] = typer.Option(None, "--set", help="Override a config key: --set model.ffn.ratio=4 (repeatable)."),
-    d_model: int = typer.Option(None, "--d-model", help="model.d_model (default 128)."),
-    n_layers: int = typer.Option(None, "--n-layers", help="model.n_layers (default 4)."),
-    n_heads: int = typer.Option(None, "--n-heads", help="model.n_heads (default 4)."),
+    d_model: int = typer.Option(None, "--d-model", parser=counted("--d-model"), help="model.d_model (default 128)."),
+    n_layers: int = typer.Option(None, "--n-layers", parser=counted("--n-layers"), help="model.n_layers (default 4)."),
+    n_heads: int = typer.Option(None, "--n-heads", parser=counted("--n-heads"), help="model.n_heads (default 4)."),
     ffn: str = typer.Option(None, "--ffn", help="model.ffn.kind (default swiglu)."),
     rule: str = typer.Option(None, "--rule", help="model.ffn.rule: ratio, param-matched, llama, golden, explicit."),
     ratio: str = typer.Option(None, "--ratio", help="model.ffn.ratio (e.g. 4 or 8/3)."),
-    d_ff: int = typer.Option(None, "--d-ff", help="model.ffn.d_ff (sets the explicit rule)."),
-    experts: int = typer.Option(None, "--experts", help="model.ffn.n_experts: routed experts (MoE; 0 = dense)."),
-    top_k: int = typer.Option(None, "--top-k", help=f"model.ffn.top_k: experts per token (default {DEFAULT_TOP_K} "
+    d_ff: int = typer.Option(None, "--d-ff", parser=counted("--d-ff"), help="model.ffn.d_ff (sets the explicit rule)."),
+    experts: int = typer.Option(None, "--experts", parser=counted("--experts"), help="model.ffn.n_experts: routed experts (MoE; 0 = dense)."),
+    top_k: int = typer.Option(None, "--top-k", parser=counted("--top-k"), help=f"model.ffn.top_k: experts per token (default {DEFAULT_TOP_K} "
                                                     "with --experts, at most --experts)."),
     lr: float = typer.Option(None, "--lr", help="train.lr, the peak learning rate (default 3e-3)."),
-    batch_size: int = typer.Option(None, "--batch-size", help="train.batch_size, sequences per step (default 16)."),
-    seq_len: int = typer.Option(None, "--seq-len", help="train.seq_len, the context in tokens (default 128)."),
-    max_steps: int = typer.Option(None, "--max-steps", "--steps", help="train.max_steps (default 300)."),
+    batch_size: int = typer.Option(None, "--batch-size", parser=counted("--batch-size"), help="train.batch_size, sequences per step (default 16)."),
+    seq_len: int = typer.Option(None, "--seq-len", parser=counted("--seq-len"), help="train.seq_len, the context in tokens (default 128)."),
+    max_steps: int = typer.Option(None, "--max-steps", "--steps", parser=counted("--max-steps"), help="train.max_steps (default 300)."),
     corpus: str = typer.Option(None, "--corpus", help="data.corpus: shakespeare, a path, hf:NAME[:CONFIG]."),
     tokenizer: str = typer.Option(None, "--tokenizer", help="data.tokenizer (byte or bpe)."),
     seed: int = typer.Option(None, "--seed", help="train.seed."),
@@ -177,9 +177,9 @@ def export(
 def generate(
     run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
     prompt: str = typer.Option(..., "--prompt", "-p", help="The text the model continues."),
-    tokens: int = typer.Option(200, "--tokens", "-n", help="New tokens to generate."),
+    tokens: int = typer.Option(200, "--tokens", "-n", parser=counted("--tokens", total=True), help="New tokens to generate."),
     temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature, finite, >= 0 (0 = the most likely token; a tiny one tends to it)."),
-    top_k: int = typer.Option(None, "--top-k", help="Sample from the k most likely tokens only."),
+    top_k: int = typer.Option(None, "--top-k", parser=counted("--top-k"), help="Sample from the k most likely tokens only."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed, 0 to 2**32-1 (the same seed gives the same text)."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:

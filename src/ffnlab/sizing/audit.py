@@ -24,7 +24,10 @@ from ffnlab.sizing.hf import (
     MULTIMODAL,
     MULTIMODAL_NOTE,
     SUPPORTED_MODEL_TYPES,
-    load_hf_config,
+    config_name,
+    defaults_note,
+    read_hf_config,
+    translate_hf_dict,
     unknowns,
 )
 from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
@@ -195,7 +198,8 @@ def audit_target(target: str, counter: TransformersCounter | None = None
     p = Path(target)
     if p.exists() or target.endswith(".json") or "/" in target:
         try:
-            cfg, raw = load_hf_config(p)
+            found_at, raw = read_hf_config(p)
+            cfg, defaulted = translate_hf_dict(raw, name=config_name(found_at))
         except FfnlabError as refused:  # no translator, or one refusing this config: transformers judges it
             found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=str(refused))
             if found is None:
@@ -206,7 +210,8 @@ def audit_target(target: str, counter: TransformersCounter | None = None
             found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=whole)
             if found is not None:
                 return found
-        note = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
+        multimodal = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
+        note = "; ".join(x for x in (multimodal, defaults_note(raw, defaulted)) if x) or None
         return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note,
                             unknown=unknowns(raw)), cfg
     e = find(target)  # not a file either: find() names close zoo names

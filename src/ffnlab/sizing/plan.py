@@ -11,7 +11,6 @@ depth is solved directly rather than searched.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -22,22 +21,19 @@ from ffnlab.sizing.config import ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.widths import WidthRule, make_rule, resolve_d_ff, short_int
+from ffnlab.validation import count as read_count
 
-_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
 
-
-def parse_count(text: str | int | float) -> int:
-    """Parse ``"125M"``, ``"7B"``, ``"1.3e9"`` or a number into an integer count."""
+def parse_count(text: str | int | float, where: str = "parameter count") -> int:
+    """Parse ``"125M"``, ``"7B"``, ``"1.3e9"`` or a number into an integer count: a total, its
+    suffix decimal in any case (:func:`ffnlab.validation.count`, ``total=True``)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        require(math.isfinite(text), f"parameter count must be finite, got {text!r}")
-        value = Fraction(text)
+        require(math.isfinite(text), f"{where} must be finite, got {text!r}")
+        n = round(Fraction(text))
     else:
-        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kmbgt]?)\s*", str(text).lower())
-        if not m:
-            raise FfnlabError(f"cannot read parameter count {text!r}; write e.g. 125M, 7B or 1.3e9")
-        value = Fraction(m.group(1)) * _SUFFIX[m.group(2)]  # exact: 1e30 is 10**30
-    require(value >= 1, f"parameter count must be >= 1, got {text!r}")
-    return round(value)
+        n = read_count(text, where, total=True)[0]
+    require(n >= 1, f"{where} must be >= 1, got {text!r}")
+    return n
 
 
 @dataclass(frozen=True)

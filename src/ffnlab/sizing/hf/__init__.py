@@ -169,6 +169,12 @@ def text_config(data: dict[str, Any]) -> dict[str, Any]:
 
 def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
     """Translate a parsed config.json; raise :class:`ffnlab.errors.FfnlabError` naming the offending key."""
+    return translate_hf_dict(data, name)[0]
+
+
+def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str, Any]]:
+    """:func:`from_hf_dict`'s config and the size keys config.json lacks whose value is the config
+    class's default (the ``defaulted`` of :class:`ConfigKeys`: key -> value, in the order read)."""
     require(isinstance(data, dict), "config.json must contain a JSON object")
     model_type = data.get("model_type")
     require(model_type is not None, "config.json has no 'model_type' key")
@@ -190,7 +196,21 @@ def from_hf_dict(data: Any, name: str = "") -> ModelConfig:
             f"config.json ({text_type}): add_cross_attention is true: ffnlab's translators do not model "
             "cross-attention layers")
     cfg = implementation(clamp_top_k(HF_TRANSLATORS[text_type](keys)), text_type, text)
-    return validate(replace(cfg, name=name or data.get("_name_or_path") or model_type), grouped=False)
+    named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
+    return validate(named, grouped=False), dict(keys.defaulted)
+
+
+# how the note on defaulted keys begins (the audit table shows it below the verdict)
+DEFAULTS_NOTE = "keys missing from config.json, taken from transformers'"
+
+
+def defaults_note(data: dict[str, Any], defaulted: dict[str, Any]) -> str | None:
+    """The audit note naming the size keys config.json ``data`` lacks and transformers fills from
+    its config class, as :func:`translate_hf_dict` found them (None when it lacks none)."""
+    if not defaulted:
+        return None
+    shown = ", ".join(f"{k} {v:,}" for k, v in defaulted.items())
+    return f"{DEFAULTS_NOTE} {text_config(data)['model_type']} config defaults: {shown}"
 
 
 def clamp_top_k(cfg: ModelConfig) -> ModelConfig:

@@ -39,6 +39,11 @@ class ConfigKeys:
         self.data, self.model_type = data, model_type
         self.class_defaults = CLASS_DEFAULTS.get(model_type, {})
         self.null_refused = NULL_REFUSED.get(model_type, frozenset())
+        # the size keys (widths, counts) absent from config.json whose value is the config class's
+        # default, in the order read: the audit names them, since
+        # transformers fills the same defaults silently; a value derived from other keys (a null
+        # class default, as GPT-2's n_inner) is not one
+        self.defaulted: dict[str, Any] = {}
 
     def check(self) -> None:
         """Refuse what transformers refuses whether or not ffnlab reads the key: a null it does not
@@ -66,8 +71,10 @@ class ConfigKeys:
                 value = null if null is not MISSING else (False if kind is bool else default)
         else:
             value = self.class_defaults.get(key, default)
-            if value is None:
+            if value is None:  # a null class default: a value derived from other keys
                 value = default if null is MISSING else null
+            elif kind is int and key in self.class_defaults:
+                self.defaulted.setdefault(key, value)
         if value is MISSING:
             raise FfnlabError(f"config.json (model_type {self.model_type!r}) is missing key {key!r}")
         if value is None:

@@ -8,6 +8,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,21 @@ def test_size_gpu_serves_as_fit_does_and_needs_a_whole_model(capsys):
     assert unknown.returncode == 2 and "did you mean H200" in unknown.stderr and "--gpu-memory" not in unknown.stderr
     bad = run_cli(capsys, "size", "--d-model", "4096", "--gpu", "H100")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu needs a whole model" in bad.stderr
+
+
+def test_cuda_reported_totals_are_sourced_and_below_nvidia_smi():
+    """What CUDA reports (torch.cuda.mem_get_info, vLLM's total_gpu_memory) is kept apart from
+    nvidia-smi's total: the H200 as measured on the lent machine, the H100 as vLLM logged it; a card
+    with no source falls back to nvidia-smi's figure and says so."""
+    accs = {a.name: a for a in load_accelerators()}
+    assert accs["H200"].cuda_reported_bytes == 150_109_880_320
+    assert "cuda-memory-h200.txt" in accs["H200"].cuda_reported_source
+    assert round(accs["H100"].cuda_reported_bytes / 2**30, 2) == 79.22
+    for a in accs.values():
+        if a.cuda_reported_bytes is None:
+            assert a.cuda_reported_source == "" and a.cuda_total_bytes == a.memory_bytes
+            assert "assumed nvidia-smi" in a.cuda_total_assumption()
+        else:
+            assert a.cuda_reported_source and 0.95 * a.memory_bytes < a.cuda_total_bytes < a.memory_bytes
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "cuda-memory-h200.txt"
+    assert "150,109,880,320 bytes" in results.read_text()

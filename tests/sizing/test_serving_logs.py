@@ -31,6 +31,7 @@ from ffnlab.sizing.serving_engines import (
     concurrency,
     engine_profile,
     gqa_bytes_per_token,
+    sglang_cache_bytes,
     vllm_cache_bytes,
 )
 from ffnlab.sizing.zoo import find, is_zoo_name
@@ -93,6 +94,11 @@ def test_logged_parts_and_kv_tokens(case: dict[str, Any]) -> None:
         ours = blocks_and_tokens(log["cache_gib"] * GIB, bpt, profile["block_size"])
         assert within(ours.tokens, logged_tokens, bytes_each=bpt), (ours.tokens, logged_tokens)
         assert abs(ours.tokens - logged_tokens) / logged_tokens <= 0.03
+    if "rest_gib" in log:  # SGLang: free after the weights less (1 - fraction) of the total
+        total = (log["free_after_weights_gib"] + log["weights_gib"]) * GIB
+        rest = sglang_cache_bytes(total, settings["mem_fraction_static"],
+                                  free_after_weights_bytes=log["free_after_weights_gib"] * GIB)
+        assert within(rest, log["rest_gib"] * GIB), (rest / GIB, log["rest_gib"])
     if case["engine"] == "sglang":  # K and V of the logged tokens, each half a cell
         for key in ("k_gib", "v_gib"):
             assert within(log["tokens"] * bpt / 2, log[key] * GIB), (log["tokens"] * bpt / 2 / GIB, log[key])

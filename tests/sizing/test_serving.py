@@ -8,6 +8,7 @@ import json
 import random
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -135,7 +136,10 @@ def test_cli_prints_what_fits_and_how_fast():
                         "--mode", "serve", "--seq-len", "4096", "--batch", "8"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     out = " ".join(p.stdout.split())
-    assert "up to 29 sequences of 4,096 tokens" in out and "tokens/s per sequence" in out
+    assert "KV cache holds" in out and "tokens/s per sequence" in out
+    # cache capacity and the model's context limit are named apart (Llama-2-7B takes 4,096 tokens)
+    assert "the model accepts at most 4,096 tokens per sequence; concurrency at 4,096: 29." in out
+    assert "at batch 1" not in out
     assert "roofline upper bound" in out
     j = subprocess.run([sys.executable, "-m", "ffnlab", "fit", "llama-2-7b", "--gpu", "H100", "--gpus", "1",
                         "--mode", "serve", "--seq-len", "4096", "--batch", "8", "--json"],
@@ -164,8 +168,29 @@ def test_size_gpu_serves_as_fit_does_and_needs_a_whole_model(capsys):
     assert sv["capacity"]["max_batch_at_context"] == left // (512 * 1024 * 4096)
     text = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", "--seq-len", "4096", "--batch", "8",
                    "--format", "markdown")
-    assert "up to 29 sequences of 4,096" in text.stdout and "roofline upper bound" in text.stdout
+    assert "concurrency at 4,096: 29." in text.stdout and "roofline upper bound" in text.stdout
+    longer = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H100", "--seq-len", "2048", "--format",
+                     "markdown").stdout
+    assert "at most 4,096 tokens per sequence" in longer and "sequences of 2,048 tokens fit" in longer
     unknown = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", "H900")
     assert unknown.returncode == 2 and "did you mean H200" in unknown.stderr and "--gpu-memory" not in unknown.stderr
     bad = run_cli(capsys, "size", "--d-model", "4096", "--gpu", "H100")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu needs a whole model" in bad.stderr
+
+
+def test_cuda_reported_totals_are_sourced_and_below_nvidia_smi():
+    """What CUDA reports (torch.cuda.mem_get_info, vLLM's total_gpu_memory) is kept apart from
+    nvidia-smi's total: the H200 as measured on the lent machine, the H100 as vLLM logged it; a card
+    with no source falls back to nvidia-smi's figure and says so."""
+    accs = {a.name: a for a in load_accelerators()}
+    assert accs["H200"].cuda_reported_bytes == 150_109_880_320
+    assert "cuda-memory-h200.txt" in accs["H200"].cuda_reported_source
+    assert round(accs["H100"].cuda_reported_bytes / 2**30, 2) == 79.22
+    for a in accs.values():
+        if a.cuda_reported_bytes is None:
+            assert a.cuda_reported_source == "" and a.cuda_total_bytes == a.memory_bytes
+            assert "assumed nvidia-smi" in a.cuda_total_assumption()
+        else:
+            assert a.cuda_reported_source and 0.95 * a.memory_bytes < a.cuda_total_bytes < a.memory_bytes
+    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "cuda-memory-h200.txt"
+    assert "150,109,880,320 bytes" in results.read_text()

@@ -262,7 +262,7 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
                                            "smallest first", wide=wide)
         _show_best(res, mode, fmt)
     if res.serving is not None:
-        _print_lines("serving:", serving_lines(res.serving, batch), fmt)
+        _print_lines("serving:", serving_lines(res.serving, batch, ask.context_limit), fmt)
     if res.time is not None:
         t = res.time
         print(f"time for {tokens} tokens: {t.days:,.1f} days, {t.gpu_hours:,.0f} GPU-hours "

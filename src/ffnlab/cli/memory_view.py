@@ -123,15 +123,25 @@ def emit_memory(rows: list[AuditRow], fmt: str, *, wide: bool = False) -> None:
             render.note(f"{r.name}: no memory estimate: {r.memory_error}", fmt)
 
 
-def serving_lines(serving: ServingFigures, batch: int) -> list[str]:
-    """What fits and how fast, for a serving layout (``fit --mode serve``, ``size --gpu``)."""
+def serving_lines(serving: ServingFigures, batch: int, context_limit: int | None = None) -> list[str]:
+    """What fits and how fast, for a serving layout (``fit --mode serve``, ``size --gpu``). The KV
+    cache's capacity (tokens, at batch 1) and the longest context the model accepts
+    (``context_limit``, its config's ``max_position_embeddings``; None: not on record) are named
+    apart; the concurrency at that length is capacity / limit, as vLLM's "Maximum concurrency" line."""
     cap, sp = serving.capacity, serving.speed
     each = f" (each of {serving.replicas} replicas)" if serving.replicas > 1 else ""
-    longest = cap.max_context_at_batch_1
-    context = ("any context at batch 1 (every layer's sliding window caps its KV cache)" if longest is None
-               else f"a context of up to {longest:,} tokens at batch 1")
-    lines = [f"{serving.layout}{each} holds {context}, or up to {cap.max_batch_at_context:,} sequences of "
-             f"{cap.context:,} tokens"]
+    tokens = cap.max_context_at_batch_1
+    held = ("KV cache: every layer's sliding window caps it, so any context fits" if tokens is None
+            else f"KV cache holds {tokens:,} tokens")
+    if context_limit is None:
+        limit = "no context limit on record"
+    else:
+        limit = f"the model accepts at most {context_limit:,} tokens per sequence"
+        if tokens is not None:
+            limit += f"; concurrency at {context_limit:,}: {tokens / context_limit:,.2f}x"
+    if cap.context != context_limit or tokens is None:  # at the limit, the concurrency says it
+        limit += f"; {cap.max_batch_at_context:,} sequences of {cap.context:,} tokens fit"
+    lines = [f"{serving.layout}{each}: {held}; {limit}"]
     if sp:
         lines.append(f"decode at batch {batch}: at most {sp.tokens_per_s_per_sequence:,.1f} tokens/s per "
                      f"sequence, {sp.tokens_per_s_total:,.0f} tokens/s per replica ({sp.bound} bound: "

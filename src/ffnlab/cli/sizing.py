@@ -146,6 +146,14 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
     return out
 
 
+def _context_limit(name: str | None) -> int | None:
+    """The longest context a zoo model's config.json declares (None: not a zoo name, or none)."""
+    from ffnlab.sizing.memory.fit import context_limit
+    from ffnlab.sizing.zoo import find, is_zoo_name
+
+    return context_limit(find(name).hf_config) if name is not None and is_zoo_name(name) else None
+
+
 def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
     width, gated = out.d_ff, out.gated
     if as_json:
@@ -184,7 +192,8 @@ def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: s
         if m.serving is not None:
             sv = m.serving
             assert sv.batch is not None  # size sets it
-            pairs += [(f"serving on {sv.accelerator}", line) for line in serving_lines(sv, sv.batch)]
+            limit = _context_limit(out.from_model)
+            pairs += [(f"serving on {sv.accelerator}", line) for line in serving_lines(sv, sv.batch, limit)]
             pairs += [("assumed", f"serving: {gib(sv.usable_bytes)} usable per GPU ({sv.accelerator}'s "
                                   f"reported memory less a {gib(sv.reserve_bytes)} reserve, as fit assumes)")]
             pairs += [("assumed", f"serving: {line}") for line in sv.assumptions]

@@ -52,6 +52,24 @@ class Accelerator:
     # memory bandwidth (GB/s, 10^9 bytes) from the datasheet: the decode roofline's denominator
     bandwidth_gbps: float | None = None
     bandwidth_source: str = ""
+    # what CUDA itself reports as the total (torch.cuda.mem_get_info; vLLM's total_gpu_memory), below
+    # nvidia-smi's figure; None where no measurement or published log gives it
+    cuda_reported_bytes: int | None = None
+    cuda_reported_source: str = ""
+
+    @property
+    def cuda_total_bytes(self) -> int:
+        """The total CUDA reports (what a serving engine sizes its cache from): the recorded
+        figure, or the nvidia-smi total where none is on record (:meth:`cuda_total_assumption`)."""
+        return self.cuda_reported_bytes if self.cuda_reported_bytes is not None else self.memory_bytes
+
+    def cuda_total_assumption(self) -> str:
+        """Where :attr:`cuda_total_bytes` comes from, in one line."""
+        if self.cuda_reported_bytes is not None:
+            return (f"{self.name}: CUDA reports {self.cuda_reported_bytes / 2**30:,.2f} GiB in total "
+                    f"({self.cuda_reported_source})")
+        return (f"{self.name}: no CUDA-reported total on record; assumed nvidia-smi's {self.usable_mib:,} MiB "
+                "(CUDA shows about 1-3% less on the cards measured, so the cache is overstated by as much)")
 
     @property
     def memory_bytes(self) -> int:

@@ -375,7 +375,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         kind = "cuda" if a.measure_scale.startswith("cuda") else "cpu"
         raw = out / f"memory-scale-{kind}-raw.json"
         out.mkdir(parents=True, exist_ok=True)
-        measure_cases(a.measure_scale, lambda d: raw.write_text(json.dumps(d, indent=1, default=str)), scale=True)
+        def save(d: dict[str, Any]) -> None:
+            raw.write_text(json.dumps(d, indent=1, default=str))
+
+        measure_cases(a.measure_scale, save, scale=True)
         a.path, stem = str(raw), "memory-scale"
     else:
         stem = "memory"

@@ -316,3 +316,20 @@ def test_fit_refuses_a_bad_mla_cache_before_any_model_is_read() -> None:
     for mode in ("train", "serve"):
         p = run("fit", "llama-3-8b", "--gpu", "H100", "--mode", mode, "--mla-cache", "bogus")
         assert_usage_error(p, "--mla-cache must be one of latent, expanded, got 'bogus'")
+
+
+def test_pure_bf16_drops_the_master_copy_and_halves_the_moments() -> None:
+    args = ("size", "--from", "llama-7b", "--seq-len", "2048")
+    mixed = run_json(*args)["model"]["memory"]
+    pure = run_json(*args, "--pure-bf16")["model"]["memory"]
+    assert pure["optimizer_bytes"] * 3 == mixed["optimizer_bytes"]  # 4 B (bf16 moments) against 8 + 4
+    assert pure["weights_bytes"] == mixed["weights_bytes"] and pure["peak_bytes"] < mixed["peak_bytes"]
+    assert_usage_error(run(*args, "--pure-bf16", "--dtype", "fp32"), "--pure-bf16 trains in bf16")
+
+
+def test_free_logits_drops_the_held_logits_from_the_peak() -> None:
+    args = ("size", "--from", "llama-7b", "--seq-len", "2048")
+    held = run_json(*args)["model"]["memory"]
+    freed = run_json(*args, "--free-logits")["model"]["memory"]
+    assert held["step"]["logits_held"] and not freed["step"]["logits_held"]
+    assert held["peak_bytes"] - freed["peak_bytes"] == 2048 * 32000 * 2  # one bf16 logits tensor

@@ -50,6 +50,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "Gradient dtype: bf16 fp16 fp32 (default --dtype; fp32 = Megatron-style accumulation)."),
     "optimizer": ("--optimizer",
         "Optimizer state: adamw (fp32 moments) | adam8bit | adafactor | sgd-momentum | sgd."),
+    "pure_bf16": ("--pure-bf16/--mixed-precision",
+        "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
+        "model cast to bf16 before the optimizer: torchtune's default)."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
     "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
     "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
@@ -60,6 +63,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "nanoGPT) | chunked (torchtune) | fused (fused linear cross-entropy, Liger)."),
     "loss_chunks": ("--loss-chunks",
         "Chunks of --loss chunked (torchtune's default 8)."),
+    "keep_logits": ("--keep-logits/--free-logits",
+        "Whether the caller keeps the model's output (its logits) until the step ends (a plain loop, "
+        "nanoGPT) or drops it before backward (model(**batch).loss.backward(): HF Trainer, torchtitan)."),
     "optimizer_impl": ("--optimizer-impl",
         "PyTorch optimizer implementation: foreach (default on GPU) | fused | for-loop."),
     "grad_accum": ("--grad-accum", "Micro-batches per optimizer step (gradients stay alive across them)."),
@@ -76,7 +82,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
 }
 # with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
-NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "zero3", "prefetch", "reshard_after_forward")
+NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "pure_bf16", "zero3", "prefetch",
+                     "reshard_after_forward")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
@@ -99,12 +106,14 @@ class MemoryFlags:
     sp: bool = False
     grad_dtype: str | None = None
     optimizer: str = "adamw"
+    pure_bf16: bool = False
     dropout: bool = False
     zero3: str = "fsdp"
     prefetch: int = 1
     reshard_after_forward: bool = True
     loss: str = "full"
     loss_chunks: int = 8
+    keep_logits: bool = True
     optimizer_impl: str = "foreach"
     grad_accum: int = 1
     recompute_every: int = 1
@@ -128,8 +137,8 @@ class MemoryFlags:
         work = Workload(seq_len=seq_len, batch=self.batch, dtype=dtype, grad_dtype=self.grad_dtype,
                         kv_dtype=self.kv_dtype, weights_dtype=self.weights_dtype, group_size=self.group_size,
                         mla=mla, recompute=self.recompute, attention=self.attention, dropout=self.dropout,
-                        optimizer=self.optimizer,
-                        step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks,
+                        optimizer=self.optimizer, pure_bf16=self.pure_bf16,
+                        step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
                                          recompute_every=self.recompute_every))
         if not finetune:

@@ -39,7 +39,10 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     lay = mem.layout
     where = "per GPU" if lay.gpus > 1 else "1 GPU"
     opt = "AdamW moments" if mem.optimizer == "adamw" else mem.optimizer
-    master = "" if mem.dtype == "fp32" else " + fp32 master"
+    opt_rule = next((r.rule for r in mem.training_terms or () if r.term == "optimizer"), "")
+    master = "" if mem.dtype == "fp32" or "pure bf16" in opt_rule else " + fp32 master"
+    if "pure bf16" in opt_rule:
+        opt += ", bf16"
     pairs: list[tuple[str, Any]] = [
         ("memory layout", f"{layout_text(lay)} ({mem.engine})"),
         (f"training: weights ({mem.dtype}, {where})", gib(mem.weights_bytes)),

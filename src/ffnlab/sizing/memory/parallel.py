@@ -168,7 +168,7 @@ def training_table(cfg: ModelConfig, work: Workload, lay: Layout | None = None) 
         if term == "gradients" and g != w:
             rule += f" (gradients kept in {grad_dtype})"
         rows.append(Row(term, math.ceil(p * per), per_gpu, rule))
-    opt = optimizer_state(cfg, optimizer, dtype_bytes=w)
+    opt = optimizer_state(cfg, optimizer, dtype_bytes=w, pure=work.pure_bf16)
     per_gpu, rule = _split(pd, pe, opt.total / p if p else 0.0, lay, lay.zero >= 1)
     rows.append(Row("optimizer", opt.total, per_gpu, f"{rule}; {opt.rule}", estimate=opt.estimate))
     full, mine = (activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
@@ -202,7 +202,7 @@ def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]
                         optimizer=opt.per_gpu_bytes,
                         working=sum(r.per_gpu_bytes for r in rows if r.group == "working"),
                         opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, work.optimizer, params_on_gpu,
-                                                      tp=lay.tp))
+                                                      tp=lay.tp, state_bytes=work.state_bytes))
     return step_timeline(cfg, work, states, tp=lay.tp, sp=lay.sp)
 
 

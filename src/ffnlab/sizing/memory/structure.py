@@ -120,7 +120,7 @@ def structure_memory(s: Structure, work: Workload | None = None, lay: Layout | N
     p = s.total
     weights = math.ceil(p * w)
     gradients = math.ceil(p * g)
-    optimizer_bytes = p * shape_free_states(optimizer, w)
+    optimizer_bytes = math.ceil(p * shape_free_states(optimizer, w, pure=work.pure_bf16))
     cache = kv_and_state(s, batch=work.batch, context=work.seq_len, kv_dtype=kv_dtype)
     serving = serving_weight_bytes(s, weights_dtype, group_size)
     return MemorySummary(

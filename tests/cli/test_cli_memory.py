@@ -333,3 +333,19 @@ def test_free_logits_drops_the_held_logits_from_the_peak() -> None:
     freed = run_json(*args, "--free-logits")["model"]["memory"]
     assert held["step"]["logits_held"] and not freed["step"]["logits_held"]
     assert held["peak_bytes"] - freed["peak_bytes"] == 2048 * 32000 * 2  # one bf16 logits tensor
+
+
+def test_engine_flag_names_engine_and_version_and_lists_overridden_facts() -> None:
+    args = ("size", "--from", "llama-7b", "--seq-len", "2048")
+    mem = run_json(*args, "--engine", "torchtune")["model"]["memory"]
+    assert mem["trainer"]["name"] == "torchtune" and mem["trainer"]["version"] == "0.6.1"
+    assert mem["recompute"] == "full" and mem["step"]["loss"] == "chunked" and mem["trainer"]["overridden"] == []
+    over = run_json(*args, "--engine", "torchtune", "--recompute", "none", "--keep-logits")["model"]["memory"]
+    assert over["recompute"] == "none" and over["trainer"]["overridden"] == ["keeps_logits", "recompute"]
+    p = run(*args, "--engine", "trl@0.1")
+    assert p.returncode == 0 and "trl@0.1 is not known: priced as trl@" in p.stderr
+    assert "engine torchtune@0.6.1 (flags overrode: recompute)" in run(*args, "--engine", "torchtune", "--recompute",
+                                                                        "none", "--format", "markdown").stdout
+    fit = run_json("fit", "llama-7b", "--engine", "trl@1.6.0")
+    assert fit["trainer"]["name"] == "trl" and fit["trainer"]["version"] == "1.6.0"
+    assert_usage_error(run(*args, "--engine", "nope"), "--engine must be one of")

@@ -13,6 +13,8 @@ from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
     alive_text,
+    engine_notes,
+    engine_text,
     gib,
     gpus_text,
     note,
@@ -154,6 +156,9 @@ def fit(
     ask = FitAsk(mode=mode, reserve_gib=reserve, max_tp=max_tp, sharding=sharding, context_limit=context_limit(raw))
     what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft else mode) + f", {gpus_text(gpus)}, "
             f"batch {batch} x {seq_len}" + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
+    if mode == "train":
+        what += engine_text(work.engine)
+        engine_notes(work.engine)
     if gpu is None and gpu_memory is None:
         _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, work, ask, as_json, fmt, wide)
         return
@@ -174,7 +179,8 @@ def _options_json(work: Workload, ask: FitAsk) -> dict[str, Any]:
             "weights_dtype": work.weights_dtype, "group_size": work.group_size, "mla": work.mla,
             "reserve_gib": ask.reserve_gib, "max_tp": ask.max_tp, "grad_dtype": work.grad_dtype,
             "optimizer": work.optimizer, "dropout": work.dropout, "context_limit": ask.context_limit,
-            "sharding": ask.sharding.as_dict(), "step": work.step.as_dict()}
+            "sharding": ask.sharding.as_dict(), "step": work.step.as_dict(),
+            **({"trainer": work.engine.as_dict()} if work.engine else {})}
 
 
 def _check_flags(fmt: str, gpus: int, max_tp: int, top: int, mode: str, precision: str,

@@ -50,6 +50,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "Gradient dtype: bf16 fp16 fp32 (default --dtype; fp32 = Megatron-style accumulation)."),
     "optimizer": ("--optimizer",
         "Optimizer state: adamw (fp32 moments) | adam8bit | adafactor | sgd-momentum | sgd."),
+    "engine": ("--engine",
+        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan nanogpt "
+        "ffnlab; data/engines.json); an explicit flag overrides its fact."),
     "pure_bf16": ("--pure-bf16/--mixed-precision",
         "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
         "model cast to bf16 before the optimizer: torchtune's default)."),
@@ -85,6 +88,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
 NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "pure_bf16", "zero3", "prefetch",
                      "reshard_after_forward")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
+# the flags that set an engine's facts, and the Workload field each sets
+FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
+               "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
+               "recompute_every": "step.recompute_every"}
+CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
 
@@ -106,6 +114,7 @@ class MemoryFlags:
     sp: bool = False
     grad_dtype: str | None = None
     optimizer: str = "adamw"
+    engine: str | None = None
     pure_bf16: bool = False
     dropout: bool = False
     zero3: str = "fsdp"
@@ -122,10 +131,12 @@ class MemoryFlags:
     lora_alpha: float | None = None
     lora_targets: str = "all-linear"
     qlora_base: str = "nf4"
+    given: frozenset[str] = frozenset()  # the flags given on the command line, even at their default
 
     def changed(self) -> list[str]:
         """The flags given a value other than their default, as ``--flag`` names."""
-        return ["--" + f.name.replace("_", "-") for f in fields(self) if getattr(self, f.name) != f.default]
+        return ["--" + f.name.replace("_", "-") for f in fields(self)
+                if f.name != "given" and getattr(self, f.name) != f.default]
 
     def workload(self, *, seq_len: int, dtype: str, mla: str = "latent", finetune: bool = True) -> Workload:
         """The workload flags as one :class:`ffnlab.sizing.memory.workload.Workload` (which checks
@@ -141,10 +152,15 @@ class MemoryFlags:
                         step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
                                          recompute_every=self.recompute_every))
-        if not finetune:
+        if finetune:
+            ft = self.finetune_options()
+            work = replace(work, finetune=ft) if ft.adapters else work
+        if self.engine is None:
             return work
-        ft = self.finetune_options()
-        return replace(work, finetune=ft) if ft.adapters else work
+        from ffnlab.sizing.memory.engines import apply_engine
+
+        explicit = frozenset(FLAG_FIELDS[k] for k in FLAG_FIELDS if k in self.given or getattr(self, k) != DEFAULTS[k])
+        return apply_engine(work, self.engine, explicit=explicit)
 
     def layout(self) -> Layout:
         """The layout flags as one :class:`ffnlab.sizing.memory.parallel.Layout` (which checks
@@ -182,7 +198,7 @@ def _flags(names: list[str]) -> str:
     return ", ".join("--" + n.replace("_", "-") for n in names)
 
 
-TYPES = typing.get_type_hints(MemoryFlags)
+TYPES = typing.get_type_hints(MemoryFlags)  # "given" is no flag
 DEFAULTS = {f.name: f.default for f in fields(MemoryFlags)}
 
 
@@ -199,15 +215,26 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
         flags = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n],
                                    default=typer.Option(DEFAULTS[n], OPTIONS[n][0], help=OPTIONS[n][1]))
                  for n in names]
+        # typer passes one context: the command's own parameter of that type, or one added here
+        own = next((p.name for p in params if p.annotation in (typer.Context, "typer.Context")), None)
+        ctx_name = own or CTX
+        added = [] if own else [inspect.Parameter(CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
-            mem = MemoryFlags(**{n: kwargs.pop(n) for n in names})
+            ctx = kwargs.get(ctx_name) if own else kwargs.pop(CTX, None)  # which flags the command line gave
+            sources = {n: ctx.get_parameter_source(n) if ctx is not None else None for n in names}
+            given = frozenset(n for n, s in sources.items() if s is not None and s.name != "DEFAULT")
+            mem = MemoryFlags(**{n: kwargs.pop(n) for n in names}, given=given)
             return command(*args, mem=mem, **kwargs)
 
-        typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])
+        rest = [*params[at + 1:]]
+        positional = [p for p in rest if p.kind != inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p for p in rest if p.kind == inspect.Parameter.KEYWORD_ONLY]
+        typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *positional, *added,
+                                                                       *keyword])
         run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
-                               **{n: TYPES[n] for n in names}}
+                               **{n: TYPES[n] for n in names}, **({} if own else {CTX: typer.Context})}
         return run
     return wrap
 

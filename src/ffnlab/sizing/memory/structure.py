@@ -130,7 +130,7 @@ def structure_memory(s: Structure, work: Workload | None = None, lay: Layout | N
         weights_bytes=weights, gradients_bytes=gradients, optimizer_bytes=optimizer_bytes,
         states_bytes=weights + gradients + optimizer_bytes, working_bytes=0,
         activations_bytes=None, terms_sum_bytes=None, training_total_bytes=None, peak_bytes=None,
-        peak_moment=None, peak_alive=None,
+        peak_moment=None, peak_alive=None, trainer=work.engine,
         kv_cache_bytes=cache["kv_cache_bytes"], state_bytes=cache["state_bytes"],
         serving_weights_bytes=serving,
         serving_total_bytes=serving + cache["kv_cache_bytes"] + cache["state_bytes"],

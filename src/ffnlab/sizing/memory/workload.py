@@ -40,6 +40,7 @@ from ffnlab.validation import choice, integer, number
 
 if TYPE_CHECKING:  # ffnlab.sizing.finetune builds on the memory model
     from ffnlab.sizing.finetune import FinetuneOptions
+    from ffnlab.sizing.memory.engines import Engine
 
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 MAX_BATCH = 2**40  # a batch past any cluster
@@ -87,8 +88,9 @@ class Workload:
     pure_bf16: bool = False  # bf16 weights, gradients and optimizer state; no fp32 master copy
     step: StepOptions = field(default_factory=StepOptions)
     finetune: FinetuneOptions | None = None
-    # the engine profile (name, version; whether the caller keeps the logits, pure bf16, its
-    # recompute policy) will be a frozen field here, checked in check()
+    # the training engine whose facts were applied (ffnlab.sizing.memory.engines.apply_engine);
+    # None: the fields as given
+    engine: Engine | None = None
 
     def __post_init__(self) -> None:
         self.check()

@@ -36,8 +36,9 @@ implementation, its wall time, or the error that stopped it; one failing record 
 **The table** (:func:`analyse`): per case and precision, ffnlab's predicted peak (``fp32``:
 ``memory_step_cases.predict``; ``bf16-autocast``: the same step timeline in ffnlab's mixed-precision
 model, ``dtype="bf16"`` (bf16 weights and activations, fp32 master and AdamW moments) with
-``grad_dtype="fp32"``, the dtype autocast leaves the gradients of fp32 weights in; ``bf16``: not
-modelled; LoRA: ``memory_finetune_cases.predict``), the measured ``peak_bytes``, their ratio, and the
+``grad_dtype="fp32"``, the dtype autocast leaves the gradients of fp32 weights in; ``bf16``: the
+pure-bf16 model, ``dtype="bf16", pure_bf16=True`` (bf16 weights, gradients and AdamW moments, no
+master copy); LoRA: ``memory_finetune_cases.predict``), the measured ``peak_bytes``, their ratio, and the
 allocator share ``max_reserved / max_allocated``, with the median and range over the cases.
 Nothing here is a figure of its own: it only computes from the measured file.
 """
@@ -60,7 +61,6 @@ ROOT = Path(__file__).resolve().parents[1]
 HELPERS = ROOT / "tests" / "helpers"
 RESULTS = ROOT / "benchmarks" / "results"
 PRECISIONS = ("fp32", "bf16-autocast", "bf16")
-NOT_MODELLED = "not modelled"
 
 
 def _helpers() -> None:
@@ -238,16 +238,17 @@ def _config(case: Any, saved: dict[str, Any] | None) -> Any:
     return from_hf_dict(saved)
 
 
-def predict_autocast(case: Any, cfg: Any, *, dropout_mask_bytes: float | None = None) -> Any:
+def predict_autocast(case: Any, cfg: Any, *, dropout_mask_bytes: float | None = None, pure: bool = False) -> Any:
     """ffnlab's step timeline in its mixed-precision model (bf16 weights and activations, fp32 master
-    and moments), gradients fp32 as autocast keeps those of fp32 weights; otherwise as ``predict``."""
+    and moments), gradients fp32 as autocast keeps those of fp32 weights; otherwise as ``predict``.
+    ``pure``: the pure-bf16 model instead (bf16 gradients and moments, no master copy)."""
     from memory_step_cases import step_options
 
     from ffnlab.sizing.memory.activations import DROPOUT_MASK_BYTES
     from ffnlab.sizing.memory.parallel import Layout, Workload, training_peak, training_table
 
-    work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="bf16", grad_dtype="fp32",
-                    recompute=case.recompute, attention=case.attention, dropout=case.dropout,
+    work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="bf16", grad_dtype=None if pure else "fp32",
+                    pure_bf16=pure, recompute=case.recompute, attention=case.attention, dropout=case.dropout,
                     step=step_options(case),
                     dropout_mask_bytes=DROPOUT_MASK_BYTES if dropout_mask_bytes is None else dropout_mask_bytes)
     return training_peak(cfg, work, Layout(), training_table(cfg, work, Layout()))
@@ -276,13 +277,10 @@ def analyse(result: dict[str, Any]) -> dict[str, Any]:
             try:
                 if r["kind"] == "step":
                     case = steps[r["case"]]
-                    if r["precision"] == "bf16":
-                        row["note"] = NOT_MODELLED
-                        tl = None
-                    else:
-                        cfg = _config(case, result.get("configs", {}).get(case.name))
-                        tl = (predict(case, cfg) if r["precision"] == "fp32"
-                              else predict_autocast(case, cfg, dropout_mask_bytes=4 if cpu else None))
+                    cfg = _config(case, result.get("configs", {}).get(case.name))
+                    tl = (predict(case, cfg) if r["precision"] == "fp32"
+                          else predict_autocast(case, cfg, dropout_mask_bytes=4 if cpu else None,
+                                                pure=r["precision"] == "bf16"))
                 else:
                     from memory_finetune_cases import CASES as LORA
                     from memory_finetune_cases import predict as predict_lora
@@ -325,7 +323,7 @@ def markdown(doc: dict[str, Any]) -> str:
              f"peft {doc.get('peft')}; from `{doc.get('source')}`.", "",
              f"Convention: {doc.get('convention')}. Predicted: fp32 `memory_step_cases.predict`; bf16-autocast "
              "the step timeline with dtype bf16 (fp32 master and moments) and fp32 gradients; bf16 (pure: "
-             f"weights, gradients and AdamW state bf16) {NOT_MODELLED}; LoRA `memory_finetune_cases.predict`. "
+             "weights, gradients and AdamW state bf16) the same with `pure_bf16`; LoRA `memory_finetune_cases.predict`. "
              "Ratio = predicted / measured. Allocator share = max_reserved / max_allocated.", "",
              "| kind | precision | median ratio | ratio range | median allocator share | share range | records "
              "| errors |", "|---|---|---:|---|---:|---|---:|---:|"]

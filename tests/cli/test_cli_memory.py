@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from cli_run import assert_usage_error, run, run_json
 
 from ffnlab.sizing.config import make_config
@@ -41,7 +43,7 @@ def test_fit_command() -> None:
                                                                   "L4", "L40S", "RTX4090"]
     assert all(r["fits"] for r in table["accelerators"] if r["memory_bytes"] > 30 * 2**30)
     p = run("fit", "mixtral-8x7b", "--gpus", "8", "--gpu", "H100")
-    assert p.returncode == 0 and "does not fit" in p.stdout
+    assert p.returncode == 1 and "does not fit" in p.stdout
 
 
 def test_memory_flag_errors_are_one_line() -> None:
@@ -189,19 +191,21 @@ def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
     assert fit["finetune"]["mode"] == "qlora" and fit["finetune"]["lora"]["trainable"] == 41_943_040
     assert fit["best"]["terms"]["gradients"] == 4 * 41_943_040  # the adapters' only
     # full = ordinary training: no finetune object, the training peak decides
-    plain = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", "--finetune", "full")
-    assert "finetune" not in plain and plain["best"] is None  # 8B with AdamW does not train on one H100
+    p = run("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", "--finetune", "full", "--json")
+    plain = json.loads(p.stdout)
+    assert p.returncode == 1 and "finetune" not in plain and plain["best"] is None  # 8B AdamW: not on one H100
     assert "finetune" not in run_json("audit", "llama-3-8b")[0]
 
 
 def test_fit_finetune_decides_with_the_fine_tuning_peak() -> None:
     p = run("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090")
-    assert p.returncode == 0 and "does not fit" in p.stdout and "--recompute full: fits" in p.stdout
+    assert p.returncode == 1 and "does not fit" in p.stdout and "--recompute full: fits" in p.stdout
     assert "--gpus" not in p.stdout.split("what would change it")[1].split("assumed")[0]  # more GPUs do not help
     ok = run_json("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090", "--recompute", "full")
     assert ok["best"] is not None and ok["best"]["peak_moment"] == "loss backward"
-    lora = run_json("fit", "llama-3-8b", "--finetune", "lora", "--gpus", "1", "--gpu", "rtx-4090")
-    assert [s["change"] for s in lora["suggestions"]][0] == "--finetune qlora"
+    p = run("fit", "llama-3-8b", "--finetune", "lora", "--gpus", "1", "--gpu", "rtx-4090", "--json")
+    lora = json.loads(p.stdout)
+    assert p.returncode == 1 and [s["change"] for s in lora["suggestions"]][0] == "--finetune qlora"
 
 
 def test_finetune_flag_errors_are_one_line() -> None:
@@ -328,3 +332,66 @@ def test_the_old_reshard_flag_is_hidden_and_errors_name_the_new_one() -> None:
     for spelling in ("--no-reshard", "--no-reshard-after-forward"):
         p = run(*args, spelling)
         assert_usage_error(p, "--reshard not modelled")
+
+
+def test_pure_bf16_drops_the_master_copy_and_halves_the_moments() -> None:
+    args = ("size", "--from", "llama-7b", "--seq-len", "2048")
+    mixed = run_json(*args)["model"]["memory"]
+    pure = run_json(*args, "--pure-bf16")["model"]["memory"]
+    assert pure["optimizer_bytes"] * 3 == mixed["optimizer_bytes"]  # 4 B (bf16 moments) against 8 + 4
+    assert pure["weights_bytes"] == mixed["weights_bytes"] and pure["peak_bytes"] < mixed["peak_bytes"]
+    assert_usage_error(run(*args, "--pure-bf16", "--dtype", "fp32"), "--pure-bf16 trains in bf16")
+
+
+def test_free_logits_drops_the_held_logits_from_the_peak() -> None:
+    args = ("size", "--from", "llama-7b", "--seq-len", "2048")
+    held = run_json(*args)["model"]["memory"]
+    freed = run_json(*args, "--free-logits")["model"]["memory"]
+    assert held["step"]["logits_held"] and not freed["step"]["logits_held"]
+    assert held["peak_bytes"] - freed["peak_bytes"] == 2048 * 32000 * 2  # one bf16 logits tensor
+
+
+def test_engine_flag_names_engine_and_version_and_lists_overridden_facts() -> None:
+    args = ("size", "--from", "llama-7b", "--seq-len", "2048")
+    mem = run_json(*args, "--engine", "torchtune")["model"]["memory"]
+    assert mem["trainer"]["name"] == "torchtune" and mem["trainer"]["version"] == "0.6.1"
+    assert mem["recompute"] == "full" and mem["step"]["loss"] == "chunked" and mem["trainer"]["overridden"] == []
+    over = run_json(*args, "--engine", "torchtune", "--recompute", "none", "--keep-logits")["model"]["memory"]
+    assert over["recompute"] == "none" and over["trainer"]["overridden"] == ["keeps_logits", "recompute"]
+    p = run(*args, "--engine", "trl@0.1")
+    assert p.returncode == 0 and "trl@0.1 is not known: priced as trl@" in p.stderr
+    assert "engine torchtune@0.6.1 (flags overrode: recompute)" in run(*args, "--engine", "torchtune", "--recompute",
+                                                                        "none", "--format", "markdown").stdout
+    fit = run_json("fit", "llama-7b", "--engine", "trl@1.6.0")
+    assert fit["trainer"]["name"] == "trl" and fit["trainer"]["version"] == "1.6.0"
+    assert_usage_error(run(*args, "--engine", "nope"), "--engine must be one of")
+
+
+def test_fit_exit_status_says_whether_anything_fits() -> None:
+    """0: a layout fits; 1: nothing does (scripts can test it); 2: bad input."""
+    assert run("fit", "gpt2", "--gpus", "1", "--gpu", "H100").returncode == 0
+    nothing = run("fit", "llama-3-70b", "--gpus", "1", "--gpu", "H100")
+    assert nothing.returncode == 1 and "does not fit" in nothing.stdout
+    assert run("fit", "llama-3-70b", "--gpus", "1").returncode == 1  # on no accelerator of the table
+    assert run("fit", "gpt2", "--gpus", "1").returncode == 0
+    assert_usage_error(run("fit", "gpt2", "--gpus", "eight"), "--gpus must be a whole number of GPUs or auto")
+
+
+def test_fit_gpus_auto_finds_the_fewest_gpus_of_a_kind_that_fit() -> None:
+    p = run("fit", "llama-3-70b", "--gpu", "H100", "--gpus", "auto", "--json")
+    assert p.returncode == 0
+    out = json.loads(p.stdout)
+    found = out["gpus_search"]["found"]
+    assert out["verdict"] == "fits" and out["gpus_search"]["tried"][-1] == found
+    assert run("fit", "llama-3-70b", "--gpu", "H100", "--gpus", str(found // 2)).returncode == 1
+    assert run("fit", "llama-3-70b", "--gpu", "H100", "--gpus", str(found)).returncode == 0
+    capped = run("fit", "llama-3-70b", "--gpu", "H100", "--gpus", "auto", "--max-gpus", "2")
+    assert capped.returncode == 1 and "nothing fits on up to 2 GPUs" in capped.stdout
+    assert_usage_error(run("fit", "gpt2", "--gpus", "auto"), "--gpus auto searches one kind of GPU")
+
+
+def test_fit_within_the_reserve_is_said_as_borderline() -> None:
+    args = ("fit", "gpt2", "--gpu-memory", "10", "--reserve", "9.5", "--gpus", "1", "--seq-len", "1024")
+    p = run(*args)
+    assert p.returncode == 1 and p.stdout.startswith("borderline: gpt2 fits within the reserve")
+    assert json.loads(run(*args, "--json").stdout)["verdict"] == "borderline"

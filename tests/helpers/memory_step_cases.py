@@ -16,7 +16,7 @@ micro-batch's output (the logits) until the optimizer step ends when ``held`` is
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 HF_COMMON = dict(hidden_size=64, intermediate_size=176, num_hidden_layers=2, num_attention_heads=4,
@@ -39,6 +39,7 @@ class Case:
     attention: str = "fused"
     dropout: bool = False
     held: bool = True
+    pure_bf16: bool = False  # the model cast to bf16 before the optimizer is made (no master copy)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -113,6 +114,22 @@ CASES = [
               shared_expert_intermediate_size=128)),
     Case("transformers Gemma, vocab 16000", "GemmaConfig", dict(HF_COMMON, vocab_size=16000, head_dim=16)),
 ]
+# stepped as HF Trainer and torchtitan step it: model(**batch).loss.backward(), the output (its
+# logits) dropped before backward
+FREED_CASES = [replace(c, name=c.name + ", logits freed (HF Trainer)", held=False) for c in CASES if c.name in (
+    "transformers Llama, vocab 8000", "transformers Llama, batch 4 x 128",
+    "transformers Llama 8 layers, gradient checkpointing", "transformers Qwen2, tied embeddings",
+    "transformers Mixtral, 4 experts top-2", "transformers Gemma, vocab 16000")]
+
+# pure bf16 (the model cast to bf16 before AdamW is made: bf16 moments, no master copy), measured on
+# CPU as the fp32 cases; eager attention and MoE are left out: their bf16 activations on CPU (math
+# SDPA's upcasts, the experts' loop) are not the pure-bf16 states this checks
+PURE_CASES = [replace(c, name=c.name + ", pure bf16", pure_bf16=True) for c in CASES if c.name in (
+    "ffnlab gelu, vocab 97 (activations lead)", "ffnlab swiglu gqa rope, vocab 4000",
+    "ffnlab wide model, short batch: foreach AdamW step leads", "ffnlab wide model: fused AdamW",
+    "ffnlab wide model: for-loop AdamW", "ffnlab gelu, 2 micro-batches (gradients alive across them)",
+    "transformers Llama, vocab 8000", "transformers Llama 8 layers, gradient checkpointing",
+    "transformers Qwen2, tied embeddings")]
 
 
 # Realistic sizes, measured on a GPU only (benchmarks/memory_cuda.py --measure scale): where the
@@ -165,6 +182,8 @@ def build(case: Case) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]:
         model.config.use_cache = False
 
     def hf_loss(x: Any) -> tuple[Any, Any]:
+        if not case.held:  # model(**batch).loss: the output is never bound
+            return model(input_ids=x, labels=x, use_cache=False).loss, None
         out = model(input_ids=x, labels=x, use_cache=False)
         return out.loss, out
 
@@ -204,6 +223,8 @@ def measure(case: Case, built: tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]
     from ffnlab.training.live_bytes import LiveBytes, model_tensors, optimizer_tensors
 
     model, cfg, loss_fn = built or build(case)
+    if case.pure_bf16:
+        model.to(torch.bfloat16)
     model.train()
     opt = optimizer(case, model)
     g = torch.Generator().manual_seed(1)
@@ -223,6 +244,7 @@ def predict(case: Case, cfg: Any) -> Any:
     """ffnlab's step timeline for the case (one GPU, fp32; dropout masks in fp32 as on CPU)."""
     from ffnlab.sizing.memory.parallel import Layout, Workload, training_peak, training_table
 
-    work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="fp32", recompute=case.recompute,
+    work = Workload(seq_len=case.seq_len, batch=case.batch, dtype="bf16" if case.pure_bf16 else "fp32",
+                    pure_bf16=case.pure_bf16, recompute=case.recompute,
                     attention=case.attention, dropout=case.dropout, step=step_options(case), dropout_mask_bytes=4)
     return training_peak(cfg, work, Layout(), training_table(cfg, work, Layout()))

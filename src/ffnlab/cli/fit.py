@@ -22,6 +22,8 @@ from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
     alive_text,
+    engine_notes,
+    engine_text,
     gib,
     gpus_text,
     note,
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 MAX_TOKENS = 10**30  # a quintillion times today's largest runs; keeps the time arithmetic finite
 MAX_TOP = 10_000
 MIN_MFU = 1e-3  # 0.1%: with MAX_TOKENS, keeps every training time finite (1e-300 made it infinite)
+EXIT_NO_FIT = 1  # fit's status when nothing fits (0: something does; 2: bad input)
 
 
 def _count(text: str) -> int:
@@ -123,7 +126,10 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 @memory_flags(without=LAYOUT)
 def fit(
     target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
-    gpus: int = typer.Option(8, "--gpus", parser=counted("--gpus"), help="GPUs available."),
+    gpus_flag: str = typer.Option("8", "--gpus", help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
+                                                      "(powers of two up to --max-gpus)."),
+    max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
+                                 help="With --gpus auto: the most GPUs to try."),
     gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S "
                                                 "RTX4090 (default: compare all)."),
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
@@ -146,11 +152,21 @@ def fit(
     wide: bool = WIDE_OPTION,
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
-    """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train."""
+    """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train.
+
+    Exit status: 0 when a layout fits (on some accelerator, when comparing them), 1 when nothing
+    fits (said as borderline when it would fit only inside the reserve), 2 on bad input."""
     set_timeout(timeout)
     from ffnlab.sizing.hf.hub import resolve_model_raw
-    from ffnlab.sizing.memory.fit import context_limit
+    from ffnlab.sizing.memory.fit import MAX_GPUS, context_limit
 
+    auto = gpus_flag == "auto"
+    require(auto or gpus_flag.isdigit(), f"--gpus must be a whole number of GPUs or auto, got {gpus_flag!r}")
+    if auto:
+        require(gpu is not None or gpu_memory is not None,
+                "--gpus auto searches one kind of GPU: give --gpu (or --gpu-memory)")
+        integer(max_gpus, "--max-gpus", 1, MAX_GPUS)
+    gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
@@ -167,18 +183,51 @@ def fit(
     if tokens and mode == "serve":
         note("--tokens gives a training time; ignored with --mode serve")
     ask = FitAsk(mode=mode, reserve_gib=reserve, max_tp=max_tp, sharding=sharding, context_limit=context_limit(raw))
+    tried: list[int] = []
+    if auto:  # powers of two from one GPU; the first that fits, else max_gpus
+        acc = _accelerator(gpu, gpu_memory)
+        while gpus < max_gpus and ask.fit(cfg, work, gpus, acc).best is None:
+            tried.append(gpus)
+            gpus = min(2 * gpus, max_gpus)
+        tried.append(gpus)
     what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft else mode) + f", {gpus_text(gpus)}, "
             f"batch {batch} x {seq_len}" + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
+    if mode == "train":
+        what += engine_text(work.engine)
+        engine_notes(work.engine)
     if gpu is None and gpu_memory is None:
-        _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, work, ask, as_json, fmt, wide)
+        if not _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, work, ask, as_json, fmt, wide):
+            raise typer.Exit(EXIT_NO_FIT)
         return
     timed = bool(n_tokens) and mode == "train"
     res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, work, ask)
+    search = {"gpus_search": {"tried": tried, "max_gpus": max_gpus, "found": gpus if res.best else None}} if auto else {}
     if as_json:
-        render.emit_json({"model": name, **_options_json(work, ask), **res.as_dict()})
-        return
-    _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
-              wide=wide)
+        render.emit_json({"model": name, **_options_json(work, ask), "verdict": _verdict(res), **search,
+                          **res.as_dict()})
+    else:
+        if auto:
+            found = (f"the fewest GPUs that fit: {gpus}" if res.best else
+                     f"nothing fits on up to {gpus_text(max_gpus)} (--max-gpus)")
+            print(f"--gpus auto tried {', '.join(map(str, tried))} x {res.accelerator}: {found}")
+        _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
+                  wide=wide)
+    if res.best is None:
+        raise typer.Exit(EXIT_NO_FIT)
+
+
+def _verdict(res: FitResult) -> str:
+    """fits; borderline (it would fit only inside the reserve); or does not fit."""
+    if res.best is not None:
+        return "fits"
+    need = res.smallest_need_bytes
+    return "borderline" if need is not None and need <= res.memory_bytes else "does not fit"
+
+
+def _accelerator(gpu: str | None, gpu_memory: float | None) -> Any:
+    from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator
+
+    return custom_accelerator(gpu_memory, gpu) if gpu_memory is not None else find_accelerator(str(gpu))
 
 
 def _options_json(work: Workload, ask: FitAsk) -> dict[str, Any]:
@@ -189,7 +238,8 @@ def _options_json(work: Workload, ask: FitAsk) -> dict[str, Any]:
             "weights_dtype": work.weights_dtype, "group_size": work.group_size, "mla": work.mla,
             "reserve_gib": ask.reserve_gib, "max_tp": ask.max_tp, "grad_dtype": work.grad_dtype,
             "optimizer": work.optimizer, "dropout": work.dropout, "context_limit": ask.context_limit,
-            "sharding": ask.sharding.as_dict(), "step": work.step.as_dict()}
+            "sharding": ask.sharding.as_dict(), "step": work.step.as_dict(),
+            **({"trainer": work.engine.as_dict()} if work.engine else {})}
 
 
 def _check_flags(fmt: str, gpus: int, max_tp: int, top: int, mode: str, precision: str,
@@ -215,9 +265,9 @@ def _fit_on(cfg: Any, gpus: int, gpu: str | None, gpu_memory: float | None, n_to
             precision: str, work: Workload, ask: FitAsk) -> FitResult:
     """The fit on one accelerator (``--gpu``, or ``--gpu-memory``): what would fit when nothing
     does (one setting changed at a time, or more GPUs), and the training time for ``n_tokens``."""
-    from ffnlab.sizing.memory.hardware import custom_accelerator, find_accelerator, training_time
+    from ffnlab.sizing.memory.hardware import training_time
 
-    acc = custom_accelerator(gpu_memory, gpu) if gpu_memory is not None else find_accelerator(str(gpu))
+    acc = _accelerator(gpu, gpu_memory)
     res = ask.fit(cfg, work, gpus, acc)
     if res.best is None:
         res = replace(res, suggestions=tuple(ask.suggestions(cfg, work, gpus, acc)))
@@ -252,7 +302,13 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
             note(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
                  f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
         return
-    if not rows:
+    if not rows and _verdict(res) == "borderline":
+        print(f"borderline: {name} fits within the reserve on {gpus_text(gpus)} x {res.accelerator} for {mode}, "
+              f"not beside it: the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget} "
+              "(the reserve stands for what no term counts: allocator, CUDA context, communication buffers)")
+        _print_lines("what would change it (one setting at a time):",
+                     [_suggestion_line(x) for x in res.suggestions or ()], fmt)
+    elif not rows:
         print(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
               f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
         _print_lines("what would change it (one setting at a time):",
@@ -296,15 +352,17 @@ def _suggestion_line(x: Suggestion) -> str:
 
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
-             tokens: str | None, work: Workload, ask: FitAsk, as_json: bool, fmt: str, wide: bool = False) -> None:
+             tokens: str | None, work: Workload, ask: FitAsk, as_json: bool, fmt: str, wide: bool = False) -> bool:
+    """Every accelerator's fit, shown; True when the model fits on at least one."""
     rows = ask.fit_all(cfg, work, gpus, n_tokens, mfu, precision)
+    fits = any(r.fits for r in rows)
     mode = ask.mode
     if as_json:
         ft = work.finetune
         render.emit_json({"model": name, "gpus": gpus, **_options_json(work, ask), "tokens": n_tokens, "mfu": mfu,
                           "precision": precision, "accelerators": rows,
                           **({"finetune": ft.as_dict()} if ft is not None else {})})
-        return
+        return fits
     cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),
             Column("layout", "smallest layout", justify="left"),
             Column("per_gpu_bytes", "per GPU (or least needed)", gib), Column("usable_bytes", "usable", gib, wide=True)]
@@ -325,3 +383,4 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
         if precision == "fp8":
             lines.append("'-': no fp8 tensor cores on that card")
     _print_lines("assumed:", lines, fmt)
+    return fits

@@ -50,6 +50,12 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "Gradient dtype: bf16 fp16 fp32 (default --dtype; fp32 = Megatron-style accumulation)."),
     "optimizer": ("--optimizer",
         "Optimizer state: adamw (fp32 moments) | adam8bit | adafactor | sgd-momentum | sgd."),
+    "engine": ("--engine",
+        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan nanogpt "
+        "ffnlab; data/engines.json); an explicit flag overrides its fact."),
+    "pure_bf16": ("--pure-bf16/--mixed-precision",
+        "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
+        "model cast to bf16 before the optimizer: torchtune's default)."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
     "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
     "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
@@ -61,6 +67,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "nanoGPT) | chunked (torchtune) | fused (fused linear cross-entropy, Liger)."),
     "loss_chunks": ("--loss-chunks",
         "Chunks of --loss chunked (torchtune's default 8)."),
+    "keep_logits": ("--keep-logits/--free-logits",
+        "Whether the caller keeps the model's output (its logits) until the step ends (a plain loop, "
+        "nanoGPT) or drops it before backward (model(**batch).loss.backward(): HF Trainer, torchtitan)."),
     "optimizer_impl": ("--optimizer-impl",
         "PyTorch optimizer implementation: foreach (default on GPU) | fused | for-loop."),
     "grad_accum": ("--grad-accum", "Micro-batches per optimizer step (gradients stay alive across them)."),
@@ -79,8 +88,14 @@ OPTIONS: dict[str, tuple[str, str]] = {
 # old spellings, still accepted and left out of --help (a 60-column flag squeezed every help text)
 ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--no-reshard-after-forward"}
 # with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
-NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "zero3", "prefetch", "reshard_after_forward")
+NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "pure_bf16", "zero3", "prefetch",
+                     "reshard_after_forward")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
+# the flags that set an engine's facts, and the Workload field each sets
+FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
+               "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
+               "recompute_every": "step.recompute_every"}
+CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
 
@@ -102,12 +117,15 @@ class MemoryFlags:
     sp: bool = False
     grad_dtype: str | None = None
     optimizer: str = "adamw"
+    engine: str | None = None
+    pure_bf16: bool = False
     dropout: bool = False
     zero3: str = "fsdp"
     prefetch: int = 1
     reshard_after_forward: bool = True
     loss: str = "full"
     loss_chunks: int = 8
+    keep_logits: bool = True
     optimizer_impl: str = "foreach"
     grad_accum: int = 1
     recompute_every: int = 1
@@ -116,10 +134,11 @@ class MemoryFlags:
     lora_alpha: float | None = None
     lora_targets: str = "all-linear"
     qlora_base: str = "nf4"
+    given: frozenset[str] = frozenset()  # the flags given on the command line, even at their default
 
     def changed(self) -> list[str]:
         """The flags given a value other than their default, as ``--flag`` names."""
-        return [flag(f.name) for f in fields(self) if getattr(self, f.name) != f.default]
+        return [flag(f.name) for f in fields(self) if f.name != "given" and getattr(self, f.name) != f.default]
 
     def workload(self, *, seq_len: int, dtype: str, mla: str = "latent", finetune: bool = True) -> Workload:
         """The workload flags as one :class:`ffnlab.sizing.memory.workload.Workload` (which checks
@@ -131,14 +150,19 @@ class MemoryFlags:
         work = Workload(seq_len=seq_len, batch=self.batch, dtype=dtype, grad_dtype=self.grad_dtype,
                         kv_dtype=self.kv_dtype, weights_dtype=self.weights_dtype, group_size=self.group_size,
                         mla=mla, recompute=self.recompute, attention=self.attention, dropout=self.dropout,
-                        optimizer=self.optimizer,
-                        step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks,
+                        optimizer=self.optimizer, pure_bf16=self.pure_bf16,
+                        step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
                                          recompute_every=self.recompute_every))
-        if not finetune:
+        if finetune:
+            ft = self.finetune_options()
+            work = replace(work, finetune=ft) if ft.adapters else work
+        if self.engine is None:
             return work
-        ft = self.finetune_options()
-        return replace(work, finetune=ft) if ft.adapters else work
+        from ffnlab.sizing.memory.engines import apply_engine
+
+        explicit = frozenset(FLAG_FIELDS[k] for k in FLAG_FIELDS if k in self.given or getattr(self, k) != DEFAULTS[k])
+        return apply_engine(work, self.engine, explicit=explicit)
 
     def layout(self) -> Layout:
         """The layout flags as one :class:`ffnlab.sizing.memory.parallel.Layout` (which checks
@@ -181,7 +205,7 @@ def _flags(names: list[str]) -> str:
     return ", ".join(flag(n) for n in names)
 
 
-TYPES = typing.get_type_hints(MemoryFlags)
+TYPES = typing.get_type_hints(MemoryFlags)  # "given" is no flag
 DEFAULTS = {f.name: f.default for f in fields(MemoryFlags)}
 
 
@@ -210,18 +234,29 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
         flags += [inspect.Parameter(a, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=TYPES[n] | None,
                                     default=typer.Option(None, ALIASES[n], hidden=True))
                   for n, a in aliases.items()]
+        # typer passes one context: the command's own parameter of that type, or one added here
+        own = next((p.name for p in params if p.annotation in (typer.Context, "typer.Context")), None)
+        ctx_name = own or CTX
+        added = [] if own else [inspect.Parameter(CTX, inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
 
         @functools.wraps(command)
         def run(*args: Any, **kwargs: Any) -> Any:
-            old = {n: kwargs.pop(a) for n, a in aliases.items()}
-            given = {n: kwargs.pop(n) for n in names}
-            mem = MemoryFlags(**{**given, **{n: v for n, v in old.items() if v is not None}})
+            ctx = kwargs.get(ctx_name) if own else kwargs.pop(CTX, None)  # which flags the command line gave
+            sources = {n: ctx.get_parameter_source(n) if ctx is not None else None for n in names}
+            old = {n: v for n, a in aliases.items() if (v := kwargs.pop(a)) is not None}
+            given = frozenset(n for n, s in sources.items() if s is not None and s.name != "DEFAULT") | set(old)
+            mem = MemoryFlags(**{**{n: kwargs.pop(n) for n in names}, **old}, given=given)
             return command(*args, mem=mem, **kwargs)
 
-        typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *params[at + 1:]])
+        rest = [*params[at + 1:]]
+        positional = [p for p in rest if p.kind != inspect.Parameter.KEYWORD_ONLY]
+        keyword = [p for p in rest if p.kind == inspect.Parameter.KEYWORD_ONLY]
+        typing.cast(Any, run).__signature__ = sig.replace(parameters=[*params[:at], *flags, *positional, *added,
+                                                                       *keyword])
         run.__annotations__ = {**{k: v for k, v in command.__annotations__.items() if k != "mem"},
                                **{n: TYPES[n] for n in names},
-                               **{a: TYPES[n] | None for n, a in aliases.items()}}
+                               **{a: TYPES[n] | None for n, a in aliases.items()},
+                               **({} if own else {CTX: typer.Context})}
         return run
     return wrap
 

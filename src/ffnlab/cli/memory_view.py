@@ -11,6 +11,7 @@ from ffnlab.render import Column
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
+    from ffnlab.sizing.memory.engines import Engine
     from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
     from ffnlab.sizing.memory.step import Alive
@@ -19,6 +20,20 @@ if TYPE_CHECKING:
 def note(text: str) -> None:
     """A line that tells the user a flag had no effect (stderr, so tables stay clean)."""
     print(f"note: {text}", file=sys.stderr)
+
+
+def engine_text(engine: Engine | None) -> str:
+    """``, engine trl@1.9.0 (flags overrode: recompute)`` for a title; empty without an engine."""
+    if engine is None:
+        return ""
+    over = f" (flags overrode: {', '.join(engine.overridden)})" if engine.overridden else ""
+    return f", engine {engine.label}{over}"
+
+
+def engine_notes(engine: Engine | None) -> None:
+    """The engine's note (an unknown version) on stderr."""
+    if engine is not None and engine.note:
+        note(engine.note)
 
 
 def gib(n: float | None) -> str:
@@ -39,9 +54,12 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     lay = mem.layout
     where = "per GPU" if lay.gpus > 1 else "1 GPU"
     opt = "AdamW moments" if mem.optimizer == "adamw" else mem.optimizer
-    master = "" if mem.dtype == "fp32" else " + fp32 master"
+    opt_rule = next((r.rule for r in mem.training_terms or () if r.term == "optimizer"), "")
+    master = "" if mem.dtype == "fp32" or "pure bf16" in opt_rule else " + fp32 master"
+    if "pure bf16" in opt_rule:
+        opt += ", bf16"
     pairs: list[tuple[str, Any]] = [
-        ("memory layout", f"{layout_text(lay)} ({mem.engine})"),
+        ("memory layout", f"{layout_text(lay)} ({mem.engine}){engine_text(mem.trainer)}"),
         (f"training: weights ({mem.dtype}, {where})", gib(mem.weights_bytes)),
         (f"training: gradients ({mem.grad_dtype})", gib(mem.gradients_bytes)),
         (f"training: optimizer ({opt}{master})", gib(mem.optimizer_bytes)),
@@ -110,7 +128,8 @@ def emit_memory(rows: list[AuditRow], fmt: str, *, wide: bool = False) -> None:
         mems = [{"name": name, **m.as_dict()} for name, m in found]
         m = found[0][1]
         opt = "AdamW" if m.optimizer == "adamw" else m.optimizer
-        title = (f"memory per GPU ({layout_text(m.layout)}, {m.engine}): training {m.dtype} + {opt}, "
+        title = (f"memory per GPU ({layout_text(m.layout)}, {m.engine}{engine_text(m.trainer)}): "
+                 f"training {m.dtype} + {opt}, "
                  f"grads {m.grad_dtype}, batch {m.batch} x {m.seq_len}, recompute {m.recompute}, "
                  f"{m.attention} attention; train peak = the most alive at one moment of the step "
                  f"(the terms' sum is in --json); "

@@ -28,6 +28,7 @@ from ffnlab.cli.memory_view import (
     MEMORY_CSV_COLS,
     alive_text,
     emit_memory,
+    engine_notes,
     flat_memory,
     gib,
     memory_pairs,
@@ -100,6 +101,7 @@ def size(
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     whole = n_layers is not None or from_model is not None
     work = mem.workload(seq_len=seq_len, dtype=dtype, finetune=from_model is not None) if whole else None
+    engine_notes(work.engine if work else None)
     lay = mem.layout() if whole else None
     require(gpu is None or whole, "--gpu needs a whole model: give --n-layers (or --from MODEL)")
     width = WidthFlags(ratio=ratio, rule=rule, multiplier=multiplier, multiple_of=multiple_of, rounding=rounding,
@@ -354,6 +356,7 @@ def audit(
     check_format(fmt)
     require(bool(targets) or all_models, "name at least one model or config.json, or use --all")
     work, lay = mem.workload(seq_len=seq_len, dtype=dtype), mem.layout()
+    engine_notes(work.engine)
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
     audited += [_audit_one(t, audit_target, counter) for t in targets or []]

@@ -180,7 +180,7 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
     n = lora.trainable
     return FinetuneStates(mode=mode, base_weights=base, adapter_weights=n * ADAPTER_BYTES,
                           adapter_gradients=n * ADAPTER_BYTES,
-                          adapter_optimizer=n * shape_free_states(optimizer, ADAPTER_BYTES), base_rule=rule)
+                          adapter_optimizer=math.ceil(n * shape_free_states(optimizer, ADAPTER_BYTES)), base_rule=rule)
 
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",

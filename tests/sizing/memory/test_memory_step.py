@@ -10,7 +10,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from memory_step_cases import CASES, Case, build, measure, optimizer, predict, run_step
+from memory_step_cases import (
+    CASES,
+    FREED_CASES,
+    PURE_CASES,
+    Case,
+    build,
+    measure,
+    optimizer,
+    predict,
+    run_step,
+)
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
@@ -30,6 +40,40 @@ def test_predicted_peak_is_within_5_percent_of_the_measured_step(case: Case) -> 
     timeline = predict(case, cfg)
     gap = timeline.peak_bytes / measured - 1
     assert abs(gap) < TOLERANCE, (case.name, measured, op, timeline.peak_bytes, timeline.peak.name)
+
+
+@pytest.mark.parametrize("case", FREED_CASES, ids=[c.name for c in FREED_CASES])
+def test_hf_trainer_step_without_held_logits_is_within_5_percent(case: Case) -> None:
+    """``model(**batch).loss.backward()``: the caller keeps no logits, and neither does the prediction."""
+    pytest.importorskip("transformers")
+    measured, op, cfg = measure(case)
+    timeline = predict(case, cfg)
+    gap = timeline.peak_bytes / measured - 1
+    assert abs(gap) < TOLERANCE, (case.name, measured, op, timeline.peak_bytes, timeline.peak.name)
+    held = predict(replace(case, held=True), cfg)
+    assert held.peak_bytes > timeline.peak_bytes  # one logits tensor too many when held
+
+
+@pytest.mark.parametrize("case", PURE_CASES, ids=[c.name for c in PURE_CASES])
+def test_pure_bf16_peak_is_within_5_percent_of_the_measured_step(case: Case) -> None:
+    """The model cast to bf16 before AdamW is made: bf16 weights, gradients and moments, no master copy."""
+    if case.family != "ffnlab":
+        pytest.importorskip("transformers")
+    measured, op, cfg = measure(case)
+    timeline = predict(case, cfg)
+    gap = timeline.peak_bytes / measured - 1
+    assert abs(gap) < TOLERANCE, (case.name, measured, op, timeline.peak_bytes, timeline.peak.name)
+
+
+def test_pure_bf16_states_are_bf16_without_a_master_copy() -> None:
+    cfg = make_config(64, 2, 4, 256, kind="gelu", vocab_size=97)
+    mixed, pure = (memory_summary(cfg, Workload(pure_bf16=p)) for p in (False, True))
+    p = mixed["weights_bytes"] // 2
+    assert mixed["optimizer_bytes"] == 12 * p  # fp32 moments 8 B + fp32 master 4 B
+    assert pure["optimizer_bytes"] == 4 * p  # bf16 moments, no master
+    assert pure["weights_bytes"] == mixed["weights_bytes"] and pure["gradients_bytes"] == 2 * p
+    with pytest.raises(FfnlabError, match="--pure-bf16 trains in bf16"):
+        Workload(dtype="fp32", pure_bf16=True)
 
 
 def test_live_bytes_counter_agrees_with_torch_memtracker() -> None:

@@ -34,6 +34,7 @@ BAD_WORKLOADS: list[tuple[dict[str, Any], str]] = [
     (dict(recompute="half"), "--recompute must be one of none, selective, full, got 'half'"),
     (dict(attention="flash"), "--attention must be one of fused, eager, got 'flash'"),
     (dict(optimizer="adamx"), "--optimizer must be one of adamw, adam8bit, adafactor, sgd-momentum, sgd, got 'adamx'"),
+    (dict(dtype="fp32", pure_bf16=True), "--pure-bf16 trains in bf16: give --dtype bf16, not fp32"),
     (dict(kv_dtype="fp7"), "--kv-dtype must be one of fp32, bf16, fp16, fp8, int8, int4, got 'fp7'"),
     (dict(weights_dtype="q3"), "--weights-dtype must be one of"),
     (dict(grad_dtype="int8"), "--grad-dtype must be one of fp32, bf16, fp16, got 'int8'"),
@@ -84,7 +85,7 @@ def test_every_field_is_covered_by_a_bad_case() -> None:
     from dataclasses import fields
 
     covered = {k for bad, _ in BAD_WORKLOADS for k in bad}
-    boolean = {"dropout"}  # no bad value
+    boolean = {"dropout", "pure_bf16", "engine"}  # no bad value (an engine is resolved when made: test_engines.py)
     assert covered | boolean == {f.name for f in fields(Workload)}
     steps = [bad["step"] for bad, _ in BAD_WORKLOADS if "step" in bad]
     step = {f.name for s in steps for f in fields(s) if getattr(s, f.name) != getattr(StepOptions(), f.name)}

@@ -22,9 +22,11 @@ KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 GENERIC_WEIGHT_DTYPES = KV_DTYPES
 SCALE_BYTES = 2  # one fp16/bf16 scale per quantisation group
 
-# Optimizer state. Below 32-bit training every optimizer also keeps fp32 master weights
+# Optimizer state. Below 32-bit mixed-precision training every optimizer also keeps fp32 master weights
 # (MASTER_BYTES per parameter), counted with the optimizer state as ZeRO counts them
 # (Rajbhandari et al. 2020: K = 12 for AdamW is its 8 B of moments plus the 4 B master copy).
+# Pure bf16 training (the model cast to bf16 before the optimizer is made: torchtune's default) has
+# no master copy, and PyTorch's optimizer state is made like the parameter: bf16 moments.
 MASTER_BYTES = 4
 OPTIMIZERS = ("adamw", "adam8bit", "adafactor", "sgd-momentum", "sgd")
 # state bytes per parameter of the optimizers whose state follows from the parameter count alone
@@ -39,21 +41,31 @@ def dtype_bytes(dtype: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES), what:
     return DTYPE_BYTES[dtype]
 
 
-def master_bytes(weight_bytes: float) -> int:
-    """fp32 master-weight bytes per parameter for weights of ``weight_bytes`` (0 in 32-bit training)."""
-    return MASTER_BYTES if weight_bytes < MASTER_BYTES else 0
+def master_bytes(weight_bytes: float, *, pure: bool = False) -> int:
+    """fp32 master-weight bytes per parameter for weights of ``weight_bytes`` (0 in 32-bit training,
+    and in pure low-precision training, ``pure``: the optimizer steps the bf16 weights themselves)."""
+    return MASTER_BYTES if weight_bytes < MASTER_BYTES and not pure else 0
 
 
-def shape_free_states(optimizer: str, weight_bytes: float) -> int:
-    """Optimizer state plus master weights per parameter, for an optimizer that needs no shapes."""
+def state_scale(weight_bytes: float, *, pure: bool = False) -> float:
+    """What the fp32 state of an elementwise optimizer (AdamW's moments, SGD's momentum) is scaled by:
+    1, or in pure low-precision training (``pure``), where PyTorch's optimizers make their state
+    ``zeros_like`` the parameter, the weights' bytes over fp32's (0.5 for bf16)."""
+    return weight_bytes / MASTER_BYTES if pure else 1.0
+
+
+def shape_free_states(optimizer: str, weight_bytes: float, *, pure: bool = False) -> float:
+    """Optimizer state plus master weights per parameter, for an optimizer that needs no shapes
+    (``pure``: pure low-precision training, state in the weights' dtype and no master copy)."""
     require(optimizer in STATE_BYTES_PER_PARAM,
             f"--optimizer {optimizer} needs the matrix shapes of a translated model; models counted through "
             f"transformers take {', '.join(STATE_BYTES_PER_PARAM)}")
-    return STATE_BYTES_PER_PARAM[optimizer] + master_bytes(weight_bytes)
+    return STATE_BYTES_PER_PARAM[optimizer] * state_scale(weight_bytes, pure=pure) + master_bytes(weight_bytes,
+                                                                                                 pure=pure)
 
 
-def states_per_param(dtype: str = "bf16", optimizer: str = "adamw") -> float:
+def states_per_param(dtype: str = "bf16", optimizer: str = "adamw", *, pure: bool = False) -> float:
     """Weights + gradients + optimizer state + master weights per parameter, all in ``dtype``
-    (16 B for bf16 AdamW: 2 + 2 + 8 + 4)."""
+    (16 B for bf16 AdamW: 2 + 2 + 8 + 4; pure bf16, ``pure``: 2 + 2 + 4)."""
     w = dtype_bytes(dtype, TRAIN_DTYPES, "training dtype")
-    return 2 * w + shape_free_states(optimizer, w)
+    return 2 * w + shape_free_states(optimizer, w, pure=pure)

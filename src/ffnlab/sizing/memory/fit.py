@@ -305,7 +305,7 @@ def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutF
                  f"frozen base: {st.base_rule}; adapters: {n:,} params x {b} B (fp32)"),
              Row("gradients", st.adapter_gradients, st.adapter_gradients, f"adapters only: {n:,} params x {b} B"),
              Row("optimizer", st.adapter_optimizer, st.adapter_optimizer,
-                 f"adapters only: {n:,} params x {shape_free_states(optimizer, b)} B ({optimizer}, fp32)"),
+                 f"adapters only: {n:,} params x {shape_free_states(optimizer, b):g} B ({optimizer}, fp32)"),
              Row("activations", pk.activations_bytes, pk.activations_bytes,
                  f"micro-batch {work.batch} x seq {work.seq_len}, recompute {work.recompute}, {work.attention} "
                  "attention; frozen layers keep no input for their weights", estimate=True, group="activations")]

@@ -11,7 +11,10 @@
 * ``sgd-momentum``: one fp32 momentum buffer, 4 B; ``sgd``: nothing.
 
 Below 32-bit training every optimizer also keeps fp32 master weights (4 B per parameter), counted
-with the optimizer state, as ZeRO counts them.
+with the optimizer state, as ZeRO counts them; in pure bf16 training (``pure``: the model cast to
+bf16 before the optimizer is made, torchtune's default) there is no master copy and PyTorch's
+optimizers make their state like the parameter, so AdamW's moments, SGD's momentum and Adafactor's
+factors are bf16 (8-bit Adam's quantised state is unchanged).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from ffnlab.sizing.memory.byte_rules import (
     STATE_BYTES_PER_PARAM,
     TRAIN_DTYPES,
     master_bytes,
+    state_scale,
 )
 from ffnlab.sizing.memory.byte_rules import (
     dtype_bytes as bytes_of,
@@ -40,6 +44,8 @@ ADAM8BIT_MIN_SIZE = 4096
 FP32 = int(DTYPE_BYTES["fp32"])
 SHAPE_FREE_RULES = {"adamw": "AdamW: {p:,} params x 2 fp32 moments (8 B)", "sgd-momentum": "SGD momentum: {p:,} params x 4 B",
                     "sgd": "SGD: no state"}
+PURE_RULES = {"adamw": "AdamW: {p:,} params x 2 bf16 moments (4 B), no master copy (pure bf16)",
+              "sgd-momentum": "SGD momentum: {p:,} params x 2 B (pure bf16)"}
 
 
 @dataclass(frozen=True)
@@ -71,27 +77,35 @@ def _adam8bit(cfg: ModelConfig) -> tuple[int, str]:
                    f"{ADAM8BIT_BLOCK} + {small:,} small params x 8 B")
 
 
-def _adafactor(cfg: ModelConfig) -> tuple[int, str]:
+def _adafactor(cfg: ModelConfig, scale: float = 1.0) -> tuple[int, str]:
     mats = matrices(cfg)
     factored = sum((m.fan_in + m.fan_out) * m.count for m in mats)
     vectors = vector_params(cfg)
-    return (FP32 * (factored + vectors),
-            f"Adafactor (beta1 None): row + column fp32 factors of each matrix ({factored:,}) + "
-            f"{vectors:,} vector params x 4 B")
+    per = FP32 * scale
+    return (math.ceil(per * (factored + vectors)),
+            f"Adafactor (beta1 None): row + column {'fp32' if scale == 1 else 'bf16'} factors of each matrix "
+            f"({factored:,}) + "
+            f"{vectors:,} vector params x {per:g} B")
 
 
-def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: float = 2) -> OptimizerState:
-    """Optimizer state and master weights for the whole model (unsharded)."""
+def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: float = 2,
+                    pure: bool = False) -> OptimizerState:
+    """Optimizer state and master weights for the whole model (unsharded); ``pure``: pure
+    low-precision training (state in the weights' dtype, no master copy)."""
     require(optimizer in OPTIMIZERS, f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     p = count_params(cfg).total
-    master = master_bytes(dtype_bytes) * p
+    master = master_bytes(dtype_bytes, pure=pure) * p
+    scale = state_scale(dtype_bytes, pure=pure)
     if optimizer in STATE_BYTES_PER_PARAM:
-        state, rule, estimate = STATE_BYTES_PER_PARAM[optimizer] * p, SHAPE_FREE_RULES[optimizer].format(p=p), False
+        state, estimate = math.ceil(STATE_BYTES_PER_PARAM[optimizer] * scale * p), False
+        rule = SHAPE_FREE_RULES[optimizer].format(p=p)
+        if scale != 1 and state:
+            rule = PURE_RULES[optimizer].format(p=p)
     elif optimizer == "adam8bit":
         state, rule = _adam8bit(cfg)
         estimate = True
     else:
-        state, rule = _adafactor(cfg)
+        state, rule = _adafactor(cfg, scale)
         estimate = True
     if master:
         rule += f" + fp32 master weights {p:,} x 4 B"
@@ -119,7 +133,7 @@ class TrainingMemory:
 
 
 def training_memory(cfg: ModelConfig, dtype: str = "bf16", *, optimizer: str = "adamw",
-                    grad_dtype: str | None = None) -> TrainingMemory:
+                    grad_dtype: str | None = None, pure: bool = False) -> TrainingMemory:
     """Bytes of weights (``dtype``), gradients (``grad_dtype``, default ``dtype``), optimizer state
     and master weights (:func:`optimizer_state`), activations excluded; ``optimizer="none"``: the
     weights alone (nothing trains)."""
@@ -128,5 +142,5 @@ def training_memory(cfg: ModelConfig, dtype: str = "bf16", *, optimizer: str = "
     if optimizer == "none":
         return TrainingMemory(weights=w * n, grads=0, optimizer=0, master_weights=0)
     g = bytes_of(grad_dtype or dtype, GRAD_DTYPES, "gradient dtype")
-    opt = optimizer_state(cfg, optimizer, dtype_bytes=w)
+    opt = optimizer_state(cfg, optimizer, dtype_bytes=w, pure=pure)
     return TrainingMemory(weights=w * n, grads=g * n, optimizer=opt.state_bytes, master_weights=opt.master_bytes)

@@ -47,6 +47,7 @@ from ffnlab.sizing.memory.activations import (
     weight_bytes,
 )
 from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYPES, dtype_bytes
+from ffnlab.sizing.memory.engines import Engine
 from ffnlab.sizing.memory.optimizers import optimizer_state
 from ffnlab.sizing.memory.sharding import Sharding, working_terms
 from ffnlab.sizing.memory.step import (
@@ -168,7 +169,7 @@ def training_table(cfg: ModelConfig, work: Workload, lay: Layout | None = None) 
         if term == "gradients" and g != w:
             rule += f" (gradients kept in {grad_dtype})"
         rows.append(Row(term, math.ceil(p * per), per_gpu, rule))
-    opt = optimizer_state(cfg, optimizer, dtype_bytes=w)
+    opt = optimizer_state(cfg, optimizer, dtype_bytes=w, pure=work.pure_bf16)
     per_gpu, rule = _split(pd, pe, opt.total / p if p else 0.0, lay, lay.zero >= 1)
     rows.append(Row("optimizer", opt.total, per_gpu, f"{rule}; {opt.rule}", estimate=opt.estimate))
     full, mine = (activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
@@ -202,7 +203,7 @@ def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]
                         optimizer=opt.per_gpu_bytes,
                         working=sum(r.per_gpu_bytes for r in rows if r.group == "working"),
                         opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, work.optimizer, params_on_gpu,
-                                                      tp=lay.tp))
+                                                      tp=lay.tp, state_bytes=work.state_bytes))
     return step_timeline(cfg, work, states, tp=lay.tp, sp=lay.sp)
 
 
@@ -276,6 +277,7 @@ class MemorySummary(Result):
     peak_moment: str | None
     peak_alive: tuple[Alive, ...] | None
     step: StepOptions | None = None  # a config's only
+    trainer: Engine | None = None  # the training engine priced (--engine), with its version
     kv_cache_bytes: int
     state_bytes: int | None = None  # a structure's only: the recurrent state of its SSM / linear layers
     serving_weights_bytes: int
@@ -287,7 +289,7 @@ class MemorySummary(Result):
     state_layers: int | None = None
     note: str | None = None
 
-    OMITTED_WHEN_NONE = frozenset({"sharding", "step", "training_terms", "serving_terms", "state_bytes",
+    OMITTED_WHEN_NONE = frozenset({"trainer", "sharding", "step", "training_terms", "serving_terms", "state_bytes",
                                    "cache_rule", "kv_layers", "state_layers", "note"})
 
     @property
@@ -330,7 +332,7 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
         activations_bytes=t["activations"], working_bytes=working, terms_sum_bytes=table_total(train),
         training_total_bytes=timeline.peak_bytes, peak_bytes=timeline.peak_bytes,
         peak_moment=timeline.peak.name, peak_alive=timeline.peak_alive(),
-        step=work.step, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
+        step=work.step, trainer=work.engine, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
         serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
     )
 

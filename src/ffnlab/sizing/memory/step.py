@@ -185,22 +185,22 @@ class StepInputs:
 
 
 def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_gpu: float, *, tp: int = 1,
-                         largest: int | None = None) -> int:
-    """fp32 temporaries of the optimizer step on one GPU: foreach AdamW takes the square root of
-    every second moment at once (4 B per parameter); the for-loop implementation a tensor's root
-    and its quotient while the previous tensor's is still bound (three of the largest tensor:
-    ``largest`` elements, by default the model's largest matrix); fused kernels, 8-bit Adam and
-    SGD none."""
+                         largest: int | None = None, state_bytes: float = STAT_BYTES) -> int:
+    """Temporaries of the optimizer step on one GPU, in the state's dtype (``state_bytes``: fp32,
+    or bf16 in pure bf16 training): foreach AdamW takes the square root of every second moment at
+    once (one per parameter); the for-loop implementation a tensor's root and its quotient while
+    the previous tensor's is still bound (three of the largest tensor: ``largest`` elements, by
+    default the model's largest matrix); fused kernels, 8-bit Adam and SGD none."""
     if optimizer in ("sgd", "adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
         return 0
     if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):
         # foreach AdamW: sqrt of every second moment at once; SGD momentum updates in place
-        return math.ceil(params_on_gpu * STAT_BYTES) if optimizer == "adamw" else 0
+        return math.ceil(params_on_gpu * state_bytes) if optimizer == "adamw" else 0
     if largest is None:
         from ffnlab.sizing.shapes import matrices
 
         largest = max((m.fan_in * m.fan_out for m in matrices(cfg)), default=0)
-    return math.ceil(3 * largest / tp * STAT_BYTES)
+    return math.ceil(3 * largest / tp * state_bytes)
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ def structure_memory(s: Structure, work: Workload | None = None, lay: Layout | N
     p = s.total
     weights = math.ceil(p * w)
     gradients = math.ceil(p * g)
-    optimizer_bytes = p * shape_free_states(optimizer, w)
+    optimizer_bytes = math.ceil(p * shape_free_states(optimizer, w, pure=work.pure_bf16))
     cache = kv_and_state(s, batch=work.batch, context=work.seq_len, kv_dtype=kv_dtype)
     serving = serving_weight_bytes(s, weights_dtype, group_size)
     return MemorySummary(
@@ -130,7 +130,7 @@ def structure_memory(s: Structure, work: Workload | None = None, lay: Layout | N
         weights_bytes=weights, gradients_bytes=gradients, optimizer_bytes=optimizer_bytes,
         states_bytes=weights + gradients + optimizer_bytes, working_bytes=0,
         activations_bytes=None, terms_sum_bytes=None, training_total_bytes=None, peak_bytes=None,
-        peak_moment=None, peak_alive=None,
+        peak_moment=None, peak_alive=None, trainer=work.engine,
         kv_cache_bytes=cache["kv_cache_bytes"], state_bytes=cache["state_bytes"],
         serving_weights_bytes=serving,
         serving_total_bytes=serving + cache["kv_cache_bytes"] + cache["state_bytes"],

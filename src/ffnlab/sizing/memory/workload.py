@@ -27,13 +27,20 @@ from typing import TYPE_CHECKING
 
 from ffnlab.errors import require
 from ffnlab.sizing.memory.activations import ATTENTION, DROPOUT_MASK_BYTES, MLA_FORMS, RECOMPUTE
-from ffnlab.sizing.memory.byte_rules import GRAD_DTYPES, KV_DTYPES, OPTIMIZERS, TRAIN_DTYPES
+from ffnlab.sizing.memory.byte_rules import (
+    DTYPE_BYTES,
+    GRAD_DTYPES,
+    KV_DTYPES,
+    OPTIMIZERS,
+    TRAIN_DTYPES,
+)
 from ffnlab.sizing.memory.quant import WEIGHT_FORMATS
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.validation import choice, integer, number
 
 if TYPE_CHECKING:  # ffnlab.sizing.finetune builds on the memory model
     from ffnlab.sizing.finetune import FinetuneOptions
+    from ffnlab.sizing.memory.engines import Engine
 
 MAX_SEQ_LEN = 2**40  # as size caps --seq-len
 MAX_BATCH = 2**40  # a batch past any cluster
@@ -78,10 +85,12 @@ class Workload:
     dropout: bool = False
     dropout_mask_bytes: float = DROPOUT_MASK_BYTES
     optimizer: str = "adamw"
+    pure_bf16: bool = False  # bf16 weights, gradients and optimizer state; no fp32 master copy
     step: StepOptions = field(default_factory=StepOptions)
     finetune: FinetuneOptions | None = None
-    # the engine profile (name, version; whether the caller keeps the logits, pure bf16, its
-    # recompute policy) will be a frozen field here, checked in check()
+    # the training engine whose facts were applied (ffnlab.sizing.memory.engines.apply_engine);
+    # None: the fields as given
+    engine: Engine | None = None
 
     def __post_init__(self) -> None:
         self.check()
@@ -95,6 +104,7 @@ class Workload:
         choice(self.recompute, "--recompute", RECOMPUTE)
         choice(self.attention, "--attention", ATTENTION)
         choice(self.optimizer, "--optimizer", OPTIMIZERS)
+        require(not self.pure_bf16 or self.dtype == "bf16", f"--pure-bf16 trains in bf16: give --dtype bf16, not {self.dtype}")
         for value, flag, allowed in ((self.kv_dtype, "--kv-dtype", KV_DTYPES),
                                      (self.weights_dtype, "--weights-dtype", WEIGHT_FORMATS),
                                      (self.grad_dtype, "--grad-dtype", GRAD_DTYPES)):
@@ -113,6 +123,11 @@ class Workload:
     def adapters(self) -> bool:
         """True for a LoRA / QLoRA workload."""
         return self.finetune is not None and self.finetune.adapters
+
+    @property
+    def state_bytes(self) -> float:
+        """Bytes of one element of the optimizer's state: fp32, or bf16 in pure bf16 training."""
+        return DTYPE_BYTES["bf16"] if self.pure_bf16 else DTYPE_BYTES["fp32"]
 
     @property
     def grads(self) -> str:

@@ -1,0 +1,76 @@
+"""Training engines as data (data/engines.json) and their facts applied to a workload."""
+
+from __future__ import annotations
+
+import pytest
+
+from ffnlab.errors import FfnlabError
+from ffnlab.sizing.config import make_config
+from ffnlab.sizing.memory.engines import FACTS, apply_engine, engines_data, resolve
+from ffnlab.sizing.memory.parallel import memory_summary
+from ffnlab.sizing.memory.step import StepOptions
+from ffnlab.sizing.memory.workload import Workload
+
+NEEDED = ("hf-trainer", "trl", "torchtune", "torchtitan", "nanogpt", "ffnlab")
+
+
+def test_every_fact_of_every_version_has_a_value_and_a_source_at_a_version() -> None:
+    data = engines_data()
+    assert data["default"] in data["engines"]
+    assert set(NEEDED) <= set(data["engines"])
+    for name, eng in data["engines"].items():
+        assert eng["versions"], name
+        for v in eng["versions"]:
+            assert v["version"], name
+            assert set(FACTS) - {"recompute_every"} <= set(v["facts"]), (name, v["version"])
+            for fact, f in v["facts"].items():
+                assert fact in FACTS, (name, fact)
+                assert "value" in f and f["note"], (name, fact)
+                assert f["source"]["repo"] and f["source"]["path"] and f["source"]["ref"], (name, fact)
+
+
+@pytest.mark.parametrize("name", NEEDED)
+def test_each_profile_makes_a_valid_workload_for_full_training_and_lora(name: str) -> None:
+    from ffnlab.sizing.finetune import FinetuneOptions
+
+    for v in engines_data()["engines"][name]["versions"]:
+        eng = resolve(f"{name}@{v['version']}")
+        work = apply_engine(Workload(), eng)
+        assert work.engine is not None and work.engine.label == f"{name}@{v['version']}"
+        assert work.step.logits_held is v["facts"]["keeps_logits"]["value"]
+        lora = apply_engine(Workload(finetune=FinetuneOptions(mode="lora")), eng)
+        assert lora.recompute == v["facts"]["finetune_recompute"]["value"] and not lora.pure_bf16
+
+
+def test_an_unknown_version_is_priced_as_the_newest_and_says_so() -> None:
+    eng = resolve("trl@0.0.1")
+    newest = engines_data()["engines"]["trl"]["versions"][0]["version"]
+    assert eng.version == newest and eng.note is not None
+    assert f"trl@0.0.1 is not known: priced as trl@{newest}" in eng.note
+    assert resolve("trl").note is None and resolve("trl").version == newest
+    with pytest.raises(FfnlabError, match="--engine must be one of"):
+        resolve("deepspeed-chat")
+
+
+def test_versions_differ_where_the_project_changed() -> None:
+    """TRL 1.7 made chunked_nll (no full logits) its default loss."""
+    assert resolve("trl@1.6.0").fact("loss") == "full" and resolve("trl@1.9.0").fact("loss") == "fused"
+
+
+def test_an_explicit_field_overrides_the_profile_and_is_listed() -> None:
+    work = apply_engine(Workload(recompute="none"), "trl", explicit=frozenset({"recompute"}))
+    assert work.recompute == "none" and work.engine is not None and work.engine.overridden == ("recompute",)
+    same = apply_engine(Workload(recompute="full"), "trl", explicit=frozenset({"recompute"}))
+    assert same.engine is not None and same.engine.overridden == ()  # given, but as the profile has it
+    api = apply_engine(Workload(seq_len=1024, step=StepOptions(logits_held=True)), "torchtune",
+                       explicit=frozenset({"step.logits_held"}))
+    assert api.pure_bf16 and api.step.logits_held and api.recompute == "full" and api.engine is not None
+    assert api.engine.overridden == ("keeps_logits",) and api.step.loss == "chunked"
+
+
+def test_the_summary_names_the_engine_and_its_version() -> None:
+    cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000)
+    mem = memory_summary(cfg, apply_engine(Workload(seq_len=512), "torchtitan")).as_dict()
+    assert mem["trainer"]["name"] == "torchtitan" and mem["trainer"]["version"] == "0.2.2"
+    assert mem["recompute"] == "full" and mem["step"]["recompute_every"] == 2
+    assert "trainer" not in memory_summary(cfg, Workload(seq_len=512)).as_dict()

@@ -46,6 +46,19 @@ MIN_MFU = 1e-3  # 0.1%: with MAX_TOKENS, keeps every training time finite (1e-30
 EXIT_NO_FIT = 1  # fit's status when nothing fits (0: something does; 2: bad input)
 
 
+def gpus_or_auto(value: Any) -> str:
+    """``--gpus``: ``auto``, or a count read as every count flag is (``8``, ``1K`` = 1,024)."""
+    if str(value).strip().lower() == "auto":
+        return "auto"
+    try:
+        return str(counted("--gpus")(value))
+    except typer.BadParameter as e:
+        raise typer.BadParameter(f"must be a whole number of GPUs or auto: {e.message}") from None
+
+
+gpus_or_auto.__name__ = "n|auto"  # shown as <n|auto> in --help
+
+
 def _count(text: str) -> int:
     from ffnlab.sizing.plan import parse_count
 
@@ -126,7 +139,7 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 @memory_flags(without=LAYOUT)
 def fit(
     target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
-    gpus_flag: str = typer.Option("8", "--gpus", help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
+    gpus_flag: str = typer.Option("8", "--gpus", parser=gpus_or_auto, help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
                                  help="With --gpus auto: the most GPUs to try."),

@@ -337,6 +337,9 @@ def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
     to ``final`` (which must be absent or an empty folder), when it fails it is removed. So a kill
     leaves ``final`` absent or complete, never half-written (the marker goes unless ``keep_mark``)."""
     final = Path(final)
+    if final.is_symlink():  # the rename below would fail with a bare "Not a directory" naming the temporary
+        raise FfnlabError(f"{final} is a symbolic link; ffnlab writes this folder only where nothing is, not "
+                          "through a link: name a new or empty folder")
     tmp = new_temp_dir(final.parent, final.name)
     try:
         yield tmp

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
@@ -123,6 +124,14 @@ def spec_field(spec: dict[str, Any], name: str) -> Any:
     raise KeyError(f"the saved spec has no {name!r} (a field without a default)")
 
 
+def _some(names: list[str], limit: int = 12) -> str:
+    """At most ``limit`` names for a message, then how many there are: a spec of thousands of arms
+    gets an error line, not a page."""
+    if len(names) <= limit:
+        return ", ".join(names)
+    return f"{', '.join(names[:limit])}, ... ({len(names):,} in all)"
+
+
 def find_spec(name_or_path: str) -> Path:
     p = Path(name_or_path)
     if p.is_file():
@@ -151,12 +160,13 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
             f"{f' x {n_cells:,} scales' if spec.scales else ''}), over the limit of {MAX_RUNS:,} for one sweep; "
             "use fewer seeds or split it into several sweeps")
     names = [a.name for a in spec.arms]
-    require(len(set(names)) == len(names), f"sweep spec: arm names must be unique, got {', '.join(names)}")
+    twice = sorted(n for n, k in Counter(names).items() if k > 1)
+    require(not twice, f"sweep spec: arm names must be unique; given more than once: {_some(twice)}")
     for arm in spec.arms:
         arm.label = arm.label or arm.name
     spec.reference = spec.reference or names[0]
     require(spec.reference in names, f"sweep spec: reference arm {show(spec.reference)} is not among the arms "
-                                     f"({', '.join(names)})")
+                                     f"({_some(names)})")
     comparisons = spec.comparisons
     require(set(comparisons) <= set(ANALYSES),
             f"sweep spec: comparisons must map analyses ({', '.join(ANALYSES)}) to lists of arm names")

@@ -70,6 +70,7 @@ from ffnlab.sizing.hf import (
     starcoder2,
     t5,
 )
+from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.sizing.hf.rules import WRAPPER_TEXT_DEFAULTS
@@ -184,6 +185,7 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]
+    text = real_keys(text, text_type)  # num_hidden_layers for GPT-2's n_layer, as transformers reads it
     if isinstance(raw_inner, dict) and text_type in HF_TRANSLATORS:  # before the outer tie overrides it
         ConfigKeys(raw_inner, text_type).check()
     require(text_type in HF_TRANSLATORS,

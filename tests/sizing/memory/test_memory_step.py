@@ -8,6 +8,7 @@ of ``memory_step_cases.CASES`` must be within 5% of the prediction, at the momen
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from memory_step_cases import (
@@ -32,24 +33,28 @@ TOLERANCE = 0.05
 torch = pytest.importorskip("torch")
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_predicted_peak_is_within_5_percent_of_the_measured_step(case: Case) -> None:
-    if case.family != "ffnlab":
-        pytest.importorskip("transformers")
+def measured_and_predicted(case: Case) -> tuple[Any, Any]:
+    """The case's step measured and predicted, the prediction within TOLERANCE of the measurement;
+    (the timeline, ffnlab's config)."""
     measured, op, cfg = measure(case)
     timeline = predict(case, cfg)
     gap = timeline.peak_bytes / measured - 1
     assert abs(gap) < TOLERANCE, (case.name, measured, op, timeline.peak_bytes, timeline.peak.name)
+    return timeline, cfg
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_predicted_peak_is_within_5_percent_of_the_measured_step(case: Case) -> None:
+    if case.family != "ffnlab":
+        pytest.importorskip("transformers")
+    measured_and_predicted(case)
 
 
 @pytest.mark.parametrize("case", FREED_CASES, ids=[c.name for c in FREED_CASES])
 def test_hf_trainer_step_without_held_logits_is_within_5_percent(case: Case) -> None:
     """``model(**batch).loss.backward()``: the caller keeps no logits, and neither does the prediction."""
     pytest.importorskip("transformers")
-    measured, op, cfg = measure(case)
-    timeline = predict(case, cfg)
-    gap = timeline.peak_bytes / measured - 1
-    assert abs(gap) < TOLERANCE, (case.name, measured, op, timeline.peak_bytes, timeline.peak.name)
+    timeline, cfg = measured_and_predicted(case)
     held = predict(replace(case, held=True), cfg)
     assert held.peak_bytes > timeline.peak_bytes  # one logits tensor too many when held
 
@@ -59,10 +64,7 @@ def test_pure_bf16_peak_is_within_5_percent_of_the_measured_step(case: Case) -> 
     """The model cast to bf16 before AdamW is made: bf16 weights, gradients and moments, no master copy."""
     if case.family != "ffnlab":
         pytest.importorskip("transformers")
-    measured, op, cfg = measure(case)
-    timeline = predict(case, cfg)
-    gap = timeline.peak_bytes / measured - 1
-    assert abs(gap) < TOLERANCE, (case.name, measured, op, timeline.peak_bytes, timeline.peak.name)
+    measured_and_predicted(case)
 
 
 def test_pure_bf16_states_are_bf16_without_a_master_copy() -> None:

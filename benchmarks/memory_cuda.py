@@ -238,7 +238,7 @@ def _config(case: Any, saved: dict[str, Any] | None) -> Any:
     return from_hf_dict(saved)
 
 
-def predict_autocast(case: Any, cfg: Any, *, dropout_mask_bytes: float | None = None, pure: bool = False) -> Any:
+def predict_bf16(case: Any, cfg: Any, *, dropout_mask_bytes: float | None = None, pure: bool = False) -> Any:
     """ffnlab's step timeline in its mixed-precision model (bf16 weights and activations, fp32 master
     and moments), gradients fp32 as autocast keeps those of fp32 weights; otherwise as ``predict``.
     ``pure``: the pure-bf16 model instead (bf16 gradients and moments, no master copy)."""
@@ -279,7 +279,7 @@ def analyse(result: dict[str, Any]) -> dict[str, Any]:
                     case = steps[r["case"]]
                     cfg = _config(case, result.get("configs", {}).get(case.name))
                     tl = (predict(case, cfg) if r["precision"] == "fp32"
-                          else predict_autocast(case, cfg, dropout_mask_bytes=4 if cpu else None,
+                          else predict_bf16(case, cfg, dropout_mask_bytes=4 if cpu else None,
                                                 pure=r["precision"] == "bf16"))
                 else:
                     from memory_finetune_cases import CASES as LORA

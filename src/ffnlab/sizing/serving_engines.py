@@ -87,5 +87,16 @@ def concurrency(tokens: int, max_model_len: int) -> float:
     return tokens / max_model_len
 
 
-__all__ = ["GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "gqa_bytes_per_token",
+def hybrid_concurrency(blocks: int, block_size: int, max_model_len: int, *, window: int,
+                       max_num_batched_tokens: int) -> float:
+    """vLLM 0.19.0's "Maximum concurrency" for a model with one full and one sliding-window
+    KV-cache group sharing ``blocks``: a request needs ``ceil(L / block_size)`` blocks for the full
+    group and ``ceil(min(window - 1 + max_num_batched_tokens, L) / block_size) + 1`` for the
+    windowed one (a chunk of prefill can reach back a window before it)."""
+    full = math.ceil(max_model_len / block_size)
+    windowed = math.ceil(min(window - 1 + max_num_batched_tokens, max_model_len) / block_size) + 1
+    return blocks / (full + windowed)
+
+
+__all__ = ["GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

@@ -11,20 +11,30 @@ vLLM's "Maximum concurrency" is ``blocks x block_size / max_model_len``.
 SGLang (``model_runner.py`` ``profile_max_num_token``): the cache is what is free after the weights
 less ``(1 - mem_fraction_static)`` of the total, in tokens of ``cell_size`` bytes.
 
-These functions reproduce the engines' arithmetic from the parts; the parts themselves (the
-activation peak, non-torch memory) are taken as given here, not yet predicted.
+These functions reproduce the engines' arithmetic from the parts. :func:`engine_estimate` also
+predicts the parts for a model on a card: the weights (ffnlab's serving weights), the total CUDA
+reports (``accelerators.json``), non-torch memory by parallel size and the activation peak of the
+profile run (the sampler's logits for ``max_num_seqs`` sequences, a rule each profile keeps with
+the logs it was fitted to), then the cache, its blocks and tokens and the concurrency at a length,
+as the engine logs them. The knobs are the engine's own (:class:`EngineKnobs`);
+:func:`read_engine_command` reads them from a ``vllm serve`` or ``sglang.launch_server`` line.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+import shlex
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ffnlab.errors import FfnlabError
+from ffnlab.errors import FfnlabError, require
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.config import ModelConfig
+    from ffnlab.sizing.memory.hardware import Accelerator
 
 GIB = 2**30
 
@@ -98,5 +108,207 @@ def hybrid_concurrency(blocks: int, block_size: int, max_model_len: int, *, wind
     return blocks / (full + windowed)
 
 
-__all__ = ["GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
+@dataclass(frozen=True)
+class EngineKnobs:
+    """The engine's own settings (None: the profile's default). vLLM reads the first five and
+    ``max_model_len``; SGLang ``mem_fraction_static`` (and ``max_model_len`` as its context length)."""
+
+    gpu_memory_utilization: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_num_seqs: int | None = None
+    block_size: int | None = None
+    enforce_eager: bool = False
+    mem_fraction_static: float | None = None
+    max_model_len: int | None = None
+    tp: int | None = None
+
+
+@dataclass(frozen=True)
+class EngineEstimate:
+    """One GPU's memory as the engine sizes it, each part as the engine logs it (bytes)."""
+
+    engine: str
+    version: str
+    display: str
+    tp: int
+    total_bytes: int
+    total_source: str
+    requested_bytes: int  # vLLM: utilization x total; SGLang: fraction x total
+    weights_bytes: int
+    non_torch_bytes: int
+    activation_bytes: int  # vLLM's profile peak; SGLang: 0 (it does not profile)
+    cuda_graphs: str
+    cache_bytes: int
+    bytes_per_token: int
+    block_size: int
+    blocks: int
+    tokens: int
+    max_model_len: int
+    context_limit: int | None
+    concurrency: float
+    knobs: dict[str, Any]
+    assumptions: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 1, knobs: EngineKnobs | None = None,
+                    weights_dtype: str = "bf16", kv_dtype: str = "bf16", context_limit: int | None = None,
+                    group_size: int | None = None) -> EngineEstimate:
+    """The KV cache ``spec`` (``vllm[@VERSION]``, ``sglang``) gives ``cfg`` on one GPU of ``acc``
+    at tensor parallel ``tp``: each part, the cache, its blocks and tokens, and the concurrency at
+    ``max_model_len`` (the knob, else the model's ``context_limit``, else 8,192)."""
+    from ffnlab.sizing.memory.activations import kv_cache
+    from ffnlab.sizing.memory.quant import weight_bytes
+
+    knobs = knobs or EngineKnobs()
+    name, version, prof = engine_profile(spec)
+    tp = knobs.tp or tp
+    require(tp >= 1, f"tensor parallel size must be >= 1, got {tp}")
+    total = acc.cuda_total_bytes
+    weights = math.ceil(weight_bytes(cfg, weights_dtype, group_size=group_size).total / tp)
+    non_torch_gib = prof.get("non_torch_gib", {"tp1": 0.0, "tp_gt_1": 0.0})
+    non_torch = int(non_torch_gib["tp1" if tp == 1 else "tp_gt_1"] * GIB)
+    kv = kv_cache(cfg, batch=1, context=1, kv_dtype=kv_dtype, tp=tp)
+    bpt = kv.bytes_per_token
+    max_len = knobs.max_model_len or context_limit or 8192
+    notes = [acc.cuda_total_assumption()]
+    used = {k: v for k, v in asdict(knobs).items() if v not in (None, False)}
+    if name == "sglang":
+        frac = knobs.mem_fraction_static
+        require(frac is not None, "SGLang picks its default --mem-fraction-static by a heuristic: give "
+                                  "--mem-fraction-static")
+        assert frac is not None
+        require(0 < frac <= 1, f"--mem-fraction-static must be in (0, 1], got {frac}")
+        free_after = total - weights - non_torch
+        cache = max(sglang_cache_bytes(total, frac, free_after_weights_bytes=free_after), 0)
+        block, act, graphs = 1, 0, "captured inside the (1 - mem_fraction_static) share left outside the cache"
+        requested = int(total * frac)
+        notes.append(f"SGLang: cache = free after the weights - (1 - {frac:g}) x total; no activation profile "
+                     f"({prof['cache_source']}); non-torch memory before the weights assumed as vLLM logs it")
+        blocks = cache // bpt
+        tokens = blocks
+        conc = tokens / max_len
+    else:
+        util = knobs.gpu_memory_utilization if knobs.gpu_memory_utilization is not None \
+            else prof["gpu_memory_utilization"]
+        require(0 < util <= 1, f"--gpu-memory-utilization must be in (0, 1], got {util}")
+        block = knobs.block_size or prof["block_size"]
+        seqs = knobs.max_num_seqs or prof.get("max_num_seqs", 256)
+        rule = prof.get("activation")
+        if rule is None:
+            raise FfnlabError(f"vLLM {version} has no activation rule on record: use vllm@0.19.0")
+        act = int(seqs * cfg.vocab_size * rule["bytes_per_logit"] + rule["base_gib"] * GIB)
+        requested = int(total * util)
+        cache = max(vllm_cache_bytes(total, util, weights_bytes=weights, activation_bytes=act,
+                                     non_torch_bytes=non_torch), 0)
+        graphs = ("none (--enforce-eager)" if knobs.enforce_eager else
+                  ("subtracted" if prof.get("cuda_graphs_subtracted") else
+                   "captured after the cache is sized, not subtracted: memory in use grows beyond "
+                   f"{util:g} x total by the capture (0.7-1.9 GiB in the logs)"))
+        kinds = sorted(set(cfg.attention_layers()))
+        groups = len(kinds)
+        blocks = int(cache // (bpt / groups * block))
+        tokens = blocks // groups * block
+        if groups == 2 and cfg.attn.sliding_window:
+            mbt = knobs.max_num_batched_tokens or prof.get("max_num_batched_tokens", 8192)
+            conc = hybrid_concurrency(blocks, block, max_len, window=cfg.attn.sliding_window,
+                                      max_num_batched_tokens=mbt)
+            notes.append(f"sliding-window layers sized as full layers in {groups} KV-cache groups sharing the blocks "
+                         f"({prof.get('sliding_window', 'as this version does')})")
+        else:
+            conc = concurrency(tokens, max_len)
+        notes.append(f"activation peak = {seqs:,} sequences x {cfg.vocab_size:,} vocabulary x "
+                     f"{rule['bytes_per_logit']:g} B + {rule['base_gib']:g} GiB ({rule['source']}); "
+                     "MoE models use more (a fused-MoE workspace not counted)")
+    return EngineEstimate(
+        engine=name, version=version, display=_data()["engines"][name]["display"], tp=tp, total_bytes=total,
+        total_source=acc.cuda_total_assumption(), requested_bytes=requested, weights_bytes=weights,
+        non_torch_bytes=non_torch, activation_bytes=act, cuda_graphs=graphs, cache_bytes=int(cache),
+        bytes_per_token=bpt, block_size=block, blocks=int(blocks), tokens=int(tokens), max_model_len=max_len,
+        context_limit=context_limit, concurrency=conc, knobs=used, assumptions=tuple(notes))
+
+
+# the command-line flags each engine's launcher takes, and the knob each sets
+_VLLM_ARGS = {"--gpu-memory-utilization": "gpu_memory_utilization", "--max-num-batched-tokens": "max_num_batched_tokens",
+              "--max-num-seqs": "max_num_seqs", "--block-size": "block_size", "--enforce-eager": "enforce_eager",
+              "--max-model-len": "max_model_len", "--tensor-parallel-size": "tp", "-tp": "tp"}
+_SGLANG_ARGS = {"--mem-fraction-static": "mem_fraction_static", "--tp": "tp", "--tp-size": "tp",
+                "--tensor-parallel-size": "tp", "--context-length": "max_model_len"}
+_FLOAT_KNOBS = {"gpu_memory_utilization", "mem_fraction_static"}
+
+
+@dataclass(frozen=True)
+class EngineCommand:
+    """What :func:`read_engine_command` took from a launch line."""
+
+    engine: str
+    knobs: EngineKnobs
+    used: tuple[str, ...]
+    ignored: tuple[str, ...]
+    model: str | None
+
+
+def read_engine_command(text: str) -> EngineCommand:
+    """The engine and its knobs from a ``vllm serve MODEL --flag v`` or ``python -m
+    sglang.launch_server --model-path M --flag v`` line (backslash continuations and ``#``
+    comments allowed); the flags it knows are used, the rest listed as ignored."""
+    lines = [ln.split("#", 1)[0] if not ln.lstrip().startswith("#") else "" for ln in text.splitlines()]
+    try:
+        words = shlex.split(" ".join(ln.rstrip().rstrip("\\") for ln in lines))
+    except ValueError as e:
+        raise FfnlabError(f"--engine-config: cannot read the command line: {e}") from None
+    words = [w for w in words if "=" not in w or w.startswith("-")]  # drop leading VAR=value
+    if "serve" in words and any(w.endswith("vllm") for w in words[: words.index("serve")]):
+        engine, table, rest = "vllm", _VLLM_ARGS, words[words.index("serve") + 1:]
+    elif any("sglang.launch_server" in w or w.endswith("sglang") for w in words):
+        engine, table = "sglang", _SGLANG_ARGS
+        start = next(i for i, w in enumerate(words) if "sglang.launch_server" in w or w.endswith("sglang"))
+        rest = words[start + 1:]
+        if rest[:1] == ["serve"]:
+            rest = rest[1:]
+    else:
+        raise FfnlabError("--engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...' "
+                          "command line")
+    values: dict[str, Any] = {}
+    used: list[str] = []
+    ignored: list[str] = []
+    model = None
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        flag, eq, inline = w.partition("=")
+        flag = flag.replace("_", "-") if flag.startswith("--") else flag
+        if not flag.startswith("-"):
+            model = model or w
+            ignored.append(f"{w} (the model: the command's TARGET names it)")
+            i += 1
+            continue
+        takes_value = flag != "--enforce-eager" and not eq and i + 1 < len(rest) and not rest[i + 1].startswith("--")
+        value = inline if eq else (rest[i + 1] if takes_value else None)
+        i += 2 if takes_value else 1
+        if flag in ("--model", "--model-path"):
+            model = value
+            ignored.append(f"{flag} {value} (the model: the command's TARGET names it)")
+            continue
+        knob = table.get(flag)
+        if knob is None:
+            ignored.append(flag if value is None else f"{flag} {value}")
+            continue
+        try:
+            if knob == "enforce_eager":
+                values[knob] = True
+            elif knob in _FLOAT_KNOBS:
+                values[knob] = float(str(value))
+            else:
+                values[knob] = int(str(value))
+        except ValueError:
+            raise FfnlabError(f"--engine-config: {flag} needs a number, got {value!r}") from None
+        used.append(flag if knob == "enforce_eager" else f"{flag} {value}")
+    return EngineCommand(engine=engine, knobs=EngineKnobs(**values), used=tuple(used), ignored=tuple(ignored),
+                         model=model)
+
+
+__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "engine_estimate", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

@@ -30,6 +30,16 @@ from ffnlab.cli.memory_view import (
     serving_lines,
     term_rows,
 )
+from ffnlab.cli.serving_engine import (
+    BLOCK_SIZE,
+    ENFORCE_EAGER,
+    ENGINE_CONFIG,
+    GPU_MEMORY_UTILIZATION,
+    MAX_NUM_BATCHED_TOKENS,
+    MAX_NUM_SEQS,
+    MEM_FRACTION_STATIC,
+    EngineFlags,
+)
 from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column
@@ -160,6 +170,13 @@ def fit(
                                                           "context, NCCL, fragmentation; default 10% of memory)."),
     max_tp: int = typer.Option(8, "--max-tp", parser=counted("--max-tp"), help="Largest tensor-parallel group (one node)."),
     top: int = typer.Option(8, "--top", parser=counted("--top"), help="Layouts to list with --gpu."),
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+    max_num_batched_tokens: int = MAX_NUM_BATCHED_TOKENS,
+    max_num_seqs: int = MAX_NUM_SEQS,
+    block_size: int = BLOCK_SIZE,
+    enforce_eager: bool = ENFORCE_EAGER,
+    mem_fraction_static: float = MEM_FRACTION_STATIC,
+    engine_config: str = ENGINE_CONFIG,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -181,6 +198,15 @@ def fit(
         integer(max_gpus, "--max-gpus", 1, MAX_GPUS)
     gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
+    knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
+                        mem_fraction_static, engine_config)
+    knobs.check()
+    serving_engine = None
+    if mode == "serve":  # --engine names the serving engine
+        serving_engine, mem = mem.engine, replace(mem, engine=None)
+    elif knobs.given():
+        note("the serving engine's flags (--gpu-memory-utilization ... --engine-config) apply with --mode serve; "
+             "ignored")
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
     ft = work.finetune
@@ -215,9 +241,10 @@ def fit(
     timed = bool(n_tokens) and mode == "train"
     res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, work, ask)
     search = {"gpus_search": {"tried": tried, "max_gpus": max_gpus, "found": gpus if res.best else None}} if auto else {}
+    engine = _engine(cfg, res, work, ask, serving_engine, knobs, gpu, gpu_memory) if mode == "serve" else None
     if as_json:
         render.emit_json({"model": name, **_options_json(work, ask), "verdict": _verdict(res), **search,
-                          **res.as_dict()})
+                          **res.as_dict(), **({"engine": engine[0].as_dict()} if engine else {})})
     else:
         if auto:
             found = (f"the fewest GPUs that fit: {gpus}" if res.best else
@@ -225,8 +252,27 @@ def fit(
             print(f"--gpus auto tried {', '.join(map(str, tried))} x {res.accelerator}: {found}")
         _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
                   wide=wide)
+        if engine:
+            from ffnlab.cli.serving_engine import engine_lines, engine_title
+
+            est, said = engine
+            _print_lines(engine_title(est), said + engine_lines(est) +
+                         [f"assumed: {a}" for a in est.assumptions], fmt)
     if res.best is None:
         raise typer.Exit(EXIT_NO_FIT)
+
+
+def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | None, knobs: EngineFlags,
+            gpu: str | None, gpu_memory: float | None) -> Any:
+    """The serving engine's sizing of the best layout's GPU (tp 1 when nothing fits), with what
+    an --engine-config line gave; None in CSV-less cases where it cannot be priced."""
+    from ffnlab.cli.serving_engine import estimate
+
+    eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)
+    tp = res.best.layout.tp if res.best is not None else 1
+    est = estimate(cfg, _accelerator(gpu, gpu_memory), eng, engine_knobs, tp=tp, weights_dtype=work.serving_weights,
+                   kv_dtype=work.kv, context_limit=ask.context_limit, group_size=work.group_size)
+    return est, said
 
 
 def _verdict(res: FitResult) -> str:

@@ -1,0 +1,81 @@
+"""``fit --mode serve`` as a serving engine sizes it: the engine's knobs as flags, a launch line
+read with ``--engine-config``, and the answer naming engine, version, each logged part, the cache
+in tokens and blocks, the context limit and the concurrency (CLI, subprocess). The oracle is the
+published start-up logs of data/serving_logs.json: the command, given a log's settings, lands
+within max(3%, 0.25 GiB) of what the engine logged."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from cli_run import assert_usage_error, run, run_json
+
+CASES = {c["id"]: c for c in json.loads(resources.files("ffnlab").joinpath("data/serving_logs.json").read_text())["cases"]}
+
+
+def test_fit_serve_names_engine_version_tokens_blocks_limit_and_concurrency() -> None:
+    log = CASES["vllm019-llama31-8b-h100-tp1"]["logged"]
+    p = run("fit", "llama-3.1-8b", "--gpu", "H100", "--gpus", "1", "--mode", "serve", "--seq-len", "8192",
+            "--gpu-memory-utilization", "0.95")
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "as vLLM 0.19.0 sizes it (--engine vllm@0.19.0, tp 1, per GPU):" in out
+    for part in ("model weights:", "non-torch memory:", "activation peak (profile run):", "CUDA graphs:",
+                 "KV cache memory:", "context limit: the model accepts at most 131,072 tokens per sequence",
+                 "maximum concurrency for 8,192 tokens per request:"):
+        assert part in out, part
+    line = next(x for x in out.splitlines() if "KV cache: " in x and "blocks of 16" in x)
+    tokens = int(line.split("KV cache: ")[1].split(" tokens")[0].replace(",", ""))
+    assert abs(tokens - log["tokens"]) / log["tokens"] <= 0.03, (tokens, log["tokens"])
+
+
+def test_json_engine_object_matches_the_log(tmp_path: Path) -> None:
+    case = CASES["vllm019-qwen25-7b-h100-tp2"]
+    f = tmp_path / "serve.sh"
+    f.write_text(case["settings"]["command"] + "\n")  # the log's own non-default args
+    res = run_json("fit", "qwen2.5-7b", "--gpu", "H100", "--gpus", "2", "--mode", "serve", "--seq-len", "8192",
+                   "--engine", "vllm@0.19.0", "--engine-config", str(f))
+    eng = res["engine"]
+    assert eng["engine"] == "vllm" and eng["version"] == "0.19.0" and eng["tp"] == 2
+    assert abs(eng["tokens"] - case["logged"]["tokens"]) / case["logged"]["tokens"] <= 0.03
+    assert eng["blocks"] * eng["block_size"] == eng["tokens"]
+    assert abs(eng["concurrency"] - case["logged"]["concurrency"]) / case["logged"]["concurrency"] <= 0.03
+
+
+def test_engine_config_reads_a_published_sglang_line(tmp_path: Path) -> None:
+    case = CASES["sglang-qwen3-235b-fp8-h100-tp4"]
+    f = tmp_path / "launch.sh"
+    f.write_text("python3 -m sglang.launch_server --model /path/to/Qwen3-235B-A22B-FP8 --tp 4 "
+                 "--trust-remote-code --host 0.0.0.0 --port 8000 --mem-fraction-static 0.93\n")
+    res = run_json("fit", "qwen3-235b-a22b", "--gpu", "H100", "--gpus", "4", "--mode", "serve",
+                   "--weights-dtype", "fp8", "--engine-config", str(f))
+    eng = res["engine"]
+    assert eng["engine"] == "sglang" and eng["tp"] == 4 and eng["knobs"]["mem_fraction_static"] == 0.93
+    assert abs(eng["tokens"] - case["logged"]["tokens"]) / case["logged"]["tokens"] <= 0.03
+    p = run("fit", "qwen3-235b-a22b", "--gpu", "H100", "--gpus", "4", "--mode", "serve", "--weights-dtype", "fp8",
+            "--engine-config", str(f))
+    assert "used --tp 4, --mem-fraction-static 0.93" in p.stdout and "--trust-remote-code" in p.stdout
+
+
+def test_enforce_eager_and_knobs_change_what_they_should() -> None:
+    base = run_json("fit", "llama-3-8b", "--gpu", "H100", "--gpus", "1", "--mode", "serve")["engine"]
+    more = run_json("fit", "llama-3-8b", "--gpu", "H100", "--gpus", "1", "--mode", "serve", "--max-num-seqs",
+                    "2048", "--block-size", "32", "--enforce-eager")["engine"]
+    assert more["activation_bytes"] > base["activation_bytes"] and more["block_size"] == 32
+    assert more["cuda_graphs"].startswith("none") and more["tokens"] < base["tokens"]
+
+
+def test_bad_engine_input_is_one_line_exit_2(tmp_path: Path) -> None:
+    serve = ("fit", "llama-3-8b", "--gpu", "H100", "--gpus", "1", "--mode", "serve")
+    assert_usage_error(run(*serve, "--engine", "tgi"), "unknown serving engine")
+    assert_usage_error(run(*serve, "--engine", "sglang"), "--mem-fraction-static")
+    assert_usage_error(run(*serve, "--gpu-memory-utilization", "1.5"), "--gpu-memory-utilization")
+    assert_usage_error(run(*serve, "--engine-config", str(tmp_path / "none.sh")), "--engine-config")
+    f = tmp_path / "bad.sh"
+    f.write_text("torchrun train.py\n")
+    assert_usage_error(run(*serve, "--engine-config", str(f)), "--engine-config")
+    vllm = tmp_path / "vllm.sh"
+    vllm.write_text("vllm serve m\n")
+    assert_usage_error(run(*serve, "--engine", "sglang", "--engine-config", str(vllm)), "--engine-config")

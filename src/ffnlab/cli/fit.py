@@ -34,6 +34,7 @@ from ffnlab.cli.serving_engine import (
     BLOCK_SIZE,
     ENFORCE_EAGER,
     ENGINE_CONFIG,
+    ENGINE_PANEL,
     GPU_MEMORY_UTILIZATION,
     MAX_NUM_BATCHED_TOKENS,
     MAX_NUM_SEQS,
@@ -177,6 +178,10 @@ def fit(
     enforce_eager: bool = ENFORCE_EAGER,
     mem_fraction_static: float = MEM_FRACTION_STATIC,
     engine_config: str = ENGINE_CONFIG,
+    target_tokens_per_s: float = typer.Option(None, "--target-tokens-per-s", metavar="N",
+                                              rich_help_panel=ENGINE_PANEL,
+                                              help="With --mode serve: the GPUs that reach N tokens/s of decode at "
+                                                   "--batch, at the measured fraction of the roofline bound."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -204,7 +209,12 @@ def fit(
     serving_engine = None
     if mode == "serve":  # --engine names the serving engine
         serving_engine, mem = mem.engine, replace(mem, engine=None)
-    elif knobs.given():
+    if target_tokens_per_s is not None:
+        number(target_tokens_per_s, "--target-tokens-per-s", 0, None)
+        require(target_tokens_per_s > 0, "--target-tokens-per-s must be > 0")
+        require(mode == "serve", "--target-tokens-per-s sizes serving: give --mode serve")
+        require(gpu is not None, "--target-tokens-per-s needs --gpu (a card with a bandwidth on record)")
+    if mode != "serve" and knobs.given():
         note("the serving engine's flags (--gpu-memory-utilization ... --engine-config) apply with --mode serve; "
              "ignored")
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
@@ -242,9 +252,11 @@ def fit(
     res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, work, ask)
     search = {"gpus_search": {"tried": tried, "max_gpus": max_gpus, "found": gpus if res.best else None}} if auto else {}
     engine = _engine(cfg, res, work, ask, serving_engine, knobs, gpu, gpu_memory) if mode == "serve" else None
+    speed = _speed(res, serving_engine, gpu, work.batch, target_tokens_per_s) if mode == "serve" else None
     if as_json:
         render.emit_json({"model": name, **_options_json(work, ask), "verdict": _verdict(res), **search,
-                          **res.as_dict(), **({"engine": engine[0].as_dict()} if engine else {})})
+                          **res.as_dict(), **({"engine": engine[0].as_dict()} if engine else {}),
+                          **(speed or {})})
     else:
         if auto:
             found = (f"the fewest GPUs that fit: {gpus}" if res.best else
@@ -252,6 +264,9 @@ def fit(
             print(f"--gpus auto tried {', '.join(map(str, tried))} x {res.accelerator}: {found}")
         _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
                   wide=wide)
+        if speed:
+            title = "measured fraction of the roofline bound:" if "measured_fractions" in speed else "target throughput:"
+            _print_lines(title, _speed_lines(speed), fmt)
         if engine:
             from ffnlab.cli.serving_engine import engine_lines, engine_title
 
@@ -262,12 +277,55 @@ def fit(
         raise typer.Exit(EXIT_NO_FIT)
 
 
+def _speed(res: FitResult, engine: str | None, gpu: str | None, batch: int,
+           target: float | None) -> dict[str, Any] | None:
+    """The published fractions of the roofline bound for this engine, GPU and batch, and, with a
+    target, the GPUs that reach it; None when there is neither."""
+    from ffnlab.sizing.serving_speed import gpus_for_target, matching_fractions
+
+    sv = res.serving
+    if sv is None or sv.speed is None or gpu is None:
+        return None
+    acc_name = res.accelerator
+    fractions = matching_fractions(engine, acc_name, batch)
+    out: dict[str, Any] = {}
+    if fractions:
+        per_seq = sv.speed.tokens_per_s_per_sequence
+        out["measured_fractions"] = [{**f.as_dict(), "here_tokens_per_s_per_sequence": f.fraction * per_seq}
+                                     for f in fractions]
+    if target is not None:
+        best = res.best
+        assert best is not None
+        per_replica = best.layout.tp * best.layout.pp
+        out["target"] = gpus_for_target(target, sv.speed.tokens_per_s_total, per_replica, fractions).as_dict()
+    return out or None
+
+
+def _speed_lines(speed: dict[str, Any]) -> list[str]:
+    lines = [f"{f['engine']} reached {f['tokens_per_s']:g} tokens/s for {f['model']} on {f['gpu']} at batch "
+             f"{f['batch']}: {f['fraction']:.2f} of its roofline bound ({f['bound_tokens_per_s']:,.1f}); at that "
+             f"fraction this layout: about {f['here_tokens_per_s_per_sequence']:,.1f} tokens/s per sequence "
+             f"({f['source']})"
+             for f in speed.get("measured_fractions", [])]
+    t = speed.get("target")
+    if t:
+        lines.append(f"for {t['target_tokens_per_s']:,g} tokens/s of decode: {t['replicas']:,} replicas x "
+                     f"{t['gpus_per_replica']} GPUs = {t['gpus']:,} GPUs, each replica at {t['tokens_per_s_per_replica']:,.0f} "
+                     f"tokens/s (fraction {t['fraction']:.2f} of the roofline bound, from {t['fraction_from']})")
+    return lines
+
+
 def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | None, knobs: EngineFlags,
             gpu: str | None, gpu_memory: float | None) -> Any:
     """The serving engine's sizing of the best layout's GPU (tp 1 when nothing fits), with what
     an --engine-config line gave; None in CSV-less cases where it cannot be priced."""
     from ffnlab.cli.serving_engine import estimate
+    from ffnlab.sizing.serving_engines import engine_names
+    from ffnlab.sizing.serving_speed import speed_engines
 
+    if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
+        note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
+        return None
     eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)
     tp = res.best.layout.tp if res.best is not None else 1
     est = estimate(cfg, _accelerator(gpu, gpu_memory), eng, engine_knobs, tp=tp, weights_dtype=work.serving_weights,

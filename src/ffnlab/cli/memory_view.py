@@ -162,9 +162,10 @@ def serving_lines(serving: ServingFigures, batch: int, context_limit: int | None
         limit += f"; {cap.max_batch_at_context:,} sequences of {cap.context:,} tokens fit"
     lines = [f"{serving.layout}{each}: {held}; {limit}"]
     if sp:
-        lines.append(f"decode at batch {batch}: at most {sp.tokens_per_s_per_sequence:,.1f} tokens/s per "
-                     f"sequence, {sp.tokens_per_s_total:,.0f} tokens/s per replica ({sp.bound} bound: "
+        lines.append(f"decode roofline, batch {batch}: at most {sp.tokens_per_s_per_sequence:,.1f} tokens/s per "
+                     f"sequence, {sp.tokens_per_s_total:,.0f} tokens/s per replica "
+                     f"({sp.bound.replace('memory ', '')} bound: "
                      f"{gib(sp.bytes_per_step)} read per GPU per step, {sp.step_s * 1e3:,.2f} ms)")
-        lines.append(f"prefill of {sp.context:,} tokens: at least {sp.prefill_s * 1e3:,.1f} ms "
+        lines.append(f"prefill roofline, {sp.context:,} tokens: at least {sp.prefill_s * 1e3:,.1f} ms "
                      f"({sp.prefill_bound} bound)")
     return lines

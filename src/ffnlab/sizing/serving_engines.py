@@ -45,6 +45,11 @@ def _data() -> dict[str, Any]:
     return data
 
 
+def engine_names() -> tuple[str, ...]:
+    """The serving engines with a memory profile."""
+    return tuple(_data()["engines"])
+
+
 def engine_profile(spec: str) -> tuple[str, str, dict[str, Any]]:
     """The engine, version and facts of ``NAME[@VERSION]`` (the engine's default version without
     one); an unknown name or version is refused with the choices."""
@@ -310,5 +315,5 @@ def read_engine_command(text: str) -> EngineCommand:
                          model=model)
 
 
-__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "engine_estimate", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
+__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "engine_estimate", "engine_names", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

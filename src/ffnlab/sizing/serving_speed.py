@@ -1,0 +1,112 @@
+"""Measured decode speed against ffnlab's roofline bound: published tokens/s for an engine, a GPU,
+a model and a load (``data/serving_speed.json``, each with its source) give the fraction of the
+bound (:func:`ffnlab.sizing.serving.decode_speed`) that engine reached. A fraction is applied to
+another model only for the same engine, GPU and batch (:func:`matching_fractions`), and
+:func:`gpus_for_target` turns a target throughput into replicas and GPUs with it, or with the bound
+itself (fraction 1: an upper bound, never a prediction) where nothing matches."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ffnlab.errors import require
+
+
+@lru_cache(maxsize=1)
+def speed_cases() -> tuple[dict[str, Any], ...]:
+    """The published cases, as stored."""
+    data = json.loads(resources.files("ffnlab").joinpath("data/serving_speed.json").read_text())
+    return tuple(data["cases"])
+
+
+def speed_engines() -> frozenset[str]:
+    """Engines with published speeds."""
+    return frozenset(c["engine"] for c in speed_cases())
+
+
+@dataclass(frozen=True)
+class MeasuredFraction:
+    """One published speed and the fraction of ffnlab's bound it is."""
+
+    case_id: str
+    engine: str
+    gpu: str
+    model: str
+    batch: int
+    tokens_per_s: float
+    bound_tokens_per_s: float
+    fraction: float
+    source: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def implied_fraction(case: dict[str, Any]) -> MeasuredFraction:
+    """The case's tokens/s over ffnlab's roofline bound for the same model, GPU, weights and load."""
+    from ffnlab.sizing.memory.hardware import find_accelerator
+    from ffnlab.sizing.serving import decode_speed
+    from ffnlab.sizing.zoo import find
+
+    cfg = find(case["model"]).config()
+    assert cfg is not None
+    speed = decode_speed(cfg, find_accelerator(case["gpu"]), batch=case["batch"], context=case["context"],
+                         weights_dtype=case["weights_dtype"], group_size=case.get("group_size"))
+    assert speed is not None, case["gpu"]
+    bound = speed.tokens_per_s_per_sequence
+    return MeasuredFraction(case_id=case["id"], engine=case["engine"], gpu=case["gpu"], model=case["model"],
+                            batch=case["batch"], tokens_per_s=case["tokens_per_s"], bound_tokens_per_s=bound,
+                            fraction=case["tokens_per_s"] / bound, source=case["source"])
+
+
+def matching_fractions(engine: str | None, gpu: str, batch: int) -> list[MeasuredFraction]:
+    """The published fractions for this engine, GPU and batch (none without an engine)."""
+    if engine is None:
+        return []
+    name = engine.partition("@")[0].lower()
+    return [implied_fraction(c) for c in speed_cases()
+            if c["engine"] == name and c["gpu"] == gpu and c["batch"] == batch]
+
+
+@dataclass(frozen=True)
+class TargetSizing:
+    """GPUs for a target aggregate decode throughput."""
+
+    target_tokens_per_s: float
+    fraction: float
+    fraction_from: str  # the cases it came from, or "the roofline bound itself"
+    tokens_per_s_per_replica: float  # the bound x fraction
+    replicas: int
+    gpus_per_replica: int
+    gpus: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def gpus_for_target(target: float, bound_per_replica: float, gpus_per_replica: int,
+                    fractions: list[MeasuredFraction]) -> TargetSizing:
+    """Replicas of ``gpus_per_replica`` GPUs that reach ``target`` tokens/s when each reaches the
+    lowest matching published fraction of its bound (fraction 1 without one: a lower bound on GPUs)."""
+    require(target > 0, f"--target-tokens-per-s must be > 0, got {target}")
+    require(bound_per_replica > 0, "no speed bound for this layout")
+    if fractions:
+        worst = min(fractions, key=lambda f: f.fraction)
+        fraction, whence = worst.fraction, (f"{worst.engine} on {worst.gpu}, {worst.model} at batch {worst.batch}: "
+                                            f"{worst.tokens_per_s:g} tokens/s measured ({worst.source})")
+    else:
+        fraction, whence = 1.0, "the roofline bound itself (no published speed for this engine, GPU and batch)"
+    per = bound_per_replica * fraction
+    replicas = max(math.ceil(target / per), 1)
+    return TargetSizing(target_tokens_per_s=target, fraction=fraction, fraction_from=whence,
+                        tokens_per_s_per_replica=per, replicas=replicas, gpus_per_replica=gpus_per_replica,
+                        gpus=replicas * gpus_per_replica)
+
+
+__all__ = ["MeasuredFraction", "TargetSizing", "gpus_for_target", "implied_fraction", "matching_fractions",
+           "speed_cases", "speed_engines"]

@@ -44,6 +44,14 @@ def _predicted(case: dict[str, Any]) -> tuple[int | None, str]:
     from ffnlab.sizing.zoo import find
 
     log, settings, model = case["logged"], case["settings"], case["model"]
+    if case["engine"] == "llama.cpp":  # cells x slots, from the model and the settings alone
+        from ffnlab.sizing.serving_engines import llamacpp_cache
+
+        cfg_l = find(model).config()
+        assert cfg_l is not None
+        c = llamacpp_cache(cfg_l, n_ctx=settings["n_ctx"], n_seq=settings["n_seq"], type_k=settings["type_k"],
+                           type_v=settings["type_v"])
+        return c.cells * c.seqs, f"predicted ({c.size_bytes / 2**20:,.2f} MiB; logged {log['size_mib']:,.2f})"
     if "tokens" not in log and "blocks" not in log:
         return None, "no token count quoted (the parts are checked)"
     try:
@@ -80,6 +88,8 @@ def table() -> str:
         gpu = c["gpu"].split(" (")[0]
         engine = f"{c['engine']}@{c['profile']}"
         logged = c["logged"].get("tokens")
+        if c["engine"] == "llama.cpp":
+            logged = c["logged"]["cells"] * c["logged"]["seqs"]
         if logged is None and "blocks" in c["logged"]:
             logged = c["logged"]["blocks"] * 16
         if "not_expressible" in c:

@@ -79,3 +79,12 @@ def test_bad_engine_input_is_one_line_exit_2(tmp_path: Path) -> None:
     vllm = tmp_path / "vllm.sh"
     vllm.write_text("vllm serve m\n")
     assert_usage_error(run(*serve, "--engine", "sglang", "--engine-config", str(vllm)), "--engine-config")
+
+
+def test_llamacpp_engine_prices_the_published_cache() -> None:
+    """The published llama.cpp log of Llama-3-8B at -c 8192 (nehaai/kvcalc): a 1,024 MiB f16 cache."""
+    log = CASES["llamacpp-llama3-8b-f16-8k"]["logged"]
+    eng = run_json("fit", "llama-3-8b", "--gpu", "RTX4090", "--gpus", "1", "--mode", "serve", "--seq-len", "8192",
+                   "--engine", "llama.cpp")["engine"]
+    assert eng["engine"] == "llama.cpp" and eng["tokens"] == log["cells"]
+    assert eng["cache_bytes"] == log["size_mib"] * 2**20

@@ -39,6 +39,7 @@ from ffnlab.sizing.serving_engines import (
     engine_profile,
     gqa_bytes_per_token,
     hybrid_concurrency,
+    llamacpp_cache,
     read_engine_command,
     sglang_cache_bytes,
     vllm_cache_bytes,
@@ -77,13 +78,14 @@ def test_the_suite_covers_what_the_issue_asks_so_far():
         assert c["engine_version"] and engine_profile(f"{c['engine']}@{c['profile']}")
         assert isinstance(c["model"], dict) or is_zoo_name(c["model"]) or "not_expressible" in c
     assert len(CASES) - len(EXPRESSIBLE) <= 3
-    assert {c["engine"] for c in CASES} == {"vllm", "sglang"}
+    assert {c["engine"] for c in CASES} == {"vllm", "sglang", "llama.cpp"}
+    assert sum(c["engine"] == "llama.cpp" for c in EXPRESSIBLE) >= 3  # the third engine's own cases
     assert {c["tp"] for c in EXPRESSIBLE} >= {1, 2, 4}
     assert any(c["weights_dtype"] == "fp8" for c in EXPRESSIBLE)  # a quantised model
     assert any(c["kv_dtype"] == "fp8" for c in EXPRESSIBLE)  # a quantised KV cache
     assert len(EXPRESSIBLE) >= 15 and len({c["family"] for c in EXPRESSIBLE}) >= 4
     assert len({c["gpu"] for c in EXPRESSIBLE if c["gpu"] in ("H100", "L40S", "RTX 3090")}) >= 2
-    windowed = [c for c in EXPRESSIBLE if not isinstance(c["model"], dict)
+    windowed = [c for c in EXPRESSIBLE if not isinstance(c["model"], dict) and c["engine"] != "llama.cpp"
                 and config_of(c["model"]).attn.sliding_window]
     assert windowed  # a sliding-window model
 
@@ -98,6 +100,13 @@ def kv_groups(case: dict[str, Any]) -> int:
 @pytest.mark.parametrize("case", EXPRESSIBLE, ids=[c["id"] for c in EXPRESSIBLE])
 def test_logged_parts_and_kv_tokens(case: dict[str, Any]) -> None:
     log, settings = case["logged"], case["settings"]
+    if case["engine"] == "llama.cpp":  # its cache from the model, n_ctx, the slots and the cache types alone
+        lc = llamacpp_cache(config_of(case["model"]), n_ctx=settings["n_ctx"], n_seq=settings["n_seq"],
+                            type_k=settings["type_k"], type_v=settings["type_v"])
+        assert (lc.cells, lc.layers, lc.seqs) == (log["cells"], log["layers"], log["seqs"])
+        for got, key in ((lc.size_bytes, "size_mib"), (lc.k_bytes, "k_mib"), (lc.v_bytes, "v_mib")):
+            assert within(got, log[key] * 2**20), (got / 2**20, log[key], key)
+        return
     _, _, profile = engine_profile(f"{case['engine']}@{case['profile']}")
     bpt = bytes_per_token(case)
     if "total_gib" in log:
@@ -199,3 +208,18 @@ def test_engine_command_lines_are_read_and_the_rest_named():
     assert any(w.startswith("--model ") for w in cmd.ignored)
     with pytest.raises(FfnlabError):
         read_engine_command("python serve.py --port 1")
+
+
+def test_llamacpp_sliding_window_layers_get_the_window_plus_a_ubatch():
+    """Gemma 2 (21 of 42 layers sliding over 4,096 tokens) at -c 8192: the SWA layers' cache is
+    PAD(4,096 + 512, 256) = 4,608 cells (llama-kv-cache-iswa.cpp), the full layers' 8,192; with
+    --swa-full both are 8,192; with -np 2 (separate slots) each slot's window is its own."""
+    cfg = config_of("gemma-2-9b")
+    c = llamacpp_cache(cfg, n_ctx=8192)
+    assert (c.cells, c.swa_cells, c.layers, c.swa_layers) == (8192, 4608, 21, 21)
+    full = llamacpp_cache(cfg, n_ctx=8192, swa_full=True)
+    assert full.swa_cells == 8192 and full.swa_bytes == full.size_bytes
+    two = llamacpp_cache(cfg, n_ctx=16384, n_seq=2)
+    assert two.cells == 8192 and two.swa_cells == 4608 and two.swa_bytes == 2 * c.swa_bytes
+    with pytest.raises(FfnlabError):
+        llamacpp_cache(cfg, n_ctx=8192, type_k="fp8")

@@ -53,7 +53,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "engine": ("--engine",
         "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan nanogpt "
         "ffnlab; data/engines.json); an explicit flag overrides its fact. With fit --mode serve or size "
-        "--gpu: the serving engine (vllm sglang; data/serving_engines.json)."),
+        "--gpu: the serving engine (vllm sglang llama.cpp; data/serving_engines.json)."),
     "pure_bf16": ("--pure-bf16/--mixed",
         "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
         "model cast to bf16 before the optimizer: torchtune's default)."),

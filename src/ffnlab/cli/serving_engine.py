@@ -113,14 +113,16 @@ def engine_title(e: EngineEstimate) -> str:
 def engine_lines(e: EngineEstimate) -> list[str]:
     """Each part as the engine logs it, then the cache in tokens and blocks, the context limit and
     the concurrency at ``max_model_len``."""
-    if e.engine == "sglang":
+    if e.engine == "llama.cpp":
+        share = f"(weights + cache: {gib(e.requested_bytes)}; llama.cpp takes what it needs, no fraction)"
+    elif e.engine == "sglang":
         share = f"x mem_fraction_static {e.knobs.get('mem_fraction_static', 0):g} = {gib(e.requested_bytes)} static"
     else:
         util = e.knobs.get("gpu_memory_utilization")
         share = f"x gpu_memory_utilization {util if util is not None else 0.9:g} = {gib(e.requested_bytes)} requested"
     lines = [f"total CUDA reports: {gib(e.total_bytes)} {share}",
              f"model weights: {gib(e.weights_bytes)}", f"non-torch memory: {gib(e.non_torch_bytes)}"]
-    if e.engine != "sglang":
+    if e.engine == "vllm":
         lines.append(f"activation peak (profile run): {gib(e.activation_bytes)}")
     lines += [f"CUDA graphs: {e.cuda_graphs}", f"KV cache memory: {gib(e.cache_bytes)}",
               f"KV cache: {e.tokens:,} tokens ({e.blocks:,} blocks of {e.block_size})"]

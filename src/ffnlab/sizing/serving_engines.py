@@ -114,6 +114,63 @@ def hybrid_concurrency(blocks: int, block_size: int, max_model_len: int, *, wind
 
 
 @dataclass(frozen=True)
+class LlamaCppCache:
+    """llama.cpp's KV cache as it logs it: cells per sequence, sequences, layers and bytes (the
+    full-attention layers' cache; ``swa_*`` for the sliding-window layers' own, 0 without)."""
+
+    cells: int
+    seqs: int
+    layers: int
+    k_bytes: int
+    v_bytes: int
+    swa_cells: int
+    swa_layers: int
+    swa_bytes: int
+
+    @property
+    def size_bytes(self) -> int:
+        return self.k_bytes + self.v_bytes
+
+
+def _pad(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def llamacpp_cache(cfg: ModelConfig, *, n_ctx: int, n_seq: int = 1, type_k: str = "f16", type_v: str = "f16",
+                   unified: bool = False, swa_full: bool = False, n_ubatch: int | None = None,
+                   version: str | None = None) -> LlamaCppCache:
+    """The cache llama.cpp allocates for ``cfg`` (``-c n_ctx -np n_seq -ctk type_k -ctv type_v``):
+    ``n_ctx`` split over the slots (one pool when ``unified``) in cells padded to 256, each cell a K
+    and a V row per layer in the cache type's bytes (q8_0: 34 per 32 values); sliding-window layers
+    in their own cache of ``PAD(min(cells, window x slots + n_ubatch), 256)`` cells (all cells with
+    ``swa_full``)."""
+    _, _, prof = engine_profile(f"llama.cpp@{version}" if version else "llama.cpp")
+    sizes = prof["type_bytes"]
+    for t, flag in ((type_k, "--cache-type-k"), (type_v, "--cache-type-v")):
+        require(t in sizes, f"{flag} must be one of {', '.join(sizes)}, got {t!r}")
+    require(n_ctx >= 1 and n_seq >= 1, "n_ctx and n_seq must be >= 1")
+    require(not cfg.is_mla, "llama.cpp's MLA cache is not modelled")
+    ubatch = n_ubatch or prof["n_ubatch"]
+    cells = _pad(n_ctx, 256) if unified else _pad(max(n_ctx // n_seq, 1), 256)
+    streams = 1 if unified else n_seq
+    row = cfg.n_kv_heads * cfg.head_dim
+    kinds = cfg.attention_layers()
+    full = sum(1 for k in kinds if k != "sliding")
+    swa = len(kinds) - full
+    window = cfg.attn.sliding_window or 0
+    swa_cells = 0
+    if swa:
+        swa_cells = cells if swa_full else _pad(min(cells, window * (n_seq if unified else 1) + ubatch), 256)
+
+    def part(n_cells: int, n_layers: int, t: str) -> int:
+        return int(n_cells * streams * n_layers * row * sizes[t])
+
+    swa_bytes = part(swa_cells, swa, type_k) + part(swa_cells, swa, type_v)
+    return LlamaCppCache(cells=cells, seqs=n_seq, layers=full, k_bytes=part(cells, full, type_k),
+                         v_bytes=part(cells, full, type_v), swa_cells=swa_cells, swa_layers=swa, swa_bytes=swa_bytes)
+
+
+@dataclass(frozen=True)
 class EngineKnobs:
     """The engine's own settings (None: the profile's default). vLLM reads the first five and
     ``max_model_len``; SGLang ``mem_fraction_static`` (and ``max_model_len`` as its context length)."""
@@ -180,6 +237,22 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     max_len = knobs.max_model_len or context_limit or 8192
     notes = [acc.cuda_total_assumption()]
     used = {k: v for k, v in asdict(knobs).items() if v not in (None, False)}
+    if name == "llama.cpp":  # -c max_model_len, one slot, the cache type nearest the KV dtype
+        ctype = {"fp8": "q8_0", "int8": "q8_0", "fp32": "f32"}.get(kv_dtype, "f16")
+        lc = llamacpp_cache(cfg, n_ctx=max_len, type_k=ctype, type_v=ctype, version=version)
+        cache = lc.size_bytes + lc.swa_bytes
+        notes.append(f"llama.cpp: -c {max_len:,} -np 1, cache type {ctype}; the weights as ffnlab prices "
+                     f"{weights_dtype} (a GGUF's mixed quantisation differs); compute buffers not modelled "
+                     f"({prof['compute_buffers']})")
+        if lc.swa_layers:
+            notes.append(f"sliding-window layers: {lc.swa_cells:,} cells ({prof['sliding_window_source']})")
+        return EngineEstimate(
+            engine=name, version=version, display=_data()["engines"][name]["display"], tp=1, total_bytes=total,
+            total_source=acc.cuda_total_assumption(), requested_bytes=weights + cache, weights_bytes=weights,
+            non_torch_bytes=0, activation_bytes=0, cuda_graphs="not modelled (compute buffers as logged)",
+            cache_bytes=cache, bytes_per_token=bpt, block_size=1, blocks=lc.cells * lc.seqs,
+            tokens=lc.cells * lc.seqs, max_model_len=max_len, context_limit=context_limit,
+            concurrency=float(lc.seqs), knobs=used, assumptions=tuple(notes))
     if name == "sglang":
         frac = knobs.mem_fraction_static
         require(frac is not None, "SGLang picks its default --mem-fraction-static by a heuristic: give "
@@ -315,5 +388,5 @@ def read_engine_command(text: str) -> EngineCommand:
                          model=model)
 
 
-__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "engine_estimate", "engine_names", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
+__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "engine_estimate", "engine_names", "llamacpp_cache", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

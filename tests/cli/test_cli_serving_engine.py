@@ -88,3 +88,15 @@ def test_llamacpp_engine_prices_the_published_cache() -> None:
                    "--engine", "llama.cpp")["engine"]
     assert eng["engine"] == "llama.cpp" and eng["tokens"] == log["cells"]
     assert eng["cache_bytes"] == log["size_mib"] * 2**20
+
+
+def test_size_from_gpu_shows_the_engine_too() -> None:
+    log = CASES["vllm019-llama31-8b-h100-tp1"]["logged"]
+    out = run_json("size", "--from", "llama-3.1-8b", "--gpu", "H100", "--seq-len", "8192",
+                   "--gpu-memory-utilization", "0.95")
+    eng = out["engine"]
+    assert eng["engine"] == "vllm" and abs(eng["tokens"] - log["tokens"]) / log["tokens"] <= 0.03
+    p = run("size", "--from", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang", "--mem-fraction-static", "0.9")
+    assert p.returncode == 0 and "SGLang model_runner, tp 1" in p.stdout
+    assert_usage_error(run("size", "--d-model", "4096", "--n-layers", "32", "--gpu", "H100", "--engine", "sglang"),
+                       "--from MODEL")

@@ -34,6 +34,16 @@ from ffnlab.cli.memory_view import (
     memory_pairs,
     serving_lines,
 )
+from ffnlab.cli.serving_engine import (
+    BLOCK_SIZE,
+    ENFORCE_EAGER,
+    ENGINE_CONFIG,
+    GPU_MEMORY_UTILIZATION,
+    MAX_NUM_BATCHED_TOKENS,
+    MAX_NUM_SEQS,
+    MEM_FRACTION_STATIC,
+    EngineFlags,
+)
 from ffnlab.errors import FfnlabError, require
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, decimals, human, pct
@@ -86,6 +96,13 @@ def size(
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here; --finetune with --from)
     gpu: str = typer.Option(None, "--gpu", help="With --n-layers or --from: what the layout holds when serving "
                             "on this accelerator and a roofline bound on its speed (as fit --mode serve)."),
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+    max_num_batched_tokens: int = MAX_NUM_BATCHED_TOKENS,
+    max_num_seqs: int = MAX_NUM_SEQS,
+    block_size: int = BLOCK_SIZE,
+    enforce_eager: bool = ENFORCE_EAGER,
+    mem_fraction_static: float = MEM_FRACTION_STATIC,
+    engine_config: str = ENGINE_CONFIG,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     timeout: float = TIMEOUT_OPTION,
@@ -100,6 +117,15 @@ def size(
         require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     whole = n_layers is not None or from_model is not None
+    knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
+                        mem_fraction_static, engine_config)
+    knobs.check()
+    serving_engine = None
+    if gpu is not None and mem.engine is not None and mem.engine.partition("@")[0].lower() in _serving_engines():
+        serving_engine, mem = mem.engine, replace(mem, engine=None)  # --engine names the serving engine
+    if knobs.given() or serving_engine:
+        require(gpu is not None and from_model is not None,
+                "the serving engine's flags need --from MODEL and --gpu (size prices an engine for a real model)")
     work = mem.workload(seq_len=seq_len, dtype=dtype, finetune=from_model is not None) if whole else None
     engine_notes(work.engine if work else None)
     lay = mem.layout() if whole else None
@@ -108,7 +134,8 @@ def size(
                        d_ff=d_ff)
     if from_model is not None:
         assert work is not None and lay is not None
-        out = _size_from(ctx, from_model, ffn, width, work, lay, gpu=gpu)
+        out, engine = _size_from(ctx, from_model, ffn, width, work, lay, gpu=gpu, engine=serving_engine,
+                                 knobs=knobs)
     else:
         from ffnlab.sizing.size import size_summary
 
@@ -122,11 +149,18 @@ def size(
                            vocab_size=vocab, seq_len=seq_len, n_experts=experts, top_k=top_k, bias=bias,
                            dtype=dtype, tied=not untied, norm=norm, positions=positions, workload=work, layout=lay,
                            serving_on=gpu)
-    _show_size(out, seq_len, dtype, as_json, fmt)
+    _show_size(out, seq_len, dtype, as_json, fmt, engine if from_model is not None else None)
+
+
+def _serving_engines() -> tuple[str, ...]:
+    from ffnlab.sizing.serving_engines import engine_names
+
+    return engine_names()
 
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFlags, work: Workload,
-               lay: Layout, gpu: str | None = None) -> SizeSummary:
+               lay: Layout, gpu: str | None = None, engine: str | None = None,
+               knobs: EngineFlags | None = None) -> tuple[SizeSummary, Any]:
     """``size --from``: the model's config (fetched for a Hub id), its FFN re-sized if a width is
     given, the memory of ``work`` on ``lay`` and, with LoRA / QLoRA, the fine-tuning step."""
     from ffnlab.sizing.size import size_model
@@ -145,7 +179,18 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
         from ffnlab.sizing.finetune import finetune_summary
 
         out = replace(out, finetune=finetune_summary(cfg, work))
-    return out
+    est = None
+    if gpu is not None and out.model is not None and out.model.serving is not None:  # the engine's view of the layout's GPU
+        from ffnlab.cli.serving_engine import estimate
+        from ffnlab.sizing.memory.fit import context_limit
+        from ffnlab.sizing.memory.hardware import find_accelerator
+
+        eng, engine_knobs, said = (knobs or EngineFlags()).resolve(engine, work.seq_len)
+        limit = _context_limit(out.from_model)
+        est = (estimate(cfg, find_accelerator(gpu), eng, engine_knobs, tp=lay.tp, weights_dtype=work.serving_weights,
+                        kv_dtype=work.kv, context_limit=limit if limit is not None else context_limit(None),
+                        group_size=work.group_size), said)
+    return out, est
 
 
 def _context_limit(name: str | None) -> int | None:
@@ -156,10 +201,10 @@ def _context_limit(name: str | None) -> int | None:
     return context_limit(find(name).hf_config) if name is not None and is_zoo_name(name) else None
 
 
-def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: str) -> None:
+def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: str, engine: Any = None) -> None:
     width, gated = out.d_ff, out.gated
     if as_json:
-        render.emit_json(out)
+        render.emit_json({**out.as_dict(), "engine": engine[0].as_dict()} if engine else out)
         return
     if fmt == "csv":  # one row: the JSON's values under their dotted keys (model.params.total)
         render.record(out)
@@ -199,6 +244,13 @@ def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: s
             pairs += [("assumed", f"serving: {gib(sv.usable_bytes)} usable per GPU ({sv.accelerator}'s "
                                   f"reported memory less a {gib(sv.reserve_bytes)} reserve, as fit assumes)")]
             pairs += [("assumed", f"serving: {line}") for line in sv.assumptions]
+            if engine:
+                from ffnlab.cli.serving_engine import engine_lines
+
+                est, said = engine
+                label = f"{est.display} {est.version}, tp {est.tp}"
+                pairs += [(label, line) for line in said + engine_lines(est)]
+                pairs += [("assumed", f"{est.display}: {a}") for a in est.assumptions]
         pairs += [("assumed", line) for line in m.assumed]
     if out.finetune is not None:
         pairs += finetune_pairs(out.finetune)

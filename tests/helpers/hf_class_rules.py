@@ -24,6 +24,13 @@ from hf_count import hf_param_count  # noqa: E402
 from paths import SRC  # noqa: E402
 
 OUT = SRC / "ffnlab" / "data" / "hf_rules.json"
+# keys probed whether or not the config class declares them: modeling code reads them with getattr
+# (Qwen2's rotary embedding takes a null head_dim and fails)
+PROBED_ANYWAY = ("head_dim",)
+# the keys transformers' PretrainedConfig.get_text_config looks for a text sub-config under
+# (configuration_utils.py, v5.25.0), and two it does not: a non-null plain value under the former
+# makes a generative model's build fail (its generation config calls .to_dict() on it)
+TEXT_CONFIG_CANDIDATES = ("text_config", "decoder", "generator", "text_encoder", "vision_config", "audio_config")
 SKIP_FIELDS = {"transformers_version", "architectures", "model_type", "dtype", "torch_dtype", "text_config",
                "vision_config"}
 
@@ -102,7 +109,7 @@ def probe(model_type: str) -> dict[str, Any]:
     cases = [case(model_type, s) for s in SEEDS]
     cases = [c for c in cases if _builds(c)]
     inner = [c.get("text_config", c) for c in cases]
-    candidates = sorted(set(_fields(text_type)) | {k for c in inner for k in c} - SKIP_FIELDS)
+    candidates = sorted(set(_fields(text_type)) | ({k for c in inner for k in c} | set(PROBED_ANYWAY)) - SKIP_FIELDS)
     refused, missing = [], []
     defaults_build = _builds({"model_type": model_type})  # then no absence is fatal by itself
     for name in candidates:
@@ -125,7 +132,10 @@ def probe(model_type: str) -> dict[str, Any]:
         target.pop("kv_n_heads", None)
         target["head_dim"] = 8
         divides = not _builds(trial)
+    text_refused = [] if text_type != model_type else [
+        name for name in TEXT_CONFIG_CANDIDATES if _builds(config) and not _builds({**config, name: {"hidden_size": 16}})]
     return {"text_type": text_type, "null_refused": refused, "missing_refused": missing,
+            "text_config_refused": text_refused,
             "heads_divide_hidden": divides, "defaults": class_defaults(text_type),
             "wrapper": wrapper_text_defaults(model_type) if text_type != model_type else None}
 
@@ -149,7 +159,8 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
         "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
         "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
-        "does not build), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
+        "does not build), text_config_refused the keys a type's model refuses a plain object under (names "
+        "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
         "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
         "defaults). tests/sizing/hf/test_hf_nulls.py checks it against the installed transformers.")
@@ -162,6 +173,7 @@ def render(t: dict[str, Any]) -> str:
            "null_refused": {mt: sorted(p["null_refused"]) for mt, p in types},
            "missing_refused": {mt: sorted(p["missing_refused"]) for mt, p in types if p["missing_refused"]},
            "heads_divide_hidden": sorted(mt for mt, p in types if p["heads_divide_hidden"]),
+           "text_config_refused": {mt: p["text_config_refused"] for mt, p in types if p["text_config_refused"]},
            "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},
            "wrapper_text_defaults": {mt: w for mt, w in sorted(t["wrappers"].items())}}
     return json.dumps(doc, indent=1) + "\n"

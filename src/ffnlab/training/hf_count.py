@@ -183,6 +183,8 @@ def _config_dict(hf_cfg: Any) -> dict[str, Any]:
     merged over the outer ones for a vision-language model."""
     out = hf_cfg.to_dict()
     text = hf_cfg.get_text_config() if hasattr(hf_cfg, "get_text_config") else hf_cfg
+    if not hasattr(text, "to_dict"):  # a text_config key the class does not read (a plain dict)
+        text = hf_cfg
     if text is not hf_cfg:
         out = {**out, **text.to_dict()}
     for key in ("hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "num_hidden_layers"):

@@ -73,7 +73,7 @@ from ffnlab.sizing.hf import (
 from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.rules import WRAPPER_TEXT_DEFAULTS
+from ffnlab.sizing.hf.rules import TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
 from ffnlab.validation import show
 
 HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type -> translator (one module each)
@@ -192,6 +192,9 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
             f"config.json ({model_type}): text model_type {show(text_type)} is not supported")
     keys = ConfigKeys(text, text_type)
     keys.check()
+    for key in TEXT_CONFIG_REFUSED.get(model_type, ()):  # transformers takes it for a text sub-config
+        require(data.get(key) is None, f"config.json ({model_type}): key {key!r} is set, but transformers builds "
+                                       f"no {model_type} model with a {key} its class does not have")
     # transformers adds a cross-attention block to each layer of the types that have one (GPT-2):
     # no translator models it, so such a config is refused (audit counts it through transformers)
     require(text.get("add_cross_attention") is not True,

@@ -328,9 +328,10 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
     pm = float(param_matched_ratio(d, unit.d_ff, unit.gated)) if unit and d else None
     n_layers = s.n_layers or 1
     active_pm = ffn_active / n_layers / (2 * d * d) if moe and ffn_active is not None and d else None
+    # a model of hidden size 0 (transformers builds one) has an FFN but no width ratio
     facts = (FFNFacts(d, unit.d_ff, kind or "?", unit.gated, moe=moe, n_experts=unit.n_experts,
                       n_shared=unit.n_shared, top_k=top_k, zero_slots=unit.zero_slots, active_pm=active_pm)
-             if unit else None)
+             if unit and d else None)
     mf = moe_fields(facts, moe_parts(s, top_k, unit))
     notes = [x for x in (note, _zero_note(s, f), None if top_k is not None or not moe else
                          "no top-k in config.json: parameters counted; active parameters and FLOPs unknown") if x]
@@ -339,7 +340,8 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
                      "language model and its LM head (encoders, projector: in params_other); the FFN, "
                      "attention and layer figures are the language model's")
     mixers = {k: parts[k] for k in ("linear_attention", "ssm", "short_conv") if parts[k]}
-    verdict = ffn_verdict(facts) if facts else "no FFN found (no up/down projection pair in any layer)"
+    verdict = ffn_verdict(facts) if facts else (
+        "hidden size 0: the FFN has no width ratio" if unit else "no FFN found (no up/down projection pair in any layer)")
     verdict += f"; {layout_text(s)}" if s.n_layers else ""
     if mixers:
         verdict += "; non-embedding share: " + ", ".join(

@@ -7,6 +7,8 @@ installed transformers. Read here once, into the names the translators use:
 
 * ``NULL_REFUSED``: the keys whose null value transformers refuses (its config class or its model);
 * ``MISSING_REFUSED``: the keys it cannot do without (its class default does not build);
+* ``TEXT_CONFIG_REFUSED``: the keys (``text_config``, ``decoder``, ...) under which a type's
+  model refuses a plain value: transformers looks a text sub-config up under them;
 * ``HEADS_DIVIDE_HIDDEN``: the types whose config requires hidden_size % heads == 0;
 * ``CLASS_DEFAULTS``: each type's config-class defaults (integer, boolean, string and null fields);
 * ``WRAPPER_TEXT_DEFAULTS``: a multimodal type's text_config when config.json has none.
@@ -23,6 +25,8 @@ _TABLE: dict[str, Any] = json.loads(resources.files("ffnlab").joinpath("data/hf_
 PROBED_WITH: str = _TABLE["probed_with"]
 NULL_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys in _TABLE["null_refused"].items()}
 MISSING_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys in _TABLE["missing_refused"].items()}
+TEXT_CONFIG_REFUSED: dict[str, tuple[str, ...]] = {
+    mt: tuple(keys) for mt, keys in _TABLE.get("text_config_refused", {}).items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])
 CLASS_DEFAULTS: dict[str, dict[str, object]] = _TABLE["class_defaults"]
 WRAPPER_TEXT_DEFAULTS: dict[str, dict[str, object]] = _TABLE["wrapper_text_defaults"]

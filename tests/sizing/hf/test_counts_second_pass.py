@@ -1,0 +1,72 @@
+"""A second adversarial pass over ``audit``'s counts, with inputs new to the suite (written by
+someone who did not write the fixes it checks), kept as tests. Oracle: transformers' own model
+built from the same config.json on the meta device (its reference class: seq2seq LM, causal LM,
+image-text-to-text, else the base model), or its refusal (``hf_counts_all.check``).
+
+The pass mutated the stored default config of every type ffnlab translates (53 types, 61 mutations
+each where the key exists: integer keys written as strings, floats, fractions, booleans, negatives,
+zeros, lists and three times their value; head_dim 3, half, as a string, null; 3 kv heads; null
+kv heads, vocabulary and layer count; every size key left out; tie written "false" and 0;
+cross-attention; biases on; top-k 999; pretraining_tp; look-alike unicode keys; a text_config on
+a model without one), 3,229 configs, and a sample of 12 mutations on 150 types it counts through
+transformers (1,800 configs). Before the fixes: 118 verdicts off, 51 of them tracebacks
+(ZeroDivisionError for a model of hidden size 0; AttributeError for a ``text_config`` key the
+model's class does not have), 54 counts of a config transformers refuses, one total off by 12
+(OLMoE with heads that do not divide hidden_size).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from hf_counts_all import check, load  # noqa: E402
+
+_DEFAULTS = {r["id"].split("/")[0]: r["config"] for r in load()["records"]
+             if r["id"].endswith("/default") and r["status"] == "exact"}
+
+
+def _set(**changes: Any):  # noqa: ANN202 - a config edit
+    return lambda c: {**c, **changes}
+
+
+CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour makes right)
+    # a model of hidden size 0: transformers builds it (every matrix empty); audit's ratio was 0/0
+    "mixtral-hidden-0": ("mixtral", _set(hidden_size=0), "exact"),
+    "qwen3_moe-hidden-0": ("qwen3_moe", _set(hidden_size=0), "exact"),
+    "granitemoe-hidden-0": ("granitemoe", _set(hidden_size=0), "exact"),
+    "seed_oss-hidden-0": ("seed_oss", _set(hidden_size=0), "exact"),
+    "timesfm-hidden-0": ("timesfm", _set(hidden_size=0), "exact"),
+    # a text_config the class does not have: a base model builds (ffnlab read it as the text
+    # model's config and failed), a generative one is refused (its generation config reads it)
+    "vit_msn-text-config": ("vit_msn", _set(text_config={"hidden_size": 16}), "exact"),
+    "moonshine-text-config": ("moonshine", _set(text_config={"hidden_size": 16}), "exact"),
+    "qwen2_5_vl_text-text-config": ("qwen2_5_vl_text", _set(text_config={"hidden_size": 16}), "exact"),
+    "llama-text-config": ("llama", _set(text_config={"hidden_size": 16}), "refused"),
+    "gpt2-decoder": ("gpt2", _set(decoder={}), "refused"),
+    "t5-generator-text": ("t5", _set(generator="x"), "refused"),
+    "llama-vision-config": ("llama", _set(vision_config={"hidden_size": 16}), "exact"),  # not a text name
+    "llama-null-text-config": ("llama", _set(text_config=None), "exact"),
+    # OLMoE's q norm is hidden_size wide: 12 heads of 5 over 64 (the translator counted 60)
+    "olmoe-heads-not-dividing": ("olmoe", _set(num_attention_heads=12), "exact"),
+    # a null head_dim: these types' rotary embedding (or T5's d_kv) cannot take it
+    "qwen2-null-head-dim": ("qwen2", _set(head_dim=None), "refused"),
+    "olmo-null-head-dim": ("olmo", _set(head_dim=None), "refused"),
+    "cohere-null-head-dim": ("cohere", _set(head_dim=None), "refused"),
+    "phimoe-null-head-dim": ("phimoe", _set(head_dim=None), "refused"),
+    "t5-null-head-dim": ("t5", _set(head_dim=None), "refused"),
+    "llama-null-head-dim": ("llama", _set(head_dim=None), "exact"),  # Llama derives it
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_second_pass_config_counts_or_is_refused_as_transformers_does(tmp_path, name):
+    model_type, edit, expected = CASES[name]
+    rec = check(edit(_DEFAULTS[model_type]), tmp_path)
+    assert rec["status"] == expected, (rec["reason"], rec["audit"], rec["reference"])
+    if expected == "refused":
+        line = rec["audit"]["refused"]
+        assert "\n" not in line and len(line) < 1000

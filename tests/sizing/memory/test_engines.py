@@ -72,5 +72,10 @@ def test_the_summary_names_the_engine_and_its_version() -> None:
     cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000)
     mem = memory_summary(cfg, apply_engine(Workload(seq_len=512), "torchtitan")).as_dict()
     assert mem["trainer"]["name"] == "torchtitan" and mem["trainer"]["version"] == "0.2.2"
-    assert mem["recompute"] == "full" and mem["step"]["recompute_every"] == 2
+    assert mem["recompute"] == "op-selective" and mem["step"]["recompute_every"] == 1  # its shipped recipes' "op"
+    # the N-layer option stays a flag of its own
+    every2 = apply_engine(Workload(seq_len=512, recompute="full", step=StepOptions(recompute_every=2)), "torchtitan",
+                          explicit=frozenset({"recompute", "step.recompute_every"}))
+    assert every2.recompute == "full" and every2.step.recompute_every == 2
+    assert every2.engine is not None and every2.engine.overridden == ("recompute",)
     assert "trainer" not in memory_summary(cfg, Workload(seq_len=512)).as_dict()

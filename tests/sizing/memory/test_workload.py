@@ -31,7 +31,7 @@ BAD_WORKLOADS: list[tuple[dict[str, Any], str]] = [
     (dict(step=StepOptions(optimizer_impl="magic")), "--optimizer-impl must be one of foreach, fused, for-loop"),
     (dict(step=StepOptions(grad_accum=0)), "--grad-accum must be an integer in [1, 2**40], got 0"),
     (dict(step=StepOptions(recompute_every=0)), "--recompute-every must be an integer in [1, 2**40], got 0"),
-    (dict(recompute="half"), "--recompute must be one of none, selective, full, got 'half'"),
+    (dict(recompute="half"), "--recompute must be one of none, selective, full, op-selective, got 'half'"),
     (dict(attention="flash"), "--attention must be one of fused, eager, got 'flash'"),
     (dict(optimizer="adamx"), "--optimizer must be one of adamw, adam8bit, adafactor, sgd-momentum, sgd, got 'adamx'"),
     (dict(dtype="fp32", pure_bf16=True), "--pure-bf16 trains in bf16: give --dtype bf16, not fp32"),

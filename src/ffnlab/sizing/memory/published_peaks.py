@@ -33,7 +33,7 @@ LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "zero", "engine")
 FINETUNE_KEYS = ("mode", "rank", "alpha", "targets", "base_format", "lora_dropout")
 ATTENTION_MODULES = frozenset({"q", "k", "v", "o", "q_proj", "k_proj", "v_proj", "o_proj", "output_proj"})
 FFN_MODULES = frozenset({"gate", "up", "down", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
-RECOMPUTE_MAP = {"none": "none", "full": "full", "selective-op": "selective"}
+RECOMPUTE_MAP = {"none": "none", "full": "full", "selective-op": "op-selective"}
 
 
 @lru_cache(maxsize=1)
@@ -167,9 +167,6 @@ def pricing(case: dict[str, Any]) -> Pricing:
     elif s["precision"] == "pure-bf16":
         nx.append("pure bf16 (bf16 weights, gradients and optimizer states, no fp32 master): ffnlab adds fp32 "
                   "master weights and fp32 optimizer states below fp32 (priced as mixed bf16; --pure-bf16 pending)")
-    if s["recompute"] == "selective-op":
-        nx.append("torchtitan's op-level selective AC (every other matmul output and the attention output "
-                  "saved): ffnlab's 'selective' recomputes the attention core only (priced with it)")
     if s["recompute"] == UNKNOWN:
         nx.append("activation checkpointing not stated (priced with full)")
     gpus = int(s["gpus"])

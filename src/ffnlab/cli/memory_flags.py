@@ -88,9 +88,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
 }
 # old spellings, still accepted and left out of --help (a 60-column flag squeezed every help text)
 ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--no-reshard-after-forward"}
-# with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
-NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "pure_bf16", "zero3", "prefetch",
-                     "reshard_after_forward")
+# with --finetune lora/qlora the model is spread data parallel only (--dp, --zero 0-3 shard the
+# frozen base and the adapters' states): these are not modelled
+NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
@@ -189,8 +189,8 @@ class MemoryFlags:
             require(self.qlora_base == DEFAULTS["qlora_base"], "--qlora-base applies with --finetune qlora")
         if self.finetune != "full":
             bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
-            require(not bad, f"--finetune {self.finetune} is modelled with the whole model on every GPU (data "
-                             f"parallel): {_flags(bad)} not modelled with it")
+            require(not bad, f"--finetune {self.finetune} is modelled data parallel (--dp, --zero 0-3 sharding "
+                             f"the frozen base): {_flags(bad)} not modelled with it")
         opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
                                alpha=self.lora_alpha, base_format=self.qlora_base)
         opts.check()

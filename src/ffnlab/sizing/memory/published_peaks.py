@@ -169,9 +169,6 @@ def pricing(case: dict[str, Any]) -> Pricing:
                   "master weights and fp32 optimizer states below fp32 (priced as mixed bf16; --pure-bf16 pending)")
     if s["recompute"] == UNKNOWN:
         nx.append("activation checkpointing not stated (priced with full)")
-    gpus = int(s["gpus"])
-    if ft is not None and gpus > 1:
-        nx.append(f"LoRA under FSDP over {gpus} GPUs: ffnlab prices one GPU holding the whole base")
     if s["torch_compile"] is True:
         nx.append("torch.compile (its fused kernels change the saved activations; priced eager)")
     if s["float8"] is True:

@@ -50,13 +50,18 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "grad_dtype": ("--grad-dtype",
         "Gradient dtype: bf16 fp16 fp32 (default --dtype; fp32 = Megatron-style accumulation)."),
     "optimizer": ("--optimizer",
-        "Optimizer state: adamw (fp32 moments) | adam8bit | adafactor | sgd-momentum | sgd."),
+        "Optimizer state: adamw (fp32 moments) | adam8bit | paged-adam8bit (bitsandbytes' paged 8-bit "
+        "AdamW: its large states in host-paged unified memory) | adafactor | sgd-momentum | sgd."),
     "engine": ("--engine",
         "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan nanogpt "
         "ffnlab; data/engines.json); an explicit flag overrides its fact."),
     "pure_bf16": ("--pure-bf16/--mixed",
         "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
         "model cast to bf16 before the optimizer: torchtune's default)."),
+    "offload": ("--offload",
+        "CPU offload: none | optimizer (ZeRO-Offload: optimizer state, fp32 gradients and the step on the "
+        "host; --zero 1-3) | params (also the weights: FSDP cpu_offload, DeepSpeed offload_param; "
+        "--zero 3). The host memory it needs is shown."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
     "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
     "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
@@ -90,7 +95,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
 ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--no-reshard-after-forward"}
 # with --finetune lora/qlora the model is spread data parallel only (--dp, --zero 0-3 shard the
 # frozen base and the adapters' states): these are not modelled
-NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16")
+NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16", "offload")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
@@ -120,6 +125,7 @@ class MemoryFlags:
     optimizer: str = "adamw"
     engine: str | None = None
     pure_bf16: bool = False
+    offload: str = "none"
     dropout: bool = False
     zero3: str = "fsdp"
     prefetch: int = 1
@@ -151,7 +157,7 @@ class MemoryFlags:
         work = Workload(seq_len=seq_len, batch=self.batch, dtype=dtype, grad_dtype=self.grad_dtype,
                         kv_dtype=self.kv_dtype, weights_dtype=self.weights_dtype, group_size=self.group_size,
                         mla=mla, recompute=self.recompute, attention=self.attention, dropout=self.dropout,
-                        optimizer=self.optimizer, pure_bf16=self.pure_bf16,
+                        optimizer=self.optimizer, pure_bf16=self.pure_bf16, offload=self.offload,
                         step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
                                          recompute_every=self.recompute_every))

@@ -196,7 +196,7 @@ def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_
     once (one per parameter); the for-loop implementation a tensor's root and its quotient while
     the previous tensor's is still bound (three of the largest tensor: ``largest`` elements, by
     default the model's largest matrix); fused kernels, 8-bit Adam and SGD none."""
-    if optimizer in ("sgd", "adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
+    if optimizer in ("sgd", "adam8bit", "paged-adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
         return 0
     if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):
         # foreach AdamW: sqrt of every second moment at once; SGD momentum updates in place

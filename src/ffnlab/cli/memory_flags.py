@@ -53,7 +53,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "Optimizer state: adamw (fp32 moments) | adam8bit | paged-adam8bit (bitsandbytes' paged 8-bit "
         "AdamW: its large states in host-paged unified memory) | adafactor | sgd-momentum | sgd."),
     "engine": ("--engine",
-        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan nanogpt "
+        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan megatron nanogpt "
         "ffnlab; data/engines.json); an explicit flag overrides its fact."),
     "pure_bf16": ("--pure-bf16/--mixed",
         "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
@@ -100,7 +100,7 @@ LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
-               "recompute_every": "step.recompute_every"}
+               "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype"}
 CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 

@@ -74,9 +74,11 @@ def test_each_case_prices_as_an_ffnlab_workload(case: dict[str, Any]) -> None:
     accum = case["settings"]["grad_accum"]
     assert price.work.step.grad_accum == (accum if isinstance(accum, int) else 1)
     assert (price.api == "finetune_summary") == (case["settings"]["finetune"] is not None)
-    if case["settings"]["precision"] == "pure-bf16":  # full training: not expressible; LoRA: adapters only
-        found = price.not_expressible if case["settings"]["finetune"] is None else price.approximations
-        assert any("pure bf16" in r for r in found)
+    if case["settings"]["precision"] == "pure-bf16":  # full training: --pure-bf16; LoRA: adapters only
+        if case["settings"]["finetune"] is None:
+            assert price.work.pure_bf16 and not any("pure bf16" in r for r in price.not_expressible)
+        else:
+            assert not price.work.pure_bf16 and any("pure bf16" in r for r in price.approximations)
     if case["settings"]["recompute"] == "selective-op":  # torchtitan's op-level policy, priced as it runs
         assert price.work.recompute == "op-selective"
         assert not any("selective" in r for r in price.not_expressible)
@@ -132,7 +134,8 @@ def test_a_duplicate_id_is_caught() -> None:
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "memory-scale-cuda.json"
 # cases priced against their published peak (the others are tabled by benchmarks/memory_published.py)
 PRICED_WITHIN_TEN_PERCENT = ("torchtitan-llama3.1-8b-fsdp8-sac", "torchtitan-llama3.1-8b-fsdp128-sac",
-                             "fms-hf-mixtral-8x7b-lora-fsdp2gpu-bs2")
+                             "fms-hf-mixtral-8x7b-lora-fsdp2gpu-bs2", "torchtune-llama3.2-3b-full-packed",
+                             "fms-hf-mistral-7b-full-1gpu-bs4", "fms-hf-mistral-7b-full-fsdp2gpu-bs2")
 
 
 def measured_allocator_share() -> float:

@@ -164,9 +164,6 @@ def pricing(case: dict[str, Any]) -> Pricing:
     if s["precision"] == "pure-bf16" and ft is not None:
         approx.append("pure bf16 with a frozen bf16 base: the adapters, their gradients and AdamW states in bf16 "
                       "(ffnlab counts fp32 adapters and an fp32 copy of each adapter's input, as peft keeps them)")
-    elif s["precision"] == "pure-bf16":
-        nx.append("pure bf16 (bf16 weights, gradients and optimizer states, no fp32 master): ffnlab adds fp32 "
-                  "master weights and fp32 optimizer states below fp32 (priced as mixed bf16; --pure-bf16 pending)")
     if s["recompute"] == UNKNOWN:
         nx.append("activation checkpointing not stated (priced with full)")
     if s["torch_compile"] is True:
@@ -221,7 +218,8 @@ def pricing(case: dict[str, Any]) -> Pricing:
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
                     attention="fused" if s["attention"] == "fused" else "eager",
-                    optimizer=optimizer, step=step, finetune=finetune)
+                    optimizer=optimizer, step=step, finetune=finetune,
+                    pure_bf16=s["precision"] == "pure-bf16" and finetune is None)
     layout = Layout(dp=int(lay_s["dp"]), tp=int(lay_s["tp"]), pp=int(lay_s["pp"]), zero=int(lay_s["zero"]))
     return Pricing(model=s["model"], work=work, layout=layout,
                    api="finetune_summary" if finetune is not None else "memory_summary",

@@ -10,10 +10,10 @@ trainer's own figure, its source, its settings) with the Python API: ``memory_su
 training, ``finetune_summary`` for LoRA / QLoRA, from the case's settings
 (:func:`ffnlab.sizing.memory.published_peaks.pricing`). It prints ffnlab's peak, the published one
 and their ratio, the kind of memory published (ffnlab predicts allocated bytes: a reserved figure
-sits above allocated by the allocator's slack) and, for a case ffnlab cannot express today (pure
-bf16, torchtitan's op-level selective AC, LoRA under FSDP, torch.compile, offloaded activations,
-fused kernels), why: the ratio is then of the nearest setting ffnlab can price. A capacity (the
-longest sequence that fit a card) is priced at that length against the card's memory.
+sits above allocated by the allocator's slack) and, for a case ffnlab cannot express today
+(torch.compile, offloaded activations, fused kernels), why: the ratio is then of the nearest
+setting ffnlab can price. A capacity (the longest sequence that fit a card) is priced at that
+length against the card's memory.
 
     PYTHONPATH=src python benchmarks/memory_published.py [--peaks-only]
 """
@@ -119,7 +119,7 @@ def predicted_peak(case: dict[str, Any]) -> tuple[int, published_peaks.Pricing]:
     price = published_peaks.pricing(case)
     cfg = zoo_config(price.model)
     if price.api == "finetune_summary":
-        return finetune_summary(cfg, price.work).peak.peak_bytes, price
+        return finetune_summary(cfg, price.work, price.layout).peak.peak_bytes, price
     peak = memory_summary(cfg, price.work, price.layout).peak_bytes
     assert peak is not None
     return peak, price

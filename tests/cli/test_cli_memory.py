@@ -214,12 +214,24 @@ def test_finetune_flag_errors_are_one_line() -> None:
     assert_usage_error(run("audit", "gpt2", "--finetune", "lora", "--qlora-base", "int8"), "--finetune qlora")
     assert_usage_error(run("fit", "llama-3-8b", "--finetune", "lora", "--mode", "serve"), "--mode serve")
     assert_usage_error(run("fit", "llama-3-8b", "--finetune", "lora", "--tokens", "1B"), "--tokens")
-    assert_usage_error(run("size", "--from", "llama-3-8b", "--finetune", "lora", "--zero", "3"), "--zero")
+    assert_usage_error(run("size", "--from", "llama-3-8b", "--finetune", "lora", "--tp", "2"), "--tp")
     assert_usage_error(run("audit", "gpt2", "--finetune", "qlora", "--qlora-base", "fp4"), "--qlora-base")
     assert_usage_error(run("size", "--from", "gpt2", "--finetune", "lora", "--lora-targets", "mlp"), "--lora-targets")
     assert_usage_error(run("audit", "mixtral-8x7b", "--finetune", "lora"), "--lora-targets attention")
     p = run("audit", "gpt2", "mixtral-8x7b", "--finetune", "lora")  # several models: a note for the one refused
     assert p.returncode == 0 and "mixtral-8x7b: no fine-tuning estimate" in p.stdout and "gpt2: lora rank 16" in p.stdout
+
+
+def test_lora_with_the_frozen_base_sharded() -> None:
+    """--dp 2 --zero 3 halves the frozen base and the adapters' states on each GPU; --zero 0 keeps
+    them whole (the per-rank bytes are measured against FSDP2 in tests/sizing/memory/test_memory_finetune_fsdp.py)."""
+    got = {}
+    for zero in ("0", "3"):
+        p = run("size", "--from", "llama-3-8b", "--finetune", "lora", "--dp", "2", "--zero", zero, "--json")
+        assert p.returncode == 0, p.stderr
+        got[zero] = json.loads(p.stdout)["finetune"]["states"]
+    for key in ("base_weights", "adapter_weights", "adapter_gradients", "adapter_optimizer"):
+        assert got["3"][key] == -(-got["0"][key] // 2), key
 
 
 # -- one Workload and one Layout: the command line builds what the Python API takes ------------------
@@ -325,13 +337,13 @@ def test_fit_refuses_a_bad_mla_cache_before_any_model_is_read() -> None:
 def test_the_old_reshard_flag_is_hidden_and_errors_name_the_new_one() -> None:
     """--reshard/--no-reshard replaced --reshard-after-forward/--no-reshard-after-forward in
     --help (60 columns wide with its negative, it squeezed every help text); the old spelling
-    still works, and a refusal names the flag --help shows."""
+    still works and prices the same (LoRA with its frozen base under FSDP takes it too)."""
     assert "reshard-after-forward" not in run("size", "--help").stdout
     assert "--no-reshard" in run("size", "--help").stdout
-    args = ("size", "--from", "llama-3-8b", "--finetune", "lora")
-    for spelling in ("--no-reshard", "--no-reshard-after-forward"):
-        p = run(*args, spelling)
-        assert_usage_error(p, "--reshard not modelled")
+    args = ("size", "--from", "llama-3-8b", "--finetune", "lora", "--dp", "2", "--zero", "3", "--json")
+    got = [json.loads(run(*args, spelling).stdout)["finetune"] for spelling in ("--no-reshard", "--no-reshard-after-forward")]
+    assert got[0] == got[1]
+    assert got[0]["peak"]["peak_bytes"] > json.loads(run(*args).stdout)["finetune"]["peak"]["peak_bytes"]
 
 
 def test_pure_bf16_drops_the_master_copy_and_halves_the_moments() -> None:

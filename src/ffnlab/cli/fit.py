@@ -219,6 +219,8 @@ def fit(
              "ignored")
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
+    require(work.offload == "none", f"fit searches layouts without CPU offload: price --offload {work.offload} with "
+                                    "size --dp N --zero Z")
     ft = work.finetune
     if ft is not None:
         require(mode == "train", f"--finetune {ft.mode} sizes a training step: not with --mode serve")

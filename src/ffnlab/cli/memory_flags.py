@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 # MemoryFlags' own (memory_flags reads them from there)
 OPTIONS: dict[str, tuple[str, str]] = {
     "batch": ("--batch", "Sequences per micro-batch (training) or concurrent sequences (serving)."),
-    "recompute": ("--recompute", "Activation recomputation: none | selective | full."),
+    "recompute": ("--recompute", "Activation recomputation: none | selective | full | op-selective (torchtitan's op-level "
+                  "policy: each block keeps its input, every other matmul's output and the attention's)."),
     "attention": ("--attention", "Attention implementation: fused (flash) | eager (s x s kept)."),
     "kv_dtype": ("--kv-dtype", "KV-cache dtype: bf16 fp16 fp32 fp8 int8 int4 (default --dtype)."),
     "weights_dtype": ("--weights-dtype",
@@ -49,14 +50,19 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "grad_dtype": ("--grad-dtype",
         "Gradient dtype: bf16 fp16 fp32 (default --dtype; fp32 = Megatron-style accumulation)."),
     "optimizer": ("--optimizer",
-        "Optimizer state: adamw (fp32 moments) | adam8bit | adafactor | sgd-momentum | sgd."),
+        "Optimizer state: adamw (fp32 moments) | adam8bit | paged-adam8bit (bitsandbytes' paged 8-bit "
+        "AdamW: its large states in host-paged unified memory) | adafactor | sgd-momentum | sgd."),
     "engine": ("--engine",
-        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan nanogpt "
-        "ffnlab; data/engines.json); an explicit flag overrides its fact. With fit --mode serve or size "
+        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan megatron "
+        "nanogpt ffnlab; data/engines.json); an explicit flag overrides its fact. With fit --mode serve or size "
         "--gpu: the serving engine (vllm sglang llama.cpp; data/serving_engines.json)."),
     "pure_bf16": ("--pure-bf16/--mixed",
         "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
         "model cast to bf16 before the optimizer: torchtune's default)."),
+    "offload": ("--offload",
+        "CPU offload: none | optimizer (ZeRO-Offload: optimizer state, fp32 gradients and the step on the "
+        "host; --zero 1-3) | params (also the weights: FSDP cpu_offload, DeepSpeed offload_param; "
+        "--zero 3). The host memory it needs is shown."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
     "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
     "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
@@ -88,14 +94,14 @@ OPTIONS: dict[str, tuple[str, str]] = {
 }
 # old spellings, still accepted and left out of --help (a 60-column flag squeezed every help text)
 ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--no-reshard-after-forward"}
-# with --finetune lora/qlora every GPU holds the whole model (data parallel): these are not modelled
-NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "zero", "sp", "grad_dtype", "pure_bf16", "zero3", "prefetch",
-                     "reshard_after_forward")
+# with --finetune lora/qlora the model is spread data parallel only (--dp, --zero 0-3 shard the
+# frozen base and the adapters' states): these are not modelled
+NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16", "offload")
 LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
-               "recompute_every": "step.recompute_every"}
+               "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype"}
 CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
@@ -120,6 +126,7 @@ class MemoryFlags:
     optimizer: str = "adamw"
     engine: str | None = None
     pure_bf16: bool = False
+    offload: str = "none"
     dropout: bool = False
     zero3: str = "fsdp"
     prefetch: int = 1
@@ -151,7 +158,7 @@ class MemoryFlags:
         work = Workload(seq_len=seq_len, batch=self.batch, dtype=dtype, grad_dtype=self.grad_dtype,
                         kv_dtype=self.kv_dtype, weights_dtype=self.weights_dtype, group_size=self.group_size,
                         mla=mla, recompute=self.recompute, attention=self.attention, dropout=self.dropout,
-                        optimizer=self.optimizer, pure_bf16=self.pure_bf16,
+                        optimizer=self.optimizer, pure_bf16=self.pure_bf16, offload=self.offload,
                         step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
                                          recompute_every=self.recompute_every))
@@ -189,8 +196,8 @@ class MemoryFlags:
             require(self.qlora_base == DEFAULTS["qlora_base"], "--qlora-base applies with --finetune qlora")
         if self.finetune != "full":
             bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
-            require(not bad, f"--finetune {self.finetune} is modelled with the whole model on every GPU (data "
-                             f"parallel): {_flags(bad)} not modelled with it")
+            require(not bad, f"--finetune {self.finetune} is modelled data parallel (--dp, --zero 0-3 sharding "
+                             f"the frozen base): {_flags(bad)} not modelled with it")
         opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
                                alpha=self.lora_alpha, base_format=self.qlora_base)
         opts.check()

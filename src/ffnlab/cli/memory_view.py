@@ -73,6 +73,13 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
         ("training: sum of the terms (not all alive at once)", gib(mem.terms_sum_bytes)),
         (f"training: peak of the step, at {mem.peak_moment}", gib(mem.peak_bytes)),
         ("training: alive at the peak", alive_text(mem.peak_alive or ())),
+    ]
+    if mem.host_bytes is not None:  # --offload: the states moved to host memory, per GPU's process
+        why = f"--offload {mem.offload}" if mem.offload != "none" else "paged optimizer states"
+        pairs += [(f"host memory ({why}), per GPU", gib(mem.host_bytes)),
+                  ("host memory holds", "; ".join(f"{r.term.removeprefix('host: ')} {r.per_gpu_bytes / 2**30:,.2f}"
+                                                  for r in mem.host_terms or ()) + " (GiB)")]
+    pairs += [
         (f"serving: weights ({mem.weights_dtype})", gib(mem.serving_weights_bytes)),
         (f"serving: KV cache ({mem.kv_dtype}, batch {mem.batch} x {mem.seq_len})", gib(mem.kv_cache_bytes)),
         ("serving: total", gib(mem.serving_total_bytes)),

@@ -178,7 +178,7 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
     if work.adapters:
         from ffnlab.sizing.finetune import finetune_summary
 
-        out = replace(out, finetune=finetune_summary(cfg, work))
+        out = replace(out, finetune=finetune_summary(cfg, work, lay))
     est = None
     if gpu is not None and out.model is not None and out.model.serving is not None:  # the engine's view of the layout's GPU
         from ffnlab.cli.serving_engine import estimate
@@ -457,7 +457,7 @@ def _audit_sections(row: AuditRow, cfg: Any, work: Workload, lay: Layout, *, alo
     from ffnlab.sizing.audit import memory_of
 
     if work.adapters:
-        row = _audit_finetune(row, cfg, work, alone=alone)
+        row = _audit_finetune(row, cfg, work, lay, alone=alone)
     if cfg is None:
         return replace(row, memory_error="no published architecture" if row.model_type is None else
                        "no architecture to model its memory")
@@ -469,7 +469,7 @@ def _audit_sections(row: AuditRow, cfg: Any, work: Workload, lay: Layout, *, alo
         return replace(row, memory_error=str(e))
 
 
-def _audit_finetune(row: AuditRow, cfg: Any, work: Workload, *, alone: bool) -> AuditRow:
+def _audit_finetune(row: AuditRow, cfg: Any, work: Workload, lay: Layout, *, alone: bool) -> AuditRow:
     """``row`` with its ``finetune`` object, or ``finetune_error`` (raised when it is the only row)."""
     from ffnlab.sizing.config import ModelConfig
     from ffnlab.sizing.finetune import finetune_summary
@@ -477,7 +477,7 @@ def _audit_finetune(row: AuditRow, cfg: Any, work: Workload, *, alone: bool) -> 
     if not isinstance(cfg, ModelConfig):  # counted through transformers: no activation model
         return replace(row, finetune_error="no architecture to model its fine-tuning step")
     try:
-        return replace(row, finetune=finetune_summary(cfg, work))
+        return replace(row, finetune=finetune_summary(cfg, work, lay))
     except FfnlabError as e:  # e.g. LoRA on routed experts
         if alone:
             raise

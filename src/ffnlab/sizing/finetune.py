@@ -40,7 +40,9 @@ from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import ffn_adapters
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes, shape_free_states
+from ffnlab.sizing.memory.parallel import Layout
 from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
+from ffnlab.sizing.memory.sharding import WorkTerm, working_terms
 from ffnlab.sizing.memory.step import (
     Alive,
     FinetuneStep,
@@ -140,7 +142,8 @@ def lora_params(cfg: ModelConfig, rank: int, targets: tuple[str, ...] = TARGET_G
 
 @dataclass(frozen=True)
 class FinetuneStates:
-    """Bytes of what a LoRA/QLoRA step keeps besides its activations (one GPU, no sharding)."""
+    """Bytes of what a LoRA/QLoRA step keeps besides its activations (on one GPU: sharded by
+    ZeRO / FSDP where the layout says so)."""
 
     mode: str
     base_weights: int
@@ -167,9 +170,13 @@ def qlora_base(cfg: ModelConfig, base_format: str = "nf4") -> WeightBytes:
 
 
 def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
-                    optimizer: str = "adamw", base_format: str = "nf4") -> FinetuneStates:
+                    optimizer: str = "adamw", base_format: str = "nf4", dp: int = 1, zero: int = 0) -> FinetuneStates:
     """The frozen base (``dtype`` for LoRA, ``base_format`` for QLoRA) and the fp32 adapters with
-    their gradients and ``optimizer`` state."""
+    their gradients and ``optimizer`` state, on one of ``dp`` data-parallel GPUs at ZeRO stage
+    ``zero``: stage 1 shards the adapters' optimizer state, 2 also their gradients, 3 (FSDP,
+    DeepSpeed ZeRO-3) also every parameter, the frozen base's included (each GPU keeps
+    ``ceil(bytes / dp)``; FSDP's padding of a first dimension to a multiple of ``dp`` is not
+    counted)."""
     require(mode in ("lora", "qlora"), f"--finetune must be lora or qlora for adapter states, got {mode!r}")
     if mode == "qlora":
         wb = qlora_base(cfg, base_format)
@@ -178,9 +185,16 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
         per = dtype_bytes(dtype)
         base, rule = int(lora.base * per), f"{lora.base:,} frozen params x {per:g} B"
     n = lora.trainable
-    return FinetuneStates(mode=mode, base_weights=base, adapter_weights=n * ADAPTER_BYTES,
-                          adapter_gradients=n * ADAPTER_BYTES,
-                          adapter_optimizer=math.ceil(n * shape_free_states(optimizer, ADAPTER_BYTES)), base_rule=rule)
+
+    def shard(value: int, stage: int) -> int:
+        return math.ceil(value / dp) if zero >= stage else value
+
+    if zero >= 3 and dp > 1:
+        rule += f", sharded over dp {dp}"
+    return FinetuneStates(mode=mode, base_weights=shard(base, 3), adapter_weights=shard(n * ADAPTER_BYTES, 3),
+                          adapter_gradients=shard(n * ADAPTER_BYTES, 2),
+                          adapter_optimizer=shard(math.ceil(n * shape_free_states(optimizer, ADAPTER_BYTES)), 1),
+                          base_rule=rule)
 
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
@@ -240,10 +254,47 @@ class FinetunePeak:
                 "moments": t["moments"]}
 
 
+def finetune_working(cfg: ModelConfig, lora: LoraCount, ft: FinetuneStep, states: FinetuneStates,
+                     layout: Layout) -> list[WorkTerm]:
+    """What the data-parallel engine holds beyond a LoRA step's shards on one GPU
+    (:func:`ffnlab.sizing.memory.sharding.working_terms` with the frozen base's bytes per
+    parameter): FSDP gathers a layer of the frozen base (and its adapters) at a time and the root
+    unit (embeddings, norm, head) from forward to the end of backward, but only the adapters have
+    gradients, so the unsharded gradients and the reduce-scatter buffer are one layer's adapters
+    (fp32) and the head has none; DDP's bucket copy and DeepSpeed's buckets hold adapter
+    gradients only."""
+    if layout.dp == 1:
+        return []
+    base_params = max(1, lora.base)
+    unsharded_base = states.base_weights * (layout.dp if layout.zero >= 3 else 1)
+    w = unsharded_base / base_params  # bytes of a frozen parameter: 16-bit, or NF4 / int8 with its scales
+    adapter_grads = lora.trainable * ADAPTER_BYTES
+    terms = working_terms(cfg, layout.zero, layout.sharding, dp=layout.dp, tp=layout.tp, pp=layout.pp, ep=layout.ep,
+                          w=w, g=ADAPTER_BYTES, grads_on_gpu=adapter_grads)
+    if layout.zero < 3 or layout.sharding.zero3 != "fsdp":
+        if layout.zero in (1, 2):  # a bucket never holds more than the adapters' gradients
+            terms = [replace(t, bytes=min(t.bytes, adapter_grads)) for t in terms]
+        return terms
+    layer_adapters = max(ft.layer_params, default=0) * ADAPTER_BYTES
+    out = []
+    for t in terms:
+        if t.term in ("FSDP: unsharded layer gradients", "FSDP: reduce-scatter buffer"):
+            t = replace(t, bytes=layer_adapters, rule=f"one layer's adapters {layer_adapters // ADAPTER_BYTES:,} params "
+                                                      f"x {ADAPTER_BYTES} B (the frozen base has no gradients)")
+        elif t.term == "FSDP: head gradients before reduce-scatter":
+            continue  # a frozen head
+        elif t.term in ("FSDP: gathered layer", "FSDP: prefetched layers"):
+            n = layout.sharding.prefetch if t.term == "FSDP: prefetched layers" else 1
+            t = replace(t, bytes=t.bytes + n * layer_adapters, rule=t.rule + " (frozen base), with its adapters")
+        out.append(t)
+    return out
+
+
 def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None = None,
-                  grouped_experts: bool = True) -> FinetunePeak:
+                  grouped_experts: bool = True, layout: Layout | None = None) -> FinetunePeak:
     """The peak of one LoRA / QLoRA step (``work.finetune``) of ``work.batch`` x ``work.seq_len``
-    tokens on one GPU.
+    tokens on one GPU, of ``layout.dp`` data-parallel GPUs (``layout.zero`` shards the states:
+    :func:`finetune_states`; the engine's working memory: :func:`finetune_working`).
 
     ``input_grads`` (default: with ``work.recompute`` full) is whether the embeddings' output requires
     grad: transformers' ``gradient_checkpointing_enable`` turns it on (``enable_input_require_grads``).
@@ -254,15 +305,20 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
     assert opts is not None
     lora = lora_params(cfg, opts.rank, opts.targets)
     step, optimizer = work.step, work.optimizer
+    lay = layout or Layout()
+    require(lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and not lay.sp,
+            f"--finetune {opts.mode} is modelled data parallel (--dp, --zero): not with --tp, --pp, --ep or --sp")
     states = finetune_states(cfg, lora, mode=opts.mode, dtype=work.dtype, optimizer=optimizer,
-                             base_format=opts.base_format)
+                             base_format=opts.base_format, dp=lay.dp, zero=lay.zero)
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
                        grouped_experts=grouped_experts)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
+    stepped = math.ceil(lora.trainable / lay.dp) if lay.zero >= 1 else lora.trainable  # the optimizer steps its shard
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
-                        optimizer=states.adapter_optimizer, working=0,
-                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, lora.trainable,
+                        optimizer=states.adapter_optimizer,
+                        working=sum(t.bytes for t in finetune_working(cfg, lora, ft, states, lay)),
+                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, stepped,
                                                       largest=largest))
     tl = step_timeline(cfg, work, inputs, finetune=ft)
     return FinetunePeak(states, tl, grads_in)
@@ -330,13 +386,14 @@ class FinetuneSummary(Result):
     not_counted: tuple[str, ...]
 
 
-def finetune_summary(cfg: ModelConfig, work: Workload) -> FinetuneSummary:
+def finetune_summary(cfg: ModelConfig, work: Workload, layout: Layout | None = None) -> FinetuneSummary:
     """The adapters' count, the states and the step's peak of the LoRA / QLoRA workload ``work``
-    (``work.finetune``; one GPU, each data-parallel GPU holds the same)."""
+    (``work.finetune``) on one GPU of ``layout`` (default one GPU; ``--dp N`` with ``--zero 0``:
+    each data-parallel GPU holds the same, with ZeRO 1-3 / FSDP the states are sharded)."""
     opts = work.finetune
     require(opts is not None and opts.adapters, "finetune_summary needs --finetune lora or qlora")
     assert opts is not None
-    peak = finetune_peak(cfg, work)
+    peak = finetune_peak(cfg, work, layout=layout)
     return FinetuneSummary(mode=opts.mode, lora=lora_params(cfg, opts.rank, opts.targets), states=peak.states,
                            peak=peak, options=opts, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype,
                            recompute=work.recompute, optimizer=work.optimizer,
@@ -345,4 +402,4 @@ def finetune_summary(cfg: ModelConfig, work: Workload) -> FinetuneSummary:
 
 __all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "FinetuneSummary", "LoraCount",
            "QLORA_BASES", "TARGET_GROUPS", "adapted_matrices", "finetune_peak", "finetune_states", "finetune_step",
-           "finetune_summary", "lora_params", "not_counted", "parse_targets", "qlora_base"]
+           "finetune_summary", "finetune_working", "lora_params", "not_counted", "parse_targets", "qlora_base"]

@@ -6,12 +6,13 @@ import pytest
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import make_config
-from ffnlab.sizing.memory.engines import FACTS, apply_engine, engines_data, resolve
+from ffnlab.sizing.finetune import FinetuneOptions
+from ffnlab.sizing.memory.engines import FACTS, OPTIONAL_FACTS, apply_engine, engines_data, resolve
 from ffnlab.sizing.memory.parallel import memory_summary
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.memory.workload import Workload
 
-NEEDED = ("hf-trainer", "trl", "torchtune", "torchtitan", "nanogpt", "ffnlab")
+NEEDED = ("hf-trainer", "trl", "torchtune", "torchtitan", "megatron", "nanogpt", "ffnlab")
 
 
 def test_every_fact_of_every_version_has_a_value_and_a_source_at_a_version() -> None:
@@ -22,7 +23,7 @@ def test_every_fact_of_every_version_has_a_value_and_a_source_at_a_version() -> 
         assert eng["versions"], name
         for v in eng["versions"]:
             assert v["version"], name
-            assert set(FACTS) - {"recompute_every"} <= set(v["facts"]), (name, v["version"])
+            assert set(FACTS) - set(OPTIONAL_FACTS) <= set(v["facts"]), (name, v["version"])
             for fact, f in v["facts"].items():
                 assert fact in FACTS, (name, fact)
                 assert "value" in f and f["note"], (name, fact)
@@ -72,5 +73,25 @@ def test_the_summary_names_the_engine_and_its_version() -> None:
     cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000)
     mem = memory_summary(cfg, apply_engine(Workload(seq_len=512), "torchtitan")).as_dict()
     assert mem["trainer"]["name"] == "torchtitan" and mem["trainer"]["version"] == "0.2.2"
-    assert mem["recompute"] == "full" and mem["step"]["recompute_every"] == 2
+    assert mem["recompute"] == "op-selective" and mem["step"]["recompute_every"] == 1  # its shipped recipes' "op"
+    # the N-layer option stays a flag of its own
+    every2 = apply_engine(Workload(seq_len=512, recompute="full", step=StepOptions(recompute_every=2)), "torchtitan",
+                          explicit=frozenset({"recompute", "step.recompute_every"}))
+    assert every2.recompute == "full" and every2.step.recompute_every == 2
+    assert every2.engine is not None and every2.engine.overridden == ("recompute",)
     assert "trainer" not in memory_summary(cfg, Workload(seq_len=512)).as_dict()
+
+
+def test_megatron_accumulates_fp32_gradients_and_states_its_distributed_optimizer() -> None:
+    """Megatron-LM with --bf16 forces fp32 main_grad accumulation: 4 B of gradient per parameter
+    instead of 2; --grad-dtype overrides it; the distributed optimizer is stated, not applied."""
+    cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000)
+    meg = apply_engine(Workload(seq_len=256), "megatron")
+    assert meg.grads == "fp32" and meg.recompute == "none" and not meg.step.logits_held
+    plain = memory_summary(cfg, Workload(seq_len=256))
+    assert memory_summary(cfg, meg).gradients_bytes == 2 * plain.gradients_bytes
+    mine = apply_engine(Workload(seq_len=256, grad_dtype="bf16"), "megatron", explicit=frozenset({"grad_dtype"}))
+    assert mine.grads == "bf16" and mine.engine is not None and mine.engine.overridden == ("grad_dtype",)
+    assert resolve("megatron").fact("distributed_optimizer") is True
+    lora = apply_engine(Workload(seq_len=256, finetune=FinetuneOptions(mode="lora")), "megatron")
+    assert lora.grad_dtype is None  # adapters keep their fp32 gradients either way

@@ -61,7 +61,16 @@ Recompute policies (Korthikanti et al. 2022, "Reducing Activation Recomputation 
 Transformer Models"): ``none`` keeps everything; ``selective`` recomputes the attention core, so
 the ``s x s`` probabilities of eager attention are not kept (with fused attention it equals
 ``none``); ``full`` keeps only each layer's input (``d``) and recomputes one layer at a time in the
-backward pass, so the total is ``L x input + one layer's full set + head``.
+backward pass, so the total is ``L x input + one layer's full set + head``. ``op-selective`` is
+torchtitan's op-level selective activation checkpointing (``selective_ac_option = "op"``, the
+default of its shipped Llama recipes), kept as data with its source in
+``data/op_checkpoint_policies.json``: each block is checkpointed, and in forward the outputs of the
+ops on the policy's save list are kept (the attention kernel's output and log-sum-exp, and every
+matmul whose count within the block is odd: the second, fourth, ... are recomputed); a dense
+Llama block keeps its input, q, v, the attention output and log-sum-exp, the FFN's gate output
+and its down projection's output (:func:`op_selective_terms`). In backward one block's full set is
+recomputed around what was saved. Tensor parallelism's reduce-scatter outputs (also on the save
+list) are not counted.
 
 **KV cache**: per layer and token 2 x n_kv_heads x head_dim elements (MHA, GQA, MQA alike);
 sliding-window layers hold at most ``window`` tokens; multi-head latent attention (DeepSeek-V2/V3)
@@ -74,9 +83,13 @@ NF4, MXFP4 and generic int8/int4, each laid out as its checkpoints store it).
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -86,7 +99,8 @@ from ffnlab.sizing.memory.quant import WEIGHT_FORMATS, WeightBytes, matmul_param
 
 __all__ = ["WEIGHT_FORMATS", "WeightBytes", "matmul_params", "weight_bytes"]
 
-RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE = ("none", "selective", "full", "op-selective")
+OP_POLICIES = "op_checkpoint_policies.json"
 ATTENTION = ("fused", "eager")
 MLA_FORMS = ("latent", "expanded")
 STAT_BYTES = 4  # norm statistics, log-sum-exp, router probabilities, logits: fp32
@@ -411,6 +425,64 @@ def selective_kept(terms: list[Term]) -> list[Term]:
     return [t for t in terms if "s x s" not in t.name]
 
 
+@functools.cache
+def op_checkpoint_policies() -> dict[str, Any]:
+    """The parsed ``data/op_checkpoint_policies.json``."""
+    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(OP_POLICIES).read_text(encoding="utf-8"))
+    return data
+
+
+def op_policy(engine: str = "torchtitan", version: str | None = None) -> dict[str, Any]:
+    """One version of an engine's op-level checkpointing policy (``version`` None: the newest)."""
+    versions: list[dict[str, Any]] = op_checkpoint_policies()["policies"][engine]["versions"]
+    return next((v for v in versions if v["version"] == version), versions[0])
+
+
+def _block_matmuls(cfg: ModelConfig, spec: FFNSpec) -> list[tuple[str, int, str]]:
+    """A dense decoder block's matmuls in forward order: (output, width, split)."""
+    dq, dkv, d = cfg.d_attn, cfg.d_kv, cfg.d_model
+    attn = ([("q|k|v projection output", dq + 2 * dkv, "tp")] if cfg.attn.qkv_fused else
+            [("q projection output", dq, "tp"), ("k projection output", dkv, "tp"), ("v projection output", dkv, "tp")])
+    ffn = ([("FFN gate projection output", spec.d_ff, "tp"), ("FFN up projection output", spec.d_ff, "tp")]
+           if spec.gated else [("FFN up projection output", spec.d_ff, "tp")])
+    # the row-parallel outputs: whole d on each tensor-parallel rank before the reduction
+    return [*attn, ("attention output projection's output", d, ""), *ffn, ("FFN down projection's output", d, "")]
+
+
+def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",
+                       attention: str = "fused", policy: dict[str, Any] | None = None) -> list[Term]:
+    """What one checkpointed block keeps under an op-level selective checkpointing ``policy``
+    (default: torchtitan's newest): its input, kept by the checkpoint, and the outputs of the
+    saved ops. A term whose name ends in ``(not in the full set)`` is not also kept when the block
+    runs without checkpointing (a row-parallel output: the residual add keeps nothing)."""
+    pol = policy or op_policy()
+    ops = set(pol["saved_ops"])
+    spec = cfg.layer_ffn(layer)
+    require(not spec.is_moe and not cfg.is_mla and cfg.norms_per_block == 2,
+            "--recompute op-selective prices dense decoder blocks with one attention and one FFN norm "
+            "(torchtitan's Llama block); this model has MoE, MLA or another block layout")
+    require(attention == "fused", "--recompute op-selective needs --attention fused (torchtitan calls SDPA)")
+    b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
+    tokens, d, every = seq_len * batch, cfg.d_model, int(pol["mm_recompute_every"])
+    out = [_t("block input (kept by the checkpoint)", d * b, tokens, f"d {d} x {b:g} B", "sp")]
+    mms = _block_matmuls(cfg, spec)
+    for count, (name, width, split) in enumerate(mms, start=1):
+        if "aten.mm.default" not in ops or count % every == 0:
+            continue
+        extra = " (not in the full set)" if split == "" else ""
+        out.append(_t(f"saved mm {count}: {name}{extra}", width * b, tokens, f"{width} x {b:g} B", split))
+    if any("scaled_dot_product" in op for op in ops):  # the SDPA kernel's outputs
+        a = cfg.attn.n_heads
+        out.append(_t("saved attention kernel output and log-sum-exp", cfg.d_attn * b + a * STAT_BYTES, tokens,
+                      f"(dq {cfg.d_attn} x {b:g} B + heads {a} x 4 B)", "tp"))
+    return out
+
+
+def op_selective_overlap(terms: list[Term]) -> list[Term]:
+    """The saved terms that a recomputed block's full set also holds (they are not made again)."""
+    return [t for t in terms if not t.name.endswith("(not in the full set)")]
+
+
 @dataclass(frozen=True)
 class Activations:
     """Activation bytes of one micro-batch: per layer (after the recompute policy) and in total."""
@@ -457,6 +529,12 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
         selective = {id(ts): divide_terms(selective_kept(ts), tp, sp) for ts in distinct}
         kept = [selective[id(ts)] for ts in layers]
     peak = 0
+    if recompute == "op-selective":
+        n_dec = cfg.n_layers
+        saved = [op_selective_terms(cfg, min(i, n_dec - 1), seq_len=seq_len, batch=batch, dtype=dtype,
+                                    attention=attention) for i in range(n_layers)]
+        peak = max(full[id(ts)] - divide_terms(op_selective_overlap(sv), tp, sp) for ts, sv in zip(layers, saved, strict=True))
+        kept = [divide_terms(sv, tp, sp) for sv in saved]
     if recompute == "full":
         layer_input = math.ceil(seq_len * batch * cfg.d_model * b / (tp if sp else 1))
         peak = max(full.values())

@@ -28,7 +28,7 @@ SCALE_BYTES = 2  # one fp16/bf16 scale per quantisation group
 # Pure bf16 training (the model cast to bf16 before the optimizer is made: torchtune's default) has
 # no master copy, and PyTorch's optimizer state is made like the parameter: bf16 moments.
 MASTER_BYTES = 4
-OPTIMIZERS = ("adamw", "adam8bit", "adafactor", "sgd-momentum", "sgd")
+OPTIMIZERS = ("adamw", "adam8bit", "paged-adam8bit", "adafactor", "sgd-momentum", "sgd")
 # state bytes per parameter of the optimizers whose state follows from the parameter count alone
 # (PyTorch AdamW: two fp32 moments; SGD with momentum: one fp32 buffer); adam8bit and adafactor
 # depend on the matrix shapes (ffnlab.sizing.memory.optimizers)

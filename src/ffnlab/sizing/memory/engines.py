@@ -1,11 +1,13 @@
 """Training engines as data: which tensors each trainer keeps alive, read from its own source.
 
 ``data/engines.json`` holds, per engine (``hf-trainer``, ``trl``, ``torchtune``, ``torchtitan``,
-``nanogpt``, ``ffnlab``) and per version (newest first), the implementation facts the step
+``megatron``, ``nanogpt``, ``ffnlab``) and per version (newest first), the implementation facts the step
 timeline models, each with its source (repository, path, tag): whether the caller keeps the logits
 (``keeps_logits``), the loss path (``loss``), the optimizer and its implementation, pure bf16 or
-mixed precision (``pure_bf16``), the default recompute policy (``recompute``, ``recompute_every``)
-and the fine-tuning one (``finetune_recompute``).
+mixed precision (``pure_bf16``), the default recompute policy (``recompute``, ``recompute_every``), the
+fine-tuning one (``finetune_recompute``), the gradients' dtype where it is not the training dtype
+(``grad_dtype``: Megatron's fp32 ``main_grad``) and facts of the layout it ships with, stated but
+not applied (``distributed_optimizer``: ``--zero 1`` prices it).
 
 :func:`resolve` reads ``NAME[@VERSION]`` (an unknown version is priced as the newest known, and
 says so); :func:`apply_engine` sets a :class:`ffnlab.sizing.memory.workload.Workload`'s fields from
@@ -31,9 +33,13 @@ DATA = "engines.json"
 FACT_FIELDS: dict[str, str] = {
     "keeps_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
     "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
-    "recompute_every": "step.recompute_every",
+    "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype",
 }
-FACTS = (*FACT_FIELDS, "finetune_recompute")
+# facts a profile states without setting a Workload field (a layout fact: --zero 1 prices it)
+INFO_FACTS = ("distributed_optimizer",)
+FACTS = (*FACT_FIELDS, "finetune_recompute", *INFO_FACTS)
+# facts only some engines have (the others leave the field as given)
+OPTIONAL_FACTS = ("recompute_every", "grad_dtype", *INFO_FACTS)
 
 
 @functools.cache
@@ -120,7 +126,7 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
         value = eng.fact("finetune_recompute" if fact == "recompute" and work.adapters else fact)
         if value is None:
             continue
-        if fact == "pure_bf16" and (work.dtype != "bf16" or work.adapters):
+        if fact in ("pure_bf16", "grad_dtype") and (work.dtype != "bf16" or work.adapters):
             continue
         if fact == "recompute_every" and (work.adapters or (top.get("recompute", work.recompute) != "full")):
             continue
@@ -133,5 +139,5 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
                    engine=replace(eng, overridden=tuple(overridden)))
 
 
-__all__ = ["FACTS", "FACT_FIELDS", "Engine", "apply_engine", "default_engine", "engine_names", "engines_data",
+__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "OPTIONAL_FACTS", "Engine", "apply_engine", "default_engine", "engine_names", "engines_data",
            "resolve"]

@@ -287,7 +287,8 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
     lines = [f"{ft.describe()}: the base frozen in {base}, activations in {dtype}, fp32 adapters (peft's default) "
              f"with fp32 gradients and {optimizer} state (--optimizer)",
              "every GPU holds the whole model and its own micro-batch (data parallel over the adapters); tensor or "
-             "pipeline parallelism and FSDP of the frozen base are not modelled, so more GPUs do not lower the need",
+             "pipeline parallelism are not modelled and fit does not search FSDP of the frozen base "
+             "(size --dp N --zero 3 prices it), so more GPUs do not lower the need",
              f"activations: {attention} attention, recompute {recompute}"
              + (" (transformers' gradient_checkpointing_enable: the embeddings' output requires grad)"
                 if recompute == "full" else "")

@@ -5,6 +5,13 @@
 * ``adam8bit``: bitsandbytes' blockwise 8-bit Adam: two uint8 states and an fp32 absmax per 256
   values for each (``Optimizer2State``, blocksize 256), 2 + 8/256 B per parameter; tensors below
   ``min_8bit_size`` (4,096 values: norms, biases) keep 32-bit states (8 B);
+* ``paged-adam8bit``: bitsandbytes' ``PagedAdamW8bit``: 8-bit Adam's bytes, but the two uint8
+  states of every tensor of at least 1e5 values are paged (``get_state_buffer``: ``F.get_paged``,
+  CUDA unified memory) and prefetched one parameter at a time in the step (``prefetch_state``;
+  bitsandbytes/optim/optimizer.py at 06029dd6edcc719e5831443179bcb206c6355093): they need not be
+  resident on the GPU outside the optimizer step, and the driver pages them to host memory under
+  pressure. ffnlab counts them in host memory and, at the optimizer step, the largest tensor's
+  paged state on the GPU (:func:`paged_state`); the absmax blocks and small tensors stay on the GPU;
 * ``adafactor``: Shazeer & Stern 2018 with ``beta1 = None`` (the paper's and transformers'
   default): no first moment, the second moment of each matrix factored into a row and a column
   vector (fp32), a full fp32 second moment for vectors;
@@ -40,6 +47,7 @@ from ffnlab.sizing.memory.byte_rules import (
 from ffnlab.sizing.shapes import matrices, vector_params
 
 ADAM8BIT_BLOCK = 256
+PAGED_MIN_SIZE = 100_000  # bitsandbytes' get_state_buffer pages tensors of at least 1e5 values
 ADAM8BIT_MIN_SIZE = 4096
 FP32 = int(DTYPE_BYTES["fp32"])
 SHAPE_FREE_RULES = {"adamw": "AdamW: {p:,} params x 2 fp32 moments (8 B)", "sgd-momentum": "SGD momentum: {p:,} params x 4 B",
@@ -77,6 +85,13 @@ def _adam8bit(cfg: ModelConfig) -> tuple[int, str]:
                    f"{ADAM8BIT_BLOCK} + {small:,} small params x 8 B")
 
 
+def paged_state(cfg: ModelConfig) -> tuple[int, int]:
+    """``paged-adam8bit``: (bytes of the paged uint8 states, those of the largest paged tensor):
+    two bytes per value of each tensor of at least :data:`PAGED_MIN_SIZE` values."""
+    paged = [m for m in matrices(cfg) if m.fan_in * m.fan_out >= PAGED_MIN_SIZE]
+    return (sum(2 * m.numel for m in paged), max((2 * m.fan_in * m.fan_out for m in paged), default=0))
+
+
 def _adafactor(cfg: ModelConfig, scale: float = 1.0) -> tuple[int, str]:
     mats = matrices(cfg)
     factored = sum((m.fan_in + m.fan_out) * m.count for m in mats)
@@ -101,9 +116,11 @@ def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: 
         rule = SHAPE_FREE_RULES[optimizer].format(p=p)
         if scale != 1 and state:
             rule = PURE_RULES[optimizer].format(p=p)
-    elif optimizer == "adam8bit":
+    elif optimizer in ("adam8bit", "paged-adam8bit"):
         state, rule = _adam8bit(cfg)
         estimate = True
+        if optimizer == "paged-adam8bit":
+            rule += f"; paged (unified memory): {paged_state(cfg)[0]:,} B of it"
     else:
         state, rule = _adafactor(cfg, scale)
         estimate = True

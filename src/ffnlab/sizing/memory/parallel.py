@@ -34,8 +34,12 @@ Bytes per GPU are rounded up to whole bytes per term.
 
 from __future__ import annotations
 
+import functools
+import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from importlib import resources
+from typing import Any
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
@@ -48,7 +52,7 @@ from ffnlab.sizing.memory.activations import (
 )
 from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYPES, dtype_bytes
 from ffnlab.sizing.memory.engines import Engine
-from ffnlab.sizing.memory.optimizers import optimizer_state
+from ffnlab.sizing.memory.optimizers import optimizer_state, paged_state
 from ffnlab.sizing.memory.sharding import Sharding, working_terms
 from ffnlab.sizing.memory.step import (
     Alive,
@@ -63,7 +67,8 @@ from ffnlab.sizing.result import Result
 from ffnlab.validation import integer
 
 ZERO_STAGES = (0, 1, 2, 3)
-MAX_DEGREE = 2**40  # a parallel degree past any cluster
+MAX_DEGREE = 2**40
+OFFLOAD_DATA = "offload.json"  # a parallel degree past any cluster
 
 
 @dataclass(frozen=True)
@@ -185,10 +190,70 @@ def training_table(cfg: ModelConfig, work: Workload, lay: Layout | None = None) 
         how += f"; 1F1B: {lay.pp} micro-batches in flight x L/{lay.pp} layers = L layers"
     rows.append(Row("activations", full.total, mine.total, how, estimate=True, group="activations"))
     grads_gpu = rows[1].per_gpu_bytes
+    if work.offload != "none":
+        rows = _offloaded(rows, work.offload, lay)
+    if _pages_states(work):  # the paged states live in unified memory, paged to the host
+        rows = [replace(r, per_gpu_bytes=r.per_gpu_bytes - _paged_share(cfg, r), rule=f"{r.rule}; the paged uint8 "
+                        "states in host memory, one tensor's paged in at the step") if r.term == "optimizer" else r
+                for r in rows]
     for t in working_terms(cfg, lay.zero, sharding, dp=lay.dp, tp=lay.tp, pp=lay.pp, ep=lay.ep, w=w, g=g,
                            grads_on_gpu=grads_gpu):
         rows.append(Row(t.term, t.bytes, t.bytes, t.rule, estimate=t.estimate, group="working"))
     return rows
+
+
+@functools.cache
+def offload_modes() -> dict[str, Any]:
+    """The parsed ``data/offload.json``: per ``--offload`` mode, what moves to the host, with sources."""
+    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(OFFLOAD_DATA).read_text(encoding="utf-8"))
+    return data
+
+
+def _offloaded(rows: list[Row], mode: str, lay: Layout) -> list[Row]:
+    """``rows`` with the states ``mode`` moves to the host at 0 bytes per GPU (their host bytes:
+    :func:`host_terms`)."""
+    spec = offload_modes()["modes"][mode]
+    engines = "DeepSpeed's offload_optimizer" if mode == "optimizer" else "DeepSpeed's offload_param, FSDP's cpu_offload"
+    require(lay.zero >= spec["min_zero"],
+            f"--offload {mode} needs --zero {spec['min_zero']}{' or more' if spec['min_zero'] < 3 else ''} ({engines})")
+    return [replace(r, per_gpu_bytes=0, rule=f"{r.rule}; on the host (--offload {mode})") if r.term in spec["moves"]
+            else r for r in rows]
+
+
+def _pages_states(work: Workload) -> bool:
+    """A paged optimizer whose state stays on this GPU's side (not offloaded whole)."""
+    return work.optimizer == "paged-adam8bit" and work.offload == "none"
+
+
+def _paged_share(cfg: ModelConfig, opt: Row) -> int:
+    """The paged states' part of the optimizer row on one GPU (sharded like the row)."""
+    return math.ceil(paged_state(cfg)[0] * opt.per_gpu_bytes / opt.total_bytes) if opt.total_bytes else 0
+
+
+def host_terms(cfg: ModelConfig, work: Workload, lay: Layout) -> list[Row]:
+    """Host (CPU) memory of one GPU's process under ``work.offload``: the offloaded states at their
+    per-GPU bytes; ZeRO-Offload also keeps the gradients in fp32 there for the CPU optimizer step
+    (``host_gradient_bytes``). Empty without offload."""
+    if _pages_states(work):
+        opt = next(r for r in training_table(cfg, replace(work, optimizer="adam8bit"), lay) if r.term == "optimizer")
+        return [Row("host: paged optimizer states", paged_state(cfg)[0], _paged_share(cfg, opt),
+                    "bitsandbytes' paged uint8 states (tensors of >= 1e5 values), CUDA unified memory", estimate=True,
+                    group="host")]
+    if work.offload == "none":
+        return []
+    spec = offload_modes()["modes"][work.offload]
+    rows = {r.term: r for r in training_table(cfg, replace(work, offload="none"), lay)}
+    out = []
+    for term in spec["moves"]:
+        r = rows[term]
+        per_gpu, rule = r.per_gpu_bytes, r.rule
+        if term == "gradients" and spec["host_gradient_bytes"]:
+            g = dtype_bytes(work.grads, GRAD_DTYPES, "gradient dtype")
+            per_gpu = math.ceil(per_gpu * spec["host_gradient_bytes"] / g)
+            rule = f"{rule}, held as fp32 ({spec['host_gradient_bytes']} B) for the CPU optimizer step"
+        out.append(Row(f"host: {term}", math.ceil(r.total_bytes * per_gpu / max(1, r.per_gpu_bytes)), per_gpu,
+                       rule, estimate=r.estimate, group="host"))
+    return out
 
 
 def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]) -> StepTimeline:
@@ -198,12 +263,16 @@ def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]
     by = {r.term: r for r in rows}
     p = count_params(cfg).total
     opt = by["optimizer"]
-    params_on_gpu = p * opt.per_gpu_bytes / opt.total_bytes if opt.total_bytes else p / (lay.tp * lay.pp)
+    params_on_gpu = p * opt.per_gpu_bytes / opt.total_bytes if opt.total_bytes and opt.per_gpu_bytes else p / (
+        lay.tp * lay.pp)
     states = StepInputs(weights=by["weights"].per_gpu_bytes, gradients=by["gradients"].per_gpu_bytes,
                         optimizer=opt.per_gpu_bytes,
                         working=sum(r.per_gpu_bytes for r in rows if r.group == "working"),
-                        opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, work.optimizer, params_on_gpu,
-                                                      tp=lay.tp, state_bytes=work.state_bytes))
+                        opt_temp=0 if work.offload != "none" else  # the step runs on the host
+                        optimizer_temp_bytes(cfg, step.optimizer_impl, work.optimizer, params_on_gpu,
+                                             tp=lay.tp, state_bytes=work.state_bytes)
+                        # a paged optimizer prefetches one tensor's paged state at a time
+                        + (math.ceil(paged_state(cfg)[1] / lay.tp) if _pages_states(work) else 0))
     return step_timeline(cfg, work, states, tp=lay.tp, sp=lay.sp)
 
 
@@ -288,9 +357,13 @@ class MemorySummary(Result):
     kv_layers: int | None = None
     state_layers: int | None = None
     note: str | None = None
+    offload: str | None = None  # --offload, when not none: the states moved to host memory
+    host_bytes: int | None = None  # host (CPU) memory of one GPU's process for the offloaded states
+    host_terms: tuple[Row, ...] | None = None
 
     OMITTED_WHEN_NONE = frozenset({"trainer", "sharding", "step", "training_terms", "serving_terms", "state_bytes",
-                                   "cache_rule", "kv_layers", "state_layers", "note"})
+                                   "cache_rule", "kv_layers", "state_layers", "note", "offload", "host_bytes",
+                                   "host_terms"})
 
     @property
     def counted_by_structure(self) -> bool:
@@ -322,6 +395,7 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
     t = {r.term: r.per_gpu_bytes for r in train}
     s = {r.term: r.per_gpu_bytes for r in serve}
     working = sum(r.per_gpu_bytes for r in train if r.group == "working")
+    host = host_terms(cfg, work, lay)
     return MemorySummary(
         layout=lay, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype, kv_dtype=work.kv,
         grad_dtype=work.grads, optimizer=work.optimizer, dropout=work.dropout,
@@ -334,8 +408,10 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
         peak_moment=timeline.peak.name, peak_alive=timeline.peak_alive(),
         step=work.step, trainer=work.engine, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
         serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
+        offload=work.offload if host else None, host_bytes=table_total(host) if host else None,
+        host_terms=tuple(host) if host else None,
     )
 
 
 __all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "Layout", "MemorySummary",
-           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "memory_summary", "serving_table", "table_total", "training_peak", "training_table"]
+           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "host_terms", "memory_summary", "offload_modes", "serving_table", "table_total", "training_peak", "training_table"]

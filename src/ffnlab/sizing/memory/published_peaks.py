@@ -33,7 +33,7 @@ LAYOUT_KEYS = ("dp", "tp", "pp", "cp", "zero", "engine")
 FINETUNE_KEYS = ("mode", "rank", "alpha", "targets", "base_format", "lora_dropout")
 ATTENTION_MODULES = frozenset({"q", "k", "v", "o", "q_proj", "k_proj", "v_proj", "o_proj", "output_proj"})
 FFN_MODULES = frozenset({"gate", "up", "down", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
-RECOMPUTE_MAP = {"none": "none", "full": "full", "selective-op": "selective"}
+RECOMPUTE_MAP = {"none": "none", "full": "full", "selective-op": "op-selective"}
 
 
 @lru_cache(maxsize=1)
@@ -164,17 +164,8 @@ def pricing(case: dict[str, Any]) -> Pricing:
     if s["precision"] == "pure-bf16" and ft is not None:
         approx.append("pure bf16 with a frozen bf16 base: the adapters, their gradients and AdamW states in bf16 "
                       "(ffnlab counts fp32 adapters and an fp32 copy of each adapter's input, as peft keeps them)")
-    elif s["precision"] == "pure-bf16":
-        nx.append("pure bf16 (bf16 weights, gradients and optimizer states, no fp32 master): ffnlab adds fp32 "
-                  "master weights and fp32 optimizer states below fp32 (priced as mixed bf16; --pure-bf16 pending)")
-    if s["recompute"] == "selective-op":
-        nx.append("torchtitan's op-level selective AC (every other matmul output and the attention output "
-                  "saved): ffnlab's 'selective' recomputes the attention core only (priced with it)")
     if s["recompute"] == UNKNOWN:
         nx.append("activation checkpointing not stated (priced with full)")
-    gpus = int(s["gpus"])
-    if ft is not None and gpus > 1:
-        nx.append(f"LoRA under FSDP over {gpus} GPUs: ffnlab prices one GPU holding the whole base")
     if s["torch_compile"] is True:
         nx.append("torch.compile (its fused kernels change the saved activations; priced eager)")
     if s["float8"] is True:
@@ -227,7 +218,8 @@ def pricing(case: dict[str, Any]) -> Pricing:
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
                     attention="fused" if s["attention"] == "fused" else "eager",
-                    optimizer=optimizer, step=step, finetune=finetune)
+                    optimizer=optimizer, step=step, finetune=finetune,
+                    pure_bf16=s["precision"] == "pure-bf16" and finetune is None)
     layout = Layout(dp=int(lay_s["dp"]), tp=int(lay_s["tp"]), pp=int(lay_s["pp"]), zero=int(lay_s["zero"]))
     return Pricing(model=s["model"], work=work, layout=layout,
                    api="finetune_summary" if finetune is not None else "memory_summary",

@@ -49,7 +49,10 @@ With tensor parallelism the vocabulary is split (Megatron's vocabulary-parallel 
 Recompute: ``none``, ``selective`` (drop the ``s x s`` terms, Korthikanti et al. 2022), ``full``
 (keep each checkpointed layer's input and recompute it in backward: ``torch.utils.checkpoint``,
 transformers' ``gradient_checkpointing_enable``); ``recompute_every`` N checkpoints every N-th
-layer only (torchtitan's ``selective_ac_option: N``), the others keep their full set.
+layer only (torchtitan's ``selective_ac_option: N``), the others keep their full set;
+``op-selective`` (torchtitan's op-level policy) keeps each block's input and its saved op outputs
+(:func:`ffnlab.sizing.memory.activations.op_selective_terms`), and in backward the block's full set
+is alive again, the saved outputs among it.
 
 The working tensors of a layer's backward and the optimizer's temporaries were read from live
 measurements of ffnlab's own modules and of PyTorch's optimizers on CPU (``tests/sizing/memory/test_memory_step.py``
@@ -65,6 +68,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import (
@@ -74,6 +78,7 @@ from ffnlab.sizing.memory.activations import (
     divide_terms,
     each_layer_terms,
     head_activation_terms,
+    op_selective_terms,
     selective_kept,
 )
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes
@@ -191,7 +196,7 @@ def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_
     once (one per parameter); the for-loop implementation a tensor's root and its quotient while
     the previous tensor's is still bound (three of the largest tensor: ``largest`` elements, by
     default the model's largest matrix); fused kernels, 8-bit Adam and SGD none."""
-    if optimizer in ("sgd", "adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
+    if optimizer in ("sgd", "adam8bit", "paged-adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
         return 0
     if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):
         # foreach AdamW: sqrt of every second moment at once; SGD momentum updates in place
@@ -260,6 +265,13 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     layer_input = math.ceil(n_tok * d * b / (tp if sp else 1))
     checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
+    if recompute == "op-selective":  # every block checkpointed; the policy's saved op outputs kept
+        require(ft is None, "--recompute op-selective prices full training (torchtitan's policy), not adapters")
+        saved = {id(cfg.layer_ffn(j)): divide_terms(op_selective_terms(cfg, j, seq_len=seq_len, batch=batch, dtype=dtype,
+                                                                       attention=attention), tp, sp)
+                 for j in range(cfg.n_layers)}
+        kept = [saved[id(cfg.layer_ffn(min(i, cfg.n_layers - 1)))] for i in range(n_layers)]
+        checkpointed = [True] * n_layers
     head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=work.dropout,
                                        dropout_mask_bytes=work.dropout_mask_bytes,
                                        frozen=ft.frozen(0) if ft else None)

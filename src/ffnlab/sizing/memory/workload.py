@@ -59,6 +59,9 @@ def check_train_dtype(dtype: str) -> str:
     return dtype
 
 
+OFFLOAD = ("none", "optimizer", "params")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Workload:
     """One training (or serving) workload, checked when made; the defaults are the CLI's.
@@ -86,6 +89,7 @@ class Workload:
     dropout_mask_bytes: float = DROPOUT_MASK_BYTES
     optimizer: str = "adamw"
     pure_bf16: bool = False  # bf16 weights, gradients and optimizer state; no fp32 master copy
+    offload: str = "none"  # CPU offload (data/offload.json): none, optimizer (ZeRO-Offload), params (+ weights)
     step: StepOptions = field(default_factory=StepOptions)
     finetune: FinetuneOptions | None = None
     # the training engine whose facts were applied (ffnlab.sizing.memory.engines.apply_engine);
@@ -104,6 +108,7 @@ class Workload:
         choice(self.recompute, "--recompute", RECOMPUTE)
         choice(self.attention, "--attention", ATTENTION)
         choice(self.optimizer, "--optimizer", OPTIMIZERS)
+        choice(self.offload, "--offload", OFFLOAD)
         require(not self.pure_bf16 or self.dtype == "bf16", f"--pure-bf16 trains in bf16: give --dtype bf16, not {self.dtype}")
         for value, flag, allowed in ((self.kv_dtype, "--kv-dtype", KV_DTYPES),
                                      (self.weights_dtype, "--weights-dtype", WEIGHT_FORMATS),
@@ -145,4 +150,4 @@ class Workload:
         return self.weights_dtype or self.dtype
 
 
-__all__ = ["MAX_BATCH", "MAX_SEQ_LEN", "Workload", "check_seq_len", "check_train_dtype"]
+__all__ = ["MAX_BATCH", "MAX_SEQ_LEN", "OFFLOAD", "Workload", "check_seq_len", "check_train_dtype"]

@@ -9,8 +9,10 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import (
+    ENGINE_CONFIG_OPTION,
     FORMAT_OPTION,
     JSON_OPTION,
+    PLOT_OPTION,
     SIZING,
     TIMEOUT_OPTION,
     WIDE_OPTION,
@@ -18,7 +20,7 @@ from ffnlab.cli.app import (
     check_format,
     counted,
 )
-from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
+from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, apply_engine_config, memory_flags
 from ffnlab.cli.memory_view import (
     TERM_COLS,
     alive_text,
@@ -29,6 +31,7 @@ from ffnlab.cli.memory_view import (
     note,
     serving_lines,
     term_rows,
+    write_step_plot,
 )
 from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
@@ -160,6 +163,8 @@ def fit(
                                                           "context, NCCL, fragmentation; default 10% of memory)."),
     max_tp: int = typer.Option(8, "--max-tp", parser=counted("--max-tp"), help="Largest tensor-parallel group (one node)."),
     top: int = typer.Option(8, "--top", parser=counted("--top"), help="Layouts to list with --gpu."),
+    engine_config: str = ENGINE_CONFIG_OPTION,
+    plot: str = PLOT_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -181,6 +186,14 @@ def fit(
         integer(max_gpus, "--max-gpus", 1, MAX_GPUS)
     gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
+    if plot is not None:
+        from ffnlab.experiments.reporting.step_figure import check_plot_path
+
+        require(mode == "train", "--plot draws a training step: not with --mode serve")
+        require(gpu is not None or gpu_memory is not None, "--plot draws the layout that fits one kind of GPU: "
+                                                           "give --gpu (or --gpu-memory)")
+        check_plot_path(plot)
+    mem, seq_len, dtype = apply_engine_config(mem, engine_config, seq_len=seq_len, dtype=dtype, layout=False)
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
     ft = work.finetune
@@ -225,6 +238,11 @@ def fit(
             print(f"--gpus auto tried {', '.join(map(str, tried))} x {res.accelerator}: {found}")
         _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
                   wide=wide)
+    if plot is not None:
+        if res.best is not None:
+            write_step_plot(plot, cfg, name, work, res.best.layout)
+        else:
+            note("--plot draws the smallest layout that fits: nothing fits, so no figure was written")
     if res.best is None:
         raise typer.Exit(EXIT_NO_FIT)
 

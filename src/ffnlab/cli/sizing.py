@@ -11,9 +11,11 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import (
+    ENGINE_CONFIG_OPTION,
     FORMAT_OPTION,
     JSON_OPTION,
     MODELS,
+    PLOT_OPTION,
     SIZING,
     TIMEOUT_OPTION,
     WIDE_OPTION,
@@ -23,7 +25,12 @@ from ffnlab.cli.app import (
     check_ints,
     counted,
 )
-from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
+from ffnlab.cli.memory_flags import (
+    MemoryFlags,
+    apply_engine_config,
+    memory_flags,
+    refuse_without_model,
+)
 from ffnlab.cli.memory_view import (
     MEMORY_CSV_COLS,
     alive_text,
@@ -32,7 +39,9 @@ from ffnlab.cli.memory_view import (
     flat_memory,
     gib,
     memory_pairs,
+    note,
     serving_lines,
+    write_step_plot,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.netwait import set_timeout
@@ -86,6 +95,8 @@ def size(
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here; --finetune with --from)
     gpu: str = typer.Option(None, "--gpu", help="With --n-layers or --from: what the layout holds when serving "
                             "on this accelerator and a roofline bound on its speed (as fit --mode serve)."),
+    engine_config: str = ENGINE_CONFIG_OPTION,
+    plot: str = PLOT_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     timeout: float = TIMEOUT_OPTION,
@@ -93,6 +104,12 @@ def size(
     """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
     set_timeout(timeout)
     check_format(fmt)
+    if plot is not None:
+        from ffnlab.experiments.reporting.step_figure import check_plot_path
+
+        check_plot_path(plot)
+    if engine_config is not None and (n_layers is not None or from_model is not None):
+        mem, seq_len, dtype = apply_engine_config(mem, engine_config, seq_len=seq_len, dtype=dtype)
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, MAX_LAYERS), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
@@ -115,7 +132,8 @@ def size(
         require(d_model is not None, "give --d-model (or --from MODEL to size a real model)")
         if n_layers is None:
             refuse_without_model(mem, dtype=(dtype, "bf16"), n_heads=(n_heads, None),
-                                 n_kv_heads=(n_kv_heads, None))
+                                 n_kv_heads=(n_kv_heads, None), plot=(plot, None),
+                                 engine_config=(engine_config, None))
         ffn = ffn or DEFAULT_KIND
         r = width.rule_for(ffn)
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
@@ -123,6 +141,22 @@ def size(
                            dtype=dtype, tied=not untied, norm=norm, positions=positions, workload=work, layout=lay,
                            serving_on=gpu)
     _show_size(out, seq_len, dtype, as_json, fmt)
+    if plot is not None and out.model is not None and work is not None and lay is not None:
+        from ffnlab.sizing.config import make_config, validate
+        from ffnlab.sizing.hf.hub import resolve_model
+
+        m = out.model
+        if from_model is None:  # the config size_summary built, from what it reports
+            cfg = validate(make_config(out.d_model, m.n_layers, m.n_heads, out.d_ff, kind=out.ffn_kind,
+                                       vocab_size=m.vocab_size, n_kv_heads=m.n_kv_heads, bias=bias,
+                                       n_experts=experts, top_k=top_k if experts else 0, max_positions=seq_len,
+                                       tied_embeddings=m.tied_embeddings, norm=m.norm, positions=m.positions))
+        elif width.given or ffn is not None:
+            note("--plot draws a --from model as it is: drop the width options to plot it; no figure written")
+            return
+        else:
+            cfg = resolve_model(from_model)[1]
+        write_step_plot(plot, cfg, out.from_model or f"d_model {out.d_model}, {m.n_layers} layers", work, lay)
 
 
 def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFlags, work: Workload,

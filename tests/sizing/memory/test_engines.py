@@ -22,7 +22,8 @@ def test_every_fact_of_every_version_has_a_value_and_a_source_at_a_version() -> 
         assert eng["versions"], name
         for v in eng["versions"]:
             assert v["version"], name
-            assert set(FACTS) - {"recompute_every"} <= set(v["facts"]), (name, v["version"])
+            # recompute_every and kbit_upcast only where the engine's source states them
+            assert set(FACTS) - {"recompute_every", "kbit_upcast"} <= set(v["facts"]), (name, v["version"])
             for fact, f in v["facts"].items():
                 assert fact in FACTS, (name, fact)
                 assert "value" in f and f["note"], (name, fact)
@@ -74,3 +75,27 @@ def test_the_summary_names_the_engine_and_its_version() -> None:
     assert mem["trainer"]["name"] == "torchtitan" and mem["trainer"]["version"] == "0.2.2"
     assert mem["recompute"] == "full" and mem["step"]["recompute_every"] == 2
     assert "trainer" not in memory_summary(cfg, Workload(seq_len=512)).as_dict()
+
+
+def test_hf_trainer_upcasts_a_qlora_base_as_prepare_model_for_kbit_training_does() -> None:
+    """peft casts every 16-bit parameter that is not a Params4bit to fp32: the QLoRA base's
+    unquantised parameters (embeddings, head, norms) cost 4 B each instead of 2."""
+    from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
+    from ffnlab.sizing.memory.engines import KBIT_UPCAST, apply_engine
+    from ffnlab.sizing.memory.quant import weight_bytes
+    from ffnlab.sizing.memory.workload import Workload
+    from ffnlab.sizing.zoo import find
+
+    cfg = find("llama-3-8b").config()
+    assert cfg is not None
+    plain = Workload(seq_len=512, recompute="full", finetune=FinetuneOptions("qlora"))
+    up = apply_engine(plain, "hf-trainer")
+    assert up.finetune is not None and up.finetune.upcast_fp32
+    kept = weight_bytes(cfg, "nf4").kept_params  # the parameters NF4 leaves in 16-bit
+    grown = finetune_summary(cfg, up).states.base_weights - finetune_summary(cfg, plain).states.base_weights
+    assert grown == 2 * kept and kept == cfg.vocab_size * cfg.d_model * 2 + cfg.d_model * (2 * cfg.n_layers + 1)
+    off = apply_engine(plain, "hf-trainer", explicit=frozenset({KBIT_UPCAST}))
+    assert off.finetune is not None and not off.finetune.upcast_fp32 and off.engine is not None
+    assert off.engine.overridden == ("kbit_upcast",)
+    lora = apply_engine(Workload(finetune=FinetuneOptions("lora")), "hf-trainer")
+    assert lora.finetune is not None and not lora.finetune.upcast_fp32  # a 16-bit base: no kbit preparation

@@ -38,6 +38,7 @@ from ffnlab.sizing.finetune import (
     not_counted,
 )
 from ffnlab.sizing.memory.byte_rules import shape_free_states
+from ffnlab.sizing.memory.engines import default_workload
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
@@ -152,8 +153,11 @@ class FitResult(Result):
     finetune: dict[str, Any] | None = None  # --finetune lora / qlora: the options, the adapters and the states
     suggestions: tuple[Suggestion, ...] | None = None  # the command's, when nothing fits
     time: TrainingTime | None = None  # the command's, with --tokens
+    # the engine priced, its version and its measured range on the published peaks (training only;
+    # Engine.priced), None for a workload made without an engine
+    engine: str | None = None
 
-    OMITTED_WHEN_NONE = frozenset({"finetune", "suggestions", "time"})
+    OMITTED_WHEN_NONE = frozenset({"finetune", "suggestions", "time", "engine"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -293,7 +297,7 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
                 if recompute == "full" else "")
              + ", as peft and PyTorch's eager kernels keep them (measured on CPU, docs/finetune.md)",
              fits, held]
-    return lines + [f"not counted: {x}" for x in not_counted(ft.mode)]
+    return lines + [f"not counted: {x}" for x in not_counted(ft.mode, ft.upcast_fp32)]
 
 
 def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutFit, ...]:
@@ -344,10 +348,11 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
         mode: str = "train", reserve_gib: float | None = None, max_tp: int = 8, sharding: Sharding | None = None,
         context_limit: int | None = None) -> FitResult:
     """Every layout of ``gpus`` accelerators priced for the workload ``work`` (default:
-    :class:`Workload`'s), those that fit, and the smallest that fits (``best``, or None): a
-    :class:`FitResult`. ``sharding``: how ZeRO-3 runs in every layout tried. ``work.finetune``
+    :class:`Workload`'s as the default engine, ``hf-trainer``, runs it), those that fit, and the
+    smallest that fits (``best``, or None): a :class:`FitResult`, whose ``engine`` names the engine
+    priced, its version and the error measured for it on the published peaks. ``sharding``: how ZeRO-3 runs in every layout tried. ``work.finetune``
     lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
-    work = work or Workload()
+    work = work or default_workload()
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     adapters = work.adapters
     require(not adapters or mode == "train", "--finetune lora/qlora sizes a training step: not with --mode serve")
@@ -389,7 +394,8 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
                      recompute=work.recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),
                      smallest_need_bytes=min((r.per_gpu_bytes for r in rows), default=None),
                      layouts_tried=len(rows), warnings=tuple(warnings), assumptions=tuple(said),
-                     not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out)
+                     not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out,
+                     engine=work.engine.priced if work.engine is not None and mode == "train" else None)
 
 
 def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, work: Workload, *,
@@ -418,7 +424,7 @@ def fit_all(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, tokens
     """For each accelerator: does the model fit on ``gpus`` of them (:func:`fit`, the same
     arguments), how, and how long to train (``mfu`` None: the :data:`DEFAULT_MFU` assumption), an
     :class:`AcceleratorFit` each."""
-    work = work or Workload()
+    work = work or default_workload()
     rows = []
     for acc in accelerators or load_accelerators():
         res = fit(cfg, work, gpus=gpus, accelerator=acc, mode=mode, reserve_gib=reserve_gib, max_tp=max_tp,
@@ -473,7 +479,7 @@ def suggestions(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, ac
     """What would fit when nothing does for ``work`` (:func:`fit`, the same arguments): for each
     one-setting change (and for the fewest GPUs, doubling, that hold the model), the smallest
     layout's per-GPU figure, whether it fits, and the layout; changes already in effect are skipped."""
-    work = work or Workload()
+    work = work or default_workload()
     ft = work.finetune or FinetuneOptions()
     adapters = ft.adapters
     changes = list(TRAIN_CHANGES if mode == "train" else SERVE_CHANGES)

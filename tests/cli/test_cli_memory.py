@@ -440,3 +440,31 @@ def test_plot_writes_the_step_figure_of_size_and_fit(tmp_path) -> None:  # noqa:
     assert_usage_error(run("fit", "gpt2", "--gpu", "H100", "--mode", "serve", "--plot", str(tmp_path / "x.svg")),
                        "--mode serve")
     assert_usage_error(run("size", "--from", "gpt2", "--plot", str(tmp_path / "none" / "x.svg")), "does not exist")
+
+
+def test_engine_config_sets_the_workload_and_says_what_it_used(tmp_path) -> None:  # noqa: ANN001 - tmp_path
+    toml = tmp_path / "llama3_8b.toml"
+    toml.write_text('[job]\ndump_folder = "./outputs"\n[optimizer]\nname = "AdamW"\nlr = 3e-4\n'
+                    '[training]\nlocal_batch_size = 2\nseq_len = 8192\nmixed_precision_param = "bfloat16"\n'
+                    '[parallelism]\ndata_parallel_shard_degree = 8\n'
+                    '[activation_checkpoint]\nmode = "full"\n', encoding="utf-8")
+    p = run("size", "--from", "llama-3.1-8b", "--engine-config", str(toml), "--batch", "1", "--json")
+    assert p.returncode == 0, p.stderr
+    mem = json.loads(p.stdout)["model"]["memory"]
+    assert (mem["batch"], mem["seq_len"], mem["recompute"]) == (1, 8192, "full")  # --batch over the file's 2
+    assert (mem["layout"]["dp"], mem["layout"]["zero"]) == (8, 3) and mem["trainer"]["name"] == "torchtitan"
+    assert "used: optimizer.name = AdamW (optimizer adamw)" in p.stderr
+    assert "the command line's --batch over the file's" in p.stderr
+    assert "ignored, not a memory setting (2): job.dump_folder, optimizer.lr" in p.stderr
+    fit = run("fit", "llama-3.1-8b", "--gpu", "H100", "--engine-config", str(toml), "--engine", "hf-trainer", "--json")
+    out = json.loads(fit.stdout)
+    assert out["seq_len"] == 8192 and out["batch"] == 2 and out["trainer"]["name"] == "hf-trainer"
+    assert "left out: dp, zero (fit searches the layout itself" in fit.stderr
+    yaml = tmp_path / "qlora.yml"
+    yaml.write_text("base_model: NousResearch/Meta-Llama-3-8B\nadapter: qlora\nsequence_len: 1024\n"
+                    "micro_batch_size: 2\nlora_r: 32\ngradient_checkpointing: true\n", encoding="utf-8")
+    q = run_json("fit", "llama-3-8b", "--gpu", "rtx-4090", "--gpus", "1", "--engine-config", str(yaml))
+    assert q["finetune"]["mode"] == "qlora" and q["finetune"]["rank"] == 32 and q["seq_len"] == 1024
+    assert_usage_error(run("size", "--from", "gpt2", "--engine-config", str(tmp_path / "x.ini")), "--engine-config")
+    assert_usage_error(run("size", "--from", "gpt2", "--engine-config", str(tmp_path / "none.toml")), "none.toml")
+    assert_usage_error(run("size", "--d-model", "768", "--engine-config", str(toml)), "--engine-config")

@@ -322,6 +322,9 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
             for r in res.candidates[:top]]
     budget = (f"{gib(res.memory_bytes)} reported by the device - {gib(res.reserve_bytes)} reserve = "
               f"{gib(res.usable_bytes)} usable")
+    held = budget if res.allocated_budget_bytes is None else (
+        f"{budget}, {gib(res.allocated_budget_bytes)} of it for the allocated peak (the caching allocator's "
+        f"{res.allocator_share:.1%} reserved share)")
     keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
     cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib, wide=True) for k in keys)]
     if mode == "train":
@@ -331,17 +334,17 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
         render.emit(rows, cols, fmt)
         if not rows:
             note(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
-                 f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
+                 f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held}")
         return
     if not rows and _verdict(res) == "borderline":
         print(f"borderline: {name} fits within the reserve on {gpus_text(gpus)} x {res.accelerator} for {mode}, "
-              f"not beside it: the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget} "
+              f"not beside it: the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held} "
               "(the reserve stands for what no term counts: allocator, CUDA context, communication buffers)")
         _print_lines("what would change it (one setting at a time):",
                      [_suggestion_line(x) for x in res.suggestions or ()], fmt)
     elif not rows:
         print(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
-              f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
+              f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held}")
         _print_lines("what would change it (one setting at a time):",
                      [_suggestion_line(x) for x in res.suggestions or ()], fmt)
     else:
@@ -409,6 +412,10 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     lines = [f"usable = the memory each device reports - a reserve of {held} for what no term "
              f"counts: {', '.join(NOT_COUNTED[mode])}",
              "ffnlab fit MODEL --gpu NAME lists each term of the best layout and the rest of the assumptions"]
+    if mode == "train":
+        from ffnlab.sizing.memory.allocator import assumption
+
+        lines.insert(1, assumption())
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
         if precision == "fp8":

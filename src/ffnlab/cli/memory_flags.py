@@ -86,7 +86,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "lora_targets": ("--lora-targets", "all-linear | attention | ffn | attention,ffn."),
     "qlora_base": ("--qlora-base",
         "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
-    "upcast_fp32": ("--upcast-fp32/--no-upcast-fp32",
+    "upcast_fp32": ("--upcast/--no-upcast",
         "QLoRA: the base's unquantised parameters (embeddings, head, norms) in fp32, as peft's "
         "prepare_model_for_kbit_training casts them (the hf-trainer engine's default)."),
 }
@@ -191,7 +191,7 @@ class MemoryFlags:
             require(not given, f"{_flags(given)} appl{'ies' if len(given) == 1 else 'y'} with --finetune lora or qlora")
         elif self.finetune == "lora":
             require(self.qlora_base == DEFAULTS["qlora_base"], "--qlora-base applies with --finetune qlora")
-            require("upcast_fp32" not in self.given, "--upcast-fp32 applies with --finetune qlora")
+            require("upcast_fp32" not in self.given, "--upcast applies with --finetune qlora")
         if self.finetune != "full":
             bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
             require(not bad, f"--finetune {self.finetune} is modelled with the whole model on every GPU (data "

@@ -281,7 +281,7 @@ class FinetuneOptions:
     ``targets``, the base frozen; QLoRA's base in ``base_format``). ``alpha`` scales the update
     and changes no memory. ``upcast_fp32`` (QLoRA): peft's ``prepare_model_for_kbit_training``
     has cast the base's unquantised parameters to fp32 (the ``hf-trainer`` engine's fact
-    ``kbit_upcast``; ``--upcast-fp32``)."""
+    ``kbit_upcast``; ``--upcast``)."""
 
     mode: str = "full"
     rank: int = 16

@@ -53,6 +53,7 @@ test: $(STAMP)
 # Regenerate the command outputs shown in README.md and docs/ (tests/project/test_docs_blocks.py checks them).
 docs: $(BASE)
 	$(PY) tools/docs_blocks.py
+	$(PY) tools/step_figure.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools

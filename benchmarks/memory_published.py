@@ -15,21 +15,26 @@ sits above allocated by the allocator's slack) and, for a case ffnlab cannot exp
 setting ffnlab can price. A capacity (the longest sequence that fit a card) is priced at that
 length against the card's memory.
 
-    PYTHONPATH=src python benchmarks/memory_published.py [--peaks-only]
+    PYTHONPATH=src python benchmarks/memory_published.py [--peaks-only] [--write-ranges]
+
+``--write-ranges`` also writes ``src/ffnlab/data/published_ranges.json`` (temp + rename): per
+engine, ffnlab's error on each published peak of that trainer it expresses, the range every
+``size``/``audit``/``fit`` answer names beside its engine; a test recomputes it and compares.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import Any
+from pathlib import Path
 
+from ffnlab.files import write_atomic
 from ffnlab.sizing.config import ModelConfig, make_config
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.finetune import finetune_summary
-from ffnlab.sizing.memory import published_peaks
+from ffnlab.sizing.memory import published_peaks, published_ranges
 from ffnlab.sizing.memory.activations import activation_memory
+from ffnlab.sizing.memory.engines import engine_names
 from ffnlab.sizing.memory.hardware import find_accelerator, training_time
-from ffnlab.sizing.memory.parallel import Layout, Workload, memory_summary, training_table
+from ffnlab.sizing.memory.parallel import Layout, Workload, training_table
 from ffnlab.sizing.memory.quant import weight_bytes
 from ffnlab.sizing.zoo import find
 
@@ -114,15 +119,8 @@ def time_rows() -> list[str]:
     return out
 
 
-def predicted_peak(case: dict[str, Any]) -> tuple[int, published_peaks.Pricing]:
-    """ffnlab's peak bytes per GPU for the case's settings (the nearest it can express)."""
-    price = published_peaks.pricing(case)
-    cfg = zoo_config(price.model)
-    if price.api == "finetune_summary":
-        return finetune_summary(cfg, price.work, price.layout).peak.peak_bytes, price
-    peak = memory_summary(cfg, price.work, price.layout).peak_bytes
-    assert peak is not None
-    return peak, price
+predicted_peak = published_peaks.predicted_peak
+RANGES = Path(__file__).resolve().parents[1] / "src" / "ffnlab" / "data" / published_ranges.DATA
 
 
 def card_bytes(gpu: str) -> int:
@@ -153,6 +151,9 @@ def peak_rows() -> list[str]:
 
 
 def main() -> None:
+    if "--write-ranges" in sys.argv[1:]:
+        write_atomic(RANGES, published_ranges.render_file(published_peaks.engine_ranges(engine_names())))
+        print(f"wrote {RANGES}", file=sys.stderr)
     if "--peaks-only" not in sys.argv[1:]:
         print("| quantity | source | published | ffnlab | error |")
         print("|---|---|---:|---:|---:|")

@@ -134,7 +134,7 @@ def test_size_whole_model_flags_need_n_layers_and_one_memory_figure() -> None:
 
 def test_step_peak_flags_reach_the_json_and_the_peak_moves() -> None:
     base = ("size", "--d-model", "4096", "--ffn", "swiglu", "--rule", "llama", "--n-layers", "32", "--n-heads", "32",
-            "--n-kv-heads", "8", "--vocab", "128256", "--untied", "--batch", "4")
+            "--n-kv-heads", "8", "--vocab", "128256", "--untied", "--batch", "4", "--keep-logits")
     full = run_json(*base, "--optimizer-impl", "fused")["model"]["memory"]
     fused = run_json(*base, "--optimizer-impl", "fused", "--loss", "fused")["model"]["memory"]
     assert full["peak_moment"] == "loss backward" and fused["peak_moment"] != "loss backward"
@@ -161,12 +161,13 @@ def test_bad_step_flags_get_one_line_and_exit_2() -> None:
 
 
 def test_fit_decides_with_the_peak_and_names_its_moment() -> None:
-    out = run_json("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100")
+    foreach = ("--optimizer-impl", "foreach")  # hf-trainer's default is fused
+    out = run_json("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", *foreach)
     best = out["best"]
     assert best["per_gpu_bytes"] < best["terms_sum_bytes"]
     assert best["peak_moment"] == "optimizer step"  # foreach AdamW's square roots beside every state
     assert sum(a["bytes"] for a in best["peak_alive"]) == best["per_gpu_bytes"]
-    p = run("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100")
+    p = run("fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100", *foreach)
     assert "peak of the step:" in p.stdout and "at optimizer step" in p.stdout
 
 
@@ -177,6 +178,7 @@ def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
     (ffnlab.sizing.finetune.finetune_peak, measured against peft steps in test_memory_finetune.py)."""
     from ffnlab.sizing.finetune import FinetuneOptions, finetune_peak, parse_targets
     from ffnlab.sizing.hf.hub import resolve_model
+    from ffnlab.sizing.memory.engines import apply_engine
     from ffnlab.sizing.memory.workload import Workload
 
     flags = ("--finetune", "qlora", "--lora-rank", "16", "--seq-len", "1024", "--batch", "2")
@@ -184,8 +186,11 @@ def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
     (row,) = run_json("audit", "llama-3-8b", *flags)
     fit = run_json("fit", "llama-3-8b", "--gpus", "1", "--gpu", "H100", *flags)
     _, cfg = resolve_model("llama-3-8b")
-    want = finetune_peak(cfg, Workload(seq_len=1024, batch=2,
-                                       finetune=FinetuneOptions("qlora", 16, parse_targets("all-linear"))))
+    # the default engine (hf-trainer): gradient checkpointing on and the kbit upcast, as peft's recipe runs it
+    want = finetune_peak(cfg, apply_engine(Workload(seq_len=1024, batch=2, finetune=FinetuneOptions(
+        "qlora", 16, parse_targets("all-linear"))), "hf-trainer"))
+    assert want.states.base_weights > finetune_peak(cfg, Workload(seq_len=1024, batch=2, recompute="full", finetune=(
+        FinetuneOptions("qlora", 16, parse_targets("all-linear"))))).states.base_weights
     assert size["peak"]["peak_bytes"] == row["finetune"]["peak"]["peak_bytes"] == want.timeline.peak_bytes
     assert fit["best"]["per_gpu_bytes"] == want.timeline.peak_bytes and fit["best"]["layout"]["tp"] == 1
     assert fit["finetune"]["mode"] == "qlora" and fit["finetune"]["lora"]["trainable"] == 41_943_040
@@ -198,12 +203,14 @@ def test_finetune_reaches_size_audit_and_fit_with_the_same_peak() -> None:
 
 
 def test_fit_finetune_decides_with_the_fine_tuning_peak() -> None:
-    p = run("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090")
+    p = run("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090", "--recompute", "none")
     assert p.returncode == 1 and "does not fit" in p.stdout and "--recompute full: fits" in p.stdout
     assert "--gpus" not in p.stdout.split("what would change it")[1].split("assumed")[0]  # more GPUs do not help
-    ok = run_json("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090", "--recompute", "full")
-    assert ok["best"] is not None and ok["best"]["peak_moment"] == "loss backward"
-    p = run("fit", "llama-3-8b", "--finetune", "lora", "--gpus", "1", "--gpu", "rtx-4090", "--json")
+    # the default engine (hf-trainer) runs peft's recipe: gradient checkpointing on, so it fits as it runs
+    ok = run_json("fit", "llama-3-8b", "--finetune", "qlora", "--gpus", "1", "--gpu", "rtx-4090")
+    assert ok["best"] is not None and ok["best"]["peak_moment"] == "loss backward" and ok["recompute"] == "full"
+    p = run("fit", "llama-3-8b", "--finetune", "lora", "--gpus", "1", "--gpu", "rtx-4090", "--recompute", "none",
+            "--json")
     lora = json.loads(p.stdout)
     assert p.returncode == 1 and [s["change"] for s in lora["suggestions"]][0] == "--finetune qlora"
 
@@ -251,6 +258,12 @@ def _workload() -> tuple[object, object]:
                     optimizer="sgd-momentum", dropout=True,
                     step=StepOptions(loss="chunked", loss_chunks=4, grad_accum=2, optimizer_impl="for-loop"))
     lay = Layout(dp=8, zero=3, sharding=Sharding(zero3="fsdp", prefetch=2, reshard_after_forward=False))
+    from ffnlab.sizing.memory.engines import apply_engine
+
+    # the default engine (hf-trainer) sets the facts no flag gave: here whether the logits are kept
+    work = apply_engine(work, "hf-trainer", explicit=frozenset({"recompute", "step.loss", "step.optimizer_impl",
+                                                                 "optimizer"}))
+    assert work.engine is not None and not work.step.logits_held
     return work, lay
 
 
@@ -265,6 +278,10 @@ def test_the_flags_build_the_workload_and_layout_the_api_takes() -> None:
     assert flags.workload(seq_len=4096, dtype="bf16") == work and flags.layout() == lay
     lora = MemoryFlags(finetune="lora", lora_rank=8)
     assert lora.workload(seq_len=2048, dtype="bf16").finetune == FinetuneOptions(mode="lora", rank=8)
+    qlora = MemoryFlags(finetune="qlora").workload(seq_len=2048, dtype="bf16")
+    assert qlora.finetune == FinetuneOptions(mode="qlora", upcast_fp32=True) and qlora.recompute == "full"
+    kept = MemoryFlags(finetune="qlora", upcast_fp32=False, given=frozenset({"upcast_fp32"}))
+    assert kept.workload(seq_len=2048, dtype="bf16").finetune == FinetuneOptions(mode="qlora")
     assert MemoryFlags().workload(seq_len=2048, dtype="bf16").finetune is None  # full: every weight trains
 
 
@@ -299,7 +316,7 @@ def test_size_audit_and_fit_print_what_the_api_returns_for_the_same_workload() -
 
     at = MEMORY_ARGS.index("--grad-dtype")  # not with adapters: the base is frozen
     qlora = (*MEMORY_ARGS[:at], *MEMORY_ARGS[at + 2:], "--finetune", "qlora", "--lora-rank", "8")
-    ft = replace(work, grad_dtype=None, finetune=FinetuneOptions(mode="qlora", rank=8))
+    ft = replace(work, grad_dtype=None, finetune=FinetuneOptions(mode="qlora", rank=8, upcast_fp32=True))
     out = run_json("size", "--from", "llama-3-8b", *qlora)
     assert out["finetune"] == as_json(finetune_summary(cfg, ft))
     assert out["model"]["memory"] == as_json(memory_summary(cfg, ft, Layout()))  # full training, beside it
@@ -357,8 +374,9 @@ def test_pure_bf16_drops_the_master_copy_and_halves_the_moments() -> None:
 
 def test_free_logits_drops_the_held_logits_from_the_peak() -> None:
     args = ("size", "--from", "llama-7b", "--seq-len", "2048")
-    held = run_json(*args)["model"]["memory"]
+    held = run_json(*args, "--keep-logits")["model"]["memory"]
     freed = run_json(*args, "--free-logits")["model"]["memory"]
+    assert run_json(*args)["model"]["memory"]["peak_bytes"] == freed["peak_bytes"]  # hf-trainer frees them
     assert held["step"]["logits_held"] and not freed["step"]["logits_held"]
     assert held["peak_bytes"] - freed["peak_bytes"] == 2048 * 32000 * 2  # one bf16 logits tensor
 
@@ -372,8 +390,10 @@ def test_engine_flag_names_engine_and_version_and_lists_overridden_facts() -> No
     assert over["recompute"] == "none" and over["trainer"]["overridden"] == ["keeps_logits", "recompute"]
     p = run(*args, "--engine", "trl@0.1")
     assert p.returncode == 0 and "trl@0.1 is not known: priced as trl@" in p.stderr
-    assert "engine torchtune@0.6.1 (flags overrode: recompute)" in run(*args, "--engine", "torchtune", "--recompute",
-                                                                        "none", "--format", "markdown").stdout
+    from ffnlab.sizing.memory.published_ranges import range_text
+
+    assert f"engine torchtune@0.6.1 ({range_text('torchtune')}; flags overrode: recompute)" in run(
+        *args, "--engine", "torchtune", "--recompute", "none", "--format", "markdown").stdout
     fit = run_json("fit", "llama-7b", "--engine", "trl@1.6.0")
     assert fit["trainer"]["name"] == "trl" and fit["trainer"]["version"] == "1.6.0"
     assert_usage_error(run(*args, "--engine", "nope"), "--engine must be one of")
@@ -407,3 +427,56 @@ def test_fit_within_the_reserve_is_said_as_borderline() -> None:
     p = run(*args)
     assert p.returncode == 1 and p.stdout.startswith("borderline: gpt2 fits within the reserve")
     assert json.loads(run(*args, "--json").stdout)["verdict"] == "borderline"
+
+
+def test_plot_writes_the_step_figure_of_size_and_fit(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+    from ffnlab.experiments.reporting.step_figure import peak_label_of
+
+    svg = tmp_path / "size.svg"
+    p = run("size", "--from", "gpt2", "--seq-len", "1024", "--plot", str(svg), "--json")
+    assert p.returncode == 0 and f"wrote the step figure to {svg}" in p.stderr
+    mem = json.loads(p.stdout)["model"]["memory"]
+    text = svg.read_text(encoding="utf-8")
+    assert peak_label_of(text)[0] == mem["peak_bytes"] and mem["peak_moment"] in peak_label_of(text)[1]
+    assert f"engine {mem['trainer']['name']}@{mem['trainer']['version']}" in text
+    d = run("size", "--d-model", "768", "--n-layers", "12", "--ratio", "4", "--plot", str(tmp_path / "d.svg"),
+            "--json")
+    assert peak_label_of((tmp_path / "d.svg").read_text())[0] == json.loads(d.stdout)["model"]["memory"]["peak_bytes"]
+    out = run_json("fit", "llama-3-8b", "--finetune", "qlora", "--gpu", "rtx-4090", "--gpus", "1", "--plot",
+                   str(tmp_path / "fit.svg"))
+    assert peak_label_of((tmp_path / "fit.svg").read_text())[0] == out["best"]["per_gpu_bytes"]
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["d.svg", "fit.svg", "size.svg"]  # nothing else written
+    assert_usage_error(run("size", "--from", "gpt2", "--plot", str(tmp_path / "x.pdf")), "--plot must name a .svg")
+    assert_usage_error(run("size", "--d-model", "768", "--plot", str(tmp_path / "x.svg")), "--plot")
+    assert_usage_error(run("fit", "gpt2", "--plot", str(tmp_path / "x.svg")), "give --gpu")
+    assert_usage_error(run("fit", "gpt2", "--gpu", "H100", "--mode", "serve", "--plot", str(tmp_path / "x.svg")),
+                       "--mode serve")
+    assert_usage_error(run("size", "--from", "gpt2", "--plot", str(tmp_path / "none" / "x.svg")), "does not exist")
+
+
+def test_engine_config_sets_the_workload_and_says_what_it_used(tmp_path) -> None:  # noqa: ANN001 - tmp_path
+    toml = tmp_path / "llama3_8b.toml"
+    toml.write_text('[job]\ndump_folder = "./outputs"\n[optimizer]\nname = "AdamW"\nlr = 3e-4\n'
+                    '[training]\nlocal_batch_size = 2\nseq_len = 8192\nmixed_precision_param = "bfloat16"\n'
+                    '[parallelism]\ndata_parallel_shard_degree = 8\n'
+                    '[activation_checkpoint]\nmode = "full"\n', encoding="utf-8")
+    p = run("size", "--from", "llama-3.1-8b", "--engine-config", str(toml), "--batch", "1", "--json")
+    assert p.returncode == 0, p.stderr
+    mem = json.loads(p.stdout)["model"]["memory"]
+    assert (mem["batch"], mem["seq_len"], mem["recompute"]) == (1, 8192, "full")  # --batch over the file's 2
+    assert (mem["layout"]["dp"], mem["layout"]["zero"]) == (8, 3) and mem["trainer"]["name"] == "torchtitan"
+    assert "used: optimizer.name = AdamW (optimizer adamw)" in p.stderr
+    assert "the command line's --batch over the file's" in p.stderr
+    assert "ignored, not a memory setting (2): job.dump_folder, optimizer.lr" in p.stderr
+    fit = run("fit", "llama-3.1-8b", "--gpu", "H100", "--engine-config", str(toml), "--engine", "hf-trainer", "--json")
+    out = json.loads(fit.stdout)
+    assert out["seq_len"] == 8192 and out["batch"] == 2 and out["trainer"]["name"] == "hf-trainer"
+    assert "left out: dp, zero (fit searches the layout itself" in fit.stderr
+    yaml = tmp_path / "qlora.yml"
+    yaml.write_text("base_model: NousResearch/Meta-Llama-3-8B\nadapter: qlora\nsequence_len: 1024\n"
+                    "micro_batch_size: 2\nlora_r: 32\ngradient_checkpointing: true\n", encoding="utf-8")
+    q = run_json("fit", "llama-3-8b", "--gpu", "rtx-4090", "--gpus", "1", "--engine-config", str(yaml))
+    assert q["finetune"]["mode"] == "qlora" and q["finetune"]["rank"] == 32 and q["seq_len"] == 1024
+    assert_usage_error(run("size", "--from", "gpt2", "--engine-config", str(tmp_path / "x.ini")), "--engine-config")
+    assert_usage_error(run("size", "--from", "gpt2", "--engine-config", str(tmp_path / "none.toml")), "none.toml")
+    assert_usage_error(run("size", "--d-model", "768", "--engine-config", str(toml)), "--engine-config")

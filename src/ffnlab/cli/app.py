@@ -103,6 +103,16 @@ TRAINING = "Training (PyTorch)"
 EXPERIMENTS = "Experiments (PyTorch)"
 FMT_HELP = "Output format for tables: table, markdown or csv (raw numbers, one table)."
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented contract).")
+ENGINE_CONFIG_OPTION = typer.Option(None, "--engine-config", help="A trainer's launch config whose settings "
+                                    "to price: a torchtitan .toml, a TRL, axolotl or torchtune .yaml, a transformers "
+                                    "TrainingArguments .json (batch, sequence, precision, checkpointing, optimizer, "
+                                    "parallel sizes, LoRA; data/engine_configs.json). Says which keys it used and which "
+                                    "it ignored; an explicit flag overrides a key. Any other file: a 'vllm serve ...', "
+                                    "'python -m sglang.launch_server ...' or 'llama-server ...' line for the serving "
+                                    "engine (fit --mode serve, size --gpu).")
+PLOT_OPTION = typer.Option(None, "--plot", help="Also write the step's memory timeline as a figure to FILE (.svg; "
+                           ".png with matplotlib installed): live memory by moment, stacked by what is alive, the "
+                           "peak and its moment marked, the engine in the title.")
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
 WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal table (the default fits 80 columns).")
 TIMEOUT_OPTION = typer.Option(None, "--timeout", help=TIMEOUT_HELP)

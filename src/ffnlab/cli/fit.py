@@ -9,8 +9,10 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import (
+    ENGINE_CONFIG_OPTION,
     FORMAT_OPTION,
     JSON_OPTION,
+    PLOT_OPTION,
     SIZING,
     TIMEOUT_OPTION,
     WIDE_OPTION,
@@ -18,7 +20,13 @@ from ffnlab.cli.app import (
     check_format,
     counted,
 )
-from ffnlab.cli.memory_flags import LAYOUT, MemoryFlags, memory_flags
+from ffnlab.cli.memory_flags import (
+    LAYOUT,
+    MemoryFlags,
+    apply_engine_config,
+    memory_flags,
+    split_engine_config,
+)
 from ffnlab.cli.memory_view import (
     TERM_COLS,
     alive_text,
@@ -29,11 +37,11 @@ from ffnlab.cli.memory_view import (
     note,
     serving_lines,
     term_rows,
+    write_step_plot,
 )
 from ffnlab.cli.serving_engine import (
     BLOCK_SIZE,
     ENFORCE_EAGER,
-    ENGINE_CONFIG,
     ENGINE_PANEL,
     GPU_MEMORY_UTILIZATION,
     MAX_NUM_BATCHED_TOKENS,
@@ -177,7 +185,8 @@ def fit(
     block_size: int = BLOCK_SIZE,
     enforce_eager: bool = ENFORCE_EAGER,
     mem_fraction_static: float = MEM_FRACTION_STATIC,
-    engine_config: str = ENGINE_CONFIG,
+    engine_config: str = ENGINE_CONFIG_OPTION,
+    plot: str = PLOT_OPTION,
     target_tokens_per_s: float = typer.Option(None, "--target-tokens-per-s", metavar="N",
                                               rich_help_panel=ENGINE_PANEL,
                                               help="With --mode serve: the GPUs that reach N tokens/s of decode at "
@@ -203,8 +212,9 @@ def fit(
         integer(max_gpus, "--max-gpus", 1, MAX_GPUS)
     gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
+    serving_config, engine_config = split_engine_config(engine_config)
     knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
-                        mem_fraction_static, engine_config)
+                        mem_fraction_static, serving_config)
     knobs.check()
     serving_engine = None
     if mode == "serve":  # --engine names the serving engine
@@ -217,6 +227,14 @@ def fit(
     if mode != "serve" and knobs.given():
         note("the serving engine's flags (--gpu-memory-utilization ... --engine-config) apply with --mode serve; "
              "ignored")
+    if plot is not None:
+        from ffnlab.experiments.reporting.step_figure import check_plot_path
+
+        require(mode == "train", "--plot draws a training step: not with --mode serve")
+        require(gpu is not None or gpu_memory is not None, "--plot draws the layout that fits one kind of GPU: "
+                                                           "give --gpu (or --gpu-memory)")
+        check_plot_path(plot)
+    mem, seq_len, dtype = apply_engine_config(mem, engine_config, seq_len=seq_len, dtype=dtype, layout=False)
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
     require(work.offload == "none", f"fit searches layouts without CPU offload: price --offload {work.offload} with "
@@ -275,6 +293,11 @@ def fit(
             est, said = engine
             _print_lines(engine_title(est), said + engine_lines(est) +
                          [f"assumed: {a}" for a in est.assumptions], fmt)
+    if plot is not None:
+        if res.best is not None:
+            write_step_plot(plot, cfg, name, work, res.best.layout)
+        else:
+            note("--plot draws the smallest layout that fits: nothing fits, so no figure was written")
     if res.best is None:
         raise typer.Exit(EXIT_NO_FIT)
 
@@ -410,6 +433,9 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
             for r in res.candidates[:top]]
     budget = (f"{gib(res.memory_bytes)} reported by the device - {gib(res.reserve_bytes)} reserve = "
               f"{gib(res.usable_bytes)} usable")
+    held = budget if res.allocated_budget_bytes is None else (
+        f"{budget}, {gib(res.allocated_budget_bytes)} of it for the allocated peak (the caching allocator's "
+        f"{res.allocator_share:.1%} reserved share)")
     keys = ("weights", "gradients", "optimizer", "activations") if mode == "train" else ("weights", "kv_cache")
     cols = [Column("describe", "layout", justify="left"), *(Column(k, k, gib, wide=True) for k in keys)]
     if mode == "train":
@@ -419,17 +445,17 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
         render.emit(rows, cols, fmt)
         if not rows:
             note(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
-                 f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
+                 f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held}")
         return
     if not rows and _verdict(res) == "borderline":
         print(f"borderline: {name} fits within the reserve on {gpus_text(gpus)} x {res.accelerator} for {mode}, "
-              f"not beside it: the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget} "
+              f"not beside it: the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held} "
               "(the reserve stands for what no term counts: allocator, CUDA context, communication buffers)")
         _print_lines("what would change it (one setting at a time):",
                      [_suggestion_line(x) for x in res.suggestions or ()], fmt)
     elif not rows:
         print(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
-              f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {budget}")
+              f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held}")
         _print_lines("what would change it (one setting at a time):",
                      [_suggestion_line(x) for x in res.suggestions or ()], fmt)
     else:
@@ -497,6 +523,10 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     lines = [f"usable = the memory each device reports - a reserve of {held} for what no term "
              f"counts: {', '.join(NOT_COUNTED[mode])}",
              "ffnlab fit MODEL --gpu NAME lists each term of the best layout and the rest of the assumptions"]
+    if mode == "train":
+        from ffnlab.sizing.memory.allocator import assumption
+
+        lines.insert(1, assumption())
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
         if precision == "fp8":

@@ -54,8 +54,10 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "AdamW: its large states in host-paged unified memory) | adafactor | sgd-momentum | sgd."),
     "engine": ("--engine",
         "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan megatron "
-        "nanogpt ffnlab; data/engines.json); an explicit flag overrides its fact. With fit --mode serve or size "
-        "--gpu: the serving engine (vllm sglang llama.cpp; data/serving_engines.json)."),
+        "nanogpt ffnlab; data/engines.json; an unknown version is priced as the newest known, and says so); an "
+        "explicit flag overrides its fact. Every answer names it, its version and the error measured for it on "
+        "the published peaks (data/published_ranges.json). With fit --mode serve or size --gpu: the serving "
+        "engine (vllm sglang llama.cpp; data/serving_engines.json)."),
     "pure_bf16": ("--pure-bf16/--mixed",
         "Pure bf16 training: bf16 weights, gradients and optimizer state, no fp32 master copy (the "
         "model cast to bf16 before the optimizer: torchtune's default)."),
@@ -91,18 +93,23 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "lora_targets": ("--lora-targets", "all-linear | attention | ffn | attention,ffn."),
     "qlora_base": ("--qlora-base",
         "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
+    "upcast_fp32": ("--upcast/--no-upcast",
+        "QLoRA: the base's unquantised parameters (embeddings, head, norms) in fp32, as peft's "
+        "prepare_model_for_kbit_training casts them (the hf-trainer engine's default)."),
 }
 # old spellings, still accepted and left out of --help (a 60-column flag squeezed every help text)
 ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--no-reshard-after-forward"}
 # with --finetune lora/qlora the model is spread data parallel only (--dp, --zero 0-3 shard the
 # frozen base and the adapters' states): these are not modelled
 NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16", "offload")
-LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base")
+LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base", "upcast_fp32")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
-               "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype"}
+               "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype",
+               "upcast_fp32": "finetune.upcast_fp32"}
 CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds
+COMMAND_SETTINGS = ("seq_len", "dtype")  # the commands' own options an --engine-config may set
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
 
 
@@ -124,7 +131,7 @@ class MemoryFlags:
     sp: bool = False
     grad_dtype: str | None = None
     optimizer: str = "adamw"
-    engine: str | None = None
+    engine: str = "hf-trainer"
     pure_bf16: bool = False
     offload: str = "none"
     dropout: bool = False
@@ -142,6 +149,7 @@ class MemoryFlags:
     lora_alpha: float | None = None
     lora_targets: str = "all-linear"
     qlora_base: str = "nf4"
+    upcast_fp32: bool = False
     given: frozenset[str] = frozenset()  # the flags given on the command line, even at their default
 
     def changed(self) -> list[str]:
@@ -165,8 +173,6 @@ class MemoryFlags:
         if finetune:
             ft = self.finetune_options()
             work = replace(work, finetune=ft) if ft.adapters else work
-        if self.engine is None:
-            return work
         from ffnlab.sizing.memory.engines import apply_engine
 
         explicit = frozenset(FLAG_FIELDS[k] for k in FLAG_FIELDS if k in self.given or getattr(self, k) != DEFAULTS[k])
@@ -194,12 +200,14 @@ class MemoryFlags:
             require(not given, f"{_flags(given)} appl{'ies' if len(given) == 1 else 'y'} with --finetune lora or qlora")
         elif self.finetune == "lora":
             require(self.qlora_base == DEFAULTS["qlora_base"], "--qlora-base applies with --finetune qlora")
+            require("upcast_fp32" not in self.given, "--upcast applies with --finetune qlora")
         if self.finetune != "full":
             bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
             require(not bad, f"--finetune {self.finetune} is modelled data parallel (--dp, --zero 0-3 sharding "
                              f"the frozen base): {_flags(bad)} not modelled with it")
         opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
-                               alpha=self.lora_alpha, base_format=self.qlora_base)
+                               alpha=self.lora_alpha, base_format=self.qlora_base,
+                               upcast_fp32=self.upcast_fp32 and self.finetune == "qlora")
         opts.check()
         return opts
 
@@ -253,6 +261,9 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
             sources = {n: ctx.get_parameter_source(n) if ctx is not None else None for n in names}
             old = {n: v for n, a in aliases.items() if (v := kwargs.pop(a)) is not None}
             given = frozenset(n for n, s in sources.items() if s is not None and s.name != "DEFAULT") | set(old)
+            if ctx is not None:  # the command's own --seq-len and --dtype, which a launch config may also set
+                given |= {n for n in COMMAND_SETTINGS if n in ctx.params
+                          and getattr(ctx.get_parameter_source(n), "name", "DEFAULT") != "DEFAULT"}
             mem = MemoryFlags(**{**{n: kwargs.pop(n) for n in names}, **old}, given=given)
             return command(*args, mem=mem, **kwargs)
 
@@ -267,6 +278,74 @@ def memory_flags(*, without: tuple[str, ...] = ()) -> Callable[[Callable[..., An
                                **({} if own else {CTX: typer.Context})}
         return run
     return wrap
+
+
+TRAINER_CONFIG_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+
+
+def split_engine_config(path: str | None) -> tuple[str | None, str | None]:
+    """``--engine-config FILE`` as (a serving engine's command line, a trainer's launch config):
+    a .toml, .yaml, .yml or .json file is a trainer's config, any other file a ``vllm serve`` /
+    ``sglang.launch_server`` / ``llama-server`` line."""
+    if path is None:
+        return None, None
+    from pathlib import Path
+
+    trainer = Path(path).suffix.lower() in TRAINER_CONFIG_SUFFIXES
+    return (None, path) if trainer else (path, None)
+
+
+def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dtype: str,
+                        layout: bool = True) -> tuple[MemoryFlags, int, str]:
+    """``--engine-config FILE``: the launch config's settings (:mod:`ffnlab.sizing.memory.engine_config`)
+    applied under the command line's own flags, its engine under ``--engine``; the settings become
+    explicit, so the engine's profile does not override them. ``layout`` False (``fit``, which
+    searches layouts): its parallel sizes are left out. Says on stderr which keys it used, which the
+    command line overrode and which it ignored. Returns the flags, ``seq_len`` and ``dtype``."""
+    if path is None:
+        return mem, seq_len, dtype
+    import sys
+    from pathlib import Path
+
+    from ffnlab.files import read_mapping
+    from ffnlab.sizing.memory.engine_config import detect_format, read_engine_config
+
+    suffix = Path(path).suffix
+    detect_format({}, suffix)  # a bad suffix: one line, before the file is read
+    cfg = read_engine_config(read_mapping(path, "engine config", empty_ok=True), suffix)
+    changes: dict[str, Any] = {}
+    over: list[str] = []
+    left: list[str] = []
+    for name, value in cfg.settings:
+        if name in mem.given:
+            over.append("--" + name.replace("_", "-"))
+        elif name in LAYOUT and not layout:
+            left.append(name)
+        elif name == "seq_len":
+            seq_len = int(str(value))
+        elif name == "dtype":
+            dtype = str(value)
+        else:
+            changes[name] = value
+    if "engine" in mem.given:
+        over.append("--engine")
+    else:
+        changes["engine"] = cfg.engine
+    mem = replace(mem, **changes, given=mem.given | (set(changes) - {"engine"}))
+    used = "; ".join(f"{k} = {v} ({what})" for k, v, what in cfg.used) or "no key ffnlab reads"
+    print(f"engine config {path}: {cfg.title}, engine {cfg.engine}", file=sys.stderr)
+    print(f"  used: {used}", file=sys.stderr)
+    if over:
+        print(f"  the command line's {', '.join(sorted(set(over)))} over the file's", file=sys.stderr)
+    if left:
+        print(f"  left out: {', '.join(left)} (fit searches the layout itself: give --gpus)", file=sys.stderr)
+    unread = [k for k, why in cfg.ignored if why.startswith("not a memory setting")]
+    odd = [f"{k} ({why})" for k, why in cfg.ignored if not why.startswith("not a memory setting")]
+    if odd:
+        print(f"  ignored, a value ffnlab does not model: {'; '.join(odd)}", file=sys.stderr)
+    if unread:
+        print(f"  ignored, not a memory setting ({len(unread)}): {', '.join(unread)}", file=sys.stderr)
+    return mem, seq_len, dtype
 
 
 def refuse_without_model(mem: MemoryFlags, **given: tuple[Any, Any]) -> None:

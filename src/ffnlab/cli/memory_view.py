@@ -11,10 +11,13 @@ from ffnlab.render import Column
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
+    from ffnlab.sizing.config import ModelConfig
     from ffnlab.sizing.memory.engines import Engine
     from ffnlab.sizing.memory.fit import ServingFigures
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
     from ffnlab.sizing.memory.step import Alive
+    from ffnlab.sizing.memory.step_figure import StepFigure
+    from ffnlab.sizing.memory.workload import Workload
 
 
 def note(text: str) -> None:
@@ -23,17 +26,40 @@ def note(text: str) -> None:
 
 
 def engine_text(engine: Engine | None) -> str:
-    """``, engine trl@1.9.0 (flags overrode: recompute)`` for a title; empty without an engine."""
+    """``, engine trl@1.9.0 (published peaks: ...; flags overrode: recompute)`` for a title: the
+    engine, its version and the error measured for it on the published-peak suite; empty without one."""
     if engine is None:
         return ""
-    over = f" (flags overrode: {', '.join(engine.overridden)})" if engine.overridden else ""
-    return f", engine {engine.label}{over}"
+    over = f"; flags overrode: {', '.join(engine.overridden)}" if engine.overridden else ""
+    return f", engine {engine.label} ({engine.published}{over})"
 
 
 def engine_notes(engine: Engine | None) -> None:
     """The engine's note (an unknown version) on stderr."""
     if engine is not None and engine.note:
         note(engine.note)
+
+
+def step_plot(cfg: ModelConfig, name: str, work: Workload, lay: Layout) -> StepFigure:
+    """The figure of the step ``size`` and ``fit`` price for ``work`` on ``lay`` (its title: the
+    model, the micro-batch, the layout and the engine priced)."""
+    from ffnlab.sizing.memory.step_figure import step_figure, timeline_of
+
+    what = f"{work.finetune.mode} rank {work.finetune.rank}" if work.finetune and work.adapters else "training"
+    layout = lay.describe() if not work.adapters else "1 GPU (each holds the whole model)"
+    engine = f", engine {work.engine.label}" if work.engine is not None else ""
+    title = f"{name}: one {what} step, batch {work.batch} x {work.seq_len:,}, {layout}{engine}"
+    return step_figure(timeline_of(cfg, work, lay), title=title)
+
+
+def write_step_plot(path: str, cfg: ModelConfig, name: str, work: Workload, lay: Layout) -> None:
+    """``--plot FILE``: the step's figure written to ``path`` (.svg, or .png with matplotlib) via
+    temp + rename; a line on stderr says where."""
+    from ffnlab.experiments.reporting.step_figure import write_figure
+
+    fig = step_plot(cfg, name, work, lay)
+    written = write_figure(path, fig)
+    print(f"wrote the step figure to {written} ({fig.peak_label})", file=sys.stderr)
 
 
 def gib(n: float | None) -> str:

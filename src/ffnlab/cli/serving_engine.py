@@ -92,11 +92,6 @@ BLOCK_SIZE = typer.Option(None, "--block-size", rich_help_panel=ENGINE_PANEL, me
 ENFORCE_EAGER = typer.Option(False, "--enforce-eager", rich_help_panel=ENGINE_PANEL, help="vLLM: no CUDA graphs.")
 MEM_FRACTION_STATIC = typer.Option(None, "--mem-fraction-static", rich_help_panel=ENGINE_PANEL, metavar="F",
                                    help="SGLang: the share of the total for weights and cache.")
-ENGINE_CONFIG = typer.Option(None, "--engine-config", rich_help_panel=ENGINE_PANEL, metavar="FILE",
-                             help="A 'vllm serve ...' or 'python -m sglang.launch_server ...' line to read the "
-                                  "engine and its knobs from (flags given here win).")
-
-
 def estimate(cfg: ModelConfig, acc: Accelerator, spec: str, knobs: EngineKnobs, *, tp: int, weights_dtype: str,
              kv_dtype: str, context_limit: int | None, group_size: int | None) -> EngineEstimate:
     from ffnlab.sizing.serving_engines import engine_estimate
@@ -137,5 +132,5 @@ def engine_lines(e: EngineEstimate) -> list[str]:
     return lines
 
 
-__all__ = ["BLOCK_SIZE", "ENFORCE_EAGER", "ENGINE_CONFIG", "ENGINE_HELP", "GPU_MEMORY_UTILIZATION", "MAX_NUM_BATCHED_TOKENS",
+__all__ = ["BLOCK_SIZE", "ENFORCE_EAGER", "ENGINE_HELP", "GPU_MEMORY_UTILIZATION", "MAX_NUM_BATCHED_TOKENS",
            "MAX_NUM_SEQS", "MEM_FRACTION_STATIC", "EngineFlags", "engine_lines", "engine_title", "estimate"]

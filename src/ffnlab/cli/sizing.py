@@ -11,9 +11,11 @@ import typer
 
 from ffnlab import render
 from ffnlab.cli.app import (
+    ENGINE_CONFIG_OPTION,
     FORMAT_OPTION,
     JSON_OPTION,
     MODELS,
+    PLOT_OPTION,
     SIZING,
     TIMEOUT_OPTION,
     WIDE_OPTION,
@@ -23,7 +25,13 @@ from ffnlab.cli.app import (
     check_ints,
     counted,
 )
-from ffnlab.cli.memory_flags import MemoryFlags, memory_flags, refuse_without_model
+from ffnlab.cli.memory_flags import (
+    MemoryFlags,
+    apply_engine_config,
+    memory_flags,
+    refuse_without_model,
+    split_engine_config,
+)
 from ffnlab.cli.memory_view import (
     MEMORY_CSV_COLS,
     alive_text,
@@ -32,12 +40,13 @@ from ffnlab.cli.memory_view import (
     flat_memory,
     gib,
     memory_pairs,
+    note,
     serving_lines,
+    write_step_plot,
 )
 from ffnlab.cli.serving_engine import (
     BLOCK_SIZE,
     ENFORCE_EAGER,
-    ENGINE_CONFIG,
     GPU_MEMORY_UTILIZATION,
     MAX_NUM_BATCHED_TOKENS,
     MAX_NUM_SEQS,
@@ -102,7 +111,8 @@ def size(
     block_size: int = BLOCK_SIZE,
     enforce_eager: bool = ENFORCE_EAGER,
     mem_fraction_static: float = MEM_FRACTION_STATIC,
-    engine_config: str = ENGINE_CONFIG,
+    engine_config: str = ENGINE_CONFIG_OPTION,
+    plot: str = PLOT_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     timeout: float = TIMEOUT_OPTION,
@@ -110,6 +120,13 @@ def size(
     """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
     set_timeout(timeout)
     check_format(fmt)
+    if plot is not None:
+        from ffnlab.experiments.reporting.step_figure import check_plot_path
+
+        check_plot_path(plot)
+    serving_config, engine_config = split_engine_config(engine_config)
+    if engine_config is not None and (n_layers is not None or from_model is not None):
+        mem, seq_len, dtype = apply_engine_config(mem, engine_config, seq_len=seq_len, dtype=dtype)
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, MAX_LAYERS), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))
@@ -118,14 +135,15 @@ def size(
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     whole = n_layers is not None or from_model is not None
     knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
-                        mem_fraction_static, engine_config)
+                        mem_fraction_static, serving_config)
     knobs.check()
     serving_engine = None
     if gpu is not None and mem.engine is not None and mem.engine.partition("@")[0].lower() in _serving_engines():
         serving_engine, mem = mem.engine, replace(mem, engine=None)  # --engine names the serving engine
     if knobs.given() or serving_engine:
         require(gpu is not None and from_model is not None,
-                "the serving engine's flags need --from MODEL and --gpu (size prices an engine for a real model)")
+                "the serving engine's flags (--gpu-memory-utilization ... --engine-config with a serving command line) "
+                "need --from MODEL and --gpu (size prices an engine for a real model)")
     work = mem.workload(seq_len=seq_len, dtype=dtype, finetune=from_model is not None) if whole else None
     engine_notes(work.engine if work else None)
     lay = mem.layout() if whole else None
@@ -142,7 +160,8 @@ def size(
         require(d_model is not None, "give --d-model (or --from MODEL to size a real model)")
         if n_layers is None:
             refuse_without_model(mem, dtype=(dtype, "bf16"), n_heads=(n_heads, None),
-                                 n_kv_heads=(n_kv_heads, None))
+                                 n_kv_heads=(n_kv_heads, None), plot=(plot, None),
+                                 engine_config=(engine_config, None))
         ffn = ffn or DEFAULT_KIND
         r = width.rule_for(ffn)
         out = size_summary(d_model, ffn, r, n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads,
@@ -150,6 +169,22 @@ def size(
                            dtype=dtype, tied=not untied, norm=norm, positions=positions, workload=work, layout=lay,
                            serving_on=gpu)
     _show_size(out, seq_len, dtype, as_json, fmt, engine if from_model is not None else None)
+    if plot is not None and out.model is not None and work is not None and lay is not None:
+        from ffnlab.sizing.config import make_config, validate
+        from ffnlab.sizing.hf.hub import resolve_model
+
+        m = out.model
+        if from_model is None:  # the config size_summary built, from what it reports
+            cfg = validate(make_config(out.d_model, m.n_layers, m.n_heads, out.d_ff, kind=out.ffn_kind,
+                                       vocab_size=m.vocab_size, n_kv_heads=m.n_kv_heads, bias=bias,
+                                       n_experts=experts, top_k=top_k if experts else 0, max_positions=seq_len,
+                                       tied_embeddings=m.tied_embeddings, norm=m.norm, positions=m.positions))
+        elif width.given or ffn is not None:
+            note("--plot draws a --from model as it is: drop the width options to plot it; no figure written")
+            return
+        else:
+            cfg = resolve_model(from_model)[1]
+        write_step_plot(plot, cfg, out.from_model or f"d_model {out.d_model}, {m.n_layers} layers", work, lay)
 
 
 def _serving_engines() -> tuple[str, ...]:

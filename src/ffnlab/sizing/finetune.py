@@ -170,17 +170,24 @@ def qlora_base(cfg: ModelConfig, base_format: str = "nf4") -> WeightBytes:
 
 
 def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
-                    optimizer: str = "adamw", base_format: str = "nf4", dp: int = 1, zero: int = 0) -> FinetuneStates:
+                    optimizer: str = "adamw", base_format: str = "nf4", dp: int = 1, zero: int = 0,
+                    upcast_fp32: bool = False) -> FinetuneStates:
     """The frozen base (``dtype`` for LoRA, ``base_format`` for QLoRA) and the fp32 adapters with
     their gradients and ``optimizer`` state, on one of ``dp`` data-parallel GPUs at ZeRO stage
     ``zero``: stage 1 shards the adapters' optimizer state, 2 also their gradients, 3 (FSDP,
     DeepSpeed ZeRO-3) also every parameter, the frozen base's included (each GPU keeps
     ``ceil(bytes / dp)``; FSDP's padding of a first dimension to a multiple of ``dp`` is not
-    counted)."""
+    counted). ``upcast_fp32`` (QLoRA): the base's unquantised parameters (embeddings, head, norms)
+    in fp32, as peft's ``prepare_model_for_kbit_training`` casts every 16-bit parameter that is not
+    a ``Params4bit``."""
     require(mode in ("lora", "qlora"), f"--finetune must be lora or qlora for adapter states, got {mode!r}")
     if mode == "qlora":
         wb = qlora_base(cfg, base_format)
         base, rule = wb.total, wb.rule
+        if upcast_fp32:
+            base += 2 * wb.kept_params
+            rule = (rule.replace(f"{wb.kept_params:,} other params x 2 B", f"{wb.kept_params:,} other params x 4 B")
+                    + " (prepare_model_for_kbit_training: fp32)")
     else:
         per = dtype_bytes(dtype)
         base, rule = int(lora.base * per), f"{lora.base:,} frozen params x {per:g} B"
@@ -309,7 +316,7 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
     require(lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and not lay.sp,
             f"--finetune {opts.mode} is modelled data parallel (--dp, --zero): not with --tp, --pp, --ep or --sp")
     states = finetune_states(cfg, lora, mode=opts.mode, dtype=work.dtype, optimizer=optimizer,
-                             base_format=opts.base_format, dp=lay.dp, zero=lay.zero)
+                             base_format=opts.base_format, dp=lay.dp, zero=lay.zero, upcast_fp32=opts.upcast_fp32)
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
                        grouped_experts=grouped_experts)
@@ -329,13 +336,16 @@ class FinetuneOptions:
     """How a model is fine-tuned: ``full`` (every weight trains: the training step of
     :mod:`ffnlab.sizing.memory.parallel`), ``lora`` or ``qlora`` (adapters of rank ``rank`` on
     ``targets``, the base frozen; QLoRA's base in ``base_format``). ``alpha`` scales the update
-    and changes no memory."""
+    and changes no memory. ``upcast_fp32`` (QLoRA): peft's ``prepare_model_for_kbit_training``
+    has cast the base's unquantised parameters to fp32 (the ``hf-trainer`` engine's fact
+    ``kbit_upcast``; ``--upcast``)."""
 
     mode: str = "full"
     rank: int = 16
     targets: tuple[str, ...] = TARGET_GROUPS
     alpha: float | None = None
     base_format: str = "nf4"
+    upcast_fp32: bool = False
 
     @property
     def adapters(self) -> bool:
@@ -354,17 +364,22 @@ class FinetuneOptions:
         return f"{self.mode} rank {self.rank} on {'+'.join(self.targets)}{base}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "rank": self.rank, "targets": list(self.targets), "alpha": self.alpha,
-                "base_format": self.base_format}
+        out: dict[str, Any] = {"mode": self.mode, "rank": self.rank, "targets": list(self.targets),
+                               "alpha": self.alpha, "base_format": self.base_format}
+        if self.upcast_fp32:
+            out["upcast_fp32"] = True
+        return out
 
 
-def not_counted(mode: str) -> list[str]:
+def not_counted(mode: str, upcast_fp32: bool = False) -> list[str]:
     """What the fine-tuning figures leave out (each a sentence)."""
     out = ["torch.autocast (modelled: the base in --dtype, fp32 adapters; under autocast each adapter keeps a "
            "16-bit cast of its input instead of an fp32 copy)",
            "lora_dropout > 0 (modelled: 0; with dropout each adapter keeps a dropped-out copy of its input and a mask)"]
     if mode == "qlora":
-        out += ["prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms",
+        out += ["prepare_model_for_kbit_training's fp32 residual stream (the fp32 embedding and norms keep fp32 "
+                "hidden states; their weights are counted in fp32)" if upcast_fp32 else
+                "prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms",
                 "the dequantised weight is modelled, not measured (bitsandbytes does not run on CPU)"]
     return out
 
@@ -397,7 +412,7 @@ def finetune_summary(cfg: ModelConfig, work: Workload, layout: Layout | None = N
     return FinetuneSummary(mode=opts.mode, lora=lora_params(cfg, opts.rank, opts.targets), states=peak.states,
                            peak=peak, options=opts, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype,
                            recompute=work.recompute, optimizer=work.optimizer,
-                           not_counted=tuple(not_counted(opts.mode)))
+                           not_counted=tuple(not_counted(opts.mode, opts.upcast_fp32)))
 
 
 __all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "FinetuneSummary", "LoraCount",

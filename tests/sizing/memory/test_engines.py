@@ -95,3 +95,27 @@ def test_megatron_accumulates_fp32_gradients_and_states_its_distributed_optimize
     assert resolve("megatron").fact("distributed_optimizer") is True
     lora = apply_engine(Workload(seq_len=256, finetune=FinetuneOptions(mode="lora")), "megatron")
     assert lora.grad_dtype is None  # adapters keep their fp32 gradients either way
+
+
+def test_hf_trainer_upcasts_a_qlora_base_as_prepare_model_for_kbit_training_does() -> None:
+    """peft casts every 16-bit parameter that is not a Params4bit to fp32: the QLoRA base's
+    unquantised parameters (embeddings, head, norms) cost 4 B each instead of 2."""
+    from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
+    from ffnlab.sizing.memory.engines import KBIT_UPCAST, apply_engine
+    from ffnlab.sizing.memory.quant import weight_bytes
+    from ffnlab.sizing.memory.workload import Workload
+    from ffnlab.sizing.zoo import find
+
+    cfg = find("llama-3-8b").config()
+    assert cfg is not None
+    plain = Workload(seq_len=512, recompute="full", finetune=FinetuneOptions("qlora"))
+    up = apply_engine(plain, "hf-trainer")
+    assert up.finetune is not None and up.finetune.upcast_fp32
+    kept = weight_bytes(cfg, "nf4").kept_params  # the parameters NF4 leaves in 16-bit
+    grown = finetune_summary(cfg, up).states.base_weights - finetune_summary(cfg, plain).states.base_weights
+    assert grown == 2 * kept and kept == cfg.vocab_size * cfg.d_model * 2 + cfg.d_model * (2 * cfg.n_layers + 1)
+    off = apply_engine(plain, "hf-trainer", explicit=frozenset({KBIT_UPCAST}))
+    assert off.finetune is not None and not off.finetune.upcast_fp32 and off.engine is not None
+    assert off.engine.overridden == ("kbit_upcast",)
+    lora = apply_engine(Workload(finetune=FinetuneOptions("lora")), "hf-trainer")
+    assert lora.finetune is not None and not lora.finetune.upcast_fp32  # a 16-bit base: no kbit preparation

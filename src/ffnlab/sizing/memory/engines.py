@@ -5,9 +5,10 @@
 timeline models, each with its source (repository, path, tag): whether the caller keeps the logits
 (``keeps_logits``), the loss path (``loss``), the optimizer and its implementation, pure bf16 or
 mixed precision (``pure_bf16``), the default recompute policy (``recompute``, ``recompute_every``), the
-fine-tuning one (``finetune_recompute``), the gradients' dtype where it is not the training dtype
-(``grad_dtype``: Megatron's fp32 ``main_grad``) and facts of the layout it ships with, stated but
-not applied (``distributed_optimizer``: ``--zero 1`` prices it).
+fine-tuning one (``finetune_recompute``), whether a QLoRA base's unquantised parameters are upcast to
+fp32 (``kbit_upcast``: peft's ``prepare_model_for_kbit_training``), the gradients' dtype where it is
+not the training dtype (``grad_dtype``: Megatron's fp32 ``main_grad``) and facts of the layout it
+ships with, stated but not applied (``distributed_optimizer``: ``--zero 1`` prices it).
 
 :func:`resolve` reads ``NAME[@VERSION]`` (an unknown version is priced as the newest known, and
 says so); :func:`apply_engine` sets a :class:`ffnlab.sizing.memory.workload.Workload`'s fields from
@@ -37,9 +38,10 @@ FACT_FIELDS: dict[str, str] = {
 }
 # facts a profile states without setting a Workload field (a layout fact: --zero 1 prices it)
 INFO_FACTS = ("distributed_optimizer",)
-FACTS = (*FACT_FIELDS, "finetune_recompute", *INFO_FACTS)
+FACTS = (*FACT_FIELDS, "finetune_recompute", "kbit_upcast", *INFO_FACTS)  # kbit_upcast: FinetuneOptions.upcast_fp32
+KBIT_UPCAST = "finetune.upcast_fp32"
 # facts only some engines have (the others leave the field as given)
-OPTIONAL_FACTS = ("recompute_every", "grad_dtype", *INFO_FACTS)
+OPTIONAL_FACTS = ("recompute_every", "grad_dtype", "kbit_upcast", *INFO_FACTS)
 
 
 @functools.cache
@@ -70,12 +72,28 @@ class Engine:
             return None
         return f"{self.name}@{self.requested} is not known: priced as {self.label}, the newest known"
 
+    @property
+    def published(self) -> str:
+        """The error measured for this engine on the published-peak suite
+        (:func:`ffnlab.sizing.memory.published_ranges.range_text`)."""
+        from ffnlab.sizing.memory.published_ranges import range_text
+
+        return range_text(self.name)
+
+    @property
+    def priced(self) -> str:
+        """``hf-trainer@5.25.0 (published peaks: 2 cases within -6.2%..-4.5%)``: what every answer names."""
+        return f"{self.label} ({self.published})"
+
     def fact(self, name: str) -> object:
         return dict(self.facts).get(name)
 
     def as_dict(self) -> dict[str, object]:
+        from ffnlab.sizing.memory.published_ranges import range_of
+
         out: dict[str, object] = {"name": self.name, "version": self.version, "facts": dict(self.facts),
-                                  "overridden": list(self.overridden)}
+                                  "overridden": list(self.overridden),
+                                  "published_peaks": {**range_of(self.name), "text": self.published}}
         if self.note:
             out["note"] = self.note
         return out
@@ -101,6 +119,15 @@ def resolve(spec: str) -> Engine:
 
 def default_engine() -> Engine:
     return resolve(str(engines_data()["default"]))
+
+
+def default_workload() -> Workload:
+    """:class:`Workload`'s defaults priced as the default engine runs them (``hf-trainer``): what
+    the API's ``memory_summary(cfg)`` and ``fit(cfg, ...)`` price when given no workload, as the
+    commands do without ``--engine``."""
+    from ffnlab.sizing.memory.workload import Workload
+
+    return apply_engine(Workload(), default_engine())
 
 
 def _get(work: Workload, field: str) -> object:
@@ -135,9 +162,18 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
                 overridden.append(fact)
             continue
         (step if field.startswith("step.") else top)[field.removeprefix("step.")] = value
+    upcast = eng.fact("kbit_upcast")
+    ft = work.finetune
+    if upcast is not None and ft is not None and ft.mode == "qlora":
+        if KBIT_UPCAST in explicit:
+            if ft.upcast_fp32 != upcast:
+                overridden.append("kbit_upcast")
+        else:
+            top["finetune"] = replace(ft, upcast_fp32=bool(upcast))
     return replace(work, **top, step=replace(work.step, **step),
                    engine=replace(eng, overridden=tuple(overridden)))
 
 
-__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "OPTIONAL_FACTS", "Engine", "apply_engine", "default_engine", "engine_names", "engines_data",
+__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine", "apply_engine", "default_engine",
+           "default_workload", "engine_names", "engines_data",
            "resolve"]

@@ -37,7 +37,10 @@ from ffnlab.sizing.finetune import (
     finetune_summary,
     not_counted,
 )
+from ffnlab.sizing.memory.allocator import allocated_budget, reserved_share
+from ffnlab.sizing.memory.allocator import assumption as allocator_assumption
 from ffnlab.sizing.memory.byte_rules import shape_free_states
+from ffnlab.sizing.memory.engines import default_workload
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
     Accelerator,
@@ -66,8 +69,8 @@ MODES = ("train", "serve")
 MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a second
 DEFAULT_RESERVE = 0.10  # share of the device memory held back for what no term counts
 NOT_COUNTED = {
-    "train": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
-              "cuBLAS / attention kernel workspaces"),
+    "train": ("the CUDA context", "NCCL communicator buffers",
+              "caching-allocator fragmentation beyond its assumed reserved share", "cuBLAS / attention kernel workspaces"),
     "serve": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
               "prefill activations and the logits", "CUDA graphs and the engine's KV-block rounding"),
 }
@@ -137,10 +140,17 @@ class FitResult(Result):
     memory_bytes: int  # what the device reports
     reserve_bytes: int
     usable_bytes: int  # memory_bytes - reserve_bytes
+    # training: the caching allocator's assumed reserved-over-allocated share (data/allocator.json)
+    # and the largest allocated peak the usable memory then holds (what a layout's peak is held to)
+    allocator_share: float | None = None
+    allocated_budget_bytes: int | None = None
     seq_len: int
     batch: int
     dtype: str
     recompute: str
+    # the engine priced, its version and its measured range on the published peaks (training only;
+    # Engine.priced), None for a workload made without an engine
+    engine: str | None = None
     best: LayoutFit | None
     candidates: tuple[LayoutFit, ...]  # the layouts that fit, smallest first
     smallest_need_bytes: int | None  # the least any layout needs
@@ -153,7 +163,8 @@ class FitResult(Result):
     suggestions: tuple[Suggestion, ...] | None = None  # the command's, when nothing fits
     time: TrainingTime | None = None  # the command's, with --tokens
 
-    OMITTED_WHEN_NONE = frozenset({"finetune", "suggestions", "time"})
+    OMITTED_WHEN_NONE = frozenset({"finetune", "suggestions", "time", "engine", "allocator_share",
+                                   "allocated_budget_bytes"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,11 +261,13 @@ def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
 
 
 def _fits_and_held(mode: str, reserve: int, acc: Accelerator, reserve_gib: float | None) -> tuple[str, str]:
-    """The sentences saying what "fits" means and what the reserve stands for."""
+    """The sentences saying what "fits" means (training: with the caching allocator's assumed
+    reserved share, :mod:`ffnlab.sizing.memory.allocator`) and what the reserve stands for."""
     held = (f"reserve {reserve / 2**30:,.2f} GiB "
             + ("(assumed: 10% of the device memory; --reserve GiB)" if reserve_gib is None else "(--reserve)")
             + f" for what no term counts: {', '.join(NOT_COUNTED[mode])}")
-    need = "the step's peak per GPU (the most alive at one moment)" if mode == "train" else "per-GPU total"
+    need = (f"the step's peak per GPU (the most alive at one moment) x {1 + reserved_share():.4f} (the caching "
+            "allocator's reserved share)" if mode == "train" else "per-GPU total")
     fits = (f"fits = {need} + reserve <= {acc.usable_mib:,} MiB, the memory {acc.name} reports "
             f"({acc.usable_source.split(' (')[0]})")
     return fits, held
@@ -275,7 +288,7 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
         f"ZeRO 0 = PyTorch DDP, 1-2 = DeepSpeed at its default buckets, 3 = {sharding.engine(3)}"
         + (f" (one unit per layer, prefetch {sharding.prefetch}, reshard_after_forward "
            f"{sharding.reshard_after_forward})" if sharding.zero3 == "fsdp" else " at its default buckets"),
-        fits, held, "rows marked * are estimates (engine defaults, kernel choices); the others follow from the "
+        fits, held, allocator_assumption(), "rows marked * are estimates (engine defaults, kernel choices); the others follow from the "
         "parameter count and the dtypes",
     ]
 
@@ -293,8 +306,8 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
              + (" (transformers' gradient_checkpointing_enable: the embeddings' output requires grad)"
                 if recompute == "full" else "")
              + ", as peft and PyTorch's eager kernels keep them (measured on CPU, docs/finetune.md)",
-             fits, held]
-    return lines + [f"not counted: {x}" for x in not_counted(ft.mode)]
+             fits, held, allocator_assumption()]
+    return lines + [f"not counted: {x}" for x in not_counted(ft.mode, ft.upcast_fp32)]
 
 
 def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutFit, ...]:
@@ -345,10 +358,11 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
         mode: str = "train", reserve_gib: float | None = None, max_tp: int = 8, sharding: Sharding | None = None,
         context_limit: int | None = None) -> FitResult:
     """Every layout of ``gpus`` accelerators priced for the workload ``work`` (default:
-    :class:`Workload`'s), those that fit, and the smallest that fits (``best``, or None): a
-    :class:`FitResult`. ``sharding``: how ZeRO-3 runs in every layout tried. ``work.finetune``
+    :class:`Workload`'s as the default engine, ``hf-trainer``, runs it), those that fit, and the
+    smallest that fits (``best``, or None): a :class:`FitResult`, whose ``engine`` names the engine
+    priced, its version and the error measured for it on the published peaks. ``sharding``: how ZeRO-3 runs in every layout tried. ``work.finetune``
     lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
-    work = work or Workload()
+    work = work or default_workload()
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     adapters = work.adapters
     require(not adapters or mode == "train", "--finetune lora/qlora sizes a training step: not with --mode serve")
@@ -359,8 +373,10 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
     acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
     reserve = reserve_bytes(acc, reserve_gib)
     budget = acc.memory_bytes - reserve
+    # training: the allocated peak times the allocator's reserved share must fit the usable memory
+    held_to = allocated_budget(budget) if mode == "train" else budget
     priced = _price(cfg, work, gpus, mode, max_tp, sharding)
-    rows = sorted((replace(r, fits=r.per_gpu_bytes <= budget) for r in priced), key=_key)
+    rows = sorted((replace(r, fits=r.per_gpu_bytes <= held_to) for r in priced), key=_key)
     fitting = [r for r in rows if r.fits]
     warnings: list[str] = []
     seq_len, dtype = work.seq_len, work.dtype
@@ -390,7 +406,10 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
                      recompute=work.recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),
                      smallest_need_bytes=min((r.per_gpu_bytes for r in rows), default=None),
                      layouts_tried=len(rows), warnings=tuple(warnings), assumptions=tuple(said),
-                     not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out)
+                     not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out,
+                     engine=work.engine.priced if work.engine is not None and mode == "train" else None,
+                     allocator_share=reserved_share() if mode == "train" else None,
+                     allocated_budget_bytes=held_to if mode == "train" else None)
 
 
 def serving_figures(cfg: ModelConfig, acc: Accelerator, lay: Layout, work: Workload, *,
@@ -419,7 +438,7 @@ def fit_all(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, tokens
     """For each accelerator: does the model fit on ``gpus`` of them (:func:`fit`, the same
     arguments), how, and how long to train (``mfu`` None: the :data:`DEFAULT_MFU` assumption), an
     :class:`AcceleratorFit` each."""
-    work = work or Workload()
+    work = work or default_workload()
     rows = []
     for acc in accelerators or load_accelerators():
         res = fit(cfg, work, gpus=gpus, accelerator=acc, mode=mode, reserve_gib=reserve_gib, max_tp=max_tp,
@@ -474,7 +493,7 @@ def suggestions(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, ac
     """What would fit when nothing does for ``work`` (:func:`fit`, the same arguments): for each
     one-setting change (and for the fewest GPUs, doubling, that hold the model), the smallest
     layout's per-GPU figure, whether it fits, and the layout; changes already in effect are skipped."""
-    work = work or Workload()
+    work = work or default_workload()
     ft = work.finetune or FinetuneOptions()
     adapters = ft.adapters
     changes = list(TRAIN_CHANGES if mode == "train" else SERVE_CHANGES)

@@ -51,7 +51,7 @@ from ffnlab.sizing.memory.activations import (
     weight_bytes,
 )
 from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, GRAD_DTYPES, TRAIN_DTYPES, dtype_bytes
-from ffnlab.sizing.memory.engines import Engine
+from ffnlab.sizing.memory.engines import Engine, default_workload
 from ffnlab.sizing.memory.optimizers import optimizer_state, paged_state
 from ffnlab.sizing.memory.sharding import Sharding, working_terms
 from ffnlab.sizing.memory.step import (
@@ -375,7 +375,8 @@ class MemorySummary(Result):
 
 def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout | None = None) -> MemorySummary:
     """The ``memory`` object of the JSON contract (:class:`MemorySummary`): integer bytes per GPU
-    of the workload ``work`` (default: :class:`Workload`'s) on the layout ``lay``.
+    of the workload ``work`` (default: :class:`Workload`'s priced as the default engine runs it,
+    :func:`ffnlab.sizing.memory.engines.default_workload`) on the layout ``lay``.
 
     Training terms for ``batch`` sequences of ``seq_len`` tokens: ``states_bytes`` (weights +
     gradients + optimizer, what ``training_memory`` counts), ``activations_bytes`` and
@@ -386,7 +387,7 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
     weights in ``weights_dtype`` (default: the training dtype). Full training: ``work.finetune``
     is :func:`ffnlab.sizing.finetune.finetune_summary`'s.
     """
-    work = work or Workload()
+    work = work or default_workload()
     lay = lay or Layout()
     train = training_table(cfg, work, lay)
     serve = serving_table(cfg, lay, batch=work.batch, context=work.seq_len, weights_dtype=work.serving_weights,

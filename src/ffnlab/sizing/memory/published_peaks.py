@@ -9,7 +9,10 @@ reproduce it; a setting the source does not give is the string ``"unknown"``. Th
 :func:`case_problems` says what a case lacks (the test keeps every case complete);
 :func:`pricing` turns a case's settings into ffnlab's :class:`Workload` and :class:`Layout`,
 with the settings ffnlab cannot express today (each a sentence) and the smaller approximations;
-``benchmarks/memory_published.py`` prices every case with it. Pure Python: no torch.
+``benchmarks/memory_published.py`` prices every case with it. :func:`predicted_peak` is ffnlab's
+peak for a case and :func:`engine_ranges` the error range per engine over the cases it expresses
+(what ``benchmarks/memory_published.py --write-ranges`` keeps in ``data/published_ranges.json``
+and every answer names beside its engine). Pure Python: no torch.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ffnlab.sizing.finetune import FinetuneOptions
-from ffnlab.sizing.memory.parallel import Layout
+from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
+from ffnlab.sizing.memory.parallel import Layout, memory_summary
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.memory.workload import Workload
 
@@ -178,8 +181,10 @@ def pricing(case: dict[str, Any]) -> Pricing:
         nx.append("context parallelism")
     if "foak" in str(s.get("framework_config", "")):
         nx.append("fms-acceleration's fused LoRA, norm, RoPE and cross-entropy kernels (foak)")
-    if ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", "")):
-        nx.append("prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms")
+    upcast = ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", ""))
+    if upcast:
+        nx.append("prepare_model_for_kbit_training's fp32 residual stream (the fp32 embedding and norms keep fp32 "
+                  "hidden states; ffnlab counts their weights in fp32, the activations in bf16)")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")
@@ -213,7 +218,7 @@ def pricing(case: dict[str, Any]) -> Pricing:
             approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
         alpha = ft["alpha"] if isinstance(ft.get("alpha"), (int, float)) else None
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
-                                   base_format=ft["base_format"] or "nf4")
+                                   base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora")
     optimizer = {"adamw": "adamw", "adam8bit": "adam8bit"}.get(s["optimizer"], "adamw")
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
@@ -226,4 +231,42 @@ def pricing(case: dict[str, Any]) -> Pricing:
                    not_expressible=tuple(nx), approximations=tuple(approx))
 
 
-__all__ = ["DATA", "Pricing", "case_problems", "cases", "load", "pricing", "problems"]
+def predicted_peak(case: dict[str, Any]) -> tuple[int, Pricing]:
+    """ffnlab's peak bytes per GPU for the case's settings (the nearest it can express) and how it
+    priced them: ``memory_summary`` for full training, ``finetune_summary`` for LoRA / QLoRA."""
+    from ffnlab.sizing.zoo import find
+
+    price = pricing(case)
+    cfg = find(price.model).config()
+    assert cfg is not None, price.model
+    if price.api == "finetune_summary":
+        return finetune_summary(cfg, price.work, price.layout).peak.peak_bytes, price
+    peak = memory_summary(cfg, price.work, price.layout).peak_bytes
+    assert peak is not None
+    return peak, price
+
+
+def engine_ranges(engines: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Per engine name: ffnlab's error (predicted / published - 1, rounded to 1e-4) on each
+    published peak of that trainer that ffnlab expresses (capacities left out: they are not a
+    peak), the lowest and highest, and how many of its cases ffnlab cannot express."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in engines:
+        errors: list[dict[str, Any]] = []
+        left_out = 0
+        for case in cases():
+            if case["trainer"] != name:
+                continue
+            ours, price = predicted_peak(case)
+            if not price.expressible or case["memory_kind"] == "capacity":
+                left_out += 1
+                continue
+            errors.append({"id": case["id"], "error": round(ours / case["figure"]["bytes"] - 1, 4)})
+        values = [e["error"] for e in errors]
+        out[name] = {"cases": errors, "low": min(values, default=None), "high": max(values, default=None),
+                     "not_expressible": left_out}
+    return out
+
+
+__all__ = ["DATA", "Pricing", "case_problems", "cases", "engine_ranges", "load", "predicted_peak", "pricing",
+           "problems"]

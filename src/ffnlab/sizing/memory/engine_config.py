@@ -1,0 +1,144 @@
+"""A trainer's launch config read as ffnlab settings (``--engine-config FILE``), by rules kept as data.
+
+``data/engine_configs.json`` says, per format (a torchtitan TOML, a torchtune recipe YAML, an
+axolotl YAML, a TRL YAML, a transformers ``TrainingArguments`` JSON), which engine runs it and,
+for each key ffnlab reads, the setting it gives (the micro-batch, the sequence length, the
+precision, activation checkpointing, the optimizer and its implementation, gradient accumulation,
+the parallel sizes, LoRA / QLoRA), with the file each key's meaning was read from.
+:func:`read_engine_config` turns a parsed file into an :class:`EngineConfig`: the settings, the
+keys used (with what each set) and every other key, ignored, with why. The command line applies
+the settings under its own flags (``ffnlab.cli.memory_flags.apply_engine_config``). Pure Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from ffnlab.errors import FfnlabError
+
+DATA = "engine_configs.json"
+SETTINGS = ("batch", "seq_len", "dtype", "grad_accum", "recompute", "recompute_every", "optimizer", "optimizer_impl",
+            "dp", "tp", "pp", "zero", "finetune", "lora_rank")
+
+
+@functools.cache
+def config_rules() -> dict[str, Any]:
+    """The parsed ``data/engine_configs.json``."""
+    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
+    return data
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """What a launch config says, in ffnlab's terms: its format and engine, the settings (name,
+    value; a later key overrides an earlier one), the keys used (key, value as written, what it
+    set) and the keys ignored (key, why)."""
+
+    fmt: str
+    engine: str
+    settings: tuple[tuple[str, object], ...]
+    used: tuple[tuple[str, str, str], ...]
+    ignored: tuple[tuple[str, str], ...]
+
+    @property
+    def title(self) -> str:
+        return str(config_rules()["formats"][self.fmt]["title"])
+
+    def setting(self, name: str) -> object:
+        return dict(self.settings).get(name)
+
+
+def _leaves(data: dict[str, Any], prefix: str = "") -> dict[str, object]:
+    """Every leaf of a nested mapping under its dotted key (lists are leaves)."""
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_leaves(value, dotted + "."))
+        else:
+            out[dotted] = value
+    return out
+
+
+def detect_format(data: dict[str, Any], suffix: str) -> str:
+    """Which format a parsed file is: TOML is torchtitan's, JSON transformers'; a YAML with a
+    ``_component_`` is torchtune's, one with axolotl's ``base_model`` / ``micro_batch_size`` /
+    ``sequence_len`` axolotl's, any other TRL's."""
+    suffix = suffix.lower()
+    if suffix == ".toml":
+        return "torchtitan"
+    if suffix == ".json":
+        return "transformers"
+    if suffix not in (".yaml", ".yml"):
+        raise FfnlabError(f"--engine-config must be a .toml, .yaml, .yml or .json file, got {suffix or 'no suffix'!r}")
+    if any(k.endswith("_component_") for k in _leaves(data)):
+        return "torchtune"
+    if {"base_model", "micro_batch_size", "sequence_len"} & set(data):
+        return "axolotl"
+    return "trl"
+
+
+def _text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _whole(value: object) -> int | None:
+    """A whole number >= 1 (an int, or a string of digits), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 1 else None
+    if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
+        return int(value)
+    return None
+
+
+def read_engine_config(data: dict[str, Any], suffix: str) -> EngineConfig:
+    """The settings ``data`` (a parsed launch config whose file ends in ``suffix``) gives, by the
+    rules of its format."""
+    fmt = detect_format(data, suffix)
+    rules = config_rules()["formats"][fmt]
+    leaves = _leaves(data)
+    by_key = {r["key"]: r for r in rules["keys"]}
+    settings: dict[str, object] = {}
+    used: list[tuple[str, str, str]] = []
+    ignored: list[tuple[str, str]] = []
+    for key, value in leaves.items():
+        rule = by_key.get(key)
+        if rule is None:
+            ignored.append((key, "not a memory setting ffnlab reads"))
+            continue
+        if value is None:
+            ignored.append((key, "empty"))
+            continue
+        got: dict[str, object] | None = None
+        whole = _whole(value)
+        kind = rule.get("kind")
+        if kind in ("int", "int-or-values") and whole is not None:
+            got = {rule["sets"]: whole, **rule.get("also", {})}
+            if whole > 1:
+                got.update(rule.get("also_above_one", {}))
+        elif "values" in rule:
+            table = rule["values"]
+            text = _text(value)
+            if rule.get("match") == "contains":
+                got = next((dict(v) for k, v in table.items() if k in text), {})
+            elif text in table:
+                got = dict(table[text])
+        elif "sets" in rule and kind is None:
+            got = {rule["sets"]: value}
+        if got is None:
+            ignored.append((key, f"value {value!r} is not one ffnlab models"))
+            continue
+        settings.update(got)
+        what = ", ".join(f"{k} {v}" for k, v in got.items()) or "nothing more"
+        used.append((key, _text(value), what))
+    return EngineConfig(fmt=fmt, engine=rules["engine"], settings=tuple(settings.items()), used=tuple(used),
+                        ignored=tuple(ignored))
+
+
+__all__ = ["DATA", "SETTINGS", "EngineConfig", "config_rules", "detect_format", "read_engine_config"]

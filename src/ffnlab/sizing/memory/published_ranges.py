@@ -1,0 +1,59 @@
+"""The error ffnlab measured per engine on the published-peak suite, as every answer names it.
+
+``data/published_ranges.json`` keeps, per engine of ``data/engines.json``, ffnlab's error
+(predicted / published - 1) on each published peak of that trainer it can express
+(``data/published_peaks.json``), the lowest and highest error, and how many of the trainer's
+cases it cannot express yet. The file is written by ``benchmarks/memory_published.py
+--write-ranges`` from :func:`ffnlab.sizing.memory.published_peaks.engine_ranges`, and a test
+recomputes it and compares exactly, so a change to the memory model that moves a figure fails
+until the file is written again. :func:`range_text` is the phrase ``size``, ``audit`` and ``fit``
+print beside the engine ("published peaks: 2 cases within -6.2%..-4.5%"); :func:`range_of` its
+JSON object. Pure Python.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+DATA = "published_ranges.json"
+ABOUT = ("ffnlab's error (predicted / published - 1) on the published training peaks of "
+         "data/published_peaks.json, per engine of data/engines.json: the cases of that trainer ffnlab "
+         "expresses (capacities left out), their lowest and highest error, and how many it cannot express. "
+         "Written by benchmarks/memory_published.py --write-ranges; tests/sizing/memory/test_published_ranges.py "
+         "recomputes it and compares exactly.")
+
+
+@functools.cache
+def ranges_data() -> dict[str, Any]:
+    """The parsed ``data/published_ranges.json``."""
+    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
+    return data
+
+
+def render_file(ranges: dict[str, dict[str, Any]]) -> str:
+    """The file's text for ``ranges`` (:func:`ffnlab.sizing.memory.published_peaks.engine_ranges`)."""
+    return json.dumps({"about": ABOUT, "engines": ranges}, indent=1) + "\n"
+
+
+def range_of(name: str) -> dict[str, Any]:
+    """The engine's entry (``cases``, ``low``, ``high``, ``not_expressible``); an engine the file
+    does not list has no published cases."""
+    found: dict[str, Any] | None = ranges_data()["engines"].get(name)
+    return found or {"cases": [], "low": None, "high": None, "not_expressible": 0}
+
+
+def range_text(name: str) -> str:
+    """``published peaks: 2 cases within -6.2%..-4.5%`` (and how many it cannot express), or
+    ``no published cases``."""
+    got = range_of(name)
+    n, skipped = len(got["cases"]), got["not_expressible"]
+    more = f"; {skipped} more not expressible yet" if skipped else ""
+    if not n:
+        return f"published peaks: none it expresses, {skipped} not expressible yet" if skipped else "no published cases"
+    return f"published peaks: {n} case{'s' if n > 1 else ''} within {got['low']:+.1%}..{got['high']:+.1%}{more}"
+
+
+__all__ = ["ABOUT", "DATA", "range_of", "range_text", "ranges_data", "render_file"]

@@ -317,8 +317,8 @@ def _speed_lines(speed: dict[str, Any]) -> list[str]:
 
 def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | None, knobs: EngineFlags,
             gpu: str | None, gpu_memory: float | None) -> Any:
-    """The serving engine's sizing of the best layout's GPU (tp 1 when nothing fits), with what
-    an --engine-config line gave; None in CSV-less cases where it cannot be priced."""
+    """The serving engine's sizing of the best layout's GPU, with what an --engine-config line
+    gave; None when nothing fits or the engine has published speeds only."""
     from ffnlab.cli.serving_engine import estimate
     from ffnlab.sizing.serving_engines import engine_names
     from ffnlab.sizing.serving_speed import speed_engines
@@ -326,8 +326,10 @@ def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | N
     if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
         note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
         return None
-    eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)
-    tp = res.best.layout.tp if res.best is not None else 1
+    eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)  # a bad --engine-config is refused either way
+    if res.best is None:  # nothing fits: no layout for the engine to size
+        return None
+    tp = res.best.layout.tp
     est = estimate(cfg, _accelerator(gpu, gpu_memory), eng, engine_knobs, tp=tp, weights_dtype=work.serving_weights,
                    kv_dtype=work.kv, context_limit=ask.context_limit, group_size=work.group_size)
     return est, said

@@ -154,7 +154,7 @@ def fit(
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
                                  help="With --gpus auto: the most GPUs to try."),
-    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S "
+    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S A40 "
                                                 "RTX4090 (default: compare all)."),
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
                                                                 "--gpu, that card's peaks for the time estimate)."),

@@ -100,3 +100,8 @@ def test_size_from_gpu_shows_the_engine_too() -> None:
     assert p.returncode == 0 and "SGLang model_runner, tp 1" in p.stdout
     assert_usage_error(run("size", "--d-model", "4096", "--n-layers", "32", "--gpu", "H100", "--engine", "sglang"),
                        "--from MODEL")
+
+
+def test_no_engine_section_when_nothing_fits() -> None:
+    p = run("fit", "llama-3-70b", "--gpu", "L4", "--gpus", "1", "--mode", "serve")
+    assert p.returncode == 1 and "sizes it" not in p.stdout

@@ -162,7 +162,7 @@ def fit(
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
                                  help="With --gpus auto: the most GPUs to try."),
-    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S "
+    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S A40 "
                                                 "RTX4090 (default: compare all)."),
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
                                                                 "--gpu, that card's peaks for the time estimate)."),
@@ -342,8 +342,8 @@ def _speed_lines(speed: dict[str, Any]) -> list[str]:
 
 def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | None, knobs: EngineFlags,
             gpu: str | None, gpu_memory: float | None) -> Any:
-    """The serving engine's sizing of the best layout's GPU (tp 1 when nothing fits), with what
-    an --engine-config line gave; None in CSV-less cases where it cannot be priced."""
+    """The serving engine's sizing of the best layout's GPU, with what an --engine-config line
+    gave; None when nothing fits or the engine has published speeds only."""
     from ffnlab.cli.serving_engine import estimate
     from ffnlab.sizing.serving_engines import engine_names
     from ffnlab.sizing.serving_speed import speed_engines
@@ -351,8 +351,10 @@ def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | N
     if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
         note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
         return None
-    eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)
-    tp = res.best.layout.tp if res.best is not None else 1
+    eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)  # a bad --engine-config is refused either way
+    if res.best is None:  # nothing fits: no layout for the engine to size
+        return None
+    tp = res.best.layout.tp
     est = estimate(cfg, _accelerator(gpu, gpu_memory), eng, engine_knobs, tp=tp, weights_dtype=work.serving_weights,
                    kv_dtype=work.kv, context_limit=ask.context_limit, group_size=work.group_size)
     return est, said

@@ -248,7 +248,7 @@ def test_memory_summary_contract() -> None:
 
 def test_accelerators_have_sources_and_peaks() -> None:
     accs = {a.name: a for a in load_accelerators()}
-    assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "RTX4090"}
+    assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "A40", "RTX4090"}
     for a in accs.values():
         assert a.source.startswith(("NVIDIA", "AMD")) and "http" in a.source and a.usable_source
         assert a.bf16_tflops and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.02))

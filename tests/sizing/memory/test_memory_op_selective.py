@@ -143,3 +143,16 @@ def test_every_second_matmul_is_what_is_left_out() -> None:
     every = sum(t.bytes for t in op_selective_terms(cfg, 0, seq_len=16, batch=1, dtype="fp32", policy=pol))
     half = sum(t.bytes for t in op_selective_terms(cfg, 0, seq_len=16, batch=1, dtype="fp32"))
     assert every - half == 16 * (cfg.d_kv + cfg.d_model + 160) * 4
+
+
+@pytest.mark.parametrize(("cfg_kw", "kw", "message"), [
+    (dict(kind="swiglu", n_experts=4, top_k=2), {}, "give --recompute none, selective or full"),
+    (dict(kind="swiglu"), dict(attention="eager"), "needs --attention fused"),
+])
+def test_blocks_the_policy_does_not_price_are_refused(cfg_kw: dict[str, Any], kw: dict[str, Any],
+                                                      message: str) -> None:
+    from ffnlab.errors import FfnlabError
+
+    cfg = make_config(64, 2, 4, 160, vocab_size=97, max_positions=16, **cfg_kw)
+    with pytest.raises(FfnlabError, match=message):
+        activation_memory(cfg, seq_len=16, batch=1, recompute="op-selective", **kw)

@@ -121,6 +121,17 @@ FREED_CASES = [replace(c, name=c.name + ", logits freed (HF Trainer)", held=Fals
     "transformers Llama 8 layers, gradient checkpointing", "transformers Qwen2, tied embeddings",
     "transformers Mixtral, 4 experts top-2", "transformers Gemma, vocab 16000")]
 
+# torchtitan's op-level selective checkpointing (--recompute op-selective) around each decoder layer
+# of transformers' Llama (q, k, v, o, gate, up, down: the same matmul order as torchtitan's block),
+# stepped with the logits held and freed
+SAC_CASES = [
+    Case("transformers Llama 8 layers, op-level SAC", "LlamaConfig", dict(HF_COMMON, vocab_size=512,
+                                                                             num_hidden_layers=8),
+         recompute="op-selective"),
+    Case("transformers Llama 4 layers, op-level SAC, logits freed", "LlamaConfig",
+         dict(HF_COMMON, vocab_size=2000, num_hidden_layers=4), recompute="op-selective", held=False),
+]
+
 # pure bf16 (the model cast to bf16 before AdamW is made: bf16 moments, no master copy), measured on
 # CPU as the fp32 cases; eager attention and MoE are left out: their bf16 activations on CPU (math
 # SDPA's upcasts, the experts' loop) are not the pure-bf16 states this checks
@@ -177,8 +188,15 @@ def build(case: Case) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]]]:
     if not case.dropout and case.family == "GPT2Config":
         hf_cfg.resid_pdrop = hf_cfg.embd_pdrop = hf_cfg.attn_pdrop = 0.0
     model = transformers.AutoModelForCausalLM.from_config(hf_cfg)
-    if case.recompute == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if case.recompute in ("full", "op-selective"):
+        kwargs: dict[str, Any] = {"use_reentrant": False}
+        if case.recompute == "op-selective":  # torchtitan's op-level policy around each decoder layer
+            from op_sac import context_fn
+
+            from ffnlab.sizing.memory.activations import op_policy
+
+            kwargs["context_fn"] = context_fn(op_policy("torchtitan"))
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
         model.config.use_cache = False
 
     def hf_loss(x: Any) -> tuple[Any, Any]:

@@ -4,7 +4,7 @@ Oracle: a small Llama-style stack written here the way torchtitan's Llama block 
 separate wq, wk, wv, RoPE, causal SDPA, wo; SwiGLU as ``w2(silu(w1(x)) * w3(x))``), each block
 wrapped in ``torch.utils.checkpoint`` with ``create_selective_checkpoint_contexts`` and the
 policy built from ``data/op_checkpoint_policies.json`` (the ops on the save list, every second
-``mm`` of a block recomputed, one count per block call: torchtitan's rule). A dispatch mode
+``mm`` of a block recomputed, one count per block call: torchtitan's rule; ``tests/helpers/op_sac.py``). A dispatch mode
 outside the checkpoints records every storage an op makes in forward; what is still alive when
 forward returns is what the step keeps for backward (the checkpoints' inputs and the policy's
 saved outputs). ffnlab's ``--recompute op-selective`` bytes (pure arithmetic) must agree.
@@ -16,60 +16,20 @@ flash kernel of the save list (the same outputs: the attention output and the lo
 from __future__ import annotations
 
 import gc
-from collections import defaultdict
 from dataclasses import replace
 from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
+from op_sac import context_fn
 from torch import nn
 from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.checkpoint import (
-    CheckpointPolicy,
-    checkpoint,
-    create_selective_checkpoint_contexts,
-)
+from torch.utils.checkpoint import checkpoint
 
 from ffnlab.sizing.config import make_config
 from ffnlab.sizing.memory.activations import activation_memory, op_policy, op_selective_terms
-
-CPU_STAND_INS = {"aten._scaled_dot_product_flash_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default"}
-
-
-def _op(name: str) -> Any:
-    namespace, op, overload = name.split(".")
-    return getattr(getattr(getattr(torch.ops, namespace), op), overload)
-
-
-def save_list(policy: dict[str, Any]) -> set[Any]:
-    """The policy's ops as torch op overloads (those this PyTorch has), with the CPU flash kernel."""
-    out = set()
-    for name in [*policy["saved_ops"], *(CPU_STAND_INS[n] for n in policy["saved_ops"] if n in CPU_STAND_INS)]:
-        try:
-            out.add(_op(name))
-        except (AttributeError, ValueError):  # an op this PyTorch build lacks, or flex_attention
-            continue
-    return out
-
-
-def context_fn(policy: dict[str, Any]) -> Any:
-    ops, every = save_list(policy), int(policy["mm_recompute_every"])
-
-    def make() -> Any:
-        meta: dict[str, int] = defaultdict(int)  # a fresh count per block call
-
-        def rule(ctx: Any, func: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
-            key = ("recompute" if ctx.is_recompute else "forward") + "_mm_count"
-            if func == torch.ops.aten.mm.default:
-                meta[key] += 1
-            save = func in ops and not (func == torch.ops.aten.mm.default and meta[key] % every == 0)
-            return CheckpointPolicy.MUST_SAVE if save else CheckpointPolicy.PREFER_RECOMPUTE
-
-        return create_selective_checkpoint_contexts(rule)
-
-    return make
 
 
 class Block(nn.Module):
@@ -183,3 +143,16 @@ def test_every_second_matmul_is_what_is_left_out() -> None:
     every = sum(t.bytes for t in op_selective_terms(cfg, 0, seq_len=16, batch=1, dtype="fp32", policy=pol))
     half = sum(t.bytes for t in op_selective_terms(cfg, 0, seq_len=16, batch=1, dtype="fp32"))
     assert every - half == 16 * (cfg.d_kv + cfg.d_model + 160) * 4
+
+
+@pytest.mark.parametrize(("cfg_kw", "kw", "message"), [
+    (dict(kind="swiglu", n_experts=4, top_k=2), {}, "give --recompute none, selective or full"),
+    (dict(kind="swiglu"), dict(attention="eager"), "needs --attention fused"),
+])
+def test_blocks_the_policy_does_not_price_are_refused(cfg_kw: dict[str, Any], kw: dict[str, Any],
+                                                      message: str) -> None:
+    from ffnlab.errors import FfnlabError
+
+    cfg = make_config(64, 2, 4, 160, vocab_size=97, max_positions=16, **cfg_kw)
+    with pytest.raises(FfnlabError, match=message):
+        activation_memory(cfg, seq_len=16, batch=1, recompute="op-selective", **kw)

@@ -15,6 +15,7 @@ from memory_step_cases import (
     CASES,
     FREED_CASES,
     PURE_CASES,
+    SAC_CASES,
     Case,
     build,
     measure,
@@ -57,6 +58,16 @@ def test_hf_trainer_step_without_held_logits_is_within_5_percent(case: Case) -> 
     timeline, cfg = measured_and_predicted(case)
     held = predict(replace(case, held=True), cfg)
     assert held.peak_bytes > timeline.peak_bytes  # one logits tensor too many when held
+
+
+@pytest.mark.parametrize("case", SAC_CASES, ids=[c.name for c in SAC_CASES])
+def test_op_level_selective_checkpointing_step_is_within_5_percent(case: Case) -> None:
+    """transformers' Llama checkpointed per layer with torchtitan's op-level policy: the whole
+    step's peak (the saved op outputs below, one layer recomputed around its own) as predicted."""
+    pytest.importorskip("transformers")
+    timeline, cfg = measured_and_predicted(case)
+    full = predict(replace(case, recompute="full"), cfg)
+    assert full.peak_bytes < timeline.peak_bytes  # keeping more than the layer inputs costs memory
 
 
 @pytest.mark.parametrize("case", PURE_CASES, ids=[c.name for c in PURE_CASES])

@@ -460,7 +460,8 @@ def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int
     spec = cfg.layer_ffn(layer)
     require(not spec.is_moe and not cfg.is_mla and cfg.norms_per_block == 2,
             "--recompute op-selective prices dense decoder blocks with one attention and one FFN norm "
-            "(torchtitan's Llama block); this model has MoE, MLA or another block layout")
+            "(torchtitan's Llama block); this model has MoE, MLA or another block layout: give --recompute "
+            "none, selective or full")
     require(attention == "fused", "--recompute op-selective needs --attention fused (torchtitan calls SDPA)")
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     tokens, d, every = seq_len * batch, cfg.d_model, int(pol["mm_recompute_every"])

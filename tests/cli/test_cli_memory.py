@@ -480,3 +480,7 @@ def test_engine_config_sets_the_workload_and_says_what_it_used(tmp_path) -> None
     assert_usage_error(run("size", "--from", "gpt2", "--engine-config", str(tmp_path / "x.ini")), "--engine-config")
     assert_usage_error(run("size", "--from", "gpt2", "--engine-config", str(tmp_path / "none.toml")), "none.toml")
     assert_usage_error(run("size", "--d-model", "768", "--engine-config", str(toml)), "--engine-config")
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n- b\n", encoding="utf-8")
+    assert_usage_error(run("fit", "gpt2", "--gpu", "H100", "--engine-config", str(listed)),
+                       "the top level of a launch config must be a mapping")

@@ -59,6 +59,17 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "phimoe-null-head-dim": ("phimoe", _set(head_dim=None), "refused"),
     "t5-null-head-dim": ("t5", _set(head_dim=None), "refused"),
     "llama-null-head-dim": ("llama", _set(head_dim=None), "exact"),  # Llama derives it
+    # a head_dim written as a string: refused by the types whose validators read it, even those
+    # whose model never does (GPT-NeoX's rope check); OPT never looks at it
+    "gpt_neox-head-dim-string": ("gpt_neox", _set(head_dim="8"), "refused"),
+    "deepseek_v3-head-dim-string": ("deepseek_v3", _set(head_dim="8"), "refused"),
+    "stablelm-head-dim-string": ("stablelm", _set(head_dim="8"), "refused"),
+    "opt-head-dim-string": ("opt", _set(head_dim="8"), "exact"),
+    # DeepSeek-V2's config validates hidden_size % heads, though its MLA widths do not use it
+    "deepseek_v2-heads-not-dividing": ("deepseek_v2", _set(num_attention_heads=3), "refused"),
+    # HunYuan MoE: a list of expert counts is refused by 5.25's typed field (a list of top-k is not)
+    "hunyuan_v1_moe-experts-list": ("hunyuan_v1_moe", lambda c: {**c, "num_experts": [c["num_experts"]] * 2},
+                                    "refused"),
 }
 
 

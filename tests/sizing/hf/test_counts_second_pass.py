@@ -81,3 +81,35 @@ def test_a_second_pass_config_counts_or_is_refused_as_transformers_does(tmp_path
     if expected == "refused":
         line = rec["audit"]["refused"]
         assert "\n" not in line and len(line) < 1000
+
+
+def test_every_translated_input_of_the_pass_counts_as_transformers_or_is_refused(tmp_path):
+    """All the pass's configs of the types ffnlab translates (``hf_second_pass.json``: transformers'
+    total, or "refused"), recounted by the translators alone: a translator that counts gives
+    transformers' total, and never counts what transformers refuses (where a translator refuses
+    a config transformers builds, audit asks transformers)."""
+    import json
+
+    from hf_second_pass import PATH, cases
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.sizing.audit import WHOLE_MODEL_TYPES, audit
+
+    stored = json.loads(PATH.read_text())
+    verdicts = stored["verdicts"]
+    configs = cases()
+    assert set(configs) == set(verdicts) and len(configs) > 3000
+    path = tmp_path / "config.json"
+    wrong = []
+    for cid, config in configs.items():
+        if config["model_type"] in WHOLE_MODEL_TYPES:  # transformers' model is more than the translator's
+            continue
+        path.write_text(json.dumps(config))
+        try:
+            ours: int | str = audit(str(path)).params_total or 0
+        except FfnlabError as e:
+            assert "\n" not in str(e), cid
+            continue  # with transformers installed, audit asks it
+        if ours != verdicts[cid]:
+            wrong.append((cid, ours, verdicts[cid]))
+    assert not wrong, wrong[:20]

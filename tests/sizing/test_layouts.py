@@ -225,7 +225,7 @@ def test_translator_refusals_name_the_key():
         from_hf_dict({"model_type": "hunyuan_v1_moe", "moe_topk": [2, 4], "head_dim": 128})
     with pytest.raises(FfnlabError, match="'num_experts'"):  # an int in transformers 5.25's config
         from_hf_dict({"model_type": "hunyuan_v1_moe", "num_experts": [2, 2], "head_dim": 128})
-    with pytest.raises(FfnlabError, match="list of layer indices"):
+    with pytest.raises(FfnlabError, match="moe_layers"):
         from_hf_dict({"model_type": "llama4_text", "moe_layers": "all"})
     with pytest.raises(FfnlabError, match="attention_types"):
         from_hf_dict({"model_type": "gpt_neo", "attention_types": ["global"]})

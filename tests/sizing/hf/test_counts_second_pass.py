@@ -68,6 +68,11 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     # DeepSeek-V2's config validates hidden_size % heads, though its MLA widths do not use it
     "deepseek_v2-heads-not-dividing": ("deepseek_v2", _set(num_attention_heads=3), "refused"),
     # HunYuan MoE: a list of expert counts is refused by 5.25's typed field (a list of top-k is not)
+    # a key ffnlab does not read, of a kind its config class's validators refuse
+    "gpt2-use-cache-string": ("gpt2", _set(use_cache="x"), "refused"),
+    "llama-eps-string": ("llama", _set(rms_norm_eps="x"), "refused"),
+    "mixtral-initializer-list": ("mixtral", _set(initializer_range=[0.02]), "refused"),
+    "gemma2-eos-list": ("gemma2", _set(eos_token_id=[1, 2]), "exact"),  # int | list[int]
     "hunyuan_v1_moe-experts-list": ("hunyuan_v1_moe", lambda c: {**c, "num_experts": [c["num_experts"]] * 2},
                                     "refused"),
 }

@@ -79,6 +79,30 @@ def class_defaults(model_type: str) -> dict[str, Any]:
     return out
 
 
+_KINDS = {int: "int", float: "float", bool: "bool", str: "str", type(None): "null", list: "list"}
+
+
+def field_kinds(model_type: str) -> dict[str, list[str]]:
+    """The JSON kinds each field of the config class is annotated to take (int, float, bool, str,
+    null, list), for the fields whose annotation is made of those alone (its validators refuse
+    the others: "Field 'use_cache' expected bool, got str")."""
+    import typing
+
+    from transformers import CONFIG_MAPPING, PretrainedConfig
+
+    cls = CONFIG_MAPPING[model_type]
+    base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    out: dict[str, list[str]] = {}
+    for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
+        if f.name in SKIP_FIELDS or f.name.startswith("_") or f.name in base or isinstance(f.type, str):
+            continue
+        members = typing.get_args(f.type) if typing.get_args(f.type) and typing.get_origin(f.type) is not list else (f.type,)
+        kinds = {_KINDS.get(typing.get_origin(m) or m) for m in members}
+        if None not in kinds:
+            out[f.name] = sorted(k for k in kinds if k)
+    return out
+
+
 def wrapper_text_defaults(model_type: str) -> dict[str, Any] | None:
     """What a multimodal config's text_config defaults to when config.json has none."""
     from transformers import CONFIG_MAPPING
@@ -134,7 +158,15 @@ def probe(model_type: str) -> dict[str, Any]:
         divides = not _builds(trial)
     text_refused = [] if text_type != model_type else [
         name for name in TEXT_CONFIG_CANDIDATES if _builds(config) and not _builds({**config, name: {"hidden_size": 16}})]
+    # a head_dim written as a string (its value): refused by types whose validators read it even
+    # where the model does not (GPT-NeoX's rope check), built by those that never look (OPT)
+    trial = json.loads(json.dumps(config))
+    target = trial.get("text_config", trial)
+    width = target.get("head_dim") or (target[hidden_key] // target[heads_key] if heads_key and hidden_key else 8)
+    target["head_dim"] = str(width)
+    head_dim_typed = _builds(config) and not _builds(trial)
     return {"text_type": text_type, "null_refused": refused, "missing_refused": missing,
+            "head_dim_typed": head_dim_typed, "field_kinds": field_kinds(text_type),
             "text_config_refused": text_refused,
             "heads_divide_hidden": divides, "defaults": class_defaults(text_type),
             "wrapper": wrapper_text_defaults(model_type) if text_type != model_type else None}
@@ -159,7 +191,7 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
         "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
         "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
-        "does not build), text_config_refused the keys a type's model refuses a plain object under (names "
+        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, text_config_refused the keys a type's model refuses a plain object under (names "
         "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
         "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
@@ -173,6 +205,8 @@ def render(t: dict[str, Any]) -> str:
            "null_refused": {mt: sorted(p["null_refused"]) for mt, p in types},
            "missing_refused": {mt: sorted(p["missing_refused"]) for mt, p in types if p["missing_refused"]},
            "heads_divide_hidden": sorted(mt for mt, p in types if p["heads_divide_hidden"]),
+           "head_dim_typed": sorted(mt for mt, p in types if p["head_dim_typed"]),
+           "field_kinds": {mt: dict(sorted(p["field_kinds"].items())) for mt, p in types},
            "text_config_refused": {mt: p["text_config_refused"] for mt, p in types if p["text_config_refused"]},
            "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},
            "wrapper_text_defaults": {mt: w for mt, w in sorted(t["wrappers"].items())}}

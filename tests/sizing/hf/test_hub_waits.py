@@ -125,3 +125,14 @@ def test_an_hf_dataset_corpus_is_bounded_too(hub, tmp_path):
 def test_bad_timeouts_are_refused(tmp_path, value):
     p = ffnlab("http://127.0.0.1:9", tmp_path / "hf", "audit", "org/tiny", "--timeout", value)
     assert error_line(p).startswith("error: --timeout must be")
+
+
+@pytest.mark.parametrize("argv", [["audit", "org/tiny"], ["fit", "org/tiny"]])
+def test_a_bare_404_is_the_hubs_answer_not_an_unreachable_hub(hub, tmp_path, argv):
+    """A 404 naming no repo, revision or file (no X-Error-Code: a proxy, a wrong HF_ENDPOINT) once
+    read "cannot reach the Hub", though the Hub had answered (the second adversarial pass)."""
+    fake, url = hub
+    fake.misbehave, fake.status = "status", 404
+    line = error_line(ffnlab(url, tmp_path / "hf", *argv, "--timeout", "1"))
+    assert f"the Hub at {url} answered 404 for org/tiny config.json" in line and "cannot reach" not in line
+    each_url_once(fake)

@@ -73,7 +73,7 @@ from ffnlab.sizing.hf import (
 from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
 from ffnlab.sizing.hf.keys import ConfigKeys
-from ffnlab.sizing.hf.rules import TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
+from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN, TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
 from ffnlab.validation import show
 
 HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type -> translator (one module each)
@@ -201,6 +201,10 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
             f"config.json ({text_type}): add_cross_attention is true: ffnlab's translators do not model "
             "cross-attention layers")
     cfg = implementation(clamp_top_k(HF_TRANSLATORS[text_type](keys)), text_type, text)
+    # the types whose config class validates hidden_size % heads == 0, whatever the translator reads
+    require(text_type not in HEADS_DIVIDE_HIDDEN or cfg.d_model % cfg.attn.n_heads == 0,
+            f"config.json: num_attention_heads={cfg.attn.n_heads} does not divide hidden_size={cfg.d_model} "
+            f"(transformers' {text_type} config requires it)")
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)
 

@@ -162,7 +162,7 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
         status = getattr(getattr(e.__cause__, "response", None), "status_code", None)
         if status in (401, 403):  # refused, and nothing cached
             raise FfnlabError(f"the Hub refused {target.label} ({status}): {AUTH_HINT}") from None
-        raise _not_cached(target, filename, constants) from None
+        raise _not_cached(target, filename, constants, status) from None
     except errors.HfHubHTTPError as e:
         status = getattr(getattr(e, "response", None), "status_code", None)
         if status in (401, 403):
@@ -179,10 +179,15 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
             enable_progress_bars()
 
 
-def _not_cached(target: HubId, filename: str, constants: Any) -> FfnlabError:
+def _not_cached(target: HubId, filename: str, constants: Any, status: int | None = None) -> FfnlabError:
+    """Nothing cached, and the Hub gave nothing: offline, unreachable, or an answer (``status``)
+    that names no repo, revision or file (a bare 404 from a proxy or a wrong HF_ENDPOINT)."""
     where = f"the HF cache ({constants.HF_HUB_CACHE}) has no {filename} of {target.label}"
     if constants.HF_HUB_OFFLINE:
         return FfnlabError(f"HF_HUB_OFFLINE is set and {where}; unset HF_HUB_OFFLINE to download it")
+    if isinstance(status, int):  # it was reached: say what it answered, not that it could not be
+        return FfnlabError(f"the Hub at {constants.ENDPOINT} answered {status} for {target.label} {filename} "
+                           f"(no repo, revision or file named in the answer: check HF_ENDPOINT) and {where}")
     return FfnlabError(f"cannot reach the Hub at {constants.ENDPOINT} and {where}")
 
 

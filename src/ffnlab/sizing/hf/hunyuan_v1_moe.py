@@ -1,6 +1,7 @@
 """Hunyuan MoE V1 (hunyuan_v1_moe): Hunyuan's attention (per-head q/k RMSNorms) with, in every
 layer, num_experts routed SwiGLU experts and one shared MLP, all of width intermediate_size as
-transformers builds them (per-layer lists of expert counts must be uniform here)."""
+transformers builds them (a per-layer list of top-k values must be uniform here; transformers
+5.25 refuses a list of expert counts)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
     cfg = decoder(k, HUNYUAN_DEFAULTS, DecoderLayout(qk_norm="head"))
     moe = replace(
         cfg.ffn,
-        n_experts=_uniform(k, "num_experts", 1),
+        n_experts=k.get("num_experts", 1),  # an int in transformers 5.25's config (moe_topk may be a list)
         top_k=_uniform(k, "moe_topk", 1),
         n_shared_experts=1,
     )

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.sizing.hf.rules import CLASS_DEFAULTS, MISSING_REFUSED, NULL_REFUSED
+from ffnlab.sizing.hf.rules import (
+    CLASS_DEFAULTS,
+    FIELD_KINDS,
+    HEAD_DIM_TYPED,
+    MISSING_REFUSED,
+    NULL_REFUSED,
+)
 from ffnlab.validation import integer, show
 
 MISSING = object()
@@ -52,6 +58,14 @@ class ConfigKeys:
             require(key not in self.data or self.data[key] is not None,
                     f"config.json key {key!r} is null: transformers builds no {self.model_type} model "
                     f"with a null {key}")
+        for key, kinds in FIELD_KINDS.get(self.model_type, {}).items():  # validated, read or not
+            value = self.data.get(key)
+            kind = "str" if isinstance(value, str) else "list" if isinstance(value, list) else \
+                "object" if isinstance(value, dict) else None
+            require(kind is None or kind in kinds, f"config.json key {key!r} must be {' or '.join(sorted(kinds))}, "
+                                                   f"got {show(value)}: transformers' {self.model_type} config refuses it")
+        if self.model_type in HEAD_DIM_TYPED and self.data.get("head_dim") is not None:  # validated, read or not
+            integer(self.data["head_dim"], "config.json key 'head_dim' (an integer)", 0, MAX_INT)
         for key in sorted(MISSING_REFUSED.get(self.model_type, ())):
             require(key in self.data, f"config.json (model_type {self.model_type!r}) is missing key {key!r}: "
                                       f"transformers cannot build this model without it")

@@ -9,6 +9,9 @@ installed transformers. Read here once, into the names the translators use:
 * ``MISSING_REFUSED``: the keys it cannot do without (its class default does not build);
 * ``TEXT_CONFIG_REFUSED``: the keys (``text_config``, ``decoder``, ...) under which a type's
   model refuses a plain value: transformers looks a text sub-config up under them;
+* ``FIELD_KINDS``: the JSON kinds (int, float, bool, str, null, list) each config-class field
+  is annotated to take, where its annotation is made of those alone;
+* ``HEAD_DIM_TYPED``: the types that refuse a head_dim that is not an integer, read or not;
 * ``HEADS_DIVIDE_HIDDEN``: the types whose config requires hidden_size % heads == 0;
 * ``CLASS_DEFAULTS``: each type's config-class defaults (integer, boolean, string and null fields);
 * ``WRAPPER_TEXT_DEFAULTS``: a multimodal type's text_config when config.json has none.
@@ -27,6 +30,9 @@ NULL_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys in _
 MISSING_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys in _TABLE["missing_refused"].items()}
 TEXT_CONFIG_REFUSED: dict[str, tuple[str, ...]] = {
     mt: tuple(keys) for mt, keys in _TABLE.get("text_config_refused", {}).items()}
+FIELD_KINDS: dict[str, dict[str, frozenset[str]]] = {
+    mt: {key: frozenset(kinds) for key, kinds in fields.items()} for mt, fields in _TABLE.get("field_kinds", {}).items()}
+HEAD_DIM_TYPED: frozenset[str] = frozenset(_TABLE.get("head_dim_typed", ()))
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])
 CLASS_DEFAULTS: dict[str, dict[str, object]] = _TABLE["class_defaults"]
 WRAPPER_TEXT_DEFAULTS: dict[str, dict[str, object]] = _TABLE["wrapper_text_defaults"]

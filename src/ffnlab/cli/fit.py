@@ -218,7 +218,8 @@ def fit(
     knobs.check()
     serving_engine = None
     if mode == "serve":  # --engine names the serving engine
-        serving_engine, mem = mem.engine, replace(mem, engine=None)
+        serving_engine = mem.engine if "engine" in mem.given else None  # else the serving default
+        mem = replace(mem, engine=MemoryFlags().engine)
     if target_tokens_per_s is not None:
         number(target_tokens_per_s, "--target-tokens-per-s", 0, None)
         require(target_tokens_per_s > 0, "--target-tokens-per-s must be > 0")

@@ -139,7 +139,7 @@ def size(
     knobs.check()
     serving_engine = None
     if gpu is not None and mem.engine is not None and mem.engine.partition("@")[0].lower() in _serving_engines():
-        serving_engine, mem = mem.engine, replace(mem, engine=None)  # --engine names the serving engine
+        serving_engine, mem = mem.engine, replace(mem, engine=MemoryFlags().engine)  # --engine names the serving engine
     if knobs.given() or serving_engine:
         require(gpu is not None and from_model is not None,
                 "the serving engine's flags (--gpu-memory-utilization ... --engine-config with a serving command line) "

@@ -15,7 +15,7 @@ from fake_sweeps import fake_sweep
 from ffnlab.errors import FfnlabError
 from ffnlab.experiments.reporting.report import write_report
 from ffnlab.experiments.sweep.spec import load_spec, spec_from_dict
-from ffnlab.glossary import TERMS
+from ffnlab.experiments.reporting.glossary import TERMS
 
 SEED_PHRASES = ("ratio-4-optimal", "golden-transformer-8pct", "glu-beats-plain", "gated-ratio-4", "1.08",
                 "8% faster", "source note", "golden preset", "0.021 nats", "claimed speed-up is")

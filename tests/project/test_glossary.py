@@ -1,16 +1,16 @@
-"""The glossary: one module (ffnlab.glossary), rendered as docs/glossary.md and linked from the
+"""The glossary: one module (ffnlab.experiments.reporting.glossary), rendered as docs/glossary.md and linked from the
 README and every doc, so a reader meeting Dunnett or TOST in a report finds the word explained."""
 
 from __future__ import annotations
 
 from paths import ROOT
 
-from ffnlab import glossary
+from ffnlab.experiments.reporting import glossary
 
 
 def test_docs_glossary_is_the_modules_rendering() -> None:
     assert (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8") == glossary.markdown(), \
-        "regenerate: python -c 'from ffnlab import glossary; print(glossary.markdown(), end=\"\")' > docs/glossary.md"
+        "regenerate: python -c 'from ffnlab.experiments.reporting import glossary; print(glossary.markdown(), end=\"\")' > docs/glossary.md"
 
 
 def test_every_doc_and_the_readme_link_the_glossary() -> None:

@@ -28,3 +28,13 @@ def test_the_glossary_explains_the_words_the_reports_use() -> None:
                  "equivalence margin", "hypothesis"):
         assert word in terms, word
     assert len({t.term for t in glossary.TERMS}) == len(glossary.TERMS)
+
+
+def test_every_html_template_ends_with_the_glossary() -> None:
+    """Every page ffnlab writes is an HTML template on base.html.j2, which ends with the glossary
+    (the sweep report's page is checked whole in tests/experiments/test_hypotheses.py)."""
+    templates = ROOT / "src" / "ffnlab" / "experiments" / "reporting" / "templates"
+    pages = [p for p in templates.glob("*.html.j2") if p.name != "base.html.j2"]
+    assert pages and all('{% extends "base.html.j2" %}' in p.read_text(encoding="utf-8") for p in pages)
+    base = (templates / "base.html.j2").read_text(encoding="utf-8")
+    assert base.index("{% block content %}") < base.index('<h2 id="glossary">') < base.index("</body>")

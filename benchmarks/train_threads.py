@@ -62,8 +62,12 @@ def main() -> None:
                 rows.append(r)
                 print(f"{r['setting']:>11}: {r['threads']} threads ({r['set_by']}); wall {r['wall_s']:.1f} s, "
                       f"CPU {r['cpu_s']:.1f} s, training {r['train_s']:.1f} s, {r['tokens_per_s']:,.0f} tok/s, "
-                      f"val loss {r['val_loss']:.4f}", flush=True)
+                      f"val loss {r['val_loss']!r}", flush=True)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    losses = {r["setting"]: r["val_loss"] for r in rows}
+    same = losses.get("--threads 1") == losses.get("default")
+    print(f"final val loss {'bit-identical' if same else 'differs'} between the settings "
+          f"(thread counts {sorted({r['threads'] for r in rows})})")
     for setting in ("--threads 1", "default"):
         walls = sorted(r["wall_s"] for r in rows if r["setting"] == setting)
         print(f"{setting:>11}: median wall {walls[len(walls) // 2]:.1f} s over {len(walls)} run(s)")

@@ -91,8 +91,9 @@ def size(
     fmt: str = FORMAT_OPTION,
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
-    """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model;
-    --from A --from B: several models, one row each)."""
+    """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model).
+
+    --from A --from B compares several models, one row each."""
     set_timeout(timeout)
     from_model = from_models[0] if from_models else None
     check_format(fmt)

@@ -13,9 +13,9 @@ import pytest
 from fake_sweeps import fake_sweep
 
 from ffnlab.errors import FfnlabError
+from ffnlab.experiments.reporting.glossary import TERMS
 from ffnlab.experiments.reporting.report import write_report
 from ffnlab.experiments.sweep.spec import load_spec, spec_from_dict
-from ffnlab.experiments.reporting.glossary import TERMS
 
 SEED_PHRASES = ("ratio-4-optimal", "golden-transformer-8pct", "glu-beats-plain", "gated-ratio-4", "1.08",
                 "8% faster", "source note", "golden preset", "0.021 nats", "claimed speed-up is")
@@ -117,3 +117,13 @@ def test_a_presets_seed_hypothesis_states_the_catalogued_claim():
                 assert h.sentence == said[h.id], (path.stem, h.id)
                 checked += 1
     assert checked >= 10
+
+
+def test_a_users_best_arm_hypothesis_needs_no_ratio_4_reference(tmp_path):
+    """The seed claim is about ratio 4; a user's "my reference is best" is about their reference."""
+    mine = [{"id": "r2-best", "sentence": "GELU at ratio 2 beats ratios 4 and 8.", "comparison": "ratio_optimal"}]
+    fake_sweep(tmp_path, ARMS, 6, 0.01, spec_extra={"hypotheses": mine, "reference": "gelu-r2"})
+    claims = json.loads(write_report(tmp_path, tmp_path / "report")["claims"].read_text())
+    # ratio 2 was built 0.1 nats below ratio 4 and 0.15 below ratio 8
+    assert claims["ratio_optimal"]["verdict"] == "true"
+    assert claims["ratio_optimal"]["unit"] == "nats (alternative - gelu-r2)"

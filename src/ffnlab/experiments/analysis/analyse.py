@@ -22,7 +22,7 @@ from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.sweep.runs import ArmStats, load
-from ffnlab.experiments.sweep.spec import saved_hypotheses, spec_field
+from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, saved_hypotheses, spec_field
 from ffnlab.sizing.result import Result
 
 
@@ -81,16 +81,19 @@ def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
     return {a.name: a.losses for a in arms}
 
 
-def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any]) -> tuple[dict[str, Any], vd.Family | None]:
+def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any],
+                          seed: bool = True) -> tuple[dict[str, Any], vd.Family | None]:
     """"Ratio 4 gives the best model; other ratios lose quality": the raw-ratio-4 reference against
     the spec's same-kind alternatives (:func:`ffnlab.experiments.analysis.verdicts.reference_best`)."""
     reference = spec["reference"]
     ref = next(a for a in arms if a.name == reference)
     alts = alternatives(spec, arms, "ratio_optimal")
-    unit = "nats (alternative - ratio 4)"
-    if abs(ref.ratio_raw - 4) > 1e-9 or not alts:
+    unit = "nats (alternative - ratio 4)" if seed else f"nats (alternative - {reference})"
+    if seed and (abs(ref.ratio_raw - 4) > 1e-9 or not alts):  # the seed claim is about ratio 4
         return _missing("-", unit, "the sweep needs a raw-ratio-4 reference and alternatives of the same FFN "
                                    "kind"), None
+    if not alts:
+        return _missing("-", unit, "the sweep needs alternatives of the reference's FFN kind"), None
     margin = margin_of(spec, ref.mean_loss)
     fam = vd.decide_family("final validation loss", groups(arms), reference, alts, margin)
     verdict, k = vd.reference_best(fam.decisions)
@@ -295,7 +298,8 @@ def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, A
     claims: dict[str, Any] = {}
     fam = None
     if "ratio_optimal" in hyps:
-        claims["ratio_optimal"], fam = verdict_ratio_optimal(arms, _spec_for(spec, hyps["ratio_optimal"]))
+        seed = hyps["ratio_optimal"].get("id") == SEED_CLAIM_OF["ratio_optimal"]  # "ratio 4 is best"
+        claims["ratio_optimal"], fam = verdict_ratio_optimal(arms, _spec_for(spec, hyps["ratio_optimal"]), seed)
     else:
         fam = _reference_family(arms, spec)
     conv_h = hyps.get("convergence_speed")

@@ -108,7 +108,9 @@ def loss_curves(arms: Sequence[ArmStats], target: float | None, tail: float = 0.
 
 
 def _legend_below(ax: Any) -> None:
-    """The legend under the axes, off the data."""
+    """The legend under the axes, off the data (none when nothing drawn is labelled)."""
+    if not ax.get_legend_handles_labels()[1]:
+        return
     ax.legend(fontsize=FONT - 1, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
 
 

@@ -343,3 +343,34 @@ def test_generate_continues_a_prompt_greedily_as_the_model_scores_it_and_by_seed
     a, b = (run("generate", str(out), "-p", "To be", "-n", "16", "--seed", "3") for _ in range(2))
     assert a.returncode == 0 and a.stdout == b.stdout and a.stdout.startswith("To be")
     assert_usage_error(run("generate", str(out), "--prompt", "", "--tokens", "4"), "give a --prompt")
+
+
+def test_summary_records_the_thread_count_and_who_set_it(tmp_path, cache_dir):
+    """A CPU run is bit-exact per seed *and* thread count, so summary.json keeps both the count
+    torch trained with and its origin: train.threads, else the environment, else torch's default.
+    Oracle: the OMP_NUM_THREADS the child process was given, which torch obeys at start-up."""
+    given = tmp_path / "given"
+    p = run(*train_args(given, cache_dir, "train.max_steps=4", "train.eval_every=4"))
+    assert p.returncode == 0, p.stderr
+    s = json.loads((given / "summary.json").read_text())
+    assert s["threads"] == 1 and s["threads_set_by"] == "train.threads"
+    env_run = tmp_path / "env"
+    args = [a for a in train_args(env_run, cache_dir, "train.max_steps=4", "train.eval_every=4")
+            if a != "train.threads=1"]
+    args = [a for i, a in enumerate(args) if not (a == "--set" and args[i + 1] == "--set")]
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    env.pop("MKL_NUM_THREADS", None)
+    q = subprocess.run([sys.executable, "-m", "ffnlab", *args], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert q.returncode == 0, q.stderr
+    s = json.loads((env_run / "summary.json").read_text())
+    assert s["threads"] == 2 and s["threads_set_by"] == "the environment (OMP_NUM_THREADS=2)"
+
+
+def test_threads_set_by_without_a_setting_names_torchs_default(monkeypatch):
+    from ffnlab.training.trainer import threads_set_by
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    assert threads_set_by(None).startswith("torch's default")
+    assert threads_set_by(3) == "train.threads"

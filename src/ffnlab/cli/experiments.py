@@ -104,7 +104,8 @@ def report(
     """Analyse a finished sweep: CIs, convergence speed, verdicts, plots.
 
     Means and 95% CIs per arm, tokens to a pre-registered target loss vs the reference arm,
-    the source note's table filled; writes Markdown, self-contained HTML, CSV and JSON.
+    perplexity and bits per byte per arm, and a verdict on each hypothesis the spec names (none
+    without a hypotheses block); writes Markdown, self-contained HTML, CSV and JSON.
     """
     from ffnlab.experiments.reporting.report import write_report
 

@@ -157,7 +157,8 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 @app.command(rich_help_panel=SIZING)
 @memory_flags(without=LAYOUT)
 def fit(
-    target: str = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id org/name[@rev]."),
+    targets: list[str] = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id "
+                                                  "org/name[@rev]; several: one table, one row each (needs --gpu)."),
     gpus_flag: str = typer.Option("8", "--gpus", parser=gpus_or_auto, help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
@@ -198,8 +199,11 @@ def fit(
 ) -> None:
     """Smallest parallel layout on N GPUs that holds a model for training or serving, and time to train.
 
-    Exit status: 0 when a layout fits (on some accelerator, when comparing them), 1 when nothing
-    fits (said as borderline when it would fit only inside the reserve), 2 on bad input."""
+    Several models (fit A B C --gpu H100) are compared in one table on one kind of GPU.
+
+    Exit status: 0 when a layout fits (on some accelerator, when comparing them; for every model,
+    when comparing models), 1 when nothing fits (said as borderline when it would fit only inside
+    the reserve), 2 on bad input."""
     set_timeout(timeout)
     from ffnlab.sizing.hf.hub import resolve_model_raw
     from ffnlab.sizing.memory.fit import MAX_GPUS, context_limit
@@ -246,7 +250,19 @@ def fit(
         require(tokens is None, f"--tokens gives a pretraining time (6 x params FLOPs per token): not modelled "
                                 f"with --finetune {ft.mode}")
     batch, recompute, kv_dtype = work.batch, work.recompute, work.kv_dtype
-    name, cfg, raw = resolve_model_raw(target)  # a Hub id's config.json is fetched; zoo names and paths never are
+    if len(targets) > 1:
+        require(gpu is not None or gpu_memory is not None,
+                "several models are compared on one kind of GPU: give --gpu (or --gpu-memory)")
+        require(not auto, "--gpus auto searches for one model: give a GPU count to compare several")
+        require(plot is None, "--plot draws one model's step: give one model")
+        require(target_tokens_per_s is None, "--target-tokens-per-s sizes one model: give one model")
+        ask = FitAsk(mode=mode, reserve_gib=reserve, max_tp=max_tp, sharding=sharding, context_limit=None)
+        all_fit = _compare_models(targets, gpus, gpu, gpu_memory, tokens, mfu, precision, work, ask,
+                                  as_json=as_json, fmt=fmt, wide=wide)
+        if not all_fit:
+            raise typer.Exit(EXIT_NO_FIT)
+        return
+    name, cfg, raw = resolve_model_raw(targets[0])  # a Hub id's config.json is fetched; zoo names and paths never are
     n_tokens = _count(tokens) if tokens else None
     if mfu is not None and (n_tokens is None or mode == "serve"):
         note("--mfu is used only for the training time, which needs --tokens and --mode train; ignored")
@@ -359,6 +375,71 @@ def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | N
     est = estimate(cfg, _accelerator(gpu, gpu_memory), eng, engine_knobs, tp=tp, weights_dtype=work.serving_weights,
                    kv_dtype=work.kv, context_limit=ask.context_limit, group_size=work.group_size)
     return est, said
+
+
+def _setting_text(work: Workload, mode: str, gpus: int) -> str:
+    """``train, 8 GPUs, batch 1 x 2048, recompute none``: what every model of a comparison is fitted at."""
+    ft = work.finetune
+    return ((f"{ft.mode} fine-tuning (rank {ft.rank})" if ft else mode) + f", {gpus_text(gpus)}, "
+            f"batch {work.batch} x {work.seq_len}"
+            + (f", recompute {work.recompute}" if mode == "train" else f", KV {work.kv_dtype or work.dtype}"))
+
+
+def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: float | None, tokens: str | None,
+                    mfu: float | None, precision: str, work: Workload, ask: FitAsk, *, as_json: bool, fmt: str,
+                    wide: bool) -> bool:
+    """``fit A B C --gpu NAME``: each model's fit on the same GPUs, one row (one JSON object, as
+    ``fit MODEL --gpu NAME --json`` writes it) per model; True when every model fits."""
+    from ffnlab.sizing.hf.hub import resolve_model_raw
+    from ffnlab.sizing.memory.fit import context_limit
+
+    n_tokens = _count(tokens) if tokens else None
+    timed = bool(n_tokens) and ask.mode == "train"
+    if mfu is not None and not timed:
+        note("--mfu is used only for the training time, which needs --tokens and --mode train; ignored")
+    if work.engine is not None and ask.mode == "train":
+        engine_notes(work.engine)
+    fitted: list[tuple[str, FitAsk, FitResult]] = []
+    for target in targets:
+        name, cfg, raw = resolve_model_raw(target)
+        each = replace(ask, context_limit=context_limit(raw))
+        fitted.append((name, each, _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision,
+                                           work, each)))
+    if as_json:
+        render.emit_json([{"model": name, **_options_json(work, each), "verdict": _verdict(res), **res.as_dict()}
+                          for name, each, res in fitted])
+        return all(res.best is not None for _, _, res in fitted)
+    rows = []
+    for name, _, res in fitted:
+        for w in res.warnings:
+            note(f"{name}: {w}")
+        best = res.best
+        rows.append({"model": name, "verdict": _verdict(res), "layout": best.describe if best else "-",
+                     "per_gpu_bytes": best.per_gpu_bytes if best else res.smallest_need_bytes,
+                     "usable_bytes": res.usable_bytes,
+                     "days": res.time.days if res.time else None,
+                     "gpu_hours": res.time.gpu_hours if res.time else None})
+    cols = [Column("model", "model", justify="left"), Column("verdict", "verdict", justify="left"),
+            Column("layout", "smallest layout", justify="left"),
+            Column("per_gpu_bytes", "per GPU (or least needed)", gib), Column("usable_bytes", "usable", gib, wide=True)]
+    if timed:
+        cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
+                 Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
+    acc = fitted[0][2].accelerator
+    title = (f"{len(fitted)} models, {_setting_text(work, ask.mode, gpus)}{engine_text(work.engine)} on {acc}"
+             + (f"; time for {tokens} tokens" if timed else ""))
+    render.emit(rows, cols, fmt, title=title, wide=wide)
+    if fmt == "csv":
+        return all(res.best is not None for _, _, res in fitted)
+    res0 = fitted[0][2]
+    shared = dict.fromkeys(line for _, _, res in fitted for line in res.assumptions)  # each once, in order
+    lines = [f"usable = {gib(res0.memory_bytes)} reported by the device - {gib(res0.reserve_bytes)} reserve",
+             *shared,
+             "ffnlab fit MODEL --gpu NAME lists each term of one model's best layout, or what would make it fit"]
+    if timed:
+        lines += [_mfu_line(mfu), _precision_line(precision)]
+    _print_lines("assumed:", lines, fmt)
+    return all(res.best is not None for _, _, res in fitted)
 
 
 def _verdict(res: FitResult) -> str:

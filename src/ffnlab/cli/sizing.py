@@ -39,6 +39,7 @@ from ffnlab.cli.memory_view import (
     engine_notes,
     flat_memory,
     gib,
+    layout_text,
     memory_pairs,
     note,
     serving_lines,
@@ -82,7 +83,7 @@ SHAPE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "vocab", "untie
 def size(
     ctx: typer.Context,
     d_model: int = typer.Option(None, "--d-model", parser=counted("--d-model"), help="Model width (required unless --from)."),
-    from_model: str = typer.Option(None, "--from", help="Size a real model: a zoo name, a config.json or a Hub id org/name[@rev]; the width options re-size its FFN."),
+    from_models: list[str] = typer.Option(None, "--from", help="Size a real model: a zoo name, a config.json or a Hub id org/name[@rev]; the width options re-size its FFN. Repeat it to compare models in one table."),
     ffn: str = typer.Option(None, "--ffn", help=f"FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu (default {DEFAULT_KIND}, or the --from model's)."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
@@ -117,8 +118,11 @@ def size(
     fmt: str = FORMAT_OPTION,
     timeout: float = TIMEOUT_OPTION,
 ) -> None:
-    """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model)."""
+    """d_ff, ratios and parameters for a width rule (--n-layers: whole model; --from: a real model).
+
+    --from A --from B compares several models, one row each."""
     set_timeout(timeout)
+    from_model = from_models[0] if from_models else None
     check_format(fmt)
     if plot is not None:
         from ffnlab.experiments.reporting.step_figure import check_plot_path
@@ -150,6 +154,10 @@ def size(
     require(gpu is None or whole, "--gpu needs a whole model: give --n-layers (or --from MODEL)")
     width = WidthFlags(ratio=ratio, rule=rule, multiplier=multiplier, multiple_of=multiple_of, rounding=rounding,
                        d_ff=d_ff)
+    if from_models and len(from_models) > 1:
+        assert work is not None and lay is not None
+        _show_sizes([_size_from(ctx, m, ffn, width, work, lay, gpu=gpu) for m in from_models], as_json, fmt)
+        return
     if from_model is not None:
         assert work is not None and lay is not None
         out, engine = _size_from(ctx, from_model, ffn, width, work, lay, gpu=gpu, engine=serving_engine,
@@ -226,6 +234,39 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
                         kv_dtype=work.kv, context_limit=limit if limit is not None else context_limit(None),
                         group_size=work.group_size), said)
     return out, est
+
+
+def _show_sizes(outs: list[SizeSummary], as_json: bool, fmt: str) -> None:
+    """``size --from A --from B``: one row per model (JSON: the list of ``size --from`` objects)."""
+    if as_json:
+        render.emit_json(outs)
+        return
+    rows = []
+    for out in outs:
+        m = out.model
+        mem = m.memory if m is not None else None
+        rows.append({"model": out.from_model, "ffn_kind": out.ffn_kind, "d_model": out.d_model, "d_ff": out.d_ff,
+                     "ratio_param_matched": out.ratio_param_matched,
+                     "params": m.params.total if m is not None else None,
+                     "ffn_share": m.params.ffn_share if m is not None else None,
+                     "train_peak": mem.peak_bytes if mem is not None else None,
+                     "serve_total": mem.serving_total_bytes if mem is not None else None})
+    cols = [Column("model", "model", justify="left"), Column("ffn_kind", "FFN", justify="left"),
+            Column("d_model", "d_model"), Column("d_ff", "d_ff"),
+            Column("ratio_param_matched", "p-m ratio", lambda x: f"{x:.2f}"),
+            Column("params", "params", lambda x: "-" if x is None else human(x)),
+            Column("ffn_share", "FFN share", lambda x: "-" if x is None else f"{x:.1%}"),
+            Column("train_peak", "train peak", gib), Column("serve_total", "serve total", gib)]
+    mem0 = outs[0].model.memory if outs[0].model is not None else None
+    title = f"ffnlab size: {len(outs)} models"
+    if mem0 is not None:
+        title += (f"; memory per GPU ({layout_text(mem0.layout)}), training {mem0.dtype}, batch {mem0.batch} x "
+                  f"{mem0.seq_len}, recompute {mem0.recompute}; train peak = the most alive at one moment of "
+                  f"the step; serving weights {mem0.weights_dtype}, KV {mem0.kv_dtype}")
+    render.emit(rows, cols, fmt, title=title)
+    if fmt != "csv":
+        render.note("p-m ratio = parameter-matched ratio (x3/2 for gated FFNs); ffnlab size --from MODEL shows "
+                    "one model's every term and assumption", fmt)
 
 
 def _context_limit(name: str | None) -> int | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -506,6 +507,18 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     return summary
 
 
+def threads_set_by(configured: int | None) -> str:
+    """Who chose the run's torch thread count, for summary.json: a CPU run's losses are bit-exact
+    only at the same seed *and* thread count (a reduction split over more threads sums in another
+    order), so the count and its origin are part of the result."""
+    if configured:
+        return "train.threads"
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        if os.environ.get(var):
+            return f"the environment ({var}={os.environ[var]})"
+    return "torch's default (the cores this process may use)"
+
+
 def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: int, peak: Peak,
              elapsed: float, info: DistInfo) -> dict[str, Any]:
     records = read_records(out / "metrics.jsonl")
@@ -523,6 +536,7 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "train_flops_per_token": fpt, "train_flops": fpt * cfg.train.max_steps * cfg.tokens_per_step(),
         "wall_s": elapsed, "peak_flops": peak.flops, "peak_source": peak.describe(), "device": info.device, "world_size": info.world_size,
         "torch": torch.__version__, "tokenizer": data.tokenizer_name, "vocab_size": data.vocab_size,
+        "threads": torch.get_num_threads(), "threads_set_by": threads_set_by(cfg.train.threads),
         "ffnlab_commit": git_commit(),
     }
     write_atomic(out / "summary.json", json.dumps(summary, indent=1))

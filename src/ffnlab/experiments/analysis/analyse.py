@@ -22,11 +22,8 @@ from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.sweep.runs import ArmStats, load
-from ffnlab.experiments.sweep.spec import spec_field
+from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, saved_hypotheses, spec_field
 from ffnlab.sizing.result import Result
-
-CLAIMED_SPEEDUP = 1.08  # the first source note's "8% faster"
-GOLDEN_EFFECTS = {"0.021 nats (ratio 4 - ratio 2 in an earlier run of the golden preset)": 0.0214}
 
 
 def arm_table(arms: list[ArmStats]) -> list[dict[str, Any]]:
@@ -84,16 +81,19 @@ def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
     return {a.name: a.losses for a in arms}
 
 
-def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any]) -> tuple[dict[str, Any], vd.Family | None]:
+def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any],
+                          seed: bool = True) -> tuple[dict[str, Any], vd.Family | None]:
     """"Ratio 4 gives the best model; other ratios lose quality": the raw-ratio-4 reference against
     the spec's same-kind alternatives (:func:`ffnlab.experiments.analysis.verdicts.reference_best`)."""
     reference = spec["reference"]
     ref = next(a for a in arms if a.name == reference)
     alts = alternatives(spec, arms, "ratio_optimal")
-    unit = "nats (alternative - ratio 4)"
-    if abs(ref.ratio_raw - 4) > 1e-9 or not alts:
+    unit = "nats (alternative - ratio 4)" if seed else f"nats (alternative - {reference})"
+    if seed and (abs(ref.ratio_raw - 4) > 1e-9 or not alts):  # the seed claim is about ratio 4
         return _missing("-", unit, "the sweep needs a raw-ratio-4 reference and alternatives of the same FFN "
                                    "kind"), None
+    if not alts:
+        return _missing("-", unit, "the sweep needs alternatives of the reference's FFN kind"), None
     margin = margin_of(spec, ref.mean_loss)
     fam = vd.decide_family("final validation loss", groups(arms), reference, alts, margin)
     verdict, k = vd.reference_best(fam.decisions)
@@ -225,9 +225,13 @@ def _exp(v: float) -> float:
     return math.exp(v) if v > -745.0 else 0.0
 
 
-def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any]) -> dict[str, Any]:
-    """"Enforcing ratio 4 converges 8% faster": tokens(alternative) / tokens(ratio 4) >= 1.08 for
-    every alternative fixed in the spec (:func:`ffnlab.experiments.analysis.verdicts.threshold_claim`)."""
+def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any],
+                        claimed: float | None = None) -> dict[str, Any]:
+    """"The reference reaches the target faster": tokens(alternative) / tokens(reference) >= the
+    hypothesis's claimed speed-up (the seed note's 8%: 1.08), or, with none claimed, above 1 + the
+    margin, for every alternative fixed in the spec
+    (:func:`ffnlab.experiments.analysis.verdicts.threshold_claim`)."""
+    threshold = claimed if claimed is not None else 1 + spec_field(spec, "margin")
     fam: vd.Family | None = conv["family"]
     ref = conv["reference"]
     unit = f"tokens(alternative) / tokens({ref}) to loss {conv['target_loss']:.4f}"
@@ -240,7 +244,7 @@ def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[s
         d = fam.decisions[alts[0]]
         return _verdict("inconclusive", "no interval (fewer than two seeds per arm or no spread)" + d.advice(),
                         comparison, ratios[alts[0]], unit, math.nan, "none", fam.choice.why)
-    verdict, k = vd.threshold_claim(ratios, CLAIMED_SPEEDUP)
+    verdict, k = vd.threshold_claim(ratios, threshold)
     r = ratios[k]
     d = fam.decisions[k]
     flops = conv["arms"][k]["flops_ratio"]
@@ -248,9 +252,9 @@ def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[s
             f"{fmt_iv(r[0], r[1], r[2], 3, signed=False)} ({d.comparison.method} on log tokens, widened by the "
             f"interpolation between evaluations); training FLOPs {fmt_iv(flops[0], flops[1], flops[2], 3, signed=False)}; "
             "the claim "
-            f"needs >= {CLAIMED_SPEEDUP:.2f}; this design detects a {_exp(d.mde80) - 1:.1%} change with 80% power")
+            f"needs >= {threshold:.2f}; this design detects a {_exp(d.mde80) - 1:.1%} change with 80% power")
     if verdict == "inconclusive":
-        text += " (the interval straddles 1.08)" + d.advice()
+        text += f" (the interval straddles {threshold:.2f})" + d.advice()
     return _verdict(verdict, text, comparison, r, unit, d.mde80, d.comparison.method, fam.choice.why, against=k)
 
 
@@ -285,28 +289,69 @@ def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, A
 
 
 def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, Any]) -> dict[str, Any]:
-    """Every analysis of one set of arms against ``spec["reference"]`` (one cell)."""
+    """Every analysis of one set of arms against ``spec["reference"]`` (one cell): a verdict on
+    each hypothesis the spec names (:func:`ffnlab.experiments.sweep.spec.saved_hypotheses`), under
+    its own margin and arms, and none on anything else. Without a ratio_optimal hypothesis the
+    reference's comparisons are still computed, for the tables, and decide nothing."""
     reference = spec["reference"]
-    wanted = spec.get("claims") or ["ratio_optimal", "convergence_speed", "glu_vs_plain"]
+    hyps = {h["comparison"]: h for h in saved_hypotheses(spec)}
     claims: dict[str, Any] = {}
     fam = None
-    if "ratio_optimal" in wanted:
-        claims["ratio_optimal"], fam = verdict_ratio_optimal(arms, spec)
-    conv = convergence(arms, spec, reference, vocab_size=record.get("vocab_size"))
-    if "convergence_speed" in wanted:
-        claims["convergence_speed"] = verdict_convergence(conv, arms, spec)
+    if "ratio_optimal" in hyps:
+        seed = hyps["ratio_optimal"].get("id") == SEED_CLAIM_OF["ratio_optimal"]  # "ratio 4 is best"
+        claims["ratio_optimal"], fam = verdict_ratio_optimal(arms, _spec_for(spec, hyps["ratio_optimal"]), seed)
+    else:
+        fam = _reference_family(arms, spec)
+    conv_h = hyps.get("convergence_speed")
+    conv = convergence(arms, _spec_for(spec, conv_h) if conv_h else spec, reference,
+                       vocab_size=record.get("vocab_size"))
+    if conv_h is not None:
+        claims["convergence_speed"] = verdict_convergence(conv, arms, _spec_for(spec, conv_h),
+                                                          conv_h.get("claimed_effect"))
     for key in ("glu_vs_plain", "gated_law"):
-        found = verdict_pair(arms, spec, key) if key in wanted else None
+        found = verdict_pair(arms, _spec_for(spec, hyps[key]), key) if key in hyps else None
         if found is not None:
             claims[key] = found
+    claims = {k: {**v, "hypothesis": _said(hyps[k])} for k, v in claims.items()}
     m = run_maturity(spec, arms)
     claims = {k: mt.gate(v, m) if k in mt.OPTIMAL_RATIO_CLAIMS else {**v, "maturity": m.as_dict()}
               for k, v in claims.items()}
     conv_out = {k: v for k, v in conv.items() if k != "family"}
     conv_out["family"] = conv["family"].as_dict() if conv["family"] is not None else None
-    return {"loss_model": fam.as_dict() if fam else None, "power": power_table(fam, GOLDEN_EFFECTS),
+    ro = hyps.get("ratio_optimal") or {}
+    effects = ({f"{ro['claimed_effect']:g} nats ({ro.get('effect_source') or 'the effect ' + ro['id'] + ' claims'})":
+                float(ro["claimed_effect"])} if ro.get("claimed_effect") else {})
+    return {"loss_model": fam.as_dict() if fam else None, "power": power_table(fam, effects),
             "convergence": conv_out, "kaplan": kaplan_curve(arms, reference), "claims": claims,
             "maturity": m.as_dict()}
+
+
+def _spec_for(spec: dict[str, Any], hypothesis: dict[str, Any]) -> dict[str, Any]:
+    """The spec as one hypothesis decides it: its margin, and its arms for its comparison."""
+    out = dict(spec)
+    if hypothesis.get("margin") is not None:
+        out["margin"] = hypothesis["margin"]
+    if hypothesis.get("arms"):
+        prefix = spec["reference"].rsplit(".", 1)[0] + "." if "." in spec["reference"] else ""
+        arms = [a if a.startswith(prefix) else prefix + a for a in hypothesis["arms"]]
+        out["comparisons"] = {**(spec.get("comparisons") or {}), hypothesis["comparison"]: arms}
+    return out
+
+
+def _said(h: dict[str, Any]) -> dict[str, Any]:
+    """A hypothesis as a verdict carries it: the spec's words, kept with the verdict."""
+    return {k: h.get(k) for k in ("id", "sentence", "claimed_effect", "effect_source", "margin")}
+
+
+def _reference_family(arms: list[ArmStats], spec: dict[str, Any]) -> vd.Family | None:
+    """Each same-kind alternative against the reference, for the comparisons table of a spec with
+    no ratio_optimal hypothesis (it decides no verdict)."""
+    reference = spec["reference"]
+    ref = next((a for a in arms if a.name == reference), None)
+    alts = alternatives(spec, arms, "ratio_optimal") if ref is not None else []
+    if ref is None or not alts or len(ref.losses) < 2:
+        return None
+    return vd.decide_family("final validation loss", groups(arms), reference, alts, margin_of(spec, ref.mean_loss))
 
 
 def run_maturity(spec: dict[str, Any], arms: list[ArmStats]) -> mt.CellMaturity:

@@ -1,7 +1,8 @@
 """The report model of a sweep (:mod:`ffnlab.experiments.reporting.pages` renders it): verdict cards, each
 stating its deciding interval once; the tables of every comparison (deciding interval marked as
-such, the others labelled sensitivity); convergence, the Kaplan form, the source note's table filled,
-the arms; for scale sweeps every cell's comparisons and the trends."""
+such, the others labelled sensitivity); convergence, the Kaplan form, perplexity and bits per byte,
+the arms; for scale sweeps every cell's comparisons and the trends. A card states the hypothesis in
+the spec's own words (its id and sentence); a spec that names none gets no cards."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ffnlab.experiments.analysis.analyse import CLAIMED_SPEEDUP, Analysis, decisions, pair_decisions
+from ffnlab.experiments.analysis.analyse import Analysis, decisions, pair_decisions
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
 from ffnlab.experiments.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.pages import section, table
@@ -45,7 +46,8 @@ def claim_texts() -> dict[str, str]:
 
 
 def card(key: str, v: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
-    cid = CLAIM_OF.get(key, key)
+    said = v.get("hypothesis") or {}  # the spec's words (reports written before hypotheses: the catalogue's)
+    cid = said.get("id") or CLAIM_OF.get(key, key)
     point, lo, hi = (v.get("interval") or [math.nan] * 3)
     ratio = key == "convergence_speed"
     mde = v.get("mde80", math.nan)
@@ -54,7 +56,7 @@ def card(key: str, v: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
                  else f"detects {mde:.4f} {v.get('unit', '').split(' ')[0]} with 80% power")
     else:
         power = "no power figure (no interval)"
-    return {"id": cid, "analysis": key, "claim": texts.get(cid, ""), "verdict": v["verdict"],
+    return {"id": cid, "analysis": key, "claim": said.get("sentence") or texts.get(cid, ""), "verdict": v["verdict"],
             "interval": interval(point, lo, hi, 3 if ratio else 4, signed=not ratio), "unit": v.get("unit", ""),
             "comparison": v.get("comparison", ""), "method": v.get("method", ""), "model": v.get("model", ""),
             "power": power, "evidence": v.get("finding") or v["evidence"], "maturity": maturity_text(v)}
@@ -167,6 +169,12 @@ def _kaplan(rows: list[dict[str, Any]], ref: str) -> dict[str, Any]:
                  [False, True, True, True])
 
 
+def _hypothesis_id(cell: dict[str, Any], key: str) -> str:
+    """The id of the hypothesis a cell's verdict ``key`` decides (older reports: the catalogue's)."""
+    said = ((cell.get("claims") or {}).get(key) or {}).get("hypothesis") or {}
+    return str(said.get("id") or CLAIM_OF.get(key, key))
+
+
 def _cells(result: Analysis) -> list[dict[str, Any]]:
     rows = []
     for t in result.cells:
@@ -179,7 +187,7 @@ def _cells(result: Analysis) -> list[dict[str, Any]]:
         rows.append([t["scale"], t["d_model"], f"{t['params_non_embedding']:,}", f"{tokens:,}",
                      num(tokens / t["params_non_embedding"], ".2f") if tokens else "-", best,
                      num(t["lack_of_fit_p"], ".3g"),
-                     ", ".join(f"{CLAIM_OF.get(k, k)}: {v}" for k, v in t["verdicts"].items())])
+                     ", ".join(f"{_hypothesis_id(t, k)}: {v}" for k, v in t["verdicts"].items())])
     return [table(["cell", "d_model (ratio 4)", "non-emb params", "tokens per run", "tokens per param",
                    "best raw ratio (Fieller 95%)", "lack-of-fit p", "verdicts in this cell"], rows,
                   [False, True, True, True, True, True, True, False])]
@@ -280,16 +288,20 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             "loss more than 10% above its own best evaluation (it diverged) is left out of every comparison."],
             [excluded_table(result.excluded)]))
     conv = result.convergence
+    said = (result.claims.get("convergence_speed") or {}).get("hypothesis") or {}
+    claimed = (f"Hypothesis {said['id']} claims a speed-up of {said['claimed_effect']:.2f}"
+               + (f" ({said['effect_source']}). " if said.get("effect_source") else ". ")
+               if said.get("claimed_effect") else "")
     sections.append(section("convergence", f"Convergence speed (target loss {num(conv['target_loss'], '.4f')}: "
                                            f"{conv['target_rule']})", [
-        f"The claimed speed-up is {CLAIMED_SPEEDUP:.2f}. A run's crossing lies between two evaluations; the deciding "
+        f"{claimed}A run's crossing lies between two evaluations; the deciding "
         "interval includes that interpolation error. A run that never reaches the target is censored at its last "
         "evaluation (its arm's interval then has no upper end)."], [_convergence(conv, ref)],
         ["tokens_to_target.png", "loss_curves.png"]))
     sections.append(section("kaplan", "Loss relative to the reference (Kaplan et al. 2020, Fig. 5 form)", [],
                             [_kaplan(result.kaplan, ref)], ["kaplan.png", "frontier.png"]))
     sections.append(section("seeds", "Final loss per seed", [], [_seeds(result)]))
-    sections.append(section("seed-table", "The source note's table, filled", [
+    sections.append(section("seed-table", "Perplexity and bits per byte per arm", [
         "Perplexity and bits per byte on the held-out split, mean and 95% t interval over seeds; training FLOPs per "
         "token from ffnlab's exact count."], [table(
             ["arm", "FFN ratio (raw / param-matched)", "training FLOPs/token", "perplexity (95% CI)",
@@ -321,6 +333,11 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
               "-" if a.ffn_share is None else f"{a.ffn_share:.0%}",
               "-" if a.params_total is None else f"{a.params_total / 1e9:.2f}B"] for a in audit_rows],
             [False, False, True, True, True, True])]))
+    if not cards:
+        warnings = [*warnings, "This sweep's spec names no hypotheses, so the report decides none: the tables show "
+                               "each comparison with the reference, and a hypotheses block in the spec (id, "
+                               "sentence, comparison, margin, claimed effect; docs/experiments.md) turns them "
+                               "into verdicts."]
     return {"title": title, "description": spec.get("description", ""), "warnings": warnings,
             "setup": (f"Control {spec['control']} (tolerance {spec['tolerance']:.0%}), reference arm {ref}, seeds "
                       f"{', '.join(map(str, spec['seeds']))}; equivalence margin {margin:.1%} of the loss."),
@@ -332,7 +349,7 @@ FIGURE_TITLES = {
                   "the sensitivity interval (thin), every seed (dots) and the equivalence margin (shaded)",
     "pairs.png": "The planned pairs: the deciding interval of each (thick), sensitivity (thin), the margin (shaded)",
     "tokens_to_target.png": "Tokens to the target loss relative to the reference (deciding interval with the "
-                            "interpolation error), every seed, and the claimed 1.08",
+                            "interpolation error), every seed, and the claimed speed-up, if a hypothesis claims one",
     "kaplan.png": "Loss relative to the reference against the ratio (Kaplan et al. 2020, Fig. 5 form), Fieller 95%",
     "loss_curves.png": "Validation loss over the last half of training (thin: seeds)",
     "frontier.png": "Loss against training compute (mean over seeds)",

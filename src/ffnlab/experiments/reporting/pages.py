@@ -47,6 +47,9 @@ def environment():  # noqa: ANN202 - jinja2.Environment
                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
                              finalize=escape.visible)  # no control characters from files reach a page
     env.filters["md"] = md_cell
+    from ffnlab.experiments.reporting.glossary import TERMS
+
+    env.globals["glossary"] = TERMS  # base.html.j2 ends every page with it, report.md.j2 too
     return env
 
 

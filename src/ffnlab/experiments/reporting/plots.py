@@ -108,7 +108,9 @@ def loss_curves(arms: Sequence[ArmStats], target: float | None, tail: float = 0.
 
 
 def _legend_below(ax: Any) -> None:
-    """The legend under the axes, off the data."""
+    """The legend under the axes, off the data (none when nothing drawn is labelled)."""
+    if not ax.get_legend_handles_labels()[1]:
+        return
     ax.legend(fontsize=FONT - 1, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
 
 
@@ -166,16 +168,19 @@ def pairs(rows: Sequence[dict[str, Any]], seeds: Mapping[str, Sequence[float]]) 
     return _png(fig)
 
 
-def tokens_to_target(conv: dict[str, Any], arms: Mapping[str, ArmStats]) -> bytes:
+def tokens_to_target(conv: dict[str, Any], arms: Mapping[str, ArmStats],
+                     claimed: dict[str, Any] | None = None) -> bytes:
     """Tokens to the target loss relative to the reference: the deciding interval per arm, each
-    source note's value, and the claimed 1.08."""
+    seed, and the speed-up the convergence hypothesis claims (``claimed``: its words), if any."""
     ref = conv["reference"]
     names = list(conv["arms"])
     fig, ax = _figure(f"Tokens to val loss {conv['target_loss']:.4f}, relative to {ref}",
                       f"tokens(arm) / mean tokens({ref})", "", height=1.4 + 0.6 * len(names))
     ref_mean = conv["arms"][ref]["tokens_mean"] or math.nan
     ax.axvline(1.0, color="k", lw=0.8)
-    ax.axvline(1.08, color="#c62828", lw=1, ls="--", label="1.08 (ratio 4 '8% faster')")
+    if claimed and claimed.get("claimed_effect"):
+        x = float(claimed["claimed_effect"])
+        ax.axvline(x, color="#c62828", lw=1, ls="--", label=f"{x:.2f} (claimed by {claimed.get('id', 'the hypothesis')})")
     label: str | None = "deciding 95% (interpolation error included)"
     for i, name in enumerate(names):
         row = conv["arms"][name]
@@ -204,10 +209,11 @@ def kaplan(rows: Sequence[dict[str, Any]], arms: Mapping[str, ArmStats]) -> byte
         err = [[100 * (r["loss_increase"] - r["lo"])], [100 * (r["hi"] - r["loss_increase"])]] if not math.isnan(r["lo"]) \
             else None
         ax.errorbar([x], [y], yerr=err, marker="o", capsize=3, color=arm_colour(arms, r["arm"]), zorder=2)
-    ax.axvline(4, color="k", lw=0.8, ls=":", label="ratio 4 (the source note's law)")
+    ref = next((r["ratio_raw"] for r in rows if r["reference"]), 4.0)
+    ax.axvline(ref, color="k", lw=0.8, ls=":", label=f"ratio {ref:.3g} (the reference)")
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xscale("log", base=2)
-    ticks = sorted(set(xs) | {4.0})
+    ticks = sorted(set(xs) | {ref})
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:.3g}" for t in ticks])
     ax.minorticks_off()

@@ -81,7 +81,8 @@ def figures(result: Analysis) -> dict[str, bytes]:
     decisions = list((result.loss_model or {}).get("comparisons", []))
     pairs = pair_decisions(result.claims)
     out = {
-        "tokens_to_target.png": plots.tokens_to_target(result.convergence, arms),
+        "tokens_to_target.png": plots.tokens_to_target(result.convergence, arms,
+                                                       (result.claims.get("convergence_speed") or {}).get("hypothesis")),
         "loss_curves.png": plots.loss_curves(cell, result.convergence["target_loss"]),
         "frontier.png": plots.frontier(cell),
     }

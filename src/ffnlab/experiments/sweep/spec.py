@@ -61,6 +61,25 @@ class Arm:
 
 
 @dataclass
+class Hypothesis:
+    """A sentence the spec states before any run, and how the report decides it: ``comparison``
+    (one of :data:`ANALYSES`: the reference against alternatives for ``ratio_optimal`` and
+    ``convergence_speed``, an ordered pair for ``glu_vs_plain`` and ``gated_law``), the ``arms``
+    it compares (default: the spec's ``comparisons`` for it, else the analysis's default), its
+    equivalence ``margin`` (default: the spec's) and the effect it claims, if any
+    (``claimed_effect``: a tokens ratio for ``convergence_speed``, nats otherwise, where it sets
+    the power the report quotes; ``effect_source`` says where the figure comes from)."""
+
+    id: Annotated[str, Check(name=True, label="the hypothesis id")]
+    sentence: str  # the hypothesis in words, as the report states it
+    comparison: Annotated[str, one_of(*ANALYSES)]
+    arms: list[str] = field(default_factory=list)
+    margin: Annotated[float, above(0, 1)] | None = None
+    claimed_effect: Annotated[float, above(0, 1e6)] | None = None
+    effect_source: str = ""
+
+
+@dataclass
 class SweepSpec:
     name: Annotated[str, NAME]
     arms: Annotated[list[Arm], NONEMPTY_UNIQUE]
@@ -73,6 +92,9 @@ class SweepSpec:
     workers: Annotated[int, between(0, 4096)] = 0  # 0 = as many as the cores allow
     threads_per_worker: Annotated[int, between(1, 4096)] = 1
     description: str = ""
+    # the hypotheses the report decides, and no others (a spec without them gets the comparisons'
+    # tables and no verdicts); ``claims`` lists their comparisons (filled from them when not given)
+    hypotheses: list[Hypothesis] = field(default_factory=list)
     claims: list[Annotated[str, one_of(*ANALYSES)]] = field(default_factory=list)
     comparisons: dict[str, list[str]] = field(default_factory=dict)  # checked in spec_from_dict
     margin: Annotated[float, above(0, 1)] = DEFAULT_MARGIN
@@ -167,6 +189,7 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
     spec.reference = spec.reference or names[0]
     require(spec.reference in names, f"sweep spec: reference arm {show(spec.reference)} is not among the arms "
                                      f"({_some(names)})")
+    _check_hypotheses(spec, names)
     comparisons = spec.comparisons
     require(set(comparisons) <= set(ANALYSES),
             f"sweep spec: comparisons must map analyses ({', '.join(ANALYSES)}) to lists of arm names")
@@ -202,6 +225,71 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
         require(not short, f"sweep spec {spec.name}: a design below its maturity rule ({spec.maturity:g} tokens per "
                            f"non-embedding parameter): {', '.join(short)}; train longer or a smaller model")
     return spec
+
+
+def _check_hypotheses(spec: SweepSpec, names: list[str]) -> None:
+    """Each hypothesis names its own id and comparison, once; its arms are the spec's. ``claims``
+    without hypotheses asks for the seed document's claims by their analyses (the presets and
+    ``verify`` test those): they become those claims' hypotheses (:func:`seed_hypotheses`);
+    with hypotheses, ``claims`` (kept by older sweep folders) must list their comparisons."""
+    hyps = spec.hypotheses
+    if not hyps:
+        spec.hypotheses = [Hypothesis(**h) for h in seed_hypotheses(spec.claims)]
+        return
+    blank = [h.id for h in hyps if not h.sentence.strip()]
+    require(not blank, f"sweep spec: hypothesis {_some(blank)} needs a sentence (the hypothesis in words)")
+    ids = [h.id for h in hyps]
+    require(len(set(ids)) == len(ids), f"sweep spec: hypothesis ids must be unique, got {_some(ids)}")
+    kinds = [h.comparison for h in hyps]
+    require(len(set(kinds)) == len(kinds),
+            f"sweep spec: one hypothesis per comparison ({', '.join(ANALYSES)}), got {_some(kinds)}")
+    require(not spec.claims or set(spec.claims) == set(kinds),
+            f"sweep spec: claims ({', '.join(spec.claims)}) must be the hypotheses' comparisons ({', '.join(kinds)})")
+    spec.claims = list(kinds)
+    for h in hyps:
+        if h.arms:
+            require(all(a in names for a in h.arms),
+                    f"sweep spec: hypothesis {h.id} compares arms of this spec, got {show(h.arms)}")
+            require(h.comparison not in spec.comparisons or spec.comparisons[h.comparison] == h.arms,
+                    f"sweep spec: hypothesis {h.id}'s arms differ from comparisons.{h.comparison}")
+            spec.comparisons[h.comparison] = list(h.arms)
+
+
+# The seed document's claims each analysis tests (their sentences: data/claims.json)
+SEED_CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golden-transformer-8pct",
+                 "glu_vs_plain": "glu-beats-plain", "gated_law": "gated-ratio-4"}
+SEED_SPEEDUP = 1.08  # the first source note's "8% faster"
+
+
+def seed_hypotheses(analyses: list[str]) -> list[dict[str, Any]]:
+    """The seed document's claims as hypotheses, for the analyses a spec lists under ``claims``
+    (the claims' sentences from data/claims.json; the 8% speed-up as the claimed effect)."""
+    from ffnlab.sizing.claims import load_claims
+
+    said = {c["id"]: c["claim"] for c in load_claims()}
+    out = []
+    for key in analyses:
+        h: dict[str, Any] = {"id": SEED_CLAIM_OF[key], "sentence": said[SEED_CLAIM_OF[key]], "comparison": key}
+        if key == "convergence_speed":
+            h.update(claimed_effect=SEED_SPEEDUP, effect_source="the first source note's '8% faster'")
+        out.append(h)
+    return out
+
+
+def saved_hypotheses(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The hypotheses of a spec as a sweep record saved it. A record written before specs named
+    hypotheses has none saved: a preset's reads its preset's (when they cover its ``claims``), any
+    other its ``claims``' seed hypotheses (by default, as then, ratio_optimal, convergence_speed
+    and glu_vs_plain)."""
+    if "hypotheses" in spec:
+        return list(spec.get("hypotheses") or [])
+    claims = list(spec.get("claims") or ["ratio_optimal", "convergence_speed", "glu_vs_plain"])
+    preset = PRESET_DIR / f"{spec.get('name')}.yaml"
+    if preset.is_file():
+        kept = (read_mapping(preset, "sweep spec").get("hypotheses") or [])
+        if kept and {h.get("comparison") for h in kept} >= set(claims):
+            return [h for h in kept if h.get("comparison") in claims]
+    return seed_hypotheses(claims)
 
 
 def design_maturity(spec: SweepSpec) -> list[tuple[str, float]]:

@@ -12,7 +12,11 @@ peft model and compares).
 States: the frozen base has no gradients and no optimizer state; it is kept in the training
 dtype (LoRA) or, for QLoRA, in 4-bit NF4 with double quantisation (Dettmers et al. 2023) or in
 bitsandbytes' LLM.int8 (int8 with one fp32 scale per output row); the embedding, head and norms
-stay in 16 bits as bitsandbytes leaves them. peft keeps the adapters in fp32 (its
+stay in 16 bits as bitsandbytes leaves them, or in fp32 with ``upcast_fp32`` (peft's
+``prepare_model_for_kbit_training``), which also makes the residual stream fp32: the embedding's
+output is fp32 and each residual add of it and a 16-bit branch stays fp32, so the checkpointed
+layer inputs and the gradients between layers are fp32 (measured on CPU under bf16 autocast,
+``test_kbit_upcast_keeps_an_fp32_residual_stream``). peft keeps the adapters in fp32 (its
 ``autocast_adapter_dtype`` default), so each adapter parameter holds 4 B of weight, 4 B of
 gradient and the optimizer's fp32 state.
 
@@ -62,6 +66,9 @@ QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
 ADAPTER_BYTES = 4  # peft casts 16-bit adapters to fp32 (autocast_adapter_dtype=True)
+# prepare_model_for_kbit_training casts the embedding, norms and head to fp32: the embedding's output
+# and every residual add after it (fp32 + a 16-bit branch) are fp32, so the residual stream is fp32
+UPCAST_STREAM_BYTES = dtype_bytes("fp32")
 FFN_MATRICES = (" gate", " up", " down")  # the FFN's own linear layers (not an embedding projection)
 
 
@@ -205,9 +212,10 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
 
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
-                  input_grads: bool = False, grouped_experts: bool = True) -> FinetuneStep:
+                  input_grads: bool = False, grouped_experts: bool = True, upcast_fp32: bool = False) -> FinetuneStep:
     """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
-    (the largest attention and FFN matrix in the compute ``dtype``)."""
+    (the largest attention and FFN matrix in the compute ``dtype``). ``upcast_fp32`` (QLoRA, peft's
+    ``prepare_model_for_kbit_training``): the residual stream in fp32 (:data:`UPCAST_STREAM_BYTES`)."""
     n_all = cfg.n_layers + cfg.encoder_layers
     specs = [cfg.layer_ffn(min(i, cfg.n_layers - 1)) for i in range(n_all)]
     attn = "attention" in lora.targets
@@ -224,7 +232,8 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
     return FinetuneStep(attention=attn, ffn=ffn, rank=lora.rank,
                         layer_params=tuple(a + f for a, f in zip(attn_per, ffn_per, strict=True)),
                         ffn_params=tuple(ffn_per), input_grads=input_grads, dequant=dequant,
-                        adapter_bytes=ADAPTER_BYTES, grouped_experts=grouped_experts)
+                        adapter_bytes=ADAPTER_BYTES, grouped_experts=grouped_experts,
+                        stream_bytes=UPCAST_STREAM_BYTES if upcast_fp32 else None)
 
 
 @dataclass(frozen=True)
@@ -319,7 +328,7 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
                              base_format=opts.base_format, dp=lay.dp, zero=lay.zero, upcast_fp32=opts.upcast_fp32)
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
-                       grouped_experts=grouped_experts)
+                       grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
     stepped = math.ceil(lora.trainable / lay.dp) if lay.zero >= 1 else lora.trainable  # the optimizer steps its shard
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
@@ -377,8 +386,9 @@ def not_counted(mode: str, upcast_fp32: bool = False) -> list[str]:
            "16-bit cast of its input instead of an fp32 copy)",
            "lora_dropout > 0 (modelled: 0; with dropout each adapter keeps a dropped-out copy of its input and a mask)"]
     if mode == "qlora":
-        out += ["prepare_model_for_kbit_training's fp32 residual stream (the fp32 embedding and norms keep fp32 "
-                "hidden states; their weights are counted in fp32)" if upcast_fp32 else
+        out += ["prepare_model_for_kbit_training's fp32 branches (modelled: the residual stream in fp32, each "
+                "layer's own tensors in the compute dtype; bitsandbytes returns a projection's output in its input's "
+                "dtype, fp32 after an fp32 norm)" if upcast_fp32 else
                 "prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms",
                 "the dequantised weight is modelled, not measured (bitsandbytes does not run on CPU)"]
     return out

@@ -169,3 +169,59 @@ def test_mla_attention_adapters_are_the_layers_peft_wraps(q_lora_rank) -> None:
                if ".layers.0.self_attn." in name and name.endswith(".lora_A")}
     assert attention_adapters(from_hf_dict(hf.to_dict())) == len(wrapped)
     assert ("q_a_proj" in wrapped) == (q_lora_rank is not None)
+
+
+def _linear4bit_forward(self, x):  # noqa: ANN001, ANN202 - an nn.Linear subclass's forward
+    """bitsandbytes' ``Linear4bit.forward`` on CPU, without the 4-bit weight: the input cast to the
+    compute dtype (the weight's, bf16), the output cast back to the input's dtype."""
+    import torch
+
+    return torch.nn.functional.linear(x.to(self.weight.dtype), self.weight, self.bias).to(x.dtype)
+
+
+@pytest.mark.parametrize("layers,seq_len", [(8, 128), (16, 256)])
+def test_kbit_upcast_keeps_an_fp32_residual_stream(layers: int, seq_len: int) -> None:
+    """peft's ``prepare_model_for_kbit_training`` casts the unquantised 16-bit parameters
+    (embeddings, norms, head) to fp32, so under bf16 autocast the embedding's output and every
+    residual add are fp32 and gradient checkpointing keeps fp32 layer inputs. Oracle: a bf16
+    Llama whose linear layers run as bitsandbytes' Linear4bit does (input to bf16, output back to
+    the input's dtype) and whose other parameters are cast to fp32 by hand, with peft LoRA on every
+    linear layer, transformers' gradient checkpointing and the forward under
+    ``torch.autocast("cpu", bf16)``: its measured peak is within 5% of ffnlab's with
+    ``upcast_fp32`` (the fp32 embedding, norms and head: 2 more bytes per kept parameter), and a
+    bf16 residual stream is not."""
+    pytest.importorskip("peft")
+    pytest.importorskip("transformers")
+    import torch
+    from memory_finetune_cases import HF_COMMON
+    from memory_step_cases import Case, build, step_options
+    from peft import LoraConfig, get_peft_model
+
+    step = Case("", "LlamaConfig", dict(HF_COMMON, vocab_size=512, num_hidden_layers=layers), 4, seq_len,
+                recompute="full")
+    model, cfg, loss_fn = build(step)
+    model.to(torch.bfloat16)
+    standin = type("Linear4bitStandIn", (torch.nn.Linear,), {"forward": _linear4bit_forward})
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and not name.endswith("lm_head"):
+            module.__class__ = standin
+        else:  # what bitsandbytes leaves unquantised: prepare_model_for_kbit_training casts it to fp32
+            for p in module.parameters(recurse=False):
+                p.data = p.data.float()
+    peft_model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules="all-linear", lora_dropout=0.0))
+
+    def autocast_loss(x):  # noqa: ANN001, ANN202
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return loss_fn(x)
+
+    measured, op, _ = measure(step, built=(peft_model, cfg, autocast_loss))
+    fp32_kept = 2 * qlora_base(cfg).kept_params  # the embedding, norms and head: 4 B instead of the 2 B counted
+
+    def predicted(upcast: bool) -> int:
+        work = Workload(seq_len=seq_len, batch=4, dtype="bf16", recompute="full", step=step_options(step),
+                        finetune=FinetuneOptions(mode="lora", rank=8, targets=parse_targets("all-linear"),
+                                                 upcast_fp32=upcast))
+        return finetune_peak(cfg, work, input_grads=True).peak_bytes + fp32_kept
+
+    assert abs(predicted(True) / measured - 1) < TOLERANCE, (measured, op, predicted(True))
+    assert abs(predicted(False) / measured - 1) > TOLERANCE, (measured, op, predicted(False))

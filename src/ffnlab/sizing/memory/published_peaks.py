@@ -183,8 +183,12 @@ def pricing(case: dict[str, Any]) -> Pricing:
         nx.append("fms-acceleration's fused LoRA, norm, RoPE and cross-entropy kernels (foak)")
     upcast = ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", ""))
     if upcast:
-        nx.append("prepare_model_for_kbit_training's fp32 residual stream (the fp32 embedding and norms keep fp32 "
-                  "hidden states; ffnlab counts their weights in fp32, the activations in bf16)")
+        approx.append("prepare_model_for_kbit_training's fp32 upcast: ffnlab prices the fp32 embedding, norms, head "
+                      "and residual stream, each layer's own tensors in bf16 (bitsandbytes returns a projection's "
+                      "output in its input's dtype, fp32 after an fp32 norm)")
+    if ft is not None and ft.get("bnb_saves_input") is True:
+        nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward; "
+                  "ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")

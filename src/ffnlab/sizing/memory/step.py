@@ -222,7 +222,12 @@ class FinetuneStep:
     dequantise a frozen weight to the compute dtype in forward and again in backward; 0 for LoRA).
     ``grouped_experts``: frozen routed experts run as transformers 5 runs them (one grouped matmul
     for every routed copy, combined by a sum); False: one expert after another, combined by
-    ``index_add_`` (ffnlab's ``MoEFFN``, transformers' eager experts)."""
+    ``index_add_`` (ffnlab's ``MoEFFN``, transformers' eager experts). ``stream_bytes``: bytes per
+    element of the residual stream when it is not the activation dtype (4 under peft's
+    ``prepare_model_for_kbit_training``: the fp32 embedding's output is fp32 and each residual add
+    of it and a 16-bit branch stays fp32), so each checkpointed layer's input, the gradients
+    flowing between layers and the embeddings' output gradient are fp32; None: the activation
+    dtype."""
 
     attention: bool
     ffn: bool
@@ -233,6 +238,7 @@ class FinetuneStep:
     dequant: tuple[int, int] = (0, 0)
     adapter_bytes: float = 4
     grouped_experts: bool = True
+    stream_bytes: float | None = None
 
     def frozen(self, layer: int) -> FrozenLayer:
         """What layer ``layer`` keeps: every layer above the first carries adapters below it."""
@@ -262,7 +268,8 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                                 divide_terms([t for t in ts if _is_ffn_term(t.name)], tp, sp))
     full = [per_list[id(ts)][0] for ts in layer_terms]
     ffn_kept = [per_list[id(ts)][1] for ts in layer_terms]
-    layer_input = math.ceil(n_tok * d * b / (tp if sp else 1))
+    sb = ft.stream_bytes if ft and ft.stream_bytes else b  # the residual stream's dtype
+    layer_input = math.ceil(n_tok * d * sb / (tp if sp else 1))
     checkpointed = [recompute == "full" and i % o.recompute_every == 0 for i in range(n_layers)]
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
     if recompute == "op-selective":  # every block checkpointed; the policy's saved op outputs kept
@@ -296,7 +303,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     nv = math.ceil(n_tok * cfg.vocab_size / tp)  # logits on this GPU (vocabulary parallel)
     logits_bytes = math.ceil(nv * b)
     held = logits_bytes if o.logits_held and o.loss != "fused" else 0
-    grad_in = math.ceil(n_tok * d * b / (tp if sp else 1))  # gradient of a layer's output or input
+    grad_in = math.ceil(n_tok * d * sb / (tp if sp else 1))  # gradient of a layer's output or input
 
     base = [("weights", states.weights), ("optimizer state", states.optimizer)]
     if states.working:

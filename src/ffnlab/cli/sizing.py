@@ -156,7 +156,10 @@ def size(
                        d_ff=d_ff)
     if from_models and len(from_models) > 1:
         assert work is not None and lay is not None
-        _show_sizes([_size_from(ctx, m, ffn, width, work, lay, gpu=gpu) for m in from_models], as_json, fmt)
+        require(plot is None, "--plot draws one model's step: give one --from")
+        require(not knobs.given() and serving_engine is None,
+                "the serving engine's flags price one model: give one --from")
+        _show_sizes([_size_from(ctx, m, ffn, width, work, lay, gpu=gpu)[0] for m in from_models], as_json, fmt)
         return
     if from_model is not None:
         assert work is not None and lay is not None

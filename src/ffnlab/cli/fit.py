@@ -216,7 +216,7 @@ def fit(
         integer(max_gpus, "--max-gpus", 1, MAX_GPUS)
     gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
-    serving_config, engine_config = split_engine_config(engine_config)
+    serving_config, trainer_config = split_engine_config(engine_config)
     knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
                         mem_fraction_static, serving_config)
     knobs.check()
@@ -239,7 +239,7 @@ def fit(
         require(gpu is not None or gpu_memory is not None, "--plot draws the layout that fits one kind of GPU: "
                                                            "give --gpu (or --gpu-memory)")
         check_plot_path(plot)
-    mem, seq_len, dtype = apply_engine_config(mem, engine_config, seq_len=seq_len, dtype=dtype, layout=False)
+    mem, seq_len, dtype = apply_engine_config(mem, trainer_config, seq_len=seq_len, dtype=dtype, layout=False)
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
     require(work.offload == "none", f"fit searches layouts without CPU offload: price --offload {work.offload} with "

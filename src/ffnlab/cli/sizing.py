@@ -128,9 +128,9 @@ def size(
         from ffnlab.experiments.reporting.step_figure import check_plot_path
 
         check_plot_path(plot)
-    serving_config, engine_config = split_engine_config(engine_config)
-    if engine_config is not None and (n_layers is not None or from_model is not None):
-        mem, seq_len, dtype = apply_engine_config(mem, engine_config, seq_len=seq_len, dtype=dtype)
+    serving_config, trainer_config = split_engine_config(engine_config)
+    if trainer_config is not None and (n_layers is not None or from_model is not None):
+        mem, seq_len, dtype = apply_engine_config(mem, trainer_config, seq_len=seq_len, dtype=dtype)
     check_ints(d_model=(d_model, 1, 2**30), n_layers=(n_layers, 1, MAX_LAYERS), n_heads=(n_heads, 1, 2**20),
                n_kv_heads=(n_kv_heads, 1, 2**20), vocab=(vocab, 1, 2**32), seq_len=(seq_len, 1, 2**40),
                experts=(experts, 0, 2**16), top_k=(top_k, 1, 2**16))

@@ -40,7 +40,8 @@ def test_fit_command() -> None:
     assert res["best"]["layout"]["zero"] == 1 and res["time"]["tokens"] == 10**12
     table = run_json("fit", "llama-3-8b", "--gpus", "8", "--mode", "serve", "--weights-dtype", "int4")
     assert [r["accelerator"] for r in table["accelerators"]] == ["A100-40GB", "A100", "H100", "H200", "B200", "MI300X",
-                                                                  "L4", "L40S", "A40", "RTX4090"]
+                                                                  "L4", "L40S", "A40", "RTX4090", "RTX-A6000",
+                                                                  "RTX-6000-Ada", "RTX3090", "RTX5090"]
     assert all(r["fits"] for r in table["accelerators"] if r["memory_bytes"] > 30 * 2**30)
     p = run("fit", "mixtral-8x7b", "--gpus", "8", "--gpu", "H100")
     assert p.returncode == 1 and "does not fit" in p.stdout

@@ -248,7 +248,8 @@ def test_memory_summary_contract() -> None:
 
 def test_accelerators_have_sources_and_peaks() -> None:
     accs = {a.name: a for a in load_accelerators()}
-    assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "A40", "RTX4090"}
+    assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "A40", "RTX4090",
+                         "RTX-A6000", "RTX-6000-Ada", "RTX3090", "RTX5090"}
     for a in accs.values():
         assert a.source.startswith(("NVIDIA", "AMD")) and "http" in a.source and a.usable_source
         assert a.bf16_tflops and (a.fp8_tflops is None or a.fp8_tflops == pytest.approx(2 * a.bf16_tflops, 0.02))
@@ -258,6 +259,15 @@ def test_accelerators_have_sources_and_peaks() -> None:
     with pytest.raises(FfnlabError, match="no fp8"):
         accs["A100"].peak_flops("fp8")
     assert find_accelerator("h100") is accs["H100"] and find_accelerator("a100-80gb") is accs["A100"]
+    # the workstation and GeForce cards answer to their usual spellings
+    for alias, name in (("rtx-a6000", "RTX-A6000"), ("a6000", "RTX-A6000"), ("rtx-6000-ada", "RTX-6000-Ada"),
+                        ("rtx-3090", "RTX3090"), ("3090", "RTX3090"), ("rtx-5090", "RTX5090"), ("5090", "RTX5090")):
+        assert find_accelerator(alias) is accs[name]
+    # nvidia-smi shows 49140MiB on an RTX A6000 and an RTX 6000 Ada, 24576MiB on an RTX 3090 and 32607MiB on
+    # an RTX 5090 (public nvidia-smi dumps); deviceQuery gives the 5090's CUDA total as 33677180928 bytes
+    assert [accs[n].usable_mib for n in ("RTX-A6000", "RTX-6000-Ada", "RTX3090", "RTX5090")] == [49140, 49140,
+                                                                                                  24576, 32607]
+    assert accs["RTX5090"].cuda_total_bytes == 33677180928 < accs["RTX5090"].memory_bytes
     # nvidia-smi on an H100 80GB HBM3 shows 81559MiB (the H100's reported memory; modal-labs/modal-client PR 2797)
     assert accs["H100"].memory_bytes == 81559 * 2**20
 

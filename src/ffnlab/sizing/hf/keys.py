@@ -10,7 +10,10 @@ from ffnlab.sizing.hf.rules import (
     FIELD_KINDS,
     HEAD_DIM_TYPED,
     MISSING_REFUSED,
+    NEGATIVE_REFUSED,
     NULL_REFUSED,
+    ROPE_THETA_LOG,
+    ROPE_THETA_NUMBER,
 )
 from ffnlab.validation import integer, show
 
@@ -25,6 +28,26 @@ ACT_PLAIN = {
 GATED_FROM_ACT = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_new": "geglu",
                    "gelu_pytorch_tanh": "geglu", "gelu_fast": "geglu", "relu": "reglu",
                    "sigmoid": "glu", "linear": "bilinear"}
+
+
+def rope_thetas(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The rope_theta values transformers' RoPE standardisation (``convert_rope_params_to_dict``,
+    5.25) hands the rotary embedding, each with the key it came from: ``rope_scaling`` or else
+    ``rope_parameters`` (flat, or one dict per layer type) wins, else the top-level ``rope_theta``
+    fills it; nothing when neither is given (the class default)."""
+    label = "rope_scaling" if data.get("rope_scaling") else "rope_parameters"
+    params = data.get(label)
+    if isinstance(params, dict) and params and all(isinstance(v, dict) or v is None for v in params.values()):
+        groups = [(f"{label}.{name}", v) for name, v in params.items() if isinstance(v, dict)]
+    else:
+        groups = [(label, params if isinstance(params, dict) else {})]
+    out = []
+    for name, group in groups:
+        if "rope_theta" in group:
+            out.append((f"{name}.rope_theta", group["rope_theta"]))
+        elif "rope_theta" in data:
+            out.append(("rope_theta", data["rope_theta"]))
+    return out
 
 
 def floor_head_dim(d: int, n_heads: int) -> int:
@@ -66,6 +89,19 @@ class ConfigKeys:
                                                    f"got {show(value)}: transformers' {self.model_type} config refuses it")
         if self.model_type in HEAD_DIM_TYPED and self.data.get("head_dim") is not None:  # validated, read or not
             integer(self.data["head_dim"], "config.json key 'head_dim' (an integer)", 0, MAX_INT)
+        for key in NEGATIVE_REFUSED.get(self.model_type, ()):  # a tensor's size, read or not
+            value = self.data.get(key)
+            require(not isinstance(value, int) or value >= 0,
+                    f"config.json key {key!r} is {value}: transformers builds no {self.model_type} model "
+                    f"with a negative {key}")
+        if self.model_type in ROPE_THETA_NUMBER:  # raised to a power by the rotary embedding, read or not
+            for key, value in rope_thetas(self.data):
+                number = isinstance(value, (int, float))
+                require(number, f"config.json key {key!r} must be a number, got {show(value)}: "
+                                f"transformers' {self.model_type} rotary embedding refuses it")
+                require(self.model_type not in ROPE_THETA_LOG or (value > 0 and value != 1),
+                        f"config.json key {key!r} is {show(value)}: transformers' {self.model_type} rotary "
+                        f"embedding divides by its logarithm (it must be above 0 and not 1)")
         for key in sorted(MISSING_REFUSED.get(self.model_type, ())):
             require(key in self.data, f"config.json (model_type {self.model_type!r}) is missing key {key!r}: "
                                       f"transformers cannot build this model without it")

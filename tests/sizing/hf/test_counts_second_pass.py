@@ -107,6 +107,14 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "gptj-n-positions-negative": ("gptj", _set(n_positions=-5), "refused"),
     "gptj-max-positions-zero": ("gptj", _set(max_position_embeddings=0), "exact"),
     "llama-max-positions-negative": ("llama", _set(max_position_embeddings=-5), "exact"),  # RoPE only
+    "gptj-max-positions-string": ("gptj", _set(max_position_embeddings="x"), "refused"),  # arange("x")
+    "gptj-max-positions-float": ("gptj", _set(max_position_embeddings=2048.0), "exact"),  # set unvalidated
+    # 5.25's strict validators tell JSON kinds apart: an int field refuses 2048.0 and true, a
+    # float field refuses 1
+    "llama-max-positions-float": ("llama", _set(max_position_embeddings=2048.0), "refused"),
+    "qwen3-layers-true": ("qwen3", _set(num_hidden_layers=True), "refused"),
+    "mistral-initializer-int": ("mistral", _set(initializer_range=1), "refused"),
+    "llama-dropout-int": ("llama", _set(attention_dropout=0), "exact"),  # float | int
 }
 
 

@@ -165,11 +165,43 @@ def probe(model_type: str) -> dict[str, Any]:
     width = target.get("head_dim") or (target[hidden_key] // target[heads_key] if heads_key and hidden_key else 8)
     target["head_dim"] = str(width)
     head_dim_typed = _builds(config) and not _builds(trial)
-    return {"text_type": text_type, "null_refused": refused, "missing_refused": missing,
+    rope_theta = rope_theta_refusals(config)
+    return {"rope_theta": rope_theta, "negative_refused": negative_refused(config, text_type),
+            "text_type": text_type, "null_refused": refused, "missing_refused": missing,
             "head_dim_typed": head_dim_typed, "field_kinds": field_kinds(text_type),
             "text_config_refused": text_refused,
             "heads_divide_hidden": divides, "defaults": class_defaults(text_type),
             "wrapper": wrapper_text_defaults(model_type) if text_type != model_type else None}
+
+
+def _with(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    trial = json.loads(json.dumps(config))
+    trial.get("text_config", trial)[key] = value
+    return trial
+
+
+def rope_theta_refusals(config: dict[str, Any]) -> list[str]:
+    """How a type's model refuses a top-level ``rope_theta`` (5.25 has no such config field: its
+    RoPE standardisation moves it into ``rope_parameters`` unchecked, and the rotary embedding
+    computes ``rope_theta ** arange(...)``): "number" when it refuses one written as a string,
+    "log" when it also refuses -5 and 1 (YaRN divides by log(rope_theta))."""
+    if not _builds(config):
+        return []
+    out = []
+    if not _builds(_with(config, "rope_theta", "10000")):
+        out.append("number")
+        if not _builds(_with(config, "rope_theta", -5.0)) and not _builds(_with(config, "rope_theta", 1.0)):
+            out.append("log")
+    return out
+
+
+def negative_refused(config: dict[str, Any], text_type: str) -> list[str]:
+    """The integer fields (annotated int alone) whose value -5 the type's model refuses, read by
+    ffnlab or not (GPT-J's n_positions sizes a buffer of sinusoids: torch.arange refuses it)."""
+    if not _builds(config):
+        return []
+    return [key for key, kinds in field_kinds(text_type).items()
+            if kinds == ["int"] and not _builds(_with(config, key, -5))]
 
 
 def table() -> dict[str, Any]:
@@ -191,7 +223,7 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
         "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
         "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
-        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, text_config_refused the keys a type's model refuses a plain object under (names "
+        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, rope_theta_number the types whose model refuses a rope_theta (top level, or in rope_parameters) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to 1, negative_refused the integer fields whose value -5 a type's model refuses, text_config_refused the keys a type's model refuses a plain object under (names "
         "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
         "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
@@ -206,6 +238,9 @@ def render(t: dict[str, Any]) -> str:
            "missing_refused": {mt: sorted(p["missing_refused"]) for mt, p in types if p["missing_refused"]},
            "heads_divide_hidden": sorted(mt for mt, p in types if p["heads_divide_hidden"]),
            "head_dim_typed": sorted(mt for mt, p in types if p["head_dim_typed"]),
+           "rope_theta_number": sorted(mt for mt, p in types if "number" in p["rope_theta"]),
+           "rope_theta_log": sorted(mt for mt, p in types if "log" in p["rope_theta"]),
+           "negative_refused": {mt: p["negative_refused"] for mt, p in types if p["negative_refused"]},
            "field_kinds": {mt: dict(sorted(p["field_kinds"].items())) for mt, p in types},
            "text_config_refused": {mt: p["text_config_refused"] for mt, p in types if p["text_config_refused"]},
            "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},

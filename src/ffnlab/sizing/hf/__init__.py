@@ -185,12 +185,12 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]
-    text = real_keys(text, text_type)  # num_hidden_layers for GPT-2's n_layer, as transformers reads it
+    written, text = text, real_keys(text, text_type)  # num_hidden_layers for GPT-2's n_layer, as transformers reads it
     if isinstance(raw_inner, dict) and text_type in HF_TRANSLATORS:  # before the outer tie overrides it
         ConfigKeys(raw_inner, text_type).check()
     require(text_type in HF_TRANSLATORS,
             f"config.json ({model_type}): text model_type {show(text_type)} is not supported")
-    keys = ConfigKeys(text, text_type)
+    keys = ConfigKeys(text, text_type, written)
     keys.check()
     for key in TEXT_CONFIG_REFUSED.get(model_type, ()):  # transformers takes it for a text sub-config
         require(data.get(key) is None, f"config.json ({model_type}): key {key!r} is set, but transformers builds "

@@ -35,13 +35,16 @@ ALIASES: dict[str, dict[str, str]] = {  # model_type -> {other name: own name}
 def real_keys(data: dict[str, Any], model_type: str) -> dict[str, Any]:
     """``data`` with each key given under only one of its two names (:data:`ALIASES`) given under
     both, as transformers reads them as one: a translator reads whichever name it reads (Qwen3-MoE's
-    reads the other name, num_experts). A key given under both names is left as written."""
+    reads the other name, num_experts). A key given under both names takes the other name's value
+    under both: transformers sets its own fields first, then the keys it does not declare, each
+    through ``attribute_map`` and unvalidated (``PreTrainedConfig.__post_init__``, 5.25), so GPT-2's
+    ``max_position_embeddings`` sizes its position table whatever ``n_positions`` says."""
     aliases = ALIASES.get(model_type)
     if not aliases:
         return data
     out = dict(data)
     for alias, real in aliases.items():
-        if alias in out and real not in out:
+        if alias in out:
             out[real] = out[alias]
         elif real in out and alias not in out:
             out[alias] = out[real]

@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.hf.aliases import ALIASES
 from ffnlab.sizing.hf.rules import (
     CLASS_DEFAULTS,
     FIELD_KINDS,
     HEAD_DIM_TYPED,
     MISSING_REFUSED,
+    NEGATIVE_REFUSED,
     NULL_REFUSED,
+    ROPE_THETA_LOG,
+    ROPE_THETA_NUMBER,
 )
 from ffnlab.validation import integer, show
 
@@ -27,6 +31,34 @@ GATED_FROM_ACT = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_ne
                    "sigmoid": "glu", "linear": "bilinear"}
 
 
+def json_kind(value: Any) -> str:
+    """A JSON value's kind, as transformers' strict config validators tell them apart: an int
+    field refuses 2048.0 and true, a float field refuses 1 ("expected float, got int")."""
+    if value is None:
+        return "null"
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(type(value), "other")
+
+
+def rope_thetas(data: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The rope_theta values transformers' RoPE standardisation (``convert_rope_params_to_dict``,
+    5.25) hands the rotary embedding, each with the key it came from: ``rope_scaling`` or else
+    ``rope_parameters`` (flat, or one dict per layer type) wins, else the top-level ``rope_theta``
+    fills it; nothing when neither is given (the class default)."""
+    label = "rope_scaling" if data.get("rope_scaling") else "rope_parameters"
+    params = data.get(label)
+    if isinstance(params, dict) and params and all(isinstance(v, dict) or v is None for v in params.values()):
+        groups = [(f"{label}.{name}", v) for name, v in params.items() if isinstance(v, dict)]
+    else:
+        groups = [(label, params if isinstance(params, dict) else {})]
+    out = []
+    for name, group in groups:
+        if "rope_theta" in group:
+            out.append((f"{name}.rope_theta", group["rope_theta"]))
+        elif "rope_theta" in data:
+            out.append(("rope_theta", data["rope_theta"]))
+    return out
+
+
 def floor_head_dim(d: int, n_heads: int) -> int:
     """hidden_size // heads, as the modeling code of MPT, DBRX and StarCoder2 computes it (heads
     need not divide the width)."""
@@ -41,8 +73,9 @@ class ConfigKeys:
     else means ``null`` when the caller says what null means (``num_key_value_heads: null`` is
     the head count), else ``default``."""
 
-    def __init__(self, data: dict[str, Any], model_type: str):
+    def __init__(self, data: dict[str, Any], model_type: str, written: dict[str, Any] | None = None):
         self.data, self.model_type = data, model_type
+        self.written = data if written is None else written  # as config.json has it, before aliases
         self.class_defaults = CLASS_DEFAULTS.get(model_type, {})
         self.null_refused = NULL_REFUSED.get(model_type, frozenset())
         # the size keys (widths, counts) absent from config.json whose value is the config class's
@@ -59,16 +92,35 @@ class ConfigKeys:
                     f"config.json key {key!r} is null: transformers builds no {self.model_type} model "
                     f"with a null {key}")
         for key, kinds in FIELD_KINDS.get(self.model_type, {}).items():  # validated, read or not
-            value = self.data.get(key)
-            kind = "str" if isinstance(value, str) else "list" if isinstance(value, list) else \
-                "object" if isinstance(value, dict) else None
-            require(kind is None or kind in kinds, f"config.json key {key!r} must be {' or '.join(sorted(kinds))}, "
-                                                   f"got {show(value)}: transformers' {self.model_type} config refuses it")
+            value = self.written.get(key)  # a value given under another name is set unvalidated
+            kind = json_kind(value)
+            require(kind in ("null", *kinds), f"config.json key {key!r} must be {' or '.join(sorted(kinds))}, "
+                                              f"got {show(value)}: transformers' {self.model_type} config refuses it")
         if self.model_type in HEAD_DIM_TYPED and self.data.get("head_dim") is not None:  # validated, read or not
             integer(self.data["head_dim"], "config.json key 'head_dim' (an integer)", 0, MAX_INT)
+        for key in NEGATIVE_REFUSED.get(self.model_type, ()):  # a tensor's size, read or not
+            value, name = self.data.get(key), self.written_name(key)
+            require(value is None or json_kind(value) in ("int", "float") and value >= 0,
+                    f"config.json key {name!r} must be a number of 0 or more, got {show(value)}: transformers "
+                    f"sizes a {self.model_type} tensor with it")
+        if self.model_type in ROPE_THETA_NUMBER:  # raised to a power by the rotary embedding, read or not
+            for key, value in rope_thetas(self.data):
+                number = isinstance(value, (int, float))
+                require(number, f"config.json key {key!r} must be a number, got {show(value)}: "
+                                f"transformers' {self.model_type} rotary embedding refuses it")
+                require(self.model_type not in ROPE_THETA_LOG or (value > 0 and value != 1),
+                        f"config.json key {key!r} is {show(value)}: transformers' {self.model_type} rotary "
+                        f"embedding divides by its logarithm (it must be above 0 and not 1)")
         for key in sorted(MISSING_REFUSED.get(self.model_type, ())):
             require(key in self.data, f"config.json (model_type {self.model_type!r}) is missing key {key!r}: "
                                       f"transformers cannot build this model without it")
+
+    def written_name(self, key: str) -> str:
+        """The name config.json gives ``key`` (its own, or the other name transformers reads it under)."""
+        if key in self.written:
+            return key
+        return next((alias for alias, real in ALIASES.get(self.model_type, {}).items()
+                     if real == key and alias in self.written), key)
 
     def present(self, key: str) -> bool:
         """Whether config.json sets ``key`` to a value (not null)."""

@@ -12,6 +12,12 @@ installed transformers. Read here once, into the names the translators use:
 * ``FIELD_KINDS``: the JSON kinds (int, float, bool, str, null, list) each config-class field
   is annotated to take, where its annotation is made of those alone;
 * ``HEAD_DIM_TYPED``: the types that refuse a head_dim that is not an integer, read or not;
+* ``ROPE_THETA_NUMBER``: the types whose model refuses a ``rope_theta`` that is not a number
+  (5.25 has no such config field: its RoPE standardisation moves the key into ``rope_parameters``
+  unchecked, and the rotary embedding raises it to a power); ``ROPE_THETA_LOG`` those that also
+  refuse one not above 0 or equal to 1 (YaRN divides by its logarithm);
+* ``NEGATIVE_REFUSED``: the integer fields whose negative value a type's model refuses, read by
+  ffnlab or not (GPT-J's ``n_positions`` sizes a buffer);
 * ``HEADS_DIVIDE_HIDDEN``: the types whose config requires hidden_size % heads == 0;
 * ``CLASS_DEFAULTS``: each type's config-class defaults (integer, boolean, string and null fields);
 * ``WRAPPER_TEXT_DEFAULTS``: a multimodal type's text_config when config.json has none.
@@ -33,6 +39,9 @@ TEXT_CONFIG_REFUSED: dict[str, tuple[str, ...]] = {
 FIELD_KINDS: dict[str, dict[str, frozenset[str]]] = {
     mt: {key: frozenset(kinds) for key, kinds in fields.items()} for mt, fields in _TABLE.get("field_kinds", {}).items()}
 HEAD_DIM_TYPED: frozenset[str] = frozenset(_TABLE.get("head_dim_typed", ()))
+ROPE_THETA_NUMBER: frozenset[str] = frozenset(_TABLE.get("rope_theta_number", ()))
+ROPE_THETA_LOG: frozenset[str] = frozenset(_TABLE.get("rope_theta_log", ()))
+NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused", {}).items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])
 CLASS_DEFAULTS: dict[str, dict[str, object]] = _TABLE["class_defaults"]
 WRAPPER_TEXT_DEFAULTS: dict[str, dict[str, object]] = _TABLE["wrapper_text_defaults"]

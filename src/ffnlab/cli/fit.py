@@ -217,8 +217,10 @@ def fit(
     gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
     serving_config, trainer_config = split_engine_config(engine_config)
-    knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
-                        mem_fraction_static, serving_config)
+    knobs = EngineFlags.of(serving_config, gpu_memory_utilization=gpu_memory_utilization,
+                           max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                           block_size=block_size, enforce_eager=enforce_eager,
+                           mem_fraction_static=mem_fraction_static)
     knobs.check()
     serving_engine = None
     if mode == "serve":  # --engine names the serving engine

@@ -6,7 +6,7 @@ length, named apart (:func:`ffnlab.sizing.serving_engines.engine_estimate`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,12 +14,13 @@ import typer
 
 from ffnlab.cli.memory_view import gib, note
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.serving_engines import EngineKnobs
 from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
     from ffnlab.sizing.memory.hardware import Accelerator
-    from ffnlab.sizing.serving_engines import EngineEstimate, EngineKnobs
+    from ffnlab.sizing.serving_engines import EngineEstimate
 
 ENGINE_HELP = ("Serving engine NAME[@VERSION] with --mode serve (vllm sglang; data/serving_engines.json, "
                "default vllm); training engine otherwise.")
@@ -27,36 +28,36 @@ ENGINE_HELP = ("Serving engine NAME[@VERSION] with --mode serve (vllm sglang; da
 
 @dataclass(frozen=True)
 class EngineFlags:
-    """The engine knobs as given on the command line (None: the engine's default)."""
+    """The engine knobs as given on the command line (None: the engine's default) and the launch
+    line ``--engine-config`` names."""
 
-    gpu_memory_utilization: float | None = None
-    max_num_batched_tokens: int | None = None
-    max_num_seqs: int | None = None
-    block_size: int | None = None
-    enforce_eager: bool = False
-    mem_fraction_static: float | None = None
+    knobs: EngineKnobs = field(default_factory=EngineKnobs)
     engine_config: str | None = None
 
+    @classmethod
+    def of(cls, engine_config: str | None, **knobs: Any) -> EngineFlags:
+        return cls(EngineKnobs(**knobs), engine_config)
+
     def given(self) -> bool:
-        return any(v not in (None, False) for v in vars(self).values())
+        return self.knobs != EngineKnobs() or self.engine_config is not None
 
     def check(self) -> None:
         """Each knob's range, before any model is read."""
-        if self.gpu_memory_utilization is not None:
-            number(self.gpu_memory_utilization, "--gpu-memory-utilization", 0, 1)
-            require(self.gpu_memory_utilization > 0, "--gpu-memory-utilization must be > 0")
-        if self.mem_fraction_static is not None:
-            number(self.mem_fraction_static, "--mem-fraction-static", 0, 1)
-            require(self.mem_fraction_static > 0, "--mem-fraction-static must be > 0")
-        for value, flag in ((self.max_num_batched_tokens, "--max-num-batched-tokens"),
-                            (self.max_num_seqs, "--max-num-seqs"), (self.block_size, "--block-size")):
+        k = self.knobs
+        for share, flag in ((k.gpu_memory_utilization, "--gpu-memory-utilization"),
+                            (k.mem_fraction_static, "--mem-fraction-static")):
+            if share is not None:
+                number(share, flag, 0, 1)
+                require(share > 0, f"{flag} must be > 0")
+        for value, flag in ((k.max_num_batched_tokens, "--max-num-batched-tokens"),
+                            (k.max_num_seqs, "--max-num-seqs"), (k.block_size, "--block-size")):
             if value is not None:
                 integer(value, flag, 1, 2**31)
 
     def resolve(self, spec: str | None, max_model_len: int) -> tuple[str, EngineKnobs, list[str]]:
         """The engine spec, its knobs (a launch line's, overridden by explicit flags) and the lines
         saying what the launch line gave and what was ignored."""
-        from ffnlab.sizing.serving_engines import EngineKnobs, read_engine_command
+        from ffnlab.sizing.serving_engines import read_engine_command
 
         said: list[str] = []
         base: dict[str, Any] = {}
@@ -74,7 +75,7 @@ class EngineFlags:
             base = {k: v for k, v in vars(cmd.knobs).items() if v not in (None, False)}
             said.append(f"--engine-config {path.name}: {cmd.engine}; used "
                         f"{', '.join(cmd.used) or 'nothing'}; ignored {', '.join(cmd.ignored) or 'nothing'}")
-        flags = {k: v for k, v in vars(self).items() if k != "engine_config" and v not in (None, False)}
+        flags = {k: v for k, v in vars(self.knobs).items() if v not in (None, False)}
         base.update(flags)
         base.setdefault("max_model_len", max_model_len)
         return spec or "vllm", EngineKnobs(**base), said

@@ -138,8 +138,10 @@ def size(
         require(from_model is not None, "--finetune needs --from MODEL (the model whose base is frozen)")
     # a width alone takes no memory flags (refused below if given): the memory model is not loaded
     whole = n_layers is not None or from_model is not None
-    knobs = EngineFlags(gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, block_size, enforce_eager,
-                        mem_fraction_static, serving_config)
+    knobs = EngineFlags.of(serving_config, gpu_memory_utilization=gpu_memory_utilization,
+                           max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs,
+                           block_size=block_size, enforce_eager=enforce_eager,
+                           mem_fraction_static=mem_fraction_static)
     knobs.check()
     serving_engine = None
     if gpu is not None and mem.engine is not None and mem.engine.partition("@")[0].lower() in _serving_engines():

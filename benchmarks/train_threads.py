@@ -1,4 +1,4 @@
-"""Time the README's train example at ``--threads 1`` against torch's default thread count.
+"""Time the README's train example at ``--threads 1``, at all the cores, and at train's default.
 
 The README's example (``ffnlab train --ffn swiglu --rule param-matched --ratio 4 --steps 300``)
 is run once per setting, alternating, each in its own process and temporary folder. Printed per
@@ -7,8 +7,8 @@ system of the child), the trainer's own tokens per second and the final validati
 settings' losses differ in the last digits: a CPU run is bit-exact per seed *and* thread count.
 
 Wall times depend on what else the machine runs; say how busy it was when quoting them. The
-default thread count (torch's: the cores the process may use) is what ``train`` uses when neither
-``--threads`` nor OMP_NUM_THREADS is given.
+default (``src/ffnlab/training/threads.py``: the cores free at start, the cores less the 1-minute
+load average) is what ``train`` uses when neither ``--threads`` nor OMP_NUM_THREADS is given.
 
     PYTHONPATH=src python benchmarks/train_threads.py [--steps 300] [--repeats 1]
 """
@@ -54,21 +54,22 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1, help="runs per setting, alternating")
     a = ap.parse_args()
     print(f"{os.cpu_count()} CPU(s) visible; load average {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    settings = (1, cores, None) if cores > 1 else (1, None)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ffnlab-threads-") as tmp:
         for i in range(a.repeats):
-            for threads in (1, None):
+            for threads in settings:
                 r = one_run(Path(tmp) / f"r{i}-{threads or 'default'}", a.steps, threads)
                 rows.append(r)
                 print(f"{r['setting']:>11}: {r['threads']} threads ({r['set_by']}); wall {r['wall_s']:.1f} s, "
                       f"CPU {r['cpu_s']:.1f} s, training {r['train_s']:.1f} s, {r['tokens_per_s']:,.0f} tok/s, "
                       f"val loss {r['val_loss']!r}", flush=True)
     print(f"load average after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    losses = {r["setting"]: r["val_loss"] for r in rows}
-    same = losses.get("--threads 1") == losses.get("default")
+    same = len({r["val_loss"] for r in rows}) == 1
     print(f"final val loss {'bit-identical' if same else 'differs'} between the settings "
           f"(thread counts {sorted({r['threads'] for r in rows})})")
-    for setting in ("--threads 1", "default"):
+    for setting in dict.fromkeys(r["setting"] for r in rows):
         walls = sorted(r["wall_s"] for r in rows if r["setting"] == setting)
         print(f"{setting:>11}: median wall {walls[len(walls) // 2]:.1f} s over {len(walls)} run(s)")
 

@@ -347,7 +347,7 @@ def test_generate_continues_a_prompt_greedily_as_the_model_scores_it_and_by_seed
 
 def test_summary_records_the_thread_count_and_who_set_it(tmp_path, cache_dir):
     """A CPU run is bit-exact per seed *and* thread count, so summary.json keeps both the count
-    torch trained with and its origin: train.threads, else the environment, else torch's default.
+    torch trained with and its origin: train.threads, else the environment, else the free cores.
     Oracle: the OMP_NUM_THREADS the child process was given, which torch obeys at start-up."""
     given = tmp_path / "given"
     p = run(*train_args(given, cache_dir, "train.max_steps=4", "train.eval_every=4"))
@@ -367,10 +367,24 @@ def test_summary_records_the_thread_count_and_who_set_it(tmp_path, cache_dir):
     assert s["threads"] == 2 and s["threads_set_by"] == "the environment (OMP_NUM_THREADS=2)"
 
 
-def test_threads_set_by_without_a_setting_names_torchs_default(monkeypatch):
-    from ffnlab.training.trainer import threads_set_by
+def test_without_a_setting_train_takes_the_free_cores():
+    """No train.threads and no thread variable: the cores torch would use less the 1-minute load
+    average, rounded, at least 1 (what benchmarks/train_threads.py measured faster both idle and
+    beside a test suite). Oracle: the arithmetic on a stated load, and the precedence the help
+    text states (train.threads, then OMP_NUM_THREADS / MKL_NUM_THREADS)."""
+    from ffnlab.training.threads import choose_threads
 
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
-    assert threads_set_by(None).startswith("torch's default")
-    assert threads_set_by(3) == "train.threads"
+    assert choose_threads(None, {}, 2, 0.28).count == 2
+    assert choose_threads(None, {}, 2, 3.08).count == 1  # oversubscribed: one thread, never 0
+    assert choose_threads(None, {}, 16, 5.4).count == 11
+    assert choose_threads(None, {}, 16, 5.6).count == 10
+    busy = choose_threads(None, {}, 2, 3.08)
+    assert busy.set_by == "the free cores at start (1 of 2; load average 3.08)"
+    assert choose_threads(None, {}, 4, None).count is None  # no load average: torch's default stands
+    assert choose_threads(3, {"OMP_NUM_THREADS": "2"}, 2, 9.0).count == 3
+    assert choose_threads(3, {}, 2, 9.0).set_by == "train.threads"
+    env = choose_threads(None, {"OMP_NUM_THREADS": "2"}, 2, 9.0)
+    assert env.count is None and env.set_by == "the environment (OMP_NUM_THREADS=2)"
+    assert choose_threads(None, {"OMP_NUM_THREADS": ""}, 2, 0.0).count == 2  # an empty variable sets nothing
+
+

@@ -60,6 +60,7 @@ from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
 from ffnlab.training.runfiles import read_records
 from ffnlab.training.schedule import lr_at
+from ffnlab.training.threads import ThreadChoice, choose_threads, load_average
 
 RUN_FOLDERS = ("checkpoints", "tb")  # folders of a run folder; none may lead outside it
 
@@ -207,7 +208,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
     """Set a run up one concern at a time, then hand it to :func:`_loop`."""
     from ffnlab.training.memory import check_splits
 
-    _configure_process(cfg.train, info)
+    threads = _configure_process(cfg.train, info)
     continuing = _open_folder(out, cfg, resume, info)
     data, prepared_dir = _load_data(cfg, info)
     train_arr, val_arr = data.train(), data.val()
@@ -222,18 +223,21 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str,
         remove_stale(out)  # temp folders of a write that a kill interrupted
     run = Run(cfg=cfg, out=out, info=info, data=data, train_arr=train_arr, val_arr=val_arr, mcfg=mcfg,
               counts=counts, model=model, train_model=_wrap(model, cfg.train, info), opt=opt,
-              peak=_peak(cfg, mcfg, info), log=log)
+              peak=_peak(cfg, mcfg, info), log=log, threads_set_by=threads.set_by)
     return _loop(run, step, elapsed_before)
 
 
 # -- setting up ------------------------------------------------------------------------------
 
-def _configure_process(t: Any, info: DistInfo) -> None:
-    """Thread count and the one batch constraint that depends on the number of processes."""
-    if t.threads:
-        torch.set_num_threads(t.threads)
+def _configure_process(t: Any, info: DistInfo) -> ThreadChoice:
+    """Thread count (:mod:`ffnlab.training.threads`) and the one batch constraint that depends on
+    the number of processes; returns who chose the thread count, for summary.json."""
+    choice = choose_threads(t.threads, os.environ, torch.get_num_threads(), load_average())
+    if choice.count:
+        torch.set_num_threads(choice.count)
     require(t.batch_size % info.world_size == 0,
             f"train.batch_size={t.batch_size} must be divisible by the {info.world_size} processes")
+    return choice
 
 
 def _open_folder(out: Path, cfg: RunConfig, resume: bool, info: DistInfo) -> bool:
@@ -332,6 +336,7 @@ class Run:
     opt: torch.optim.Optimizer
     peak: Peak
     log: MetricsLog
+    threads_set_by: str  # who chose the thread count (ffnlab.training.threads), for summary.json
 
     @property
     def per_rank(self) -> int:
@@ -499,7 +504,7 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
                 stop_if_interrupted()  # a Ctrl-C that came during the step
             if info.is_main:
                 summary = _summary(out, run.cfg, run.mcfg, run.counts, run.data, _fpt(run), run.peak,
-                                   elapsed_before + time.perf_counter() - t_start, info)
+                                   elapsed_before + time.perf_counter() - t_start, info, run.threads_set_by)
         finally:
             progress.close()
             if tb is not None:
@@ -507,20 +512,8 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     return summary
 
 
-def threads_set_by(configured: int | None) -> str:
-    """Who chose the run's torch thread count, for summary.json: a CPU run's losses are bit-exact
-    only at the same seed *and* thread count (a reduction split over more threads sums in another
-    order), so the count and its origin are part of the result."""
-    if configured:
-        return "train.threads"
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        if os.environ.get(var):
-            return f"the environment ({var}={os.environ[var]})"
-    return "torch's default (the cores this process may use)"
-
-
 def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: int, peak: Peak,
-             elapsed: float, info: DistInfo) -> dict[str, Any]:
+             elapsed: float, info: DistInfo, threads_origin: str) -> dict[str, Any]:
     records = read_records(out / "metrics.jsonl")
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
@@ -536,7 +529,7 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "train_flops_per_token": fpt, "train_flops": fpt * cfg.train.max_steps * cfg.tokens_per_step(),
         "wall_s": elapsed, "peak_flops": peak.flops, "peak_source": peak.describe(), "device": info.device, "world_size": info.world_size,
         "torch": torch.__version__, "tokenizer": data.tokenizer_name, "vocab_size": data.vocab_size,
-        "threads": torch.get_num_threads(), "threads_set_by": threads_set_by(cfg.train.threads),
+        "threads": torch.get_num_threads(), "threads_set_by": threads_origin,
         "ffnlab_commit": git_commit(),
     }
     write_atomic(out / "summary.json", json.dumps(summary, indent=1))

@@ -639,16 +639,11 @@ CLAIM_COMPACT = [Column("head", "claim: verdict", justify="left", wrap=False),
                  Column("text", "what it says; the evidence", justify="left")]
 
 
-VERDICT_ORDER = ("true", "false", "misleading", "inconclusive", "needs-experiment", "unverifiable")
-
-
 def verdict_count(rows: Sequence[ClaimCheck]) -> str:
-    """``N claims: a true, b false, ...`` (verdicts in :data:`VERDICT_ORDER`, any other after)."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    order = [v for v in VERDICT_ORDER if v in counts] + sorted(set(counts) - set(VERDICT_ORDER))
-    return f"{len(rows)} claims: " + ", ".join(f"{counts[v]} {v}" for v in order)
+    """``N claims: a true, b false, ...`` (verdicts in :data:`ffnlab.sizing.verdicts.VERDICTS` order)."""
+    from ffnlab.sizing.verdicts import count_line
+
+    return count_line((r.verdict for r in rows), "claims")
 
 
 @app.command(rich_help_panel=MODELS)

@@ -48,8 +48,10 @@ def environment():  # noqa: ANN202 - jinja2.Environment
                              finalize=escape.visible)  # no control characters from files reach a page
     env.filters["md"] = md_cell
     from ffnlab.experiments.reporting.glossary import TERMS
+    from ffnlab.sizing.verdicts import VERDICTS
 
     env.globals["glossary"] = TERMS  # base.html.j2 ends every page with it, report.md.j2 too
+    env.globals["verdict_words"] = VERDICTS  # report.html.j2 marks a table cell holding one
     return env
 
 

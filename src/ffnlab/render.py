@@ -37,6 +37,30 @@ def human(n: float | int | None) -> str:
     return f"{n:g}"
 
 
+GIB = 2**30  # bytes in a GiB: every GiB figure ffnlab reads or prints converts with it
+MIB = 2**20  # bytes in a MiB
+
+
+def in_gib(n: float, digits: int = 2) -> str:
+    """``n`` bytes in GiB with thousands separators, no unit: 2**31 -> '2.00' (table cells)."""
+    return f"{n / GIB:,.{digits}f}"
+
+
+def gib(n: float | None, digits: int = 2) -> str:
+    """``n`` bytes as '1,234.56 GiB'; "-" for a missing value."""
+    return "-" if n is None else f"{in_gib(n, digits)} GiB"
+
+
+def mib(n: float, digits: int = 1) -> str:
+    """``n`` bytes as '12.5 MiB'."""
+    return f"{n / MIB:,.{digits}f} MiB"
+
+
+def gib_or_mib(n: float) -> str:
+    """``n`` bytes in GiB to one decimal, or in MiB below one GiB: '2.5 GiB', '512.0 MiB'."""
+    return gib(n, 1) if n >= GIB else mib(n)
+
+
 def pct(x: float | None) -> str:
     return "-" if x is None else f"{x:+.1%}"
 

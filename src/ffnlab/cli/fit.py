@@ -32,7 +32,6 @@ from ffnlab.cli.memory_view import (
     alive_text,
     engine_notes,
     engine_text,
-    gib,
     gpus_text,
     note,
     serving_lines,
@@ -51,7 +50,7 @@ from ffnlab.cli.serving_engine import (
 )
 from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
-from ffnlab.render import Column
+from ffnlab.render import Column, gib
 from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:

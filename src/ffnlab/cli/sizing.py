@@ -38,7 +38,6 @@ from ffnlab.cli.memory_view import (
     emit_memory,
     engine_notes,
     flat_memory,
-    gib,
     layout_text,
     memory_pairs,
     note,
@@ -56,7 +55,7 @@ from ffnlab.cli.serving_engine import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.netwait import set_timeout
-from ffnlab.render import Column, decimals, human, pct
+from ffnlab.render import Column, decimals, gib, human, in_gib, mib, pct
 from ffnlab.sizing.config import MAX_LAYERS
 from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
@@ -460,7 +459,7 @@ AUDIT_COLS = [  # the default table fits 80 columns; --wide adds the rest
     Column("pow2_divisor", "pow2", lambda x: "-" if x is None else str(x), wide=True),
     Column("flops_per_token", "GFLOP/tok@4096", lambda x: "-" if x is None else f"{x / 1e9:,.1f}", wide=True),
     Column("training_memory_bytes", "w+g+AdamW GiB",
-           lambda x: "-" if x is None else f"{x / 2**30:,.0f}", wide=True),
+           lambda x: "-" if x is None else in_gib(x, 0), wide=True),
 ]
 VERDICT_COL = Column("verdict", "verdict", justify="left")
 
@@ -528,7 +527,7 @@ def audit(
         m = r.memory
         if m is not None and m.counted_by_structure:
             render.note(f"{r.name}: KV cache {gib(m.kv_cache_bytes)} from {m.cache_rule}; "
-                        f"recurrent state {(m.state_bytes or 0) / 2**20:,.1f} MiB per batch; {m.note}", fmt)
+                        f"recurrent state {mib(m.state_bytes or 0)} per batch; {m.note}", fmt)
 
 
 def _audit_sections(row: AuditRow, cfg: Any, work: Workload, lay: Layout, *, alone: bool) -> AuditRow:
@@ -682,7 +681,6 @@ def claims(
 def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
     """``size --finetune``: the adapters, the states and the fine-tuning step's peak."""
     lo, st, pk, m = ft.lora, ft.states, ft.peak, ft.mode
-    per_gib = 2**30  # the adapters' states in GiB to 3 decimals (they are small)
     how = (f"batch {ft.batch} x {ft.seq_len}, recompute {ft.recompute}"
            + (", the embeddings' output requiring grad" if pk.input_grads else ""))
     return [
@@ -690,9 +688,8 @@ def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
                                   f"), rank {lo.rank} on {lo.adapted_matrices:,} linear layers "
                                   f"({'+'.join(lo.targets)})"),
         (f"{m} frozen base", f"{gib(st.base_weights)} ({st.base_rule})"),
-        (f"{m} adapters", f"{st.adapter_weights / per_gib:,.3f} GiB weights + {st.adapter_gradients / per_gib:,.3f} "
-                          f"GiB gradients + {st.adapter_optimizer / per_gib:,.3f} GiB optimizer (fp32, as peft "
-                          "keeps them)"),
+        (f"{m} adapters", f"{gib(st.adapter_weights, 3)} weights + {gib(st.adapter_gradients, 3)} gradients + "
+                          f"{gib(st.adapter_optimizer, 3)} optimizer (fp32, as peft keeps them)"),  # small: 3 decimals
         (f"{m} states total", gib(st.total)),
         (f"{m} activations ({how})", f"{gib(pk.activations_bytes)} kept for backward at the end of "
                                      "forward"),

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
+from ffnlab.render import GIB, gib, in_gib
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.finetune import (
     ADAPTER_BYTES,
@@ -255,15 +256,15 @@ def _key(row: LayoutFit) -> tuple[int, ...]:
 def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
     if reserve_gib is None:
         return math.ceil(acc.memory_bytes * DEFAULT_RESERVE)
-    require(0 <= reserve_gib * 2**30 < acc.memory_bytes,
-            f"--reserve must be in [0, {acc.memory_bytes / 2**30:,.2f}) GiB for {acc.name}, got {reserve_gib}")
-    return math.ceil(reserve_gib * 2**30)
+    require(0 <= reserve_gib * GIB < acc.memory_bytes,
+            f"--reserve must be in [0, {in_gib(acc.memory_bytes)}) GiB for {acc.name}, got {reserve_gib}")
+    return math.ceil(reserve_gib * GIB)
 
 
 def _fits_and_held(mode: str, reserve: int, acc: Accelerator, reserve_gib: float | None) -> tuple[str, str]:
     """The sentences saying what "fits" means (training: with the caching allocator's assumed
     reserved share, :mod:`ffnlab.sizing.memory.allocator`) and what the reserve stands for."""
-    held = (f"reserve {reserve / 2**30:,.2f} GiB "
+    held = (f"reserve {gib(reserve)} "
             + ("(assumed: 10% of the device memory; --reserve GiB)" if reserve_gib is None else "(--reserve)")
             + f" for what no term counts: {', '.join(NOT_COUNTED[mode])}")
     need = (f"the step's peak per GPU (the most alive at one moment) x {1 + reserved_share():.4f} (the caching "

@@ -183,7 +183,7 @@ def size(
     _show_size(out, seq_len, dtype, as_json, fmt, engine if from_model is not None else None)
     if plot is not None and out.model is not None and work is not None and lay is not None:
         from ffnlab.sizing.config import make_config, validate
-        from ffnlab.sizing.hf.hub import resolve_model
+        from ffnlab.sizing.models import resolve
 
         m = out.model
         if from_model is None:  # the config size_summary built, from what it reports
@@ -195,7 +195,7 @@ def size(
             note("--plot draws a --from model as it is: drop the width options to plot it; no figure written")
             return
         else:
-            cfg = resolve_model(from_model)[1]
+            cfg = resolve(from_model).sized()
         write_step_plot(plot, cfg, out.from_model or f"d_model {out.d_model}, {m.n_layers} layers", work, lay)
 
 
@@ -215,9 +215,10 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
     given = [f"--{n.replace('_', '-')}" for n in SHAPE_OPTIONS
              if getattr(ctx.get_parameter_source(n), "name", None) == "COMMANDLINE"]
     require(not given, f"--from takes the shape from the model; drop {', '.join(given)}")
-    from ffnlab.sizing.hf.hub import resolve_model
+    from ffnlab.sizing.models import resolve
 
-    name, cfg = resolve_model(target)
+    model = resolve(target)
+    name, cfg = model.name, model.sized()
     kind = ffn or cfg.ffn.kind
     r = width.rule_for(kind) if width.given else None
     out = size_model(cfg, name, r, kind, seq_len=work.seq_len, dtype=work.dtype, workload=work, layout=lay,
@@ -480,8 +481,9 @@ def audit(
     """Audit real models (zoo, config.json, Hub): ratios vs 4, FFN share."""
     set_timeout(timeout)
     from ffnlab.cli.notes import transient_note
-    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
+    from ffnlab.sizing.audit import audit_entry, audit_resolved, entry_basis
     from ffnlab.sizing.hf.fallback import announced
+    from ffnlab.sizing.models import resolve
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
@@ -491,7 +493,7 @@ def audit(
     engine_notes(work.engine)
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
-    audited += [_audit_one(t, audit_target, counter) for t in targets or []]
+    audited += [audit_resolved(resolve(t), counter) for t in targets or []]  # a Hub id's config is fetched
     alone = len(audited) == 1
     rows = [_audit_sections(row, cfg, work, lay, alone=alone) for row, cfg in audited]
     if as_json:
@@ -589,17 +591,6 @@ def emit_finetune(rows: list[AuditRow], fmt: str) -> None:
                         f"{gib(st.total - st.base_weights)}, activations {gib(pk.activations_bytes)})", fmt)
         elif r.finetune_error:
             render.note(f"{r.name}: no fine-tuning estimate: {r.finetune_error}", fmt)
-
-
-def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[AuditRow, Any]:
-    """One audit row: a Hub id's config.json is fetched (or read from the HF cache) first."""
-    from ffnlab.sizing.hf.hub import fetch_config, hub_id
-
-    hid = hub_id(target)
-    if hid is None:
-        return audit_target(target, counter)
-    row, cfg = audit_target(str(fetch_config(hid)), counter)
-    return replace(row, name=hid.label, source=f"Hugging Face Hub: {hid.label}"), cfg
 
 
 @app.command(rich_help_panel=MODELS)

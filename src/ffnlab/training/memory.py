@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from ffnlab.errors import FfnlabError
 from ffnlab.render import gib_or_mib
 from ffnlab.sizing.memory.activations import activation_memory
+from ffnlab.sizing.memory.byte_rules import INDEX_BYTES
 from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.training import runconfig
-
-FP32 = 4
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,7 @@ def vocab_guess(cfg: runconfig.RunConfig) -> int:
 
 def activation_dtype(cfg: runconfig.RunConfig, device: str) -> str:
     """The dtype the trainer's activations have: bf16 under autocast on CUDA, fp32 otherwise."""
-    dtype = cfg.train.dtype
-    if dtype == "auto":
-        dtype = "bf16" if device.startswith("cuda") else "fp32"
-    return dtype
+    return runconfig.compute_dtype(cfg.train.dtype, device)
 
 
 def estimate(cfg: runconfig.RunConfig, vocab_size: int | None = None, world_size: int = 1,
@@ -71,7 +67,8 @@ def estimate(cfg: runconfig.RunConfig, vocab_size: int | None = None, world_size
     state = training_memory(mc, "fp32")
     acts = activation_memory(mc, seq_len=t.seq_len, batch=micro, dtype=activation_dtype(cfg, device),
                              attention="fused")
-    return RunMemory(state=int(state.total), activations=acts.total, batch_index=8 * t.batch_size * t.grad_accum,
+    return RunMemory(state=int(state.total), activations=acts.total,
+                     batch_index=INDEX_BYTES * t.batch_size * t.grad_accum,
                      buckets=int(state.grads) if world_size > 1 else 0)
 
 

@@ -15,8 +15,9 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from fractions import Fraction
+from pathlib import PurePath
 from typing import Any
 
 from ffnlab import escape
@@ -35,6 +36,30 @@ def human(n: float | int | None) -> str:
         if abs(n) >= scale:
             return f"{n / scale:.2f}{unit}" if abs(n) < 10 * scale else f"{n / scale:.1f}{unit}"
     return f"{n:g}"
+
+
+GIB = 2**30  # bytes in a GiB: every GiB figure ffnlab reads or prints converts with it
+MIB = 2**20  # bytes in a MiB
+
+
+def in_gib(n: float, digits: int = 2) -> str:
+    """``n`` bytes in GiB with thousands separators, no unit: 2**31 -> '2.00' (table cells)."""
+    return f"{n / GIB:,.{digits}f}"
+
+
+def gib(n: float | None, digits: int = 2) -> str:
+    """``n`` bytes as '1,234.56 GiB'; "-" for a missing value."""
+    return "-" if n is None else f"{in_gib(n, digits)} GiB"
+
+
+def mib(n: float, digits: int = 1) -> str:
+    """``n`` bytes as '12.5 MiB'."""
+    return f"{n / MIB:,.{digits}f} MiB"
+
+
+def gib_or_mib(n: float) -> str:
+    """``n`` bytes in GiB to one decimal, or in MiB below one GiB: '2.5 GiB', '512.0 MiB'."""
+    return gib(n, 1) if n >= GIB else mib(n)
 
 
 def pct(x: float | None) -> str:
@@ -141,12 +166,38 @@ def _non_finite(x: Any, where: str) -> tuple[str, float] | None:
     return None
 
 
+def plain(value: Any, non_finite: Callable[[float], Any] | None = None) -> Any:
+    """``value`` as JSON-ready data: the one walker every JSON ffnlab writes goes through.
+
+    An object with an ``as_dict`` (a :class:`ffnlab.sizing.result.Result`, a layout adding its
+    ``gpus``) through it, other dataclasses field by field, tuples as lists, paths as strings,
+    mappings and lists walked; anything else as it is (a :class:`~fractions.Fraction` stays exact
+    until :func:`json_text` writes it). ``non_finite`` replaces a NaN or an infinity (the report
+    files write NaN as null); without it they stay, and :func:`json_text` refuses them."""
+    if isinstance(value, float):
+        return value if non_finite is None or math.isfinite(value) else non_finite(value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if hasattr(value, "as_dict") and not isinstance(value, type):
+        return plain(value.as_dict(), non_finite)  # its tuples as lists too
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name), non_finite) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, non_finite) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v, non_finite) for k, v in value.items()}
+    return value
+
+
 def _json_default(o: Any) -> Any:
+    """What ``json.dumps`` writes for a value it has no spelling for: a Fraction as a float, an
+    object :func:`plain` turns into data as that data."""
     if isinstance(o, Fraction):
         return float(o)
-    if hasattr(o, "as_dict"):
-        return o.as_dict()
-    raise TypeError(f"cannot serialise {type(o).__name__}")
+    data = plain(o)
+    if data is o:
+        raise TypeError(f"cannot serialise {type(o).__name__}")
+    return data
 
 
 def csv_text(rows: Iterable[Mapping[str, Any]], keys: Sequence[str]) -> str:

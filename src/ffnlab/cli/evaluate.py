@@ -190,40 +190,21 @@ TABLE_COLS = [
 
 def _table_row(target: str, seq_len: int | None) -> Any:
     """One row of the note's table for a zoo name, config.json path/folder or Hub id."""
-    from ffnlab.sizing.audit import audit_target
+    from ffnlab.sizing.audit import audit_resolved
     from ffnlab.sizing.config import ModelConfig
     from ffnlab.sizing.flops import flops_per_token
-    from ffnlab.sizing.hf.hub import fetch_config, hub_id
+    from ffnlab.sizing.models import resolve
     from ffnlab.sizing.published import DEFAULT_CONTEXT, context_of, note_row
-    from ffnlab.sizing.zoo import find, is_zoo_name
     from ffnlab.training.hf_count import count_with_transformers
 
-    entry = find(target) if is_zoo_name(target) else None
-    hid = None if entry is not None else hub_id(target)
-    where = str(fetch_config(hid)) if hid is not None else target
-    row, basis = audit_target(where, count_with_transformers)
-    if entry is not None:
-        raw, model = entry.hf_config, entry.display
-    else:
-        raw, model = _raw_config(where), hid.label if hid is not None else target
-    ctx = seq_len or context_of(raw) or DEFAULT_CONTEXT
+    found = resolve(target)  # a Hub id's config.json is fetched
+    row, basis = audit_resolved(found, count_with_transformers)
+    entry = found.entry
+    model = entry.display if entry is not None else found.hub.label if found.hub is not None else target
+    ctx = seq_len or context_of(found.raw) or DEFAULT_CONTEXT
     flops = flops_per_token(basis, ctx).training if isinstance(basis, ModelConfig) else None
     return note_row(name=target, model=model, entry=entry, ratio_raw=row.ratio_raw,
                     ratio_param_matched=row.ratio_param_matched, train_flops_per_token=flops, flops_context=ctx)
-
-
-def _raw_config(where: str) -> dict[str, Any] | None:
-    """The keys of the config.json at ``where`` (a file or a folder holding one), None if unreadable."""
-    import json
-    from pathlib import Path
-
-    p = Path(where)
-    p = p / "config.json" if p.is_dir() else p
-    try:
-        raw = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return raw if isinstance(raw, dict) else None
 
 
 def _measure_target(target: str) -> str:

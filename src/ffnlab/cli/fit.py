@@ -32,7 +32,6 @@ from ffnlab.cli.memory_view import (
     alive_text,
     engine_notes,
     engine_text,
-    gib,
     gpus_text,
     note,
     serving_lines,
@@ -51,7 +50,7 @@ from ffnlab.cli.serving_engine import (
 )
 from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
-from ffnlab.render import Column
+from ffnlab.render import Column, gib
 from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:
@@ -205,8 +204,8 @@ def fit(
     when comparing models), 1 when nothing fits (said as borderline when it would fit only inside
     the reserve), 2 on bad input."""
     set_timeout(timeout)
-    from ffnlab.sizing.hf.hub import resolve_model_raw
     from ffnlab.sizing.memory.fit import MAX_GPUS, context_limit
+    from ffnlab.sizing.models import resolve
 
     auto = gpus_flag == "auto"
     require(auto or gpus_flag.isdigit(), f"--gpus must be a whole number of GPUs or auto, got {gpus_flag!r}")
@@ -264,7 +263,8 @@ def fit(
         if not all_fit:
             raise typer.Exit(EXIT_NO_FIT)
         return
-    name, cfg, raw = resolve_model_raw(targets[0])  # a Hub id's config.json is fetched; zoo names and paths never are
+    model = resolve(targets[0])  # a Hub id's config.json is fetched; zoo names and paths never are
+    name, cfg, raw = model.name, model.sized(), model.raw
     n_tokens = _count(tokens) if tokens else None
     if mfu is not None and (n_tokens is None or mode == "serve"):
         note("--mfu is used only for the training time, which needs --tokens and --mode train; ignored")
@@ -392,8 +392,8 @@ def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: 
                     wide: bool) -> bool:
     """``fit A B C --gpu NAME``: each model's fit on the same GPUs, one row (one JSON object, as
     ``fit MODEL --gpu NAME --json`` writes it) per model; True when every model fits."""
-    from ffnlab.sizing.hf.hub import resolve_model_raw
     from ffnlab.sizing.memory.fit import context_limit
+    from ffnlab.sizing.models import resolve
 
     n_tokens = _count(tokens) if tokens else None
     timed = bool(n_tokens) and ask.mode == "train"
@@ -403,7 +403,8 @@ def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: 
         engine_notes(work.engine)
     fitted: list[tuple[str, FitAsk, FitResult]] = []
     for target in targets:
-        name, cfg, raw = resolve_model_raw(target)
+        model = resolve(target)
+        name, cfg, raw = model.name, model.sized(), model.raw
         each = replace(ask, context_limit=context_limit(raw))
         fitted.append((name, each, _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision,
                                            work, each)))

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ffnlab import render
-from ffnlab.render import Column
+from ffnlab.render import Column, gib, in_gib
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
@@ -62,10 +62,6 @@ def write_step_plot(path: str, cfg: ModelConfig, name: str, work: Workload, lay:
     print(f"wrote the step figure to {written} ({fig.peak_label})", file=sys.stderr)
 
 
-def gib(n: float | None) -> str:
-    return "-" if n is None else f"{n / 2**30:,.2f} GiB"
-
-
 def gpus_text(n: int) -> str:
     return f"{n:,} GPU" + ("" if n == 1 else "s")
 
@@ -103,7 +99,7 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     if mem.host_bytes is not None:  # --offload: the states moved to host memory, per GPU's process
         why = f"--offload {mem.offload}" if mem.offload != "none" else "paged optimizer states"
         pairs += [(f"host memory ({why}), per GPU", gib(mem.host_bytes)),
-                  ("host memory holds", "; ".join(f"{r.term.removeprefix('host: ')} {r.per_gpu_bytes / 2**30:,.2f}"
+                  ("host memory holds", "; ".join(f"{r.term.removeprefix('host: ')} {in_gib(r.per_gpu_bytes)}"
                                                   for r in mem.host_terms or ()) + " (GiB)")]
     pairs += [
         (f"serving: weights ({mem.weights_dtype})", gib(mem.serving_weights_bytes)),
@@ -116,7 +112,7 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
 def alive_text(alive: Iterable[Alive]) -> str:
     """What is alive at the step's peak, largest first, in GiB (one line)."""
     ordered = sorted(alive, key=lambda a: -a.bytes)
-    return "; ".join(f"{a.what} {a.bytes / 2**30:,.2f}" for a in ordered) + " (GiB)" if ordered else "-"
+    return "; ".join(f"{a.what} {in_gib(a.bytes)}" for a in ordered) + " (GiB)" if ordered else "-"
 
 
 MEMORY_COLS = [  # the terms are --wide columns, so the default table fits 80 columns

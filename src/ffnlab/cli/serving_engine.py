@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ffnlab.cli.memory_view import gib, note
+from ffnlab.cli.memory_view import note
 from ffnlab.errors import FfnlabError, require
+from ffnlab.render import gib
 from ffnlab.sizing.serving_engines import EngineKnobs
 from ffnlab.validation import integer, number
 

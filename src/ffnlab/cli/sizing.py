@@ -38,7 +38,6 @@ from ffnlab.cli.memory_view import (
     emit_memory,
     engine_notes,
     flat_memory,
-    gib,
     layout_text,
     memory_pairs,
     note,
@@ -56,7 +55,7 @@ from ffnlab.cli.serving_engine import (
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.netwait import set_timeout
-from ffnlab.render import Column, decimals, human, pct
+from ffnlab.render import Column, decimals, gib, human, in_gib, mib, pct
 from ffnlab.sizing.config import MAX_LAYERS
 from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number
@@ -184,7 +183,7 @@ def size(
     _show_size(out, seq_len, dtype, as_json, fmt, engine if from_model is not None else None)
     if plot is not None and out.model is not None and work is not None and lay is not None:
         from ffnlab.sizing.config import make_config, validate
-        from ffnlab.sizing.hf.hub import resolve_model
+        from ffnlab.sizing.models import resolve
 
         m = out.model
         if from_model is None:  # the config size_summary built, from what it reports
@@ -196,7 +195,7 @@ def size(
             note("--plot draws a --from model as it is: drop the width options to plot it; no figure written")
             return
         else:
-            cfg = resolve_model(from_model)[1]
+            cfg = resolve(from_model).sized()
         write_step_plot(plot, cfg, out.from_model or f"d_model {out.d_model}, {m.n_layers} layers", work, lay)
 
 
@@ -216,9 +215,10 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
     given = [f"--{n.replace('_', '-')}" for n in SHAPE_OPTIONS
              if getattr(ctx.get_parameter_source(n), "name", None) == "COMMANDLINE"]
     require(not given, f"--from takes the shape from the model; drop {', '.join(given)}")
-    from ffnlab.sizing.hf.hub import resolve_model
+    from ffnlab.sizing.models import resolve
 
-    name, cfg = resolve_model(target)
+    model = resolve(target)
+    name, cfg = model.name, model.sized()
     kind = ffn or cfg.ffn.kind
     r = width.rule_for(kind) if width.given else None
     out = size_model(cfg, name, r, kind, seq_len=work.seq_len, dtype=work.dtype, workload=work, layout=lay,
@@ -460,7 +460,7 @@ AUDIT_COLS = [  # the default table fits 80 columns; --wide adds the rest
     Column("pow2_divisor", "pow2", lambda x: "-" if x is None else str(x), wide=True),
     Column("flops_per_token", "GFLOP/tok@4096", lambda x: "-" if x is None else f"{x / 1e9:,.1f}", wide=True),
     Column("training_memory_bytes", "w+g+AdamW GiB",
-           lambda x: "-" if x is None else f"{x / 2**30:,.0f}", wide=True),
+           lambda x: "-" if x is None else in_gib(x, 0), wide=True),
 ]
 VERDICT_COL = Column("verdict", "verdict", justify="left")
 
@@ -481,8 +481,9 @@ def audit(
     """Audit real models (zoo, config.json, Hub): ratios vs 4, FFN share."""
     set_timeout(timeout)
     from ffnlab.cli.notes import transient_note
-    from ffnlab.sizing.audit import audit_entry, audit_target, entry_basis
+    from ffnlab.sizing.audit import audit_entry, audit_resolved, entry_basis
     from ffnlab.sizing.hf.fallback import announced
+    from ffnlab.sizing.models import resolve
     from ffnlab.sizing.zoo import load_zoo
     from ffnlab.training.hf_count import count_with_transformers
 
@@ -492,7 +493,7 @@ def audit(
     engine_notes(work.engine)
     audited = [(audit_entry(e), entry_basis(e)) for e in load_zoo()] if all_models else []
     counter = announced(count_with_transformers, transient_note)
-    audited += [_audit_one(t, audit_target, counter) for t in targets or []]
+    audited += [audit_resolved(resolve(t), counter) for t in targets or []]  # a Hub id's config is fetched
     alone = len(audited) == 1
     rows = [_audit_sections(row, cfg, work, lay, alone=alone) for row, cfg in audited]
     if as_json:
@@ -528,7 +529,7 @@ def audit(
         m = r.memory
         if m is not None and m.counted_by_structure:
             render.note(f"{r.name}: KV cache {gib(m.kv_cache_bytes)} from {m.cache_rule}; "
-                        f"recurrent state {(m.state_bytes or 0) / 2**20:,.1f} MiB per batch; {m.note}", fmt)
+                        f"recurrent state {mib(m.state_bytes or 0)} per batch; {m.note}", fmt)
 
 
 def _audit_sections(row: AuditRow, cfg: Any, work: Workload, lay: Layout, *, alone: bool) -> AuditRow:
@@ -592,17 +593,6 @@ def emit_finetune(rows: list[AuditRow], fmt: str) -> None:
             render.note(f"{r.name}: no fine-tuning estimate: {r.finetune_error}", fmt)
 
 
-def _audit_one(target: str, audit_target: Any, counter: Any) -> tuple[AuditRow, Any]:
-    """One audit row: a Hub id's config.json is fetched (or read from the HF cache) first."""
-    from ffnlab.sizing.hf.hub import fetch_config, hub_id
-
-    hid = hub_id(target)
-    if hid is None:
-        return audit_target(target, counter)
-    row, cfg = audit_target(str(fetch_config(hid)), counter)
-    return replace(row, name=hid.label, source=f"Hugging Face Hub: {hid.label}"), cfg
-
-
 @app.command(rich_help_panel=MODELS)
 def zoo(
     family: str = typer.Option(None, "--family", help="Only this family (case-insensitive substring)."),
@@ -639,16 +629,11 @@ CLAIM_COMPACT = [Column("head", "claim: verdict", justify="left", wrap=False),
                  Column("text", "what it says; the evidence", justify="left")]
 
 
-VERDICT_ORDER = ("true", "false", "misleading", "inconclusive", "needs-experiment", "unverifiable")
-
-
 def verdict_count(rows: Sequence[ClaimCheck]) -> str:
-    """``N claims: a true, b false, ...`` (verdicts in :data:`VERDICT_ORDER`, any other after)."""
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.verdict] = counts.get(r.verdict, 0) + 1
-    order = [v for v in VERDICT_ORDER if v in counts] + sorted(set(counts) - set(VERDICT_ORDER))
-    return f"{len(rows)} claims: " + ", ".join(f"{counts[v]} {v}" for v in order)
+    """``N claims: a true, b false, ...`` (verdicts in :data:`ffnlab.sizing.verdicts.VERDICTS` order)."""
+    from ffnlab.sizing.verdicts import count_line
+
+    return count_line((r.verdict for r in rows), "claims")
 
 
 @app.command(rich_help_panel=MODELS)
@@ -687,7 +672,6 @@ def claims(
 def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
     """``size --finetune``: the adapters, the states and the fine-tuning step's peak."""
     lo, st, pk, m = ft.lora, ft.states, ft.peak, ft.mode
-    per_gib = 2**30  # the adapters' states in GiB to 3 decimals (they are small)
     how = (f"batch {ft.batch} x {ft.seq_len}, recompute {ft.recompute}"
            + (", the embeddings' output requiring grad" if pk.input_grads else ""))
     return [
@@ -695,9 +679,8 @@ def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
                                   f"), rank {lo.rank} on {lo.adapted_matrices:,} linear layers "
                                   f"({'+'.join(lo.targets)})"),
         (f"{m} frozen base", f"{gib(st.base_weights)} ({st.base_rule})"),
-        (f"{m} adapters", f"{st.adapter_weights / per_gib:,.3f} GiB weights + {st.adapter_gradients / per_gib:,.3f} "
-                          f"GiB gradients + {st.adapter_optimizer / per_gib:,.3f} GiB optimizer (fp32, as peft "
-                          "keeps them)"),
+        (f"{m} adapters", f"{gib(st.adapter_weights, 3)} weights + {gib(st.adapter_gradients, 3)} gradients + "
+                          f"{gib(st.adapter_optimizer, 3)} optimizer (fp32, as peft keeps them)"),  # small: 3 decimals
         (f"{m} states total", gib(st.total)),
         (f"{m} activations ({how})", f"{gib(pk.activations_bytes)} kept for backward at the end of "
                                      "forward"),

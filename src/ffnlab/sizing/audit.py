@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ffnlab.errors import FfnlabError
 from ffnlab.sizing.audit_row import AuditRow
 from ffnlab.sizing.audit_rules import (
     AUDIT_DTYPE,
@@ -24,17 +22,15 @@ from ffnlab.sizing.hf import (
     MULTIMODAL,
     MULTIMODAL_NOTE,
     SUPPORTED_MODEL_TYPES,
-    config_name,
     defaults_note,
-    read_hf_config,
-    translate_hf_dict,
     unknowns,
 )
 from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
 from ffnlab.sizing.hf.structure import Structure
 from ffnlab.sizing.memory.optimizers import training_memory
+from ffnlab.sizing.models import ResolvedModel, resolve
 from ffnlab.sizing.widths import Alignment, param_matched_ratio
-from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
+from ffnlab.sizing.zoo import ZooEntry
 
 if TYPE_CHECKING:  # the memory model is imported where it is used (memory_of)
     from ffnlab.sizing.memory.parallel import Layout, MemorySummary
@@ -178,41 +174,50 @@ WHOLE_MODEL_TYPES = {
 
 
 def audit(target: str, counter: TransformersCounter | None = None) -> AuditRow:
-    """Audit a zoo name or a path to a config.json (or a folder holding one).
+    """Audit a zoo name or a path to a config.json (or a folder holding one); a Hub id is not
+    fetched here (the ``audit`` command fetches it: :func:`audit_resolved` of
+    :func:`ffnlab.sizing.models.resolve`).
 
     ``counter`` counts a config.json whose model_type has no translator (the ``audit`` command
     passes :func:`ffnlab.training.hf_count.count_with_transformers`); without one such a config
     is an error naming the supported types.
     """
-    return audit_target(target, counter)[0]
+    return audit_resolved(resolve(target, hub=False), counter)[0]
 
 
-def audit_target(target: str, counter: TransformersCounter | None = None
-                 ) -> tuple[AuditRow, ModelConfig | Structure | None]:
-    """:func:`audit`'s row and what it was computed from: the config, the structure of a model
-    counted through transformers, or None for an estimate without a shape; callers that need
-    both (the memory section) read the config once."""
-    if is_zoo_name(target):
-        e = find(target)
-        return audit_entry(e), entry_basis(e)
-    p = Path(target)
-    if p.exists() or target.endswith(".json") or "/" in target:
-        try:
-            found_at, raw = read_hf_config(p)
-            cfg, defaulted = translate_hf_dict(raw, name=config_name(found_at))
-        except FfnlabError as refused:  # no translator, or one refusing this config: transformers judges it
-            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=str(refused))
-            if found is None:
-                raise
+def audit_resolved(model: ResolvedModel, counter: TransformersCounter | None = None
+                ) -> tuple[AuditRow, ModelConfig | Structure | None]:
+    """:func:`audit`'s row of a resolved model and what it was computed from: the config, the
+    structure of a model counted through transformers, or None for an estimate without a shape;
+    callers that need both (the memory section) read the config once. A Hub id's row is named by
+    the id."""
+    if model.entry is not None:
+        return audit_entry(model.entry), entry_basis(model.entry)
+    row, basis = _audit_file(model, counter)
+    if model.hub is not None:
+        row = replace(row, name=model.hub.label, source=f"Hugging Face Hub: {model.hub.label}")
+    return row, basis
+
+
+def _audit_file(model: ResolvedModel, counter: TransformersCounter | None
+                ) -> tuple[AuditRow, ModelConfig | Structure | None]:
+    """The row of a config.json: translated, or counted through transformers where no translator
+    reads it (or the one that does would count less than transformers builds)."""
+    p, raw, cfg = model.path, model.raw, model.config
+    assert p is not None and raw is not None
+    if cfg is None:  # no translator, or one refusing this config: transformers judges it
+        assert model.refusal is not None
+        found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=str(model.refusal))
+        if found is None:
+            raise model.refusal
+        return found
+    model_type = raw.get("model_type")
+    whole = WHOLE_MODEL_TYPES.get(str(model_type))
+    if whole is not None and counter is not None:  # transformers' model is more than the translator counts
+        found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=whole)
+        if found is not None:
             return found
-        whole = WHOLE_MODEL_TYPES.get(str(raw.get("model_type")))
-        if whole is not None and counter is not None:  # transformers' model is more than the translator counts
-            found = audit_untranslated(p, SUPPORTED_MODEL_TYPES, counter, refused=whole)
-            if found is not None:
-                return found
-        multimodal = MULTIMODAL_NOTE if raw.get("model_type") in MULTIMODAL else None
-        note = "; ".join(x for x in (multimodal, defaults_note(raw, defaulted)) if x) or None
-        return audit_config(cfg, name=cfg.name, model_type=raw.get("model_type"), source=str(p), note=note,
-                            unknown=unknowns(raw)), cfg
-    e = find(target)  # not a file either: find() names close zoo names
-    return audit_entry(e), entry_basis(e)
+    multimodal = MULTIMODAL_NOTE if model_type in MULTIMODAL else None
+    note = "; ".join(x for x in (multimodal, defaults_note(raw, model.defaulted)) if x) or None
+    return audit_config(cfg, name=cfg.name, model_type=model_type if isinstance(model_type, str) else None,
+                        source=str(p), note=note, unknown=unknowns(raw)), cfg

@@ -21,14 +21,11 @@ from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, dense_ffn_params
 from ffnlab.sizing.result import Result
+from ffnlab.sizing.verdicts import VERDICTS, Verdict
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import ZooEntry, find, load_zoo
 
-# true / false: decided, with an interval; inconclusive: the data at hand cannot decide at this power
-# (the evidence says what would); misleading: true numbers, wrong reading; unverifiable: no data
-# can exist (e.g. an unpublished architecture); needs-experiment: no measurement yet.
-VERDICTS = ("true", "false", "inconclusive", "misleading", "unverifiable", "needs-experiment")
-Finding = tuple[str, str, dict[str, Any]]  # a check's verdict, evidence sentence and numbers
+Finding = tuple[Verdict, str, dict[str, Any]]  # a check's verdict, evidence sentence and numbers
 
 
 @lru_cache(maxsize=1)
@@ -61,7 +58,7 @@ def golden_identity(_: dict[str, Any]) -> Finding:
     claimed = sp.radsimp(sp.expand(Phi**3 - phi**-3))
     alt_minus = sp.radsimp(sp.expand(Phi**3 - Phi**-3))
     alt_plus = sp.radsimp(sp.expand(Phi**3 + phi**3))
-    verdict = "true" if sp.simplify(claimed - 4) == 0 else "false"
+    verdict: Verdict = "true" if sp.simplify(claimed - 4) == 0 else "false"
     evidence = (f"Phi^3 = {sp.radsimp(sp.expand(Phi**3))}, phi^-3 = {sp.radsimp(sp.expand(phi**-3))}, so "
                 f"Phi^3 - phi^-3 = {claimed} = {float(claimed):.6f}, not 4. What does equal 4: "
                 f"Phi^3 - Phi^-3 = {alt_minus} and Phi^3 + phi^3 = {alt_plus} (the Lucas number L3).")
@@ -121,7 +118,7 @@ def table_row(a: dict[str, Any]) -> Finding:
     pm = float(param_matched_ratio(d, ff, cfg.gated))
     note = (f"; but it is a {cfg.ffn.kind} (gated) FFN, so its parameter-matched ratio is {pm:.3f}, "
             f"{pm / 4 - 1:+.1%} from 4" if cfg.gated else "")
-    verdict = "true" if dims_ok and ratio_ok and dev_ok else "false"
+    verdict: Verdict = "true" if dims_ok and ratio_ok and dev_ok else "false"
     detail = f"published config ({e.source}): d_model {d}, FFN {ff}, raw ratio {ratio:.4f}, {dev:+.2%} from 4"
     if dims_ok and ratio_ok and not dev_ok:
         detail += f" (the row says {a['deviation']:+.1%})"
@@ -141,7 +138,7 @@ def capacity_shortfall(a: dict[str, Any]) -> Finding:
         rows.append({"model": name, "ffn_params_per_layer": actual, "mlp4x_params_per_layer": mlp4, "relative": rel})
         parts.append(f"{name}: {ff}/{d} {cfg.ffn.kind} -> {actual:,} FFN weights/layer vs {mlp4:,} for a 4x MLP ({rel:+.1%})")
     worst = min(r["relative"] for r in rows)
-    verdict = "false" if worst > a["stated"] / 2 else "true"
+    verdict: Verdict = "false" if worst > a["stated"] / 2 else "true"
     return (verdict,
             "Raw ratios ignore that a gated FFN has three matrices. " + "; ".join(parts) +
             f". The stated shortfall is {a['stated']:+.1%}.", {"rows": rows})
@@ -244,7 +241,7 @@ def ffn_share(a: dict[str, Any]) -> Finding:
     lo, hi = min(rows.values()), max(rows.values())
     classic = [n for n, c in cfgs.items() if not c.ffn.is_moe and c.n_kv_heads == c.attn.n_heads]
     classic_ok = all(abs(rows[n] - 2 / 3) < 0.03 for n in classic)
-    verdict = "true" if classic_ok and lo > 0.6 else "misleading"
+    verdict: Verdict = "true" if classic_ok and lo > 0.6 else "misleading"
     return (verdict,
             f"Symbolically 8d^2 / (8d^2 + 4d^2) = {share} for MHA with a 4x (or 8/3x gated) FFN. Measured shares "
             f"of non-embedding parameters: " + ", ".join(f"{n} {s:.1%}" for n, s in rows.items()) +
@@ -405,7 +402,7 @@ class ClaimCheck(Result):
     id: str
     source_text: str  # which source text makes the claim (a key of claims.json's ``sources``)
     claim: str
-    verdict: str  # one of VERDICTS
+    verdict: Verdict
     evidence: str
     numbers: dict[str, Any]
 

@@ -43,7 +43,14 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import ffn_adapters
-from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes, shape_free_states
+from ffnlab.sizing.memory.byte_rules import (
+    ACTIVATION_DTYPES,
+    ADAPTER_BYTES,
+    FP32_BYTES,
+    HALF_BYTES,
+    dtype_bytes,
+    shape_free_states,
+)
 from ffnlab.sizing.memory.parallel import Layout
 from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
 from ffnlab.sizing.memory.sharding import WorkTerm, working_terms
@@ -65,7 +72,6 @@ MAX_RANK = 2**20
 QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or LLM.int8
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
-ADAPTER_BYTES = 4  # peft casts 16-bit adapters to fp32 (autocast_adapter_dtype=True)
 # prepare_model_for_kbit_training casts the embedding, norms and head to fp32: the embedding's output
 # and every residual add after it (fp32 + a 16-bit branch) are fp32, so the residual stream is fp32
 UPCAST_STREAM_BYTES = dtype_bytes("fp32")
@@ -192,8 +198,9 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
         wb = qlora_base(cfg, base_format)
         base, rule = wb.total, wb.rule
         if upcast_fp32:
-            base += 2 * wb.kept_params
-            rule = (rule.replace(f"{wb.kept_params:,} other params x 2 B", f"{wb.kept_params:,} other params x 4 B")
+            base += (FP32_BYTES - HALF_BYTES) * wb.kept_params
+            rule = (rule.replace(f"{wb.kept_params:,} other params x {HALF_BYTES} B",
+                                 f"{wb.kept_params:,} other params x {FP32_BYTES} B")
                     + " (prepare_model_for_kbit_training: fp32)")
     else:
         per = dtype_bytes(dtype)

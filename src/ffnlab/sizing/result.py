@@ -17,25 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass
-from pathlib import PurePath
 from typing import Any, ClassVar
 
+from ffnlab.render import plain
 
-def plain(value: Any) -> Any:
-    """``value`` as JSON-ready data (see the module's docstring)."""
-    if isinstance(value, Result):
-        return value.as_dict()
-    if isinstance(value, PurePath):
-        return str(value)
-    if hasattr(value, "as_dict") and not isinstance(value, type):
-        return plain(value.as_dict())  # another dataclass's own object: its tuples as lists too
-    if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    return value
+__all__ = ["Result", "plain"]  # plain: the one JSON walker (ffnlab.render), for the results' readers
 
 
 class Result:

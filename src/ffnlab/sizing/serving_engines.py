@@ -31,12 +31,11 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.render import GIB
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
     from ffnlab.sizing.memory.hardware import Accelerator
-
-GIB = 2**30
 
 
 @lru_cache(maxsize=1)

@@ -22,11 +22,11 @@ import os
 from dataclasses import dataclass
 
 from ffnlab.errors import FfnlabError
+from ffnlab.render import gib_or_mib
 from ffnlab.sizing.memory.activations import activation_memory
+from ffnlab.sizing.memory.byte_rules import INDEX_BYTES
 from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.training import runconfig
-
-FP32 = 4
 
 
 @dataclass(frozen=True)
@@ -55,10 +55,7 @@ def vocab_guess(cfg: runconfig.RunConfig) -> int:
 
 def activation_dtype(cfg: runconfig.RunConfig, device: str) -> str:
     """The dtype the trainer's activations have: bf16 under autocast on CUDA, fp32 otherwise."""
-    dtype = cfg.train.dtype
-    if dtype == "auto":
-        dtype = "bf16" if device.startswith("cuda") else "fp32"
-    return dtype
+    return runconfig.compute_dtype(cfg.train.dtype, device)
 
 
 def estimate(cfg: runconfig.RunConfig, vocab_size: int | None = None, world_size: int = 1,
@@ -70,7 +67,8 @@ def estimate(cfg: runconfig.RunConfig, vocab_size: int | None = None, world_size
     state = training_memory(mc, "fp32")
     acts = activation_memory(mc, seq_len=t.seq_len, batch=micro, dtype=activation_dtype(cfg, device),
                              attention="fused")
-    return RunMemory(state=int(state.total), activations=acts.total, batch_index=8 * t.batch_size * t.grad_accum,
+    return RunMemory(state=int(state.total), activations=acts.total,
+                     batch_index=INDEX_BYTES * t.batch_size * t.grad_accum,
                      buckets=int(state.grads) if world_size > 1 else 0)
 
 
@@ -92,10 +90,6 @@ def device_bytes(device: str) -> int | None:
     return int(torch.cuda.get_device_properties(index).total_memory)
 
 
-def _gib(n: float) -> str:
-    return f"{n / 2**30:,.1f} GiB" if n >= 2**30 else f"{n / 2**20:,.1f} MiB"
-
-
 def check_fits(cfg: runconfig.RunConfig, device: str, *, vocab_size: int | None = None,
                world_size: int = 1, ram: int | None = None, gpu: int | None = None) -> RunMemory:
     """Refuse ``cfg`` with the numbers if it cannot fit this machine's RAM or its GPU."""
@@ -103,22 +97,23 @@ def check_fits(cfg: runconfig.RunConfig, device: str, *, vocab_size: int | None 
     ram = ram if ram is not None else ram_bytes()
     gpu = gpu if gpu is not None else device_bytes(device)
     t = cfg.train
-    what = (f"{_gib(need.state)} for fp32 weights, gradients and AdamW moments + {_gib(need.activations)} of "
-            f"activations for micro-batches of {max(1, t.batch_size // world_size)} x {t.seq_len} tokens"
-            + (f" + {_gib(need.buckets)} of DDP gradient buckets" if need.buckets else ""))
+    what = (f"{gib_or_mib(need.state)} for fp32 weights, gradients and AdamW moments + "
+            f"{gib_or_mib(need.activations)} of activations for micro-batches of "
+            f"{max(1, t.batch_size // world_size)} x {t.seq_len} tokens"
+            + (f" + {gib_or_mib(need.buckets)} of DDP gradient buckets" if need.buckets else ""))
     advice = ("; choose a smaller model (model.d_model, model.n_layers, FFN width) or smaller micro-batches "
               "(train.batch_size, train.seq_len; train.grad_accum keeps the tokens per step)")
     if gpu is not None and need.device > gpu:
-        raise FfnlabError(f"this run needs about {_gib(need.device)} on {device} ({what}) "
-                          f"but the GPU has {_gib(gpu)}{advice}")
+        raise FfnlabError(f"this run needs about {gib_or_mib(need.device)} on {device} ({what}) "
+                          f"but the GPU has {gib_or_mib(gpu)}{advice}")
     on_ram = need.batch_index + (0 if gpu is not None else need.device)
     if ram is not None and on_ram > ram:
         if gpu is None:
-            what += f" + {_gib(need.batch_index)} of batch offsets"
+            what += f" + {gib_or_mib(need.batch_index)} of batch offsets"
         else:
-            what = f"{_gib(need.batch_index)} of batch offsets for train.batch_size x train.grad_accum windows"
-        raise FfnlabError(f"this run needs about {_gib(on_ram)} of RAM ({what}) but this machine has "
-                          f"{_gib(ram)}{advice}")
+            what = f"{gib_or_mib(need.batch_index)} of batch offsets for train.batch_size x train.grad_accum windows"
+        raise FfnlabError(f"this run needs about {gib_or_mib(on_ram)} of RAM ({what}) but this machine has "
+                          f"{gib_or_mib(ram)}{advice}")
     return need
 
 

@@ -132,6 +132,13 @@ class RunConfig:
 
 # -- reading ---------------------------------------------------------------------------------
 
+def compute_dtype(dtype: str, device: str) -> str:
+    """The dtype ``train.dtype`` trains in on ``device``: auto is bf16 (autocast) on CUDA, fp32 elsewhere."""
+    if dtype == "auto":
+        return "bf16" if device.startswith("cuda") else "fp32"
+    return dtype
+
+
 def from_dict(data: dict[str, Any]) -> RunConfig:
     """The run config a parsed mapping describes, every field checked (one error line)."""
     cfg = build(RunConfig, data, "", "config")

@@ -162,9 +162,7 @@ def make_optimizer(model: torch.nn.Module, cfg: RunConfig, device: str) -> torch
 
 
 def _autocast(device: str, dtype: str) -> contextlib.AbstractContextManager:
-    if dtype == "auto":
-        dtype = "bf16" if device.startswith("cuda") else "fp32"
-    if dtype == "fp32":
+    if runconfig.compute_dtype(dtype, device) == "fp32":
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16)
 
@@ -300,7 +298,7 @@ def _peak(cfg: RunConfig, mcfg: ModelConfig, info: DistInfo) -> Peak:
     t = cfg.train
     if t.peak_flops:
         return Peak(t.peak_flops, "given", "train.peak_flops")
-    dtype = "bf16" if t.dtype == "bf16" or (t.dtype == "auto" and info.device.startswith("cuda")) else "fp32"
+    dtype = runconfig.compute_dtype(t.dtype, info.device)
     kind = "cuda" if info.device.startswith("cuda") else "cpu"
     gemms = model_gemms(mcfg, t.batch_size // info.world_size * t.seq_len, MAX_GEMM_FLOPS[kind])
     return device_peak(info.device, dtype, gemms)

@@ -24,6 +24,7 @@ from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.sweep.runs import ArmStats, load
 from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, saved_hypotheses, spec_field
 from ffnlab.sizing.result import Result
+from ffnlab.sizing.verdicts import Verdict
 
 
 def arm_table(arms: list[ArmStats]) -> list[dict[str, Any]]:
@@ -49,7 +50,7 @@ def excluded_runs(arms: list[ArmStats]) -> list[dict[str, Any]]:
     return [{"run": r.run, "arm": r.arm, "seed": r.seed, "reason": r.excluded} for a in arms for r in a.excluded]
 
 
-def _verdict(verdict: str, evidence: str, comparison: str, interval: list[float], unit: str, mde80: float,
+def _verdict(verdict: Verdict, evidence: str, comparison: str, interval: list[float], unit: str, mde80: float,
              method: str, why: str, finding: str = "", **numbers: Any) -> dict[str, Any]:
     """One verdict as the report and ``claims.json`` show it: the deciding interval, what it
     compares, the test and why that test, its power; ``finding`` says what it shows without

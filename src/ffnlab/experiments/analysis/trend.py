@@ -38,6 +38,7 @@ import numpy as np
 
 from ffnlab.experiments.analysis.stats import LEVEL, quadratic_minimum
 from ffnlab.experiments.sweep.runs import ArmStats
+from ffnlab.sizing.verdicts import Verdict
 
 SLOPE_MARGIN = 0.1  # log2(best ratio) per doubling: over 100x (6.6 doublings) a factor 2**0.66 = 1.6
 BOOTSTRAP = 2000
@@ -328,7 +329,7 @@ def weighted_trend(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level:
                          widened, len(cells), tuple((a, b.x, b.se) for a, b in verts))
 
 
-def trend_verdict(t: WeightedTrend, margin: float = SLOPE_MARGIN, alpha: float = HOMOGENEITY_ALPHA) -> str:
+def trend_verdict(t: WeightedTrend, margin: float = SLOPE_MARGIN, alpha: float = HOMOGENEITY_ALPHA) -> Verdict:
     """"The best ratio does not change along this axis": false when the cells' best ratios are not
     homogeneous (p < ``alpha``); true when they are not shown to differ and the weighted slope's
     interval lies within +/-``margin``; otherwise inconclusive."""

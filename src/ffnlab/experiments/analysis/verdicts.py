@@ -52,6 +52,7 @@ from ffnlab.experiments.analysis.stats import (
 )
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.fmt import num
+from ffnlab.sizing.verdicts import Verdict
 
 MIN_SEEDS_TO_POOL = 10  # the pre-registered pooling rule (module docstring)
 MAX_SD_RATIO = 2.0  # ... and the arms' sample standard deviations within this factor of each other
@@ -283,14 +284,15 @@ def signed(d: Decision, higher_is_better: bool = False) -> str:
 
 
 # "first beats second": a real but negligible gain is misleading; a negligible loss is no gain
-FIRST_BETTER = {"lower": "true", "higher": "false", "equivalent": "false", "negligible-lower": "misleading",
-                "negligible-higher": "false", "inconclusive": "inconclusive", "no-interval": "inconclusive"}
+FIRST_BETTER: dict[str, Verdict] = {"lower": "true", "higher": "false", "equivalent": "false",
+                                    "negligible-lower": "misleading", "negligible-higher": "false",
+                                    "inconclusive": "inconclusive", "no-interval": "inconclusive"}
 # "first is as good as second": within the margin either way is as good
-AS_MUCH = {"lower": "true", "higher": "false", "equivalent": "true", "negligible-lower": "true",
-           "negligible-higher": "true", "inconclusive": "inconclusive", "no-interval": "inconclusive"}
+AS_MUCH: dict[str, Verdict] = {"lower": "true", "higher": "false", "equivalent": "true", "negligible-lower": "true",
+                               "negligible-higher": "true", "inconclusive": "inconclusive", "no-interval": "inconclusive"}
 
 
-def reference_best(decisions: Mapping[str, Decision], higher_is_better: bool = False) -> tuple[str, str]:
+def reference_best(decisions: Mapping[str, Decision], higher_is_better: bool = False) -> tuple[Verdict, str]:
     """"The reference beats every alternative" (decisions are alternative - reference): false if
     an alternative is better, equivalent, or better by a negligible amount; true if every one is
     worse; misleading if every one is worse and at least one only negligibly; otherwise
@@ -310,17 +312,17 @@ def reference_best(decisions: Mapping[str, Decision], higher_is_better: bool = F
     return "inconclusive", min(open_, key=lambda k: diffs[k]) if open_ else next(iter(out), "")
 
 
-def first_better(decision: Decision, higher_is_better: bool = False) -> str:
+def first_better(decision: Decision, higher_is_better: bool = False) -> Verdict:
     """"first beats second" (lower is better unless ``higher_is_better``)."""
     return FIRST_BETTER[signed(decision, higher_is_better)]
 
 
-def as_much(decision: Decision, higher_is_better: bool = True) -> str:
+def as_much(decision: Decision, higher_is_better: bool = True) -> Verdict:
     """"first is as good as second": equivalent within the margin, or better."""
     return AS_MUCH[signed(decision, higher_is_better)]
 
 
-def threshold_claim(ratios: Mapping[str, Sequence[float]], threshold: float) -> tuple[str, str]:
+def threshold_claim(ratios: Mapping[str, Sequence[float]], threshold: float) -> tuple[Verdict, str]:
     """"Every alternative's ratio is >= threshold" on (point, lo, hi) intervals: false if some upper
     bound is below it, true if every lower bound is at or above it, else inconclusive."""
     below = [k for k, r in ratios.items() if r[2] < threshold]

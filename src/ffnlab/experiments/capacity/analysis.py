@@ -11,7 +11,7 @@ the two capacity claims decided at each budget by the one verdict engine
   (:func:`~ffnlab.experiments.analysis.verdicts.as_much`).
 
 A claim is false if it is false at either budget; otherwise the budgets' verdicts combine in the
-order needs-experiment, inconclusive, misleading, true.
+order needs-experiment, inconclusive, misleading, true (:func:`ffnlab.sizing.verdicts.combine`).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ffnlab.experiments.analysis.stats import mean_ci
 from ffnlab.experiments.sweep.record import load_sweep
 from ffnlab.files import check_inside
 from ffnlab.sizing.kinds import get_kind
+from ffnlab.sizing.verdicts import combine
 from ffnlab.training.capacity import REFERENCE_BITS_PER_PARAM, cached_measure, measure_run
 
 EQUIVALENCE = 0.10  # equivalence margin: 10% of the reference arm's bits/param ("as much", "no peak")
@@ -116,14 +117,6 @@ def arm_rows(arms: list[ArmCapacity]) -> list[dict[str, Any]]:
     return rows
 
 
-COMBINE = ("false", "needs-experiment", "inconclusive", "misleading", "true")
-
-
-def combine(per_budget: dict[str, dict[str, Any]]) -> str:
-    verdicts = [v["verdict"] for v in per_budget.values()]
-    return next((v for v in COMBINE if v in verdicts), "needs-experiment")
-
-
 def _groups(arms: list[ArmCapacity]) -> dict[str, list[float]]:
     return {a.arm: a.values("bits_per_param") for a in arms}
 
@@ -157,7 +150,8 @@ def verdict_peak(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         per[budget] = {"verdict": verdict, "evidence": f"{budget}: {vd.describe(d, UNIT)} ({fam.choice.why})",
                        "interval": d.interval, "mde80": d.mde80, "method": d.comparison.method,
                        "model": fam.choice.why, "family": fam.as_dict()}
-    return {"verdict": combine(per), "evidence": "; ".join(v["evidence"] for v in per.values()),
+    return {"verdict": combine(v["verdict"] for v in per.values()),
+            "evidence": "; ".join(v["evidence"] for v in per.values()),
             "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
 
 
@@ -180,7 +174,8 @@ def verdict_gated(by_budget: dict[str, list[ArmCapacity]]) -> dict[str, Any]:
         per[budget] = {"verdict": vd.as_much(d), "evidence": f"{budget}: {vd.describe(d, UNIT)} ({choice.why})",
                        "interval": d.interval, "mde80": d.mde80, "method": d.comparison.method,
                        "model": choice.why, "decision": d.as_dict()}
-    return {"verdict": combine(per), "evidence": "; ".join(v["evidence"] for v in per.values()),
+    return {"verdict": combine(v["verdict"] for v in per.values()),
+            "evidence": "; ".join(v["evidence"] for v in per.values()),
             "numbers": {"budgets": per, "margin_share": EQUIVALENCE}}
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ffnlab import escape
 from ffnlab.files import make_dir, write_atomic
+from ffnlab.render import plain
 
 Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column], "caption": str}
 
@@ -48,8 +49,10 @@ def environment():  # noqa: ANN202 - jinja2.Environment
                              finalize=escape.visible)  # no control characters from files reach a page
     env.filters["md"] = md_cell
     from ffnlab.experiments.reporting.glossary import TERMS
+    from ffnlab.sizing.verdicts import VERDICTS
 
     env.globals["glossary"] = TERMS  # base.html.j2 ends every page with it, report.md.j2 too
+    env.globals["verdict_words"] = VERDICTS  # report.html.j2 marks a table cell holding one
     return env
 
 
@@ -77,15 +80,11 @@ def write_page(out: Path, model: dict[str, Any], images: dict[str, bytes], title
     return paths
 
 
+def _finite_or_word(x: float) -> str | None:
+    """A NaN as None, an infinity as "inf" / "-inf" (strict JSON has neither)."""
+    return None if math.isnan(x) else "inf" if x > 0 else "-inf"
+
+
 def json_safe(x: Any) -> Any:
-    """NaN -> None and infinities -> "inf"/"-inf", recursively (strict JSON has neither)."""
-    if isinstance(x, float):
-        if math.isnan(x):
-            return None
-        if math.isinf(x):
-            return "inf" if x > 0 else "-inf"
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x
+    """``x`` as JSON data (:func:`ffnlab.render.plain`), NaN as None and infinities as "inf"/"-inf"."""
+    return plain(x, _finite_or_word)

@@ -17,6 +17,7 @@ from xml.sax.saxutils import escape
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import write_atomic
+from ffnlab.render import gib
 from ffnlab.sizing.memory.step_figure import StepFigure
 
 FORMATS = (".svg", ".png")
@@ -42,7 +43,7 @@ def svg_text(fig: StepFigure) -> str:
     out.append(f'<text x="18" y="{_f(by + bh / 2)}" text-anchor="middle" '
                f'transform="rotate(-90 18 {_f(by + bh / 2)})">live memory per GPU (GiB)</text>')
     for bar in fig.bars:
-        out.append(f"<g><title>{escape(bar.moment)}: {bar.total_bytes / 2**30:,.2f} GiB</title>")
+        out.append(f"<g><title>{escape(bar.moment)}: {gib(bar.total_bytes)}</title>")
         out += [f'<rect x="{_f(x)}" y="{_f(y)}" width="{_f(w)}" height="{_f(h)}" fill="{colours[g]}"/>'
                 for g, x, y, w, h in bar.rects]
         out.append("</g>")

@@ -22,9 +22,12 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.config import ModelConfig
 
 # a repo id (namespace/name: letters, digits, '-', '_', '.'), then optionally @revision
 # (a branch, tag or commit; a branch name may hold '/', e.g. refs/pr/1)
@@ -61,21 +64,13 @@ def hub_id(target: str) -> HubId | None:
     return HubId(m["repo"], m["rev"])
 
 
-def resolve_model(target: str) -> tuple[str, Any]:
-    """(name, ModelConfig) of a zoo name, a config.json path or folder, or a Hub id (its config.json
-    fetched or read from the HF cache; zoo names and local paths never download)."""
-    name, cfg, _ = resolve_model_raw(target)
-    return name, cfg
+def resolve_model(target: str) -> tuple[str, ModelConfig]:
+    """(name, config) of a zoo name, a config.json path or folder, or a Hub id: the name and
+    :meth:`~ffnlab.sizing.models.ResolvedModel.sized` of :func:`ffnlab.sizing.models.resolve`."""
+    from ffnlab.sizing.models import resolve
 
-
-def resolve_model_raw(target: str) -> tuple[str, Any, dict[str, Any] | None]:
-    """:func:`resolve_model` with the raw config.json keys (e.g. ``max_position_embeddings``)."""
-    from ffnlab.sizing.memory.fit import resolve_target
-
-    hid = hub_id(target)
-    name, cfg, raw = resolve_target(str(fetch_config(hid)) if hid else target)
-    require(cfg is not None, f"{name} has no published architecture to size")
-    return (hid.label if hid else name), cfg, raw
+    model = resolve(target)
+    return model.name, model.sized()
 
 
 def fetch_config(target: HubId) -> Path:

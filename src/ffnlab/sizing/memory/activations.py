@@ -94,6 +94,7 @@ from typing import Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import dense_ffn_params
+from ffnlab.sizing.memory import byte_rules
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, KV_DTYPES, dtype_bytes
 from ffnlab.sizing.memory.quant import WEIGHT_FORMATS, WeightBytes, matmul_params, weight_bytes
 
@@ -103,9 +104,9 @@ RECOMPUTE = ("none", "selective", "full", "op-selective")
 OP_POLICIES = "op_checkpoint_policies.json"
 ATTENTION = ("fused", "eager")
 MLA_FORMS = ("latent", "expanded")
-STAT_BYTES = 4  # norm statistics, log-sum-exp, router probabilities, logits: fp32
-INDEX_BYTES = 8  # int64 indices and targets
-DROPOUT_MASK_BYTES = 1  # torch.native_dropout (the CUDA path of F.dropout) keeps a bool mask
+STAT_BYTES = byte_rules.STAT_BYTES  # the byte rules' (imported from here by step and workload)
+INDEX_BYTES = byte_rules.INDEX_BYTES
+DROPOUT_MASK_BYTES = byte_rules.DROPOUT_MASK_BYTES
 
 # tensors of width d_ff a dense FFN keeps for backward, by kind (see the module docstring)
 FFN_KEEPS: dict[str, int] = {

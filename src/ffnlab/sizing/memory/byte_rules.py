@@ -21,13 +21,20 @@ KV_DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
 # these bits with one 2-byte scale per group (named formats, AWQ, GPTQ, NF4, ..., need the shapes)
 GENERIC_WEIGHT_DTYPES = KV_DTYPES
 SCALE_BYTES = 2  # one fp16/bf16 scale per quantisation group
+# the formats of the tensors no dtype flag chooses
+FP32_BYTES = int(DTYPE_BYTES["fp32"])
+HALF_BYTES = int(DTYPE_BYTES["bf16"])  # a 16-bit float: what a quantised model keeps unquantised
+STAT_BYTES = FP32_BYTES  # norm statistics, log-sum-exp, router probabilities, logits: fp32
+INDEX_BYTES = 8  # int64 indices and targets
+DROPOUT_MASK_BYTES = 1  # torch.native_dropout (the CUDA path of F.dropout) keeps a bool mask
+ADAPTER_BYTES = FP32_BYTES  # peft casts 16-bit adapters to fp32 (autocast_adapter_dtype=True)
 
 # Optimizer state. Below 32-bit mixed-precision training every optimizer also keeps fp32 master weights
 # (MASTER_BYTES per parameter), counted with the optimizer state as ZeRO counts them
 # (Rajbhandari et al. 2020: K = 12 for AdamW is its 8 B of moments plus the 4 B master copy).
 # Pure bf16 training (the model cast to bf16 before the optimizer is made: torchtune's default) has
 # no master copy, and PyTorch's optimizer state is made like the parameter: bf16 moments.
-MASTER_BYTES = 4
+MASTER_BYTES = FP32_BYTES
 OPTIMIZERS = ("adamw", "adam8bit", "paged-adam8bit", "adafactor", "sgd-momentum", "sgd")
 # state bytes per parameter of the optimizers whose state follows from the parameter count alone
 # (PyTorch AdamW: two fp32 moments; SGD with momentum: one fp32 buffer); adam8bit and adafactor

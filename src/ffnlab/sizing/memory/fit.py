@@ -23,12 +23,13 @@ divisors only, so it is sublinear in the GPU count.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import require
+from ffnlab.render import GIB, gib, in_gib
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.finetune import (
     ADAPTER_BYTES,
@@ -189,27 +190,7 @@ class AcceleratorFit(Result):
     OMITTED_WHEN_NONE = frozenset({"training_flops"})
 
 
-def resolve_target(target: str) -> tuple[str, ModelConfig | None, dict[str, Any] | None]:
-    """A zoo name or a config.json path (or folder), as ``ffnlab audit`` reads them, with the raw
-    config.json keys (for ``max_position_embeddings``) where there are any."""
-    from ffnlab.sizing.hf import load_hf_config
-    from ffnlab.sizing.zoo import find, is_zoo_name
-
-    if not is_zoo_name(target):
-        p = Path(target)
-        if p.exists() or target.endswith(".json") or "/" in target:
-            cfg, raw = load_hf_config(p)
-            return cfg.name or str(p), cfg, raw
-    e = find(target)  # names close zoo entries in its error
-    return e.name, e.config(), e.hf_config
-
-
-def resolve_config(target: str) -> tuple[str, ModelConfig | None]:
-    name, cfg, _ = resolve_target(target)
-    return name, cfg
-
-
-def context_limit(raw: dict[str, Any] | None) -> int | None:
+def context_limit(raw: Mapping[str, object] | None) -> int | None:
     """The longest context a config.json declares (``max_position_embeddings`` and its aliases)."""
     if not raw:
         return None
@@ -255,15 +236,15 @@ def _key(row: LayoutFit) -> tuple[int, ...]:
 def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
     if reserve_gib is None:
         return math.ceil(acc.memory_bytes * DEFAULT_RESERVE)
-    require(0 <= reserve_gib * 2**30 < acc.memory_bytes,
-            f"--reserve must be in [0, {acc.memory_bytes / 2**30:,.2f}) GiB for {acc.name}, got {reserve_gib}")
-    return math.ceil(reserve_gib * 2**30)
+    require(0 <= reserve_gib * GIB < acc.memory_bytes,
+            f"--reserve must be in [0, {in_gib(acc.memory_bytes)}) GiB for {acc.name}, got {reserve_gib}")
+    return math.ceil(reserve_gib * GIB)
 
 
 def _fits_and_held(mode: str, reserve: int, acc: Accelerator, reserve_gib: float | None) -> tuple[str, str]:
     """The sentences saying what "fits" means (training: with the caching allocator's assumed
     reserved share, :mod:`ffnlab.sizing.memory.allocator`) and what the reserve stands for."""
-    held = (f"reserve {reserve / 2**30:,.2f} GiB "
+    held = (f"reserve {gib(reserve)} "
             + ("(assumed: 10% of the device memory; --reserve GiB)" if reserve_gib is None else "(--reserve)")
             + f" for what no term counts: {', '.join(NOT_COUNTED[mode])}")
     need = (f"the step's peak per GPU (the most alive at one moment) x {1 + reserved_share():.4f} (the caching "
@@ -460,7 +441,7 @@ def fit_all(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, tokens
 
 __all__ = ["DEFAULT_MFU", "DEFAULT_RESERVE", "MAX_GPUS", "MODES", "NOT_COUNTED", "AcceleratorFit", "FitResult",
            "LayoutFit", "ServingFigures", "Suggestion", "assumptions", "context_limit", "divisors", "fit", "fit_all",
-           "reserve_bytes", "resolve_config", "resolve_target", "serving_figures", "suggestions"]
+           "reserve_bytes", "serving_figures", "suggestions"]
 
 
 # What `fit` tries when nothing fits: each a change of one setting (flag, value, the fit keyword it

@@ -25,12 +25,12 @@ from importlib import resources
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.render import GIB, MIB, gib
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.flops import flops_per_token
 
 PRECISIONS = ("bf16", "fp8")
 DEFAULT_MFU = 0.4  # an assumption, printed as one; see published_mfu()
-MIB = 2**20
 MAX_CUSTOM_GIB = 2**20  # a "GPU" of a pebibyte: far past any device, keeps the arithmetic bounded
 
 
@@ -66,7 +66,7 @@ class Accelerator:
     def cuda_total_assumption(self) -> str:
         """Where :attr:`cuda_total_bytes` comes from, in one line."""
         if self.cuda_reported_bytes is not None:
-            return (f"{self.name}: CUDA reports {self.cuda_reported_bytes / 2**30:,.2f} GiB in total "
+            return (f"{self.name}: CUDA reports {gib(self.cuda_reported_bytes)} in total "
                     f"({self.cuda_reported_source})")
         return (f"{self.name}: no CUDA-reported total on record; assumed nvidia-smi's {self.usable_mib:,} MiB "
                 "(CUDA shows about 1-3% less on the cards measured, so the cache is overstated by as much)")
@@ -132,7 +132,7 @@ def custom_accelerator(memory_gib: float, like: str | None = None) -> Accelerato
     """A card of ``memory_gib`` GiB usable memory; with ``like``, that accelerator's peaks."""
     require(0 < memory_gib <= MAX_CUSTOM_GIB, f"--gpu-memory must be in (0, {MAX_CUSTOM_GIB}] GiB, got {memory_gib}")
     base = find_accelerator(like) if like else None
-    mib = int(memory_gib * 1024)
+    mib = int(memory_gib * (GIB // MIB))
     require(mib >= 1, f"--gpu-memory must be at least 1 MiB, got {memory_gib} GiB")
     return Accelerator(
         name=f"{base.name if base else 'custom'} ({memory_gib:g} GiB)",

@@ -33,8 +33,9 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.byte_rules import (
-    DTYPE_BYTES,
+    FP32_BYTES,
     GRAD_DTYPES,
+    HALF_BYTES,
     OPTIMIZERS,
     STATE_BYTES_PER_PARAM,
     TRAIN_DTYPES,
@@ -49,11 +50,10 @@ from ffnlab.sizing.shapes import matrices, vector_params
 ADAM8BIT_BLOCK = 256
 PAGED_MIN_SIZE = 100_000  # bitsandbytes' get_state_buffer pages tensors of at least 1e5 values
 ADAM8BIT_MIN_SIZE = 4096
-FP32 = int(DTYPE_BYTES["fp32"])
-SHAPE_FREE_RULES = {"adamw": "AdamW: {p:,} params x 2 fp32 moments (8 B)", "sgd-momentum": "SGD momentum: {p:,} params x 4 B",
-                    "sgd": "SGD: no state"}
-PURE_RULES = {"adamw": "AdamW: {p:,} params x 2 bf16 moments (4 B), no master copy (pure bf16)",
-              "sgd-momentum": "SGD momentum: {p:,} params x 2 B (pure bf16)"}
+SHAPE_FREE_RULES = {"adamw": "AdamW: {p:,} params x 2 fp32 moments (" + f"{2 * FP32_BYTES} B)",
+                    "sgd-momentum": "SGD momentum: {p:,} params x " + f"{FP32_BYTES} B", "sgd": "SGD: no state"}
+PURE_RULES = {"adamw": "AdamW: {p:,} params x 2 bf16 moments (" + f"{2 * HALF_BYTES} B), no master copy (pure bf16)",
+              "sgd-momentum": "SGD momentum: {p:,} params x " + f"{HALF_BYTES} B (pure bf16)"}
 
 
 @dataclass(frozen=True)
@@ -80,9 +80,9 @@ def _adam8bit(cfg: ModelConfig) -> tuple[int, str]:
     small = count_params(cfg).total - big
     blocks = sum(math.ceil(m.fan_in * m.fan_out / ADAM8BIT_BLOCK) * m.count for m in mats
                  if m.fan_in * m.fan_out >= ADAM8BIT_MIN_SIZE)
-    state = 2 * big + 2 * FP32 * blocks + 2 * FP32 * small
+    state = 2 * big + 2 * FP32_BYTES * blocks + 2 * FP32_BYTES * small
     return state, (f"8-bit Adam: {big:,} matrix params x 2 B + 2 x {blocks:,} fp32 absmax blocks of "
-                   f"{ADAM8BIT_BLOCK} + {small:,} small params x 8 B")
+                   f"{ADAM8BIT_BLOCK} + {small:,} small params x {2 * FP32_BYTES} B")
 
 
 def paged_state(cfg: ModelConfig) -> tuple[int, int]:
@@ -96,7 +96,7 @@ def _adafactor(cfg: ModelConfig, scale: float = 1.0) -> tuple[int, str]:
     mats = matrices(cfg)
     factored = sum((m.fan_in + m.fan_out) * m.count for m in mats)
     vectors = vector_params(cfg)
-    per = FP32 * scale
+    per = FP32_BYTES * scale
     return (math.ceil(per * (factored + vectors)),
             f"Adafactor (beta1 None): row + column {'fp32' if scale == 1 else 'bf16'} factors of each matrix "
             f"({factored:,}) + "

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
-from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, PLAIN_WEIGHT_DTYPES
+from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, FP32_BYTES, HALF_BYTES, PLAIN_WEIGHT_DTYPES
 from ffnlab.sizing.shapes import Matrix, matrices, vector_params
 
 PLAIN_BITS: dict[str, int] = {d: int(8 * DTYPE_BYTES[d]) for d in PLAIN_WEIGHT_DTYPES}
@@ -73,7 +73,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("int4", 4, QUANTISED, "group", 128, 2, describe="int4, one fp16 scale per group"),
 )}
 WEIGHT_FORMATS = (*PLAIN_BITS, *FORMATS)
-NF4_STATE_BYTES = (256 + 16) * 4  # the nested absmax code table and the NF4 code, fp32, per matrix
+NF4_STATE_BYTES = (256 + 16) * FP32_BYTES  # the nested absmax code table and the NF4 code, fp32, per matrix
 
 
 def _meta(f: Format, m: Matrix, group: int) -> float:
@@ -141,12 +141,12 @@ def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int | Non
         expert_bytes = math.ceil(experts * f.bits / 8 + sum(_meta(f, m, group) * m.count for m in conv
                                                              if m.part == "expert"))
     else:
-        expert_bytes = 2 * experts
+        expert_bytes = HALF_BYTES * experts
     where = "+".join(sorted({m.part for m in conv})) or "nothing"
     grouping = (f" (group {group or 'none'})" if f.kind == "group" else "")
     rule = (f"{f.describe or f.name}{grouping}: {q:,} {where} params x {f.bits}/8 B + {meta:,} B of scales and "
-            f"indices + {rest:,} other params x 2 B")
-    return WeightBytes(q, rest, data, meta, 2 * rest, rule, expert_bytes)
+            f"indices + {rest:,} other params x {HALF_BYTES} B")
+    return WeightBytes(q, rest, data, meta, HALF_BYTES * rest, rule, expert_bytes)
 
 
 def matmul_params(cfg: ModelConfig) -> int:

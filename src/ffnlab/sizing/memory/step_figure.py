@@ -17,13 +17,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ffnlab.render import GIB, gib
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.finetune import finetune_peak
 from ffnlab.sizing.memory.parallel import Layout, training_peak, training_table
 from ffnlab.sizing.memory.step import StepTimeline
 from ffnlab.sizing.memory.workload import Workload
 
-GiB = 2**30
 # (group, fill colour), bottom to top
 GROUPS: tuple[tuple[str, str], ...] = (
     ("weights", "#4c72b0"), ("optimizer state", "#8172b3"), ("gradients", "#dd8452"),
@@ -94,9 +94,9 @@ def step_figure(timeline: StepTimeline, *, title: str) -> StepFigure:
     peak_index = moments.index(peak)
     box_x, box_y = float(LEFT), float(TOP)
     box_w, box_h = float(WIDTH - LEFT - RIGHT), float(HEIGHT - TOP - BOTTOM)
-    step = _tick_step(peak.total / GiB)
-    top = max(step, math.ceil(peak.total / GiB / step) * step)  # GiB at the top of the box
-    scale = box_h / (top * GiB)
+    step = _tick_step(peak.total / GIB)
+    top = max(step, math.ceil(peak.total / GIB / step) * step)  # GiB at the top of the box
+    scale = box_h / (top * GIB)
     slot = box_w / len(moments)
     bar_w = slot * 0.8
     used: set[str] = set()
@@ -119,8 +119,8 @@ def step_figure(timeline: StepTimeline, *, title: str) -> StepFigure:
             below += b
         bars.append(Bar(m.name, m.total, tuple(rects)))
     n_ticks = round(top / step)
-    ticks = tuple((round(box_y + box_h - k * step * GiB * scale, 2), f"{k * step:g}") for k in range(n_ticks + 1))
-    label = f"peak {peak.total / GiB:,.2f} GiB at {peak.name}"
+    ticks = tuple((round(box_y + box_h - k * step * GIB * scale, 2), f"{k * step:g}") for k in range(n_ticks + 1))
+    label = f"peak {gib(peak.total)} at {peak.name}"
     return StepFigure(title=title, width=WIDTH, height=HEIGHT, box=(box_x, box_y, box_w, box_h), bars=tuple(bars),
                       y_ticks=ticks, groups=tuple((g, c) for g, c in GROUPS if g in used), peak_index=peak_index,
                       peak_bytes=peak.total, peak_label=label,

@@ -120,7 +120,7 @@ def test_size_from_gpu_shows_the_engine_too() -> None:
     eng = out["engine"]
     assert eng["engine"] == "vllm" and abs(eng["tokens"] - log["tokens"]) / log["tokens"] <= 0.03
     p = run("size", "--from", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang", "--mem-fraction-static", "0.9")
-    assert p.returncode == 0 and "SGLang model_runner, tp 1" in p.stdout
+    assert p.returncode == 0 and "SGLang 0.4.9.post2, tp 1" in p.stdout
     assert_usage_error(run("size", "--d-model", "4096", "--n-layers", "32", "--gpu", "H100", "--engine", "sglang"),
                        "--from MODEL")
 

@@ -60,7 +60,7 @@ def _predicted(case: dict[str, Any]) -> tuple[int | None, str]:
         acc = None
     zoo = not isinstance(model, dict)
     cfg = find(model).config() if zoo else None
-    if acc is not None and cfg is not None and case["profile"] in ("0.19.0", "model_runner"):
+    if acc is not None and cfg is not None and case["profile"] in ("0.19.0", "0.4.9.post2"):
         knobs = EngineKnobs(gpu_memory_utilization=settings.get("gpu_memory_utilization"),
                             mem_fraction_static=settings.get("mem_fraction_static"),
                             max_model_len=settings.get("max_model_len"))

@@ -135,6 +135,17 @@ def test_help_text_keeps_a_readable_width_at_100_columns(capsys, monkeypatch, co
     assert "--no-reshard" in r.stdout and "reshard-after-forward" not in r.stdout
 
 
+def test_fit_help_lists_every_listed_card(capsys, monkeypatch):
+    """--gpu's help is written from data/accelerators.json: it listed 10 of the 14 cards while the
+    workstation and GeForce cards were added to the data."""
+    from ffnlab.sizing.memory.hardware import load_accelerators
+
+    r = cli(capsys, monkeypatch, 1000, "fit", "--help")
+    text = " ".join(r.stdout.replace("│", " ").split())
+    names = [a.name for a in load_accelerators()]
+    assert len(names) == 14 and f"Accelerator: {' '.join(names)} (" in text, text
+
+
 def test_root_help_lists_version_and_completion_without_noise(capsys, monkeypatch):
     r = cli(capsys, monkeypatch, 100, "--help")
     for option in ("--version", "--install-completion", "--show-completion"):

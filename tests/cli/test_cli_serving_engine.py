@@ -31,6 +31,29 @@ def test_fit_serve_names_engine_version_tokens_blocks_limit_and_concurrency() ->
     assert abs(tokens - log["tokens"]) / log["tokens"] <= 0.03, (tokens, log["tokens"])
 
 
+def test_every_serving_comparison_names_the_engine_and_its_cache() -> None:
+    """Comparing cards (no --gpu) and comparing models (several, one --gpu) are serving answers
+    too: each names the engine and version, the cache in tokens and blocks, the context limit and
+    the concurrency, in text and JSON; the H100 figure lands on the published log as the one-card
+    answer does (the comparison of models once named the training engine in its title)."""
+    log = CASES["vllm019-llama31-8b-h100-tp1"]["logged"]
+    args = ["--gpus", "1", "--mode", "serve", "--seq-len", "8192", "--gpu-memory-utilization", "0.95"]
+    cards = run_json("fit", "llama-3.1-8b", *args)["accelerators"]
+    h100 = next(r for r in cards if r["accelerator"] == "H100")["engine"]
+    assert (h100["engine"], h100["version"], h100["context_limit"]) == ("vllm", "0.19.0", 131072)
+    assert abs(h100["tokens"] - log["tokens"]) / log["tokens"] <= 0.03, (h100["tokens"], log["tokens"])
+    assert h100["blocks"] * h100["block_size"] == h100["tokens"] and h100["concurrency"] > 0
+    assert all("engine" in r for r in cards if r["fits"])
+    text = run("fit", "llama-3.1-8b", *args, "--format", "markdown").stdout
+    assert "KV cache (vLLM 0.19.0)" in text and "concurrency at 8,192" in text
+    assert f"{h100['tokens']:,} tokens ({h100['blocks']:,} blocks)" in text
+    assert "context limit: the model accepts at most 131,072 tokens per sequence" in text
+    models = run_json("fit", "llama-3.1-8b", "llama-2-7b", "--gpu", "H100", *args)
+    assert models[0]["engine"]["tokens"] == h100["tokens"] and models[1]["engine"]["context_limit"] == 4096
+    text = run("fit", "llama-3.1-8b", "llama-2-7b", "--gpu", "H100", *args, "--format", "markdown").stdout
+    assert "hf-trainer" not in text and "KV cache (vLLM 0.19.0)" in text and "| 131,072 |" in text, text
+
+
 def test_json_engine_object_matches_the_log(tmp_path: Path) -> None:
     case = CASES["vllm019-qwen25-7b-h100-tp2"]
     f = tmp_path / "serve.sh"
@@ -97,7 +120,7 @@ def test_size_from_gpu_shows_the_engine_too() -> None:
     eng = out["engine"]
     assert eng["engine"] == "vllm" and abs(eng["tokens"] - log["tokens"]) / log["tokens"] <= 0.03
     p = run("size", "--from", "llama-3.1-8b", "--gpu", "H100", "--engine", "sglang", "--mem-fraction-static", "0.9")
-    assert p.returncode == 0 and "SGLang model_runner, tp 1" in p.stdout
+    assert p.returncode == 0 and "SGLang 0.4.9.post2, tp 1" in p.stdout
     assert_usage_error(run("size", "--d-model", "4096", "--n-layers", "32", "--gpu", "H100", "--engine", "sglang"),
                        "--from MODEL")
 

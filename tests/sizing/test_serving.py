@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ def get_config(name):
     return find(name).config()
 
 
+ROOT = Path(__file__).resolve().parents[2]
 H100_BYTES_PER_S = 3.35e12  # H100 SXM datasheet: 3.35 TB/s
 H100_BF16 = 989e12  # dense
 
@@ -178,19 +180,95 @@ def test_size_gpu_serves_as_fit_does_and_needs_a_whole_model(capsys):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--gpu needs a whole model" in bad.stderr
 
 
-def test_cuda_reported_totals_are_sourced_and_below_nvidia_smi():
+# the figures a quoted line can give for a card's total, each in its own unit: exact bytes
+# (deviceQuery, the H200 measurement), whole MiB (deviceQuery's MBytes, torch's total_memory=...MB)
+# and GiB to 0.01 (vLLM's total_gpu_memory, PyTorch's out-of-memory "total capacity")
+QUOTED_BYTES = re.compile(r"([\d,]{9,}) bytes")
+QUOTED_MIB = re.compile(r"(\d+) MBytes|total_memory=(\d+)MB")
+QUOTED_GIB = re.compile(r"total_gpu_memory \(?(\d+\.\d\d) ?GiB|total capacity of (\d+\.\d\d) GiB"
+                        r"|(\d+\.\d\d) GiB total capacity|bytes \((\d+\.\d\d) GiB\)")
+CARDS_WITHOUT_CUDA_TOTAL = {"MI300X"}  # none published (docs/serving.md says so)
+
+
+def quoted_totals(quote: str) -> list[tuple[str, float]]:
+    """(unit, value) for every figure of the total the quoted line gives."""
+    out: list[tuple[str, float]] = [("bytes", int(m.replace(",", ""))) for m in QUOTED_BYTES.findall(quote)]
+    out += [("MiB", int(a or b)) for a, b in QUOTED_MIB.findall(quote)]
+    out += [("GiB", float(next(g for g in m if g))) for m in QUOTED_GIB.findall(quote)]
+    return out
+
+
+def test_cuda_reported_totals_are_quoted_sourced_and_below_nvidia_smi():
     """What CUDA reports (torch.cuda.mem_get_info, vLLM's total_gpu_memory) is kept apart from
-    nvidia-smi's total: the H200 as measured on the lent machine, the H100 as vLLM logged it; a card
-    with no source falls back to nvidia-smi's figure and says so."""
+    nvidia-smi's total for every listed card, with its source, the quoted line and its address;
+    each figure in the quote agrees with the recorded bytes in its own unit (bytes exactly,
+    MiB to the MiB, GiB to 0.01), and the figure is stated once in the rendered line."""
     accs = {a.name: a for a in load_accelerators()}
-    assert accs["H200"].cuda_reported_bytes == 150_109_880_320
-    assert "cuda-memory-h200.txt" in accs["H200"].cuda_reported_source
-    assert round(accs["H100"].cuda_reported_bytes / 2**30, 2) == 79.22
+    assert {n for n, a in accs.items() if a.cuda_reported_bytes is None} == CARDS_WITHOUT_CUDA_TOTAL
     for a in accs.values():
         if a.cuda_reported_bytes is None:
-            assert a.cuda_reported_source == "" and a.cuda_total_bytes == a.memory_bytes
-            assert "assumed nvidia-smi" in a.cuda_total_assumption()
-        else:
-            assert a.cuda_reported_source and 0.95 * a.memory_bytes < a.cuda_total_bytes < a.memory_bytes
-    results = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "cuda-memory-h200.txt"
-    assert "150,109,880,320 bytes" in results.read_text()
+            continue
+        total = a.cuda_reported_bytes
+        figures = quoted_totals(a.cuda_reported_quote)
+        assert figures, (a.name, a.cuda_reported_quote)
+        for unit, value in figures:
+            if unit == "bytes":
+                assert total == value, (a.name, total, value)
+            elif unit == "MiB":
+                assert total // 2**20 == value, (a.name, total / 2**20, value)
+            else:
+                assert round(total / 2**30, 2) == value, (a.name, total / 2**30, value)
+        assert 0.95 * a.memory_bytes < a.cuda_total_bytes < a.memory_bytes, a.name
+        url = a.cuda_reported_url
+        assert url.startswith("https://") or (ROOT / url).is_file(), (a.name, url)
+        gib = f"{total / 2**30:,.2f} GiB"
+        line = a.cuda_total_assumption()
+        assert line.startswith(f"{a.name}: CUDA reports {gib} in total (") and url in line
+        assert gib not in a.cuda_reported_source and line.replace(a.cuda_reported_quote, "").count(gib) == 1, line
+    # the H200 as measured on the lent machine; the L40S line is the log suite's own line
+    results = ROOT / "benchmarks" / "results" / "cuda-memory-h200.txt"
+    assert accs["H200"].cuda_reported_quote in results.read_text()
+    logs = json.loads((ROOT / "src" / "ffnlab" / "data" / "serving_logs.json").read_text())
+    l40s = [c for c in logs["cases"] if c["gpu"] == "L40S"]
+    assert l40s and accs["L40S"].cuda_reported_quote in l40s[0]["lines"]
+
+
+def test_a_card_without_a_cuda_total_says_so_and_what_is_used_instead(capsys):
+    """No invented figure: a card with no published total says in the data, the text and the
+    JSON that it is not known, and sizes the cache from the device's own total instead."""
+    from cli_inproc import run_cli
+
+    for name in CARDS_WITHOUT_CUDA_TOTAL:
+        acc = find_accelerator(name)
+        assert acc.cuda_reported_source.startswith("not known: ")
+        assert acc.cuda_reported_quote == acc.cuda_reported_url == ""
+        assert acc.cuda_total_bytes == acc.memory_bytes
+        said = acc.cuda_total_assumption()
+        assert "CUDA total not known" in said and f"{acc.usable_mib:,} MiB instead" in said
+        text = run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", name)
+        assert text.returncode == 0 and "CUDA total not known" in text.stdout
+        data = json.loads(run_cli(capsys, "size", "--from", "llama-2-7b", "--gpu", name, "--json").stdout)
+        assert "CUDA total not known" in json.dumps(data)
+    custom = custom_accelerator(40)
+    assert custom.cuda_total_bytes == custom.memory_bytes and "--gpu-memory" in custom.cuda_total_assumption()
+
+
+def test_the_cuda_totals_table_in_the_docs_is_the_data():
+    """docs/serving.md's table of CUDA totals shows each listed card's recorded figure (or that it
+    is not known) and its nvidia-smi total, so the page cannot drift from the data."""
+    text = (ROOT / "docs" / "serving.md").read_text()
+    table = text[text.index("| card | CUDA total | nvidia-smi | from |"):].split("\n\n")[0].splitlines()[2:]
+    rows = {}
+    for line in table:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        rows[cells[0]] = cells
+    card_of = {"A100 40GB": "A100-40GB", "A100 80GB": "A100", "H100 80GB": "H100", "H200": "H200", "B200": "B200",
+               "L4": "L4", "L40S": "L40S", "A40": "A40", "RTX A6000": "RTX-A6000", "RTX 6000 Ada": "RTX-6000-Ada",
+               "RTX 3090": "RTX3090", "RTX 4090": "RTX4090", "RTX 5090": "RTX5090", "MI300X": "MI300X"}
+    assert set(rows) == set(card_of) and set(card_of.values()) == {a.name for a in load_accelerators()}
+    for label, name in card_of.items():
+        acc = find_accelerator(name)
+        _, total, smi, _ = rows[label]
+        want = "not known" if acc.cuda_reported_bytes is None else f"{acc.cuda_reported_bytes / 2**30:,.2f} GiB"
+        assert total == want, (label, total, want)
+        assert smi.split(" MiB")[0] == f"{acc.usable_mib:,}", (label, smi)

@@ -51,6 +51,7 @@ from ffnlab.cli.serving_engine import (
 from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
+from ffnlab.sizing.memory.hardware import load_accelerators
 from ffnlab.validation import integer, number
 
 if TYPE_CHECKING:
@@ -101,6 +102,11 @@ def _precision_line(precision: str) -> str:
         return ("fp8 peak for the blocks' linear layers only; attention scores and the LM head at the bf16 peak "
                 "(fp8 recipes keep them in bf16)")
     return "bf16 dense tensor-core peak"
+
+
+# the listed cards, from data/accelerators.json, so the help cannot fall behind the data
+GPU_HELP = ("Accelerator: " + " ".join(a.name for a in load_accelerators())
+            + " (A100 is the 80GB; aliases too, e.g. rtx-a6000; default: compare all).")
 
 
 @dataclass(frozen=True)
@@ -162,8 +168,7 @@ def fit(
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
                                  help="With --gpus auto: the most GPUs to try."),
-    gpu: str = typer.Option(None, "--gpu", help="Accelerator: A100 (80GB) A100-40GB H100 H200 B200 MI300X L4 L40S A40 "
-                                                "RTX4090 (default: compare all)."),
+    gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
                                                                 "--gpu, that card's peaks for the time estimate)."),
     mode: str = typer.Option("train", "--mode", help="train | serve."),
@@ -259,7 +264,8 @@ def fit(
         require(target_tokens_per_s is None, "--target-tokens-per-s sizes one model: give one model")
         ask = FitAsk(mode=mode, reserve_gib=reserve, max_tp=max_tp, sharding=sharding, context_limit=None)
         all_fit = _compare_models(targets, gpus, gpu, gpu_memory, tokens, mfu, precision, work, ask,
-                                  as_json=as_json, fmt=fmt, wide=wide)
+                                  as_json=as_json, fmt=fmt, wide=wide,
+                                  engine=(serving_engine, knobs) if mode == "serve" else None)
         if not all_fit:
             raise typer.Exit(EXIT_NO_FIT)
         return
@@ -284,7 +290,8 @@ def fit(
         what += engine_text(work.engine)
         engine_notes(work.engine)
     if gpu is None and gpu_memory is None:
-        if not _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, work, ask, as_json, fmt, wide):
+        if not _compare(cfg, name, what, gpus, n_tokens, mfu, precision, tokens, work, ask, as_json, fmt, wide,
+                        engine=(serving_engine, knobs) if mode == "serve" else None):
             raise typer.Exit(EXIT_NO_FIT)
         return
     timed = bool(n_tokens) and mode == "train"
@@ -389,9 +396,10 @@ def _setting_text(work: Workload, mode: str, gpus: int) -> str:
 
 def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: float | None, tokens: str | None,
                     mfu: float | None, precision: str, work: Workload, ask: FitAsk, *, as_json: bool, fmt: str,
-                    wide: bool) -> bool:
+                    wide: bool, engine: tuple[str | None, EngineFlags] | None = None) -> bool:
     """``fit A B C --gpu NAME``: each model's fit on the same GPUs, one row (one JSON object, as
-    ``fit MODEL --gpu NAME --json`` writes it) per model; True when every model fits."""
+    ``fit MODEL --gpu NAME --json`` writes it) per model; True when every model fits. Serving
+    (``engine`` given): each model's cache as the engine sizes it, its context limit and concurrency."""
     from ffnlab.sizing.memory.fit import context_limit
     from ffnlab.sizing.models import resolve
 
@@ -402,14 +410,20 @@ def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: 
     if work.engine is not None and ask.mode == "train":
         engine_notes(work.engine)
     fitted: list[tuple[str, FitAsk, FitResult]] = []
+    sized: dict[str, Any] = {}
     for target in targets:
         model = resolve(target)
         name, cfg, raw = model.name, model.sized(), model.raw
         each = replace(ask, context_limit=context_limit(raw))
-        fitted.append((name, each, _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision,
-                                           work, each)))
+        res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, work, each)
+        fitted.append((name, each, res))
+        if engine is not None:
+            got = _engine(cfg, res, work, each, engine[0], engine[1], gpu, gpu_memory)
+            if got is not None:
+                sized[name] = got[0]
     if as_json:
-        render.emit_json([{"model": name, **_options_json(work, each), "verdict": _verdict(res), **res.as_dict()}
+        render.emit_json([{"model": name, **_options_json(work, each), "verdict": _verdict(res), **res.as_dict(),
+                           **({"engine": sized[name].as_dict()} if name in sized else {})}
                           for name, each, res in fitted])
         return all(res.best is not None for _, _, res in fitted)
     rows = []
@@ -428,8 +442,19 @@ def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: 
     if timed:
         cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
+    if sized:
+        est0 = next(iter(sized.values()))
+        for row in rows:
+            est = sized.get(str(row["model"]))
+            row["kv"] = f"{est.tokens:,} tokens ({est.blocks:,} blocks)" if est else "-"
+            row["context"] = f"{est.context_limit:,}" if est and est.context_limit else "-"
+            row["concurrency"] = f"{est.concurrency:,.2f}x" if est else "-"
+        cols += [Column("kv", f"KV cache ({est0.display} {est0.version})", justify="right"),
+                 Column("context", "context limit", justify="right"),
+                 Column("concurrency", f"concurrency at {est0.max_model_len:,}", justify="right")]
     acc = fitted[0][2].accelerator
-    title = (f"{len(fitted)} models, {_setting_text(work, ask.mode, gpus)}{engine_text(work.engine)} on {acc}"
+    trainer = engine_text(work.engine) if ask.mode == "train" else ""
+    title = (f"{len(fitted)} models, {_setting_text(work, ask.mode, gpus)}{trainer} on {acc}"
              + (f"; time for {tokens} tokens" if timed else ""))
     render.emit(rows, cols, fmt, title=title, wide=wide)
     if fmt == "csv":
@@ -441,6 +466,11 @@ def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: 
              "ffnlab fit MODEL --gpu NAME lists each term of one model's best layout, or what would make it fit"]
     if timed:
         lines += [_mfu_line(mfu), _precision_line(precision)]
+    if sized:
+        est0 = next(iter(sized.values()))
+        lines += [f"KV cache as {est0.display} {est0.version} sizes it (--engine {est0.engine}@{est0.version}), "
+                  "each model at its smallest layout's tp; context limit: the longest sequence each model accepts",
+                  est0.total_source]
     _print_lines("assumed:", lines, fmt)
     return all(res.best is not None for _, _, res in fitted)
 
@@ -584,15 +614,21 @@ def _suggestion_line(x: Suggestion) -> str:
 
 
 def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mfu: float | None, precision: str,
-             tokens: str | None, work: Workload, ask: FitAsk, as_json: bool, fmt: str, wide: bool = False) -> bool:
-    """Every accelerator's fit, shown; True when the model fits on at least one."""
+             tokens: str | None, work: Workload, ask: FitAsk, as_json: bool, fmt: str, wide: bool = False,
+             engine: tuple[str | None, EngineFlags] | None = None) -> bool:
+    """Every accelerator's fit, shown; True when the model fits on at least one. Serving (``engine``
+    given): each fitting card's cache as the engine sizes it, in tokens and blocks, with the
+    context limit and the concurrency."""
     rows = ask.fit_all(cfg, work, gpus, n_tokens, mfu, precision)
     fits = any(r.fits for r in rows)
     mode = ask.mode
+    sized = _engines_for(cfg, rows, work, ask, *engine) if engine is not None else {}
     if as_json:
         ft = work.finetune
+        listed = [{**r.as_dict(), **({"engine": sized[r.accelerator].as_dict()} if r.accelerator in sized else {})}
+                  for r in rows] if engine is not None else rows
         render.emit_json({"model": name, "gpus": gpus, **_options_json(work, ask), "tokens": n_tokens, "mfu": mfu,
-                          "precision": precision, "accelerators": rows,
+                          "precision": precision, "accelerators": listed,
                           **({"finetune": ft.as_dict()} if ft is not None else {})})
         return fits
     cols = [Column("accelerator", "GPU", justify="left"), Column("fits", "fits", lambda x: "yes" if x else "no"),
@@ -602,8 +638,17 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     if timed:
         cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
+    table = [r.as_dict() for r in rows]
+    if sized:
+        est0 = next(iter(sized.values()))
+        for row in table:
+            est = sized.get(row["accelerator"])
+            row["kv"] = f"{est.tokens:,} tokens ({est.blocks:,} blocks)" if est else "-"
+            row["concurrency"] = f"{est.concurrency:,.2f}x" if est else "-"
+        cols += [Column("kv", f"KV cache ({est0.display} {est0.version})", justify="right"),
+                 Column("concurrency", f"concurrency at {est0.max_model_len:,}", justify="right")]
     title = what + (f"; time for {tokens} tokens" if timed else "")
-    render.emit([r.as_dict() for r in rows], cols, fmt, title=title, wide=wide)
+    render.emit(table, cols, fmt, title=title, wide=wide)
     from ffnlab.sizing.memory.fit import NOT_COUNTED
 
     held = "10% of it (assumed; --reserve GiB)" if ask.reserve_gib is None else f"{ask.reserve_gib:g} GiB"
@@ -618,5 +663,43 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
         lines += [_mfu_line(mfu), _precision_line(precision)]
         if precision == "fp8":
             lines.append("'-': no fp8 tensor cores on that card")
+    if sized:
+        from ffnlab.cli.serving_engine import context_line
+        from ffnlab.sizing.memory.hardware import find_accelerator
+
+        est0 = next(iter(sized.values()))
+        lines += [f"KV cache as {est0.display} {est0.version} sizes it (--engine {est0.engine}@{est0.version}) on "
+                  "each card that fits, from the CUDA total of data/accelerators.json (ffnlab fit MODEL --gpu NAME "
+                  "--mode serve shows each part and that total's source)", context_line(est0)]
+        unknown = [n for n in sized if find_accelerator(n).cuda_reported_bytes is None]
+        if unknown:
+            lines.append(f"{', '.join(unknown)}: CUDA total not known, so the device's own total is used instead "
+                         "(--gpu NAME says which)")
     _print_lines("assumed:", lines, fmt)
     return fits
+
+
+def _engines_for(cfg: Any, rows: list[Any], work: Workload, ask: FitAsk, spec: str | None,
+                 knobs: EngineFlags) -> dict[str, Any]:
+    """The serving engine's sizing on each listed card that fits, at its smallest layout's tp;
+    empty when the engine has published speeds only."""
+    import re
+
+    from ffnlab.cli.serving_engine import estimate
+    from ffnlab.sizing.memory.hardware import find_accelerator
+    from ffnlab.sizing.serving_engines import engine_names
+    from ffnlab.sizing.serving_speed import speed_engines
+
+    if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
+        note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
+        return {}
+    eng, engine_knobs, _ = knobs.resolve(spec, work.seq_len)
+    out: dict[str, Any] = {}
+    for r in rows:
+        if not r.fits or r.layout is None:
+            continue
+        tp = int(m.group(1)) if (m := re.search(r"\btp (\d+)", r.layout)) else 1
+        out[r.accelerator] = estimate(cfg, find_accelerator(r.accelerator), eng, engine_knobs, tp=tp,
+                                      weights_dtype=work.serving_weights, kv_dtype=work.kv,
+                                      context_limit=ask.context_limit, group_size=work.group_size)
+    return out

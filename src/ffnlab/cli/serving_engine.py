@@ -107,6 +107,13 @@ def engine_title(e: EngineEstimate) -> str:
     return f"as {e.display} {e.version} sizes it (--engine {e.engine}@{e.version}, tp {e.tp}, per GPU):"
 
 
+def context_line(e: EngineEstimate) -> str:
+    """The longest sequence the model accepts, named apart from the cache's capacity."""
+    if e.context_limit is None:
+        return "context limit: none on record (the model's config.json gives none)"
+    return f"context limit: the model accepts at most {e.context_limit:,} tokens per sequence"
+
+
 def engine_lines(e: EngineEstimate) -> list[str]:
     """Each part as the engine logs it, then the cache in tokens and blocks, the context limit and
     the concurrency at ``max_model_len``."""
@@ -123,10 +130,7 @@ def engine_lines(e: EngineEstimate) -> list[str]:
         lines.append(f"activation peak (profile run): {gib(e.activation_bytes)}")
     lines += [f"CUDA graphs: {e.cuda_graphs}", f"KV cache memory: {gib(e.cache_bytes)}",
               f"KV cache: {e.tokens:,} tokens ({e.blocks:,} blocks of {e.block_size})"]
-    if e.context_limit is None:
-        lines.append("context limit: none on record (the model's config.json gives none)")
-    else:
-        lines.append(f"context limit: the model accepts at most {e.context_limit:,} tokens per sequence")
+    lines.append(context_line(e))
     lines.append(f"maximum concurrency for {e.max_model_len:,} tokens per request: {e.concurrency:,.2f}x")
     if e.max_model_len > e.tokens:
         note(f"{e.display}: the cache holds {e.tokens:,} tokens, fewer than max_model_len {e.max_model_len:,}: "
@@ -135,4 +139,5 @@ def engine_lines(e: EngineEstimate) -> list[str]:
 
 
 __all__ = ["BLOCK_SIZE", "ENFORCE_EAGER", "ENGINE_HELP", "GPU_MEMORY_UTILIZATION", "MAX_NUM_BATCHED_TOKENS",
-           "MAX_NUM_SEQS", "MEM_FRACTION_STATIC", "EngineFlags", "engine_lines", "engine_title", "estimate"]
+           "MAX_NUM_SEQS", "MEM_FRACTION_STATIC", "EngineFlags", "context_line", "engine_lines", "engine_title",
+           "estimate"]

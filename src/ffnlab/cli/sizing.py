@@ -331,7 +331,8 @@ def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: s
                 est, said = engine
                 label = f"{est.display} {est.version}, tp {est.tp}"
                 pairs += [(label, line) for line in said + engine_lines(est)]
-                pairs += [("assumed", f"{est.display}: {a}") for a in est.assumptions]
+                pairs += [("assumed", a if a.startswith(f"{est.display}:") else f"{est.display}: {a}")
+                          for a in est.assumptions]
         pairs += [("assumed", line) for line in m.assumed]
     if out.finetune is not None:
         pairs += finetune_pairs(out.finetune)

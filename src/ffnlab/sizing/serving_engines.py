@@ -8,7 +8,7 @@ torch (NCCL, the CUDA context). CUDA graphs are captured after the cache is size
 into blocks of ``block_size`` tokens: ``blocks = cache // (block_size x bytes per token)``, and
 vLLM's "Maximum concurrency" is ``blocks x block_size / max_model_len``.
 
-SGLang (``model_runner.py`` ``profile_max_num_token``): the cache is what is free after the weights
+SGLang (0.4.9.post2, ``model_runner.py`` ``profile_max_num_token``): the cache is what is free after the weights
 less ``(1 - mem_fraction_static)`` of the total, in tokens of ``cell_size`` bytes.
 
 These functions reproduce the engines' arithmetic from the parts. :func:`engine_estimate` also

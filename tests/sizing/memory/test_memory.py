@@ -264,10 +264,13 @@ def test_accelerators_have_sources_and_peaks() -> None:
                         ("rtx-3090", "RTX3090"), ("3090", "RTX3090"), ("rtx-5090", "RTX5090"), ("5090", "RTX5090")):
         assert find_accelerator(alias) is accs[name]
     # nvidia-smi shows 49140MiB on an RTX A6000 and an RTX 6000 Ada, 24576MiB on an RTX 3090 and 32607MiB on
-    # an RTX 5090 (public nvidia-smi dumps); deviceQuery gives the 5090's CUDA total as 33677180928 bytes
+    # an RTX 5090 (public nvidia-smi dumps); CUDA's deviceQuery gives 51160023040, 51002867712, 25447170048 and
+    # 33677180928 bytes on an A6000, a 6000 Ada, a 3090 (those three with ECC off) and a 5090, each below nvidia-smi's total
     assert [accs[n].usable_mib for n in ("RTX-A6000", "RTX-6000-Ada", "RTX3090", "RTX5090")] == [49140, 49140,
                                                                                                   24576, 32607]
-    assert accs["RTX5090"].cuda_total_bytes == 33677180928 < accs["RTX5090"].memory_bytes
+    for name, total in (("RTX-A6000", 51160023040), ("RTX-6000-Ada", 51002867712), ("RTX3090", 25447170048),
+                        ("RTX5090", 33677180928)):
+        assert accs[name].cuda_total_bytes == total < accs[name].memory_bytes
     # nvidia-smi on an H100 80GB HBM3 shows 81559MiB (the H100's reported memory; modal-labs/modal-client PR 2797)
     assert accs["H100"].memory_bytes == 81559 * 2**20
 

@@ -53,23 +53,33 @@ class Accelerator:
     bandwidth_gbps: float | None = None
     bandwidth_source: str = ""
     # what CUDA itself reports as the total (torch.cuda.mem_get_info; vLLM's total_gpu_memory), below
-    # nvidia-smi's figure; None where no measurement or published log gives it
+    # nvidia-smi's figure, with the quoted line it was read from and that line's address; None where
+    # no measurement or published figure was found, and then the source says so
     cuda_reported_bytes: int | None = None
     cuda_reported_source: str = ""
+    cuda_reported_quote: str = ""
+    cuda_reported_url: str = ""
 
     @property
     def cuda_total_bytes(self) -> int:
         """The total CUDA reports (what a serving engine sizes its cache from): the recorded
-        figure, or the nvidia-smi total where none is on record (:meth:`cuda_total_assumption`)."""
+        figure, or the device's own total where none is known (:meth:`cuda_total_assumption`)."""
         return self.cuda_reported_bytes if self.cuda_reported_bytes is not None else self.memory_bytes
 
     def cuda_total_assumption(self) -> str:
-        """Where :attr:`cuda_total_bytes` comes from, in one line."""
+        """Where :attr:`cuda_total_bytes` comes from, in one line: the figure once, then its
+        source, the quoted line and its address; or that it is not known and what is used instead."""
         if self.cuda_reported_bytes is not None:
             return (f"{self.name}: CUDA reports {gib(self.cuda_reported_bytes)} in total "
-                    f"({self.cuda_reported_source})")
-        return (f"{self.name}: no CUDA-reported total on record; assumed nvidia-smi's {self.usable_mib:,} MiB "
-                "(CUDA shows about 1-3% less on the cards measured, so the cache is overstated by as much)")
+                    f"({self.cuda_reported_source}: \"{self.cuda_reported_quote}\", {self.cuda_reported_url})")
+        if self.usable_source.startswith("--gpu-memory"):
+            return f"{self.name}: CUDA's total taken as the --gpu-memory figure, {self.usable_mib:,} MiB"
+        tool = "rocm-smi" if "rocm-smi" in self.usable_source else "nvidia-smi"
+        reason = self.cuda_reported_source.removeprefix("not known: ") or "no measurement or published figure"
+        effect = ("CUDA shows 1-3% less on the cards measured, so the cache is overstated by about as much"
+                  if tool == "nvidia-smi" else "what HIP reports may differ from it either way")
+        return (f"{self.name}: CUDA total not known ({reason}); ffnlab uses {tool}'s {self.usable_mib:,} MiB "
+                f"instead ({effect})")
 
     @property
     def memory_bytes(self) -> int:

@@ -75,7 +75,7 @@ ALL_LINEAR = "all-linear"
 # prepare_model_for_kbit_training casts the embedding, norms and head to fp32: the embedding's output
 # and every residual add after it (fp32 + a 16-bit branch) are fp32, so the residual stream is fp32
 UPCAST_STREAM_BYTES = dtype_bytes("fp32")
-FFN_MATRICES = (" gate", " up", " down")  # the FFN's own linear layers (not an embedding projection)
+FFN_MATRICES = ("gate", "up", "down")  # the FFN's own linear layers (not an embedding projection)
 
 
 def parse_targets(text: str) -> tuple[str, ...]:
@@ -92,7 +92,7 @@ def parse_targets(text: str) -> tuple[str, ...]:
 def _group(m: Matrix) -> str | None:
     if m.part == "attention":
         return "attention"
-    if m.part == "ffn" and m.name.endswith(FFN_MATRICES) and "FFN" in m.name:
+    if m.part == "ffn" and m.proj in FFN_MATRICES and not m.shared_expert:
         return "ffn"
     if m.part == "expert":
         return "expert"
@@ -105,7 +105,7 @@ def _fuse_qkv(mats: list[Matrix]) -> list[Matrix]:
     lists each attention's q, k, v and output in that order."""
     out: list[Matrix] = []
     for m in mats:
-        if m.part == "attention" and m.name.endswith((" k", " v")):
+        if m.part == "attention" and m.proj in ("k", "v"):
             out[-1] = replace(out[-1], fan_out=out[-1].fan_out + m.fan_out)  # into the q before it
         else:
             out.append(m)
@@ -267,8 +267,7 @@ class FinetunePeak:
     @property
     def activations_bytes(self) -> int:
         """What backward keeps at the end of forward: every layer's kept set and the head's."""
-        fwd = self.timeline.moments[0]
-        return sum(b for w, b in fwd.alive if w in ("kept activations, all layers", "head activations"))
+        return self.timeline.kept_activations_bytes
 
     def as_dict(self) -> dict[str, Any]:
         t = self.timeline.as_dict()  # its peak and moments; the step's options under "step"
@@ -301,13 +300,13 @@ def finetune_working(cfg: ModelConfig, lora: LoraCount, ft: FinetuneStep, states
     layer_adapters = max(ft.layer_params, default=0) * ADAPTER_BYTES
     out = []
     for t in terms:
-        if t.term in ("FSDP: unsharded layer gradients", "FSDP: reduce-scatter buffer"):
+        if t.kind in ("layer gradients", "reduce-scatter buffer"):
             t = replace(t, bytes=layer_adapters, rule=f"one layer's adapters {layer_adapters // ADAPTER_BYTES:,} params "
                                                       f"x {ADAPTER_BYTES} B (the frozen base has no gradients)")
-        elif t.term == "FSDP: head gradients before reduce-scatter":
+        elif t.kind == "head gradients":
             continue  # a frozen head
-        elif t.term in ("FSDP: gathered layer", "FSDP: prefetched layers"):
-            n = layout.sharding.prefetch if t.term == "FSDP: prefetched layers" else 1
+        elif t.kind in ("gathered layer", "prefetched layers"):
+            n = layout.sharding.prefetch if t.kind == "prefetched layers" else 1
             t = replace(t, bytes=t.bytes + n * layer_adapters, rule=t.rule + " (frozen base), with its adapters")
         out.append(t)
     return out

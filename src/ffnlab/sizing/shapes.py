@@ -13,13 +13,16 @@ head), summing exactly to :func:`ffnlab.sizing.counting.count_params`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import attention_params, count_params, ffn_parts, norm_params
 
 # what a matrix belongs to: which parts a quantisation format converts
 PARTS = ("attention", "ffn", "expert", "router", "embedding", "head", "mtp_proj")
+# which linear layer of an attention (q, k, v, output; MLA's low-rank pairs) or an FFN a matrix is
+MatrixProj = Literal["q", "k", "v", "o", "q_a", "q_b", "kv_a", "kv_b", "gate", "up", "down"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,8 @@ class Matrix:
     fan_out: int
     count: int  # identical matrices in the model
     part: str  # one of PARTS
+    proj: MatrixProj | None = field(default=None, kw_only=True)  # None: a router, embedding, head or projection
+    shared_expert: bool = field(default=False, kw_only=True)  # an FFN matrix of a shared expert
 
     @property
     def numel(self) -> int:
@@ -38,23 +43,24 @@ class Matrix:
 def _attention(cfg: ModelConfig, n: int, where: str) -> list[Matrix]:
     d, a = cfg.d_model, cfg.attn
     if not cfg.is_mla:
-        return [Matrix(f"{where} q", d, cfg.d_attn, n, "attention"),
-                Matrix(f"{where} k", d, cfg.d_kv, n, "attention"),
-                Matrix(f"{where} v", d, cfg.d_kv, n, "attention"),
-                Matrix(f"{where} o", cfg.d_attn, d, n, "attention")]
+        return [Matrix(f"{where} q", d, cfg.d_attn, n, "attention", proj="q"),
+                Matrix(f"{where} k", d, cfg.d_kv, n, "attention", proj="k"),
+                Matrix(f"{where} v", d, cfg.d_kv, n, "attention", proj="v"),
+                Matrix(f"{where} o", cfg.d_attn, d, n, "attention", proj="o")]
     q_out, rank = a.n_heads * cfg.qk_head_dim, a.kv_lora_rank or 0
-    out = ([Matrix(f"{where} q", d, q_out, n, "attention")] if a.q_lora_rank is None else
-           [Matrix(f"{where} q_a", d, a.q_lora_rank, n, "attention"),
-            Matrix(f"{where} q_b", a.q_lora_rank, q_out, n, "attention")])
-    return out + [Matrix(f"{where} kv_a", d, rank + (a.qk_rope_head_dim or 0), n, "attention"),
+    out = ([Matrix(f"{where} q", d, q_out, n, "attention", proj="q")] if a.q_lora_rank is None else
+           [Matrix(f"{where} q_a", d, a.q_lora_rank, n, "attention", proj="q_a"),
+            Matrix(f"{where} q_b", a.q_lora_rank, q_out, n, "attention", proj="q_b")])
+    return out + [Matrix(f"{where} kv_a", d, rank + (a.qk_rope_head_dim or 0), n, "attention", proj="kv_a"),
                   Matrix(f"{where} kv_b", rank, a.n_heads * ((a.qk_nope_head_dim or 0) + cfg.v_head_dim), n,
-                         "attention"),
-                  Matrix(f"{where} o", a.n_heads * cfg.v_head_dim, d, n, "attention")]
+                         "attention", proj="kv_b"),
+                  Matrix(f"{where} o", a.n_heads * cfg.v_head_dim, d, n, "attention", proj="o")]
 
 
-def _dense(d: int, width: int, gated: bool, n: int, where: str, part: str) -> list[Matrix]:
-    ins = [Matrix(f"{where} gate", d, width, n, part)] if gated else []
-    return ins + [Matrix(f"{where} up", d, width, n, part), Matrix(f"{where} down", width, d, n, part)]
+def _dense(d: int, width: int, gated: bool, n: int, where: str, part: str, shared: bool = False) -> list[Matrix]:
+    ins = [Matrix(f"{where} gate", d, width, n, part, proj="gate", shared_expert=shared)] if gated else []
+    return ins + [Matrix(f"{where} up", d, width, n, part, proj="up", shared_expert=shared),
+                  Matrix(f"{where} down", width, d, n, part, proj="down", shared_expert=shared)]
 
 
 def _ffn(d: int, f: FFNSpec, n: int, where: str) -> list[Matrix]:
@@ -63,7 +69,8 @@ def _ffn(d: int, f: FFNSpec, n: int, where: str) -> list[Matrix]:
     out = [Matrix(f"{where} router", d, f.n_experts, n, "router")]
     out += _dense(d, f.d_ff, f.gated, n * f.n_experts, f"{where} expert", "expert")
     if f.n_shared_experts:
-        out += _dense(d, f.d_shared or f.d_ff, f.gated, n * f.n_shared_experts, f"{where} shared expert", "ffn")
+        out += _dense(d, f.d_shared or f.d_ff, f.gated, n * f.n_shared_experts, f"{where} shared expert", "ffn",
+                      shared=True)
         if f.shared_expert_gate:
             out.append(Matrix(f"{where} shared-expert gate", d, 1, n, "router"))
     return out

@@ -65,8 +65,9 @@ def test_every_line_of_a_small_models_table():
     kw = dict(seq_len=4, batch=3, dtype="fp32", dropout=True)
     assert rows(layer_activation_terms(small(), 0, attention="eager", **kw)) == LAYER
     assert rows(head_activation_terms(small(), **kw)) == HEAD
-    assert Term("x", 5, "5 x 1 B", "tp").as_dict() == {"term": "x", "bytes": 5, "rule": "5 x 1 B", "split": "tp"}
-    assert Term("x", 5, "r").split == ""  # a term no parallelism divides
+    assert Term("x", 5, "5 x 1 B", "tp", part="ffn").as_dict() == {"term": "x", "bytes": 5, "rule": "5 x 1 B",
+                                                                   "split": "tp"}
+    assert Term("x", 5, "r", part="loss").split == ""  # a term no parallelism divides
 
 
 def test_selective_recompute_drops_exactly_the_s_by_s_terms():

@@ -87,9 +87,9 @@ import functools
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -151,14 +151,37 @@ class FrozenLayer:
         return copies * self.adapter_bytes, f"{copies} fp32 cop{'y' if copies == 1 else 'ies'} x {self.adapter_bytes:g} B"
 
 
+# where in the model a kept tensor belongs: a layer's attention or FFN sublayer (each with its
+# pre-norm and adapters), the residual stream between them (dropout masks of the branches, post-norms,
+# a checkpointed block's input), the embedding, the LM head (final norm, head input) or the loss
+TermPart = Literal["attention", "ffn", "residual", "embedding", "head", "loss"]
+# how its bytes grow with the sequence length s: with the tokens (linear), or with tokens x s (the
+# s x s tensors of eager attention, which selective recomputation drops)
+TermShape = Literal["linear", "quadratic"]
+# what sets its bytes per element: the activation dtype, fp32 (statistics, upcasts), int64 (indices),
+# the dropout mask's bytes, the adapters' dtype (peft's fp32 copies, where wider), or several of these
+TermDtype = Literal["activation", "fp32", "int64", "mask", "adapter", "mixed"]
+# the terms the step timeline treats apart: the loss's log-softmax (its own moments hold it) and the
+# LM head's input (freed once the head's backward is done)
+TermRole = Literal["log-softmax", "head input"]
+
+
 @dataclass(frozen=True)
 class Term:
-    """One line of a memory table: what is held, how many bytes, and the arithmetic."""
+    """One line of a memory table: what is held, how many bytes, and the arithmetic; and what it is
+    (``part``, ``shape``, ``dtype``, ``role``), which every filter reads (the ``name`` is for people)."""
 
     name: str
     bytes: int
     rule: str
     split: str = ""  # which parallelism divides it: "tp" (heads/d_ff), "sp" (sequence), "" (none)
+    part: TermPart = field(kw_only=True)
+    shape: TermShape = field(default="linear", kw_only=True)
+    dtype: TermDtype = field(default="activation", kw_only=True)
+    role: TermRole | None = field(default=None, kw_only=True)
+    # op-level checkpointing: the block's full set holds it too (False: a row-parallel output the
+    # residual add keeps nothing of, saved by the policy only)
+    in_full_set: bool = field(default=True, kw_only=True)
 
     def as_dict(self) -> dict[str, object]:
         return {"term": self.name, "bytes": self.bytes, "rule": self.rule, "split": self.split}
@@ -168,28 +191,36 @@ def _ffn_keeps(spec: FFNSpec) -> int:
     return FFN_KEEPS[spec.kind] + spec.act_extra_keeps  # every kind has its entry (tests/sizing/memory/test_memory_rules.py)
 
 
-def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "") -> Term:
-    return Term(name, math.ceil(per_token * tokens), f"{tokens:,} tokens x {rule}", split)
+def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "", *, part: TermPart,
+       shape: TermShape = "linear", dtype: TermDtype = "activation", role: TermRole | None = None,
+       in_full_set: bool = True) -> Term:
+    return Term(name, math.ceil(per_token * tokens), f"{tokens:,} tokens x {rule}", split, part=part, shape=shape,
+                dtype=dtype, role=role, in_full_set=in_full_set)
 
 
-def _norm_terms(cfg: ModelConfig, where: str, tokens: int, b: float, frozen: bool = False) -> list[Term]:
+def _norm_terms(cfg: ModelConfig, where: str, part: TermPart, tokens: int, b: float,
+                frozen: bool = False) -> list[Term]:
     widths, stats = NORM_KEEPS[cfg.norm]  # every norm has its entry
     what = "input and normalised input" if widths == 2 else "input"
+    dtype: TermDtype = "activation"
     if frozen and cfg.norm in FROZEN_NORM_UPCAST:
         widths, what, b = 1, "input (upcast to fp32)", max(b, STAT_BYTES)
+        dtype = "fp32"
     return [_t(f"{where} norm {what}", widths * cfg.d_model * b, tokens,
-               f"{widths} x d {cfg.d_model} x {b:g} B", "sp"),
-            _t(f"{where} norm statistics", stats * STAT_BYTES, tokens, f"{stats} x 4 B (fp32)", "sp")]
+               f"{widths} x d {cfg.d_model} x {b:g} B", "sp", part=part, dtype=dtype),
+            _t(f"{where} norm statistics", stats * STAT_BYTES, tokens, f"{stats} x 4 B (fp32)", "sp", part=part,
+               dtype="fp32")]
 
 
 def _dropout_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str, mask: float) -> list[Term]:
     d, a = cfg.d_model, cfg.attn.n_heads
-    out = [_t("dropout masks of the two residual branches", 2 * d * mask, tokens, f"2 x d {d} x {mask:g} B", "sp")]
+    out = [_t("dropout masks of the two residual branches", 2 * d * mask, tokens, f"2 x d {d} x {mask:g} B", "sp",
+              part="residual", dtype="mask")]
     if attention == "eager":
         out += [_t("attention dropout mask (s x s)", a * seq_len * mask, tokens,
-                   f"heads {a} x s {seq_len} x {mask:g} B", "tp"),
+                   f"heads {a} x s {seq_len} x {mask:g} B", "tp", part="attention", shape="quadratic", dtype="mask"),
                 _t("dropped-out probabilities (s x s)", a * seq_len * b, tokens,
-                   f"heads {a} x s {seq_len} x {b:g} B", "tp")]
+                   f"heads {a} x s {seq_len} x {b:g} B", "tp", part="attention", shape="quadratic")]
     return out
 
 
@@ -206,20 +237,21 @@ def ffn_adapters(spec: FFNSpec) -> int:
     return 3 if spec.gated else 2
 
 
-def _adapter_terms(where: str, n: int, fz: FrozenLayer, tokens: int) -> Term:
+def _adapter_terms(where: str, part: TermPart, n: int, fz: FrozenLayer, tokens: int) -> Term:
     return _t(f"{where} adapters' rank-r inputs of B", n * fz.rank * fz.adapter_bytes, tokens,
-              f"{n} adapters x r {fz.rank} x {fz.adapter_bytes:g} B")
+              f"{n} adapters x r {fz.rank} x {fz.adapter_bytes:g} B", part=part, dtype="adapter")
 
 
 def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str,
                      fz: FrozenLayer | None = None) -> list[Term]:
     a, d = cfg.attn, cfg.d_model
     if fz is None:
-        out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp")]
+        out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp", part="attention")]
     elif fz.attention or (cfg.norms_per_block == 1 and fz.ffn):  # kept by the adapters' A (not the frozen W)
         readers = (2 if cfg.is_mla else 1 if a.qkv_fused else 3) + (1 if cfg.norms_per_block == 1 and fz.ffn else 0)
         per, how = fz.input_bytes(b, readers)
-        out = [_t("attention input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp")]
+        out = [_t("attention input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp",
+                  part="attention", dtype="adapter")]
     else:
         out = []
     latent_widths = 2 if fz is None or fz.attention else 1  # the latent's norm output: kept by an adapter only
@@ -230,36 +262,40 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
         latent = (a.kv_lora_rank or 0) + rope
         if a.q_lora_rank:
             out.append(_t("MLA q latent and its norm", latent_widths * a.q_lora_rank * b, tokens,
-                          f"{latent_widths} x q_lora_rank {a.q_lora_rank} x {b:g} B", "sp"))
+                          f"{latent_widths} x q_lora_rank {a.q_lora_rank} x {b:g} B", "sp", part="attention"))
         out += [_t("MLA kv latent and its norm", latent_widths * latent * b, tokens,
-                   f"{latent_widths} x (kv_lora_rank + rope) {latent} x {b:g} B", "sp"),
+                   f"{latent_widths} x (kv_lora_rank + rope) {latent} x {b:g} B", "sp", part="attention"),
                 _t("MLA expanded q, k, v", (2 * dqk + dv) * b, tokens,
-                   f"(2 x {dqk} + {dv}) x {b:g} B", "tp")]
+                   f"(2 x {dqk} + {dv}) x {b:g} B", "tp", part="attention")]
         dq_out = dv
     else:
         dq, dkv = cfg.d_attn, cfg.d_kv
         dq_out = dq
         if attention == "eager":
-            out.append(_t("q, k, v copies at query width", 3 * dq * b, tokens, f"3 x dq {dq} x {b:g} B", "tp"))
+            out.append(_t("q, k, v copies at query width", 3 * dq * b, tokens, f"3 x dq {dq} x {b:g} B", "tp",
+                          part="attention"))
         elif not a.qkv_fused and cfg.positions == "rope":
             out.append(_t("q, k, v (three projections; q and k rotated)", (dq + 2 * dkv) * b, tokens,
-                          f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp"))
+                          f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp", part="attention"))
         else:
             out.append(_t("qkv projection output", (dq + 2 * dkv) * b, tokens,
-                          f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp"))
+                          f"(dq {dq} + 2 dkv {dkv}) x {b:g} B", "tp", part="attention"))
             if cfg.positions == "rope":
-                out.append(_t("rotated q and k", (dq + dkv) * b, tokens, f"(dq {dq} + dkv {dkv}) x {b:g} B", "tp"))
+                out.append(_t("rotated q and k", (dq + dkv) * b, tokens, f"(dq {dq} + dkv {dkv}) x {b:g} B", "tp",
+                              part="attention"))
     if attention == "eager":
         out.append(_t("softmax probabilities (s x s)", a.n_heads * seq_len * b, tokens,
-                      f"heads {a.n_heads} x s {seq_len} x {b:g} B", "tp"))
+                      f"heads {a.n_heads} x s {seq_len} x {b:g} B", "tp", part="attention",
+                      shape="quadratic"))
     else:
-        out.append(_t("softmax log-sum-exp", a.n_heads * STAT_BYTES, tokens, f"heads {a.n_heads} x 4 B", "tp"))
-    out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp"))
+        out.append(_t("softmax log-sum-exp", a.n_heads * STAT_BYTES, tokens, f"heads {a.n_heads} x 4 B", "tp",
+                      part="attention", dtype="fp32"))
+    out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp", part="attention"))
     if fz is not None and fz.attention:
         if b < fz.adapter_bytes:  # the output projection's adapter keeps its own fp32 copy
             out.append(_t("attention output, fp32 copy for its adapter", dq_out * fz.adapter_bytes, tokens,
-                          f"{dq_out} x {fz.adapter_bytes:g} B", "tp"))
-        out.append(_adapter_terms("attention", attention_adapters(cfg), fz, tokens))
+                          f"{dq_out} x {fz.adapter_bytes:g} B", "tp", part="attention", dtype="adapter"))
+        out.append(_adapter_terms("attention", "attention", attention_adapters(cfg), fz, tokens))
     return out
 
 
@@ -273,7 +309,8 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
     out = []
     if fz.ffn and cfg.norms_per_block != 1:
         per, how = fz.input_bytes(b, 2 if spec.gated else 1)
-        out.append(_t("FFN input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp"))
+        out.append(_t("FFN input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp",
+                      part="ffn", dtype="adapter"))
     if spec.is_moe:
         require(not fz.ffn, "LoRA on routed MoE experts is not modelled yet: adapt the attention only")
         e, k = spec.n_experts, spec.top_k
@@ -281,31 +318,32 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
         how = f"top_k {k}" if capacity_factor is None else f"capacity {capacity_factor:g} x top_k {k}"
         outs = 1 if fz.grouped_experts else 2
         out += [
-            _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B"),
+            _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B", part="ffn", dtype="fp32"),
             _t("router top-k indices and weights", k * INDEX_BYTES + (k + 1) * STAT_BYTES, tokens,
-               f"(top_k {k} x 8 B + (top_k + 1) x 4 B)"),
-            _t("dispatched tokens' index (frozen experts keep no copy)", copies * INDEX_BYTES, tokens, f"{how} x 8 B"),
+               f"(top_k {k} x 8 B + (top_k + 1) x 4 B)", part="ffn", dtype="mixed"),
+            _t("dispatched tokens' index (frozen experts keep no copy)", copies * INDEX_BYTES, tokens, f"{how} x 8 B",
+               part="ffn", dtype="int64"),
             _t(f"expert hidden ({spec.kind}, frozen)", copies * own * f * b, tokens,
-               f"{how} x {own} x d_ff {f} x {b:g} B", "tp"),
+               f"{how} x {own} x d_ff {f} x {b:g} B", "tp", part="ffn"),
             _t("expert outputs (for the routing weights' gradient)" + ("" if fz.grouped_experts else
                                                                         ", weighted copy") + ", weights, index",
                copies * (outs * d * b + STAT_BYTES + INDEX_BYTES), tokens,
-               f"{how} x ({outs} x d {d} x {b:g} B + 4 B + 8 B)"),
+               f"{how} x ({outs} x d {d} x {b:g} B + 4 B + 8 B)", part="ffn", dtype="mixed"),
         ]
         if spec.n_shared_experts:
             ws = spec.d_shared or f
             out.append(_t(f"shared experts hidden ({spec.kind}, frozen)", spec.n_shared_experts * own * ws * b, tokens,
-                          f"{spec.n_shared_experts} x {own} x d_shared {ws} x {b:g} B", "tp"))
+                          f"{spec.n_shared_experts} x {own} x d_shared {ws} x {b:g} B", "tp", part="ffn"))
         return out
     if not fz.ffn:
         return out + [_t(f"FFN hidden ({spec.kind}, frozen down projection)", own * f * b, tokens,
-                         f"{own} x d_ff {f} x {b:g} B", "tp")]
+                         f"{own} x d_ff {f} x {b:g} B", "tp", part="ffn")]
     down, down_rule = fz.input_bytes(b, 1)
     if shared_input and b >= fz.adapter_bytes:
         down, down_rule = 0, "0 B (the activation's own output)"
     return out + [_t(f"FFN hidden ({spec.kind}) and the down adapter's input", own * f * b + f * down, tokens,
-                     f"({own} x {b:g} B + {down_rule}) x d_ff {f}", "tp"),
-                  _adapter_terms("FFN", ffn_adapters(spec), fz, tokens)]
+                     f"({own} x {b:g} B + {down_rule}) x d_ff {f}", "tp", part="ffn", dtype="mixed"),
+                  _adapter_terms("FFN", "ffn", ffn_adapters(spec), fz, tokens)]
 
 
 def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
@@ -314,29 +352,30 @@ def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
         return _frozen_ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
     d = cfg.d_model
     keeps = _ffn_keeps(spec)
-    out = [_t("FFN input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp")] if cfg.norms_per_block != 1 else []
+    out = ([_t("FFN input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp", part="ffn")]
+           if cfg.norms_per_block != 1 else [])
     if not spec.is_moe:
         return out + [_t(f"FFN hidden ({spec.kind})", keeps * spec.d_ff * b, tokens,
-                         f"{keeps} x d_ff {spec.d_ff} x {b:g} B", "tp")]
+                         f"{keeps} x d_ff {spec.d_ff} x {b:g} B", "tp", part="ffn")]
     e, k = spec.n_experts, spec.top_k
     copies = k if capacity_factor is None else capacity_factor * k
     how = f"top_k {k}" if capacity_factor is None else f"capacity {capacity_factor:g} x top_k {k}"
     out += [
-        _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B"),
+        _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B", part="ffn", dtype="fp32"),
         _t("router top-k indices and weights", k * INDEX_BYTES + (k + 1) * STAT_BYTES, tokens,
-           f"(top_k {k} x 8 B + (top_k + 1) x 4 B)"),
+           f"(top_k {k} x 8 B + (top_k + 1) x 4 B)", part="ffn", dtype="mixed"),
         _t("dispatched tokens and index", copies * (d * b + INDEX_BYTES), tokens,
-           f"{how} x (d {d} x {b:g} B + 8 B)"),
+           f"{how} x (d {d} x {b:g} B + 8 B)", part="ffn", dtype="mixed"),
         _t(f"expert hidden ({spec.kind})", copies * keeps * spec.d_ff * b, tokens,
-           f"{how} x {keeps} x d_ff {spec.d_ff} x {b:g} B", "tp"),
+           f"{how} x {keeps} x d_ff {spec.d_ff} x {b:g} B", "tp", part="ffn"),
         _t("expert outputs, weighted copy, weights, index",
            copies * (2 * d * b + STAT_BYTES + INDEX_BYTES), tokens,
-           f"{how} x (2 x d {d} x {b:g} B + 4 B + 8 B)"),
+           f"{how} x (2 x d {d} x {b:g} B + 4 B + 8 B)", part="ffn", dtype="mixed"),
     ]
     if spec.n_shared_experts:
         ws = spec.d_shared or spec.d_ff
         out.append(_t(f"shared experts hidden ({spec.kind})", spec.n_shared_experts * keeps * ws * b, tokens,
-                      f"{spec.n_shared_experts} x {keeps} x d_shared {ws} x {b:g} B", "tp"))
+                      f"{spec.n_shared_experts} x {keeps} x d_shared {ws} x {b:g} B", "tp", part="ffn"))
     return out
 
 
@@ -356,21 +395,21 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
     ffn_grad = fz is None or fz.grad_below or (fz.attention and cfg.norms_per_block != 1)
     terms = []
     if fz is None or fz.grad_below:
-        terms += _norm_terms(cfg, "attention", tokens, b, frozen=fz is not None)
+        terms += _norm_terms(cfg, "attention", "attention", tokens, b, frozen=fz is not None)
     if attn_grad:
         terms += _attention_terms(cfg, tokens, seq_len, b, attention, fz)
     elif cfg.norms_per_block == 1 and fz is not None and fz.ffn:  # parallel block: the FFN adapters' input only
         terms += _attention_terms(cfg, tokens, seq_len, b, attention, fz)[:1]
     if cfg.norms_per_block != 1 and ffn_grad:  # parallel blocks (GPT-J) share one norm
-        terms += _norm_terms(cfg, "FFN", tokens, b, frozen=fz is not None)
-    for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich post-norms
+        terms += _norm_terms(cfg, "FFN", "ffn", tokens, b, frozen=fz is not None)
+    for i in range(max(0, cfg.norms_per_block - 2)):  # Gemma-2 sandwich post-norms, on the branches' outputs
         if ffn_grad:
-            terms += _norm_terms(cfg, f"post-norm {i + 1}", tokens, b, frozen=fz is not None)
+            terms += _norm_terms(cfg, f"post-norm {i + 1}", "residual", tokens, b, frozen=fz is not None)
     if dropout and attn_grad:
         terms += _dropout_terms(cfg, tokens, seq_len, b, attention, dropout_mask_bytes)
     elif dropout and fz is not None and (ffn_grad or fz.ffn):  # only the FFN branch's output requires grad
         terms.append(_t("dropout mask of the FFN branch", cfg.d_model * dropout_mask_bytes, tokens,
-                        f"d {cfg.d_model} x {dropout_mask_bytes:g} B", "sp"))
+                        f"d {cfg.d_model} x {dropout_mask_bytes:g} B", "sp", part="residual", dtype="mask"))
     if fz is None or ffn_grad or fz.ffn:
         terms += _ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
     return terms
@@ -404,26 +443,29 @@ def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: 
     ``frozen.grad_below``: the embeddings' output requires grad (its dropout keeps a mask)."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     tokens, d = seq_len * batch, cfg.d_model
-    terms = [_t("token indices", INDEX_BYTES, tokens, "8 B (int64)")]
+    terms = [_t("token indices", INDEX_BYTES, tokens, "8 B (int64)", part="embedding", dtype="int64")]
     if dropout and (frozen is None or frozen.grad_below):
         terms.append(_t("embedding dropout mask", d * dropout_mask_bytes, tokens, f"d {d} x {dropout_mask_bytes:g} B",
-                        "sp"))
+                        "sp", part="embedding", dtype="mask"))
     if cfg.positions == "learned":
-        terms.append(Term("position indices", INDEX_BYTES * seq_len, f"s {seq_len} x 8 B (shared by the batch)"))
+        terms.append(Term("position indices", INDEX_BYTES * seq_len, f"s {seq_len} x 8 B (shared by the batch)",
+                          part="embedding", dtype="int64"))
     if cfg.final_norm:
-        terms += _norm_terms(cfg, "final", tokens, b, frozen=frozen is not None)
+        terms += _norm_terms(cfg, "final", "head", tokens, b, frozen=frozen is not None)
     if frozen is None:
-        terms.append(_t("LM head input", (cfg.embed_proj_dim or d) * b, tokens, f"d x {b:g} B", "sp"))
+        terms.append(_t("LM head input", (cfg.embed_proj_dim or d) * b, tokens, f"d x {b:g} B", "sp", part="head",
+                        role="head input"))
     return terms + [
         _t("log-softmax of the logits (fp32)", cfg.vocab_size * STAT_BYTES, tokens,
-           f"vocab {cfg.vocab_size} x 4 B", "tp"),
-        _t("targets", INDEX_BYTES, tokens, "8 B (int64)"),
+           f"vocab {cfg.vocab_size} x 4 B", "tp", part="loss", dtype="fp32", role="log-softmax"),
+        _t("targets", INDEX_BYTES, tokens, "8 B (int64)", part="loss", dtype="int64"),
     ]
 
 
 def selective_kept(terms: list[Term]) -> list[Term]:
-    """What selective recomputation keeps of a layer: everything but the ``s x s`` tensors."""
-    return [t for t in terms if "s x s" not in t.name]
+    """What selective recomputation keeps of a layer: everything but the ``s x s`` tensors (the
+    terms quadratic in the sequence length)."""
+    return [t for t in terms if t.shape != "quadratic"]
 
 
 @functools.cache
@@ -439,23 +481,28 @@ def op_policy(engine: str = "torchtitan", version: str | None = None) -> dict[st
     return next((v for v in versions if v["version"] == version), versions[0])
 
 
-def _block_matmuls(cfg: ModelConfig, spec: FFNSpec) -> list[tuple[str, int, str]]:
-    """A dense decoder block's matmuls in forward order: (output, width, split)."""
+def _block_matmuls(cfg: ModelConfig, spec: FFNSpec) -> list[tuple[str, int, str, TermPart]]:
+    """A dense decoder block's matmuls in forward order: (output, width, split, part)."""
     dq, dkv, d = cfg.d_attn, cfg.d_kv, cfg.d_model
-    attn = ([("q|k|v projection output", dq + 2 * dkv, "tp")] if cfg.attn.qkv_fused else
-            [("q projection output", dq, "tp"), ("k projection output", dkv, "tp"), ("v projection output", dkv, "tp")])
-    ffn = ([("FFN gate projection output", spec.d_ff, "tp"), ("FFN up projection output", spec.d_ff, "tp")]
-           if spec.gated else [("FFN up projection output", spec.d_ff, "tp")])
+    attn: list[tuple[str, int, str, TermPart]] = (
+        [("q|k|v projection output", dq + 2 * dkv, "tp", "attention")] if cfg.attn.qkv_fused else
+        [("q projection output", dq, "tp", "attention"), ("k projection output", dkv, "tp", "attention"),
+         ("v projection output", dkv, "tp", "attention")])
+    ffn: list[tuple[str, int, str, TermPart]] = (
+        [("FFN gate projection output", spec.d_ff, "tp", "ffn"), ("FFN up projection output", spec.d_ff, "tp", "ffn")]
+        if spec.gated else [("FFN up projection output", spec.d_ff, "tp", "ffn")])
     # the row-parallel outputs: whole d on each tensor-parallel rank before the reduction
-    return [*attn, ("attention output projection's output", d, ""), *ffn, ("FFN down projection's output", d, "")]
+    return [*attn, ("attention output projection's output", d, "", "attention"), *ffn,
+            ("FFN down projection's output", d, "", "ffn")]
 
 
 def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",
                        attention: str = "fused", policy: dict[str, Any] | None = None) -> list[Term]:
     """What one checkpointed block keeps under an op-level selective checkpointing ``policy``
     (default: torchtitan's newest): its input, kept by the checkpoint, and the outputs of the
-    saved ops. A term whose name ends in ``(not in the full set)`` is not also kept when the block
-    runs without checkpointing (a row-parallel output: the residual add keeps nothing)."""
+    saved ops. A term with ``in_full_set`` False (named ``... (not in the full set)``) is not also
+    kept when the block runs without checkpointing (a row-parallel output: the residual add keeps
+    nothing)."""
     pol = policy or op_policy()
     ops = set(pol["saved_ops"])
     spec = cfg.layer_ffn(layer)
@@ -466,23 +513,25 @@ def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int
     require(attention == "fused", "--recompute op-selective needs --attention fused (torchtitan calls SDPA)")
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     tokens, d, every = seq_len * batch, cfg.d_model, int(pol["mm_recompute_every"])
-    out = [_t("block input (kept by the checkpoint)", d * b, tokens, f"d {d} x {b:g} B", "sp")]
+    out = [_t("block input (kept by the checkpoint)", d * b, tokens, f"d {d} x {b:g} B", "sp", part="residual")]
     mms = _block_matmuls(cfg, spec)
-    for count, (name, width, split) in enumerate(mms, start=1):
+    for count, (name, width, split, part) in enumerate(mms, start=1):
         if "aten.mm.default" not in ops or count % every == 0:
             continue
-        extra = " (not in the full set)" if split == "" else ""
-        out.append(_t(f"saved mm {count}: {name}{extra}", width * b, tokens, f"{width} x {b:g} B", split))
+        in_full_set = split != ""  # a row-parallel output: the full set keeps nothing of it
+        extra = "" if in_full_set else " (not in the full set)"
+        out.append(_t(f"saved mm {count}: {name}{extra}", width * b, tokens, f"{width} x {b:g} B", split, part=part,
+                      in_full_set=in_full_set))
     if any("scaled_dot_product" in op for op in ops):  # the SDPA kernel's outputs
         a = cfg.attn.n_heads
         out.append(_t("saved attention kernel output and log-sum-exp", cfg.d_attn * b + a * STAT_BYTES, tokens,
-                      f"(dq {cfg.d_attn} x {b:g} B + heads {a} x 4 B)", "tp"))
+                      f"(dq {cfg.d_attn} x {b:g} B + heads {a} x 4 B)", "tp", part="attention", dtype="mixed"))
     return out
 
 
 def op_selective_overlap(terms: list[Term]) -> list[Term]:
     """The saved terms that a recomputed block's full set also holds (they are not made again)."""
-    return [t for t in terms if not t.name.endswith("(not in the full set)")]
+    return [t for t in terms if t.in_full_set]
 
 
 @dataclass(frozen=True)

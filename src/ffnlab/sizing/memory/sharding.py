@@ -47,7 +47,8 @@ every term peaks at the same moment).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
@@ -84,12 +85,25 @@ class Sharding:
                 "overlap_comm": self.overlap_comm}
 
 
+# what a working-memory term holds: FSDP's gathered weights (the running layer, the prefetched ones,
+# a stage kept gathered, the root unit), its unsharded layer gradients, reduce-scatter buffer and
+# the head's gradients; ZeRO-3's live parameters, prefetch bucket and small unpartitioned parameters;
+# the data-parallel engines' gradient buckets
+WorkKind = Literal["gathered layer", "prefetched layers", "gathered stage", "gathered root", "layer gradients",
+                   "reduce-scatter buffer", "head gradients", "live parameters", "prefetch bucket",
+                   "small parameters", "gradient buckets"]
+
+
 @dataclass(frozen=True)
 class WorkTerm:
+    """One term of the data-parallel engine's working memory on one GPU: its label, bytes and
+    arithmetic, and what it holds (``kind``, which every filter reads)."""
+
     term: str
     bytes: int  # per GPU
     rule: str
     estimate: bool = True
+    kind: WorkKind = field(kw_only=True)
 
 
 def _on_gpu(dense: float, experts: float, tp: int, ep: int) -> float:
@@ -120,22 +134,27 @@ def _fsdp(cfg: ModelConfig, s: Sharding, *, tp: int, pp: int, ep: int, w: float,
     out = []
     if s.reshard_after_forward:
         out += [WorkTerm("FSDP: gathered layer", math.ceil(layer * w),
-                         f"largest layer {layer:,.0f} params{split} x {w:g} B, unsharded while it runs"),
+                         f"largest layer {layer:,.0f} params{split} x {w:g} B, unsharded while it runs",
+                         kind="gathered layer"),
                 WorkTerm("FSDP: prefetched layers", math.ceil(s.prefetch * layer * w),
-                         f"prefetch {s.prefetch} x {layer:,.0f} params x {w:g} B (all-gather ahead of use)")]
+                         f"prefetch {s.prefetch} x {layer:,.0f} params x {w:g} B (all-gather ahead of use)",
+                         kind="prefetched layers")]
     else:
         stage = _stage_params(cfg, tp, pp, ep)
         out.append(WorkTerm("FSDP: layers kept gathered after forward", math.ceil(stage * w),
-                            f"reshard_after_forward=False: all {stage:,.0f} layer params on this GPU x {w:g} B"))
+                            f"reshard_after_forward=False: all {stage:,.0f} layer params on this GPU x {w:g} B",
+                            kind="gathered stage"))
     out.append(WorkTerm("FSDP: unsharded layer gradients", math.ceil(layer * w),
-                        f"largest layer {layer:,.0f} params x {w:g} B, before reduce-scatter"))
+                        f"largest layer {layer:,.0f} params x {w:g} B, before reduce-scatter", kind="layer gradients"))
     if s.reshard_after_forward:
         out.append(WorkTerm("FSDP: reduce-scatter buffer", math.ceil(layer * g),
-                            f"one layer {layer:,.0f} params x {g:g} B (reduce dtype), one in flight"))
+                            f"one layer {layer:,.0f} params x {g:g} B (reduce dtype), one in flight",
+                            kind="reduce-scatter buffer"))
     out += [WorkTerm("FSDP: root unit gathered (embeddings, norm, head)", math.ceil(root * w),
-                     f"{root:,.0f} params x {w:g} B, not resharded after forward (FSDP2 root)"),
+                     f"{root:,.0f} params x {w:g} B, not resharded after forward (FSDP2 root)", kind="gathered root"),
             WorkTerm("FSDP: head gradients before reduce-scatter", math.ceil(head * w),
-                     f"LM head and final norm {head:,.0f} params x {w:g} B, reduce-scattered at the end of backward")]
+                     f"LM head and final norm {head:,.0f} params x {w:g} B, reduce-scattered at the end of backward",
+                     kind="head gradients")]
     return out
 
 
@@ -150,14 +169,15 @@ def _deepspeed3(cfg: ModelConfig, s: Sharding, *, tp: int, pp: int, ep: int, w: 
     return [
         WorkTerm("ZeRO-3: live gathered parameters", math.ceil(live * w),
                  f"min(stage3_max_live_parameters {DS_MAX_LIVE:.0e}, {stage:,.0f} on this GPU), at least the "
-                 f"largest matrix {largest:,.0f}, x {w:g} B"),
+                 f"largest matrix {largest:,.0f}, x {w:g} B", kind="live parameters"),
         WorkTerm("ZeRO-3: prefetch bucket", math.ceil(prefetch * w),
-                 f"stage3_prefetch_bucket_size {DS_PREFETCH_BUCKET:.0e} x {w:g} B"),
+                 f"stage3_prefetch_bucket_size {DS_PREFETCH_BUCKET:.0e} x {w:g} B", kind="prefetch bucket"),
         WorkTerm("ZeRO-3: unpartitioned small parameters", math.ceil(persistent * w),
-                 f"{persistent:,.0f} vector params (< {DS_PERSISTENCE:.0e} elements) x {w:g} B"),
+                 f"{persistent:,.0f} vector params (< {DS_PERSISTENCE:.0e} elements) x {w:g} B",
+                 kind="small parameters"),
         WorkTerm("ZeRO-3: gradient reduce buckets", math.ceil(buckets * DS_REDUCE_BUCKET * g),
                  f"{buckets} x reduce_bucket_size {DS_REDUCE_BUCKET:.0e} x {g:g} B (overlap_comm "
-                 f"{'on' if overlap else 'off'})"),
+                 f"{'on' if overlap else 'off'})", kind="gradient buckets"),
     ]
 
 
@@ -171,13 +191,13 @@ def working_terms(cfg: ModelConfig, zero: int, s: Sharding, *, dp: int, tp: int,
     if zero == 0:
         return [WorkTerm("DDP gradient buckets", grads_on_gpu,
                          "a second copy of the gradients (gradient_as_bucket_view=False, DDP's default)",
-                         estimate=False)]
+                         estimate=False, kind="gradient buckets")]
     if zero in (1, 2):
         overlap = False if s.overlap_comm is None else s.overlap_comm
         n = 2 if overlap else 1
         return [WorkTerm(f"ZeRO-{zero}: gradient reduce bucket", math.ceil(n * DS_REDUCE_BUCKET * w),
                          f"{n} x reduce_bucket_size {DS_REDUCE_BUCKET:.0e} x {w:g} B (DeepSpeed default; "
-                         f"overlap_comm {'on' if overlap else 'off'})")]
+                         f"overlap_comm {'on' if overlap else 'off'})", kind="gradient buckets")]
     if s.zero3 == "fsdp":
         return _fsdp(cfg, s, tp=tp, pp=pp, ep=ep, w=w, g=g)
     return _deepspeed3(cfg, s, tp=tp, pp=pp, ep=ep, w=w, g=g)

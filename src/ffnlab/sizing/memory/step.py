@@ -92,8 +92,6 @@ if TYPE_CHECKING:  # the workload is built on StepOptions
 LOSSES = ("full", "chunked", "fused")
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
 MAX_STEP_COUNT = 2**40  # loss chunks, micro-batches, a checkpoint interval: past any run
-LOGSM_TERM = "log-softmax of the logits (fp32)"
-HEAD_INPUT_TERM = "LM head input"
 # tensors of width d_ff alive at once in a dense FFN's backward beyond the ones it kept: the
 # gradient of the down projection's input and of the activation's input (plain), and for gated
 # FFNs also the gradients of gate and up before they are joined (measured on ffnlab's modules)
@@ -159,6 +157,8 @@ class Moment:
 class StepTimeline:
     moments: tuple[Moment, ...]
     options: StepOptions = field(default_factory=StepOptions)
+    # what backward keeps at the end of forward: every layer's kept set and the head's
+    kept_activations_bytes: int = 0
 
     @cached_property  # a pass over every moment (two per layer): once per timeline
     def peak(self) -> Moment:
@@ -265,7 +265,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     for ts in layer_terms:
         if id(ts) not in per_list:
             per_list[id(ts)] = (divide_terms(selective_kept(ts) if recompute == "selective" else ts, tp, sp),
-                                divide_terms([t for t in ts if _is_ffn_term(t.name)], tp, sp))
+                                divide_terms([t for t in ts if t.part == "ffn"], tp, sp))
     full = [per_list[id(ts)][0] for ts in layer_terms]
     ffn_kept = [per_list[id(ts)][1] for ts in layer_terms]
     sb = ft.stream_bytes if ft and ft.stream_bytes else b  # the residual stream's dtype
@@ -282,7 +282,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     head_terms = head_activation_terms(cfg, seq_len=seq_len, batch=batch, dtype=dtype, dropout=work.dropout,
                                        dropout_mask_bytes=work.dropout_mask_bytes,
                                        frozen=ft.frozen(0) if ft else None)
-    head_other = divide_terms([t for t in head_terms if t.name != LOGSM_TERM], tp, sp)
+    head_other = divide_terms([t for t in head_terms if t.role != "log-softmax"], tp, sp)
 
     # gradients by where backward makes them, proportional to the parameters on this GPU
     p_total = count_params(cfg).total or 1
@@ -342,7 +342,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                               ("gradient of the head input", grad_in)))
         after_head = 0
     if cfg.final_norm:  # its backward's working tensors beside the gradient of its output; the head's input is freed
-        after_lm_head = divide_terms([t for t in head_terms if t.name not in (LOGSM_TERM, HEAD_INPUT_TERM)], tp, sp)
+        after_lm_head = divide_terms([t for t in head_terms if t.role not in ("log-softmax", "head input")], tp, sp)
         moments.append(moment("final norm backward", grads_early, acts, ("head activations", after_lm_head),
                               ("logits (held)", held),
                               ("head gradients", g_head if not acc_g else 0),
@@ -386,7 +386,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                               ("tied embedding: its gradient before autograd adds the head's", tied_extra)))
     moments.append(moment("optimizer step", ("gradients", states.gradients), ("logits (held)", held),
                           ("optimizer temporaries", states.opt_temp)))
-    return StepTimeline(tuple(moments), o)
+    return StepTimeline(tuple(moments), o, kept_activations_bytes=acts[1] + head_acts[1])
 
 
 def _attention_backward_temps(cfg: ModelConfig, attention: str, n_tok: int, seq_len: int, b: float, tp: int) -> int:
@@ -396,13 +396,6 @@ def _attention_backward_temps(cfg: ModelConfig, attention: str, n_tok: int, seq_
     if attention == "eager":  # at the softmax's backward only v's gradient exists yet
         per_token = max(per_token, EAGER_BACKWARD_TEMPS * cfg.attn.n_heads * seq_len + cfg.d_attn)
     return math.ceil(n_tok * per_token * b / tp)
-
-
-FFN_TERM_WORDS = ("FFN", "router", "dispatched", "expert", "shared experts")
-
-
-def _is_ffn_term(name: str) -> bool:
-    return name.startswith(FFN_TERM_WORDS)
 
 
 def _down_params(cfg: ModelConfig, spec: FFNSpec) -> int:

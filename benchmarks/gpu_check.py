@@ -13,7 +13,8 @@ is recorded as such and the others still run):
   training loop, its bare model step and the nanoGPT-style reference of train_throughput.py, each
   eager and under ``torch.compile``; the loop's overhead over its bare step;
 * ``tests``: ``pytest -m cuda`` (tests/training/test_cuda.py);
-* ``sweep``: the ``golden-h200`` preset (byte-level built-in Shakespeare: the CPU bridge cell and the next size, ~20 tokens per parameter) and its report;
+* ``sweep``: the ``golden-h200`` preset (byte-level built-in Shakespeare: the CPU bridge cell and the next
+  size, ~20 tokens per parameter) and its report;
 * ``memory``: benchmarks/memory_cuda.py's measurement: every training-step case of the CPU
   measured-step suite (tests/helpers/memory_step_cases.py) in fp32, bf16 autocast and pure bf16,
   then the LoRA cases (memory_finetune_cases.py): the allocator's peak allocated and reserved bytes

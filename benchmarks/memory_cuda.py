@@ -323,8 +323,9 @@ def markdown(doc: dict[str, Any]) -> str:
              f"peft {doc.get('peft')}; from `{doc.get('source')}`.", "",
              f"Convention: {doc.get('convention')}. Predicted: fp32 `memory_step_cases.predict`; bf16-autocast "
              "the step timeline with dtype bf16 (fp32 master and moments) and fp32 gradients; bf16 (pure: "
-             "weights, gradients and AdamW state bf16) the same with `pure_bf16`; LoRA `memory_finetune_cases.predict`. "
-             "Ratio = predicted / measured. Allocator share = max_reserved / max_allocated.", "",
+             "weights, gradients and AdamW state bf16) the same with `pure_bf16`; LoRA "
+             "`memory_finetune_cases.predict`. Ratio = predicted / measured. Allocator share = max_reserved / "
+             "max_allocated.", "",
              "| kind | precision | median ratio | ratio range | median allocator share | share range | records "
              "| errors |", "|---|---|---:|---|---:|---|---:|---:|"]
     for key, s in doc["summary"].items():

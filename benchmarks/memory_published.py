@@ -140,7 +140,8 @@ def peak_rows() -> list[str]:
                 f"b {s['micro_batch']} x s {s['seq_len']:,}, AC {s['recompute']}, {s['precision']}")
         if case["memory_kind"] == "capacity":
             published = card_bytes(s["gpu"])
-            shown = f"fits {fig['seq_len_fitting']:,} tokens in {fig['value']} {fig['unit']} ({published / GiB:.1f} GiB)"
+            shown = (f"fits {fig['seq_len_fitting']:,} tokens in {fig['value']} {fig['unit']} "
+                     f"({published / GiB:.1f} GiB)")
         else:
             published = fig["bytes"]
             shown = f"{published / GiB:.2f} GiB"

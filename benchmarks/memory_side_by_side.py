@@ -96,8 +96,8 @@ def table(name: str) -> str:
     assert cfg is not None
     fx, la, cb = ffnlab_figures(cfg), llm_analysis_figures(cfg), cookbook_figures(cfg)
     seq, ctx = lengths(cfg)
-    lines = [f"**{name}**, {BATCH} x {seq} tokens, KV for {ctx} ({cfg.d_model} wide, {cfg.n_layers} layers, {cfg.attn.n_heads} heads / "
-             f"{cfg.n_kv_heads} KV, {cfg.ffn.kind} {cfg.ffn.d_ff}"
+    lines = [f"**{name}**, {BATCH} x {seq} tokens, KV for {ctx} ({cfg.d_model} wide, {cfg.n_layers} layers, "
+             f"{cfg.attn.n_heads} heads / {cfg.n_kv_heads} KV, {cfg.ffn.kind} {cfg.ffn.d_ff}"
              + (f", {cfg.ffn.n_experts} experts top-{cfg.ffn.top_k}" if cfg.ffn.is_moe else "") + ")", "",
              "| term | ffnlab | llm-analysis | vs ffnlab | cookbook | vs ffnlab |", "|---|---:|---:|---:|---:|---:|"]
     for term in ("params", "weights", "gradients", "optimizer", "activations", "kv_cache"):

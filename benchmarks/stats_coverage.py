@@ -27,7 +27,8 @@ from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import quadratic_minimum, ratio_of_means
 
 CASES = [  # name, true means, true sds, seeds per arm, noise df (None: normal)
-    ("3 seeds, 3 alternatives, equal", {"ref": 0, "a": 0, "b": 0.01, "c": -0.02}, {"ref": 1, "a": 1, "b": 1, "c": 1}, 3, None),
+    ("3 seeds, 3 alternatives, equal", {"ref": 0, "a": 0, "b": 0.01, "c": -0.02}, {"ref": 1, "a": 1, "b": 1, "c": 1},
+     3, None),
     ("3 seeds, one arm 4x", {"ref": 0, "a": 0, "b": 0.01, "c": -0.02}, {"ref": 1, "a": 1, "b": 4, "c": 1}, 3, None),
     ("3 seeds, reference 3x", {"ref": 0, "a": 0, "b": 0.01, "c": -0.02}, {"ref": 3, "a": 1, "b": 1, "c": 1}, 3, None),
     ("10 seeds, equal", {"ref": 0, "a": 0.3, "b": -0.2}, {"ref": 1, "a": 1, "b": 1}, 10, None),
@@ -36,8 +37,10 @@ CASES = [  # name, true means, true sds, seeds per arm, noise df (None: normal)
     ("10 seeds, one arm 3x", {"ref": 0, "a": 0.3, "b": -0.2}, {"ref": 1, "a": 1, "b": 3}, 10, None),
     ("10 seeds, reference 3x", {"ref": 0, "a": 0.3, "b": -0.2}, {"ref": 3, "a": 1, "b": 1}, 10, None),
     ("10 seeds, t3 noise (outliers)", {"ref": 0, "a": 0.5, "b": 0}, {"ref": 1, "a": 1, "b": 1}, 10, 3),
-    ("8 seeds, first gated-law form's spreads", {"ref": 2.087, "a": 2.104, "b": 2.070}, {"ref": 0.008, "a": 0.065, "b": 0.023}, 8, None),
-    ("32 seeds, gated-law as run", {"ref": 2.0712, "a": 1.9804, "b": 2.0018}, {"ref": 0.0053, "a": 0.0089, "b": 0.0076}, 32, None),
+    ("8 seeds, first gated-law form's spreads", {"ref": 2.087, "a": 2.104, "b": 2.070},
+     {"ref": 0.008, "a": 0.065, "b": 0.023}, 8, None),
+    ("32 seeds, gated-law as run", {"ref": 2.0712, "a": 1.9804, "b": 2.0018},
+     {"ref": 0.0053, "a": 0.0089, "b": 0.0076}, 32, None),
     ("31 seeds, equal", {"ref": 0, "a": 0.1, "b": 0}, {"ref": 1, "a": 1, "b": 1}, 31, None),
     ("31 seeds, one arm 1.7x", {"ref": 0, "a": 0.1, "b": 0}, {"ref": 1, "a": 1.7, "b": 1}, 31, None),
 ]

@@ -90,7 +90,8 @@ def render(spec: str, root: Path = ROOT) -> str:
             {(True, True): "before and after it", (True, False): "before it", (False, True): "after it"}.get(
                 (cut_before, cut_after), "") + ")*\n\n" if cut_before or cut_after else ""
         return shown + note + out
-    return f"```text\n$ {cmd}\n{'[...]' + chr(10) if cut_before else ''}{out}{'[...]' + chr(10) if cut_after else ''}```\n"
+    return (f"```text\n$ {cmd}\n{'[...]' + chr(10) if cut_before else ''}"
+            f"{out}{'[...]' + chr(10) if cut_after else ''}```\n")
 
 
 def update_text(text: str, root: Path = ROOT) -> str:

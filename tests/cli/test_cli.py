@@ -228,7 +228,8 @@ def test_bad_input_one_line_exit_2(args, fragment):
     ('{"model_type": "llama", "hidden_size": 100, "num_attention_heads": 3}', "does not divide"),
     # (tanh, which transformers builds, is counted through it; no_such_act neither builds)
     ('{"model_type": "gpt2", "n_embd": 64, "n_head": 4, "activation_function": "no_such_act"}', "activation_function"),
-    ('{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": -3}', "intermediate_size"),
+    ('{"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": -3}',
+     "intermediate_size"),
 ])
 def test_malformed_config_json(tmp_path, content, fragment):
     path = tmp_path / "config.json"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from cli_run import assert_usage_error, run, run_json
 
-CASES = {c["id"]: c for c in json.loads(resources.files("ffnlab").joinpath("data/serving_logs.json").read_text())["cases"]}
+CASES = {c["id"]: c
+         for c in json.loads(resources.files("ffnlab").joinpath("data/serving_logs.json").read_text())["cases"]}
 
 
 def test_fit_serve_names_engine_version_tokens_blocks_limit_and_concurrency() -> None:

@@ -142,7 +142,8 @@ def test_audit_zoo_and_claims_refuse_nasty_files_and_names(data):
 LLAMA = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 172, "num_hidden_layers": 2,
          "num_attention_heads": 4, "vocab_size": 100}
 JSON_BAD = (st.integers(max_value=0) | st.integers(min_value=2**53 + 1, max_value=10**4000) | st.booleans()
-            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5) | st.lists(st.integers(), max_size=2))
+            | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=5)
+            | st.lists(st.integers(), max_size=2))
 
 
 @FUZZ

@@ -516,7 +516,8 @@ def test_an_export_killed_right_after_making_its_temporary_is_cleaned_by_the_rer
     flag = ["--overwrite"] if overwrite else []
     if overwrite:
         assert cli("export", str(reference), "--hf", str(hf)).code == 0  # the earlier export to replace
-    killed = subprocess_train(["export", str(reference), "--hf", str(hf), *flag], KILL_AFTER_TEMP_DIR.format(point=point))
+    killed = subprocess_train(["export", str(reference), "--hf", str(hf), *flag],
+                              KILL_AFTER_TEMP_DIR.format(point=point))
     assert killed.returncode == -9, killed.stderr[-2000:]
     left = [p.name for p in tmp_path.iterdir() if p.name != "hf"]
     assert len(left) == 1 and left[0].startswith(".ffnlab-tmp-hf-"), left

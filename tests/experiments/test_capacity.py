@@ -185,7 +185,8 @@ def test_capacity_verdicts_follow_the_intervals():
     v = verdict_peak(noisy)
     assert v["verdict"] == "inconclusive" and "seeds per arm" in v["evidence"]  # says what would decide
     # a real peak, but ratio 2 only 1% below: true numbers, negligible
-    tiny = {"b": [arm("r2", 2, False, [0.396, 0.3961, 0.3959, 0.396]), arm("r4", 4, False, [0.400, 0.4001, 0.3999, 0.400])]}
+    tiny = {"b": [arm("r2", 2, False, [0.396, 0.3961, 0.3959, 0.396]),
+                  arm("r4", 4, False, [0.400, 0.4001, 0.3999, 0.400])]}
     assert verdict_peak(tiny)["verdict"] == "misleading"
     one = verdict_peak({"b": [arm("r2", 2, False, [0.3]), arm("r4", 4, False, [0.4])]})
     assert one["verdict"] == "inconclusive" and "no interval" in one["evidence"]

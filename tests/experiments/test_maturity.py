@@ -123,7 +123,8 @@ def test_a_designs_maturity_from_the_spec_alone_is_what_its_runs_reached():
             reached[r["arm"].split(".")[0]] = tokens / r["params_non_embedding"]
     spec = load_spec("golden-mature")
     assert dict(design_maturity(spec)) == pytest.approx(reached, rel=1e-12)
-    report = {c["scale"]: c["maturity"]["tokens_per_param"] for c in json.loads((kept / "results.json").read_text())["cells"]}
+    report = {c["scale"]: c["maturity"]["tokens_per_param"]
+              for c in json.loads((kept / "results.json").read_text())["cells"]}
     assert dict(design_maturity(spec)) == pytest.approx(report, rel=spec.tolerance)
 
 

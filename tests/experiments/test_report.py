@@ -58,8 +58,8 @@ def test_html_and_markdown_show_the_same_verdicts_cards_first(report):
     audit = html[html.index('<h2 id="audit">'):html.index('<h2 id="provenance">')]
     assert audit.count("<tr>") == n_zoo + 1  # header + one row per model
     for section in ("## Verdicts", "## Scale", "## Comparisons", "## Final loss per seed", "## Convergence speed",
-                    "## Loss relative to the reference", "## Perplexity and bits per byte per arm", "## Every claim checked",
-                    "## Zoo audit", "## Provenance"):
+                    "## Loss relative to the reference", "## Perplexity and bits per byte per arm",
+                    "## Every claim checked", "## Zoo audit", "## Provenance"):
         assert section in md
     assert len(re.findall(r"data:image/png;base64,", html)) == 6  # forest, pairs, tokens, curves, kaplan, frontier
     assert "deciding 95% interval" in html and "Levene" in html and "sensitivity" in html

@@ -54,7 +54,8 @@ CASES = {
                                          {"ref": 3, "a": 1, "b": 1, "c": 1}, 3),
     "10 seeds, 2 alternatives, equal variances": ({"ref": 0, "a": 0.3, "b": -0.2}, {"ref": 1, "a": 1, "b": 1}, 10),
     "10 seeds, one arm 3x the spread": ({"ref": 0, "a": 0.3, "b": -0.2}, {"ref": 1, "a": 1, "b": 3}, 10),
-    "8 seeds, first gated-law form's spreads": ({"ref": 2.087, "a": 2.104, "b": 2.070}, {"ref": 0.008, "a": 0.065, "b": 0.023}, 8),
+    "8 seeds, first gated-law form's spreads": ({"ref": 2.087, "a": 2.104, "b": 2.070},
+                                                {"ref": 0.008, "a": 0.065, "b": 0.023}, 8),
 }
 
 

@@ -2,9 +2,12 @@
 ``mutants/<path>.meta`` for each module, as killed / checked.
 
     python tests/helpers/mutation_scores.py ffnlab.sizing.counting ffnlab.sizing.widths [--min 90]
-    python tests/helpers/mutation_scores.py --names 150 ffnlab.sizing.memory.activations   # a seeded random sample of its mutants
-    python tests/helpers/mutation_scores.py --sample 150 ffnlab.sizing.memory.activations  # the score of that sample only
-    python tests/helpers/mutation_scores.py --sample 150 --survivors ffnlab.sizing.memory.activations  # and its survivors (mutmut show NAME)
+    # a seeded random sample of its mutants
+    python tests/helpers/mutation_scores.py --names 150 ffnlab.sizing.memory.activations
+    # the score of that sample only
+    python tests/helpers/mutation_scores.py --sample 150 ffnlab.sizing.memory.activations
+    # and its survivors (mutmut show NAME)
+    python tests/helpers/mutation_scores.py --sample 150 --survivors ffnlab.sizing.memory.activations
 
 A mutant counts as killed when a test failed on it (or it ran out of time); "no tests" (no
 selected test runs the mutated function) and "survived" count against the score; mutants not

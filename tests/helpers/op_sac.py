@@ -14,7 +14,8 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
-CPU_STAND_INS = {"aten._scaled_dot_product_flash_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default"}
+CPU_STAND_INS = {
+    "aten._scaled_dot_product_flash_attention.default": "aten._scaled_dot_product_flash_attention_for_cpu.default"}
 
 
 def _op(name: str) -> Any:

@@ -10,7 +10,8 @@ from ffnlab.experiments.reporting import glossary
 
 def test_docs_glossary_is_the_modules_rendering() -> None:
     assert (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8") == glossary.markdown(), \
-        "regenerate: python -c 'from ffnlab.experiments.reporting import glossary; print(glossary.markdown(), end=\"\")' > docs/glossary.md"
+        "regenerate: python -c 'from ffnlab.experiments.reporting import glossary; " \
+        "print(glossary.markdown(), end=\"\")' > docs/glossary.md"
 
 
 def test_every_doc_and_the_readme_link_the_glossary() -> None:

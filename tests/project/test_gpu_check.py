@@ -100,7 +100,8 @@ def test_cpu_dry_run_runs_every_section(tmp_path):
     tests = sec["tests"]["result"]
     assert tests["tests"] == tests["skipped"] >= 6 and tests["failures"] == tests["errors"] == 0
     sweep = sec["sweep"]["result"]
-    assert sweep["runs"] == 8 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]  # 2 cells x 2 arms x 2 seeds
+    # 2 cells x 2 arms x 2 seeds
+    assert sweep["runs"] == 8 and set(sweep["status"].values()) == {"finished"} and sweep["claims"]
     md = (out / "gpu-check-cpu.md").read_text()
     assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md and "## Training-step peak memory" in md
 

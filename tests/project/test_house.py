@@ -204,7 +204,8 @@ def test_the_layout_check_flags_planted_strays(tmp_path):
 
 
 def test_tests_mirror_the_package_with_helpers_in_one_place():
-    assert misplaced(TESTS, SRC) == [], "test modules belong in the folder of the package part they test, other modules in tests/helpers/"
+    assert misplaced(TESTS, SRC) == [], ("test modules belong in the folder of the package part they test, "
+                                         "other modules in tests/helpers/")
 
 
 def imports_of_test_modules(source: str) -> list[str]:
@@ -238,7 +239,8 @@ def test_no_test_module_is_imported_helpers_are():
 # workload from their flags. A call there passes its settings by name, never a dict unpacked with **
 # into a function or class the path defines, and nothing is waved through with ``type: ignore``.
 MEMORY_PATH = sorted((SRC / "sizing" / "memory").glob("*.py")) + [
-    SRC / "sizing" / "finetune.py", SRC / "sizing" / "serving.py", SRC / "sizing" / "size.py", SRC / "sizing" / "audit.py",
+    SRC / "sizing" / "finetune.py", SRC / "sizing" / "serving.py", SRC / "sizing" / "size.py",
+    SRC / "sizing" / "audit.py",
     SRC / "cli" / "sizing.py", SRC / "cli" / "fit.py", SRC / "cli" / "memory_flags.py", SRC / "cli" / "memory_view.py"]
 # callees that may take **: a record of accelerators.json into its dataclass; Typer's parameters into
 # the flags as given (the one place the command line enters)

@@ -100,7 +100,8 @@ def test_size_finetune_prints_peft_s_figures_for_llama3_8b():
     ft = json.loads(p.stdout)["finetune"]
     assert (ft["lora"]["trainable"], ft["lora"]["total"]) == (41_943_040, 8_072_204_288)
     assert ft["states"]["adapter_optimizer"] == 8 * 41_943_040
-    # the step's peak: the states, the activations and the loss's tensors (tests/sizing/memory/test_memory_finetune.py measures it)
+    # the step's peak: the states, the activations and the loss's tensors
+    # (tests/sizing/memory/test_memory_finetune.py measures it)
     pk = ft["peak"]
     assert pk["peak_bytes"] > ft["states"]["total"] + pk["activations_bytes"] and pk["peak_moment"] == "loss backward"
     assert sum(a["bytes"] for a in pk["peak_alive"]) == pk["peak_bytes"]

@@ -46,7 +46,8 @@ def test_table_prints_the_four_gpt2_rows_offline(capsys):
         assert r["ratio_raw"] == 4 and r["ratio_param_matched"] == 4 and r["flops_context"] == 1024
         assert r["ppl_measured"] is None and r["train_flops_per_token"] > 0
     text = run_cli(capsys, "table", "gpt2-xl").stdout  # the terminal table: source and protocol as notes
-    assert " ".join(text.split()).count("published 17.48 by gpt2-zero-shot, Radford et al. 2019, Table 3 (p. 5), 1542M") == 1
+    assert " ".join(text.split()).count(
+        "published 17.48 by gpt2-zero-shot, Radford et al. 2019, Table 3 (p. 5), 1542M") == 1
     md = run_cli(capsys, "table", "gpt2", "gpt-3-175b", "--format", "markdown").stdout
     assert "| OpenAI | GPT-2 small (124M) |" in md and "37.50" in md and "gpt2-zero-shot: GPT-2 paper" in md
     assert "GPT-3 175B: no published WikiText-103 perplexity: Brown et al. 2020" in md

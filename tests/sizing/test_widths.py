@@ -124,7 +124,8 @@ def test_absurd_widths_are_refused_not_overflowed():
 @pytest.mark.parametrize("rule, text", [
     (make_rule(d_ff=3072), "explicit d_ff=3072"),
     (make_rule("golden"), "golden (raw ratio 4, the seed's law)"),
-    (make_rule("golden", multiple_of=64, rounding="down"), "golden (raw ratio 4, the seed's law, multiple_of=64 (down))"),
+    (make_rule("golden", multiple_of=64, rounding="down"),
+     "golden (raw ratio 4, the seed's law, multiple_of=64 (down))"),
     (make_rule("ratio", ratio="4"), "ratio ratio=4"),
     (make_rule("param-matched", ratio="8/3", multiple_of=128), "param-matched ratio=8/3 multiple_of=128 (up)"),
     (make_rule("llama"), "llama ratio=4 multiple_of=256 (up)"),
@@ -150,7 +151,8 @@ def test_make_rule_defaults():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(rule="nope", ratio=4), "unknown width rule 'nope'; choose one of: explicit, ratio, param-matched, llama, golden"),
+    (dict(rule="nope", ratio=4),
+     "unknown width rule 'nope'; choose one of: explicit, ratio, param-matched, llama, golden"),
     (dict(ratio=4, rounding="sideways"), "rounding must be one of ('up', 'nearest', 'down'), got 'sideways'"),
     (dict(ratio=4, multiple_of=0), "multiple_of must be an integer >= 1, got 0"),
     (dict(ratio=4, multiple_of=True), "multiple_of must be an integer >= 1, got True"),
@@ -161,7 +163,8 @@ def test_make_rule_defaults():
     (dict(rule="golden", ratio=3), "the golden rule fixes the ratio at 4"),
     (dict(rule="param-matched"), "the 'param-matched' rule needs a ratio (e.g. --ratio 4 or --ratio 8/3)"),
     (dict(rule="ratio", ratio=4, multiplier="1.3"), "multiplier applies to the llama rule only"),
-    (dict(rule="ratio", ratio="2000000"), "ratio must be a number > 0 and <= 1000000 (such as 4, 2.5 or 8/3), got '2000000'"),
+    (dict(rule="ratio", ratio="2000000"),
+     "ratio must be a number > 0 and <= 1000000 (such as 4, 2.5 or 8/3), got '2000000'"),
     (dict(rule="llama", multiplier="0"), "multiplier must be a number > 0"),
 ])
 def test_bad_rules_say_what_is_wrong(kwargs, message):

@@ -30,8 +30,8 @@ def test_zoo_is_sourced_data():
         else:
             assert e.estimate and e.source is None  # only the GPT-4 estimate has no architecture
     families = {e.family for e in zoo}
-    for fam in ("GPT-2", "GPT-3", "Pythia", "OPT", "BLOOM", "LLaMA", "Llama-2", "Llama-3", "Mistral", "Mixtral", "Qwen2", "Gemma",
-                "Phi", "OLMo", "T5"):
+    for fam in ("GPT-2", "GPT-3", "Pythia", "OPT", "BLOOM", "LLaMA", "Llama-2", "Llama-3", "Mistral", "Mixtral",
+                "Qwen2", "Gemma", "Phi", "OLMo", "T5"):
         assert any(f.startswith(fam) for f in families), fam
 
 

@@ -112,7 +112,8 @@ def test_measure_peak_times_the_squares_and_every_model_shape_at_the_run_threads
 @pytest.mark.parametrize(("name", "precision", "tflops"), [
     # datasheet dense figures (half the "with sparsity" ones), typed in from NVIDIA's and AMD's data sheets
     ("NVIDIA H100 80GB HBM3", "bf16", 989), ("NVIDIA H200", "bf16", 989), ("NVIDIA A100-SXM4-80GB", "bf16", 312),
-    ("NVIDIA A100-SXM4-40GB", "fp32", 19.5), ("NVIDIA A100-SXM4-80GB", "tf32", 156), ("NVIDIA H100 80GB HBM3", "fp32", 67),
+    ("NVIDIA A100-SXM4-40GB", "fp32", 19.5), ("NVIDIA A100-SXM4-80GB", "tf32", 156),
+    ("NVIDIA H100 80GB HBM3", "fp32", 67),
     ("NVIDIA H200", "tf32", 494.5), ("NVIDIA B200", "bf16", 2250), ("AMD Instinct MI300X", "bf16", 1307.4),
     ("AMD Instinct MI300X", "fp32", 163.4), ("NVIDIA H100 80GB HBM3", "fp16", 989),
 ])

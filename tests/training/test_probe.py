@@ -125,7 +125,8 @@ def test_probe_a_trained_ffnlab_run(tmp_path, capsys):
             f"data.cache_dir={tmp_path / 'cache'}"]
     code, _, err = cli(capsys, "train", "--out", str(out), *[a for s in sets for a in ("--set", s)])
     assert code == 0, err
-    r = probe_json(capsys, str(out), "--tokens", "1024", "--units", "2", "--examples", "3", "--out", str(tmp_path / "p"))
+    r = probe_json(capsys, str(out), "--tokens", "1024", "--units", "2", "--examples", "3",
+                   "--out", str(tmp_path / "p"))
     assert r["kind"].startswith("ffnlab run (swiglu") and [ly["layer"] for ly in r["layers"]] == [0, 1]
     from ffnlab.training.export import load_run_model
 

@@ -8,8 +8,10 @@ from ffnlab.training.schedule import lr_at
 
 
 @pytest.mark.parametrize("suffix, text", [
-    (".yaml", "model:\n  d_model: 64\n  ffn: {kind: gelu, rule: ratio, ratio: 8/3}\ntrain:\n  lr: 3e-4\n  progress: off\n"),
-    (".toml", "[model]\nd_model = 64\n[model.ffn]\nkind = 'gelu'\nrule = 'ratio'\nratio = '8/3'\n[train]\nlr = 3e-4\nprogress = 'off'\n"),
+    (".yaml", "model:\n  d_model: 64\n  ffn: {kind: gelu, rule: ratio, ratio: 8/3}\n"
+              "train:\n  lr: 3e-4\n  progress: off\n"),
+    (".toml", "[model]\nd_model = 64\n[model.ffn]\nkind = 'gelu'\nrule = 'ratio'\nratio = '8/3'\n"
+              "[train]\nlr = 3e-4\nprogress = 'off'\n"),
     (".json", json.dumps({"model": {"d_model": 64, "ffn": {"kind": "gelu", "rule": "ratio", "ratio": "8/3"}},
                           "train": {"lr": 3e-4, "progress": "off"}})),
 ])

@@ -22,11 +22,12 @@ from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
 from ffnlab.escape import terminal
 
-GROUPS = ("sizing", "fit", "training", "evaluate", "experiments", "probe", "capacity")  # command modules, in the order of --help
+# command modules, in the order of --help
+GROUPS = ("sizing", "fit", "training", "evaluate", "experiments", "probe", "capacity")
 COMMAND_GROUPS = {  # command -> the group module that registers it (tests/cli/test_cli_conventions.py checks it)
     "size": "sizing", "plan": "sizing", "explain": "sizing", "audit": "sizing", "zoo": "sizing", "claims": "sizing",
-    "fit": "fit", "train": "training", "export": "training", "generate": "training", "sweep": "experiments", "report": "experiments",
-    "verify": "experiments", "probe": "probe", "capacity": "capacity",
+    "fit": "fit", "train": "training", "export": "training", "generate": "training",
+    "sweep": "experiments", "report": "experiments", "verify": "experiments", "probe": "probe", "capacity": "capacity",
     "perplexity": "evaluate", "table": "evaluate",
 }
 

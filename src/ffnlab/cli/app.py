@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 HELP = """ffnlab: choose, check and test the feed-forward (FFN) width of Transformers.
 
-Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). Table commands take --json, --format table|markdown|csv and --wide.
+Sizing, audit and claims answer instantly from exact arithmetic; train, sweep and verify answer with measurements. \
+Start with: ffnlab size --d-model 4096 --ffn swiglu --rule llama, or ffnlab verify (the main job). \
+Table commands take --json, --format table|markdown|csv and --wide.
 """
 
 app = typer.Typer(help=HELP, add_completion=True, no_args_is_help=True, rich_markup_mode="rich",
@@ -106,10 +108,10 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented con
 ENGINE_CONFIG_OPTION = typer.Option(None, "--engine-config", help="A trainer's launch config whose settings "
                                     "to price: a torchtitan .toml, a TRL, axolotl or torchtune .yaml, a transformers "
                                     "TrainingArguments .json (batch, sequence, precision, checkpointing, optimizer, "
-                                    "parallel sizes, LoRA; data/engine_configs.json). Says which keys it used and which "
-                                    "it ignored; an explicit flag overrides a key. Any other file: a 'vllm serve ...', "
-                                    "'python -m sglang.launch_server ...' or 'llama-server ...' line for the serving "
-                                    "engine (fit --mode serve, size --gpu).")
+                                    "parallel sizes, LoRA; data/engine_configs.json). Says which keys it used and "
+                                    "which it ignored; an explicit flag overrides a key. Any other file: a 'vllm serve "
+                                    "...', 'python -m sglang.launch_server ...' or 'llama-server ...' line for the "
+                                    "serving engine (fit --mode serve, size --gpu).")
 PLOT_OPTION = typer.Option(None, "--plot", help="Also write the step's memory timeline as a figure to FILE (.svg; "
                            ".png with matplotlib installed): live memory by moment, stacked by what is alive, the "
                            "peak and its moment marked, the engine in the title.")

@@ -23,7 +23,8 @@ app.add_typer(capacity_app, name="capacity", rich_help_panel=EXPERIMENTS)
 def run(
     preset: str = typer.Argument("capacity", help="Capacity preset name (capacity, capacity-gpu) or YAML file."),
     out: Path = typer.Option(None, "--out", "-o", help="Folder (default sweeps/NAME); one sweep per budget."),
-    workers: int = typer.Option(None, "--workers", parser=counted("--workers"), help="Parallel runs (default: cores / threads_per_worker)."),
+    workers: int = typer.Option(None, "--workers", parser=counted("--workers"),
+                                help="Parallel runs (default: cores / threads_per_worker)."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the capacity report at the end."),

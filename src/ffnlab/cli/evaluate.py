@@ -30,15 +30,19 @@ DATASET_OPTION = typer.Option(None, "--dataset", help=(
     "format, or .jsonl/.json/.parquet/.csv with a 'page' column). Default: "
     "EleutherAI/wikitext_document_level, wikitext-103-raw-v1, test (read from the HF cache; downloaded "
     "only when a Hub model is named)."))
-DATASET_CONFIG_OPTION = typer.Option(None, "--dataset-config", help="The Hub dataset's config (default wikitext-103-raw-v1 for the default dataset).")
+DATASET_CONFIG_OPTION = typer.Option(None, "--dataset-config", help="The Hub dataset's config (default "
+                                     "wikitext-103-raw-v1 for the default dataset).")
 SPLIT_OPTION = typer.Option("test", "--split", help="The Hub dataset's split.")
-CONTEXT_OPTION = typer.Option(None, "--context", parser=counted("--context"), help="Window length in tokens (default: the model's context, as lm-eval takes it).")
+CONTEXT_OPTION = typer.Option(None, "--context", parser=counted("--context"),
+                              help="Window length in tokens (default: the model's context, as lm-eval takes it).")
 BATCH_OPTION = typer.Option(4, "--batch", parser=counted("--batch"), help="Windows per forward pass.")
 DTYPE_OPTION = typer.Option("auto", "--dtype", help="auto (the checkpoint's), float32, bfloat16 or float16.")
 DEVICE_OPTION = typer.Option("auto", "--device", help="auto (CUDA when present), cpu or cuda[:N].")
-LIMIT_OPTION = typer.Option(None, "--limit", parser=counted("--limit"), help="Score only the first N documents (a quick check; the figure is then not the test set's).")
+LIMIT_OPTION = typer.Option(None, "--limit", parser=counted("--limit"), help="Score only the first N documents (a "
+                            "quick check; the figure is then not the test set's).")
 PROGRESS_OPTION = typer.Option("auto", "--progress", help="auto, bar, lines or off (stderr).")
-CACHE_OPTION = typer.Option(True, "--cache/--no-cache", help="Reuse and keep results per model revision, dataset and settings (~/.cache/ffnlab/perplexity, or $FFNLAB_CACHE).")
+CACHE_OPTION = typer.Option(True, "--cache/--no-cache", help="Reuse and keep results per model revision, dataset "
+                            "and settings (~/.cache/ffnlab/perplexity, or $FFNLAB_CACHE).")
 
 PPL_COLS = [
     Column("model", "model", justify="left"),
@@ -134,13 +138,16 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
 
 @app.command(rich_help_panel=TRAINING)
 def perplexity(
-    models: list[str] = typer.Argument(..., help="Local transformers folders (e.g. from 'ffnlab export --hf') or Hub ids org/name or org/name@revision (downloaded)."),
+    models: list[str] = typer.Argument(..., help="Local transformers folders (e.g. from 'ffnlab export --hf') or "
+                                       "Hub ids org/name or org/name@revision (downloaded)."),
     dataset: str = DATASET_OPTION,
     dataset_config: str = DATASET_CONFIG_OPTION,
     split: str = SPLIT_OPTION,
-    protocol: str = typer.Option("both", "--protocol", help="documents (lm-eval's wikitext: word and byte perplexity), strided (the transformers docs' token perplexity) or both."),
+    protocol: str = typer.Option("both", "--protocol", help="documents (lm-eval's wikitext: word and byte "
+                                 "perplexity), strided (the transformers docs' token perplexity) or both."),
     context: int = CONTEXT_OPTION,
-    stride: int = typer.Option(512, "--stride", parser=counted("--stride"), help="Strided protocol: tokens between window starts."),
+    stride: int = typer.Option(512, "--stride", parser=counted("--stride"),
+                               help="Strided protocol: tokens between window starts."),
     batch: int = BATCH_OPTION,
     dtype: str = DTYPE_OPTION,
     device: str = DEVICE_OPTION,
@@ -153,7 +160,10 @@ def perplexity(
 ) -> None:
     """WikiText-103 test perplexity by stated, standard protocols.
 
-    documents: lm-evaluation-harness's wikitext task (each de-tokenized article scored whole in rolling windows of --context tokens; word and byte perplexity over the original articles' words and bytes). strided: the transformers docs' token perplexity (windows of --context every --stride tokens). Nothing downloads unless a Hub model or dataset is named."""
+    documents: lm-evaluation-harness's wikitext task (each de-tokenized article scored whole in rolling windows of
+    --context tokens; word and byte perplexity over the original articles' words and bytes). strided: the
+    transformers docs' token perplexity (windows of --context every --stride tokens). Nothing downloads unless a
+    Hub model or dataset is named."""
     check_format(fmt)
     _check(protocol, batch, context, stride, limit, progress)
     records = measure_models(models, dataset=dataset, dataset_config=dataset_config, split=split, protocol=protocol,
@@ -222,9 +232,12 @@ def _measure_target(target: str) -> str:
 
 @app.command(rich_help_panel=MODELS)
 def table(
-    models: list[str] = typer.Argument(..., help="Zoo names (see 'ffnlab zoo'), config.json paths or folders, or Hub ids org/name (or org/name@revision)."),
-    measure: bool = typer.Option(False, "--measure", help="Measure perplexity now (ffnlab perplexity's documents protocol; zoo names load their Hub id: downloads)."),
-    seq_len: int = typer.Option(None, "--seq-len", parser=counted("--seq-len"), help="Context for the training FLOPs per token (default: each model's context from its config)."),
+    models: list[str] = typer.Argument(..., help="Zoo names (see 'ffnlab zoo'), config.json paths or folders, or "
+                                       "Hub ids org/name (or org/name@revision)."),
+    measure: bool = typer.Option(False, "--measure", help="Measure perplexity now (ffnlab perplexity's documents "
+                                 "protocol; zoo names load their Hub id: downloads)."),
+    seq_len: int = typer.Option(None, "--seq-len", parser=counted("--seq-len"), help="Context for the training "
+                                "FLOPs per token (default: each model's context from its config)."),
     dataset: str = DATASET_OPTION,
     dataset_config: str = DATASET_CONFIG_OPTION,
     context: int = CONTEXT_OPTION,
@@ -239,7 +252,9 @@ def table(
 ) -> None:
     """FFN ratios, training FLOPs/token and WikiText-103 perplexity.
 
-    Published perplexities come from kept, sourced data (data/wikitext_published.json) with their protocol; --measure adds ffnlab's own measurement in a separate column. Models that published none stay empty until measured."""
+    Published perplexities come from kept, sourced data (data/wikitext_published.json) with their protocol;
+    --measure adds ffnlab's own measurement in a separate column. Models that published none stay empty until
+    measured."""
     from dataclasses import replace
 
     from ffnlab.sizing.published import MEASURED_PROTOCOL, protocols, require_data

@@ -44,7 +44,8 @@ def sweep(
     out: Path = typer.Option(None, "--out", "-o", help="Sweep folder (default sweeps/NAME)."),
     backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
-    workers: int = typer.Option(None, "--workers", parser=counted("--workers"), help="Parallel runs (default: cores / threads_per_worker)."),
+    workers: int = typer.Option(None, "--workers", parser=counted("--workers"),
+                                help="Parallel runs (default: cores / threads_per_worker)."),
     report_too: bool = typer.Option(True, "--report/--no-report", help="Write the report when the sweep finishes."),
     estimate: bool = typer.Option(False, "--estimate", help="Print the arms, each cell's tokens per parameter "
                                   "and the time the sweep would take, then stop (nothing is trained or written)."),
@@ -118,7 +119,8 @@ def report(
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def verify(
-    preset: str = typer.Option("golden-quick", "--preset", help=f"Sweep to run, a preset or a spec file (default golden-quick, the main job): {SWEEP_PRESETS}."),
+    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run, a preset or a spec file (default "
+                               f"golden-quick, the main job): {SWEEP_PRESETS}."),
     out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
     workers: int = typer.Option(None, "--workers", parser=counted("--workers"), help="Parallel runs."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),

@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 # MemoryFlags' own (memory_flags reads them from there)
 OPTIONS: dict[str, tuple[str, str]] = {
     "batch": ("--batch", "Sequences per micro-batch (training) or concurrent sequences (serving)."),
-    "recompute": ("--recompute", "Activation recomputation: none | selective | full | op-selective (torchtitan's op-level "
-                  "policy: each block keeps its input, every other matmul's output and the attention's)."),
+    "recompute": ("--recompute", "Activation recomputation: none | selective | full | op-selective (torchtitan's "
+                  "op-level policy: each block keeps its input, every other matmul's output and the attention's)."),
     "attention": ("--attention", "Attention implementation: fused (flash) | eager (s x s kept)."),
     "kv_dtype": ("--kv-dtype", "KV-cache dtype: bf16 fp16 fp32 fp8 int8 int4 (default --dtype)."),
     "weights_dtype": ("--weights-dtype",

@@ -139,7 +139,8 @@ def term_rows(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "working_bytes",
-               "terms_sum_bytes", "training_total_bytes", "kv_cache_bytes", "serving_weights_bytes", "serving_total_bytes")
+               "terms_sum_bytes", "training_total_bytes", "kv_cache_bytes", "serving_weights_bytes",
+               "serving_total_bytes")
 MEMORY_CSV_COLS = [Column(f"memory.{k}", f"memory.{k}") for k in MEMORY_KEYS]
 
 

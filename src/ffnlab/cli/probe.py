@@ -60,15 +60,20 @@ def _model_folder(model: str) -> tuple[Path, str]:
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def probe(
-    model: str = typer.Argument(..., help="An 'ffnlab train' run folder, a local Hugging Face model folder, or a Hub id org/name[@rev] (config, safetensors weights and tokenizer are fetched)."),
+    model: str = typer.Argument(..., help="An 'ffnlab train' run folder, a local Hugging Face model folder, or a "
+                                "Hub id org/name[@rev] (config, safetensors weights and tokenizer are fetched)."),
     corpus: str = typer.Option("shakespeare", "--corpus", help="Text to run: shakespeare or a local file/folder."),
     split: str = typer.Option("val", "--split", help="Corpus split: val (held-out text) or train."),
-    tokens: int = typer.Option(16384, "--tokens", parser=counted("--tokens", total=True), help="Tokens of corpus to run through the model."),
+    tokens: int = typer.Option(16384, "--tokens", parser=counted("--tokens", total=True),
+                               help="Tokens of corpus to run through the model."),
     layers: str = typer.Option(None, "--layers", help="Layers to describe, e.g. 0,3 (default: all)."),
-    units: int = typer.Option(8, "--units", parser=counted("--units"), help="Units shown per layer (largest coefficients)."),
+    units: int = typer.Option(8, "--units", parser=counted("--units"),
+                              help="Units shown per layer (largest coefficients)."),
     examples: int = typer.Option(5, "--examples", parser=counted("--examples"), help="Top text windows per unit."),
-    top_tokens: int = typer.Option(10, "--top-tokens", parser=counted("--top-tokens"), help="Tokens listed per value vector."),
-    seq_len: int = typer.Option(128, "--seq-len", parser=counted("--seq-len"), help="Window length (capped by the model's context)."),
+    top_tokens: int = typer.Option(10, "--top-tokens", parser=counted("--top-tokens"),
+                                   help="Tokens listed per value vector."),
+    seq_len: int = typer.Option(128, "--seq-len", parser=counted("--seq-len"),
+                                help="Window length (capped by the model's context)."),
     out: Path = typer.Option(None, "--out", "-o", help="Output folder (default probes/MODEL_NAME)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier probe in the output folder."),
     as_json: bool = JSON_OPTION,

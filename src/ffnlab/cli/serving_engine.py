@@ -90,7 +90,8 @@ MAX_NUM_BATCHED_TOKENS = typer.Option(None, "--max-num-batched-tokens", rich_hel
                                       help="vLLM: tokens per step (the profile run's batch).")
 MAX_NUM_SEQS = typer.Option(None, "--max-num-seqs", rich_help_panel=ENGINE_PANEL, metavar="N",
                             help="vLLM: sequences per step (the sampler's logits in the profile run).")
-BLOCK_SIZE = typer.Option(None, "--block-size", rich_help_panel=ENGINE_PANEL, metavar="N", help="vLLM: tokens per KV-cache block (default 16).")
+BLOCK_SIZE = typer.Option(None, "--block-size", rich_help_panel=ENGINE_PANEL, metavar="N",
+                          help="vLLM: tokens per KV-cache block (default 16).")
 ENFORCE_EAGER = typer.Option(False, "--enforce-eager", rich_help_panel=ENGINE_PANEL, help="vLLM: no CUDA graphs.")
 MEM_FRACTION_STATIC = typer.Option(None, "--mem-fraction-static", rich_help_panel=ENGINE_PANEL, metavar="F",
                                    help="SGLang: the share of the total for weights and cache.")

@@ -38,20 +38,25 @@ def train(
     rule: str = typer.Option(None, "--rule", help="model.ffn.rule: ratio, param-matched, llama, golden, explicit."),
     ratio: str = typer.Option(None, "--ratio", help="model.ffn.ratio (e.g. 4 or 8/3)."),
     d_ff: int = typer.Option(None, "--d-ff", parser=counted("--d-ff"), help="model.ffn.d_ff (sets the explicit rule)."),
-    experts: int = typer.Option(None, "--experts", parser=counted("--experts"), help="model.ffn.n_experts: routed experts (MoE; 0 = dense)."),
-    top_k: int = typer.Option(None, "--top-k", parser=counted("--top-k"), help=f"model.ffn.top_k: experts per token (default {DEFAULT_TOP_K} "
-                                                    "with --experts, at most --experts)."),
+    experts: int = typer.Option(None, "--experts", parser=counted("--experts"),
+                                help="model.ffn.n_experts: routed experts (MoE; 0 = dense)."),
+    top_k: int = typer.Option(None, "--top-k", parser=counted("--top-k"),
+                              help=f"model.ffn.top_k: experts per token (default {DEFAULT_TOP_K} "
+                                   "with --experts, at most --experts)."),
     lr: float = typer.Option(None, "--lr", help="train.lr, the peak learning rate (default 3e-3)."),
-    batch_size: int = typer.Option(None, "--batch-size", parser=counted("--batch-size"), help="train.batch_size, sequences per step (default 16)."),
-    seq_len: int = typer.Option(None, "--seq-len", parser=counted("--seq-len"), help="train.seq_len, the context in tokens (default 128)."),
-    max_steps: int = typer.Option(None, "--max-steps", "--steps", parser=counted("--max-steps"), help="train.max_steps (default 300)."),
+    batch_size: int = typer.Option(None, "--batch-size", parser=counted("--batch-size"),
+                                   help="train.batch_size, sequences per step (default 16)."),
+    seq_len: int = typer.Option(None, "--seq-len", parser=counted("--seq-len"),
+                                help="train.seq_len, the context in tokens (default 128)."),
+    max_steps: int = typer.Option(None, "--max-steps", "--steps", parser=counted("--max-steps"),
+                                  help="train.max_steps (default 300)."),
     corpus: str = typer.Option(None, "--corpus", help="data.corpus: shakespeare, a path, hf:NAME[:CONFIG]."),
     tokenizer: str = typer.Option(None, "--tokenizer", help="data.tokenizer (byte or bpe)."),
     seed: int = typer.Option(None, "--seed", help="train.seed."),
     device: str = typer.Option(None, "--device", help="train.device (auto, cpu, cuda)."),
     threads: int = typer.Option(None, "--threads", help="train.threads: torch threads (default: OMP_NUM_THREADS, "
-                                                        "else the cores not busy at start); losses are bit-exact per seed "
-                                                        "and thread count."),
+                                                        "else the cores not busy at start); losses are bit-exact per "
+                                                        "seed and thread count."),
     print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config (every key) and exit."),
     no_export_check: bool = typer.Option(False, "--no-export-check",
                                          help="Train even a model 'ffnlab export' cannot write."),
@@ -179,9 +184,12 @@ def export(
 def generate(
     run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
     prompt: str = typer.Option(..., "--prompt", "-p", help="The text the model continues."),
-    tokens: int = typer.Option(200, "--tokens", "-n", parser=counted("--tokens", total=True), help="New tokens to generate."),
-    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature, finite, >= 0 (0 = the most likely token; a tiny one tends to it)."),
-    top_k: int = typer.Option(None, "--top-k", parser=counted("--top-k"), help="Sample from the k most likely tokens only."),
+    tokens: int = typer.Option(200, "--tokens", "-n", parser=counted("--tokens", total=True),
+                               help="New tokens to generate."),
+    temperature: float = typer.Option(1.0, "--temperature", help="Sampling temperature, finite, >= 0 (0 = the most "
+                                      "likely token; a tiny one tends to it)."),
+    top_k: int = typer.Option(None, "--top-k", parser=counted("--top-k"),
+                              help="Sample from the k most likely tokens only."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed, 0 to 2**32-1 (the same seed gives the same text)."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
 ) -> None:

@@ -72,7 +72,8 @@ def ffn_verdict(f: FFNFacts) -> str:
     raw = f.d_ff / f.d_model
     pm = float(param_matched_ratio(f.d_model, f.d_ff, f.gated))
     dev = pm / CONVENTION - 1
-    what = f"{f.kind} {'gated ' if f.gated and 'gated' not in f.kind else ''}{'experts' if f.moe else 'FFN'} at {raw:.3g}x"
+    what = (f"{f.kind} {'gated ' if f.gated and 'gated' not in f.kind else ''}"
+            f"{'experts' if f.moe else 'FFN'} at {raw:.3g}x")
     if f.gated:
         what += f" (= {pm:.3g}x in plain-MLP parameters{' each' if f.moe else ''})"
     params = "parameters per expert" if f.moe else "FFN parameters"

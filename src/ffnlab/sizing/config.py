@@ -275,7 +275,8 @@ def _with_int_widths(cfg: ModelConfig) -> ModelConfig:
     def fix(obj: Any, fields: tuple[str, ...]) -> Any:
         return replace(obj, **{f: _whole(getattr(obj, f)) for f in fields})
 
-    fixed: ModelConfig = fix(replace(cfg, attn=fix(cfg.attn, WIDTH_FIELDS["attn"]), ffn=fix(cfg.ffn, WIDTH_FIELDS["ffn"]),
+    fixed: ModelConfig = fix(replace(cfg, attn=fix(cfg.attn, WIDTH_FIELDS["attn"]),
+                                     ffn=fix(cfg.ffn, WIDTH_FIELDS["ffn"]),
                                      dense_ffn=fix(cfg.dense_ffn, WIDTH_FIELDS["ffn"]) if cfg.dense_ffn is not None
                                      else None), WIDTH_FIELDS["config"])
     return fixed

@@ -171,7 +171,8 @@ def _miss(best: PlanCandidate, target: int, count: str, tolerance: float, max_d_
             "is beyond the shapes these constraints allow")
     error = f"{best.error:+,.0%}" if best.error < 1e6 else f"{best.params / target:.3g}x the target"
     return (f"no shape comes within {tolerance:.0%} of {short_int(target)} {count} parameters: the "
-            f"closest, d_model {c.d_model} x {c.n_layers} layer{'s' if c.n_layers > 1 else ''}, has {best.params:,} ({error}); {hint}")
+            f"closest, d_model {c.d_model} x {c.n_layers} layer{'s' if c.n_layers > 1 else ''}, "
+            f"has {best.params:,} ({error}); {hint}")
 
 
 def _measure(cfg: ModelConfig, count: str) -> int:

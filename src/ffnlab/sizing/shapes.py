@@ -165,4 +165,5 @@ def root_params(cfg: ModelConfig) -> RootParams:
 def _norms_in_layers(cfg: ModelConfig) -> list[int]:
     norm_one = norm_params(cfg.norm, cfg.d_model)
     cross = norm_one if cfg.encoder_layers else 0
-    return [cfg.norms_per_block * norm_one + cross] * cfg.n_layers + [cfg.norms_per_block * norm_one] * cfg.encoder_layers
+    return ([cfg.norms_per_block * norm_one + cross] * cfg.n_layers
+            + [cfg.norms_per_block * norm_one] * cfg.encoder_layers)

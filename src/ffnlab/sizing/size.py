@@ -209,8 +209,9 @@ def model_summary(cfg: ModelConfig, *, seq_len: int, dtype: str, workload: Workl
 def size_model(cfg: ModelConfig, name: str, rule: WidthRule | None = None, kind: str | None = None, *,
                seq_len: int = 2048, dtype: str = "bf16", workload: Workload | None = None,
                layout: Layout | None = None, serving_on: str | None = None) -> SizeSummary:
-    """``ffnlab size --from``: a real model's sizes (a :class:`SizeSummary` with ``from``), with its FFN (the routed experts' width for an
-    MoE) re-sized by ``rule`` and/or changed to ``kind`` when given; everything else is the model's."""
+    """``ffnlab size --from``: a real model's sizes (a :class:`SizeSummary` with ``from``), with its FFN (the routed
+    experts' width for an MoE) re-sized by ``rule`` and/or changed to ``kind`` when given; everything else is the
+    model's."""
     kind = kind or cfg.ffn.kind
     width = resolve_d_ff(cfg.d_model, kind, rule) if rule is not None else cfg.ffn.d_ff
     changed = (kind, width) != (cfg.ffn.kind, cfg.ffn.d_ff)

@@ -259,7 +259,8 @@ def gpt2_tensors(cfg: ModelConfig, sd: Tensors) -> Tensors:
             h + "attn.c_proj.weight": sd[b + "attn.out.weight"].t(),
             h + "attn.c_proj.bias": _bias(sd, b + "attn.out.bias", d),
             h + "ln_2.weight": sd[b + "norm2.weight"], h + "ln_2.bias": _bias(sd, b + "norm2.bias", d),
-            h + "mlp.c_fc.weight": sd[b + "ffn.w_in.weight"].t(), h + "mlp.c_fc.bias": _bias(sd, b + "ffn.w_in.bias", ff),
+            h + "mlp.c_fc.weight": sd[b + "ffn.w_in.weight"].t(),
+            h + "mlp.c_fc.bias": _bias(sd, b + "ffn.w_in.bias", ff),
             h + "mlp.c_proj.weight": sd[b + "ffn.w_out.weight"].t(),
             h + "mlp.c_proj.bias": _bias(sd, b + "ffn.w_out.bias", d),
         }

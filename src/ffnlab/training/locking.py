@@ -40,7 +40,8 @@ def _open_lock(lock: Path) -> tuple[int, bool]:
             make_dir(lock.parent)
         except OSError as e:
             if e.errno == errno.ELOOP:
-                raise FfnlabError(f"{lock} is a symlink; remove it (ffnlab does not follow links in its folders)") from None
+                raise FfnlabError(f"{lock} is a symlink; remove it "
+                                  "(ffnlab does not follow links in its folders)") from None
             raise
     raise FfnlabError(f"cannot open {lock}: another process keeps removing it")
 

@@ -3,8 +3,8 @@
 Shows steps, the latest metrics, tokens/s and an ETA. Used by training, sweeps and verify.
 The bar's line fits the terminal by leaving whole fields out, least important first (:func:`fit_fields`).
 In ``lines`` mode a line comes at most every ``every_s`` seconds while work remains, when the
-step or a metric changed, and the final state once, at ``close()`` (however often the caller reports it). Names and metrics are shown
-as plain text (never rich markup, control characters escaped).
+step or a metric changed, and the final state once, at ``close()`` (however often the caller reports it). Names and
+metrics are shown as plain text (never rich markup, control characters escaped).
 """
 
 from __future__ import annotations

@@ -178,7 +178,8 @@ def test_encoder_style_ffns_are_found(model_type):
     from transformers import CONFIG_MAPPING
 
     cfg = CONFIG_MAPPING[model_type]()
-    d, f, layers = cfg.hidden_size, cfg.intermediate_size if model_type == "bert" else cfg.d_inner, cfg.num_hidden_layers
+    d, layers = cfg.hidden_size, cfg.num_hidden_layers
+    f = cfg.intermediate_size if model_type == "bert" else cfg.d_inner
     s, row = structure_of(_defaults(model_type))
     assert row["params_ffn"] == layers * (2 * d * f + f + d) and row["d_ff"] == f
     assert row["ffn_kind"] == "gelu" and row["layer_counts"] == {"attention": layers, "dense": layers}

@@ -121,7 +121,8 @@ def test_gated_repo_says_how_to_get_access(hub, tmp_path, token, status):
 def test_gated_repo_with_a_granted_token_works_and_a_bare_403_is_reported(hub, tmp_path):
     _, url = hub
     assert audit_json(ffnlab(url, tmp_path / "hf", "audit", "org/gated", "--json", token="hf_granted"))["d_ff"] == 172
-    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/forbidden", token="hf_x"), "refused org/forbidden (403)")
+    assert_usage_error(ffnlab(url, tmp_path / "hf", "audit", "org/forbidden", token="hf_x"),
+                       "refused org/forbidden (403)")
 
 
 def test_unknown_repo_and_missing_config_are_one_line(hub, tmp_path):

@@ -11,9 +11,10 @@ training, ``finetune_summary`` for LoRA / QLoRA, from the case's settings
 (:func:`ffnlab.sizing.memory.published_peaks.pricing`). It prints ffnlab's peak, the published one
 and their ratio, the kind of memory published (ffnlab predicts allocated bytes: a reserved figure
 sits above allocated by the allocator's slack) and, for a case ffnlab cannot express today
-(torch.compile, offloaded activations, fused kernels), why: the ratio is then of the nearest
-setting ffnlab can price. A capacity (the longest sequence that fit a card) is priced at that
-length against the card's memory.
+(torch.compile without checkpointing, fused kernels, unstated settings), why: the ratio is then of the nearest
+setting ffnlab can price. A capacity (the longest sequence that fit a card) is compared as a
+capacity: ffnlab's longest sequence whose peak fits the card (its reported memory less the
+allocator's assumed reserved share) over the published one.
 
     PYTHONPATH=src python benchmarks/memory_published.py [--peaks-only] [--write-ranges]
 
@@ -33,7 +34,7 @@ from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory import published_peaks, published_ranges
 from ffnlab.sizing.memory.activations import activation_memory
 from ffnlab.sizing.memory.engines import engine_names
-from ffnlab.sizing.memory.hardware import find_accelerator, training_time
+from ffnlab.sizing.memory.hardware import training_time
 from ffnlab.sizing.memory.parallel import Layout, Workload, training_table
 from ffnlab.sizing.memory.quant import weight_bytes
 from ffnlab.sizing.zoo import find
@@ -119,35 +120,28 @@ def time_rows() -> list[str]:
     return out
 
 
-predicted_peak = published_peaks.predicted_peak
 RANGES = Path(__file__).resolve().parents[1] / "src" / "ffnlab" / "data" / published_ranges.DATA
-
-
-def card_bytes(gpu: str) -> int:
-    """The memory of the card a capacity figure names (an A100 80GB for every capacity kept)."""
-    assert gpu.startswith("A100 80GB"), gpu
-    return find_accelerator("A100").memory_bytes
 
 
 def peak_rows() -> list[str]:
     out = ["| case | trainer | setting | kind | published | ffnlab | ffnlab / published | ffnlab expresses it |",
            "|---|---|---|---|---:|---:|---:|---|"]
     for case in published_peaks.cases():
-        ours, price = predicted_peak(case)
+        ratio, price = published_peaks.compared(case)
         s, fig = case["settings"], case["figure"]
         ft = s["finetune"]
         what = (f"{s['model']}, {ft['mode'] + ' r' + str(ft['rank']) if ft else 'full'}, {s['gpus']} GPU(s), "
                 f"b {s['micro_batch']} x s {s['seq_len']:,}, AC {s['recompute']}, {s['precision']}")
         if case["memory_kind"] == "capacity":
-            published = card_bytes(s["gpu"])
-            shown = (f"fits {fig['seq_len_fitting']:,} tokens in {fig['value']} {fig['unit']} "
-                     f"({published / GiB:.1f} GiB)")
+            budget = published_peaks.card_budget(case)
+            shown = f"fits {fig['seq_len_fitting']:,} tokens in {fig['value']} {fig['unit']}"
+            ours = f"fits {price.work.seq_len:,} tokens ({budget / GiB:.1f} GiB allocated)"
         else:
-            published = fig["bytes"]
-            shown = f"{published / GiB:.2f} GiB"
+            shown = f"{fig['bytes'] / GiB:.2f} GiB"
+            ours = f"{ratio * fig['bytes'] / GiB:.2f} GiB"
         verdict = "yes" if price.expressible else "no: " + "; ".join(price.not_expressible)
         out.append(f"| {case['id']} | {case['trainer']} | {what} | {case['memory_kind']} | {shown} | "
-                   f"{ours / GiB:.2f} GiB | {ours / published:.3f} | {verdict} |")
+                   f"{ours} | {ratio:.3f} | {verdict} |")
     return out
 
 

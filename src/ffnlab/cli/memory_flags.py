@@ -65,6 +65,11 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "CPU offload: none | optimizer (ZeRO-Offload: optimizer state, fp32 gradients and the step on the "
         "host; --zero 1-3) | params (also the weights: FSDP cpu_offload, DeepSpeed offload_param; "
         "--zero 3). The host memory it needs is shown."),
+    "offload_activations": ("--offload-acts",
+        "Activation offload: checkpointed layers' saved inputs in host memory (torchtune's enable_activation_offloading; "
+        "data/offload.json). The host memory it needs is shown."),
+    "compile_loss": ("--compile-loss",
+        "A compiled loss (torch.compile): it keeps the logits and 2 fp32 values per token, no fp32 log-softmax."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
     "zero3": ("--zero3", "What ZeRO stage 3 runs as: fsdp (PyTorch fully_shard) | deepspeed."),
     "prefetch": ("--prefetch", "FSDP: layers whose all-gather runs ahead of use (FSDP2 default 1)."),
@@ -108,6 +113,17 @@ FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimize
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
                "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype",
                "upcast_fp32": "finetune.upcast_fp32"}
+
+
+def activation_offload_stash() -> int:
+    """torchtune's forward stash (data/offload.json, activations): offloaded tensors kept on the GPU
+    until their copy is done."""
+    from ffnlab.sizing.memory.parallel import offload_modes
+
+    stash: int = offload_modes()["activations"]["engines"]["torchtune"]["forward_stash"]
+    return stash
+
+
 CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds
 COMMAND_SETTINGS = ("seq_len", "dtype")  # the commands' own options an --engine-config may set
 LAYOUT = ("dp", "tp", "pp", "ep", "zero", "sp")  # fit searches these itself
@@ -134,6 +150,8 @@ class MemoryFlags:
     engine: str = "hf-trainer"
     pure_bf16: bool = False
     offload: str = "none"
+    offload_activations: bool = False
+    compile_loss: bool = False
     dropout: bool = False
     zero3: str = "fsdp"
     prefetch: int = 1
@@ -169,7 +187,9 @@ class MemoryFlags:
                         optimizer=self.optimizer, pure_bf16=self.pure_bf16, offload=self.offload,
                         step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
-                                         recompute_every=self.recompute_every))
+                                         recompute_every=self.recompute_every, loss_compiled=self.compile_loss,
+                                         offload_activations=self.offload_activations,
+                                         offload_stash=activation_offload_stash() if self.offload_activations else 0))
         if finetune:
             ft = self.finetune_options()
             work = replace(work, finetune=ft) if ft.adapters else work

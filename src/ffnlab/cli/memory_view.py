@@ -97,7 +97,8 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
         ("training: alive at the peak", alive_text(mem.peak_alive or ())),
     ]
     if mem.host_bytes is not None:  # --offload: the states moved to host memory, per GPU's process
-        why = f"--offload {mem.offload}" if mem.offload != "none" else "paged optimizer states"
+        why = {"none": "paged optimizer states", "activations": "--offload-acts"}.get(
+            mem.offload or "none", f"--offload {mem.offload}")
         pairs += [(f"host memory ({why}), per GPU", gib(mem.host_bytes)),
                   ("host memory holds", "; ".join(f"{r.term.removeprefix('host: ')} {in_gib(r.per_gpu_bytes)}"
                                                   for r in mem.host_terms or ()) + " (GiB)")]

@@ -687,5 +687,6 @@ def finetune_pairs(ft: FinetuneSummary) -> list[tuple[str, Any]]:
                                      "forward"),
         (f"{m} peak of the step, at {pk.peak_moment}", gib(pk.peak_bytes)),
         (f"{m} alive at the peak", alive_text(pk.peak_alive)),
+        *([(f"{m} host memory (--offload-acts)", gib(pk.timeline.host_bytes))] if pk.timeline.host_bytes else []),
         (f"{m} not counted", "; ".join(ft.not_counted)),
     ]

@@ -46,6 +46,7 @@ from ffnlab.sizing.memory.activations import ffn_adapters
 from ffnlab.sizing.memory.byte_rules import (
     ACTIVATION_DTYPES,
     ADAPTER_BYTES,
+    DTYPE_BYTES,
     FP32_BYTES,
     HALF_BYTES,
     dtype_bytes,
@@ -72,6 +73,7 @@ MAX_RANK = 2**20
 QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or LLM.int8
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
+ADAPTER_DTYPES = ("fp32", "bf16")
 # prepare_model_for_kbit_training casts the embedding, norms and head to fp32: the embedding's output
 # and every residual add after it (fp32 + a 16-bit branch) are fp32, so the residual stream is fp32
 UPCAST_STREAM_BYTES = dtype_bytes("fp32")
@@ -184,7 +186,7 @@ def qlora_base(cfg: ModelConfig, base_format: str = "nf4") -> WeightBytes:
 
 def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
                     optimizer: str = "adamw", base_format: str = "nf4", dp: int = 1, zero: int = 0,
-                    upcast_fp32: bool = False) -> FinetuneStates:
+                    upcast_fp32: bool = False, adapter_bytes: float = ADAPTER_BYTES) -> FinetuneStates:
     """The frozen base (``dtype`` for LoRA, ``base_format`` for QLoRA) and the fp32 adapters with
     their gradients and ``optimizer`` state, on one of ``dp`` data-parallel GPUs at ZeRO stage
     ``zero``: stage 1 shards the adapters' optimizer state, 2 also their gradients, 3 (FSDP,
@@ -212,14 +214,16 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
 
     if zero >= 3 and dp > 1:
         rule += f", sharded over dp {dp}"
-    return FinetuneStates(mode=mode, base_weights=shard(base, 3), adapter_weights=shard(n * ADAPTER_BYTES, 3),
-                          adapter_gradients=shard(n * ADAPTER_BYTES, 2),
-                          adapter_optimizer=shard(math.ceil(n * shape_free_states(optimizer, ADAPTER_BYTES)), 1),
+    return FinetuneStates(mode=mode, base_weights=shard(base, 3), adapter_weights=shard(math.ceil(n * adapter_bytes), 3),
+                          adapter_gradients=shard(math.ceil(n * adapter_bytes), 2),
+                          adapter_optimizer=shard(math.ceil(n * shape_free_states(optimizer, adapter_bytes,
+                                                                                  pure=adapter_bytes < ADAPTER_BYTES)), 1),
                           base_rule=rule)
 
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
-                  input_grads: bool = False, grouped_experts: bool = True, upcast_fp32: bool = False) -> FinetuneStep:
+                  input_grads: bool = False, grouped_experts: bool = True, upcast_fp32: bool = False,
+                  adapter_bytes: float = ADAPTER_BYTES) -> FinetuneStep:
     """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
     (the largest attention and FFN matrix in the compute ``dtype``). ``upcast_fp32`` (QLoRA, peft's
     ``prepare_model_for_kbit_training``): the residual stream in fp32 (:data:`UPCAST_STREAM_BYTES`)."""
@@ -239,7 +243,7 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
     return FinetuneStep(attention=attn, ffn=ffn, rank=lora.rank,
                         layer_params=tuple(a + f for a, f in zip(attn_per, ffn_per, strict=True)),
                         ffn_params=tuple(ffn_per), input_grads=input_grads, dequant=dequant,
-                        adapter_bytes=ADAPTER_BYTES, grouped_experts=grouped_experts,
+                        adapter_bytes=adapter_bytes, grouped_experts=grouped_experts,
                         stream_bytes=UPCAST_STREAM_BYTES if upcast_fp32 else None)
 
 
@@ -272,6 +276,7 @@ class FinetunePeak:
     def as_dict(self) -> dict[str, Any]:
         t = self.timeline.as_dict()  # its peak and moments; the step's options under "step"
         return {**{k: t[k] for k in ("peak_bytes", "peak_moment", "peak_alive")},
+                **({"host_activation_bytes": t["host_activation_bytes"]} if "host_activation_bytes" in t else {}),
                 "activations_bytes": self.activations_bytes, "input_grads": self.input_grads, "step": t["options"],
                 "moments": t["moments"]}
 
@@ -290,19 +295,20 @@ def finetune_working(cfg: ModelConfig, lora: LoraCount, ft: FinetuneStep, states
     base_params = max(1, lora.base)
     unsharded_base = states.base_weights * (layout.dp if layout.zero >= 3 else 1)
     w = unsharded_base / base_params  # bytes of a frozen parameter: 16-bit, or NF4 / int8 with its scales
-    adapter_grads = lora.trainable * ADAPTER_BYTES
+    ab = ft.adapter_bytes
+    adapter_grads = math.ceil(lora.trainable * ab)
     terms = working_terms(cfg, layout.zero, layout.sharding, dp=layout.dp, tp=layout.tp, pp=layout.pp, ep=layout.ep,
-                          w=w, g=ADAPTER_BYTES, grads_on_gpu=adapter_grads)
+                          w=w, g=ab, grads_on_gpu=adapter_grads)
     if layout.zero < 3 or layout.sharding.zero3 != "fsdp":
         if layout.zero in (1, 2):  # a bucket never holds more than the adapters' gradients
             terms = [replace(t, bytes=min(t.bytes, adapter_grads)) for t in terms]
         return terms
-    layer_adapters = max(ft.layer_params, default=0) * ADAPTER_BYTES
+    layer_adapters = math.ceil(max(ft.layer_params, default=0) * ab)
     out = []
     for t in terms:
         if t.kind in ("layer gradients", "reduce-scatter buffer"):
-            t = replace(t, bytes=layer_adapters, rule=f"one layer's adapters {layer_adapters // ADAPTER_BYTES:,} params "
-                                                      f"x {ADAPTER_BYTES} B (the frozen base has no gradients)")
+            t = replace(t, bytes=layer_adapters, rule=f"one layer's adapters {max(ft.layer_params, default=0):,} params "
+                                                      f"x {ab:g} B (the frozen base has no gradients)")
         elif t.kind == "head gradients":
             continue  # a frozen head
         elif t.kind in ("gathered layer", "prefetched layers"):
@@ -331,17 +337,18 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
     require(lay.tp == 1 and lay.pp == 1 and lay.ep == 1 and not lay.sp,
             f"--finetune {opts.mode} is modelled data parallel (--dp, --zero): not with --tp, --pp, --ep or --sp")
     states = finetune_states(cfg, lora, mode=opts.mode, dtype=work.dtype, optimizer=optimizer,
-                             base_format=opts.base_format, dp=lay.dp, zero=lay.zero, upcast_fp32=opts.upcast_fp32)
+                             base_format=opts.base_format, dp=lay.dp, zero=lay.zero, upcast_fp32=opts.upcast_fp32,
+                             adapter_bytes=opts.adapter_bytes)
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
-                       grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32)
+                       grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32, adapter_bytes=opts.adapter_bytes)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
     stepped = math.ceil(lora.trainable / lay.dp) if lay.zero >= 1 else lora.trainable  # the optimizer steps its shard
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
                         optimizer=states.adapter_optimizer,
                         working=sum(t.bytes for t in finetune_working(cfg, lora, ft, states, lay)),
                         opt_temp=optimizer_temp_bytes(cfg, step.optimizer_impl, optimizer, stepped,
-                                                      largest=largest))
+                                                      largest=largest, state_bytes=opts.adapter_bytes))
     tl = step_timeline(cfg, work, inputs, finetune=ft)
     return FinetunePeak(states, tl, grads_in)
 
@@ -361,10 +368,18 @@ class FinetuneOptions:
     alpha: float | None = None
     base_format: str = "nf4"
     upcast_fp32: bool = False
+    # the adapters' dtype, and so their gradients' and AdamW moments': fp32 as peft keeps them, bf16
+    # where the trainer runs them in the model's dtype (torchtune checks they load in its bf16 dtype)
+    adapter_dtype: str = "fp32"
 
     @property
     def adapters(self) -> bool:
         return self.mode != "full"
+
+    @property
+    def adapter_bytes(self) -> float:
+        """Bytes of one adapter parameter (its gradient and each AdamW moment alike)."""
+        return DTYPE_BYTES[self.adapter_dtype]
 
     def check(self) -> None:
         """Each option against its flag's rule (the messages the command line gives)."""
@@ -373,6 +388,7 @@ class FinetuneOptions:
         require(self.alpha is None or (math.isfinite(self.alpha) and self.alpha > 0),
                 f"--lora-alpha must be a number > 0, got {self.alpha}")
         choice(self.base_format, "--qlora-base", QLORA_BASES)
+        choice(self.adapter_dtype, "adapter_dtype", ADAPTER_DTYPES)
 
     def describe(self) -> str:
         base = f", base {self.base_format}" if self.mode == "qlora" else ""
@@ -383,6 +399,8 @@ class FinetuneOptions:
                                "alpha": self.alpha, "base_format": self.base_format}
         if self.upcast_fp32:
             out["upcast_fp32"] = True
+        if self.adapter_dtype != "fp32":
+            out["adapter_dtype"] = self.adapter_dtype
         return out
 
 

@@ -153,7 +153,7 @@ def test_a_torchtune_recipe(tmp_path: Path) -> None:
     assert (got.fmt, got.engine) == ("torchtune", "torchtune")
     assert dict(got.settings) == {"finetune": "qlora", "lora_rank": 64, "seq_len": 2048, "batch": 4,
                                   "optimizer": "adamw", "optimizer_impl": "fused", "grad_accum": 4, "dtype": "bf16",
-                                  "recompute": "full"}
+                                  "recompute": "full", "compile_loss": False}
     lora = _read(tmp_path, "lora.yaml", TUNE.replace("qlora_llama3_2_3b", "lora_llama3_2_3b"))
     assert lora.setting("finetune") == "lora"
     full = _read(tmp_path, "full.yaml", TUNE.replace("qlora_llama3_2_3b", "llama3_2_3b"))

@@ -77,8 +77,21 @@ def test_each_case_prices_as_an_ffnlab_workload(case: dict[str, Any]) -> None:
     if case["settings"]["precision"] == "pure-bf16":  # full training: --pure-bf16; LoRA: adapters only
         if case["settings"]["finetune"] is None:
             assert price.work.pure_bf16 and not any("pure bf16" in r for r in price.not_expressible)
-        else:
-            assert not price.work.pure_bf16 and any("pure bf16" in r for r in price.approximations)
+        else:  # bf16 adapters priced as such (torchtune), or the fp32 ones peft keeps, said so
+            assert not price.work.pure_bf16
+            assert price.work.finetune is not None
+            assert (price.work.finetune.adapter_dtype == "bf16"
+                    or any("pure bf16" in r for r in price.approximations))
+    if case["settings"]["activation_offload"] is True:  # offloaded as the trainer's own facts say, or not expressed
+        known = published_peaks.activation_offload(case["trainer"])
+        assert price.work.step.offload_activations == (known is not None)
+        assert known is not None or any("offloaded" in r for r in price.not_expressible)
+    if case["settings"]["torch_compile"] is True:  # compile is priced eager only under checkpointing
+        where = (price.approximations if case["settings"]["recompute"] in ("full", "selective-op")
+                 else price.not_expressible)
+        assert any("torch.compile" in r for r in where)
+        assert not any("torch.compile" in r for r in price.not_expressible if where is price.approximations)
+    assert price.work.step.loss_compiled == (case["settings"].get("loss_compiled") is True)
     if case["settings"]["recompute"] == "selective-op":  # torchtitan's op-level policy, priced as it runs
         assert price.work.recompute == "op-selective"
         assert not any("selective" in r for r in price.not_expressible)
@@ -132,10 +145,20 @@ def test_a_duplicate_id_is_caught() -> None:
 
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "memory-scale-cuda.json"
-# cases priced against their published peak (the others are tabled by benchmarks/memory_published.py)
-PRICED_WITHIN_TEN_PERCENT = ("torchtitan-llama3.1-8b-fsdp8-sac", "torchtitan-llama3.1-8b-fsdp128-sac",
-                             "fms-hf-mixtral-8x7b-lora-fsdp2gpu-bs2", "torchtune-llama3.2-3b-full-packed",
-                             "fms-hf-mistral-7b-full-1gpu-bs4", "fms-hf-mistral-7b-full-fsdp2gpu-bs2")
+EXPRESSIBLE = [c for c in CASES if published_peaks.pricing(c).expressible]
+# the cases ffnlab cannot express yet, each for the reason its pricing gives (the issue allows 3):
+# fused kernels (fms-acceleration's foak, Unsloth's), settings the source does not state (the HF
+# baseline of Unsloth's table) and bitsandbytes 0.42 keeping each 4-bit layer's input (LitGPT)
+NOT_EXPRESSIBLE_YET = {"fms-accel-mistral-7b-qlora-foak-1gpu-bs4", "unsloth-llama3.1-8b-qlora-maxctx-80gb",
+                       "hf-fa2-llama3.1-8b-qlora-maxctx-80gb", "litgpt-llama-2-7b-qlora-a10g",
+                       "litgpt-mistral-7b-qlora-a10g"}
+
+
+def test_the_cases_not_expressed_are_the_known_ones_each_with_a_reason() -> None:
+    """A case that becomes expressible (or stops being) must be moved here on purpose."""
+    missing = {c["id"]: published_peaks.pricing(c).not_expressible for c in CASES if c not in EXPRESSIBLE}
+    assert set(missing) == NOT_EXPRESSIBLE_YET
+    assert all(reasons and all(r.strip() for r in reasons) for reasons in missing.values())
 
 
 def measured_allocator_share() -> float:
@@ -145,11 +168,16 @@ def measured_allocator_share() -> float:
     return statistics.median(r["allocator_share"] for r in rows if r.get("allocator_share"))
 
 
-@pytest.mark.parametrize("cid", PRICED_WITHIN_TEN_PERCENT)
-def test_a_priced_case_is_within_ten_percent_of_its_published_peak(cid: str) -> None:
+@pytest.mark.parametrize("case", EXPRESSIBLE, ids=[c["id"] for c in EXPRESSIBLE])
+def test_every_expressible_case_is_within_ten_percent_of_its_published_figure(case: dict[str, Any]) -> None:
     """Like with like: a reserved figure is compared with ffnlab's allocated peak times the
-    allocator's measured reserved-over-allocated share; allocated alone never exceeds reserved."""
-    case = next(c for c in CASES if c["id"] == cid)
+    allocator's measured reserved-over-allocated share (allocated alone never exceeds reserved);
+    a capacity with ffnlab's longest sequence that fits the card."""
+    cid = case["id"]
+    if case["memory_kind"] == "capacity":
+        ratio, _ = published_peaks.compared(case)
+        assert 0.9 <= ratio <= 1.1, (cid, ratio)
+        return
     price = published_peaks.pricing(case)
     assert price.expressible, price.not_expressible
     cfg = find(price.model).config()
@@ -166,3 +194,22 @@ def test_a_priced_case_is_within_ten_percent_of_its_published_peak(cid: str) -> 
         peak = round(peak * measured_allocator_share())
     print(f"{cid}: ffnlab {peak / 2**30:.2f} GiB, published {published / 2**30:.2f} GiB, ratio {peak / published:.3f}")
     assert 0.9 <= peak / published <= 1.1
+
+
+CAPACITIES = [c for c in CASES if c["memory_kind"] == "capacity"]
+
+
+@pytest.mark.parametrize("case", CAPACITIES, ids=[c["id"] for c in CAPACITIES])
+def test_a_capacity_is_the_longest_sequence_whose_peak_fits_the_card(case: dict[str, Any]) -> None:
+    """The capacity's definition: at ffnlab's length the peak fits the card's allocated budget, one
+    token more does not."""
+    length, price = published_peaks.predicted_capacity(case)
+    budget = published_peaks.card_budget(case)
+    assert price.work.seq_len == length > 0
+
+    def peak(seq_len: int) -> int:
+        return published_peaks.predicted_peak(dict(case, settings=dict(case["settings"], seq_len=seq_len)))[0]
+
+    assert peak(length) <= budget < peak(length + 1)
+    ratio, _ = published_peaks.compared(case)
+    assert ratio == length / case["figure"]["seq_len_fitting"]

@@ -163,7 +163,7 @@ TermShape = Literal["linear", "quadratic"]
 TermDtype = Literal["activation", "fp32", "int64", "mask", "adapter", "mixed"]
 # the terms the step timeline treats apart: the loss's log-softmax (its own moments hold it) and the
 # LM head's input (freed once the head's backward is done)
-TermRole = Literal["log-softmax", "head input"]
+TermRole = Literal["log-softmax", "head input", "targets", "final norm"]
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "", *, 
 
 
 def _norm_terms(cfg: ModelConfig, where: str, part: TermPart, tokens: int, b: float,
-                frozen: bool = False) -> list[Term]:
+                frozen: bool = False, role: TermRole | None = None) -> list[Term]:
     widths, stats = NORM_KEEPS[cfg.norm]  # every norm has its entry
     what = "input and normalised input" if widths == 2 else "input"
     dtype: TermDtype = "activation"
@@ -207,9 +207,9 @@ def _norm_terms(cfg: ModelConfig, where: str, part: TermPart, tokens: int, b: fl
         widths, what, b = 1, "input (upcast to fp32)", max(b, STAT_BYTES)
         dtype = "fp32"
     return [_t(f"{where} norm {what}", widths * cfg.d_model * b, tokens,
-               f"{widths} x d {cfg.d_model} x {b:g} B", "sp", part=part, dtype=dtype),
+               f"{widths} x d {cfg.d_model} x {b:g} B", "sp", part=part, dtype=dtype, role=role),
             _t(f"{where} norm statistics", stats * STAT_BYTES, tokens, f"{stats} x 4 B (fp32)", "sp", part=part,
-               dtype="fp32")]
+               dtype="fp32", role=role)]
 
 
 def _dropout_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str, mask: float) -> list[Term]:
@@ -451,14 +451,14 @@ def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: 
         terms.append(Term("position indices", INDEX_BYTES * seq_len, f"s {seq_len} x 8 B (shared by the batch)",
                           part="embedding", dtype="int64"))
     if cfg.final_norm:
-        terms += _norm_terms(cfg, "final", "head", tokens, b, frozen=frozen is not None)
+        terms += _norm_terms(cfg, "final", "head", tokens, b, frozen=frozen is not None, role="final norm")
     if frozen is None:
         terms.append(_t("LM head input", (cfg.embed_proj_dim or d) * b, tokens, f"d x {b:g} B", "sp", part="head",
                         role="head input"))
     return terms + [
         _t("log-softmax of the logits (fp32)", cfg.vocab_size * STAT_BYTES, tokens,
            f"vocab {cfg.vocab_size} x 4 B", "tp", part="loss", dtype="fp32", role="log-softmax"),
-        _t("targets", INDEX_BYTES, tokens, "8 B (int64)", part="loss", dtype="int64"),
+        _t("targets", INDEX_BYTES, tokens, "8 B (int64)", part="loss", dtype="int64", role="targets"),
     ]
 
 

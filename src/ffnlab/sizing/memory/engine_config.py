@@ -22,7 +22,7 @@ from ffnlab.errors import FfnlabError
 
 DATA = "engine_configs.json"
 SETTINGS = ("batch", "seq_len", "dtype", "grad_accum", "recompute", "recompute_every", "optimizer", "optimizer_impl",
-            "dp", "tp", "pp", "zero", "finetune", "lora_rank")
+            "dp", "tp", "pp", "zero", "finetune", "lora_rank", "offload_activations", "compile_loss")
 
 
 @functools.cache

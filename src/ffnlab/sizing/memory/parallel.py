@@ -397,6 +397,10 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
     s = {r.term: r.per_gpu_bytes for r in serve}
     working = sum(r.per_gpu_bytes for r in train if r.group == "working")
     host = host_terms(cfg, work, lay)
+    if timeline.host_bytes:  # --offload-acts: the layers' saved tensors wait in host memory
+        host.append(Row("host: activations", timeline.host_bytes, timeline.host_bytes,
+                        "each layer's kept set and the final norm's, copied out in forward (--offload-acts)",
+                        group="host"))
     return MemorySummary(
         layout=lay, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype, kv_dtype=work.kv,
         grad_dtype=work.grads, optimizer=work.optimizer, dropout=work.dropout,
@@ -409,7 +413,7 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
         peak_moment=timeline.peak.name, peak_alive=timeline.peak_alive(),
         step=work.step, trainer=work.engine, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
         serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
-        offload=work.offload if host else None, host_bytes=table_total(host) if host else None,
+        offload=(work.offload if work.offload != "none" or not timeline.host_bytes else "activations") if host else None, host_bytes=table_total(host) if host else None,
         host_terms=tuple(host) if host else None,
     )
 

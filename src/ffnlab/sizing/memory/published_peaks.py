@@ -10,7 +10,9 @@ reproduce it; a setting the source does not give is the string ``"unknown"``. Th
 :func:`pricing` turns a case's settings into ffnlab's :class:`Workload` and :class:`Layout`,
 with the settings ffnlab cannot express today (each a sentence) and the smaller approximations;
 ``benchmarks/memory_published.py`` prices every case with it. :func:`predicted_peak` is ffnlab's
-peak for a case and :func:`engine_ranges` the error range per engine over the cases it expresses
+peak for a case, :func:`predicted_capacity` its longest sequence that fits a capacity's card and
+:func:`compared` the one ratio either gives (like with like); :func:`engine_ranges` the error
+range per engine over the cases it expresses
 (what ``benchmarks/memory_published.py --write-ranges`` keeps in ``data/published_ranges.json``
 and every answer names beside its engine). Pure Python: no torch.
 """
@@ -37,6 +39,25 @@ FINETUNE_KEYS = ("mode", "rank", "alpha", "targets", "base_format", "lora_dropou
 ATTENTION_MODULES = frozenset({"q", "k", "v", "o", "q_proj", "k_proj", "v_proj", "o_proj", "output_proj"})
 FFN_MODULES = frozenset({"gate", "up", "down", "gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
 RECOMPUTE_MAP = {"none": "none", "full": "full", "selective-op": "op-selective"}
+# torch.compile of each layer under checkpointing, priced eager, and why that holds
+COMPILE_UNDER_CHECKPOINTING = {
+    "full": ("torch.compile of each layer under full checkpointing priced eager: the checkpoint around the compiled "
+             "layer keeps its input as in eager (torchtune compiles each layer, then wraps it; recipes/"
+             "lora_finetune_single_device.py _setup_model), compile only changes the recomputed layer's own set"),
+    "selective-op": ("torch.compile of each checkpointed block priced eager: the op-level policy fixes which op outputs "
+                     "are saved (compile honours it, torchtitan compiles each block after AC wrapping: "
+                     "parallelize_llama.py at 9dec370; its loss is not compiled, train.py), compile fuses the "
+                     "elementwise ops between them"),
+}
+
+
+def activation_offload(trainer: str) -> dict[str, Any] | None:
+    """The trainer's activation offload facts (data/offload.json, ``activations.engines``), None
+    when ffnlab has none for it."""
+    from ffnlab.sizing.memory.parallel import offload_modes
+
+    found: dict[str, Any] | None = offload_modes()["activations"]["engines"].get(trainer)
+    return found
 
 
 @lru_cache(maxsize=1)
@@ -160,25 +181,35 @@ def pricing(case: dict[str, Any]) -> Pricing:
     lay_s = s["layout"]
     nx: list[str] = []
     approx: list[str] = []
-    if case["memory_kind"] == "capacity":
-        nx.append("a capacity (the longest sequence that fit the card), not a measured peak: "
-                  "ffnlab's peak at that length is compared with the card's memory")
     ft = s["finetune"]
-    if s["precision"] == "pure-bf16" and ft is not None:
+    # pure bf16 LoRA (torchtune): the adapters, their gradients and AdamW moments in bf16
+    bf16_adapters = s["precision"] == "pure-bf16" and ft is not None and ft.get("adapter_dtype") == "bf16"
+    if s["precision"] == "pure-bf16" and ft is not None and not bf16_adapters:
         approx.append("pure bf16 with a frozen bf16 base: the adapters, their gradients and AdamW states in bf16 "
                       "(ffnlab counts fp32 adapters and an fp32 copy of each adapter's input, as peft keeps them)")
     if s["recompute"] == UNKNOWN:
         nx.append("activation checkpointing not stated (priced with full)")
-    if s["torch_compile"] is True:
+    if s["torch_compile"] is True and s["recompute"] in COMPILE_UNDER_CHECKPOINTING:
+        approx.append(COMPILE_UNDER_CHECKPOINTING[s["recompute"]])
+    elif s["torch_compile"] is True:
         nx.append("torch.compile (its fused kernels change the saved activations; priced eager)")
+    if s.get("loss_compiled") is True:
+        approx.append("the compiled loss's saved tensors (the logits and two fp32 statistics per token) as torch 2.13's "
+                      "partitioner picks them on CPU (tests/sizing/memory/test_memory_offload.py), not at the run's torch")
     if s["float8"] is True:
         nx.append("float8 linear layers")
-    if s["activation_offload"] is True:
-        nx.append("activations offloaded to CPU (priced on the GPU)")
+    offload = activation_offload(case["trainer"]) if s["activation_offload"] is True else None
+    if s["activation_offload"] is True and offload is None:
+        nx.append(f"activations offloaded to CPU by {case['trainer']}, whose offload ffnlab has no facts for (priced on the GPU)")
+    elif offload is not None and offload["forward_stash"]:
+        approx.append(f"{case['trainer']}'s forward stash ({offload['forward_stash']} offloaded tensors waiting for their "
+                      "copy at forward end) counted as the final norm's saved tensors and the last layer's input")
     if s["optimizer_in_backward"] is True:
         nx.append("optimizer step fused into backward")
     if int(lay_s.get("cp", 1)) > 1:
         nx.append("context parallelism")
+    if s.get("fused_kernels"):
+        nx.append(f"{s['fused_kernels']}: fused kernels keep other tensors than the modules ffnlab prices")
     if "foak" in str(s.get("framework_config", "")):
         nx.append("fms-acceleration's fused LoRA, norm, RoPE and cross-entropy kernels (foak)")
     upcast = ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", ""))
@@ -206,7 +237,9 @@ def pricing(case: dict[str, Any]) -> Pricing:
                        loss_chunks=int(s.get("loss_chunks", 8)),
                        logits_held=s["logits_freed"] is not True,
                        optimizer_impl=s["optimizer_impl"] if s["optimizer_impl"] in ("foreach", "fused") else "foreach",
-                       grad_accum=s["grad_accum"] if isinstance(s["grad_accum"], int) else 1)
+                       grad_accum=s["grad_accum"] if isinstance(s["grad_accum"], int) else 1,
+                       loss_compiled=s.get("loss_compiled") is True, offload_activations=offload is not None,
+                       offload_stash=offload["forward_stash"] if offload else 0)
     if s["logits_freed"] == UNKNOWN:
         approx.append("whether the trainer frees its logits is not stated (priced as held)")
     finetune = None
@@ -222,7 +255,8 @@ def pricing(case: dict[str, Any]) -> Pricing:
             approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
         alpha = ft["alpha"] if isinstance(ft.get("alpha"), (int, float)) else None
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
-                                   base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora")
+                                   base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora",
+                                   adapter_dtype="bf16" if bf16_adapters else "fp32")
     optimizer = {"adamw": "adamw", "adam8bit": "adam8bit"}.get(s["optimizer"], "adamw")
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
@@ -250,6 +284,53 @@ def predicted_peak(case: dict[str, Any]) -> tuple[int, Pricing]:
     return peak, price
 
 
+CAPACITY_CARDS = {"A100 80GB": "A100"}  # the card a capacity names, as ffnlab's accelerator table calls it
+
+
+def card_budget(case: dict[str, Any]) -> int:
+    """The allocated peak the capacity's card holds: the memory the device reports, less the
+    caching allocator's assumed reserved share (what ``fit`` allows, without fit's reserve: the
+    published run went up to where it ran out of memory)."""
+    from ffnlab.sizing.memory.allocator import allocated_budget
+    from ffnlab.sizing.memory.hardware import find_accelerator
+
+    gpu = case["settings"]["gpu"]
+    name = next(v for k, v in CAPACITY_CARDS.items() if gpu.startswith(k))
+    return allocated_budget(find_accelerator(name).memory_bytes)
+
+
+def predicted_capacity(case: dict[str, Any]) -> tuple[int, Pricing]:
+    """ffnlab's longest sequence (every other setting the case's) whose peak fits the card of a
+    capacity case (:func:`card_budget`): a bisection on the sequence length, the peak rising with it."""
+    from dataclasses import replace
+
+    assert case["memory_kind"] == "capacity", case["id"]
+    budget = card_budget(case)
+    price = pricing(case)
+
+    def peak_at(seq_len: int) -> int:
+        at = dict(case, settings=dict(case["settings"], seq_len=seq_len))
+        return predicted_peak(at)[0]
+
+    lo, hi = 0, 2 * int(case["figure"]["seq_len_fitting"])
+    while peak_at(hi) <= budget:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if peak_at(mid) <= budget else (lo, mid)
+    return lo, replace(price, work=replace(price.work, seq_len=max(1, lo)))
+
+
+def compared(case: dict[str, Any]) -> tuple[float, Pricing]:
+    """ffnlab against the published figure, like with like: a peak as ffnlab's allocated peak over
+    the published bytes; a capacity as ffnlab's longest fitting sequence over the published one."""
+    if case["memory_kind"] == "capacity":
+        length, price = predicted_capacity(case)
+        return length / case["figure"]["seq_len_fitting"], price
+    ours, price = predicted_peak(case)
+    return ours / case["figure"]["bytes"], price
+
+
 def engine_ranges(engines: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """Per engine name: ffnlab's error (predicted / published - 1, rounded to 1e-4) on each
     published peak of that trainer that ffnlab expresses (capacities left out: they are not a
@@ -272,5 +353,5 @@ def engine_ranges(engines: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     return out
 
 
-__all__ = ["DATA", "Pricing", "case_problems", "cases", "engine_ranges", "load", "predicted_peak", "pricing",
-           "problems"]
+__all__ = ["DATA", "Pricing", "activation_offload", "card_budget", "case_problems", "cases", "compared",
+           "engine_ranges", "load", "predicted_capacity", "predicted_peak", "pricing", "problems"]

@@ -54,6 +54,16 @@ layer only (torchtitan's ``selective_ac_option: N``), the others keep their full
 (:func:`ffnlab.sizing.memory.activations.op_selective_terms`), and in backward the block's full set
 is alive again, the saved outputs among it.
 
+Activation offload (``offload_activations``: torchtune's ``OffloadActivations``, Unsloth's offloaded
+checkpointing; ``data/offload.json``): every layer's kept set and the final norm's go to host memory
+in forward (the timeline's ``host_bytes``) and come back one layer at a time in backward, so no
+moment holds the kept activations of other layers; the LM head's input and the loss's tensors stay.
+``offload_stash`` tensors still wait on the GPU for their copy at forward end (torchtune's forward
+stash of 5: the final norm's saved tensors and the last layer's input). A compiled loss
+(``loss_compiled``, torch.compile's partition of the cross-entropy) keeps its input logits and two
+fp32 statistics per token instead of the fp32 log-softmax, materialises no fp32 upcast and makes
+the logits' gradient one chunk at a time in their own dtype.
+
 The working tensors of a layer's backward and the optimizer's temporaries were read from live
 measurements of ffnlab's own modules and of PyTorch's optimizers on CPU (``tests/sizing/memory/test_memory_step.py``
 measures whole steps of ffnlab's model and of transformers' models with
@@ -92,6 +102,15 @@ if TYPE_CHECKING:  # the workload is built on StepOptions
 LOSSES = ("full", "chunked", "fused")
 OPTIMIZER_IMPLS = ("foreach", "fused", "for-loop")
 MAX_STEP_COUNT = 2**40  # loss chunks, micro-batches, a checkpoint interval: past any run
+# with the activations offloaded, what stays on the GPU (by role): the head's input (torchtune keeps the
+# output layer out of OffloadActivations) and the loss's targets (the loss runs outside it)
+ON_GPU_WHEN_OFFLOADED = ("head input", "targets")
+# a compiled cross-entropy keeps two fp32 statistics per token (the row maximum and the log of the
+# sum of exponentials: torch.compile's partition of log_softmax, measured in tests/sizing/memory/test_memory_offload.py)
+COMPILED_LOSS_STATS = 2
+# tensors a final RMSNorm computed op by op saves (torchtune's: pow's input, rsqrt's output and the
+# product's two inputs; the fp32 input twice, one storage)
+NORM_SAVED_TENSORS = 4
 # tensors of width d_ff alive at once in a dense FFN's backward beyond the ones it kept: the
 # gradient of the down projection's input and of the activation's input (plain), and for gated
 # FFNs also the gradients of gate and up before they are joined (measured on ffnlab's modules)
@@ -120,6 +139,13 @@ class StepOptions:
     optimizer_impl: str = "foreach"
     grad_accum: int = 1  # micro-batches per optimizer step
     recompute_every: int = 1  # with recompute "full": checkpoint every N-th layer
+    # the loss compiled (torch.compile; torchtune's compile_loss): it keeps its input logits and two
+    # fp32 statistics per token, not the fp32 log-softmax, and never materialises the fp32 upcast
+    loss_compiled: bool = False
+    # the layers' saved tensors moved to host memory in forward and brought back in backward
+    # (torchtune's OffloadActivations, Unsloth's offloaded checkpointing; data/offload.json)
+    offload_activations: bool = False
+    offload_stash: int = 0  # offloaded tensors still on the GPU at forward end, waiting for their copy
 
     def check(self) -> None:
         """Each option against its flag's rule (the messages the command line gives)."""
@@ -127,9 +153,18 @@ class StepOptions:
         choice(self.optimizer_impl, "--optimizer-impl", OPTIMIZER_IMPLS)
         for name in ("loss_chunks", "grad_accum", "recompute_every"):
             integer(getattr(self, name), "--" + name.replace("_", "-"), 1, MAX_STEP_COUNT)
+        integer(self.offload_stash, "offload_stash", 0, MAX_STEP_COUNT)
+        require(not (self.loss_compiled and self.loss == "fused"),
+                "--compile-loss prices a compiled full or chunked loss; the fused loss keeps no logits to compile")
+        require(self.offload_activations or not self.offload_stash, "offload_stash needs --offload-acts")
 
     def as_dict(self) -> dict[str, object]:
-        return asdict(self)
+        """Every option; the compiled loss and activation offload only when set."""
+        out = asdict(self)
+        for key in ("loss_compiled", "offload_activations", "offload_stash"):
+            if not out[key]:
+                del out[key]
+        return out
 
 
 @dataclass(frozen=True)
@@ -159,6 +194,7 @@ class StepTimeline:
     options: StepOptions = field(default_factory=StepOptions)
     # what backward keeps at the end of forward: every layer's kept set and the head's
     kept_activations_bytes: int = 0
+    host_bytes: int = 0  # activations offloaded to host memory at forward end (StepOptions.offload_activations)
 
     @cached_property  # a pass over every moment (two per layer): once per timeline
     def peak(self) -> Moment:
@@ -175,6 +211,7 @@ class StepTimeline:
     def as_dict(self) -> dict[str, object]:
         return {"peak_bytes": self.peak_bytes, "peak_moment": self.peak.name, "peak_alive": plain(self.peak_alive()),
                 "options": self.options.as_dict(),
+                **({"host_activation_bytes": self.host_bytes} if self.host_bytes else {}),
                 "moments": [{"moment": m.name, "bytes": m.total} for m in self.moments]}
 
 
@@ -283,6 +320,16 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                                        dropout_mask_bytes=work.dropout_mask_bytes,
                                        frozen=ft.frozen(0) if ft else None)
     head_other = divide_terms([t for t in head_terms if t.role != "log-softmax"], tp, sp)
+    stash = host = 0
+    if o.offload_activations:  # on the host: every layer's kept set and the final norm's; the head's input stays
+        stays = [t for t in head_terms if t.role in ON_GPU_WHEN_OFFLOADED]
+        host = sum(kept) + divide_terms([t for t in head_terms if t.role != "log-softmax" and t not in stays], tp, sp)
+        head_other = divide_terms(stays, tp, sp)
+        # the last offload_stash saved tensors wait on the GPU for their copy: the final norm's (computed op
+        # by op it saves NORM_SAVED_TENSORS) and, for the rest of the stash, the last layers' inputs
+        norm_saved = NORM_SAVED_TENSORS if cfg.final_norm and o.offload_stash else 0
+        stash = (divide_terms([t for t in head_terms if t.role == "final norm"], tp, sp) if norm_saved else 0) \
+            + min(max(0, o.offload_stash - norm_saved), n_layers) * layer_input
 
     # gradients by where backward makes them, proportional to the parameters on this GPU
     p_total = count_params(cfg).total or 1
@@ -314,7 +361,8 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
         return Moment(name, tuple((w, v) for w, v in (*base, *parts) if v))
 
     grads_early = ("gradients (accumulated)", acc_g)
-    acts = ("kept activations, all layers", sum(kept))
+    acts = (("kept activations, all layers", sum(kept)) if not o.offload_activations else
+            ("activations waiting for their copy to the host", stash))
     head_acts = ("head activations", head_other)
     moments: list[Moment] = []
     if o.loss == "fused":
@@ -328,14 +376,19 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
         after_head = fused_keep
     else:
         k = o.loss_chunks if o.loss == "chunked" else 1
-        upcast = math.ceil(nv * STAT_BYTES / k) if b < STAT_BYTES else 0
-        logsm = nv * STAT_BYTES
+        upcast = math.ceil(nv * STAT_BYTES / k) if b < STAT_BYTES and not o.loss_compiled else 0
         logits_fwd = held if held else logits_bytes
+        if o.loss_compiled:  # its input logits and two fp32 statistics per token kept; gradients made in the logits' dtype
+            kept_by_loss = ("loss: two fp32 statistics per token (kept)", n_tok * COMPILED_LOSS_STATS * STAT_BYTES)
+            loss_grads = ("loss: one chunk's logits gradient", math.ceil(nv * b / k))
+            logits_bwd = ("logits (kept by the compiled loss)", logits_bytes)
+        else:
+            kept_by_loss = ("loss: log-softmax (kept)", nv * STAT_BYTES)
+            loss_grads = ("loss: log-softmax gradients", math.ceil(2 * nv * STAT_BYTES / k))
+            logits_bwd = ("logits (held)", held)
         moments.append(moment("forward end (loss)", grads_early, acts, head_acts, ("logits", logits_fwd),
-                              ("loss: fp32 upcast", upcast), ("loss: log-softmax (kept)", logsm)))
-        moments.append(moment("loss backward", grads_early, acts, head_acts, ("logits (held)", held),
-                              ("loss: log-softmax (kept)", logsm),
-                              ("loss: log-softmax gradients", math.ceil(2 * nv * STAT_BYTES / k))))
+                              ("loss: fp32 upcast", upcast), kept_by_loss))
+        moments.append(moment("loss backward", grads_early, acts, head_acts, logits_bwd, kept_by_loss, loss_grads))
         g_logits = logits_bytes
         moments.append(moment("LM head backward", grads_early, acts, head_acts, ("logits (held)", held),
                               ("logits gradient", g_logits), ("head gradients", g_head if not acc_g else 0),
@@ -360,7 +413,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
         g_ffn = g_ffn_part[i] if ft else math.ceil(_down_params(cfg, spec) * per_param_g)
         what = " (recomputed)" if checkpointed[i] else ""
         where = f"backward, layer {i + 1} of {n_layers}"
-        below = ("kept activations, layers below", kept_below[i])
+        below = ("kept activations, layers below", kept_below[i] if not o.offload_activations else 0)
         dequant = ft.dequant if ft else (0, 0)
         moments.append(moment(f"{where}, FFN{what}", (grads_name, acc_g or done + g_ffn), below,
                               ("this layer's activations" + what, full[i]), ("logits (held)", held),
@@ -386,7 +439,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                               ("tied embedding: its gradient before autograd adds the head's", tied_extra)))
     moments.append(moment("optimizer step", ("gradients", states.gradients), ("logits (held)", held),
                           ("optimizer temporaries", states.opt_temp)))
-    return StepTimeline(tuple(moments), o, kept_activations_bytes=acts[1] + head_acts[1])
+    return StepTimeline(tuple(moments), o, kept_activations_bytes=acts[1] + head_acts[1], host_bytes=host)
 
 
 def _attention_backward_temps(cfg: ModelConfig, attention: str, n_tok: int, seq_len: int, b: float, tp: int) -> int:

@@ -109,6 +109,9 @@ class Workload:
         choice(self.attention, "--attention", ATTENTION)
         choice(self.optimizer, "--optimizer", OPTIMIZERS)
         choice(self.offload, "--offload", OFFLOAD)
+        require(not self.step.offload_activations or self.recompute in ("full", "op-selective"),
+                "--offload-acts needs --recompute full or op-selective (the offloaded tensors are each "
+                f"checkpointed layer's input; torchtune refuses it without checkpointing), got {self.recompute}")
         require(not self.pure_bf16 or self.dtype == "bf16", f"--pure-bf16 trains in bf16: give --dtype bf16, not {self.dtype}")
         for value, flag, allowed in ((self.kv_dtype, "--kv-dtype", KV_DTYPES),
                                      (self.weights_dtype, "--weights-dtype", WEIGHT_FORMATS),

@@ -46,6 +46,7 @@ from ffnlab.sizing.memory.activations import ffn_adapters
 from ffnlab.sizing.memory.byte_rules import (
     ACTIVATION_DTYPES,
     ADAPTER_BYTES,
+    ADAPTER_DTYPES,
     DTYPE_BYTES,
     FP32_BYTES,
     HALF_BYTES,
@@ -73,7 +74,6 @@ MAX_RANK = 2**20
 QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or LLM.int8
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
-ADAPTER_DTYPES = ("fp32", "bf16")
 # prepare_model_for_kbit_training casts the embedding, norms and head to fp32: the embedding's output
 # and every residual add after it (fp32 + a 16-bit branch) are fp32, so the residual stream is fp32
 UPCAST_STREAM_BYTES = dtype_bytes("fp32")

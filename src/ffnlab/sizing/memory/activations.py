@@ -1,84 +1,11 @@
-"""Memory beyond the weights: training activations, KV cache and quantised inference weights.
-
-Every figure is an integer number of bytes built from a list of :class:`Term` rows, each naming
-the tensor it counts and the arithmetic, so a table can show where the bytes come from.
-
-**Activations** are the tensors autograd keeps for the backward pass, counted tensor by tensor as
-a PyTorch implementation keeps them (ffnlab's own modules in ``ffnlab.training.nn``; the test
-``tests/sizing/memory/test_memory_saved_tensors.py`` measures them with ``torch.autograd.graph.saved_tensors_hooks``).
-Per decoder layer and token, ``d`` = d_model, ``dq`` = n_heads x head_dim, ``dkv`` = n_kv_heads x
-head_dim, ``a`` = n_heads, ``s`` = sequence length:
-
-* each norm keeps its input (``d``) and per-token statistics in fp32 (LayerNorm: mean and rstd;
-  RMSNorm computed as ``x * rsqrt(mean(x^2) + eps) * w``, as ``nn.RMSNorm`` and Hugging Face's
-  ``LlamaRMSNorm`` do, keeps rstd and also the normalised ``x`` before the weight: ``2d``);
-  the projection after it keeps the norm's output (``d``);
-* attention, fused (flash / memory-efficient SDPA): the q|k|v projection output (``dq + 2 dkv``),
-  the rotated q and k with RoPE (``dq + dkv``), the attention output (``dq``, also the output
-  projection's input) and the softmax log-sum-exp (``a``, fp32). No ``s x s`` tensor;
-* attention, eager (PyTorch's math SDPA): contiguous q (scaled), k and v at query width (``3 dq``;
-  GQA's k and v repeated to every head), the softmax probabilities (``a s`` per token) and the
-  output (``dq``);
-* dense FFN, in units of ``d_ff`` (:data:`FFN_KEEPS`): a plain MLP keeps the pre-activation (GELU,
-  SiLU, ReLU^2 backward need it; ReLU keeps only its output) and the down projection's input; a
-  gated FFN keeps the gate|up projection (``2 d_ff``), ``act(gate)`` and the product (bilinear:
-  ``act(gate)`` is the gate itself);
-* MoE FFN (ffnlab's dropless dispatch, :class:`ffnlab.training.nn.MoEFFN`): router probabilities
-  (``E``, fp32), the top-k indices (int64) and renormalised weights (``k + 1``, fp32), the gathered
-  tokens (``k d``) with their index, each routed copy's dense-FFN tensors (``k`` x the table),
-  the expert outputs and their weighted copy (``2 k d``), the combine weights and index. With a
-  capacity factor ``c`` (GShard/Switch-style padded buffers) every per-routed-copy term holds
-  ``c k`` copies instead of ``k``.
-
-The embedding keeps its indices (int64); the head keeps the final norm, its input (``d``), the fp32
-log-softmax of the logits (``V``) and the targets (int64).
-
-**LoRA** (``frozen``: a :class:`FrozenLayer`; the base frozen, adapters beside some linear layers,
-peft's ``lora_dropout=0``, which makes the adapter's dropout ``nn.Identity``): autograd keeps a
-tensor only for a gradient it will compute, so a frozen linear layer keeps nothing of its input
-(its weight, already resident, gives the input's gradient); an adapted one keeps its input (for
-``A``'s gradient; peft first casts it to the adapter's fp32, so below 32-bit each adapted layer
-keeps its own fp32 copy) and the rank-``r`` output of ``A`` (for ``B``'s gradient). A frozen
-RMSNorm keeps its input and statistics but not the normalised input (only its weight's gradient
-needs it; transformers' RMSNorm keeps its input upcast to fp32); LayerNorm keeps what it keeps in
-training. Activation functions, attention and the
-loss keep what they keep in training wherever an input gradient flows through them; below the
-first adapter nothing requires grad and nothing is kept (``grad_below`` False: layer 0, unless
-the embeddings' output is made to require grad, as transformers' ``gradient_checkpointing_enable``
-does). The FFN's hidden set loses the down projection's input when the down projection is frozen
-(ReLU's output stays: it is what ReLU keeps). Measured with peft in ``tests/sizing/memory/test_memory_finetune.py``.
-
-**Dropout** (``dropout=True``; GPT-2 / Megatron placement, the one Korthikanti et al. 2022 count):
-each dropout keeps its mask, one byte per element on CUDA (``torch.native_dropout`` returns a bool
-mask; ``dropout_mask_bytes``): the two residual branches' masks (``2d``) per layer, the embedding's
-(``d``) in the head, and with eager attention the attention-probability mask (``a s``) plus the
-dropped-out probabilities the value matmul keeps (``a s`` x the activation dtype). Fused (flash /
-memory-efficient) attention regenerates its dropout from the RNG state and keeps no mask. On CPU,
-PyTorch's unfused dropout keeps a mask of the input's dtype (``tests/sizing/memory/test_memory_saved_tensors.py``
-measures it with GPT-2).
-
-Recompute policies (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
-Transformer Models"): ``none`` keeps everything; ``selective`` recomputes the attention core, so
-the ``s x s`` probabilities of eager attention are not kept (with fused attention it equals
-``none``); ``full`` keeps only each layer's input (``d``) and recomputes one layer at a time in the
-backward pass, so the total is ``L x input + one layer's full set + head``. ``op-selective`` is
-torchtitan's op-level selective activation checkpointing (``selective_ac_option = "op"``, the
-default of its shipped Llama recipes), kept as data with its source in
-``data/op_checkpoint_policies.json``: each block is checkpointed, and in forward the outputs of the
-ops on the policy's save list are kept (the attention kernel's output and log-sum-exp, and every
-matmul whose count within the block is odd: the second, fourth, ... are recomputed); a dense
-Llama block keeps its input, q, v, the attention output and log-sum-exp, the FFN's gate output
-and its down projection's output (:func:`op_selective_terms`). In backward one block's full set is
-recomputed around what was saved. Tensor parallelism's reduce-scatter outputs (also on the save
-list) are not counted.
-
-**KV cache**: per layer and token 2 x n_kv_heads x head_dim elements (MHA, GQA, MQA alike);
-sliding-window layers hold at most ``window`` tokens; multi-head latent attention (DeepSeek-V2/V3)
-caches the compressed latent ``kv_lora_rank + qk_rope_head_dim`` (what vLLM and SGLang store) or,
-expanded, ``n_heads x (qk_nope + qk_rope + v_head_dim)``.
-
-**Quantised weights**: :mod:`ffnlab.sizing.memory.quant` (AWQ, GPTQ, fp8 per tensor / channel / 128-tile,
-NF4, MXFP4 and generic int8/int4, each laid out as its checkpoints store it).
+"""Memory beyond the weights: the tensors autograd keeps for backward, the KV cache, and the rows
+that show both. Every figure is an integer number of bytes built from :class:`Term` rows, each
+naming the tensor it counts, the arithmetic, and what it is (part, shape in s, dtype, role) for
+the filters; the rule for each part of the model sits in the docstring of the function that
+counts it (norms, attention, FFN and MoE, LoRA's frozen layers, dropout, the head, the recompute
+policies, the KV cache). Activations are counted tensor by tensor as a PyTorch implementation
+keeps them (ffnlab's own modules in ``ffnlab.training.nn``, measured with saved-tensor hooks in
+the tests); quantised weights are :mod:`ffnlab.sizing.memory.quant`'s.
 """
 
 from __future__ import annotations
@@ -108,7 +35,7 @@ STAT_BYTES = byte_rules.STAT_BYTES  # the byte rules' (imported from here by ste
 INDEX_BYTES = byte_rules.INDEX_BYTES
 DROPOUT_MASK_BYTES = byte_rules.DROPOUT_MASK_BYTES
 
-# tensors of width d_ff a dense FFN keeps for backward, by kind (see the module docstring)
+# tensors of width d_ff a dense FFN keeps for backward, by kind (see _ffn_terms)
 FFN_KEEPS: dict[str, int] = {
     "relu": 1, "gelu": 2, "gelu_tanh": 2, "silu": 2, "relu2": 2,
     "swiglu": 4, "geglu": 4, "reglu": 4, "glu": 4, "bilinear": 3,
@@ -200,6 +127,12 @@ def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "", *, 
 
 def _norm_terms(cfg: ModelConfig, where: str, part: TermPart, tokens: int, b: float,
                 frozen: bool = False, role: TermRole | None = None) -> list[Term]:
+    """A norm's kept tensors. Per token: its input (``d``) and per-token statistics in fp32
+    (LayerNorm: mean and rstd). RMSNorm computed as ``x * rsqrt(mean(x^2) + eps) * w`` (as
+    ``nn.RMSNorm`` and transformers' ``LlamaRMSNorm`` do) keeps rstd and also the normalised ``x``
+    before the weight (``2d``). Frozen (LoRA), an RMSNorm keeps its input (upcast to fp32, as
+    transformers does) and statistics but not the normalised input, which only its weight's
+    gradient needs; LayerNorm keeps what it keeps in training."""
     widths, stats = NORM_KEEPS[cfg.norm]  # every norm has its entry
     what = "input and normalised input" if widths == 2 else "input"
     dtype: TermDtype = "activation"
@@ -213,6 +146,12 @@ def _norm_terms(cfg: ModelConfig, where: str, part: TermPart, tokens: int, b: fl
 
 
 def _dropout_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str, mask: float) -> list[Term]:
+    """Dropout in the GPT-2 / Megatron placement (the one Korthikanti et al. 2022 count): each
+    dropout keeps its mask, ``mask`` bytes per element (one on CUDA, where ``torch.native_dropout``
+    returns a bool mask; the input's dtype in PyTorch's unfused CPU dropout): the two residual
+    branches' masks (``2d``) per layer and, with eager attention, the attention-probability mask
+    (``a s``) plus the dropped-out probabilities the value matmul keeps (``a s`` x the activation
+    dtype). Fused attention regenerates its dropout from the RNG state and keeps no mask."""
     d, a = cfg.d_model, cfg.attn.n_heads
     out = [_t("dropout masks of the two residual branches", 2 * d * mask, tokens, f"2 x d {d} x {mask:g} B", "sp",
               part="residual", dtype="mask")]
@@ -244,6 +183,14 @@ def _adapter_terms(where: str, part: TermPart, n: int, fz: FrozenLayer, tokens: 
 
 def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attention: str,
                      fz: FrozenLayer | None = None) -> list[Term]:
+    """Attention's kept tensors per token (``dq`` = n_heads x head_dim, ``dkv`` = n_kv_heads x
+    head_dim, ``a`` = n_heads, ``s`` = sequence length). Fused (flash / memory-efficient SDPA): the
+    q|k|v projection output (``dq + 2 dkv``), the rotated q and k with RoPE (``dq + dkv``), the
+    attention output (``dq``, also the output projection's input) and the softmax log-sum-exp
+    (``a``, fp32); no ``s x s`` tensor. Eager (PyTorch's math SDPA): contiguous q (scaled), k and v
+    at query width (``3 dq``; GQA's k and v repeated to every head), the softmax probabilities
+    (``a s``) and the output (``dq``). The projection after a norm keeps the norm's output
+    (``d``)."""
     a, d = cfg.attn, cfg.d_model
     if fz is None:
         out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp", part="attention")]
@@ -348,6 +295,16 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
 
 def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
                capacity_factor: float | None, fz: FrozenLayer | None = None) -> list[Term]:
+    """A dense or MoE FFN's kept tensors per token. Dense, in units of ``d_ff``
+    (:data:`FFN_KEEPS`): a plain MLP keeps the pre-activation (GELU, SiLU, ReLU^2 backward need it;
+    ReLU keeps only its output) and the down projection's input; a gated FFN keeps the gate|up
+    projection (``2 d_ff``), ``act(gate)`` and the product (bilinear: ``act(gate)`` is the gate).
+    MoE (ffnlab's dropless dispatch, :class:`ffnlab.training.nn.MoEFFN`): router probabilities
+    (``E``, fp32), the top-k indices (int64) and renormalised weights (``k + 1``, fp32), the
+    gathered tokens (``k d``) with their index, each routed copy's dense-FFN tensors (``k`` x the
+    table), the expert outputs and their weighted copy (``2 k d``), the combine weights and index.
+    With a capacity factor ``c`` (GShard/Switch-style padded buffers) every per-routed-copy term
+    holds ``c k`` copies instead of ``k``."""
     if fz is not None:
         return _frozen_ffn_terms(cfg, spec, tokens, b, capacity_factor, fz)
     d = cfg.d_model
@@ -383,8 +340,20 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
                            attention: str = "fused", capacity_factor: float | None = None, dropout: bool = False,
                            dropout_mask_bytes: float = DROPOUT_MASK_BYTES,
                            frozen: FrozenLayer | None = None) -> list[Term]:
-    """What decoder layer ``layer`` keeps for backward with no recomputation (``frozen``: a LoRA
-    layer, see the module docstring)."""
+    """What decoder layer ``layer`` keeps for backward with no recomputation.
+
+    ``frozen``: a LoRA layer (the base frozen, adapters beside some linear layers, peft's
+    ``lora_dropout=0``, which makes the adapter's dropout ``nn.Identity``). Autograd keeps a tensor
+    only for a gradient it will compute, so a frozen linear layer keeps nothing of its input (its
+    resident weight gives the input's gradient); an adapted one keeps its input (for ``A``'s
+    gradient; peft first casts it to the adapter's fp32, so below 32-bit each adapted layer keeps
+    its own fp32 copy) and the rank-``r`` output of ``A`` (for ``B``'s gradient). Activation
+    functions, attention and the loss keep what they keep in training wherever an input gradient
+    flows through them; below the first adapter nothing requires grad and nothing is kept
+    (``grad_below`` False: layer 0, unless the embeddings' output is made to require grad, as
+    transformers' ``gradient_checkpointing_enable`` does). The FFN's hidden set loses the down
+    projection's input when the down projection is frozen (ReLU's output stays: it is what ReLU
+    keeps)."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     require(attention in ATTENTION, f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
     tokens = seq_len * batch
@@ -464,7 +433,14 @@ def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: 
 
 def selective_kept(terms: list[Term]) -> list[Term]:
     """What selective recomputation keeps of a layer: everything but the ``s x s`` tensors (the
-    terms quadratic in the sequence length)."""
+    terms quadratic in the sequence length).
+
+    The recompute policies (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+    Transformer Models"): ``none`` keeps everything; ``selective`` recomputes the attention core,
+    so eager attention's ``s x s`` probabilities are not kept (with fused attention it equals
+    ``none``); ``full`` keeps only each layer's input (``d``) and recomputes one layer at a time in
+    backward (``L x input + one layer's full set + head``); ``op-selective``:
+    :func:`op_selective_terms`."""
     return [t for t in terms if t.shape != "quadratic"]
 
 
@@ -502,7 +478,17 @@ def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int
     (default: torchtitan's newest): its input, kept by the checkpoint, and the outputs of the
     saved ops. A term with ``in_full_set`` False (named ``... (not in the full set)``) is not also
     kept when the block runs without checkpointing (a row-parallel output: the residual add keeps
-    nothing)."""
+    nothing).
+
+    torchtitan's op-level selective activation checkpointing (``selective_ac_option = "op"``, the
+    default of its shipped Llama recipes), kept as data with its source in
+    ``data/op_checkpoint_policies.json``: each block is checkpointed, and in forward the outputs
+    of the ops on the policy's save list are kept (the attention kernel's output and log-sum-exp,
+    and every matmul whose count within the block is odd: the second, fourth, ... are
+    recomputed); a dense Llama block keeps its input, q, v, the attention output and log-sum-exp,
+    the FFN's gate output and its down projection's output. In backward one block's full set is
+    recomputed around what was saved. Tensor parallelism's reduce-scatter outputs (also on the
+    save list) are not counted."""
     pol = policy or op_policy()
     ops = set(pol["saved_ops"])
     spec = cfg.layer_ffn(layer)
@@ -619,7 +605,11 @@ class KVCache:
 
 
 def kv_elements_per_token(cfg: ModelConfig, mla: str = "latent") -> tuple[int, str]:
-    """Cached elements per token and layer, and the rule that gives them."""
+    """Cached elements per token and layer, and the rule that gives them: 2 x n_kv_heads x
+    head_dim (MHA, GQA, MQA alike); multi-head latent attention (DeepSeek-V2/V3) caches the
+    compressed latent ``kv_lora_rank + qk_rope_head_dim`` (what vLLM and SGLang store) or,
+    expanded, ``n_heads x (qk_nope + qk_rope + v_head_dim)``. Sliding-window layers hold at most
+    ``window`` tokens (:func:`kv_cache`)."""
     require(mla in MLA_FORMS, f"MLA cache form must be one of {', '.join(MLA_FORMS)}, got {mla!r}")
     a = cfg.attn
     if cfg.is_mla:

@@ -28,6 +28,7 @@ STAT_BYTES = FP32_BYTES  # norm statistics, log-sum-exp, router probabilities, l
 INDEX_BYTES = 8  # int64 indices and targets
 DROPOUT_MASK_BYTES = 1  # torch.native_dropout (the CUDA path of F.dropout) keeps a bool mask
 ADAPTER_BYTES = FP32_BYTES  # peft casts 16-bit adapters to fp32 (autocast_adapter_dtype=True)
+ADAPTER_DTYPES = ("fp32", "bf16")  # bf16: torchtune's and LitGPT's pure-bf16 LoRA
 
 # Optimizer state. Below 32-bit mixed-precision training every optimizer also keeps fp32 master weights
 # (MASTER_BYTES per parameter), counted with the optimizer state as ZeRO counts them

@@ -1,73 +1,14 @@
 """The peak of one training step: live memory as a timeline of moments, not a sum of terms.
 
 "Will the step fit" asks for the most memory alive at any moment of forward, loss, backward and
-the optimizer step. The terms of :func:`ffnlab.sizing.memory.parallel.training_table` do not all peak
-together: the activations are freed layer by layer while the gradients are created, and the loss
-has tensors of its own that no term holds (the logits, their fp32 upcast, the log-softmax and the
-logits' gradient are alive together when backward starts). So the step is walked as moments, each
-listing what is alive then (per GPU, in the same per-GPU bytes as the term table):
-
-* **forward end**: weights, optimizer state, the engine's working memory, every layer's kept
-  activations, the head's, and the loss's forward tensors (below); with gradient accumulation, from
-  the second micro-batch on, all gradients too;
-* **loss backward**: as at forward end, with the loss's backward tensors;
-* **LM head backward**: the head's weight gradient and the gradient of its input;
-* **final norm backward**: the head's input freed, the norm's backward working tensors
-  (:data:`NORM_BACKWARD_TEMPS`) beside the gradient of its output;
-* **backward, layer i** (top to bottom): the gradients made so far (head, layers above), the kept
-  activations of the layers below, layer i's full set (recomputed first under full recompute),
-  the gradient flowing in (``d`` per token) and the layer's backward working tensors
-  (:data:`FFN_BACKWARD_TEMPS`, :data:`ATTENTION_BACKWARD_TEMPS`);
-* **embedding backward**: every gradient, and for a tied head the embedding's own gradient beside it
-  before autograd adds the two;
-* **optimizer step**: weights, gradients, optimizer state and the step's temporaries
-  (:func:`optimizer_temp_bytes`).
-
-The peak is the largest moment; ties go to the earlier one. A LoRA / QLoRA step
-(``finetune``, a :class:`FinetuneStep`) is the same timeline with the frozen base's kept set
-(:class:`ffnlab.sizing.memory.activations.FrozenLayer`), gradients and optimizer temporaries of the
-adapters only, no backward below the first adapter, and QLoRA's dequantised weight in each
-layer's backward (``tests/sizing/memory/test_memory_finetune.py`` measures peft steps). Loss implementations (``loss``):
-
-* ``full``: cross-entropy over the full logits, as transformers' ``ForCausalLMLoss``, torchtitan
-  and nanoGPT compute it: the logits (activation dtype; held by the caller's output when
-  ``logits_held``), their fp32 upcast (below 32-bit, transient in forward), the fp32 log-softmax
-  (kept for backward), and in backward the gradient of the log-softmax output and of its input
-  (fp32 each): ``b + 12`` bytes per token and vocabulary entry at the loss backward moment;
-* ``chunked``: torchtune's ``CEWithChunkedOutputLoss`` pattern, ``loss_chunks`` chunks of tokens:
-  the logits are all held and every chunk's log-softmax is kept, but the upcast and the backward
-  gradients exist one chunk at a time;
-* ``fused``: a fused linear cross-entropy (Liger-Kernel's ``LigerFusedLinearCrossEntropyLoss``;
-  ``ffnlab.training.losses.fused_linear_cross_entropy`` is the same algorithm in PyTorch): no logits
-  are kept; forward computes the loss and both gradients chunk by chunk, with chunks of
-  ``ceil(N / ceil(V / d))`` tokens (Liger's rule: a chunk's logits are about as large as the
-  hidden states), and keeps the input's gradient (``d`` per token) and the head weight's gradient
-  from forward on.
-
-With tensor parallelism the vocabulary is split (Megatron's vocabulary-parallel cross-entropy).
-
-Recompute: ``none``, ``selective`` (drop the ``s x s`` terms, Korthikanti et al. 2022), ``full``
-(keep each checkpointed layer's input and recompute it in backward: ``torch.utils.checkpoint``,
-transformers' ``gradient_checkpointing_enable``); ``recompute_every`` N checkpoints every N-th
-layer only (torchtitan's ``selective_ac_option: N``), the others keep their full set;
-``op-selective`` (torchtitan's op-level policy) keeps each block's input and its saved op outputs
-(:func:`ffnlab.sizing.memory.activations.op_selective_terms`), and in backward the block's full set
-is alive again, the saved outputs among it.
-
-Activation offload (``offload_activations``: torchtune's ``OffloadActivations``, Unsloth's offloaded
-checkpointing; ``data/offload.json``): every layer's kept set and the final norm's go to host memory
-in forward (the timeline's ``host_bytes``) and come back one layer at a time in backward, so no
-moment holds the kept activations of other layers; the LM head's input and the loss's tensors stay.
-``offload_stash`` tensors still wait on the GPU for their copy at forward end (torchtune's forward
-stash of 5: the final norm's saved tensors and the last layer's input). A compiled loss
-(``loss_compiled``, torch.compile's partition of the cross-entropy) keeps its input logits and two
-fp32 statistics per token instead of the fp32 log-softmax, materialises no fp32 upcast and makes
-the logits' gradient one chunk at a time in their own dtype.
-
-The working tensors of a layer's backward and the optimizer's temporaries were read from live
-measurements of ffnlab's own modules and of PyTorch's optimizers on CPU (``tests/sizing/memory/test_memory_step.py``
-measures whole steps of ffnlab's model and of transformers' models with
-:class:`ffnlab.training.live_bytes.LiveBytes` and compares the peak with this module's).
+the optimizer step. The terms of :func:`ffnlab.sizing.memory.parallel.training_table` do not all
+peak together (activations are freed layer by layer while gradients are made, and the loss has
+tensors of its own that no term holds), so :func:`step_timeline` walks the step as moments, each
+listing what is alive then per GPU, and the peak is the largest. How the step is run (loss
+implementation, held logits, accumulation, recompute interval, compiled loss, activation
+offload) is :class:`StepOptions`; the backward working tensors and optimizer temporaries were
+read from live measurements of ffnlab's modules and PyTorch's optimizers on CPU, which the tests
+repeat on whole steps of ffnlab's and transformers' models.
 """
 
 from __future__ import annotations
@@ -131,7 +72,24 @@ LORA_INPUT_GRADIENTS = 3
 
 @dataclass(frozen=True)
 class StepOptions:
-    """How the step is run, beyond the term table's options."""
+    """How the step is run, beyond the term table's options. Loss implementations (``loss``):
+
+    * ``full``: cross-entropy over the full logits, as transformers' ``ForCausalLMLoss``, torchtitan
+      and nanoGPT compute it: the logits (activation dtype; held by the caller's output when
+      ``logits_held``), their fp32 upcast (below 32-bit, transient in forward), the fp32 log-softmax
+      (kept for backward), and in backward the gradient of the log-softmax output and of its input
+      (fp32 each): ``b + 12`` bytes per token and vocabulary entry at the loss backward moment;
+    * ``chunked``: torchtune's ``CEWithChunkedOutputLoss`` pattern, ``loss_chunks`` chunks of tokens:
+      the logits are all held and every chunk's log-softmax is kept, but the upcast and the backward
+      gradients exist one chunk at a time;
+    * ``fused``: a fused linear cross-entropy (Liger-Kernel's ``LigerFusedLinearCrossEntropyLoss``;
+      ``ffnlab.training.losses.fused_linear_cross_entropy`` is the same algorithm in PyTorch): no logits
+      are kept; forward computes the loss and both gradients chunk by chunk, with chunks of
+      ``ceil(N / ceil(V / d))`` tokens (Liger's rule: a chunk's logits are about as large as the
+      hidden states), and keeps the input's gradient (``d`` per token) and the head weight's gradient
+      from forward on.
+
+    With tensor parallelism the vocabulary is split (Megatron's vocabulary-parallel cross-entropy)."""
 
     loss: str = "full"
     loss_chunks: int = 8  # loss "chunked"
@@ -288,7 +246,47 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                   finetune: FinetuneStep | None = None) -> StepTimeline:
     """The moments of one training step of ``work.batch`` x ``work.seq_len`` tokens per
     micro-batch, run as ``work.step`` says (``finetune``: a LoRA step, whose ``states`` are the
-    frozen base's and the adapters')."""
+    frozen base's and the adapters'). The moments:
+
+    * **forward end**: weights, optimizer state, the engine's working memory, every layer's kept
+      activations, the head's, and the loss's forward tensors (below); with gradient accumulation, from
+      the second micro-batch on, all gradients too;
+    * **loss backward**: as at forward end, with the loss's backward tensors;
+    * **LM head backward**: the head's weight gradient and the gradient of its input;
+    * **final norm backward**: the head's input freed, the norm's backward working tensors
+      (:data:`NORM_BACKWARD_TEMPS`) beside the gradient of its output;
+    * **backward, layer i** (top to bottom): the gradients made so far (head, layers above), the kept
+      activations of the layers below, layer i's full set (recomputed first under full recompute),
+      the gradient flowing in (``d`` per token) and the layer's backward working tensors
+      (:data:`FFN_BACKWARD_TEMPS`, :data:`ATTENTION_BACKWARD_TEMPS`);
+    * **embedding backward**: every gradient, and for a tied head the embedding's own gradient beside it
+      before autograd adds the two;
+    * **optimizer step**: weights, gradients, optimizer state and the step's temporaries
+      (:func:`optimizer_temp_bytes`).
+
+    The peak is the largest moment; ties go to the earlier one. A LoRA / QLoRA step
+    (``finetune``, a :class:`FinetuneStep`) is the same timeline with the frozen base's kept set
+    (:class:`ffnlab.sizing.memory.activations.FrozenLayer`), gradients and optimizer temporaries of the
+    adapters only, no backward below the first adapter, and QLoRA's dequantised weight in each
+    layer's backward (``tests/sizing/memory/test_memory_finetune.py`` measures peft steps).
+
+    Recompute: ``none``, ``selective`` (drop the ``s x s`` terms, Korthikanti et al. 2022), ``full``
+    (keep each checkpointed layer's input and recompute it in backward: ``torch.utils.checkpoint``,
+    transformers' ``gradient_checkpointing_enable``); ``recompute_every`` N checkpoints every N-th
+    layer only (torchtitan's ``selective_ac_option: N``), the others keep their full set;
+    ``op-selective`` (torchtitan's op-level policy) keeps each block's input and its saved op outputs
+    (:func:`ffnlab.sizing.memory.activations.op_selective_terms`), and in backward the block's full set
+    is alive again, the saved outputs among it.
+
+    Activation offload (``offload_activations``: torchtune's ``OffloadActivations``, Unsloth's offloaded
+    checkpointing; ``data/offload.json``): every layer's kept set and the final norm's go to host memory
+    in forward (the timeline's ``host_bytes``) and come back one layer at a time in backward, so no
+    moment holds the kept activations of other layers; the LM head's input and the loss's tensors stay.
+    ``offload_stash`` tensors still wait on the GPU for their copy at forward end (torchtune's forward
+    stash of 5: the final norm's saved tensors and the last layer's input). A compiled loss
+    (``loss_compiled``, torch.compile's partition of the cross-entropy) keeps its input logits and two
+    fp32 statistics per token instead of the fp32 log-softmax, materialises no fp32 upcast and makes
+    the logits' gradient one chunk at a time in their own dtype."""
     o = work.step
     ft = finetune
     seq_len, batch, dtype, recompute, attention = work.seq_len, work.batch, work.dtype, work.recompute, work.attention

@@ -50,6 +50,18 @@ COMPILE_UNDER_CHECKPOINTING = {
                      "elementwise ops between them"),
 }
 
+# fms-acceleration's foak kernels under full checkpointing, priced eager, and why that holds
+FOAK_UNDER_FULL_CHECKPOINTING = (
+    "fms-acceleration's foak kernels priced eager under full checkpointing: the checkpoint keeps each layer's input "
+    "as in eager, and inside the one recomputed layer the kernels keep less than the eager ops they replace (fused "
+    "q/k/v/o LoRA: the input and each adapter's dropped input, where peft keeps the dropped inputs and their masks; "
+    "RMSNorm: its bf16 input and one fp32 statistic per row, where eager keeps fp32 copies; RoPE: in place, cos and "
+    "sin only); fast_loss true selects the custom-loss rule, not the fused linear cross-entropy: it upcasts the "
+    "logits to fp32 as transformers does and keeps them for backward where eager keeps the same-sized fp32 "
+    "log-softmax, so the full loss is priced (plugins/fused-ops-and-kernels at 24bdadb: "
+    "framework_plugin_fast_kernels.py FILTER_MAP, models/mistral.py, fused_ops/unsloth_lora/bnb/fast_lora.py, "
+    "kernels/unsloth/rms_layernorm.py, rope_embedding.py, cross_entropy_loss.py)")
+
 
 def activation_offload(trainer: str) -> dict[str, Any] | None:
     """The trainer's activation offload facts (data/offload.json, ``activations.engines``), None
@@ -210,7 +222,9 @@ def pricing(case: dict[str, Any]) -> Pricing:
         nx.append("context parallelism")
     if s.get("fused_kernels"):
         nx.append(f"{s['fused_kernels']}: fused kernels keep other tensors than the modules ffnlab prices")
-    if "foak" in str(s.get("framework_config", "")):
+    if "foak" in str(s.get("framework_config", "")) and s["recompute"] == "full":
+        approx.append(FOAK_UNDER_FULL_CHECKPOINTING)
+    elif "foak" in str(s.get("framework_config", "")):
         nx.append("fms-acceleration's fused LoRA, norm, RoPE and cross-entropy kernels (foak)")
     upcast = ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", ""))
     if upcast:

@@ -232,8 +232,11 @@ def pricing(case: dict[str, Any]) -> Pricing:
                       "and residual stream, each layer's own tensors in bf16 (bitsandbytes returns a projection's "
                       "output in its input's dtype, fp32 after an fp32 norm)")
     if ft is not None and ft.get("bnb_saves_input") is True:
-        nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward; "
-                  "ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do")
+        nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward as a "
+                  "ctx attribute, alive as long as the graph, and LitGPT's held logits keep the previous step's graph "
+                  "until the next forward returns; ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do "
+                  "(two steps' inputs and the float16-quantised head dequantised twice reach only 0.87-0.89 by hand: "
+                  "the case's bnb_note)")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")

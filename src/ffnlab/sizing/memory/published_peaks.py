@@ -50,6 +50,18 @@ COMPILE_UNDER_CHECKPOINTING = {
                      "elementwise ops between them"),
 }
 
+# fms-acceleration's foak kernels under full checkpointing, priced eager, and why that holds
+FOAK_UNDER_FULL_CHECKPOINTING = (
+    "fms-acceleration's foak kernels priced eager under full checkpointing: the checkpoint keeps each layer's input "
+    "as in eager, and inside the one recomputed layer the kernels keep less than the eager ops they replace (fused "
+    "q/k/v/o LoRA: the input and each adapter's dropped input, where peft keeps the dropped inputs and their masks; "
+    "RMSNorm: its bf16 input and one fp32 statistic per row, where eager keeps fp32 copies; RoPE: in place, cos and "
+    "sin only); fast_loss true selects the custom-loss rule, not the fused linear cross-entropy: it upcasts the "
+    "logits to fp32 as transformers does and keeps them for backward where eager keeps the same-sized fp32 "
+    "log-softmax, so the full loss is priced (plugins/fused-ops-and-kernels at 24bdadb: "
+    "framework_plugin_fast_kernels.py FILTER_MAP, models/mistral.py, fused_ops/unsloth_lora/bnb/fast_lora.py, "
+    "kernels/unsloth/rms_layernorm.py, rope_embedding.py, cross_entropy_loss.py)")
+
 
 def activation_offload(trainer: str) -> dict[str, Any] | None:
     """The trainer's activation offload facts (data/offload.json, ``activations.engines``), None
@@ -210,7 +222,9 @@ def pricing(case: dict[str, Any]) -> Pricing:
         nx.append("context parallelism")
     if s.get("fused_kernels"):
         nx.append(f"{s['fused_kernels']}: fused kernels keep other tensors than the modules ffnlab prices")
-    if "foak" in str(s.get("framework_config", "")):
+    if "foak" in str(s.get("framework_config", "")) and s["recompute"] == "full":
+        approx.append(FOAK_UNDER_FULL_CHECKPOINTING)
+    elif "foak" in str(s.get("framework_config", "")):
         nx.append("fms-acceleration's fused LoRA, norm, RoPE and cross-entropy kernels (foak)")
     upcast = ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", ""))
     if upcast:
@@ -218,8 +232,11 @@ def pricing(case: dict[str, Any]) -> Pricing:
                       "and residual stream, each layer's own tensors in bf16 (bitsandbytes returns a projection's "
                       "output in its input's dtype, fp32 after an fp32 norm)")
     if ft is not None and ft.get("bnb_saves_input") is True:
-        nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward; "
-                  "ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do")
+        nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward as a "
+                  "ctx attribute, alive as long as the graph, and LitGPT's held logits keep the previous step's graph "
+                  "until the next forward returns; ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do "
+                  "(two steps' inputs and the float16-quantised head dequantised twice reach only 0.87-0.89 by hand: "
+                  "the case's bnb_note)")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")

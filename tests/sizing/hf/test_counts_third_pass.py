@@ -92,6 +92,22 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "llama-parameters-by-layer-type": ("llama", _set(rope_parameters={"full_attention": _BAD}), "exact"),
     "llama-rope-parameters-list": ("llama", _set(rope_parameters=[1]), "refused"),
     "qwen2-parameters-by-layer-type": ("qwen2", _set(rope_parameters={"full_attention": _BAD}), "refused"),
+    # what every config class checks, read by ffnlab or not: layer_types' names and length, id2label's
+    # keys, a dtype naming a torch dtype
+    "gpt2-layer-types-unknown": ("gpt2", lambda c: {**c, "layer_types": ["foo"] * c["n_layer"]}, "refused"),
+    "llama-layer-types-short": ("llama", _set(layer_types=["full_attention"]), "refused"),
+    "mistral-layer-types-string": ("mistral", _set(layer_types="full_attention"), "refused"),
+    "llama-layer-types-legacy-name": ("llama", lambda c: {**c, "layer_types": ["attention"] * c["num_hidden_layers"]},
+                                      "exact"),
+    "qwen2-layer-types-chunked": (
+        "qwen2", lambda c: {**c, "layer_types": ["chunked_attention"] * c["num_hidden_layers"]}, "exact"),
+    "qwen2-id2label-string": ("qwen2", _set(id2label="x"), "refused"),
+    "phi3-id2label-word-key": ("phi3", _set(id2label={"a": "x"}), "refused"),
+    "phi3-id2label-number-key": ("phi3", _set(id2label={"0": "x", "1": "y"}), "exact"),
+    "llama-torch-dtype-unknown": ("llama", _set(torch_dtype="float7"), "refused"),
+    "opt-dtype-unknown": ("opt", _set(dtype="auto"), "refused"),
+    "olmo2-dtype-wins-over-torch-dtype": ("olmo2", _set(dtype="bfloat16", torch_dtype="float7"), "exact"),
+    "gemma2-torch-dtype-bfloat16": ("gemma2", _set(torch_dtype="bfloat16"), "exact"),
 }
 
 
@@ -135,3 +151,14 @@ def test_the_rope_theta_sources_are_this_transformers():
             for candidate in ("rope_theta", "rotary_emb_base", "rope_local_base_freq"):
                 refused = "refused" in reference({**layered, candidate: "x"})
                 assert refused == (candidate == key), (model_type, layer_type, candidate)
+
+
+def test_the_layer_kinds_and_dtype_names_are_this_transformers_and_torch():
+    import torch
+    from transformers import configuration_utils
+
+    from ffnlab.sizing.hf.keys import LAYER_TYPE_NAMES, TORCH_DTYPE_NAMES
+
+    legacy = set(configuration_utils._LEGACY_LAYER_TYPE_REMAP)
+    assert set(configuration_utils.ALLOWED_ATTN_LAYER_TYPES) | legacy == LAYER_TYPE_NAMES
+    assert {n for n in dir(torch) if isinstance(getattr(torch, n, None), torch.dtype)} == TORCH_DTYPE_NAMES

@@ -140,6 +140,56 @@ def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, A
     return out
 
 
+# What every config class of transformers 5.25 checks whatever the type (configuration_utils.py,
+# v5.25.0): the names a ``layer_types`` entry may take (ALLOWED_ATTN_LAYER_TYPES, and the older
+# names of _LEGACY_LAYER_TYPE_REMAP; its validator also wants one per layer), and a ``dtype`` /
+# ``torch_dtype`` string must name a torch dtype (it becomes ``getattr(torch, name)``: the dtype
+# names of torch 2.13). tests/sizing/hf/test_counts_third_pass.py compares both with the
+# installed transformers and torch.
+LAYER_TYPE_NAMES = frozenset((
+    "full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
+    "compressed_sparse_attention", "heavily_compressed_attention", "minimax_m3_sparse", "conv", "moe", "hybrid",
+    "hybrid_sliding", "reference_sliding_attention", "linear_attention",
+    "mamba", "attention", "deepseek_sparse_attention", "qwen_sparse_attention"))  # older names, renamed on reading
+TORCH_DTYPE_NAMES = frozenset((
+    "bfloat16", "bit", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "cdouble", "cfloat", "chalf",
+    "complex128", "complex32", "complex64", "double", "float", "float16", "float32", "float4_e2m1fn_x2", "float64",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "half", "int", "int1",
+    "int16", "int2", "int3", "int32", "int4", "int5", "int6", "int64", "int7", "int8", "long", "qint32", "qint8",
+    "quint2x4", "quint4x2", "quint8", "short", "uint1", "uint16", "uint2", "uint3", "uint32", "uint4", "uint5",
+    "uint6", "uint64", "uint7", "uint8"))
+
+
+def check_common(data: dict[str, Any], model_type: str, n_layers: Any) -> None:
+    """Refuse what every transformers config class refuses, read by ffnlab or not: ``layer_types``
+    naming an unknown kind of layer or not one per layer (``n_layers``: the layer count it holds),
+    an ``id2label`` that is not an object of integer keys, a dtype that names no torch dtype."""
+    types = data.get("layer_types")
+    if types is not None:
+        require(isinstance(types, list) and all(isinstance(t, str) and t in LAYER_TYPE_NAMES for t in types),
+                f"config.json key 'layer_types' must list layer kinds transformers knows (such as full_attention, "
+                f"sliding_attention), got {show(types)}")
+        require(json_kind(n_layers) != "int" or len(types) == n_layers,
+                f"config.json key 'layer_types' lists {len(types):,} layers, but the model has {n_layers:,}: "
+                f"transformers' {model_type} config requires one per layer")
+    labels = data.get("id2label")
+    if labels is not None:
+        require(isinstance(labels, dict) and all(_int_text(k) for k in labels),
+                f"config.json key 'id2label' must be an object whose keys are label numbers, got {show(labels)}")
+    dtype = data.get("dtype") if data.get("dtype") is not None else data.get("torch_dtype")
+    key = "dtype" if data.get("dtype") is not None else "torch_dtype"
+    require(dtype is None or not isinstance(dtype, str) or dtype in TORCH_DTYPE_NAMES,
+            f"config.json key {key!r} must name a torch dtype (such as bfloat16), got {show(dtype)}")
+
+
+def _int_text(key: str) -> bool:
+    try:
+        int(key)
+    except ValueError:
+        return False
+    return True
+
+
 def floor_head_dim(d: int, n_heads: int) -> int:
     """hidden_size // heads, as the modeling code of MPT, DBRX and StarCoder2 computes it (heads
     need not divide the width)."""
@@ -192,6 +242,8 @@ class ConfigKeys:
                 require(self.model_type not in ROPE_THETA_LOG or (value > 0 and value != 1),
                         f"config.json key {key!r} is {show(value)}: transformers' {self.model_type} rotary "
                         f"embedding divides by its logarithm (it must be above 0 and not 1)")
+        n_layers = self.data.get("num_hidden_layers", self.class_defaults.get("num_hidden_layers"))
+        check_common(self.data, self.model_type, n_layers)
         for key in sorted(MISSING_REFUSED.get(self.model_type, ())):
             require(key in self.data, f"config.json (model_type {self.model_type!r}) is missing key {key!r}: "
                                       f"transformers cannot build this model without it")

@@ -52,6 +52,7 @@ import re
 import shutil
 import socket
 import stat
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -310,12 +311,42 @@ def fsync_files(folder: Path) -> None:
                 os.fsync(fh.fileno())
 
 
+_AT_FDCWD, _RENAME_EXCHANGE = -100, 2  # <fcntl.h>, <linux/fs.h>
+
+
+def exchange(a: str | Path, b: str | Path) -> bool:
+    """Swap the files or folders at ``a`` and ``b`` in one atomic step (Linux ``renameat2`` with
+    ``RENAME_EXCHANGE``): at every moment each name holds one of the two, never neither, so a kill
+    cannot leave ``b`` missing. False where the system cannot (another OS, a C library or file
+    system without it): the caller then renames in two steps."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
 def publish_dir(tmp: Path, final: Path) -> None:
     """Move the finished folder ``tmp`` to ``final``; an existing ``final`` is replaced.
 
-    The old folder is first renamed aside, so at every moment ``final`` is absent, old or new,
-    never a mixture; the renamed-aside copy is removed afterwards.
+    An existing folder is swapped with ``tmp`` in one step (:func:`exchange`), so at every moment
+    ``final`` is old or new; where the system cannot, the old folder is first renamed aside (then
+    ``final`` is absent for a moment), never a mixture; the old copy is removed afterwards.
     """
+    if os.path.isdir(final) and not os.path.islink(final) and exchange(tmp, final):
+        _note_made(final)
+        shutil.rmtree(tmp, ignore_errors=True)  # the old folder, now at the temporary name
+        return
     stale = Path(final).with_name(f"{OLD_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}") \
         if os.path.lexists(final) else None
     if stale is not None:

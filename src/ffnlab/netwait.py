@@ -12,7 +12,10 @@ client. :func:`bounded` wraps one such call:
   for the same URL in the same call (the library's retries, 5 of them with back-off: up to ~394 s
   against a Hub that accepts connections and never answers, 23 s against one answering 500) is
   refused at once, and the call fails with one line saying what happened: a timeout, a refused
-  connection or a server error (a missing repo or file keeps its own message).
+  connection or a server error (a missing repo or file keeps its own message). A failed answer's
+  ``Retry-After`` (and rate-limit) headers are dropped, so the library does not sleep the wait
+  they ask for (``Retry-After: 100000``: 28 hours) before the retry that is refused; the error
+  line names the wait asked for.
 * **progress**: a request still unanswered after :func:`progress_after` seconds prints one stderr
   line naming the host and the timeout (once per host).
 
@@ -220,6 +223,8 @@ class BoundedTransport:
         status = response.status_code
         if status >= 500 or status in RETRY_STATUS:
             kind = "a server error" if status >= 500 else "busy: try again later"
+            asked = _drop_wait_headers(response.headers)
+            kind += f"; it asked for a wait of {asked}" if asked else ""
             fail(f"the Hub at {host} answered {status} {response.reason_phrase or ''} ({kind})".replace("  ", " "))
         response.stream = _stall_reported()(response.stream, host, seconds, fail)
         return response
@@ -250,6 +255,25 @@ def _stall_reported() -> type:
             self._inner.close()
 
     return StallReported
+
+
+# the headers by which a server asks a client to wait before it retries: huggingface_hub sleeps
+# that long (``Retry-After: 100000``: 28 hours, unbounded by any timeout) before the retry this
+# module refuses anyway
+WAIT_HEADERS = ("retry-after", "ratelimit", "ratelimit-policy")
+
+
+def _drop_wait_headers(headers: Any) -> str | None:
+    """Remove the retry-wait headers of a failed answer (the library then waits its own base second
+    before the retry that is refused); return the wait it asked for, for the message."""
+    asked = headers.get("retry-after")
+    for name in WAIT_HEADERS:
+        if name in headers:
+            del headers[name]
+    if asked is None:
+        return None
+    text = " ".join(str(asked).split())[:60]
+    return f"{text} s" if text.isdigit() else text
 
 
 def _fail(wait: Wait | None, url: str, message: str) -> None:

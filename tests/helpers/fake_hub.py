@@ -9,7 +9,14 @@ not granted access); one repo can refuse every request with a bare 403. Every re
 A Hub that misbehaves, for the bounded waits (ffnlab.netwait): ``misbehave`` "stall" accepts the
 connection and never answers, "status" answers ``status`` (e.g. 500) to everything, "stall-body"
 answers a GET with its headers and half the file, then sends nothing more. A stalled request waits
-until ``release()`` (call it before shutting the server down).
+until ``release()`` (call it before shutting the server down). More, for the third pass: "trickle"
+sends a GET's file in ``chunks`` pieces ``gap`` seconds apart (a slow transfer that keeps moving),
+"close-body" sends half the file and closes the connection, "headers-stall" sends the status line
+and stalls before the headers end, "garbage" answers bytes that are not HTTP, "redirect-loop"
+answers every request with a redirect to itself, "retry-after" answers ``status`` (429 by
+default there) with a ``Retry-After`` of ``retry_after`` seconds ("get-retry-after": to a GET only,
+the file's HEAD answered as usual), "bad-json" serves every file as
+``{"model_type":`` (a truncated config.json).
 """
 
 from __future__ import annotations
@@ -41,8 +48,11 @@ class Repo:
 class FakeHub:
     repos: dict[str, Repo] = field(default_factory=dict)
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)  # method, path, token
-    misbehave: str | None = None  # None | "stall" | "status" | "stall-body"
+    misbehave: str | None = None  # None | "stall" | "status" | "stall-body" | the third pass's (above)
     status: int = 500
+    chunks: int = 6
+    gap: float = 0.4
+    retry_after: int = 100_000
     released: threading.Event = field(default_factory=threading.Event)
 
     def release(self) -> None:
@@ -78,6 +88,17 @@ class FakeHub:
                     self.wfile.write(content[: len(content) // 2])
                     self.wfile.flush()
                     hub.released.wait(600)
+                elif body and hub.misbehave == "close-body" and status == 200:
+                    self.wfile.write(content[: len(content) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                elif body and hub.misbehave == "trickle" and status == 200:
+                    step = -(-len(content) // hub.chunks)
+                    for start in range(0, len(content), step):
+                        self.wfile.write(content[start:start + step])
+                        self.wfile.flush()
+                        if hub.released.wait(hub.gap):
+                            break
                 elif body:
                     self.wfile.write(content)
 
@@ -97,6 +118,19 @@ class FakeHub:
                     return None
                 if hub.misbehave == "status":
                     return self._error(hub.status, None)
+                if hub.misbehave == "retry-after" or hub.misbehave == "get-retry-after" and self.command == "GET":
+                    return self._send(hub.status, {"Retry-After": str(hub.retry_after)})
+                if hub.misbehave == "redirect-loop":
+                    return self._send(302, {"Location": self.path})
+                if hub.misbehave == "headers-stall":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Repo-Commit: ")
+                    self.wfile.flush()
+                    hub.released.wait(600)
+                    return None
+                if hub.misbehave == "garbage":
+                    self.wfile.write(b"\x00\x01 this is not HTTP\r\n\r\n")
+                    self.close_connection = True
+                    return None
                 parts = path.lstrip("/").split("/")
                 if len(parts) < 5 or parts[2] != "resolve":
                     return self._error(404, None)
@@ -117,7 +151,7 @@ class FakeHub:
                 commit, files = found
                 if filename not in files:
                     return self._error(404, "EntryNotFound", commit)
-                content = files[filename]
+                content = files[filename] if hub.misbehave != "bad-json" else b'{"model_type":'
                 etag = hashlib.sha256(content).hexdigest()
                 self._send(200, {"X-Repo-Commit": commit, "ETag": f'"{etag}"'}, content, body)
 

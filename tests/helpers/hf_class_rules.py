@@ -181,14 +181,19 @@ def _with(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 
 def rope_theta_refusals(config: dict[str, Any]) -> list[str]:
-    """How a type's model refuses a top-level ``rope_theta`` (5.25 has no such config field: its
-    RoPE standardisation moves it into ``rope_parameters`` unchecked, and the rotary embedding
-    computes ``rope_theta ** arange(...)``): "number" when it refuses one written as a string,
-    "log" when it also refuses -5 and 1 (YaRN divides by log(rope_theta))."""
+    """How a type's model refuses a ``rope_theta`` that is not a number (5.25 has no such config
+    field: its RoPE standardisation moves it into ``rope_parameters`` unchecked, and the rotary
+    embedding computes ``rope_theta ** arange(...)``): "number" when it refuses one written as a
+    string at the top level, in a flat ``rope_parameters`` or in one dict per layer type (GPT-NeoX
+    never reads the top-level key, Gemma 3 and OLMo 3 take the sliding layers' theta elsewhere),
+    "log" when it also refuses a top-level -5 and 1 (YaRN divides by log(rope_theta))."""
     if not _builds(config):
         return []
     out = []
-    if not _builds(_with(config, "rope_theta", "10000")):
+    flat = {"rope_type": "default", "rope_theta": "10000"}
+    written = [("rope_theta", "10000"), ("rope_parameters", flat),
+               ("rope_parameters", {t: dict(flat) for t in ("full_attention", "sliding_attention")})]
+    if any(not _builds(_with(config, key, value)) for key, value in written):
         out.append("number")
         if not _builds(_with(config, "rope_theta", -5.0)) and not _builds(_with(config, "rope_theta", 1.0)):
             out.append("log")
@@ -223,7 +228,7 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
         "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
         "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
-        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, rope_theta_number the types whose model refuses a rope_theta (top level, or in rope_parameters) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to 1, negative_refused the integer fields whose value -5 a type's model refuses, text_config_refused the keys a type's model refuses a plain object under (names "
+        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, rope_theta_number the types whose model refuses a rope_theta (top level, in a flat rope_parameters or in one dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to 1, negative_refused the integer fields whose value -5 a type's model refuses, text_config_refused the keys a type's model refuses a plain object under (names "
         "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
         "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "

@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import make_dir, new_temp_dir, read_mapping, remove_stale, staged_dir
+from ffnlab.files import exchange, make_dir, new_temp_dir, read_mapping, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name, show
@@ -455,12 +455,13 @@ def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[st
         aside = new_temp_dir(out.parent, out.name)  # marked: a killed export's leftovers go on the next run
         try:
             write_folder(aside / "new", files)
-            os.rename(out, aside / "previous")
-            try:
-                os.rename(aside / "new", out)
-            except BaseException:
-                os.rename(aside / "previous", out)  # the earlier export back where it was
-                raise
+            if not exchange(aside / "new", out):  # in one step where the system can: out is never missing
+                os.rename(out, aside / "previous")
+                try:
+                    os.rename(aside / "new", out)
+                except BaseException:
+                    os.rename(aside / "previous", out)  # the earlier export back where it was
+                    raise
         finally:
             shutil.rmtree(aside, ignore_errors=True)
         return out

@@ -431,6 +431,16 @@ def _evaluate(run: Run, tb: Any, step: int, val_starts: Any) -> float | None:
     val = None
     if info.is_main:
         val = validation_loss(run.model, run.val_arr, val_starts, t.seq_len, run.per_rank, info.device, t.dtype)
+    # the last step's update can break the weights after its (finite) training loss was taken: a
+    # validation loss that is not finite is that divergence, said before it reaches metrics.jsonl
+    broken = torch.tensor(0.0 if val is None or math.isfinite(val) else 1.0, device=info.device)
+    if mean_across(broken, info).item() > 0:
+        last = latest_checkpoint(run.out)
+        raise TrainingDiverged(
+            f"validation loss became {val if val is not None else math.nan} at step {step}; stopped. Last good "
+            f"checkpoint: {last if last else 'none yet'}. Lower train.lr or raise train.warmup_steps.")
+    if info.is_main:
+        assert val is not None
         tokens = step * run.cfg.tokens_per_step()
         rec = {"kind": "eval", "step": step, "tokens": tokens, "val_loss": val,
                "val_ppl": math.exp(min(val, 50)), "val_bpb": run.data.bits_per_byte(val),

@@ -19,8 +19,12 @@ written as strings, null or negative, on the 50 translated text types: 343 confi
 of configs transformers refuses (37 a string rope_theta, 5 a string or negative position count
 where it sizes a tensor); a wider sweep of the same keys (833 configs) 279. After the probed rules
 (``rope_theta_number``, ``rope_theta_log``, ``negative_refused``) and GPT-2's alias winning as in
-transformers: 0 of 343, and 40 of 833 (39 an integer field written as a float, which 5.25's
-validators refuse; one a string rope_theta inside GPT-NeoX's rope_parameters).
+transformers: 0 of 343, and 40 of 833; after JSON kinds were told apart as 5.25's strict
+validators do (an int field refuses 2048.0), 1 of 833: a string rope_theta inside GPT-NeoX's
+rope_parameters, which GPT-NeoX reads in place of the top-level key. The third pass
+(``test_counts_third_pass.py``) reads each type's theta where its RoPE standardisation takes it
+(GPT-NeoX's rope_parameters and rotary_emb_base, Gemma 3's rope_local_base_freq, OLMo 3's layer
+types) and keeps that config among its cases; the 833 configs of the wider sweep were not kept.
 """
 
 from __future__ import annotations

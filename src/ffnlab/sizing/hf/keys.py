@@ -39,24 +39,155 @@ def json_kind(value: Any) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(type(value), "other")
 
 
-def rope_thetas(data: dict[str, Any]) -> list[tuple[str, Any]]:
+# where a type's RoPE standardisation (its own ``convert_rope_params_to_dict``, transformers 5.25:
+# src/transformers/models/{gpt_neox,gemma3,olmo3}/configuration_*.py) takes a theta from when
+# ``rope_parameters`` has none, for the types that do not take the top-level ``rope_theta``: GPT-NeoX
+# (flat, "") takes ``rotary_emb_base``; Gemma 3 and OLMo 3 keep one dict per layer type, filled from
+# the key named (None: the class default, as OLMo 3's second ``kwargs.pop("rope_theta")`` finds it
+# popped), and build only the layer types their ``layer_types`` use (by default every n-th layer
+# full, the others sliding: ``LAYER_PATTERN``). tests/sizing/hf/test_rope_sources.py probes it.
+ROPE_THETA_SOURCES: dict[str, dict[str, str | None]] = {
+    "gpt_neox": {"": "rotary_emb_base"},
+    "gemma3_text": {"full_attention": "rope_theta", "sliding_attention": "rope_local_base_freq"},
+    "olmo3": {"full_attention": "rope_theta", "sliding_attention": None},
+}
+# type -> (the key holding n, its default or None when the class has no key): every n-th layer full
+LAYER_PATTERN: dict[str, tuple[str | None, int]] = {"gemma3_text": ("sliding_window_pattern", 6), "olmo3": (None, 4)}
+
+
+def _theta_from(data: dict[str, Any], key: str | None, popped: set[str]) -> list[tuple[str, Any]]:
+    """The theta a missing ``rope_theta`` is filled with from top-level ``key`` (each key popped once)."""
+    if key is None or key not in data or key in popped:
+        return []
+    popped.add(key)
+    return [(key, data[key])]
+
+
+def _used_layer_types(data: dict[str, Any], model_type: str) -> set[str]:
+    """The layer types a per-layer-type rotary embedding builds (``set(config.layer_types)``)."""
+    types = data.get("layer_types")
+    if isinstance(types, list):
+        return {str(t) for t in types}
+    key, default = LAYER_PATTERN[model_type]
+    every = data.get(key, default) if key else default
+    layers = data.get("num_hidden_layers", CLASS_DEFAULTS.get(model_type, {}).get("num_hidden_layers", 0))
+    n = layers if json_kind(layers) == "int" and layers > 0 else 0
+    if isinstance(every, int) and every:  # every |every|-th layer full (Python's %, as transformers')
+        return {*(["sliding_attention"] if n and abs(every) > 1 else []), *(["full_attention"] if n >= abs(every) else [])}
+    used: set[str] = set()
+    for i in range(min(n, 10_000)):  # a float pattern: as its __post_init__ computes it
+        try:
+            used.add("sliding_attention" if (i + 1) % every else "full_attention")
+        except (TypeError, ZeroDivisionError):
+            raise FfnlabError(f"config.json key {key!r} must be a number other than 0, got {show(every)}: "
+                              f"transformers' {model_type} config computes its layer types with it") from None
+    return used
+
+
+def _per_layer_type_thetas(data: dict[str, Any], model_type: str) -> list[tuple[str, Any]]:
+    sources = ROPE_THETA_SOURCES[model_type]
+    params = data.get("rope_parameters")
+    if params is None:
+        params = {name: {} for name in sources}
+    require(isinstance(params, dict), f"config.json key 'rope_parameters' must be an object, got {show(params)}")
+    scaling = data.get("rope_scaling")
+    if scaling is not None:  # merged into the full-attention dict, which must be there
+        require(isinstance(scaling, dict) and isinstance(params.get("full_attention"), dict),
+                f"config.json key 'rope_scaling' is set, but transformers' {model_type} config merges it into "
+                "rope_parameters.full_attention, which must be an object")
+    used = _used_layer_types(data, model_type)
+    out, popped = [], set[str]()
+    for name, key in sources.items():
+        group = params.get(name)
+        require(group is None or isinstance(group, dict),
+                f"config.json key 'rope_parameters.{name}' must be an object, got {show(group)}")
+        if name == "full_attention" and scaling is not None and "rope_theta" in scaling:
+            found = [("rope_scaling.rope_theta", scaling["rope_theta"])]
+        elif group is not None and "rope_theta" in group:
+            found = [(f"rope_parameters.{name}.rope_theta", group["rope_theta"])]
+        else:
+            found = _theta_from(data, key, popped)
+        out += found if name in used else []
+    return out
+
+
+def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, Any]]:
     """The rope_theta values transformers' RoPE standardisation (``convert_rope_params_to_dict``,
     5.25) hands the rotary embedding, each with the key it came from: ``rope_scaling`` or else
-    ``rope_parameters`` (flat, or one dict per layer type) wins, else the top-level ``rope_theta``
-    fills it; nothing when neither is given (the class default)."""
+    ``rope_parameters`` (flat, or one dict per layer type where the type has layer types) wins,
+    else the top-level ``rope_theta`` (or the key :data:`ROPE_THETA_SOURCES` names) fills it;
+    nothing when neither is given (the class default)."""
+    if model_type in LAYER_PATTERN:
+        return _per_layer_type_thetas(data, model_type)
     label = "rope_scaling" if data.get("rope_scaling") else "rope_parameters"
     params = data.get(label)
-    if isinstance(params, dict) and params and all(isinstance(v, dict) or v is None for v in params.values()):
+    require(params is None or isinstance(params, dict),
+            f"config.json key {label!r} must be an object, got {show(params)}: transformers' {model_type} "
+            "RoPE standardisation refuses it")
+    params = params or {}
+    layered = "layer_types" in FIELD_KINDS.get(model_type, {})  # nested only by layer type (5.25)
+    if layered and params and all(isinstance(v, dict) or v is None for v in params.values()):
         groups = [(f"{label}.{name}", v) for name, v in params.items() if isinstance(v, dict)]
     else:
-        groups = [(label, params if isinstance(params, dict) else {})]
+        groups = [(label, params)]
+    fallback = ROPE_THETA_SOURCES.get(model_type, {}).get("", "rope_theta")
     out = []
     for name, group in groups:
         if "rope_theta" in group:
             out.append((f"{name}.rope_theta", group["rope_theta"]))
-        elif "rope_theta" in data:
-            out.append(("rope_theta", data["rope_theta"]))
+        elif fallback in data:
+            out.append((fallback, data[fallback]))
     return out
+
+
+# What every config class of transformers 5.25 checks whatever the type (configuration_utils.py,
+# v5.25.0): the names a ``layer_types`` entry may take (ALLOWED_ATTN_LAYER_TYPES, and the older
+# names of _LEGACY_LAYER_TYPE_REMAP; its validator also wants one per layer), and a ``dtype`` /
+# ``torch_dtype`` string must name a torch dtype (it becomes ``getattr(torch, name)``: the dtype
+# names of torch 2.13). tests/sizing/hf/test_counts_third_pass.py compares both with the
+# installed transformers and torch.
+LAYER_TYPE_NAMES = frozenset((
+    "full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
+    "compressed_sparse_attention", "heavily_compressed_attention", "minimax_m3_sparse", "conv", "moe", "hybrid",
+    "hybrid_sliding", "reference_sliding_attention", "linear_attention",
+    "mamba", "attention", "deepseek_sparse_attention", "qwen_sparse_attention"))  # older names, renamed on reading
+TORCH_DTYPE_NAMES = frozenset((
+    "bfloat16", "bit", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "cdouble", "cfloat", "chalf",
+    "complex128", "complex32", "complex64", "double", "float", "float16", "float32", "float4_e2m1fn_x2", "float64",
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "half", "int", "int1",
+    "int16", "int2", "int3", "int32", "int4", "int5", "int6", "int64", "int7", "int8", "long", "qint32", "qint8",
+    "quint2x4", "quint4x2", "quint8", "short", "uint1", "uint16", "uint2", "uint3", "uint32", "uint4", "uint5",
+    "uint6", "uint64", "uint7", "uint8"))
+
+
+def check_common(data: dict[str, Any], model_type: str, n_layers: Any) -> None:
+    """Refuse what every transformers config class refuses, read by ffnlab or not: ``layer_types``
+    naming an unknown kind of layer or not one per layer (``n_layers``: the layer count it holds),
+    an ``id2label`` that is not an object of integer keys, a dtype that names no torch dtype."""
+    types = data.get("layer_types")
+    if types is not None:
+        require(isinstance(types, list) and all(isinstance(t, str) and t in LAYER_TYPE_NAMES for t in types),
+                f"config.json key 'layer_types' must list layer kinds transformers knows (such as full_attention, "
+                f"sliding_attention), got {show(types)}")
+        require(json_kind(n_layers) != "int" or len(types) == n_layers,
+                f"config.json key 'layer_types' lists {len(types):,} layers, but the model has {n_layers:,}: "
+                f"transformers' {model_type} config requires one per layer")
+    labels = data.get("id2label")
+    if labels is not None:
+        require(isinstance(labels, dict) and all(_int_text(k) for k in labels),
+                f"config.json key 'id2label' must be an object whose keys are label numbers, got {show(labels)}")
+    dtype = data.get("dtype") if data.get("dtype") is not None else data.get("torch_dtype")
+    key = "dtype" if data.get("dtype") is not None else "torch_dtype"
+    require(dtype is None or not isinstance(dtype, str) or dtype in TORCH_DTYPE_NAMES,
+            f"config.json key {key!r} must name a torch dtype (such as bfloat16), got {show(dtype)}")
+
+
+def _int_text(key: str) -> bool:
+    try:
+        int(key)
+    except ValueError:
+        return False
+    return True
 
 
 def floor_head_dim(d: int, n_heads: int) -> int:
@@ -104,13 +235,15 @@ class ConfigKeys:
                     f"config.json key {name!r} must be a number of 0 or more, got {show(value)}: transformers "
                     f"sizes a {self.model_type} tensor with it")
         if self.model_type in ROPE_THETA_NUMBER:  # raised to a power by the rotary embedding, read or not
-            for key, value in rope_thetas(self.data):
+            for key, value in rope_thetas(self.data, self.model_type):
                 number = isinstance(value, (int, float))
                 require(number, f"config.json key {key!r} must be a number, got {show(value)}: "
                                 f"transformers' {self.model_type} rotary embedding refuses it")
                 require(self.model_type not in ROPE_THETA_LOG or (value > 0 and value != 1),
                         f"config.json key {key!r} is {show(value)}: transformers' {self.model_type} rotary "
                         f"embedding divides by its logarithm (it must be above 0 and not 1)")
+        n_layers = self.data.get("num_hidden_layers", self.class_defaults.get("num_hidden_layers"))
+        check_common(self.data, self.model_type, n_layers)
         for key in sorted(MISSING_REFUSED.get(self.model_type, ())):
             require(key in self.data, f"config.json (model_type {self.model_type!r}) is missing key {key!r}: "
                                       f"transformers cannot build this model without it")

@@ -134,7 +134,7 @@ class RunConfig:
 
 def from_dict(data: dict[str, Any]) -> RunConfig:
     """The run config a parsed mapping describes, every field checked (one error line)."""
-    cfg = build(RunConfig, data, "", "config")
+    cfg: RunConfig = build(RunConfig, data, "", "config")
     check(cfg)
     return cfg
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -74,7 +75,7 @@ def alternatives(spec: dict[str, Any], arms: list[ArmStats], key: str) -> list[s
 
 
 def margin_of(spec: dict[str, Any], value: float) -> float:
-    return spec_field(spec, "margin") * value
+    return float(spec_field(spec, "margin")) * value
 
 
 def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
@@ -421,7 +422,7 @@ def _trend_point(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_ar
     c = cells[name]
     ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec['reference']}")
     x, y = tr.cell_points(cell_arms[name], ref.kind)
-    values = {"params": lambda: c["params_non_embedding"], "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
+    values: dict[str, Callable[[], float]] = {"params": lambda: c["params_non_embedding"], "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
               "lr": lambda: _cell_lr(spec, name)}
     return float(values[axis]()), x, y
 

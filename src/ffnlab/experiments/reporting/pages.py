@@ -14,10 +14,13 @@ from __future__ import annotations
 import base64
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.files import make_dir, write_atomic
+
+if TYPE_CHECKING:
+    import jinja2
 
 Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column], "caption": str}
 
@@ -39,7 +42,7 @@ def md_cell(text: Any) -> str:
     return escape.markdown(text)
 
 
-def environment():  # noqa: ANN202 - jinja2.Environment
+def environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments.reporting", "templates"),

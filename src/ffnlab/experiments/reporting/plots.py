@@ -9,10 +9,14 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.experiments.sweep.runs import ArmStats
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 WIDTH = 7.5  # inches; at 110 dpi about 825 px, the page's column
 WIDE = 10.0
@@ -59,7 +63,7 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.2, width: float = WIDTH):  # noqa: ANN202
+def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.2, width: float = WIDTH) -> tuple[Figure, Axes]:
     import matplotlib
 
     matplotlib.use("Agg")

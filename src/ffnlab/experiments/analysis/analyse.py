@@ -455,7 +455,20 @@ def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, A
                           for name, eff in effects.items()}}
 
 
-def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CellAnalysis:
+    """Every analysis of one cell (:func:`analyse_arms`): the loss model's family of comparisons,
+    the power table, the convergence, the Kaplan curve, the verdicts and the runs' maturity."""
+
+    loss_model: dict[str, Any] | None
+    power: dict[str, Any]
+    convergence: Convergence
+    kaplan: list[KaplanPoint]
+    claims: dict[str, ClaimVerdict]
+    maturity: dict[str, Any]
+
+
+def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: dict[str, Any]) -> CellAnalysis:
     """Every analysis of one set of arms against ``spec.reference`` (one cell): a verdict on each
     hypothesis the spec names (as the record saved them:
     :func:`ffnlab.experiments.sweep.spec.saved_spec`), under its own margin and arms, and none on
@@ -486,9 +499,8 @@ def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: dict[str, Any]) 
     ro = hyps.get("ratio_optimal")
     effects = ({f"{ro.claimed_effect:g} nats ({ro.effect_source or 'the effect ' + ro.id + ' claims'})":
                 float(ro.claimed_effect)} if ro is not None and ro.claimed_effect else {})
-    return {"loss_model": fam.as_dict() if fam else None, "power": power_table(fam, effects),
-            "convergence": conv, "kaplan": kaplan_curve(arms, reference), "claims": claims,
-            "maturity": m.as_dict()}
+    return CellAnalysis(loss_model=fam.as_dict() if fam else None, power=power_table(fam, effects), convergence=conv,
+                        kaplan=kaplan_curve(arms, reference), claims=claims, maturity=m.as_dict())
 
 
 def _spec_for(spec: SweepSpec, hypothesis: Hypothesis) -> SweepSpec:
@@ -673,28 +685,37 @@ def analyse(sweep_dir: str | Path) -> Analysis:
     scales = spec.scales
     decide_at = str(spec.decide_at or (scales[-1]["name"] if scales else ""))
     reference = f"{decide_at}.{spec.reference}" if scales else spec.reference
-    base: dict[str, Any] = {"spec": record["spec"], "record": record, "reference": reference, "arms": arm_table(arms),
-                            "excluded": excluded_runs(arms), "arm_objects": tuple(arms)}
     if not scales:
-        return Analysis(**base, cells=[], trends=[], equal_tokens=[], scale=scale(record, arms, reference),
-                        **analyse_arms(spec, arms, record))
+        return _analysis(record, arms, reference, analyse_arms(spec, arms, record), scale(record, arms, reference))
     cells: dict[str, dict[str, Any]] = {}
     cell_arms: dict[str, list[ArmStats]] = {}
-    decided: dict[str, Any] = {}
+    decided: CellAnalysis | None = None
     for sc in scales:
         sub = cell_spec(spec, sc["name"])
         sub_arms = [a for a in arms if a.name.startswith(f"{sc['name']}.")]
         found = analyse_arms(sub, sub_arms, record)
         cell = tr.best_ratio(sub_arms, sub.reference)
-        cell.update(scale=sc["name"], verdicts={k: v.verdict for k, v in found["claims"].items()},
-                    claims=found["claims"], kaplan=found["kaplan"], loss_model=found["loss_model"],
-                    maturity=found["maturity"])
+        cell.update(scale=sc["name"], verdicts={k: v.verdict for k, v in found.claims.items()},
+                    claims=found.claims, kaplan=found.kaplan, loss_model=found.loss_model, maturity=found.maturity)
         cells[sc["name"]], cell_arms[sc["name"]] = cell, sub_arms
         if sc["name"] == decide_at:
             decided = found
-    return Analysis(**base, cells=list(cells.values()), trends=trends(spec, cells, cell_arms),
-                    equal_tokens=equal_token_pairs(spec, cells, cell_arms),
-                    scale=scale(record, cell_arms[decide_at], reference), **decided)
+    assert decided is not None, f"decide_at {decide_at!r} names no scale of the spec"  # checked when the spec was read
+    return _analysis(record, arms, reference, decided, scale(record, cell_arms[decide_at], reference),
+                     cells=list(cells.values()), trends=trends(spec, cells, cell_arms),
+                     equal_tokens=equal_token_pairs(spec, cells, cell_arms))
+
+
+def _analysis(record: dict[str, Any], arms: list[ArmStats], reference: str, headline: CellAnalysis,
+              scale: dict[str, Any], *, cells: list[dict[str, Any]] | None = None,
+              trends: list[dict[str, Any]] | None = None,
+              equal_tokens: list[dict[str, Any]] | None = None) -> Analysis:
+    """The :class:`Analysis` of a sweep's arms, its headline figures those of the deciding cell."""
+    return Analysis(spec=record["spec"], record=record, reference=reference, arms=arm_table(arms),
+                    excluded=excluded_runs(arms), arm_objects=tuple(arms), cells=cells or [], trends=trends or [],
+                    equal_tokens=equal_tokens or [], scale=scale, loss_model=headline.loss_model,
+                    power=headline.power, convergence=headline.convergence, kaplan=headline.kaplan,
+                    claims=headline.claims, maturity=headline.maturity)
 
 
 def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from ffnlab.experiments.analysis.analyse import (
 )
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
 from ffnlab.experiments.fmt import bounds, interval, num
-from ffnlab.experiments.reporting.pages import section, table
+from ffnlab.experiments.reporting.pages import Section, Table, section, table
 from ffnlab.experiments.sweep.spec import spec_field
 
 if TYPE_CHECKING:
@@ -143,7 +143,7 @@ COMPARISON_HEADERS = ["difference", "estimate", "deciding 95% interval", "decidi
                       "TOST p", "outcome", "detectable at 80% power"]
 
 
-def _seeds(result: Analysis) -> dict[str, Any]:
+def _seeds(result: Analysis) -> Table:
     seeds = sorted({s for r in result.arms for s in r.seed_losses}, key=int)
     return table(["arm", *[f"seed {s}" for s in seeds]],
                  [[r.arm, *[num(r.seed_losses.get(s), ".4f") if s in r.seed_losses else "excluded"
@@ -155,7 +155,7 @@ def _ratio(r: Sequence[float]) -> str:
     return interval(r[0], r[1], r[2], 3, signed=False)
 
 
-def _convergence(conv: Convergence, ref: str) -> dict[str, Any]:
+def _convergence(conv: Convergence, ref: str) -> Table:
     rows = []
     for name, row in conv.arms.items():
         ratio = row.tokens_ratio
@@ -171,7 +171,7 @@ def _convergence(conv: Convergence, ref: str) -> dict[str, Any]:
                  rows, [False] + [True] * 5)
 
 
-def _kaplan(rows: Sequence[KaplanPoint], ref: str) -> dict[str, Any]:
+def _kaplan(rows: Sequence[KaplanPoint], ref: str) -> Table:
     return table(["arm", "raw ratio", f"loss relative to {ref}", "95% interval (Fieller, both arms' variances)"],
                  [[k.arm, f"{k.ratio_raw:.3f}", "0 (reference)" if k.reference else f"{k.loss_increase:+.2%}",
                    "-" if k.reference else bounds(k.lo, k.hi, "+.2%")] for k in rows],
@@ -184,7 +184,7 @@ def _hypothesis_id(cell: dict[str, Any], key: str) -> str:
     return str(said.get("id") or CLAIM_OF.get(key, key))
 
 
-def _cells(result: Analysis) -> list[dict[str, Any]]:
+def _cells(result: Analysis) -> list[Table]:
     rows = []
     for t in result.cells:
         tokens = t["tokens"] or 0
@@ -202,7 +202,7 @@ def _cells(result: Analysis) -> list[dict[str, Any]]:
                   [False, True, True, True, True, True, True, False])]
 
 
-def _trends(result: Analysis) -> dict[str, Any]:
+def _trends(result: Analysis) -> Table:
     def homogeneity(t: dict[str, Any]) -> str:
         return f"Q {t['homogeneity_q']:.1f} on {t['homogeneity_df']} df, p {t['homogeneity_p']:.2g}"
 
@@ -218,7 +218,7 @@ def _trends(result: Analysis) -> dict[str, Any]:
                  [False, False, False, False, True, True, False])
 
 
-def _diagnostics(result: Analysis) -> tuple[list[str], list[dict[str, Any]]]:
+def _diagnostics(result: Analysis) -> tuple[list[str], list[Table]]:
     """Not pre-registered: the slope between adjacent cells of each trend, and between cells
     trained on the same tokens at different sizes."""
     rows = [[f"{t['name']}: {a} to {b}", t["axis"], interval(s["slope"], s["lo"], s["hi"], 3)]
@@ -238,7 +238,7 @@ def _diagnostics(result: Analysis) -> tuple[list[str], list[dict[str, Any]]]:
                         [False, False, True])]
 
 
-def excluded_table(rows: Sequence[ExcludedRun]) -> dict[str, Any]:
+def excluded_table(rows: Sequence[ExcludedRun]) -> Table:
     return table(["run", "arm", "seed", "why it is left out"], [[r.run, r.arm, r.seed, r.reason] for r in rows])
 
 
@@ -254,7 +254,7 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             c["leader"] = leader(arms, ref)
     cards += [trend_card(t, texts, result.trends) for t in result.trends]
     margin = spec_field(spec, "margin")
-    sections = []
+    sections: list[Section] = []
     if result.trends or result.cells:
         diag_text, diag_tables = _diagnostics(result)
         sections.append(section("trends", "How the best ratio moves", [

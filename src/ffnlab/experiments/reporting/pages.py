@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ffnlab import escape
 from ffnlab.files import make_dir, write_atomic
@@ -22,7 +22,26 @@ from ffnlab.files import make_dir, write_atomic
 if TYPE_CHECKING:
     import jinja2
 
-Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column], "caption": str}
+
+
+class Table(TypedDict):
+    """A table for the templates: its headers, its rows (every cell a string), which columns are
+    right-aligned, and a caption."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    right: list[bool]
+    caption: str
+
+
+class Section(TypedDict):
+    """A section of a report page: its anchor, title, paragraphs, tables and figures (by name)."""
+
+    id: str
+    title: str
+    text: list[str]
+    tables: list[Table]
+    figures: list[str]
 
 
 def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = None, caption: str = "") -> Table:
@@ -32,7 +51,7 @@ def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = 
 
 
 def section(id_: str, title: str, text: list[str] | None = None, tables: list[Table] | None = None,
-            figures: list[str] | None = None) -> dict[str, Any]:
+            figures: list[str] | None = None) -> Section:
     return {"id": id_, "title": title, "text": text or [], "tables": tables or [], "figures": figures or []}
 
 

@@ -667,7 +667,7 @@ class Analysis(Result):
     cells: list[dict[str, Any]]  # each cell's best ratio and verdicts (a scale sweep)
     trends: list[dict[str, Any]]  # :func:`trends`
     equal_tokens: list[dict[str, Any]]  # :func:`equal_token_pairs`
-    scale: dict[str, Any]  # :func:`scale`
+    scale: SweepScale  # :func:`scale`
     loss_model: dict[str, Any] | None
     power: dict[str, Any]
     convergence: Convergence
@@ -707,7 +707,7 @@ def analyse(sweep_dir: str | Path) -> Analysis:
 
 
 def _analysis(record: dict[str, Any], arms: list[ArmStats], reference: str, headline: CellAnalysis,
-              scale: dict[str, Any], *, cells: list[dict[str, Any]] | None = None,
+              scale: SweepScale, *, cells: list[dict[str, Any]] | None = None,
               trends: list[dict[str, Any]] | None = None,
               equal_tokens: list[dict[str, Any]] | None = None) -> Analysis:
     """The :class:`Analysis` of a sweep's arms, its headline figures those of the deciding cell."""
@@ -718,7 +718,40 @@ def _analysis(record: dict[str, Any], arms: list[ArmStats], reference: str, head
                     claims=headline.claims, maturity=headline.maturity)
 
 
-def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SweepScale(Result):
+    """What a sweep's numbers are about (:func:`scale`): the reference arm's size, its training
+    tokens per run and per non-embedding parameter, its bits per byte, the tokens between
+    evaluations; where the corpus sizes are known (its prepared folder, or the sizes a report folder
+    keeps), the split sizes and the epochs of the training split; where the runs evaluate a fixed
+    number of tokens, the validation windows, their tokens and their share of the split. The keys
+    of a part not known are absent from the JSON object."""
+
+    CORPUS: ClassVar[frozenset[str]] = frozenset({"train_tokens", "val_tokens", "epochs"})
+    EVALUATION: ClassVar[frozenset[str]] = frozenset({"eval_windows", "eval_tokens", "eval_share"})
+
+    params_non_embedding: int
+    params_total: int | None
+    tokens_per_run: int | None
+    tokens_per_param: float | None
+    bits_per_byte: float | None
+    eval_every_tokens: int | None
+    train_tokens: int | None = None  # None: the corpus sizes are not known (nor the epochs)
+    val_tokens: int | None = None
+    epochs: float | None = None
+    eval_windows: int | None = None  # None: no fixed evaluation (nor its tokens and share)
+    eval_tokens: int | None = None
+    eval_share: float | None = None
+
+    def _shown(self, name: str) -> bool:
+        if name in self.CORPUS:
+            return self.train_tokens is not None
+        if name in self.EVALUATION:
+            return self.eval_windows is not None
+        return True
+
+
+def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> SweepScale:
     """What this sweep's numbers are about: model size, tokens per parameter, epochs, evaluation."""
     from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus import eval_starts, load_prepared
@@ -728,12 +761,12 @@ def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[
     tokens = first.get("tokens")
     ref_run: dict[str, Any] = next((r for r in record["runs"] if r["arm"] == reference), {})
     train = ref_run.get("config", {}).get("train") or record["spec"]["base"].get("train", {})
-    out: dict[str, Any] = {"params_non_embedding": ref.params_non_embedding,
-                           "params_total": (first.get("params") or {}).get("total"), "tokens_per_run": tokens,
-                           "tokens_per_param": tokens / ref.params_non_embedding if tokens else None,
-                           "bits_per_byte": mean_ci(ref.values("final_val_bpb"))[0] if ref.runs else None,
-                           "eval_every_tokens": (train.get("eval_every", 0) * train.get("batch_size", 0)
-                                                 * train.get("seq_len", 0)) or None}
+    out = SweepScale(params_non_embedding=ref.params_non_embedding,
+                     params_total=(first.get("params") or {}).get("total"), tokens_per_run=tokens,
+                     tokens_per_param=tokens / ref.params_non_embedding if tokens else None,
+                     bits_per_byte=mean_ci(ref.values("final_val_bpb"))[0] if ref.runs else None,
+                     eval_every_tokens=(train.get("eval_every", 0) * train.get("batch_size", 0)
+                                        * train.get("seq_len", 0)) or None)
     kept = record.get("data_summary") or {}  # a report folder keeps the corpus sizes, not the corpus
     try:
         data = load_prepared(record.get("prepared_data", ""))
@@ -743,8 +776,9 @@ def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[
             return out
         train_tokens, val_tokens = int(kept["train_tokens"]), int(kept["val_tokens"])
     seq, ev = int(train.get("seq_len", 0)), int(train.get("eval_tokens", 0))
-    out.update(train_tokens=train_tokens, val_tokens=val_tokens, epochs=tokens / train_tokens if tokens else None)
+    out = replace(out, train_tokens=train_tokens, val_tokens=val_tokens,
+                  epochs=tokens / train_tokens if tokens else None)
     if seq and ev:
         n = len(eval_starts(val_tokens, seq, ev))
-        out.update(eval_windows=n, eval_tokens=n * seq, eval_share=n * seq / val_tokens)
+        out = replace(out, eval_windows=n, eval_tokens=n * seq, eval_share=n * seq / val_tokens)
     return out

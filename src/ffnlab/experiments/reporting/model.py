@@ -17,6 +17,7 @@ from ffnlab.experiments.analysis.analyse import (
     Convergence,
     ExcludedRun,
     KaplanPoint,
+    SweepScale,
     decisions,
     pair_decisions,
 )
@@ -107,20 +108,20 @@ def trend_card(t: dict[str, Any], texts: dict[str, str], trends: list[dict[str, 
             "maturity": maturity_text(t) + (" (its least trained cell)" if t.get("maturity") else "")}
 
 
-def scale_rows(sc: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [("non-embedding parameters (reference)", f"{sc['params_non_embedding']:,}")]
-    if sc.get("tokens_per_run"):
-        rows.append(("training tokens per run", f"{sc['tokens_per_run']:,}"))
-        rows.append(("tokens per non-embedding parameter", num(sc.get("tokens_per_param"), ".2f")))
-    if sc.get("epochs") is not None:
-        rows.append(("epochs of the training split", num(sc["epochs"], ".3f")))
-    rows.append(("bits per byte (reference)", num(sc.get("bits_per_byte"), ".3f")))
-    if sc.get("eval_every_tokens"):
-        rows.append(("tokens between evaluations", f"{sc['eval_every_tokens']:,}"))
-    if sc.get("eval_windows"):
+def scale_rows(sc: SweepScale) -> list[tuple[str, str]]:
+    rows = [("non-embedding parameters (reference)", f"{sc.params_non_embedding:,}")]
+    if sc.tokens_per_run:
+        rows.append(("training tokens per run", f"{sc.tokens_per_run:,}"))
+        rows.append(("tokens per non-embedding parameter", num(sc.tokens_per_param, ".2f")))
+    if sc.epochs is not None:
+        rows.append(("epochs of the training split", num(sc.epochs, ".3f")))
+    rows.append(("bits per byte (reference)", num(sc.bits_per_byte, ".3f")))
+    if sc.eval_every_tokens:
+        rows.append(("tokens between evaluations", f"{sc.eval_every_tokens:,}"))
+    if sc.eval_windows:
         rows.append(("validation windows (spread over the split, fixed seed)",
-                     f"{sc['eval_windows']:,} = {sc['eval_tokens']:,} tokens, "
-                     f"{sc['eval_share']:.1%} of {sc['val_tokens']:,}"))
+                     f"{sc.eval_windows:,} = {sc.eval_tokens:,} tokens, "
+                     f"{sc.eval_share:.1%} of {sc.val_tokens:,}"))
     return rows
 
 

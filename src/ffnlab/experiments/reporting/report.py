@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.experiments.analysis.analyse import Analysis, analyse, pair_decisions
+from ffnlab.experiments.analysis.analyse import Analysis, SweepScale, analyse, pair_decisions
 from ffnlab.experiments.reporting import plots
 from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.reporting.pages import json_safe, write_page
@@ -123,13 +123,14 @@ def _csv(rows: list[list[Any]]) -> str:
     return buf.getvalue()
 
 
-def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: dict[str, Any], root: Path) -> None:
+def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: SweepScale, root: Path) -> None:
     """The sweep's record and each run's summary and metrics (no checkpoints) inside the report,
     so the report folder is itself a sweep folder the analysis can be rerun on; the record keeps
     the sizes of the prepared corpus (``data_summary``), which the report folder does not hold."""
     if sweep_dir.resolve() == out.resolve():
         return
-    summary = {k: scale[k] for k in ("train_tokens", "val_tokens") if k in scale}
+    summary = ({"train_tokens": scale.train_tokens, "val_tokens": scale.val_tokens}
+               if scale.train_tokens is not None else {})
     write_atomic(out / "sweep.json", json.dumps({**record, "data_summary": record.get("data_summary") or summary},
                                                 indent=1), root=root)
     for r in record["runs"]:

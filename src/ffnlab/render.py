@@ -18,10 +18,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from fractions import Fraction
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import FfnlabError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
 
 FORMATS = ("table", "markdown", "csv")
 PIPED_WIDTH = 200  # table width when stdout is not a terminal and COLUMNS is not set
@@ -101,7 +106,7 @@ def _display(col: Column, row: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------- one escaping step per format
 
 
-def table_cell(text: str):  # noqa: ANN201 - rich type kept out of the signature
+def table_cell(text: str) -> Text:
     """A terminal-table cell: plain ``rich.text.Text`` (never markup), controls shown as escapes."""
     from rich.text import Text
 
@@ -222,7 +227,7 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column],
 
 
 def rich_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column],
-               lines: bool = False):  # noqa: ANN201 - rich type kept out of the signature
+               lines: bool = False) -> Table:
     """A rich Table whose cells stay whole: a number column is never narrower than its widest
     number (its header wraps instead), a text column never narrower than its longest word (up to
     TEXT_MIN_WIDTH; longer words fold). ``lines``: a rule between rows (rows of several lines).
@@ -285,7 +290,7 @@ def table_width() -> int:
     return PIPED_WIDTH
 
 
-def console_for_tables(wide: bool = False):  # noqa: ANN201 - rich type kept out of the signature
+def console_for_tables(wide: bool = False) -> Console:
     """A console as wide as :func:`table_width` (``wide``: at least PIPED_WIDTH, so a table asked
     for with every column keeps its cells whole), writing to the current ``sys.stdout``."""
     from rich.console import Console

@@ -181,9 +181,10 @@ def simulated_arms(rng: np.random.Generator, speed: dict[str, float], n: int, sd
 @pytest.mark.parametrize("every", [40_960, 81_920])  # golden-quick's spacing and twice it
 def test_tokens_to_target_interval_covers_the_true_ratio(every):
     from ffnlab.experiments.analysis.analyse import convergence
+    from ffnlab.experiments.sweep.spec import saved_spec
 
     speed = {"ref": 1.0, "a": 0.9, "b": 1.3}
-    spec = {"reference": "ref", "comparisons": {"convergence_speed": ["a", "b"]}, "margin": 0.02}
+    spec = saved_spec({"reference": "ref", "comparisons": {"convergence_speed": ["a", "b"]}, "margin": 0.02})
     rng = np.random.default_rng(3)
     sims, covered, covered_interpolated = 200, 0, 0
     for _ in range(sims):

@@ -104,15 +104,16 @@ def test_kept_scale_trend_size_fit_is_the_global_minimum_not_plus_0_24() -> None
     """The review's recomputation of docs/results/scale-trend: the least squares over the slope has
     its global minimum near -0.607, not at the +0.240 the first fit stopped at."""
     from ffnlab.experiments.analysis.analyse import _trend_point, cell_spec, load
+    from ffnlab.experiments.sweep.spec import saved_spec
 
     record, arms = load("docs/results/scale-trend")
-    spec = record["spec"]
+    spec = saved_spec(record["spec"])
     cells, cell_arms = {}, {}
-    for sc in spec["scales"]:
+    for sc in spec.scales:
         sub = cell_spec(spec, sc["name"])
         cell_arms[sc["name"]] = [a for a in arms if a.name.startswith(sc["name"] + ".")]
-        cells[sc["name"]] = trend.best_ratio(cell_arms[sc["name"]], sub["reference"])
-    size = next(t for t in spec["trends"] if t["name"] == "size")
+        cells[sc["name"]] = trend.best_ratio(cell_arms[sc["name"]], sub.reference)
+    size = next(t for t in spec.trends if t["name"] == "size")
     pts = [_trend_point(spec, cells, cell_arms, n, "params") for n in size["scales"]]
     slope, _ = trend.joint_fit(pts)
     assert slope == pytest.approx(-0.607, abs=0.005)
@@ -195,9 +196,11 @@ def test_trends_sharing_an_axis_keep_their_own_claims_key_and_card():
 
 def test_a_cells_learning_rate_is_its_scales_else_the_bases_else_the_default():
     from ffnlab.experiments.analysis.analyse import _cell_lr
+    from ffnlab.experiments.sweep.spec import saved_spec
     from ffnlab.training.runconfig import TrainSection
 
-    spec = {"base": {"train": {"lr": 0.003}},
-            "scales": [{"name": "a", "train": {"lr": 0.006}}, {"name": "b", "train": {}}]}
+    spec = saved_spec({"base": {"train": {"lr": 0.003}},
+                       "scales": [{"name": "a", "train": {"lr": 0.006}}, {"name": "b", "train": {}}]})
     assert _cell_lr(spec, "a") == 0.006 and _cell_lr(spec, "b") == 0.003
-    assert _cell_lr({"base": {}, "scales": [{"name": "c"}]}, "c") == TrainSection.lr
+    bare = saved_spec({"base": {}, "scales": [{"name": "c"}]})
+    assert _cell_lr(bare, "c") == TrainSection.lr

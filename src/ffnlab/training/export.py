@@ -169,11 +169,11 @@ def _bias(sd: Tensors, key: str, size: int) -> torch.Tensor:
 def _attention(cfg: ModelConfig, sd: Tensors, b: str, h: str, biases: str) -> Tensors:
     """q/k/v/o projections; ``biases``: none, qkv (q/k/v only) or all (missing ones as zeros)."""
     dq, dkv = cfg.d_attn, cfg.d_kv
-    q, k, v = sd[b + "attn.qkv.weight"].split([dq, dkv, dkv])
+    q, k, v = torch.split(sd[b + "attn.qkv.weight"], [dq, dkv, dkv])
     out = {h + "self_attn.q_proj.weight": q, h + "self_attn.k_proj.weight": k,
            h + "self_attn.v_proj.weight": v, h + "self_attn.o_proj.weight": sd[b + "attn.out.weight"]}
     if biases in ("qkv", "all"):
-        qb, kb, vb = _bias(sd, b + "attn.qkv.bias", dq + 2 * dkv).split([dq, dkv, dkv])
+        qb, kb, vb = torch.split(_bias(sd, b + "attn.qkv.bias", dq + 2 * dkv), [dq, dkv, dkv])
         out |= {h + "self_attn.q_proj.bias": qb, h + "self_attn.k_proj.bias": kb, h + "self_attn.v_proj.bias": vb}
     if biases == "all":
         out[h + "self_attn.o_proj.bias"] = _bias(sd, b + "attn.out.bias", cfg.d_model)
@@ -197,10 +197,10 @@ def _mlp(cfg: ModelConfig, sd: Tensors, b: str, h: str, style: str, bias: bool) 
     b_in = _bias(sd, b + "ffn.w_in.bias", w_in.shape[0])
     b_out = _bias(sd, b + "ffn.w_out.bias", cfg.d_model)
     if style == "gated":
-        gate, up = w_in.split([ff, ff])
+        gate, up = torch.split(w_in, [ff, ff])
         out = {h + "mlp.gate_proj.weight": gate, h + "mlp.up_proj.weight": up, h + "mlp.down_proj.weight": w_out}
         if bias:
-            gb, ub = b_in.split([ff, ff])
+            gb, ub = torch.split(b_in, [ff, ff])
             out |= {h + "mlp.gate_proj.bias": gb, h + "mlp.up_proj.bias": ub, h + "mlp.down_proj.bias": b_out}
         return out
     up_name, down_name = ("c_fc", "c_proj") if style == "c_fc" else ("up_proj", "down_proj")

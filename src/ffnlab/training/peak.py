@@ -155,7 +155,11 @@ def _torch_timer(device: str, dtype: str, burst_s: float) -> Callable[[Gemm], fl
 
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
     cuda = device.startswith("cuda")
-    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize()
+
     calls = 4 if cuda else 1
     operands: dict[Gemm, tuple[torch.Tensor, torch.Tensor]] = {}
 

@@ -134,9 +134,10 @@ def open_hf_folder(folder: Path) -> Probed:
         raise FfnlabError("probing a Hugging Face folder needs transformers: pip install 'ffnlab[hf]'") from None
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()  # its bars would break the one-line error contract on stderr
+    disable_bars: Callable[[], None] = hf_logging.disable_progress_bar
+    disable_bars()  # its bars would break the one-line error contract on stderr
     try:
-        model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
+        model: Any = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
     except Exception as e:  # bad config, missing weights, unknown architecture
         raise FfnlabError(f"cannot load a causal LM from {folder}: {' '.join(str(e).split())[:200]}") from None
     model.eval()
@@ -199,13 +200,13 @@ class _Recorder:
             if s.gated and s.up is not None and not s.fused:
                 self.handles.append(s.up.register_forward_hook(self._up(s.layer)))
 
-    def _coef(self, layer: int) -> Callable:
-        def hook(_m: Any, args: tuple) -> None:
+    def _coef(self, layer: int) -> Callable[..., None]:
+        def hook(_m: Any, args: tuple[Any, ...]) -> None:
             self.data.setdefault(layer, {})["coef"] = args[0].detach().float()
         return hook
 
-    def _gate(self, s: Site) -> Callable:
-        def hook(_m: Any, _args: tuple, out: torch.Tensor) -> None:
+    def _gate(self, s: Site) -> Callable[..., None]:
+        def hook(_m: Any, _args: tuple[Any, ...], out: torch.Tensor) -> None:
             d = self.data.setdefault(s.layer, {})
             if s.fused:
                 gate, up = out.detach().float().chunk(2, dim=-1)
@@ -215,8 +216,8 @@ class _Recorder:
             d["gate_act"] = s.act(gate)
         return hook
 
-    def _up(self, layer: int) -> Callable:
-        def hook(_m: Any, _args: tuple, out: torch.Tensor) -> None:
+    def _up(self, layer: int) -> Callable[..., None]:
+        def hook(_m: Any, _args: tuple[Any, ...], out: torch.Tensor) -> None:
             self.data.setdefault(layer, {})["up"] = out.detach().float()
         return hook
 

@@ -12,9 +12,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ffnlab import escape
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Column
 
 
 def _fmt_eta(seconds: float) -> str:
@@ -159,7 +163,7 @@ class _LineColumn:
         self.progress = progress
 
     # the rich ProgressColumn interface (duck-typed: rich only calls these two)
-    def get_table_column(self):  # noqa: ANN201 - rich type kept out of the signature
+    def get_table_column(self) -> Column:
         from rich.table import Column
 
         return Column(no_wrap=True, ratio=1)
@@ -234,7 +238,7 @@ def start_line(name: str, *, params: int, non_embedding: int, d_model: int, d_ff
         f"{tokens_per_step:,} tokens ({human(steps * tokens_per_step)} in all)")
 
 
-def _stderr_console():  # noqa: ANN202
+def _stderr_console() -> Console:
     from rich.console import Console
 
     return Console(file=sys.stderr)

@@ -141,7 +141,7 @@ def compute_dtype(dtype: str, device: str) -> str:
 
 def from_dict(data: dict[str, Any]) -> RunConfig:
     """The run config a parsed mapping describes, every field checked (one error line)."""
-    cfg = build(RunConfig, data, "", "config")
+    cfg: RunConfig = build(RunConfig, data, "", "config")
     check(cfg)
     return cfg
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -22,71 +23,198 @@ from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.sweep.runs import ArmStats, load
-from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, saved_hypotheses, spec_field
+from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, Hypothesis, SweepSpec, saved_spec
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.verdicts import Verdict
 
 
-def arm_table(arms: list[ArmStats]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ArmRow(Result):
+    """One arm of the arms table (:func:`arm_table`): its FFN and size, its final validation loss,
+    perplexity and bits per byte (mean over the kept seeds, 95% t interval), the wall time of its
+    runs and each kept seed's final loss (by seed, as text: a JSON object's keys)."""
+
+    arm: str
+    kind: str
+    gated: bool
+    rule: str
+    d_model: int
+    d_ff: int
+    ratio_raw: float
+    ratio_param_matched: float
+    params_non_embedding: int
+    train_flops_per_token: float
+    n_seeds: int
+    n_excluded: int
+    val_loss: float
+    val_loss_lo: float
+    val_loss_hi: float
+    val_ppl: float
+    val_ppl_lo: float
+    val_ppl_hi: float
+    val_bpb: float
+    val_bpb_lo: float
+    val_bpb_hi: float
+    wall_s: float
+    seed_losses: dict[str, float]
+
+
+@dataclass(frozen=True)
+class ExcludedRun(Result):
+    """A run the exclusion rule left out (:func:`ffnlab.experiments.sweep.runs.exclusion`), and why."""
+
+    run: str
+    arm: str
+    seed: int
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class KaplanPoint(Result):
+    """One arm of the Kaplan curve (:func:`kaplan_curve`): its loss relative to the reference's,
+    minus 1, with Fieller's interval (NaN for the reference itself)."""
+
+    arm: str
+    ratio_raw: float
+    loss_increase: float
+    lo: float
+    hi: float
+    reference: bool
+
+
+def arm_table(arms: list[ArmStats]) -> list[ArmRow]:
     rows = []
     for a in arms:
         loss = mean_ci(a.losses)
         ppl = mean_ci([math.exp(x) for x in a.losses])
         bpb = mean_ci(a.values("final_val_bpb"))
-        rows.append({
-            "arm": a.name, "kind": a.kind, "gated": a.gated, "rule": a.rule, "d_model": a.d_model, "d_ff": a.d_ff,
-            "ratio_raw": a.ratio_raw, "ratio_param_matched": a.ratio_param_matched,
-            "params_non_embedding": a.params_non_embedding, "train_flops_per_token": a.train_flops_per_token,
-            "n_seeds": len(a.runs), "n_excluded": len(a.excluded), "val_loss": loss[0], "val_loss_lo": loss[1],
-            "val_loss_hi": loss[2], "val_ppl": ppl[0], "val_ppl_lo": ppl[1], "val_ppl_hi": ppl[2],
-            "val_bpb": bpb[0], "val_bpb_lo": bpb[1], "val_bpb_hi": bpb[2],
-            "wall_s": sum(r.summary.get("wall_s", 0.0) for r in a.runs + a.excluded),
-            "seed_losses": {str(r.seed): r.final_loss for r in a.runs},
-        })
+        rows.append(ArmRow(
+            arm=a.name, kind=a.kind, gated=a.gated, rule=a.rule, d_model=a.d_model, d_ff=a.d_ff,
+            ratio_raw=a.ratio_raw, ratio_param_matched=a.ratio_param_matched,
+            params_non_embedding=a.params_non_embedding, train_flops_per_token=a.train_flops_per_token,
+            n_seeds=len(a.runs), n_excluded=len(a.excluded), val_loss=loss[0], val_loss_lo=loss[1],
+            val_loss_hi=loss[2], val_ppl=ppl[0], val_ppl_lo=ppl[1], val_ppl_hi=ppl[2],
+            val_bpb=bpb[0], val_bpb_lo=bpb[1], val_bpb_hi=bpb[2],
+            wall_s=sum(r.summary.get("wall_s", 0.0) for r in a.runs + a.excluded),
+            seed_losses={str(r.seed): r.final_loss for r in a.runs}))
     return rows
 
 
-def excluded_runs(arms: list[ArmStats]) -> list[dict[str, Any]]:
-    return [{"run": r.run, "arm": r.arm, "seed": r.seed, "reason": r.excluded} for a in arms for r in a.excluded]
+def excluded_runs(arms: list[ArmStats]) -> list[ExcludedRun]:
+    return [ExcludedRun(run=r.run, arm=r.arm, seed=r.seed, reason=r.excluded) for a in arms for r in a.excluded]
 
 
-def _verdict(verdict: Verdict, evidence: str, comparison: str, interval: list[float], unit: str, mde80: float,
-             method: str, why: str, finding: str = "", **numbers: Any) -> dict[str, Any]:
-    """One verdict as the report and ``claims.json`` show it: the deciding interval, what it
-    compares, the test and why that test, its power; ``finding`` says what it shows without
-    restating the interval (the report's card states it once)."""
-    return {"verdict": verdict, "evidence": evidence, "finding": finding or evidence, "comparison": comparison,
-            "interval": interval, "unit": unit, "mde80": mde80, "power": POWER, "method": method, "model": why,
-            "numbers": {"interval": interval, "mde80": mde80, **numbers}}
+@dataclass(frozen=True)
+class VerdictNumbers(Result):
+    """The figures a verdict rests on (``numbers`` in ``claims.json``): the deciding interval, the
+    difference detectable with 80% power, the alternative that decided it (``against``), the
+    equivalence margin, and a planned pair's deciding comparison (``decision``)."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"against", "margin", "decision"})
+
+    interval: tuple[float, ...]
+    mde80: float
+    against: str | None = None
+    margin: float | None = None
+    decision: dict[str, Any] | None = None
 
 
-def _missing(comparison: str, unit: str, why: str) -> dict[str, Any]:
-    return {"verdict": "needs-experiment", "interval": [math.nan] * 3, "unit": unit, "comparison": comparison,
-            "evidence": why, "mde80": math.nan, "method": "none", "model": ""}
+@dataclass(frozen=True)
+class StatedHypothesis:
+    """A hypothesis as its verdict carries it: the spec's words (id, sentence, claimed effect and
+    where it comes from, margin)."""
+
+    id: str
+    sentence: str
+    claimed_effect: float | None
+    effect_source: str | None
+    margin: float | None
 
 
-def alternatives(spec: dict[str, Any], arms: list[ArmStats], key: str) -> list[str]:
+@dataclass(frozen=True)
+class ClaimVerdict(Result):
+    """One hypothesis decided, as the report and ``claims.json`` show it: the verdict, the evidence
+    and the finding (what the comparison shows without restating the interval: the report's card
+    states it once), what it compares, the deciding interval and its unit, the test and why that
+    test, its power; then the hypothesis in the spec's words, the maturity of the runs and, where
+    immature runs made a decided verdict inconclusive, what they would say (``verdict_if_mature``).
+    A comparison the sweep cannot make (:func:`_missing`) has no finding, power or numbers."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"finding", "power", "numbers", "hypothesis", "maturity", "verdict_if_mature"})
+    NOT_MADE_ORDER: ClassVar[tuple[str, ...]] = ("verdict", "interval", "unit", "comparison", "evidence", "mde80",
+                                                 "method", "model", "hypothesis", "maturity", "verdict_if_mature")
+
+    verdict: Verdict
+    evidence: str
+    finding: str | None  # None: no comparison was made (needs-experiment)
+    comparison: str
+    interval: tuple[float, ...]
+    unit: str
+    mde80: float
+    power: float | None
+    method: str
+    model: str
+    numbers: VerdictNumbers | None
+    hypothesis: StatedHypothesis | None = None
+    maturity: mt.CellMaturity | None = None
+    verdict_if_mature: str | None = None
+
+    def keys(self) -> tuple[str, ...]:
+        if self.finding is not None:
+            return super().keys()
+        return tuple(k for k in self.NOT_MADE_ORDER if self._shown(k))  # the order such a verdict always had
+
+
+def _verdict(verdict: Verdict, evidence: str, comparison: str, interval: Sequence[float], unit: str, mde80: float,
+             method: str, why: str, finding: str = "", *, against: str | None = None, margin: float | None = None,
+             decision: dict[str, Any] | None = None) -> ClaimVerdict:
+    """One verdict (:class:`ClaimVerdict`) of a comparison that was made."""
+    numbers = VerdictNumbers(interval=tuple(interval), mde80=mde80, against=against, margin=margin, decision=decision)
+    return ClaimVerdict(verdict=verdict, evidence=evidence, finding=finding or evidence, comparison=comparison,
+                        interval=tuple(interval), unit=unit, mde80=mde80, power=POWER, method=method, model=why,
+                        numbers=numbers)
+
+
+def _missing(comparison: str, unit: str, why: str) -> ClaimVerdict:
+    return ClaimVerdict(verdict="needs-experiment", evidence=why, finding=None, comparison=comparison,
+                        interval=(math.nan,) * 3, unit=unit, mde80=math.nan, power=None, method="none", model="",
+                        numbers=None)
+
+
+def gated(v: ClaimVerdict, m: mt.CellMaturity) -> ClaimVerdict:
+    """``v`` (a verdict on an optimal ratio) with its maturity; an immature decided verdict becomes
+    ``inconclusive`` with the reason first in its evidence (:func:`ffnlab.experiments.analysis.maturity.gate`)."""
+    out = replace(v, maturity=m)
+    if m.mature or v.verdict in ("inconclusive", "needs-experiment"):
+        return out
+    reason = mt.immature_reason(m, v.verdict)
+    return replace(out, verdict="inconclusive", verdict_if_mature=v.verdict, evidence=reason + v.evidence,
+                   finding=reason + (v.finding or v.evidence))
+
+
+def alternatives(spec: SweepSpec, arms: list[ArmStats], key: str) -> list[str]:
     """The arms the spec fixed for ``key``; by default every other arm of the reference's kind."""
-    chosen = (spec.get("comparisons") or {}).get(key)
+    chosen = spec.comparisons.get(key)
     if chosen:
         return list(chosen)
-    ref = next(a for a in arms if a.name == spec["reference"])
+    ref = next(a for a in arms if a.name == spec.reference)
     return [a.name for a in arms if a.name != ref.name and a.kind == ref.kind]
 
 
-def margin_of(spec: dict[str, Any], value: float) -> float:
-    return spec_field(spec, "margin") * value
+def margin_of(spec: SweepSpec, value: float) -> float:
+    return spec.margin * value
 
 
 def groups(arms: list[ArmStats]) -> dict[str, list[float]]:
     return {a.name: a.losses for a in arms}
 
 
-def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any],
-                          seed: bool = True) -> tuple[dict[str, Any], vd.Family | None]:
+def verdict_ratio_optimal(arms: list[ArmStats], spec: SweepSpec,
+                          seed: bool = True) -> tuple[ClaimVerdict, vd.Family | None]:
     """"Ratio 4 gives the best model; other ratios lose quality": the raw-ratio-4 reference against
     the spec's same-kind alternatives (:func:`ffnlab.experiments.analysis.verdicts.reference_best`)."""
-    reference = spec["reference"]
+    reference = spec.reference
     ref = next(a for a in arms if a.name == reference)
     alts = alternatives(spec, arms, "ratio_optimal")
     unit = "nats (alternative - ratio 4)" if seed else f"nats (alternative - {reference})"
@@ -106,20 +234,20 @@ def verdict_ratio_optimal(arms: list[ArmStats], spec: dict[str, Any],
                     d.mde80, d.comparison.method, fam.choice.why, found, against=k, margin=margin), fam
 
 
-def _pair(spec: dict[str, Any], arms: list[ArmStats], key: str) -> tuple[ArmStats, ArmStats] | None:
-    chosen = (spec.get("comparisons") or {}).get(key)
+def _pair(spec: SweepSpec, arms: list[ArmStats], key: str) -> tuple[ArmStats, ArmStats] | None:
+    chosen = spec.comparisons.get(key)
     by_name = {a.name: a for a in arms}
     if chosen:
         return by_name[chosen[0]], by_name[chosen[1]]
     if key != "glu_vs_plain":
         return None
-    ref = by_name.get(spec["reference"])  # default: a gated arm of the reference's d_model and size
+    ref = by_name.get(spec.reference)  # default: a gated arm of the reference's d_model and size
     gated = [a for a in by_name.values() if a.gated and ref is not None and a.d_model == ref.d_model
              and abs(a.params_non_embedding / ref.params_non_embedding - 1) <= 0.05]
     return (gated[0], ref) if gated and ref is not None and not ref.gated else None
 
 
-def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], key: str) -> dict[str, Any] | None:
+def verdict_pair(arms: list[ArmStats], spec: SweepSpec, key: str) -> ClaimVerdict | None:
     """A planned pair ``(first, second)`` fixed in the spec: first should end lower.
     glu_vs_plain: (gated, plain) at equal d_model and parameters (Shazeer 2020, Table 1);
     gated_law: (gated at raw ratio 4, gated at 8/3) at equal parameters (the source note's law inside the
@@ -140,11 +268,11 @@ def verdict_pair(arms: list[ArmStats], spec: dict[str, Any], key: str) -> dict[s
 
 # -- convergence ----------------------------------------------------------------------------
 
-def target_loss(spec: dict[str, Any], arms: list[ArmStats], reference: str) -> tuple[float, str]:
+def target_loss(spec: SweepSpec, arms: list[ArmStats], reference: str) -> tuple[float, str]:
     """The convergence target, fixed before the runs: the spec's ``target_loss``, or the rule
     "the mean over the reference's seeds of its validation loss at the evaluation nearest half of
     its training tokens" (it depends on no other arm, and the reference reaches it mid-run)."""
-    fixed = spec.get("target_loss")
+    fixed = spec.target_loss
     if isinstance(fixed, (int, float)) and math.isfinite(fixed):
         return float(fixed), "fixed in the spec"
     ref = next(a for a in arms if a.name == reference)
@@ -160,8 +288,44 @@ def target_loss(spec: dict[str, Any], arms: list[ArmStats], reference: str) -> t
             f"rule: the reference's mean loss at the evaluation nearest half its tokens{at}")
 
 
-def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,
-                vocab_size: int | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ArmCrossing(Result):
+    """One arm's runs against the target loss (:func:`convergence`): each run's tokens at its
+    crossing and the evaluations around it, how many runs never reached it (censored at their last
+    evaluation), the mean; for an alternative the spec fixed, its tokens and training FLOPs
+    relative to the reference (deciding 95% interval, interpolation error included), the interval
+    at the interpolated crossings, the test and the change it detects with 80% power."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset(
+        {"tokens_ratio", "tokens_ratio_interpolated", "flops_ratio", "method", "mde80"})
+
+    tokens: tuple[float, ...]
+    bracket: tuple[tuple[float, float], ...]
+    censored: int
+    runs: int
+    tokens_mean: float | None
+    tokens_ratio: tuple[float, float, float] | None = None
+    tokens_ratio_interpolated: tuple[float, float, float] | None = None
+    flops_ratio: tuple[float, float, float] | None = None
+    method: str | None = None
+    mde80: float | None = None
+
+
+@dataclass(frozen=True)
+class Convergence(Result):
+    """Tokens to the pre-registered target loss (:func:`convergence`): the target and the rule that
+    fixed it, the reference, every arm's crossings, and the family of comparisons on log tokens
+    (None where the spec fixes no alternative or a run crosses at once)."""
+
+    target_loss: float
+    target_rule: str
+    reference: str
+    arms: dict[str, ArmCrossing]
+    family: vd.Family | None
+
+
+def convergence(arms: list[ArmStats], spec: SweepSpec, reference: str,
+                vocab_size: int | None = None) -> Convergence:
     """Tokens (and training FLOPs) to reach the pre-registered target loss, relative to the
     reference, for the spec's alternatives: log tokens through the verdict engine. The true
     crossing of each run lies between the two evaluations around it; the deciding interval carries
@@ -174,21 +338,18 @@ def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,
     cross = {a.name: [crossing(r.tokens, r.losses, target, start) for r in a.runs] for a in arms}
     alts = [k for k in alternatives(spec, arms, "convergence_speed") if k in cross]
     flops = {a.name: a.train_flops_per_token for a in arms}
-    out: dict[str, Any] = {"target_loss": target, "target_rule": rule, "reference": reference, "arms": {}}
-    for a in arms:
-        cs = cross[a.name]
-        out["arms"][a.name] = {"tokens": [c.tokens for c in cs], "bracket": [[c.lower, c.upper] for c in cs],
-                               "censored": sum(c.censored for c in cs), "runs": len(cs),
-                               "tokens_mean": sum(c.tokens for c in cs) / len(cs) if cs else None}
+    rows = {a.name: ArmCrossing(tokens=tuple(c.tokens for c in cs), bracket=tuple((c.lower, c.upper) for c in cs),
+                                censored=sum(c.censored for c in cs), runs=len(cs),
+                                tokens_mean=sum(c.tokens for c in cs) / len(cs) if cs else None)
+            for a in arms for cs in [cross[a.name]]}
     if not alts or not cross.get(reference) or any(c.tokens <= 0 for v in cross.values() for c in v):
-        out["family"] = None
-        return out
+        return Convergence(target_loss=target, target_rule=rule, reference=reference, arms=rows, family=None)
 
     def logs(pick: dict[str, str]) -> dict[str, list[float]]:
         return {k: [math.log(max(getattr(c, pick.get(k, "tokens")), 1e-300)) if math.isfinite(
             getattr(c, pick.get(k, "tokens"))) else math.inf for c in v] for k, v in cross.items()}
 
-    margin = math.log(1 + spec_field(spec, "margin"))
+    margin = math.log(1 + spec.margin)
     fam = vd.decide_family("log tokens to target", logs({}), reference, alts, margin)
     early = {k: "lower" for k in alts} | {reference: "upper"}
     late = {k: "upper" for k in alts} | {reference: "lower"}
@@ -202,11 +363,11 @@ def convergence(arms: list[ArmStats], spec: dict[str, Any], reference: str,
             if not any(math.isinf(v) for v in hi_g[k]) else math.inf
         lo, hi = (min(c.lo, lo), max(c.hi, hi)) if c.has_interval else (math.nan, math.nan)
         scale = flops[k] / flops[reference]
-        ratio = [_exp(c.diff), _exp(lo), _exp(hi)]
-        out["arms"][k].update(tokens_ratio=ratio, tokens_ratio_interpolated=[_exp(c.diff), _exp(c.lo), _exp(c.hi)],
-                              flops_ratio=[v * scale for v in ratio], method=c.method, mde80=d.mde80)
-    out["family"] = fam
-    return out
+        ratio = (_exp(c.diff), _exp(lo), _exp(hi))
+        rows[k] = replace(rows[k], tokens_ratio=ratio, tokens_ratio_interpolated=(_exp(c.diff), _exp(c.lo), _exp(c.hi)),
+                          flops_ratio=(ratio[0] * scale, ratio[1] * scale, ratio[2] * scale), method=c.method,
+                          mde80=d.mde80)
+    return Convergence(target_loss=target, target_rule=rule, reference=reference, arms=rows, family=fam)
 
 
 def _pair_groups(g: dict[str, list[float]], k: str, ref: str) -> dict[str, list[float]]:
@@ -226,21 +387,21 @@ def _exp(v: float) -> float:
     return math.exp(v) if v > -745.0 else 0.0
 
 
-def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[str, Any],
-                        claimed: float | None = None) -> dict[str, Any]:
+def verdict_convergence(conv: Convergence, arms: list[ArmStats], spec: SweepSpec,
+                        claimed: float | None = None) -> ClaimVerdict:
     """"The reference reaches the target faster": tokens(alternative) / tokens(reference) >= the
     hypothesis's claimed speed-up (the seed note's 8%: 1.08), or, with none claimed, above 1 + the
     margin, for every alternative fixed in the spec
     (:func:`ffnlab.experiments.analysis.verdicts.threshold_claim`)."""
-    threshold = claimed if claimed is not None else 1 + spec_field(spec, "margin")
-    fam: vd.Family | None = conv["family"]
-    ref = conv["reference"]
-    unit = f"tokens(alternative) / tokens({ref}) to loss {conv['target_loss']:.4f}"
+    threshold = claimed if claimed is not None else 1 + spec.margin
+    fam = conv.family
+    ref = conv.reference
+    unit = f"tokens(alternative) / tokens({ref}) to loss {conv.target_loss:.4f}"
     if fam is None:
         return _missing("-", unit, "no alternative fixed in the spec to compare tokens to the target with")
     alts = list(fam.decisions)
     comparison = f"{', '.join(alts)} vs {ref} (fixed in the spec)"
-    ratios = {k: conv["arms"][k]["tokens_ratio"] for k in alts}
+    ratios = {k: _given(conv.arms[k].tokens_ratio) for k in alts}
     if all(math.isnan(r[1]) for r in ratios.values()):
         d = fam.decisions[alts[0]]
         return _verdict("inconclusive", "no interval (fewer than two seeds per arm or no spread)" + d.advice(),
@@ -248,8 +409,8 @@ def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[s
     verdict, k = vd.threshold_claim(ratios, threshold)
     r = ratios[k]
     d = fam.decisions[k]
-    flops = conv["arms"][k]["flops_ratio"]
-    text = (f"tokens to reach val loss {conv['target_loss']:.4f} ({conv['target_rule']}): {k} / {ref} = "
+    flops = _given(conv.arms[k].flops_ratio)
+    text = (f"tokens to reach val loss {conv.target_loss:.4f} ({conv.target_rule}): {k} / {ref} = "
             f"{fmt_iv(r[0], r[1], r[2], 3, signed=False)} ({d.comparison.method} on log tokens, widened by the "
             f"interpolation between evaluations); training FLOPs {fmt_iv(flops[0], flops[1], flops[2], 3, signed=False)}; "
             "the claim "
@@ -259,7 +420,13 @@ def verdict_convergence(conv: dict[str, Any], arms: list[ArmStats], spec: dict[s
     return _verdict(verdict, text, comparison, r, unit, d.mde80, d.comparison.method, fam.choice.why, against=k)
 
 
-def kaplan_curve(arms: list[ArmStats], reference: str) -> list[dict[str, Any]]:
+def _given(ratio: tuple[float, float, float] | None) -> tuple[float, float, float]:
+    """An alternative's ratio (every alternative of the family has one)."""
+    assert ratio is not None, "an alternative of the family without its ratio"
+    return ratio
+
+
+def kaplan_curve(arms: list[ArmStats], reference: str) -> list[KaplanPoint]:
     """Loss of each arm of the reference's FFN kind relative to the reference fixed in the spec,
     against the raw ratio (the form of Kaplan et al. 2020, Fig. 5): mean(arm) / mean(reference)
     - 1 with Fieller's interval for a ratio of two means (both arms' variances)."""
@@ -269,13 +436,13 @@ def kaplan_curve(arms: list[ArmStats], reference: str) -> list[dict[str, Any]]:
         if a.kind != ref.kind or not a.runs:
             continue
         if a.name == reference:
-            rows.append({"arm": a.name, "ratio_raw": a.ratio_raw, "loss_increase": 0.0, "lo": math.nan,
-                         "hi": math.nan, "reference": True})
+            rows.append(KaplanPoint(arm=a.name, ratio_raw=a.ratio_raw, loss_increase=0.0, lo=math.nan, hi=math.nan,
+                                    reference=True))
             continue
         r, lo, hi = ratio_of_means(a.losses, ref.losses)
-        rows.append({"arm": a.name, "ratio_raw": a.ratio_raw, "loss_increase": r - 1, "lo": lo - 1, "hi": hi - 1,
-                     "reference": False})
-    return sorted(rows, key=lambda x: x["ratio_raw"])
+        rows.append(KaplanPoint(arm=a.name, ratio_raw=a.ratio_raw, loss_increase=r - 1, lo=lo - 1, hi=hi - 1,
+                                reference=False))
+    return sorted(rows, key=lambda x: x.ratio_raw)
 
 
 def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, Any]:
@@ -289,17 +456,31 @@ def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, A
                           for name, eff in effects.items()}}
 
 
-def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, Any]) -> dict[str, Any]:
-    """Every analysis of one set of arms against ``spec["reference"]`` (one cell): a verdict on
-    each hypothesis the spec names (:func:`ffnlab.experiments.sweep.spec.saved_hypotheses`), under
-    its own margin and arms, and none on anything else. Without a ratio_optimal hypothesis the
-    reference's comparisons are still computed, for the tables, and decide nothing."""
-    reference = spec["reference"]
-    hyps = {h["comparison"]: h for h in saved_hypotheses(spec)}
-    claims: dict[str, Any] = {}
+@dataclass(frozen=True)
+class CellAnalysis:
+    """Every analysis of one cell (:func:`analyse_arms`): the loss model's family of comparisons,
+    the power table, the convergence, the Kaplan curve, the verdicts and the runs' maturity."""
+
+    loss_model: dict[str, Any] | None
+    power: dict[str, Any]
+    convergence: Convergence
+    kaplan: list[KaplanPoint]
+    claims: dict[str, ClaimVerdict]
+    maturity: dict[str, Any]
+
+
+def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: dict[str, Any]) -> CellAnalysis:
+    """Every analysis of one set of arms against ``spec.reference`` (one cell): a verdict on each
+    hypothesis the spec names (as the record saved them:
+    :func:`ffnlab.experiments.sweep.spec.saved_spec`), under its own margin and arms, and none on
+    anything else. Without a ratio_optimal hypothesis the reference's comparisons are still
+    computed, for the tables, and decide nothing."""
+    reference = spec.reference
+    hyps = {h.comparison: h for h in spec.hypotheses}
+    claims: dict[str, ClaimVerdict] = {}
     fam = None
     if "ratio_optimal" in hyps:
-        seed = hyps["ratio_optimal"].get("id") == SEED_CLAIM_OF["ratio_optimal"]  # "ratio 4 is best"
+        seed = hyps["ratio_optimal"].id == SEED_CLAIM_OF["ratio_optimal"]  # "ratio 4 is best"
         claims["ratio_optimal"], fam = verdict_ratio_optimal(arms, _spec_for(spec, hyps["ratio_optimal"]), seed)
     else:
         fam = _reference_family(arms, spec)
@@ -308,46 +489,43 @@ def analyse_arms(spec: dict[str, Any], arms: list[ArmStats], record: dict[str, A
                        vocab_size=record.get("vocab_size"))
     if conv_h is not None:
         claims["convergence_speed"] = verdict_convergence(conv, arms, _spec_for(spec, conv_h),
-                                                          conv_h.get("claimed_effect"))
+                                                          conv_h.claimed_effect)
     for key in ("glu_vs_plain", "gated_law"):
         found = verdict_pair(arms, _spec_for(spec, hyps[key]), key) if key in hyps else None
         if found is not None:
             claims[key] = found
-    claims = {k: {**v, "hypothesis": _said(hyps[k])} for k, v in claims.items()}
+    claims = {k: replace(v, hypothesis=_said(hyps[k])) for k, v in claims.items()}
     m = run_maturity(spec, arms)
-    claims = {k: mt.gate(v, m) if k in mt.OPTIMAL_RATIO_CLAIMS else {**v, "maturity": m.as_dict()}
-              for k, v in claims.items()}
-    conv_out = {k: v for k, v in conv.items() if k != "family"}
-    conv_out["family"] = conv["family"].as_dict() if conv["family"] is not None else None
-    ro = hyps.get("ratio_optimal") or {}
-    effects = ({f"{ro['claimed_effect']:g} nats ({ro.get('effect_source') or 'the effect ' + ro['id'] + ' claims'})":
-                float(ro["claimed_effect"])} if ro.get("claimed_effect") else {})
-    return {"loss_model": fam.as_dict() if fam else None, "power": power_table(fam, effects),
-            "convergence": conv_out, "kaplan": kaplan_curve(arms, reference), "claims": claims,
-            "maturity": m.as_dict()}
+    claims = {k: gated(v, m) if k in mt.OPTIMAL_RATIO_CLAIMS else replace(v, maturity=m) for k, v in claims.items()}
+    ro = hyps.get("ratio_optimal")
+    effects = ({f"{ro.claimed_effect:g} nats ({ro.effect_source or 'the effect ' + ro.id + ' claims'})":
+                float(ro.claimed_effect)} if ro is not None and ro.claimed_effect else {})
+    return CellAnalysis(loss_model=fam.as_dict() if fam else None, power=power_table(fam, effects), convergence=conv,
+                        kaplan=kaplan_curve(arms, reference), claims=claims, maturity=m.as_dict())
 
 
-def _spec_for(spec: dict[str, Any], hypothesis: dict[str, Any]) -> dict[str, Any]:
+def _spec_for(spec: SweepSpec, hypothesis: Hypothesis) -> SweepSpec:
     """The spec as one hypothesis decides it: its margin, and its arms for its comparison."""
-    out = dict(spec)
-    if hypothesis.get("margin") is not None:
-        out["margin"] = hypothesis["margin"]
-    if hypothesis.get("arms"):
-        prefix = spec["reference"].rsplit(".", 1)[0] + "." if "." in spec["reference"] else ""
-        arms = [a if a.startswith(prefix) else prefix + a for a in hypothesis["arms"]]
-        out["comparisons"] = {**(spec.get("comparisons") or {}), hypothesis["comparison"]: arms}
+    out = spec
+    if hypothesis.margin is not None:
+        out = replace(out, margin=hypothesis.margin)
+    if hypothesis.arms:
+        prefix = spec.reference.rsplit(".", 1)[0] + "." if "." in spec.reference else ""
+        arms = [a if a.startswith(prefix) else prefix + a for a in hypothesis.arms]
+        out = replace(out, comparisons={**spec.comparisons, hypothesis.comparison: arms})
     return out
 
 
-def _said(h: dict[str, Any]) -> dict[str, Any]:
+def _said(h: Hypothesis) -> StatedHypothesis:
     """A hypothesis as a verdict carries it: the spec's words, kept with the verdict."""
-    return {k: h.get(k) for k in ("id", "sentence", "claimed_effect", "effect_source", "margin")}
+    return StatedHypothesis(id=h.id, sentence=h.sentence, claimed_effect=h.claimed_effect,
+                            effect_source=h.effect_source, margin=h.margin)
 
 
-def _reference_family(arms: list[ArmStats], spec: dict[str, Any]) -> vd.Family | None:
+def _reference_family(arms: list[ArmStats], spec: SweepSpec) -> vd.Family | None:
     """Each same-kind alternative against the reference, for the comparisons table of a spec with
     no ratio_optimal hypothesis (it decides no verdict)."""
-    reference = spec["reference"]
+    reference = spec.reference
     ref = next((a for a in arms if a.name == reference), None)
     alts = alternatives(spec, arms, "ratio_optimal") if ref is not None else []
     if ref is None or not alts or len(ref.losses) < 2:
@@ -355,28 +533,29 @@ def _reference_family(arms: list[ArmStats], spec: dict[str, Any]) -> vd.Family |
     return vd.decide_family("final validation loss", groups(arms), reference, alts, margin_of(spec, ref.mean_loss))
 
 
-def run_maturity(spec: dict[str, Any], arms: list[ArmStats]) -> mt.CellMaturity:
+def run_maturity(spec: SweepSpec, arms: list[ArmStats]) -> mt.CellMaturity:
     """The maturity of one cell's kept runs against the spec's (``maturity``, default 20)."""
     progress = [mt.RunProgress(tokens=int(r.summary.get("tokens") or 0), params=a.params_non_embedding,
                                steps=0, planned_steps=0, curve=tuple(zip(map(int, r.tokens), r.losses, strict=True)))
                 for a in arms for r in a.runs]
-    return mt.cell_maturity(progress, float(spec_field(spec, "maturity")))
+    return mt.cell_maturity(progress, float(spec.maturity))
 
 
-def cell_spec(spec: dict[str, Any], name: str) -> dict[str, Any]:
+def cell_spec(spec: SweepSpec, name: str) -> SweepSpec:
+    """The spec of one cell of a scale sweep: its reference and comparisons named "SCALE.ARM"."""
     prefix = f"{name}."
-    return {**spec, "reference": prefix + spec["reference"], "scales": [],
-            "comparisons": {k: [prefix + x for x in v] for k, v in (spec.get("comparisons") or {}).items()}}
+    return replace(spec, reference=prefix + spec.reference, scales=[],
+                   comparisons={k: [prefix + x for x in v] for k, v in spec.comparisons.items()})
 
 
-def trends(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
-    """Each trend of ``spec["trends"]``: whether the cells' best ratios are constant (homogeneity)
+def trends(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
+    """Each trend of ``spec.trends``: whether the cells' best ratios are constant (homogeneity)
     and how they move per doubling of the axis (weighted slope, widened for misfit), with the
     verdict on "the best ratio does not change" (:func:`ffnlab.experiments.analysis.trend.trend_verdict`);
     the unweighted joint fit as a sensitivity analysis (``joint``) and, as a diagnostic, the slope
     between each pair of adjacent cells (``segments``)."""
     out = []
-    for t in spec.get("trends") or []:
+    for t in spec.trends:
         pts = [_trend_point(spec, cells, cell_arms, name, t["axis"]) for name in t["scales"]]
         w = tr.weighted_trend(pts)
         verdict = tr.trend_verdict(w)
@@ -417,22 +596,22 @@ def trend_evidence(t: dict[str, Any], w: tr.WeightedTrend, joint: tr.Slope) -> s
 AXIS_WORDS = {"params": "parameters", "tokens_per_param": "tokens per parameter", "lr": "the learning rate"}
 
 
-def _trend_point(spec: dict[str, Any], cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]],
+def _trend_point(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]],
                  name: str, axis: str) -> tuple[float, Any, Any]:
     c = cells[name]
-    ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec['reference']}")
+    ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec.reference}")
     x, y = tr.cell_points(cell_arms[name], ref.kind)
-    values = {"params": lambda: c["params_non_embedding"], "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
+    values: dict[str, Callable[[], float]] = {"params": lambda: c["params_non_embedding"], "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
               "lr": lambda: _cell_lr(spec, name)}
     return float(values[axis]()), x, y
 
 
-def _cell_lr(spec: dict[str, Any], name: str) -> float:
+def _cell_lr(spec: SweepSpec, name: str) -> float:
     """A cell's peak learning rate: its scale's ``train.lr``, else the base's, else the default."""
     from ffnlab.training.runconfig import TrainSection
 
-    scale = next(s for s in spec["scales"] if s["name"] == name)
-    base = (spec.get("base") or {}).get("train") or {}
+    scale = next(s for s in spec.scales if s["name"] == name)
+    base = spec.base.get("train") or {}
     return float(scale.get("train", {}).get("lr", base.get("lr", TrainSection.lr)))
 
 
@@ -445,13 +624,13 @@ def _on_one_line(segments: list[dict[str, Any]]) -> bool | None:
     return all(a["lo"] <= b["hi"] and b["lo"] <= a["hi"] for i, a in enumerate(bounded) for b in bounded[i + 1:])
 
 
-def equal_token_pairs(spec: dict[str, Any], cells: dict[str, dict[str, Any]],
+def equal_token_pairs(spec: SweepSpec, cells: dict[str, dict[str, Any]],
                       cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
     """Cells trained on the same tokens (hence the same steps) at different sizes, smaller first:
     the slope between them along parameters isolates size from training length. A diagnostic
     found in the data, not a pre-registered comparison."""
     out = []
-    for a, b in itertools.combinations([s["name"] for s in spec.get("scales") or []], 2):
+    for a, b in itertools.combinations([s["name"] for s in spec.scales], 2):
         ca, cb = cells[a], cells[b]
         if ca["tokens"] and ca["tokens"] == cb["tokens"] and ca["params_non_embedding"] != cb["params_non_embedding"]:
             lo_hi = sorted((a, b), key=lambda n: cells[n]["params_non_embedding"])
@@ -460,12 +639,12 @@ def equal_token_pairs(spec: dict[str, Any], cells: dict[str, dict[str, Any]],
     return out
 
 
-def pair_decisions(claims: dict[str, Any]) -> list[dict[str, Any]]:
+def pair_decisions(claims: Mapping[str, ClaimVerdict]) -> list[dict[str, Any]]:
     """The deciding comparison of each planned pair among ``claims`` (glu_vs_plain, gated_law)."""
-    return [v["numbers"]["decision"] for v in claims.values() if "decision" in v.get("numbers", {})]
+    return [v.numbers.decision for v in claims.values() if v.numbers is not None and v.numbers.decision is not None]
 
 
-def decisions(loss_model: dict[str, Any] | None, claims: dict[str, Any]) -> list[dict[str, Any]]:
+def decisions(loss_model: dict[str, Any] | None, claims: Mapping[str, ClaimVerdict]) -> list[dict[str, Any]]:
     """Every comparison that decided a claim of one cell: the loss model's family, then the pairs."""
     return [*(loss_model or {}).get("comparisons", []), *pair_decisions(claims)]
 
@@ -483,18 +662,18 @@ class Analysis(Result):
     spec: dict[str, Any]
     record: dict[str, Any]
     reference: str  # the deciding cell's reference arm
-    arms: list[dict[str, Any]]  # :func:`arm_table`
-    excluded: list[dict[str, Any]]  # :func:`excluded_runs`
+    arms: list[ArmRow]  # :func:`arm_table`
+    excluded: list[ExcludedRun]  # :func:`excluded_runs`
     arm_objects: tuple[ArmStats, ...]
     cells: list[dict[str, Any]]  # each cell's best ratio and verdicts (a scale sweep)
     trends: list[dict[str, Any]]  # :func:`trends`
     equal_tokens: list[dict[str, Any]]  # :func:`equal_token_pairs`
-    scale: dict[str, Any]  # :func:`scale`
+    scale: SweepScale  # :func:`scale`
     loss_model: dict[str, Any] | None
     power: dict[str, Any]
-    convergence: dict[str, Any]
-    kaplan: list[dict[str, Any]]
-    claims: dict[str, Any]
+    convergence: Convergence
+    kaplan: list[KaplanPoint]
+    claims: dict[str, ClaimVerdict]
     maturity: dict[str, Any]
 
 
@@ -503,35 +682,77 @@ def analyse(sweep_dir: str | Path) -> Analysis:
     on its own; the headline verdicts are those of ``decide_at`` (default: the last cell), ``cells``
     holds every cell's best ratio and verdicts, and ``trends`` the pre-registered trends."""
     record, arms = load(sweep_dir)
-    spec = record["spec"]
-    scales = spec.get("scales") or []
-    decide_at = str(spec.get("decide_at") or (scales[-1]["name"] if scales else ""))
-    reference = f"{decide_at}.{spec['reference']}" if scales else spec["reference"]
-    base: dict[str, Any] = {"spec": spec, "record": record, "reference": reference, "arms": arm_table(arms),
-                            "excluded": excluded_runs(arms), "arm_objects": tuple(arms)}
+    spec = saved_spec(record["spec"])
+    scales = spec.scales
+    decide_at = str(spec.decide_at or (scales[-1]["name"] if scales else ""))
+    reference = f"{decide_at}.{spec.reference}" if scales else spec.reference
     if not scales:
-        return Analysis(**base, cells=[], trends=[], equal_tokens=[], scale=scale(record, arms, reference),
-                        **analyse_arms(spec, arms, record))
+        return _analysis(record, arms, reference, analyse_arms(spec, arms, record), scale(record, arms, reference))
     cells: dict[str, dict[str, Any]] = {}
     cell_arms: dict[str, list[ArmStats]] = {}
-    decided: dict[str, Any] = {}
+    decided: CellAnalysis | None = None
     for sc in scales:
         sub = cell_spec(spec, sc["name"])
         sub_arms = [a for a in arms if a.name.startswith(f"{sc['name']}.")]
         found = analyse_arms(sub, sub_arms, record)
-        cell = tr.best_ratio(sub_arms, sub["reference"])
-        cell.update(scale=sc["name"], verdicts={k: v["verdict"] for k, v in found["claims"].items()},
-                    claims=found["claims"], kaplan=found["kaplan"], loss_model=found["loss_model"],
-                    maturity=found["maturity"])
+        cell = tr.best_ratio(sub_arms, sub.reference)
+        cell.update(scale=sc["name"], verdicts={k: v.verdict for k, v in found.claims.items()},
+                    claims=found.claims, kaplan=found.kaplan, loss_model=found.loss_model, maturity=found.maturity)
         cells[sc["name"]], cell_arms[sc["name"]] = cell, sub_arms
         if sc["name"] == decide_at:
             decided = found
-    return Analysis(**base, cells=list(cells.values()), trends=trends(spec, cells, cell_arms),
-                    equal_tokens=equal_token_pairs(spec, cells, cell_arms),
-                    scale=scale(record, cell_arms[decide_at], reference), **decided)
+    assert decided is not None, f"decide_at {decide_at!r} names no scale of the spec"  # checked when the spec was read
+    return _analysis(record, arms, reference, decided, scale(record, cell_arms[decide_at], reference),
+                     cells=list(cells.values()), trends=trends(spec, cells, cell_arms),
+                     equal_tokens=equal_token_pairs(spec, cells, cell_arms))
 
 
-def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[str, Any]:
+def _analysis(record: dict[str, Any], arms: list[ArmStats], reference: str, headline: CellAnalysis,
+              scale: SweepScale, *, cells: list[dict[str, Any]] | None = None,
+              trends: list[dict[str, Any]] | None = None,
+              equal_tokens: list[dict[str, Any]] | None = None) -> Analysis:
+    """The :class:`Analysis` of a sweep's arms, its headline figures those of the deciding cell."""
+    return Analysis(spec=record["spec"], record=record, reference=reference, arms=arm_table(arms),
+                    excluded=excluded_runs(arms), arm_objects=tuple(arms), cells=cells or [], trends=trends or [],
+                    equal_tokens=equal_tokens or [], scale=scale, loss_model=headline.loss_model,
+                    power=headline.power, convergence=headline.convergence, kaplan=headline.kaplan,
+                    claims=headline.claims, maturity=headline.maturity)
+
+
+@dataclass(frozen=True)
+class SweepScale(Result):
+    """What a sweep's numbers are about (:func:`scale`): the reference arm's size, its training
+    tokens per run and per non-embedding parameter, its bits per byte, the tokens between
+    evaluations; where the corpus sizes are known (its prepared folder, or the sizes a report folder
+    keeps), the split sizes and the epochs of the training split; where the runs evaluate a fixed
+    number of tokens, the validation windows, their tokens and their share of the split. The keys
+    of a part not known are absent from the JSON object."""
+
+    CORPUS: ClassVar[frozenset[str]] = frozenset({"train_tokens", "val_tokens", "epochs"})
+    EVALUATION: ClassVar[frozenset[str]] = frozenset({"eval_windows", "eval_tokens", "eval_share"})
+
+    params_non_embedding: int
+    params_total: int | None
+    tokens_per_run: int | None
+    tokens_per_param: float | None
+    bits_per_byte: float | None
+    eval_every_tokens: int | None
+    train_tokens: int | None = None  # None: the corpus sizes are not known (nor the epochs)
+    val_tokens: int | None = None
+    epochs: float | None = None
+    eval_windows: int | None = None  # None: no fixed evaluation (nor its tokens and share)
+    eval_tokens: int | None = None
+    eval_share: float | None = None
+
+    def _shown(self, name: str) -> bool:
+        if name in self.CORPUS:
+            return self.train_tokens is not None
+        if name in self.EVALUATION:
+            return self.eval_windows is not None
+        return True
+
+
+def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> SweepScale:
     """What this sweep's numbers are about: model size, tokens per parameter, epochs, evaluation."""
     from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus import eval_starts, load_prepared
@@ -541,12 +762,12 @@ def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[
     tokens = first.get("tokens")
     ref_run: dict[str, Any] = next((r for r in record["runs"] if r["arm"] == reference), {})
     train = ref_run.get("config", {}).get("train") or record["spec"]["base"].get("train", {})
-    out: dict[str, Any] = {"params_non_embedding": ref.params_non_embedding,
-                           "params_total": (first.get("params") or {}).get("total"), "tokens_per_run": tokens,
-                           "tokens_per_param": tokens / ref.params_non_embedding if tokens else None,
-                           "bits_per_byte": mean_ci(ref.values("final_val_bpb"))[0] if ref.runs else None,
-                           "eval_every_tokens": (train.get("eval_every", 0) * train.get("batch_size", 0)
-                                                 * train.get("seq_len", 0)) or None}
+    out = SweepScale(params_non_embedding=ref.params_non_embedding,
+                     params_total=(first.get("params") or {}).get("total"), tokens_per_run=tokens,
+                     tokens_per_param=tokens / ref.params_non_embedding if tokens else None,
+                     bits_per_byte=mean_ci(ref.values("final_val_bpb"))[0] if ref.runs else None,
+                     eval_every_tokens=(train.get("eval_every", 0) * train.get("batch_size", 0)
+                                        * train.get("seq_len", 0)) or None)
     kept = record.get("data_summary") or {}  # a report folder keeps the corpus sizes, not the corpus
     try:
         data = load_prepared(record.get("prepared_data", ""))
@@ -556,8 +777,9 @@ def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> dict[
             return out
         train_tokens, val_tokens = int(kept["train_tokens"]), int(kept["val_tokens"])
     seq, ev = int(train.get("seq_len", 0)), int(train.get("eval_tokens", 0))
-    out.update(train_tokens=train_tokens, val_tokens=val_tokens, epochs=tokens / train_tokens if tokens else None)
+    out = replace(out, train_tokens=train_tokens, val_tokens=val_tokens,
+                  epochs=tokens / train_tokens if tokens else None)
     if seq and ev:
         n = len(eval_starts(val_tokens, seq, ev))
-        out.update(eval_windows=n, eval_tokens=n * seq, eval_share=n * seq / val_tokens)
+        out = replace(out, eval_windows=n, eval_tokens=n * seq, eval_share=n * seq / val_tokens)
     return out

@@ -136,11 +136,17 @@ def gate(verdict: dict[str, Any], m: CellMaturity) -> dict[str, Any]:
     out = {**verdict, "maturity": m.as_dict()}
     if m.mature or verdict.get("verdict") in ("inconclusive", "needs-experiment"):
         return out
-    reason = (f"trained to {m.tokens_per_param:.3g} tokens/param; needs {m.needs:g} (the spec's maturity) "
-              f"before an optimal ratio is decided; at this maturity the runs say {verdict['verdict']}: ")
+    reason = immature_reason(m, verdict["verdict"])
     return {**out, "verdict": "inconclusive", "verdict_if_mature": verdict["verdict"],
             "evidence": reason + str(verdict.get("evidence", "")),
             "finding": reason + str(verdict.get("finding") or verdict.get("evidence", ""))}
+
+
+def immature_reason(m: CellMaturity, verdict: str) -> str:
+    """Why a decided verdict on an optimal ratio reads inconclusive at maturity ``m``: the words put
+    first in its evidence."""
+    return (f"trained to {m.tokens_per_param:.3g} tokens/param; needs {m.needs:g} (the spec's maturity) "
+            f"before an optimal ratio is decided; at this maturity the runs say {verdict}: ")
 
 
 def warning(runs: Sequence[RunProgress]) -> str | None:

@@ -142,12 +142,13 @@ def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[fl
 
     def resid(p: np.ndarray) -> np.ndarray:  # every run at once (the cells' runs in order)
         u = xs - p[2 * k] - p[2 * k + 1] * zs
-        return ys - p[:k][cell] - np.exp(p[k:2 * k])[cell] * u ** 2
+        r: np.ndarray = ys - p[:k][cell] - np.exp(p[k:2 * k])[cell] * u ** 2
+        return r
 
     def jac(p: np.ndarray) -> np.ndarray:  # the residuals' derivatives, exact (no finite differences)
         u = xs - p[2 * k] - p[2 * k + 1] * zs
         cu = np.exp(p[k:2 * k])[cell] * u
-        out = block.copy()
+        out: np.ndarray = block.copy()
         out.ravel()[curv_at] = -cu * u
         out[:, 2 * k] = 2 * cu
         out[:, 2 * k + 1] = 2 * cu * zs

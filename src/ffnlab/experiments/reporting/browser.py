@@ -53,4 +53,6 @@ def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | 
     require(m is not None, f"{exe} did not run the page check (no result in the DOM)")
     import html as html_mod
 
-    return json.loads(html_mod.unescape(m.group(1)))  # type: ignore[union-attr]
+    assert m is not None  # the require above
+    found: dict[str, Any] = json.loads(html_mod.unescape(m.group(1)))
+    return found

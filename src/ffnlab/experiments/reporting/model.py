@@ -10,10 +10,20 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ffnlab.experiments.analysis.analyse import Analysis, decisions, pair_decisions
+from ffnlab.experiments.analysis.analyse import (
+    Analysis,
+    ArmRow,
+    ClaimVerdict,
+    Convergence,
+    ExcludedRun,
+    KaplanPoint,
+    SweepScale,
+    decisions,
+    pair_decisions,
+)
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
 from ffnlab.experiments.fmt import bounds, interval, num
-from ffnlab.experiments.reporting.pages import section, table
+from ffnlab.experiments.reporting.pages import Section, Table, section, table
 from ffnlab.experiments.sweep.spec import spec_field
 
 if TYPE_CHECKING:
@@ -45,38 +55,38 @@ def claim_texts() -> dict[str, str]:
     return {c["id"]: c["claim"] for c in load_claims()}
 
 
-def card(key: str, v: dict[str, Any], texts: dict[str, str]) -> dict[str, str]:
-    said = v.get("hypothesis") or {}  # the spec's words (reports written before hypotheses: the catalogue's)
-    cid = said.get("id") or CLAIM_OF.get(key, key)
-    point, lo, hi = (v.get("interval") or [math.nan] * 3)
+def card(key: str, v: ClaimVerdict, texts: dict[str, str]) -> dict[str, str]:
+    said = v.hypothesis  # the spec's words (reports written before hypotheses: the catalogue's)
+    cid = (said.id if said else "") or CLAIM_OF.get(key, key)
+    point, lo, hi = v.interval or (math.nan,) * 3
     ratio = key == "convergence_speed"
-    mde = v.get("mde80", math.nan)
+    mde = v.mde80
     if isinstance(mde, (int, float)) and math.isfinite(mde):
         power = (f"detects a {math.exp(mde) - 1:.1%} change in tokens with 80% power" if ratio
-                 else f"detects {mde:.4f} {v.get('unit', '').split(' ')[0]} with 80% power")
+                 else f"detects {mde:.4f} {v.unit.split(' ')[0]} with 80% power")
     else:
         power = "no power figure (no interval)"
-    return {"id": cid, "analysis": key, "claim": said.get("sentence") or texts.get(cid, ""), "verdict": v["verdict"],
-            "interval": interval(point, lo, hi, 3 if ratio else 4, signed=not ratio), "unit": v.get("unit", ""),
-            "comparison": v.get("comparison", ""), "method": v.get("method", ""), "model": v.get("model", ""),
-            "power": power, "evidence": v.get("finding") or v["evidence"], "maturity": maturity_text(v)}
+    return {"id": cid, "analysis": key, "claim": (said.sentence if said else "") or texts.get(cid, ""),
+            "verdict": v.verdict, "interval": interval(point, lo, hi, 3 if ratio else 4, signed=not ratio),
+            "unit": v.unit, "comparison": v.comparison, "method": v.method, "model": v.model, "power": power,
+            "evidence": v.finding or v.evidence, "maturity": v.maturity.text() if v.maturity else ""}
 
 
-def leader(arms: list[dict[str, Any]], reference: str) -> str:
+def leader(arms: Sequence[ArmRow], reference: str) -> str:
     """The arm with the lowest mean final loss among the reference's cell, in words, against the
     reference (the deciding interval above says whether the difference is shown)."""
     prefix = reference.rsplit(".", 1)[0] + "." if "." in reference else ""
-    cell = [a for a in arms if a["arm"].startswith(prefix) and isinstance(a.get("val_loss"), (int, float))
-            and math.isfinite(a["val_loss"])]
-    ref = next((a for a in cell if a["arm"] == reference), None)
+    cell = [a for a in arms if a.arm.startswith(prefix) and isinstance(a.val_loss, (int, float))
+            and math.isfinite(a.val_loss)]
+    ref = next((a for a in cell if a.arm == reference), None)
     if not cell or ref is None:
         return ""
-    best = min(cell, key=lambda a: a["val_loss"])
+    best = min(cell, key=lambda a: a.val_loss)
     if best is ref:
-        return f"the reference {reference} (raw ratio {ref['ratio_raw']:.3g}), mean {ref['val_loss']:.4f} nats"
-    gap = ref["val_loss"] - best["val_loss"]
-    return (f"{best['arm']} (raw ratio {best['ratio_raw']:.3g}), mean {best['val_loss']:.4f} nats: {gap:.4f} nats "
-            f"({gap / ref['val_loss']:.2%}) below the reference {reference} (means over seeds; the deciding "
+        return f"the reference {reference} (raw ratio {ref.ratio_raw:.3g}), mean {ref.val_loss:.4f} nats"
+    gap = ref.val_loss - best.val_loss
+    return (f"{best.arm} (raw ratio {best.ratio_raw:.3g}), mean {best.val_loss:.4f} nats: {gap:.4f} nats "
+            f"({gap / ref.val_loss:.2%}) below the reference {reference} (means over seeds; the deciding "
             "interval says whether the difference is shown)")
 
 
@@ -98,20 +108,20 @@ def trend_card(t: dict[str, Any], texts: dict[str, str], trends: list[dict[str, 
             "maturity": maturity_text(t) + (" (its least trained cell)" if t.get("maturity") else "")}
 
 
-def scale_rows(sc: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [("non-embedding parameters (reference)", f"{sc['params_non_embedding']:,}")]
-    if sc.get("tokens_per_run"):
-        rows.append(("training tokens per run", f"{sc['tokens_per_run']:,}"))
-        rows.append(("tokens per non-embedding parameter", num(sc.get("tokens_per_param"), ".2f")))
-    if sc.get("epochs") is not None:
-        rows.append(("epochs of the training split", num(sc["epochs"], ".3f")))
-    rows.append(("bits per byte (reference)", num(sc.get("bits_per_byte"), ".3f")))
-    if sc.get("eval_every_tokens"):
-        rows.append(("tokens between evaluations", f"{sc['eval_every_tokens']:,}"))
-    if sc.get("eval_windows"):
+def scale_rows(sc: SweepScale) -> list[tuple[str, str]]:
+    rows = [("non-embedding parameters (reference)", f"{sc.params_non_embedding:,}")]
+    if sc.tokens_per_run:
+        rows.append(("training tokens per run", f"{sc.tokens_per_run:,}"))
+        rows.append(("tokens per non-embedding parameter", num(sc.tokens_per_param, ".2f")))
+    if sc.epochs is not None:
+        rows.append(("epochs of the training split", num(sc.epochs, ".3f")))
+    rows.append(("bits per byte (reference)", num(sc.bits_per_byte, ".3f")))
+    if sc.eval_every_tokens:
+        rows.append(("tokens between evaluations", f"{sc.eval_every_tokens:,}"))
+    if sc.eval_windows:
         rows.append(("validation windows (spread over the split, fixed seed)",
-                     f"{sc['eval_windows']:,} = {sc['eval_tokens']:,} tokens, "
-                     f"{sc['eval_share']:.1%} of {sc['val_tokens']:,}"))
+                     f"{sc.eval_windows:,} = {sc.eval_tokens:,} tokens, "
+                     f"{sc.eval_share:.1%} of {sc.val_tokens:,}"))
     return rows
 
 
@@ -134,38 +144,38 @@ COMPARISON_HEADERS = ["difference", "estimate", "deciding 95% interval", "decidi
                       "TOST p", "outcome", "detectable at 80% power"]
 
 
-def _seeds(result: Analysis) -> dict[str, Any]:
-    seeds = sorted({s for r in result.arms for s in r["seed_losses"]}, key=int)
+def _seeds(result: Analysis) -> Table:
+    seeds = sorted({s for r in result.arms for s in r.seed_losses}, key=int)
     return table(["arm", *[f"seed {s}" for s in seeds]],
-                 [[r["arm"], *[num(r["seed_losses"].get(s), ".4f") if s in r["seed_losses"] else "excluded"
-                               if r["n_excluded"] else "-" for s in seeds]] for r in result.arms],
+                 [[r.arm, *[num(r.seed_losses.get(s), ".4f") if s in r.seed_losses else "excluded"
+                               if r.n_excluded else "-" for s in seeds]] for r in result.arms],
                  [False] + [True] * len(seeds))
 
 
-def _ratio(r: list[float]) -> str:
+def _ratio(r: Sequence[float]) -> str:
     return interval(r[0], r[1], r[2], 3, signed=False)
 
 
-def _convergence(conv: dict[str, Any], ref: str) -> dict[str, Any]:
+def _convergence(conv: Convergence, ref: str) -> Table:
     rows = []
-    for name, row in conv["arms"].items():
-        ratio = row.get("tokens_ratio")
-        rows.append([name, f"{row['runs'] - row['censored']}/{row['runs']}",
-                     "-" if row["tokens_mean"] is None else f"{row['tokens_mean']:,.0f}",
+    for name, row in conv.arms.items():
+        ratio = row.tokens_ratio
+        rows.append([name, f"{row.runs - row.censored}/{row.runs}",
+                     "-" if row.tokens_mean is None else f"{row.tokens_mean:,.0f}",
                      "reference" if name == ref else "-" if ratio is None else _ratio(ratio),
-                     "-" if "tokens_ratio_interpolated" not in row else
-                     bounds(row["tokens_ratio_interpolated"][1], row["tokens_ratio_interpolated"][2], ".3f"),
-                     "-" if "flops_ratio" not in row else _ratio(row["flops_ratio"])])
+                     "-" if row.tokens_ratio_interpolated is None else
+                     bounds(row.tokens_ratio_interpolated[1], row.tokens_ratio_interpolated[2], ".3f"),
+                     "-" if row.flops_ratio is None else _ratio(row.flops_ratio)])
     return table(["arm", "runs reaching the target", "mean tokens to target",
                   f"tokens vs {ref} (deciding 95%, interpolation error included)",
                   "interval at interpolated crossings (sensitivity)", "training FLOPs vs reference (95%)"],
                  rows, [False] + [True] * 5)
 
 
-def _kaplan(rows: list[dict[str, Any]], ref: str) -> dict[str, Any]:
+def _kaplan(rows: Sequence[KaplanPoint], ref: str) -> Table:
     return table(["arm", "raw ratio", f"loss relative to {ref}", "95% interval (Fieller, both arms' variances)"],
-                 [[k["arm"], f"{k['ratio_raw']:.3f}", "0 (reference)" if k["reference"] else f"{k['loss_increase']:+.2%}",
-                   "-" if k["reference"] else bounds(k["lo"], k["hi"], "+.2%")] for k in rows],
+                 [[k.arm, f"{k.ratio_raw:.3f}", "0 (reference)" if k.reference else f"{k.loss_increase:+.2%}",
+                   "-" if k.reference else bounds(k.lo, k.hi, "+.2%")] for k in rows],
                  [False, True, True, True])
 
 
@@ -175,7 +185,7 @@ def _hypothesis_id(cell: dict[str, Any], key: str) -> str:
     return str(said.get("id") or CLAIM_OF.get(key, key))
 
 
-def _cells(result: Analysis) -> list[dict[str, Any]]:
+def _cells(result: Analysis) -> list[Table]:
     rows = []
     for t in result.cells:
         tokens = t["tokens"] or 0
@@ -193,7 +203,7 @@ def _cells(result: Analysis) -> list[dict[str, Any]]:
                   [False, True, True, True, True, True, True, False])]
 
 
-def _trends(result: Analysis) -> dict[str, Any]:
+def _trends(result: Analysis) -> Table:
     def homogeneity(t: dict[str, Any]) -> str:
         return f"Q {t['homogeneity_q']:.1f} on {t['homogeneity_df']} df, p {t['homogeneity_p']:.2g}"
 
@@ -209,7 +219,7 @@ def _trends(result: Analysis) -> dict[str, Any]:
                  [False, False, False, False, True, True, False])
 
 
-def _diagnostics(result: Analysis) -> tuple[list[str], list[dict[str, Any]]]:
+def _diagnostics(result: Analysis) -> tuple[list[str], list[Table]]:
     """Not pre-registered: the slope between adjacent cells of each trend, and between cells
     trained on the same tokens at different sizes."""
     rows = [[f"{t['name']}: {a} to {b}", t["axis"], interval(s["slope"], s["lo"], s["hi"], 3)]
@@ -229,9 +239,8 @@ def _diagnostics(result: Analysis) -> tuple[list[str], list[dict[str, Any]]]:
                         [False, False, True])]
 
 
-def excluded_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return table(["run", "arm", "seed", "why it is left out"], [[r["run"], r["arm"], r["seed"], r["reason"]]
-                                                                 for r in rows])
+def excluded_table(rows: Sequence[ExcludedRun]) -> Table:
+    return table(["run", "arm", "seed", "why it is left out"], [[r.run, r.arm, r.seed, r.reason] for r in rows])
 
 
 def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, warnings: list[str],
@@ -246,7 +255,7 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             c["leader"] = leader(arms, ref)
     cards += [trend_card(t, texts, result.trends) for t in result.trends]
     margin = spec_field(spec, "margin")
-    sections = []
+    sections: list[Section] = []
     if result.trends or result.cells:
         diag_text, diag_tables = _diagnostics(result)
         sections.append(section("trends", "How the best ratio moves", [
@@ -269,7 +278,7 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
                                         [table(COMPARISON_HEADERS, comparison_rows(cell_dec))]))
     deciding = decisions(result.loss_model, result.claims)
     why = (result.loss_model or {}).get("why") or next(
-        (v.get("model") for v in result.claims.values() if v.get("model")), "")
+        (v.model for v in result.claims.values() if v.model), "")
     power = result.power or {}
     power_text = [f"Power of the deciding test to detect {effect}: "
                   + ", ".join(f"{arm} vs {ref} {num(p, '.0%')}" for arm, p in by_arm.items()) + "."
@@ -288,12 +297,13 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             "loss more than 10% above its own best evaluation (it diverged) is left out of every comparison."],
             [excluded_table(result.excluded)]))
     conv = result.convergence
-    said = (result.claims.get("convergence_speed") or {}).get("hypothesis") or {}
-    claimed = (f"Hypothesis {said['id']} claims a speed-up of {said['claimed_effect']:.2f}"
-               + (f" ({said['effect_source']}). " if said.get("effect_source") else ". ")
-               if said.get("claimed_effect") else "")
-    sections.append(section("convergence", f"Convergence speed (target loss {num(conv['target_loss'], '.4f')}: "
-                                           f"{conv['target_rule']})", [
+    conv_claim = result.claims.get("convergence_speed")
+    said = conv_claim.hypothesis if conv_claim is not None else None
+    claimed = (f"Hypothesis {said.id} claims a speed-up of {said.claimed_effect:.2f}"
+               + (f" ({said.effect_source}). " if said.effect_source else ". ")
+               if said is not None and said.claimed_effect else "")
+    sections.append(section("convergence", f"Convergence speed (target loss {num(conv.target_loss, '.4f')}: "
+                                           f"{conv.target_rule})", [
         f"{claimed}A run's crossing lies between two evaluations; the deciding "
         "interval includes that interpolation error. A run that never reaches the target is censored at its last "
         "evaluation (its arm's interval then has no upper end)."], [_convergence(conv, ref)],
@@ -306,17 +316,17 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
         "token from ffnlab's exact count."], [table(
             ["arm", "FFN ratio (raw / param-matched)", "training FLOPs/token", "perplexity (95% CI)",
              "bits per byte (95% CI)"],
-            [[r["arm"], f"{r['ratio_raw']:.3f} / {r['ratio_param_matched']:.3f}", f"{r['train_flops_per_token']:,.0f}",
-              f"{r['val_ppl']:.3f} {bounds(r['val_ppl_lo'], r['val_ppl_hi'], '.3f')}",
-              f"{r['val_bpb']:.4f} {bounds(r['val_bpb_lo'], r['val_bpb_hi'], '.4f')}"] for r in arms],
+            [[r.arm, f"{r.ratio_raw:.3f} / {r.ratio_param_matched:.3f}", f"{r.train_flops_per_token:,.0f}",
+              f"{r.val_ppl:.3f} {bounds(r.val_ppl_lo, r.val_ppl_hi, '.3f')}",
+              f"{r.val_bpb:.4f} {bounds(r.val_bpb_lo, r.val_bpb_hi, '.4f')}"] for r in arms],
             [False, True, True, True, True])]))
     sections.append(section("arms", "Arms", [], [table(
         ["arm", "FFN", "raw ratio", "p-m ratio", "d_model", "d_ff", "non-emb params", "FLOPs/token", "val loss",
          "95% CI", "seeds"],
-        [[r["arm"], r["kind"], f"{r['ratio_raw']:.3f}", f"{r['ratio_param_matched']:.3f}", r["d_model"], r["d_ff"],
-          f"{r['params_non_embedding']:,}", f"{r['train_flops_per_token'] / 1e6:.2f}M", num(r["val_loss"], ".4f"),
-          bounds(r["val_loss_lo"], r["val_loss_hi"], ".4f"),
-          f"{r['n_seeds']}" + (f" (+{r['n_excluded']} left out)" if r["n_excluded"] else "")] for r in arms],
+        [[r.arm, r.kind, f"{r.ratio_raw:.3f}", f"{r.ratio_param_matched:.3f}", r.d_model, r.d_ff,
+          f"{r.params_non_embedding:,}", f"{r.train_flops_per_token / 1e6:.2f}M", num(r.val_loss, ".4f"),
+          bounds(r.val_loss_lo, r.val_loss_hi, ".4f"),
+          f"{r.n_seeds}" + (f" (+{r.n_excluded} left out)" if r.n_excluded else "")] for r in arms],
         [False, False] + [True] * 9)]))
     if claim_rows is not None:
         sections.append(section("claims", "Every claim checked (the two source documents, paraphrased)", [

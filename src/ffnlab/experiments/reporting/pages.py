@@ -14,13 +14,35 @@ from __future__ import annotations
 import base64
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ffnlab import escape
 from ffnlab.files import make_dir, write_atomic
 from ffnlab.render import plain
 
-Table = dict[str, Any]  # {"headers": [...], "rows": [[str, ...]], "right": [bool per column], "caption": str}
+if TYPE_CHECKING:
+    import jinja2
+
+
+
+class Table(TypedDict):
+    """A table for the templates: its headers, its rows (every cell a string), which columns are
+    right-aligned, and a caption."""
+
+    headers: list[str]
+    rows: list[list[str]]
+    right: list[bool]
+    caption: str
+
+
+class Section(TypedDict):
+    """A section of a report page: its anchor, title, paragraphs, tables and figures (by name)."""
+
+    id: str
+    title: str
+    text: list[str]
+    tables: list[Table]
+    figures: list[str]
 
 
 def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = None, caption: str = "") -> Table:
@@ -30,7 +52,7 @@ def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = 
 
 
 def section(id_: str, title: str, text: list[str] | None = None, tables: list[Table] | None = None,
-            figures: list[str] | None = None) -> dict[str, Any]:
+            figures: list[str] | None = None) -> Section:
     return {"id": id_, "title": title, "text": text or [], "tables": tables or [], "figures": figures or []}
 
 
@@ -40,7 +62,7 @@ def md_cell(text: Any) -> str:
     return escape.markdown(text)
 
 
-def environment():  # noqa: ANN202 - jinja2.Environment
+def environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("ffnlab.experiments.reporting", "templates"),

@@ -9,10 +9,17 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.experiments.sweep.runs import ArmStats
+
+if TYPE_CHECKING:
+    from ffnlab.experiments.analysis.analyse import Convergence, KaplanPoint, StatedHypothesis
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 WIDTH = 7.5  # inches; at 110 dpi about 825 px, the page's column
 WIDE = 10.0
@@ -59,7 +66,7 @@ def _png(fig: Any) -> bytes:
     return buf.getvalue()
 
 
-def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.2, width: float = WIDTH):  # noqa: ANN202
+def _figure(title: str, xlabel: str, ylabel: str, height: float = 4.2, width: float = WIDTH) -> tuple[Figure, Axes]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,29 +175,29 @@ def pairs(rows: Sequence[dict[str, Any]], seeds: Mapping[str, Sequence[float]]) 
     return _png(fig)
 
 
-def tokens_to_target(conv: dict[str, Any], arms: Mapping[str, ArmStats],
-                     claimed: dict[str, Any] | None = None) -> bytes:
+def tokens_to_target(conv: Convergence, arms: Mapping[str, ArmStats],
+                     claimed: StatedHypothesis | None = None) -> bytes:
     """Tokens to the target loss relative to the reference: the deciding interval per arm, each
     seed, and the speed-up the convergence hypothesis claims (``claimed``: its words), if any."""
-    ref = conv["reference"]
-    names = list(conv["arms"])
-    fig, ax = _figure(f"Tokens to val loss {conv['target_loss']:.4f}, relative to {ref}",
+    ref = conv.reference
+    names = list(conv.arms)
+    fig, ax = _figure(f"Tokens to val loss {conv.target_loss:.4f}, relative to {ref}",
                       f"tokens(arm) / mean tokens({ref})", "", height=1.4 + 0.6 * len(names))
-    ref_mean = conv["arms"][ref]["tokens_mean"] or math.nan
+    ref_mean = conv.arms[ref].tokens_mean or math.nan
     ax.axvline(1.0, color="k", lw=0.8)
-    if claimed and claimed.get("claimed_effect"):
-        x = float(claimed["claimed_effect"])
-        ax.axvline(x, color="#c62828", lw=1, ls="--", label=f"{x:.2f} (claimed by {claimed.get('id', 'the hypothesis')})")
+    if claimed is not None and claimed.claimed_effect:
+        x = float(claimed.claimed_effect)
+        ax.axvline(x, color="#c62828", lw=1, ls="--", label=f"{x:.2f} (claimed by {claimed.id})")
     label: str | None = "deciding 95% (interpolation error included)"
     for i, name in enumerate(names):
-        row = conv["arms"][name]
-        ratio = row.get("tokens_ratio")
+        row = conv.arms[name]
+        ratio = row.tokens_ratio
         if ratio and not math.isnan(ratio[1]):
             hi = ratio[2] if math.isfinite(ratio[2]) else ax.get_xlim()[1] * 2
             ax.plot([ratio[1], hi], [i, i], color=arm_colour(arms, name), lw=5, solid_capstyle="butt", label=label)
             label = None
             ax.plot([ratio[0]], [i], "D", color="k", ms=5)
-        pts = [t / ref_mean for t in row["tokens"]]
+        pts = [t / ref_mean for t in row.tokens]
         ax.plot(pts, [i + 0.22] * len(pts), "o", color="#444", ms=3, alpha=0.7)
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names)
@@ -198,18 +205,18 @@ def tokens_to_target(conv: dict[str, Any], arms: Mapping[str, ArmStats],
     return _png(fig)
 
 
-def kaplan(rows: Sequence[dict[str, Any]], arms: Mapping[str, ArmStats]) -> bytes:
+def kaplan(rows: Sequence[KaplanPoint], arms: Mapping[str, ArmStats]) -> bytes:
     """Loss relative to the reference against the raw ratio (Kaplan et al. 2020, Fig. 5 form)."""
     fig, ax = _figure("Loss relative to the reference (Kaplan et al. 2020, Fig. 5 form)",
                       "raw ratio d_ff / d_model", "loss relative to the reference (%)")
-    xs = [r["ratio_raw"] for r in rows]
-    ys = [100 * r["loss_increase"] for r in rows]
+    xs = [r.ratio_raw for r in rows]
+    ys = [100 * r.loss_increase for r in rows]
     ax.plot(xs, ys, color="#999", lw=1, zorder=1)
     for r, x, y in zip(rows, xs, ys, strict=True):
-        err = [[100 * (r["loss_increase"] - r["lo"])], [100 * (r["hi"] - r["loss_increase"])]] if not math.isnan(r["lo"]) \
+        err = [[100 * (r.loss_increase - r.lo)], [100 * (r.hi - r.loss_increase)]] if not math.isnan(r.lo) \
             else None
-        ax.errorbar([x], [y], yerr=err, marker="o", capsize=3, color=arm_colour(arms, r["arm"]), zorder=2)
-    ref = next((r["ratio_raw"] for r in rows if r["reference"]), 4.0)
+        ax.errorbar([x], [y], yerr=err, marker="o", capsize=3, color=arm_colour(arms, r.arm), zorder=2)
+    ref = next((r.ratio_raw for r in rows if r.reference), 4.0)
     ax.axvline(ref, color="k", lw=0.8, ls=":", label=f"ratio {ref:.3g} (the reference)")
     ax.axhline(0, color="k", lw=0.6)
     ax.set_xscale("log", base=2)

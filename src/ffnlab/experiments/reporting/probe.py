@@ -22,7 +22,7 @@ SUMMARY_KEYS = ["d_ff", "gated", "mean_fire_rate", "median_fire_rate", "dead_uni
 def _show(text: str) -> str:
     """Newlines and tabs made visible, control characters shown as escapes (the template escapes
     the HTML)."""
-    return escape.visible(str(text)).replace("\n", "\u21b5").replace("\t", "\u21e5")
+    return str(escape.visible(str(text))).replace("\n", "\u21b5").replace("\t", "\u21e5")
 
 
 def _num(v: Any) -> str:

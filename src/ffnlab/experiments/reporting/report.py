@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.experiments.analysis.analyse import Analysis, analyse, pair_decisions
+from ffnlab.experiments.analysis.analyse import Analysis, SweepScale, analyse, pair_decisions
 from ffnlab.experiments.reporting import plots
 from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.reporting.pages import json_safe, write_page
@@ -73,17 +73,18 @@ def _tokens_per_run(tokens: list[int]) -> str:
 def figures(result: Analysis) -> dict[str, bytes]:
     spec = result.spec
     ref = result.reference
-    seeds = {r["arm"]: list(r["seed_losses"].values()) for r in result.arms}
-    ref_mean = next(r["val_loss"] for r in result.arms if r["arm"] == ref)
+    seeds = {r.arm: list(r.seed_losses.values()) for r in result.arms}
+    ref_mean = next(r.val_loss for r in result.arms if r.arm == ref)
     arms = {a.name: a for a in result.arm_objects}
     cell = [a for a in result.arm_objects if a.name.split(".")[0] == ref.split(".")[0]] if result.cells \
         else result.arm_objects
     decisions = list((result.loss_model or {}).get("comparisons", []))
     pairs = pair_decisions(result.claims)
+    conv_claim = result.claims.get("convergence_speed")
     out = {
         "tokens_to_target.png": plots.tokens_to_target(result.convergence, arms,
-                                                       (result.claims.get("convergence_speed") or {}).get("hypothesis")),
-        "loss_curves.png": plots.loss_curves(cell, result.convergence["target_loss"]),
+                                                       conv_claim.hypothesis if conv_claim is not None else None),
+        "loss_curves.png": plots.loss_curves(cell, result.convergence.target_loss),
         "frontier.png": plots.frontier(cell),
     }
     if decisions:
@@ -110,8 +111,9 @@ def runs_csv(result: Analysis) -> str:
 
 
 def arms_csv(result: Analysis) -> str:
-    keys = [k for k in result.arms[0] if k != "seed_losses"]
-    return _csv([keys, *[[a.get(k) for k in keys] for a in result.arms]])
+    rows = [a.as_dict() for a in result.arms]
+    keys = [k for k in rows[0] if k != "seed_losses"]
+    return _csv([keys, *[[row[k] for k in keys] for row in rows]])
 
 
 def _csv(rows: list[list[Any]]) -> str:
@@ -121,13 +123,14 @@ def _csv(rows: list[list[Any]]) -> str:
     return buf.getvalue()
 
 
-def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: dict[str, Any], root: Path) -> None:
+def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: SweepScale, root: Path) -> None:
     """The sweep's record and each run's summary and metrics (no checkpoints) inside the report,
     so the report folder is itself a sweep folder the analysis can be rerun on; the record keeps
     the sizes of the prepared corpus (``data_summary``), which the report folder does not hold."""
     if sweep_dir.resolve() == out.resolve():
         return
-    summary = {k: scale[k] for k in ("train_tokens", "val_tokens") if k in scale}
+    summary = ({"train_tokens": scale.train_tokens, "val_tokens": scale.val_tokens}
+               if scale.train_tokens is not None else {})
     write_atomic(out / "sweep.json", json.dumps({**record, "data_summary": record.get("data_summary") or summary},
                                                 indent=1), root=root)
     for r in record["runs"]:
@@ -151,9 +154,10 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     result = analyse(sweep_dir)
     images = figures(result)
     trend_keys = ("verdict", "evidence", "verdict_if_mature", "maturity")
-    claims = json_safe({**result.claims, **{trend_key(t, result.trends): {k: t[k] for k in trend_keys if k in t}
-                                                 | {"numbers": {"slope": [t["slope"], t["lo"], t["hi"]]}}
-                                                 for t in result.trends}})
+    claims = json_safe({**{k: v.as_dict() for k, v in result.claims.items()},
+                        **{trend_key(t, result.trends): {k: t[k] for k in trend_keys if k in t}
+                           | {"numbers": {"slope": [t["slope"], t["lo"], t["hi"]]}}
+                           for t in result.trends}})
     claim_rows = None
     if with_claims:
         from ffnlab.sizing.claims import check_claims

@@ -38,7 +38,8 @@ def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
             f"{here}.config must hold model.ffn.kind and model.ffn.rule")
     assert isinstance(ffn, dict)  # the require above
     get_kind(ffn["kind"])
-    return entry
+    run: dict[str, Any] = entry
+    return run
 
 
 def _summary(path: Path) -> None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import copy
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -76,7 +77,7 @@ class Hypothesis:
     arms: list[str] = field(default_factory=list)
     margin: Annotated[float, above(0, 1)] | None = None
     claimed_effect: Annotated[float, above(0, 1e6)] | None = None
-    effect_source: str = ""
+    effect_source: str | None = ""  # None: a sweep record saved before hypotheses named none
 
 
 @dataclass
@@ -130,12 +131,10 @@ class ResolvedRun:
     train_flops_per_token: int
 
 
-def spec_field(spec: dict[str, Any], name: str) -> Any:
+def spec_field(spec: Mapping[str, Any], name: str) -> Any:
     """A field of a spec as a sweep record saved it; a field added to :class:`SweepSpec` since the
     record was written (or saved as null) reads as the dataclass's default: the one place readers
     of saved specs get ``margin``, ``maturity`` and the rest."""
-    from dataclasses import MISSING, fields
-
     f = {x.name: x for x in fields(SweepSpec)}[name]
     if spec.get(name) is not None:
         return spec[name]
@@ -144,6 +143,29 @@ def spec_field(spec: dict[str, Any], name: str) -> Any:
     if f.default_factory is not MISSING:
         return f.default_factory()
     raise KeyError(f"the saved spec has no {name!r} (a field without a default)")
+
+
+def saved_spec(saved: Mapping[str, Any]) -> SweepSpec:
+    """The spec a sweep record saved (``sweep.json``'s ``spec``) as a :class:`SweepSpec`, for the
+    analysis: each field as :func:`spec_field` reads it (a field added since the record was written
+    takes its default), the arms as :class:`Arm` and the hypotheses as :func:`saved_hypotheses`
+    gives them (with their ``claims``). Not checked again: the record's reader
+    (:mod:`ffnlab.experiments.sweep.record`) checked what the analysis uses."""
+    values = {f.name: spec_field(saved, f.name) for f in fields(SweepSpec) if f.name not in ("name", "arms", "seeds")}
+    hypotheses = [hypothesis_of(h) for h in saved_hypotheses(saved)]
+    arms = [Arm(name=str(a["name"]), ffn=dict(a.get("ffn") or {}), label=str(a.get("label") or a["name"]))
+            for a in saved.get("arms") or [] if isinstance(a, Mapping)]
+    return SweepSpec(**{**values, "name": str(saved.get("name") or ""), "arms": arms,
+                        "seeds": list(saved.get("seeds") or []), "hypotheses": hypotheses,
+                        "claims": [h.comparison for h in hypotheses]})
+
+
+def hypothesis_of(saved: Mapping[str, Any]) -> Hypothesis:
+    """A hypothesis as a sweep record saved it (or :func:`seed_hypotheses` states it); an
+    ``effect_source`` it does not name reads as None, as the record shows it."""
+    return Hypothesis(id=str(saved["id"]), sentence=str(saved["sentence"]), comparison=str(saved["comparison"]),
+                      arms=list(saved.get("arms") or []), margin=saved.get("margin"),
+                      claimed_effect=saved.get("claimed_effect"), effect_source=saved.get("effect_source"))
 
 
 def _some(names: list[str], limit: int = 12) -> str:
@@ -276,7 +298,7 @@ def seed_hypotheses(analyses: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def saved_hypotheses(spec: dict[str, Any]) -> list[dict[str, Any]]:
+def saved_hypotheses(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The hypotheses of a spec as a sweep record saved it. A record written before specs named
     hypotheses has none saved: a preset's reads its preset's (when they cover its ``claims``), any
     other its ``claims``' seed hypotheses (by default, as then, ratio_optimal, convergence_speed

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 MIXERS = ("attention", "linear_attention", "ssm", "short_conv")
 PARTS = ("embedding", "attention", "linear_attention", "ssm", "short_conv", "ffn", "norms", "other")
@@ -138,6 +138,23 @@ def _expand(groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 # -- the tree ----------------------------------------------------------------------------------
 
+class ModuleNode(TypedDict, total=False):
+    """A node of the module tree (:func:`ffnlab.training.hf_count.module_tree`, JSON): ``c`` its
+    class name; ``k`` its kind (linear, conv, embedding, norm, act, list, module, ref); ``p`` its
+    own parameters, name -> shape; ``t`` the names of its parameters that are another module's;
+    ``io`` [in, out] of a linear; ``conv`` [channels, groups, kernel] of a Conv1d; ``ch`` its
+    children by name; ``ref`` the path of a module written elsewhere."""
+
+    c: str
+    k: str
+    p: dict[str, list[int]]
+    t: list[str]
+    io: list[int]
+    conv: list[int]
+    ch: dict[str, ModuleNode]
+    ref: str
+
+
 def _numel(shape: list[int]) -> int:
     n = 1
     for s in shape:
@@ -145,11 +162,11 @@ def _numel(shape: list[int]) -> int:
     return n
 
 
-def own_params(node: dict[str, Any]) -> int:
+def own_params(node: ModuleNode) -> int:
     return sum(_numel(s) for s in node.get("p", {}).values())
 
 
-def subtree_params(node: dict[str, Any]) -> int:
+def subtree_params(node: ModuleNode) -> int:
     return own_params(node) + sum(subtree_params(c) for c in node.get("ch", {}).values())
 
 
@@ -157,11 +174,11 @@ def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def index(tree: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def index(tree: ModuleNode) -> dict[str, ModuleNode]:
     """Every node by its dotted path."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ModuleNode] = {}
 
-    def walk(node: dict[str, Any], path: str) -> None:
+    def walk(node: ModuleNode, path: str) -> None:
         out[path] = node
         for name, child in node.get("ch", {}).items():
             walk(child, _join(path, name))
@@ -175,7 +192,7 @@ def _tokens(name: str) -> list[str]:
     return [t.lower() for t in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
-def _word(node: dict[str, Any], words: tuple[str, ...]) -> bool:
+def _word(node: ModuleNode, words: tuple[str, ...]) -> bool:
     """Whether the class name holds one of ``words``: a whole CamelCase piece for words of up to
     three letters (MLA, not "normlayer"), anywhere for longer ones."""
     name = node["c"].lower()
@@ -183,7 +200,7 @@ def _word(node: dict[str, Any], words: tuple[str, ...]) -> bool:
     return any((w in tokens) if len(w) <= 3 else (w in name) for w in words)
 
 
-def _container(node: dict[str, Any]) -> bool:
+def _container(node: ModuleNode) -> bool:
     name = str(node["c"]).lower()
     return name.endswith(_CONTAINER_ENDINGS)
 
@@ -202,14 +219,14 @@ class _Item:
     cls: str = ""
 
 
-def _tied_only(node: dict[str, Any]) -> bool:
+def _tied_only(node: ModuleNode) -> bool:
     """Every parameter below ``node`` is another module's (Zamba's shared block, rebuilt per use
     around the same tensors)."""
     nodes = [node] + [c for c in index(node).values()]
     return any("t" in n for n in nodes) and subtree_params(node) == 0
 
 
-def _leaf_item(node: dict[str, Any], path: str) -> _Item:
+def _leaf_item(node: ModuleNode, path: str) -> _Item:
     io_ = node.get("io") or [0, 0]
     return _Item(path, node["k"], subtree_params(node), io_[0], io_[1], "bias" in node.get("p", {}), node["c"])
 
@@ -261,32 +278,32 @@ class _Experts:
     zero_params: int = 0
 
 
-def _tensors(node: dict[str, Any]) -> list[list[int]]:
+def _tensors(node: ModuleNode) -> list[list[int]]:
     out = list(node.get("p", {}).values())
     for child in node.get("ch", {}).values():
         out += _tensors(child)
     return out
 
 
-def _acts(node: dict[str, Any], path: str = "") -> list[_Item]:
+def _acts(node: ModuleNode, path: str = "") -> list[_Item]:
     out = [_Item(path, "act", 0, cls=node["c"])] if node["k"] == "act" else []
     for name, child in node.get("ch", {}).items():
         out += _acts(child, _join(path, name))
     return out
 
 
-def tensor_holder(node: dict[str, Any]) -> bool:
+def tensor_holder(node: ModuleNode) -> bool:
     """A module holding expert tensors: 3-D parameters, no linear, norm or list modules below."""
     if node["k"] != "module" or _word(node, _ATTENTION_WORDS):
         return False
 
-    def clean(n: dict[str, Any]) -> bool:
+    def clean(n: ModuleNode) -> bool:
         return n["k"] in ("module", "act") and all(clean(c) for c in n.get("ch", {}).values())
 
     return clean(node) and sum(len(s) >= 2 for s in _tensors(node)) >= 2
 
 
-def experts_from_tensors(holders: list[dict[str, Any]], d: int) -> _Experts | None:
+def experts_from_tensors(holders: list[ModuleNode], d: int) -> _Experts | None:
     """The routed experts held as tensors (E, a, b), one of a, b = d (and biases (E, x)), in the
     modules ``holders``: two tensors of hidden widths f and 2f (fused gate and up), two of f
     (plain) or three of f (gated)."""
@@ -322,7 +339,7 @@ def experts_from_tensors(holders: list[dict[str, Any]], d: int) -> _Experts | No
                     zero_slots, zero_params)
 
 
-def experts_flat(holder: dict[str, Any], d: int, n: int) -> _Experts | None:
+def experts_flat(holder: ModuleNode, d: int, n: int) -> _Experts | None:
     """Routed experts stored as matrices (E x f, d) side by side (DBRX), E = the router's width:
     three of them gated, two plain."""
     tensors = _tensors(holder)
@@ -332,7 +349,7 @@ def experts_flat(holder: dict[str, Any], d: int, n: int) -> _Experts | None:
     return _Experts(n, rows[0] // n, len(rows) == 3, False, subtree_params(holder), _activation(_acts(holder)))
 
 
-def router_width(node: dict[str, Any], d: int, skip: set[str]) -> int | None:
+def router_width(node: ModuleNode, d: int, skip: set[str]) -> int | None:
     """The width of a router child: a module whose only matrix projects d -> E (E >= 2)."""
     for name, child in node.get("ch", {}).items():
         if name in skip:
@@ -343,7 +360,7 @@ def router_width(node: dict[str, Any], d: int, skip: set[str]) -> int | None:
     return None
 
 
-def experts_list(node: dict[str, Any], d: int) -> _Experts | None:
+def experts_list(node: ModuleNode, d: int) -> _Experts | None:
     """Routed experts held as a list of identical FFN modules."""
     kids = list(node.get("ch", {}).values())
     if node["k"] != "list" or len(kids) < 2:
@@ -356,7 +373,7 @@ def experts_list(node: dict[str, Any], d: int) -> _Experts | None:
     return _Experts(len(kids), f, gated, bias, subtree_params(node), _activation(_acts(node)))
 
 
-def _leaves(node: dict[str, Any], path: str = "") -> list[_Item]:
+def _leaves(node: ModuleNode, path: str = "") -> list[_Item]:
     if node["k"] in ("linear", "act", "norm", "embedding", "conv"):
         return [_leaf_item(node, path)]
     out = [_Item(path, "raw", own_params(node))] if own_params(node) else []
@@ -365,7 +382,7 @@ def _leaves(node: dict[str, Any], path: str = "") -> list[_Item]:
     return out
 
 
-def _ffn_module(node: dict[str, Any], d: int) -> tuple[int, bool, bool] | None:
+def _ffn_module(node: ModuleNode, d: int) -> tuple[int, bool, bool] | None:
     """(d_ff, gated, bias) of a module that is exactly one FFN (its whole subtree)."""
     if node["k"] not in ("module",) or _word(node, _ATTENTION_WORDS) or _container(node):
         return None
@@ -381,7 +398,7 @@ def _ffn_module(node: dict[str, Any], d: int) -> tuple[int, bool, bool] | None:
 # -- the walk ----------------------------------------------------------------------------------
 
 class _Walk:
-    def __init__(self, tree: dict[str, Any], d: int, stack: str | None, head: str | None,
+    def __init__(self, tree: ModuleNode, d: int, stack: str | None, head: str | None,
                  config: dict[str, Any]):
         self.nodes = index(tree)
         self.d, self.stack, self.head, self.config = d, stack, head, config
@@ -404,7 +421,7 @@ class _Walk:
                 return int(first) if first.isdigit() else None
         return None
 
-    def visit(self, node: dict[str, Any], path: str, layer: int | None, reused: bool = False) -> list[_Item]:
+    def visit(self, node: ModuleNode, path: str, layer: int | None, reused: bool = False) -> list[_Item]:
         """Record the units under ``node``; return the leaves no unit claimed."""
         k = node["k"]
         if path == self.head:
@@ -431,7 +448,7 @@ class _Walk:
             return [i for i in items if i.kind in ("norm", "embedding")]
         return items
 
-    def _loose_ffn(self, node: dict[str, Any], path: str, layer: int | None, items: list[_Item],
+    def _loose_ffn(self, node: ModuleNode, path: str, layer: int | None, items: list[_Item],
                    reused: bool) -> bool:
         if _word(node, _ATTENTION_WORDS) or any(i.kind == "conv" for i in items):
             return False
@@ -448,7 +465,7 @@ class _Walk:
             params=0 if reused else sum(i.params for i in claimed), reused=reused))
         return True
 
-    def _moe(self, node: dict[str, Any], path: str, layer: int | None, reused: bool) -> bool:
+    def _moe(self, node: ModuleNode, path: str, layer: int | None, reused: bool) -> bool:
         if _word(node, _ATTENTION_WORDS) and not _word(node, ("moe", "expert")):
             return False
         kids = node.get("ch", {})
@@ -517,7 +534,7 @@ class _Walk:
             zero_params=0 if reused else experts.zero_params, reused=reused))
         return True
 
-    def _mixer(self, node: dict[str, Any], path: str, layer: int | None, reused: bool) -> bool:
+    def _mixer(self, node: ModuleNode, path: str, layer: int | None, reused: bool) -> bool:
         kids = node.get("ch", {})
         convs = [c for c in kids.values() if c["k"] == "conv"]
         kind = None
@@ -554,7 +571,7 @@ class _Walk:
         return True
 
 
-def _inner_attention(node: dict[str, Any]) -> bool:
+def _inner_attention(node: ModuleNode) -> bool:
     """Whether an attention child holds every matrix of ``node``, which only adds norms around
     it (DBRX's NormAttentionNorm): the child is the attention."""
     mats = [i for i in _leaves(node) if i.kind == "linear" or i.kind == "raw"]
@@ -566,11 +583,11 @@ def _inner_attention(node: dict[str, Any]) -> bool:
     return False
 
 
-def _lists(tree: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+def _lists(tree: ModuleNode) -> list[tuple[str, ModuleNode]]:
     return [(p, n) for p, n in index(tree).items() if n["k"] == "list" and n.get("ch")]
 
 
-def main_stack(tree: dict[str, Any], root: str) -> str | None:
+def main_stack(tree: ModuleNode, root: str) -> str | None:
     """The layer stack: the list under ``root`` holding the most parameters."""
     best, size = None, -1
     for path, node in _lists(tree):
@@ -582,7 +599,7 @@ def main_stack(tree: dict[str, Any], root: str) -> str | None:
     return best
 
 
-def language_root(tree: dict[str, Any], embeddings: str | None) -> str:
+def language_root(tree: ModuleNode, embeddings: str | None) -> str:
     """The language model's module: the nearest ancestor of the input embeddings holding a layer
     stack ("" = the whole model)."""
     if not embeddings:

@@ -128,7 +128,8 @@ class PreparedData:
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self.manifest["dtype"])
+        dtype: np.dtype = np.dtype(self.manifest["dtype"])
+        return dtype
 
     def _memmap(self, split: str, n_tokens: int) -> np.memmap:
         return np.memmap(
@@ -367,7 +368,7 @@ def _make_tokenizer(name: str, vocab: int, train: Sequence[str], folder: Path, s
 
 def _settings(
     source: Source, tokenizer: str, vocab: int, column: str, max_chars: int | None
-) -> dict:
+) -> dict[str, Any]:
     return {
         "format_version": FORMAT_VERSION,
         "corpus": source.spec,
@@ -378,7 +379,7 @@ def _settings(
     }
 
 
-def _reuse(out: Path, settings: dict, source: Source, texts: Texts | None) -> PreparedData | None:
+def _reuse(out: Path, settings: dict[str, Any], source: Source, texts: Texts | None) -> PreparedData | None:
     """The existing folder if it was prepared from the same settings and source, else None."""
     manifest = _read_manifest(out)
     if manifest is None or manifest.get("settings") != settings:
@@ -396,7 +397,7 @@ def _reuse(out: Path, settings: dict, source: Source, texts: Texts | None) -> Pr
     return _from_manifest(out, manifest, reused=True)
 
 
-def _build(out: Path, settings: dict, source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
+def _build(out: Path, settings: dict[str, Any], source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
     make_dir(out.parent, root)
     remove_stale(out.parent, root, hint=out.name)  # what a killed preparation of this corpus left
     tmp = new_temp_dir(out.parent, out.name)  # unique to this process and call; marked as ffnlab's

@@ -68,7 +68,8 @@ class BpeTokenizer:
         return [np.asarray(e.ids, dtype=np.int64) for e in encoded]
 
     def decode(self, ids: Iterable[int]) -> str:
-        return self._inner.decode([int(i) for i in ids])
+        text: str = self._inner.decode([int(i) for i in ids])
+        return text
 
     def save(self, path: str | Path) -> None:
         self._inner.save(str(path))

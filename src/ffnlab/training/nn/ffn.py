@@ -55,7 +55,8 @@ class DenseFFN(nn.Module):
         self.w_out = nn.Linear(d_ff, d_model, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_out(_apply(self.w_in(x), self.gated, self.act))
+        y: torch.Tensor = self.w_out(_apply(self.w_in(x), self.gated, self.act))
+        return y
 
 
 class MoEFFN(nn.Module):
@@ -101,7 +102,7 @@ class MoEFFN(nn.Module):
         token = order // self.top_k
         counts = torch.bincount(flat, minlength=self.n_experts)
         outs = []
-        for e, chunk in enumerate(xf[token].split(counts.tolist())):
+        for e, chunk in enumerate(torch.split(xf[token], counts.tolist())):
             h = chunk @ self.w_in[e].t()
             if self.b_in is not None:
                 h = h + self.b_in[e]

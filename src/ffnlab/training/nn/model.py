@@ -80,7 +80,8 @@ class Attention(nn.Module):
             cos, sin = rope[0][:t], rope[1][:t]
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.n_kv != self.n_heads)
-        return self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * hd))
+        out: torch.Tensor = self.out(y.transpose(1, 2).reshape(b, t, self.n_heads * hd))
+        return out
 
 
 class Block(nn.Module):

@@ -20,7 +20,7 @@ import json
 
 import pytest
 from fake_hub import FakeHub
-from test_hub_waits import LLAMA, each_url_once, error_line, ffnlab
+from hub_waits import LLAMA, each_url_once, error_line, ffnlab
 
 
 @pytest.fixture

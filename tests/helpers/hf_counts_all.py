@@ -28,6 +28,7 @@ import random
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -180,6 +181,28 @@ def check(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     ref = got.pop("ref", None) or reference(config)
     status, reason = verdict(ref, got)
     return {"config": config, "reference": ref, "audit": got, "status": status, "reason": reason}
+
+
+def exact_defaults() -> dict[str, dict[str, Any]]:
+    """Each model type's stored default config that audit counts as transformers does (the base
+    the adversarial passes mutate)."""
+    return {r["id"].split("/")[0]: r["config"] for r in load()["records"]
+            if r["id"].endswith("/default") and r["status"] == "exact"}
+
+
+def set_keys(**changes: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """A config edit: the config with ``changes`` set."""
+    return lambda c: {**c, **changes}
+
+
+def assert_as_transformers(config: dict[str, Any], expected: str, folder: Path) -> None:
+    """Audit counts ``config`` as transformers does (``expected`` "exact") or refuses it as
+    transformers does ("refused"), the refusal one line."""
+    rec = check(config, folder)
+    assert rec["status"] == expected, (rec["reason"], rec["audit"], rec["reference"])
+    if expected == "refused":
+        line = rec["audit"]["refused"]
+        assert "\n" not in line and len(line) < 1000
 
 
 def model_types() -> list[str]:

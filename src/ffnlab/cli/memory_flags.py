@@ -116,12 +116,13 @@ FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimize
 
 
 def activation_offload_stash() -> int:
-    """torchtune's forward stash (data/offload.json, activations): offloaded tensors kept on the GPU
-    until their copy is done."""
-    from ffnlab.sizing.memory.parallel import offload_modes
+    """torchtune's forward stash: offloaded tensors kept on the GPU until their copy is done
+    (``--offload-acts`` prices torchtune's OffloadActivations)."""
+    from ffnlab.sizing.memory.parallel import activation_offload
 
-    stash: int = offload_modes()["activations"]["engines"]["torchtune"]["forward_stash"]
-    return stash
+    facts = activation_offload("torchtune")
+    assert facts is not None, "data/offload.json keeps torchtune's activation offload"
+    return int(facts["forward_stash"])
 
 
 CTX = "memory_flags_context"  # the typer.Context parameter memory_flags adds

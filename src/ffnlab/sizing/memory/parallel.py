@@ -209,6 +209,14 @@ def offload_modes() -> dict[str, Any]:
     return data
 
 
+def activation_offload(engine: str) -> dict[str, Any] | None:
+    """An engine's activation-offload facts (``data/offload.json``, ``activations.engines``: its
+    forward stash, minimum offloaded size, whether it needs checkpointing), None when ffnlab has
+    none for it."""
+    found: dict[str, Any] | None = offload_modes()["activations"]["engines"].get(engine)
+    return found
+
+
 def _offloaded(rows: list[Row], mode: str, lay: Layout) -> list[Row]:
     """``rows`` with the states ``mode`` moves to the host at 0 bytes per GPU (their host bytes:
     :func:`host_terms`)."""
@@ -418,5 +426,5 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
     )
 
 
-__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "Layout", "MemorySummary",
+__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "activation_offload", "Layout", "MemorySummary",
            "Row", "Sharding", "StepOptions", "Workload", "check_layout", "host_terms", "memory_summary", "offload_modes", "serving_table", "table_total", "training_peak", "training_table"]

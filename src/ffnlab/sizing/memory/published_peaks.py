@@ -26,7 +26,7 @@ from importlib import resources
 from typing import Any
 
 from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
-from ffnlab.sizing.memory.parallel import Layout, memory_summary
+from ffnlab.sizing.memory.parallel import Layout, activation_offload, memory_summary
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.memory.workload import Workload
 
@@ -61,15 +61,6 @@ FOAK_UNDER_FULL_CHECKPOINTING = (
     "log-softmax, so the full loss is priced (plugins/fused-ops-and-kernels at 24bdadb: "
     "framework_plugin_fast_kernels.py FILTER_MAP, models/mistral.py, fused_ops/unsloth_lora/bnb/fast_lora.py, "
     "kernels/unsloth/rms_layernorm.py, rope_embedding.py, cross_entropy_loss.py)")
-
-
-def activation_offload(trainer: str) -> dict[str, Any] | None:
-    """The trainer's activation offload facts (data/offload.json, ``activations.engines``), None
-    when ffnlab has none for it."""
-    from ffnlab.sizing.memory.parallel import offload_modes
-
-    found: dict[str, Any] | None = offload_modes()["activations"]["engines"].get(trainer)
-    return found
 
 
 @lru_cache(maxsize=1)

@@ -443,15 +443,7 @@ def _compare_models(targets: list[str], gpus: int, gpu: str | None, gpu_memory: 
         cols += [Column("days", "days", lambda x: "-" if x is None else f"{x:,.1f}"),
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
     if sized:
-        est0 = next(iter(sized.values()))
-        for row in rows:
-            est = sized.get(str(row["model"]))
-            row["kv"] = f"{est.tokens:,} tokens ({est.blocks:,} blocks)" if est else "-"
-            row["context"] = f"{est.context_limit:,}" if est and est.context_limit else "-"
-            row["concurrency"] = f"{est.concurrency:,.2f}x" if est else "-"
-        cols += [Column("kv", f"KV cache ({est0.display} {est0.version})", justify="right"),
-                 Column("context", "context limit", justify="right"),
-                 Column("concurrency", f"concurrency at {est0.max_model_len:,}", justify="right")]
+        cols += _engine_columns(rows, "model", sized, context=True)
     acc = fitted[0][2].accelerator
     trainer = engine_text(work.engine) if ask.mode == "train" else ""
     title = (f"{len(fitted)} models, {_setting_text(work, ask.mode, gpus)}{trainer} on {acc}"
@@ -640,13 +632,7 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
                  Column("gpu_hours", "GPU-hours", lambda x: "-" if x is None else f"{x:,.0f}")]
     table = [r.as_dict() for r in rows]
     if sized:
-        est0 = next(iter(sized.values()))
-        for row in table:
-            est = sized.get(row["accelerator"])
-            row["kv"] = f"{est.tokens:,} tokens ({est.blocks:,} blocks)" if est else "-"
-            row["concurrency"] = f"{est.concurrency:,.2f}x" if est else "-"
-        cols += [Column("kv", f"KV cache ({est0.display} {est0.version})", justify="right"),
-                 Column("concurrency", f"concurrency at {est0.max_model_len:,}", justify="right")]
+        cols += _engine_columns(table, "accelerator", sized, context=False)
     title = what + (f"; time for {tokens} tokens" if timed else "")
     render.emit(table, cols, fmt, title=title, wide=wide)
     from ffnlab.sizing.memory.fit import NOT_COUNTED
@@ -679,12 +665,26 @@ def _compare(cfg: Any, name: str, what: str, gpus: int, n_tokens: int | None, mf
     return fits
 
 
+def _engine_columns(rows: list[dict[str, Any]], key: str, sized: dict[str, Any], *, context: bool) -> list[Column]:
+    """The serving engine's columns of a comparison (its KV cache, the context limit when
+    ``context``, the concurrency), each row's cells filled from ``sized`` by the row's ``key``
+    ("-" where the engine sized nothing)."""
+    for row in rows:
+        est = sized.get(str(row[key]))
+        row["kv"] = f"{est.tokens:,} tokens ({est.blocks:,} blocks)" if est else "-"
+        if context:
+            row["context"] = f"{est.context_limit:,}" if est and est.context_limit else "-"
+        row["concurrency"] = f"{est.concurrency:,.2f}x" if est else "-"
+    est0 = next(iter(sized.values()))
+    return [Column("kv", f"KV cache ({est0.display} {est0.version})", justify="right"),
+            *([Column("context", "context limit", justify="right")] if context else []),
+            Column("concurrency", f"concurrency at {est0.max_model_len:,}", justify="right")]
+
+
 def _engines_for(cfg: Any, rows: list[Any], work: Workload, ask: FitAsk, spec: str | None,
                  knobs: EngineFlags) -> dict[str, Any]:
     """The serving engine's sizing on each listed card that fits, at its smallest layout's tp;
     empty when the engine has published speeds only."""
-    import re
-
     from ffnlab.cli.serving_engine import estimate
     from ffnlab.sizing.memory.hardware import find_accelerator
     from ffnlab.sizing.serving_engines import engine_names
@@ -696,10 +696,9 @@ def _engines_for(cfg: Any, rows: list[Any], work: Workload, ask: FitAsk, spec: s
     eng, engine_knobs, _ = knobs.resolve(spec, work.seq_len)
     out: dict[str, Any] = {}
     for r in rows:
-        if not r.fits or r.layout is None:
+        if not r.fits or r.tp is None:
             continue
-        tp = int(m.group(1)) if (m := re.search(r"\btp (\d+)", r.layout)) else 1
-        out[r.accelerator] = estimate(cfg, find_accelerator(r.accelerator), eng, engine_knobs, tp=tp,
+        out[r.accelerator] = estimate(cfg, find_accelerator(r.accelerator), eng, engine_knobs, tp=r.tp,
                                       weights_dtype=work.serving_weights, kv_dtype=work.kv,
                                       context_limit=ask.context_limit, group_size=work.group_size)
     return out

@@ -186,8 +186,12 @@ class AcceleratorFit(Result):
     days: float | None
     gpu_hours: float | None
     training_flops: int | None = None
+    tp: int | None = None  # the smallest fitting layout's tensor-parallel size, for code (layout says it to people)
 
     OMITTED_WHEN_NONE = frozenset({"training_flops"})
+
+    def _shown(self, name: str) -> bool:
+        return name != "tp" and super()._shown(name)  # not a key: ``layout`` already shows it
 
 
 def context_limit(raw: Mapping[str, object] | None) -> int | None:
@@ -429,7 +433,7 @@ def fit_all(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, tokens
                              fits=best is not None, layout=best.describe if best else None,
                              per_gpu_bytes=best.per_gpu_bytes if best else res.smallest_need_bytes,
                              usable_bytes=res.usable_bytes, reserve_bytes=res.reserve_bytes,
-                             source=acc.source, days=None, gpu_hours=None)
+                             source=acc.source, days=None, gpu_hours=None, tp=best.layout.tp if best else None)
         peak = acc.bf16_tflops if precision == "bf16" else acc.fp8_tflops
         if tokens and res.mode == "train" and peak is not None and acc.bf16_tflops is not None:
             t = training_time(cfg, tokens=tokens, gpus=gpus, accelerator=acc,

@@ -27,6 +27,8 @@ from fuzz_cli import assert_refused, cli
 from ffnlab.errors import FfnlabError
 
 EXPORT_FILES = {"config.json", "model.safetensors"}
+# a refusal that comes after the run folder exists (a too-short corpus is refused before it does)
+LATE_REFUSAL = "refused once the run folder was made"
 
 
 def tiny_model(seed: int):  # noqa: ANN201 - a DecoderLM
@@ -169,15 +171,14 @@ def test_a_second_export_leaves_a_live_exporters_write_alone(tmp_path):
 
 @pytest.mark.parametrize("intrusion", ["nested-folder", "hidden-file", "empty-folder", "link-out"])
 def test_a_refused_trainer_keeps_what_another_process_put_in_its_new_parent(tmp_path, monkeypatch, intrusion):
-    from ffnlab.training import runconfig
+    from ffnlab.training import trainer
 
-    (tmp_path / "tiny.txt").write_text("to be or not to be, " * 3)
+    (tmp_path / "tiny.txt").write_text("to be or not to be, " * 300)
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "keep.txt").write_text("keep")
     parent = tmp_path / "P"
-    real = runconfig.prepare_data
 
-    def prepare_while_another_writes(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def build_while_another_writes(*a, **k):  # noqa: ANN002, ANN003, ANN202
         if intrusion == "nested-folder":
             (parent / "theirs" / "deep").mkdir(parents=True)
             (parent / "theirs" / "deep" / "notes.txt").write_text("mine")
@@ -187,12 +188,12 @@ def test_a_refused_trainer_keeps_what_another_process_put_in_its_new_parent(tmp_
             (parent / "theirs").mkdir()
         else:
             (parent / "theirs").symlink_to(tmp_path / "elsewhere")
-        return real(*a, **k)
+        raise FfnlabError(LATE_REFUSAL)
 
-    monkeypatch.setattr(runconfig, "prepare_data", prepare_while_another_writes)
+    monkeypatch.setattr(trainer, "_build", build_while_another_writes)
     r = cli("train", "--out", str(parent / "a"), "--set", "data.corpus=tiny.txt", "--set", "data.cache_dir=cache",
             "--set", "train.seq_len=64", "--set", "train.progress=off", where=tmp_path)
-    assert_refused(r, "too few")
+    assert_refused(r, LATE_REFUSAL)
     assert (tmp_path / "elsewhere" / "keep.txt").read_text() == "keep"
     if intrusion == "nested-folder":
         assert (parent / "theirs" / "deep" / "notes.txt").read_text() == "mine"
@@ -205,22 +206,21 @@ def test_a_refused_trainer_keeps_what_another_process_put_in_its_new_parent(tmp_
 def test_a_refused_trainer_keeps_a_lock_another_process_put_at_its_name(tmp_path, monkeypatch):
     """The trainer made run/.lock; another process replaced it (a new file at the name, its own
     lock): the folder holds something the trainer did not make, so it and the file stay."""
-    from ffnlab.training import runconfig
+    from ffnlab.training import trainer
 
-    (tmp_path / "tiny.txt").write_text("to be or not to be, " * 3)
+    (tmp_path / "tiny.txt").write_text("to be or not to be, " * 300)
     out = tmp_path / "run"
-    real = runconfig.prepare_data
 
-    def prepare_after_a_replacement(*a, **k):  # noqa: ANN002, ANN003, ANN202
+    def build_after_a_replacement(*a, **k):  # noqa: ANN002, ANN003, ANN202
         assert (out / ".lock").is_file()
         (tmp_path / "x").write_text("theirs")
         os.replace(tmp_path / "x", out / ".lock")
-        return real(*a, **k)
+        raise FfnlabError(LATE_REFUSAL)
 
-    monkeypatch.setattr(runconfig, "prepare_data", prepare_after_a_replacement)
+    monkeypatch.setattr(trainer, "_build", build_after_a_replacement)
     r = cli("train", "--out", str(out), "--set", "data.corpus=tiny.txt", "--set", "data.cache_dir=cache",
             "--set", "train.seq_len=64", "--set", "train.progress=off", where=tmp_path)
-    assert_refused(r, "too few")
+    assert_refused(r, LATE_REFUSAL)
     assert (out / ".lock").read_text() == "theirs"
 
 

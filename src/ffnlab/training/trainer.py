@@ -189,28 +189,28 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[
     """Train (or continue) the run in ``out_dir``; return its summary (empty on ranks > 0)."""
     from ffnlab.files import provisional_dir
     from ffnlab.training.locking import folder_lock
-    from ffnlab.training.memory import check_fits
+    from ffnlab.training.memory import check_fits, check_splits
 
     info = setup(cfg.train.device)
     main = info.is_main
     try:
         check_fits(cfg, info.device, world_size=info.world_size)  # before any folder or tensor exists
+        # the corpus is checked before the run folder exists: a refused run never makes (or has to
+        # remove) a folder another run may be starting in at the same moment
+        data, prepared_dir = _load_data(cfg, info)
+        check_splits(len(data.train()), len(data.val()), cfg.train.seq_len)
         with provisional_dir(Path(out_dir)) if main else contextlib.nullcontext(), \
                 folder_lock(Path(out_dir), "ffnlab train") if main else contextlib.nullcontext():
-            return _train(cfg, Path(out_dir), resume, info)
+            return _train(cfg, Path(out_dir), resume, info, data, prepared_dir)
     finally:
         teardown(info)
 
 
-def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo) -> dict[str, Any]:
+def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, prepared_dir: str) -> dict[str, Any]:
     """Set a run up one concern at a time, then hand it to :func:`_loop`."""
-    from ffnlab.training.memory import check_splits
-
     threads = _configure_process(cfg.train, info)
     continuing = _open_folder(out, cfg, resume, info)
-    data, prepared_dir = _load_data(cfg, info)
     train_arr, val_arr = data.train(), data.val()
-    check_splits(len(train_arr), len(val_arr), cfg.train.seq_len)  # before any run file is written
     mcfg, counts, model, opt = _build(cfg, data.vocab_size, info.device)
     # the checkpoint is loaded (and validated) before any run file is touched: a bad one leaves the run as it was
     step, elapsed_before = _restore(out, continuing, model, opt, cfg)

@@ -166,7 +166,8 @@ def probe(model_type: str) -> dict[str, Any]:
     target["head_dim"] = str(width)
     head_dim_typed = _builds(config) and not _builds(trial)
     rope_theta = rope_theta_refusals(config)
-    return {"rope_theta": rope_theta, "negative_refused": negative_refused(config, text_type),
+    return {"rope_theta": rope_theta, "rope_scaling": rope_scaling_rules(config),
+            "pad_in_embedding": pad_in_embedding(config), "negative_refused": negative_refused(config, text_type),
             "text_type": text_type, "null_refused": refused, "missing_refused": missing,
             "head_dim_typed": head_dim_typed, "field_kinds": field_kinds(text_type),
             "text_config_refused": text_refused,
@@ -175,7 +176,8 @@ def probe(model_type: str) -> dict[str, Any]:
 
 
 def _with(config: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
-    trial = json.loads(json.dumps(config))
+    trial = json.loads(json.dumps({**config, "ffnlab-value": value}))  # copies: transformers fills dicts in place
+    value = trial.pop("ffnlab-value")
     trial.get("text_config", trial)[key] = value
     return trial
 
@@ -198,6 +200,63 @@ def rope_theta_refusals(config: dict[str, Any]) -> list[str]:
         if not _builds(_with(config, "rope_theta", -5.0)) and not _builds(_with(config, "rope_theta", 1.0)):
             out.append("log")
     return out
+
+
+# the keys each RoPE scaling type's validator requires besides rope_type (transformers 5.25.0,
+# src/transformers/modeling_rope_utils.py, RotaryEmbeddingConfigMixin._validate_<type>_rope_parameters);
+# tests/sizing/hf/test_rope_scaling.py builds a Llama without each one and sees it refused
+ROPE_REQUIRED_KEYS = {
+    "default": [], "linear": ["factor"], "dynamic": ["factor"],
+    "yarn": ["factor", "original_max_position_embeddings"],
+    "longrope": ["short_factor", "long_factor", "original_max_position_embeddings"],
+    "llama3": ["factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor", "rope_theta"],
+    "proportional": ["rope_theta"],
+}
+# complete RoPE parameters of each scaling type transformers 5.25 computes (ROPE_INIT_FUNCTIONS)
+# but longrope (its factor lists are as long as half the rotary width): a type that refuses one
+# of these refuses that scaling type whatever it holds (Phi-3 validates its own)
+COMPLETE_SCALING = {
+    "linear": {"rope_type": "linear", "factor": 2.0},
+    "dynamic": {"rope_type": "dynamic", "factor": 2.0},
+    "yarn": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 16},
+    "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+               "original_max_position_embeddings": 16, "rope_theta": 10000.0},
+}
+
+
+def rope_scaling_rules(config: dict[str, Any]) -> list[str]:
+    """How a type treats a ``rope_scaling`` dict, each a tag: "computes" when its model computes
+    RoPE from it (an unknown rope_type is refused), "factor-number" when a factor written as a
+    string is refused, "fills-theta" / "fills-original" when its RoPE standardisation fills a
+    missing rope_theta / original_max_position_embeddings (else a scaling type that requires
+    them is refused without them), and "refuses-<type>" for a scaling type refused with
+    complete parameters."""
+    if not _builds(config):
+        return []
+    if config.get("text_config", config).get("max_position_embeddings", 0) is None:  # dynamic and yarn scale it
+        config = _with(config, "max_position_embeddings", 64)
+
+    def builds(scaling: dict[str, Any]) -> bool:  # a copy: transformers fills the dict it is given
+        return _builds(_with(config, "rope_scaling", json.loads(json.dumps(scaling))))
+    tags = []
+    if not builds({"rope_type": "ffnlab-unknown", "factor": 2.0}):
+        tags.append("computes")
+    if not builds({"rope_type": "linear", "factor": "2"}) and builds(COMPLETE_SCALING["linear"]):
+        tags.append("factor-number")
+    if builds({k: v for k, v in COMPLETE_SCALING["llama3"].items() if k != "rope_theta"}):
+        tags.append("fills-theta")
+    if builds({k: v for k, v in COMPLETE_SCALING["yarn"].items() if k != "original_max_position_embeddings"}):
+        tags.append("fills-original")
+    tags += [f"refuses-{name}" for name, scaling in COMPLETE_SCALING.items() if not builds(scaling)]
+    return tags
+
+
+def pad_in_embedding(config: dict[str, Any]) -> bool:
+    """Whether the type's model refuses a pad_token_id equal to the vocabulary size (its token
+    embedding takes the pad id as ``padding_idx``, which torch requires inside the table)."""
+    target = config.get("text_config", config)
+    vocab = target.get("vocab_size")
+    return isinstance(vocab, int) and _builds(config) and not _builds(_with(config, "pad_token_id", vocab))
 
 
 def negative_refused(config: dict[str, Any], text_type: str) -> list[str]:
@@ -228,7 +287,7 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
         "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
         "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
-        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, rope_theta_number the types whose model refuses a rope_theta (top level, in a flat rope_parameters or in one dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to 1, negative_refused the integer fields whose value -5 a type's model refuses, text_config_refused the keys a type's model refuses a plain object under (names "
+        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, rope_theta_number the types whose model refuses a rope_theta (top level, in a flat rope_parameters or in one dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to 1, negative_refused the integer fields whose value -5 a type's model refuses, rope_scaling how a type treats a rope_scaling dict (computes: its model computes RoPE from it and refuses an unknown rope_type; factor-number: a string factor is refused; fills-theta / fills-original: its standardisation fills a missing rope_theta / original_max_position_embeddings; refuses-TYPE: that scaling type is refused with complete parameters), rope_required_keys the keys each scaling type's validator requires besides rope_type (transformers 5.25 modeling_rope_utils.py, _validate_<type>_rope_parameters), pad_in_embedding the types whose model refuses a pad_token_id outside the vocabulary, text_config_refused the keys a type's model refuses a plain object under (names "
         "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
         "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
@@ -246,6 +305,9 @@ def render(t: dict[str, Any]) -> str:
            "rope_theta_number": sorted(mt for mt, p in types if "number" in p["rope_theta"]),
            "rope_theta_log": sorted(mt for mt, p in types if "log" in p["rope_theta"]),
            "negative_refused": {mt: p["negative_refused"] for mt, p in types if p["negative_refused"]},
+           "rope_scaling": {mt: p["rope_scaling"] for mt, p in types if p["rope_scaling"]},
+           "rope_required_keys": ROPE_REQUIRED_KEYS,
+           "pad_in_embedding": sorted(mt for mt, p in types if p["pad_in_embedding"]),
            "field_kinds": {mt: dict(sorted(p["field_kinds"].items())) for mt, p in types},
            "text_config_refused": {mt: p["text_config_refused"] for mt, p in types if p["text_config_refused"]},
            "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},

@@ -28,6 +28,8 @@ def translate(k: ConfigKeys) -> ModelConfig:
     # that do not divide d these differ, which ffnlab's attention cannot express (so: refused)
     require(d % n_heads == 0, f"config.json: n_heads={n_heads} does not divide d_model={d}; ffnlab "
                               "cannot count DBRX's unequal query and key widths")
+    require(not k.get("tie_word_embeddings", False, kind=bool),
+            "config.json key 'tie_word_embeddings' is true: transformers' DBRX config refuses tied embeddings")
     return ModelConfig(
         d_model=d,
         n_layers=k.get("n_layers", 24),

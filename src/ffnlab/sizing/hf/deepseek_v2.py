@@ -49,6 +49,9 @@ def deepseek(k: ConfigKeys, defaults: dict[str, Any]) -> ModelConfig:
     if q_rank is not None:
         q_rank = k.get("q_lora_rank", q_rank)
     rope = g("qk_rope_head_dim")
+    # unused by latent attention, but the attention module divides the heads by it
+    require(k.data.get("num_key_value_heads") != 0,
+            "config.json key 'num_key_value_heads' is 0: transformers' DeepSeek attention divides the heads by it")
     attn = AttentionSpec(
         g("num_attention_heads"),
         head_dim=rope,

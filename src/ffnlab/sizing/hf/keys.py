@@ -13,6 +13,9 @@ from ffnlab.sizing.hf.rules import (
     MISSING_REFUSED,
     NEGATIVE_REFUSED,
     NULL_REFUSED,
+    PAD_IN_EMBEDDING,
+    ROPE_REQUIRED_KEYS,
+    ROPE_SCALING,
     ROPE_THETA_LOG,
     ROPE_THETA_NUMBER,
 )
@@ -111,14 +114,10 @@ def _per_layer_type_thetas(data: dict[str, Any], model_type: str) -> list[tuple[
     return out
 
 
-def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, Any]]:
-    """The rope_theta values transformers' RoPE standardisation (``convert_rope_params_to_dict``,
-    5.25) hands the rotary embedding, each with the key it came from: ``rope_scaling`` or else
-    ``rope_parameters`` (flat, or one dict per layer type where the type has layer types) wins,
-    else the top-level ``rope_theta`` (or the key :data:`ROPE_THETA_SOURCES` names) fills it;
-    nothing when neither is given (the class default)."""
-    if model_type in LAYER_PATTERN:
-        return _per_layer_type_thetas(data, model_type)
+def rope_groups(data: dict[str, Any], model_type: str) -> list[tuple[str, dict[str, Any]]]:
+    """The RoPE parameter dicts transformers' standardisation (5.25) takes from a flat-RoPE type's
+    config.json, each with its key: ``rope_scaling`` when set, else ``rope_parameters`` (one dict,
+    or one per layer type where the type has layer types)."""
     label = "rope_scaling" if data.get("rope_scaling") else "rope_parameters"
     params = data.get(label)
     require(params is None or isinstance(params, dict),
@@ -127,9 +126,59 @@ def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, A
     params = params or {}
     layered = "layer_types" in FIELD_KINDS.get(model_type, {})  # nested only by layer type (5.25)
     if layered and params and all(isinstance(v, dict) or v is None for v in params.values()):
-        groups = [(f"{label}.{name}", v) for name, v in params.items() if isinstance(v, dict)]
-    else:
-        groups = [(label, params)]
+        return [(f"{label}.{name}", v) for name, v in params.items() if isinstance(v, dict)]
+    return [(label, params)]
+
+
+def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
+    """Refuse the RoPE scaling transformers refuses (:data:`ROPE_SCALING`): a scaling type the
+    type refuses outright, a required key (:data:`ROPE_REQUIRED_KEYS`) the standardisation does
+    not fill, a rope_type the model cannot compute, a factor that is not a number."""
+    if model_type in LAYER_PATTERN:  # one dict per layer type, merged differently: not probed
+        return
+    tags = ROPE_SCALING.get(model_type, frozenset())
+    filled = {key for tag, key in (("fills-theta", "rope_theta"), ("fills-original", "original_max_position_embeddings"))
+              if tag in tags}
+    for label, group in rope_groups(data, model_type):
+        if not group:
+            continue
+        kind = group.get("rope_type", group.get("type", "default"))
+        require(f"refuses-{kind}" not in tags,
+                f"config.json key {label!r} asks for {kind!r} RoPE scaling: transformers' {model_type} config refuses it")
+        required = ROPE_REQUIRED_KEYS.get(kind) if isinstance(kind, str) else None
+        if required is None:
+            require("computes" not in tags, f"config.json key '{label}.rope_type' is {show(kind)}: transformers' "
+                                            f"{model_type} model computes no such RoPE (it knows "
+                                            f"{', '.join(sorted(ROPE_REQUIRED_KEYS))})")
+            continue
+        missing = [key for key in required if key not in group and key not in filled]
+        require(not missing, f"config.json key {label!r} ({kind} RoPE scaling) lacks {', '.join(missing)}: "
+                             f"transformers requires {'it' if len(missing) == 1 else 'them'}")
+        factor = group.get("factor")
+        require("factor-number" not in tags or kind == "default" or factor is None
+                or json_kind(factor) in ("int", "float"),
+                f"config.json key '{label}.factor' must be a number, got {show(factor)}: transformers' "
+                f"{model_type} rotary embedding computes with it")
+
+
+def check_pad_token(data: dict[str, Any], model_type: str, vocab: Any) -> None:
+    """Refuse a ``pad_token_id`` outside the vocabulary where the token embedding takes it as its
+    padding index (:data:`PAD_IN_EMBEDDING`: torch allows -vocab <= id < vocab)."""
+    pad = data.get("pad_token_id")
+    if model_type in PAD_IN_EMBEDDING and json_kind(pad) == "int" and json_kind(vocab) == "int":
+        require(-vocab <= pad < vocab, f"config.json key 'pad_token_id' is {pad:,}, outside the vocabulary of "
+                                       f"{vocab:,}: transformers' {model_type} embedding refuses it as padding index")
+
+
+def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, Any]]:
+    """The rope_theta values transformers' RoPE standardisation (``convert_rope_params_to_dict``,
+    5.25) hands the rotary embedding, each with the key it came from: ``rope_scaling`` or else
+    ``rope_parameters`` (flat, or one dict per layer type where the type has layer types) wins,
+    else the top-level ``rope_theta`` (or the key :data:`ROPE_THETA_SOURCES` names) fills it;
+    nothing when neither is given (the class default)."""
+    if model_type in LAYER_PATTERN:
+        return _per_layer_type_thetas(data, model_type)
+    groups = rope_groups(data, model_type)
     fallback = ROPE_THETA_SOURCES.get(model_type, {}).get("", "rope_theta")
     out = []
     for name, group in groups:
@@ -242,6 +291,8 @@ class ConfigKeys:
                 require(self.model_type not in ROPE_THETA_LOG or (value > 0 and value != 1),
                         f"config.json key {key!r} is {show(value)}: transformers' {self.model_type} rotary "
                         f"embedding divides by its logarithm (it must be above 0 and not 1)")
+        check_rope_scaling(self.data, self.model_type)
+        check_pad_token(self.data, self.model_type, self.data.get("vocab_size", self.class_defaults.get("vocab_size")))
         n_layers = self.data.get("num_hidden_layers", self.class_defaults.get("num_hidden_layers"))
         check_common(self.data, self.model_type, n_layers)
         for key in sorted(MISSING_REFUSED.get(self.model_type, ())):

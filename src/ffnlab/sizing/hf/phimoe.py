@@ -1,12 +1,15 @@
 """Phi-3.5-MoE (phimoe): LayerNorm with bias, GQA, 16 SwiGLU experts of width 6400 (top-2) in
-every layer; attention_bias and lm_head_bias switch biases on."""
+every layer; attention_bias and lm_head_bias switch biases on. Its config class validates its own
+RoPE (transformers 5.25, ``configuration_phimoe.py``): scaling other than the default needs numbers
+for ``short_mscale`` and ``long_mscale``."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
@@ -19,6 +22,12 @@ PHIMOE_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
+    for label, group in rope_groups(k.data, k.model_type):
+        if group and group.get("rope_type", group.get("type", "default")) != "default":
+            for key in ("short_mscale", "long_mscale"):
+                require(json_kind(group.get(key)) in ("int", "float"),
+                        f"config.json key {label!r} scales RoPE, so its {key} must be a number, got "
+                        f"{group.get(key)!r}: transformers' phimoe config refuses it")
     cfg = decoder(k, PHIMOE_DEFAULTS, DecoderLayout(norm="layernorm", sliding_every=1))
     cfg = replace(cfg, lm_head_bias=k.get("lm_head_bias", False, kind=bool))
     moe = replace(

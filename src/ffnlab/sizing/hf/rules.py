@@ -16,6 +16,14 @@ installed transformers. Read here once, into the names the translators use:
   (5.25 has no such config field: its RoPE standardisation moves the key into ``rope_parameters``
   unchecked, and the rotary embedding raises it to a power); ``ROPE_THETA_LOG`` those that also
   refuse one not above 0 or equal to 1 (YaRN divides by its logarithm);
+* ``ROPE_SCALING``: how each type treats a ``rope_scaling`` dict (tags: ``computes``, its model
+  computes RoPE from it and refuses an unknown rope_type; ``factor-number``, a string factor is
+  refused; ``fills-theta`` / ``fills-original``, its standardisation fills a missing rope_theta /
+  original_max_position_embeddings; ``refuses-TYPE``, that scaling type is refused outright), and
+  ``ROPE_REQUIRED_KEYS`` the keys each scaling type's validator requires (transformers 5.25,
+  ``modeling_rope_utils.py``, ``_validate_*_rope_parameters``);
+* ``PAD_IN_EMBEDDING``: the types whose token embedding takes ``pad_token_id`` as its padding
+  index, which torch refuses outside the vocabulary;
 * ``NEGATIVE_REFUSED``: the integer fields whose negative value a type's model refuses, read by
   ffnlab or not (GPT-J's ``n_positions`` sizes a buffer);
 * ``HEADS_DIVIDE_HIDDEN``: the types whose config requires hidden_size % heads == 0;
@@ -41,6 +49,10 @@ FIELD_KINDS: dict[str, dict[str, frozenset[str]]] = {
 HEAD_DIM_TYPED: frozenset[str] = frozenset(_TABLE.get("head_dim_typed", ()))
 ROPE_THETA_NUMBER: frozenset[str] = frozenset(_TABLE.get("rope_theta_number", ()))
 ROPE_THETA_LOG: frozenset[str] = frozenset(_TABLE.get("rope_theta_log", ()))
+ROPE_SCALING: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags in _TABLE.get("rope_scaling", {}).items()}
+ROPE_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
+    kind: tuple(keys) for kind, keys in _TABLE.get("rope_required_keys", {}).items()}
+PAD_IN_EMBEDDING: frozenset[str] = frozenset(_TABLE.get("pad_in_embedding", ()))
 NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused", {}).items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])
 CLASS_DEFAULTS: dict[str, dict[str, object]] = _TABLE["class_defaults"]

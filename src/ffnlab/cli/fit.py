@@ -338,7 +338,7 @@ def _speed(res: FitResult, engine: str | None, gpu: str | None, batch: int,
     if sv is None or sv.speed is None or gpu is None:
         return None
     acc_name = res.accelerator
-    fractions = matching_fractions(engine, acc_name, batch)
+    fractions = matching_fractions(engine, acc_name, batch, sv.speed.tp)
     out: dict[str, Any] = {}
     if fractions:
         per_seq = sv.speed.tokens_per_s_per_sequence
@@ -353,7 +353,8 @@ def _speed(res: FitResult, engine: str | None, gpu: str | None, batch: int,
 
 
 def _speed_lines(speed: dict[str, Any]) -> list[str]:
-    lines = [f"{f['engine']} reached {f['tokens_per_s']:g} tokens/s for {f['model']} on {f['gpu']} at batch "
+    lines = [f"{f['engine']} reached {f['tokens_per_s']:g} tokens/s for {f['model']} on "
+             f"{f['gpu'] if f['tp'] == 1 else str(f['tp']) + ' x ' + f['gpu'] + ' (tensor parallel)'} at batch "
              f"{f['batch']}: {f['fraction']:.2f} of its roofline bound ({f['bound_tokens_per_s']:,.1f}); at that "
              f"fraction this layout: about {f['here_tokens_per_s_per_sequence']:,.1f} tokens/s per sequence "
              f"({f['source']})"

@@ -1,7 +1,9 @@
-"""Measured decode speed against ffnlab's roofline bound: published tokens/s for an engine, a GPU,
-a model and a load (``data/serving_speed.json``, each with its source) give the fraction of the
-bound (:func:`ffnlab.sizing.serving.decode_speed`) that engine reached. A fraction is applied to
-another model only for the same engine, GPU and batch (:func:`matching_fractions`), and
+"""Measured decode speed against ffnlab's roofline bound: published tokens/s for an engine, a GPU
+(``tp`` of them, tensor parallel), a model and a load (``data/serving_speed.json``, each with its
+source) give the fraction of the bound (:func:`ffnlab.sizing.serving.decode_speed`) that engine
+reached. A fraction is applied to another model only for the same engine, GPU, tensor-parallel
+size and batch (:func:`matching_fractions`: at batch 1 the all-reduces of tensor parallelism cost
+a large share of each step, so a one-GPU fraction says little about two), and
 :func:`gpus_for_target` turns a target throughput into replicas and GPUs with it, or with the bound
 itself (fraction 1: an upper bound, never a prediction) where nothing matches."""
 
@@ -36,6 +38,7 @@ class MeasuredFraction:
     case_id: str
     engine: str
     gpu: str
+    tp: int
     model: str
     batch: int
     tokens_per_s: float
@@ -56,21 +59,23 @@ def implied_fraction(case: dict[str, Any]) -> MeasuredFraction:
     cfg = find(case["model"]).config()
     assert cfg is not None
     speed = decode_speed(cfg, find_accelerator(case["gpu"]), batch=case["batch"], context=case["context"],
-                         weights_dtype=case["weights_dtype"], group_size=case.get("group_size"))
+                         tp=case["tp"], weights_dtype=case["weights_dtype"], group_size=case.get("group_size"))
     assert speed is not None, case["gpu"]
     bound = speed.tokens_per_s_per_sequence
-    return MeasuredFraction(case_id=case["id"], engine=case["engine"], gpu=case["gpu"], model=case["model"],
+    return MeasuredFraction(case_id=case["id"], engine=case["engine"], gpu=case["gpu"], tp=case["tp"],
+                            model=case["model"],
                             batch=case["batch"], tokens_per_s=case["tokens_per_s"], bound_tokens_per_s=bound,
                             fraction=case["tokens_per_s"] / bound, source=case["source"])
 
 
-def matching_fractions(engine: str | None, gpu: str, batch: int) -> list[MeasuredFraction]:
-    """The published fractions for this engine, GPU and batch (none without an engine)."""
+def matching_fractions(engine: str | None, gpu: str, batch: int, tp: int = 1) -> list[MeasuredFraction]:
+    """The published fractions for this engine, GPU, batch and tensor-parallel size (none without
+    an engine)."""
     if engine is None:
         return []
     name = engine.partition("@")[0].lower()
     return [implied_fraction(c) for c in speed_cases()
-            if c["engine"] == name and c["gpu"] == gpu and c["batch"] == batch]
+            if c["engine"] == name and c["gpu"] == gpu and c["batch"] == batch and c["tp"] == tp]
 
 
 @dataclass(frozen=True)
@@ -97,7 +102,7 @@ def gpus_for_target(target: float, bound_per_replica: float, gpus_per_replica: i
     require(bound_per_replica > 0, "no speed bound for this layout")
     if fractions:
         worst = min(fractions, key=lambda f: f.fraction)
-        fraction, whence = worst.fraction, (f"{worst.engine} on {worst.gpu}, {worst.model} at batch {worst.batch}: "
+        fraction, whence = worst.fraction, (f"{worst.engine} on {_gpus(worst)}, {worst.model} at batch {worst.batch}: "
                                             f"{worst.tokens_per_s:g} tokens/s measured ({worst.source})")
     else:
         fraction, whence = 1.0, "the roofline bound itself (no published speed for this engine, GPU and batch)"
@@ -106,6 +111,10 @@ def gpus_for_target(target: float, bound_per_replica: float, gpus_per_replica: i
     return TargetSizing(target_tokens_per_s=target, fraction=fraction, fraction_from=whence,
                         tokens_per_s_per_replica=per, replicas=replicas, gpus_per_replica=gpus_per_replica,
                         gpus=replicas * gpus_per_replica)
+
+
+def _gpus(f: MeasuredFraction) -> str:
+    return f.gpu if f.tp == 1 else f"{f.tp} x {f.gpu} (tensor parallel)"
 
 
 __all__ = ["MeasuredFraction", "TargetSizing", "gpus_for_target", "implied_fraction", "matching_fractions",

@@ -81,11 +81,10 @@ def train(
               "experts": experts, "top_k": top_k}
     if experts and top_k is None:
         values["top_k"] = min(DEFAULT_TOP_K, experts)
-    overrides = list(set_ or [])
-    overrides += [f"{SHORTCUTS[k]}={v}" for k, v in values.items() if v is not None]
+    flags = {SHORTCUTS[k]: v for k, v in values.items() if v is not None}  # typed already: not read as YAML
     if d_ff is not None and rule is None:
-        overrides.append("model.ffn.rule=explicit")
-    cfg = _run_config(config, out, resume, overrides)
+        flags["model.ffn.rule"] = "explicit"
+    cfg = _run_config(config, out, resume, list(set_ or []), flags)
     if print_config:
         import yaml
 
@@ -108,15 +107,15 @@ def train(
               f"({summary['wall_s']:.0f} s)")
 
 
-def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[str]) -> Any:
+def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[str], flags: dict[str, Any]) -> Any:
     """The config file (or, with --resume and none given, the run's saved config.yaml) plus the
-    command line's overrides."""
+    command line's --set overrides, then its flags (which win)."""
     from ffnlab.training import runconfig
 
     saved = out / "config.yaml"
     if resume and config is None and saved.is_file():
-        return runconfig.from_dict(runconfig.apply_overrides(runconfig.read_file(saved), overrides))
-    return runconfig.load(config, overrides)
+        return runconfig.from_dict(runconfig.apply_overrides(runconfig.read_file(saved), overrides, flags))
+    return runconfig.load(config, overrides, flags)
 
 
 def _require_exportable(cfg: Any) -> None:

@@ -151,21 +151,25 @@ def read_file(path: str | Path) -> dict[str, Any]:
     return read_mapping(path, "config file", empty_ok=True)
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
-    """Apply ``a.b.c=value`` overrides (values parsed as YAML) to a nested dict copy."""
+def apply_overrides(data: dict[str, Any], overrides: list[str],
+                    values: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Apply ``a.b.c=value`` overrides (values parsed as YAML), then ``values`` (dotted key ->
+    a value already typed, such as a command-line flag's: set as given, never re-read as YAML, so
+    ``--ratio 0x10`` stays the text the width rule refuses) to a nested dict copy."""
     import copy
 
     import yaml
 
     out = copy.deepcopy(data)
-    for item in overrides:
+    items = [(item, None) for item in overrides] + [(f"{k}=", v) for k, v in (values or {}).items()]
+    for item, typed in items:
         require("=" in item, f"--set takes KEY=VALUE (e.g. model.ffn.ratio=4), got {item!r}")
         key, raw = item.split("=", 1)
         parts = key.strip().split(".")
         require(all(parts), f"--set: bad key {key!r}")
         try:
-            value = load_yaml(raw) if raw.strip() else ""  # duplicate keys and alias bombs refused too
-        except YamlRefused as e:
+            value = typed if typed is not None else load_yaml(raw) if raw.strip() else ""  # duplicate keys and
+        except YamlRefused as e:  # alias bombs refused too
             raise FfnlabError(f"--set {key}: {e}") from None
         except (yaml.YAMLError, ValueError, RecursionError):  # e.g. a 5,000-digit integer: kept as text
             value = raw
@@ -177,9 +181,10 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return out
 
 
-def load(path: str | Path | None = None, overrides: list[str] | None = None) -> RunConfig:
+def load(path: str | Path | None = None, overrides: list[str] | None = None,
+         values: dict[str, Any] | None = None) -> RunConfig:
     data = read_file(path) if path else {}
-    return from_dict(apply_overrides(data, overrides or []))
+    return from_dict(apply_overrides(data, overrides or [], values))
 
 
 def save(cfg: RunConfig, path: str | Path) -> None:

@@ -91,6 +91,7 @@ class Wait:
     seconds: float
     failed: dict[str, str] = field(default_factory=dict)
     last_failed: str | None = None
+    last_answer: str | None = None  # the status line of the last response, e.g. "204 No Content"
 
     def fail(self, url: str, message: str) -> None:
         self.failed.setdefault(url, f"{self.what}: {message}")
@@ -221,6 +222,8 @@ class BoundedTransport:
         finally:
             timer.cancel()
         status = response.status_code
+        if wait is not None:
+            wait.last_answer = f"{status} {response.reason_phrase or ''}".strip()
         if status >= 500 or status in RETRY_STATUS:
             kind = "a server error" if status >= 500 else "busy: try again later"
             asked = _drop_wait_headers(response.headers)

@@ -9,9 +9,9 @@ or to the download alone (its HEAD answered), a truncated config.json, and 502, 
 answers (42 calls). One finding: a download answered 429 or 503 with ``Retry-After`` waited what the
 server asked (huggingface_hub sleeps it before the retry that netwait refuses anyway): 28 hours for
 100,000 s (the HEAD is not retried, so only the download waited). Now the failed answer's wait
-headers are dropped and the error line names the wait asked for. Left as they are: a 301 without
-a Location and a 204 read "cannot reach the Hub" though it answered; a redirect loop is followed
-20 times (at once) before its one error line. Oracles, none of them a clock: the exit status and error line,
+headers are dropped and the error line names the wait asked for. Left by the pass and mended
+since (the last two tests): a 301 without a Location and a 204 read "cannot reach the Hub" though
+it answered, and a redirect loop was named only as httpx's "Exceeded 20 redirects". Oracles, none of them a clock: the exit status and error line,
 and the requests the server saw (each URL at most once)."""
 
 from __future__ import annotations
@@ -70,3 +70,21 @@ def test_a_truncated_config_is_named_not_a_traceback(hub, tmp_path):
     fake.misbehave = "bad-json"
     line = error_line(ffnlab(url, tmp_path / "hf", "size", "--from", "org/tiny", "--timeout", "1"))
     assert "config.json" in line and "JSON" in line
+
+
+@pytest.mark.parametrize("status", [204, 301, 200])
+def test_an_answer_without_the_file_says_what_was_answered(hub, tmp_path, status):
+    """A 204, a 301 without a Location or a bare 200 (no Hub headers) was read as "cannot reach the
+    Hub" though it answered (the third pass left it): the line now names the answer."""
+    fake, url = hub
+    fake.misbehave, fake.status = "status", status
+    line = error_line(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--timeout", "1"))
+    assert f"answered {status}" in line and "check HF_ENDPOINT" in line and "cannot reach" not in line, line
+    each_url_once(fake)
+
+
+def test_a_redirect_loop_is_named(hub, tmp_path):
+    fake, url = hub
+    fake.misbehave = "redirect-loop"
+    line = error_line(ffnlab(url, tmp_path / "hf", "audit", "org/tiny", "--timeout", "1"))
+    assert "redirect loop" in line and "org/tiny config.json" in line, line

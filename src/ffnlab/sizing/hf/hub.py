@@ -118,8 +118,24 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
     optional file)."""
     from ffnlab.netwait import bounded
 
-    with bounded(f"{target.label} {filename}"):
-        return _download_unbounded(target, filename, optional)
+    with bounded(f"{target.label} {filename}") as wait:
+        try:
+            return _download_unbounded(target, filename, optional)
+        except _Unreached as e:
+            if wait.last_answer is None:
+                raise FfnlabError(str(e)) from None
+            # reached, but its answer was no file: no error status, none of the Hub's file headers
+            raise FfnlabError(f"the Hub at {e.endpoint} answered {wait.last_answer} for {target.label} {filename} "
+                              f"without the file or its Hub headers (commit, ETag): check HF_ENDPOINT; "
+                              f"{e.where}") from None
+
+
+class _Unreached(Exception):  # noqa: N818 - an outcome, turned into an error line by _download
+    """No answer the Hub library could use and nothing cached: the message, and its parts."""
+
+    def __init__(self, endpoint: str, where: str) -> None:
+        super().__init__(f"cannot reach the Hub at {endpoint} and {where}")
+        self.endpoint, self.where = endpoint, where
 
 
 def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | None:
@@ -157,6 +173,8 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
         status = getattr(getattr(e.__cause__, "response", None), "status_code", None)
         if status in (401, 403):  # refused, and nothing cached
             raise FfnlabError(f"the Hub refused {target.label} ({status}): {AUTH_HINT}") from None
+        if status is None and not constants.HF_HUB_OFFLINE:
+            raise _Unreached(constants.ENDPOINT, _cache_has_none(target, filename, constants)) from None
         raise _not_cached(target, filename, constants, status) from None
     except errors.HfHubHTTPError as e:
         status = getattr(getattr(e, "response", None), "status_code", None)
@@ -167,6 +185,9 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
     except ValueError as e:  # HFValidationError: a repo id or revision the Hub does not accept
         raise FfnlabError(f"{target.label} is not a valid Hub id: {_line(e)}") from None
     except Exception as e:  # proxy and TLS failures of the HTTP client: the user's network
+        if type(e).__name__ == "TooManyRedirects":  # httpx's: a redirect loop, not the network
+            raise FfnlabError(f"the Hub at {constants.ENDPOINT} redirected {target.label} {filename} again and "
+                              "again (a redirect loop): check HF_ENDPOINT or the proxy") from None
         raise FfnlabError(f"cannot fetch {target.label} {filename}: {_line(e)}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
@@ -177,13 +198,17 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
 def _not_cached(target: HubId, filename: str, constants: Any, status: int | None = None) -> FfnlabError:
     """Nothing cached, and the Hub gave nothing: offline, unreachable, or an answer (``status``)
     that names no repo, revision or file (a bare 404 from a proxy or a wrong HF_ENDPOINT)."""
-    where = f"the HF cache ({constants.HF_HUB_CACHE}) has no {filename} of {target.label}"
+    where = _cache_has_none(target, filename, constants)
     if constants.HF_HUB_OFFLINE:
         return FfnlabError(f"HF_HUB_OFFLINE is set and {where}; unset HF_HUB_OFFLINE to download it")
     if isinstance(status, int):  # it was reached: say what it answered, not that it could not be
         return FfnlabError(f"the Hub at {constants.ENDPOINT} answered {status} for {target.label} {filename} "
                            f"(no repo, revision or file named in the answer: check HF_ENDPOINT) and {where}")
     return FfnlabError(f"cannot reach the Hub at {constants.ENDPOINT} and {where}")
+
+
+def _cache_has_none(target: HubId, filename: str, constants: Any) -> str:
+    return f"the HF cache ({constants.HF_HUB_CACHE}) has no {filename} of {target.label}"
 
 
 def _line(e: BaseException) -> str:

@@ -65,7 +65,8 @@ FIXES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "qwen4_exp": lambda c: {"text_config": {k: v for k, v in small_case("qwen4_exp_text", 0).items()
                                             if k != "model_type"}},
     "zaya": lambda c: {"num_experts_per_tok": 1},
-    "kolibri1_1": lambda c: {"head_dim": 16, "index_num_heads": 1},  # its NVFP4 key/value rounding needs head_dim % 16 == 0 (5.25)
+    "kolibri1_1": lambda c: {"head_dim": 16,
+                             "index_num_heads": 1},  # its NVFP4 key/value rounding needs head_dim % 16 == 0 (5.25)
     "reformer": lambda c: {"is_decoder": True, "axial_pos_embds": False},
 }
 # keys not to shrink for a type (its layer pattern is fixed by other keys)
@@ -119,4 +120,5 @@ def causal_lm_types() -> list[str]:
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     enc_dec = set(m.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES) | set(m.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES)
-    return [mt for mt in sorted(m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) if mt not in enc_dec and mt in CONFIG_MAPPING_NAMES]
+    return [mt for mt in sorted(m.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+            if mt not in enc_dec and mt in CONFIG_MAPPING_NAMES]

@@ -66,7 +66,8 @@ def class_defaults(model_type: str) -> dict[str, Any]:
     from transformers import CONFIG_MAPPING, PretrainedConfig
 
     cls = CONFIG_MAPPING[model_type]
-    base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    base = ({f.name for f in dataclasses.fields(PretrainedConfig)}
+            if dataclasses.is_dataclass(PretrainedConfig) else set())
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         if f.name in SKIP_FIELDS or f.name.startswith("_") or (f.name in base and f.name != "tie_word_embeddings"):
@@ -91,12 +92,14 @@ def field_kinds(model_type: str) -> dict[str, list[str]]:
     from transformers import CONFIG_MAPPING, PretrainedConfig
 
     cls = CONFIG_MAPPING[model_type]
-    base = {f.name for f in dataclasses.fields(PretrainedConfig)} if dataclasses.is_dataclass(PretrainedConfig) else set()
+    base = ({f.name for f in dataclasses.fields(PretrainedConfig)}
+            if dataclasses.is_dataclass(PretrainedConfig) else set())
     out: dict[str, list[str]] = {}
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
         if f.name in SKIP_FIELDS or f.name.startswith("_") or f.name in base or isinstance(f.type, str):
             continue
-        members = typing.get_args(f.type) if typing.get_args(f.type) and typing.get_origin(f.type) is not list else (f.type,)
+        union = typing.get_args(f.type) and typing.get_origin(f.type) is not list
+        members = typing.get_args(f.type) if union else (f.type,)
         kinds = {_KINDS.get(typing.get_origin(m) or m) for m in members}
         if None not in kinds:
             out[f.name] = sorted(k for k in kinds if k)
@@ -141,7 +144,8 @@ def probe(model_type: str) -> dict[str, Any]:
             refused.append(name)
         having = [c for c, i in zip(cases, inner, strict=False) if name in i]
         nulled = class_defaults(text_type).get(name, 0) is None  # refused for its null default, not
-        if nulled and not defaults_build and having and all(not _builds(_trial(c, name, "missing")) for c in having):  # a clash
+        if nulled and not defaults_build and having and all(not _builds(_trial(c, name,
+                                                                               "missing")) for c in having):  # a clash
             missing.append(name)
     heads_key = next((k for k in ("num_attention_heads", "n_heads", "n_head", "num_heads") if k in keys), None)
     hidden_key = next((k for k in ("hidden_size", "d_model", "n_embd") if k in keys), None)
@@ -157,7 +161,8 @@ def probe(model_type: str) -> dict[str, Any]:
         target["head_dim"] = 8
         divides = not _builds(trial)
     text_refused = [] if text_type != model_type else [
-        name for name in TEXT_CONFIG_CANDIDATES if _builds(config) and not _builds({**config, name: {"hidden_size": 16}})]
+        name for name in TEXT_CONFIG_CANDIDATES if _builds(config) and not _builds({**config,
+                                                                                    name: {"hidden_size": 16}})]
     # a head_dim written as a string (its value): refused by types whose validators read it even
     # where the model does not (GPT-NeoX's rope check), built by those that never look (OPT)
     trial = json.loads(json.dumps(config))
@@ -284,11 +289,24 @@ def table() -> dict[str, Any]:
 
 
 NOTE = ("What transformers refuses in a config.json, per model type, probed (not read from its code) by "
-        "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a multiple "
+        "tests/helpers/hf_class_rules.py --write (a key set to null in a config that builds; hidden_size not a "
+        "multiple "
         "of the heads with an explicit head_dim): null_refused lists the keys whose null value transformers "
         "refuses (its config class or its model), missing_refused those it cannot do without (its class default "
-        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, rope_theta_number the types whose model refuses a rope_theta (top level, in a flat rope_parameters or in one dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to 1, negative_refused the integer fields whose value -5 a type's model refuses, rope_scaling how a type treats a rope_scaling dict (computes: its model computes RoPE from it and refuses an unknown rope_type; factor-number: a string factor is refused; fills-theta / fills-original: its standardisation fills a missing rope_theta / original_max_position_embeddings; refuses-TYPE: that scaling type is refused with complete parameters), rope_required_keys the keys each scaling type's validator requires besides rope_type (transformers 5.25 modeling_rope_utils.py, _validate_<type>_rope_parameters), pad_in_embedding the types whose model refuses a pad_token_id outside the vocabulary, text_config_refused the keys a type's model refuses a plain object under (names "
-        "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config requires hidden_size % heads == 0, "
+        "does not build), field_kinds the JSON kinds each config-class field is annotated to take (those made of int, "
+        "float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, "
+        "rope_theta_number the types whose model refuses a rope_theta (top level, in a flat rope_parameters or in one "
+        "dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to "
+        "1, negative_refused the integer fields whose value -5 a type's model refuses, rope_scaling how a type treats "
+        "a rope_scaling dict (computes: its model computes RoPE from it and refuses an unknown rope_type; "
+        "factor-number: a string factor is refused; fills-theta / fills-original: its standardisation fills a missing "
+        "rope_theta / original_max_position_embeddings; refuses-TYPE: that scaling type is refused with complete "
+        "parameters), rope_required_keys the keys each scaling type's validator requires besides rope_type "
+        "(transformers 5.25 modeling_rope_utils.py, _validate_<type>_rope_parameters), pad_in_embedding the types "
+        "whose model refuses a pad_token_id outside the vocabulary, text_config_refused the keys a type's model "
+        "refuses a plain object under (names "
+        "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config "
+        "requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
         "wrapper_text_defaults a multimodal type's text_config when config.json has none (its class's sub-config "
         "defaults). tests/sizing/hf/test_hf_nulls.py checks it against the installed transformers.")

@@ -50,8 +50,10 @@ def mutations(c: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "missing-all-sizes": {k: v for k, v in c.items() if k not in INT_KEYS},
         "bias-on": {**c, "attention_bias": True, "mlp_bias": True, "bias": True, "use_bias": True},
         "topk-gt-experts": {**c, "num_experts_per_tok": 999}, "null-head-dim": {**c, "head_dim": None},
-        "pretraining-tp": {**c, "pretraining_tp": 2}, "unicode-key": {**c, "hidden_siz\u00e9": 999, "\u202ehidden_size": 999},
-        "extra-nested": {**c, "text_config": {"hidden_size": 16}} if "text_config" not in c else {**c, "text_config": None},
+        "pretraining-tp": {**c, "pretraining_tp": 2}, "unicode-key": {**c, "hidden_siz\u00e9": 999,
+                                                                      "\u202ehidden_size": 999},
+        "extra-nested": {**c, "text_config": {"hidden_size": 16}} if "text_config" not in c else {**c,
+                                                                                                  "text_config": None},
     }
     return out
 

@@ -166,7 +166,8 @@ def test_every_experimental_verdict_states_the_maturity_it_was_judged_at(kept):
     rows = [r for r in check_claims(evidence) if r["numbers"].get("from_report")]
     assert rows
     for r in rows:
-        entry = next(e for e in evidence.values() if e["verdict"] == r["verdict"] and r["evidence"].startswith(e["evidence"]))
+        entry = next(e for e in evidence.values()
+                     if e["verdict"] == r["verdict"] and r["evidence"].startswith(e["evidence"]))
         text = entry["maturity"]["text"]
         tpp = f"trained to {entry['maturity']['tokens_per_param']:.3g} tokens/param"
         assert (tpp in r["evidence"]) and (text in r["evidence"] or r["evidence"].startswith(tpp))

@@ -190,7 +190,8 @@ def test_predicted_parts_and_tokens(case: dict[str, Any]) -> None:
         short = log["activation_gib"] - est.activation_bytes / GIB
         assert 0.25 < short < 0.7, short  # the known gap; if it closes, move the case back
         return
-    assert within(est.activation_bytes, log["activation_gib"] * GIB), (est.activation_bytes / GIB, log["activation_gib"])
+    assert within(est.activation_bytes, log["activation_gib"] * GIB), (est.activation_bytes / GIB,
+                                                                       log["activation_gib"])
     assert within(est.cache_bytes, log["cache_gib"] * GIB), (est.cache_bytes / GIB, log["cache_gib"])
     assert abs(est.tokens - log["tokens"]) / log["tokens"] <= 0.03, (est.tokens, log["tokens"])
     assert est.concurrency == pytest.approx(log["concurrency"], rel=0.03)

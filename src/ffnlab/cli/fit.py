@@ -164,7 +164,8 @@ def _print_lines(title: str, lines: list[str], fmt: str) -> None:
 def fit(
     targets: list[str] = typer.Argument(..., help="Zoo name (see 'ffnlab zoo'), path to a config.json, or Hub id "
                                                   "org/name[@rev]; several: one table, one row each (needs --gpu)."),
-    gpus_flag: str = typer.Option("8", "--gpus", parser=gpus_or_auto, help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
+    gpus_flag: str = typer.Option("8", "--gpus", parser=gpus_or_auto,
+                                  help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
                                  help="With --gpus auto: the most GPUs to try."),
@@ -172,7 +173,8 @@ def fit(
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
                                                                 "--gpu, that card's peaks for the time estimate)."),
     mode: str = typer.Option("train", "--mode", help="train | serve."),
-    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Sequence length (training) or context (serving)."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"),
+                                help="Sequence length (training) or context (serving)."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype (weights, activations)."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     mla: str = typer.Option("latent", "--mla-cache", help="MLA KV cache: latent (vLLM/SGLang) | expanded."),
@@ -182,7 +184,8 @@ def fit(
     precision: str = typer.Option("bf16", "--precision", help="Tensor-core peak used for time: bf16 | fp8."),
     reserve: float = typer.Option(None, "--reserve", help="GiB per GPU held back for what no term counts (CUDA "
                                                           "context, NCCL, fragmentation; default 10% of memory)."),
-    max_tp: int = typer.Option(8, "--max-tp", parser=counted("--max-tp"), help="Largest tensor-parallel group (one node)."),
+    max_tp: int = typer.Option(8, "--max-tp", parser=counted("--max-tp"),
+                               help="Largest tensor-parallel group (one node)."),
     top: int = typer.Option(8, "--top", parser=counted("--top"), help="Layouts to list with --gpu."),
     gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
     max_num_batched_tokens: int = MAX_NUM_BATCHED_TOKENS,
@@ -285,7 +288,8 @@ def fit(
             gpus = min(2 * gpus, max_gpus)
         tried.append(gpus)
     what = (f"{name}, " + (f"{ft.mode} fine-tuning (rank {ft.rank})" if ft else mode) + f", {gpus_text(gpus)}, "
-            f"batch {batch} x {seq_len}" + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
+            f"batch {batch} x {seq_len}"
+            + (f", recompute {recompute}" if mode == "train" else f", KV {kv_dtype or dtype}"))
     if mode == "train":
         what += engine_text(work.engine)
         engine_notes(work.engine)
@@ -296,7 +300,8 @@ def fit(
         return
     timed = bool(n_tokens) and mode == "train"
     res = _fit_on(cfg, gpus, gpu, gpu_memory, n_tokens if timed else None, mfu, precision, work, ask)
-    search = {"gpus_search": {"tried": tried, "max_gpus": max_gpus, "found": gpus if res.best else None}} if auto else {}
+    search = {"gpus_search": {"tried": tried, "max_gpus": max_gpus,
+                              "found": gpus if res.best else None}} if auto else {}
     engine = _engine(cfg, res, work, ask, serving_engine, knobs, gpu, gpu_memory) if mode == "serve" else None
     speed = _speed(res, serving_engine, gpu, work.batch, target_tokens_per_s) if mode == "serve" else None
     if as_json:
@@ -311,7 +316,8 @@ def fit(
         _show_fit(res, name, what, gpus, top, tokens, mfu, precision, timed=timed, batch=batch, ask=ask, fmt=fmt,
                   wide=wide)
         if speed:
-            title = "measured fraction of the roofline bound:" if "measured_fractions" in speed else "target throughput:"
+            measured = "measured_fractions" in speed
+            title = "measured fraction of the roofline bound:" if measured else "target throughput:"
             _print_lines(title, _speed_lines(speed), fmt)
         if engine:
             from ffnlab.cli.serving_engine import engine_lines, engine_title
@@ -362,7 +368,8 @@ def _speed_lines(speed: dict[str, Any]) -> list[str]:
     t = speed.get("target")
     if t:
         lines.append(f"for {t['target_tokens_per_s']:,g} tokens/s of decode: {t['replicas']:,} replicas x "
-                     f"{t['gpus_per_replica']} GPUs = {t['gpus']:,} GPUs, each replica at {t['tokens_per_s_per_replica']:,.0f} "
+                     f"{t['gpus_per_replica']} GPUs = {t['gpus']:,} GPUs, each replica at "
+                     f"{t['tokens_per_s_per_replica']:,.0f} "
                      f"tokens/s (fraction {t['fraction']:.2f} of the roofline bound, from {t['fraction_from']})")
     return lines
 

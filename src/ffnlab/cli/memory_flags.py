@@ -66,7 +66,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "host; --zero 1-3) | params (also the weights: FSDP cpu_offload, DeepSpeed offload_param; "
         "--zero 3). The host memory it needs is shown."),
     "offload_activations": ("--offload-acts",
-        "Activation offload: checkpointed layers' saved inputs in host memory (torchtune's enable_activation_offloading; "
+        "Activation offload: checkpointed layers' saved inputs in host memory (torchtune's "
+        "enable_activation_offloading; "
         "data/offload.json). The host memory it needs is shown."),
     "compile_loss": ("--compile-loss",
         "A compiled loss (torch.compile): it keeps the logits and 2 fp32 values per token, no fp32 log-softmax."),

@@ -81,24 +81,40 @@ SHAPE_OPTIONS = ("d_model", "n_layers", "n_heads", "n_kv_heads", "vocab", "untie
 @memory_flags()
 def size(
     ctx: typer.Context,
-    d_model: int = typer.Option(None, "--d-model", parser=counted("--d-model"), help="Model width (required unless --from)."),
-    from_models: list[str] = typer.Option(None, "--from", help="Size a real model: a zoo name, a config.json or a Hub id org/name[@rev]; the width options re-size its FFN. Repeat it to compare models in one table."),
-    ffn: str = typer.Option(None, "--ffn", help=f"FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu (default {DEFAULT_KIND}, or the --from model's)."),
+    d_model: int = typer.Option(None, "--d-model", parser=counted("--d-model"),
+                                help="Model width (required unless --from)."),
+    from_models: list[str] = typer.Option(None, "--from",
+                                          help="Size a real model: a zoo name, a config.json or a Hub id "
+                                               "org/name[@rev]; the width options re-size its FFN. Repeat it to "
+                                               "compare models in one table."),
+    ffn: str = typer.Option(None, "--ffn",
+                            help=f"FFN kind: relu gelu gelu_tanh silu relu2 swiglu geglu reglu bilinear glu (default "
+                                 f"{DEFAULT_KIND}, or the --from model's)."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio, e.g. 4, 2.5 or 8/3."),
     rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden | explicit."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier (llama rule)."),
-    multiple_of: int = typer.Option(None, "--multiple-of", parser=counted("--multiple-of"), help="Round the width to this multiple."),
+    multiple_of: int = typer.Option(None, "--multiple-of", parser=counted("--multiple-of"),
+                                    help="Round the width to this multiple."),
     rounding: str = typer.Option("up", "--rounding", help="up | nearest | down."),
     d_ff: int = typer.Option(None, "--d-ff", parser=counted("--d-ff"), help="Explicit width."),
-    n_layers: int = typer.Option(None, "--n-layers", parser=counted("--n-layers"), help="Also size a whole decoder of this depth (at most 100,000 layers)."),
-    n_heads: int = typer.Option(None, "--n-heads", parser=counted("--n-heads"), help="Attention heads (default d_model/64, i.e. head_dim 64)."),
-    n_kv_heads: int = typer.Option(None, "--n-kv-heads", parser=counted("--n-kv-heads"), help="KV heads for GQA/MQA (default n_heads)."),
+    n_layers: int = typer.Option(None, "--n-layers", parser=counted("--n-layers"),
+                                 help="Also size a whole decoder of this depth (at most 100,000 layers)."),
+    n_heads: int = typer.Option(None, "--n-heads", parser=counted("--n-heads"),
+                                help="Attention heads (default d_model/64, i.e. head_dim 64)."),
+    n_kv_heads: int = typer.Option(None, "--n-kv-heads", parser=counted("--n-kv-heads"),
+                                   help="KV heads for GQA/MQA (default n_heads)."),
     vocab: int = typer.Option(50257, "--vocab", parser=counted("--vocab"), help="Vocabulary size."),
     untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
-    norm: str = typer.Option(None, "--norm", help="rmsnorm | layernorm | layernorm-nobias | none (default: rmsnorm for gated FFNs, layernorm for plain)."),
-    positions: str = typer.Option(None, "--positions", help="rope | learned | none | alibi (default: rope for gated FFNs, learned for plain)."),
-    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Context length: attention FLOPs and the rows of a learned position table."),
-    experts: int = typer.Option(0, "--experts", parser=counted("--experts"), help="MoE: number of routed experts (0 = dense)."),
+    norm: str = typer.Option(None, "--norm",
+                             help="rmsnorm | layernorm | layernorm-nobias | none (default: rmsnorm for gated FFNs, "
+                                  "layernorm for plain)."),
+    positions: str = typer.Option(None, "--positions",
+                                  help="rope | learned | none | alibi (default: rope for gated FFNs, learned for "
+                                       "plain)."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"),
+                                help="Context length: attention FLOPs and the rows of a learned position table."),
+    experts: int = typer.Option(0, "--experts", parser=counted("--experts"),
+                                help="MoE: number of routed experts (0 = dense)."),
     top_k: int = typer.Option(2, "--top-k", parser=counted("--top-k"), help="MoE: experts per token."),
     bias: bool = typer.Option(False, "--bias/--no-bias", help="Biases in linear layers."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory estimate."),
@@ -228,7 +244,8 @@ def _size_from(ctx: typer.Context, target: str, ffn: str | None, width: WidthFla
 
         out = replace(out, finetune=finetune_summary(cfg, work, lay))
     est = None
-    if gpu is not None and out.model is not None and out.model.serving is not None:  # the engine's view of the layout's GPU
+    # the engine's view of the layout's GPU
+    if gpu is not None and out.model is not None and out.model.serving is not None:
         from ffnlab.cli.serving_engine import estimate
         from ffnlab.sizing.memory.fit import context_limit
         from ffnlab.sizing.memory.hardware import find_accelerator
@@ -296,7 +313,8 @@ def _show_size(out: SizeSummary, seq_len: int, dtype: str, as_json: bool, fmt: s
         ("rule", out.rule), ("d_ff", width), ("raw ratio d_ff/d_model", f"{out.ratio_raw:.4f}"),
         ("parameter-matched ratio", f"{out.ratio_param_matched:.4f}"),
         ("FFN params / layer", f"{out.ffn_params_per_layer:,}"),
-        ("alignment", f"2^{a.pow2_divisor.bit_length() - 1} divides d_ff; /64 {a.div64}, /128 {a.div128}, /256 {a.div256}"),
+        ("alignment",
+         f"2^{a.pow2_divisor.bit_length() - 1} divides d_ff; /64 {a.div64}, /128 {a.div128}, /256 {a.div256}"),
     ]
     if out.ffn_params_per_layer_active is not None:
         pairs.append(("FFN params / layer, active", f"{out.ffn_params_per_layer_active:,}"))
@@ -344,18 +362,24 @@ def plan(
     target: str = typer.Argument(..., help="Target parameter count, e.g. 125M, 1.3B, 7B."),
     ffn: str = typer.Option(DEFAULT_KIND, "--ffn", help="FFN kind."),
     ratio: str = typer.Option(None, "--ratio", help="Width ratio (default 4 with --rule ratio or param-matched)."),
-    rule: str = typer.Option(None, "--rule", help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for plain)."),
+    rule: str = typer.Option(None, "--rule",
+                             help="ratio | param-matched | llama | golden (default: llama for gated FFNs, ratio 4 for "
+                                  "plain)."),
     multiplier: str = typer.Option(None, "--multiplier", help="LLaMA ffn_dim_multiplier."),
-    multiple_of: int = typer.Option(None, "--multiple-of", parser=counted("--multiple-of"), help="Round d_ff to this multiple."),
+    multiple_of: int = typer.Option(None, "--multiple-of", parser=counted("--multiple-of"),
+                                    help="Round d_ff to this multiple."),
     vocab: int = typer.Option(50257, "--vocab", parser=counted("--vocab"), help="Vocabulary size."),
     untied: bool = typer.Option(False, "--untied", help="Separate LM head (default: tied to the embedding)."),
-    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Rows of a learned position table (plain FFNs)."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"),
+                                help="Rows of a learned position table (plain FFNs)."),
     count: str = typer.Option("total", "--count", help="Match 'total' or 'non-embedding' parameters."),
     tolerance: float = typer.Option(0.02, "--tolerance", help="Refuse when no shape is this close (0.02 = 2%)."),
-    d_multiple: int = typer.Option(64, "--d-multiple", parser=counted("--d-multiple"), help="d_model must be a multiple of this."),
+    d_multiple: int = typer.Option(64, "--d-multiple", parser=counted("--d-multiple"),
+                                   help="d_model must be a multiple of this."),
     head_dims: str = typer.Option("64,128", "--head-dims", help="Allowed head sizes, comma-separated."),
     aspect_band: str = typer.Option("32:160", "--aspect-band", help="Allowed d_model/n_layers, LO:HI."),
-    kv_groups: int = typer.Option(1, "--kv-groups", parser=counted("--kv-groups"), help="Query heads per KV head (1 = MHA)."),
+    kv_groups: int = typer.Option(1, "--kv-groups", parser=counted("--kv-groups"),
+                                  help="Query heads per KV head (1 = MHA)."),
     top: int = typer.Option(8, "--top", parser=counted("--top"), help="How many candidates to show."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
@@ -454,7 +478,8 @@ def explain(
 AUDIT_COLS = [  # the default table fits 80 columns; --wide adds the rest
     Column("name", "model", justify="left"), Column("model_type", "type", justify="left", wide=True),
     Column("d_model", "d_model", wide=True), Column("d_ff", "d_ff"), Column("ffn_kind", "kind", justify="left"),
-    Column("ratio_raw", "raw", lambda x: decimals(x, 2)), Column("ratio_param_matched", "p-m", lambda x: decimals(x, 2)),
+    Column("ratio_raw", "raw", lambda x: decimals(x, 2)), Column("ratio_param_matched", "p-m", lambda x: decimals(x,
+                                                                                                                  2)),
     Column("deviation_param_matched", "vs 4", pct),
     Column("ffn_share", "FFN %", lambda x: "-" if x is None else f"{x:.0%}"),
     Column("params_total", "total", human), Column("params_non_embedding", "non-emb", human, wide=True),
@@ -469,9 +494,12 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 @app.command(rich_help_panel=MODELS)
 @memory_flags()
 def audit(
-    targets: list[str] = typer.Argument(None, help="Zoo names (see 'ffnlab zoo'), paths to config.json files, or Hub ids org/name[@rev] (their config.json is fetched)."),
+    targets: list[str] = typer.Argument(None,
+                                        help="Zoo names (see 'ffnlab zoo'), paths to config.json files, or Hub ids "
+                                             "org/name[@rev] (their config.json is fetched)."),
     all_models: bool = typer.Option(False, "--all", help="Audit every model in the zoo."),
-    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"), help="Sequence length for the memory section."),
+    seq_len: int = typer.Option(2048, "--seq-len", parser=counted("--seq-len"),
+                                help="Sequence length for the memory section."),
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype for the memory section."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     as_json: bool = JSON_OPTION,
@@ -639,7 +667,9 @@ def verdict_count(rows: Sequence[ClaimCheck]) -> str:
 
 @app.command(rich_help_panel=MODELS)
 def claims(
-    evidence: str = typer.Option(None, "--evidence", help="A report's claims.json, its folder, or a sweep folder (its report/) whose experiments settle the needs-experiment claims."),
+    evidence: str = typer.Option(None, "--evidence",
+                                 help="A report's claims.json, its folder, or a sweep folder (its report/) whose "
+                                      "experiments settle the needs-experiment claims."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,

@@ -39,7 +39,8 @@ def verify(preset: str = "golden-quick", out: str | Path = "reports/verify", *, 
     audit_rows = [audit_entry(e) for e in load_zoo()]
     print(f"[2/3] sweep {spec.name}: {len(spec.arms)} arms x {len(spec.seeds)} seeds under {spec.control} "
           f"(resumable; folder {out / 'sweep'})", flush=True)
-    execute(spec, check_inside(out / "sweep", out), workers=workers, backend=backend, address=address, progress_mode=progress)
+    execute(spec, check_inside(out / "sweep", out), workers=workers, backend=backend, address=address,
+            progress_mode=progress)
     print("[3/3] checking every claim and writing the report", flush=True)
     paths = write_report(out / "sweep", out, title=f"ffnlab verify: {spec.name}", with_claims=True,
                          audit_rows=audit_rows)

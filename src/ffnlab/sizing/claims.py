@@ -107,7 +107,8 @@ def table_row(a: dict[str, Any]) -> Finding:
     if cfg is None:
         return ("unverifiable",
                 f"{e.display}: its maker published no architecture; the only numbers are an estimate "
-                f"(source: {e.source or 'none'}). The row's ratio {a['d_ff'] / a['d_model']:.2f} is arithmetic on a guess.",
+                f"(source: {e.source or 'none'}). The row's ratio {a['d_ff'] / a['d_model']:.2f} is arithmetic on a "
+                f"guess.",
                 {"source": e.source})
     d, ff = cfg.d_model, cfg.ffn.d_ff
     ratio = ff / d
@@ -136,7 +137,8 @@ def capacity_shortfall(a: dict[str, Any]) -> Finding:
         mlp4 = dense_ffn_params(d, 4 * d, False, False)
         rel = actual / mlp4 - 1
         rows.append({"model": name, "ffn_params_per_layer": actual, "mlp4x_params_per_layer": mlp4, "relative": rel})
-        parts.append(f"{name}: {ff}/{d} {cfg.ffn.kind} -> {actual:,} FFN weights/layer vs {mlp4:,} for a 4x MLP ({rel:+.1%})")
+        parts.append(f"{name}: {ff}/{d} {cfg.ffn.kind} -> {actual:,} FFN weights/layer vs {mlp4:,} for a 4x MLP "
+                     f"({rel:+.1%})")
     worst = min(r["relative"] for r in rows)
     verdict: Verdict = "false" if worst > a["stated"] / 2 else "true"
     return (verdict,
@@ -310,7 +312,8 @@ CHECKS: dict[str, Callable[[dict[str, Any]], Finding]] = {
 }
 
 
-EVIDENCE_PLACES = ("claims.json", "report/claims.json", "capacity-report/claims.json")  # in a report, sweep, capacity folder
+EVIDENCE_PLACES = ("claims.json", "report/claims.json",
+                   "capacity-report/claims.json")  # in a report, sweep, capacity folder
 
 
 def evidence_file(where: str | Path) -> Path:

@@ -24,10 +24,11 @@ The step's peak (:func:`finetune_peak`) is the training step's timeline
 (:mod:`ffnlab.sizing.memory.step`) with :class:`ffnlab.sizing.memory.step.FinetuneStep`: the
 activations a frozen base keeps (:class:`ffnlab.sizing.memory.activations.FrozenLayer`),
 gradients, optimizer state and optimizer temporaries for the adapters only. Measured on CPU (fp32,
-and bf16 bases with fp32 adapters) against peft models (``tests/sizing/memory/test_memory_finetune.py``). QLoRA's activations are LoRA's in
-the compute dtype, plus one frozen weight dequantised to the compute dtype during each layer's
-backward (bitsandbytes' ``MatMul4Bit`` keeps no input and dequantises the weight again for the
-input's gradient); bitsandbytes does not run on CPU, so that term is modelled, not measured.
+and bf16 bases with fp32 adapters) against peft models (``tests/sizing/memory/test_memory_finetune.py``).
+QLoRA's activations are LoRA's in the compute dtype, plus one frozen weight dequantised to the
+compute dtype during each layer's backward (bitsandbytes' ``MatMul4Bit`` keeps no input and
+dequantises the weight again for the input's gradient); bitsandbytes does not run on CPU, so that
+term is modelled, not measured.
 
 Routed MoE experts are stored as 3-D parameters in transformers 5, which peft adapts through
 ``target_parameters`` with its own shapes; adapting them is refused until that is modelled.
@@ -214,10 +215,11 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
 
     if zero >= 3 and dp > 1:
         rule += f", sharded over dp {dp}"
-    return FinetuneStates(mode=mode, base_weights=shard(base, 3), adapter_weights=shard(math.ceil(n * adapter_bytes), 3),
+    states = shape_free_states(optimizer, adapter_bytes, pure=adapter_bytes < ADAPTER_BYTES)
+    return FinetuneStates(mode=mode, base_weights=shard(base, 3),
+                          adapter_weights=shard(math.ceil(n * adapter_bytes), 3),
                           adapter_gradients=shard(math.ceil(n * adapter_bytes), 2),
-                          adapter_optimizer=shard(math.ceil(n * shape_free_states(optimizer, adapter_bytes,
-                                                                                  pure=adapter_bytes < ADAPTER_BYTES)), 1),
+                          adapter_optimizer=shard(math.ceil(n * states), 1),
                           base_rule=rule)
 
 
@@ -307,7 +309,8 @@ def finetune_working(cfg: ModelConfig, lora: LoraCount, ft: FinetuneStep, states
     out = []
     for t in terms:
         if t.kind in ("layer gradients", "reduce-scatter buffer"):
-            t = replace(t, bytes=layer_adapters, rule=f"one layer's adapters {max(ft.layer_params, default=0):,} params "
+            t = replace(t, bytes=layer_adapters,
+                        rule=f"one layer's adapters {max(ft.layer_params, default=0):,} params "
                                                       f"x {ab:g} B (the frozen base has no gradients)")
         elif t.kind == "head gradients":
             continue  # a frozen head
@@ -449,6 +452,7 @@ def finetune_summary(cfg: ModelConfig, work: Workload, layout: Layout | None = N
                            not_counted=tuple(not_counted(opts.mode, opts.upcast_fp32)))
 
 
-__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates", "FinetuneSummary", "LoraCount",
+__all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates",
+           "FinetuneSummary", "LoraCount",
            "QLORA_BASES", "TARGET_GROUPS", "adapted_matrices", "finetune_peak", "finetune_states", "finetune_step",
            "finetune_summary", "finetune_working", "lora_params", "not_counted", "parse_targets", "qlora_base"]

@@ -308,7 +308,8 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
 
 
 # the command-line flags each engine's launcher takes, and the knob each sets
-_VLLM_ARGS = {"--gpu-memory-utilization": "gpu_memory_utilization", "--max-num-batched-tokens": "max_num_batched_tokens",
+_VLLM_ARGS = {"--gpu-memory-utilization": "gpu_memory_utilization",
+              "--max-num-batched-tokens": "max_num_batched_tokens",
               "--max-num-seqs": "max_num_seqs", "--block-size": "block_size", "--enforce-eager": "enforce_eager",
               "--max-model-len": "max_model_len", "--tensor-parallel-size": "tp", "-tp": "tp"}
 _SGLANG_ARGS = {"--mem-fraction-static": "mem_fraction_static", "--tp": "tp", "--tp-size": "tp",
@@ -387,5 +388,7 @@ def read_engine_command(text: str) -> EngineCommand:
                          model=model)
 
 
-__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "engine_estimate", "engine_names", "llamacpp_cache", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency", "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
+__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "engine_estimate", "engine_names",
+           "llamacpp_cache", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency",
+           "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

@@ -476,7 +476,8 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
     val_starts = eval_starts(len(run.val_arr), t.seq_len, t.eval_tokens)
     tb = _tensorboard(out, t.tensorboard and info.is_main)
     progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
-                        mode=cast(str, t.progress) if info.is_main else "off")  # a mode name once read (runconfig.check)
+                        mode=cast(str,
+                                  t.progress) if info.is_main else "off")  # a mode name once read (runconfig.check)
     if info.is_main and t.progress not in ("off", False) and step < t.max_steps:
         print(start_line(out.name, params=run.counts.total, non_embedding=run.counts.non_embedding,
                          d_model=run.mcfg.d_model, d_ff=run.mcfg.ffn.d_ff, ffn_kind=run.mcfg.ffn.kind,
@@ -535,7 +536,8 @@ def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: 
         "ratio_param_matched": float(param_matched_ratio(mcfg.d_model, mcfg.ffn.d_ff, mcfg.gated)),
         "params": asdict(counts) | {"total": counts.total, "non_embedding": counts.non_embedding},
         "train_flops_per_token": fpt, "train_flops": fpt * cfg.train.max_steps * cfg.tokens_per_step(),
-        "wall_s": elapsed, "peak_flops": peak.flops, "peak_source": peak.describe(), "device": info.device, "world_size": info.world_size,
+        "wall_s": elapsed, "peak_flops": peak.flops, "peak_source": peak.describe(), "device": info.device,
+        "world_size": info.world_size,
         "torch": torch.__version__, "tokenizer": data.tokenizer_name, "vocab_size": data.vocab_size,
         "threads": torch.get_num_threads(), "threads_set_by": threads_origin,
         "ffnlab_commit": git_commit(),

@@ -63,7 +63,8 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
                             rope_parameters={"sliding_attention": _GOOD}), "refused"),
     "gemma3-scaling-theta-string-unused": (
         "gemma3_text", set_keys(rope_scaling={"rope_type": "linear", "factor": 2.0, "rope_theta": "x"}), "exact"),
-    "gemma3-every-layer-full-theta-string": ("gemma3_text", set_keys(sliding_window_pattern=1, rope_theta="x"), "refused"),
+    "gemma3-every-layer-full-theta-string": ("gemma3_text", set_keys(sliding_window_pattern=1, rope_theta="x"),
+                                             "refused"),
     "gemma3-every-layer-full-local-string": (
         "gemma3_text", set_keys(sliding_window_pattern=1, rope_local_base_freq="x"), "exact"),
     "gemma3-every-second-full-theta-string": ("gemma3_text", set_keys(sliding_window_pattern=2, rope_theta="x"),
@@ -72,8 +73,10 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
         "gemma3_text", set_keys(layer_types=["full_attention"] * 3, rope_theta="x"), "refused"),
     "gemma3-layer-types-full-local-string": (
         "gemma3_text", set_keys(layer_types=["full_attention"] * 3, rope_local_base_freq="x"), "exact"),
-    "gemma3-no-window-local-string": ("gemma3_text", set_keys(sliding_window=None, rope_local_base_freq="x"), "refused"),
-    "gemma3-zero-layers-local-string": ("gemma3_text", set_keys(num_hidden_layers=0, rope_local_base_freq="x"), "exact"),
+    "gemma3-no-window-local-string": ("gemma3_text", set_keys(sliding_window=None, rope_local_base_freq="x"),
+                                      "refused"),
+    "gemma3-zero-layers-local-string": ("gemma3_text", set_keys(num_hidden_layers=0, rope_local_base_freq="x"),
+                                        "exact"),
     "gemma3-pattern-null": ("gemma3_text", set_keys(sliding_window_pattern=None), "refused"),
     "gemma3-pattern-string": ("gemma3_text", set_keys(sliding_window_pattern="6"), "refused"),
     # OLMo 3 (1 layer: sliding): the sliding theta is the class default whatever rope_theta says

@@ -11,8 +11,8 @@ server asked (huggingface_hub sleeps it before the retry that netwait refuses an
 100,000 s (the HEAD is not retried, so only the download waited). Now the failed answer's wait
 headers are dropped and the error line names the wait asked for. Left by the pass and mended
 since (the last two tests): a 301 without a Location and a 204 read "cannot reach the Hub" though
-it answered, and a redirect loop was named only as httpx's "Exceeded 20 redirects". Oracles, none of them a clock: the exit status and error line,
-and the requests the server saw (each URL at most once)."""
+it answered, and a redirect loop was named only as httpx's "Exceeded 20 redirects". Oracles, none
+of them a clock: the exit status and error line, and the requests the server saw (each URL at most once)."""
 
 from __future__ import annotations
 

@@ -265,7 +265,8 @@ def test_accelerators_have_sources_and_peaks() -> None:
         assert find_accelerator(alias) is accs[name]
     # nvidia-smi shows 49140MiB on an RTX A6000 and an RTX 6000 Ada, 24576MiB on an RTX 3090 and 32607MiB on
     # an RTX 5090 (public nvidia-smi dumps); CUDA's deviceQuery gives 51160023040, 51002867712, 25447170048 and
-    # 33677180928 bytes on an A6000, a 6000 Ada, a 3090 (those three with ECC off) and a 5090, each below nvidia-smi's total
+    # 33677180928 bytes on an A6000, a 6000 Ada, a 3090 (those three with ECC off) and a 5090, each below
+    # nvidia-smi's total
     assert [accs[n].usable_mib for n in ("RTX-A6000", "RTX-6000-Ada", "RTX3090", "RTX5090")] == [49140, 49140,
                                                                                                   24576, 32607]
     for name, total in (("RTX-A6000", 51160023040), ("RTX-6000-Ada", 51002867712), ("RTX3090", 25447170048),
@@ -403,7 +404,8 @@ def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
     # layer, prefetching the next, its gradients and the buckets do not fit beside them
     cfg = find_zoo("llama-3.1-405b").config()
     res = fit(cfg, Workload(seq_len=8192, recompute="full"), gpus=256, accelerator="H100")
-    layouts = {(r["layout"]["dp"], r["layout"]["tp"], r["layout"]["pp"], r["layout"]["zero"]) for r in res["candidates"]}
+    layouts = {(r["layout"]["dp"], r["layout"]["tp"], r["layout"]["pp"],
+                r["layout"]["zero"]) for r in res["candidates"]}
     assert (256, 1, 1, 3) not in layouts
     best = res["best"]
     assert best["layout"]["tp"] * best["layout"]["pp"] >= 2

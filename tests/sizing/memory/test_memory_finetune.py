@@ -82,7 +82,8 @@ def test_a_frozen_layer_keeps_no_input_for_its_weights() -> None:
     assert "attention input (norm output)" in training and not any("kept by the adapters" in n for n in frozen)
     assert frozen["attention norm input (upcast to fp32)"] == training["attention norm input and normalised input"] // 2
     assert frozen["FFN hidden (swiglu, frozen down projection)"] == 3 * 4 * 16 * 4  # not the product
-    assert frozen["q, k, v (three projections; q and k rotated)"] == training["q, k, v (three projections; q and k rotated)"]
+    assert frozen["q, k, v (three projections; q and k rotated)"] == training["q, k, v (three projections; q and k "
+                                                                              "rotated)"]
 
 
 def test_16_bit_adapted_layers_keep_one_fp32_copy_per_adapter() -> None:
@@ -125,13 +126,15 @@ def test_timeline_gradients_and_optimizer_are_the_adapters_only() -> None:
     assert step["gradients"] == 4 * lora.trainable and step["optimizer state"] == 8 * lora.trainable
     assert step["optimizer temporaries"] == 4 * lora.trainable  # foreach AdamW's square roots
     assert step["weights"] == 4 * lora.base + 4 * lora.trainable
-    assert "embedding backward" in {m.name for m in finetune_peak(cfg, replace(work, recompute="full")).timeline.moments}
+    assert "embedding backward" in {m.name for m in finetune_peak(cfg, replace(work,
+                                                                               recompute="full")).timeline.moments}
 
 
 def test_qlora_adds_a_dequantised_weight_to_each_backward_and_keeps_nf4_or_int8() -> None:
     cfg = make_config(256, 2, 4, 1024, kind="swiglu", vocab_size=1000, max_positions=4)
     lora = lora_params(cfg, 2, parse_targets("all-linear"))
-    qlora = Workload(seq_len=4, batch=1, dtype="bf16", finetune=FinetuneOptions("qlora", 2, parse_targets("all-linear")))
+    qlora = Workload(seq_len=4, batch=1, dtype="bf16", finetune=FinetuneOptions("qlora", 2,
+                                                                                parse_targets("all-linear")))
     q = finetune_peak(cfg, qlora)
     ffn = dict(next(m for m in q.timeline.moments if m.name.endswith("1 of 2, FFN")).alive)
     assert ffn["QLoRA: a frozen weight dequantised"] == 256 * 1024 * 2  # the largest FFN matrix in bf16

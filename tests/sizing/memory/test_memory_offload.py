@@ -136,7 +136,8 @@ def test_the_forward_stash_and_host_memory_are_reported() -> None:
         work = replace(base, step=replace(base.step, **step))
         return training_peak(cfg, work, Layout(), training_table(cfg, work, Layout()))
 
-    plain, off, stash = timeline(), timeline(offload_activations=True), timeline(offload_activations=True, offload_stash=5)
+    plain, off, stash = timeline(), timeline(offload_activations=True), timeline(offload_activations=True,
+                                                                                 offload_stash=5)
     assert off.moments[0].total < stash.moments[0].total < plain.moments[0].total  # forward end
     assert plain.host_bytes == 0 < off.host_bytes == stash.host_bytes
     assert all(w != "kept activations, all layers" for m in off.moments for w, _ in m.alive)

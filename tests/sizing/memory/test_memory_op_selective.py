@@ -110,7 +110,8 @@ def measured_kept(n_layers: int, d: int, heads: int, kv_heads: int, d_ff: int, b
         h = x
         for blk in blocks:
             h = checkpoint(blk, h, cos, sin, use_reentrant=False, context_fn=make)
-    kept = mode.alive_bytes(leave_out=[h, *blocks.parameters()]) + x.numel() * x.element_size()  # block 0's input was made outside
+    # block 0's input was made outside
+    kept = mode.alive_bytes(leave_out=[h, *blocks.parameters()]) + x.numel() * x.element_size()
     h.sum().backward()  # the checkpoints recompute from what was kept
     assert x.grad is not None
     return kept

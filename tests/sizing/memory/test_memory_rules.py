@@ -126,7 +126,8 @@ def test_kv_of_an_encoder_decoder_caches_cross_attention_too():
 @pytest.mark.parametrize("kwargs, message", [
     (dict(batch=0, context=1), "batch and context must be >= 1"),
     (dict(batch=1, context=0), "batch and context must be >= 1"),
-    (dict(batch=1, context=1, kv_dtype="fp64"), "kv dtype must be one of fp32, bf16, fp16, fp8, int8, int4, got 'fp64'"),
+    (dict(batch=1, context=1, kv_dtype="fp64"),
+     "kv dtype must be one of fp32, bf16, fp16, fp8, int8, int4, got 'fp64'"),
     (dict(batch=1, context=1, mla="compressed"), "MLA cache form must be one of latent, expanded, got 'compressed'"),
 ])
 def test_kv_errors_name_what_is_wrong(kwargs, message):
@@ -168,7 +169,8 @@ def test_moe_terms_with_a_capacity_factor_and_a_shared_expert():
     assert rows(terms)[-6:] == [
         ("router probabilities", 4 * 4 * 4, "4 tokens x experts 4 x 4 B", ""),
         ("router top-k indices and weights", 4 * (2 * 8 + 3 * 4), "4 tokens x (top_k 2 x 8 B + (top_k + 1) x 4 B)", ""),
-        ("dispatched tokens and index", 4 * 3 * (8 * 2 + 8), "4 tokens x capacity 1.5 x top_k 2 x (d 8 x 2 B + 8 B)", ""),
+        ("dispatched tokens and index", 4 * 3 * (8 * 2 + 8), "4 tokens x capacity 1.5 x top_k 2 x (d 8 x 2 B + 8 B)",
+         ""),
         ("expert hidden (swiglu)", 4 * 3 * 4 * 16 * 2, "4 tokens x capacity 1.5 x top_k 2 x 4 x d_ff 16 x 2 B", "tp"),
         ("expert outputs, weighted copy, weights, index", 4 * 3 * (2 * 8 * 2 + 4 + 8),
          "4 tokens x capacity 1.5 x top_k 2 x (2 x d 8 x 2 B + 4 B + 8 B)", ""),

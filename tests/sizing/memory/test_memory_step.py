@@ -114,7 +114,8 @@ def test_the_peak_moves_with_the_policy_as_measured() -> None:
     """Small vocabulary and full recompute: the peak leaves the loss for a layer's backward; a
     wide model on a short batch peaks in the optimizer step (foreach AdamW's square roots)."""
     names = {c.name: c for c in CASES}
-    recompute = predict(names["ffnlab gelu 6 layers, full recompute"], _cfg(names["ffnlab gelu 6 layers, full recompute"]))
+    recompute = predict(names["ffnlab gelu 6 layers, full recompute"],
+                        _cfg(names["ffnlab gelu 6 layers, full recompute"]))
     assert recompute.peak.name.startswith("backward, layer 6 of 6, FFN (recomputed)")
     wide = names["ffnlab wide model, short batch: foreach AdamW step leads"]
     assert predict(wide, _cfg(wide)).peak.name == "optimizer step"
@@ -172,7 +173,8 @@ def test_logits_not_held_and_the_fused_loss_remove_the_logits() -> None:
 def test_chunked_loss_divides_the_backward_gradients_by_the_chunks() -> None:
     cfg, states = _hand_case()
     work = Workload(seq_len=4, batch=1, dtype="fp32", recompute="none", attention="fused")
-    m = dict(step_timeline(cfg, replace(work, step=StepOptions(loss="chunked", loss_chunks=4)), states).moments[1].alive)
+    m = dict(step_timeline(cfg, replace(work, step=StepOptions(loss="chunked", loss_chunks=4)),
+                           states).moments[1].alive)
     assert m["loss: log-softmax gradients"] == 2 * 40 * 4 // 4
 
 

@@ -1,1 +1,2 @@
-"""The analysis of a sweep: the statistics (pooled variance, Dunnett, Welch, TOST, power), verdicts, trends of the best ratio and the maturity rule."""
+"""The analysis of a sweep: the statistics (pooled variance, Dunnett, Welch, TOST, power),
+verdicts, trends of the best ratio and the maturity rule."""

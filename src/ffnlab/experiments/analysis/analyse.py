@@ -412,7 +412,8 @@ def verdict_convergence(conv: Convergence, arms: list[ArmStats], spec: SweepSpec
     flops = _given(conv.arms[k].flops_ratio)
     text = (f"tokens to reach val loss {conv.target_loss:.4f} ({conv.target_rule}): {k} / {ref} = "
             f"{fmt_iv(r[0], r[1], r[2], 3, signed=False)} ({d.comparison.method} on log tokens, widened by the "
-            f"interpolation between evaluations); training FLOPs {fmt_iv(flops[0], flops[1], flops[2], 3, signed=False)}; "
+            f"interpolation between evaluations); training FLOPs "
+            f"{fmt_iv(flops[0], flops[1], flops[2], 3, signed=False)}; "
             "the claim "
             f"needs >= {threshold:.2f}; this design detects a {_exp(d.mde80) - 1:.1%} change with 80% power")
     if verdict == "inconclusive":
@@ -548,7 +549,8 @@ def cell_spec(spec: SweepSpec, name: str) -> SweepSpec:
                    comparisons={k: [prefix + x for x in v] for k, v in spec.comparisons.items()})
 
 
-def trends(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
+def trends(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str,
+                                                                                                                 Any]]:
     """Each trend of ``spec.trends``: whether the cells' best ratios are constant (homogeneity)
     and how they move per doubling of the axis (weighted slope, widened for misfit), with the
     verdict on "the best ratio does not change" (:func:`ffnlab.experiments.analysis.trend.trend_verdict`);
@@ -601,7 +603,8 @@ def _trend_point(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: d
     c = cells[name]
     ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec.reference}")
     x, y = tr.cell_points(cell_arms[name], ref.kind)
-    values: dict[str, Callable[[], float]] = {"params": lambda: c["params_non_embedding"], "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
+    values: dict[str, Callable[[], float]] = {"params": lambda: c["params_non_embedding"],
+                                              "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
               "lr": lambda: _cell_lr(spec, name)}
     return float(values[axis]()), x, y
 

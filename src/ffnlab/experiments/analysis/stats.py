@@ -163,7 +163,8 @@ def dunnett_vs_reference(model: PooledModel, reference: str, others: Sequence[st
     if len(counts) == 1:
         crit = dunnett_critical(len(others), counts.pop(), level) if len(others) > 1 else \
             _t_quantile(0.5 + level / 2, used.df)
-        return {k: Comparison(k, diffs[k], diffs[k] - crit * used.se(k, reference), diffs[k] + crit * used.se(k, reference),
+        return {k: Comparison(k, diffs[k], diffs[k] - crit * used.se(k, reference), diffs[k] + crit * used.se(k,
+                                                                                                              reference),
                               used.se(k, reference), float(used.df), crit, method) for k in others}
     from scipy import stats
 

@@ -25,8 +25,8 @@ interval and the equivalence test (TOST) against the spec's margin:
 Each claim maps these outcomes to a verdict (true, false, misleading, inconclusive) in one
 table (:data:`FIRST_BETTER`, :data:`AS_MUCH`, :func:`reference_best`); a negligible difference is
 read with its sign: a real but negligible gain in the claimed direction is ``misleading``, a
-negligible difference the other way is no gain (``false``). The power, minimum detectable effect and seed advice of a decision come
-from the test that decided it (:mod:`ffnlab.experiments.analysis.power`).
+negligible difference the other way is no gain (``false``). The power, minimum detectable effect
+and seed advice of a decision come from the test that decided it (:mod:`ffnlab.experiments.analysis.power`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def choose_model(model: PooledModel, fewest: int | None = None) -> ModelChoice:
     ratio = max(sds) / min(sds) if sds and min(sds) > 0 else math.inf
     if n_min < 3:
         # the arm with the fewest seeds, which ``model`` may have set aside (one seed: no spread)
-        why = (f"Welch: an arm has {n_min if fewest is None else fewest} seed(s), too few to test equal variances (Levene's test needs "
+        why = (f"Welch: an arm has {n_min if fewest is None else fewest} seed(s), too few to test equal variances "
+               f"(Levene's test needs "
                "3 per arm), so no variance is pooled")
     elif n_min < MIN_SEEDS_TO_POOL:
         why = (f"Welch: {n_min} seeds per arm are too few for Levene's test to detect unequal variances "
@@ -289,7 +290,8 @@ FIRST_BETTER: dict[str, Verdict] = {"lower": "true", "higher": "false", "equival
                                     "inconclusive": "inconclusive", "no-interval": "inconclusive"}
 # "first is as good as second": within the margin either way is as good
 AS_MUCH: dict[str, Verdict] = {"lower": "true", "higher": "false", "equivalent": "true", "negligible-lower": "true",
-                               "negligible-higher": "true", "inconclusive": "inconclusive", "no-interval": "inconclusive"}
+                               "negligible-higher": "true", "inconclusive": "inconclusive",
+                               "no-interval": "inconclusive"}
 
 
 def reference_best(decisions: Mapping[str, Decision], higher_is_better: bool = False) -> tuple[Verdict, str]:

@@ -113,9 +113,10 @@ def report_model(result: dict[str, Any], title: str) -> dict[str, Any]:
         [[r["budget"], r["arm"], *[num(r["seeds"].get(str(s)), ".4f") for s in result["seeds"]]] for r in rows],
         [False, False] + [True] * len(result["seeds"]))]))
     return {"title": title, "warnings": [], "setup": "",
-            "description": (f"Corpus {result['corpus']}, seeds {', '.join(map(str, result['seeds']))}. Bits: Allen-Zhu & "
-                            "Li (2024) lower bound, N x (log2 K - mean value loss in bits) per relation over the "
-                            "trained facts; held-out facts (never trained) are the control and should hold about none."),
+            "description": (f"Corpus {result['corpus']}, seeds {', '.join(map(str, result['seeds']))}. "
+                            "Bits: Allen-Zhu & Li (2024) lower bound, N x (log2 K - mean value loss in bits) per "
+                            "relation over the trained facts; held-out facts (never trained) are the control and "
+                            "should hold about none."),
             "cards": [_card(k, v, texts) for k, v in result["claims"].items()], "scale": [],
             "sections": sections, "provenance": [("measured from", str(result["root"]))]}
 

@@ -43,7 +43,8 @@ def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | 
                  "--disable-quic", f"--user-data-dir={Path(tmp) / 'profile'}", f"--window-size={width},1600",
                  "--virtual-time-budget=10000"]
         probe = Path(tmp) / "probe.html"
-        probe.write_text(index_html.read_text(encoding="utf-8").replace("</body>", _CHECK + "</body>"), encoding="utf-8")
+        probe.write_text(index_html.read_text(encoding="utf-8").replace("</body>", _CHECK + "</body>"),
+                         encoding="utf-8")
         dom = subprocess.run([*flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
                              timeout=timeout).stdout
         if screenshot is not None:

@@ -189,6 +189,7 @@ def claim_report_dir(out: Path, root: Path | None = None) -> None:
         remove_stale(out)  # temporary folders of a report write a kill interrupted (ffnlab's marked ones only)
         foreign = [p.name for p in out.iterdir() if p.name not in (MARKER, "sweep")]
         require((out / MARKER).exists() or not foreign,
-                f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another --out")
+                f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another "
+                f"--out")
     make_dir(out, root)
     write_atomic(out / MARKER, "written by ffnlab report; its files are rewritten on each run\n")

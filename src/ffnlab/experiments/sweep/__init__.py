@@ -1,1 +1,2 @@
-"""Sweeps: specs and presets, their execution (local worker processes or Ray), the record of a sweep and its time estimate."""
+"""Sweeps: specs and presets, their execution (local worker processes or Ray), the record of a
+sweep and its time estimate."""

@@ -102,6 +102,7 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     arms = sorted({r["arm"] for r in runs})
     ref = spec.get("reference")
     scaled = {f"{x['name']}.{ref}" for x in scales}  # SCALE.ARM
-    require(ref in arms or bool(scaled & set(arms)), f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
+    require(ref in arms or bool(scaled & set(arms)),
+            f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
     return record

@@ -184,7 +184,8 @@ def find_spec(name_or_path: str) -> Path:
         if cand.is_file():
             return cand
     known = sorted(x.stem for x in PRESET_DIR.glob("*.yaml")) if PRESET_DIR.is_dir() else []
-    raise FfnlabError(f"no sweep spec {name_or_path!r}: not a file, and not a preset ({', '.join(known) or 'none found'})")
+    raise FfnlabError(f"no sweep spec {name_or_path!r}: not a file, and not a preset "
+                      f"({', '.join(known) or 'none found'})")
 
 
 def load_spec(name_or_path: str) -> SweepSpec:
@@ -231,7 +232,8 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                    for x in scales]
     cells = [x["name"] for x in spec.scales]
     require(not spec.decide_at or spec.decide_at in cells,
-            f"sweep spec: decide_at must name one of the scales ({', '.join(cells) or 'none'}), got {show(spec.decide_at)}")
+            f"sweep spec: decide_at must name one of the scales ({', '.join(cells) or 'none'}), got "
+            f"{show(spec.decide_at)}")
     require(all(isinstance(t, dict) and set(t) == {"name", "axis", "scales"} and t["axis"] in TREND_AXES
                 and isinstance(t["scales"], list) and len(t["scales"]) >= 2 and set(t["scales"]) <= set(cells)
                 for t in spec.trends),

@@ -181,7 +181,8 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     require(model_type is not None, "config.json has no 'model_type' key")
     require(isinstance(model_type, str), f"config.json key 'model_type' must be a string, got {show(model_type)}")
     require(model_type in HF_TRANSLATORS or model_type in MULTIMODAL,
-            f"config.json model_type {show(model_type)} is not supported; supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+            f"config.json model_type {show(model_type)} is not supported; "
+            f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]

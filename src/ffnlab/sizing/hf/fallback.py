@@ -341,7 +341,8 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
                      "attention and layer figures are the language model's")
     mixers = {k: parts[k] for k in ("linear_attention", "ssm", "short_conv") if parts[k]}
     verdict = ffn_verdict(facts) if facts else (
-        "hidden size 0: the FFN has no width ratio" if unit else "no FFN found (no up/down projection pair in any layer)")
+        "hidden size 0: the FFN has no width ratio" if unit else "no FFN found (no up/down projection pair in any "
+                                                                 "layer)")
     verdict += f"; {layout_text(s)}" if s.n_layers else ""
     if mixers:
         verdict += "; non-embedding share: " + ", ".join(

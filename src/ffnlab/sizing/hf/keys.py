@@ -39,7 +39,8 @@ def json_kind(value: Any) -> str:
     field refuses 2048.0 and true, a float field refuses 1 ("expected float, got int")."""
     if value is None:
         return "null"
-    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(type(value), "other")
+    return {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "object"}.get(type(value),
+                                                                                                    "other")
 
 
 # where a type's RoPE standardisation (its own ``convert_rope_params_to_dict``, transformers 5.25:
@@ -76,7 +77,8 @@ def _used_layer_types(data: dict[str, Any], model_type: str) -> set[str]:
     layers = data.get("num_hidden_layers", CLASS_DEFAULTS.get(model_type, {}).get("num_hidden_layers", 0))
     n = layers if json_kind(layers) == "int" and layers > 0 else 0
     if isinstance(every, int) and every:  # every |every|-th layer full (Python's %, as transformers')
-        return {*(["sliding_attention"] if n and abs(every) > 1 else []), *(["full_attention"] if n >= abs(every) else [])}
+        return {*(["sliding_attention"] if n and abs(every) > 1 else []),
+                *(["full_attention"] if n >= abs(every) else [])}
     used: set[str] = set()
     for i in range(min(n, 10_000)):  # a float pattern: as its __post_init__ computes it
         try:
@@ -137,14 +139,16 @@ def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
     if model_type in LAYER_PATTERN:  # one dict per layer type, merged differently: not probed
         return
     tags = ROPE_SCALING.get(model_type, frozenset())
-    filled = {key for tag, key in (("fills-theta", "rope_theta"), ("fills-original", "original_max_position_embeddings"))
+    filled = {key for tag, key in (("fills-theta", "rope_theta"), ("fills-original",
+                                                                   "original_max_position_embeddings"))
               if tag in tags}
     for label, group in rope_groups(data, model_type):
         if not group:
             continue
         kind = group.get("rope_type", group.get("type", "default"))
         require(f"refuses-{kind}" not in tags,
-                f"config.json key {label!r} asks for {kind!r} RoPE scaling: transformers' {model_type} config refuses it")
+                f"config.json key {label!r} asks for {kind!r} RoPE scaling: transformers' {model_type} config refuses "
+                f"it")
         required = ROPE_REQUIRED_KEYS.get(kind) if isinstance(kind, str) else None
         if required is None:
             require("computes" not in tags, f"config.json key '{label}.rope_type' is {show(kind)}: transformers' "

@@ -37,7 +37,8 @@ import json
 from importlib import resources
 from typing import Any
 
-_TABLE: dict[str, Any] = json.loads(resources.files("ffnlab").joinpath("data/hf_rules.json").read_text(encoding="utf-8"))
+_TABLE: dict[str,
+             Any] = json.loads(resources.files("ffnlab").joinpath("data/hf_rules.json").read_text(encoding="utf-8"))
 
 PROBED_WITH: str = _TABLE["probed_with"]
 NULL_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys in _TABLE["null_refused"].items()}
@@ -45,7 +46,8 @@ MISSING_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys i
 TEXT_CONFIG_REFUSED: dict[str, tuple[str, ...]] = {
     mt: tuple(keys) for mt, keys in _TABLE.get("text_config_refused", {}).items()}
 FIELD_KINDS: dict[str, dict[str, frozenset[str]]] = {
-    mt: {key: frozenset(kinds) for key, kinds in fields.items()} for mt, fields in _TABLE.get("field_kinds", {}).items()}
+    mt: {key: frozenset(kinds) for key, kinds in fields.items()} for mt, fields in _TABLE.get("field_kinds",
+                                                                                              {}).items()}
 HEAD_DIM_TYPED: frozenset[str] = frozenset(_TABLE.get("head_dim_typed", ()))
 ROPE_THETA_NUMBER: frozenset[str] = frozenset(_TABLE.get("rope_theta_number", ()))
 ROPE_THETA_LOG: frozenset[str] = frozenset(_TABLE.get("rope_theta_log", ()))
@@ -53,7 +55,8 @@ ROPE_SCALING: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags in _
 ROPE_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     kind: tuple(keys) for kind, keys in _TABLE.get("rope_required_keys", {}).items()}
 PAD_IN_EMBEDDING: frozenset[str] = frozenset(_TABLE.get("pad_in_embedding", ()))
-NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused", {}).items()}
+NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused",
+                                                                                           {}).items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])
 CLASS_DEFAULTS: dict[str, dict[str, object]] = _TABLE["class_defaults"]
 WRAPPER_TEXT_DEFAULTS: dict[str, dict[str, object]] = _TABLE["wrapper_text_defaults"]

@@ -75,7 +75,8 @@ class FrozenLayer:
         the activations are in the adapters' dtype, else one cast copy per adapter reading it."""
         if b >= self.adapter_bytes:
             return b, f"{b:g} B"
-        return copies * self.adapter_bytes, f"{copies} fp32 cop{'y' if copies == 1 else 'ies'} x {self.adapter_bytes:g} B"
+        return copies * self.adapter_bytes, (f"{copies} fp32 cop{'y' if copies == 1 else 'ies'} "
+                                             f"x {self.adapter_bytes:g} B")
 
 
 # where in the model a kept tensor belongs: a layer's attention or FFN sublayer (each with its
@@ -115,7 +116,8 @@ class Term:
 
 
 def _ffn_keeps(spec: FFNSpec) -> int:
-    return FFN_KEEPS[spec.kind] + spec.act_extra_keeps  # every kind has its entry (tests/sizing/memory/test_memory_rules.py)
+    # every kind has its entry (tests/sizing/memory/test_memory_rules.py)
+    return FFN_KEEPS[spec.kind] + spec.act_extra_keeps
 
 
 def _t(name: str, per_token: float, tokens: int, rule: str, split: str = "", *, part: TermPart,
@@ -570,7 +572,8 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
         n_dec = cfg.n_layers
         saved = [op_selective_terms(cfg, min(i, n_dec - 1), seq_len=seq_len, batch=batch, dtype=dtype,
                                     attention=attention) for i in range(n_layers)]
-        peak = max(full[id(ts)] - divide_terms(op_selective_overlap(sv), tp, sp) for ts, sv in zip(layers, saved, strict=True))
+        peak = max(full[id(ts)] - divide_terms(op_selective_overlap(sv), tp, sp) for ts, sv in zip(layers, saved,
+                                                                                                   strict=True))
         kept = [divide_terms(sv, tp, sp) for sv in saved]
     if recompute == "full":
         layer_input = math.ceil(seq_len * batch * cfg.d_model * b / (tp if sp else 1))
@@ -592,7 +595,8 @@ class KVCache:
 
     @property
     def per_layer(self) -> list[int]:
-        return [math.ceil(p * t * self.batch) for p, t in zip(self.per_token_per_layer, self.cached_tokens, strict=True)]
+        return [math.ceil(p * t * self.batch) for p, t in zip(self.per_token_per_layer, self.cached_tokens,
+                                                              strict=True)]
 
     @property
     def total(self) -> int:
@@ -634,10 +638,7 @@ def kv_cache(cfg: ModelConfig, *, batch: int, context: int, kv_dtype: str = "bf1
     b = dtype_bytes(kv_dtype, KV_DTYPES, "kv dtype")
     elems, rule = kv_elements_per_token(cfg, mla)
     if tp > 1 and not (cfg.is_mla and mla == "latent"):
-        if cfg.is_mla:
-            elems = math.ceil(elems / tp)
-        else:
-            elems = 2 * math.ceil(cfg.n_kv_heads / tp) * cfg.head_dim
+        elems = math.ceil(elems / tp) if cfg.is_mla else 2 * math.ceil(cfg.n_kv_heads / tp) * cfg.head_dim
         rule += f", split over tp {tp}"
     kinds = cfg.attention_layers()
     if cfg.encoder_layers:  # cross-attention caches the encoder's keys and values too

@@ -44,7 +44,8 @@ def assumption() -> str:
     lo, hi = m["range"]
     return (f"the caching allocator reserves {reserved_share():.1%} over the allocated peak (assumed: the median "
             f"max_memory_reserved / max_memory_allocated of {m['records']} training steps of 0.5B-1.2B models measured "
-            f"on an {m['device']}, torch {m['torch']}, range {lo:.1%}-{hi:.1%}; {m['file']}): a layout fits when its peak x "
+            f"on an {m['device']}, torch {m['torch']}, range {lo:.1%}-{hi:.1%}; {m['file']}): a layout fits when its "
+            f"peak x "
             f"{1 + reserved_share():.4f} is within the usable memory")
 
 

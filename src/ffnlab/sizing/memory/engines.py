@@ -174,6 +174,7 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
                    engine=replace(eng, overridden=tuple(overridden)))
 
 
-__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine", "apply_engine", "default_engine",
+__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine", "apply_engine",
+           "default_engine",
            "default_workload", "engine_names", "engines_data",
            "resolve"]

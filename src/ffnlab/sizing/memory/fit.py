@@ -71,7 +71,8 @@ MAX_GPUS = 2**40  # far past any cluster; the divisor search stays below a secon
 DEFAULT_RESERVE = 0.10  # share of the device memory held back for what no term counts
 NOT_COUNTED = {
     "train": ("the CUDA context", "NCCL communicator buffers",
-              "caching-allocator fragmentation beyond its assumed reserved share", "cuBLAS / attention kernel workspaces"),
+              "caching-allocator fragmentation beyond its assumed reserved share",
+              "cuBLAS / attention kernel workspaces"),
     "serve": ("the CUDA context", "NCCL communicator buffers", "caching-allocator fragmentation",
               "prefill activations and the logits", "CUDA graphs and the engine's KV-block rounding"),
 }
@@ -273,7 +274,8 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
         f"ZeRO 0 = PyTorch DDP, 1-2 = DeepSpeed at its default buckets, 3 = {sharding.engine(3)}"
         + (f" (one unit per layer, prefetch {sharding.prefetch}, reshard_after_forward "
            f"{sharding.reshard_after_forward})" if sharding.zero3 == "fsdp" else " at its default buckets"),
-        fits, held, allocator_assumption(), "rows marked * are estimates (engine defaults, kernel choices); the others follow from the "
+        fits, held, allocator_assumption(),
+        "rows marked * are estimates (engine defaults, kernel choices); the others follow from the "
         "parameter count and the dtypes",
     ]
 
@@ -345,8 +347,9 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
     """Every layout of ``gpus`` accelerators priced for the workload ``work`` (default:
     :class:`Workload`'s as the default engine, ``hf-trainer``, runs it), those that fit, and the
     smallest that fits (``best``, or None): a :class:`FitResult`, whose ``engine`` names the engine
-    priced, its version and the error measured for it on the published peaks. ``sharding``: how ZeRO-3 runs in every layout tried. ``work.finetune``
-    lora / qlora: the fine-tuning step's peak, every GPU holding the whole model."""
+    priced, its version and the error measured for it on the published peaks. ``sharding``: how
+    ZeRO-3 runs in every layout tried. ``work.finetune`` lora / qlora: the fine-tuning step's peak,
+    every GPU holding the whole model."""
     work = work or default_workload()
     require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     adapters = work.adapters

@@ -124,7 +124,8 @@ def check_layout(cfg: ModelConfig, lay: Layout) -> None:
     if lay.ep > 1:
         require(n_exp > 0, "--ep needs a mixture-of-experts model")
         require(n_exp % lay.ep == 0, f"--ep {lay.ep} must divide the {n_exp} experts")
-        require(lay.dp % lay.ep == 0, f"--ep {lay.ep} must divide --dp {lay.dp} (experts are spread over data-parallel ranks)")
+        require(lay.dp % lay.ep == 0,
+                f"--ep {lay.ep} must divide --dp {lay.dp} (experts are spread over data-parallel ranks)")
 
 
 @dataclass(frozen=True)
@@ -221,7 +222,8 @@ def _offloaded(rows: list[Row], mode: str, lay: Layout) -> list[Row]:
     """``rows`` with the states ``mode`` moves to the host at 0 bytes per GPU (their host bytes:
     :func:`host_terms`)."""
     spec = offload_modes()["modes"][mode]
-    engines = "DeepSpeed's offload_optimizer" if mode == "optimizer" else "DeepSpeed's offload_param, FSDP's cpu_offload"
+    engines = ("DeepSpeed's offload_optimizer" if mode == "optimizer"
+               else "DeepSpeed's offload_param, FSDP's cpu_offload")
     require(lay.zero >= spec["min_zero"],
             f"--offload {mode} needs --zero {spec['min_zero']}{' or more' if spec['min_zero'] < 3 else ''} ({engines})")
     return [replace(r, per_gpu_bytes=0, rule=f"{r.rule}; on the host (--offload {mode})") if r.term in spec["moves"]
@@ -405,6 +407,7 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
     s = {r.term: r.per_gpu_bytes for r in serve}
     working = sum(r.per_gpu_bytes for r in train if r.group == "working")
     host = host_terms(cfg, work, lay)
+    offload = work.offload if work.offload != "none" or not timeline.host_bytes else "activations"
     if timeline.host_bytes:  # --offload-acts: the layers' saved tensors wait in host memory
         host.append(Row("host: activations", timeline.host_bytes, timeline.host_bytes,
                         "each layer's kept set and the final norm's, copied out in forward (--offload-acts)",
@@ -421,10 +424,13 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
         peak_moment=timeline.peak.name, peak_alive=timeline.peak_alive(),
         step=work.step, trainer=work.engine, kv_cache_bytes=s["kv_cache"], serving_weights_bytes=s["weights"],
         serving_total_bytes=table_total(serve), training_terms=tuple(train), serving_terms=tuple(serve),
-        offload=(work.offload if work.offload != "none" or not timeline.host_bytes else "activations") if host else None, host_bytes=table_total(host) if host else None,
+        offload=offload if host else None,
+        host_bytes=table_total(host) if host else None,
         host_terms=tuple(host) if host else None,
     )
 
 
-__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "activation_offload", "Layout", "MemorySummary",
-           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "host_terms", "memory_summary", "offload_modes", "serving_table", "table_total", "training_peak", "training_table"]
+__all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "activation_offload", "Layout",
+           "MemorySummary",
+           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "host_terms", "memory_summary",
+           "offload_modes", "serving_table", "table_total", "training_peak", "training_table"]

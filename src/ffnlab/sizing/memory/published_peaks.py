@@ -44,7 +44,8 @@ COMPILE_UNDER_CHECKPOINTING = {
     "full": ("torch.compile of each layer under full checkpointing priced eager: the checkpoint around the compiled "
              "layer keeps its input as in eager (torchtune compiles each layer, then wraps it; recipes/"
              "lora_finetune_single_device.py _setup_model), compile only changes the recomputed layer's own set"),
-    "selective-op": ("torch.compile of each checkpointed block priced eager: the op-level policy fixes which op outputs "
+    "selective-op": ("torch.compile of each checkpointed block priced eager: the op-level policy fixes which op "
+                     "outputs "
                      "are saved (compile honours it, torchtitan compiles each block after AC wrapping: "
                      "parallelize_llama.py at 9dec370; its loss is not compiled, train.py), compile fuses the "
                      "elementwise ops between them"),
@@ -197,15 +198,19 @@ def pricing(case: dict[str, Any]) -> Pricing:
     elif s["torch_compile"] is True:
         nx.append("torch.compile (its fused kernels change the saved activations; priced eager)")
     if s.get("loss_compiled") is True:
-        approx.append("the compiled loss's saved tensors (the logits and two fp32 statistics per token) as torch 2.13's "
-                      "partitioner picks them on CPU (tests/sizing/memory/test_memory_offload.py), not at the run's torch")
+        approx.append("the compiled loss's saved tensors (the logits and two fp32 statistics per token) as torch "
+                      "2.13's "
+                      "partitioner picks them on CPU (tests/sizing/memory/test_memory_offload.py), not at the run's "
+                      "torch")
     if s["float8"] is True:
         nx.append("float8 linear layers")
     offload = activation_offload(case["trainer"]) if s["activation_offload"] is True else None
     if s["activation_offload"] is True and offload is None:
-        nx.append(f"activations offloaded to CPU by {case['trainer']}, whose offload ffnlab has no facts for (priced on the GPU)")
+        nx.append(f"activations offloaded to CPU by {case['trainer']}, whose offload ffnlab has no facts for (priced "
+                  f"on the GPU)")
     elif offload is not None and offload["forward_stash"]:
-        approx.append(f"{case['trainer']}'s forward stash ({offload['forward_stash']} offloaded tensors waiting for their "
+        approx.append(f"{case['trainer']}'s forward stash ({offload['forward_stash']} offloaded tensors waiting for "
+                      f"their "
                       "copy at forward end) counted as the final norm's saved tensors and the last layer's input")
     if s["optimizer_in_backward"] is True:
         nx.append("optimizer step fused into backward")

@@ -191,7 +191,8 @@ def optimizer_temp_bytes(cfg: ModelConfig, impl: str, optimizer: str, params_on_
     once (one per parameter); the for-loop implementation a tensor's root and its quotient while
     the previous tensor's is still bound (three of the largest tensor: ``largest`` elements, by
     default the model's largest matrix); fused kernels, 8-bit Adam and SGD none."""
-    if optimizer in ("sgd", "adam8bit", "paged-adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
+    if optimizer in ("sgd", "adam8bit",
+                     "paged-adam8bit") or impl == "fused":  # no state to take a root of; blockwise kernels
         return 0
     if impl == "foreach" and optimizer in ("adamw", "sgd-momentum"):
         # foreach AdamW: sqrt of every second moment at once; SGD momentum updates in place
@@ -309,7 +310,8 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     kept = [layer_input if c else f for c, f in zip(checkpointed, full, strict=True)]
     if recompute == "op-selective":  # every block checkpointed; the policy's saved op outputs kept
         require(ft is None, "--recompute op-selective prices full training (torchtitan's policy), not adapters")
-        saved = {id(cfg.layer_ffn(j)): divide_terms(op_selective_terms(cfg, j, seq_len=seq_len, batch=batch, dtype=dtype,
+        saved = {id(cfg.layer_ffn(j)): divide_terms(op_selective_terms(cfg, j, seq_len=seq_len, batch=batch,
+                                                                       dtype=dtype,
                                                                        attention=attention), tp, sp)
                  for j in range(cfg.n_layers)}
         kept = [saved[id(cfg.layer_ffn(min(i, cfg.n_layers - 1)))] for i in range(n_layers)]
@@ -376,7 +378,8 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
         k = o.loss_chunks if o.loss == "chunked" else 1
         upcast = math.ceil(nv * STAT_BYTES / k) if b < STAT_BYTES and not o.loss_compiled else 0
         logits_fwd = held if held else logits_bytes
-        if o.loss_compiled:  # its input logits and two fp32 statistics per token kept; gradients made in the logits' dtype
+        # compiled: its input logits and two fp32 statistics per token kept; gradients made in the logits' dtype
+        if o.loss_compiled:
             kept_by_loss = ("loss: two fp32 statistics per token (kept)", n_tok * COMPILED_LOSS_STATS * STAT_BYTES)
             loss_grads = ("loss: one chunk's logits gradient", math.ceil(nv * b / k))
             logits_bwd = ("logits (kept by the compiled loss)", logits_bytes)

@@ -112,7 +112,8 @@ class Workload:
         require(not self.step.offload_activations or self.recompute in ("full", "op-selective"),
                 "--offload-acts needs --recompute full or op-selective (the offloaded tensors are each "
                 f"checkpointed layer's input; torchtune refuses it without checkpointing), got {self.recompute}")
-        require(not self.pure_bf16 or self.dtype == "bf16", f"--pure-bf16 trains in bf16: give --dtype bf16, not {self.dtype}")
+        require(not self.pure_bf16 or self.dtype == "bf16",
+                f"--pure-bf16 trains in bf16: give --dtype bf16, not {self.dtype}")
         for value, flag, allowed in ((self.kv_dtype, "--kv-dtype", KV_DTYPES),
                                      (self.weights_dtype, "--weights-dtype", WEIGHT_FORMATS),
                                      (self.grad_dtype, "--grad-dtype", GRAD_DTYPES)):

@@ -185,10 +185,7 @@ def _single_file_loader(path: Path) -> SplitLoader:
 
 
 def _files_source(spec: str, kind: str, files: Sequence[Path]) -> Source:
-    if len(files) == 1:
-        loader = _single_file_loader(files[0])
-    else:
-        loader = _file_split_loader(*split_by_file(files))
+    loader = _single_file_loader(files[0]) if len(files) == 1 else _file_split_loader(*split_by_file(files))
     return Source(spec, kind, stat_fingerprint(files), loader)
 
 

@@ -181,8 +181,12 @@ def _kaplan(rows: Sequence[KaplanPoint], ref: str) -> Table:
 
 def _hypothesis_id(cell: dict[str, Any], key: str) -> str:
     """The id of the hypothesis a cell's verdict ``key`` decides (older reports: the catalogue's)."""
-    said = ((cell.get("claims") or {}).get(key) or {}).get("hypothesis") or {}
-    return str(said.get("id") or CLAIM_OF.get(key, key))
+    claim = (cell.get("claims") or {}).get(key)
+    if isinstance(claim, ClaimVerdict):  # this run's verdict; a report read back has its JSON object
+        said = claim.hypothesis.id if claim.hypothesis is not None else None
+    else:
+        said = ((claim or {}).get("hypothesis") or {}).get("id")
+    return str(said or CLAIM_OF.get(key, key))
 
 
 def _cells(result: Analysis) -> list[Table]:

@@ -254,7 +254,7 @@ def test_capacity_preset_run_report_and_claims(tmp_path):
     for r in result["arms"]:
         assert r["n_seeds"] == 2 and r["exposures"] == pytest.approx(3, rel=0.1)
         assert 0 <= r["bits"] <= r["entropy_bits"] == 54 * 4 * 3
-    claims = {c["id"]: c for c in check_claims(load_evidence(paths["dir"]))}
+    claims = {c.id: c.as_dict() for c in check_claims(load_evidence(paths["dir"]))}
     for cid in ("capacity-peaks-at-ratio-4", "gated-stores-as-much"):
         assert claims[cid]["verdict"] in VERDICTS and claims[cid]["numbers"]["from_report"]
     assert "<script" not in paths["html"].read_text()

@@ -157,7 +157,7 @@ def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     from ffnlab.experiments.analysis.analyse import analyse
 
     result = analyse(tmp_path)
-    cells = result["cells"]
+    cells = result.cells
     odd = [{**cells[0], "shape": "all", "lo": -math.inf, "hi": math.inf, "inside_tested": False},
            {**cells[1], "best_ratio": math.nan, "lo": math.nan, "hi": math.nan, "shape": "none"}]
-    assert plots.scale_trend(odd, result["arm_objects"], "gelu-r4")[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plots.scale_trend(odd, result.arm_objects, "gelu-r4")[:8] == b"\x89PNG\r\n\x1a\n"

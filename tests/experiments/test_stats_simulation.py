@@ -189,7 +189,7 @@ def test_tokens_to_target_interval_covers_the_true_ratio(every):
     sims, covered, covered_interpolated = 200, 0, 0
     for _ in range(sims):
         arms = simulated_arms(rng, speed, 10, sd=0.04, noise=0.003, every=every, total=409_600)
-        out = convergence(arms, spec, "ref", vocab_size=256)
+        out = convergence(arms, spec, "ref", vocab_size=256).as_dict()
         truth = {k: speed[k] / speed["ref"] for k in ("a", "b")}
         covered += all(out["arms"][k]["tokens_ratio"][1] <= truth[k] <= out["arms"][k]["tokens_ratio"][2]
                        for k in truth)

@@ -19,8 +19,13 @@ from cli_run import assert_usage_error, run
 from fswait import wait_for_lock, watching
 from paths import ROOT
 
-from ffnlab.experiments.analysis.analyse import analyse
+from ffnlab.experiments.analysis.analyse import analyse as analysis
 from ffnlab.experiments.sweep.spec import load_spec, resolve, spec_from_dict
+
+
+def analyse(root: Path) -> dict:
+    """The analysis as the JSON object a report keeps (these tests read its keys)."""
+    return analysis(root).as_dict()
 
 MICRO = {
     "name": "micro", "control": "iso-params", "reference": "gelu-r4", "seeds": [0, 1], "threads_per_worker": 1,

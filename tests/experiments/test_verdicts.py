@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from fake_sweeps import TOKENS, fake_sweep, scale_sweep
 
-from ffnlab.experiments.analysis.analyse import analyse
+from ffnlab.experiments.analysis.analyse import analyse as analysis
+
+
+def analyse(root: Path) -> dict:
+    """The analysis as the JSON object a report keeps (these tests read its keys)."""
+    return analysis(root).as_dict()
 
 
 def verdicts(root: Path) -> dict[str, str]:
@@ -257,7 +262,7 @@ def test_segments_follow_a_straight_trend_and_flag_a_bent_one(tmp_path):
     assert up["slope"] == pytest.approx(math.log2(4.0 / 0.7) / 2, abs=0.05)
     from ffnlab.experiments.reporting.model import report_model
 
-    model = report_model(result, [], title="t", warnings=[])
+    model = report_model(analysis(tmp_path / "bent"), [], title="t", warnings=[])
     text = " ".join(p for s in model["sections"] for p in s["text"])
     assert "The size trend's adjacent segments have disjoint intervals" in text
 

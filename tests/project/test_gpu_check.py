@@ -32,7 +32,7 @@ def alignment_doc(device: str, relative: dict[int, float]) -> dict:
 def test_alignment_json_decides_the_claim(tmp_path, device, relative, verdict):
     path = tmp_path / "width-alignment.json"
     path.write_text(json.dumps(alignment_doc(device, relative)))
-    row = {r["id"]: r for r in check_claims(load_evidence(path))}["unaligned-widths-slow"]
+    row = {r.id: r.as_dict() for r in check_claims(load_evidence(path))}["unaligned-widths-slow"]
     assert row["verdict"] == verdict
     slow = row["numbers"]["slowdown"]
     # medians by hand: multiples of 8 are 2696, 2712; not of 8 are 2687, 2731

@@ -118,7 +118,7 @@ def test_audit_row_matches_the_snapshot(name: str, tmp_path: Path) -> None:
     assert res.alignment is None or (isinstance(res.alignment, Alignment)
                                      and res.alignment.as_dict() == expected["alignment"])
     check_read_only_view(res, expected, "d_ff")
-    assert "memory" not in res and "finetune" not in res
+    assert "memory" not in res.as_dict() and "finetune" not in res.as_dict()
     assert res.params_total == expected["params_total"] and res.verdict == expected["verdict"]
 
 
@@ -127,15 +127,15 @@ def test_the_command_keys_follow_the_row_in_their_order() -> None:
     row's own keys, memory first (None beside its error), then finetune, finetune_error,
     memory_error, as the command's dicts had them."""
     row = audit_entry(find("llama-7b"))
-    own = list(row)
+    own = list(row.as_dict())
     mem = memory_of(entry_basis(find("llama-7b")), Workload(seq_len=2048, dtype="bf16"))  # type: ignore[arg-type]
-    assert list(replace(row, memory=mem)) == [*own, "memory"]
-    assert replace(row, memory=mem)["memory"] == mem.as_dict()
-    assert list(replace(row, memory_error="x")) == [*own, "memory", "memory_error"]
-    assert replace(row, memory_error="x")["memory"] is None
+    assert list(replace(row, memory=mem).as_dict()) == [*own, "memory"]
+    assert replace(row, memory=mem).as_dict()["memory"] == mem.as_dict()
+    assert list(replace(row, memory_error="x").as_dict()) == [*own, "memory", "memory_error"]
+    assert replace(row, memory_error="x").as_dict()["memory"] is None
     both = replace(row, finetune_error="f", memory_error="m")
-    assert list(both) == [*own, "memory", "finetune", "finetune_error", "memory_error"]
-    assert list(replace(row, memory=mem, finetune={"mode": "lora"})) == [*own, "memory", "finetune"]
+    assert list(both.as_dict()) == [*own, "memory", "finetune", "finetune_error", "memory_error"]
+    assert list(replace(row, memory=mem, finetune={"mode": "lora"}).as_dict()) == [*own, "memory", "finetune"]
 
 
 if __name__ == "__main__":  # rewrite the snapshot (only ever with the code before the dataclasses)

@@ -12,7 +12,7 @@ from ffnlab.sizing.zoo import find
 
 @pytest.fixture(scope="module")
 def verdicts():
-    return {r["id"]: r for r in check_claims()}
+    return {r.id: r.as_dict() for r in check_claims()}
 
 
 def test_every_claim_gets_a_known_verdict(verdicts):
@@ -107,7 +107,7 @@ def test_needs_experiment_claims_name_a_command_that_exists(verdicts):
 def test_evidence_from_a_report_fills_experiment_claims(tmp_path):
     (tmp_path / "claims.json").write_text(json.dumps(
         {"ratio_optimal": {"verdict": "false", "evidence": "ratio 8/3 is as good: delta 0.01 [-0.02, 0.04]"}}))
-    rows = {r["id"]: r for r in check_claims(load_evidence(tmp_path))}
+    rows = {r.id: r.as_dict() for r in check_claims(load_evidence(tmp_path))}
     assert rows["ratio-4-optimal"]["verdict"] == "false"
     assert rows["golden-transformer-8pct"]["verdict"] == "needs-experiment"
 
@@ -163,7 +163,7 @@ def test_claims_ends_with_a_count_of_its_verdicts():
 def test_every_experimental_verdict_states_the_maturity_it_was_judged_at(kept):
     # oracle: the maturity each kept report recorded beside its verdicts
     evidence = load_evidence(ROOT / "docs" / "results" / kept)
-    rows = [r for r in check_claims(evidence) if r["numbers"].get("from_report")]
+    rows = [r.as_dict() for r in check_claims(evidence) if r.numbers.get("from_report")]
     assert rows
     for r in rows:
         entry = next(e for e in evidence.values()

@@ -197,7 +197,7 @@ def test_invalid_layouts(kwargs, message):
 
 
 def test_audit_moe_figures_by_hand():
-    row = audit_config(layered(), name="toy", model_type=None)
+    row = audit_config(layered(), name="toy", model_type=None).as_dict()
     expert, shared = 3 * D * 32, 3 * D * 48 + D
     assert row["expert_granularity"] == 32 / D and row["expert_design"] == "fine-grained"
     assert row["moe_layers"] == 2 and row["n_shared_experts"] == 1 and row["d_shared"] == 48
@@ -214,7 +214,7 @@ def test_audit_moe_figures_by_hand():
         validate(ModelConfig(d_model=D, vocab_size=V, attn=AttentionSpec(4))),
         name="dense",
         model_type=None,
-    )
+    ).as_dict()
     assert dense["expert_granularity"] is None and dense["params_ffn_active"] == dense["params_ffn"]
 
 
@@ -251,7 +251,7 @@ def test_multimodal_config_audits_its_text_config(tmp_path):
     }
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": "gemma3", "text_config": text, "vision_config": {}}))
-    row = audit(str(path))
+    row = audit(str(path)).as_dict()
     assert row["note"] == MULTIMODAL_NOTE and "text_config" in row["note"]
     assert (
         row["params_total"]

@@ -88,7 +88,7 @@ def test_capacity_is_the_edge_of_what_fits(name):
     cfg = get_config(name)
     lay = Layout(tp=8, pp=2) if name == "deepseek-v3" else Layout()
     usable = int(0.9 * find_accelerator("H200").memory_bytes)
-    cap = capacity(cfg, lay, usable_bytes=usable, context=4096)
+    cap = capacity(cfg, lay, usable_bytes=usable, context=4096).as_dict()
 
     def need(batch, ctx):
         return table_total(serving_table(cfg, lay, batch=batch, context=ctx))
@@ -105,7 +105,7 @@ def test_capacity_of_llama2_7b_by_hand():
     """MHA, 32 layers x 2 x 4,096 x 2 B = 512 KiB per token; the rest after the bf16 weights."""
     cfg = get_config("llama-2-7b")
     usable = 60 * 2**30
-    cap = capacity(cfg, Layout(), usable_bytes=usable, context=2048)
+    cap = capacity(cfg, Layout(), usable_bytes=usable, context=2048).as_dict()
     left = usable - 6_738_415_616 * 2
     assert cap["max_context_at_batch_1"] == left // (512 * 1024)
     assert cap["max_batch_at_context"] == left // (512 * 1024 * 2048)
@@ -124,13 +124,13 @@ def test_every_listed_accelerator_has_a_sourced_bandwidth():
 
 def test_fit_serve_carries_capacity_and_speed_and_a_bare_card_has_no_speed():
     cfg = get_config("llama-3-8b")
-    res = fit(cfg, Workload(seq_len=8192, batch=4), gpus=1, accelerator="L40S", mode="serve")
+    res = fit(cfg, Workload(seq_len=8192, batch=4), gpus=1, accelerator="L40S", mode="serve").as_dict()
     s = res["serving"]
     assert s["capacity"]["max_batch_at_context"] >= 4 and s["speed"]["batch"] == 4
     assert any("roofline upper bound" in a for a in s["assumptions"])
-    bare = fit(cfg, Workload(seq_len=8192, batch=4), gpus=1, accelerator=custom_accelerator(48), mode="serve")
+    bare = fit(cfg, Workload(seq_len=8192, batch=4), gpus=1, accelerator=custom_accelerator(48), mode="serve").as_dict()
     assert bare["serving"]["speed"] is None and "no memory bandwidth" in bare["serving"]["assumptions"][0]
-    assert fit(cfg, Workload(seq_len=8192, batch=64), gpus=1, accelerator="L4", mode="serve")["serving"] is None
+    assert fit(cfg, Workload(seq_len=8192, batch=64), gpus=1, accelerator="L4", mode="serve").serving is None
 
 
 def test_cli_prints_what_fits_and_how_fast():

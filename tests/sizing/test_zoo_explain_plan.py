@@ -48,11 +48,11 @@ def test_lookup_is_case_insensitive_and_suggests():
 
 
 def test_explain_finds_llama_and_ratio_rules():
-    out = explain(4096, 11008, "swiglu")
+    out = explain(4096, 11008, "swiglu").as_dict()
     rules = {(r["rule"], r["ffn_dim_multiplier"]): r for r in out["rules"] if r["rule"] == "llama"}
     assert rules[("llama", None)]["multiples_of"] == [128, 256]
     assert out["ratio_raw_exact"] == "43/16"
-    plain = explain(768, 3072, "gelu")
+    plain = explain(768, 3072, "gelu").as_dict()
     assert plain["rules"][0]["ratio"] == "4" and not plain["gated"]
 
 
@@ -139,7 +139,7 @@ def test_explain_on_the_zoo_keeps_only_explanations():
 
     for name, cfg in _zoo_widths():
         d, ff, kind = cfg.d_model, cfg.ffn.d_ff, cfg.ffn.kind
-        rules = explain(d, ff, kind)["rules"]
+        rules = explain(d, ff, kind).as_dict()["rules"]
         exact_seen_rounded = False
         for r in rules:
             assert r["multiple_of"] == max(r["multiples_of"]), name
@@ -170,7 +170,7 @@ def test_explain_on_the_zoo_keeps_only_explanations():
 ])
 def test_explain_finds_the_published_llama_rule(name, rule, ffn_dim_multiplier, multiple_of):
     cfg = find(name).config()
-    rules = explain(cfg.d_model, cfg.ffn.d_ff, cfg.ffn.kind)["rules"]
+    rules = explain(cfg.d_model, cfg.ffn.d_ff, cfg.ffn.kind).as_dict()["rules"]
     hits = [r for r in rules if r["rule"] == rule and r["ffn_dim_multiplier"] == ffn_dim_multiplier]
     assert hits and multiple_of in hits[0]["multiples_of"]
     if name == "llama-7b":  # nothing simpler reproduces 11008 from 4096: the LLaMA rule comes first
@@ -181,20 +181,20 @@ def test_explain_finds_the_published_llama_rule(name, rule, ffn_dim_multiplier, 
                                          ("mistral-7b", "7/2")])
 def test_explain_exact_ratio_first(name, ratio):
     cfg = find(name).config()
-    rules = explain(cfg.d_model, cfg.ffn.d_ff, cfg.ffn.kind)["rules"]
+    rules = explain(cfg.d_model, cfg.ffn.d_ff, cfg.ffn.kind).as_dict()["rules"]
     assert rules[0]["rounding"] == "exact" and rules[0]["ratio"] == ratio
     if name == "gpt2":  # "ratio 4 rounded up to 256" is the exact rule again, not a second one
         assert len(rules) == 1
 
 
 def test_explain_drops_rules_that_explain_nothing():
-    rules = explain(2048, 8192, "swiglu")["rules"]  # 26 rules before
+    rules = explain(2048, 8192, "swiglu").as_dict()["rules"]  # 26 rules before
     assert [(r["rule"], r["ratio"], r["rounding"]) for r in rules] == [("ratio", "4", "exact")]
-    assert explain(4096, 11008, "swiglu")["ratio_raw_exact"] == "43/16"
-    assert all(r["ratio"] != "43/16" for r in explain(4096, 11008, "swiglu")["rules"])
+    assert explain(4096, 11008, "swiglu").as_dict()["ratio_raw_exact"] == "43/16"
+    assert all(r["ratio"] != "43/16" for r in explain(4096, 11008, "swiglu").as_dict()["rules"])
     # 1000 / 16 = 62.5: "nearest" only reaches 1008 by breaking the tie upwards; "up" is a rule
-    rules = explain(1000, 1008, "gelu")["rules"]
+    rules = explain(1000, 1008, "gelu").as_dict()["rules"]
     assert any(r["rounding"] == "up" and 16 in r["multiples_of"] for r in rules)
     assert not any(r["rounding"] == "nearest" and 16 in r["multiples_of"] for r in rules)
     # 64 rounds to 0 multiples of 4096 "nearest" and is clamped up to one: not an explanation
-    assert explain(64, 4096, "gelu")["rules"] == []
+    assert explain(64, 4096, "gelu").as_dict()["rules"] == []

@@ -5,17 +5,15 @@ the plain object the JSON shows, keys and order unchanged from the dicts the res
 nested results and dataclasses with their own ``as_dict`` (a layout adds its ``gpus``) through
 theirs, other dataclasses field by field, tuples as lists, paths as strings.
 
-**Transitional dict view**: ``r["key"]``, ``r.get("key")``, ``"key" in r``, ``keys()``,
-``items()``, ``values()``, ``len(r)``, ``iter(r)`` and ``{**r}`` mirror the top level of
-``as_dict()``, read-only, so code written against the dicts (``m["peak_bytes"]``) keeps working.
-A field named in ``NOT_JSON`` (Python objects the replaced dict carried for ffnlab's own use, such
-as a sweep's arms) is a key of the view, given as itself, and is left out of ``as_dict()``.
-Code in ffnlab reads the attributes (``m.peak_bytes``); the view may go in a later release.
+One way to read a result: its attributes (``m.peak_bytes``), and ``as_dict()`` for the JSON
+object. The read-only dict view of earlier releases (``m["peak_bytes"]``) is gone. A field named in
+``NOT_JSON`` (Python objects ffnlab keeps for its own use, such as a sweep's arms) is an attribute
+left out of ``as_dict()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any, ClassVar
 
@@ -25,12 +23,12 @@ __all__ = ["Result", "plain"]  # plain: the one JSON walker (ffnlab.render), for
 
 
 class Result:
-    """Base of the result dataclasses: :meth:`as_dict` and the transitional dict view.
+    """Base of the result dataclasses: :meth:`as_dict`, the JSON object of the fields.
 
     The keys are the fields in their order, less those named in ``OMITTED_WHEN_NONE`` that are
     None (a key some results have and others lack); a subclass may leave out more in
     :meth:`_shown` or reorder them in :meth:`keys`.
-    ``NOT_JSON`` names fields that are keys of the dict view but not of the JSON object.
+    ``NOT_JSON`` names fields left out of the JSON object.
     ``KEY_OF_FIELD`` names the key of a field that cannot bear it (``from_model`` for ``from``, a
     Python keyword).
     """
@@ -54,29 +52,3 @@ class Result:
     def as_dict(self) -> dict[str, Any]:
         """The JSON object: each key's value as plain data."""
         return {k: plain(self._field(k)) for k in self.keys() if k not in self.NOT_JSON}
-
-    # -- the transitional dict view ---------------------------------------------------------------
-
-    def __getitem__(self, key: str) -> Any:
-        if key not in self.keys():
-            raise KeyError(key)
-        value = self._field(key)
-        return value if key in self.NOT_JSON else plain(value)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self[key] if key in self.keys() else default
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.keys()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.keys())
-
-    def __len__(self) -> int:
-        return len(self.keys())
-
-    def items(self) -> list[tuple[str, Any]]:
-        return [(k, self[k]) for k in self.keys()]
-
-    def values(self) -> list[Any]:
-        return [self[k] for k in self.keys()]

@@ -74,7 +74,7 @@ def test_untranslated_type_counted_exactly(tmp_path, family, ff):
     make, split = CASES[family]
     assert family not in HF_TRANSLATORS  # otherwise this test no longer tests the fallback
     config = make(ff)
-    row = audit(_write(tmp_path, config))
+    row = audit(_write(tmp_path, config)).as_dict()
     assert row["counted_by"] == "transformers" and "counted by transformers" in row["verdict"]
     assert row["params_total"] == _transformers_total(config)
     want = split(ff)

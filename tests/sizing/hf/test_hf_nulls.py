@@ -129,7 +129,7 @@ def test_deepseek_v2_without_top_k_counts_and_marks_active_unknown(tmp_path):
     _same(config)
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    row = audit(str(path))
+    row = audit(str(path)).as_dict()
     assert row["params_total"] == theirs(config)
     assert row["params_active"] is None and row["flops_per_token"] is None and row["top_k"] is None
     assert "top-k" in row["note"] and "unknown" in row["verdict"]
@@ -181,7 +181,7 @@ def test_python_json_literals_in_config_are_read(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))  # writes Infinity and NaN
     assert "Infinity" in path.read_text()
-    assert audit(str(path))["params_total"] == theirs(case("llama", 1))
+    assert audit(str(path)).as_dict()["params_total"] == theirs(case("llama", 1))
     bad = dict(case("llama", 1), intermediate_size=float("inf"))
     path.write_text(json.dumps(bad))
     with pytest.raises(FfnlabError, match="intermediate_size"):

@@ -29,8 +29,9 @@ ROW_KEYS = ("params_total", "params_ffn", "params_ffn_active", "params_active", 
 
 
 def structure_of(config: dict) -> tuple[Structure, dict]:
+    """The structure transformers' module tree gives, and its audit row as the JSON shows it."""
     s = counted_structure(count_with_transformers(with_token_ids(config), ()))
-    return s, row_of(s, name="m", model_type=config["model_type"], source=None)
+    return s, row_of(s, name="m", model_type=config["model_type"], source=None).as_dict()
 
 
 def transformers_total(config: dict) -> int:
@@ -68,7 +69,7 @@ def test_structure_reads_what_the_translator_computes(model_type, seed):
     embedding / norm split, active parameters and the ratios."""
     config = case(model_type, seed)
     cfg = from_hf_dict(config)
-    want = audit_config(cfg, name="m", model_type=model_type)
+    want = audit_config(cfg, name="m", model_type=model_type).as_dict()
     s, got = structure_of(config)
     # a multimodal wrapper: the translator counts its text_config, the structure the whole model
     got = {**got, "params_total": got["params_total"] - s.outside, "params_active": got["params_active"] - s.outside}

@@ -235,7 +235,7 @@ def test_serving_table_splits_weights_and_cache() -> None:
 
 
 def test_memory_summary_contract() -> None:
-    m = memory_summary(llama3_8b(), Workload(seq_len=8192))
+    m = memory_summary(llama3_8b(), Workload(seq_len=8192)).as_dict()
     for key in ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes"):
         assert isinstance(m[key], int)
     assert m["kv_cache_bytes"] == GiB
@@ -291,16 +291,16 @@ def test_training_time_hand_arithmetic() -> None:
 
 def test_fit_picks_the_smallest_layout_that_fits() -> None:
     cfg = llama3_8b()
-    res = fit(cfg, Workload(seq_len=2048), gpus=8, accelerator="H100")
+    res = fit(cfg, Workload(seq_len=2048), gpus=8, accelerator="H100").as_dict()
     best = res["best"]
     reserve = math.ceil(81559 * 2**20 * 0.1)  # the default reserve: 10% of what the device reports
     assert best["per_gpu_bytes"] <= res["usable_bytes"] == 81559 * 2**20 - reserve
     # plain data parallelism (16 B/param + activations) does not fit in 80 GiB; ZeRO-1 does
     assert 16 * count_params(cfg).total > res["usable_bytes"]
     assert best["layout"] == {"dp": 8, "tp": 1, "pp": 1, "ep": 1, "zero": 1, "sp": False, "gpus": 8}
-    serve = fit(cfg, Workload(batch=1, seq_len=8192), gpus=8, accelerator="A100", mode="serve")
+    serve = fit(cfg, Workload(batch=1, seq_len=8192), gpus=8, accelerator="A100", mode="serve").as_dict()
     assert serve["best"]["layout"]["tp"] * serve["best"]["layout"]["pp"] == 1
-    none = fit(deepseek_v3(), gpus=1, accelerator="H100", mode="serve")
+    none = fit(deepseek_v3(), gpus=1, accelerator="H100", mode="serve").as_dict()
     assert none["best"] is None and none["smallest_need_bytes"] > none["usable_bytes"]
 
 
@@ -403,7 +403,7 @@ def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
     # Llama-3.1-405B: dp 256 at ZeRO-3 held 65.3 GiB of states and activations, but gathering a 3.19B
     # layer, prefetching the next, its gradients and the buckets do not fit beside them
     cfg = find_zoo("llama-3.1-405b").config()
-    res = fit(cfg, Workload(seq_len=8192, recompute="full"), gpus=256, accelerator="H100")
+    res = fit(cfg, Workload(seq_len=8192, recompute="full"), gpus=256, accelerator="H100").as_dict()
     layouts = {(r["layout"]["dp"], r["layout"]["tp"], r["layout"]["pp"],
                 r["layout"]["zero"]) for r in res["candidates"]}
     assert (256, 1, 1, 3) not in layouts
@@ -417,12 +417,12 @@ def test_fit_405b_on_256_h100_counts_the_fsdp_working_memory() -> None:
 def test_fit_search_is_bounded_and_validated() -> None:
     cfg = llama3_8b()
     res = fit(cfg, Workload(seq_len=16), gpus=10**9, accelerator="H100")  # divisors only: ~100 layouts
-    assert res["best"] is not None and res["layouts_tried"] < 5000
+    assert res.best is not None and res.layouts_tried < 5000
     with pytest.raises(FfnlabError, match="--max-tp"):
         fit(cfg, gpus=8, accelerator="H100", max_tp=0)
     with pytest.raises(FfnlabError, match="--gpus"):
         fit(cfg, gpus=0, accelerator="H100")
-    assert fit(cfg, Workload(seq_len=10**6), gpus=8, accelerator="H100", context_limit=8192)["warnings"]
+    assert fit(cfg, Workload(seq_len=10**6), gpus=8, accelerator="H100", context_limit=8192).as_dict()["warnings"]
 
 
 def test_fp8_time_splits_the_flops_and_mtp_is_counted() -> None:
@@ -452,7 +452,8 @@ def test_size_reports_one_optimizer_figure_whichever_optimizer(optimizer):
     from ffnlab.sizing.size import size_summary
     from ffnlab.sizing.widths import make_rule
 
-    out = size_summary(4096, "swiglu", make_rule("llama"), n_layers=32, workload=Workload(optimizer=optimizer))["model"]
+    out = size_summary(4096, "swiglu", make_rule("llama"), n_layers=32,
+                       workload=Workload(optimizer=optimizer)).as_dict()["model"]
     states, mem = out["training_memory_bytes"], out["memory"]
     cfg = make_config(4096, 32, 64, 11008, kind="swiglu", vocab_size=50257, max_positions=2048, norm="rmsnorm",
                       positions="rope")
@@ -468,16 +469,16 @@ def test_fit_suggests_what_would_fit_each_figure_as_fit_itself_gives_it():
     from ffnlab.sizing.memory.fit import suggestions
 
     cfg = find_zoo("llama-3-70b").config()
-    assert fit(cfg, gpus=2, accelerator="L4", mode="serve")["best"] is None
-    got = {x["change"]: x for x in suggestions(cfg, gpus=2, accelerator="L4", mode="serve")}
+    assert fit(cfg, gpus=2, accelerator="L4", mode="serve").as_dict()["best"] is None
+    got = {x.change: x.as_dict() for x in suggestions(cfg, gpus=2, accelerator="L4", mode="serve")}
     assert set(got) == {"--weights-dtype int4", "--kv-dtype fp8", "--gpus 8"}
-    int4 = fit(cfg, Workload(weights_dtype="int4"), gpus=2, accelerator="L4", mode="serve")
+    int4 = fit(cfg, Workload(weights_dtype="int4"), gpus=2, accelerator="L4", mode="serve").as_dict()
     assert got["--weights-dtype int4"]["fits"] and got["--weights-dtype int4"]["per_gpu_bytes"] == \
         int4["best"]["per_gpu_bytes"]
-    fp8 = fit(cfg, Workload(kv_dtype="fp8"), gpus=2, accelerator="L4", mode="serve")
+    fp8 = fit(cfg, Workload(kv_dtype="fp8"), gpus=2, accelerator="L4", mode="serve").as_dict()
     assert not got["--kv-dtype fp8"]["fits"] and got["--kv-dtype fp8"]["per_gpu_bytes"] == fp8["smallest_need_bytes"]
-    assert fit(cfg, gpus=4, accelerator="L4", mode="serve")["best"] is None
-    assert got["--gpus 8"]["per_gpu_bytes"] == fit(cfg, gpus=8, accelerator="L4", mode="serve")["best"]["per_gpu_bytes"]
+    assert fit(cfg, gpus=4, accelerator="L4", mode="serve").as_dict()["best"] is None
+    assert got["--gpus 8"]["per_gpu_bytes"] == fit(cfg, gpus=8, accelerator="L4", mode="serve").best.per_gpu_bytes
     # a change already in effect is not suggested
-    assert "--weights-dtype int4" not in {x["change"] for x in suggestions(
+    assert "--weights-dtype int4" not in {x.change for x in suggestions(
         cfg, Workload(weights_dtype="int4"), gpus=1, accelerator="L4", mode="serve")}

@@ -80,7 +80,7 @@ def test_pure_bf16_peak_is_within_5_percent_of_the_measured_step(case: Case) -> 
 
 def test_pure_bf16_states_are_bf16_without_a_master_copy() -> None:
     cfg = make_config(64, 2, 4, 256, kind="gelu", vocab_size=97)
-    mixed, pure = (memory_summary(cfg, Workload(pure_bf16=p)) for p in (False, True))
+    mixed, pure = (memory_summary(cfg, Workload(pure_bf16=p)).as_dict() for p in (False, True))
     p = mixed["weights_bytes"] // 2
     assert mixed["optimizer_bytes"] == 12 * p  # fp32 moments 8 B + fp32 master 4 B
     assert pure["optimizer_bytes"] == 4 * p  # bf16 moments, no master
@@ -206,7 +206,7 @@ def test_bad_step_options_are_refused(bad: dict, message: str) -> None:
 
 def test_summary_total_is_the_peak_and_the_sum_is_named_a_sum() -> None:
     cfg = make_config(4096, 32, 32, 14336, kind="swiglu", vocab_size=128256, n_kv_heads=8, tied_embeddings=False)
-    m = memory_summary(cfg, Workload(seq_len=2048))
+    m = memory_summary(cfg, Workload(seq_len=2048)).as_dict()
     assert m["training_total_bytes"] == m["peak_bytes"]
     assert m["terms_sum_bytes"] == m["states_bytes"] + m["activations_bytes"] + m["working_bytes"]
     # one GPU, batch 1, foreach AdamW: 2 + 2 + 12 bytes of states and 4 of square roots per parameter,
@@ -217,15 +217,15 @@ def test_summary_total_is_the_peak_and_the_sum_is_named_a_sum() -> None:
     rows = training_table(cfg, Workload(seq_len=2048), Layout())
     assert training_peak(cfg, Workload(seq_len=2048), Layout(), rows).peak_bytes == m["peak_bytes"]
     # four sequences: the activations and the loss's tensors lead
-    assert memory_summary(cfg, Workload(seq_len=2048, batch=4))["peak_moment"] == "loss backward"
+    assert memory_summary(cfg, Workload(seq_len=2048, batch=4)).as_dict()["peak_moment"] == "loss backward"
 
 
 def test_the_fused_loss_lowers_a_large_vocabulary_peak() -> None:
     # llama-3-8b's 128k vocabulary: the full loss's logits and gradients lead at 4 x 2048 tokens
     cfg = make_config(4096, 32, 32, 14336, kind="swiglu", vocab_size=128256, n_kv_heads=8, tied_embeddings=False)
-    full = memory_summary(cfg, Workload(seq_len=2048, batch=4, step=StepOptions(optimizer_impl="fused")))["peak_bytes"]
+    full = memory_summary(cfg, Workload(seq_len=2048, batch=4, step=StepOptions(optimizer_impl="fused"))).peak_bytes
     fused = memory_summary(cfg, Workload(seq_len=2048, batch=4,
-                                         step=StepOptions(loss="fused", optimizer_impl="fused")))["peak_bytes"]
+                                         step=StepOptions(loss="fused", optimizer_impl="fused"))).peak_bytes
     nv = 4 * 2048 * 128256
     assert full - fused > nv * 10  # at least the held bf16 logits and two fp32 gradients
 

@@ -322,8 +322,7 @@ class MemorySummary(Result):
     """The ``memory`` object of the JSON contract (``size``, ``audit``), bytes per GPU: what
     :func:`memory_summary` returns for a config and
     :func:`ffnlab.sizing.memory.structure.structure_memory` for a structure counted through
-    transformers. :meth:`as_dict` is the JSON object; ``m["peak_bytes"]`` and the rest of the
-    transitional dict view (:mod:`ffnlab.sizing.result`) read the same keys.
+    transformers. :meth:`as_dict` is the JSON object.
 
     A config's result has ``sharding``, ``step`` and the per-term tables; a structure's has
     ``state_bytes``, ``cache_rule``, ``kv_layers``, ``state_layers`` and ``note`` instead, None

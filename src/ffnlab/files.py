@@ -362,6 +362,17 @@ def publish_dir(tmp: Path, final: Path) -> None:
                 shutil.rmtree(stale, ignore_errors=True)
 
 
+def refuse_link(folder: str | Path, what: str) -> Path:
+    """``folder``, refused with one line if it is a symbolic link: a run, sweep or report folder is
+    written where the user named it, never through a link to somewhere else (as export and report
+    refuse one); a link higher up the path is the user's own layout and is followed."""
+    folder = Path(folder)
+    if folder.is_symlink():
+        raise FfnlabError(f"{what} {folder} is a symbolic link; ffnlab writes it only where it is named, not "
+                          f"through a link: name its target ({os.path.realpath(folder)}) or a new folder")
+    return folder
+
+
 @contextlib.contextmanager
 def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
     """A new marked temporary folder beside ``final`` to fill; when the block succeeds it is renamed
@@ -566,6 +577,11 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False)
         raise _fail(f"{where}: {e}") from None
     except RecursionError:
         raise _fail(f"{where}: cannot parse: not valid {fmt} (nested too deeply)") from None
+    except ValueError as e:
+        if "integer string conversion" in str(e) or "Exceeds the limit" in str(e):  # valid, but too long to read
+            raise _fail(f"{where}: holds an integer of more than {sys.get_int_max_str_digits():,} digits, longer "
+                        "than ffnlab reads (no setting needs more than 30)") from None
+        raise _fail(f"{where}: cannot parse: not valid {fmt} ({_first_line(e)})") from None
     except Exception as e:  # every parser has its own error types; all are the user's file
         raise _fail(f"{where}: cannot parse: not valid {fmt} ({_first_line(e)})") from None
     raise ValueError(f"unknown format {fmt!r}")  # a programming error, not the user's

@@ -148,7 +148,12 @@ def fraction(value: Any, where: str, lo: Fraction | int = 0, hi: Fraction | int 
         parts = value.split("/")
         if len(parts) > 2:
             raise fail(where, expectation, value)
-        nums = [Fraction(_text_number(p, where, expectation)) for p in parts]
+        try:  # a part that is no number, or one with a huge exponent: the whole text is quoted
+            nums = [Fraction(_text_number(p, where, expectation)) for p in parts]
+        except FfnlabError:
+            if len(parts) == 1:
+                raise
+            raise fail(where, f"{expectation[:-1]}; exponents within +-{MAX_EXPONENT})", value) from None
         if len(nums) == 2 and nums[1] == 0:
             raise fail(where, expectation, value)
         x = nums[0] / nums[1] if len(nums) == 2 else nums[0]

@@ -34,7 +34,7 @@ YAML_HEAD = "name: adv2\nseeds: [0]\narms: [{name: a, ffn: {kind: gelu, rule: ra
 FILES = {  # file name -> (text, a fragment of the one error line)
     "deep.json": ('{"name": "x", "base": ' + "[" * 50_000 + "]" * 50_000 + "}", "nested too deeply"),
     "ratio-1e400.json": (SPEC.replace('"ratio": 2', '"ratio": 1e400'), "finite"),
-    "seed-5000-digits.json": (SPEC.replace('"seeds": [0]', '"seeds": [' + "9" * 5000 + "]"), "not valid JSON"),
+    "seed-5000-digits.json": (SPEC.replace('"seeds": [0]', '"seeds": [' + "9" * 5000 + "]"), "more than 4,300 digits"),
     "dup-in-arm.json": (SPEC.replace('"kind": "gelu"', '"kind": "gelu", "kind": "relu"'), "duplicate key 'kind'"),
     "name-newline.json": (SPEC.replace('"name": "a"', '"name": "a\\nerror: fake"'), "arm name"),
     "name-rtl.json": (SPEC.replace('"name": "a"', '"name": "\\u202egnp.exe"'), "arm name"),

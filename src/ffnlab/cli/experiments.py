@@ -12,7 +12,7 @@ import typer
 from ffnlab.cli.app import EXPERIMENTS, app, check_ints, counted
 from ffnlab.errors import require
 from ffnlab.escape import one_line
-from ffnlab.files import check_inside, provisional_dir
+from ffnlab.files import check_inside, provisional_dir, refuse_link
 from ffnlab.validation import choice, confined
 
 BACKENDS = ("local", "ray")
@@ -70,7 +70,7 @@ def sweep(
         for line in estimate_lines(s, gpu, workers):
             print(one_line(line))
         return
-    folder = out or confined(Path("sweeps"), s.name, "sweep name")
+    folder = refuse_link(out or confined(Path("sweeps"), s.name, "sweep name"), "the sweep folder")
     if report_too:  # a report folder leading out of the sweep is refused before the runs, not after
         check_inside(folder / "report", folder, "the report folder")
     try:
@@ -134,6 +134,7 @@ def verify(
     from ffnlab.experiments.verify import verify as run_verify
 
     check_run_options(backend, workers)
+    refuse_link(out, "the report folder")
     try:
         with provisional_dir(out):  # a refused verify leaves no report folder
             result = run_verify(preset, out, workers=workers, backend=backend, address=address)

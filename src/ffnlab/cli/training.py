@@ -69,7 +69,7 @@ def train(
     is refused with the settings that would make it exportable. Under torchrun it trains with
     DistributedDataParallel.
     """
-    from ffnlab.files import provisional_dir
+    from ffnlab.files import provisional_dir, refuse_link
     from ffnlab.netwait import set_timeout
     from ffnlab.training.trainer import TrainingDiverged
     from ffnlab.training.trainer import train as run_train
@@ -93,6 +93,7 @@ def train(
     if not (no_export_check or (resume and (out / "config.yaml").is_file())):  # a resumed run was checked
         _require_exportable(cfg)
     try:
+        refuse_link(out, "the run folder")
         with provisional_dir(_first_missing(out)):  # a refused run leaves no runs/ folder behind
             summary = run_train(cfg, out, resume=resume)
     except TrainingDiverged as e:

@@ -30,6 +30,13 @@ transformers refuses ("not a valid JSON file"), is counted (finding); a Hub answ
 revision fetched is main). Tried and right (one line, exit 2, not kept): a Content-Length ten
 times the body then a close, a Content-Length half the body, a gzip Content-Encoding over bytes
 that are not gzip, a JSON list, a UTF-16 body, NaN for hidden_size.
+
+Mended since: an odd rotary width written in config.json (head_dim, qk_rope_head_dim) is refused
+where the model computes RoPE (``check_even_rotary``; one computed from hidden_size stays open),
+a config.json opening with a byte-order mark is refused, and a missing default revision is named
+'main'. Still open (strict xfails): which of two disagreeing alias keys a type's config keeps, and
+the class default's pad_token_id outside a 1-token vocabulary (reading the class default broke
+Phi-3, SmolLM3, GLM and GLM-4 configs transformers builds).
 """
 
 from __future__ import annotations
@@ -95,7 +102,8 @@ FINDINGS = {  # id -> (model type, edit, transformers' verdict, what audit does 
         "finding: pad_token_id == vocab_size (1), which nn.Embedding refuses, is counted"),
     "qwen3-head-dim-big": ("qwen3", set_keys(head_dim=4099), "refused",
         "finding: an odd rotary dimension, which 5.25 refuses, is counted"),
-    "qwen3_moe-alias-num-local-experts-ne-num-experts": ("qwen3_moe", lambda c: {**c, "num_local_experts": c["num_experts"] * 2}, "exact",
+    "qwen3_moe-alias-num-local-experts-ne-num-experts": ("qwen3_moe", lambda c: {**c,
+            "num_local_experts": c["num_experts"] * 2}, "exact",
         "finding: both alias keys present, transformers builds num_local_experts, audit 12,544 under"),
     "qwen3_moe-head-dim-big": ("qwen3_moe", set_keys(head_dim=4099), "refused",
         "finding: an odd rotary dimension, which 5.25 refuses, is counted"),
@@ -109,12 +117,19 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "cohere-text-config-self": ("cohere", lambda c: {**c, "text_config": dict(c)}, "refused"),
     "cohere2-vocab-size-big": ("cohere2", set_keys(vocab_size=4099), "exact"),
     "deepseek_v2-attention-bias-1": ("deepseek_v2", set_keys(attention_bias=1), "refused"),
-    "deepseek_v2-n-shared-experts-missing": ("deepseek_v2", lambda c: {x: y for x, y in c.items() if x != "n_shared_experts"}, "exact"),
+    "deepseek_v2-n-shared-experts-missing": ("deepseek_v2", lambda c: {x: y for x,
+                                                                       y in c.items() if x != "n_shared_experts"},
+                                                                       "exact"),
     "deepseek_v2-q-lora-rank-big": ("deepseek_v2", set_keys(q_lora_rank=4099), "exact"),
-    "deepseek_v3-alias-n-inner-ne-intermediate-size": ("deepseek_v3", lambda c: {**c, "n_inner": c["intermediate_size"] * 2}, "exact"),
+    "deepseek_v3-alias-n-inner-ne-intermediate-size": ("deepseek_v3", lambda c: {**c,
+            "n_inner": c["intermediate_size"] * 2}, "exact"),
     "deepseek_v3-num-experts-per-tok--1": ("deepseek_v3", set_keys(num_experts_per_tok=-1), "exact"),
-    "deepseek_v3-qk-rope-head-dim-missing": ("deepseek_v3", lambda c: {x: y for x, y in c.items() if x != "qk_rope_head_dim"}, "exact"),
-    "ernie4_5-alias-n-head-ne-num-attention-heads": ("ernie4_5", lambda c: {**c, "n_head": c["num_attention_heads"] * 2}, "exact"),
+    "deepseek_v3-qk-rope-head-dim-missing": ("deepseek_v3", lambda c: {x: y for x,
+                                                                       y in c.items() if x != "qk_rope_head_dim"},
+                                                                       "exact"),
+    "ernie4_5-alias-n-head-ne-num-attention-heads": ("ernie4_5", lambda c: {**c,
+                                                                            "n_head": c["num_attention_heads"] * 2},
+                                                                            "exact"),
     "ernie4_5-num-attention-heads-false": ("ernie4_5", set_keys(num_attention_heads=False), "refused"),
     "ernie4_5_moe-moe-intermediate-size-false": ("ernie4_5_moe", set_keys(moe_intermediate_size=False), "refused"),
     "ernie4_5_moe-moe-intermediate-size-true": ("ernie4_5_moe", set_keys(moe_intermediate_size=True), "refused"),
@@ -140,8 +155,11 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "gpt_neo-hidden-size-true": ("gpt_neo", set_keys(hidden_size=True), "refused"),
     "gpt_neo-kv-0": ("gpt_neo", set_keys(num_key_value_heads=0), "exact"),
     "gpt_neox-hidden-size-1": ("gpt_neox", set_keys(hidden_size=1), "refused"),
-    "gpt_neox-num-attention-heads-missing": ("gpt_neox", lambda c: {x: y for x, y in c.items() if x != "num_attention_heads"}, "refused"),
-    "gpt_oss-num-local-experts-missing": ("gpt_oss", lambda c: {x: y for x, y in c.items() if x != "num_local_experts"}, "exact"),
+    "gpt_neox-num-attention-heads-missing": ("gpt_neox", lambda c: {x: y for x,
+                                                                    y in c.items() if x != "num_attention_heads"},
+                                                                    "refused"),
+    "gpt_oss-num-local-experts-missing": ("gpt_oss", lambda c: {x: y for x,
+                                                                y in c.items() if x != "num_local_experts"}, "exact"),
     "gpt_oss-text-config-list": ("gpt_oss", set_keys(text_config=[1]), "refused"),
     "gptj-n-head-big": ("gptj", set_keys(n_head=4099), "refused"),
     "gptj-text-config-list": ("gptj", set_keys(text_config=[1]), "refused"),
@@ -153,16 +171,20 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "granitemoe-vocab-size-big": ("granitemoe", set_keys(vocab_size=4099), "exact"),
     "hunyuan_v1_moe-architectures-str": ("hunyuan_v1_moe", set_keys(architectures="LlamaForCausalLM"), "exact"),
     "hunyuan_v1_moe-intermediate-size-1": ("hunyuan_v1_moe", set_keys(intermediate_size=1), "exact"),
-    "hunyuan_v1_moe-intermediate-size-float5": ("hunyuan_v1_moe", lambda c: {**c, "intermediate_size": c["intermediate_size"] + 0.5}, "refused"),
+    "hunyuan_v1_moe-intermediate-size-float5": ("hunyuan_v1_moe", lambda c: {**c,
+            "intermediate_size": c["intermediate_size"] + 0.5}, "refused"),
     "hunyuan_v1_moe-num-experts--1": ("hunyuan_v1_moe", set_keys(num_experts=-1), "refused"),
     "hunyuan_v1_moe-vocab-size-false": ("hunyuan_v1_moe", set_keys(vocab_size=False), "refused"),
-    "llama4_text-alias-d-model-ne-hidden-size": ("llama4_text", lambda c: {**c, "d_model": c["hidden_size"] * 2}, "exact"),
+    "llama4_text-alias-d-model-ne-hidden-size": ("llama4_text", lambda c: {**c, "d_model": c["hidden_size"] * 2},
+                                                 "exact"),
     "llama4_text-head-dim-1": ("llama4_text", set_keys(head_dim=1), "exact"),
-    "llama4_text-hidden-size-dict": ("llama4_text", lambda c: {**c, "hidden_size": {"value": c["hidden_size"]}}, "refused"),
+    "llama4_text-hidden-size-dict": ("llama4_text", lambda c: {**c, "hidden_size": {"value": c["hidden_size"]}},
+                                     "refused"),
     "llama4_text-num-experts-per-tok--1": ("llama4_text", set_keys(num_experts_per_tok=-1), "exact"),
     "ministral-head-dim-missing": ("ministral", lambda c: {x: y for x, y in c.items() if x != "head_dim"}, "refused"),
     "ministral-hidden-size-1": ("ministral", set_keys(hidden_size=1), "exact"),
-    "ministral-num-key-value-heads-float5": ("ministral", lambda c: {**c, "num_key_value_heads": c["num_key_value_heads"] + 0.5}, "refused"),
+    "ministral-num-key-value-heads-float5": ("ministral", lambda c: {**c,
+            "num_key_value_heads": c["num_key_value_heads"] + 0.5}, "refused"),
     "mistral-kv-0": ("mistral", set_keys(num_key_value_heads=0), "refused"),
     "mistral-text-config-self": ("mistral", lambda c: {**c, "text_config": dict(c)}, "refused"),
     "mistral3-vocab-null": ("mistral3", set_keys(vocab_size=None), "exact"),
@@ -178,34 +200,48 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
     "opt-num-attention-heads-big": ("opt", set_keys(num_attention_heads=4099), "refused"),
     "opt-text-config-list": ("opt", set_keys(text_config=[1]), "refused"),
     "phimoe-hidden-size-true": ("phimoe", set_keys(hidden_size=True), "refused"),
-    "phimoe-num-experts-per-tok-dict": ("phimoe", lambda c: {**c, "num_experts_per_tok": {"value": c["num_experts_per_tok"]}}, "refused"),
-    "phimoe-num-experts-per-tok-missing": ("phimoe", lambda c: {x: y for x, y in c.items() if x != "num_experts_per_tok"}, "exact"),
+    "phimoe-num-experts-per-tok-dict": ("phimoe", lambda c: {**c,
+            "num_experts_per_tok": {"value": c["num_experts_per_tok"]}}, "refused"),
+    "phimoe-num-experts-per-tok-missing": ("phimoe", lambda c: {x: y for x,
+                                                                y in c.items() if x != "num_experts_per_tok"}, "exact"),
     "phimoe-num-key-value-heads--1": ("phimoe", set_keys(num_key_value_heads=-1), "refused"),
     "phimoe-text-config-list": ("phimoe", set_keys(text_config=[1]), "refused"),
     "phimoe-vocab-size-dict": ("phimoe", lambda c: {**c, "vocab_size": {"value": c["vocab_size"]}}, "refused"),
     "qwen2_5_vl-architectures-str": ("qwen2_5_vl", set_keys(architectures="LlamaForCausalLM"), "exact"),
     "qwen2_5_vl-text-config-self": ("qwen2_5_vl", lambda c: {**c, "text_config": dict(c)}, "exact"),
     "qwen2_5_vl-text-config-str": ("qwen2_5_vl", set_keys(text_config="x"), "refused"),
-    "qwen2_5_vl_text-num-attention-heads-missing": ("qwen2_5_vl_text", lambda c: {x: y for x, y in c.items() if x != "num_attention_heads"}, "refused"),
+    "qwen2_5_vl_text-num-attention-heads-missing": ("qwen2_5_vl_text", lambda c: {x: y for x,
+            y in c.items() if x != "num_attention_heads"}, "refused"),
     "qwen2_5_vl_text-text-config-list": ("qwen2_5_vl_text", set_keys(text_config=[1]), "exact"),
     "qwen2_5_vl_text-text-config-self": ("qwen2_5_vl_text", lambda c: {**c, "text_config": dict(c)}, "exact"),
-    "qwen2_moe-alias-n-routed-experts-ne-num-experts": ("qwen2_moe", lambda c: {**c, "n_routed_experts": c["num_experts"] * 2}, "exact"),
+    "qwen2_moe-alias-n-routed-experts-ne-num-experts": ("qwen2_moe", lambda c: {**c,
+            "n_routed_experts": c["num_experts"] * 2}, "exact"),
     "qwen2_moe-decoder-sparse-step-1": ("qwen2_moe", set_keys(decoder_sparse_step=1), "exact"),
     "qwen2_moe-decoder-sparse-step-true": ("qwen2_moe", set_keys(decoder_sparse_step=True), "refused"),
     "qwen2_moe-tie-null": ("qwen2_moe", set_keys(tie_word_embeddings=None), "refused"),
     "qwen3-hidden-size-false": ("qwen3", set_keys(hidden_size=False), "refused"),
     "qwen3-num-key-value-heads--1": ("qwen3", set_keys(num_key_value_heads=-1), "refused"),
-    "starcoder2-hidden-size-dict": ("starcoder2", lambda c: {**c, "hidden_size": {"value": c["hidden_size"]}}, "refused"),
+    "starcoder2-hidden-size-dict": ("starcoder2", lambda c: {**c, "hidden_size": {"value": c["hidden_size"]}},
+                                    "refused"),
     "t5-head-dim-0": ("t5", set_keys(head_dim=0), "exact"),
 }
+
+
+# the findings mended since (odd rotary widths, the BOM, the revision's name) run as plain tests;
+# the aliases' precedence, the class default's pad_token_id beyond a tiny vocabulary and an odd
+# head width computed from hidden_size (refused by some types, built by others: ERNIE 4.5) are open
+STILL_OPEN = {"dbrx-alias-hidden-size-ne-d-model", "qwen3_moe-alias-num-local-experts-ne-num-experts",
+              *(f"{t}-vocab-size-1" for t in ("olmo", "olmo2", "olmoe", "olmo3", "opt")),
+              "falcon-hidden-size-big", "cohere2-hidden-size-big", "cohere2-hidden-size-missing",
+              "mistral-hidden-size-missing"}
 
 
 def _params():
     out = [pytest.param(n, *CASES[n], id=n) for n in sorted(CASES)]
     for n in sorted(FINDINGS):
         model_type, edit, expected, why = FINDINGS[n]
-        out.append(pytest.param(n, model_type, edit, expected, id=n,
-                                marks=pytest.mark.xfail(strict=True, reason=why)))
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if n in STILL_OPEN else []
+        out.append(pytest.param(n, model_type, edit, expected, id=n, marks=marks))
     return out
 
 
@@ -214,7 +250,6 @@ def test_a_fourth_pass_config_counts_or_is_refused_as_transformers_does(tmp_path
     assert_as_transformers(edit(_DEFAULTS[model_type]), expected, tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a config.json with a UTF-8 BOM, which transformers refuses, is counted")
 def test_a_config_with_a_byte_order_mark_is_refused_as_transformers_does(tmp_path):
     import subprocess
     import sys
@@ -231,7 +266,6 @@ def test_a_config_with_a_byte_order_mark_is_refused_as_transformers_does(tmp_pat
     assert "Traceback" not in p.stderr and len([x for x in p.stderr.splitlines() if x.strip()]) == 1, p.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="finding: the default revision is named None, not main")
 def test_a_missing_default_revision_is_named(tmp_path):
     from fake_hub import FakeHub
     from hub_waits import LLAMA, error_line, ffnlab

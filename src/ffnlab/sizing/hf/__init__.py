@@ -72,7 +72,7 @@ from ffnlab.sizing.hf import (
 )
 from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
-from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.keys import ConfigKeys, check_even_rotary
 from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN, TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
 from ffnlab.validation import show
 
@@ -206,6 +206,11 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     require(text_type not in HEADS_DIVIDE_HIDDEN or cfg.d_model % cfg.attn.n_heads == 0,
             f"config.json: num_attention_heads={cfg.attn.n_heads} does not divide hidden_size={cfg.d_model} "
             f"(transformers' {text_type} config requires it)")
+    # an odd head width written in config.json (a computed one is checked by some types only, and
+    # which is not known here)
+    written_width = "qk_rope_head_dim" if cfg.attn.qk_rope_head_dim is not None else "head_dim"
+    if isinstance(text.get(written_width), int):
+        check_even_rotary(text, text_type, text[written_width])
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)
 
@@ -250,6 +255,9 @@ def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
     if p.is_dir():
         p = p / "config.json"
     require(p.is_file(), f"no such file: {p}")
+    with open(p, "rb") as f:  # transformers' json.loads of the text refuses a leading byte-order mark
+        require(f.read(3) != b"\xef\xbb\xbf", f"{p} starts with a UTF-8 byte-order mark: transformers cannot read "
+                                                "it as JSON (save it without the mark)")
     # the one reader (size, UTF-8, JSON), with Python's NaN/Infinity as transformers reads them
     data = read_data(p, "config.json", fmt="JSON", json_constants=True)
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")

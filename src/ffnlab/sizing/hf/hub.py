@@ -162,7 +162,7 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
         raise FfnlabError(f"{target.repo} is not on the Hub, or it is private ({AUTH_HINT}); "
                           "nor is it a zoo name or a local path") from None
     except errors.RevisionNotFoundError:
-        raise FfnlabError(f"{target.repo} has no revision {target.revision!r}") from None
+        raise FfnlabError(f"{target.repo} has no revision {target.revision or 'main'!r}") from None
     except errors.RemoteEntryNotFoundError:
         if optional:
             return None

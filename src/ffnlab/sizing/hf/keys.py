@@ -165,6 +165,31 @@ def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
                 f"{model_type} rotary embedding computes with it")
 
 
+# the partial_rotary_factor a type's config sets when config.json gives none (transformers 5.25,
+# models/<type>/configuration_<type>.py: kwargs.setdefault("partial_rotary_factor", ...), GPT-NeoX's
+# rotary_pct default)
+PARTIAL_ROTARY_DEFAULT = {"glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5, "persimmon": 0.5, "phi": 0.5, "stablelm": 0.25,
+                          "gpt_neox": 0.25}
+
+
+def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
+    """Refuse an odd head width that RoPE rotates whole (transformers 5.25,
+    ``RotaryEmbeddingConfigMixin.validate_rope``: a head_dim above 4, odd, with
+    int(head_dim x partial_rotary_factor) == head_dim), for the types whose model computes RoPE."""
+    if "computes" not in ROPE_SCALING.get(model_type, frozenset()) and model_type not in ROPE_THETA_NUMBER:
+        return
+    groups = [{}] if model_type in LAYER_PATTERN else [g for _, g in rope_groups(data, model_type) if g] or [{}]
+    default = data.get("rotary_pct", PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)) if model_type == "gpt_neox" \
+        else PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)
+    for group in groups:
+        partial = group.get("partial_rotary_factor", data.get("partial_rotary_factor", default))
+        if json_kind(partial) not in ("int", "float"):
+            continue
+        require(not (head_dim > 4 and head_dim % 2 and int(head_dim * partial) == head_dim),
+                f"config.json: the attention heads are {head_dim:,} wide, odd, and RoPE rotates them whole: "
+                f"transformers' {model_type} config refuses an odd rotary dimension")
+
+
 def check_pad_token(data: dict[str, Any], model_type: str, vocab: Any) -> None:
     """Refuse a ``pad_token_id`` outside the vocabulary where the token embedding takes it as its
     padding index (:data:`PAD_IN_EMBEDDING`: torch allows -vocab <= id < vocab)."""

@@ -378,10 +378,7 @@ def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
     """A new marked temporary folder beside ``final`` to fill; when the block succeeds it is renamed
     to ``final`` (which must be absent or an empty folder), when it fails it is removed. So a kill
     leaves ``final`` absent or complete, never half-written (the marker goes unless ``keep_mark``)."""
-    final = Path(final)
-    if final.is_symlink():  # the rename below would fail with a bare "Not a directory" naming the temporary
-        raise FfnlabError(f"{final} is a symbolic link; ffnlab writes this folder only where nothing is, not "
-                          "through a link: name a new or empty folder")
+    final = refuse_link(final, "the folder")  # the rename below would fail with a bare "Not a directory"
     tmp = new_temp_dir(final.parent, final.name)
     try:
         yield tmp
@@ -577,12 +574,10 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False)
         raise _fail(f"{where}: {e}") from None
     except RecursionError:
         raise _fail(f"{where}: cannot parse: not valid {fmt} (nested too deeply)") from None
-    except ValueError as e:
-        if "integer string conversion" in str(e) or "Exceeds the limit" in str(e):  # valid, but too long to read
+    except Exception as e:  # every parser has its own error types; all are the user's file
+        if isinstance(e, ValueError) and "Exceeds the limit" in str(e):  # valid, but too long for Python to read
             raise _fail(f"{where}: holds an integer of more than {sys.get_int_max_str_digits():,} digits, longer "
                         "than ffnlab reads (no setting needs more than 30)") from None
-        raise _fail(f"{where}: cannot parse: not valid {fmt} ({_first_line(e)})") from None
-    except Exception as e:  # every parser has its own error types; all are the user's file
         raise _fail(f"{where}: cannot parse: not valid {fmt} ({_first_line(e)})") from None
     raise ValueError(f"unknown format {fmt!r}")  # a programming error, not the user's
 

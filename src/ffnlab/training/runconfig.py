@@ -161,24 +161,30 @@ def apply_overrides(data: dict[str, Any], overrides: list[str],
     import yaml
 
     out = copy.deepcopy(data)
-    items = [(item, None) for item in overrides] + [(f"{k}=", v) for k, v in (values or {}).items()]
-    for item, typed in items:
+    for item in overrides:
         require("=" in item, f"--set takes KEY=VALUE (e.g. model.ffn.ratio=4), got {item!r}")
         key, raw = item.split("=", 1)
-        parts = key.strip().split(".")
-        require(all(parts), f"--set: bad key {key!r}")
         try:
-            value = typed if typed is not None else load_yaml(raw) if raw.strip() else ""  # duplicate keys and
-        except YamlRefused as e:  # alias bombs refused too
+            value = load_yaml(raw) if raw.strip() else ""  # duplicate keys and alias bombs refused too
+        except YamlRefused as e:
             raise FfnlabError(f"--set {key}: {e}") from None
         except (yaml.YAMLError, ValueError, RecursionError):  # e.g. a 5,000-digit integer: kept as text
             value = raw
-        node = out
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-            require(isinstance(node, dict), f"--set: {key} goes through a value that is not a section")
-        node[parts[-1]] = value
+        _set_dotted(out, key, value)
+    for key, value in (values or {}).items():
+        _set_dotted(out, key, value)
     return out
+
+
+def _set_dotted(out: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``out[a][b][c] = value`` for the dotted ``key`` ``a.b.c``, making sections as needed."""
+    parts = key.strip().split(".")
+    require(all(parts), f"--set: bad key {key!r}")
+    node = out
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        require(isinstance(node, dict), f"--set: {key} goes through a value that is not a section")
+    node[parts[-1]] = value
 
 
 def load(path: str | Path | None = None, overrides: list[str] | None = None,

@@ -119,26 +119,10 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
     from ffnlab.netwait import bounded
 
     with bounded(f"{target.label} {filename}") as wait:
-        try:
-            return _download_unbounded(target, filename, optional)
-        except _Unreached as e:
-            if wait.last_answer is None:
-                raise FfnlabError(str(e)) from None
-            # reached, but its answer was no file: no error status, none of the Hub's file headers
-            raise FfnlabError(f"the Hub at {e.endpoint} answered {wait.last_answer} for {target.label} {filename} "
-                              f"without the file or its Hub headers (commit, ETag): check HF_ENDPOINT; "
-                              f"{e.where}") from None
+        return _download_unbounded(target, filename, optional, wait)
 
 
-class _Unreached(Exception):  # noqa: N818 - an outcome, turned into an error line by _download
-    """No answer the Hub library could use and nothing cached: the message, and its parts."""
-
-    def __init__(self, endpoint: str, where: str) -> None:
-        super().__init__(f"cannot reach the Hub at {endpoint} and {where}")
-        self.endpoint, self.where = endpoint, where
-
-
-def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | None:
+def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any) -> Path | None:
     try:
         from huggingface_hub import constants, errors, hf_hub_download
         from huggingface_hub.utils import logging as hf_logging
@@ -173,9 +157,7 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
         status = getattr(getattr(e.__cause__, "response", None), "status_code", None)
         if status in (401, 403):  # refused, and nothing cached
             raise FfnlabError(f"the Hub refused {target.label} ({status}): {AUTH_HINT}") from None
-        if status is None and not constants.HF_HUB_OFFLINE:
-            raise _Unreached(constants.ENDPOINT, _cache_has_none(target, filename, constants)) from None
-        raise _not_cached(target, filename, constants, status) from None
+        raise _not_cached(target, filename, constants, status, wait.last_answer) from None
     except errors.HfHubHTTPError as e:
         status = getattr(getattr(e, "response", None), "status_code", None)
         if status in (401, 403):
@@ -195,20 +177,21 @@ def _download_unbounded(target: HubId, filename: str, optional: bool) -> Path | 
             enable_progress_bars()
 
 
-def _not_cached(target: HubId, filename: str, constants: Any, status: int | None = None) -> FfnlabError:
-    """Nothing cached, and the Hub gave nothing: offline, unreachable, or an answer (``status``)
-    that names no repo, revision or file (a bare 404 from a proxy or a wrong HF_ENDPOINT)."""
-    where = _cache_has_none(target, filename, constants)
+def _not_cached(target: HubId, filename: str, constants: Any, status: int | None = None,
+                answered: str | None = None) -> FfnlabError:
+    """Nothing cached, and the Hub gave nothing: offline, unreachable, an answer (``status``) that
+    names no repo, revision or file (a bare 404 from a proxy or a wrong HF_ENDPOINT), or a status
+    line (``answered``, the wait's last) with neither an error nor the file's Hub headers."""
+    where = f"the HF cache ({constants.HF_HUB_CACHE}) has no {filename} of {target.label}"
     if constants.HF_HUB_OFFLINE:
         return FfnlabError(f"HF_HUB_OFFLINE is set and {where}; unset HF_HUB_OFFLINE to download it")
     if isinstance(status, int):  # it was reached: say what it answered, not that it could not be
         return FfnlabError(f"the Hub at {constants.ENDPOINT} answered {status} for {target.label} {filename} "
                            f"(no repo, revision or file named in the answer: check HF_ENDPOINT) and {where}")
+    if answered is not None:  # reached, but its answer was no file: no error status, no commit or ETag
+        return FfnlabError(f"the Hub at {constants.ENDPOINT} answered {answered} for {target.label} {filename} "
+                           f"without the file or its Hub headers (commit, ETag): check HF_ENDPOINT; {where}")
     return FfnlabError(f"cannot reach the Hub at {constants.ENDPOINT} and {where}")
-
-
-def _cache_has_none(target: HubId, filename: str, constants: Any) -> str:
-    return f"the HF cache ({constants.HF_HUB_CACHE}) has no {filename} of {target.label}"
 
 
 def _line(e: BaseException) -> str:

@@ -132,6 +132,12 @@ def rope_groups(data: dict[str, Any], model_type: str) -> list[tuple[str, dict[s
     return [(label, params)]
 
 
+def rope_kind(group: dict[str, Any]) -> Any:
+    """A RoPE parameter dict's scaling type, as transformers reads it (``rope_type``, else the older
+    ``type``, else default)."""
+    return group.get("rope_type", group.get("type", "default"))
+
+
 def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
     """Refuse the RoPE scaling transformers refuses (:data:`ROPE_SCALING`): a scaling type the
     type refuses outright, a required key (:data:`ROPE_REQUIRED_KEYS`) the standardisation does
@@ -145,7 +151,7 @@ def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
     for label, group in rope_groups(data, model_type):
         if not group:
             continue
-        kind = group.get("rope_type", group.get("type", "default"))
+        kind = rope_kind(group)
         require(f"refuses-{kind}" not in tags,
                 f"config.json key {label!r} asks for {kind!r} RoPE scaling: transformers' {model_type} config refuses "
                 f"it")

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups
+from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups, rope_kind
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
 
@@ -23,7 +23,7 @@ PHIMOE_DEFAULTS = {
 
 def translate(k: ConfigKeys) -> ModelConfig:
     for label, group in rope_groups(k.data, k.model_type):
-        if group and group.get("rope_type", group.get("type", "default")) != "default":
+        if group and rope_kind(group) != "default":
             for key in ("short_mscale", "long_mscale"):
                 require(json_kind(group.get(key)) in ("int", "float"),
                         f"config.json key {label!r} scales RoPE, so its {key} must be a number, got "

@@ -314,3 +314,25 @@ def test_the_alias_table_is_transformers_own():
 
     theirs = {t: dict(getattr(CONFIG_MAPPING[t], "attribute_map", {}) or {}) for t in HF_TRANSLATORS}
     assert {t: m for t, m in theirs.items() if m} == ALIASES
+
+
+def test_which_of_two_given_names_wins_is_transformers_own():
+    """Both names in one config.json, with different values: the config transformers builds keeps
+    the one that is not a declared field (set after them), the table says which that is."""
+    from transformers import CONFIG_MAPPING
+
+    from ffnlab.sizing.hf.aliases import ALIASES, DECLARED_UNDER_OTHER_NAME, real_keys
+
+    for model_type, aliases in ALIASES.items():
+        cls = CONFIG_MAPPING[model_type]
+        for alias, real in aliases.items():
+            base = cls().to_dict()
+            if not isinstance(base.get(real), int) or isinstance(base.get(real), bool):
+                continue
+            given = {**base, real: 1, alias: 2}
+            try:
+                built = getattr(cls.from_dict({k: v for k, v in given.items() if k != "model_type"}), real)
+            except Exception:  # noqa: BLE001 - a value the class refuses says nothing of precedence
+                continue
+            assert real_keys(given, model_type)[real] == built, (model_type, alias, real, built)
+            assert ((model_type, alias) in DECLARED_UNDER_OTHER_NAME) == (built == 1), (model_type, alias)

@@ -83,10 +83,22 @@ def case(model_type: str, seed: int) -> dict[str, Any]:
     elif seed == 0:  # lean on the classes' defaults: tying and the MoE shape are left out
         c = {k: v for k, v in c.items()
              if v is not None and k not in ("tie_word_embeddings", "num_local_experts", "num_experts_per_tok")}
+    c = {**c, **_pad_inside(MULTIMODAL_WRAPPERS.get(model_type, model_type), c)}
     if model_type in MULTIMODAL_WRAPPERS:  # the text model inside a multimodal config
         c = {"text_config": {"model_type": MULTIMODAL_WRAPPERS[model_type], **c}}
     c = {k: v for k, v in c.items() if v is not None}
     return {"model_type": model_type, **c}
+
+
+def _pad_inside(model_type: str, c: dict[str, Any]) -> dict[str, Any]:
+    """``pad_token_id: 0`` where the type's class default (GLM's 151,329, Phi-3's 32,000) lies
+    outside this tiny vocabulary, as a tiny checkpoint of such a type writes it: transformers'
+    embedding refuses a padding index outside its table."""
+    from transformers import CONFIG_MAPPING
+
+    pad = CONFIG_MAPPING[model_type]().pad_token_id
+    vocab = c.get("vocab_size")
+    return {"pad_token_id": 0} if isinstance(pad, int) and isinstance(vocab, int) and pad >= vocab else {}
 
 
 MODEL_TYPES = ("gpt2", "gpt_neox", "gptj", "opt", "bloom", "falcon", "llama", "mistral", "mixtral", "qwen2",

@@ -172,7 +172,8 @@ def probe(model_type: str) -> dict[str, Any]:
     head_dim_typed = _builds(config) and not _builds(trial)
     rope_theta = rope_theta_refusals(config)
     return {"rope_theta": rope_theta, "rope_scaling": rope_scaling_rules(config),
-            "pad_in_embedding": pad_in_embedding(config), "negative_refused": negative_refused(config, text_type),
+            "pad_in_embedding": pad_in_embedding(config), "odd_head_refused": odd_head_refused(config),
+            "negative_refused": negative_refused(config, text_type),
             "text_type": text_type, "null_refused": refused, "missing_refused": missing,
             "head_dim_typed": head_dim_typed, "field_kinds": field_kinds(text_type),
             "text_config_refused": text_refused,
@@ -264,6 +265,33 @@ def pad_in_embedding(config: dict[str, Any]) -> bool:
     return isinstance(vocab, int) and _builds(config) and not _builds(_with(config, "pad_token_id", vocab))
 
 
+def odd_head_refused(config: dict[str, Any]) -> list[str]:
+    """How a type treats a head width it computes from hidden_size // heads when that is odd (7):
+    "absent" when refused with head_dim left out, "null" when refused with head_dim null (5.25's
+    RoPE validation reads the config's head_dim, which some classes fill from hidden_size in
+    their own checks and others leave None, then build). Each against the same config with an
+    even width (6), which must build."""
+    target = config.get("text_config", config)
+    heads_key = next((k for k in ("num_attention_heads", "n_heads", "n_head", "num_heads") if k in target), None)
+    hidden_key = next((k for k in ("hidden_size", "d_model", "n_embd") if k in target), None)
+    if heads_key is None or hidden_key is None:
+        return []
+    heads = target[heads_key]
+    tags = []
+    def trial(width: int, mode: str) -> dict[str, Any]:
+        c = _with(config, hidden_key, heads * width)
+        inner = c.get("text_config", c)
+        inner.pop("head_dim", None)
+        if mode == "null":
+            inner["head_dim"] = None
+        return c
+
+    for mode in ("absent", "null"):
+        if _builds(trial(6, mode)) and not _builds(trial(7, mode)):
+            tags.append(mode)
+    return tags
+
+
 def negative_refused(config: dict[str, Any], text_type: str) -> list[str]:
     """The integer fields (annotated int alone) whose value -5 the type's model refuses, read by
     ffnlab or not (GPT-J's n_positions sizes a buffer of sinusoids: torch.arange refuses it)."""
@@ -303,8 +331,9 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "rope_theta / original_max_position_embeddings; refuses-TYPE: that scaling type is refused with complete "
         "parameters), rope_required_keys the keys each scaling type's validator requires besides rope_type "
         "(transformers 5.25 modeling_rope_utils.py, _validate_<type>_rope_parameters), pad_in_embedding the types "
-        "whose model refuses a pad_token_id outside the vocabulary, text_config_refused the keys a type's model "
-        "refuses a plain object under (names "
+        "whose model refuses a pad_token_id outside the vocabulary, odd_head_refused the types that refuse an odd head "
+        "width they compute from hidden_size // heads (absent: with head_dim left out; null: with head_dim null), "
+        "text_config_refused the keys a type's model refuses a plain object under (names "
         "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config "
         "requires hidden_size % heads == 0, "
         "class_defaults each type's config-class defaults (integer, boolean, string and null fields), "
@@ -326,6 +355,8 @@ def render(t: dict[str, Any]) -> str:
            "rope_scaling": {mt: p["rope_scaling"] for mt, p in types if p["rope_scaling"]},
            "rope_required_keys": ROPE_REQUIRED_KEYS,
            "pad_in_embedding": sorted(mt for mt, p in types if p["pad_in_embedding"]),
+           "odd_head_refused": {mt: p["odd_head_refused"] for mt, p in types
+                                if p["odd_head_refused"]},
            "field_kinds": {mt: dict(sorted(p["field_kinds"].items())) for mt, p in types},
            "text_config_refused": {mt: p["text_config_refused"] for mt, p in types if p["text_config_refused"]},
            "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},

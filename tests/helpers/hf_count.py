@@ -21,11 +21,13 @@ def hf_param_count(config: dict[str, Any]) -> tuple[int, bool]:
 
     d = dict(config)
     mt = d.pop("model_type")
-    for key in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
-        d.setdefault(key, 0)  # the classes' defaults can lie outside a tiny test vocabulary
+    # the classes' default token ids can lie outside a tiny test vocabulary: transformers only warns
+    # of bos/eos, so they are set here; a pad_token_id indexes the embedding (refused outside it),
+    # so it is left as the config has it (the cases write one where the class default lies outside)
+    for key in ("bos_token_id", "eos_token_id", "decoder_start_token_id"):
+        d.setdefault(key, 0)
     if mt in MULTIMODAL and isinstance(d.get("text_config"), dict):
         d["text_config"] = {
-            "pad_token_id": 0,
             "bos_token_id": 0,
             "eos_token_id": 0,
             **d["text_config"],

@@ -53,6 +53,11 @@ class FFNSpec:
     # tensors of width d_ff the activation keeps beyond the single op's when it is computed from
     # elementwise ops (transformers' NewGELUActivation, "gelu_new": 3); memory only
     act_extra_keeps: int = 0
+    # the width the router and experts read and write where it is not the model's (None: d_model):
+    # transformers 5.25 sizes DBRX's experts from d_model as config.json declares it (or the class's
+    # 2048) and the rest from a hidden_size given beside or instead of it. Counted; such a model
+    # cannot run, so ffnlab neither builds nor prices it
+    d_in: int | None = None
 
     @property
     def gated(self) -> bool:
@@ -408,6 +413,8 @@ def check_trainable(cfg: ModelConfig) -> None:
         (a.sinks, "attention sinks (SDPA has no per-head sink logit)"),
         (a.qk_norm and a.qk_norm_kind == "none", "weightless q/k norms (Llama 4's L2 norm)"),
         (cfg.mtp_layers > 0, "multi-token-prediction layers (one next-token head only)"),
+        (any(f.d_in not in (None, cfg.d_model) for f in cfg.ffn_layer_counts()),
+         "experts of another width than the model (DBRX with hidden_size and d_model apart)"),
     ) if bad]
     if problems:
         raise FfnlabError(f"ffnlab.nn cannot build {', '.join(problems)}; these configs are for counting only")

@@ -29,6 +29,7 @@ def dense_ffn_params(d_model: int, d_ff: int, gated: bool, bias: bool) -> int:
 def ffn_parts(d_model: int, ffn: FFNSpec) -> dict[str, int]:
     """One FFN layer split into ``dense``, ``router``, ``routed`` (all experts) and ``shared``
     (shared experts and their gate); a dense layer has only ``dense``."""
+    d_model = ffn.d_in or d_model
     expert = dense_ffn_params(d_model, ffn.d_ff, ffn.gated, ffn.bias)
     if not ffn.is_moe:
         return {"dense": expert, "router": 0, "routed": 0, "shared": 0}

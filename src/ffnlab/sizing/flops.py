@@ -65,6 +65,7 @@ class FlopsPerToken:
 def ffn_flops(d_model: int, f: FFNSpec) -> int:
     """Forward matmul FLOPs per token of one FFN layer (router, active and shared experts,
     shared-expert gate)."""
+    d_model = f.d_in or d_model
     expert = 2 * (3 if f.gated else 2) * d_model * f.d_ff
     if not f.is_moe:
         return expert

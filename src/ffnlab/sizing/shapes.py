@@ -64,6 +64,7 @@ def _dense(d: int, width: int, gated: bool, n: int, where: str, part: str, share
 
 
 def _ffn(d: int, f: FFNSpec, n: int, where: str) -> list[Matrix]:
+    d = f.d_in or d
     if not f.is_moe:
         return _dense(d, f.d_ff, f.gated, n, f"{where} FFN", "ffn")
     out = [Matrix(f"{where} router", d, f.n_experts, n, "router")]

@@ -194,3 +194,27 @@ def test_an_error_quotes_a_bounded_value():
     with pytest.raises(FfnlabError) as e:
         from_hf_dict(config)
     assert len(str(e.value)) < 300 and "mlp_only_layers" in str(e.value)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "ernie4_5", "falcon", "qwen2", "gemma"])
+def test_the_odd_head_rule_is_probed_from_this_transformers(model_type):
+    """ODD_HEAD_REFUSED (which types refuse an odd head width they compute) agrees with a fresh
+    probe of the installed transformers, for types in the table and out of it."""
+    from hf_class_rules import _base, odd_head_refused
+
+    from ffnlab.sizing.hf.rules import ODD_HEAD_REFUSED
+
+    assert odd_head_refused(_base(model_type)[0]) == sorted(ODD_HEAD_REFUSED.get(model_type, ()))
+
+
+def test_dbrx_experts_of_another_width_are_counted_not_built():
+    """DBRX with hidden_size only: transformers builds its experts at the class's d_model (2048) and
+    the rest at hidden_size; ffnlab counts that and refuses to build or train it, in one line."""
+    from ffnlab.sizing.config import check_trainable
+
+    config = {"model_type": "dbrx", "hidden_size": 64, "n_heads": 4, "n_layers": 1, "vocab_size": 55,
+              "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0},
+              "ffn_config": {"ffn_hidden_size": 16, "moe_num_experts": 2, "moe_top_k": 2}}
+    assert ours(config) == theirs(config)
+    with pytest.raises(FfnlabError, match="experts of another width"):
+        check_trainable(from_hf_dict(config))

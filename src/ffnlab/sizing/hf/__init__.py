@@ -73,7 +73,7 @@ from ffnlab.sizing.hf import (
 from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
 from ffnlab.sizing.hf.keys import ConfigKeys, check_even_rotary
-from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN, TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
+from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN, ODD_HEAD_REFUSED, TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
 from ffnlab.validation import show
 
 HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type -> translator (one module each)
@@ -206,11 +206,14 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     require(text_type not in HEADS_DIVIDE_HIDDEN or cfg.d_model % cfg.attn.n_heads == 0,
             f"config.json: num_attention_heads={cfg.attn.n_heads} does not divide hidden_size={cfg.d_model} "
             f"(transformers' {text_type} config requires it)")
-    # an odd head width written in config.json (a computed one is checked by some types only, and
-    # which is not known here)
+    # an odd head width written in config.json, or one computed from hidden_size where the type's
+    # config checks it (ODD_HEAD_REFUSED: Mistral's fills head_dim first, ERNIE 4.5's only for null)
     written_width = "qk_rope_head_dim" if cfg.attn.qk_rope_head_dim is not None else "head_dim"
     if isinstance(text.get(written_width), int):
         check_even_rotary(text, text_type, text[written_width])
+    elif written_width == "head_dim" and text.get("head_dim") is None and \
+            ("null" if "head_dim" in text else "absent") in ODD_HEAD_REFUSED.get(text_type, ()):
+        check_even_rotary(text, text_type, cfg.head_dim)
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)
 

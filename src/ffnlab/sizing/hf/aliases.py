@@ -38,20 +38,30 @@ ALIASES: dict[str, dict[str, str]] = {  # model_type -> {other name: own name}
 }
 
 
+# the pairs whose other name is the field the config class declares (Qwen3-MoE declares
+# num_experts and maps it to num_local_experts): there the own name, set after the declared fields,
+# wins when config.json gives both
+DECLARED_UNDER_OTHER_NAME: frozenset[tuple[str, str]] = frozenset({
+    ("deepseek_v3", "num_mtp_layers"), ("ernie4_5_moe", "num_mtp_layers"), ("glm4_moe", "num_mtp_layers"),
+    ("qwen3_moe", "num_experts"),
+})
+
+
 def real_keys(data: dict[str, Any], model_type: str) -> dict[str, Any]:
     """``data`` with each key given under only one of its two names (:data:`ALIASES`) given under
     both, as transformers reads them as one: a translator reads whichever name it reads (Qwen3-MoE's
     reads the other name, num_experts). A key given under both names takes the other name's value
     under both: transformers sets its own fields first, then the keys it does not declare, each
     through ``attribute_map`` and unvalidated (``PreTrainedConfig.__post_init__``, 5.25), so GPT-2's
-    ``max_position_embeddings`` sizes its position table whatever ``n_positions`` says."""
+    ``max_position_embeddings`` sizes its position table whatever ``n_positions`` says. Where the
+    class declares the other name (:data:`DECLARED_UNDER_OTHER_NAME`), the own name wins instead."""
     aliases = ALIASES.get(model_type)
     if not aliases:
         return data
     out = dict(data)
     for alias, real in aliases.items():
-        if alias in out:
+        if alias in out and (real not in out or (model_type, alias) not in DECLARED_UNDER_OTHER_NAME):
             out[real] = out[alias]
-        elif real in out and alias not in out:
+        elif real in out:
             out[alias] = out[real]
     return out

@@ -20,10 +20,20 @@ def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
 
 def translate(k: ConfigKeys) -> ModelConfig:
     attn, ffn = _nested(k, "attn_config"), _nested(k, "ffn_config")
+    # the attention reads attn_config.rope_theta, which the 5.25 class does not declare: absent, no
+    # attribute (null builds)
+    require("rope_theta" in attn.data, "config.json attn_config has no 'rope_theta': transformers' DBRX "
+                                       "attention reads it and cannot build the model without it")
     act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
     require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {show(act)} is not supported")
     n_experts = ffn.get("moe_num_experts", 4)
     d, n_heads = k.get("d_model", 2048), k.get("n_heads", 16)
+    # the config mirrors d_model into ffn_config.hidden_size (the router's and experts' width)
+    # before it applies a hidden_size key (its other name): the experts keep d_model as written,
+    # or the class's 2048 when config.json names the width hidden_size only (transformers 5.25)
+    experts_width = ConfigKeys(k.written, k.model_type).get("d_model", 2048) if "hidden_size" in k.written else d
+    if "d_model" not in k.written and experts_width != d:
+        k.defaulted["d_model (the experts' width)"] = experts_width
     # transformers builds a query of width d and keys/values of d // n_heads per head: with heads
     # that do not divide d these differ, which ffnlab's attention cannot express (so: refused)
     require(d % n_heads == 0, f"config.json: n_heads={n_heads} does not divide d_model={d}; ffnlab "
@@ -39,6 +49,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
             ffn.get("ffn_hidden_size", 3584),
             n_experts=n_experts,
             top_k=ffn.get("moe_top_k", 1),
+            d_in=None if experts_width == d else experts_width,
         ),
         attn=AttentionSpec(n_heads, n_kv_heads=attn.get("kv_n_heads", 1)),
         norm="layernorm-nobias",

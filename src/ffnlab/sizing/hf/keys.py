@@ -198,10 +198,13 @@ def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> N
 
 def check_pad_token(data: dict[str, Any], model_type: str, vocab: Any) -> None:
     """Refuse a ``pad_token_id`` outside the vocabulary where the token embedding takes it as its
-    padding index (:data:`PAD_IN_EMBEDDING`: torch allows -vocab <= id < vocab)."""
-    pad = data.get("pad_token_id")
+    padding index (:data:`PAD_IN_EMBEDDING`: torch allows -vocab <= id < vocab); an absent key is
+    the config class's default (OLMo's 1 refuses a one-token vocabulary), a null one none."""
+    pad = data.get("pad_token_id", CLASS_DEFAULTS.get(model_type, {}).get("pad_token_id"))
     if model_type in PAD_IN_EMBEDDING and json_kind(pad) == "int" and json_kind(vocab) == "int":
-        require(-vocab <= pad < vocab, f"config.json key 'pad_token_id' is {pad:,}, outside the vocabulary of "
+        where = "config.json key 'pad_token_id'" if "pad_token_id" in data else \
+            f"pad_token_id (absent from config.json: the {model_type} class default)"
+        require(-vocab <= pad < vocab, f"{where} is {pad:,}, outside the vocabulary of "
                                        f"{vocab:,}: transformers' {model_type} embedding refuses it as padding index")
 
 

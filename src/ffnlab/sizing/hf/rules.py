@@ -24,6 +24,8 @@ installed transformers. Read here once, into the names the translators use:
   ``modeling_rope_utils.py``, ``_validate_*_rope_parameters``);
 * ``PAD_IN_EMBEDDING``: the types whose token embedding takes ``pad_token_id`` as its padding
   index, which torch refuses outside the vocabulary;
+* ``ODD_HEAD_REFUSED``: the types that refuse an odd head width they compute from hidden_size //
+  heads (``absent``: head_dim left out; ``null``: head_dim null), where RoPE rotates it whole;
 * ``NEGATIVE_REFUSED``: the integer fields whose negative value a type's model refuses, read by
   ffnlab or not (GPT-J's ``n_positions`` sizes a buffer);
 * ``HEADS_DIVIDE_HIDDEN``: the types whose config requires hidden_size % heads == 0;
@@ -55,6 +57,7 @@ ROPE_SCALING: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags in _
 ROPE_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     kind: tuple(keys) for kind, keys in _TABLE.get("rope_required_keys", {}).items()}
 PAD_IN_EMBEDDING: frozenset[str] = frozenset(_TABLE.get("pad_in_embedding", ()))
+ODD_HEAD_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags in _TABLE["odd_head_refused"].items()}
 NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused",
                                                                                            {}).items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])

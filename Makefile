@@ -23,7 +23,7 @@ DEVICE ?= cuda
 GPU_OUT ?= benchmarks/results
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
-.PHONY: demo test lint docs bench gpu-check gpu-bundle clean-venv
+.PHONY: demo test lint docs golden bench gpu-check gpu-bundle clean-venv
 
 # The demo needs ffnlab and its runtime dependencies only; the tests add pytest, ruff,
 # transformers/datasets (parameter counts checked against Hugging Face) and Ray.
@@ -49,6 +49,11 @@ test: $(STAMP)
 	$(PY) -m pytest -q -n $(WORKERS) --dist worksteal --durations=10; tests=$$?; \
 	wait $$mypy; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
+
+# Rewrite tests/golden/COMMAND.json, what each sizing command answers as JSON (tests/project/test_golden.py
+# checks them): run it after a deliberate change of an answer and commit the diff with the change.
+golden: $(BASE)
+	$(PY) tools/golden.py
 
 # Regenerate the command outputs shown in README.md and docs/ (tests/project/test_docs_blocks.py checks them).
 docs: $(BASE)

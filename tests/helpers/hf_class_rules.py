@@ -87,11 +87,18 @@ def field_kinds(model_type: str) -> dict[str, list[str]]:
     """The JSON kinds each field of the config class is annotated to take (int, float, bool, str,
     null, list), for the fields whose annotation is made of those alone (its validators refuse
     the others: "Field 'use_cache' expected bool, got str")."""
+    from transformers import CONFIG_MAPPING
+
+    return class_field_kinds(CONFIG_MAPPING[model_type])
+
+
+def class_field_kinds(cls: Any) -> dict[str, list[str]]:
+    """:func:`field_kinds` of one config class (a type's own, or a sub-config class such as DBRX's
+    attn_config)."""
     import typing
 
-    from transformers import CONFIG_MAPPING, PretrainedConfig
+    from transformers import PretrainedConfig
 
-    cls = CONFIG_MAPPING[model_type]
     base = ({f.name for f in dataclasses.fields(PretrainedConfig)}
             if dataclasses.is_dataclass(PretrainedConfig) else set())
     out: dict[str, list[str]] = {}
@@ -104,6 +111,16 @@ def field_kinds(model_type: str) -> dict[str, list[str]]:
         if None not in kinds:
             out[f.name] = sorted(k for k in kinds if k)
     return out
+
+
+def sub_config_kinds(model_type: str) -> dict[str, dict[str, list[str]]]:
+    """The field kinds of each sub-config a type's config nests as its own class (DBRX's attn_config
+    and ffn_config), text and vision sub-configs aside: strictly validated when built."""
+    from transformers import CONFIG_MAPPING
+
+    subs = getattr(CONFIG_MAPPING[model_type], "sub_configs", {}) or {}
+    return {name: class_field_kinds(cls) for name, cls in sorted(subs.items())
+            if name not in TEXT_CONFIG_CANDIDATES and isinstance(cls, type)}
 
 
 def wrapper_text_defaults(model_type: str) -> dict[str, Any] | None:
@@ -173,6 +190,11 @@ def probe(model_type: str) -> dict[str, Any]:
     rope_theta = rope_theta_refusals(config)
     return {"rope_theta": rope_theta, "rope_scaling": rope_scaling_rules(config),
             "pad_in_embedding": pad_in_embedding(config), "odd_head_refused": odd_head_refused(config),
+            "unit_interval": unit_interval(config, text_type),
+            "partial_rotary_refused": partial_rotary_refused(config),
+            "rope_nested_refused": rope_nested_refused(config),
+            "layer_type_values": layer_type_values(config, text_type),
+            "sub_config_kinds": sub_config_kinds(text_type),
             "negative_refused": negative_refused(config, text_type),
             "text_type": text_type, "null_refused": refused, "missing_refused": missing,
             "head_dim_typed": head_dim_typed, "field_kinds": field_kinds(text_type),
@@ -292,6 +314,61 @@ def odd_head_refused(config: dict[str, Any]) -> list[str]:
     return tags
 
 
+def partial_rotary_refused(config: dict[str, Any]) -> list[str]:
+    """How a type's rotary embedding treats partial_rotary_factor, each a tag against the same
+    config with 0.5 (which must build): "negative" when -0.5 is refused (torch.arange of a negative
+    width), "null" when null is refused, "odd-width" when a rotary width int(head_dim x factor)
+    that is odd is refused at build (head_dim 10 at 0.5, where head_dim 12 at 0.5 builds)."""
+    if not _builds(_with(config, "partial_rotary_factor", 0.5)):
+        return []
+    tags = [tag for tag, value in (("negative", -0.5), ("null", None))
+            if not _builds(_with(config, "partial_rotary_factor", value))]
+    wide = {**_with(config, "partial_rotary_factor", 0.5)}
+    if _builds(_with(wide, "head_dim", 12)) and not _builds(_with(wide, "head_dim", 10)):
+        tags.append("odd-width")
+    return tags
+
+
+NESTED_ROPE = {name: {"rope_type": "default", "rope_theta": 10000.0} for name in ("full_attention",
+                                                                                  "sliding_attention")}
+
+
+def rope_nested_refused(config: dict[str, Any]) -> bool:
+    """Whether the type refuses rope_parameters nested by layer type (one dict under
+    full_attention and one under sliding_attention) where it builds the same RoPE flat: 5.25's
+    standardisation nests it by the config's layer types, and a single rotary embedding then finds
+    no rope_type."""
+    flat = {"rope_type": "default", "rope_theta": 10000.0}
+    nested = _with(config, "rope_parameters", NESTED_ROPE)
+    return _builds(_with(config, "rope_parameters", flat)) and not _builds(nested)
+
+
+LAYER_TYPE_NAMES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+
+
+def layer_type_values(config: dict[str, Any], text_type: str) -> list[str] | None:
+    """The layer type names a type with a layer_types field builds (each written for every
+    layer), or None when it has no such field or builds none of them."""
+    if "layer_types" not in field_kinds(text_type):
+        return None
+    target = config.get("text_config", config)
+    n = target.get("num_hidden_layers", target.get("n_layer", 1))
+    n = n if isinstance(n, int) and n > 0 else 1
+    found = [name for name in LAYER_TYPE_NAMES if _builds(_with(config, "layer_types", [name] * n))]
+    return found or None
+
+
+def unit_interval(config: dict[str, Any], text_type: str) -> list[str]:
+    """The float fields whose -1.0 and 1.5 the type refuses while 0.5 builds: dropouts (nn.Dropout
+    refuses a probability outside [0, 1] at build, read by ffnlab or not) and Llama's validated
+    initializer_range."""
+    if not _builds(config):
+        return []
+    return [key for key, kinds in field_kinds(text_type).items()
+            if "float" in kinds and _builds(_with(config, key, 0.5))
+            and not _builds(_with(config, key, -1.0)) and not _builds(_with(config, key, 1.5))]
+
+
 def negative_refused(config: dict[str, Any], text_type: str) -> list[str]:
     """The integer fields (annotated int alone) whose value -5 the type's model refuses, read by
     ffnlab or not (GPT-J's n_positions sizes a buffer of sinusoids: torch.arange refuses it)."""
@@ -333,6 +410,12 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "(transformers 5.25 modeling_rope_utils.py, _validate_<type>_rope_parameters), pad_in_embedding the types "
         "whose model refuses a pad_token_id outside the vocabulary, odd_head_refused the types that refuse an odd head "
         "width they compute from hidden_size // heads (absent: with head_dim left out; null: with head_dim null), "
+        "partial_rotary_refused how a type's rotary embedding refuses a partial_rotary_factor (negative: -0.5; "
+        "null; odd-width: an odd int(head_dim x factor)), rope_nested_refused the types that refuse rope_parameters "
+        "nested by layer type, layer_type_values the layer_types names a type builds, sub_config_kinds the field kinds "
+        "of a sub-config a type nests as its own class (DBRX's attn_config and ffn_config; null only where listed), "
+        "unit_interval the float fields a type refuses outside [0, 1] (-1.0 and 1.5 refused, 0.5 built: dropouts, "
+        "Llama's initializer_range), "
         "text_config_refused the keys a type's model refuses a plain object under (names "
         "get_text_config looks up, not the class's own sub-configs), heads_divide_hidden the types whose config "
         "requires hidden_size % heads == 0, "
@@ -357,6 +440,12 @@ def render(t: dict[str, Any]) -> str:
            "pad_in_embedding": sorted(mt for mt, p in types if p["pad_in_embedding"]),
            "odd_head_refused": {mt: p["odd_head_refused"] for mt, p in types
                                 if p["odd_head_refused"]},
+           "unit_interval": {mt: p["unit_interval"] for mt, p in types if p["unit_interval"]},
+           "partial_rotary_refused": {mt: p["partial_rotary_refused"] for mt, p in types
+                                      if p["partial_rotary_refused"]},
+           "rope_nested_refused": sorted(mt for mt, p in types if p["rope_nested_refused"]),
+           "layer_type_values": {mt: p["layer_type_values"] for mt, p in types if p["layer_type_values"]},
+           "sub_config_kinds": {mt: p["sub_config_kinds"] for mt, p in types if p["sub_config_kinds"]},
            "field_kinds": {mt: dict(sorted(p["field_kinds"].items())) for mt, p in types},
            "text_config_refused": {mt: p["text_config_refused"] for mt, p in types if p["text_config_refused"]},
            "class_defaults": {mt: dict(sorted(p["defaults"].items())) for mt, p in types},

@@ -63,7 +63,17 @@ where transformers refuses, 5 tracebacks. Kept as findings (one per type and kin
   initializer_range outside [0, 1], which its config validates.
 
 A sample of the configs that were right (up to 4 of each class and verdict, different types) is
-kept too. Nothing in src/ was changed by this pass: every finding is a strict xfail.
+kept too. The pass changed nothing in src/; each finding was a strict xfail until mended.
+
+Mended since, each class at its root and probed from transformers into ``data/hf_rules.json`` where
+it is a per-type rule (``tests/helpers/hf_class_rules.py``): a null is refused under the name the
+config.json writes as well as after aliasing; ``unit_interval`` (the float fields refused outside
+[0, 1]), ``partial_rotary_refused`` (negative, null, odd-width), ``rope_nested_refused``,
+``layer_type_values`` and ``sub_config_kinds`` (DBRX's and MPT's nested classes, validated
+strictly: null only where annotated); ERNIE 4.5 MoE's single MTP layer, the no_rope_layers
+length (SmolLM3, Llama 4), Cohere 2's sliding_window_pattern and DeepSeek-V3's undeclared head_dim
+are rules of their translators. All 188 configs found off now agree with transformers (re-checked
+from the pass's saved configs), and so do the pass's configs that were right.
 """
 
 from __future__ import annotations
@@ -756,13 +766,17 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
 }
 
 
+# every finding is mended (after the pass, by the probes noted in the docstring); one found open
+# again goes here, as a strict xfail
+STILL_OPEN: set[str] = set()
+
+
 def _params():
     out = [pytest.param(n, *CASES[n], id=n) for n in sorted(CASES)]
     for n in sorted(FINDINGS):
         model_type, change, expected, why = FINDINGS[n]
-        out.append(
-            pytest.param(n, model_type, change, expected, id=n, marks=[pytest.mark.xfail(strict=True, reason=why)])
-        )
+        marks = [pytest.mark.xfail(strict=True, reason=why)] if n in STILL_OPEN else []
+        out.append(pytest.param(n, model_type, change, expected, id=n, marks=marks))
     return out
 
 

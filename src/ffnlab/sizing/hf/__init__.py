@@ -72,8 +72,14 @@ from ffnlab.sizing.hf import (
 )
 from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
-from ffnlab.sizing.hf.keys import ConfigKeys, check_even_rotary
-from ffnlab.sizing.hf.rules import HEADS_DIVIDE_HIDDEN, ODD_HEAD_REFUSED, TEXT_CONFIG_REFUSED, WRAPPER_TEXT_DEFAULTS
+from ffnlab.sizing.hf.keys import ConfigKeys, check_even_rotary, check_partial_rotary, check_rope_not_nested
+from ffnlab.sizing.hf.rules import (
+    FIELD_KINDS,
+    HEADS_DIVIDE_HIDDEN,
+    ODD_HEAD_REFUSED,
+    TEXT_CONFIG_REFUSED,
+    WRAPPER_TEXT_DEFAULTS,
+)
 from ffnlab.validation import show
 
 HF_TRANSLATORS: dict[str, Callable[[ConfigKeys], ModelConfig]] = {  # model_type -> translator (one module each)
@@ -214,8 +220,26 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     elif written_width == "head_dim" and text.get("head_dim") is None and \
             ("null" if "head_dim" in text else "absent") in ODD_HEAD_REFUSED.get(text_type, ()):
         check_even_rotary(text, text_type, cfg.head_dim)
+    if not cfg.is_mla:
+        check_partial_rotary(text, text_type, cfg.head_dim)
+    elif "head_dim" not in FIELD_KINDS.get(text_type, {}) and isinstance(text.get("head_dim"), int):
+        # DeepSeek-V3 does not declare head_dim: its config sets it to qk_rope_head_dim, then a written
+        # head_dim over it, and RoPE validation reads that (V2 declares it, so it is overwritten)
+        check_even_rotary(text, text_type, text["head_dim"])
+    check_rope_not_nested(text, text_type, _layer_types(text, cfg))
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)
+
+
+def _layer_types(text: dict[str, Any], cfg: ModelConfig) -> set[str]:
+    """The layer types a config uses: its layer_types list as written, else its sliding and full
+    layers as translated."""
+    if isinstance(text.get("layer_types"), list):
+        return {str(t) for t in text["layer_types"]}
+    a = cfg.attn
+    sliding = set() if a.sliding_window is None else set(range(cfg.n_layers) if a.sliding_layers is None
+                                                          else a.sliding_layers)
+    return {*(["sliding_attention"] if sliding else []), *(["full_attention"] if len(sliding) < cfg.n_layers else [])}
 
 
 # how the note on defaulted keys begins (the audit table shows it below the verdict)

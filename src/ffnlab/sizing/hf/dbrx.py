@@ -13,9 +13,9 @@ from ffnlab.validation import show
 
 
 def _nested(k: ConfigKeys, key: str) -> ConfigKeys:
-    value: Any = k.data.get(key) or {}
-    require(isinstance(value, dict), f"config.json key {key!r} must be an object")
-    return ConfigKeys(value, k.model_type)
+    value: Any = k.data.get(key)
+    require(value is None or isinstance(value, dict), f"config.json key {key!r} must be an object")
+    return ConfigKeys(value or {}, k.model_type)
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -24,7 +24,10 @@ def translate(k: ConfigKeys) -> ModelConfig:
     # attribute (null builds)
     require("rope_theta" in attn.data, "config.json attn_config has no 'rope_theta': transformers' DBRX "
                                        "attention reads it and cannot build the model without it")
-    act = (ffn.data.get("ffn_act_fn") or {}).get("name", "silu")
+    act_fn = ffn.data.get("ffn_act_fn")
+    require(act_fn is None or isinstance(act_fn, dict), f"config.json key 'ffn_config.ffn_act_fn' must be an object, "
+                                                        f"got {show(act_fn)}: transformers' DBRX config refuses it")
+    act = (act_fn or {}).get("name", "silu")
     require(act in GATED_FROM_ACT, f"config.json ffn_config.ffn_act_fn: {show(act)} is not supported")
     n_experts = ffn.get("moe_num_experts", 4)
     d, n_heads = k.get("d_model", 2048), k.get("n_heads", 16)

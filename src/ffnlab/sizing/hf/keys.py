@@ -10,14 +10,19 @@ from ffnlab.sizing.hf.rules import (
     CLASS_DEFAULTS,
     FIELD_KINDS,
     HEAD_DIM_TYPED,
+    LAYER_TYPE_VALUES,
     MISSING_REFUSED,
     NEGATIVE_REFUSED,
     NULL_REFUSED,
     PAD_IN_EMBEDDING,
+    PARTIAL_ROTARY_REFUSED,
+    ROPE_NESTED_REFUSED,
     ROPE_REQUIRED_KEYS,
     ROPE_SCALING,
     ROPE_THETA_LOG,
     ROPE_THETA_NUMBER,
+    SUB_CONFIG_KINDS,
+    UNIT_INTERVAL,
 )
 from ffnlab.validation import integer, show
 
@@ -196,6 +201,58 @@ def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> N
                 f"transformers' {model_type} config refuses an odd rotary dimension")
 
 
+def check_partial_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
+    """Refuse a partial_rotary_factor the type's rotary embedding refuses
+    (:data:`PARTIAL_ROTARY_REFUSED`): a negative one (a negative rotary width), a null one, one that
+    makes int(head_dim x factor) odd where the rotation splits that width in halves (gpt-oss)."""
+    tags = PARTIAL_ROTARY_REFUSED.get(model_type, frozenset())
+    if not tags:
+        return
+    require("null" not in tags or "partial_rotary_factor" not in data or data["partial_rotary_factor"] is not None,
+            f"config.json key 'partial_rotary_factor' is null: transformers' {model_type} rotary embedding "
+            "computes with it")
+    for label, group in rope_groups(data, model_type):
+        key = "partial_rotary_factor"
+        factor: Any = group[key] if key in group else data.get(key)
+        where = f"{label}.{key}" if key in group else key
+        if json_kind(factor) not in ("int", "float"):
+            continue
+        require("negative" not in tags or factor >= 0,
+                f"config.json key {where!r} is {show(factor)}: transformers' {model_type} rotary embedding "
+                "refuses a negative rotary width")
+        require("odd-width" not in tags or int(head_dim * factor) % 2 == 0,
+                f"config.json key {where!r} is {show(factor)}: {head_dim} x {show(factor)} gives an odd rotary "
+                f"width, which transformers' {model_type} rotary embedding cannot split in halves")
+
+
+def check_rope_not_nested(data: dict[str, Any], model_type: str, used: set[str]) -> None:
+    """Refuse RoPE parameters nested by layer type where the type's one rotary embedding reads a
+    flat dict (:data:`ROPE_NESTED_REFUSED`): 5.25's standardisation takes the dict as nested when a
+    key names a layer type the config uses (``used``), and the rotary embedding then finds no
+    rope_type. A key naming a type no layer uses is a plain key of a flat dict."""
+    if model_type not in ROPE_NESTED_REFUSED:
+        return
+    label = "rope_scaling" if data.get("rope_scaling") else "rope_parameters"
+    params = data.get(label)
+    nested = sorted(k for k in params if k in used) if isinstance(params, dict) else []
+    require(not nested, f"config.json key {label!r} is nested by layer type ({', '.join(nested)}): transformers' "
+                        f"{model_type} rotary embedding reads one flat dict and refuses it")
+
+
+def check_no_rope_layers(data: dict[str, Any], model_type: str, n_layers: int, *, empty_is_default: bool) -> None:
+    """Refuse a ``no_rope_layers`` list the model indexes past its end (one flag per layer, read by
+    each layer: SmolLM3, Llama 4); Llama 4 takes an empty list for its default and, without
+    layer_types, builds one layer type per flag, which its validator requires to match the layers."""
+    flags = data.get("no_rope_layers")
+    if not isinstance(flags, list) or (empty_is_default and not flags):
+        return
+    require(len(flags) >= n_layers, f"config.json key 'no_rope_layers' has {len(flags)} flags for {n_layers} "
+                                     f"layers: transformers' {model_type} model reads one per layer")
+    require(not empty_is_default or isinstance(data.get("layer_types"), list) or len(flags) == n_layers,
+            f"config.json key 'no_rope_layers' has {len(flags)} flags for {n_layers} layers: transformers' "
+            f"{model_type} config makes a layer type of each and requires one per layer")
+
+
 def check_pad_token(data: dict[str, Any], model_type: str, vocab: Any) -> None:
     """Refuse a ``pad_token_id`` outside the vocabulary where the token embedding takes it as its
     padding index (:data:`PAD_IN_EMBEDDING`: torch allows -vocab <= id < vocab); an absent key is
@@ -305,8 +362,9 @@ class ConfigKeys:
     def check(self) -> None:
         """Refuse what transformers refuses whether or not ffnlab reads the key: a null it does not
         accept, the absence of a key its class defaults to an unusable null."""
-        for key in sorted(self.null_refused):
-            require(key not in self.data or self.data[key] is not None,
+        for key in sorted(self.null_refused):  # as written too: a declared field null, set later
+            # under its other name, is validated (and refused) before the other name sets it
+            require(self.data.get(key, 0) is not None and self.written.get(key, 0) is not None,
                     f"config.json key {key!r} is null: transformers builds no {self.model_type} model "
                     f"with a null {key}")
         for key, kinds in FIELD_KINDS.get(self.model_type, {}).items():  # validated, read or not
@@ -316,6 +374,26 @@ class ConfigKeys:
                                               f"got {show(value)}: transformers' {self.model_type} config refuses it")
         if self.model_type in HEAD_DIM_TYPED and self.data.get("head_dim") is not None:  # validated, read or not
             integer(self.data["head_dim"], "config.json key 'head_dim' (an integer)", 0, MAX_INT)
+        for name, fields in SUB_CONFIG_KINDS.get(self.model_type, {}).items():  # its own class, validated
+            sub = self.data.get(name)
+            require(sub is None or isinstance(sub, dict),
+                    f"config.json key {name!r} must be an object, got {show(sub)}: transformers' "
+                    f"{self.model_type} config refuses it")
+            for key, kinds in fields.items():
+                value = (sub or {}).get(key, ...)
+                require(value is ... or json_kind(value) in kinds,
+                        f"config.json key '{name}.{key}' must be {' or '.join(sorted(kinds))}, got {show(value)}: "
+                        f"transformers' {self.model_type} config refuses it")
+        names, layer_types = LAYER_TYPE_VALUES.get(self.model_type), self.data.get("layer_types")
+        if names is not None and isinstance(layer_types, list):
+            odd = sorted({show(t) for t in layer_types if t not in names})
+            require(not odd, f"config.json key 'layer_types' names {', '.join(odd)}: transformers' {self.model_type} "
+                             f"model builds only {' and '.join(sorted(names))} layers")
+        for key in UNIT_INTERVAL.get(self.model_type, ()):  # a probability, read or not
+            prob: Any = self.data.get(key)
+            require(json_kind(prob) not in ("int", "float") or 0 <= prob <= 1,
+                    f"config.json key {self.written_name(key)!r} is {show(prob)}, outside [0, 1]: transformers' "
+                    f"{self.model_type} model refuses it")
         for key in NEGATIVE_REFUSED.get(self.model_type, ()):  # a tensor's size, read or not
             value, name = self.data.get(key), self.written_name(key)
             require(value is None or json_kind(value) in ("int", "float") and value >= 0,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hf.keys import ConfigKeys
+from ffnlab.sizing.hf.keys import ConfigKeys, check_no_rope_layers
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import every_nth, layer_list, with_moe
 
@@ -28,6 +28,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
     if "use_qk_norm" not in k.data:
         layout = replace(layout, qk_norm_key=None)  # on by default
     cfg = decoder(k, LLAMA4_DEFAULTS, layout)
+    check_no_rope_layers(k.data, k.model_type, cfg.n_layers, empty_is_default=True)
     expert = cfg.ffn.d_ff
     dense = replace(cfg.ffn, d_ff=k.get("intermediate_size_mlp", 16384))
     moe = replace(

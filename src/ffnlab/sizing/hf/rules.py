@@ -24,6 +24,14 @@ installed transformers. Read here once, into the names the translators use:
   ``modeling_rope_utils.py``, ``_validate_*_rope_parameters``);
 * ``PAD_IN_EMBEDDING``: the types whose token embedding takes ``pad_token_id`` as its padding
   index, which torch refuses outside the vocabulary;
+* ``PARTIAL_ROTARY_REFUSED``: how a type's rotary embedding refuses a ``partial_rotary_factor``
+  (``negative``; ``null``; ``odd-width``, an odd int(head_dim x factor));
+  ``ROPE_NESTED_REFUSED`` the types whose single rotary embedding refuses ``rope_parameters``
+  nested by layer type; ``LAYER_TYPE_VALUES`` the ``layer_types`` names a type builds;
+* ``SUB_CONFIG_KINDS``: the field kinds of each sub-config a type nests as its own, strictly
+  validated class (DBRX's and MPT's attn_config, DBRX's ffn_config): null only where listed;
+* ``UNIT_INTERVAL``: the float fields a type refuses outside [0, 1] (dropouts, which nn.Dropout
+  refuses at build, and Llama's validated initializer_range);
 * ``ODD_HEAD_REFUSED``: the types that refuse an odd head width they compute from hidden_size //
   heads (``absent``: head_dim left out; ``null``: head_dim null), where RoPE rotates it whole;
 * ``NEGATIVE_REFUSED``: the integer fields whose negative value a type's model refuses, read by
@@ -58,6 +66,14 @@ ROPE_REQUIRED_KEYS: dict[str, tuple[str, ...]] = {
     kind: tuple(keys) for kind, keys in _TABLE.get("rope_required_keys", {}).items()}
 PAD_IN_EMBEDDING: frozenset[str] = frozenset(_TABLE.get("pad_in_embedding", ()))
 ODD_HEAD_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags in _TABLE["odd_head_refused"].items()}
+UNIT_INTERVAL: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE["unit_interval"].items()}
+PARTIAL_ROTARY_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags
+                                                     in _TABLE["partial_rotary_refused"].items()}
+ROPE_NESTED_REFUSED: frozenset[str] = frozenset(_TABLE["rope_nested_refused"])
+SUB_CONFIG_KINDS: dict[str, dict[str, dict[str, frozenset[str]]]] = {
+    mt: {name: {key: frozenset(kinds) for key, kinds in fields.items()} for name, fields in subs.items()}
+    for mt, subs in _TABLE["sub_config_kinds"].items()}
+LAYER_TYPE_VALUES: dict[str, frozenset[str]] = {mt: frozenset(v) for mt, v in _TABLE["layer_type_values"].items()}
 NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused",
                                                                                            {}).items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])

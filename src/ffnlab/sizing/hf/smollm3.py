@@ -3,9 +3,18 @@
 
 from __future__ import annotations
 
+from ffnlab.sizing.config import ModelConfig
+from ffnlab.sizing.hf.keys import ConfigKeys, check_no_rope_layers
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
-translate = llama_like(
+
+def translate(k: ConfigKeys) -> ModelConfig:
+    cfg = _translate(k)
+    check_no_rope_layers(k.data, k.model_type, cfg.n_layers, empty_is_default=False)
+    return cfg
+
+
+_translate = llama_like(
     {
         **LLAMA_DEFAULTS,
         "vocab_size": 128256,

@@ -1,7 +1,7 @@
 """A fifth adversarial pass over the CLI's promises, with inputs new to the suite (written by
 someone who did not write the fixes they check), kept as tests.
 
-The pass threw 393 inputs, each a call of the CLI (in-process, or a subprocess where a traceback
+The pass threw 400 inputs, each a call of the CLI (in-process, or a subprocess where a traceback
 or a hang was the question), recording exit status, stderr lines, traceback, strict JSON and the
 files left:
 
@@ -23,10 +23,12 @@ files left:
   python/, hex, sexagesimal, boolean and 1e-320 ratios, names null/int/./../ESC/NUL/slash, arms
   A and a, CON, bool/null/complex keys, merge keys, quoted and escaped duplicate keys, a
   1,000 x 1,001 alias fan-out, CRLF, CR-only, tabs, a document end then garbage, UTF-16).
-* files written (29): ``size --plot`` at a folder, an existing file, a dangling link, a link to
-  a file, under a linked parent, a missing parent, .txt, a newline name, ``-.svg``, empty, a
-  trailing slash, .png, with --json, without --n-layers, a FIFO; ``export`` and ``train`` killed
-  with SIGKILL as their first entry appeared (11 and 3 times), then rerun.
+* files written (36): ``probe --out`` a link to an empty folder, a dangling link, a file, a
+  foreign folder with --overwrite, twice, a link inside; ``size --plot`` at a folder, an existing
+  file, a dangling link, a link to a file, under a linked parent, a missing parent, .txt, a
+  newline name, ``-.svg``, empty, a trailing slash, .png, with --json, without --n-layers, a FIFO;
+  ``export`` and ``train`` killed with SIGKILL as their first entry appeared (11 and 3 times),
+  then rerun.
 * paths and environment (22): FFNLAB_CACHE a file, a link loop, under a file, relative, empty,
   ``~nouser/x``, a link to a folder; ``~nouser/...`` given to 14 path arguments.
 * the Hub (34, a fake Hub on 127.0.0.1): FFNLAB_TIMEOUT nan/0/1e999/-5/10s/blank/inf/1e-300/
@@ -36,7 +38,7 @@ files left:
   Retry-After, a bare 404, truncated JSON, NaN in JSON, an escape in X-Error-Message, a
   Content-Length of -1 and of 10**15, a commit of ``../../../../etc``, a body that is not gzip.
 
-Findings (each an xfail below):
+Findings (each an xfail below; 9 root causes):
 
 1. ``plan --head-dims 64,64``: every candidate shape is listed twice, and the bound on the work
    (MAX_PLAN_SHAPES, checked on the *set* of head sizes) does not bound the search, which runs
@@ -60,6 +62,9 @@ Findings (each an xfail below):
    (2 of 11 kills): the temporary holds an empty ``.ffnlab-owned``, which is neither a marker
    (no process named) nor an empty folder, so no later export removes it; the next export
    succeeds and leaves it there for good. The other kills left a temporary the next run removed.
+9. ``probe --out L``, L a symlink to an empty folder elsewhere: probe.json and index.html are
+   written through the link into that folder (the class the fourth pass mended for ``train``
+   and ``sweep``); L a dangling link: "error: File exists: L", which does not say why.
 
 Noted, not broken promises: a note line (``--seq-len 1T read as ...``) may precede the error
 line, as the second pass allows; ``size --plot FILE`` replaces an existing FILE without asking
@@ -470,6 +475,38 @@ def test_a_temporary_named_like_ffnlabs_but_holding_a_foreign_file_is_kept(train
     r = _subprocess(["export", "run", "--hf", "hf"], root)
     assert r.returncode == 0, r.stderr[-2000:]
     assert snapshot(tmp) == before and (tmp / "notes.txt").read_text() == "PRECIOUS"
+
+
+PROBE = ["probe", "run", "--corpus", "c.txt", "--tokens", "256", "--seq-len", "32"]
+
+
+@pytest.mark.xfail(strict=True, reason="finding: probe --out L, L a link to an empty folder, writes through it")
+def test_probe_refuses_an_out_folder_that_is_a_link(trained, tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "p").symlink_to(tmp_path / "elsewhere")
+    r = cli(*PROBE, "--out", str(tmp_path / "p"), where=trained)
+    assert os.listdir(tmp_path / "elsewhere") == []
+    assert "link" in assert_refused(r).replace(str(tmp_path), "")  # the folder's own name has no say
+
+
+@pytest.mark.xfail(strict=True, reason="finding: probe --out a dangling link says only 'File exists: p'")
+def test_probe_to_a_dangling_link_names_the_link(trained, tmp_path):
+    (tmp_path / "p").symlink_to(tmp_path / "nowhere")
+    r = cli(*PROBE, "--out", str(tmp_path / "p"), where=trained)
+    assert sorted(os.listdir(tmp_path)) == ["p"] and (tmp_path / "p").is_symlink()
+    assert "link" in assert_refused(r).replace(str(tmp_path), "")  # the folder's own name has no say
+
+
+def test_probe_into_a_file_or_a_foreign_folder_keeps_them(trained, tmp_path):
+    (tmp_path / "f").write_text("X")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "mine.txt").write_text("M")
+    before = snapshot(tmp_path)
+    line = assert_refused(cli(*PROBE, "--out", str(tmp_path / "f"), where=trained)).replace(str(tmp_path), "")
+    assert "is a file" in line
+    line = assert_refused(cli(*PROBE, "--out", str(tmp_path / "d"), "--overwrite", where=trained))
+    assert "not a probe" in line.replace(str(tmp_path), "")
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize("value", ["nan", "0", "1e999", "-5", "10s", "0x10", "600.0000001"])

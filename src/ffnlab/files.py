@@ -223,9 +223,9 @@ def remove_marked(folder: str | Path, root: str | Path) -> None:
 
 def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: str | None = None) -> list[Path]:
     """Remove what a killed write left in ``folder``: temporary and renamed-aside folders that carry
-    ffnlab's marker (of a process no longer running), and empty temporary folders (killed before
-    the marker was written); with ``hint``, only temporary folders made for that name. Anything
-    else, whatever its name, is left alone."""
+    ffnlab's marker (of a process no longer running), and temporary folders empty but for an empty
+    marker file (killed before or while the marker was written); with ``hint``, only temporary
+    folders made for that name. Anything else, whatever its name, is left alone."""
     folder = Path(folder)
     prefixes = (f"{TEMP_PREFIX}{hint[:80]}-",) if hint else (TEMP_PREFIX, OLD_PREFIX)
     if not folder.is_dir():
@@ -244,9 +244,21 @@ def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: st
         named = _NAME_PID.search(p.name)
         if p.name.startswith(TEMP_PREFIX) and named and _pid_gone(int(named.group(1))):
             with contextlib.suppress(OSError):
+                if _empty_marker_only(p):  # killed between opening the marker and writing it
+                    (p / MARK).unlink()
                 p.rmdir()  # empty (rmdir refuses otherwise): killed between the folder and its marker
                 found.append(p)
     return found
+
+
+def _empty_marker_only(folder: Path) -> bool:
+    """Whether ``folder`` holds nothing but an empty regular marker file (what :func:`new_temp_dir`
+    leaves when killed between creating its marker and writing it)."""
+    entries = list(folder.iterdir())
+    if [e.name for e in entries] != [MARK]:
+        return False
+    st = os.lstat(folder / MARK)
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
 def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None = None,
@@ -399,6 +411,16 @@ FORMATS = {".json": "JSON", ".yaml": "YAML", ".yml": "YAML", ".toml": "TOML"}
 
 def _fail(message: str) -> FfnlabError:
     return FfnlabError(message)
+
+
+def expand_user(path: str | Path) -> Path:
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would; an unknown user (or
+    no home folder) is one :class:`ffnlab.errors.FfnlabError` line, not pathlib's RuntimeError."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:
+        head = str(path).split(os.sep, 1)[0]
+        raise _fail(f"cannot expand {head!r} in {str(path)[:200]!r}: no such user or home folder") from None
 
 
 def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT_BYTES) -> str:

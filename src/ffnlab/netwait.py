@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -103,6 +104,7 @@ def bounded(what: str) -> Iterator[Wait]:
     """Run one network call (``what``: e.g. ``org/name config.json``) as described in the module
     docstring; a failure of the wait becomes one :class:`ffnlab.errors.FfnlabError` line."""
     global _current
+    check_endpoint()
     install()
     wait = Wait(what, timeout())
     outer, _current = _current, wait
@@ -163,9 +165,38 @@ def _http() -> Any:
     return getattr(hf_http, "httpx2", None) or getattr(hf_http, "httpx")  # noqa: B009
 
 
+def redact(url: Any) -> str:
+    """``url`` with any user name and password (``http://user:secret@host``) left out."""
+    return re.sub(r"//[^/@]*@", "//", str(url))
+
+
 def host_of(url: Any) -> str:
-    parts = urlsplit(str(url))
-    return parts.netloc or str(url)
+    """The host (and port) ``url`` names, never its user name or password."""
+    try:
+        parts = urlsplit(str(url))
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return redact(url)
+    if not host:
+        return redact(url)
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else host
+
+
+def check_endpoint() -> None:
+    """Refuse an ``HF_ENDPOINT`` that is not an http(s) URL with a host, in one line (before
+    ``huggingface_hub`` parses it and raises its own ValueError), its password left out."""
+    raw = os.environ.get("HF_ENDPOINT")
+    if not raw:
+        return
+    try:
+        parts = urlsplit(raw)
+        _ = parts.port  # a port that is not a number raises here
+    except ValueError as e:
+        raise FfnlabError(f"HF_ENDPOINT {redact(raw)[:200]!r} is not a URL ({e})") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise FfnlabError(f"HF_ENDPOINT {redact(raw)[:200]!r} is not a Hub URL: the protocol must be http or "
+                          "https, followed by a host")
 
 
 class BoundedTransport:

@@ -38,7 +38,7 @@ files left:
   Retry-After, a bare 404, truncated JSON, NaN in JSON, an escape in X-Error-Message, a
   Content-Length of -1 and of 10**15, a commit of ``../../../../etc``, a body that is not gzip.
 
-Findings (each an xfail below; 9 root causes):
+Findings (9 root causes; each was a strict xfail below until mended, as said after the list):
 
 1. ``plan --head-dims 64,64``: every candidate shape is listed twice, and the bound on the work
    (MAX_PLAN_SHAPES, checked on the *set* of head sizes) does not bound the search, which runs
@@ -77,6 +77,16 @@ case-insensitive file system); a commit header of ``../../../../etc`` is refused
 Hub id" (one line, nothing written outside the cache). Everything else: one ``error:`` line and
 exit 2 writing nothing, strict JSON, no link followed, no tag executed, a killed export's
 temporary removed by the next export.
+
+Mended since (the tests below are plain tests now): plan tries each head size once; a serving
+launch line is read as every user file is (``files.read_text``: a FIFO or folder refused unread,
+non-UTF-8 in one line) and quotes values abridged; a trainer launch config is checked as the
+flags are before its "used" lines print; ``~user`` is expanded in one place
+(``files.expand_user``), an unknown user one line; HF_ENDPOINT is checked before the library
+parses it and printed without its user name or password; the library's disk-space warning is
+silenced and a file it refuses to download is "cannot fetch", not "not a valid Hub id"; a killed
+export's temporary holding only an empty marker is removed by the next run; ``probe --out`` refuses
+a link, as ``train`` and ``sweep`` do.
 """
 
 from __future__ import annotations
@@ -128,7 +138,6 @@ def _one_error_line(p: subprocess.CompletedProcess) -> str:
 
 # -- findings -----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="finding: plan lists each shape once per repeated --head-dims entry")
 def test_plan_lists_each_shape_once_when_a_head_size_is_repeated(tmp_path):
     once = cli("plan", "125M", "--head-dims", "64", "--json", where=tmp_path)
     twice = cli("plan", "125M", "--head-dims", "64,64", "--json", where=tmp_path)
@@ -138,8 +147,6 @@ def test_plan_lists_each_shape_once_when_a_head_size_is_repeated(tmp_path):
     assert _strict(twice.stdout) == _strict(once.stdout)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: the plan search bound counts distinct head sizes, the "
-                   "search runs once per given one (5,001 copies: 449 s)")
 def test_plan_work_is_bounded_by_its_shape_limit_whatever_the_head_list(tmp_path, monkeypatch):
     import ffnlab.sizing.plan as plan
     from ffnlab.cli.sizing import MAX_PLAN_SHAPES
@@ -152,14 +159,12 @@ def test_plan_work_is_bounded_by_its_shape_limit_whatever_the_head_list(tmp_path
     assert len(calls) <= 2 * MAX_PLAN_SHAPES, len(calls)  # two measurements per (d_model, head size)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a serving launch line that is not UTF-8 is a traceback")
 def test_a_serving_launch_line_not_in_utf8_is_one_error_line(tmp_path):
     (tmp_path / "serve.sh").write_bytes(b"\xff\xfevllm serve gpt2\n")
     p = _subprocess(["fit", "gpt2", "--gpus", "1", "--mode", "serve", "--engine-config", "serve.sh"], tmp_path)
     _one_error_line(p)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a serving launch line's 5,000-digit number is quoted whole")
 def test_a_serving_launch_line_with_a_5000_digit_number_is_a_short_line(tmp_path):
     (tmp_path / "serve.sh").write_text("vllm serve gpt2 --max-model-len " + "9" * 5000 + "\n")
     line = assert_refused(cli("fit", "gpt2", "--gpus", "1", "--mode", "serve", "--engine-config", "serve.sh",
@@ -167,7 +172,6 @@ def test_a_serving_launch_line_with_a_5000_digit_number_is_a_short_line(tmp_path
     assert len(line) < 1000, len(line)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a FIFO given as a serving launch line is read forever")
 def test_a_fifo_as_a_serving_launch_line_is_refused(tmp_path):
     os.mkfifo(tmp_path / "serve.sh")
     try:  # a guard against the hang, not a timing: the refusal needs no reading at all
@@ -184,8 +188,6 @@ def test_a_fifo_as_a_trainer_launch_config_is_refused(tmp_path):
     assert "not a file" in _one_error_line(p)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a refused launch config prints what it used before the error "
-                   "(3 lines)")
 @pytest.mark.parametrize("command", [["size", "--d-model", "256", "--ratio", "4", "--n-layers", "2"],
                                      ["fit", "gpt2", "--gpus", "1"]])
 def test_a_trainer_launch_config_past_the_bounds_is_one_line(tmp_path, command):
@@ -193,7 +195,6 @@ def test_a_trainer_launch_config_past_the_bounds_is_one_line(tmp_path, command):
     assert_refused(cli(*command, "--engine-config", "t.toml", where=tmp_path), "seq-len")
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a path under ~unknown-user is a RuntimeError traceback")
 @pytest.mark.parametrize("argv", [["audit", f"{NO_USER}/config.json"], ["size", "--from", f"{NO_USER}/config.json"],
                                   ["train", "--corpus", f"{NO_USER}/c.txt", "--out", "run", *TINY],
                                   ["probe", f"{NO_USER}/run", "--corpus", "c.txt"]],
@@ -205,7 +206,6 @@ def test_a_path_under_an_unknown_users_home_is_one_error_line(tmp_path, argv):
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="finding: FFNLAB_CACHE under ~unknown-user is a RuntimeError traceback")
 def test_a_cache_under_an_unknown_users_home_is_one_error_line(tmp_path):
     _corpus(tmp_path)
     _one_error_line(_subprocess(["train", "--corpus", "c.txt", "--out", "run", *TINY], tmp_path,
@@ -217,12 +217,10 @@ def _hub_call(url: str, home: Path, *args: str) -> subprocess.CompletedProcess:
     return ffnlab(url, home, "audit", "org/tiny", "--timeout", "2", *args)
 
 
-@pytest.mark.xfail(strict=True, reason="finding: HF_ENDPOINT http://[::1 is a ValueError traceback")
 def test_a_broken_hub_endpoint_is_one_error_line(tmp_path):
     error_line(_hub_call("http://[::1", tmp_path / "hf"))
 
 
-@pytest.mark.xfail(strict=True, reason="finding: the error line prints HF_ENDPOINT's password")
 def test_a_hub_endpoint_password_is_not_printed(tmp_path):
     line = error_line(_hub_call("http://ffnuser:s3cret@127.0.0.1:1", tmp_path / "hf"))
     assert "cannot connect" in line
@@ -277,8 +275,6 @@ COMMIT = "a" * 40
 CONFIG = json.dumps(LLAMA).encode()
 
 
-@pytest.mark.xfail(strict=True, reason="finding: a 10**15-byte Content-Length leaks huggingface_hub's warning and "
-                   "is called an invalid Hub id")
 def test_a_hub_announcing_a_huge_file_is_one_line_that_says_so(tmp_path):
     def huge(h, with_body):
         _send(h, 200, {"X-Repo-Commit": COMMIT, "ETag": '"e3"'}, CONFIG, with_body, length=10**15)
@@ -431,8 +427,6 @@ def _left_by_a_kill(parent: Path, marker: str | None, *extra: str) -> Path:
     return tmp
 
 
-@pytest.mark.xfail(strict=True, reason="finding: an export killed between opening and writing its marker leaves "
-                   "a temporary no later export removes")
 def test_a_temporary_killed_before_its_marker_was_written_is_removed_by_the_next_export(trained, tmp_path):
     """Seen twice in 11 exports killed (SIGKILL) as their first entry appeared: the temporary held
     an empty .ffnlab-owned; the next export succeeded and left it there for good."""
@@ -480,7 +474,6 @@ def test_a_temporary_named_like_ffnlabs_but_holding_a_foreign_file_is_kept(train
 PROBE = ["probe", "run", "--corpus", "c.txt", "--tokens", "256", "--seq-len", "32"]
 
 
-@pytest.mark.xfail(strict=True, reason="finding: probe --out L, L a link to an empty folder, writes through it")
 def test_probe_refuses_an_out_folder_that_is_a_link(trained, tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "p").symlink_to(tmp_path / "elsewhere")
@@ -489,7 +482,6 @@ def test_probe_refuses_an_out_folder_that_is_a_link(trained, tmp_path):
     assert "link" in assert_refused(r).replace(str(tmp_path), "")  # the folder's own name has no say
 
 
-@pytest.mark.xfail(strict=True, reason="finding: probe --out a dangling link says only 'File exists: p'")
 def test_probe_to_a_dangling_link_names_the_link(trained, tmp_path):
     (tmp_path / "p").symlink_to(tmp_path / "nowhere")
     r = cli(*PROBE, "--out", str(tmp_path / "p"), where=trained)

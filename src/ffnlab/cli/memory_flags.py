@@ -354,6 +354,12 @@ def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dty
     else:
         changes["engine"] = cfg.engine
     mem = replace(mem, **changes, given=mem.given | (set(changes) - {"engine"}))
+    # the settings checked as the flags are before anything is said of them: a refused value is the
+    # one error line, not the third line after what was "used"
+    from ffnlab.sizing.memory.workload import check_seq_len
+
+    check_seq_len(seq_len)
+    mem.workload(seq_len=seq_len, dtype=dtype, finetune=False)
     used = "; ".join(f"{k} = {v} ({what})" for k, v, what in cfg.used) or "no key ffnlab reads"
     print(f"engine config {path}: {cfg.title}, engine {cfg.engine}", file=sys.stderr)
     print(f"  used: {used}", file=sys.stderr)

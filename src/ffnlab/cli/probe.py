@@ -19,7 +19,9 @@ def check_probe_folder(folder: Path, overwrite: bool) -> bool:
     """Whether ``folder`` holds an earlier probe that this one replaces; refuses a folder with an
     earlier probe unless ``overwrite``, and a folder with anything else in it."""
     from ffnlab.errors import require
+    from ffnlab.files import refuse_link
 
+    refuse_link(folder, "the probe folder")  # a link (dangling or not) is never written through
     if not folder.exists():
         return False
     require(folder.is_dir(), f"{folder} is a file; choose a folder for the probe (--out)")

@@ -14,6 +14,7 @@ import typer
 
 from ffnlab.cli.memory_view import note
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import read_text
 from ffnlab.render import gib
 from ffnlab.sizing.serving_engines import EngineKnobs
 from ffnlab.validation import integer, number
@@ -64,8 +65,8 @@ class EngineFlags:
         base: dict[str, Any] = {}
         if self.engine_config is not None:
             path = Path(self.engine_config)
-            try:
-                text = path.read_text()
+            try:  # a FIFO or folder refused unread, a non-UTF-8 file in one line
+                text = read_text(path, "--engine-config launch line")
             except OSError as e:
                 raise FfnlabError(f"--engine-config: cannot read {self.engine_config}: {e.strerror}") from None
             cmd = read_engine_command(text)

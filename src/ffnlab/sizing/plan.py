@@ -124,7 +124,7 @@ def plan(
         hi = math.floor(d / aspect_band[0])
         if hi < lo:
             continue
-        for hd in head_dims:
+        for hd in dict.fromkeys(head_dims):  # a size given twice is tried once
             if d % hd or (d // hd) % kv_groups:
                 continue
             n_heads = d // hd

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import GIB
+from ffnlab.validation import show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -55,11 +56,12 @@ def engine_profile(spec: str) -> tuple[str, str, dict[str, Any]]:
     name, _, version = spec.partition("@")
     engines: dict[str, Any] = _data()["engines"]
     if name.lower() not in engines:
-        raise FfnlabError(f"unknown serving engine {name!r}: choose one of {', '.join(engines)}")
+        raise FfnlabError(f"unknown serving engine {show(name)}: choose one of {', '.join(engines)}")
     eng = engines[name.lower()]
     version = version or eng["default"]
     if version not in eng["versions"]:
-        raise FfnlabError(f"{eng['display']} has no profile {version!r}: choose one of {', '.join(eng['versions'])}")
+        raise FfnlabError(f"{eng['display']} has no profile {show(version)}: choose one of "
+                          f"{', '.join(eng['versions'])}")
     return name.lower(), version, dict(eng["versions"][version])
 
 
@@ -146,7 +148,7 @@ def llamacpp_cache(cfg: ModelConfig, *, n_ctx: int, n_seq: int = 1, type_k: str 
     _, _, prof = engine_profile(f"llama.cpp@{version}" if version else "llama.cpp")
     sizes = prof["type_bytes"]
     for t, flag in ((type_k, "--cache-type-k"), (type_v, "--cache-type-v")):
-        require(t in sizes, f"{flag} must be one of {', '.join(sizes)}, got {t!r}")
+        require(t in sizes, f"{flag} must be one of {', '.join(sizes)}, got {show(t)}")
     require(n_ctx >= 1 and n_seq >= 1, "n_ctx and n_seq must be >= 1")
     require(not cfg.is_mla, "llama.cpp's MLA cache is not modelled")
     ubatch = n_ubatch or prof["n_ubatch"]
@@ -382,7 +384,7 @@ def read_engine_command(text: str) -> EngineCommand:
             else:
                 values[knob] = int(str(value))
         except ValueError:
-            raise FfnlabError(f"--engine-config: {flag} needs a number, got {value!r}") from None
+            raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
         used.append(flag if knob == "enforce_eager" else f"{flag} {value}")
     return EngineCommand(engine=engine, knobs=EngineKnobs(**values), used=tuple(used), ignored=tuple(ignored),
                          model=model)

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import expand_user
 from ffnlab.training.wikitext import PROTOCOLS, Documents, byte_count, detokenize, word_count
 
 DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -149,7 +150,7 @@ def load_model(target: str, *, device: str = "auto", dtype: str = "auto") -> Loa
     from ffnlab.sizing.hf.hub import fetch_model, hub_id
 
     require(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    path = Path(target).expanduser()
+    path = expand_user(target)
     hid = None if path.exists() else hub_id(target)
     if hid is not None:
         folder = fetch_model(hid)

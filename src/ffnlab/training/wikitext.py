@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import expand_user
 
 PROTOCOLS = ("documents", "strided", "both")  # ffnlab perplexity --protocol (training/perplexity.py)
 DEFAULT_DATASET = "EleutherAI/wikitext_document_level"
@@ -109,7 +109,7 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
 
     import datasets
 
-    path = Path(dataset).expanduser()
+    path = expand_user(dataset)
     if path.exists():
         datasets.disable_progress_bars()  # a local file: no download to show
         require(path.is_file(), f"--dataset {dataset}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")

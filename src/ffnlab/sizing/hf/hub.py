@@ -20,11 +20,14 @@ from __future__ import annotations
 import json
 import logging
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import expand_user
+from ffnlab.netwait import redact
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -54,7 +57,7 @@ def hub_id(target: str) -> HubId | None:
     never looked up on the Hub)."""
     from ffnlab.sizing.zoo import is_zoo_name
 
-    if is_zoo_name(target) or Path(target).expanduser().exists() or target.endswith(".json"):
+    if is_zoo_name(target) or expand_user(target).exists() or target.endswith(".json"):
         return None
     if Path(target.split("/", 1)[0]).is_dir():  # runs/missing: a local path with a typo, not a Hub id
         return None
@@ -139,7 +142,9 @@ def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any)
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity(logging.ERROR)  # its retry warnings would break the one-error-line contract
     try:
-        return Path(hf_hub_download(target.repo, filename, revision=target.revision))
+        with warnings.catch_warnings():  # its disk-space warning would break the one-error-line contract
+            warnings.simplefilter("ignore", UserWarning)
+            return Path(hf_hub_download(target.repo, filename, revision=target.revision))
     except errors.GatedRepoError:
         raise FfnlabError(f"{target.repo} is gated: accept its terms on its Hub page, then {AUTH_HINT}") from None
     except errors.RepositoryNotFoundError:
@@ -164,11 +169,13 @@ def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any)
             raise FfnlabError(f"the Hub refused {target.label} ({status}): {AUTH_HINT}") from None
         raise FfnlabError(f"the Hub answered {status or 'an error'} for {target.label} {filename}: "
                           f"{_line(e)}") from None
-    except ValueError as e:  # HFValidationError: a repo id or revision the Hub does not accept
+    except errors.HFValidationError as e:  # a repo id or revision the Hub does not accept
         raise FfnlabError(f"{target.label} is not a valid Hub id: {_line(e)}") from None
+    except ValueError as e:  # the library's refusal of what the server announced (a file too large)
+        raise FfnlabError(f"cannot fetch {target.label} {filename}: {_line(e)}") from None
     except Exception as e:  # proxy and TLS failures of the HTTP client: the user's network
         if type(e).__name__ == "TooManyRedirects":  # httpx's: a redirect loop, not the network
-            raise FfnlabError(f"the Hub at {constants.ENDPOINT} redirected {target.label} {filename} again and "
+            raise FfnlabError(f"the Hub at {redact(constants.ENDPOINT)} redirected {target.label} {filename} again and "
                               "again (a redirect loop): check HF_ENDPOINT or the proxy") from None
         raise FfnlabError(f"cannot fetch {target.label} {filename}: {_line(e)}") from None
     finally:
@@ -186,12 +193,12 @@ def _not_cached(target: HubId, filename: str, constants: Any, status: int | None
     if constants.HF_HUB_OFFLINE:
         return FfnlabError(f"HF_HUB_OFFLINE is set and {where}; unset HF_HUB_OFFLINE to download it")
     if isinstance(status, int):  # it was reached: say what it answered, not that it could not be
-        return FfnlabError(f"the Hub at {constants.ENDPOINT} answered {status} for {target.label} {filename} "
+        return FfnlabError(f"the Hub at {redact(constants.ENDPOINT)} answered {status} for {target.label} {filename} "
                            f"(no repo, revision or file named in the answer: check HF_ENDPOINT) and {where}")
     if answered is not None:  # reached, but its answer was no file: no error status, no commit or ETag
-        return FfnlabError(f"the Hub at {constants.ENDPOINT} answered {answered} for {target.label} {filename} "
+        return FfnlabError(f"the Hub at {redact(constants.ENDPOINT)} answered {answered} for {target.label} {filename} "
                            f"without the file or its Hub headers (commit, ETag): check HF_ENDPOINT; {where}")
-    return FfnlabError(f"cannot reach the Hub at {constants.ENDPOINT} and {where}")
+    return FfnlabError(f"cannot reach the Hub at {redact(constants.ENDPOINT)} and {where}")
 
 
 def _line(e: BaseException) -> str:

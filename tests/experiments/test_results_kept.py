@@ -1,11 +1,18 @@
 """The reports kept under docs/results/ are what their data says: every final-loss figure a kept
 report states recomputes from the per-run losses in its runs.csv, and a report that keeps its runs
-(runs/RUN/summary.json and metrics.jsonl) rebuilds from its own folder to the same claims."""
+(runs/RUN/summary.json and metrics.jsonl) rebuilds from its own folder to the same claims.
+
+A full rebuild costs 10 to 60 s of one core (the trend bootstraps), so ``make test`` rebuilds one
+report that keeps its runs, a different one each day or CI run (``FFNLAB_KEPT_SEED``), beside the
+cheap recomputations of every report; ``FFNLAB_KEPT_REBUILD=all`` rebuilds them all."""
 
 from __future__ import annotations
 
 import csv
+import datetime
 import json
+import os
+import random
 import re
 from pathlib import Path
 
@@ -146,7 +153,28 @@ def test_trend_claims_recompute_from_runs_csv_and_arms_csv(folder):
             assert "too few cells with a minimum to compare" in kept["evidence"]
 
 
-@pytest.mark.parametrize("folder", [p for p in KEPT if (p / "runs").is_dir()], ids=lambda p: p.name)
+def _rebuilt_today() -> list[Path]:
+    keeps_runs = [p for p in KEPT if (p / "runs").is_dir()]
+    if os.environ.get("FFNLAB_KEPT_REBUILD") == "all" or not keeps_runs:
+        return keeps_runs
+    seed = os.environ.get("FFNLAB_KEPT_SEED") or os.environ.get("GITHUB_RUN_NUMBER") or \
+        datetime.date.today().isoformat()
+    return [random.Random(seed).choice(keeps_runs)]
+
+
+def test_the_rotation_reaches_every_report_that_keeps_its_runs(monkeypatch):
+    keeps_runs = {p for p in KEPT if (p / "runs").is_dir()}
+    assert len(keeps_runs) >= 3
+    seen = set()
+    for day in range(200):
+        monkeypatch.setenv("FFNLAB_KEPT_SEED", str(day))
+        seen.update(_rebuilt_today())
+    assert seen == keeps_runs
+    monkeypatch.setenv("FFNLAB_KEPT_REBUILD", "all")
+    assert set(_rebuilt_today()) == keeps_runs
+
+
+@pytest.mark.parametrize("folder", _rebuilt_today(), ids=lambda p: p.name)
 def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_path):
     from ffnlab.experiments.reporting.report import write_report
 

@@ -40,6 +40,28 @@ MICRO = {
 }
 
 
+@pytest.fixture(scope="module")
+def finished_micro(tmp_path_factory) -> tuple[Path, Path]:
+    """The micro sweep trained once per test process (``--no-report``), for the tests that start from
+    a finished sweep: each works on its own copy (:func:`copy_of`)."""
+    base = tmp_path_factory.mktemp("finished-micro")
+    spec = json.loads(json.dumps(MICRO))
+    spec["base"]["data"]["cache_dir"] = str(tmp_path_factory.getbasetemp() / "sweep_cache")
+    path, out = base / "micro.yaml", base / "sweep"
+    path.write_text(yaml.safe_dump(spec))
+    p = run("sweep", str(path), "--out", str(out), "--no-report")
+    assert p.returncode == 0, p.stderr[-2000:]
+    return path, out
+
+
+def copy_of(finished: tuple[Path, Path], where: Path) -> tuple[Path, Path]:
+    """A copy of the finished micro sweep and its spec under ``where`` (a sweep folder may move)."""
+    spec, out = where / "micro.yaml", where / "sweep"
+    shutil.copyfile(finished[0], spec)
+    shutil.copytree(finished[1], out, symlinks=True)
+    return spec, out
+
+
 @pytest.fixture
 def micro_spec(tmp_path, tmp_path_factory) -> Path:
     spec = json.loads(json.dumps(MICRO))
@@ -164,8 +186,8 @@ def test_bad_specs(tmp_path, bad, fragment):
     assert_usage_error(run("sweep", str(path), "--out", str(tmp_path / "s")), fragment)
 
 
-def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, micro_spec):
-    out = tmp_path / "sweep"
+def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, finished_micro):
+    micro_spec, out = copy_of(finished_micro, tmp_path)  # trained (by the fixture), not yet reported
     p = run("sweep", str(micro_spec), "--out", str(out))
     assert p.returncode == 0, p.stderr[-2000:]
     rep = out / "report"
@@ -275,8 +297,9 @@ def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]
 
 def test_sweep_resumes_after_being_killed(tmp_path, micro_spec):
     spec = yaml.safe_load(micro_spec.read_text())
-    spec["base"]["train"]["max_steps"] = 60
-    spec["base"]["train"]["checkpoint_every"] = 10
+    # long enough that a run is still training after its first checkpoint when the watcher wakes
+    spec["base"]["train"]["max_steps"] = 24
+    spec["base"]["train"]["checkpoint_every"] = 6
     micro_spec.write_text(yaml.safe_dump(spec))
     out = tmp_path / "sweep"
 
@@ -303,7 +326,7 @@ def test_sweep_resumes_after_being_killed(tmp_path, micro_spec):
         wait_for_lock(folder)
     finished = {f.parent.name: f.read_bytes() for f in (out / "runs").glob("*/summary.json")}
     assert set(finished) == done_at_kill and 1 <= len(finished) < 4
-    p = run("sweep", str(micro_spec), "--out", str(out))
+    p = run("sweep", str(micro_spec), "--out", str(out), "--no-report")
     assert p.returncode == 0, p.stderr[-2000:]
     for name, data in finished.items():  # nothing finished was rerun or overwritten
         assert (out / "runs" / name / "summary.json").read_bytes() == data
@@ -311,9 +334,8 @@ def test_sweep_resumes_after_being_killed(tmp_path, micro_spec):
     assert f"{4 - len(finished)} run(s) trained" in p.stdout
 
 
-def test_a_different_spec_cannot_reuse_a_sweep_folder(tmp_path, micro_spec):
-    out = tmp_path / "sweep"
-    assert run("sweep", str(micro_spec), "--out", str(out), "--no-report").returncode == 0
+def test_a_different_spec_cannot_reuse_a_sweep_folder(tmp_path, finished_micro):
+    micro_spec, out = copy_of(finished_micro, tmp_path)
     spec = yaml.safe_load(micro_spec.read_text())
     spec["seeds"] = [0, 1, 2]
     micro_spec.write_text(yaml.safe_dump(spec))
@@ -330,10 +352,9 @@ def test_a_different_spec_cannot_reuse_a_sweep_folder(tmp_path, micro_spec):
     assert (foreign / "notes.txt").read_text() == "keep me"
 
 
-def test_a_folder_from_an_older_ffnlab_still_resumes(tmp_path, micro_spec):
+def test_a_folder_from_an_older_ffnlab_still_resumes(tmp_path, finished_micro):
     """sweep.json written before the spec gained comparisons/margin/scales: same sweep, nothing retrained."""
-    out = tmp_path / "sweep"
-    assert run("sweep", str(micro_spec), "--out", str(out), "--no-report").returncode == 0
+    micro_spec, out = copy_of(finished_micro, tmp_path)
     record = json.loads((out / "sweep.json").read_text())
     for key in ("comparisons", "margin", "scales"):
         record["spec"].pop(key)

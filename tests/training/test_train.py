@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_inproc import run_cli
 from cli_run import assert_usage_error, run
 from fswait import watching
 
@@ -30,6 +32,19 @@ def cache_dir(tmp_path_factory) -> str:
 
 def train_args(out: Path, cache_dir: str, *extra: str) -> list[str]:
     return ["train", "--out", str(out), *sets(*TINY, f"data.cache_dir={cache_dir}", *extra)]
+
+
+CHECKPOINTED = ("train.max_steps=4", "train.checkpoint_every=2")
+
+
+@pytest.fixture(scope="module")
+def checkpointed_run(tmp_path_factory, cache_dir) -> Path:
+    """A tiny run with two checkpoints (:data:`CHECKPOINTED`), trained once per test process: the
+    tests that damage or resume one work on their own copy (a run folder may move)."""
+    out = tmp_path_factory.mktemp("checkpointed") / "run"
+    p = run(*train_args(out, cache_dir, *CHECKPOINTED))
+    assert p.returncode == 0, p.stderr
+    return out
 
 
 def records(run_dir: Path, kind: str) -> list[dict]:
@@ -135,12 +150,12 @@ def test_gradient_accumulation_matches_the_larger_batch(tmp_path, cache_dir):
     ["model.ffn.kind=swiglu", "model.norm=layernorm", "model.positions=rope"],  # StableLM (the presets' layout)
     ["model.ffn.n_experts=2", "model.ffn.top_k=1"],  # Mixtral
 ])
-def test_export_round_trip_same_logits(tmp_path, cache_dir, arch):
+def test_export_round_trip_same_logits(tmp_path, cache_dir, capsys, arch):
     transformers = pytest.importorskip("transformers")
     out, hf = tmp_path / "run", tmp_path / "hf"
     p = run(*train_args(out, cache_dir, "train.max_steps=3", *arch))
     assert p.returncode == 0, p.stderr
-    p = run("export", str(out), "--hf", str(hf))
+    p = run_cli(capsys, "export", str(out), "--hf", str(hf))  # in this process: torch and transformers are loaded
     assert p.returncode == 0, p.stderr
     from ffnlab.training.export import load_run_model
 
@@ -150,7 +165,7 @@ def test_export_round_trip_same_logits(tmp_path, cache_dir, arch):
     with torch.no_grad():
         diff = (ours(idx)[0] - theirs(idx).logits).abs().max().item()
     assert diff < 1e-4
-    assert_usage_error(run("export", str(out), "--hf", str(hf)), "not empty")  # never overwrites
+    assert_usage_error(run_cli(capsys, "export", str(out), "--hf", str(hf)), "not empty")  # never overwrites
 
 
 def test_unexportable_model_is_refused_before_anything_is_written(tmp_path, cache_dir):
@@ -197,11 +212,9 @@ def test_resume_reuses_the_saved_config(tmp_path, cache_dir):
     steps = ["train.max_steps=6", "train.checkpoint_every=3", "train.eval_every=3", "train.keep_last=3",
              "train.log_every=1"]
     full, cut = tmp_path / "full", tmp_path / "cut"
-    for folder in (full, cut):
-        p = run(*train_args(folder, cache_dir, *steps))
-        assert p.returncode == 0, p.stderr
-    import shutil
-
+    p = run(*train_args(full, cache_dir, *steps))
+    assert p.returncode == 0, p.stderr
+    shutil.copytree(full, cut, symlinks=True)  # the same run, moved: then cut back to its step-3 checkpoint
     shutil.rmtree(cut / "checkpoints" / "step-0000006")  # as if stopped after the step-3 checkpoint
     (cut / "summary.json").unlink()
     p = run("train", "--out", str(cut), "--resume")  # nothing retyped
@@ -278,9 +291,9 @@ def test_missing_hf_dataset_exits_2(tmp_path, cache_dir):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "pickle", "delete"])
-def test_corrupt_or_pickled_checkpoint_exits_2_and_keeps_files(tmp_path, cache_dir, damage):
+def test_corrupt_or_pickled_checkpoint_exits_2_and_keeps_files(tmp_path, cache_dir, capsys, checkpointed_run, damage):
     out = tmp_path / "run"
-    assert run(*train_args(out, cache_dir, "train.max_steps=4", "train.checkpoint_every=2")).returncode == 0
+    shutil.copytree(checkpointed_run, out, symlinks=True)
     ckpt = sorted((out / "checkpoints").glob("step-*"))[-1]
     target = ckpt / "model.safetensors"
     if damage == "truncate":
@@ -290,10 +303,10 @@ def test_corrupt_or_pickled_checkpoint_exits_2_and_keeps_files(tmp_path, cache_d
     else:
         target.unlink()
     snapshot = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    p = run(*train_args(out, cache_dir, "train.max_steps=4", "train.checkpoint_every=2"), "--resume")
+    p = run(*train_args(out, cache_dir, *CHECKPOINTED), "--resume")
     assert_usage_error(p, "checkpoint")
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == snapshot
-    assert_usage_error(run("export", str(out), "--hf", str(tmp_path / "hf")), "checkpoint")
+    assert_usage_error(run_cli(capsys, "export", str(out), "--hf", str(tmp_path / "hf")), "checkpoint")
 
 
 def test_non_finite_loss_stops_with_clear_message(tmp_path, cache_dir):

@@ -1,7 +1,7 @@
 """A sixth adversarial pass over the CLI's promises, by someone who wrote none of the fixes it
 checks, aimed at the edges of what the fifth pass mended; inputs new to the suite, kept as tests.
 
-The pass threw about 150 inputs, each a call of the CLI (a subprocess, or in-process), recording
+The pass threw about 160 inputs, each a call of the CLI (a subprocess, or in-process), recording
 exit status, stderr lines, traceback, strict JSON, the files left and a fake Hub's log:
 
 * ``~`` (34): ``~`` alone to ``--plot`` and ``audit``; ``~/x`` with HOME unset, HOME empty and
@@ -21,6 +21,9 @@ exit status, stderr lines, traceback, strict JSON, the files left and a fake Hub
 * ``plan --head-dims`` (3): 100 and 5,000 distinct sizes.
 * folders (12): ``report`` on a file, ``report --out`` a file and a link to a folder elsewhere, a
   sweep folder whose ``runs/`` is a link, ``verify --out`` a link and a file.
+* ``export --hf`` (12): a link, a file, the run, ``.``, run/checkpoints, each with and without
+  --overwrite; an earlier export holding a foreign file, named ``hf/`` and ``run/../hf``, and one whose
+  model.safetensors is a link out.
 * ``generate`` (10): an empty and a NUL prompt, --tokens 0 and 10**8, --top-k 0 and 100,000,
   --checkpoint ``../../etc`` and a missing one, --temperature 1e-320, an exported folder.
 * ``perplexity --dataset`` local files (24): a .txt and a .raw not UTF-8, an empty file, a FIFO, a
@@ -473,3 +476,23 @@ def test_perplexity_of_an_empty_text_or_a_fifo_is_one_line(exported, tmp_path):
     p = _subprocess(["perplexity", str(exported), "--dataset", "fifo.txt"], tmp_path, timeout=120,
                     HF_HOME=str(tmp_path / "hfhome"), HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1")
     assert "give a file" in _one_error_line(p)
+
+
+@pytest.mark.parametrize("target", ["run", ".", "run/checkpoints", "hffile"])
+def test_export_overwrite_leaves_a_folder_that_is_no_export_alone(trained, tmp_path, target):
+    work = _copy_run(trained, tmp_path / "work")
+    (work / "hffile").write_text("MINE")
+    before = snapshot(work)
+    assert_refused(cli("export", "run", "--hf", target, "--overwrite", where=work))
+    assert snapshot(work) == before
+
+
+def test_export_overwrite_of_an_export_holding_a_link_leaves_the_link_and_its_target(trained, tmp_path):
+    work = _copy_run(trained, tmp_path / "work")
+    assert cli("export", "run", "--hf", "hf", where=work).code == 0
+    (tmp_path / "outside.bin").write_text("PRECIOUS")
+    (work / "hf" / "model.safetensors").unlink()
+    (work / "hf" / "model.safetensors").symlink_to(tmp_path / "outside.bin")
+    before = snapshot(tmp_path)
+    assert_refused(cli("export", "run", "--hf", "hf", "--overwrite", where=work), "not an earlier export")
+    assert snapshot(tmp_path) == before

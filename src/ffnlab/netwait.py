@@ -167,7 +167,7 @@ def _http() -> Any:
 
 def redact(url: Any) -> str:
     """``url`` with any user name and password (``http://user:secret@host``) left out."""
-    return re.sub(r"//[^/@]*@", "//", str(url))
+    return re.sub(r"//.*@", "//", str(url))  # up to the last @: a password may hold / ? or #
 
 
 def host_of(url: Any) -> str:
@@ -180,7 +180,7 @@ def host_of(url: Any) -> str:
     if not host:
         return redact(url)
     host = f"[{host}]" if ":" in host else host
-    return f"{host}:{port}" if port else host
+    return host if port is None else f"{host}:{port}"
 
 
 def check_endpoint() -> None:
@@ -189,11 +189,16 @@ def check_endpoint() -> None:
     raw = os.environ.get("HF_ENDPOINT")
     if not raw:
         return
-    try:
+    shown = redact(raw)[:200]
+    try:  # read as huggingface_hub reads it at import
         parts = urlsplit(raw)
         _ = parts.port  # a port that is not a number raises here
-    except ValueError as e:
-        raise FfnlabError(f"HF_ENDPOINT {redact(raw)[:200]!r} is not a URL ({e})") from None
+    except ValueError:  # its message may quote a password: not shown
+        raise FfnlabError(f"HF_ENDPOINT {shown!r} is not a URL: its host or port cannot be read (a password "
+                          "holding / ? or # must be percent-encoded)") from None
+    if parts.query or parts.fragment:
+        raise FfnlabError(f"HF_ENDPOINT {shown.split('?')[0].split('#')[0]!r} has a query or fragment "
+                          "(?... or #...); give the server's URL alone")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise FfnlabError(f"HF_ENDPOINT {redact(raw)[:200]!r} is not a Hub URL: the protocol must be http or "
                           "https, followed by a host")

@@ -191,6 +191,7 @@ def probe(model_type: str) -> dict[str, Any]:
     return {"rope_theta": rope_theta, "rope_scaling": rope_scaling_rules(config),
             "pad_in_embedding": pad_in_embedding(config), "odd_head_refused": odd_head_refused(config),
             "unit_interval": unit_interval(config, text_type),
+            "head_dim_null_kept": head_dim_null_kept(config, text_type),
             "partial_rotary_refused": partial_rotary_refused(config),
             "rope_nested_refused": rope_nested_refused(config),
             "layer_type_values": layer_type_values(config, text_type),
@@ -358,6 +359,19 @@ def layer_type_values(config: dict[str, Any], text_type: str) -> list[str] | Non
     return found or None
 
 
+def head_dim_null_kept(config: dict[str, Any], text_type: str) -> bool:
+    """Whether the type's config keeps a null head_dim as None (its RoPE functions that read
+    ``getattr(config, "head_dim", hidden // heads)`` then multiply None), rather than filling it."""
+    from transformers import CONFIG_MAPPING
+
+    target = {k: v for k, v in config.get("text_config", config).items() if k != "model_type"}
+    try:
+        built = CONFIG_MAPPING[text_type].from_dict({**target, "head_dim": None})
+    except Exception:  # noqa: BLE001 - a class that refuses the null keeps nothing
+        return False
+    return getattr(built, "head_dim", "absent") is None
+
+
 def unit_interval(config: dict[str, Any], text_type: str) -> list[str]:
     """The float fields whose -1.0 and 1.5 the type refuses while 0.5 builds: dropouts (nn.Dropout
     refuses a probability outside [0, 1] at build, read by ffnlab or not) and Llama's validated
@@ -414,6 +428,7 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "null; odd-width: an odd int(head_dim x factor)), rope_nested_refused the types that refuse rope_parameters "
         "nested by layer type, layer_type_values the layer_types names a type builds, sub_config_kinds the field kinds "
         "of a sub-config a type nests as its own class (DBRX's attn_config and ffn_config; null only where listed), "
+        "head_dim_null_kept the types whose config keeps a null head_dim as None, "
         "unit_interval the float fields a type refuses outside [0, 1] (-1.0 and 1.5 refused, 0.5 built: dropouts, "
         "Llama's initializer_range), "
         "text_config_refused the keys a type's model refuses a plain object under (names "
@@ -441,6 +456,7 @@ def render(t: dict[str, Any]) -> str:
            "odd_head_refused": {mt: p["odd_head_refused"] for mt, p in types
                                 if p["odd_head_refused"]},
            "unit_interval": {mt: p["unit_interval"] for mt, p in types if p["unit_interval"]},
+           "head_dim_null_kept": sorted(mt for mt, p in types if p["head_dim_null_kept"]),
            "partial_rotary_refused": {mt: p["partial_rotary_refused"] for mt, p in types
                                       if p["partial_rotary_refused"]},
            "rope_nested_refused": sorted(mt for mt, p in types if p["rope_nested_refused"]),

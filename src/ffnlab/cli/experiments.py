@@ -110,6 +110,8 @@ def report(
     """
     from ffnlab.experiments.reporting.report import write_report
 
+    if out is not None:
+        refuse_link(out, "the report folder")
     paths = write_report(sweep_dir, out)
     for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
         print(one_line(f"{k}: {v['verdict']} - {v['evidence']}"))

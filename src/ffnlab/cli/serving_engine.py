@@ -66,7 +66,9 @@ class EngineFlags:
         if self.engine_config is not None:
             path = Path(self.engine_config)
             try:  # a FIFO or folder refused unread, a non-UTF-8 file in one line
-                text = read_text(path, "--engine-config launch line")
+                # a command line: Linux takes at most 128 KiB per argument, and shlex reads a long
+                # word in quadratic time, so a longer file is refused before it is split
+                text = read_text(path, "--engine-config launch line", max_bytes=MAX_LAUNCH_LINE_BYTES)
             except OSError as e:
                 raise FfnlabError(f"--engine-config: cannot read {self.engine_config}: {e.strerror}") from None
             cmd = read_engine_command(text)
@@ -83,6 +85,7 @@ class EngineFlags:
         return spec or "vllm", EngineKnobs(**base), said
 
 
+MAX_LAUNCH_LINE_BYTES = 128 * 1024
 ENGINE_PANEL = "Serving engine (with --mode serve)"
 # the knobs as options, shared by fit and size (each command builds an EngineFlags from them)
 GPU_MEMORY_UTILIZATION = typer.Option(None, "--gpu-memory-utilization", rich_help_panel=ENGINE_PANEL, metavar="U",

@@ -330,11 +330,19 @@ class EngineCommand:
     model: str | None
 
 
+MAX_LAUNCH_WORD = 4096  # characters of one word of a launch line
+
+
 def read_engine_command(text: str) -> EngineCommand:
     """The engine and its knobs from a ``vllm serve MODEL --flag v`` or ``python -m
     sglang.launch_server --model-path M --flag v`` line (backslash continuations and ``#``
     comments allowed); the flags it knows are used, the rest listed as ignored."""
     lines = [ln.split("#", 1)[0] if not ln.lstrip().startswith("#") else "" for ln in text.splitlines()]
+    # shlex builds each word a character at a time (quadratic in its length): no flag or value of a
+    # launch line is near this long, so a longer run of non-blanks is refused before it is split
+    longest = max((len(w) for w in " ".join(lines).split()), default=0)
+    require(longest <= MAX_LAUNCH_WORD, f"--engine-config: a word of {longest:,} characters (at most "
+                                        f"{MAX_LAUNCH_WORD:,}): not a launch line")
     try:
         words = shlex.split(" ".join(ln.rstrip().rstrip("\\") for ln in lines))
     except ValueError as e:
@@ -383,6 +391,8 @@ def read_engine_command(text: str) -> EngineCommand:
                 values[knob] = float(str(value))
             else:
                 values[knob] = int(str(value))
+                require(1 <= values[knob] <= 2**40, f"--engine-config: {flag} must be in [1, 2**40], got "
+                                                    f"{show(values[knob])}")
         except ValueError:
             raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
         used.append(flag if knob == "enforce_eager" else f"{flag} {value}")

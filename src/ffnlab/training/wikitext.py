@@ -97,7 +97,10 @@ class Documents:
 def _column(ds: Any, name: str) -> list[str]:
     for key in ("page", "text"):
         if key in ds.column_names:
-            return [str(x) for x in ds[key]]
+            values = list(ds[key])
+            odd = next((x for x in values if x is not None and not isinstance(x, str)), None)
+            require(odd is None, f"{name}: its {key!r} column holds {type(odd).__name__} values, not text")
+            return ["" if x is None else x for x in values]  # a null document is an empty one
     raise FfnlabError(f"{name} has no 'page' or 'text' column (columns: {', '.join(ds.column_names)})")
 
 
@@ -117,13 +120,21 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
         require(builder is not None, f"--dataset {dataset}: unknown file type {path.suffix!r} "
                                      f"(known: {', '.join(LOCAL_BUILDERS)})")
         assert builder is not None
-        if builder == "text":
-            ds = datasets.load_dataset("text", data_files=str(path), split="train", sample_by="document",
-                                       keep_linebreaks=True)
-            pages = split_articles("".join(_column(ds, dataset)))
-        else:
-            ds = datasets.load_dataset(builder, data_files=str(path), split="train")
-            pages = _column(ds, dataset)
+        verbosity = datasets.logging.get_verbosity()
+        datasets.logging.set_verbosity(datasets.logging.CRITICAL)  # its "Failed to load" error log: a 2nd line
+        try:  # the library's own failure to parse the file (bad UTF-8, truncated JSON, ...): one line
+            if builder == "text":
+                ds = datasets.load_dataset("text", data_files=str(path), split="train", sample_by="document",
+                                           keep_linebreaks=True)
+            else:
+                ds = datasets.load_dataset(builder, data_files=str(path), split="train")
+        except Exception as e:  # noqa: BLE001 - whatever the loader raises is the file's fault
+            cause = e.__cause__ or e
+            first = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
+            raise FfnlabError(f"--dataset {dataset}: cannot read it as {builder}: {first}") from None
+        finally:
+            datasets.logging.set_verbosity(verbosity)
+        pages = split_articles("".join(_column(ds, dataset))) if builder == "text" else _column(ds, dataset)
         name = str(path)
     else:
         ds = datasets.load_dataset(dataset, config, split=split)

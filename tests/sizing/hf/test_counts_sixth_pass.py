@@ -93,6 +93,18 @@ A caveat of the helper, not of audit: ``hf_counts_all.reference`` hands config's
 "config" in ``check``'s record is the mutated one, and a dict shared between configs carries
 one config's standardisation into the next (this pass copies each edit and saves the config as
 written).
+
+Mended since (the 132 findings are plain tests now): the layer types transformers computes are
+mirrored per type (``keys.LAYER_TYPE_RULES``); Gemma 3 / OLMo 3 groups are validated per layer
+type; a factor inside a RoPE dict must be a number of 0 or more where the type reads it; scaled
+RoPE widths are checked as transformers' RoPE functions compute them (``check_scaled_rope_widths``:
+negative widths, dynamic at width 2, yarn at an odd width, longrope lists that do not broadcast,
+a null head_dim a type keeps, probed as ``head_dim_null_kept``); an odd written head_dim is
+refused where rope parameters are given to a type without RoPE; rope_parameters given beside
+rope_scaling are validated on such types; Llama 4's no_rope_layers members and both types'
+no_rope_layer_interval; MPT's attn_pdrop and attn_type. Re-checked from the saved configs,
+1,153 of the 1,155 agree with transformers now and none that agreed stopped agreeing; the two
+left (GPT-NeoX, dynamic RoPE, partial factor 0.0 or 2.0) are strict xfails.
 """
 
 from __future__ import annotations
@@ -2423,14 +2435,22 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
 }
 
 
+# found open after the mending (re-checked from the pass's saved configs: 2 of 1,155 left):
+# GPT-NeoX with dynamic RoPE and a top-level partial_rotary_factor of 0.0 or 2.0, which its rotary
+# embedding fails on ("division by zero") by a path not yet mirrored
+STILL_OPEN_EXTRA = {
+    f"F4-gpt_neox-dynamic-top-partial-{p}": ("gpt_neox", edit({"rope_parameters": {
+        "rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}, "partial_rotary_factor": p}))
+    for p in (0.0, 2.0)}
+
+
 def _params():
     out = [pytest.param(n, *CASES[n], id=n) for n in sorted(CASES)]
-    for n in sorted(FINDINGS):
-        model_type, change, (kind, refusal, counted) = FINDINGS[n]
-        why = f"finding {kind}: {LABELS[kind]}; transformers refuses ({refusal}); audit counts {counted:,}"
-        out.append(
-            pytest.param(n, model_type, change, "refused", id=n, marks=[pytest.mark.xfail(strict=True, reason=why)])
-        )
+    out += [pytest.param(n, model_type, change, "refused", id=n)  # mended since: plain tests
+            for n, (model_type, change, _) in sorted(FINDINGS.items())]
+    why = "finding: GPT-NeoX dynamic RoPE with partial_rotary_factor 0.0 or 2.0, refused ('division by zero'); counted"
+    out += [pytest.param(n, model_type, change, "refused", id=n, marks=[pytest.mark.xfail(strict=True, reason=why)])
+            for n, (model_type, change) in sorted(STILL_OPEN_EXTRA.items())]
     return out
 
 

@@ -72,7 +72,14 @@ from ffnlab.sizing.hf import (
 )
 from ffnlab.sizing.hf.aliases import real_keys
 from ffnlab.sizing.hf.impl import implementation
-from ffnlab.sizing.hf.keys import ConfigKeys, check_even_rotary, check_partial_rotary, check_rope_not_nested
+from ffnlab.sizing.hf.keys import (
+    ConfigKeys,
+    check_even_rotary,
+    check_partial_rotary,
+    check_rope_not_nested,
+    check_scaled_rope_widths,
+    computed_layer_types,
+)
 from ffnlab.sizing.hf.rules import (
     FIELD_KINDS,
     HEADS_DIVIDE_HIDDEN,
@@ -226,16 +233,20 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
         # DeepSeek-V3 does not declare head_dim: its config sets it to qk_rope_head_dim, then a written
         # head_dim over it, and RoPE validation reads that (V2 declares it, so it is overwritten)
         check_even_rotary(text, text_type, text["head_dim"])
-    check_rope_not_nested(text, text_type, _layer_types(text, cfg))
+    check_scaled_rope_widths(text, text_type, (cfg.attn.qk_rope_head_dim or 0) if cfg.is_mla else cfg.head_dim)
+    check_rope_not_nested(text, text_type, _layer_types(text, text_type, cfg))
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)
 
 
-def _layer_types(text: dict[str, Any], cfg: ModelConfig) -> set[str]:
-    """The layer types a config uses: its layer_types list as written, else its sliding and full
-    layers as translated."""
+def _layer_types(text: dict[str, Any], text_type: str, cfg: ModelConfig) -> set[str]:
+    """The layer types a config uses: its layer_types list as written, else those its config class
+    computes (:func:`computed_layer_types`), else its sliding and full layers as translated."""
     if isinstance(text.get("layer_types"), list):
         return {str(t) for t in text["layer_types"]}
+    computed = computed_layer_types(text, text_type, cfg.n_layers)
+    if computed is not None:
+        return computed
     a = cfg.attn
     sliding = set() if a.sliding_window is None else set(range(cfg.n_layers) if a.sliding_layers is None
                                                           else a.sliding_layers)

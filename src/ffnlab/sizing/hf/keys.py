@@ -9,6 +9,7 @@ from ffnlab.sizing.hf.aliases import ALIASES
 from ffnlab.sizing.hf.rules import (
     CLASS_DEFAULTS,
     FIELD_KINDS,
+    HEAD_DIM_NULL_KEPT,
     HEAD_DIM_TYPED,
     LAYER_TYPE_VALUES,
     MISSING_REFUSED,
@@ -143,13 +144,49 @@ def rope_kind(group: dict[str, Any]) -> Any:
     return group.get("rope_type", group.get("type", "default"))
 
 
+def _check_layer_type_groups(data: dict[str, Any], model_type: str) -> None:
+    """The RoPE dicts of a type with one rotary embedding per layer type (Gemma 3, OLMo 3): each
+    dict a used layer type has is validated by its rope_type's own rules (5.25: the keys it
+    requires, rope_theta and original_max_position_embeddings filled by the standardisation) and
+    computed with (a rope_type it knows, a numeric factor)."""
+    params = data.get("rope_parameters")
+    if not isinstance(params, dict):
+        return
+    used = _used_layer_types(data, model_type)
+    for name, group in params.items():
+        if name not in used or not isinstance(group, dict):
+            continue
+        label, kind = f"rope_parameters.{name}", rope_kind(group)
+        required = ROPE_REQUIRED_KEYS.get(kind) if isinstance(kind, str) else None
+        require(required is not None, f"config.json key '{label}.rope_type' is {show(kind)}: transformers' "
+                                      f"{model_type} model computes no such RoPE (it knows "
+                                      f"{', '.join(sorted(ROPE_REQUIRED_KEYS))})")
+        assert required is not None  # the require above
+        missing = [key for key in required
+                   if key not in group and key not in ("rope_theta", "original_max_position_embeddings")]
+        require(not missing, f"config.json key {label!r} ({kind} RoPE scaling) lacks {', '.join(missing)}: "
+                             f"transformers requires {'it' if len(missing) == 1 else 'them'}")
+        factor = group.get("factor")
+        require(kind == "default" or factor is None or json_kind(factor) in ("int", "float"),
+                f"config.json key '{label}.factor' must be a number, got {show(factor)}: transformers' "
+                f"{model_type} rotary embedding computes with it")
+
+
 def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
     """Refuse the RoPE scaling transformers refuses (:data:`ROPE_SCALING`): a scaling type the
     type refuses outright, a required key (:data:`ROPE_REQUIRED_KEYS`) the standardisation does
     not fill, a rope_type the model cannot compute, a factor that is not a number."""
-    if model_type in LAYER_PATTERN:  # one dict per layer type, merged differently: not probed
+    if model_type in LAYER_PATTERN:  # one dict per layer type, each its layers' own rotary embedding
+        _check_layer_type_groups(data, model_type)
         return
     tags = ROPE_SCALING.get(model_type, frozenset())
+    both = data.get("rope_scaling") and isinstance(data.get("rope_parameters"), dict) and data["rope_parameters"]
+    if both and "computes" not in tags:  # a type without RoPE still validates the rope_parameters it is given
+        params = data["rope_parameters"]
+        kind = rope_kind(params)
+        missing = [k for k in ROPE_REQUIRED_KEYS.get(kind, ()) if k not in params] if isinstance(kind, str) else []
+        require(not missing, f"config.json key 'rope_parameters' ({kind} RoPE scaling) lacks {', '.join(missing)}: "
+                             f"transformers' {model_type} config validates it beside rope_scaling")
     filled = {key for tag, key in (("fills-theta", "rope_theta"), ("fills-original",
                                                                    "original_max_position_embeddings"))
               if tag in tags}
@@ -186,8 +223,11 @@ PARTIAL_ROTARY_DEFAULT = {"glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5, "persimmon":
 def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
     """Refuse an odd head width that RoPE rotates whole (transformers 5.25,
     ``RotaryEmbeddingConfigMixin.validate_rope``: a head_dim above 4, odd, with
-    int(head_dim x partial_rotary_factor) == head_dim), for the types whose model computes RoPE."""
-    if "computes" not in ROPE_SCALING.get(model_type, frozenset()) and model_type not in ROPE_THETA_NUMBER:
+    int(head_dim x partial_rotary_factor) == head_dim), for the types whose model computes RoPE, and
+    for the others when config.json gives them RoPE parameters anyway (validated all the same)."""
+    computes = "computes" in ROPE_SCALING.get(model_type, frozenset()) or model_type in ROPE_THETA_NUMBER
+    if not computes and not any(isinstance(data.get(k), dict) and data[k] for k in ("rope_parameters",
+                                                                                     "rope_scaling")):
         return
     groups = [{}] if model_type in LAYER_PATTERN else [g for _, g in rope_groups(data, model_type) if g] or [{}]
     default = data.get("rotary_pct", PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)) if model_type == "gpt_neox" \
@@ -201,11 +241,61 @@ def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> N
                 f"transformers' {model_type} config refuses an odd rotary dimension")
 
 
+def check_scaled_rope_widths(data: dict[str, Any], model_type: str, head_dim: int) -> None:
+    """Refuse a scaled RoPE (``rope_type`` other than default) whose rotary width transformers'
+    RoPE functions cannot compute with (5.25 ``modeling_rope_utils.py``: each takes the width
+    int(head_dim x partial_rotary_factor), the factor from the dict, then config.json, then the
+    class): a negative width (``torch.arange(0, width, 2)`` refuses it), ``dynamic`` at width 2
+    (its exponent divides by width - 2), ``yarn`` at an odd width above 1 (its ramp has width // 2
+    entries, its frequencies one more), ``longrope`` factor lists that do not broadcast against the
+    width's ceil(width / 2) frequencies. For the types whose model computes RoPE; for every type, a
+    null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under the RoPE types that multiply
+    it (dynamic, yarn, longrope; longrope's validator does so even where no RoPE is computed)."""
+    computes = "computes" in ROPE_SCALING.get(model_type, frozenset())
+    if "head_dim" in data and data["head_dim"] is None and model_type in HEAD_DIM_NULL_KEPT:
+        for label, group in rope_groups(data, model_type):
+            kind = rope_kind(group) if group else "default"
+            require(kind != "longrope" and not (computes and kind in ("dynamic", "yarn")),
+                    f"config.json key 'head_dim' is null and {label!r} asks for {kind} RoPE, which transformers "
+                    f"computes from head_dim: its {model_type} config keeps the null and refuses it")
+    if not computes or model_type in LAYER_PATTERN:
+        return
+    default = data.get("rotary_pct", PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)) if model_type == "gpt_neox" \
+        else PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)
+    for label, group in rope_groups(data, model_type):
+        kind = rope_kind(group) if group else "default"
+        partial: Any = group.get("partial_rotary_factor", data.get("partial_rotary_factor", default))
+        if kind == "default" or json_kind(partial) not in ("int", "float"):
+            continue
+        width = int(head_dim * partial)
+        where = f"config.json key {label!r} ({kind} RoPE over {head_dim} x {show(partial)} = {width} rotary dimensions)"
+        require(width >= 0, f"{where}: transformers' RoPE refuses a negative rotary width")
+        require(kind != "dynamic" or width != 2, f"{where}: transformers' dynamic RoPE divides by the width - 2")
+        require(kind != "yarn" or width <= 1 or width % 2 == 0,
+                f"{where}: transformers' yarn RoPE cannot ramp an odd rotary width")
+        if kind == "longrope":
+            pairs = (width + 1) // 2
+            for key in ("short_factor", "long_factor")[:1]:  # the build uses the short list (seq_len unset)
+                values = group.get(key)
+                if isinstance(values, list):
+                    require(len(values) in (pairs, 1) or pairs == 1,
+                            f"{where}: {key} has {len(values)} entries, which do not match its {pairs} frequencies")
+
+
 def check_partial_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
     """Refuse a partial_rotary_factor the type's rotary embedding refuses
     (:data:`PARTIAL_ROTARY_REFUSED`): a negative one (a negative rotary width), a null one, one that
-    makes int(head_dim x factor) odd where the rotation splits that width in halves (gpt-oss)."""
+    makes int(head_dim x factor) odd where the rotation splits that width in halves (gpt-oss). A
+    factor written inside a RoPE dict is the rotary embedding's own, so there anything but a number
+    of 0 or more is refused by every type that reads the factor (those tags, and those with a
+    class default: :data:`PARTIAL_ROTARY_DEFAULT`, GPT-NeoX's rotary_pct)."""
     tags = PARTIAL_ROTARY_REFUSED.get(model_type, frozenset())
+    if model_type in PARTIAL_ROTARY_DEFAULT or tags:
+        for label, group in rope_groups(data, model_type):
+            factor: Any = group.get("partial_rotary_factor", 0)
+            require(json_kind(factor) in ("int", "float") and factor >= 0,
+                    f"config.json key '{label}.partial_rotary_factor' is {show(factor)}: transformers' "
+                    f"{model_type} rotary embedding computes a width with it (a number of 0 or more)")
     if not tags:
         return
     require("null" not in tags or "partial_rotary_factor" not in data or data["partial_rotary_factor"] is not None,
@@ -213,7 +303,7 @@ def check_partial_rotary(data: dict[str, Any], model_type: str, head_dim: int) -
             "computes with it")
     for label, group in rope_groups(data, model_type):
         key = "partial_rotary_factor"
-        factor: Any = group[key] if key in group else data.get(key)
+        factor = group[key] if key in group else data.get(key)
         where = f"{label}.{key}" if key in group else key
         if json_kind(factor) not in ("int", "float"):
             continue
@@ -223,6 +313,55 @@ def check_partial_rotary(data: dict[str, Any], model_type: str, head_dim: int) -
         require("odd-width" not in tags or int(head_dim * factor) % 2 == 0,
                 f"config.json key {where!r} is {show(factor)}: {head_dim} x {show(factor)} gives an odd rotary "
                 f"width, which transformers' {model_type} rotary embedding cannot split in halves")
+
+
+# how a type's config computes its layer_types when config.json gives none (transformers 5.25,
+# models/<type>/configuration_<type>.py, __post_init__): the rule and, for "every", the period or
+# the key holding it; read by :func:`computed_layer_types`
+LAYER_TYPE_RULES: dict[str, tuple[str, int | str]] = {
+    "gemma2": ("every", 2), "gpt_oss": ("every", 2), "cohere2": ("every", "sliding_window_pattern"),
+    "exaone4": ("every", "sliding_window_pattern"), "ministral": ("window", 0), "qwen2": ("window-after", 0),
+    "qwen3": ("window-after", 0), "qwen2_5_vl_text": ("window-after", 0), "qwen2_moe": ("alternate-before", 0),
+    "smollm3": ("rope-less", 0),
+}
+
+
+def computed_layer_types(data: dict[str, Any], model_type: str, n_layers: int) -> set[str] | None:
+    """The layer types a type's config computes when config.json gives no layer_types
+    (:data:`LAYER_TYPE_RULES`), or None where no rule is kept or the keys make it fail."""
+    rule = LAYER_TYPE_RULES.get(model_type)
+    if rule is None:
+        return None
+    defaults = CLASS_DEFAULTS.get(model_type, {})
+
+    def key(name: str) -> Any:
+        return data.get(name, defaults.get(name))
+
+    kind, period = rule
+    n = min(n_layers, 10_000)
+    window = key("sliding_window")
+    try:
+        if kind == "every":
+            every: Any = period if isinstance(period, int) else data.get(period, 4)
+            if model_type == "exaone4":
+                every = 0 if window is None else key(str(period))
+            sliding = [bool((i + 1) % every) for i in range(n)]
+        elif kind == "window":
+            sliding = [window is not None] * n
+        elif kind == "window-after":
+            window = window if key("use_sliding_window") else None
+            sliding = [window is not None and i >= key("max_window_layers") for i in range(n)]
+        elif kind == "alternate-before":
+            sliding = [bool((i + 1) % 2) and i < key("max_window_layers") and bool(key("use_sliding_window"))
+                       for i in range(n)]
+        else:  # rope-less: SmolLM3's sliding layers are those without RoPE
+            flags = key("no_rope_layers")
+            if flags is None:
+                flags = [int((i + 1) % key("no_rope_layer_interval") != 0) for i in range(n)]
+            sliding = [bool(key("use_sliding_window")) and window is not None and not flags[i] for i in range(n)]
+    except (TypeError, ZeroDivisionError, IndexError):
+        return None
+    return {*(["sliding_attention"] if any(sliding) else []), *(["full_attention"] if not all(sliding) else [])}
 
 
 def check_rope_not_nested(data: dict[str, Any], model_type: str, used: set[str]) -> None:
@@ -244,8 +383,15 @@ def check_no_rope_layers(data: dict[str, Any], model_type: str, n_layers: int, *
     each layer: SmolLM3, Llama 4); Llama 4 takes an empty list for its default and, without
     layer_types, builds one layer type per flag, which its validator requires to match the layers."""
     flags = data.get("no_rope_layers")
-    if not isinstance(flags, list) or (empty_is_default and not flags):
+    if not isinstance(flags, list) or (empty_is_default and not flags):  # the default: one per interval
+        interval = data.get("no_rope_layer_interval", 4)
+        require(n_layers == 0 or json_kind(interval) not in ("int", "float") or interval != 0,
+                f"config.json key 'no_rope_layer_interval' is 0: transformers' {model_type} config computes "
+                "its no_rope_layers as (layer + 1) % it")
         return
+    require(not empty_is_default or all(json_kind(f) == "int" for f in flags),
+            f"config.json key 'no_rope_layers' must list integers, got {show(flags)}: transformers' "
+            f"{model_type} config refuses it")
     require(len(flags) >= n_layers, f"config.json key 'no_rope_layers' has {len(flags)} flags for {n_layers} "
                                      f"layers: transformers' {model_type} model reads one per layer")
     require(not empty_is_default or isinstance(data.get("layer_types"), list) or len(flags) == n_layers,

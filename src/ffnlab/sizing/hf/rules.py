@@ -28,6 +28,7 @@ installed transformers. Read here once, into the names the translators use:
   (``negative``; ``null``; ``odd-width``, an odd int(head_dim x factor));
   ``ROPE_NESTED_REFUSED`` the types whose single rotary embedding refuses ``rope_parameters``
   nested by layer type; ``LAYER_TYPE_VALUES`` the ``layer_types`` names a type builds;
+  ``HEAD_DIM_NULL_KEPT`` the types whose config keeps a null ``head_dim`` as None;
 * ``SUB_CONFIG_KINDS``: the field kinds of each sub-config a type nests as its own, strictly
   validated class (DBRX's and MPT's attn_config, DBRX's ffn_config): null only where listed;
 * ``UNIT_INTERVAL``: the float fields a type refuses outside [0, 1] (dropouts, which nn.Dropout
@@ -70,6 +71,7 @@ UNIT_INTERVAL: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TA
 PARTIAL_ROTARY_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags
                                                      in _TABLE["partial_rotary_refused"].items()}
 ROPE_NESTED_REFUSED: frozenset[str] = frozenset(_TABLE["rope_nested_refused"])
+HEAD_DIM_NULL_KEPT: frozenset[str] = frozenset(_TABLE["head_dim_null_kept"])
 SUB_CONFIG_KINDS: dict[str, dict[str, dict[str, frozenset[str]]]] = {
     mt: {name: {key: frozenset(kinds) for key, kinds in fields.items()} for name, fields in subs.items()}
     for mt, subs in _TABLE["sub_config_kinds"].items()}

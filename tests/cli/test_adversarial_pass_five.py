@@ -100,40 +100,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from adversarial_cli import SRC
+from adversarial_cli import ffnlab_process as _subprocess
+from adversarial_cli import one_error_line as _one_error_line
+from adversarial_cli import strict_json as _strict
+from adversarial_cli import write_corpus as _corpus
 from fuzz_cli import assert_refused, cli, snapshot
 from hub_waits import LLAMA, error_line, ffnlab
 
 TINY = ["--set", "train.max_steps=2", "--set", "train.seq_len=32", "--set", "model.n_layers=1",
         "--set", "model.d_model=32", "--set", "model.n_heads=2", "--set", "train.progress=off",
         "--set", "train.tensorboard=false", "--set", "train.threads=1"]
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 NO_USER = "~ffnlab-no-such-user-5"
 
 
-def _strict(text: str):
-    def no_constants(c):
-        raise ValueError(c)
-
-    return json.loads(text, parse_constant=no_constants)
-
-
-def _corpus(folder: Path) -> Path:
-    corpus = folder / "c.txt"
-    corpus.write_text("".join(f"ROMEO: to be or not to be, line {i}; JULIET: wherefore {i % 7}\n"
-                              for i in range(400)))
-    return corpus
-
-
-def _subprocess(argv: list[str], where: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ffnlab", *argv], cwd=where, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": SRC, **env}, timeout=timeout)
-
-
-def _one_error_line(p: subprocess.CompletedProcess) -> str:
-    lines = [x for x in p.stderr.splitlines() if x.strip()]
-    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-2000:])
-    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-2000:]
-    return lines[0]
 
 
 # -- findings -----------------------------------------------------------------------------------

@@ -220,6 +220,13 @@ PARTIAL_ROTARY_DEFAULT = {"glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5, "persimmon":
                           "gpt_neox": 0.25}
 
 
+def partial_rotary_default(data: dict[str, Any], model_type: str) -> Any:
+    """The partial_rotary_factor a type's config uses when config.json and its RoPE dict give none:
+    the class's (:data:`PARTIAL_ROTARY_DEFAULT`), GPT-NeoX's from its rotary_pct key."""
+    default = PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)
+    return data.get("rotary_pct", default) if model_type == "gpt_neox" else default
+
+
 def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
     """Refuse an odd head width that RoPE rotates whole (transformers 5.25,
     ``RotaryEmbeddingConfigMixin.validate_rope``: a head_dim above 4, odd, with
@@ -230,8 +237,7 @@ def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> N
                                                                                      "rope_scaling")):
         return
     groups = [{}] if model_type in LAYER_PATTERN else [g for _, g in rope_groups(data, model_type) if g] or [{}]
-    default = data.get("rotary_pct", PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)) if model_type == "gpt_neox" \
-        else PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)
+    default = partial_rotary_default(data, model_type)
     for group in groups:
         partial = group.get("partial_rotary_factor", data.get("partial_rotary_factor", default))
         if json_kind(partial) not in ("int", "float"):
@@ -260,8 +266,7 @@ def check_scaled_rope_widths(data: dict[str, Any], model_type: str, head_dim: in
                     f"computes from head_dim: its {model_type} config keeps the null and refuses it")
     if not computes or model_type in LAYER_PATTERN:
         return
-    default = data.get("rotary_pct", PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)) if model_type == "gpt_neox" \
-        else PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)
+    default = partial_rotary_default(data, model_type)
     for label, group in rope_groups(data, model_type):
         kind = rope_kind(group) if group else "default"
         partial: Any = group.get("partial_rotary_factor", data.get("partial_rotary_factor", default))
@@ -275,11 +280,10 @@ def check_scaled_rope_widths(data: dict[str, Any], model_type: str, head_dim: in
                 f"{where}: transformers' yarn RoPE cannot ramp an odd rotary width")
         if kind == "longrope":
             pairs = (width + 1) // 2
-            for key in ("short_factor", "long_factor")[:1]:  # the build uses the short list (seq_len unset)
-                values = group.get(key)
-                if isinstance(values, list):
-                    require(len(values) in (pairs, 1) or pairs == 1,
-                            f"{where}: {key} has {len(values)} entries, which do not match its {pairs} frequencies")
+            values = group.get("short_factor")  # the build uses the short list (seq_len unset)
+            if isinstance(values, list):
+                require(len(values) in (pairs, 1) or pairs == 1,
+                        f"{where}: short_factor has {len(values)} entries, which do not match its {pairs} frequencies")
 
 
 def check_partial_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:

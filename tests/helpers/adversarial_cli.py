@@ -1,0 +1,42 @@
+"""Helpers shared by the adversarial passes over the command line (tests/cli/test_adversarial_pass_*.py):
+ffnlab in a subprocess, its one-line refusal, strict JSON and a small corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def strict_json(text: str) -> Any:
+    """``text`` parsed as strict JSON (NaN and Infinity refused)."""
+    def no_constants(c: str) -> Any:
+        raise ValueError(c)
+
+    return json.loads(text, parse_constant=no_constants)
+
+
+def write_corpus(folder: Path) -> Path:
+    corpus = folder / "c.txt"
+    corpus.write_text("".join(f"ROMEO: to be or not to be, line {i}; JULIET: wherefore {i % 7}\n"
+                              for i in range(400)))
+    return corpus
+
+
+def ffnlab_process(argv: list[str], where: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
+    """``python -m ffnlab ARGV`` in ``where``, with this checkout's src first on the path."""
+    return subprocess.run([sys.executable, "-m", "ffnlab", *argv], cwd=where, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": SRC, **env}, timeout=timeout)
+
+
+def one_error_line(p: subprocess.CompletedProcess) -> str:
+    """The one ``error:`` line of a refusal (exit 2, no traceback)."""
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-2000:]
+    return lines[0]

@@ -79,9 +79,9 @@ characters is refused before shlex splits it (the file at most 128 KiB, Linux's 
 argument); HF_ENDPOINT is read as huggingface_hub reads it, a password holding / ? or # is never
 printed, a query or fragment is refused before any request, port 0 is named; a local
 ``perplexity --dataset`` the datasets library cannot parse is one line (its log silenced), a
-column of numbers is refused and a null document is an empty one. Still open (strict xfails):
-``~`` is expanded for the files ffnlab reads through ``files.expand_user`` but not for the
-folders it writes nor for --engine-config, report and sweep spec paths.
+column of numbers is refused and a null document is an empty one; every option or argument
+that names a file or folder is parsed by ``cli.app.user_path`` (``~`` expanded as a shell would),
+and ``test_every_path_option_expands_a_tilde`` walks the whole command tree to keep it so.
 """
 
 from __future__ import annotations
@@ -140,7 +140,6 @@ def _copy_run(trained: Path, where: Path) -> Path:
 
 # -- findings -----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="finding: train --corpus ~/c.txt reads $HOME, --out ~/run writes ./~/run")
 def test_train_expands_a_tilde_in_its_output_as_in_its_corpus(tmp_path):
     home, work = tmp_path / "home", tmp_path / "work"
     home.mkdir()
@@ -153,8 +152,6 @@ def test_train_expands_a_tilde_in_its_output_as_in_its_corpus(tmp_path):
     assert (home / "run" / "model.json").is_file()
 
 
-@pytest.mark.xfail(strict=True, reason="finding: probe --out ~/p and export --hf ~/hf write a folder named ~ "
-                                       "in the working folder; size --plot ~/x.svg is refused")
 @pytest.mark.parametrize("argv, made", [(["probe", "run", *PROBE, "--out", "~/p"], "p/probe.json"),
                                         (["export", "run", "--hf", "~/hf"], "hf/config.json"),
                                         (["size", "--d-model", "256", "--ratio", "4", "--n-layers", "2",
@@ -171,7 +168,6 @@ def test_an_output_under_tilde_goes_to_the_home_folder(trained, tmp_path, monkey
     assert (home / made).is_file()
 
 
-@pytest.mark.xfail(strict=True, reason="finding: --engine-config, report and sweep do not expand ~ (not found)")
 @pytest.mark.parametrize("which", ["engine-config", "report", "sweep-spec"])
 def test_an_input_under_tilde_is_read_from_the_home_folder(sweep_dir, tmp_path, monkeypatch, which):
     import yaml
@@ -193,6 +189,44 @@ def test_an_input_under_tilde_is_read_from_the_home_folder(sweep_dir, tmp_path, 
     r = cli(*argv, where=tmp_path)
     assert r.code == 0, r.stderr[-2000:]
     assert not (tmp_path / "~").exists()
+
+
+def _params(command, prefix=""):
+    for param in command.params:
+        yield f"{prefix}{command.name}".strip(), param
+    for sub in getattr(command, "commands", {}).values():
+        yield from _params(sub, f"{prefix}{command.name} " if prefix or command.name != "ffnlab" else "")
+
+
+def test_every_path_option_expands_a_tilde(tmp_path, monkeypatch):
+    """Every option or argument of every command that names a file or folder reads ``~/x`` as the
+    shell's ``os.path.expanduser`` does: none is left to typer's own path type, which keeps it."""
+    import typer
+
+    from ffnlab.cli import GROUPS, app, register
+    from ffnlab.cli.app import user_path, user_path_text
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    register([])
+    assert set(GROUPS) <= {m.rsplit(".", 1)[-1] for m in sys.modules if m.startswith("ffnlab.cli.")}
+    expanded, plain_paths = set(), []
+    for where, param in _params(typer.main.get_command(app)):
+        func = getattr(param.type, "func", None)
+        if type(param.type).__name__ == "TyperPath":
+            plain_paths.append(f"{where} {param.name}")
+        if func in (user_path, user_path_text):
+            got = param.type.convert("~/x", param, None)
+            assert str(got) == os.path.expanduser("~/x") == str(tmp_path / "home" / "x"), (where, param.name)
+            assert param.type.convert("runs/a", param, None) == (Path("runs/a") if func is user_path else "runs/a")
+            expanded.add((where.removeprefix("ffnlab ").strip(), param.name))
+    assert plain_paths == [], "declare these with parser=user_path: " + ", ".join(plain_paths)
+    named_by_text = {("size", "engine_config"), ("size", "plot"), ("fit", "engine_config"), ("fit", "plot"),
+                     ("sweep", "spec"), ("verify", "preset"), ("capacity run", "preset")}
+    folders = {("train", "out"), ("train", "config"), ("export", "hf"), ("export", "run"), ("generate", "run"),
+               ("probe", "out"), ("sweep", "out"), ("report", "sweep_dir"), ("report", "out"), ("verify", "out"),
+               ("capacity run", "out"), ("capacity report", "folder"), ("capacity report", "out"),
+               ("capacity measure", "run_dir")}
+    assert named_by_text | folders <= expanded, sorted(named_by_text | folders - expanded)
 
 
 def test_report_refuses_an_out_folder_that_is_a_link(sweep_dir, tmp_path):

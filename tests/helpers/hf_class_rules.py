@@ -193,6 +193,7 @@ def probe(model_type: str) -> dict[str, Any]:
             "unit_interval": unit_interval(config, text_type),
             "head_dim_null_kept": head_dim_null_kept(config, text_type),
             "partial_rotary_refused": partial_rotary_refused(config),
+            "partial_rotary_top_ignored": partial_rotary_top_ignored(config),
             "rope_nested_refused": rope_nested_refused(config),
             "layer_type_values": layer_type_values(config, text_type),
             "sub_config_kinds": sub_config_kinds(text_type),
@@ -330,6 +331,23 @@ def partial_rotary_refused(config: dict[str, Any]) -> list[str]:
     return tags
 
 
+def partial_rotary_top_ignored(config: dict[str, Any]) -> bool:
+    """Whether a type's config fills its RoPE dict's partial_rotary_factor from a key of its own and
+    never from a top-level partial_rotary_factor (GPT-NeoX: from rotary_pct): with 0.5 written at
+    the top level, the built config's RoPE dicts hold another factor."""
+    from transformers import AutoConfig
+
+    trial = _with(config, "partial_rotary_factor", 0.5)
+    if not _builds(trial):
+        return False
+    built = AutoConfig.for_model(**trial)
+    rope = getattr(built.get_text_config(), "rope_parameters", None)
+    if not isinstance(rope, dict) or not rope:
+        return False
+    groups = [g for g in rope.values() if isinstance(g, dict)] or [rope]
+    return all("partial_rotary_factor" in g and g["partial_rotary_factor"] != 0.5 for g in groups)
+
+
 NESTED_ROPE = {name: {"rope_type": "default", "rope_theta": 10000.0} for name in ("full_attention",
                                                                                   "sliding_attention")}
 
@@ -425,7 +443,9 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "whose model refuses a pad_token_id outside the vocabulary, odd_head_refused the types that refuse an odd head "
         "width they compute from hidden_size // heads (absent: with head_dim left out; null: with head_dim null), "
         "partial_rotary_refused how a type's rotary embedding refuses a partial_rotary_factor (negative: -0.5; "
-        "null; odd-width: an odd int(head_dim x factor)), rope_nested_refused the types that refuse rope_parameters "
+        "null; odd-width: an odd int(head_dim x factor)), partial_rotary_top_ignored the types whose config fills its "
+        "RoPE dict's partial_rotary_factor from a key of its own, never from a top-level one, "
+        "rope_nested_refused the types that refuse rope_parameters "
         "nested by layer type, layer_type_values the layer_types names a type builds, sub_config_kinds the field kinds "
         "of a sub-config a type nests as its own class (DBRX's attn_config and ffn_config; null only where listed), "
         "head_dim_null_kept the types whose config keeps a null head_dim as None, "
@@ -459,6 +479,7 @@ def render(t: dict[str, Any]) -> str:
            "head_dim_null_kept": sorted(mt for mt, p in types if p["head_dim_null_kept"]),
            "partial_rotary_refused": {mt: p["partial_rotary_refused"] for mt, p in types
                                       if p["partial_rotary_refused"]},
+           "partial_rotary_top_ignored": sorted(mt for mt, p in types if p["partial_rotary_top_ignored"]),
            "rope_nested_refused": sorted(mt for mt, p in types if p["rope_nested_refused"]),
            "layer_type_values": {mt: p["layer_type_values"] for mt, p in types if p["layer_type_values"]},
            "sub_config_kinds": {mt: p["sub_config_kinds"] for mt, p in types if p["sub_config_kinds"]},

@@ -107,7 +107,11 @@ def variants(model_type: str, config: dict[str, Any], base: dict[str, Any]) -> d
 
 
 def reference(config: dict[str, Any]) -> dict[str, Any]:
-    """transformers' count of the reference model for ``config``, or its refusal."""
+    """transformers' count of the reference model for ``config``, or its refusal. transformers
+    fills nested dicts in place (``rope_parameters.setdefault``): it is given a copy, so that the
+    caller's config (kept in the record, reused for the next variant) stays as written."""
+    import copy
+
     import torch
     import transformers
 
@@ -116,7 +120,8 @@ def reference(config: dict[str, Any]) -> dict[str, Any]:
     mt = config["model_type"]
     try:
         with _quiet():
-            cfg = transformers.CONFIG_MAPPING[mt].from_dict({k: v for k, v in config.items() if k != "model_type"})
+            cfg = transformers.CONFIG_MAPPING[mt].from_dict({k: copy.deepcopy(v) for k, v in config.items()
+                                                                if k != "model_type"})
             auto, _ = auto_kind(transformers, mt)
             with torch.device("meta"):
                 model = auto.from_config(cfg)

@@ -11,12 +11,14 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ffnlab import __version__, render
 from ffnlab.errors import require
+from ffnlab.files import expand_user
 from ffnlab.netwait import TIMEOUT_HELP
 from ffnlab.validation import choice, count, integer
 
@@ -105,14 +107,35 @@ TRAINING = "Training (PyTorch)"
 EXPERIMENTS = "Experiments (PyTorch)"
 FMT_HELP = "Output format for tables: table, markdown or csv (raw numbers, one table)."
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented contract).")
-ENGINE_CONFIG_OPTION = typer.Option(None, "--engine-config", help="A trainer's launch config whose settings "
+
+
+def user_path(value: str) -> Path:
+    """The ``parser`` of every option or argument that names a file or folder: the path with a
+    leading ``~`` or ``~user`` expanded as a shell would (a quoted ``'~/run'``, or ``--out=~/run``,
+    which the shell leaves alone), so that ``--out ~/run`` never makes a folder named ``~``; an
+    unknown user is one error line (:func:`ffnlab.files.expand_user`)."""
+    return expand_user(value) if str(value).startswith("~") else Path(value)
+
+
+def user_path_text(value: str) -> str:
+    """:func:`user_path` for an option that takes a file or a name (a preset): the text kept as
+    written unless it starts with ``~``."""
+    return str(expand_user(value)) if str(value).startswith("~") else value
+
+
+user_path.__name__ = "path"  # the type help shows: <path>, as typer's own Path type
+user_path_text.__name__ = "str"  # <str>, as before
+
+ENGINE_CONFIG_OPTION = typer.Option(None, "--engine-config", parser=user_path_text,
+                                    help="A trainer's launch config whose settings "
                                     "to price: a torchtitan .toml, a TRL, axolotl or torchtune .yaml, a transformers "
                                     "TrainingArguments .json (batch, sequence, precision, checkpointing, optimizer, "
                                     "parallel sizes, LoRA; data/engine_configs.json). Says which keys it used and "
                                     "which it ignored; an explicit flag overrides a key. Any other file: a 'vllm serve "
                                     "...', 'python -m sglang.launch_server ...' or 'llama-server ...' line for the "
                                     "serving engine (fit --mode serve, size --gpu).")
-PLOT_OPTION = typer.Option(None, "--plot", help="Also write the step's memory timeline as a figure to FILE (.svg; "
+PLOT_OPTION = typer.Option(None, "--plot", parser=user_path_text,
+                           help="Also write the step's memory timeline as a figure to FILE (.svg; "
                            ".png with matplotlib installed): live memory by moment, stacked by what is alive, the "
                            "peak and its moment marked, the engine in the title.")
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app, check_ints, counted
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app, check_ints, counted, user_path, user_path_text
 from ffnlab.escape import one_line
 from ffnlab.validation import choice
 
@@ -21,8 +21,10 @@ app.add_typer(capacity_app, name="capacity", rich_help_panel=EXPERIMENTS)
 
 @capacity_app.command("run")
 def run(
-    preset: str = typer.Argument("capacity", help="Capacity preset name (capacity, capacity-gpu) or YAML file."),
-    out: Path = typer.Option(None, "--out", "-o", help="Folder (default sweeps/NAME); one sweep per budget."),
+    preset: str = typer.Argument("capacity", parser=user_path_text,
+                                 help="Capacity preset name (capacity, capacity-gpu) or YAML file."),
+    out: Path = typer.Option(None, "--out", "-o", parser=user_path,
+                             help="Folder (default sweeps/NAME); one sweep per budget."),
     workers: int = typer.Option(None, "--workers", parser=counted("--workers"),
                                 help="Parallel runs (default: cores / threads_per_worker)."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
@@ -56,8 +58,10 @@ def _print_report(paths: dict[str, Path]) -> None:
 
 @capacity_app.command("report")
 def report(
-    folder: Path = typer.Argument(..., help="A capacity folder (one sweep per budget) or one sweep folder."),
-    out: Path = typer.Option(None, "--out", "-o", help="Report folder (default FOLDER/capacity-report)."),
+    folder: Path = typer.Argument(..., parser=user_path,
+                                  help="A capacity folder (one sweep per budget) or one sweep folder."),
+    out: Path = typer.Option(None, "--out", "-o", parser=user_path,
+                             help="Report folder (default FOLDER/capacity-report)."),
     remeasure: bool = typer.Option(False, "--remeasure", help="Measure runs again instead of reusing capacity.json."),
 ) -> None:
     """Measure every run and report bits per parameter per arm (mean, 95% CI) and the verdicts."""
@@ -68,7 +72,8 @@ def report(
 
 @capacity_app.command("measure")
 def measure(
-    run_dir: Path = typer.Argument(..., help="An 'ffnlab train' run folder trained on a facts: corpus."),
+    run_dir: Path = typer.Argument(..., parser=user_path,
+                                   help="An 'ffnlab train' run folder trained on a facts: corpus."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
     as_json: bool = JSON_OPTION,
 ) -> None:

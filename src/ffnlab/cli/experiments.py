@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, app, check_ints, counted
+from ffnlab.cli.app import EXPERIMENTS, app, check_ints, counted, user_path, user_path_text
 from ffnlab.errors import require
 from ffnlab.escape import one_line
 from ffnlab.files import check_inside, provisional_dir, refuse_link
@@ -40,8 +40,8 @@ SWEEP_PRESETS = ", ".join(sorted(p.stem for p in PRESET_DIR.glob("*.yaml") if no
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def sweep(
-    spec: str = typer.Argument(..., help=f"Sweep spec YAML, or a preset name: {SWEEP_PRESETS}."),
-    out: Path = typer.Option(None, "--out", "-o", help="Sweep folder (default sweeps/NAME)."),
+    spec: str = typer.Argument(..., parser=user_path_text, help=f"Sweep spec YAML, or a preset name: {SWEEP_PRESETS}."),
+    out: Path = typer.Option(None, "--out", "-o", parser=user_path, help="Sweep folder (default sweeps/NAME)."),
     backend: str = typer.Option("local", "--backend", help="local (worker processes) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (ray backend)."),
     workers: int = typer.Option(None, "--workers", parser=counted("--workers"),
@@ -99,8 +99,8 @@ def sweep(
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def report(
-    sweep_dir: Path = typer.Argument(..., help="A finished sweep folder."),
-    out: Path = typer.Option(None, "--out", "-o", help="Report folder (default SWEEP_DIR/report)."),
+    sweep_dir: Path = typer.Argument(..., parser=user_path, help="A finished sweep folder."),
+    out: Path = typer.Option(None, "--out", "-o", parser=user_path, help="Report folder (default SWEEP_DIR/report)."),
 ) -> None:
     """Analyse a finished sweep: CIs, convergence speed, verdicts, plots.
 
@@ -121,9 +121,10 @@ def report(
 
 @app.command(rich_help_panel=EXPERIMENTS)
 def verify(
-    preset: str = typer.Option("golden-quick", "--preset", help="Sweep to run, a preset or a spec file (default "
+    preset: str = typer.Option("golden-quick", "--preset", parser=user_path_text,
+                               help="Sweep to run, a preset or a spec file (default "
                                f"golden-quick, the main job): {SWEEP_PRESETS}."),
-    out: Path = typer.Option(Path("reports/verify"), "--out", "-o", help="Report folder."),
+    out: Path = typer.Option(Path("reports/verify"), "--out", "-o", parser=user_path, help="Report folder."),
     workers: int = typer.Option(None, "--workers", parser=counted("--workers"), help="Parallel runs."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address."),

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from ffnlab import render
-from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, TIMEOUT_OPTION, app, counted
+from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, TIMEOUT_OPTION, app, counted, user_path
 from ffnlab.escape import one_line
 
 PROBE_FILES = ("probe.json", "index.html")
@@ -76,7 +76,7 @@ def probe(
                                    help="Tokens listed per value vector."),
     seq_len: int = typer.Option(128, "--seq-len", parser=counted("--seq-len"),
                                 help="Window length (capped by the model's context)."),
-    out: Path = typer.Option(None, "--out", "-o", help="Output folder (default probes/MODEL_NAME)."),
+    out: Path = typer.Option(None, "--out", "-o", parser=user_path, help="Output folder (default probes/MODEL_NAME)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier probe in the output folder."),
     as_json: bool = JSON_OPTION,
     timeout: float = TIMEOUT_OPTION,

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted
+from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
 
 EXIT_DIVERGED = 3
 
@@ -25,9 +25,10 @@ DEFAULT_TOP_K = 2  # with --experts and no --top-k, as `ffnlab size` assumes
 
 @app.command(rich_help_panel=TRAINING)
 def train(
-    config: Path = typer.Argument(None, help="Run config (YAML, TOML or JSON); defaults apply when omitted.",
+    config: Path = typer.Argument(None, parser=user_path,
+                                  help="Run config (YAML, TOML or JSON); defaults apply when omitted.",
                                   show_default=False),
-    out: Path = typer.Option(Path("runs/default"), "--out", "-o", help="Run folder."),
+    out: Path = typer.Option(Path("runs/default"), "--out", "-o", parser=user_path, help="Run folder."),
     resume: bool = typer.Option(False, "--resume", help="Continue the run in --out from its last checkpoint, "
                                 "with the config saved there (flags given now override it)."),
     set_: list[str] = typer.Option(None, "--set", help="Override a config key: --set model.ffn.ratio=4 (repeatable)."),
@@ -155,8 +156,8 @@ def _say_how_to_resume(out: Path, cfg: Any) -> None:
 
 @app.command(rich_help_panel=TRAINING)
 def export(
-    run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
-    hf: Path = typer.Option(..., "--hf", help="Empty output folder for the Hugging Face model."),
+    run: Path = typer.Argument(..., parser=user_path, help="Run folder written by 'ffnlab train'."),
+    hf: Path = typer.Option(..., "--hf", parser=user_path, help="Empty output folder for the Hugging Face model."),
     checkpoint: str = typer.Option(None, "--checkpoint", help="Checkpoint name (default: the latest)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an earlier export in --hf (a folder holding "
                                                               "only an export's files; anything else is refused)."),
@@ -182,7 +183,7 @@ def export(
 
 @app.command(rich_help_panel=TRAINING)
 def generate(
-    run: Path = typer.Argument(..., help="Run folder written by 'ffnlab train'."),
+    run: Path = typer.Argument(..., parser=user_path, help="Run folder written by 'ffnlab train'."),
     prompt: str = typer.Option(..., "--prompt", "-p", help="The text the model continues."),
     tokens: int = typer.Option(200, "--tokens", "-n", parser=counted("--tokens", total=True),
                                help="New tokens to generate."),

@@ -88,11 +88,11 @@ kept too. The pass changed nothing in src/. The raw results (every config as wri
 transformers' and audit's verdicts) were saved as JSON lines (results.jsonl: the first ten
 classes and the combinations; results2.jsonl: the four scaled-RoPE / MPT classes).
 
-A caveat of the helper, not of audit: ``hf_counts_all.reference`` hands config's nested dicts
-(rope_parameters, rope_scaling) to transformers, which standardises them in place, so the
-"config" in ``check``'s record is the mutated one, and a dict shared between configs carries
-one config's standardisation into the next (this pass copies each edit and saves the config as
-written).
+A caveat of the helper, not of audit, mended since: ``hf_counts_all.reference`` handed config's
+nested dicts (rope_parameters, rope_scaling) to transformers, which standardises them in place,
+so the "config" in ``check``'s record was the mutated one, and a dict shared between configs
+carried one config's standardisation into the next (this pass copied each edit and saved the
+config as written; ``reference`` now gives transformers a copy).
 
 Mended since (the 132 findings are plain tests now): the layer types transformers computes are
 mirrored per type (``keys.LAYER_TYPE_RULES``); Gemma 3 / OLMo 3 groups are validated per layer
@@ -103,8 +103,9 @@ a null head_dim a type keeps, probed as ``head_dim_null_kept``); an odd written 
 refused where rope parameters are given to a type without RoPE; rope_parameters given beside
 rope_scaling are validated on such types; Llama 4's no_rope_layers members and both types'
 no_rope_layer_interval; MPT's attn_pdrop and attn_type. Re-checked from the saved configs,
-1,153 of the 1,155 agree with transformers now and none that agreed stopped agreeing; the two
-left (GPT-NeoX, dynamic RoPE, partial factor 0.0 or 2.0) are strict xfails.
+1,153 of the 1,155 agreed with transformers and none that agreed stopped agreeing; the two left
+(GPT-NeoX, dynamic RoPE, a top-level partial factor 0.0 or 2.0, which GPT-NeoX's config never
+reads: probed as ``partial_rotary_top_ignored``) are mended too (``MENDED_EXTRA``).
 """
 
 from __future__ import annotations
@@ -2435,22 +2436,34 @@ CASES = {  # id -> (model type, edit, the verdict transformers' own behaviour ma
 }
 
 
-# found open after the mending (re-checked from the pass's saved configs: 2 of 1,155 left):
-# GPT-NeoX with dynamic RoPE and a top-level partial_rotary_factor of 0.0 or 2.0, which its rotary
-# embedding fails on ("division by zero") by a path not yet mirrored
-STILL_OPEN_EXTRA = {
-    f"F4-gpt_neox-dynamic-top-partial-{p}": ("gpt_neox", edit({"rope_parameters": {
-        "rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}, "partial_rotary_factor": p}))
-    for p in (0.0, 2.0)}
+# found open after the mending and mended since (re-checked from the pass's saved configs: 0 of
+# 1,155 left): GPT-NeoX with dynamic RoPE and a top-level partial_rotary_factor of 0.0 or 2.0. Its
+# config never reads the top-level key (it fills its RoPE dict from rotary_pct, 0.25 by default:
+# probed as partial_rotary_top_ignored), so 8-wide heads rotate 2 dimensions and dynamic RoPE
+# divides by width - 2; ffnlab had read the top-level 0.0 / 2.0 and counted. With its neighbours:
+# rotary_pct given, 16-wide heads (4 dimensions, built), yarn
+MENDED_EXTRA = {
+    f"F4-gpt_neox-{kind}-heads{2 * 16 // width}-{name}": ("gpt_neox", edit({
+        "hidden_size": 16 if width == 8 else 32, "num_attention_heads": 2,
+        "rope_parameters": {"rope_type": kind, "factor": 2.0, "rope_theta": 10000.0}, **extra}), expected)
+    for kind, width, name, extra, expected in [
+        ("dynamic", 8, "top-partial-0.0", {"partial_rotary_factor": 0.0}, "refused"),
+        ("dynamic", 8, "top-partial-2.0", {"partial_rotary_factor": 2.0}, "refused"),
+        ("dynamic", 8, "top-partial-0.5", {"partial_rotary_factor": 0.5}, "refused"),
+        ("dynamic", 8, "rotary-pct-0.5", {"rotary_pct": 0.5}, "exact"),
+        ("dynamic", 8, "rotary-pct-0.5-top-0.25", {"rotary_pct": 0.5, "partial_rotary_factor": 0.25}, "exact"),
+        ("dynamic", 16, "top-partial-0.0", {"partial_rotary_factor": 0.0}, "exact"),
+        ("dynamic", 16, "top-partial-2.0", {"partial_rotary_factor": 2.0}, "exact"),
+        ("yarn", 8, "top-partial-0.0", {"partial_rotary_factor": 0.0}, "exact"),
+    ]}
 
 
 def _params():
     out = [pytest.param(n, *CASES[n], id=n) for n in sorted(CASES)]
     out += [pytest.param(n, model_type, change, "refused", id=n)  # mended since: plain tests
             for n, (model_type, change, _) in sorted(FINDINGS.items())]
-    why = "finding: GPT-NeoX dynamic RoPE with partial_rotary_factor 0.0 or 2.0, refused ('division by zero'); counted"
-    out += [pytest.param(n, model_type, change, "refused", id=n, marks=[pytest.mark.xfail(strict=True, reason=why)])
-            for n, (model_type, change) in sorted(STILL_OPEN_EXTRA.items())]
+    out += [pytest.param(n, model_type, change, expected, id=n)
+            for n, (model_type, change, expected) in sorted(MENDED_EXTRA.items())]
     return out
 
 

@@ -220,7 +220,7 @@ def test_dbrx_experts_of_another_width_are_counted_not_built():
         check_trainable(from_hf_dict(config))
 
 
-@pytest.mark.parametrize("model_type", ["phi", "gpt_oss", "qwen2", "gemma3_text", "gpt2", "dbrx"])
+@pytest.mark.parametrize("model_type", ["phi", "gpt_oss", "qwen2", "gemma3_text", "gpt2", "dbrx", "gpt_neox"])
 def test_the_probed_tags_are_this_transformers(model_type):
     """The per-type rules probed into data/hf_rules.json (dropout ranges, partial rotary factors,
     nested RoPE, layer type names, sub-config kinds) agree with a fresh probe of the installed
@@ -229,6 +229,7 @@ def test_the_probed_tags_are_this_transformers(model_type):
         _base,
         layer_type_values,
         partial_rotary_refused,
+        partial_rotary_top_ignored,
         rope_nested_refused,
         sub_config_kinds,
         unit_interval,
@@ -239,6 +240,7 @@ def test_the_probed_tags_are_this_transformers(model_type):
     config, _, text_type = _base(model_type)
     assert tuple(unit_interval(config, text_type)) == rules.UNIT_INTERVAL.get(text_type, ())
     assert set(partial_rotary_refused(config)) == rules.PARTIAL_ROTARY_REFUSED.get(text_type, frozenset())
+    assert partial_rotary_top_ignored(config) == (text_type in rules.PARTIAL_ROTARY_TOP_IGNORED)
     assert rope_nested_refused(config) == (text_type in rules.ROPE_NESTED_REFUSED)
     assert set(layer_type_values(config, text_type) or ()) == rules.LAYER_TYPE_VALUES.get(text_type, frozenset())
     kinds = {name: {k: frozenset(v) for k, v in fields.items()} for name, fields in sub_config_kinds(text_type).items()}

@@ -17,6 +17,7 @@ from ffnlab.sizing.hf.rules import (
     NULL_REFUSED,
     PAD_IN_EMBEDDING,
     PARTIAL_ROTARY_REFUSED,
+    PARTIAL_ROTARY_TOP_IGNORED,
     ROPE_NESTED_REFUSED,
     ROPE_REQUIRED_KEYS,
     ROPE_SCALING,
@@ -227,6 +228,15 @@ def partial_rotary_default(data: dict[str, Any], model_type: str) -> Any:
     return data.get("rotary_pct", default) if model_type == "gpt_neox" else default
 
 
+def top_partial_rotary(data: dict[str, Any], model_type: str) -> Any:
+    """The partial_rotary_factor a type's RoPE dicts take when they give none themselves: the
+    top-level key as written, else :func:`partial_rotary_default`; the default alone for the types
+    whose config never reads the top-level key (:data:`PARTIAL_ROTARY_TOP_IGNORED`, probed:
+    GPT-NeoX fills its RoPE dict from rotary_pct)."""
+    default = partial_rotary_default(data, model_type)
+    return default if model_type in PARTIAL_ROTARY_TOP_IGNORED else data.get("partial_rotary_factor", default)
+
+
 def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
     """Refuse an odd head width that RoPE rotates whole (transformers 5.25,
     ``RotaryEmbeddingConfigMixin.validate_rope``: a head_dim above 4, odd, with
@@ -237,9 +247,9 @@ def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> N
                                                                                      "rope_scaling")):
         return
     groups = [{}] if model_type in LAYER_PATTERN else [g for _, g in rope_groups(data, model_type) if g] or [{}]
-    default = partial_rotary_default(data, model_type)
+    default = top_partial_rotary(data, model_type)
     for group in groups:
-        partial = group.get("partial_rotary_factor", data.get("partial_rotary_factor", default))
+        partial = group.get("partial_rotary_factor", default)
         if json_kind(partial) not in ("int", "float"):
             continue
         require(not (head_dim > 4 and head_dim % 2 and int(head_dim * partial) == head_dim),
@@ -266,10 +276,10 @@ def check_scaled_rope_widths(data: dict[str, Any], model_type: str, head_dim: in
                     f"computes from head_dim: its {model_type} config keeps the null and refuses it")
     if not computes or model_type in LAYER_PATTERN:
         return
-    default = partial_rotary_default(data, model_type)
+    default = top_partial_rotary(data, model_type)
     for label, group in rope_groups(data, model_type):
         kind = rope_kind(group) if group else "default"
-        partial: Any = group.get("partial_rotary_factor", data.get("partial_rotary_factor", default))
+        partial: Any = group.get("partial_rotary_factor", default)
         if kind == "default" or json_kind(partial) not in ("int", "float"):
             continue
         width = int(head_dim * partial)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, partial_rotary_default, rope_groups
+from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups, top_partial_rotary
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 from ffnlab.validation import show
 
@@ -34,8 +34,7 @@ def check_longrope_lists(k: ConfigKeys, pairs: int) -> None:
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = _llama_like(k)
     group = rope_groups(k.data, k.model_type)[0][1]
-    default = partial_rotary_default(k.data, k.model_type)
-    partial = group.get("partial_rotary_factor", k.data.get("partial_rotary_factor", default))
+    partial = group.get("partial_rotary_factor", top_partial_rotary(k.data, k.model_type))
     if json_kind(partial) in ("int", "float"):
         check_longrope_lists(k, int(cfg.d_model // cfg.attn.n_heads * partial) // 2)
     return cfg

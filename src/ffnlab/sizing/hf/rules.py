@@ -26,6 +26,8 @@ installed transformers. Read here once, into the names the translators use:
   index, which torch refuses outside the vocabulary;
 * ``PARTIAL_ROTARY_REFUSED``: how a type's rotary embedding refuses a ``partial_rotary_factor``
   (``negative``; ``null``; ``odd-width``, an odd int(head_dim x factor));
+  ``PARTIAL_ROTARY_TOP_IGNORED`` the types whose config fills its RoPE dict's factor from a key of
+  its own (GPT-NeoX's ``rotary_pct``), never from a top-level ``partial_rotary_factor``;
   ``ROPE_NESTED_REFUSED`` the types whose single rotary embedding refuses ``rope_parameters``
   nested by layer type; ``LAYER_TYPE_VALUES`` the ``layer_types`` names a type builds;
   ``HEAD_DIM_NULL_KEPT`` the types whose config keeps a null ``head_dim`` as None;
@@ -70,6 +72,7 @@ ODD_HEAD_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags 
 UNIT_INTERVAL: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE["unit_interval"].items()}
 PARTIAL_ROTARY_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt, tags
                                                      in _TABLE["partial_rotary_refused"].items()}
+PARTIAL_ROTARY_TOP_IGNORED: frozenset[str] = frozenset(_TABLE["partial_rotary_top_ignored"])
 ROPE_NESTED_REFUSED: frozenset[str] = frozenset(_TABLE["rope_nested_refused"])
 HEAD_DIM_NULL_KEPT: frozenset[str] = frozenset(_TABLE["head_dim_null_kept"])
 SUB_CONFIG_KINDS: dict[str, dict[str, dict[str, frozenset[str]]]] = {

@@ -191,6 +191,34 @@ def test_an_input_under_tilde_is_read_from_the_home_folder(sweep_dir, tmp_path, 
     assert not (tmp_path / "~").exists()
 
 
+@pytest.mark.parametrize("argv", [["audit", "~/m/config.json", "--json"], ["audit", "~/m", "--json"],
+                                  ["size", "--from", "~/m/config.json", "--json"],
+                                  ["fit", "~/m", "--gpu", "h100", "--json"]], ids=lambda a: "-".join(a[:2]))
+def test_a_model_named_under_tilde_is_read_from_the_home_folder(tmp_path, monkeypatch, argv):
+    """A config.json named as ``~/m`` (a model target, not an option's path) is the home folder's,
+    counted as the same file named in full is."""
+    home = tmp_path / "home"
+    (home / "m").mkdir(parents=True)
+    (home / "m" / "config.json").write_text(json.dumps(LLAMA))
+    full = [str(home / "m" / "config.json") if a.startswith("~/m/") else str(home / "m") if a == "~/m" else a
+            for a in argv]
+    plain = cli(*full, where=tmp_path)
+    assert plain.code == 0, plain.stderr[-2000:]
+    monkeypatch.setenv("HOME", str(home))
+    r = cli(*argv, where=tmp_path)
+    assert r.code == 0, r.stderr[-2000:]
+    assert r.stdout.replace(str(home), "~") == plain.stdout.replace(str(home), "~")
+
+
+def test_probe_reads_a_run_named_under_tilde(trained, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    _copy_run(trained, home)
+    monkeypatch.setenv("HOME", str(home))
+    r = cli("probe", "~/run", *PROBE, "--out", str(tmp_path / "p"), where=home)  # the run's cache is cwd-relative
+    assert r.code == 0, r.stderr[-2000:]
+    assert (tmp_path / "p" / "probe.json").is_file()
+
+
 def _params(command, prefix=""):
     for param in command.params:
         yield f"{prefix}{command.name}".strip(), param

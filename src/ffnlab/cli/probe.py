@@ -52,11 +52,13 @@ def _layers(text: str | None) -> list[int] | None:
 
 def _model_folder(model: str) -> tuple[Path, str]:
     """The local folder to probe and its name: a Hub id's files are fetched (or read from the HF cache)."""
+    from ffnlab.files import expand_user
     from ffnlab.sizing.hf.hub import fetch_model, hub_id
 
     hid = hub_id(model)
     if hid is None:
-        return Path(model), Path(model).resolve().name
+        folder = expand_user(model)
+        return folder, folder.resolve().name
     return fetch_model(hid), hid.repo.rsplit("/", 1)[1]
 
 

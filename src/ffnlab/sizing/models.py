@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.files import expand_user
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf import config_name, read_hf_config, translate_hf_dict
 from ffnlab.sizing.hf.hub import HubId, fetch_config, hub_id
@@ -60,7 +61,7 @@ def resolve(target: str, *, hub: bool = True) -> ResolvedModel:
     if hid is not None:
         return _from_file(target, fetch_config(hid), hid)
     if not is_zoo_name(target):
-        p = Path(target)
+        p = expand_user(target)  # '~/m/config.json' as a shell would read it
         if p.exists() or target.endswith(".json") or "/" in target:
             return _from_file(target, p, None)
     e = find(target)  # not a file either: names close zoo entries in its error

@@ -19,7 +19,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.hf.structure import CountedModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
@@ -34,7 +37,7 @@ REAL_FIXES: dict[str, dict[str, Any]] = {
 }
 
 
-def check(counted: dict[str, Any]) -> tuple[Any, Any, list[str]]:
+def check(counted: CountedModel) -> tuple[Any, Any, list[str]]:
     from ffnlab.sizing.counting import dense_ffn_params
     from ffnlab.sizing.hf.fallback import counted_structure, row_of
 
@@ -98,7 +101,7 @@ def main() -> int:
         build_s = time.perf_counter() - t
         builds.append(build_s)
         s, row, problems = check(counted)
-        translated = None
+        translated: bool | str | None = None
         if mt in SUPPORTED_MODEL_TYPES and size == "real":
             try:
                 # a multimodal type: ffnlab counts its language model and head (the structure's total)

@@ -12,7 +12,7 @@ No ``transformers`` import here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -239,11 +239,12 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     return validate(named, grouped=False), dict(keys.defaulted)
 
 
-def _layer_types(text: dict[str, Any], text_type: str, cfg: ModelConfig) -> set[str]:
+def _layer_types(text: Mapping[str, object], text_type: str, cfg: ModelConfig) -> set[str]:
     """The layer types a config uses: its layer_types list as written, else those its config class
     computes (:func:`computed_layer_types`), else its sliding and full layers as translated."""
-    if isinstance(text.get("layer_types"), list):
-        return {str(t) for t in text["layer_types"]}
+    written = text.get("layer_types")
+    if isinstance(written, list):
+        return {str(t) for t in written}
     computed = computed_layer_types(text, text_type, cfg.n_layers)
     if computed is not None:
         return computed
@@ -257,7 +258,7 @@ def _layer_types(text: dict[str, Any], text_type: str, cfg: ModelConfig) -> set[
 DEFAULTS_NOTE = "keys missing from config.json, taken from transformers'"
 
 
-def defaults_note(data: dict[str, Any], defaulted: dict[str, Any]) -> str | None:
+def defaults_note(data: dict[str, Any], defaulted: Mapping[str, object]) -> str | None:
     """The audit note naming the size keys config.json ``data`` lacks and transformers fills from
     its config class, as :func:`translate_hf_dict` found them (None when it lacks none)."""
     if not defaulted:

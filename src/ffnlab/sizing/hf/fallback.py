@@ -11,7 +11,7 @@ cannot show (top-k, the attention's key/value heads) read from the config transf
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,15 @@ from ffnlab.sizing.audit_rules import (
 )
 from ffnlab.sizing.hf import config_name, read_hf_config
 from ffnlab.sizing.hf.keys import ACT_PLAIN, GATED_FROM_ACT
-from ffnlab.sizing.hf.structure import FFNUnit, Structure, analyse, layer_counts
+from ffnlab.sizing.hf.structure import (
+    ConfigFacts,
+    CountedBy,
+    CountedModel,
+    FFNUnit,
+    Structure,
+    analyse,
+    layer_counts,
+)
 from ffnlab.sizing.memory.byte_rules import states_per_param
 from ffnlab.sizing.widths import Alignment, param_matched_ratio
 
@@ -63,7 +71,7 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def first_int(cfg: dict[str, Any], keys: tuple[str, ...]) -> int | None:
+def first_int(cfg: Mapping[str, object], keys: tuple[str, ...]) -> int | None:
     """The first of ``keys`` holding a positive integer (or a per-layer list of one value)."""
     for k in keys:
         value = cfg.get(k)
@@ -75,7 +83,7 @@ def first_int(cfg: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     return None
 
 
-def untranslated_type(data: dict[str, Any], supported: tuple[str, ...]) -> str | None:
+def untranslated_type(data: Mapping[str, object], supported: tuple[str, ...]) -> str | None:
     """The config's ``model_type`` when it is a string ffnlab has no translator for, else None."""
     mt = data.get("model_type")
     return mt if isinstance(mt, str) and mt not in supported else None
@@ -88,10 +96,10 @@ def is_layer_count(key: str) -> bool:
     return key.lower().rsplit("_", 1)[-1] in ("layer", "layers")
 
 
-def check_buildable(data: dict[str, Any]) -> None:
+def check_buildable(data: Mapping[str, object]) -> None:
     """Refuse, from the config's own numbers, a model too large to build in bounded time
     (transformers builds any size, one module object per layer, even on the meta device)."""
-    def walk(obj: Any, depth: int = 0) -> list[dict[str, Any]]:
+    def walk(obj: object, depth: int = 0) -> list[Mapping[str, object]]:
         if not isinstance(obj, dict) or depth > 4:
             return []
         return [obj] + [d for v in obj.values() for d in walk(v, depth + 1)]
@@ -115,15 +123,16 @@ def check_buildable(data: dict[str, Any]) -> None:
                     f"layer count): ffnlab builds at most {MAX_PARAMS_ESTIMATE:.0e} through transformers")
 
 
-def is_multimodal(counted: dict[str, Any]) -> bool:
+def is_multimodal(counted: CountedModel) -> bool:
     return bool(set(counted.get("sub_configs") or ()) - {"text_config"}) or (
         counted.get("auto") == "AutoModelForImageTextToText")
 
 
 # -- facts the structure cannot show ------------------------------------------------------------
 
-def attention_facts(cfg: dict[str, Any], d: int) -> dict[str, Any]:
-    """Key/value cache elements per token of one attention layer, and its rule."""
+def attention_facts(cfg: Mapping[str, object], d: int) -> ConfigFacts:
+    """Key/value cache elements per token of one attention layer, and its rule (the attention's
+    fields of :class:`ConfigFacts`)."""
     heads = first_int(cfg, ("num_attention_heads", "n_head", "num_heads", "n_heads"))
     kv_heads = first_int(cfg, ("num_key_value_heads", "num_kv_heads", "n_kv_heads", "kv_n_heads")) or heads
     if cfg.get("multi_query") is True:
@@ -150,12 +159,12 @@ def attention_facts(cfg: dict[str, Any], d: int) -> dict[str, Any]:
     sliding = None
     if window and isinstance(types, list):
         sliding = [i for i, t in enumerate(types) if isinstance(t, str) and "sliding" in t]
-    return {"n_heads": heads, "n_kv_heads": kv_heads, "head_dim": head_dim, "qk_head_dim": qk,
-            "v_head_dim": v, "kv_per_token": per_token, "kv_rule": rule, "sliding_window": window,
-            "sliding_layers": sliding}
+    return ConfigFacts(n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim, qk_head_dim=qk, v_head_dim=v,
+                       kv_per_token=per_token, kv_rule=rule, sliding_window=window,
+                       sliding_layers=None if sliding is None else tuple(sliding))
 
 
-def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
+def flat_config(cfg: Mapping[str, object]) -> dict[str, object]:
     """The config with the keys of its nested blocks (DBRX's ``ffn_config``) where the top level
     lacks them; vision and audio blocks left out."""
     nested = {k: v for name, sub in cfg.items() if isinstance(sub, dict)
@@ -164,23 +173,20 @@ def flat_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return {**nested, **cfg}
 
 
-def facts(cfg: dict[str, Any], s: Structure) -> dict[str, Any]:
+def facts(cfg: Mapping[str, object], s: Structure) -> ConfigFacts:
     """Numbers read from the config transformers resolved: top-k, the activation, the
     attention's cache shape, the recurrent state width, zero-computation experts."""
     cfg = flat_config(cfg)
-    act = next((cfg[k] for k in ACT_KEYS if isinstance(cfg.get(k), str)), None)
+    act = next((v for v in (cfg.get(k) for k in ACT_KEYS) if isinstance(v, str)), None)
     if act is None and any(v is True for k, v in cfg.items() if isinstance(k, str) and "swiglu" in k):
         act = "silu"  # LFM2's block_use_swiglu: SiLU-gated, applied as a function
-    return {
-        "top_k": first_int(cfg, TOP_K_KEYS), "activation": act,
-        "zero_experts": first_int(cfg, ZERO_EXPERT_KEYS),
-        "state_size": first_int(cfg, STATE_KEYS) or _nested_state(cfg),
-        "vocab_size": first_int(cfg, ("vocab_size",)),
-        **attention_facts(cfg, s.d_model),
-    }
+    return replace(attention_facts(cfg, s.d_model), top_k=first_int(cfg, TOP_K_KEYS), activation=act,
+                   zero_experts=first_int(cfg, ZERO_EXPERT_KEYS),
+                   state_size=first_int(cfg, STATE_KEYS) or _nested_state(cfg),
+                   vocab_size=first_int(cfg, ("vocab_size",)))
 
 
-def _nested_state(cfg: dict[str, Any]) -> int | None:
+def _nested_state(cfg: Mapping[str, object]) -> int | None:
     for key in ("linear_attn_config", "ssm_cfg", "mamba_config"):
         inner = cfg.get(key)
         if isinstance(inner, dict):
@@ -190,7 +196,7 @@ def _nested_state(cfg: dict[str, Any]) -> int | None:
     return None
 
 
-def fold_shared(s: Structure, cfg: dict[str, Any]) -> Structure:
+def fold_shared(s: Structure, cfg: Mapping[str, object]) -> Structure:
     """A dense FFN beside a MoE without shared experts in the same layer, as wide as a config
     key naming a shared width (GraniteMoeShared's ``shared_intermediate_size``), is that MoE's
     shared expert."""
@@ -289,27 +295,27 @@ def active_ffn(s: Structure, top_k: int | None) -> int | None:
     return n
 
 
-def flops_forward(s: Structure, f: dict[str, Any], active: int | None, seq_len: int) -> int | None:
+def flops_forward(s: Structure, f: ConfigFacts, active: int | None, seq_len: int) -> int | None:
     """Forward FLOPs per token: 2 x the active matrix parameters outside the embedding tables
     (the LM head's matrix included, tied or not) plus attention scores and values over the
     context (the window for sliding layers); recurrent state updates are not counted."""
     if active is None:
         return None
-    vocab = f.get("vocab_size") or 0
+    vocab = f.vocab_size or 0
     matmul = active - s.parts["embedding"] - s.parts["norms"] + vocab * s.d_model
     scores = 0
-    heads, qk, v = f.get("n_heads"), f.get("qk_head_dim"), f.get("v_head_dim")
-    sliding = set(f.get("sliding_layers") or ())
-    window = f.get("sliding_window")
+    heads, qk, v = f.n_heads, f.qk_head_dim, f.v_head_dim
+    sliding = set(f.sliding_layers or ())
+    window = f.sliding_window
     for m in s.mixers:
         if m.kind != "attention" or not heads or not qk:
             continue
-        ctx = min(seq_len, window) if window and (m.layer in sliding or f.get("sliding_layers") is None) else seq_len
+        ctx = min(seq_len, window) if window and (m.layer in sliding or f.sliding_layers is None) else seq_len
         scores += 2 * ctx * heads * (qk + (v or qk))
     return 2 * matmul + scores
 
 
-def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str | None, source: str | None,
+def structure_row(s: Structure, f: ConfigFacts, *, name: str, model_type: str | None, source: str | None,
                   label: str, family: str = "", note: str | None = None) -> AuditRow:
     """The audit row of a model read from its structure: the fields of
     :func:`ffnlab.sizing.audit.audit_config` and the counted ones
@@ -317,12 +323,12 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
     parts, total = s.parts, s.total
     non_embedding = total - parts["embedding"]
     unit = _dominant(s.ffns)
-    top_k = f.get("top_k")
+    top_k = f.top_k
     d = s.d_model
     moe = bool(unit and unit.moe)
     ffn_active = active_ffn(s, top_k)
     active = None if ffn_active is None else total - parts["ffn"] + ffn_active
-    kind = ffn_kind(unit, f.get("activation")) if unit else None
+    kind = ffn_kind(unit, f.activation) if unit else None
     dense = _dominant([x for x in s.ffns if not x.moe])
     raw = unit.d_ff / d if unit and d else None
     pm = float(param_matched_ratio(d, unit.d_ff, unit.gated)) if unit and d else None
@@ -333,7 +339,7 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
                       n_shared=unit.n_shared, top_k=top_k, zero_slots=unit.zero_slots, active_pm=active_pm)
              if unit and d else None)
     mf = moe_fields(facts, moe_parts(s, top_k, unit))
-    notes = [x for x in (note, _zero_note(s, f), None if top_k is not None or not moe else
+    notes = [x for x in (note, _zero_note(s), None if top_k is not None or not moe else
                          "no top-k in config.json: parameters counted; active parameters and FLOPs unknown") if x]
     if s.outside:
         notes.append(f"multimodal: the whole model is counted, {s.outside:,} parameters of it outside the "
@@ -354,7 +360,7 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
         name=name, family=family, model_type=model_type, d_model=d,
         d_ff=unit.d_ff if unit else None, d_ff_dense=dense.d_ff if dense else None,
         ffn_kind=kind, gated=unit.gated if unit else None, n_layers=s.n_layers or None,
-        n_heads=f.get("n_heads"), n_kv_heads=f.get("n_kv_heads"), vocab_size=f.get("vocab_size"),
+        n_heads=f.n_heads, n_kv_heads=f.n_kv_heads, vocab_size=f.vocab_size,
         n_experts=unit.n_experts if moe and unit else 0, top_k=top_k if moe else 0,
         params_total=total, params_non_embedding=non_embedding, params_ffn=parts["ffn"],
         params_attention=parts["attention"], params_embedding=parts["embedding"],
@@ -377,7 +383,7 @@ def structure_row(s: Structure, f: dict[str, Any], *, name: str, model_type: str
     )
 
 
-def _zero_note(s: Structure, f: dict[str, Any]) -> str | None:
+def _zero_note(s: Structure) -> str | None:
     zero = sum(x.zero_params for x in s.ffns)
     slots = max((x.zero_slots for x in s.ffns), default=0)
     if not slots:
@@ -395,14 +401,14 @@ def _zero_note(s: Structure, f: dict[str, Any]) -> str | None:
 # -- entry points -------------------------------------------------------------------------------
 
 # counts a config.json through transformers: (config, what it leaves open) -> the counted structure
-TransformersCounter = Callable[[dict[str, Any], tuple[str, ...]], dict[str, Any]]
+TransformersCounter = Callable[[dict[str, Any], tuple[str, ...]], CountedModel]
 
 
 def announced(counter: TransformersCounter, note: Callable[[str], None]) -> TransformersCounter:
     """``counter`` that first says, through ``note``, that it is falling back to transformers (the
     first build imports torch and transformers, seconds), and erases the note when done."""
 
-    def count(data: dict[str, Any], supported: tuple[str, ...]) -> dict[str, Any]:
+    def count(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:
         note(f"model_type {data.get('model_type')!r} has no ffnlab translator: building it with "
              "transformers on the meta device ...")
         try:
@@ -413,9 +419,9 @@ def announced(counter: TransformersCounter, note: Callable[[str], None]) -> Tran
     return count
 
 
-def counted_structure(counted: dict[str, Any]) -> Structure:
-    """The structure of a counted model, with the config's facts in ``extra["facts"]`` and
-    transformers' label in ``extra["label"]``."""
+def counted_structure(counted: CountedModel) -> Structure:
+    """The structure of a counted model, with the config's facts and transformers' label in its
+    :class:`~ffnlab.sizing.hf.structure.CountedBy`."""
     s = fold_shared(analyse(counted, multimodal=is_multimodal(counted)), counted["config"])
     version, cls = counted["transformers_version"], counted["class"]
     auto, kind = counted.get("auto"), counted.get("auto_kind")
@@ -423,19 +429,22 @@ def counted_structure(counted: dict[str, Any]) -> Structure:
     label = f"{LABEL} {version} ({of}; on the meta device)"
     # the resolved config, with config.json's own keys it dropped (LFM2's block_use_swiglu)
     cfg = {**(counted.get("config_json") or {}), **counted["config"]}
-    extra = {"facts": facts(cfg, s), "label": label, "transformers_total": counted["total"]}
+    note = None
     if kind == BASE_KIND:
-        extra["note"] = (f"model_type {counted['config_json'].get('model_type')!r} has no language-model head in "
-                         f"transformers {version}: counted its base model {cls} ({auto}), every parameter")
-    return replace(s, extra=extra)
+        note = (f"model_type {counted['config_json'].get('model_type')!r} has no language-model head in "
+                f"transformers {version}: counted its base model {cls} ({auto}), every parameter")
+    return replace(s, counted_by=CountedBy(facts(cfg, s), label, counted["total"], note))
 
 
 def row_of(s: Structure, *, name: str, model_type: str | None, source: str | None, family: str = "",
            note: str | None = None) -> AuditRow:
     """The audit row of a structure from :func:`counted_structure` (or a stored one)."""
-    note = "; ".join(x for x in (s.extra.get("note"), note) if x) or None
-    return structure_row(s, s.extra["facts"], name=name, model_type=model_type, source=source,
-                         label=s.extra["label"], family=family, note=note)
+    by = s.counted_by
+    require(by is not None, "this structure was not counted through transformers: no config facts to report")
+    assert by is not None
+    note = "; ".join(x for x in (by.note, note) if x) or None
+    return structure_row(s, by.facts, name=name, model_type=model_type, source=source, label=by.label,
+                         family=family, note=note)
 
 
 def audit_untranslated(path: str | Path, supported: tuple[str, ...], counter: TransformersCounter | None,

@@ -12,8 +12,8 @@ and keeps three d_ff-wide tensors more than one fused GELU (the tanh output, ``0
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from ffnlab.sizing.config import ModelConfig
 
@@ -23,7 +23,7 @@ ACT_KEYS = ("activation_function", "hidden_act", "hidden_activation")
 DEFAULT_ACT = {"gpt2": "gelu_new", "gptj": "gelu_new", "gpt_neo": "gelu_new"}
 
 
-def activation_name(text: dict[str, Any], model_type: str) -> str | None:
+def activation_name(text: Mapping[str, object], model_type: str) -> str | None:
     """The config's activation name as transformers reads it (the family's default when absent)."""
     for key in ACT_KEYS:
         if isinstance(text.get(key), str):
@@ -31,7 +31,7 @@ def activation_name(text: dict[str, Any], model_type: str) -> str | None:
     return DEFAULT_ACT.get(model_type)
 
 
-def implementation(cfg: ModelConfig, model_type: str, text: dict[str, Any]) -> ModelConfig:
+def implementation(cfg: ModelConfig, model_type: str, text: Mapping[str, object]) -> ModelConfig:
     """``cfg`` with the memory-relevant implementation facts of ``model_type`` set."""
     extra = COMPOSITE_ACT_KEEPS.get(activation_name(text, model_type) or "", 0)
     out = replace(cfg, attn=replace(cfg.attn, qkv_fused=model_type in FUSED_QKV_TYPES))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
@@ -66,7 +67,7 @@ ROPE_THETA_SOURCES: dict[str, dict[str, str | None]] = {
 LAYER_PATTERN: dict[str, tuple[str | None, int]] = {"gemma3_text": ("sliding_window_pattern", 6), "olmo3": (None, 4)}
 
 
-def _theta_from(data: dict[str, Any], key: str | None, popped: set[str]) -> list[tuple[str, Any]]:
+def _theta_from(data: Mapping[str, object], key: str | None, popped: set[str]) -> list[tuple[str, Any]]:
     """The theta a missing ``rope_theta`` is filled with from top-level ``key`` (each key popped once)."""
     if key is None or key not in data or key in popped:
         return []
@@ -74,7 +75,7 @@ def _theta_from(data: dict[str, Any], key: str | None, popped: set[str]) -> list
     return [(key, data[key])]
 
 
-def _used_layer_types(data: dict[str, Any], model_type: str) -> set[str]:
+def _used_layer_types(data: Mapping[str, object], model_type: str) -> set[str]:
     """The layer types a per-layer-type rotary embedding builds (``set(config.layer_types)``)."""
     types = data.get("layer_types")
     if isinstance(types, list):
@@ -82,31 +83,32 @@ def _used_layer_types(data: dict[str, Any], model_type: str) -> set[str]:
     key, default = LAYER_PATTERN[model_type]
     every = data.get(key, default) if key else default
     layers = data.get("num_hidden_layers", CLASS_DEFAULTS.get(model_type, {}).get("num_hidden_layers", 0))
-    n = layers if json_kind(layers) == "int" and layers > 0 else 0
+    n = layers if isinstance(layers, int) and not isinstance(layers, bool) and layers > 0 else 0
     if isinstance(every, int) and every:  # every |every|-th layer full (Python's %, as transformers')
         return {*(["sliding_attention"] if n and abs(every) > 1 else []),
                 *(["full_attention"] if n >= abs(every) else [])}
     used: set[str] = set()
     for i in range(min(n, 10_000)):  # a float pattern: as its __post_init__ computes it
-        try:
-            used.add("sliding_attention" if (i + 1) % every else "full_attention")
-        except (TypeError, ZeroDivisionError):
+        if not isinstance(every, (int, float)) or not every:  # its % fails (TypeError, ZeroDivisionError)
             raise FfnlabError(f"config.json key {key!r} must be a number other than 0, got {show(every)}: "
-                              f"transformers' {model_type} config computes its layer types with it") from None
+                              f"transformers' {model_type} config computes its layer types with it")
+        used.add("sliding_attention" if (i + 1) % every else "full_attention")
     return used
 
 
-def _per_layer_type_thetas(data: dict[str, Any], model_type: str) -> list[tuple[str, Any]]:
+def _per_layer_type_thetas(data: Mapping[str, object], model_type: str) -> list[tuple[str, Any]]:
     sources = ROPE_THETA_SOURCES[model_type]
     params = data.get("rope_parameters")
     if params is None:
         params = {name: {} for name in sources}
     require(isinstance(params, dict), f"config.json key 'rope_parameters' must be an object, got {show(params)}")
+    assert isinstance(params, dict)
     scaling = data.get("rope_scaling")
     if scaling is not None:  # merged into the full-attention dict, which must be there
         require(isinstance(scaling, dict) and isinstance(params.get("full_attention"), dict),
                 f"config.json key 'rope_scaling' is set, but transformers' {model_type} config merges it into "
                 "rope_parameters.full_attention, which must be an object")
+        assert isinstance(scaling, dict)
     used = _used_layer_types(data, model_type)
     out, popped = [], set[str]()
     for name, key in sources.items():
@@ -123,7 +125,7 @@ def _per_layer_type_thetas(data: dict[str, Any], model_type: str) -> list[tuple[
     return out
 
 
-def rope_groups(data: dict[str, Any], model_type: str) -> list[tuple[str, dict[str, Any]]]:
+def rope_groups(data: Mapping[str, object], model_type: str) -> list[tuple[str, dict[str, Any]]]:
     """The RoPE parameter dicts transformers' standardisation (5.25) takes from a flat-RoPE type's
     config.json, each with its key: ``rope_scaling`` when set, else ``rope_parameters`` (one dict,
     or one per layer type where the type has layer types)."""
@@ -132,6 +134,7 @@ def rope_groups(data: dict[str, Any], model_type: str) -> list[tuple[str, dict[s
     require(params is None or isinstance(params, dict),
             f"config.json key {label!r} must be an object, got {show(params)}: transformers' {model_type} "
             "RoPE standardisation refuses it")
+    assert params is None or isinstance(params, dict)
     params = params or {}
     layered = "layer_types" in FIELD_KINDS.get(model_type, {})  # nested only by layer type (5.25)
     if layered and params and all(isinstance(v, dict) or v is None for v in params.values()):
@@ -139,13 +142,13 @@ def rope_groups(data: dict[str, Any], model_type: str) -> list[tuple[str, dict[s
     return [(label, params)]
 
 
-def rope_kind(group: dict[str, Any]) -> Any:
+def rope_kind(group: Mapping[str, object]) -> object:
     """A RoPE parameter dict's scaling type, as transformers reads it (``rope_type``, else the older
     ``type``, else default)."""
     return group.get("rope_type", group.get("type", "default"))
 
 
-def _check_layer_type_groups(data: dict[str, Any], model_type: str) -> None:
+def _check_layer_type_groups(data: Mapping[str, object], model_type: str) -> None:
     """The RoPE dicts of a type with one rotary embedding per layer type (Gemma 3, OLMo 3): each
     dict a used layer type has is validated by its rope_type's own rules (5.25: the keys it
     requires, rope_theta and original_max_position_embeddings filled by the standardisation) and
@@ -173,7 +176,7 @@ def _check_layer_type_groups(data: dict[str, Any], model_type: str) -> None:
                 f"{model_type} rotary embedding computes with it")
 
 
-def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
+def check_rope_scaling(data: Mapping[str, object], model_type: str) -> None:
     """Refuse the RoPE scaling transformers refuses (:data:`ROPE_SCALING`): a scaling type the
     type refuses outright, a required key (:data:`ROPE_REQUIRED_KEYS`) the standardisation does
     not fill, a rope_type the model cannot compute, a factor that is not a number."""
@@ -182,8 +185,8 @@ def check_rope_scaling(data: dict[str, Any], model_type: str) -> None:
         return
     tags = ROPE_SCALING.get(model_type, frozenset())
     both = data.get("rope_scaling") and isinstance(data.get("rope_parameters"), dict) and data["rope_parameters"]
-    if both and "computes" not in tags:  # a type without RoPE still validates the rope_parameters it is given
-        params = data["rope_parameters"]
+    params = data.get("rope_parameters")
+    if both and "computes" not in tags and isinstance(params, dict):  # a type without RoPE still validates them
         kind = rope_kind(params)
         missing = [k for k in ROPE_REQUIRED_KEYS.get(kind, ()) if k not in params] if isinstance(kind, str) else []
         require(not missing, f"config.json key 'rope_parameters' ({kind} RoPE scaling) lacks {', '.join(missing)}: "
@@ -221,14 +224,14 @@ PARTIAL_ROTARY_DEFAULT = {"glm": 0.5, "glm4": 0.5, "glm4_moe": 0.5, "persimmon":
                           "gpt_neox": 0.25}
 
 
-def partial_rotary_default(data: dict[str, Any], model_type: str) -> Any:
+def partial_rotary_default(data: Mapping[str, object], model_type: str) -> Any:
     """The partial_rotary_factor a type's config uses when config.json and its RoPE dict give none:
     the class's (:data:`PARTIAL_ROTARY_DEFAULT`), GPT-NeoX's from its rotary_pct key."""
     default = PARTIAL_ROTARY_DEFAULT.get(model_type, 1.0)
     return data.get("rotary_pct", default) if model_type == "gpt_neox" else default
 
 
-def top_partial_rotary(data: dict[str, Any], model_type: str) -> Any:
+def top_partial_rotary(data: Mapping[str, object], model_type: str) -> Any:
     """The partial_rotary_factor a type's RoPE dicts take when they give none themselves: the
     top-level key as written, else :func:`partial_rotary_default`; the default alone for the types
     whose config never reads the top-level key (:data:`PARTIAL_ROTARY_TOP_IGNORED`, probed:
@@ -237,7 +240,7 @@ def top_partial_rotary(data: dict[str, Any], model_type: str) -> Any:
     return default if model_type in PARTIAL_ROTARY_TOP_IGNORED else data.get("partial_rotary_factor", default)
 
 
-def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
+def check_even_rotary(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
     """Refuse an odd head width that RoPE rotates whole (transformers 5.25,
     ``RotaryEmbeddingConfigMixin.validate_rope``: a head_dim above 4, odd, with
     int(head_dim x partial_rotary_factor) == head_dim), for the types whose model computes RoPE, and
@@ -257,7 +260,7 @@ def check_even_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> N
                 f"transformers' {model_type} config refuses an odd rotary dimension")
 
 
-def check_scaled_rope_widths(data: dict[str, Any], model_type: str, head_dim: int) -> None:
+def check_scaled_rope_widths(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
     """Refuse a scaled RoPE (``rope_type`` other than default) whose rotary width transformers'
     RoPE functions cannot compute with (5.25 ``modeling_rope_utils.py``: each takes the width
     int(head_dim x partial_rotary_factor), the factor from the dict, then config.json, then the
@@ -296,7 +299,7 @@ def check_scaled_rope_widths(data: dict[str, Any], model_type: str, head_dim: in
                         f"{where}: short_factor has {len(values)} entries, which do not match its {pairs} frequencies")
 
 
-def check_partial_rotary(data: dict[str, Any], model_type: str, head_dim: int) -> None:
+def check_partial_rotary(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
     """Refuse a partial_rotary_factor the type's rotary embedding refuses
     (:data:`PARTIAL_ROTARY_REFUSED`): a negative one (a negative rotary width), a null one, one that
     makes int(head_dim x factor) odd where the rotation splits that width in halves (gpt-oss). A
@@ -340,7 +343,7 @@ LAYER_TYPE_RULES: dict[str, tuple[str, int | str]] = {
 }
 
 
-def computed_layer_types(data: dict[str, Any], model_type: str, n_layers: int) -> set[str] | None:
+def computed_layer_types(data: Mapping[str, object], model_type: str, n_layers: int) -> set[str] | None:
     """The layer types a type's config computes when config.json gives no layer_types
     (:data:`LAYER_TYPE_RULES`), or None where no rule is kept or the keys make it fail."""
     rule = LAYER_TYPE_RULES.get(model_type)
@@ -378,7 +381,7 @@ def computed_layer_types(data: dict[str, Any], model_type: str, n_layers: int) -
     return {*(["sliding_attention"] if any(sliding) else []), *(["full_attention"] if not all(sliding) else [])}
 
 
-def check_rope_not_nested(data: dict[str, Any], model_type: str, used: set[str]) -> None:
+def check_rope_not_nested(data: Mapping[str, object], model_type: str, used: set[str]) -> None:
     """Refuse RoPE parameters nested by layer type where the type's one rotary embedding reads a
     flat dict (:data:`ROPE_NESTED_REFUSED`): 5.25's standardisation takes the dict as nested when a
     key names a layer type the config uses (``used``), and the rotary embedding then finds no
@@ -392,7 +395,7 @@ def check_rope_not_nested(data: dict[str, Any], model_type: str, used: set[str])
                         f"{model_type} rotary embedding reads one flat dict and refuses it")
 
 
-def check_no_rope_layers(data: dict[str, Any], model_type: str, n_layers: int, *, empty_is_default: bool) -> None:
+def check_no_rope_layers(data: Mapping[str, object], model_type: str, n_layers: int, *, empty_is_default: bool) -> None:
     """Refuse a ``no_rope_layers`` list the model indexes past its end (one flag per layer, read by
     each layer: SmolLM3, Llama 4); Llama 4 takes an empty list for its default and, without
     layer_types, builds one layer type per flag, which its validator requires to match the layers."""
@@ -413,7 +416,7 @@ def check_no_rope_layers(data: dict[str, Any], model_type: str, n_layers: int, *
             f"{model_type} config makes a layer type of each and requires one per layer")
 
 
-def check_pad_token(data: dict[str, Any], model_type: str, vocab: Any) -> None:
+def check_pad_token(data: Mapping[str, object], model_type: str, vocab: Any) -> None:
     """Refuse a ``pad_token_id`` outside the vocabulary where the token embedding takes it as its
     padding index (:data:`PAD_IN_EMBEDDING`: torch allows -vocab <= id < vocab); an absent key is
     the config class's default (OLMo's 1 refuses a one-token vocabulary), a null one none."""
@@ -425,7 +428,7 @@ def check_pad_token(data: dict[str, Any], model_type: str, vocab: Any) -> None:
                                        f"{vocab:,}: transformers' {model_type} embedding refuses it as padding index")
 
 
-def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, Any]]:
+def rope_thetas(data: Mapping[str, object], model_type: str = "") -> list[tuple[str, Any]]:
     """The rope_theta values transformers' RoPE standardisation (``convert_rope_params_to_dict``,
     5.25) hands the rotary embedding, each with the key it came from: ``rope_scaling`` or else
     ``rope_parameters`` (flat, or one dict per layer type where the type has layer types) wins,
@@ -439,7 +442,7 @@ def rope_thetas(data: dict[str, Any], model_type: str = "") -> list[tuple[str, A
     for name, group in groups:
         if "rope_theta" in group:
             out.append((f"{name}.rope_theta", group["rope_theta"]))
-        elif fallback in data:
+        elif fallback is not None and fallback in data:
             out.append((fallback, data[fallback]))
     return out
 
@@ -464,7 +467,7 @@ TORCH_DTYPE_NAMES = frozenset((
     "uint6", "uint64", "uint7", "uint8"))
 
 
-def check_common(data: dict[str, Any], model_type: str, n_layers: Any) -> None:
+def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> None:
     """Refuse what every transformers config class refuses, read by ffnlab or not: ``layer_types``
     naming an unknown kind of layer or not one per layer (``n_layers``: the layer count it holds),
     an ``id2label`` that is not an object of integer keys, a dtype that names no torch dtype."""
@@ -473,6 +476,7 @@ def check_common(data: dict[str, Any], model_type: str, n_layers: Any) -> None:
         require(isinstance(types, list) and all(isinstance(t, str) and t in LAYER_TYPE_NAMES for t in types),
                 f"config.json key 'layer_types' must list layer kinds transformers knows (such as full_attention, "
                 f"sliding_attention), got {show(types)}")
+        assert isinstance(types, list)
         require(json_kind(n_layers) != "int" or len(types) == n_layers,
                 f"config.json key 'layer_types' lists {len(types):,} layers, but the model has {n_layers:,}: "
                 f"transformers' {model_type} config requires one per layer")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, TypedDict
 
 MIXERS = ("attention", "linear_attention", "ssm", "short_conv")
@@ -75,6 +75,61 @@ class MixerUnit:
 
 
 @dataclass(frozen=True)
+class ConfigFacts:
+    """Numbers read from the config transformers resolved, which the module tree cannot show:
+    top-k, the activation, zero-computation experts, the recurrent state width, the vocabulary,
+    and the attention's heads and key/value cache per token (JSON-ready with :meth:`as_dict`)."""
+
+    top_k: int | None = None
+    activation: str | None = None
+    zero_experts: int | None = None
+    state_size: int | None = None
+    vocab_size: int | None = None
+    n_heads: int | None = None
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
+    qk_head_dim: int | None = None
+    v_head_dim: int | None = None
+    kv_per_token: int | None = None  # key/value cache elements per token of one attention layer
+    kv_rule: str | None = None  # how kv_per_token follows from the config
+    sliding_window: int | None = None
+    sliding_layers: tuple[int, ...] | None = None  # None: every attention layer slides when a window is set
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = asdict(self)
+        out["sliding_layers"] = None if self.sliding_layers is None else list(self.sliding_layers)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConfigFacts:
+        layers = data.get("sliding_layers")
+        return cls(**{**data, "sliding_layers": None if layers is None else tuple(layers)})
+
+
+@dataclass(frozen=True)
+class CountedBy:
+    """What a structure counted through transformers carries besides its units: the config's
+    facts, the label naming transformers' version and class, its total, and a note (a type with
+    no language-model head, counted whole)."""
+
+    facts: ConfigFacts
+    label: str
+    transformers_total: int
+    note: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"facts": self.facts.as_dict(), "label": self.label,
+                                  "transformers_total": self.transformers_total}
+        if self.note is not None:
+            out["note"] = self.note
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CountedBy:
+        return cls(ConfigFacts.from_dict(data["facts"]), data["label"], data["transformers_total"], data.get("note"))
+
+
+@dataclass(frozen=True)
 class Structure:
     """What :func:`analyse` found, as plain data (JSON-ready with :meth:`to_dict`)."""
 
@@ -88,7 +143,7 @@ class Structure:
     total: int  # the whole model transformers builds (each shared tensor once)
     outside: int = 0  # of total, outside the language model and its head (vision encoder, projector): in parts["other"]
     tied_head: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    counted_by: CountedBy | None = None  # set by fallback.counted_structure; stored as "extra"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, compact: units that differ only in their layer are stored once with the
@@ -96,6 +151,8 @@ class Structure:
         out = asdict(self)
         out["ffns"] = _compact([asdict(u) for u in self.ffns])
         out["mixers"] = _compact([asdict(u) for u in self.mixers])
+        del out["counted_by"]
+        out["extra"] = self.counted_by.as_dict() if self.counted_by else {}
         return out
 
     @classmethod
@@ -103,7 +160,8 @@ class Structure:
         d = dict(data)
         d["ffns"] = [FFNUnit(**u) for u in _expand(d["ffns"])]
         d["mixers"] = [MixerUnit(**u) for u in _expand(d["mixers"])]
-        return cls(**d)
+        extra = d.pop("extra", None)
+        return cls(**d, counted_by=CountedBy.from_dict(extra) if extra else None)
 
 
 def _template(path: str, layer: int | None) -> str:
@@ -153,6 +211,16 @@ class ModuleNode(TypedDict, total=False):
     conv: list[int]
     ch: dict[str, ModuleNode]
     ref: str
+
+
+# what :func:`ffnlab.training.hf_count.count_with_transformers` returns (JSON): the model's class,
+# the auto class it was built through and its kind, transformers' version, the module tree, the
+# paths of the input and output embeddings, the total, the config transformers resolved and the
+# config.json it was given (arbitrary JSON both), and the names of its sub-configs
+CountedModel = TypedDict("CountedModel", {
+    "class": str, "auto": str, "auto_kind": str, "transformers_version": str, "tree": ModuleNode,
+    "input_embeddings": str | None, "output_embeddings": str | None, "total": int,
+    "config": dict[str, Any], "config_json": dict[str, Any], "sub_configs": list[str]}, total=False)
 
 
 def _numel(shape: list[int]) -> int:
@@ -613,7 +681,7 @@ def language_root(tree: ModuleNode, embeddings: str | None) -> str:
     return ""
 
 
-def analyse(counted: dict[str, Any], multimodal: bool = False) -> Structure:
+def analyse(counted: CountedModel, multimodal: bool = False) -> Structure:
     """The structure of a model counted by :func:`ffnlab.training.hf_count.count_with_transformers`.
 
     With ``multimodal``, the units (FFNs, mixers, layers) are those of the language model (the

@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.sizing.hf.structure import MixerUnit, Structure
+from ffnlab.sizing.hf.structure import ConfigFacts, MixerUnit, Structure
 from ffnlab.sizing.memory.byte_rules import (
     DTYPE_BYTES,
     GENERIC_WEIGHT_DTYPES,
@@ -55,11 +55,11 @@ def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
 
 def kv_and_state(s: Structure, *, batch: int, context: int, kv_dtype: str) -> dict[str, Any]:
     """KV-cache and recurrent-state bytes for ``batch`` sequences of ``context`` tokens."""
-    f = s.extra.get("facts", {})
+    f = s.counted_by.facts if s.counted_by else ConfigFacts()
     b = dtype_bytes(kv_dtype, KV_DTYPES, "kv dtype")
-    per_token = f.get("kv_per_token")
-    window = f.get("sliding_window")
-    sliding = f.get("sliding_layers")
+    per_token = f.kv_per_token
+    window = f.sliding_window
+    sliding = f.sliding_layers
     kv_layers, state_layers, unknown = 0, 0, []
     kv = state = 0
     for m in s.mixers:
@@ -72,13 +72,13 @@ def kv_and_state(s: Structure, *, batch: int, context: int, kv_dtype: str) -> di
             kv += math.ceil(per_token * tokens * batch * b)
             kv_layers += 1
             continue
-        elems = recurrent_state(m, f.get("state_size"))
+        elems = recurrent_state(m, f.state_size)
         if elems is None:
             unknown.append(m.cls)
             continue
         state += math.ceil(elems * batch * b)
         state_layers += 1
-    rule = (f"{kv_layers} attention layers x {f.get('kv_rule')} x {b:g} B per cached token"
+    rule = (f"{kv_layers} attention layers x {f.kv_rule} x {b:g} B per cached token"
             + (f" (sliding layers: window {window})" if window else ""))
     if state_layers:
         rule += f"; {state_layers} recurrent layers keep their state per sequence"

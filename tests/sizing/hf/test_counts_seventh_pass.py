@@ -3,7 +3,7 @@ someone who did not write the fixes), kept as tests. Oracle: transformers 5.25's
 from the same config.json on the meta device (the auto class ``hf_counts_all.reference`` picks:
 seq2seq LM, causal LM, image-text-to-text, else the base model), or its refusal.
 
-15,840 configs. Classes (configs; off), the first six on the stored defaults of the 601 types
+18,751 configs. Classes (configs; off), the first six on the stored defaults of the 601 types
 whose default audit counts exactly (``hf_counts_all.exact_defaults``), sampled over all of them and
 again over the 53 types ffnlab translates:
 
@@ -37,15 +37,22 @@ again over the 53 types ffnlab translates:
   partial_rotary_factor, each null, 0, negative, fractional, a string, true, large, n_embed also
   beside and instead of hidden_size (128; 36);
 * a top-level partial_rotary_factor a string, a list, an object, true or false on the 49 translated
-  types (294; 24), and a small Phi-3 (2; 1).
+  types (294; 24), and a small Phi-3 (2; 1);
+* keys of other translated types' config classes (fields, computed attributes, legacy keys) set on
+  a type that has no such field, with those classes' default values, small ints or null (2,000; 1);
+* following that one (GPT-OSS, original_max_position_embeddings null): a top-level
+  original_max_position_embeddings null, 0, -1, a string, 1.5, true or a list, alone and under a yarn
+  rope_parameters without one, on the 49 translated types (686; 180); inside a yarn, dynamic, longrope,
+  llama3 or linear RoPE dict, and max_position_embeddings so under a yarn dict without it, on six
+  types (216; 75); the same on the real-world shapes (9; 8).
 
 Every type without a language-model head in transformers (the 298 of the stored defaults whose
 reference is the base AutoModel) was audited too: each row's note says its base model was counted.
 
-92 off, 89 of them findings (the other three: T5 with tie_word_embeddings false, which transformers 5
+356 off, 353 of them findings (the other three: T5 with tie_word_embeddings false, which transformers 5
 ties anyway and ffnlab deliberately counts untied, as the real v1.1 checkpoints are: see
-``test_hf_parity._expected``). No traceback and no refusal of a model transformers builds; 7 root
-causes, all in translated types, kept as strict xfails (one to seven inputs each):
+``test_hf_parity._expected``). No traceback and no refusal of a model transformers builds; 8 root
+causes, all in translated types, kept as strict xfails (two to eight inputs each):
 
 * G1, T5: keys that are not fields of a 5.25 config class are set after its ``__post_init__``, so
   config.json's is_gated_act and dense_act_fn override the values T5Config derives from
@@ -73,12 +80,21 @@ causes, all in translated types, kept as strict xfails (one to seven inputs each
   GLM-4, GLM-4-MoE, GPT-OSS, Phi, Phi-3, StableLM: transformers computes int(head_dim x factor)
   (validate_rope, or the rotary embedding) and refuses it; ``check_partial_rotary`` and
   ``check_scaled_rope_widths`` skip any value that is not int/float, and partial_rotary_factor is no
-  config field (popped from kwargs), so FIELD_KINDS does not catch it.
+  config field (popped from kwargs), so FIELD_KINDS does not catch it;
+* G8, a scaled RoPE (yarn, longrope, llama3, and GPT-OSS's default yarn) whose
+  original_max_position_embeddings is null, 0, negative, a string or a list, written in the dict,
+  or filled by 5.25's standardisation from a top-level original_max_position_embeddings or from
+  max_position_embeddings: validate_rope refuses a non-number (llama3, yarn: "'>=' not supported"),
+  yarn and longrope divide by it or take its logarithm ("division by zero", "math domain error");
+  ``keys.check_rope_scaling`` checks only that the key is present or filled (``fills-original``) and
+  the factor's kind, never this value. Off on 35 of the 49 translated types thrown (Llama, Qwen2/3,
+  Mistral, Gemma, DeepSeek V2/V3, ...), e.g. llama-3.2-1b's shape with
+  rope_scaling.original_max_position_embeddings null.
 
 Kept: a sample of the configs that were right (up to 6 exact and 6 refused of each class, different
 types, transformers' totals stored: audit is compared with them on every run and one case in six,
 rotating by the day, rebuilt through transformers live), the 28 real-world shapes as published, and
-the 25 findings' inputs, whose transformers verdicts ``test_each_finding_is_transformers_verdict_as_stored``
+the 33 findings' inputs, whose transformers verdicts ``test_each_finding_is_transformers_verdict_as_stored``
 rebuilds on every run. The pass changed nothing in src/.
 """
 
@@ -2192,6 +2208,13 @@ def _edit(base: str, changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _rope(base: str, **changes: Any) -> dict[str, Any]:
+    """A kept case's config with its rope_scaling dict's ``changes`` set."""
+    out = copy.deepcopy(CASES[base][0])
+    out["rope_scaling"].update(changes)
+    return out
+
+
 FLAN_T5 = "real-flan-t5-base-as-published-shrunk"
 T5_SMALL = "real-t5-small-as-published-shrunk"
 GPT_NEO = "real-gpt-neo-125M-as-published-shrunk"
@@ -2202,6 +2225,9 @@ BLOOM = "real-bloom-560m-as-published-shrunk"
 FALCON = "real-falcon-7b-as-published-shrunk"
 PHI2 = "real-phi-2-as-published-shrunk"
 STABLELM = "real-stablelm-2-1_6b-as-published-shrunk"
+LLAMA32 = "real-llama-3.2-1b-as-published-shrunk"
+DEEPSEEK_V3 = "real-deepseek-v3-as-published-shrunk"
+QWEN25 = "real-qwen2.5-0.5b-as-published-shrunk"
 SMALL = {  # small configs of the types with a partial_rotary_factor (hf_counts_all's stored defaults, shrunk)
     "glm4_moe": {"model_type": "glm4_moe", "hidden_size": 32, "intermediate_size": 64, "moe_intermediate_size": 16,
                  "n_routed_experts": 4, "num_experts_per_tok": 2, "first_k_dense_replace": 1,
@@ -2212,6 +2238,9 @@ SMALL = {  # small configs of the types with a partial_rotary_factor (hf_counts_
     "gpt_oss": {"model_type": "gpt_oss", "hidden_size": 32, "intermediate_size": 32, "num_local_experts": 4,
                 "num_experts_per_tok": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
                 "num_hidden_layers": 2, "vocab_size": 96},
+    "gpt_oss_yarn": {"model_type": "gpt_oss", "attention_bias": False, "head_dim": 16, "hidden_size": 144,
+                     "intermediate_size": 96, "num_attention_heads": 6, "num_experts_per_tok": 1,
+                     "num_hidden_layers": 1, "num_key_value_heads": 2, "num_local_experts": 3, "vocab_size": 144},
     "phi3": {"model_type": "phi3", "hidden_size": 32, "intermediate_size": 64, "num_attention_heads": 4,
              "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 96, "pad_token_id": 0},
 }
@@ -2230,6 +2259,8 @@ LABELS = {  # finding -> root cause in src/ffnlab/sizing/hf (the module docstrin
     "G6": "Falcon: n_embed, which FalconConfig takes as hidden_size; falcon.translate never reads it",
     "G7": "a top-level partial_rotary_factor that is not a number (string, list, object): check_partial_rotary "
           "and check_scaled_rope_widths skip it, and it is no config field (no FIELD_KINDS entry)",
+    "G8": "a scaled RoPE's original_max_position_embeddings (in the dict, or filled from the top-level key or "
+          "max_position_embeddings) null, 0, negative, a string or a list: only its presence is checked",
 }
 
 # finding id -> (config, transformers' total or None where it refuses, its auto class, finding)
@@ -2267,6 +2298,22 @@ FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
     "G7-glm4-moe-partial-string": ({**SMALL["glm4_moe"], "partial_rotary_factor": "0.5"}, None, None, "G7"),
     "G7-gpt-oss-partial-string": ({**SMALL["gpt_oss"], "partial_rotary_factor": "abc"}, None, None, "G7"),
     "G7-phi3-partial-string": ({**SMALL["phi3"], "partial_rotary_factor": "0.5"}, None, None, "G7"),
+    "G8-llama-3.2-llama3-original-null": (_rope(LLAMA32, original_max_position_embeddings=None), None, None, "G8"),
+    "G8-llama-3.2-llama3-original-string": (_rope(LLAMA32, original_max_position_embeddings="64"),
+                                            None, None, "G8"),
+    "G8-deepseek-v3-yarn-original-0": (_rope(DEEPSEEK_V3, original_max_position_embeddings=0), None, None, "G8"),
+    "G8-deepseek-v3-yarn-original-negative": (_rope(DEEPSEEK_V3, original_max_position_embeddings=-64),
+                                              None, None, "G8"),
+    "G8-qwen2.5-yarn-max-position-embeddings-0": (
+        _edit(QWEN25, {"rope_scaling": {"type": "yarn", "factor": 4.0}, "max_position_embeddings": 0}),
+        None, None, "G8"),
+    "G8-qwen2.5-yarn-top-level-original-null": (
+        _edit(QWEN25, {"rope_scaling": {"type": "yarn", "factor": 4.0}, "original_max_position_embeddings": None}),
+        None, None, "G8"),
+    "G8-gpt-oss-top-level-original-null": ({**SMALL["gpt_oss_yarn"], "original_max_position_embeddings": None},
+                                           None, None, "G8"),
+    "G8-gpt-oss-top-level-original-0": ({**SMALL["gpt_oss_yarn"], "original_max_position_embeddings": 0},
+                                        None, None, "G8"),
 }
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the

@@ -3,7 +3,7 @@ someone who did not write the fixes), kept as tests. Oracle: transformers 5.25's
 from the same config.json on the meta device (the auto class ``hf_counts_all.reference`` picks:
 seq2seq LM, causal LM, image-text-to-text, else the base model), or its refusal.
 
-18,751 configs. Classes (configs; off), the first six on the stored defaults of the 601 types
+20,760 configs. Classes (configs; off), the first six on the stored defaults of the 601 types
 whose default audit counts exactly (``hf_counts_all.exact_defaults``), sampled over all of them and
 again over the 53 types ffnlab translates:
 
@@ -44,14 +44,19 @@ again over the 53 types ffnlab translates:
   original_max_position_embeddings null, 0, -1, a string, 1.5, true or a list, alone and under a yarn
   rope_parameters without one, on the 49 translated types (686; 180); inside a yarn, dynamic, longrope,
   llama3 or linear RoPE dict, and max_position_embeddings so under a yarn dict without it, on six
-  types (216; 75); the same on the real-world shapes (9; 8).
+  types (216; 75); the same on the real-world shapes (9; 8);
+* following those: each other value of a linear, dynamic, yarn, llama3 or longrope dict (factor,
+  rope_theta, beta_fast, beta_slow, mscale, mscale_all_dim, attention_factor, low/high_freq_factor,
+  short/long_factor, original_max_position_embeddings) null, 0, -1, a string, a list, 0.5, 1e308,
+  true or an object, as rope_parameters or rope_scaling, on the 49 translated types (2,000; 346, on
+  43 types: 82 of them G8, the rest G9), and on the real-world shapes (9; 7).
 
 Every type without a language-model head in transformers (the 298 of the stored defaults whose
 reference is the base AutoModel) was audited too: each row's note says its base model was counted.
 
-356 off, 353 of them findings (the other three: T5 with tie_word_embeddings false, which transformers 5
+709 off, 706 of them findings (the other three: T5 with tie_word_embeddings false, which transformers 5
 ties anyway and ffnlab deliberately counts untied, as the real v1.1 checkpoints are: see
-``test_hf_parity._expected``). No traceback and no refusal of a model transformers builds; 8 root
+``test_hf_parity._expected``). No traceback and no refusal of a model transformers builds; 9 root
 causes, all in translated types, kept as strict xfails (two to eight inputs each):
 
 * G1, T5: keys that are not fields of a 5.25 config class are set after its ``__post_init__``, so
@@ -89,12 +94,21 @@ causes, all in translated types, kept as strict xfails (two to eight inputs each
   ``keys.check_rope_scaling`` checks only that the key is present or filled (``fills-original``) and
   the factor's kind, never this value. Off on 35 of the 49 translated types thrown (Llama, Qwen2/3,
   Mistral, Gemma, DeepSeek V2/V3, ...), e.g. llama-3.2-1b's shape with
-  rope_scaling.original_max_position_embeddings null.
+  rope_scaling.original_max_position_embeddings null;
+* G9, the same for the dict's other values, which validate_rope type-checks (llama3's
+  low/high_freq_factor, yarn's beta_fast/beta_slow compared with numbers; longrope's
+  short/long_factor measured with len) and the RoPE init computes with (a null factor under linear,
+  dynamic or llama3; high_freq_factor 0 or equal to low_freq_factor, "division by zero"; beta_fast /
+  beta_slow negative or 1e308, a yarn rope_theta 0 or negative, "math domain error"), on types with
+  RoPE and without (validate_rope runs on GPT-2, OPT, GPT-Neo, GPT-BigCode too): ``check_rope_scaling``
+  checks the required keys' presence and the factor's kind only. E.g. llama-3.2-1b's shape with
+  rope_scaling.low_freq_factor null.
 
-Kept: a sample of the configs that were right (up to 6 exact and 6 refused of each class, different
-types, transformers' totals stored: audit is compared with them on every run and one case in six,
-rotating by the day, rebuilt through transformers live), the 28 real-world shapes as published, and
-the 33 findings' inputs, whose transformers verdicts ``test_each_finding_is_transformers_verdict_as_stored``
+Kept: a sample of the configs that were right (up to 6 exact and 6 refused of each of the first
+seven classes, 5 and 5 of the other types' keys and of the RoPE values, different types), with
+transformers' totals stored: audit is compared with them on every run, and one case in six, rotating
+by the day, is rebuilt through transformers live; the 28 real-world shapes as published; and the 41
+findings' inputs, whose transformers verdicts ``test_each_finding_is_transformers_verdict_as_stored``
 rebuilds on every run. The pass changed nothing in src/.
 """
 
@@ -2195,6 +2209,276 @@ CASES: dict[str, tuple[dict[str, Any], int | None, str | None]] = {
          'use_cache': True,
          'vocab_size': 96},
         None, None),
+    'foreign-hunyuan_v1_dense-n_layer=12': (
+        {'attention_bias': False,
+         'head_dim': 16,
+         'hidden_size': 16,
+         'intermediate_size': 16,
+         'model_type': 'hunyuan_v1_dense',
+         'n_layer': 12,
+         'num_attention_heads': 1,
+         'num_hidden_layers': 2,
+         'num_key_value_heads': 1,
+         'vocab_size': 92},
+        6672, 'AutoModelForCausalLM'),
+    'foreign-t5-swiglu_limit=None': (
+        {'d_ff': 96,
+         'd_kv': 8,
+         'd_model': 192,
+         'feed_forward_proj': 'relu',
+         'model_type': 't5',
+         'num_decoder_layers': 2,
+         'num_heads': 6,
+         'num_layers': 1,
+         'relative_attention_num_buckets': 8,
+         'swiglu_limit': None,
+         'vocab_size': 70},
+        310368, 'AutoModelForSeq2SeqLM'),
+    'foreign-olmo-use_parallel_residual=True': (
+        {'attention_bias': True,
+         'hidden_size': 48,
+         'intermediate_size': 160,
+         'model_type': 'olmo',
+         'num_attention_heads': 6,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 1,
+         'use_parallel_residual': True,
+         'vocab_size': 251},
+        109680, 'AutoModelForCausalLM'),
+    'foreign-qwen2_moe-learned_pos_emb=None': (
+        {'decoder_sparse_step': 1,
+         'hidden_size': 144,
+         'intermediate_size': 200,
+         'learned_pos_emb': None,
+         'mlp_only_layers': [0],
+         'model_type': 'qwen2_moe',
+         'moe_intermediate_size': 16,
+         'num_attention_heads': 6,
+         'num_experts': 6,
+         'num_experts_per_tok': 5,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 3,
+         'qkv_bias': True,
+         'shared_expert_intermediate_size': 32,
+         'vocab_size': 105},
+        417744, 'AutoModelForCausalLM'),
+    'foreign-cohere-sliding_window=48': (
+        {'attention_bias': True,
+         'hidden_size': 32,
+         'intermediate_size': 40,
+         'model_type': 'cohere',
+         'num_attention_heads': 4,
+         'num_hidden_layers': 2,
+         'num_key_value_heads': 4,
+         'sliding_window': 48,
+         'use_qk_norm': True,
+         'vocab_size': 187},
+        22336, 'AutoModelForCausalLM'),
+    'foreign-t5-head_dim=None': (
+        {'d_ff': 96,
+         'd_kv': 8,
+         'd_model': 192,
+         'feed_forward_proj': 'relu',
+         'head_dim': None,
+         'model_type': 't5',
+         'num_decoder_layers': 2,
+         'num_heads': 6,
+         'num_layers': 1,
+         'relative_attention_num_buckets': 8,
+         'vocab_size': 70},
+        None, None),
+    'foreign-gpt_bigcode-hidden_size=None': (
+        {'hidden_size': None,
+         'model_type': 'gpt_bigcode',
+         'multi_query': True,
+         'n_embd': 72,
+         'n_head': 3,
+         'n_inner': 32,
+         'n_layer': 2,
+         'n_positions': 31,
+         'vocab_size': 293},
+        None, None),
+    'foreign-phi3-head_dim=None': (
+        {'head_dim': None, 'model_type': 'phi3'},
+        None, None),
+    'foreign-phi-head_dim=None': (
+        {'head_dim': None,
+         'hidden_size': 128,
+         'intermediate_size': 80,
+         'model_type': 'phi',
+         'num_attention_heads': 4,
+         'num_hidden_layers': 1,
+         'num_key_value_heads': 2,
+         'qk_layernorm': True,
+         'vocab_size': 158},
+        None, None),
+    'foreign-glm4_moe-num_local_experts=None': (
+        {'attention_bias': False,
+         'first_k_dense_replace': 0,
+         'head_dim': 8,
+         'hidden_size': 48,
+         'intermediate_size': 120,
+         'model_type': 'glm4_moe',
+         'moe_intermediate_size': 24,
+         'n_group': 1,
+         'n_routed_experts': 2,
+         'n_shared_experts': 0,
+         'num_attention_heads': 6,
+         'num_experts_per_tok': 2,
+         'num_hidden_layers': 1,
+         'num_key_value_heads': 3,
+         'num_local_experts': None,
+         'topk_group': 1,
+         'use_qk_norm': False,
+         'vocab_size': 263},
+        None, None),
+    'ropevals-bloom-rope_scaling.linear.factor=0.5': (
+        {'hidden_size': 72,
+         'max_position_embeddings': 128,
+         'model_type': 'bloom',
+         'n_head': 3,
+         'n_layer': 3,
+         'rope_scaling': {'factor': 0.5, 'rope_theta': 10000.0, 'rope_type': 'linear'},
+         'vocab_size': 207},
+        204624, 'AutoModelForCausalLM'),
+    'ropevals-llama-rope_scaling.linear.rope_theta=0': (
+        {'attention_bias': True,
+         'hidden_act': 'relu',
+         'hidden_size': 96,
+         'intermediate_size': 48,
+         'max_position_embeddings': 128,
+         'mlp_bias': False,
+         'model_type': 'llama',
+         'num_attention_heads': 3,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 3,
+         'rope_scaling': {'factor': 4.0, 'rope_theta': 0, 'rope_type': 'linear'},
+         'vocab_size': 164},
+        185376, 'AutoModelForCausalLM'),
+    'ropevals-gpt_neo-rope_scaling.llama3.rope_theta=-1.0': (
+        {'attention_types': [[['global', 'local'], 1]],
+         'hidden_size': 48,
+         'intermediate_size': 48,
+         'max_position_embeddings': 8,
+         'model_type': 'gpt_neo',
+         'num_heads': 6,
+         'num_layers': 2,
+         'rope_scaling': {'factor': 8.0,
+                          'high_freq_factor': 4.0,
+                          'low_freq_factor': 1.0,
+                          'original_max_position_embeddings': 64,
+                          'rope_theta': [1.0],
+                          'rope_type': 'llama3'},
+         'vocab_size': 94},
+        33312, 'AutoModelForCausalLM'),
+    'ropevals-cohere-rope_parameters.yarn.mscale=-2': (
+        {'attention_bias': True,
+         'hidden_size': 32,
+         'intermediate_size': 40,
+         'max_position_embeddings': 128,
+         'model_type': 'cohere',
+         'num_attention_heads': 4,
+         'num_hidden_layers': 2,
+         'num_key_value_heads': 4,
+         'rope_parameters': {'attention_factor': 1.0,
+                             'beta_fast': 32.0,
+                             'beta_slow': 1.0,
+                             'factor': 4.0,
+                             'mscale': '2',
+                             'mscale_all_dim': 0.0,
+                             'original_max_position_embeddings': 64,
+                             'rope_theta': 10000.0,
+                             'rope_type': 'yarn'},
+         'use_qk_norm': True,
+         'vocab_size': 187},
+        22336, 'AutoModelForCausalLM'),
+    'ropevals-deepseek_v3-rope_parameters.linear.factor=1e+308': (
+        {'attention_bias': False,
+         'first_k_dense_replace': 2,
+         'hidden_size': 24,
+         'intermediate_size': 48,
+         'kv_lora_rank': 8,
+         'max_position_embeddings': 128,
+         'model_type': 'deepseek_v3',
+         'moe_intermediate_size': 16,
+         'n_group': 1,
+         'n_routed_experts': 4,
+         'n_shared_experts': 0,
+         'num_attention_heads': 3,
+         'num_experts_per_tok': 1,
+         'num_hidden_layers': 4,
+         'qk_nope_head_dim': 12,
+         'qk_rope_head_dim': 4,
+         'rope_parameters': {'factor': 1e+308, 'rope_theta': 10000.0, 'rope_type': 'linear'},
+         'topk_group': 1,
+         'v_head_dim': 8,
+         'vocab_size': 207},
+        480392, 'AutoModelForCausalLM'),
+    'ropevals-glm-rope_parameters.linear.rope_theta=None': (
+        {'max_position_embeddings': 128,
+         'model_type': 'glm',
+         'rope_parameters': {'factor': 4.0, 'rope_theta': None, 'rope_type': 'linear'}},
+        None, None),
+    'ropevals-olmo2-rope_scaling.llama3.factor=': (
+        {'attention_bias': True,
+         'hidden_size': 8,
+         'intermediate_size': 40,
+         'max_position_embeddings': 128,
+         'model_type': 'olmo2',
+         'num_attention_heads': 1,
+         'num_hidden_layers': 1,
+         'num_key_value_heads': 1,
+         'rope_scaling': {'factor': {},
+                          'high_freq_factor': 4.0,
+                          'low_freq_factor': 1.0,
+                          'original_max_position_embeddings': 64,
+                          'rope_theta': 10000.0,
+                          'rope_type': 'llama3'},
+         'vocab_size': 192},
+        None, None),
+    'ropevals-phi3-rope_scaling.yarn.beta_slow=': (
+        {'max_position_embeddings': 128,
+         'model_type': 'phi3',
+         'rope_scaling': {'attention_factor': 1.0,
+                          'beta_fast': 32.0,
+                          'beta_slow': {},
+                          'factor': 4.0,
+                          'mscale': 1.0,
+                          'mscale_all_dim': 0.0,
+                          'original_max_position_embeddings': 64,
+                          'rope_theta': 10000.0,
+                          'rope_type': 'yarn'}},
+        None, None),
+    'ropevals-gpt_neox-rope_scaling.linear.rope_theta=-2': (
+        {'attention_bias': True,
+         'hidden_size': 16,
+         'intermediate_size': 32,
+         'max_position_embeddings': 128,
+         'model_type': 'gpt_neox',
+         'num_attention_heads': 2,
+         'num_hidden_layers': 2,
+         'rope_scaling': {'factor': 4.0, 'rope_theta': '2', 'rope_type': 'linear'},
+         'vocab_size': 194},
+        None, None),
+    'ropevals-qwen2_5_vl_text-rope_scaling.llama3.low_freq_factor=None': (
+        {'bos_token_id': 0,
+         'eos_token_id': 0,
+         'hidden_size': 32,
+         'intermediate_size': 48,
+         'max_position_embeddings': 64,
+         'model_type': 'qwen2_5_vl_text',
+         'num_attention_heads': 4,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 4,
+         'pad_token_id': 0,
+         'rope_scaling': {'factor': 8.0,
+                          'high_freq_factor': 4.0,
+                          'low_freq_factor': None,
+                          'original_max_position_embeddings': 64,
+                          'rope_theta': 10000.0,
+                          'rope_type': 'llama3'},
+         'vocab_size': 128},
+        None, None),
 }
 
 
@@ -2261,6 +2545,9 @@ LABELS = {  # finding -> root cause in src/ffnlab/sizing/hf (the module docstrin
           "and check_scaled_rope_widths skip it, and it is no config field (no FIELD_KINDS entry)",
     "G8": "a scaled RoPE's original_max_position_embeddings (in the dict, or filled from the top-level key or "
           "max_position_embeddings) null, 0, negative, a string or a list: only its presence is checked",
+    "G9": "the other values of a scaled RoPE dict (low/high_freq_factor, beta_fast/beta_slow, short/long_factor, "
+          "a null factor, a yarn rope_theta 0) that validate_rope type-checks or the RoPE init computes with: "
+          "not checked",
 }
 
 # finding id -> (config, transformers' total or None where it refuses, its auto class, finding)
@@ -2314,6 +2601,22 @@ FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
                                            None, None, "G8"),
     "G8-gpt-oss-top-level-original-0": ({**SMALL["gpt_oss_yarn"], "original_max_position_embeddings": 0},
                                         None, None, "G8"),
+    "G9-llama-3.2-llama3-low-freq-factor-null": (_rope(LLAMA32, low_freq_factor=None), None, None, "G9"),
+    "G9-llama-3.2-llama3-high-freq-factor-0": (_rope(LLAMA32, high_freq_factor=0), None, None, "G9"),
+    "G9-llama-3.2-llama3-factor-null": (_rope(LLAMA32, factor=None), None, None, "G9"),
+    "G9-deepseek-v3-yarn-beta-fast-string": (_rope(DEEPSEEK_V3, beta_fast="32"), None, None, "G9"),
+    "G9-deepseek-v3-yarn-beta-slow-negative": (_rope(DEEPSEEK_V3, beta_slow=-1), None, None, "G9"),
+    "G9-qwen2.5-yarn-rope-theta-0": (_edit(QWEN25, {"rope_scaling": {
+        "type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64, "rope_theta": 0}}), None, None, "G9"),
+    "G9-gpt2-llama3-high-freq-factor-string": (_edit("real-gpt2-as-published-shrunk", {"rope_parameters": {
+        "rope_type": "llama3", "factor": 8.0, "rope_theta": 10000.0, "original_max_position_embeddings": 64,
+        "low_freq_factor": 1.0, "high_freq_factor": "4"}}), None, None, "G9"),
+    "G9-granite-longrope-short-factor-a-number": ({
+        "model_type": "granite", "attention_bias": False, "head_dim": 8, "hidden_size": 8, "intermediate_size": 16,
+        "max_position_embeddings": 128, "mlp_bias": False, "num_attention_heads": 1, "num_hidden_layers": 2,
+        "num_key_value_heads": 1, "vocab_size": 74, "rope_parameters": {
+            "rope_type": "longrope", "attention_factor": 1.0, "long_factor": [1.0], "short_factor": -1,
+            "original_max_position_embeddings": 64, "rope_theta": 10000.0}}, None, None, "G9"),
 }
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the

@@ -3,7 +3,7 @@ someone who did not write the fixes), kept as tests. Oracle: transformers 5.25's
 from the same config.json on the meta device (the auto class ``hf_counts_all.reference`` picks:
 seq2seq LM, causal LM, image-text-to-text, else the base model), or its refusal.
 
-21,578 configs. Classes (configs; off), the first six on the stored defaults of the 601 types
+21,617 configs. Classes (configs; off), the first six on the stored defaults of the 601 types
 whose default audit counts exactly (``hf_counts_all.exact_defaults``), sampled over all of them and
 again over the 53 types ffnlab translates:
 
@@ -55,7 +55,9 @@ again over the 53 types ffnlab translates:
   translated types (784; 132, on 33 types, all G9: yarn takes its logarithm), and the same on a
   real-world shape (2; 2);
 * quantization_config fp8, awq, gptq, bitsandbytes, mxfp4, null, empty or of an unknown method on
-  four real-world shapes (DeepSeek-V3, Qwen2.5, LLaVA, BERT) (32; 0).
+  four real-world shapes (DeepSeek-V3, Qwen2.5, LLaVA, BERT) (32; 0);
+* gpt-j-6b's shape with rotary_dim null, 0, -2, odd, 8 .. 64, a string, a float or true, under its own,
+  a yarn or a dynamic RoPE (39; 0).
 
 Every type without a language-model head in transformers (the 298 of the stored defaults whose
 reference is the base AutoModel) was audited too: each row's note says its base model was counted.

@@ -20,6 +20,7 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.hf.fallback import BASE_KIND, INSTALL_HINT
+from ffnlab.sizing.hf.structure import ModuleNode
 from ffnlab.validation import show
 
 # torch module classes that are activations (transformers' own live in transformers.activations)
@@ -126,7 +127,7 @@ def _linear_io(mod: Any) -> list[int] | None:
     return [int(w.shape[1]), int(w.shape[0])]
 
 
-def module_tree(model: Any) -> dict[str, Any]:
+def module_tree(model: Any) -> ModuleNode:
     """The model's module tree as plain data, each parameter once.
 
     A node: ``c`` class name; ``k`` kind (linear, conv, embedding, norm, act, list, module);
@@ -139,12 +140,13 @@ def module_tree(model: Any) -> dict[str, Any]:
     seen_modules: dict[int, str] = {}
     seen_params: set[int] = set()
 
-    def node(mod: Any, path: str) -> dict[str, Any]:
+    def node(mod: Any, path: str) -> ModuleNode:
         if id(mod) in seen_modules:
             return {"c": type(mod).__name__, "k": "ref", "ref": seen_modules[id(mod)]}
         seen_modules[id(mod)] = path
-        out: dict[str, Any] = {"c": type(mod).__name__, "k": _kind(torch, mod)}
-        params, tied = {}, []
+        out: ModuleNode = {"c": type(mod).__name__, "k": _kind(torch, mod)}
+        params: dict[str, list[int]] = {}
+        tied: list[str] = []
         for name, p in mod.named_parameters(recurse=False):
             if id(p) in seen_params:
                 tied.append(name)

@@ -14,6 +14,7 @@ import pytest
 
 from ffnlab.training import runconfig
 
+FACTS = "facts:subjects=40,relations=3,values=8,value_len=1,seed=3"
 TINY = {"model": {"d_model": 32, "n_layers": 1, "n_heads": 2, "ffn": {"n_experts": 2, "top_k": 1}},
         "train": {"seq_len": 16, "batch_size": 4, "max_steps": 2, "eval_every": 2, "log_every": 1,
                   "checkpoint_every": 2, "eval_tokens": 1024, "warmup_steps": 1, "progress": "off",
@@ -46,12 +47,13 @@ def test_run_config_dict_names_every_field_of_every_section():
 
 @pytest.fixture(scope="module")
 def moe_run(tmp_path_factory):
-    """A two-step mixture-of-experts run (its train records carry aux_loss), with its summary."""
+    """A two-step mixture-of-experts run on a facts corpus (its train records carry aux_loss), with
+    its summary."""
     from ffnlab.training.trainer import train
 
     root = tmp_path_factory.mktemp("typed")
     tree = json.loads(json.dumps(TINY))
-    tree["data"] = {"cache_dir": str(root / "cache")}
+    tree["data"] = {"cache_dir": str(root / "cache"), "corpus": FACTS}  # capacity measures facts runs only
     summary = train(runconfig.from_dict(tree), root / "run")
     return root / "run", summary
 
@@ -120,3 +122,24 @@ def test_corpus_manifest_has_the_keys_its_type_names(moe_run):
     assert_fits(manifest, Manifest, "manifest.json")
     assert_fits(manifest["settings"], CorpusSettings, "manifest settings")
     assert_fits(manifest["counts"], CorpusCounts, "manifest counts")
+
+
+def test_capacity_json_has_the_keys_its_type_names(moe_run):
+    from ffnlab.training.capacity import CapacityMeasure, FactSetBits, RelationBits, measure_run
+
+    run, _ = moe_run
+    returned = measure_run(run)
+    on_disk = json.loads((run / "capacity.json").read_text())
+    assert returned == on_disk
+    assert_fits(on_disk, CapacityMeasure, "capacity.json")
+    assert keys(CapacityMeasure)[1] <= set(on_disk)  # the optional summary_sha256 is written now
+    for name in ("trained", "heldout"):
+        assert_fits(on_disk[name], FactSetBits, name)
+        for row in on_disk[name]["relations"]:
+            assert_fits(row, RelationBits, f"{name} relation")
+
+
+def test_perplexity_row_names_every_field_of_the_record():
+    from ffnlab.training.perplexity import PerplexityRecord, PerplexityRow
+
+    assert keys(PerplexityRow) == ({f.name for f in dataclasses.fields(PerplexityRecord)}, set())

@@ -27,8 +27,9 @@ RESUMABLE_CHANGES = frozenset({"eval_every", "log_every", "checkpoint_every", "k
 # only these differ (runs saved before the corpus cache moved say data.cache_dir: data_cache).
 LOCATION_KEYS = frozenset({"data.cache_dir"})
 
-# A config as parsed from YAML, TOML or JSON (or a --set value), before any field is checked:
-# what those parsers produce (YAML and TOML also read dates and times, which the checks refuse).
+# A config as parsed from YAML, TOML or JSON (or a --set value), before any field is checked: the
+# values those formats write (YAML and TOML also read dates and times). YAML's rarer tags (!!binary,
+# !!set, !!omap) and non-text keys parse too; like the dates, the field checks refuse them.
 ConfigValue = Union[None, bool, int, float, str, datetime.date, datetime.time, list["ConfigValue"],
                     dict[str, "ConfigValue"]]
 ConfigTree = dict[str, ConfigValue]

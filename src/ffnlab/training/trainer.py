@@ -218,7 +218,7 @@ class Summary(TypedDict):
     vocab_size: int
     threads: int
     threads_set_by: str
-    ffnlab_commit: str | None
+    ffnlab_commit: str  # with -dirty for local edits, or "unknown"
 
 
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> Summary | None:

@@ -48,7 +48,7 @@ from ffnlab.sizing.flops import flops_per_token
 from ffnlab.training import runconfig, trainer
 from ffnlab.training.peak import Peak, device_peak, mfu_text, model_flops_utilisation, model_gemms
 from ffnlab.training.runconfig import RunConfig
-from ffnlab.training.runfiles import read_records
+from ffnlab.training.runfiles import TrainRecord, read_records
 
 
 @dataclass(frozen=True)
@@ -161,8 +161,8 @@ def loop_work(cfg: RunConfig, data: Any, device: str) -> dict[str, float]:
     loss.backward()
     watch, progress = trainer.LossWatch(device), Progress(t.max_steps, mode="off")
     log = trainer.MetricsLog(Path(tempfile.mkdtemp(prefix="ffnlab-log-")) / "metrics.jsonl", True)
-    rec = {"kind": "train", "step": 1, "tokens": 1, "loss": 1.0, "lr": 1.0, "grad_norm": 1.0, "tokens_per_s": 1.0,
-           "mfu": 0.1, "elapsed_s": 1.0}
+    rec: TrainRecord = {"kind": "train", "step": 1, "tokens": 1, "loss": 1.0, "lr": 1.0, "grad_norm": 1.0,
+                        "tokens_per_s": 1.0, "mfu": 0.1, "elapsed_s": 1.0}
 
     def sample() -> None:
         xs, ys = get_batch(arr, batch_starts(len(arr), t.batch_size, t.seq_len, seed=t.seed, step=7), t.seq_len)

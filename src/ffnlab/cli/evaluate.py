@@ -114,8 +114,7 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
         path = P.cache_path(P.cache_root(), f"{target}-{lm.revision}", key)
         kept = P.read_cache(path) if cache else None
         if kept is not None:
-            kept.pop("schema", None)
-            out.append(replace(P.PerplexityRecord(**kept), model=target, device=lm.device, cached=True))
+            out.append(replace(kept, model=target, device=lm.device, cached=True))
             continue
         total = P.count_windows(lm, docs, protocol, ctx, min(stride, ctx))
         bar = Progress(total, description=f"perplexity {target}", unit="window", mode=progress)
@@ -130,7 +129,7 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
         finally:
             bar.close()
         if cache:
-            P.write_cache(path, {k: v for k, v in rec.as_dict().items() if k != "cached"})
+            P.write_cache(path, rec)
         out.append(rec)
         del lm
     return out

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
+
+if TYPE_CHECKING:
+    from ffnlab.training.runconfig import ConfigTree, RunConfig
 
 EXIT_DIVERGED = 3
 
@@ -76,13 +79,14 @@ def train(
     from ffnlab.training.trainer import train as run_train
 
     set_timeout(timeout)  # an hf: corpus is downloaded under it
-    values = {"ffn": ffn, "rule": rule, "ratio": ratio, "d_ff": d_ff, "d_model": d_model, "n_layers": n_layers,
-              "n_heads": n_heads, "lr": lr, "batch_size": batch_size, "seq_len": seq_len, "max_steps": max_steps,
-              "corpus": corpus, "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads,
-              "experts": experts, "top_k": top_k}
+    values: dict[str, str | int | float | None] = {
+        "ffn": ffn, "rule": rule, "ratio": ratio, "d_ff": d_ff, "d_model": d_model, "n_layers": n_layers,
+        "n_heads": n_heads, "lr": lr, "batch_size": batch_size, "seq_len": seq_len, "max_steps": max_steps,
+        "corpus": corpus, "tokenizer": tokenizer, "seed": seed, "device": device, "threads": threads,
+        "experts": experts, "top_k": top_k}
     if experts and top_k is None:
         values["top_k"] = min(DEFAULT_TOP_K, experts)
-    flags = {SHORTCUTS[k]: v for k, v in values.items() if v is not None}  # typed already: not read as YAML
+    flags: ConfigTree = {SHORTCUTS[k]: v for k, v in values.items() if v is not None}  # typed: not read as YAML
     if d_ff is not None and rule is None:
         flags["model.ffn.rule"] = "explicit"
     cfg = _run_config(config, out, resume, list(set_ or []), flags)
@@ -109,7 +113,7 @@ def train(
               f"({summary['wall_s']:.0f} s)")
 
 
-def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[str], flags: dict[str, Any]) -> Any:
+def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[str], flags: ConfigTree) -> RunConfig:
     """The config file (or, with --resume and none given, the run's saved config.yaml) plus the
     command line's --set overrides, then its flags (which win)."""
     from ffnlab.training import runconfig
@@ -171,12 +175,12 @@ def export(
     from ffnlab.training.export import export_run
 
     info = export_run(run, hf, checkpoint, overwrite=overwrite)
-    print(f"wrote {hf}: {info['architecture']} ({info['layout']} layout) from {info['checkpoint']}, "
-          f"step {info['step']:,} of {info['max_steps']:,}; max_position_embeddings {info['max_positions']:,} "
-          f"(trained on {info['train_len']:,}-token windows)")
-    if info["active"]:
-        print(f"note: {run} is still training; this is step {info['step']:,}; export again later for a later one")
-    elif not info["finished"]:
+    print(f"wrote {hf}: {info.architecture} ({info.layout} layout) from {info.checkpoint}, "
+          f"step {info.step:,} of {info.max_steps:,}; max_position_embeddings {info.max_positions:,} "
+          f"(trained on {info.train_len:,}-token windows)")
+    if info.active:
+        print(f"note: {run} is still training; this is step {info.step:,}; export again later for a later one")
+    elif not info.finished:
         print(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} --resume")
     print(f"use: transformers.pipeline('text-generation', '{hf}')")
 
@@ -201,6 +205,6 @@ def generate(
 
     out = run_generate(run, prompt, new_tokens=tokens, temperature=temperature, top_k=top_k, seed=seed,
                        checkpoint=checkpoint)
-    print(out["text"])
-    print(f"note: {len(out['ids'])} tokens from {run} at {out['checkpoint']} (step {out['step']:,})", file=sys.stderr)
+    print(out.text)
+    print(f"note: {len(out.ids)} tokens from {run} at {out.checkpoint} (step {out.step:,})", file=sys.stderr)
 

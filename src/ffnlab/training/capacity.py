@@ -21,7 +21,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_mapping, write_atomic
@@ -36,7 +36,56 @@ CONTEXT = "\n\n"  # what precedes a document in the training stream (a blank lin
 REFERENCE_BITS_PER_PARAM = 2.0  # Allen-Zhu & Li 2024, 1,000 exposures per fact (about 1 at 100)
 
 
-def stored_bits(losses: Sequence[float], relations: Sequence[int], bits_per_fact: float) -> dict[str, Any]:
+class RelationBits(TypedDict):
+    relation: int
+    facts: int
+    mean_loss_bits: float
+    bits: float
+
+
+class StoredBits(TypedDict):
+    """What :func:`stored_bits` finds about one set of facts."""
+
+    bits: float
+    entropy_bits: float
+    fraction: float  # bits / entropy_bits
+    relations: list[RelationBits]
+
+
+class FactSetBits(StoredBits):
+    mean_value_loss_nats: float
+
+
+class LogitsMeasure(TypedDict):
+    """What :func:`measure_logits` finds: the trained facts and the held-out control."""
+
+    bits_per_fact: float
+    trained: FactSetBits
+    heldout: FactSetBits
+
+
+class _CacheKey(TypedDict, total=False):
+    summary_sha256: str | None  # absent from caches written before it was kept; None: no summary.json
+
+
+class CapacityMeasure(LogitsMeasure, _CacheKey):
+    """``RUN/capacity.json``: :func:`measure_run`'s result."""
+
+    run: str
+    corpus: str
+    facts_trained: int
+    params_total: int
+    params_non_embedding: int
+    bits_per_param: float
+    bits_per_param_total: float
+    tokens: int
+    corpus_train_tokens: int
+    exposures: float
+    final_val_loss: float | None
+    final_train_loss: float | None
+
+
+def stored_bits(losses: Sequence[float], relations: Sequence[int], bits_per_fact: float) -> StoredBits:
     """Bits stored about facts with value losses ``losses`` (nats, one per fact).
 
     Per relation r with N_r facts and mean loss p_r nats: N_r * max(0, H - p_r / ln 2) with
@@ -46,7 +95,7 @@ def stored_bits(losses: Sequence[float], relations: Sequence[int], bits_per_fact
     groups: dict[int, list[float]] = {}
     for loss, r in zip(losses, relations, strict=True):
         groups.setdefault(r, []).append(float(loss))
-    rows = []
+    rows: list[RelationBits] = []
     for r in sorted(groups):
         ls = groups[r]
         mean_bits = sum(ls) / len(ls) / math.log(2)
@@ -92,14 +141,16 @@ def bank_of(corpus: str) -> FactBank:
     return make_bank(parse_spec(corpus))
 
 
-def measure_logits(logits_fn: LogitsFn, bank: FactBank, *, device: str = "cpu") -> dict[str, Any]:
+def measure_logits(logits_fn: LogitsFn, bank: FactBank, *, device: str = "cpu") -> LogitsMeasure:
     """Stored bits about the trained facts and (a control near zero) about the held-out ones."""
-    out: dict[str, Any] = {"bits_per_fact": bank.spec.bits_per_fact}
-    for name, facts in (("trained", bank.trained_facts()), ("heldout", bank.heldout_facts())):
+
+    def measure(facts: Sequence[Fact]) -> FactSetBits:
         losses = value_losses(logits_fn, facts, device=device)
-        out[name] = stored_bits(losses, [f.relation for f in facts], bank.spec.bits_per_fact)
-        out[name]["mean_value_loss_nats"] = sum(losses) / len(losses)
-    return out
+        return {**stored_bits(losses, [f.relation for f in facts], bank.spec.bits_per_fact),
+                "mean_value_loss_nats": sum(losses) / len(losses)}
+
+    return {"bits_per_fact": bank.spec.bits_per_fact, "trained": measure(bank.trained_facts()),
+            "heldout": measure(bank.heldout_facts())}
 
 
 def summary_fingerprint(run: Path) -> str | None:
@@ -133,7 +184,7 @@ def cached_measure(run: Path) -> dict[str, Any] | None:
         return None
 
 
-def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str, Any]:
+def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> CapacityMeasure:
     """Measure an ffnlab run trained on a facts corpus; cached as ``RUN/capacity.json``."""
     from ffnlab.training import runconfig
     from ffnlab.training.corpus import load_prepared
@@ -156,8 +207,8 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str,
     train_tokens = load_prepared(meta["prepared_data"]).train_tokens
     tokens = summary.get("tokens", cfg.train.max_steps * cfg.tokens_per_step())
     bits = result["trained"]["bits"]
-    result |= {
-        "run": str(run), "corpus": bank.spec.spec(), "facts_trained": len(bank.trained_facts()),
+    measured: CapacityMeasure = {
+        **result, "run": str(run), "corpus": bank.spec.spec(), "facts_trained": len(bank.trained_facts()),
         "params_total": params["total"], "params_non_embedding": params["non_embedding"],
         "bits_per_param": bits / params["non_embedding"], "bits_per_param_total": bits / params["total"],
         "tokens": tokens, "corpus_train_tokens": train_tokens, "exposures": tokens / train_tokens,
@@ -165,8 +216,8 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> dict[str,
         "summary_sha256": summary_fingerprint(run),
     }
     if checkpoint is None:
-        write_atomic(run / "capacity.json", json.dumps(result, indent=1))  # atomic: a kill leaves no torn cache
-    return result
+        write_atomic(run / "capacity.json", json.dumps(measured, indent=1))  # atomic: a kill leaves no torn cache
+    return measured
 
 
 def steps_for_exposures(exposures: float, corpus_train_tokens: int, tokens_per_step: int) -> int:

@@ -15,8 +15,9 @@ import json
 import os
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Union, cast
 
 import torch
 
@@ -35,6 +36,38 @@ from ffnlab.validation import integer, number, show
 
 FORMAT = 1
 _STEP_DIR = re.compile(r"^step-(\d{7})$")
+
+# one optimizer parameter group as state.json holds it: hyper-parameters (numbers, flags, None),
+# betas as a pair, and ``params`` as the indices of the parameters in the group
+ParamGroup = dict[str, Union[float, None, Sequence[float]]]
+
+
+class StepState(TypedDict):
+    """Where the run stands when a checkpoint is written (the trainer's part of state.json)."""
+
+    step: int
+    tokens: int
+    elapsed_s: float
+
+
+class OptimizerState(TypedDict):
+    """The optimizer's JSON part of state.json; its tensors are in optim.safetensors."""
+
+    param_groups: list[ParamGroup]
+    scalars: dict[str, float]  # non-tensor per-parameter state, by ``state.INDEX.NAME``
+
+
+class _SavedProgress(TypedDict, total=False):
+    tokens: int | None  # absent or null in a checkpoint whose reader knows no tokens per step
+    elapsed_s: float  # absent: 0.0
+
+
+class CheckpointState(_SavedProgress):
+    """``state.json`` of a checkpoint, as :func:`load_checkpoint` returns it once checked."""
+
+    format: int
+    step: int
+    optimizer: OptimizerState
 
 
 def checkpoints_folder(run_dir: Path) -> Path:
@@ -55,10 +88,10 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return dirs[-1] if dirs else None
 
 
-def _optimizer_tensors(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def _optimizer_tensors(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], OptimizerState]:
     sd = opt.state_dict()
     tensors: dict[str, torch.Tensor] = {}
-    scalars: dict[str, Any] = {}
+    scalars: dict[str, float] = {}
     for idx, state in sd["state"].items():
         for name, value in state.items():
             key = f"state.{idx}.{name}"
@@ -78,7 +111,7 @@ def _rng_tensors() -> dict[str, torch.Tensor]:
 
 
 def save_checkpoint(run_dir: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
-                    state: dict[str, Any], keep_last: int) -> Path:
+                    state: StepState, keep_last: int) -> Path:
     """Write checkpoint ``step-N`` of the run atomically, then delete the ffnlab-made ones beyond ``keep_last``."""
     from safetensors import SafetensorError
     from safetensors.torch import save_file, save_model
@@ -126,7 +159,7 @@ def remove_stale(run_dir: Path) -> list[Path]:
     return files.remove_stale(run_dir, run_dir) + files.remove_stale(checkpoints_folder(run_dir), run_dir)
 
 
-def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) -> dict[str, Any]:
+def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) -> CheckpointState:
     try:
         state = json.loads(read_text(path / "state.json", "state"), parse_constant=_no_constant)
     except FfnlabError as e:  # binary, not UTF-8, too large
@@ -152,14 +185,15 @@ def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) 
     if not (isinstance(opt, dict) and isinstance(opt.get("param_groups"), list)
             and isinstance(opt.get("scalars"), dict)):
         raise _bad(path, "state.json has no optimizer param_groups and scalars")
-    return state
+    # the shape checked; the groups and scalars themselves are checked against the model
+    return cast(CheckpointState, state)
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _check_groups(path: Path, saved: list[Any], fresh: list[dict[str, Any]]) -> None:
+def _check_groups(path: Path, saved: Sequence[object], fresh: Sequence[ParamGroup]) -> None:
     """Saved optimizer param groups must have the fresh optimizer's shape and sane hyper-parameters."""
     if len(saved) != len(fresh):
         raise _bad(path, f"{len(saved)} optimizer parameter groups, this model has {len(fresh)}")
@@ -187,7 +221,7 @@ def _check_groups(path: Path, saved: list[Any], fresh: list[dict[str, Any]]) -> 
 
 def _check_tensors(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer | None,
                    weights: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor],
-                   scalars: dict[str, Any]) -> None:
+                   scalars: dict[str, float]) -> None:
     expected = model.state_dict()
     aliases: dict[int, list[str]] = {}  # tied weights are saved once, under one of their names
     for k, v in expected.items():
@@ -234,7 +268,7 @@ def _check_tensors(path: Path, model: torch.nn.Module, opt: torch.optim.Optimize
 
 
 def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer | None, *,
-                    max_steps: int | None = None, tokens_per_step: int | None = None) -> dict[str, Any]:
+                    max_steps: int | None = None, tokens_per_step: int | None = None) -> CheckpointState:
     """Validate the whole checkpoint at ``path``, then restore model (and optimizer, RNG) from it.
 
     Checked before anything is restored: files present; ``state.json`` types, step in
@@ -262,12 +296,13 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
     try:
         load_model(model, str(path / "model.safetensors"), strict=False)  # restores tied weights too
         if opt is not None:
-            sd: dict[str, Any] = {"state": {}, "param_groups": state["optimizer"]["param_groups"]}
-            for key, value in list(tensors.items()) + list(scalars.items()):
+            per_param: dict[int, dict[str, torch.Tensor | float]] = {}
+            values: list[tuple[str, torch.Tensor | float]] = [*tensors.items(), *scalars.items()]
+            for key, value in values:
                 if key.startswith("state."):
                     _, idx, name = key.split(".", 2)
-                    sd["state"].setdefault(int(idx), {})[name] = value
-            opt.load_state_dict(sd)
+                    per_param.setdefault(int(idx), {})[name] = value
+            opt.load_state_dict({"state": per_param, "param_groups": state["optimizer"]["param_groups"]})
         torch.set_rng_state(tensors["rng.cpu"])
         if torch.cuda.is_available():
             cuda = [tensors[k] for k in sorted(t for t in tensors if t.startswith("rng.cuda."))]

@@ -32,7 +32,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 
@@ -48,6 +48,10 @@ HF_ACT = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "rel
 GPT2_ACT = {**HF_ACT, "gelu_tanh": "gelu_new"}
 LAYERNORMS = ("layernorm", "layernorm-nobias")
 OLMO_EPS = 1e-5  # OLMo's parameter-free LayerNorm has a fixed epsilon
+
+if TYPE_CHECKING:
+    from ffnlab.training.export_tokenizer import GenerationConfig
+    from ffnlab.training.runconfig import RunConfig
 
 Tensors = dict[str, torch.Tensor]
 
@@ -223,7 +227,7 @@ class ExportLayout:
     mlp: str  # gated | up | c_fc | moe
     attn_biases: Callable[[ModelConfig], str]
     mlp_bias: Callable[[ModelConfig], bool]
-    config: Callable[[ModelConfig, Settings], dict[str, Any]]
+    config: Callable[[ModelConfig, Settings], HFConfig]
 
 
 def _any_bias(cfg: ModelConfig) -> bool:
@@ -271,6 +275,86 @@ def gpt2_tensors(cfg: ModelConfig, sd: Tensors) -> Tensors:
 
 # -- config.json -----------------------------------------------------------------------------
 
+class _RopeExtras(TypedDict, total=False):
+    partial_rotary_factor: float  # stablelm
+
+
+class RopeParameters(_RopeExtras):
+    rope_type: str
+    rope_theta: float
+
+
+class _LayoutKeys(TypedDict, total=False):
+    """The keys of config.json that some layouts write (:data:`LAYOUTS`) and others do not."""
+
+    # the Llama-style decoders (_base_config)
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    hidden_act: str
+    max_position_embeddings: int
+    rope_theta: float
+    rope_parameters: RopeParameters
+    attention_dropout: float
+    use_cache: bool
+    # llama, arcee, mixtral
+    rms_norm_eps: float
+    # llama, arcee, olmo
+    attention_bias: bool
+    # llama, arcee
+    mlp_bias: bool
+    # mixtral
+    num_local_experts: int
+    num_experts_per_tok: int
+    router_jitter_noise: float
+    output_router_logits: bool
+    experts_implementation: str
+    # mixtral, starcoder2
+    sliding_window: None
+    # stablelm
+    layer_norm_eps: float
+    use_qkv_bias: bool
+    qk_layernorm: bool
+    use_parallel_residual: bool
+    hidden_dropout: float
+    partial_rotary_factor: float
+    # starcoder2
+    norm_epsilon: float
+    use_bias: bool
+    residual_dropout: float
+    embedding_dropout: float
+    # olmo
+    clip_qkv: None
+    # gpt2
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_inner: int
+    n_positions: int
+    activation_function: str
+    layer_norm_epsilon: float
+    resid_pdrop: float
+    embd_pdrop: float
+    attn_pdrop: float
+
+
+class HFConfig(_LayoutKeys):
+    """The ``config.json`` an export writes for transformers (the keys every layout has, then the
+    layout's own)."""
+
+    architectures: list[str]
+    model_type: str
+    vocab_size: int
+    tie_word_embeddings: bool
+    dtype: str
+    bos_token_id: None
+    eos_token_id: None
+    pad_token_id: None
+
+
 def rope_context(head_dim: int, theta: float) -> int:
     """The longest context RoPE tells apart: the wavelength of its slowest rotation,
     2 pi theta^((head_dim - 2) / head_dim) positions; past it every frequency has wrapped."""
@@ -286,7 +370,7 @@ def max_positions(cfg: ModelConfig, s: Settings) -> int:
     return max(s.train_len, rope_context(cfg.head_dim, s.rope_theta))
 
 
-def _base_config(cfg: ModelConfig, s: Settings, lay: ExportLayout) -> dict[str, Any]:
+def _base_config(cfg: ModelConfig, s: Settings, lay: ExportLayout) -> HFConfig:
     return {
         "architectures": [lay.architecture], "model_type": lay.model_type, "vocab_size": cfg.vocab_size,
         "hidden_size": cfg.d_model, "intermediate_size": cfg.ffn.d_ff, "num_hidden_layers": cfg.n_layers,
@@ -298,17 +382,17 @@ def _base_config(cfg: ModelConfig, s: Settings, lay: ExportLayout) -> dict[str, 
     }
 
 
-def _llama_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def _llama_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     return {**_base_config(cfg, s, LAYOUTS["llama"]), "rms_norm_eps": s.norm_eps,
             "attention_bias": _any_bias(cfg), "mlp_bias": cfg.ffn.bias}
 
 
-def _arcee_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def _arcee_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     return {**_base_config(cfg, s, LAYOUTS["arcee"]), "rms_norm_eps": s.norm_eps,
             "attention_bias": _any_bias(cfg), "mlp_bias": cfg.ffn.bias}
 
 
-def _mixtral_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def _mixtral_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     return {**_base_config(cfg, s, LAYOUTS["mixtral"]), "rms_norm_eps": s.norm_eps,
             "num_local_experts": cfg.ffn.n_experts, "num_experts_per_tok": cfg.ffn.top_k,
             "router_jitter_noise": 0.0, "output_router_logits": False, "sliding_window": None,
@@ -317,14 +401,14 @@ def _mixtral_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
             "experts_implementation": "eager"}
 
 
-def _stablelm_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def _stablelm_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     base = _base_config(cfg, s, LAYOUTS["stablelm"])
     base["rope_parameters"] = {**base["rope_parameters"], "partial_rotary_factor": 1.0}
     return {**base, "layer_norm_eps": s.norm_eps, "use_qkv_bias": cfg.attn.qkv_bias, "qk_layernorm": False,
             "use_parallel_residual": False, "hidden_dropout": 0.0, "partial_rotary_factor": 1.0}
 
 
-def _starcoder2_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def _starcoder2_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     return {**_base_config(cfg, s, LAYOUTS["starcoder2"]), "norm_epsilon": s.norm_eps,
             "use_bias": _starcoder2_bias(cfg), "sliding_window": None, "residual_dropout": 0.0,
             "embedding_dropout": 0.0}
@@ -334,11 +418,11 @@ def _starcoder2_bias(cfg: ModelConfig) -> bool:
     return _any_bias(cfg) or cfg.ffn.bias
 
 
-def _olmo_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def _olmo_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     return {**_base_config(cfg, s, LAYOUTS["olmo"]), "attention_bias": _any_bias(cfg), "clip_qkv": None}
 
 
-def gpt2_config(cfg: ModelConfig, s: Settings) -> dict[str, Any]:
+def gpt2_config(cfg: ModelConfig, s: Settings) -> HFConfig:
     return {
         "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": cfg.vocab_size,
         "n_embd": cfg.d_model, "n_layer": cfg.n_layers, "n_head": cfg.attn.n_heads, "n_inner": cfg.ffn.d_ff,
@@ -365,7 +449,7 @@ LAYOUTS: dict[str, ExportLayout] = {
 }
 
 
-def model_files(model: torch.nn.Module) -> tuple[str, Tensors, dict[str, Any]]:
+def model_files(model: torch.nn.Module) -> tuple[str, Tensors, HFConfig]:
     """(layout, tensors, config.json) for ``model`` (a :class:`ffnlab.training.nn.DecoderLM`)."""
     cfg: ModelConfig = model.cfg  # type: ignore[assignment]
     norm_eps = float(model.norm_eps)  # type: ignore[arg-type]
@@ -427,7 +511,7 @@ def check_replaceable(out: Path) -> None:
 
 
 def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[str, bytes] | None = None,
-                 generation: dict[str, Any] | None = None, *, overwrite: bool = False) -> Path:
+                 generation: GenerationConfig | None = None, *, overwrite: bool = False) -> Path:
     """Write ``model`` as a Hugging Face folder; ``tokenizer``: file name -> content
     (:func:`ffnlab.training.export_tokenizer.tokenizer_files`), ``generation``: generation_config.json.
     ``overwrite``: replace an earlier export in ``out_dir`` (:func:`check_replaceable`), swapped in
@@ -477,8 +561,19 @@ def load_run_model(run_dir: str | Path, checkpoint: str | None = None) -> torch.
     return model
 
 
-def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """:func:`load_run_model` and the checkpoint's state (``step``, ``tokens``, ``path``)."""
+@dataclass(frozen=True)
+class RunCheckpoint:
+    """Which checkpoint of which run :func:`load_run_checkpoint` loaded."""
+
+    step: int
+    tokens: int | None  # None: a checkpoint that does not record it
+    path: Path
+    max_steps: int  # the run's train.max_steps
+    config: RunConfig
+
+
+def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> tuple[torch.nn.Module, RunCheckpoint]:
+    """:func:`load_run_model` and the checkpoint it loaded (step, tokens, path, the run's config)."""
     from ffnlab.training import runconfig
     from ffnlab.training.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.memory import check_fits
@@ -503,8 +598,8 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     require(ckpt is not None and ckpt.is_dir(), f"{run} has no checkpoint to export")
     assert ckpt is not None
     state = load_checkpoint(ckpt, model, None)
-    return model.eval(), {"step": int(state["step"]), "tokens": state.get("tokens"), "path": ckpt,
-                          "max_steps": cfg.train.max_steps, "config": cfg}
+    return model.eval(), RunCheckpoint(step=int(state["step"]), tokens=state.get("tokens"), path=ckpt,
+                                       max_steps=cfg.train.max_steps, config=cfg)
 
 
 def run_is_active(run: Path) -> bool:
@@ -526,8 +621,23 @@ def run_is_active(run: Path) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Exported:
+    """What :func:`export_run` wrote: the layout, the checkpoint and the state of the run."""
+
+    layout: str
+    architecture: str
+    step: int
+    max_steps: int
+    checkpoint: str  # the checkpoint folder's name
+    active: bool  # the run was still training
+    finished: bool  # the run has its summary.json
+    max_positions: int  # config.json's max_position_embeddings (n_positions for GPT-2)
+    train_len: int  # the training context
+
+
 def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None = None, *,
-               overwrite: bool = False) -> dict[str, Any]:
+               overwrite: bool = False) -> Exported:
     """Export a run's latest (or named) checkpoint with its tokenizer and a generation config;
     return what was written (layout, step, whether the run was still going)."""
     from ffnlab.training.export_tokenizer import generation_config, tokenizer_files
@@ -538,10 +648,10 @@ def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None 
     layout, _, config = model_files(model)  # refused here, before the tokenizer is looked for
     prepared = read_mapping(run / "model.json", "run model file", fmt="JSON").get("prepared_data")
     max_len = int(config.get("max_position_embeddings") or config["n_positions"])
-    tokenizer = tokenizer_files(state["config"].data.tokenizer, prepared, cfg.vocab_size, max_len)
+    tokenizer = tokenizer_files(state.config.data.tokenizer, prepared, cfg.vocab_size, max_len)
     table = cfg.max_positions if cfg.positions == "learned" else None
     export_model(model, out_dir, tokenizer, generation_config(table), overwrite=overwrite)
-    return {"layout": layout, "architecture": LAYOUTS[layout].architecture, "step": state["step"],
-            "max_steps": state["max_steps"], "checkpoint": state["path"].name, "active": run_is_active(run),
-            "finished": (run / "summary.json").is_file(), "max_positions": max_len,
-            "train_len": int(model.max_seq_len)}  # type: ignore[arg-type]
+    return Exported(layout=layout, architecture=LAYOUTS[layout].architecture, step=state.step,
+                    max_steps=state.max_steps, checkpoint=state.path.name, active=run_is_active(run),
+                    finished=(run / "summary.json").is_file(), max_positions=max_len,
+                    train_len=int(model.max_seq_len))  # type: ignore[arg-type]

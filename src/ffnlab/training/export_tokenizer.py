@@ -13,11 +13,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import FfnlabError, require
 
-GENERATION = {"do_sample": True, "temperature": 1.0, "top_k": 50}
+
+class Sampling(TypedDict):
+    """The sampling defaults of ``generation_config.json``."""
+
+    do_sample: bool
+    temperature: float
+    top_k: int
+
+
+GENERATION: Sampling = {"do_sample": True, "temperature": 1.0, "top_k": 50}
 MAX_NEW_TOKENS = 200
 # bytes the byte-level pre-tokenizer keeps as their own character (printable Latin-1 minus the
 # soft hyphen); every other byte b is the character chr(256 + n), n counting those bytes upwards
@@ -48,7 +57,30 @@ def byte_tokenizer_json() -> str:
     return tok.to_str()
 
 
-def tokenizer_config(max_len: int) -> dict[str, Any]:
+class TokenizerConfig(TypedDict):
+    """``tokenizer_config.json`` of an export."""
+
+    tokenizer_class: str
+    model_max_length: int
+    clean_up_tokenization_spaces: bool
+    add_bos_token: bool
+    add_eos_token: bool
+
+
+class _GenerationLength(TypedDict, total=False):
+    max_length: int  # a learned position table: no more tokens in all than its rows
+    max_new_tokens: int  # otherwise
+
+
+class GenerationConfig(Sampling, _GenerationLength):
+    """``generation_config.json`` of an export (no special tokens)."""
+
+    bos_token_id: None
+    eos_token_id: None
+    pad_token_id: None
+
+
+def tokenizer_config(max_len: int) -> TokenizerConfig:
     return {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": max_len,
             "clean_up_tokenization_spaces": False, "add_bos_token": False, "add_eos_token": False}
 
@@ -81,8 +113,8 @@ def _vocab_size(text: str, path: Path) -> int:
         raise FfnlabError(f"{path} is not a readable tokenizer ({' '.join(str(e).split())[:200]})") from None
 
 
-def generation_config(table_rows: int | None = None) -> dict[str, Any]:
+def generation_config(table_rows: int | None = None) -> GenerationConfig:
     """Sampling defaults. No special tokens: generation runs to ``max_new_tokens``, or, for a
     model with a learned position table of ``table_rows`` rows, to that many tokens in all."""
-    length = {"max_length": table_rows} if table_rows else {"max_new_tokens": MAX_NEW_TOKENS}
+    length: _GenerationLength = {"max_length": table_rows} if table_rows else {"max_new_tokens": MAX_NEW_TOKENS}
     return {**GENERATION, **length, "bos_token_id": None, "eos_token_id": None, "pad_token_id": None}

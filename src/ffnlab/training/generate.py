@@ -13,6 +13,7 @@ a huge T tends to uniform over the tokens top_k keeps.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +41,20 @@ def run_tokenizer(run: Path, tokenizer: str) -> Any:
     return BpeTokenizer(Tokenizer.from_file(str(path)))
 
 
+@dataclass(frozen=True)
+class Generated:
+    """A continuation :func:`generate` sampled."""
+
+    text: str  # the prompt and the new text
+    new_text: str
+    ids: list[int]  # the new tokens
+    step: int  # of the checkpoint that wrote them
+    checkpoint: str  # its folder's name
+
+
 @torch.no_grad()
 def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, temperature: float = 1.0,
-             top_k: int | None = None, seed: int = 0, checkpoint: str | None = None) -> dict[str, Any]:
+             top_k: int | None = None, seed: int = 0, checkpoint: str | None = None) -> Generated:
     """The run's continuation of ``prompt``: ``text`` (prompt included), ``new_text``, the ids and
     the checkpoint step it came from."""
     from ffnlab.training.export import load_run_checkpoint
@@ -55,7 +67,7 @@ def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, tempera
     integer(seed, "--seed", 0, SEED_MAX)
     run = Path(run_dir)
     model, state = load_run_checkpoint(run, checkpoint)
-    tok = run_tokenizer(run, state["config"].data.tokenizer)
+    tok = run_tokenizer(run, state.config.data.tokenizer)
     ids = [int(i) for i in tok.encode(prompt)]
     require(bool(ids), "the prompt encodes to no tokens")
     window = int(model.max_seq_len)  # type: ignore[arg-type]
@@ -64,7 +76,7 @@ def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, tempera
     for _ in range(new_tokens):
         x = torch.tensor([(ids + out)[-window:]])
         logits = model(x)[0][0, -1].float()
-        require(bool(torch.isfinite(logits).all()), f"{state['path'].name} of {run} gives logits that are not "
+        require(bool(torch.isfinite(logits).all()), f"{state.path.name} of {run} gives logits that are not "
                                                      "finite (NaN or infinity): the run diverged; try an earlier "
                                                      "--checkpoint")
         if temperature == 0:
@@ -79,5 +91,4 @@ def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, tempera
             nxt = int(torch.multinomial(torch.softmax(scaled, dim=-1).float(), 1, generator=gen))
         out.append(nxt)
     new_text = tok.decode(out)
-    return {"text": prompt + new_text, "new_text": new_text, "ids": out, "step": state["step"],
-            "checkpoint": state["path"].name}
+    return Generated(text=prompt + new_text, new_text=new_text, ids=out, step=state.step, checkpoint=state.path.name)

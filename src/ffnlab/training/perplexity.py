@@ -32,9 +32,9 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import torch
 
@@ -164,8 +164,8 @@ def load_model(target: str, *, device: str = "auto", dtype: str = "auto") -> Loa
     transformers.utils.logging.disable_progress_bar()  # ffnlab's own bar counts the windows
     dev = pick_device(device)
     tok = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    kwargs: dict[str, Any] = {"local_files_only": True, "dtype": DTYPES[dtype] or "auto"}
-    model: Any = transformers.AutoModelForCausalLM.from_pretrained(str(folder), **kwargs)
+    model: Any = transformers.AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True,
+                                                                   dtype=DTYPES[dtype] or "auto")
     model = model.to(dev).eval()
     used = str(next(model.parameters()).dtype).removeprefix("torch.")
     return LoadedModel(model, tok, target, revision, model_context(model.config, tok), dev, used)
@@ -338,19 +338,51 @@ def cache_path(root: Path, name: str, key: str) -> Path:
     return root / f"{safe}-{key}.json"
 
 
-def read_cache(path: Path) -> dict[str, Any] | None:
+def read_cache(path: Path) -> PerplexityRecord | None:
+    """The record :func:`write_cache` kept at ``path``; None if absent, unreadable or of another schema."""
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return found if isinstance(found, dict) and found.get("schema") == CACHE_SCHEMA else None
+    if not (isinstance(found, dict) and found.get("schema") == CACHE_SCHEMA):
+        return None
+    found.pop("schema")
+    return PerplexityRecord(**found)
 
 
-def write_cache(path: Path, record: dict[str, Any]) -> None:
+def write_cache(path: Path, record: PerplexityRecord) -> None:
+    """Keep ``record`` (all but whether it came from the cache) at ``path``, with the cache's schema."""
     from ffnlab.files import write_atomic
 
+    kept = {k: v for k, v in record.as_dict().items() if k != "cached"}
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"schema": CACHE_SCHEMA, **record}, indent=1, sort_keys=True) + "\n")
+    write_atomic(path, json.dumps({"schema": CACHE_SCHEMA, **kept}, indent=1, sort_keys=True) + "\n")
+
+
+class PerplexityRow(TypedDict):
+    """:meth:`PerplexityRecord.as_dict`: the fields of :class:`PerplexityRecord`."""
+
+    model: str
+    revision: str
+    dataset: str
+    documents: int
+    context: int
+    dtype: str
+    device: str
+    word_perplexity: float | None
+    byte_perplexity: float | None
+    bits_per_byte: float | None
+    token_perplexity: float | None
+    tokens: int | None
+    words: int | None
+    bytes: int | None
+    protocol: str | None
+    strided_token_perplexity: float | None
+    strided_tokens: int | None
+    stride: int | None
+    strided_protocol: str | None
+    note: str | None
+    cached: bool
 
 
 @dataclass(frozen=True)
@@ -379,8 +411,8 @@ class PerplexityRecord:
     note: str | None = None
     cached: bool = False
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> PerplexityRow:
+        return cast(PerplexityRow, asdict(self))  # PerplexityRow names these fields
 
 
 def measure(lm: LoadedModel, docs: Documents, *, protocol: str, context: int | None, stride: int,
@@ -390,17 +422,17 @@ def measure(lm: LoadedModel, docs: Documents, *, protocol: str, context: int | N
     ctx = context or lm.context
     if ctx > lm.context:
         raise FfnlabError(f"--context {ctx} is longer than {lm.name}'s context of {lm.context} tokens")
-    fields: dict[str, Any] = {}
+    rec = PerplexityRecord(model=lm.name, revision=lm.revision, dataset=docs.name, documents=len(docs.pages),
+                           context=ctx, dtype=lm.dtype, device=lm.device)
     if protocol in ("documents", "both"):
         r = documents_perplexity(lm, docs, context=ctx, batch=batch, tick=tick)
-        fields.update(word_perplexity=r.word_perplexity, byte_perplexity=r.byte_perplexity,
+        note = "tokenizer has no BOS or EOS: each document's first token is context, not scored"
+        rec = replace(rec, word_perplexity=r.word_perplexity, byte_perplexity=r.byte_perplexity,
                       bits_per_byte=r.bits_per_byte, token_perplexity=r.token_perplexity, tokens=r.tokens,
-                      words=r.words, bytes=r.bytes, protocol=DOCUMENTS_PROTOCOL.format(context=ctx))
-        if r.unscored_first_tokens:
-            fields["note"] = "tokenizer has no BOS or EOS: each document's first token is context, not scored"
+                      words=r.words, bytes=r.bytes, protocol=DOCUMENTS_PROTOCOL.format(context=ctx),
+                      note=note if r.unscored_first_tokens else None)
     if protocol in ("strided", "both"):
         s = strided_perplexity(lm, docs, context=ctx, stride=min(stride, ctx), batch=batch, tick=tick)
-        fields.update(strided_token_perplexity=s.token_perplexity, strided_tokens=s.tokens, stride=s.stride,
+        rec = replace(rec, strided_token_perplexity=s.token_perplexity, strided_tokens=s.tokens, stride=s.stride,
                       strided_protocol=STRIDED_PROTOCOL.format(context=ctx, stride=s.stride))
-    return PerplexityRecord(model=lm.name, revision=lm.revision, dataset=docs.name, documents=len(docs.pages),
-                            context=ctx, dtype=lm.dtype, device=lm.device, **fields)
+    return rec

@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypedDict, cast
 
 import numpy as np
 import torch
@@ -275,6 +275,72 @@ def _token_text(codec: TextCodec, ids: Sequence[int]) -> list[str]:
     return [codec.decode([int(i)]) for i in ids]
 
 
+class _GatedFactors(TypedDict, total=False):
+    gate_act: float  # a gated FFN's act(gate) at the example's position
+    up: float  # and its up projection there
+
+
+class UnitExample(_GatedFactors):
+    """A position where a unit fires hardest, with the text around it."""
+
+    position: int
+    coefficient: float
+    before: str
+    trigger: str
+    after: str
+
+
+class TokenLogit(TypedDict):
+    token: str
+    id: int
+    logit: float
+
+
+class UnitReport(TypedDict):
+    """One FFN unit: how it fires, its top examples and the tokens its value vector favours."""
+
+    unit: int
+    max_coefficient: float
+    fire_rate: float
+    mean_abs_coefficient: float
+    examples: list[UnitExample]
+    promotes: list[TokenLogit]
+    suppresses: list[TokenLogit]
+    value_entropy_bits: float
+    value_top_mass: float
+
+
+class _GatedShares(TypedDict, total=False):
+    # gated FFNs, at the units' top examples: how often the up factor sets the sign, mean factors
+    top_examples_up_negative_share: float
+    top_examples_mean_gate_act: float
+    top_examples_mean_up: float
+
+
+class LayerSummary(_GatedShares):
+    d_ff: int
+    gated: bool
+    positions: int
+    mean_fire_rate: float
+    median_fire_rate: float
+    dead_units: int
+    always_on_units: int
+    mean_abs_coefficient: float
+    value_entropy_bits_mean: float
+    value_entropy_bits_max: float
+    value_top_mass_mean: float
+    value_top_k: int
+
+
+class LayerReport(TypedDict):
+    """One probed layer of ``probe.json``."""
+
+    layer: int
+    summary: LayerSummary
+    units: list[UnitReport]
+    fire_rate_histogram: list[int]
+
+
 @dataclass(frozen=True)
 class ProbeResult(Result):
     """What ``ffnlab probe`` found (``probe.json``): the run's size, each chosen layer's units
@@ -290,7 +356,7 @@ class ProbeResult(Result):
     windows: int
     seq_len: int
     n_layers: int
-    layers: list[dict[str, Any]]
+    layers: list[LayerReport]
     method: str
     corpus: str | None = None
 
@@ -329,7 +395,7 @@ def probe(probed: Probed, tokens: Sequence[int], *, layers: Sequence[int] | None
     finally:
         rec.close()
     token_text = _token_text(probed.codec, stream.tolist())
-    out_layers = []
+    out_layers: list[LayerReport] = []
     for s in sites:
         out_layers.append(_describe_layer(probed, s, accs[s.layer], token_text, units, top_tokens, before, after))
     return ProbeResult(model=probed.name, kind=probed.kind, tokenizer=probed.codec.name,
@@ -348,24 +414,25 @@ def _value_projection(unembed: torch.Tensor, values: torch.Tensor, top: int) -> 
 
 
 def _describe_layer(probed: Probed, s: Site, acc: LayerAccumulator, token_text: list[str], units: int,
-                    top_tokens: int, before: int, after: int) -> dict[str, Any]:
+                    top_tokens: int, before: int, after: int) -> LayerReport:
     assert acc.fires is not None and acc.abs_sum is not None and acc.top_val is not None
     assert acc.top_pos is not None
     vocab = probed.unembed.shape[0]
     logits, entropy, top_mass = _value_projection(probed.unembed, s.values, top_tokens)
     rate = (acc.fires / acc.positions).float()
     chosen = acc.top_val[0].topk(min(units, s.values.shape[0])).indices.tolist()
-    unit_rows = []
+    unit_rows: list[UnitReport] = []
     for u in chosen:
-        ex = []
+        ex: list[UnitExample] = []
         for rank in range(acc.top_val.shape[0]):
             pos = int(acc.top_pos[rank, u])
             lo, hi = max(0, pos - before), min(len(token_text), pos + after + 1)
-            row = {"position": pos, "coefficient": float(acc.top_val[rank, u]),
-                   "before": "".join(token_text[lo:pos]), "trigger": token_text[pos],
-                   "after": "".join(token_text[pos + 1:hi])}
-            if acc.top_extra:
-                row |= {n: float(t[rank, u]) for n, t in acc.top_extra.items()}
+            row: UnitExample = {"position": pos, "coefficient": float(acc.top_val[rank, u]),
+                                "before": "".join(token_text[lo:pos]), "trigger": token_text[pos],
+                                "after": "".join(token_text[pos + 1:hi])}
+            if acc.top_extra:  # a gated FFN's factors, gate_act then up (the order probe() records them)
+                row["gate_act"] = float(acc.top_extra["gate_act"][rank, u])
+                row["up"] = float(acc.top_extra["up"][rank, u])
             ex.append(row)
         promoted = logits[u].topk(min(top_tokens, vocab))
         suppressed = (-logits[u]).topk(min(top_tokens, vocab))
@@ -378,7 +445,7 @@ def _describe_layer(probed: Probed, s: Site, acc: LayerAccumulator, token_text: 
                            for v, t in zip(suppressed.values.tolist(), suppressed.indices.tolist(), strict=True)],
             "value_entropy_bits": float(entropy[u]), "value_top_mass": float(top_mass[u]),
         })
-    summary = {
+    summary: LayerSummary = {
         "d_ff": int(s.values.shape[0]), "gated": s.gated, "positions": acc.positions,
         "mean_fire_rate": float(rate.mean()), "median_fire_rate": float(rate.median()),
         "dead_units": int((acc.fires == 0).sum()), "always_on_units": int((acc.fires == acc.positions).sum()),
@@ -388,8 +455,8 @@ def _describe_layer(probed: Probed, s: Site, acc: LayerAccumulator, token_text: 
     }
     if acc.top_extra:  # at the units' top positions: how often the up factor, not the gate, sets the sign
         up = acc.top_extra["up"]
-        summary |= {"top_examples_up_negative_share": float((up < 0).float().mean()),
-                    "top_examples_mean_gate_act": float(acc.top_extra["gate_act"].mean()),
-                    "top_examples_mean_up": float(up.mean())}
+        summary["top_examples_up_negative_share"] = float((up < 0).float().mean())
+        summary["top_examples_mean_gate_act"] = float(acc.top_extra["gate_act"].mean())
+        summary["top_examples_mean_up"] = float(up.mean())
     return {"layer": s.layer, "summary": summary, "units": unit_rows,
             "fire_rate_histogram": np.histogram(rate.numpy(), bins=10, range=(0.0, 1.0))[0].tolist()}

@@ -54,7 +54,7 @@ class Progress:
         self._emitted: tuple[Any, ...] | None = None  # (done, metrics) of the last line written
         self.emit = emit or _print_stderr  # where ``lines`` mode writes
         self.t0 = self.last_line = time.perf_counter()
-        self.metrics: dict[str, Any] = {}
+        self.metrics: dict[str, str | float] = {}  # name -> latest value (a float shown to 4 figures)
         self._bar = None
         self._final_shown = False
         if mode == "bar":
@@ -106,7 +106,8 @@ class Progress:
         self._emitted = self._state()
         self.emit(self.line())
 
-    def update(self, done: int, *, work: float | None = None, tokens: int | None = None, **metrics: Any) -> None:
+    def update(self, done: int, *, work: float | None = None, tokens: int | None = None,
+               **metrics: str | float | None) -> None:
         self.done = done
         if work is not None:
             self.work = work

@@ -6,10 +6,11 @@ Read from YAML, TOML or JSON; overridden on the command line with ``--set a.b.c=
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, TypedDict, Union, cast
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import YamlRefused, load_yaml, read_mapping
@@ -26,9 +27,99 @@ RESUMABLE_CHANGES = frozenset({"eval_every", "log_every", "checkpoint_every", "k
 # only these differ (runs saved before the corpus cache moved say data.cache_dir: data_cache).
 LOCATION_KEYS = frozenset({"data.cache_dir"})
 
+# A config as parsed from YAML, TOML or JSON (or a --set value), before any field is checked: the
+# values those formats write (YAML and TOML also read dates and times). YAML's rarer tags (!!binary,
+# !!set, !!omap) and non-text keys parse too; like the dates, the field checks refuse them.
+ConfigValue = Union[None, bool, int, float, str, datetime.date, datetime.time, list["ConfigValue"],
+                    dict[str, "ConfigValue"]]
+ConfigTree = dict[str, ConfigValue]
+
+
+class FFNSectionDict(TypedDict):
+    """``model.ffn`` of :meth:`RunConfig.to_dict` (the fields of :class:`FFNSection`)."""
+
+    kind: str
+    rule: str
+    ratio: Union[str, float, None]
+    d_ff: Union[int, None]
+    multiplier: Union[str, float, None]
+    multiple_of: int
+    rounding: str
+    bias: bool
+    n_experts: int
+    top_k: int
+    n_shared_experts: int
+    aux_loss_coef: float
+
+
+class ModelSectionDict(TypedDict):
+    """``model`` of :meth:`RunConfig.to_dict` (the fields of :class:`ModelSection`)."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: Union[int, None]
+    head_dim: Union[int, None]
+    norm: Union[str, None]
+    positions: Union[str, None]
+    tied_embeddings: bool
+    bias: bool
+    rope_theta: float
+    norm_eps: float
+    ffn: FFNSectionDict
+
+
+class DataSectionDict(TypedDict):
+    """``data`` of :meth:`RunConfig.to_dict` (the fields of :class:`DataSection`)."""
+
+    corpus: str
+    tokenizer: str
+    bpe_vocab_size: int
+    text_column: str
+    max_chars: Union[int, None]
+    cache_dir: Union[str, None]
+
+
+class TrainSectionDict(TypedDict):
+    """``train`` of :meth:`RunConfig.to_dict` (the fields of :class:`TrainSection`)."""
+
+    seed: int
+    seq_len: int
+    batch_size: int
+    grad_accum: int
+    max_steps: int
+    lr: float
+    min_lr_ratio: float
+    warmup_steps: int
+    weight_decay: float
+    beta1: float
+    beta2: float
+    grad_clip: float
+    eval_every: int
+    eval_tokens: int
+    log_every: int
+    checkpoint_every: int
+    keep_last: int
+    device: str
+    dtype: str
+    compile: bool
+    threads: Union[int, None]
+    tensorboard: bool
+    peak_flops: Union[float, None]
+    progress: Union[str, bool]
+
+
+class RunConfigDict(TypedDict):
+    """A run config as ``config.yaml`` holds it (:meth:`RunConfig.to_dict`)."""
+
+    model: ModelSectionDict
+    data: DataSectionDict
+    train: TrainSectionDict
+
 
 def without_locations(config: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a config dict (``RunConfig.to_dict()``) without :data:`LOCATION_KEYS`."""
+    """A copy of a config dict (``RunConfig.to_dict()``, or one a sweep record read back holds,
+    whatever its JSON) without :data:`LOCATION_KEYS`."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in config.items()}
     for key in LOCATION_KEYS:
         section, name = key.split(".")
@@ -122,8 +213,8 @@ class RunConfig:
     data: DataSection = field(default_factory=DataSection)
     train: TrainSection = field(default_factory=TrainSection)
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> RunConfigDict:
+        return cast(RunConfigDict, asdict(self))  # RunConfigDict mirrors the sections' fields
 
     def tokens_per_step(self) -> int:
         t = self.train
@@ -139,7 +230,7 @@ def compute_dtype(dtype: str, device: str) -> str:
     return dtype
 
 
-def from_dict(data: dict[str, Any]) -> RunConfig:
+def from_dict(data: ConfigTree | RunConfigDict) -> RunConfig:
     """The run config a parsed mapping describes, every field checked (one error line)."""
     cfg: RunConfig = build(RunConfig, data, "", "config")
     check(cfg)
@@ -147,12 +238,14 @@ def from_dict(data: dict[str, Any]) -> RunConfig:
 
 
 def read_file(path: str | Path) -> dict[str, Any]:
-    """Parse a YAML, TOML or JSON run config into a dict (one clear error line on failure)."""
+    """Parse a YAML, TOML or JSON run config into a dict (one clear error line on failure); also
+    the reader of the capacity presets (:mod:`ffnlab.experiments.capacity.design`), which check
+    their own keys."""
     return read_mapping(path, "config file", empty_ok=True)
 
 
-def apply_overrides(data: dict[str, Any], overrides: list[str],
-                    values: dict[str, Any] | None = None) -> dict[str, Any]:
+def apply_overrides(data: ConfigTree, overrides: list[str],
+                    values: ConfigTree | None = None) -> ConfigTree:
     """Apply ``a.b.c=value`` overrides (values parsed as YAML), then ``values`` (dotted key ->
     a value already typed, such as a command-line flag's: set as given, never re-read as YAML, so
     ``--ratio 0x10`` stays the text the width rule refuses) to a nested dict copy."""
@@ -176,19 +269,21 @@ def apply_overrides(data: dict[str, Any], overrides: list[str],
     return out
 
 
-def _set_dotted(out: dict[str, Any], key: str, value: Any) -> None:
+def _set_dotted(out: ConfigTree, key: str, value: ConfigValue) -> None:
     """Set ``out[a][b][c] = value`` for the dotted ``key`` ``a.b.c``, making sections as needed."""
     parts = key.strip().split(".")
     require(all(parts), f"--set: bad key {key!r}")
     node = out
     for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        require(isinstance(node, dict), f"--set: {key} goes through a value that is not a section")
+        inner = node.setdefault(part, {})
+        if not isinstance(inner, dict):
+            raise FfnlabError(f"--set: {key} goes through a value that is not a section")
+        node = inner
     node[parts[-1]] = value
 
 
 def load(path: str | Path | None = None, overrides: list[str] | None = None,
-         values: dict[str, Any] | None = None) -> RunConfig:
+         values: ConfigTree | None = None) -> RunConfig:
     data = read_file(path) if path else {}
     return from_dict(apply_overrides(data, overrides or [], values))
 

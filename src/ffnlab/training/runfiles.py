@@ -7,7 +7,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict, Union
 
 from ffnlab.errors import FfnlabError
 from ffnlab.validation import show
@@ -15,6 +15,39 @@ from ffnlab.validation import show
 MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
 EVAL_KEYS = ("tokens", "val_loss")
 KINDS = ("train", "eval")
+
+
+class _TrainExtras(TypedDict, total=False):
+    aux_loss: float  # mixture-of-experts runs only
+
+
+class TrainRecord(_TrainExtras):
+    """A ``metrics.jsonl`` line the trainer writes at a logged step."""
+
+    kind: Literal["train"]
+    step: int
+    tokens: int
+    loss: float
+    lr: float
+    grad_norm: float
+    tokens_per_s: float
+    mfu: float | None  # None: above 100% of the peak, so the peak is wrong
+    elapsed_s: float
+
+
+class EvalRecord(TypedDict):
+    """A ``metrics.jsonl`` line the trainer writes at an evaluation."""
+
+    kind: Literal["eval"]
+    step: int
+    tokens: int
+    val_loss: float
+    val_ppl: float
+    val_bpb: float
+    train_flops: int
+
+
+MetricRecord = Union[TrainRecord, EvalRecord]
 
 
 def _bad(path: Path, n: int, why: str) -> FfnlabError:

@@ -19,9 +19,10 @@ import math
 import os
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import torch
 
@@ -58,7 +59,7 @@ from ffnlab.training.peak import (
 )
 from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
-from ffnlab.training.runfiles import read_records
+from ffnlab.training.runfiles import EvalRecord, MetricRecord, TrainRecord, read_records
 from ffnlab.training.schedule import lr_at
 from ffnlab.training.threads import ThreadChoice, choose_threads, load_average
 
@@ -69,12 +70,14 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
 
-def _differences(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[str]:
+def _differences(a: Mapping[str, object], b: Mapping[str, object], prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two nested config dicts (any depth)."""
     out = []
     for k in sorted(set(a) | set(b)):
-        if isinstance(a.get(k), dict) and isinstance(b.get(k), dict):
-            out += _differences(a[k], b[k], f"{prefix}{k}.")
-        elif a.get(k) != b.get(k):
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += _differences(x, y, f"{prefix}{k}.")
+        elif x != y:
             out.append(f"{prefix}{k}")
     return out
 
@@ -91,13 +94,15 @@ WHY_NOT_RESUMABLE = {
 }
 
 
-def _value(d: dict[str, Any], dotted: str) -> Any:
+def _value(d: Mapping[str, object], dotted: str) -> object:
+    node: object = d
     for part in dotted.split("."):
-        d = d.get(part) if isinstance(d, dict) else None  # type: ignore[assignment]
-    return d
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
-def resume_refusal(out_dir: Path, changed: list[str], old: dict[str, Any], new: dict[str, Any]) -> str:
+def resume_refusal(out_dir: Path, changed: list[str], old: runconfig.RunConfigDict,
+                   new: runconfig.RunConfigDict) -> str:
     """Why ``--resume`` refuses a changed config, and what to do instead."""
     parts = [f"{k} {_value(old, k)!r} -> {_value(new, k)!r}" for k in changed]
     why = "; ".join(f"{k}: {WHY_NOT_RESUMABLE[k]}" for k in changed if k in WHY_NOT_RESUMABLE)
@@ -148,7 +153,7 @@ class MetricsLog:
                 if r["step"] < step or (r["step"] == step and (eval_at_step or r["kind"] != "eval"))]
         write_atomic(self.path, "".join(ln + "\n" for ln in keep))
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: MetricRecord) -> None:
         if self.enabled:
             append_text(self.path, json.dumps(record) + "\n")  # never through a link planted at the name
 
@@ -185,8 +190,39 @@ def validation_loss(model: torch.nn.Module, val: Any, starts: Any, seq_len: int,
     return total / count
 
 
-def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[str, Any]:
-    """Train (or continue) the run in ``out_dir``; return its summary (empty on ranks > 0)."""
+class Summary(TypedDict):
+    """``summary.json``, written when a run finishes."""
+
+    status: str
+    steps: int
+    tokens: int
+    final_val_loss: float | None
+    final_val_ppl: float | None
+    final_val_bpb: float | None
+    final_train_loss: float | None
+    d_ff: int
+    d_model: int
+    ffn_kind: str
+    ratio_raw: float
+    ratio_param_matched: float
+    params: dict[str, int]  # ParamCounts' fields, total and non_embedding
+    train_flops_per_token: int
+    train_flops: int
+    wall_s: float
+    peak_flops: float
+    peak_source: str
+    device: str
+    world_size: int
+    torch: str
+    tokenizer: str
+    vocab_size: int
+    threads: int
+    threads_set_by: str
+    ffnlab_commit: str  # with -dirty for local edits, or "unknown"
+
+
+def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> Summary | None:
+    """Train (or continue) the run in ``out_dir``; return its summary (None on ranks > 0)."""
     from ffnlab.files import provisional_dir
     from ffnlab.training.locking import folder_lock
     from ffnlab.training.memory import check_fits, check_splits
@@ -206,7 +242,7 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> dict[
         teardown(info)
 
 
-def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, prepared_dir: str) -> dict[str, Any]:
+def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, prepared_dir: str) -> Summary | None:
     """Set a run up one concern at a time, then hand it to :func:`_loop`."""
     threads = _configure_process(cfg.train, info)
     continuing = _open_folder(out, cfg, resume, info)
@@ -415,7 +451,7 @@ def _log_train(run: Run, tb: Any, step: int, losses: tuple[torch.Tensor, torch.T
     loss_value = mean_across(loss, info).item()
     tok_s = (step - first_step) * tokens_per_step / wall if wall > 0 else 0.0
     mfu = model_flops_utilisation(tok_s * _fpt(run) / info.world_size, run.peak.flops)  # None above 100%
-    rec = {"kind": "train", "step": step, "tokens": step * tokens_per_step, "loss": loss_value,
+    rec: TrainRecord = {"kind": "train", "step": step, "tokens": step * tokens_per_step, "loss": loss_value,
            "lr": run.opt.param_groups[0]["lr"], "grad_norm": float(grad_norm), "tokens_per_s": tok_s, "mfu": mfu,
            "elapsed_s": elapsed_before + wall}
     if run.cfg.model.ffn.n_experts:
@@ -442,7 +478,7 @@ def _evaluate(run: Run, tb: Any, step: int, val_starts: Any) -> float | None:
     if info.is_main:
         assert val is not None
         tokens = step * run.cfg.tokens_per_step()
-        rec = {"kind": "eval", "step": step, "tokens": tokens, "val_loss": val,
+        rec: EvalRecord = {"kind": "eval", "step": step, "tokens": tokens, "val_loss": val,
                "val_ppl": math.exp(min(val, 50)), "val_bpb": run.data.bits_per_byte(val),
                "train_flops": tokens * _fpt(run)}
         run.log.write(rec)
@@ -467,7 +503,15 @@ def _due(step: int, every: int, last: int) -> bool:
     return step % every == 0 or step == last
 
 
-def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
+class Shown(TypedDict, total=False):
+    """The metrics the progress line shows, once measured."""
+
+    loss: str | None
+    mfu: str
+    val: str | None
+
+
+def _loop(run: Run, step: int, elapsed_before: float) -> Summary | None:
     """Steps until train.max_steps. The host reads device values only at steps that log, evaluate
     or checkpoint (and checks for divergence there first), so a GPU is never waited on in between."""
     from ffnlab.training.corpus import eval_starts
@@ -486,8 +530,8 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
                          active=run.counts.total_active), file=sys.stderr, flush=True)
     watch = LossWatch(info.device)
     first_step = step
-    shown: dict[str, Any] = {}
-    summary: dict[str, Any] = {}
+    shown: Shown = {}
+    summary: Summary | None = None
     t_start = time.perf_counter()
     with stop_between_steps() as stop_if_interrupted:
         try:
@@ -504,7 +548,7 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
                     wall = time.perf_counter() - t_start
                     if log_now:
                         loss_value, mfu = _log_train(run, tb, step, losses, (wall, elapsed_before, first_step))
-                        shown.update(loss=_at(loss_value, step), mfu=mfu_text(mfu))
+                        shown["loss"], shown["mfu"] = _at(loss_value, step), mfu_text(mfu)
                     if eval_now:
                         shown["val"] = _at(_evaluate(run, tb, step, val_starts), step)
                     if ckpt_now:
@@ -522,12 +566,12 @@ def _loop(run: Run, step: int, elapsed_before: float) -> dict[str, Any]:
 
 
 def _summary(out: Path, cfg: RunConfig, mcfg: Any, counts: Any, data: Any, fpt: int, peak: Peak,
-             elapsed: float, info: DistInfo, threads_origin: str) -> dict[str, Any]:
+             elapsed: float, info: DistInfo, threads_origin: str) -> Summary:
     records = read_records(out / "metrics.jsonl")
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     final = evals[-1] if evals else {}
-    summary = {
+    summary: Summary = {
         "status": "finished", "steps": cfg.train.max_steps, "tokens": cfg.train.max_steps * cfg.tokens_per_step(),
         "final_val_loss": final.get("val_loss"), "final_val_ppl": final.get("val_ppl"),
         "final_val_bpb": final.get("val_bpb"), "final_train_loss": trains[-1]["loss"] if trains else None,
@@ -556,7 +600,7 @@ def _tensorboard(out: Path, enabled: bool) -> Any:
     return SummaryWriter(str(make_dir(out / "tb", out)))
 
 
-def _tb_write(tb: Any, rec: dict[str, Any], step: int) -> None:
+def _tb_write(tb: Any, rec: MetricRecord, step: int) -> None:
     if tb is None:
         return
     for k, v in rec.items():

@@ -67,7 +67,7 @@ def run_finished(run_dir: Path, max_steps: int, *, evaluated: bool = False) -> b
 
 def _same_run(path: Path, config: dict[str, Any]) -> bool:
     """Whether the config saved at ``path`` trains the same run as ``config``."""
-    saved = runconfig.without_locations(runconfig.load(path).to_dict())
+    saved = runconfig.without_locations(dict(runconfig.load(path).to_dict()))
     for d in (saved, config := runconfig.without_locations(json.loads(json.dumps(config)))):
         for key in runconfig.RESUMABLE_CHANGES:
             d["train"].pop(key, None)

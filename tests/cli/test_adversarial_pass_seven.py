@@ -136,6 +136,14 @@ def exported(trained) -> Path:
     return trained
 
 
+def _record(model: str):
+    """A perplexity result to cache (the figures do not matter to where it is written)."""
+    from ffnlab.training.perplexity import PerplexityRecord
+
+    return PerplexityRecord(model=model, revision="r", dataset="d", documents=1, context=8, dtype="float32",
+                            device="cpu")
+
+
 def _cache_record(monkeypatch, cache: Path) -> Path:
     """Where ``perplexity`` keeps a result under FFNLAB_CACHE=``cache`` (as evaluate.measure_models names it)."""
     import ffnlab.training.perplexity as P
@@ -179,7 +187,7 @@ def test_the_perplexity_cache_writer_refuses_a_link_out_of_the_cache(tmp_path, m
     (tmp_path / "cache" / "perplexity").symlink_to(tmp_path / "outside", target_is_directory=True)
     path = _cache_record(monkeypatch, tmp_path / "cache")
     with pytest.raises(FfnlabError):  # the CLI's one error line; or, quietly, nothing kept
-        P.write_cache(path, {"model": "m"})
+        P.write_cache(path, _record("m"))
     assert os.listdir(tmp_path / "outside") == []
 
 
@@ -198,7 +206,7 @@ def test_an_unusable_perplexity_cache_folder_is_named_as_such(tmp_path, monkeypa
     path = _cache_record(monkeypatch, tmp_path / "cache")
     before = snapshot(tmp_path)
     with pytest.raises(FfnlabError) as e:  # the CLI prints it as its one error line
-        P.write_cache(path, {"model": "m"})
+        P.write_cache(path, _record("m"))
     assert snapshot(tmp_path) == before
     assert "perplexity" in str(e.value) and ("link" in str(e.value) or "not a folder" in str(e.value)), e.value
 
@@ -228,7 +236,7 @@ def test_a_killed_perplexity_cache_writes_temporary_is_removed_by_the_next_write
 
     path = _cache_record(monkeypatch, tmp_path / "cache")
     stale = _dead_owners_temporary(path.parent, path.name)
-    P.write_cache(path, {"model": "m"})
+    P.write_cache(path, _record("m"))
     assert path.is_file()
     assert not stale.exists(), sorted(os.listdir(path.parent))
 
@@ -360,7 +368,7 @@ def test_the_perplexity_cache_writer_keeps_one_file_in_a_plain_cache_folder(tmp_
     import ffnlab.training.perplexity as P
 
     path = _cache_record(monkeypatch, tmp_path / "cache")
-    P.write_cache(path, {"model": "m"})
+    P.write_cache(path, _record("m"))
     assert os.listdir(tmp_path / "cache" / "perplexity") == [path.name]
     assert _strict(path.read_text())["model"] == "m"
 

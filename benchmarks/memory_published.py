@@ -137,8 +137,9 @@ def peak_rows() -> list[str]:
             shown = f"fits {fig['seq_len_fitting']:,} tokens in {fig['value']} {fig['unit']}"
             ours = f"fits {price.work.seq_len:,} tokens ({budget / GiB:.1f} GiB allocated)"
         else:
-            shown = f"{fig['bytes'] / GiB:.2f} GiB"
-            ours = f"{ratio * fig['bytes'] / GiB:.2f} GiB"
+            published = published_peaks.peak_bytes(case)
+            shown = f"{published / GiB:.2f} GiB"
+            ours = f"{ratio * published / GiB:.2f} GiB"
         verdict = "yes" if price.expressible else "no: " + "; ".join(price.not_expressible)
         out.append(f"| {case['id']} | {case['trainer']} | {what} | {case['memory_kind']} | {shown} | "
                    f"{ours} | {ratio:.3f} | {verdict} |")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ffnlab.sizing.audit_row import AuditRow
 from ffnlab.sizing.audit_rules import (
@@ -11,6 +11,7 @@ from ffnlab.sizing.audit_rules import (
     AUDIT_SEQ_LEN,
     CONVENTION,
     FFNFacts,
+    MoeFields,
     MoeParts,
     ffn_verdict,
     moe_fields,
@@ -59,7 +60,7 @@ def moe_parts(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> MoeParts | Non
                     routed_active=None if "top_k" in unknown else parts["routed_active"])
 
 
-def moe_summary(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> dict[str, Any]:
+def moe_summary(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> MoeFields:
     """MoE figures of the audit (None for a dense model): :func:`ffnlab.sizing.audit_rules.moe_fields`."""
     return moe_fields(ffn_facts(cfg, unknown), moe_parts(cfg, unknown))
 
@@ -71,8 +72,24 @@ def verdict(cfg: ModelConfig, unknown: tuple[str, ...] = ()) -> str:
 
 UNKNOWN_TOP_K_NOTE = ("no top-k in config.json (num_experts_per_tok): parameters counted; active "
                       "parameters and FLOPs need it and are unknown")
-TOP_K_FIELDS = ("top_k", "params_active", "params_ffn_active", "ratio_active_param_matched", "shared_share",
-                "routed_share", "flops_per_token")
+
+
+class UnknownTopK(TypedDict):
+    """The audit's figures that need top-k, None where config.json leaves it out."""
+
+    top_k: None
+    params_active: None
+    params_ffn_active: None
+    ratio_active_param_matched: None
+    shared_share: None
+    routed_share: None
+    flops_per_token: None
+
+
+UNKNOWN_TOP_K: UnknownTopK = {"top_k": None, "params_active": None, "params_ffn_active": None,
+                              "ratio_active_param_matched": None, "shared_share": None, "routed_share": None,
+                              "flops_per_token": None}
+TOP_K_FIELDS = tuple(UNKNOWN_TOP_K)
 
 
 def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source: str | None = None,
@@ -102,8 +119,7 @@ def audit_config(cfg: ModelConfig, *, name: str, model_type: str | None, source:
     )
     if "top_k" not in unknown:
         return row
-    unknown_figures: dict[str, Any] = dict.fromkeys(TOP_K_FIELDS)
-    return replace(row, **unknown_figures, note="; ".join(x for x in (note, UNKNOWN_TOP_K_NOTE) if x))
+    return replace(row, **UNKNOWN_TOP_K, note="; ".join(x for x in (note, UNKNOWN_TOP_K_NOTE) if x))
 
 
 def entry_basis(e: ZooEntry) -> ModelConfig | Structure | None:

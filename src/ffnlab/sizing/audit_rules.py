@@ -9,7 +9,7 @@ from those here, once, with the audit's conventions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.sizing.widths import param_matched_ratio
 
@@ -27,9 +27,31 @@ FINE_GRAINED_MAX = 1.0
 TOP_K_KEYS = ("num_experts_per_tok", "moe_topk", "moe_k", "num_experts_per_token", "top_k", "moe_top_k",
               "n_activated_experts", "router_top_k", "experts_per_token", "num_selected_experts",
               "top_k_experts")
-MOE_KEYS = ("expert_granularity", "expert_design", "moe_layers", "n_shared_experts", "d_shared",
-            "params_ffn_routed", "params_ffn_shared", "params_ffn_router", "params_ffn_dense_layers",
-            "shared_share", "routed_share", "ratio_active_param_matched")
+
+
+class MoeFields(TypedDict):
+    """The audit's MoE columns (:func:`moe_fields`; AuditRow's fields of the same names)."""
+
+    expert_granularity: float | None
+    expert_design: str | None
+    moe_layers: int | None
+    n_shared_experts: int | None
+    d_shared: int | None
+    params_ffn_routed: int | None
+    params_ffn_shared: int | None
+    params_ffn_router: int | None
+    params_ffn_dense_layers: int | None
+    shared_share: float | None
+    routed_share: float | None
+    ratio_active_param_matched: float | None
+
+
+NO_MOE: MoeFields = {  # a dense model's
+    "expert_granularity": None, "expert_design": None, "moe_layers": None, "n_shared_experts": None,
+    "d_shared": None, "params_ffn_routed": None, "params_ffn_shared": None, "params_ffn_router": None,
+    "params_ffn_dense_layers": None, "shared_share": None, "routed_share": None, "ratio_active_param_matched": None,
+}
+MOE_KEYS = tuple(NO_MOE)
 
 
 @dataclass(frozen=True)
@@ -96,7 +118,7 @@ def ffn_verdict(f: FFNFacts) -> str:
     return line
 
 
-def moe_fields(f: FFNFacts | None, p: MoeParts | None) -> dict[str, Any]:
+def moe_fields(f: FFNFacts | None, p: MoeParts | None) -> MoeFields:
     """The audit's MoE columns (all None for a dense model).
 
     ``expert_granularity`` is a routed expert's width over d_model; ``ratio_active_param_matched``
@@ -104,8 +126,8 @@ def moe_fields(f: FFNFacts | None, p: MoeParts | None) -> dict[str, Any]:
     parameters of an average layer; ``shared_share`` and ``routed_share`` split the active expert
     parameters between shared and routed experts (None when top-k is unknown)."""
     if f is None or p is None or not f.moe:
-        return dict.fromkeys(MOE_KEYS)
-    out: dict[str, Any] = {
+        return NO_MOE.copy()
+    out: MoeFields = {
         "expert_granularity": f.d_ff / f.d_model, "expert_design": design(f.d_ff, f.d_model),
         "moe_layers": p.moe_layers, "n_shared_experts": p.n_shared, "d_shared": p.d_shared,
         "params_ffn_routed": p.routed, "params_ffn_shared": p.shared, "params_ffn_router": p.router,

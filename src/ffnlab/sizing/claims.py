@@ -8,29 +8,92 @@ sizing model and the zoo for architectures, experiment reports for what needs tr
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Union
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params, dense_ffn_params
+from ffnlab.sizing.json_types import JsonObject, JsonScalar, JsonValue
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.verdicts import VERDICTS, Verdict
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import ZooEntry, find, load_zoo
 
-Finding = tuple[Verdict, str, dict[str, Any]]  # a check's verdict, evidence sentence and numbers
+Figure = Union[JsonScalar, Sequence["Figure"], Mapping[str, "Figure"], Mapping[int, "Figure"]]
+"""One of a check's numbers: JSON data, or a table keyed by d_model (``golden_tool``'s widths)."""
+Numbers = Mapping[str, Figure]
+Finding = tuple[Verdict, str, Numbers]  # a check's verdict, evidence sentence and numbers
+
+
+class ClaimArgs(TypedDict, total=False):
+    """A claim's ``args`` in data/claims.json: each check reads the keys it needs."""
+
+    model: str  # a zoo entry (table_row, param_saving, unpublished)
+    models: list[str]  # zoo entries (capacity_shortfall, uses_ratio, ffn_share, moe_active)
+    d_model: int  # the width a claim states (table_row, llama_rounding, paper_ratio)
+    d_ff: int
+    ratio: float  # the raw ratio a claim states (table_row, uses_ratio)
+    deviation: float  # table_row: the stated deviation from 4
+    stated: float  # capacity_shortfall: the stated relative shortfall
+    moe: str  # mixtral_experts: the MoE model, its dense sibling, and designs to compare
+    dense: str
+    coarse: list[str]
+    fine_grained: list[str]
+    multiple_of: int  # llama_rounding
+    family_prefix: str  # multiples_of: the zoo names it reads, and the multiple
+    multiple: int
+    source: str  # paper_ratio: the paper stating the shape
+    experiment: str  # experiment: the report's key, the command that measures it, the kept report
+    command: str
+    kept: str
+
+
+class _Claim(TypedDict):
+    id: str
+    source: str  # a key of ClaimsFile.sources
+    claim: str  # the paraphrase
+    check: str  # a key of CHECKS, or "experiment"
+
+
+class Claim(_Claim, total=False):
+    """One record of data/claims.json's ``claims``."""
+
+    args: ClaimArgs
+
+
+class ClaimsFile(TypedDict):
+    """data/claims.json."""
+
+    schema: int
+    sources: dict[str, str]
+    claims: list[Claim]
+
+
+class _EvidenceEntry(TypedDict):
+    verdict: Verdict
+    evidence: str
+
+
+class EvidenceEntry(_EvidenceEntry, total=False):
+    """One experiment's verdict in a report's claims.json (``ffnlab claims --evidence``)."""
+
+    numbers: JsonObject
+    maturity: JsonValue  # an object with ``text`` and ``tokens_per_param`` where a report judged maturity
+
+
+Evidence = Mapping[str, EvidenceEntry]  # experiment key -> its verdict
 
 
 @lru_cache(maxsize=1)
-def load_claims() -> tuple[dict[str, Any], ...]:
-    raw = json.loads(resources.files("ffnlab").joinpath("data/claims.json").read_text(encoding="utf-8"))
+def load_claims() -> tuple[Claim, ...]:
+    raw: ClaimsFile = json.loads(resources.files("ffnlab").joinpath("data/claims.json").read_text(encoding="utf-8"))
     return tuple(raw["claims"])
 
 
@@ -50,7 +113,7 @@ def _described(e: ZooEntry) -> ModelConfig:
 
 # -- algebra ---------------------------------------------------------------------------------
 
-def golden_identity(_: dict[str, Any]) -> Finding:
+def golden_identity(_: ClaimArgs) -> Finding:
     import sympy as sp
 
     s5 = sp.sqrt(5)
@@ -66,7 +129,7 @@ def golden_identity(_: dict[str, Any]) -> Finding:
                                "Phi3_minus_Phi_inv3": str(alt_minus), "Phi3_plus_phi3": str(alt_plus)}
 
 
-def golden_law(_: dict[str, Any]) -> Finding:
+def golden_law(_: ClaimArgs) -> Finding:
     v, ev, nums = golden_identity({})
     raws = sorted({round(_described(e).ffn.d_ff / _described(e).d_model, 4) for e in load_zoo() if e.has_config})
     return ("false",
@@ -76,7 +139,7 @@ def golden_law(_: dict[str, Any]) -> Finding:
             {"identity_verdict": v, "zoo_raw_ratios": raws, **nums})
 
 
-def swiglu_parity(_: dict[str, Any]) -> Finding:
+def swiglu_parity(_: ClaimArgs) -> Finding:
     import sympy as sp
 
     d = sp.symbols("d", positive=True)
@@ -89,7 +152,7 @@ def swiglu_parity(_: dict[str, Any]) -> Finding:
             {"plain": str(plain), "gated": str(gated)})
 
 
-def swiglu_inflation(_: dict[str, Any]) -> Finding:
+def swiglu_inflation(_: ClaimArgs) -> Finding:
     import sympy as sp
 
     d = sp.symbols("d", positive=True)
@@ -101,7 +164,7 @@ def swiglu_inflation(_: dict[str, Any]) -> Finding:
 
 # -- architecture facts --------------------------------------------------------------------
 
-def table_row(a: dict[str, Any]) -> Finding:
+def table_row(a: ClaimArgs) -> Finding:
     e = find(a["model"])
     cfg = e.config()
     if cfg is None:
@@ -128,8 +191,9 @@ def table_row(a: dict[str, Any]) -> Finding:
     return verdict, detail + note, {"d_model": d, "d_ff": ff, "ratio_raw": ratio, "ratio_param_matched": pm}
 
 
-def capacity_shortfall(a: dict[str, Any]) -> Finding:
-    rows, parts = [], []
+def capacity_shortfall(a: ClaimArgs) -> Finding:
+    rows: list[dict[str, str | int | float]] = []
+    parts, shortfalls = [], []
     for name in a["models"]:
         cfg = _cfg(name)
         d, ff = cfg.d_model, cfg.ffn.d_ff
@@ -137,16 +201,33 @@ def capacity_shortfall(a: dict[str, Any]) -> Finding:
         mlp4 = dense_ffn_params(d, 4 * d, False, False)
         rel = actual / mlp4 - 1
         rows.append({"model": name, "ffn_params_per_layer": actual, "mlp4x_params_per_layer": mlp4, "relative": rel})
+        shortfalls.append(rel)
         parts.append(f"{name}: {ff}/{d} {cfg.ffn.kind} -> {actual:,} FFN weights/layer vs {mlp4:,} for a 4x MLP "
                      f"({rel:+.1%})")
-    worst = min(r["relative"] for r in rows)
+    worst = min(shortfalls)
     verdict: Verdict = "false" if worst > a["stated"] / 2 else "true"
     return (verdict,
             "Raw ratios ignore that a gated FFN has three matrices. " + "; ".join(parts) +
             f". The stated shortfall is {a['stated']:+.1%}.", {"rows": rows})
 
 
-def expert_design(name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ExpertDesign(Result):
+    """One MoE model's experts (:func:`expert_design`)."""
+
+    model: str
+    d_model: int
+    expert_width: int
+    granularity: float  # expert width over d_model
+    vs_dense_convention: float  # expert width over 8/3 d (gated) or 4 d (plain)
+    n_experts: int
+    top_k: int | None
+    n_shared_experts: int
+    zero_experts: int
+    design: str  # "fine-grained" or "coarse"
+
+
+def expert_design(name: str) -> ExpertDesign:
     """One MoE model's experts: width, width over d_model (granularity; at most 1 = fine-grained,
     as in ffnlab.sizing.audit), width over the 4x-parameter dense convention (8/3 d gated, 4 d
     plain), routed / active / shared counts; zero-computation experts (LongCat-Flash) apart.
@@ -158,30 +239,30 @@ def expert_design(name: str) -> dict[str, Any]:
     row = audit_entry(find(name))
     require(bool(row.n_experts), f"zoo entry {name!r} is not a mixture of experts")
     d, width = row.d_model, row.d_ff
-    assert d is not None and width is not None  # an MoE entry has an architecture
+    assert d is not None and width is not None and row.n_experts is not None  # an MoE entry has an architecture
     convention = Fraction(8, 3) * d if row.gated else Fraction(4 * d)
     granularity = width / d
-    return {"model": name, "d_model": d, "expert_width": width, "granularity": granularity,
-            "vs_dense_convention": float(width / convention), "n_experts": row.n_experts,
-            "top_k": row.top_k, "n_shared_experts": row.n_shared_experts or 0,
-            "zero_experts": row.zero_expert_slots or 0,
-            "design": "fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse"}
+    return ExpertDesign(model=name, d_model=d, expert_width=width, granularity=granularity,
+                        vs_dense_convention=float(width / convention), n_experts=row.n_experts,
+                        top_k=row.top_k, n_shared_experts=row.n_shared_experts or 0,
+                        zero_experts=row.zero_expert_slots or 0,
+                        design="fine-grained" if granularity <= FINE_GRAINED_MAX else "coarse")
 
 
-def _design_text(r: dict[str, Any]) -> str:
-    shared = f" + {r['n_shared_experts']} shared" if r["n_shared_experts"] else ""
-    zero = f" + {r['zero_experts']} zero-computation" if r.get("zero_experts") else ""
-    return (f"{r['model']} {r['n_experts']}{zero} experts of {r['expert_width']} = "
-            f"{r['granularity']:.3g}x d_model {r['d_model']} (top-{r['top_k']}{shared})")
+def _design_text(r: ExpertDesign) -> str:
+    shared = f" + {r.n_shared_experts} shared" if r.n_shared_experts else ""
+    zero = f" + {r.zero_experts} zero-computation" if r.zero_experts else ""
+    return (f"{r.model} {r.n_experts}{zero} experts of {r.expert_width} = "
+            f"{r.granularity:.3g}x d_model {r.d_model} (top-{r.top_k}{shared})")
 
 
-def mixtral_experts(a: dict[str, Any]) -> Finding:
+def mixtral_experts(a: ClaimArgs) -> Finding:
     moe, dense = _cfg(a["moe"]), _cfg(a["dense"])
     cm, cd = count_params(moe), count_params(dense)
     smaller = moe.ffn.d_ff < dense.ffn.d_ff
     designs = [expert_design(n) for n in (*a.get("coarse", ()), *a.get("fine_grained", ()))]
-    coarse = [r for r in designs if r["design"] == "coarse"]
-    fine = [r for r in designs if r["design"] == "fine-grained"]
+    coarse = [r for r in designs if r.design == "coarse"]
+    fine = [r for r in designs if r.design == "fine-grained"]
     text = (f"{a['moe']}: {moe.ffn.n_experts} experts of width {moe.ffn.d_ff} "
             f"(top-{moe.ffn.top_k}) vs {a['dense']}'s dense width {dense.ffn.d_ff}: each expert "
             f"is as wide as the dense FFN, not smaller. FFN parameters {cm.ffn / 1e9:.2f}B total, "
@@ -195,10 +276,10 @@ def mixtral_experts(a: dict[str, Any]) -> Finding:
                  "for Mixtral and true of the fine-grained designs.")
     return ("true" if smaller else "false", text,
             {"expert_width": moe.ffn.d_ff, "dense_width": dense.ffn.d_ff, "ffn_total": cm.ffn,
-             "ffn_active": cm.ffn_active, "ffn_dense": cd.ffn, "designs": designs})
+             "ffn_active": cm.ffn_active, "ffn_dense": cd.ffn, "designs": [r.as_dict() for r in designs]})
 
 
-def param_saving(a: dict[str, Any]) -> Finding:
+def param_saving(a: ClaimArgs) -> Finding:
     cfg = _cfg(a["model"])
     d, ff = cfg.d_model, cfg.ffn.d_ff
     actual, mlp4 = dense_ffn_params(d, ff, True, False), dense_ffn_params(d, 4 * d, False, False)
@@ -208,7 +289,7 @@ def param_saving(a: dict[str, Any]) -> Finding:
             {"ffn_params": actual, "mlp4x_params": mlp4})
 
 
-def uses_ratio(a: dict[str, Any]) -> Finding:
+def uses_ratio(a: ClaimArgs) -> Finding:
     found = {n: (c := _cfg(n)).ffn.d_ff / c.d_model for n in a["models"]}
     ok = all(abs(r - a["ratio"]) < 1e-9 for r in found.values())
     return ("true" if ok else "false",
@@ -216,14 +297,14 @@ def uses_ratio(a: dict[str, Any]) -> Finding:
             {"ratios": found})
 
 
-def unpublished(a: dict[str, Any]) -> Finding:
+def unpublished(a: ClaimArgs) -> Finding:
     e = find(a["model"])
     return ("unverifiable",
             f"No architecture for {e.display} has been published; the zoo keeps only an estimate with "
             + ("no source" if e.source is None else f"source {e.source}") + ".", {"source": e.source})
 
 
-def golden_tool(_: dict[str, Any]) -> Finding:
+def golden_tool(_: ClaimArgs) -> Finding:
     rule = WidthRule("golden", ratio=Fraction(4))
     sizes = {d: resolve_d_ff(d, "gelu", rule) for d in (768, 4096)}
     return ("unverifiable",
@@ -233,7 +314,7 @@ def golden_tool(_: dict[str, Any]) -> Finding:
             "'ffnlab plan' sizes a whole model for any target.", {"golden_sizes": sizes})
 
 
-def ffn_share(a: dict[str, Any]) -> Finding:
+def ffn_share(a: ClaimArgs) -> Finding:
     import sympy as sp
 
     d = sp.symbols("d", positive=True)
@@ -251,7 +332,7 @@ def ffn_share(a: dict[str, Any]) -> Finding:
             {"symbolic": str(share), "shares": rows})
 
 
-def llama_rounding(a: dict[str, Any]) -> Finding:
+def llama_rounding(a: ClaimArgs) -> Finding:
     d, target, m = a["d_model"], a["d_ff"], a["multiple_of"]
     exact = Fraction(8, 3) * d
     up = resolve_d_ff(d, "swiglu", WidthRule("llama", ratio=Fraction(4), multiple_of=m))
@@ -262,7 +343,7 @@ def llama_rounding(a: dict[str, Any]) -> Finding:
             {"exact": float(exact), "rounded_up": up, "rounded_nearest": near})
 
 
-def multiples_of(a: dict[str, Any]) -> Finding:
+def multiples_of(a: ClaimArgs) -> Finding:
     rows = {e.name: _described(e).ffn.d_ff for e in load_zoo()
             if e.has_config and e.name.startswith(a["family_prefix"])}
     bad = {n: w for n, w in rows.items() if w % a["multiple"]}
@@ -272,14 +353,14 @@ def multiples_of(a: dict[str, Any]) -> Finding:
             + (f"; not: {bad}" if bad else ""), {"widths": rows})
 
 
-def paper_ratio(a: dict[str, Any]) -> Finding:
+def paper_ratio(a: ClaimArgs) -> Finding:
     r = Fraction(a["d_ff"], a["d_model"])
     return ("true" if r == 4 else "false", f"{a['source']}: d_model {a['d_model']}, d_ff {a['d_ff']}, ratio {r}.",
             {"ratio": float(r)})
 
 
-def moe_active(a: dict[str, Any]) -> Finding:
-    rows = {}
+def moe_active(a: ClaimArgs) -> Finding:
+    rows: dict[str, dict[str, float]] = {}
     for n in a["models"]:
         c = count_params(_cfg(n))
         rows[n] = {"total": c.total, "active": c.total_active, "ratio": c.total / c.total_active}
@@ -289,11 +370,11 @@ def moe_active(a: dict[str, Any]) -> Finding:
                       f"({r['ratio']:.1f}x)" for n, r in rows.items()), {"rows": rows})
 
 
-def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Finding:
+def experiment(a: ClaimArgs, evidence: Evidence | None = None) -> Finding:
     found = (evidence or {}).get(a["experiment"])
     if found:
-        grown = found.get("maturity") if isinstance(found.get("maturity"), dict) else {}
-        text, ev = grown.get("text"), found["evidence"]
+        grown = found.get("maturity")
+        text, ev = grown.get("text") if isinstance(grown, dict) else None, found["evidence"]
         if isinstance(text, str) and not ev.startswith("trained to"):  # an immature verdict leads with it
             ev = f"{ev} [{text}]"  # every experimental verdict states the maturity it was judged at
         return found["verdict"], ev, {"from_report": True, **found.get("numbers", {})}
@@ -303,7 +384,7 @@ def experiment(a: dict[str, Any], evidence: dict[str, Any] | None = None) -> Fin
     return ("needs-experiment", where, {"command": a["command"], "kept": a.get("kept")})
 
 
-CHECKS: dict[str, Callable[[dict[str, Any]], Finding]] = {
+CHECKS: dict[str, Callable[[ClaimArgs], Finding]] = {
     f.__name__: f for f in (
         golden_identity, golden_law, swiglu_parity, swiglu_inflation, table_row, capacity_shortfall,
         mixtral_experts, param_saving, uses_ratio, unpublished, golden_tool, ffn_share, llama_rounding,
@@ -325,7 +406,7 @@ def evidence_file(where: str | Path) -> Path:
     return next((p / rel for rel in EVIDENCE_PLACES if (p / rel).is_file()), p / EVIDENCE_PLACES[0])
 
 
-def load_evidence(report_dir: str | Path) -> dict[str, Any]:
+def load_evidence(report_dir: str | Path) -> dict[str, EvidenceEntry]:
     """Read the experiment verdicts a report wrote (see :func:`evidence_file` for where)."""
     path = evidence_file(report_dir)
     require(path.is_file(), f"no experiment evidence at {report_dir} (no claims.json there or in its report/; "
@@ -347,7 +428,7 @@ MARKED_SLOWDOWN = 0.10  # "markedly slower": at least 10% less throughput per FL
 UNALIGNED_GROUPS = {"div8": "multiples of 8 (not of 64)", "not8": "widths not divisible by 8"}
 
 
-def alignment_evidence(data: dict[str, Any], path: Path) -> dict[str, Any]:
+def alignment_evidence(data: Mapping[str, Any], path: Path) -> EvidenceEntry:
     """The verdict on ``unaligned-widths-slow`` from a width-alignment benchmark JSON.
 
     Each row's throughput is taken relative to the median of the multiples of 128 at its d_model;
@@ -384,6 +465,7 @@ def alignment_evidence(data: dict[str, Any], path: Path) -> dict[str, Any]:
     where = (f"{data.get('device_name', device)}, {data.get('dtype', '?')}, SwiGLU FFN forward+backward at "
              f"d_model {', '.join(str(d) for d in sorted(ref))}, vs the median multiple of 128")
     marked = [g for g, s in measured.items() if s >= MARKED_SLOWDOWN]
+    verdict: Verdict
     if not device.startswith("cuda"):
         verdict, lead = "needs-experiment", f"Measured on {device}, not on GPU tensor cores (rerun with --device cuda)"
     elif not marked:
@@ -407,14 +489,14 @@ class ClaimCheck(Result):
     claim: str
     verdict: Verdict
     evidence: str
-    numbers: dict[str, Any]
+    numbers: Numbers
 
 
-def check_claims(evidence: dict[str, Any] | None = None) -> list[ClaimCheck]:
+def check_claims(evidence: Evidence | None = None) -> list[ClaimCheck]:
     """Every claim checked now; ``evidence`` (a report's claims.json) settles the experiments."""
     out = []
     for c in load_claims():
-        args = c.get("args", {})
+        args = c.get("args", ClaimArgs())
         if c["check"] == "experiment":
             verdict, ev, nums = experiment(args, evidence)
         else:

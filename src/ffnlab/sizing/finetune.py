@@ -37,7 +37,7 @@ Routed MoE experts are stored as 3-D parameters in transformers 5, which peft ad
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ffnlab.errors import require
@@ -116,7 +116,7 @@ def _fuse_qkv(mats: list[Matrix]) -> list[Matrix]:
 
 
 @dataclass(frozen=True)
-class LoraCount:
+class LoraCount(Result):
     """The adapters' parameters for one model, rank and set of targets."""
 
     rank: int
@@ -130,8 +130,8 @@ class LoraCount:
         """peft's "all params": the base and the adapters."""
         return self.base + self.trainable
 
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total": self.total}
+    def keys(self) -> tuple[str, ...]:
+        return (*super().keys(), "total")
 
 
 def adapted_matrices(cfg: ModelConfig, targets: tuple[str, ...]) -> list[Matrix]:
@@ -157,7 +157,7 @@ def lora_params(cfg: ModelConfig, rank: int, targets: tuple[str, ...] = TARGET_G
 
 
 @dataclass(frozen=True)
-class FinetuneStates:
+class FinetuneStates(Result):
     """Bytes of what a LoRA/QLoRA step keeps besides its activations (on one GPU: sharded by
     ZeRO / FSDP where the layout says so)."""
 
@@ -172,8 +172,8 @@ class FinetuneStates:
     def total(self) -> int:
         return self.base_weights + self.adapter_weights + self.adapter_gradients + self.adapter_optimizer
 
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "total": self.total}
+    def keys(self) -> tuple[str, ...]:
+        return (*super().keys(), "total")
 
 
 def qlora_base(cfg: ModelConfig, base_format: str = "nf4") -> WeightBytes:
@@ -357,7 +357,7 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
 
 
 @dataclass(frozen=True)
-class FinetuneOptions:
+class FinetuneOptions(Result):
     """How a model is fine-tuned: ``full`` (every weight trains: the training step of
     :mod:`ffnlab.sizing.memory.parallel`), ``lora`` or ``qlora`` (adapters of rank ``rank`` on
     ``targets``, the base frozen; QLoRA's base in ``base_format``). ``alpha`` scales the update
@@ -397,14 +397,13 @@ class FinetuneOptions:
         base = f", base {self.base_format}" if self.mode == "qlora" else ""
         return f"{self.mode} rank {self.rank} on {'+'.join(self.targets)}{base}"
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"mode": self.mode, "rank": self.rank, "targets": list(self.targets),
-                               "alpha": self.alpha, "base_format": self.base_format}
-        if self.upcast_fp32:
-            out["upcast_fp32"] = True
-        if self.adapter_dtype != "fp32":
-            out["adapter_dtype"] = self.adapter_dtype
-        return out
+    def _shown(self, name: str) -> bool:
+        """``upcast_fp32`` and ``adapter_dtype`` are keys only where they differ from the default."""
+        if name == "upcast_fp32":
+            return self.upcast_fp32
+        if name == "adapter_dtype":
+            return self.adapter_dtype != "fp32"
+        return True
 
 
 def not_counted(mode: str, upcast_fp32: bool = False) -> list[str]:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.config import ModelConfig, make_config
@@ -67,6 +67,23 @@ def trades(cfg: ModelConfig) -> tuple[str, ...]:
     return tuple(c.name for c in CONVENTIONS if not c.holds(cfg))
 
 
+class PlanRow(TypedDict):
+    """A candidate's JSON object (``ffnlab plan``'s rows)."""
+
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    ratio_raw: float  # d_ff / d_model
+    aspect: float  # d_model / n_layers
+    params: int
+    error: float
+    trades: list[str]
+    conventional: bool  # no convention broken
+
+
 @dataclass(frozen=True)
 class PlanCandidate:
     config: ModelConfig
@@ -74,7 +91,7 @@ class PlanCandidate:
     error: float  # relative, (params - target) / target
     trades: tuple[str, ...] = ()  # conventions broken (see CONVENTIONS)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> PlanRow:
         c = self.config
         return {
             "d_model": c.d_model, "n_layers": c.n_layers, "n_heads": c.attn.n_heads,

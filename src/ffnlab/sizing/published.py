@@ -9,12 +9,14 @@ column by ffnlab's own protocol, :mod:`ffnlab.training.perplexity`). Pure Python
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import require
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.zoo import ZooEntry
 
 DATA = "wikitext_published.json"
@@ -39,21 +41,69 @@ class Published:
         return sources()[self.source]["cite"]
 
 
+class _Figure(TypedDict):
+    model: str
+    paper_name: str
+    perplexity: float
+    metric: str
+    protocol: str
+    source: str
+    where: str
+
+
+class Figure(_Figure, total=False):
+    """One published perplexity (data/wikitext_published.json ``figures``): :class:`Published`'s fields."""
+
+    sizes: str
+
+
+class Source(TypedDict):
+    """A paper: its short and full citation and its address."""
+
+    short: str
+    cite: str
+    url: str
+
+
+class NonePublished(TypedDict):
+    """Where a family's paper says it reports no WikiText-103 perplexity."""
+
+    family: str
+    source: str  # a key of ``sources``
+    where: str
+
+
+class Organisation(TypedDict):
+    family: str
+    organisation: str
+    source: str  # a key of ``sources``, or "zoo: ..."
+
+
+class WikitextFile(TypedDict):
+    """data/wikitext_published.json."""
+
+    schema: int
+    about: str
+    sources: dict[str, Source]
+    protocols: dict[str, str]  # id -> the protocol in words
+    figures: list[Figure]
+    none_published: list[NonePublished]
+    organisations: list[Organisation]
+
+
 @lru_cache(maxsize=1)
-def _data() -> dict[str, Any]:
+def _data() -> WikitextFile:
     text = resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+    data: WikitextFile = json.loads(text)
     return data
 
 
-def sources() -> dict[str, dict[str, str]]:
-    found: dict[str, dict[str, str]] = _data()["sources"]
-    return found
+def sources() -> dict[str, Source]:
+    return _data()["sources"]
 
 
 def protocols() -> dict[str, str]:
-    found: dict[str, str] = _data()["protocols"]
-    return found
+    return _data()["protocols"]
 
 
 def published() -> tuple[Published, ...]:
@@ -64,15 +114,13 @@ def published_for(zoo_name: str | None) -> Published | None:
     return next((p for p in published() if p.model == zoo_name), None)
 
 
-def none_published(family: str | None) -> dict[str, str] | None:
+def none_published(family: str | None) -> NonePublished | None:
     """Where the paper of ``family`` says it reports no WikiText-103 perplexity (None: not known)."""
-    found: dict[str, str] | None = next((x for x in _data()["none_published"] if x["family"] == family), None)
-    return found
+    return next((x for x in _data()["none_published"] if x["family"] == family), None)
 
 
 def organisation(family: str | None) -> str | None:
-    org: str | None = next((x["organisation"] for x in _data()["organisations"] if x["family"] == family), None)
-    return org
+    return next((x["organisation"] for x in _data()["organisations"] if x["family"] == family), None)
 
 
 def short_cite(source: str) -> str:
@@ -81,7 +129,7 @@ def short_cite(source: str) -> str:
 
 
 @dataclass(frozen=True)
-class NoteRow:
+class NoteRow(Result):
     """One row of the note's table (the command's JSON object)."""
 
     organisation: str | None
@@ -102,12 +150,10 @@ class NoteRow:
     measured_revision: str | None = None
     note: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-def context_of(raw: dict[str, Any] | None) -> int | None:
-    """A config.json's context length (n_positions, max_position_embeddings, n_ctx, seq_length)."""
+def context_of(raw: Mapping[str, object] | None) -> int | None:
+    """A config.json's context length (n_positions, max_position_embeddings, n_ctx, seq_length);
+    ``raw`` as :mod:`ffnlab.sizing.hf` reads it, each value checked here."""
     for key in CONTEXT_KEYS:
         value = (raw or {}).get(key)
         if isinstance(value, int) and value > 0:

@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from ffnlab.monotone import first_true
 from ffnlab.sizing.config import ModelConfig
@@ -56,7 +55,7 @@ def experts_touched(n_experts: int, top_k: int, batch: int) -> float:
 
 
 @dataclass(frozen=True)
-class ServingSpeed:
+class ServingSpeed(Result):
     """Roofline bounds for one decode step and one prefill, on ``tp`` GPUs of one accelerator."""
 
     batch: int
@@ -75,9 +74,6 @@ class ServingSpeed:
     bandwidth_bytes_per_s: float  # one GPU's
     peak_flops: float  # one GPU's, bf16 dense
     tp: int = 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _lookup_bytes(cfg: ModelConfig, weights_dtype: str) -> int:

@@ -28,10 +28,11 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import GIB
+from ffnlab.sizing.result import Result
 from ffnlab.validation import show
 
 if TYPE_CHECKING:
@@ -39,9 +40,76 @@ if TYPE_CHECKING:
     from ffnlab.sizing.memory.hardware import Accelerator
 
 
+class NonTorchGib(TypedDict):
+    """Memory allocated outside torch (NCCL, the CUDA context), GiB: on one GPU and with tp > 1."""
+
+    tp1: float
+    tp_gt_1: float
+
+
+class ActivationRule(TypedDict):
+    """vLLM's profile-run peak: ``max_num_seqs x vocabulary x bytes_per_logit + base_gib``."""
+
+    rule: str
+    bytes_per_logit: float
+    base_gib: float
+    source: str  # the logs it was fitted to
+
+
+class _ServingProfile(TypedDict):
+    cache: str  # how the engine sizes its cache, in words
+    cache_source: str
+    block_size: int
+
+
+class ServingProfile(_ServingProfile, total=False):
+    """One version of a serving engine (data/serving_engines.json): the facts its arithmetic reads
+    and, beside each, the file it was read from (``*_source``)."""
+
+    gpu_memory_utilization: float  # vLLM's default share of the total
+    gpu_memory_utilization_source: str
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    defaults_source: str
+    non_torch_gib: NonTorchGib
+    non_torch_source: str
+    activation: ActivationRule
+    cuda_graphs_subtracted: bool  # whether the capture is subtracted before the cache is sized
+    cuda_graphs_source: str
+    cuda_graphs: str
+    sampler_warmup: str
+    blocks: str
+    blocks_source: str
+    concurrency: str
+    concurrency_source: str
+    sliding_window: str
+    sliding_window_source: str
+    mem_fraction_static_note: str  # SGLang
+    cells: str  # llama.cpp: its cells, cache types' bytes per value, micro-batch and compute buffers
+    cells_source: str
+    type_bytes: dict[str, float]
+    type_bytes_source: str
+    n_ubatch: int
+    compute_buffers: str
+
+
+class ServingEngine(TypedDict):
+    display: str
+    default: str  # the version priced without @VERSION
+    versions: dict[str, ServingProfile]
+
+
+class ServingEnginesFile(TypedDict):
+    """data/serving_engines.json."""
+
+    note: str
+    engines: dict[str, ServingEngine]
+
+
 @lru_cache(maxsize=1)
-def _data() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files("ffnlab").joinpath("data/serving_engines.json").read_text())
+def _data() -> ServingEnginesFile:
+    data: ServingEnginesFile = json.loads(
+        resources.files("ffnlab").joinpath("data/serving_engines.json").read_text())
     return data
 
 
@@ -50,11 +118,11 @@ def engine_names() -> tuple[str, ...]:
     return tuple(_data()["engines"])
 
 
-def engine_profile(spec: str) -> tuple[str, str, dict[str, Any]]:
+def engine_profile(spec: str) -> tuple[str, str, ServingProfile]:
     """The engine, version and facts of ``NAME[@VERSION]`` (the engine's default version without
     one); an unknown name or version is refused with the choices."""
     name, _, version = spec.partition("@")
-    engines: dict[str, Any] = _data()["engines"]
+    engines = _data()["engines"]
     if name.lower() not in engines:
         raise FfnlabError(f"unknown serving engine {show(name)}: choose one of {', '.join(engines)}")
     eng = engines[name.lower()]
@@ -62,7 +130,7 @@ def engine_profile(spec: str) -> tuple[str, str, dict[str, Any]]:
     if version not in eng["versions"]:
         raise FfnlabError(f"{eng['display']} has no profile {show(version)}: choose one of "
                           f"{', '.join(eng['versions'])}")
-    return name.lower(), version, dict(eng["versions"][version])
+    return name.lower(), version, eng["versions"][version].copy()
 
 
 @dataclass(frozen=True)
@@ -187,7 +255,7 @@ class EngineKnobs:
 
 
 @dataclass(frozen=True)
-class EngineEstimate:
+class EngineEstimate(Result):
     """One GPU's memory as the engine sizes it, each part as the engine logs it (bytes)."""
 
     engine: str
@@ -209,11 +277,8 @@ class EngineEstimate:
     max_model_len: int
     context_limit: int | None
     concurrency: float
-    knobs: dict[str, Any]
+    knobs: dict[str, float | int | bool]  # the EngineKnobs given (those not None or False)
     assumptions: tuple[str, ...] = field(default=())
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 1, knobs: EngineKnobs | None = None,
@@ -359,7 +424,7 @@ def read_engine_command(text: str) -> EngineCommand:
     else:
         raise FfnlabError("--engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...' "
                           "command line")
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # EngineKnobs' fields, named by the flag tables at run time (EngineKnobs(**values))
     used: list[str] = []
     ignored: list[str] = []
     model = None

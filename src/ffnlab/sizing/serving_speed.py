@@ -11,18 +11,48 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import require
+from ffnlab.sizing.result import Result
+
+
+class _SpeedCase(TypedDict):
+    id: str
+    engine: str
+    engine_version: str
+    gpu: str  # an accelerator of data/accelerators.json
+    tp: int
+    model: str  # a zoo entry
+    weights_dtype: str
+    batch: int
+    context: int  # the average context of the decoded tokens
+    tokens_per_s: float  # per sequence, as published
+    load: str
+    weights_note: str
+    source: str
+
+
+class SpeedCase(_SpeedCase, total=False):
+    """One published decode speed (data/serving_speed.json ``cases``)."""
+
+    group_size: int  # quantised weights: values per scale
+
+
+class SpeedFile(TypedDict):
+    """data/serving_speed.json."""
+
+    note: str
+    cases: list[SpeedCase]
 
 
 @lru_cache(maxsize=1)
-def speed_cases() -> tuple[dict[str, Any], ...]:
+def speed_cases() -> tuple[SpeedCase, ...]:
     """The published cases, as stored."""
-    data = json.loads(resources.files("ffnlab").joinpath("data/serving_speed.json").read_text())
+    data: SpeedFile = json.loads(resources.files("ffnlab").joinpath("data/serving_speed.json").read_text())
     return tuple(data["cases"])
 
 
@@ -32,7 +62,7 @@ def speed_engines() -> frozenset[str]:
 
 
 @dataclass(frozen=True)
-class MeasuredFraction:
+class MeasuredFraction(Result):
     """One published speed and the fraction of ffnlab's bound it is."""
 
     case_id: str
@@ -46,11 +76,8 @@ class MeasuredFraction:
     fraction: float
     source: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-def implied_fraction(case: dict[str, Any]) -> MeasuredFraction:
+def implied_fraction(case: SpeedCase) -> MeasuredFraction:
     """The case's tokens/s over ffnlab's roofline bound for the same model, GPU, weights and load."""
     from ffnlab.sizing.memory.hardware import find_accelerator
     from ffnlab.sizing.serving import decode_speed
@@ -79,7 +106,7 @@ def matching_fractions(engine: str | None, gpu: str, batch: int, tp: int = 1) ->
 
 
 @dataclass(frozen=True)
-class TargetSizing:
+class TargetSizing(Result):
     """GPUs for a target aggregate decode throughput."""
 
     target_tokens_per_s: float
@@ -89,9 +116,6 @@ class TargetSizing:
     replicas: int
     gpus_per_replica: int
     gpus: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def gpus_for_target(target: float, bound_per_replica: float, gpus_per_replica: int,

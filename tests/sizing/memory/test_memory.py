@@ -246,6 +246,26 @@ def test_memory_summary_contract() -> None:
 
 # -- time and fit -----------------------------------------------------------------------------------
 
+def test_every_field_of_the_accelerators_file_reaches_its_accelerator() -> None:
+    """Each record's keys are Accelerator fields, each read as the file gives it (aliases as a tuple);
+    a field the record leaves out keeps the dataclass default. Oracle: the file parsed here."""
+    import dataclasses
+    import json
+
+    from paths import ROOT
+
+    records = json.loads((ROOT / "src" / "ffnlab" / "data" / "accelerators.json").read_text())["accelerators"]
+    accs = {a.name: a for a in load_accelerators()}
+    fields = {f.name: f for f in dataclasses.fields(next(iter(accs.values())))}
+    assert len(records) == len(accs)
+    for r in records:
+        assert set(r) <= set(fields), set(r) - set(fields)
+        got = accs[r["name"]]
+        for name, f in fields.items():
+            want = (tuple(r[name]) if name == "aliases" else r[name]) if name in r else f.default
+            assert getattr(got, name) == want, (r["name"], name)
+
+
 def test_accelerators_have_sources_and_peaks() -> None:
     accs = {a.name: a for a in load_accelerators()}
     assert set(accs) == {"A100-40GB", "A100", "H100", "H200", "B200", "MI300X", "L4", "L40S", "A40", "RTX4090",

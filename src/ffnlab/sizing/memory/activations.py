@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
@@ -446,16 +446,54 @@ def selective_kept(terms: list[Term]) -> list[Term]:
     return [t for t in terms if t.shape != "quadratic"]
 
 
+class _PolicySource(TypedDict):
+    repo: str
+    ref: str  # the tag
+    path: str
+    where: str  # the function or lines
+
+
+class PolicySource(_PolicySource, total=False):
+    """A file of the engine's repository at a tag (and the tag's commit, where given)."""
+
+    commit: str
+
+
+class OpPolicy(TypedDict):
+    """One version of an engine's op-level checkpointing policy (data/op_checkpoint_policies.json)."""
+
+    version: str
+    source: PolicySource  # the save list
+    rule_source: PolicySource  # the rule that applies it
+    saved_ops: list[str]  # the ops whose outputs are saved (``aten.mm.default``, ...)
+    mm_recompute_every: int  # every n-th matmul of a block is recomputed, the others saved
+    mm_rule: str
+    scope: str
+    block_source: PolicySource  # the block whose matmuls are counted
+
+
+class EnginePolicies(TypedDict):
+    versions: list[OpPolicy]  # newest first
+
+
+class OpPoliciesFile(TypedDict):
+    """data/op_checkpoint_policies.json: per engine, its policy's versions."""
+
+    about: str
+    policies: dict[str, EnginePolicies]
+
+
 @functools.cache
-def op_checkpoint_policies() -> dict[str, Any]:
+def op_checkpoint_policies() -> OpPoliciesFile:
     """The parsed ``data/op_checkpoint_policies.json``."""
-    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(OP_POLICIES).read_text(encoding="utf-8"))
+    data: OpPoliciesFile = json.loads(
+        resources.files("ffnlab.data").joinpath(OP_POLICIES).read_text(encoding="utf-8"))
     return data
 
 
-def op_policy(engine: str = "torchtitan", version: str | None = None) -> dict[str, Any]:
+def op_policy(engine: str = "torchtitan", version: str | None = None) -> OpPolicy:
     """One version of an engine's op-level checkpointing policy (``version`` None: the newest)."""
-    versions: list[dict[str, Any]] = op_checkpoint_policies()["policies"][engine]["versions"]
+    versions = op_checkpoint_policies()["policies"][engine]["versions"]
     return next((v for v in versions if v["version"] == version), versions[0])
 
 
@@ -475,7 +513,7 @@ def _block_matmuls(cfg: ModelConfig, spec: FFNSpec) -> list[tuple[str, int, str,
 
 
 def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",
-                       attention: str = "fused", policy: dict[str, Any] | None = None) -> list[Term]:
+                       attention: str = "fused", policy: OpPolicy | None = None) -> list[Term]:
     """What one checkpointed block keeps under an op-level selective checkpointing ``policy``
     (default: torchtitan's newest): its input, kept by the checkpoint, and the outputs of the
     saved ops. A term with ``in_full_set`` False (named ``... (not in the full set)``) is not also

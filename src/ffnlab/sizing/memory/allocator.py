@@ -15,15 +15,49 @@ import functools
 import json
 import math
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 DATA = "allocator.json"
 
 
+class AllocatorMeasurement(TypedDict):
+    """The measurement the share comes from: the records' file at a commit, and where they ran."""
+
+    file: str
+    repo: str
+    commit: str
+    what: str
+    records: int
+    device: str
+    torch: str
+    cuda: str
+    alloc_conf: str | None  # PYTORCH_CUDA_ALLOC_CONF; None: the default settings
+    range: list[float]  # the lowest and highest share of the records
+
+
+class PublishedShare(TypedDict):
+    """A reserved-over-allocated figure a project published, and where."""
+
+    what: str
+    url: str
+    where: str
+
+
+class AllocatorFile(TypedDict):
+    """data/allocator.json."""
+
+    about: str
+    reserved_over_allocated: float
+    statistic: str
+    measured: AllocatorMeasurement
+    published: list[PublishedShare]
+    caveat: str
+
+
 @functools.cache
-def allocator_data() -> dict[str, Any]:
+def allocator_data() -> AllocatorFile:
     """The parsed ``data/allocator.json``."""
-    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
+    data: AllocatorFile = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
     return data
 
 
@@ -49,4 +83,5 @@ def assumption() -> str:
             f"{1 + reserved_share():.4f} is within the usable memory")
 
 
-__all__ = ["DATA", "allocated_budget", "allocator_data", "assumption", "reserved_share"]
+__all__ = ["DATA", "AllocatorFile", "AllocatorMeasurement", "PublishedShare", "allocated_budget", "allocator_data",
+           "assumption", "reserved_share"]

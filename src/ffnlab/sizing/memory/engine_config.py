@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import FfnlabError
 
@@ -25,10 +26,55 @@ SETTINGS = ("batch", "seq_len", "dtype", "grad_accum", "recompute", "recompute_e
             "dp", "tp", "pp", "zero", "finetune", "lora_rank", "offload_activations", "compile_loss")
 
 
+class RuleSource(TypedDict):
+    """The file a key's meaning was read from: a repository's path at a tag or commit."""
+
+    repo: str
+    path: str
+    ref: str
+
+
+class _KeyRule(TypedDict):
+    key: str  # dotted, as :func:`_leaves` names a nested key
+    source: RuleSource
+
+
+class KeyRule(_KeyRule, total=False):
+    """How one key of a format sets ffnlab's settings: ``sets`` the SETTINGS name its value gives
+    (``kind`` "int": a whole number, with ``also`` and, above one, ``also_above_one`` beside it), or
+    ``values``: the settings each written value gives (``match`` "contains": a value containing the
+    key)."""
+
+    sets: str
+    kind: str  # "int" or "int-or-values"
+    note: str
+    values: dict[str, dict[str, str | bool]]
+    match: str
+    also: dict[str, str]
+    also_above_one: dict[str, int]
+
+
+class FormatRules(TypedDict):
+    """One launch-config format: the engine that runs it and the keys ffnlab reads."""
+
+    title: str
+    engine: str
+    suffixes: list[str]
+    keys: list[KeyRule]
+
+
+class EngineConfigsFile(TypedDict):
+    """data/engine_configs.json."""
+
+    about: str
+    formats: dict[str, FormatRules]
+
+
 @functools.cache
-def config_rules() -> dict[str, Any]:
+def config_rules() -> EngineConfigsFile:
     """The parsed ``data/engine_configs.json``."""
-    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
+    data: EngineConfigsFile = json.loads(
+        resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
     return data
 
 
@@ -52,8 +98,9 @@ class EngineConfig:
         return dict(self.settings).get(name)
 
 
-def _leaves(data: dict[str, Any], prefix: str = "") -> dict[str, object]:
-    """Every leaf of a nested mapping under its dotted key (lists are leaves)."""
+def _leaves(data: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """Every leaf of a nested mapping under its dotted key (lists are leaves). A launch config is
+    the user's file: whatever its parser gave, each leaf is checked where a rule reads it."""
     out: dict[str, object] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
@@ -64,7 +111,7 @@ def _leaves(data: dict[str, Any], prefix: str = "") -> dict[str, object]:
     return out
 
 
-def detect_format(data: dict[str, Any], suffix: str) -> str:
+def detect_format(data: Mapping[str, object], suffix: str) -> str:
     """Which format a parsed file is: TOML is torchtitan's, JSON transformers'; a YAML with a
     ``_component_`` is torchtune's, one with axolotl's ``base_model`` / ``micro_batch_size`` /
     ``sequence_len`` axolotl's, any other TRL's."""
@@ -97,7 +144,7 @@ def _whole(value: object) -> int | None:
     return None
 
 
-def read_engine_config(data: dict[str, Any], suffix: str) -> EngineConfig:
+def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
     """The settings ``data`` (a parsed launch config whose file ends in ``suffix``) gives, by the
     rules of its format."""
     fmt = detect_format(data, suffix)
@@ -126,9 +173,9 @@ def read_engine_config(data: dict[str, Any], suffix: str) -> EngineConfig:
             table = rule["values"]
             text = _text(value)
             if rule.get("match") == "contains":
-                got = next((dict(v) for k, v in table.items() if k in text), {})
+                got = {**next((v for k, v in table.items() if k in text), {})}
             elif text in table:
-                got = dict(table[text])
+                got = {**table[text]}
         elif "sets" in rule and kind is None:
             got = {rule["sets"]: value}
         if got is None:
@@ -141,4 +188,5 @@ def read_engine_config(data: dict[str, Any], suffix: str) -> EngineConfig:
                         ignored=tuple(ignored))
 
 
-__all__ = ["DATA", "SETTINGS", "EngineConfig", "config_rules", "detect_format", "read_engine_config"]
+__all__ = ["DATA", "SETTINGS", "EngineConfig", "EngineConfigsFile", "FormatRules", "KeyRule", "RuleSource",
+           "config_rules", "detect_format", "read_engine_config"]

@@ -22,7 +22,7 @@ import functools
 import json
 from dataclasses import dataclass, replace
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from ffnlab.errors import FfnlabError
 
@@ -44,10 +44,49 @@ KBIT_UPCAST = "finetune.upcast_fp32"
 OPTIONAL_FACTS = ("recompute_every", "grad_dtype", "kbit_upcast", *INFO_FACTS)
 
 
+FactValue = Union[bool, int, str]  # a fact's value: a flag, a count (recompute_every) or a name
+
+
+class FactSource(TypedDict):
+    """Where an engine's fact is read: the file of a repository at a tag or commit."""
+
+    repo: str
+    path: str
+    ref: str
+
+
+class Fact(TypedDict):
+    """One implementation fact of an engine version, with its source and what the source says."""
+
+    value: FactValue
+    source: FactSource
+    note: str
+
+
+class EngineVersion(TypedDict):
+    version: str
+    facts: dict[str, Fact]  # keyed by FACTS
+
+
+class EngineProfile(TypedDict):
+    """One engine: its title and its versions, newest first."""
+
+    title: str
+    versions: list[EngineVersion]
+
+
+class EnginesFile(TypedDict):
+    """data/engines.json."""
+
+    about: str
+    default: str  # the engine the commands price without --engine
+    engines: dict[str, EngineProfile]
+
+
 @functools.cache
-def engines_data() -> dict[str, Any]:
+def engines_data() -> EnginesFile:
     """The parsed ``data/engines.json``."""
-    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
+    data: EnginesFile = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
     return data
 
 
@@ -146,6 +185,9 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
         memory_summary(cfg, work, Layout(dp=8, zero=3)).trainer  # torchtitan@0.2.2, overridden ('recompute',)
     """
     eng = resolve(engine) if isinstance(engine, str) else engine
+    # the Workload and StepOptions fields to replace, named by FACT_FIELDS at run time: which field
+    # a fact's FactValue sets is data, so mypy cannot match it to the field's type (Workload's
+    # __post_init__ validates what it is given; tests/sizing/memory/test_engines.py applies every profile)
     top: dict[str, Any] = {}
     step: dict[str, Any] = {}
     overridden = []
@@ -174,7 +216,8 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
                    engine=replace(eng, overridden=tuple(overridden)))
 
 
-__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine", "apply_engine",
+__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine", "EngineProfile",
+           "EngineVersion", "EnginesFile", "Fact", "FactSource", "FactValue", "apply_engine",
            "default_engine",
            "default_workload", "engine_names", "engines_data",
            "resolve"]

@@ -22,7 +22,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import GIB, MIB, gib
@@ -101,20 +101,77 @@ class Accelerator:
         return out
 
 
+class _AcceleratorRecord(TypedDict):
+    name: str
+    display: str
+    memory_gb: float
+    usable_mib: int
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    source: str
+    usable_source: str
+
+
+class AcceleratorRecord(_AcceleratorRecord, total=False):
+    """One record of data/accelerators.json ``accelerators``: the fields of :class:`Accelerator`,
+    ``aliases`` as a list."""
+
+    aliases: list[str]
+    fp32_tflops: float | None
+    tf32_tflops: float | None
+    fp32_source: str
+    bandwidth_gbps: float | None
+    bandwidth_source: str
+    cuda_reported_bytes: int | None
+    cuda_reported_source: str
+    cuda_reported_quote: str
+    cuda_reported_url: str
+
+
+class PublishedMfu(TypedDict):
+    """A measured MFU a paper or report published (``mfu`` as printed: ``"38-43%"``)."""
+
+    model: str
+    hardware: str
+    mfu: str
+    cite: str
+    source: str
+
+
+class AcceleratorsFile(TypedDict):
+    """data/accelerators.json."""
+
+    note: str
+    accelerators: list[AcceleratorRecord]
+    published_mfu: list[PublishedMfu]
+
+
 @lru_cache(maxsize=1)
-def _data() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files("ffnlab").joinpath("data/accelerators.json").read_text())
+def _data() -> AcceleratorsFile:
+    data: AcceleratorsFile = json.loads(resources.files("ffnlab").joinpath("data/accelerators.json").read_text())
     return data
 
 
 @lru_cache(maxsize=1)
 def load_accelerators() -> tuple[Accelerator, ...]:
-    return tuple(Accelerator(**{**a, "aliases": tuple(a.get("aliases", ()))}) for a in _data()["accelerators"])
+    return tuple(_accelerator(a) for a in _data()["accelerators"])
 
 
-def published_mfu() -> list[dict[str, str]]:
+def _accelerator(a: AcceleratorRecord) -> Accelerator:
+    """The record as an :class:`Accelerator`: a field the record leaves out keeps its default."""
+    return Accelerator(
+        name=a["name"], display=a["display"], memory_gb=a["memory_gb"], usable_mib=a["usable_mib"],
+        bf16_tflops=a["bf16_tflops"], fp8_tflops=a["fp8_tflops"], source=a["source"], usable_source=a["usable_source"],
+        aliases=tuple(a.get("aliases", ())), fp32_tflops=a.get("fp32_tflops"), tf32_tflops=a.get("tf32_tflops"),
+        fp32_source=a.get("fp32_source", ""), bandwidth_gbps=a.get("bandwidth_gbps"),
+        bandwidth_source=a.get("bandwidth_source", ""), cuda_reported_bytes=a.get("cuda_reported_bytes"),
+        cuda_reported_source=a.get("cuda_reported_source", ""), cuda_reported_quote=a.get("cuda_reported_quote", ""),
+        cuda_reported_url=a.get("cuda_reported_url", ""))
+
+
+def published_mfu() -> list[PublishedMfu]:
     """Measured MFUs from papers and reports, each with its source (to calibrate ``--mfu``)."""
-    return [dict(r) for r in _data()["published_mfu"]]
+    return [r.copy() for r in _data()["published_mfu"]]
 
 
 def _by_name() -> dict[str, Accelerator]:

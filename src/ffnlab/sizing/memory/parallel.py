@@ -39,7 +39,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, replace
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
@@ -203,19 +203,71 @@ def training_table(cfg: ModelConfig, work: Workload, lay: Layout | None = None) 
     return rows
 
 
+class _OffloadSource(TypedDict):
+    where: str
+
+
+class OffloadSource(_OffloadSource, total=False):
+    """A file of the engine's repository at a commit (``repo``, ``path``, ``ref``) or a page
+    (``url``), and where in it."""
+
+    repo: str
+    path: str
+    ref: str
+    url: str
+
+
+class OffloadFact(TypedDict):
+    fact: str
+    source: OffloadSource
+
+
+class OffloadMode(TypedDict):
+    """One ``--offload`` mode (``data/offload.json`` ``modes``): the states it moves to the host."""
+
+    moves: list[str]  # training_table terms
+    min_zero: int  # the lowest ZeRO stage the engines accept it with
+    optimizer_step_on_host: bool
+    host_gradient_bytes: int | None  # bytes per gradient value kept on the host (fp32: 4); None: none kept
+    facts: list[OffloadFact]
+
+
+class ActivationOffloadEngine(TypedDict):
+    """An engine's activation offload: its forward stash (offloaded tensors still on the GPU), the
+    smallest tensor it offloads (bytes), and whether it needs activation checkpointing."""
+
+    forward_stash: int
+    min_offload_size: int
+    needs_activation_checkpointing: bool
+
+
+class ActivationOffload(TypedDict):
+    moves: str  # in words
+    stays: list[str]  # what stays on the GPU, each in words
+    engines: dict[str, ActivationOffloadEngine]
+    facts: list[OffloadFact]
+
+
+class OffloadFile(TypedDict):
+    """data/offload.json."""
+
+    about: str
+    modes: dict[str, OffloadMode]
+    activations: ActivationOffload
+
+
 @functools.cache
-def offload_modes() -> dict[str, Any]:
+def offload_modes() -> OffloadFile:
     """The parsed ``data/offload.json``: per ``--offload`` mode, what moves to the host, with sources."""
-    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(OFFLOAD_DATA).read_text(encoding="utf-8"))
+    data: OffloadFile = json.loads(resources.files("ffnlab.data").joinpath(OFFLOAD_DATA).read_text(encoding="utf-8"))
     return data
 
 
-def activation_offload(engine: str) -> dict[str, Any] | None:
+def activation_offload(engine: str) -> ActivationOffloadEngine | None:
     """An engine's activation-offload facts (``data/offload.json``, ``activations.engines``: its
     forward stash, minimum offloaded size, whether it needs checkpointing), None when ffnlab has
     none for it."""
-    found: dict[str, Any] | None = offload_modes()["activations"]["engines"].get(engine)
-    return found
+    return offload_modes()["activations"]["engines"].get(engine)
 
 
 def _offloaded(rows: list[Row], mode: str, lay: Layout) -> list[Row]:

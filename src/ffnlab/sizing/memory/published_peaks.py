@@ -23,10 +23,11 @@ import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
 from ffnlab.sizing.memory.parallel import Layout, activation_offload, memory_summary
+from ffnlab.sizing.memory.published_ranges import CaseError, EngineRange
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.memory.workload import Workload
 
@@ -64,26 +65,157 @@ FOAK_UNDER_FULL_CHECKPOINTING = (
     "kernels/unsloth/rms_layernorm.py, rope_embedding.py, cross_entropy_loss.py)")
 
 
+class PeakSource(TypedDict, total=False):
+    """Where a figure was published: ``url`` and ``where``, and ``repo``, ``path`` and ``commit``
+    for a file in a repository."""
+
+    url: str
+    where: str
+    repo: str
+    path: str
+    commit: str
+
+
+class _PeakFigure(TypedDict):
+    value: float  # as the source prints it, in ``unit``
+    unit: str  # one of the file's ``units``
+    bytes: int | None  # the value in bytes; None for a capacity
+
+
+class PeakFigure(_PeakFigure, total=False):
+    """The published figure."""
+
+    unit_note: str  # where the source does not say which unit
+    seq_len_fitting: int  # a capacity: the longest sequence that fit the card
+    nvidia_smi_mib: int
+
+
+class LayoutSettings(TypedDict):
+    """A case's parallel layout (``engine``: how the trainer shards, in words)."""
+
+    dp: int
+    tp: int
+    pp: int
+    cp: int
+    zero: int
+    engine: str
+
+
+class _LoraSettings(TypedDict):
+    mode: str  # lora or qlora
+    rank: int
+    alpha: int | str  # "unknown" where the source does not say
+    targets: list[str]  # the modules as the source names them
+    base_format: str | None
+    lora_dropout: float | str
+
+
+class LoraSettings(_LoraSettings, total=False):
+    """A LoRA / QLoRA case's adapters; the notes say where a value comes from."""
+
+    adapter_dtype: str
+    double_quant: bool
+    prepare: str  # the model preparation the trainer runs (prepare_model_for_kbit_training)
+    bnb_saves_input: bool  # a bitsandbytes that keeps each 4-bit layer's input
+    adapter_note: str
+    base_note: str
+    bnb_note: str
+    targets_note: str
+
+
+class _PeakSettings(TypedDict):
+    # the file's ``required_settings``; a setting the source does not give is "unknown"
+    model: str  # a zoo entry
+    hf_id: str
+    gpu: str
+    gpus: int
+    layout: LayoutSettings
+    micro_batch: int
+    seq_len: int
+    precision: str
+    optimizer: str
+    optimizer_impl: str
+    activation_checkpointing: str
+    recompute: str
+    finetune: LoraSettings | None  # None: full training
+    loss: str
+    logits_freed: bool | str
+    torch_compile: bool
+    float8: bool
+    attention: str
+    activation_offload: bool
+    optimizer_in_backward: bool
+    grad_accum: int | str
+
+
+class PeakSettings(_PeakSettings, total=False):
+    """Every setting needed to reproduce a case; the optional ones and the notes."""
+
+    loss_chunks: int
+    loss_compiled: bool
+    fused_kernels: str
+    framework_config: str
+    dropout: bool
+    ac_note: str
+    attention_note: str
+    batch_note: str
+    compile_note: str
+    logits_note: str
+    loss_note: str
+    offload_note: str
+    optimizer_note: str
+    precision_note: str
+    seq_note: str
+
+
+class PeakCase(TypedDict):
+    """One published figure (the file's ``about`` says what each field holds)."""
+
+    id: str
+    trainer: str  # one of the file's ``trainers``
+    trainer_version: str
+    source: PeakSource
+    quoted: str
+    figure: PeakFigure
+    memory_kind: str  # one of the file's ``memory_kinds``
+    memory_kind_note: str
+    settings: PeakSettings
+    unknown: list[str]
+    inferred: list[str]
+
+
+class PeaksFile(TypedDict):
+    """data/published_peaks.json: the schema, its prose and vocabularies, and the cases."""
+
+    schema: int
+    about: str
+    trainers: list[str]
+    memory_kinds: list[str]
+    units: list[str]
+    required_settings: list[str]
+    cases: list[PeakCase]
+
+
 @lru_cache(maxsize=1)
-def load() -> dict[str, Any]:
+def load() -> PeaksFile:
     """The whole file: schema, about, vocabularies and cases."""
     text = resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8")
-    data: dict[str, Any] = json.loads(text)
+    data: PeaksFile = json.loads(text)
     return data
 
 
-def cases() -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = load()["cases"]
-    return found
+def cases() -> list[PeakCase]:
+    return load()["cases"]
 
 
 def _blank(value: object) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
 
-def case_problems(case: dict[str, Any], doc: dict[str, Any] | None = None) -> list[str]:
+def case_problems(case: PeakCase, doc: PeaksFile | None = None) -> list[str]:
     """What ``case`` lacks or gets wrong against the file's vocabularies (``doc``: the file;
-    default the kept one); empty when complete."""
+    default the kept one); empty when complete. Every key is read with ``get`` and every value
+    checked: a case being written may lack any of them."""
     doc = doc or load()
     cid = case.get("id") or "<no id>"
     out: list[str] = []
@@ -113,7 +245,7 @@ def case_problems(case: dict[str, Any], doc: dict[str, Any] | None = None) -> li
     if case.get("memory_kind") == "capacity":
         if not isinstance(fig.get("seq_len_fitting"), int):
             bad("a capacity figure needs seq_len_fitting")
-    elif not isinstance(fig.get("bytes"), int) or fig["bytes"] <= 0:
+    elif not isinstance(n_bytes := fig.get("bytes"), int) or n_bytes <= 0:
         bad("a peak needs its figure in bytes")
     if not isinstance(fig.get("value"), (int, float)) or fig.get("value", 0) <= 0:
         bad("figure value must be a positive number")
@@ -121,7 +253,7 @@ def case_problems(case: dict[str, Any], doc: dict[str, Any] | None = None) -> li
     for key in doc["required_settings"]:
         if key not in settings:
             bad(f"settings has no {key} (give 'unknown' when the source does not say)")
-        elif key != "finetune" and _blank(settings[key]):
+        elif key != "finetune" and _blank(settings.get(key)):
             bad(f"setting {key} is empty (give 'unknown' when the source does not say)")
     lay = settings.get("layout")
     if isinstance(lay, dict):
@@ -137,7 +269,7 @@ def case_problems(case: dict[str, Any], doc: dict[str, Any] | None = None) -> li
     return out
 
 
-def problems(doc: dict[str, Any] | None = None) -> list[str]:
+def problems(doc: PeaksFile | None = None) -> list[str]:
     """Every case's problems, and duplicate ids."""
     doc = doc or load()
     out = [p for c in doc["cases"] for p in case_problems(c, doc)]
@@ -179,7 +311,7 @@ def _targets(names: list[str]) -> tuple[tuple[str, ...], str | None]:
     return tuple(groups) or ("attention",), note
 
 
-def pricing(case: dict[str, Any]) -> Pricing:
+def pricing(case: PeakCase) -> Pricing:
     """The case's settings as ffnlab's workload and layout, with what it cannot express."""
     s = case["settings"]
     lay_s = s["layout"]
@@ -260,13 +392,13 @@ def pricing(case: dict[str, Any]) -> Pricing:
         targets, note = _targets(ft["targets"])
         if note:
             approx.append(note)
-        if isinstance(ft.get("lora_dropout"), (int, float)) and ft["lora_dropout"] > 0:
-            approx.append(f"lora_dropout {ft['lora_dropout']} (ffnlab models 0: no dropped copy of each adapter input)")
+        if isinstance(dropout := ft.get("lora_dropout"), (int, float)) and dropout > 0:
+            approx.append(f"lora_dropout {dropout} (ffnlab models 0: no dropped copy of each adapter input)")
         if ft.get("adapter_dtype") == "bf16" and s["precision"] != "pure-bf16":
             approx.append("bf16 adapters (ffnlab counts fp32 adapters, as peft keeps them)")
         if ft.get("double_quant") is False:
             approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
-        alpha = ft["alpha"] if isinstance(ft.get("alpha"), (int, float)) else None
+        alpha = given if isinstance(given := ft.get("alpha"), (int, float)) else None
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
                                    base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora",
                                    adapter_dtype="bf16" if bf16_adapters else "fp32")
@@ -282,7 +414,7 @@ def pricing(case: dict[str, Any]) -> Pricing:
                    not_expressible=tuple(nx), approximations=tuple(approx))
 
 
-def predicted_peak(case: dict[str, Any]) -> tuple[int, Pricing]:
+def predicted_peak(case: PeakCase) -> tuple[int, Pricing]:
     """ffnlab's peak bytes per GPU for the case's settings (the nearest it can express) and how it
     priced them: ``memory_summary`` for full training, ``finetune_summary`` for LoRA / QLoRA."""
     from ffnlab.sizing.zoo import find
@@ -300,7 +432,7 @@ def predicted_peak(case: dict[str, Any]) -> tuple[int, Pricing]:
 CAPACITY_CARDS = {"A100 80GB": "A100"}  # the card a capacity names, as ffnlab's accelerator table calls it
 
 
-def card_budget(case: dict[str, Any]) -> int:
+def card_budget(case: PeakCase) -> int:
     """The allocated peak the capacity's card holds: the memory the device reports, less the
     caching allocator's assumed reserved share (what ``fit`` allows, without fit's reserve: the
     published run went up to where it ran out of memory)."""
@@ -312,7 +444,7 @@ def card_budget(case: dict[str, Any]) -> int:
     return allocated_budget(find_accelerator(name).memory_bytes)
 
 
-def predicted_capacity(case: dict[str, Any]) -> tuple[int, Pricing]:
+def predicted_capacity(case: PeakCase) -> tuple[int, Pricing]:
     """ffnlab's longest sequence (every other setting the case's) whose peak fits the card of a
     capacity case (:func:`card_budget`): a bisection on the sequence length, the peak rising with it."""
     from dataclasses import replace
@@ -322,7 +454,7 @@ def predicted_capacity(case: dict[str, Any]) -> tuple[int, Pricing]:
     price = pricing(case)
 
     def peak_at(seq_len: int) -> int:
-        at = dict(case, settings=dict(case["settings"], seq_len=seq_len))
+        at: PeakCase = {**case, "settings": {**case["settings"], "seq_len": seq_len}}
         return predicted_peak(at)[0]
 
     lo, hi = 0, 2 * int(case["figure"]["seq_len_fitting"])
@@ -334,23 +466,30 @@ def predicted_capacity(case: dict[str, Any]) -> tuple[int, Pricing]:
     return lo, replace(price, work=replace(price.work, seq_len=max(1, lo)))
 
 
-def compared(case: dict[str, Any]) -> tuple[float, Pricing]:
+def peak_bytes(case: PeakCase) -> int:
+    """The published peak in bytes (a capacity has none)."""
+    found = case["figure"]["bytes"]
+    assert found is not None, f"{case['id']}: a capacity has no peak bytes"
+    return found
+
+
+def compared(case: PeakCase) -> tuple[float, Pricing]:
     """ffnlab against the published figure, like with like: a peak as ffnlab's allocated peak over
     the published bytes; a capacity as ffnlab's longest fitting sequence over the published one."""
     if case["memory_kind"] == "capacity":
         length, price = predicted_capacity(case)
         return length / case["figure"]["seq_len_fitting"], price
     ours, price = predicted_peak(case)
-    return ours / case["figure"]["bytes"], price
+    return ours / peak_bytes(case), price
 
 
-def engine_ranges(engines: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+def engine_ranges(engines: tuple[str, ...]) -> dict[str, EngineRange]:
     """Per engine name: ffnlab's error (predicted / published - 1, rounded to 1e-4) on each
     published peak of that trainer that ffnlab expresses (capacities left out: they are not a
     peak), the lowest and highest, and how many of its cases ffnlab cannot express."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, EngineRange] = {}
     for name in engines:
-        errors: list[dict[str, Any]] = []
+        errors: list[CaseError] = []
         left_out = 0
         for case in cases():
             if case["trainer"] != name:
@@ -359,12 +498,13 @@ def engine_ranges(engines: tuple[str, ...]) -> dict[str, dict[str, Any]]:
             if not price.expressible or case["memory_kind"] == "capacity":
                 left_out += 1
                 continue
-            errors.append({"id": case["id"], "error": round(ours / case["figure"]["bytes"] - 1, 4)})
+            errors.append({"id": case["id"], "error": round(ours / peak_bytes(case) - 1, 4)})
         values = [e["error"] for e in errors]
         out[name] = {"cases": errors, "low": min(values, default=None), "high": max(values, default=None),
                      "not_expressible": left_out}
     return out
 
 
-__all__ = ["DATA", "Pricing", "activation_offload", "card_budget", "case_problems", "cases", "compared",
-           "engine_ranges", "load", "predicted_capacity", "predicted_peak", "pricing", "problems"]
+__all__ = ["DATA", "LayoutSettings", "LoraSettings", "PeakCase", "PeakFigure", "PeakSettings", "PeakSource",
+           "PeaksFile", "Pricing", "activation_offload", "card_budget", "case_problems", "cases", "compared",
+           "engine_ranges", "load", "peak_bytes", "predicted_capacity", "predicted_peak", "pricing", "problems"]

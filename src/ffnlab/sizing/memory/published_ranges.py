@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 DATA = "published_ranges.json"
 ABOUT = ("ffnlab's error (predicted / published - 1) on the published training peaks of "
@@ -26,22 +26,45 @@ ABOUT = ("ffnlab's error (predicted / published - 1) on the published training p
          "recomputes it and compares exactly.")
 
 
+class CaseError(TypedDict):
+    """ffnlab's error on one published peak."""
+
+    id: str  # the case's id in data/published_peaks.json
+    error: float  # predicted / published - 1, rounded to 1e-4
+
+
+class EngineRange(TypedDict):
+    """One engine's entry: its cases' errors, the lowest and highest, and how many are left out."""
+
+    cases: list[CaseError]
+    low: float | None  # None without a case
+    high: float | None
+    not_expressible: int
+
+
+class RangesFile(TypedDict):
+    """data/published_ranges.json."""
+
+    about: str
+    engines: dict[str, EngineRange]
+
+
 @functools.cache
-def ranges_data() -> dict[str, Any]:
+def ranges_data() -> RangesFile:
     """The parsed ``data/published_ranges.json``."""
-    data: dict[str, Any] = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
+    data: RangesFile = json.loads(resources.files("ffnlab.data").joinpath(DATA).read_text(encoding="utf-8"))
     return data
 
 
-def render_file(ranges: dict[str, dict[str, Any]]) -> str:
+def render_file(ranges: dict[str, EngineRange]) -> str:
     """The file's text for ``ranges`` (:func:`ffnlab.sizing.memory.published_peaks.engine_ranges`)."""
     return json.dumps({"about": ABOUT, "engines": ranges}, indent=1) + "\n"
 
 
-def range_of(name: str) -> dict[str, Any]:
+def range_of(name: str) -> EngineRange:
     """The engine's entry (``cases``, ``low``, ``high``, ``not_expressible``); an engine the file
     does not list has no published cases."""
-    found: dict[str, Any] | None = ranges_data()["engines"].get(name)
+    found = ranges_data()["engines"].get(name)
     return found or {"cases": [], "low": None, "high": None, "not_expressible": 0}
 
 
@@ -53,7 +76,10 @@ def range_text(name: str) -> str:
     more = f"; {skipped} more not expressible yet" if skipped else ""
     if not n:
         return f"published peaks: none it expresses, {skipped} not expressible yet" if skipped else "no published cases"
-    return f"published peaks: {n} case{'s' if n > 1 else ''} within {got['low']:+.1%}..{got['high']:+.1%}{more}"
+    low, high = got["low"], got["high"]
+    assert low is not None and high is not None  # an engine with cases has their range
+    return f"published peaks: {n} case{'s' if n > 1 else ''} within {low:+.1%}..{high:+.1%}{more}"
 
 
-__all__ = ["ABOUT", "DATA", "range_of", "range_text", "ranges_data", "render_file"]
+__all__ = ["ABOUT", "DATA", "CaseError", "EngineRange", "RangesFile", "range_of", "range_text", "ranges_data",
+           "render_file"]

@@ -22,7 +22,7 @@ no training peak is given for them (None, said in the note), only the model stat
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.hf.structure import ConfigFacts, MixerUnit, Structure
@@ -53,7 +53,18 @@ def recurrent_state(m: MixerUnit, state_size: int | None) -> int | None:
     return None
 
 
-def kv_and_state(s: Structure, *, batch: int, context: int, kv_dtype: str) -> dict[str, Any]:
+class CacheBytes(TypedDict):
+    """What serving keeps per model besides the weights (:func:`kv_and_state`)."""
+
+    kv_cache_bytes: int
+    state_bytes: int  # the recurrent layers' state
+    kv_layers: int
+    state_layers: int
+    rule: str
+    not_estimated: list[str]  # the mixer classes with no rule
+
+
+def kv_and_state(s: Structure, *, batch: int, context: int, kv_dtype: str) -> CacheBytes:
     """KV-cache and recurrent-state bytes for ``batch`` sequences of ``context`` tokens."""
     f = s.counted_by.facts if s.counted_by else ConfigFacts()
     b = dtype_bytes(kv_dtype, KV_DTYPES, "kv dtype")

@@ -687,7 +687,7 @@ def trends(spec: SweepSpec, cells: dict[str, CellResult], cell_arms: dict[str, l
             widened=w.widened, vertices=tuple(TrendVertex(z, v, e) for z, v, e in w.vertices),
             verdict=tr.trend_verdict(w), evidence=trend_evidence(t, w, joint), margin=tr.SLOPE_MARGIN, joint=joint,
             segments=segments, straight=_on_one_line(segments),
-            maturity=mt.CellMaturity(least.tokens_per_param, least.late_fall, least.needs))))
+            maturity=least)))
     return out
 
 
@@ -777,8 +777,10 @@ def decisions(loss_model: vd.FamilyJSON | None, claims: Mapping[str, ClaimVerdic
 @dataclass(frozen=True)
 class Analysis(Result):
     """The whole analysis of a finished sweep (:func:`analyse`); ``as_dict()`` is ``results.json``
-    less its provenance. The figures are the analyses' own JSON objects; ``arm_objects`` holds the
-    arms themselves (for the figures), not in the JSON.
+    less its provenance. The figures are typed results (frozen dataclasses; the loss model, the
+    power table and the saved spec and record as the TypedDicts of their JSON objects); ``sweep``
+    holds the spec as the analysis read it and ``arm_objects`` the arms themselves (for the
+    figures), neither in the JSON.
 
     The headline figures (``loss_model`` to ``maturity``) are those of the deciding cell."""
 

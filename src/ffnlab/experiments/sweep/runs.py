@@ -152,8 +152,8 @@ def load(sweep_dir: str | Path) -> tuple[SweepRecord, list[ArmStats]]:
         (arm.excluded if run.excluded else arm.runs).append(run)
     require(not missing, f"{len(missing)} run(s) of {root} have not finished ({', '.join(missing[:4])}); "
                          "finish the sweep first (rerun 'ffnlab sweep' with the same --out)")
-    spec = record.get("spec") or cast(SavedSpec, {})
-    absent = [n for n in spec_arm_names(spec) if n not in arms]
+    spec = record.get("spec")
+    absent = [n for n in spec_arm_names(spec) if n not in arms] if spec else []
     require(not absent, f"{root}: arm(s) {', '.join(absent[:6])} named in the spec have no runs in sweep.json; "
                         "the comparisons fixed in the spec cannot be made without them")
     return record, list(arms.values())

@@ -58,12 +58,12 @@ def main() -> int:
     waiting = sorted(every_cell - set(done))
     print(f"complete cells: {', '.join(done)}; waiting: {', '.join(waiting) or 'none'}")
     for c in result.cells:
-        print(f"{c['scale']}: best raw ratio {c['best_ratio']:.3g} [{c['lo']:.3g}, {c['hi']:.3g}] ({c['shape']}), "
-              f"lack-of-fit p {c['lack_of_fit_p']:.2g}, {c['params_non_embedding']:,} non-embedding parameters")
-        for key, v in c["claims"].items():  # the cell's own pre-registered comparisons
+        print(f"{c.scale}: best raw ratio {c.best_ratio:.3g} [{c.lo:.3g}, {c.hi:.3g}] ({c.shape}), "
+              f"lack-of-fit p {c.lack_of_fit_p:.2g}, {c.params_non_embedding:,} non-embedding parameters")
+        for key, v in c.claims.items():  # the cell's own pre-registered comparisons
             print(f"  {key}: {v.verdict} - {v.evidence}")
     for t in result.trends:
-        print(f"trend {t['name']}: {t['verdict']} - {t['evidence']}")
+        print(f"trend {t.name}: {t.verdict} - {t.evidence}")
     return 0
 
 

@@ -659,8 +659,8 @@ def test_a_capacity_verdict_where_nothing_was_stored_says_so():
 
     by = {"small": [arm("gelu-r4", 4, False), arm("gelu-r2", 2, False), arm("swiglu-r8_3", 8 / 3, True)]}
     for v in (verdict_peak(by), verdict_gated(by)):
-        assert v["verdict"] == "inconclusive" and "nan" not in v["evidence"]
-        assert "stored 0 bits" in v["evidence"]
+        assert v.verdict == "inconclusive" and "nan" not in v.evidence
+        assert "stored 0 bits" in v.evidence
 
 
 # -- spec and config parsing: alias bombs, duplicate keys, run counts, long arm names -------------

@@ -171,37 +171,37 @@ def test_capacity_verdicts_follow_the_intervals():
     peak = {"b": [arm("r2", 2, False, [0.30, 0.31, 0.29]), arm("r4", 4, False, [0.40, 0.41, 0.39]),
                   arm("r8", 8, False, [0.20, 0.21, 0.19])]}
     v = verdict_peak(peak)
-    assert v["verdict"] == "true" and "Welch" in v["evidence"]  # 3 seeds: nothing pooled (the rule)
+    assert v.verdict == "true" and "Welch" in v.evidence  # 3 seeds: nothing pooled (the rule)
     pooled = {"b": [arm("r2", 2, False, [0.30 + 0.001 * i for i in range(10)]),
                     arm("r4", 4, False, [0.40 + 0.001 * ((3 * i) % 10) for i in range(10)])]}
-    assert "pooled" in verdict_peak(pooled)["evidence"]  # 10 seeds, equal spreads: pooled
+    assert "pooled" in verdict_peak(pooled).evidence  # 10 seeds, equal spreads: pooled
     beaten = {"b": [arm("r2", 2, False, [0.50, 0.51, 0.49]), arm("r4", 4, False, [0.40, 0.41, 0.39])]}
-    assert verdict_peak(beaten)["verdict"] == "false"
+    assert verdict_peak(beaten).verdict == "false"
     # ratio 2 stores as much as ratio 4 within 10% (precisely measured): 4 is no peak
     flat = {"b": [arm("r2", 2, False, [0.401, 0.400, 0.399, 0.400]), arm("r4", 4, False, [0.400, 0.401, 0.399, 0.400])]}
     v = verdict_peak(flat)
-    assert v["verdict"] == "false" and "equivalent within" in v["evidence"]
+    assert v.verdict == "false" and "equivalent within" in v.evidence
     noisy = {"b": [arm("r2", 2, False, [0.30, 0.50, 0.40]), arm("r4", 4, False, [0.41, 0.39, 0.40])]}
     v = verdict_peak(noisy)
-    assert v["verdict"] == "inconclusive" and "seeds per arm" in v["evidence"]  # says what would decide
+    assert v.verdict == "inconclusive" and "seeds per arm" in v.evidence  # says what would decide
     # a real peak, but ratio 2 only 1% below: true numbers, negligible
     tiny = {"b": [arm("r2", 2, False, [0.396, 0.3961, 0.3959, 0.396]),
                   arm("r4", 4, False, [0.400, 0.4001, 0.3999, 0.400])]}
-    assert verdict_peak(tiny)["verdict"] == "misleading"
+    assert verdict_peak(tiny).verdict == "misleading"
     one = verdict_peak({"b": [arm("r2", 2, False, [0.3]), arm("r4", 4, False, [0.4])]})
-    assert one["verdict"] == "inconclusive" and "no interval" in one["evidence"]
+    assert one.verdict == "inconclusive" and "no interval" in one.evidence
     same = {"b": [arm("g", 8 / 3, True, [0.400, 0.401, 0.399]), arm("p", 4, False, [0.400, 0.402, 0.398])]}
-    assert verdict_gated(same)["verdict"] == "true"
+    assert verdict_gated(same).verdict == "true"
     less = {"b": [arm("g", 8 / 3, True, [0.30, 0.31, 0.29]), arm("p", 4, False, [0.40, 0.41, 0.39])]}
-    assert verdict_gated(less)["verdict"] == "false"
+    assert verdict_gated(less).verdict == "false"
     wide = {"b": [arm("g", 8 / 3, True, [0.20, 0.60, 0.40]), arm("p", 4, False, [0.40, 0.41, 0.39])]}
-    assert verdict_gated(wide)["verdict"] == "inconclusive"
+    assert verdict_gated(wide).verdict == "inconclusive"
     # a false at either budget makes the claim false
-    assert verdict_gated({**same, "c": less["b"]})["verdict"] == "false"
+    assert verdict_gated({**same, "c": less["b"]}).verdict == "false"
     # the pair is fixed in advance: gated at parameter-matched 4 vs plain 4, not the best plain arm
     fixed = {"b": [arm("g", 8 / 3, True, [0.400, 0.401, 0.399]), arm("p", 4, False, [0.400, 0.402, 0.398]),
                    arm("p2", 2, False, [0.60, 0.61, 0.59])]}
-    assert verdict_gated(fixed)["verdict"] == "true"
+    assert verdict_gated(fixed).verdict == "true"
     assert all(v in VERDICTS for v in ("true", "false", "misleading", "inconclusive", "needs-experiment"))
 
 
@@ -212,14 +212,14 @@ def test_capacity_pair_with_unequal_variances_uses_welch():
     quiet = arm("p2", 2, False, [0.30, 0.3001, 0.2999, 0.3])
     v = verdict_gated({"b": [arm("g", 8 / 3, True, g), arm("p", 4, False, p), quiet]})
     ci = stats.ttest_ind(g, p, equal_var=False).confidence_interval(0.95)
-    assert "Welch" in v["evidence"] and f"[{ci.low:+.4f}, {ci.high:+.4f}]" in v["evidence"]
+    assert "Welch" in v.evidence and f"[{ci.low:+.4f}, {ci.high:+.4f}]" in v.evidence
 
 
 def test_every_seed_storing_nothing_is_a_clear_outcome_not_nan():
     zero = {"b": [arm("g", 8 / 3, True, [0.0, 0.0, 0.0]), arm("p", 4, False, [0.0, 0.0, 0.0])]}
     v = verdict_gated(zero)
-    assert v["verdict"] == "inconclusive" and "nan" not in v["evidence"].lower()
-    assert "stored 0 bits" in v["evidence"]  # says why there is no interval
+    assert v.verdict == "inconclusive" and "nan" not in v.evidence.lower()
+    assert "stored 0 bits" in v.evidence  # says why there is no interval
 
 
 # ---------------------------------------------------------------- end to end

@@ -154,10 +154,12 @@ def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     assert "| 2.00 \\[1.98, 2.02\\] |" in rows["s1"]  # a bounded interval around ratio 2, inside 1-8
     assert "32.00 \\[30.20, 34.00\\] (not inside the tested 1-8)" in rows["s2"]
     # a cell whose interval is unbounded, or that has no minimum, still draws
+    from dataclasses import replace
+
     from ffnlab.experiments.analysis.analyse import analyse
 
     result = analyse(tmp_path)
     cells = result.cells
-    odd = [{**cells[0], "shape": "all", "lo": -math.inf, "hi": math.inf, "inside_tested": False},
-           {**cells[1], "best_ratio": math.nan, "lo": math.nan, "hi": math.nan, "shape": "none"}]
+    odd = [replace(cells[0], shape="all", lo=-math.inf, hi=math.inf, inside_tested=False),
+           replace(cells[1], best_ratio=math.nan, lo=math.nan, hi=math.nan, shape="none")]
     assert plots.scale_trend(odd, result.arm_objects, "gelu-r4")[:8] == b"\x89PNG\r\n\x1a\n"

@@ -77,7 +77,7 @@ def test_presets_resolve_within_their_control(preset):
     spec = load_spec(preset)
     vocab = 256 if spec.base.get("data", {}).get("tokenizer", "byte") == "byte" else spec.base["data"]["bpe_vocab_size"]
     runs = resolve(spec, vocab)
-    scales = [s["name"] + "." for s in spec.scales] or [""]
+    scales = [s.name + "." for s in spec.scales] or [""]
     assert len(runs) == len(spec.arms) * len(spec.seeds) * len(scales) and len(spec.seeds) >= 2
     key = {"iso-params": "params_non_embedding", "iso-flops": "train_flops_per_token"}.get(spec.control)
     for prefix in scales:  # each model size is controlled against its own reference
@@ -124,7 +124,7 @@ def test_scale_trend_sizes_grow_several_fold():
     for name in ("scale-trend", "scale-trend-gpu"):
         spec = load_spec(name)
         runs = resolve(spec, 256 if name == "scale-trend" else 16384)
-        size_cells = next((t["scales"] for t in spec.trends if t["axis"] == "params"), [s["name"] for s in spec.scales])
+        size_cells = next((t.scales for t in spec.trends if t.axis == "params"), [s.name for s in spec.scales])
         sizes = [next(r.params_non_embedding for r in runs if r.arm == f"{s}.{spec.reference}") for s in size_cells]
         assert len(sizes) >= 3 and all(b >= 3 * a for a, b in zip(sizes, sizes[1:], strict=False))
 
@@ -132,14 +132,14 @@ def test_scale_trend_sizes_grow_several_fold():
 def test_scale_trend_keeps_size_and_training_length_apart():
     spec = load_spec("scale-trend")
     runs = resolve(spec, 256)
-    ref = {s["name"]: next(r for r in runs if r.arm == f"{s['name']}.{spec.reference}") for s in spec.scales}
+    ref = {s.name: next(r for r in runs if r.arm == f"{s.name}.{spec.reference}") for s in spec.scales}
 
     def tokens_per_param(cell: str) -> float:
         r = ref[cell]
         t = r.config["train"]
         return t["max_steps"] * t["batch_size"] * t["seq_len"] / r.params_non_embedding
 
-    trends = {t["axis"]: t["scales"] for t in spec.trends}
+    trends = {t.axis: t.scales for t in spec.trends}
     sizes, lengths = trends["params"], trends["tokens_per_param"]
     assert max(tokens_per_param(c) for c in sizes) / min(tokens_per_param(c) for c in sizes) < 1.05  # one length
     assert len({ref[c].params_non_embedding for c in lengths}) == 1  # one size

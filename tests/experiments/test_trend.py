@@ -110,11 +110,11 @@ def test_kept_scale_trend_size_fit_is_the_global_minimum_not_plus_0_24() -> None
     spec = saved_spec(record["spec"])
     cells, cell_arms = {}, {}
     for sc in spec.scales:
-        sub = cell_spec(spec, sc["name"])
-        cell_arms[sc["name"]] = [a for a in arms if a.name.startswith(sc["name"] + ".")]
-        cells[sc["name"]] = trend.best_ratio(cell_arms[sc["name"]], sub.reference)
-    size = next(t for t in spec.trends if t["name"] == "size")
-    pts = [_trend_point(spec, cells, cell_arms, n, "params") for n in size["scales"]]
+        sub = cell_spec(spec, sc.name)
+        cell_arms[sc.name] = [a for a in arms if a.name.startswith(sc.name + ".")]
+        cells[sc.name] = trend.best_ratio(cell_arms[sc.name], sub.reference)
+    size = next(t for t in spec.trends if t.name == "size")
+    pts = [_trend_point(spec, cells, cell_arms, n, "params") for n in size.scales]
     slope, _ = trend.joint_fit(pts)
     assert slope == pytest.approx(-0.607, abs=0.005)
     w = trend.weighted_trend(pts)
@@ -183,11 +183,21 @@ def test_trend_verdict(p: float, lo: float, hi: float, want: str) -> None:
 def test_trends_sharing_an_axis_keep_their_own_claims_key_and_card():
     """Two learning-rate checks (one axis, two trends) once wrote one claims.json key over the
     other; each now has its own, and a single trend keeps the key kept reports use."""
+    from ffnlab.experiments.analysis.analyse import TrendResult
+    from ffnlab.experiments.analysis.maturity import CellMaturity
     from ffnlab.experiments.reporting.model import trend_card, trend_key
 
-    base = {"verdict": "inconclusive", "slope": 0.1, "lo": -1.0, "hi": 1.2, "evidence": "e", "scales": ["a", "b"]}
-    lr1, lr2 = {**base, "name": "lr-s1", "axis": "lr"}, {**base, "name": "lr-s2", "axis": "lr"}
-    size = {**base, "name": "size", "axis": "params"}
+    nan = math.nan
+
+    def result(name: str, axis: str) -> TrendResult:
+        return TrendResult(name=name, axis=axis, scales=("a", "b"), slope=0.1, lo=-1.0, hi=1.2, se=nan, cells=2,
+                           homogeneity_q=nan, homogeneity_df=1, homogeneity_p=nan, misfit_q=nan, misfit_df=0,
+                           misfit_p=nan, widened=False, vertices=(), verdict="inconclusive", evidence="e",
+                           margin=trend.SLOPE_MARGIN, joint=trend.Slope(nan, nan, nan, 0.0, 2), segments=(),
+                           straight=None, maturity=CellMaturity(None, None, 20.0))
+
+    lr1, lr2 = result("lr-s1", "lr"), result("lr-s2", "lr")
+    size = result("size", "params")
     trends = [size, lr1, lr2]
     assert [trend_key(t, trends) for t in trends] == ["trend_params", "trend_lr_lr-s1", "trend_lr_lr-s2"]
     card = trend_card(lr2, {}, trends)

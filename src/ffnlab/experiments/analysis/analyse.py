@@ -15,15 +15,18 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar, TypedDict
+
+import numpy as np
 
 from ffnlab.experiments.analysis import maturity as mt
 from ffnlab.experiments.analysis import trend as tr
 from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.fmt import interval as fmt_iv
+from ffnlab.experiments.sweep.record import SweepRecord
 from ffnlab.experiments.sweep.runs import ArmStats, load
-from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, Hypothesis, SweepSpec, saved_spec
+from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, Hypothesis, SavedSpec, SweepSpec, Trend, saved_spec
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.verdicts import Verdict
 
@@ -116,7 +119,7 @@ class VerdictNumbers(Result):
     mde80: float
     against: str | None = None
     margin: float | None = None
-    decision: dict[str, Any] | None = None
+    decision: vd.DecisionJSON | None = None
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,7 @@ class ClaimVerdict(Result):
 
 def _verdict(verdict: Verdict, evidence: str, comparison: str, interval: Sequence[float], unit: str, mde80: float,
              method: str, why: str, finding: str = "", *, against: str | None = None, margin: float | None = None,
-             decision: dict[str, Any] | None = None) -> ClaimVerdict:
+             decision: vd.DecisionJSON | None = None) -> ClaimVerdict:
     """One verdict (:class:`ClaimVerdict`) of a comparison that was made."""
     numbers = VerdictNumbers(interval=tuple(interval), mde80=mde80, against=against, margin=margin, decision=decision)
     return ClaimVerdict(verdict=verdict, evidence=evidence, finding=finding or evidence, comparison=comparison,
@@ -184,7 +187,8 @@ def _missing(comparison: str, unit: str, why: str) -> ClaimVerdict:
 
 def gated(v: ClaimVerdict, m: mt.CellMaturity) -> ClaimVerdict:
     """``v`` (a verdict on an optimal ratio) with its maturity; an immature decided verdict becomes
-    ``inconclusive`` with the reason first in its evidence (:func:`ffnlab.experiments.analysis.maturity.gate`)."""
+    ``inconclusive`` with the reason first in its evidence
+    (:func:`ffnlab.experiments.analysis.maturity.immature_reason`)."""
     out = replace(v, maturity=m)
     if m.mature or v.verdict in ("inconclusive", "needs-experiment"):
         return out
@@ -446,7 +450,19 @@ def kaplan_curve(arms: list[ArmStats], reference: str) -> list[KaplanPoint]:
     return sorted(rows, key=lambda x: x.ratio_raw)
 
 
-def power_table(fam: vd.Family | None, effects: dict[str, float]) -> dict[str, Any]:
+class PowerTable(TypedDict, total=False):
+    """The deciding test's power (:func:`power_table`), as the JSON shows it; empty without a family
+    of comparisons."""
+
+    model: str
+    sigma: float
+    df: int
+    power: float
+    mde80: dict[str, float]
+    power_for: dict[str, dict[str, float]]
+
+
+def power_table(fam: vd.Family | None, effects: dict[str, float]) -> PowerTable:
     """The deciding test's power: minimum detectable difference at 80% per comparison and the
     power for named effect sizes."""
     if fam is None:
@@ -462,15 +478,15 @@ class CellAnalysis:
     """Every analysis of one cell (:func:`analyse_arms`): the loss model's family of comparisons,
     the power table, the convergence, the Kaplan curve, the verdicts and the runs' maturity."""
 
-    loss_model: dict[str, Any] | None
-    power: dict[str, Any]
+    loss_model: vd.FamilyJSON | None
+    power: PowerTable
     convergence: Convergence
     kaplan: list[KaplanPoint]
     claims: dict[str, ClaimVerdict]
-    maturity: dict[str, Any]
+    maturity: mt.CellMaturity
 
 
-def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: dict[str, Any]) -> CellAnalysis:
+def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: SweepRecord) -> CellAnalysis:
     """Every analysis of one set of arms against ``spec.reference`` (one cell): a verdict on each
     hypothesis the spec names (as the record saved them:
     :func:`ffnlab.experiments.sweep.spec.saved_spec`), under its own margin and arms, and none on
@@ -502,7 +518,7 @@ def analyse_arms(spec: SweepSpec, arms: list[ArmStats], record: dict[str, Any]) 
     effects = ({f"{ro.claimed_effect:g} nats ({ro.effect_source or 'the effect ' + ro.id + ' claims'})":
                 float(ro.claimed_effect)} if ro is not None and ro.claimed_effect else {})
     return CellAnalysis(loss_model=fam.as_dict() if fam else None, power=power_table(fam, effects), convergence=conv,
-                        kaplan=kaplan_curve(arms, reference), claims=claims, maturity=m.as_dict())
+                        kaplan=kaplan_curve(arms, reference), claims=claims, maturity=m)
 
 
 def _spec_for(spec: SweepSpec, hypothesis: Hypothesis) -> SweepSpec:
@@ -549,8 +565,108 @@ def cell_spec(spec: SweepSpec, name: str) -> SweepSpec:
                    comparisons={k: [prefix + x for x in v] for k, v in spec.comparisons.items()})
 
 
-def trends(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]]) -> list[dict[str,
-                                                                                                                 Any]]:
+@dataclass(frozen=True)
+class TrendVertex(Result):
+    """One cell's best log2 ratio on a trend, with its standard error (the delta method)."""
+
+    log2_axis: float
+    log2_best_ratio: float
+    se: float
+
+
+@dataclass(frozen=True)
+class Segment(Result):
+    """The change of the best log2 ratio per doubling between two cells alone
+    (:func:`ffnlab.experiments.analysis.trend.segment`)."""
+
+    scales: tuple[str, str]
+    slope: float
+    lo: float
+    hi: float
+    no_minimum_share: float
+    cells: int
+
+
+@dataclass(frozen=True)
+class EqualTokens(Result):
+    """Two cells trained on the same tokens at different sizes, smaller first, and the segment
+    between them along parameters (:func:`equal_token_pairs`)."""
+
+    scales: tuple[str, str]
+    tokens: int
+    slope: float
+    lo: float
+    hi: float
+    no_minimum_share: float
+    cells: int
+
+
+@dataclass(frozen=True)
+class CellResult(tr.BestRatio):
+    """One cell of a scale sweep: its best ratio (:func:`ffnlab.experiments.analysis.trend.best_ratio`),
+    then its name, its verdicts (and the verdicts themselves), Kaplan curve, loss model and maturity."""
+
+    scale: str
+    verdicts: dict[str, Verdict]
+    claims: dict[str, ClaimVerdict]
+    kaplan: list[KaplanPoint]
+    loss_model: vd.FamilyJSON | None
+    maturity: mt.CellMaturity
+
+
+@dataclass(frozen=True)
+class TrendResult(Result):
+    """One pre-registered trend decided (:func:`trends`): its name, axis and cells, the weighted
+    trend (:class:`ffnlab.experiments.analysis.trend.WeightedTrend`), the verdict and its evidence,
+    the slope margin, the unweighted joint fit (``joint``), the adjacent segments and whether they
+    lie on one line, the maturity of its least trained cell and, where that made a decided verdict
+    inconclusive, what it would say (``verdict_if_mature``, with the reason first in ``finding``)."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"verdict_if_mature", "finding"})
+
+    name: str
+    axis: str
+    scales: tuple[str, ...]
+    slope: float
+    lo: float
+    hi: float
+    se: float
+    cells: int
+    homogeneity_q: float
+    homogeneity_df: int
+    homogeneity_p: float
+    misfit_q: float
+    misfit_df: int
+    misfit_p: float
+    widened: bool
+    vertices: tuple[TrendVertex, ...]
+    verdict: Verdict
+    evidence: str
+    margin: float
+    joint: tr.Slope
+    segments: tuple[Segment, ...]
+    straight: bool | None
+    maturity: mt.CellMaturity
+    verdict_if_mature: Verdict | None = None
+    finding: str | None = None
+
+
+def _segment(scales: tuple[str, str], s: tr.Slope) -> Segment:
+    return Segment(scales=scales, slope=s.slope, lo=s.lo, hi=s.hi, no_minimum_share=s.no_minimum_share,
+                   cells=s.cells)
+
+
+def _gated_trend(t: TrendResult) -> TrendResult:
+    """A trend verdict under its maturity, as :func:`gated` gates a verdict on an optimal ratio."""
+    m = t.maturity
+    if m.mature or t.verdict in ("inconclusive", "needs-experiment"):
+        return t
+    reason = mt.immature_reason(m, t.verdict)
+    return replace(t, verdict="inconclusive", verdict_if_mature=t.verdict, evidence=reason + t.evidence,
+                   finding=reason + t.evidence)
+
+
+def trends(spec: SweepSpec, cells: dict[str, CellResult], cell_arms: dict[str, list[ArmStats]]) -> list[TrendResult]:
     """Each trend of ``spec.trends``: whether the cells' best ratios are constant (homogeneity)
     and how they move per doubling of the axis (weighted slope, widened for misfit), with the
     verdict on "the best ratio does not change" (:func:`ffnlab.experiments.analysis.trend.trend_verdict`);
@@ -558,26 +674,28 @@ def trends(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[st
     between each pair of adjacent cells (``segments``)."""
     out = []
     for t in spec.trends:
-        pts = [_trend_point(spec, cells, cell_arms, name, t["axis"]) for name in t["scales"]]
+        pts = [_trend_point(spec, cells, cell_arms, name, t.axis) for name in t.scales]
         w = tr.weighted_trend(pts)
-        verdict = tr.trend_verdict(w)
         joint = tr.slope(pts)
-        segments = [{"scales": [a, b], **tr.segment(pa, pb).as_dict()}
-                    for (a, pa), (b, pb) in itertools.pairwise(zip(t["scales"], pts, strict=True))]
-        straight = _on_one_line(segments)
-        row = {"name": t["name"], "axis": t["axis"], "scales": list(t["scales"]), **w.as_dict(),
-               "verdict": verdict, "evidence": trend_evidence(t, w, joint), "margin": tr.SLOPE_MARGIN,
-               "joint": joint.as_dict(), "segments": segments, "straight": straight}
-        least = min((cells[n]["maturity"] for n in t["scales"]), key=lambda m: m["tokens_per_param"] or 0.0)
-        out.append(mt.gate(row, mt.CellMaturity(least["tokens_per_param"], least["late_fall"], least["needs"])))
+        segments = tuple(_segment((a, b), tr.segment(pa, pb))
+                         for (a, pa), (b, pb) in itertools.pairwise(zip(t.scales, pts, strict=True)))
+        least = min((cells[n].maturity for n in t.scales), key=lambda m: m.tokens_per_param or 0.0)
+        out.append(_gated_trend(TrendResult(
+            name=t.name, axis=t.axis, scales=tuple(t.scales), slope=w.slope, lo=w.lo, hi=w.hi, se=w.se,
+            cells=w.cells, homogeneity_q=w.homogeneity_q, homogeneity_df=w.homogeneity_df,
+            homogeneity_p=w.homogeneity_p, misfit_q=w.misfit_q, misfit_df=w.misfit_df, misfit_p=w.misfit_p,
+            widened=w.widened, vertices=tuple(TrendVertex(z, v, e) for z, v, e in w.vertices),
+            verdict=tr.trend_verdict(w), evidence=trend_evidence(t, w, joint), margin=tr.SLOPE_MARGIN, joint=joint,
+            segments=segments, straight=_on_one_line(segments),
+            maturity=least)))
     return out
 
 
-def trend_evidence(t: dict[str, Any], w: tr.WeightedTrend, joint: tr.Slope) -> str:
+def trend_evidence(t: Trend, w: tr.WeightedTrend, joint: tr.Slope) -> str:
     """One sentence per finding of a trend: constant or not, the weighted slope, the sensitivity."""
-    axis = AXIS_WORDS[t["axis"]]
+    axis = AXIS_WORDS[t.axis]
     verts = ", ".join(f"{name} {v:+.2f} +/- {e:.2f}" if math.isfinite(v) and math.isfinite(e) else
-                      f"{name} no significant minimum" for name, (_, v, e) in zip(t["scales"], w.vertices, strict=True))
+                      f"{name} no significant minimum" for name, (_, v, e) in zip(t.scales, w.vertices, strict=True))
     if math.isfinite(w.homogeneity_p):
         constant = ("not constant" if w.homogeneity_p < tr.HOMOGENEITY_ALPHA else "not shown to differ")
         ev = (f"the cells' best log2 ratios ({verts}) are {constant} along {axis} (Cochran's Q = "
@@ -598,14 +716,14 @@ def trend_evidence(t: dict[str, Any], w: tr.WeightedTrend, joint: tr.Slope) -> s
 AXIS_WORDS = {"params": "parameters", "tokens_per_param": "tokens per parameter", "lr": "the learning rate"}
 
 
-def _trend_point(spec: SweepSpec, cells: dict[str, dict[str, Any]], cell_arms: dict[str, list[ArmStats]],
-                 name: str, axis: str) -> tuple[float, Any, Any]:
+def _trend_point(spec: SweepSpec, cells: Mapping[str, tr.BestRatio], cell_arms: dict[str, list[ArmStats]],
+                 name: str, axis: str) -> tuple[float, np.ndarray, np.ndarray]:
     c = cells[name]
     ref = next(a for a in cell_arms[name] if a.name == f"{name}.{spec.reference}")
     x, y = tr.cell_points(cell_arms[name], ref.kind)
-    values: dict[str, Callable[[], float]] = {"params": lambda: c["params_non_embedding"],
-                                              "tokens_per_param": lambda: c["tokens"] / c["params_non_embedding"],
-              "lr": lambda: _cell_lr(spec, name)}
+    values: dict[str, Callable[[], float]] = {"params": lambda: c.params_non_embedding,
+                                              "tokens_per_param": lambda: (c.tokens or 0) / c.params_non_embedding,
+                                              "lr": lambda: _cell_lr(spec, name)}
     return float(values[axis]()), x, y
 
 
@@ -613,71 +731,78 @@ def _cell_lr(spec: SweepSpec, name: str) -> float:
     """A cell's peak learning rate: its scale's ``train.lr``, else the base's, else the default."""
     from ffnlab.training.runconfig import TrainSection
 
-    scale = next(s for s in spec.scales if s["name"] == name)
+    scale = next(s for s in spec.scales if s.name == name)
     base = spec.base.get("train") or {}
-    return float(scale.get("train", {}).get("lr", base.get("lr", TrainSection.lr)))
+    lr = scale.train.get("lr", base.get("lr", TrainSection.lr))
+    assert isinstance(lr, (int, float)), f"scale {name}: train.lr {lr!r} is not a number"  # runconfig checked it
+    return float(lr)
 
 
-def _on_one_line(segments: list[dict[str, Any]]) -> bool | None:
+def _on_one_line(segments: Sequence[Segment]) -> bool | None:
     """False when two segments' intervals are disjoint (the vertices are not on one line), True
     when every pair overlaps, None with fewer than two bounded segments."""
-    bounded = [s for s in segments if math.isfinite(s["lo"]) and math.isfinite(s["hi"])]
+    bounded = [s for s in segments if math.isfinite(s.lo) and math.isfinite(s.hi)]
     if len(bounded) < 2:
         return None
-    return all(a["lo"] <= b["hi"] and b["lo"] <= a["hi"] for i, a in enumerate(bounded) for b in bounded[i + 1:])
+    return all(a.lo <= b.hi and b.lo <= a.hi for i, a in enumerate(bounded) for b in bounded[i + 1:])
 
 
-def equal_token_pairs(spec: SweepSpec, cells: dict[str, dict[str, Any]],
-                      cell_arms: dict[str, list[ArmStats]]) -> list[dict[str, Any]]:
+def equal_token_pairs(spec: SweepSpec, cells: Mapping[str, tr.BestRatio],
+                      cell_arms: dict[str, list[ArmStats]]) -> list[EqualTokens]:
     """Cells trained on the same tokens (hence the same steps) at different sizes, smaller first:
     the slope between them along parameters isolates size from training length. A diagnostic
     found in the data, not a pre-registered comparison."""
     out = []
-    for a, b in itertools.combinations([s["name"] for s in spec.scales], 2):
+    for a, b in itertools.combinations([s.name for s in spec.scales], 2):
         ca, cb = cells[a], cells[b]
-        if ca["tokens"] and ca["tokens"] == cb["tokens"] and ca["params_non_embedding"] != cb["params_non_embedding"]:
-            lo_hi = sorted((a, b), key=lambda n: cells[n]["params_non_embedding"])
-            small, big = (_trend_point(spec, cells, cell_arms, n, "params") for n in lo_hi)
-            out.append({"scales": lo_hi, "tokens": ca["tokens"], **tr.segment(small, big).as_dict()})
+        if ca.tokens and ca.tokens == cb.tokens and ca.params_non_embedding != cb.params_non_embedding:
+            small_name, big_name = sorted((a, b), key=lambda n: cells[n].params_non_embedding)
+            small, big = (_trend_point(spec, cells, cell_arms, n, "params") for n in (small_name, big_name))
+            s = tr.segment(small, big)
+            out.append(EqualTokens(scales=(small_name, big_name), tokens=ca.tokens, slope=s.slope, lo=s.lo, hi=s.hi,
+                                   no_minimum_share=s.no_minimum_share, cells=s.cells))
     return out
 
 
-def pair_decisions(claims: Mapping[str, ClaimVerdict]) -> list[dict[str, Any]]:
+def pair_decisions(claims: Mapping[str, ClaimVerdict]) -> list[vd.DecisionJSON]:
     """The deciding comparison of each planned pair among ``claims`` (glu_vs_plain, gated_law)."""
     return [v.numbers.decision for v in claims.values() if v.numbers is not None and v.numbers.decision is not None]
 
 
-def decisions(loss_model: dict[str, Any] | None, claims: Mapping[str, ClaimVerdict]) -> list[dict[str, Any]]:
+def decisions(loss_model: vd.FamilyJSON | None, claims: Mapping[str, ClaimVerdict]) -> list[vd.DecisionJSON]:
     """Every comparison that decided a claim of one cell: the loss model's family, then the pairs."""
-    return [*(loss_model or {}).get("comparisons", []), *pair_decisions(claims)]
+    return [*(loss_model["comparisons"] if loss_model is not None else []), *pair_decisions(claims)]
 
 
 @dataclass(frozen=True)
 class Analysis(Result):
     """The whole analysis of a finished sweep (:func:`analyse`); ``as_dict()`` is ``results.json``
-    less its provenance. The figures are the analyses' own JSON objects; ``arm_objects`` holds the
-    arms themselves (for the figures), not in the JSON.
+    less its provenance. The figures are typed results (frozen dataclasses; the loss model, the
+    power table and the saved spec and record as the TypedDicts of their JSON objects); ``sweep``
+    holds the spec as the analysis read it and ``arm_objects`` the arms themselves (for the
+    figures), neither in the JSON.
 
     The headline figures (``loss_model`` to ``maturity``) are those of the deciding cell."""
 
-    NOT_JSON: ClassVar[frozenset[str]] = frozenset({"arm_objects"})
+    NOT_JSON: ClassVar[frozenset[str]] = frozenset({"sweep", "arm_objects"})
 
-    spec: dict[str, Any]
-    record: dict[str, Any]
+    spec: SavedSpec  # as the record saved it
+    record: SweepRecord
+    sweep: SweepSpec  # the spec as the analysis read it (:func:`ffnlab.experiments.sweep.spec.saved_spec`)
     reference: str  # the deciding cell's reference arm
     arms: list[ArmRow]  # :func:`arm_table`
     excluded: list[ExcludedRun]  # :func:`excluded_runs`
     arm_objects: tuple[ArmStats, ...]
-    cells: list[dict[str, Any]]  # each cell's best ratio and verdicts (a scale sweep)
-    trends: list[dict[str, Any]]  # :func:`trends`
-    equal_tokens: list[dict[str, Any]]  # :func:`equal_token_pairs`
+    cells: list[CellResult]  # each cell's best ratio and verdicts (a scale sweep)
+    trends: list[TrendResult]  # :func:`trends`
+    equal_tokens: list[EqualTokens]  # :func:`equal_token_pairs`
     scale: SweepScale  # :func:`scale`
-    loss_model: dict[str, Any] | None
-    power: dict[str, Any]
+    loss_model: vd.FamilyJSON | None
+    power: PowerTable
     convergence: Convergence
     kaplan: list[KaplanPoint]
     claims: dict[str, ClaimVerdict]
-    maturity: dict[str, Any]
+    maturity: mt.CellMaturity
 
 
 def analyse(sweep_dir: str | Path) -> Analysis:
@@ -687,35 +812,40 @@ def analyse(sweep_dir: str | Path) -> Analysis:
     record, arms = load(sweep_dir)
     spec = saved_spec(record["spec"])
     scales = spec.scales
-    decide_at = str(spec.decide_at or (scales[-1]["name"] if scales else ""))
+    decide_at = str(spec.decide_at or (scales[-1].name if scales else ""))
     reference = f"{decide_at}.{spec.reference}" if scales else spec.reference
     if not scales:
-        return _analysis(record, arms, reference, analyse_arms(spec, arms, record), scale(record, arms, reference))
-    cells: dict[str, dict[str, Any]] = {}
+        return _analysis(record, spec, arms, reference, analyse_arms(spec, arms, record),
+                         scale(record, arms, reference))
+    cells: dict[str, CellResult] = {}
     cell_arms: dict[str, list[ArmStats]] = {}
     decided: CellAnalysis | None = None
     for sc in scales:
-        sub = cell_spec(spec, sc["name"])
-        sub_arms = [a for a in arms if a.name.startswith(f"{sc['name']}.")]
+        sub = cell_spec(spec, sc.name)
+        sub_arms = [a for a in arms if a.name.startswith(f"{sc.name}.")]
         found = analyse_arms(sub, sub_arms, record)
-        cell = tr.best_ratio(sub_arms, sub.reference)
-        cell.update(scale=sc["name"], verdicts={k: v.verdict for k, v in found.claims.items()},
-                    claims=found.claims, kaplan=found.kaplan, loss_model=found.loss_model, maturity=found.maturity)
-        cells[sc["name"]], cell_arms[sc["name"]] = cell, sub_arms
-        if sc["name"] == decide_at:
+        best = tr.best_ratio(sub_arms, sub.reference)
+        cells[sc.name] = CellResult(
+            params_non_embedding=best.params_non_embedding, d_model=best.d_model, tokens=best.tokens,
+            best_ratio=best.best_ratio, lo=best.lo, hi=best.hi, shape=best.shape, runs=best.runs,
+            lack_of_fit_p=best.lack_of_fit_p, lack_of_fit_df=best.lack_of_fit_df, tested=best.tested,
+            inside_tested=best.inside_tested, scale=sc.name, verdicts={k: v.verdict for k, v in found.claims.items()},
+            claims=found.claims, kaplan=found.kaplan, loss_model=found.loss_model, maturity=found.maturity)
+        cell_arms[sc.name] = sub_arms
+        if sc.name == decide_at:
             decided = found
     assert decided is not None, f"decide_at {decide_at!r} names no scale of the spec"  # checked when the spec was read
-    return _analysis(record, arms, reference, decided, scale(record, cell_arms[decide_at], reference),
+    return _analysis(record, spec, arms, reference, decided, scale(record, cell_arms[decide_at], reference),
                      cells=list(cells.values()), trends=trends(spec, cells, cell_arms),
                      equal_tokens=equal_token_pairs(spec, cells, cell_arms))
 
 
-def _analysis(record: dict[str, Any], arms: list[ArmStats], reference: str, headline: CellAnalysis,
-              scale: SweepScale, *, cells: list[dict[str, Any]] | None = None,
-              trends: list[dict[str, Any]] | None = None,
-              equal_tokens: list[dict[str, Any]] | None = None) -> Analysis:
+def _analysis(record: SweepRecord, spec: SweepSpec, arms: list[ArmStats], reference: str, headline: CellAnalysis,
+              scale: SweepScale, *, cells: list[CellResult] | None = None,
+              trends: list[TrendResult] | None = None,
+              equal_tokens: list[EqualTokens] | None = None) -> Analysis:
     """The :class:`Analysis` of a sweep's arms, its headline figures those of the deciding cell."""
-    return Analysis(spec=record["spec"], record=record, reference=reference, arms=arm_table(arms),
+    return Analysis(spec=record["spec"], record=record, sweep=spec, reference=reference, arms=arm_table(arms),
                     excluded=excluded_runs(arms), arm_objects=tuple(arms), cells=cells or [], trends=trends or [],
                     equal_tokens=equal_tokens or [], scale=scale, loss_model=headline.loss_model,
                     power=headline.power, convergence=headline.convergence, kaplan=headline.kaplan,
@@ -755,7 +885,7 @@ class SweepScale(Result):
         return True
 
 
-def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> SweepScale:
+def scale(record: SweepRecord, arms: list[ArmStats], reference: str) -> SweepScale:
     """What this sweep's numbers are about: model size, tokens per parameter, epochs, evaluation."""
     from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus import eval_starts, load_prepared
@@ -763,8 +893,8 @@ def scale(record: dict[str, Any], arms: list[ArmStats], reference: str) -> Sweep
     ref = next(a for a in arms if a.name == reference)
     first = ref.runs[0].summary if ref.runs else {}
     tokens = first.get("tokens")
-    ref_run: dict[str, Any] = next((r for r in record["runs"] if r["arm"] == reference), {})
-    train = ref_run.get("config", {}).get("train") or record["spec"]["base"].get("train", {})
+    ref_run = next((r for r in record["runs"] if r["arm"] == reference), None)
+    train = (ref_run["config"].get("train") if ref_run is not None else None) or record["spec"]["base"].get("train", {})
     out = SweepScale(params_non_embedding=ref.params_non_embedding,
                      params_total=(first.get("params") or {}).get("total"), tokens_per_run=tokens,
                      tokens_per_param=tokens / ref.params_non_embedding if tokens else None,

@@ -34,7 +34,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 TOKENS_PER_PARAM_OPTIMAL = 20.0  # Hoffmann et al. 2022 (Chinchilla)
 TOKENS_PER_PARAM_FLOOR = 1.0  # below this a run saw under 1/20 of a compute-optimal budget
@@ -98,6 +98,16 @@ def assess(runs: Sequence[RunProgress]) -> list[str]:
     return found
 
 
+class MaturityJSON(TypedDict):
+    """A :class:`CellMaturity` as the JSON shows it (:meth:`CellMaturity.as_dict`)."""
+
+    tokens_per_param: float | None
+    late_fall: float | None
+    needs: float
+    mature: bool
+    text: str
+
+
 @dataclass(frozen=True)
 class CellMaturity:
     """How far one cell's runs were trained, against the maturity its spec asks for."""
@@ -117,7 +127,7 @@ class CellMaturity:
             out += f"; validation loss fell {self.late_fall:.1%} over the last quarter"
         return out
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> MaturityJSON:
         return {"tokens_per_param": self.tokens_per_param, "late_fall": self.late_fall, "needs": self.needs,
                 "mature": self.mature, "text": self.text()}
 
@@ -128,18 +138,6 @@ def cell_maturity(runs: Sequence[RunProgress], needs: float = TOKENS_PER_PARAM_O
     falls = [f for f in map(late_fall, runs) if f is not None]
     return CellMaturity(statistics.median(per) if per else None, statistics.median(falls) if falls else None,
                         float(needs))
-
-
-def gate(verdict: dict[str, Any], m: CellMaturity) -> dict[str, Any]:
-    """``verdict`` (one claim of a cell) with its maturity; an immature decided verdict becomes
-    ``inconclusive`` with the reason first in its evidence."""
-    out = {**verdict, "maturity": m.as_dict()}
-    if m.mature or verdict.get("verdict") in ("inconclusive", "needs-experiment"):
-        return out
-    reason = immature_reason(m, verdict["verdict"])
-    return {**out, "verdict": "inconclusive", "verdict_if_mature": verdict["verdict"],
-            "evidence": reason + str(verdict.get("evidence", "")),
-            "finding": reason + str(verdict.get("finding") or verdict.get("evidence", ""))}
 
 
 def immature_reason(m: CellMaturity, verdict: str) -> str:

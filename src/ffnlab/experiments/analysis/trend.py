@@ -32,12 +32,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from ffnlab.experiments.analysis.stats import LEVEL, quadratic_minimum
 from ffnlab.experiments.sweep.runs import ArmStats
+from ffnlab.sizing.result import Result
 from ffnlab.sizing.verdicts import Verdict
 
 SLOPE_MARGIN = 0.1  # log2(best ratio) per doubling: over 100x (6.6 doublings) a factor 2**0.66 = 1.6
@@ -55,20 +55,40 @@ def cell_points(arms: Sequence[ArmStats], kind: str) -> tuple[np.ndarray, np.nda
     return np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
 
 
-def best_ratio(arms: Sequence[ArmStats], reference: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class BestRatio(Result):
+    """One cell's best raw ratio (:func:`best_ratio`): the reference's size and training tokens, the
+    parabola's minimum with Fieller's set (``shape``), the runs fitted, the lack-of-fit test, the
+    lowest and highest raw ratio tested (empty with none) and whether the set lies inside them."""
+
+    params_non_embedding: int
+    d_model: int
+    tokens: int | None
+    best_ratio: float
+    lo: float
+    hi: float
+    shape: str
+    runs: int
+    lack_of_fit_p: float
+    lack_of_fit_df: tuple[int, int]
+    tested: tuple[float, ...]
+    inside_tested: bool
+
+
+def best_ratio(arms: Sequence[ArmStats], reference: str) -> BestRatio:
     """The raw ratio with the lowest loss for the reference's FFN kind (module docstring)."""
     ref = next(a for a in arms if a.name == reference)
     x, y = cell_points(arms, ref.kind)
     q = quadratic_minimum(x.tolist(), y.tolist())
     tested = sorted({a.ratio_raw for a in arms if a.kind == ref.kind})
-    return {"params_non_embedding": ref.params_non_embedding, "d_model": ref.d_model,
-            "tokens": ref.runs[0].summary.get("tokens") if ref.runs else None,
-            "best_ratio": 2 ** q.x_min if not math.isnan(q.x_min) else math.nan,
-            "lo": _pow2(q.lo), "hi": _pow2(q.hi), "shape": q.shape, "runs": q.n,
-            "lack_of_fit_p": q.lack_of_fit_p, "lack_of_fit_df": list(q.lack_of_fit_df),
-            "tested": [min(tested), max(tested)] if tested else [],
-            "inside_tested": bool(q.bounded and tested and min(tested) <= _pow2(q.lo)
-                                  and _pow2(q.hi) <= max(tested))}
+    return BestRatio(params_non_embedding=ref.params_non_embedding, d_model=ref.d_model,
+                     tokens=ref.runs[0].summary.get("tokens") if ref.runs else None,
+                     best_ratio=2 ** q.x_min if not math.isnan(q.x_min) else math.nan,
+                     lo=_pow2(q.lo), hi=_pow2(q.hi), shape=q.shape, runs=q.n,
+                     lack_of_fit_p=q.lack_of_fit_p, lack_of_fit_df=q.lack_of_fit_df,
+                     tested=(min(tested), max(tested)) if tested else (),
+                     inside_tested=bool(q.bounded and tested and min(tested) <= _pow2(q.lo)
+                                        and _pow2(q.hi) <= max(tested)))
 
 
 def _pow2(v: float) -> float:
@@ -92,7 +112,7 @@ def _fit(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float]:
 
 
 @dataclass(frozen=True)
-class Slope:
+class Slope(Result):
     """Change in log2(best ratio) per doubling of the axis, with its bootstrap interval."""
 
     slope: float
@@ -104,10 +124,6 @@ class Slope:
     @property
     def bounded(self) -> bool:
         return math.isfinite(self.lo) and math.isfinite(self.hi)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"slope": self.slope, "lo": self.lo, "hi": self.hi, "no_minimum_share": self.no_minimum_share,
-                "cells": self.cells}
 
 
 def joint_fit(cells: Sequence[tuple[float, np.ndarray, np.ndarray]]) -> tuple[float, float] | None:
@@ -284,13 +300,6 @@ class WeightedTrend:
     widened: bool  # the standard error was widened for misfit
     cells: int
     vertices: tuple[tuple[float, float, float], ...]  # (log2 axis, vertex, se) per cell
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"slope": self.slope, "lo": self.lo, "hi": self.hi, "se": self.se, "cells": self.cells,
-                "homogeneity_q": self.homogeneity_q, "homogeneity_df": self.homogeneity_df,
-                "homogeneity_p": self.homogeneity_p, "misfit_q": self.misfit_q, "misfit_df": self.misfit_df,
-                "misfit_p": self.misfit_p, "widened": self.widened,
-                "vertices": [{"log2_axis": z, "log2_best_ratio": v, "se": e} for z, v, e in self.vertices]}
 
 
 def weighted_trend(cells: Sequence[tuple[float, np.ndarray, np.ndarray]], level: float = LEVEL) -> WeightedTrend:

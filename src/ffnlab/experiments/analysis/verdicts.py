@@ -35,7 +35,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TypedDict
 
 from ffnlab.experiments.analysis import power as pw
 from ffnlab.experiments.analysis.stats import (
@@ -53,6 +53,46 @@ from ffnlab.experiments.analysis.stats import (
 from ffnlab.experiments.fmt import interval as fmt_iv
 from ffnlab.experiments.fmt import num
 from ffnlab.sizing.verdicts import Verdict
+
+
+class SensitivityJSON(TypedDict):
+    """A sensitivity interval of a decision (the other variance model's), as the JSON shows it."""
+
+    method: str
+    interval: list[float]
+
+
+class DecisionJSON(TypedDict):
+    """A :class:`Decision` as ``results.json`` and ``claims.json`` show it (:meth:`Decision.as_dict`)."""
+
+    first: str
+    second: str
+    diff: float
+    interval: list[float]
+    method: str
+    se: float
+    df: float
+    critical: float
+    p: float
+    outcome: str
+    margin: float
+    tost_p: float
+    tost_interval: list[float]
+    mde80: float
+    seeds_to_detect: int | None
+    seeds_for_equivalence: int | None
+    sensitivity: list[SensitivityJSON]
+
+
+class FamilyJSON(TypedDict):
+    """A :class:`Family` as the JSON shows it (:meth:`Family.as_dict`): the loss model of a cell."""
+
+    outcome: str
+    reference: str
+    model: dict[str, float | int]
+    pooled: bool
+    why: str
+    comparisons: list[DecisionJSON]
 
 MIN_SEEDS_TO_POOL = 10  # the pre-registered pooling rule (module docstring)
 MAX_SD_RATIO = 2.0  # ... and the arms' sample standard deviations within this factor of each other
@@ -163,7 +203,7 @@ class Decision:
             return "; run more seeds per arm"
         return "; " + " and ".join(parts) + " (exact power, same test)"
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> DecisionJSON:
         c = self.comparison
         return {"first": self.first, "second": self.second, "diff": c.diff, "interval": [c.lo, c.hi],
                 "method": c.method, "se": c.se, "df": c.df, "critical": c.critical, "p": c.p,
@@ -213,7 +253,7 @@ class Family:
     def method(self) -> str:
         return self.choice.why
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> FamilyJSON:
         return {"outcome": self.outcome, "reference": self.reference, "model": self.model.summary(),
                 "pooled": self.choice.pooled, "why": self.choice.why,
                 "comparisons": [d.as_dict() for d in self.decisions.values()]}

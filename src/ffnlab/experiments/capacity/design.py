@@ -18,16 +18,27 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep.spec import PRESET_DIR, SweepSpec, spec_from_dict
 from ffnlab.files import check_inside, write_atomic
 from ffnlab.training import runconfig
 from ffnlab.training.capacity import steps_for_exposures
-from ffnlab.validation import safe_name
+from ffnlab.validation import safe_name, show
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired  # typing's own from Python 3.11
 
 PRESET_KEYS = {"name", "description", "exposures", "budgets", "sweep"}
+
+
+class Budget(TypedDict):
+    """One parameter budget of a capacity preset, as its YAML gives it (and capacity-preset.json
+    keeps it): its name (a folder inside --out) and what it sets in ``base.model``."""
+
+    name: str
+    model: NotRequired[dict[str, object]]
 
 
 @dataclass
@@ -35,14 +46,15 @@ class CapacityPreset:
     name: str
     description: str
     exposures: float | None
-    budgets: list[dict[str, Any]]
-    sweep: dict[str, Any]
+    budgets: list[Budget]
+    sweep: dict[str, object]  # a sweep spec without its name: spec_from_dict checks it per budget
 
 
-def _merge(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def _merge(a: dict[str, object], b: dict[str, object]) -> dict[str, object]:
     out = copy.deepcopy(a)
     for k, v in b.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        here = out.get(k)
+        out[k] = _merge(here, v) if isinstance(v, dict) and isinstance(here, dict) else v
     return out
 
 
@@ -78,12 +90,15 @@ def load_preset(name_or_path: str) -> CapacityPreset:
     return CapacityPreset(str(data["name"]), str(data.get("description", "")), exposures, budgets, data["sweep"])
 
 
-def budget_spec(preset: CapacityPreset, budget: dict[str, Any]) -> SweepSpec:
+def budget_spec(preset: CapacityPreset, budget: Budget) -> SweepSpec:
     """The sweep spec of one budget, ``train.max_steps`` set from the exposures."""
     data = copy.deepcopy(preset.sweep)
     data["name"] = f"{preset.name}-{budget['name']}"
     data["description"] = f"{preset.description} (budget {budget['name']})".strip()
-    base = _merge(data.get("base", {}), {"model": budget.get("model", {})})
+    given = data.get("base", {})
+    require(isinstance(given, dict), f"capacity preset: sweep.base must be a mapping (a run config), got {show(given)}")
+    assert isinstance(given, dict)  # the require above
+    base = _merge(given, {"model": budget.get("model", {})})
     cfg = runconfig.from_dict(base)
     require(cfg.data.corpus.startswith("facts:") and cfg.data.tokenizer == "byte",
             "capacity preset: base.data must use a 'facts:...' corpus with the byte tokenizer")
@@ -91,6 +106,7 @@ def budget_spec(preset: CapacityPreset, budget: dict[str, Any]) -> SweepSpec:
         data_prepared = runconfig.prepare_data(cfg.data, progress=False)
         steps = steps_for_exposures(preset.exposures, data_prepared.train_tokens, cfg.tokens_per_step())
         train = base.setdefault("train", {})
+        assert isinstance(train, dict)  # runconfig.from_dict read base.train as a mapping
         train["max_steps"] = steps
         train["checkpoint_every"] = steps
         train["eval_every"] = min(int(train.get("eval_every", steps)), steps)
@@ -100,7 +116,7 @@ def budget_spec(preset: CapacityPreset, budget: dict[str, Any]) -> SweepSpec:
 
 
 def run_preset(preset: CapacityPreset, out: Path, *, workers: int | None = None,
-               backend: str = "local", address: str | None = None) -> dict[str, Any]:
+               backend: str = "local", address: str | None = None) -> dict[str, dict[str, str]]:
     """Train every budget's sweep into ``out/BUDGET``; return the runs' statuses."""
     from ffnlab.experiments.sweep.run import execute
 

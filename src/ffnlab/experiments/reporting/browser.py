@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, cast
 
 from ffnlab.errors import require
 
@@ -18,6 +18,16 @@ _CHECK = """<script>window.addEventListener('load', () => {
 });</script>"""
 
 
+class PageCheck(TypedDict):
+    """What the page check (:data:`_CHECK`) found: images on the page, those that did not decode (by
+    alt text), the page's width and the viewport's, in CSS px."""
+
+    images: int
+    undecoded: list[str]
+    scroll_width: int
+    viewport_width: int
+
+
 def find_browser() -> str | None:
     """A headless-capable Chromium on PATH, or None."""
     import shutil
@@ -26,7 +36,7 @@ def find_browser() -> str | None:
 
 
 def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | None = None,
-                     browser: str | None = None, timeout: float = 120) -> dict[str, Any] | None:
+                     browser: str | None = None, timeout: float = 120) -> PageCheck | None:
     """Load ``index_html`` in headless Chromium at ``width`` px: how many images decoded and
     whether the page is wider than the viewport; save a screenshot if asked. None without a browser."""
     import re
@@ -55,5 +65,4 @@ def check_in_browser(index_html: Path, *, width: int = 1280, screenshot: Path | 
     import html as html_mod
 
     assert m is not None  # the require above
-    found: dict[str, Any] = json.loads(html_mod.unescape(m.group(1)))
-    return found
+    return cast(PageCheck, json.loads(html_mod.unescape(m.group(1))))  # the object _CHECK writes

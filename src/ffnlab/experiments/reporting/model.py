@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ffnlab.experiments.analysis.analyse import (
     Analysis,
     ArmRow,
+    CellResult,
     ClaimVerdict,
     Convergence,
     ExcludedRun,
     KaplanPoint,
     SweepScale,
+    TrendResult,
     decisions,
     pair_decisions,
 )
 from ffnlab.experiments.analysis.trend import SLOPE_MARGIN
+from ffnlab.experiments.analysis.verdicts import DecisionJSON
 from ffnlab.experiments.fmt import bounds, interval, num
-from ffnlab.experiments.reporting.pages import Section, Table, section, table
-from ffnlab.experiments.sweep.spec import spec_field
+from ffnlab.experiments.reporting.pages import PageModel, Section, Table, section, table
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
@@ -39,11 +41,11 @@ TREND_CLAIMS = {"best-ratio-any-lr": "The best FFN ratio does not change with th
                                      "design, not a claim of the source note)."}
 
 
-def trend_key(t: dict[str, Any], trends: list[dict[str, Any]]) -> str:
+def trend_key(t: TrendResult, trends: Sequence[TrendResult]) -> str:
     """A trend's key in claims.json: ``trend_AXIS``, or ``trend_AXIS_NAME`` where several trends
     of a spec share the axis (two learning-rate checks)."""
-    shared = sum(x["axis"] == t["axis"] for x in trends) > 1
-    return f"trend_{t['axis']}_{t['name']}" if shared else f"trend_{t['axis']}"
+    shared = sum(x.axis == t.axis for x in trends) > 1
+    return f"trend_{t.axis}_{t.name}" if shared else f"trend_{t.axis}"
 OUTCOME_WORDS = {"lower": "lower", "higher": "higher", "equivalent": "equivalent within the margin",
                  "negligible": "real but within the margin", "inconclusive": "inconclusive",
                  "no-interval": "no interval"}
@@ -90,22 +92,16 @@ def leader(arms: Sequence[ArmRow], reference: str) -> str:
             "interval says whether the difference is shown)")
 
 
-def maturity_text(v: dict[str, Any]) -> str:
-    """The training maturity a verdict rests on (kept reports written before the rule have none)."""
-    m = v.get("maturity") or {}
-    return str(m.get("text") or "")
-
-
-def trend_card(t: dict[str, Any], texts: dict[str, str], trends: list[dict[str, Any]] | None = None) -> dict[str, str]:
-    cid = CLAIM_OF[f"trend_{t['axis']}"]
+def trend_card(t: TrendResult, texts: dict[str, str], trends: Sequence[TrendResult] | None = None) -> dict[str, str]:
+    cid = CLAIM_OF[f"trend_{t.axis}"]
     return {"id": cid, "analysis": trend_key(t, trends or [t]), "claim": texts.get(cid, TREND_CLAIMS.get(cid, "")),
-            "verdict": t["verdict"],
-            "interval": interval(t["slope"], t["lo"], t["hi"], 3),
-            "unit": "log2(best ratio) per doubling", "comparison": f"cells {', '.join(t['scales'])}",
+            "verdict": t.verdict,
+            "interval": interval(t.slope, t.lo, t.hi, 3),
+            "unit": "log2(best ratio) per doubling", "comparison": f"cells {', '.join(t.scales)}",
             "method": "homogeneity of the cells' best ratios (Cochran's Q); their precision-weighted slope, "
                       "widened for misfit", "model": "",
-            "power": f"margin +/-{SLOPE_MARGIN} per doubling", "evidence": t["evidence"],
-            "maturity": maturity_text(t) + (" (its least trained cell)" if t.get("maturity") else "")}
+            "power": f"margin +/-{SLOPE_MARGIN} per doubling", "evidence": t.evidence,
+            "maturity": t.maturity.text() + " (its least trained cell)"}
 
 
 def scale_rows(sc: SweepScale) -> list[tuple[str, str]]:
@@ -125,7 +121,7 @@ def scale_rows(sc: SweepScale) -> list[tuple[str, str]]:
     return rows
 
 
-def comparison_rows(decisions: list[dict[str, Any]], unit_digits: int = 4) -> list[list[str]]:
+def comparison_rows(decisions: Sequence[DecisionJSON], unit_digits: int = 4) -> list[list[str]]:
     """One row per decision: the difference, the deciding interval (its test named), the
     sensitivity intervals (labelled), TOST, the outcome, the test's power."""
     spec = f"+.{unit_digits}f"
@@ -179,66 +175,63 @@ def _kaplan(rows: Sequence[KaplanPoint], ref: str) -> Table:
                  [False, True, True, True])
 
 
-def _hypothesis_id(cell: dict[str, Any], key: str) -> str:
+def _hypothesis_id(cell: CellResult, key: str) -> str:
     """The id of the hypothesis a cell's verdict ``key`` decides (older reports: the catalogue's)."""
-    claim = (cell.get("claims") or {}).get(key)
-    if isinstance(claim, ClaimVerdict):  # this run's verdict; a report read back has its JSON object
-        said = claim.hypothesis.id if claim.hypothesis is not None else None
-    else:
-        said = ((claim or {}).get("hypothesis") or {}).get("id")
+    claim = cell.claims.get(key)
+    said = claim.hypothesis.id if claim is not None and claim.hypothesis is not None else None
     return str(said or CLAIM_OF.get(key, key))
 
 
 def _cells(result: Analysis) -> list[Table]:
     rows = []
     for t in result.cells:
-        tokens = t["tokens"] or 0
-        best = ("no minimum (the fit curves down or is flat)" if math.isnan(t["best_ratio"]) else
-                f"{t['best_ratio']:.2f} {bounds(t['lo'], t['hi'], '.2f')}" if t["shape"] == "bounded" else
-                f"{t['best_ratio']:.2f}, interval unbounded")
-        if not math.isnan(t["best_ratio"]) and not t["inside_tested"] and t["tested"]:
-            best += f" (not inside the tested {t['tested'][0]:g}-{t['tested'][1]:g})"
-        rows.append([t["scale"], t["d_model"], f"{t['params_non_embedding']:,}", f"{tokens:,}",
-                     num(tokens / t["params_non_embedding"], ".2f") if tokens else "-", best,
-                     num(t["lack_of_fit_p"], ".3g"),
-                     ", ".join(f"{_hypothesis_id(t, k)}: {v}" for k, v in t["verdicts"].items())])
+        tokens = t.tokens or 0
+        best = ("no minimum (the fit curves down or is flat)" if math.isnan(t.best_ratio) else
+                f"{t.best_ratio:.2f} {bounds(t.lo, t.hi, '.2f')}" if t.shape == "bounded" else
+                f"{t.best_ratio:.2f}, interval unbounded")
+        if not math.isnan(t.best_ratio) and not t.inside_tested and t.tested:
+            best += f" (not inside the tested {t.tested[0]:g}-{t.tested[1]:g})"
+        rows.append([t.scale, t.d_model, f"{t.params_non_embedding:,}", f"{tokens:,}",
+                     num(tokens / t.params_non_embedding, ".2f") if tokens else "-", best,
+                     num(t.lack_of_fit_p, ".3g"),
+                     ", ".join(f"{_hypothesis_id(t, k)}: {v}" for k, v in t.verdicts.items())])
     return [table(["cell", "d_model (ratio 4)", "non-emb params", "tokens per run", "tokens per param",
                    "best raw ratio (Fieller 95%)", "lack-of-fit p", "verdicts in this cell"], rows,
                   [False, True, True, True, True, True, True, False])]
 
 
 def _trends(result: Analysis) -> Table:
-    def homogeneity(t: dict[str, Any]) -> str:
-        return f"Q {t['homogeneity_q']:.1f} on {t['homogeneity_df']} df, p {t['homogeneity_p']:.2g}"
+    def homogeneity(t: TrendResult) -> str:
+        return f"Q {t.homogeneity_q:.1f} on {t.homogeneity_df} df, p {t.homogeneity_p:.2g}"
 
-    def joint(t: dict[str, Any]) -> str:
-        j = t.get("joint") or {}
-        return interval(j["slope"], j["lo"], j["hi"], 3) if j else "-"
+    def joint(t: TrendResult) -> str:
+        j = t.joint
+        return interval(j.slope, j.lo, j.hi, 3)
 
     return table(["trend", "axis", "cells", "best ratios constant? (Cochran)",
                   "weighted change in log2(best ratio) per doubling (95%)", "unweighted joint fit (sensitivity)",
                   "verdict"],
-                 [[t["name"], t["axis"], ", ".join(t["scales"]), homogeneity(t),
-                   interval(t["slope"], t["lo"], t["hi"], 3), joint(t), t["verdict"]] for t in result.trends],
+                 [[t.name, t.axis, ", ".join(t.scales), homogeneity(t),
+                   interval(t.slope, t.lo, t.hi, 3), joint(t), t.verdict] for t in result.trends],
                  [False, False, False, False, True, True, False])
 
 
 def _diagnostics(result: Analysis) -> tuple[list[str], list[Table]]:
     """Not pre-registered: the slope between adjacent cells of each trend, and between cells
     trained on the same tokens at different sizes."""
-    rows = [[f"{t['name']}: {a} to {b}", t["axis"], interval(s["slope"], s["lo"], s["hi"], 3)]
-            for t in result.trends for s in t.get("segments", []) for a, b in [s["scales"]]]
-    rows += [[f"same tokens ({e['tokens']:,}): {a} to {b}", "params", interval(e["slope"], e["lo"], e["hi"], 3)]
-             for e in result.equal_tokens for a, b in [e["scales"]]]
+    rows = [[f"{t.name}: {a} to {b}", t.axis, interval(s.slope, s.lo, s.hi, 3)]
+            for t in result.trends for s in t.segments for a, b in [s.scales]]
+    rows += [[f"same tokens ({e.tokens:,}): {a} to {b}", "params", interval(e.slope, e.lo, e.hi, 3)]
+             for e in result.equal_tokens for a, b in [e.scales]]
     if not rows:
         return [], []
     text = ["Diagnostics, not pre-registered (they do not change a verdict): the change in log2(best ratio) per "
             "doubling between each pair of adjacent cells of a trend (each cell's own parabola, the same "
             "bootstrap), and between cells trained on the same tokens and steps at different sizes, which "
             "separates size from training length."]
-    text += [f"The {t['name']} trend's adjacent segments have disjoint intervals: its best ratios do not lie on "
-             f"one line in log2({t['axis']}), so its single slope summarises a bent path and predicts nothing "
-             "between or beyond its cells." for t in result.trends if t.get("straight") is False]
+    text += [f"The {t.name} trend's adjacent segments have disjoint intervals: its best ratios do not lie on "
+             f"one line in log2({t.axis}), so its single slope summarises a bent path and predicts nothing "
+             "between or beyond its cells." for t in result.trends if t.straight is False]
     return text, [table(["between cells", "axis", "change in log2(best ratio) per doubling (95%)"], rows,
                         [False, False, True])]
 
@@ -249,16 +242,16 @@ def excluded_table(rows: Sequence[ExcludedRun]) -> Table:
 
 def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, warnings: list[str],
                  claim_rows: Sequence[ClaimCheck] | None = None,
-                 audit_rows: Sequence[AuditRow] | None = None) -> dict[str, Any]:
+                 audit_rows: Sequence[AuditRow] | None = None) -> PageModel:
     """Everything the templates show, as strings and tables: one structure, two renderings."""
-    spec, ref, arms = result.spec, result.reference, result.arms
+    spec, ref, arms = result.sweep, result.reference, result.arms
     texts = claim_texts()
     cards = [card(k, v, texts) for k, v in result.claims.items()]
     for c in cards:  # the ratio claim's card names the arm with the lowest loss and by how much
         if c["analysis"] == "ratio_optimal":
             c["leader"] = leader(arms, ref)
     cards += [trend_card(t, texts, result.trends) for t in result.trends]
-    margin = spec_field(spec, "margin")
+    margin = spec.margin
     sections: list[Section] = []
     if result.trends or result.cells:
         diag_text, diag_tables = _diagnostics(result)
@@ -275,18 +268,17 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             f"cell {ref.split('.')[0]}.", *diag_text], ([_trends(result)] if result.trends else []) + diag_tables
             + _cells(result), ["scale_trend.png"]))
         for t in result.cells:
-            cell_dec = decisions(t.get("loss_model"), t["claims"])
+            cell_dec = decisions(t.loss_model, t.claims)
             if cell_dec:
-                sections.append(section(f"cell-{t['scale']}", f"Comparisons in cell {t['scale']}",
-                                        [(t.get("loss_model") or {}).get("why", "")],
+                sections.append(section(f"cell-{t.scale}", f"Comparisons in cell {t.scale}",
+                                        [t.loss_model["why"] if t.loss_model is not None else ""],
                                         [table(COMPARISON_HEADERS, comparison_rows(cell_dec))]))
     deciding = decisions(result.loss_model, result.claims)
-    why = (result.loss_model or {}).get("why") or next(
+    why = (result.loss_model["why"] if result.loss_model is not None else "") or next(
         (v.model for v in result.claims.values() if v.model), "")
-    power = result.power or {}
     power_text = [f"Power of the deciding test to detect {effect}: "
                   + ", ".join(f"{arm} vs {ref} {num(p, '.0%')}" for arm, p in by_arm.items()) + "."
-                  for effect, by_arm in power.get("power_for", {}).items()]
+                  for effect, by_arm in result.power.get("power_for", {}).items()]
     sections.append(section("comparisons", "Comparisons (final validation loss)", [
         f"Model: {why}." if why else "",
         "Rule: a difference is called real only after the equivalence test (TOST against the margin, "
@@ -352,9 +344,9 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
                                "each comparison with the reference, and a hypotheses block in the spec (id, "
                                "sentence, comparison, margin, claimed effect; docs/experiments.md) turns them "
                                "into verdicts."]
-    return {"title": title, "description": spec.get("description", ""), "warnings": warnings,
-            "setup": (f"Control {spec['control']} (tolerance {spec['tolerance']:.0%}), reference arm {ref}, seeds "
-                      f"{', '.join(map(str, spec['seeds']))}; equivalence margin {margin:.1%} of the loss."),
+    return {"title": title, "description": spec.description, "warnings": warnings,
+            "setup": (f"Control {spec.control} (tolerance {spec.tolerance:.0%}), reference arm {ref}, seeds "
+                      f"{', '.join(map(str, spec.seeds))}; equivalence margin {margin:.1%} of the loss."),
             "cards": cards, "scale": scale_rows(result.scale), "sections": sections, "provenance": prov}
 
 

@@ -45,6 +45,19 @@ class Section(TypedDict):
     figures: list[str]
 
 
+class PageModel(TypedDict):
+    """A report model (module docstring): what ``report.html.j2`` and ``report.md.j2`` show."""
+
+    title: str
+    description: str
+    warnings: list[str]
+    setup: str
+    cards: list[dict[str, str]]  # a verdict card: its labels and texts
+    scale: list[tuple[str, str]]
+    sections: list[Section]
+    provenance: list[tuple[str, str]]
+
+
 def table(headers: list[str], rows: list[list[Any]], right: list[bool] | None = None, caption: str = "") -> Table:
     """A table for the templates: every cell a string."""
     return {"headers": headers, "rows": [[str(c) for c in r] for r in rows],
@@ -78,14 +91,14 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def render(template: str, model: dict[str, Any], images: dict[str, bytes], titles: dict[str, str]) -> str:
+def render(template: str, model: PageModel, images: dict[str, bytes], titles: dict[str, str]) -> str:
     """One template (e.g. ``report.html.j2``) rendered with the model and its figures (the HTML
     embeds them; the Markdown links to ``plots/NAME``)."""
     figs = {n: {"name": n, "title": titles.get(n, n), "data": base64.b64encode(b).decode()} for n, b in images.items()}
     return environment().get_template(template).render(r=model, figures=figs)
 
 
-def write_page(out: Path, model: dict[str, Any], images: dict[str, bytes], titles: dict[str, str],
+def write_page(out: Path, model: PageModel, images: dict[str, bytes], titles: dict[str, str],
                templates: tuple[str, ...] = ("report.html.j2", "report.md.j2"),
                root: Path | None = None) -> dict[str, Path]:
     """``out/index.html`` and ``out/report.md`` (one per template) and ``out/plots/*.png``, never

@@ -15,7 +15,8 @@ from ffnlab import escape
 from ffnlab.experiments.sweep.runs import ArmStats
 
 if TYPE_CHECKING:
-    from ffnlab.experiments.analysis.analyse import Convergence, KaplanPoint, StatedHypothesis
+    from ffnlab.experiments.analysis.analyse import CellResult, Convergence, KaplanPoint, StatedHypothesis
+    from ffnlab.experiments.analysis.verdicts import DecisionJSON
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -121,7 +122,7 @@ def _legend_below(ax: Any) -> None:
     ax.legend(fontsize=FONT - 1, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
 
 
-def _intervals(ax: Any, rows: Sequence[dict[str, Any]], labels: list[str], colours: list[Any],
+def _intervals(ax: Any, rows: Sequence[DecisionJSON], labels: list[str], colours: list[Any],
                seeds: Mapping[str, Sequence[float]], offsets: Sequence[float]) -> None:
     """Deciding interval (thick, labelled with its test), sensitivity (thin), estimate, seeds."""
     shown: set[str] = set()
@@ -147,7 +148,7 @@ def _intervals(ax: Any, rows: Sequence[dict[str, Any]], labels: list[str], colou
     ax.set_yticklabels(labels)
 
 
-def forest(rows: Sequence[dict[str, Any]], seeds: Mapping[str, Sequence[float]], reference: str, ref_mean: float,
+def forest(rows: Sequence[DecisionJSON], seeds: Mapping[str, Sequence[float]], reference: str, ref_mean: float,
            margin: float, arms: Mapping[str, ArmStats]) -> bytes:
     """Each alternative's final loss minus the reference's: the deciding 95% interval (thick),
     sensitivity intervals (thin), each seed minus the reference mean (dots), the margin (shaded)."""
@@ -161,7 +162,7 @@ def forest(rows: Sequence[dict[str, Any]], seeds: Mapping[str, Sequence[float]],
     return _png(fig)
 
 
-def pairs(rows: Sequence[dict[str, Any]], seeds: Mapping[str, Sequence[float]]) -> bytes:
+def pairs(rows: Sequence[DecisionJSON], seeds: Mapping[str, Sequence[float]]) -> bytes:
     """The planned pairs (first - second) with their deciding intervals and margins."""
     fig, ax = _figure("Planned pairs (final val loss, first - second, nats)", "first - second (nats)", "",
                       height=1.4 + 0.7 * len(rows))
@@ -254,7 +255,7 @@ def _parabola_band(x: Any, y: Any, grid: Any) -> tuple[Any, Any, Any]:
     return fit, fit - half, fit + half
 
 
-def scale_trend(cells: Sequence[dict[str, Any]], arms: Sequence[ArmStats], reference: str) -> bytes:
+def scale_trend(cells: Sequence[CellResult], arms: Sequence[ArmStats], reference: str) -> bytes:
     """Top: each cell's mean loss relative to its ratio-4 arm with 95% t intervals, and the fitted
     parabola with its 95% band; bottom: each cell's best ratio with Fieller's interval (hollow and
     at the edge when there is no bounded minimum inside the tested ratios)."""
@@ -273,12 +274,12 @@ def scale_trend(cells: Sequence[dict[str, Any]], arms: Sequence[ArmStats], refer
     tested: list[float] = []
     for i, t in enumerate(cells):
         col = cmap(0.1 + 0.8 * i / max(1, len(cells) - 1))
-        cell_arms = [a for a in arms if a.name.split(".")[0] == t["scale"]]
-        ref = next(a for a in cell_arms if a.name == f"{t['scale']}.{reference}")
+        cell_arms = [a for a in arms if a.name.split(".")[0] == t.scale]
+        ref = next(a for a in cell_arms if a.name == f"{t.scale}.{reference}")
         base = ref.mean_loss
         same = sorted((a for a in cell_arms if a.kind == ref.kind and a.runs), key=lambda a: a.ratio_raw)
         tested += [a.ratio_raw for a in same]
-        label = f"{t['scale']}: {t['params_non_embedding'] / 1e6:.2g}M params, {(t['tokens'] or 0) / 1e6:.2g}M tokens"
+        label = f"{t.scale}: {t.params_non_embedding / 1e6:.2g}M params, {(t.tokens or 0) / 1e6:.2g}M tokens"
         for a in same:
             m, lo, hi = mean_ci(a.losses)
             err = [[100 * (m - lo) / base], [100 * (hi - m) / base]] if not math.isnan(lo) else None
@@ -304,23 +305,23 @@ def scale_trend(cells: Sequence[dict[str, Any]], arms: Sequence[ArmStats], refer
     low, high = (min(tested) / 2, max(tested) * 2) if tested else (0.5, 16.0)
     for i, t in enumerate(cells):
         col = cmap(0.1 + 0.8 * i / max(1, len(cells) - 1))
-        if math.isnan(t["best_ratio"]):
+        if math.isnan(t.best_ratio):
             bx.annotate("no minimum", (i, 4), ha="center", fontsize=FONT)
             continue
-        bounded = t["shape"] == "bounded"
-        est = min(max(t["best_ratio"], low), high)
-        lo = min(max(t["lo"], low), high) if bounded else low
-        hi = min(max(t["hi"], low), high) if bounded else high
+        bounded = t.shape == "bounded"
+        est = min(max(t.best_ratio, low), high)
+        lo = min(max(t.lo, low), high) if bounded else low
+        hi = min(max(t.hi, low), high) if bounded else high
         bx.errorbar([i], [est], yerr=[[est - lo], [hi - est]], marker="s", ms=8, capsize=4, color=col,
-                    mfc=col if t["inside_tested"] else "white", clip_on=False)
-        note = f"{t['best_ratio']:.2f}" + ("" if bounded else " (interval unbounded)")
+                    mfc=col if t.inside_tested else "white", clip_on=False)
+        note = f"{t.best_ratio:.2f}" + ("" if bounded else " (interval unbounded)")
         bx.annotate(note, (i, est), xytext=(8, 0), textcoords="offset points", va="center", fontsize=FONT)
     bx.axhline(4, color="k", lw=0.8, ls=":", label="ratio 4")
     bx.set_yscale("log", base=2)
     bx.set_ylim(low, high)
     bx.set_xticks(range(len(cells)))
-    bx.set_xticklabels([f"{t['scale']}\n{t['params_non_embedding'] / 1e6:.2g}M params\n"
-                        f"{(t['tokens'] or 0) / t['params_non_embedding']:.2g} tokens/param" for t in cells])
+    bx.set_xticklabels([f"{t.scale}\n{t.params_non_embedding / 1e6:.2g}M params\n"
+                        f"{(t.tokens or 0) / t.params_non_embedding:.2g} tokens/param" for t in cells])
     bx.set(ylabel="best raw ratio (Fieller 95%)", title="Best ratio per cell (hollow: no bounded minimum inside the "
                                                        "tested ratios; the axis keeps to half/double the tested range)")
     bx.legend(fontsize=FONT)

@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import require
-from ffnlab.experiments.analysis.analyse import Analysis, SweepScale, analyse, pair_decisions
+from ffnlab.experiments.analysis.analyse import Analysis, SweepScale, TrendResult, analyse, pair_decisions
 from ffnlab.experiments.reporting import plots
 from ffnlab.experiments.reporting.model import FIGURE_TITLES, report_model, trend_key
 from ffnlab.experiments.reporting.pages import json_safe, write_page
-from ffnlab.experiments.sweep.record import load_sweep
-from ffnlab.experiments.sweep.spec import spec_field
+from ffnlab.experiments.sweep.record import DataSummary, SweepRecord, load_sweep
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
@@ -58,7 +57,7 @@ def provenance(result: Analysis) -> list[tuple[str, str]]:
         ("machine writing the report", f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s)"
                                        + (f", GPU {cuda}" if cuda else "") + f"; {platform.platform()}"),
         ("software", f"torch {torch.__version__}, Python {platform.python_version()}"),
-        ("data", f"corpus {result.spec['base'].get('data', {}).get('corpus', 'shakespeare')}, "
+        ("data", f"corpus {result.sweep.base.get('data', {}).get('corpus', 'shakespeare')}, "
                  f"{first.get('tokenizer', '?')} tokenizer, {_tokens_per_run(tokens)}"),
     ]
 
@@ -71,14 +70,14 @@ def _tokens_per_run(tokens: list[int]) -> str:
 
 
 def figures(result: Analysis) -> dict[str, bytes]:
-    spec = result.spec
+    spec = result.sweep
     ref = result.reference
     seeds = {r.arm: list(r.seed_losses.values()) for r in result.arms}
     ref_mean = next(r.val_loss for r in result.arms if r.arm == ref)
     arms = {a.name: a for a in result.arm_objects}
     cell = [a for a in result.arm_objects if a.name.split(".")[0] == ref.split(".")[0]] if result.cells \
         else result.arm_objects
-    decisions = list((result.loss_model or {}).get("comparisons", []))
+    decisions = list(result.loss_model["comparisons"]) if result.loss_model is not None else []
     pairs = pair_decisions(result.claims)
     conv_claim = result.claims.get("convergence_speed")
     out = {
@@ -89,13 +88,13 @@ def figures(result: Analysis) -> dict[str, bytes]:
     }
     if decisions:
         out["forest.png"] = plots.forest(decisions, seeds, ref, ref_mean,
-                                         spec_field(spec, "margin") * ref_mean, arms)
+                                         spec.margin * ref_mean, arms)
     if len(result.kaplan) > 1:
         out["kaplan.png"] = plots.kaplan(result.kaplan, arms)
     if pairs:
         out["pairs.png"] = plots.pairs(pairs, seeds)
     if result.cells:
-        out["scale_trend.png"] = plots.scale_trend(result.cells, result.arm_objects, spec["reference"])
+        out["scale_trend.png"] = plots.scale_trend(result.cells, result.arm_objects, spec.reference)
     return out
 
 
@@ -123,14 +122,14 @@ def _csv(rows: list[list[Any]]) -> str:
     return buf.getvalue()
 
 
-def keep_runs(sweep_dir: Path, out: Path, record: dict[str, Any], scale: SweepScale, root: Path) -> None:
+def keep_runs(sweep_dir: Path, out: Path, record: SweepRecord, scale: SweepScale, root: Path) -> None:
     """The sweep's record and each run's summary and metrics (no checkpoints) inside the report,
     so the report folder is itself a sweep folder the analysis can be rerun on; the record keeps
     the sizes of the prepared corpus (``data_summary``), which the report folder does not hold."""
     if sweep_dir.resolve() == out.resolve():
         return
-    summary = ({"train_tokens": scale.train_tokens, "val_tokens": scale.val_tokens}
-               if scale.train_tokens is not None else {})
+    summary: DataSummary = ({"train_tokens": scale.train_tokens, "val_tokens": scale.val_tokens}
+                            if scale.train_tokens is not None and scale.val_tokens is not None else {})
     write_atomic(out / "sweep.json", json.dumps({**record, "data_summary": record.get("data_summary") or summary},
                                                 indent=1), root=root)
     for r in record["runs"]:
@@ -153,11 +152,8 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     claim_report_dir(out, root)
     result = analyse(sweep_dir)
     images = figures(result)
-    trend_keys = ("verdict", "evidence", "verdict_if_mature", "maturity")
     claims = json_safe({**{k: v.as_dict() for k, v in result.claims.items()},
-                        **{trend_key(t, result.trends): {k: t[k] for k in trend_keys if k in t}
-                           | {"numbers": {"slope": [t["slope"], t["lo"], t["hi"]]}}
-                           for t in result.trends}})
+                        **{trend_key(t, result.trends): _trend_claim(t) for t in result.trends}})
     claim_rows = None
     if with_claims:
         from ffnlab.sizing.claims import check_claims
@@ -166,7 +162,7 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     from ffnlab.experiments.analysis.maturity import sweep_warning
 
     note = sweep_warning(sweep_dir)
-    model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result.spec['name']}",
+    model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result.sweep.name}",
                          warnings=[note] if note else [], claim_rows=claim_rows, audit_rows=audit_rows)
     paths = write_page(out, model, images, FIGURE_TITLES, root=root)
     serial = result.as_dict()
@@ -177,6 +173,13 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     write_atomic(out / "runs.csv", runs_csv(result), root=root)
     keep_runs(Path(sweep_dir), out, record, result.scale, root)
     return {**paths, "claims": out / "claims.json", "results": out / "results.json", "dir": out}
+
+
+def _trend_claim(t: TrendResult) -> dict[str, object]:
+    """A trend's entry in claims.json: its verdict, evidence, maturity (and verdict if mature), and its slope."""
+    shown = t.as_dict()
+    return {k: shown[k] for k in ("verdict", "evidence", "verdict_if_mature", "maturity") if k in shown} | {
+        "numbers": {"slope": [t.slope, t.lo, t.hi]}}
 
 
 def claim_report_dir(out: Path, root: Path | None = None) -> None:

@@ -10,20 +10,57 @@ runs without configs, eval records without tokens, non-UTF-8 bytes) never reache
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.experiments.sweep.spec import SavedSpec
 from ffnlab.files import read_mapping
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.training.runfiles import read_records
 from ffnlab.validation import confined, integer, number, safe_name, show
 
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired  # typing's own from Python 3.11
+
 RUN_INTS = ("d_model", "d_ff")
 
 
-def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
+class RunEntry(TypedDict):
+    """One resolved run as ``sweep.json`` keeps it (:class:`ffnlab.experiments.sweep.spec.ResolvedRun`)."""
+
+    run: str
+    arm: str
+    seed: int
+    config: dict[str, Any]  # a run config, as runconfig.to_dict writes it
+    d_model: int
+    d_ff: int
+    n_heads: NotRequired[int]
+    params_non_embedding: int
+    train_flops_per_token: float
+
+
+class DataSummary(TypedDict, total=False):
+    """The prepared corpus's sizes, kept by a report folder (which does not hold the corpus)."""
+
+    train_tokens: int
+    val_tokens: int
+
+
+class SweepRecord(TypedDict):
+    """``sweep.json``: the spec, the vocabulary and prepared corpus, the resolved runs; a report
+    folder's copy adds ``data_summary``."""
+
+    spec: SavedSpec
+    vocab_size: NotRequired[int]
+    prepared_data: NotRequired[str]
+    runs: list[RunEntry]
+    data_summary: NotRequired[DataSummary]
+
+
+def _run(entry: object, i: int, where: str) -> RunEntry:
     here = f"{where}: runs[{i}]"
     require(isinstance(entry, dict), f"{here} must be a mapping, got {show(entry)}")
+    assert isinstance(entry, dict)  # the require above
     for key in ("run", "arm", "seed", "config", *RUN_INTS, "params_non_embedding", "train_flops_per_token"):
         require(key in entry, f"{here} has no {key!r}")
     safe_name(entry["run"], f"{here}.run")
@@ -38,8 +75,7 @@ def _run(entry: Any, i: int, where: str) -> dict[str, Any]:
             f"{here}.config must hold model.ffn.kind and model.ffn.rule")
     assert isinstance(ffn, dict)  # the require above
     get_kind(ffn["kind"])
-    run: dict[str, Any] = entry
-    return run
+    return cast(RunEntry, entry)  # each key checked above
 
 
 def _summary(path: Path) -> None:
@@ -62,7 +98,7 @@ def _metrics(path: Path, finished: bool) -> None:
                 f"{path} has no eval record although the run finished; rerun the sweep to evaluate it")
 
 
-def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
+def load_sweep(sweep_dir: str | Path) -> SweepRecord:
     """The validated ``sweep.json`` of ``sweep_dir`` (its finished runs' files checked too)."""
     root = Path(sweep_dir)
     require(root.is_dir() and (root / "sweep.json").is_file(), f"{root} is not a sweep folder (no sweep.json)")
@@ -105,4 +141,4 @@ def load_sweep(sweep_dir: str | Path) -> dict[str, Any]:
     require(ref in arms or bool(scaled & set(arms)),
             f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
-    return record
+    return cast(SweepRecord, record)  # the keys the analysis reads checked above

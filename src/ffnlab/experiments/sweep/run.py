@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -74,7 +75,7 @@ def _same_run(path: Path, config: dict[str, Any]) -> bool:
     return saved == config
 
 
-def _trained(runs: Any) -> Any:
+def _trained(runs: object) -> object:
     """A sweep record's runs without where their files live (runconfig.LOCATION_KEYS)."""
     if not isinstance(runs, list):
         return runs
@@ -90,7 +91,7 @@ def steps_done(run_dir: Path) -> int:
 def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
     """Resolve the runs (preparing the corpus once for its vocabulary) and write sweep.json."""
     path = out / "sweep.json"
-    old: dict[str, Any] = {}
+    old: dict[str, object] = {}  # the record already there, as read (checked only by comparison)
     if path.exists():  # refuse a different sweep before any work
         old = read_mapping(path, "sweep record", fmt="JSON")
         new = json.loads(json.dumps(asdict(spec)))
@@ -281,7 +282,7 @@ def _run_local(cmd: list[str], log: Path, threads: int) -> int:
 
 
 def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str | None = None,
-            workers: int | None = None, progress_mode: str = "auto") -> dict[str, Any]:
+            workers: int | None = None, progress_mode: str = "auto") -> dict[str, str]:
     """Run every unfinished run; return {run: 'finished'|'skipped'|'failed (code)'}."""
     require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
     require(workers is None or 1 <= workers <= MAX_WORKERS,
@@ -292,7 +293,7 @@ def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str 
 
 
 def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, workers: int | None,
-             progress_mode: str) -> dict[str, Any]:
+             progress_mode: str) -> dict[str, str]:
     runs = prepare_sweep(spec, out)
     if progress_mode != "off":
         for line in resolution_lines(runs):  # what the sweep is about to train: output, not progress
@@ -300,7 +301,7 @@ def _execute(spec: SweepSpec, out: Path, backend: str, address: str | None, work
     threads = spec.threads_per_worker
     n_workers = worker_count(spec, workers)
     steps = {r.run: r.config["train"]["max_steps"] for r in runs}
-    status: dict[str, Any] = {}
+    status: dict[str, str] = {}
     pending = []
     for r in runs:
         if run_finished(out / "runs" / r.run, steps[r.run], evaluated=True):
@@ -372,7 +373,7 @@ class RunsFailed(RuntimeError):
 
 
 def _execute_ray(out: Path, pending: list[ResolvedRun], threads: int, peak: float | None, address: str | None,
-                 poll: Any) -> dict[str, str]:
+                 poll: Callable[[], None]) -> dict[str, str]:
     try:
         import ray
     except ImportError:

@@ -19,14 +19,36 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict, cast
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.experiments.sweep.record import SweepRecord
+from ffnlab.experiments.sweep.spec import SavedSpec
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.widths import param_matched_ratio
 from ffnlab.training.runfiles import read_records
 
 DIVERGED_RISE = 0.10
+SummaryFigure = Literal["final_val_loss", "final_val_ppl", "final_val_bpb", "wall_s", "train_flops"]
+
+
+class RunSummary(TypedDict, total=False):
+    """A run's ``summary.json`` (written by training), the keys the experiments read. Every key may
+    be absent: :func:`load` reads the files as they are (:mod:`ffnlab.experiments.sweep.record`
+    checks them before a report)."""
+
+    status: str
+    steps: int
+    tokens: int
+    final_val_loss: float
+    final_val_ppl: float
+    final_val_bpb: float
+    train_flops: float
+    wall_s: float
+    params: dict[str, int]
+    device: str
+    tokenizer: str
+    ffnlab_commit: str
 
 
 @dataclass
@@ -34,7 +56,7 @@ class RunResult:
     run: str
     arm: str
     seed: int
-    summary: dict[str, Any]
+    summary: RunSummary
     tokens: list[float]
     losses: list[float]
     flops_per_token: float
@@ -60,7 +82,7 @@ class ArmStats:
     runs: list[RunResult] = field(default_factory=list)  # the runs the analysis uses
     excluded: list[RunResult] = field(default_factory=list)  # left out by the rule above
 
-    def values(self, key: str) -> list[float]:
+    def values(self, key: SummaryFigure) -> list[float]:
         return [float(r.summary[key]) for r in self.runs]
 
     @property
@@ -90,19 +112,19 @@ def exclusion(run: RunResult, vocab_size: int | None) -> str | None:
     return None
 
 
-def spec_arm_names(spec: dict[str, Any]) -> list[str]:
+def spec_arm_names(spec: SavedSpec) -> list[str]:
     """Every arm the spec names (prefixed "SCALE." per size when it has scales)."""
     names = [a["name"] if isinstance(a, dict) else str(a) for a in spec.get("arms") or []]
     scales = spec.get("scales") or []
     return [f"{s['name']}.{n}" for s in scales for n in names] if scales else names
 
 
-def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
+def load(sweep_dir: str | Path) -> tuple[SweepRecord, list[ArmStats]]:
     """``sweep.json`` and every arm's runs (finished runs required; bad runs set aside)."""
     root = Path(sweep_dir)
     require((root / "sweep.json").is_file(), f"{root} is not a sweep folder (no sweep.json)")
     try:
-        record = json.loads((root / "sweep.json").read_text())
+        record = cast(SweepRecord, json.loads((root / "sweep.json").read_text()))  # as written by the sweep
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
         raise FfnlabError(f"{root}/sweep.json is corrupt ({e})") from None
     vocab = record.get("vocab_size")
@@ -118,7 +140,7 @@ def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
             params_non_embedding=r["params_non_embedding"], train_flops_per_token=r["train_flops_per_token"]))
         run_dir = root / "runs" / r["run"]
         try:
-            summary = json.loads((run_dir / "summary.json").read_text())
+            summary = cast(RunSummary, json.loads((run_dir / "summary.json").read_text()))
             records = read_records(run_dir / "metrics.jsonl", kinds=("eval",))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError):
             missing.append(r["run"])
@@ -130,8 +152,8 @@ def load(sweep_dir: str | Path) -> tuple[dict[str, Any], list[ArmStats]]:
         (arm.excluded if run.excluded else arm.runs).append(run)
     require(not missing, f"{len(missing)} run(s) of {root} have not finished ({', '.join(missing[:4])}); "
                          "finish the sweep first (rerun 'ffnlab sweep' with the same --out)")
-    spec = record.get("spec") or {}
-    absent = [n for n in spec_arm_names(spec) if n not in arms]
+    spec = record.get("spec")
+    absent = [n for n in spec_arm_names(spec) if n not in arms] if spec else []
     require(not absent, f"{root}: arm(s) {', '.join(absent[:6])} named in the spec have no runs in sweep.json; "
                         "the comparisons fixed in the spec cannot be made without them")
     return record, list(arms.values())

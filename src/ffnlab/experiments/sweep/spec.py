@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_mapping
@@ -36,9 +36,13 @@ from ffnlab.validation import (
     above,
     between,
     build,
+    fail,
     one_of,
     show,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired  # typing's own from Python 3.11
 
 CONTROLS = ("iso-params", "iso-flops", "fixed-d-model")
 ANALYSES = ("ratio_optimal", "convergence_speed", "glu_vs_plain", "gated_law")  # what a report decides
@@ -57,8 +61,28 @@ TREND_AXES = ("params", "tokens_per_param", "lr")
 @dataclass
 class Arm:
     name: Annotated[str, Check(name=True, label="the arm name")]
-    ffn: dict[str, Any] = field(default_factory=dict)
+    ffn: dict[str, object] = field(default_factory=dict)  # over base.model.ffn; runconfig.from_dict checks it
     label: str = ""  # default: the name
+
+
+@dataclass
+class Scale:
+    """One model size of a scale sweep (checked in :func:`spec_from_dict`): its name, what it sets
+    in ``base.model`` and ``base.train`` (runconfig.from_dict checks the values)."""
+
+    name: str
+    model: dict[str, object] = field(default_factory=dict)
+    train: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass
+class Trend:
+    """A trend of the best ratio fixed before the runs (checked in :func:`spec_from_dict`): its
+    name, its axis (one of :data:`TREND_AXES`) and the scales along it, in order."""
+
+    name: str
+    axis: str
+    scales: list[str]
 
 
 @dataclass
@@ -108,14 +132,14 @@ class SweepSpec:
     # Model sizes (a scale trend): each {name, model: {d_model, n_layers, n_heads, ...}, train: {...}}
     # repeats every arm at that size (and token budget), as arm "SCALE.ARM" against that size's own
     # reference "SCALE.REFERENCE".
-    scales: list[dict[str, Any]] = field(default_factory=list)  # checked in spec_from_dict
+    scales: list[Scale] = field(default_factory=list)  # checked in spec_from_dict
     # The convergence target, fixed before the runs (None: the reference's mean validation loss at
     # the evaluation nearest half its training tokens, see analysis.target_loss).
     target_loss: Annotated[float, above(0, 1e6)] | None = None
     # With scales: the cell whose verdicts head the report (default: the last), and the trends of
     # the best ratio fixed before the runs: each {name, axis: params | tokens_per_param | lr, scales: [...]}.
     decide_at: str = ""
-    trends: list[dict[str, Any]] = field(default_factory=list)  # checked in spec_from_dict
+    trends: list[Trend] = field(default_factory=list)  # checked in spec_from_dict
 
 
 @dataclass
@@ -131,7 +155,70 @@ class ResolvedRun:
     train_flops_per_token: int
 
 
-def spec_field(spec: Mapping[str, Any], name: str) -> Any:
+class SavedArm(TypedDict):
+    """An arm as a sweep record saved it."""
+
+    name: str
+    ffn: NotRequired[dict[str, object]]
+    label: NotRequired[str]
+
+
+class SavedHypothesis(TypedDict):
+    """A hypothesis as a sweep record (or a preset's YAML) states it."""
+
+    id: str
+    sentence: str
+    comparison: str
+    arms: NotRequired[list[str]]
+    margin: NotRequired[float | None]
+    claimed_effect: NotRequired[float | None]
+    effect_source: NotRequired[str | None]
+
+
+class SavedScale(TypedDict):
+    """A scale as a sweep record saved it."""
+
+    name: str
+    model: NotRequired[dict[str, object]]
+    train: NotRequired[dict[str, object]]
+
+
+class SavedTrend(TypedDict):
+    """A trend as a sweep record saved it."""
+
+    name: str
+    axis: str
+    scales: list[str]
+
+
+class SavedSpec(TypedDict):
+    """A :class:`SweepSpec` as a sweep record (``sweep.json``'s ``spec``) saved it: ``asdict`` of the
+    spec; a record written before a field existed lacks its key (:func:`spec_field`)."""
+
+    name: str
+    arms: list[SavedArm]
+    seeds: list[int]
+    base: dict[str, Any]  # a run config, as runconfig reads and writes it
+    control: NotRequired[str]
+    tolerance: NotRequired[float]
+    reference: NotRequired[str]
+    d_step: NotRequired[int]
+    workers: NotRequired[int]
+    threads_per_worker: NotRequired[int]
+    description: NotRequired[str]
+    hypotheses: NotRequired[list[SavedHypothesis]]
+    claims: NotRequired[list[str]]
+    comparisons: NotRequired[dict[str, list[str]]]
+    margin: NotRequired[float | None]
+    maturity: NotRequired[float | None]
+    require_mature: NotRequired[bool]
+    scales: NotRequired[list[SavedScale]]
+    target_loss: NotRequired[float | None]
+    decide_at: NotRequired[str]
+    trends: NotRequired[list[SavedTrend]]
+
+
+def spec_field(spec: Mapping[str, object], name: str) -> Any:
     """A field of a spec as a sweep record saved it; a field added to :class:`SweepSpec` since the
     record was written (or saved as null) reads as the dataclass's default: the one place readers
     of saved specs get ``margin``, ``maturity`` and the rest."""
@@ -145,22 +232,27 @@ def spec_field(spec: Mapping[str, Any], name: str) -> Any:
     raise KeyError(f"the saved spec has no {name!r} (a field without a default)")
 
 
-def saved_spec(saved: Mapping[str, Any]) -> SweepSpec:
+def saved_spec(saved: SavedSpec) -> SweepSpec:
     """The spec a sweep record saved (``sweep.json``'s ``spec``) as a :class:`SweepSpec`, for the
     analysis: each field as :func:`spec_field` reads it (a field added since the record was written
     takes its default), the arms as :class:`Arm` and the hypotheses as :func:`saved_hypotheses`
     gives them (with their ``claims``). Not checked again: the record's reader
     (:mod:`ffnlab.experiments.sweep.record`) checked what the analysis uses."""
-    values = {f.name: spec_field(saved, f.name) for f in fields(SweepSpec) if f.name not in ("name", "arms", "seeds")}
+    values = {f.name: spec_field(saved, f.name) for f in fields(SweepSpec)
+              if f.name not in ("name", "arms", "seeds", "scales", "trends")}
     hypotheses = [hypothesis_of(h) for h in saved_hypotheses(saved)]
     arms = [Arm(name=str(a["name"]), ffn=dict(a.get("ffn") or {}), label=str(a.get("label") or a["name"]))
             for a in saved.get("arms") or [] if isinstance(a, Mapping)]
+    scales = [Scale(name=str(x["name"]), model=dict(x.get("model") or {}), train=dict(x.get("train") or {}))
+              for x in saved.get("scales") or []]
+    trends = [Trend(name=str(t["name"]), axis=str(t["axis"]), scales=list(t["scales"]))
+              for t in saved.get("trends") or []]
     return SweepSpec(**{**values, "name": str(saved.get("name") or ""), "arms": arms,
                         "seeds": list(saved.get("seeds") or []), "hypotheses": hypotheses,
-                        "claims": [h.comparison for h in hypotheses]})
+                        "claims": [h.comparison for h in hypotheses], "scales": scales, "trends": trends})
 
 
-def hypothesis_of(saved: Mapping[str, Any]) -> Hypothesis:
+def hypothesis_of(saved: SavedHypothesis) -> Hypothesis:
     """A hypothesis as a sweep record saved it (or :func:`seed_hypotheses` states it); an
     ``effect_source`` it does not name reads as None, as the record shows it."""
     return Hypothesis(id=str(saved["id"]), sentence=str(saved["sentence"]), comparison=str(saved["comparison"]),
@@ -192,13 +284,17 @@ def load_spec(name_or_path: str) -> SweepSpec:
     return spec_from_dict(read_mapping(find_spec(name_or_path), "sweep spec"))
 
 
-def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
+def spec_from_dict(data: object) -> SweepSpec:
     """The sweep a parsed mapping describes; every field, and every arm's run config, checked."""
     require(not (isinstance(data, dict) and "budgets" in data),
             "this is a capacity preset (it has budgets): run it with "
             f"'ffnlab capacity run {data.get('name', 'NAME') if isinstance(data, dict) else 'NAME'}'")
-    spec: SweepSpec = build(SweepSpec, data, "", "sweep spec")
-    n_cells = max(1, len(spec.scales)) if isinstance(spec.scales, list) else 1
+    # scales and trends are checked below, as mappings, and then read as Scale and Trend
+    given = {k: v for k, v in data.items() if k not in ("scales", "trends")} if isinstance(data, dict) else data
+    spec: SweepSpec = build(SweepSpec, given, "", "sweep spec")
+    assert isinstance(data, dict)  # build refused anything else
+    scales, trends = (_listed(data.get(key, []), key) for key in ("scales", "trends"))
+    n_cells = max(1, len(scales))
     runs = len(spec.arms) * len(spec.seeds) * n_cells
     require(runs <= MAX_RUNS,
             f"sweep spec: the design has {runs:,} runs ({len(spec.arms):,} arms x {len(spec.seeds):,} seeds"
@@ -221,24 +317,25 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
                 f"sweep spec: comparisons.{key} must list arms of this spec, got {show(chosen)}")
         require(key not in PAIRED or len(chosen) == 2,
                 f"sweep spec: comparisons.{key} names exactly two arms (in order), got {show(chosen)}")
-    scales = spec.scales
     require(all(
         isinstance(x, dict) and {"name", "model"} <= set(x) <= {"name", "model", "train"}
         and isinstance(x["model"], dict) and isinstance(x.get("train", {}), dict)
         and re.fullmatch(r"[A-Za-z0-9_-]+", str(x["name"])) is not None for x in scales),
         "sweep spec: scales must be a list of {name: letters/digits/_/-, model: {...}, train: {...}}")
     require(len({x["name"] for x in scales}) == len(scales), "sweep spec: scale names must be unique")
-    spec.scales = [{"name": str(x["name"]), "model": dict(x["model"]), "train": dict(x.get("train", {}))}
+    spec.scales = [Scale(name=str(x["name"]), model=dict(x["model"]), train=dict(x.get("train", {})))
                    for x in scales]
-    cells = [x["name"] for x in spec.scales]
+    cells = [x.name for x in spec.scales]
     require(not spec.decide_at or spec.decide_at in cells,
             f"sweep spec: decide_at must name one of the scales ({', '.join(cells) or 'none'}), got "
             f"{show(spec.decide_at)}")
     require(all(isinstance(t, dict) and set(t) == {"name", "axis", "scales"} and t["axis"] in TREND_AXES
                 and isinstance(t["scales"], list) and len(t["scales"]) >= 2 and set(t["scales"]) <= set(cells)
-                for t in spec.trends),
+                for t in trends),
             f"sweep spec: trends must be a list of {{name, axis: {' | '.join(TREND_AXES)}, scales: [two or more "
             f"of {', '.join(cells) or 'the scales'}]}}")
+    spec.trends = [Trend(name=str(t["name"]), axis=str(t["axis"]), scales=[str(x) for x in t["scales"]])
+                   for t in trends]
     for arm in spec.arms:  # an arm that cannot train is named now, not as a failed width search
         try:
             arm_config(spec, arm, spec.seeds[0])
@@ -249,6 +346,13 @@ def spec_from_dict(data: dict[str, Any]) -> SweepSpec:
         require(not short, f"sweep spec {spec.name}: a design below its maturity rule ({spec.maturity:g} tokens per "
                            f"non-embedding parameter): {', '.join(short)}; train longer or a smaller model")
     return spec
+
+
+def _listed(value: object, key: str) -> list[Any]:
+    """A spec's ``scales`` or ``trends`` as given: a list (its items are checked by the caller)."""
+    if not isinstance(value, list):
+        raise fail(f"sweep spec: {key}", "a list of mappings", value)
+    return value
 
 
 def _check_hypotheses(spec: SweepSpec, names: list[str]) -> None:
@@ -285,7 +389,7 @@ SEED_CLAIM_OF = {"ratio_optimal": "ratio-4-optimal", "convergence_speed": "golde
 SEED_SPEEDUP = 1.08  # the first source note's "8% faster"
 
 
-def seed_hypotheses(analyses: list[str]) -> list[dict[str, Any]]:
+def seed_hypotheses(analyses: list[str]) -> list[SavedHypothesis]:
     """The seed document's claims as hypotheses, for the analyses a spec lists under ``claims``
     (the claims' sentences from data/claims.json; the 8% speed-up as the claimed effect)."""
     from ffnlab.sizing.claims import load_claims
@@ -293,14 +397,15 @@ def seed_hypotheses(analyses: list[str]) -> list[dict[str, Any]]:
     said = {c["id"]: c["claim"] for c in load_claims()}
     out = []
     for key in analyses:
-        h: dict[str, Any] = {"id": SEED_CLAIM_OF[key], "sentence": said[SEED_CLAIM_OF[key]], "comparison": key}
+        h: SavedHypothesis = {"id": SEED_CLAIM_OF[key], "sentence": said[SEED_CLAIM_OF[key]], "comparison": key}
         if key == "convergence_speed":
-            h.update(claimed_effect=SEED_SPEEDUP, effect_source="the first source note's '8% faster'")
+            h["claimed_effect"] = SEED_SPEEDUP
+            h["effect_source"] = "the first source note's '8% faster'"
         out.append(h)
     return out
 
 
-def saved_hypotheses(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+def saved_hypotheses(spec: SavedSpec) -> list[SavedHypothesis]:
     """The hypotheses of a spec as a sweep record saved it. A record written before specs named
     hypotheses has none saved: a preset's reads its preset's (when they cover its ``claims``), any
     other its ``claims``' seed hypotheses (by default, as then, ratio_optimal, convergence_speed
@@ -319,7 +424,7 @@ def saved_hypotheses(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
 def design_maturity(spec: SweepSpec) -> list[tuple[str, float]]:
     """Each cell's tokens per non-embedding parameter of its reference arm, from the spec alone
     (non-embedding parameters do not depend on the vocabulary)."""
-    cells = [(s["name"], at_scale(spec, s)) for s in spec.scales] if spec.scales else [(spec.name, spec)]
+    cells = [(s.name, at_scale(spec, s)) for s in spec.scales] if spec.scales else [(spec.name, spec)]
     out = []
     for name, sub in cells:
         cfg = arm_config(sub, next(a for a in sub.arms if a.name == sub.reference), sub.seeds[0])
@@ -346,12 +451,12 @@ def _measure(cfg: runconfig.RunConfig, control: str, vocab: int) -> float:
     return count_params(mc).non_embedding
 
 
-def at_scale(spec: SweepSpec, scale: dict[str, Any]) -> SweepSpec:
+def at_scale(spec: SweepSpec, scale: Scale) -> SweepSpec:
     """The sweep at one model size: base.model updated, arms and reference named "SCALE.ARM"."""
     base = copy.deepcopy(spec.base)
-    base.setdefault("model", {}).update(scale["model"])
-    base.setdefault("train", {}).update(scale.get("train", {}))
-    prefix = f"{scale['name']}."
+    base.setdefault("model", {}).update(scale.model)
+    base.setdefault("train", {}).update(scale.train)
+    prefix = f"{scale.name}."
     return SweepSpec(**{**spec.__dict__, "base": base, "scales": [], "reference": prefix + spec.reference,
                         "arms": [Arm(prefix + a.name, a.ffn, a.label) for a in spec.arms],
                         "comparisons": {k: [prefix + x for x in v] for k, v in spec.comparisons.items()}})

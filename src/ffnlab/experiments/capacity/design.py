@@ -18,7 +18,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep.spec import PRESET_DIR, SweepSpec, spec_from_dict
@@ -29,6 +29,8 @@ from ffnlab.validation import safe_name, show
 
 if TYPE_CHECKING:
     from typing_extensions import NotRequired  # typing's own from Python 3.11
+
+    from ffnlab.training.runconfig import ConfigTree
 
 PRESET_KEYS = {"name", "description", "exposures", "budgets", "sweep"}
 
@@ -99,7 +101,7 @@ def budget_spec(preset: CapacityPreset, budget: Budget) -> SweepSpec:
     require(isinstance(given, dict), f"capacity preset: sweep.base must be a mapping (a run config), got {show(given)}")
     assert isinstance(given, dict)  # the require above
     base = _merge(given, {"model": budget.get("model", {})})
-    cfg = runconfig.from_dict(base)
+    cfg = runconfig.from_dict(cast("ConfigTree", base))  # the preset's YAML: runconfig's ConfigTree values
     require(cfg.data.corpus.startswith("facts:") and cfg.data.tokenizer == "byte",
             "capacity preset: base.data must use a 'facts:...' corpus with the byte tokenizer")
     if preset.exposures is not None:

@@ -121,9 +121,17 @@ findings' inputs, whose transformers verdicts ``test_each_finding_is_transformer
 rebuilds on every run. The pass changed nothing in src/.
 
 Mended since (``MENDED``: their findings' inputs are plain tests now, audit agreeing with
-transformers): G3, ``hf_class_rules`` probes underscore fields too, so OPT's
-_remove_final_layer_norm is in NULL_REFUSED and FIELD_KINDS (bool). The inputs tried beside the
-findings are kept in ``NEIGHBOURS``, transformers' verdicts stored and rebuilt on every run.
+transformers): G1, ``t5.translate`` derives dense_act_fn / is_gated_act from feed_forward_proj as
+T5Config does, then takes config.json's own over them (is_gated_act by truthiness, as T5LayerFF
+tests it; dense_act_fn a name ACT2FN must know); G2, ``gpt_neo.translate`` takes a written
+attention_layers over attention_types' expansion, and requires it a list of num_layers "global" /
+"local" entries; G3, ``hf_class_rules`` probes underscore fields too, so OPT's
+_remove_final_layer_norm is in NULL_REFUSED and FIELD_KINDS (bool). The
+same class looked for in the neighbours: the attributes each translated type's config computes in
+``__post_init__``, written in config.json (null, halved, + 2, 0, negated, shortened, unknown) on
+the 49 translated types' stored defaults: no other disagreement (T5's tie aside, as above). The inputs
+tried beside the findings are kept in ``NEIGHBOURS``, transformers' verdicts stored and rebuilt on
+every run.
 """
 
 from __future__ import annotations
@@ -2636,11 +2644,42 @@ FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED = frozenset({"G3"})
+MENDED = frozenset({"G1", "G2", "G3"})
 
 # inputs beside the mended findings, tried when mending them: name -> (config, transformers' total
 # or None where it refuses, its auto class, the finding they neighbour); rebuilt live on every run
 NEIGHBOURS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
+    "G1-t5-small-is-gated-act-1": (_edit(T5_SMALL, {"is_gated_act": 1}), 52672, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-t5-small-is-gated-act-string": (_edit(T5_SMALL, {"is_gated_act": "no"}),  # truthy: gated
+                                        52672, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-flan-t5-is-gated-act-0": (_edit(FLAN_T5, {"is_gated_act": 0}), 44480, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-flan-t5-dense-act-fn-silu": (_edit(FLAN_T5, {"dense_act_fn": "silu"}), 52672, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-t5-small-dense-act-fn-tanh": (_edit(T5_SMALL, {"dense_act_fn": "tanh"}), 44480, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-t5-small-dense-act-fn-list": (_edit(T5_SMALL, {"dense_act_fn": ["relu"]}), None, None, "G1"),
+    "G1-t5-small-gated-tanh-dense-act-fn-gelu": (_edit(T5_SMALL, {"feed_forward_proj": "gated-tanh",
+                                                                  "dense_act_fn": "gelu"}),
+                                                 52672, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-t5-small-bad-proj-dense-act-fn-gelu": (_edit(T5_SMALL, {"feed_forward_proj": "a-b-c", "dense_act_fn": "gelu"}),
+                                               None, None, "G1"),
+    "G1-t5-small-gated-sigmoid": (_edit(T5_SMALL, {"feed_forward_proj": "gated-sigmoid"}),
+                                  52672, "AutoModelForSeq2SeqLM", "G1"),
+    "G1-t5-small-proj-null-act-given": (_edit(T5_SMALL, {"feed_forward_proj": None, "dense_act_fn": "relu",
+                                                         "is_gated_act": False}), None, None, "G1"),
+    "G2-gpt-neo-attention-layers-5-of-4": (_edit(GPT_NEO, {"attention_layers": ["global", "local"] * 2 + ["local"]}),
+                                           None, None, "G2"),
+    "G2-gpt-neo-attention-layers-all-local": (_edit(GPT_NEO, {"attention_layers": ["local"] * 4}),
+                                              55616, "AutoModelForCausalLM", "G2"),
+    "G2-gpt-neo-attention-layers-unknown-kind": (_edit(GPT_NEO, {"attention_layers": ["local"] * 3 + ["x"]}),
+                                                 None, None, "G2"),
+    "G2-gpt-neo-attention-layers-string": (_edit(GPT_NEO, {"attention_layers": "glob"}), None, None, "G2"),
+    "G2-gpt-neo-attention-layers-object": (_edit(GPT_NEO, {"attention_layers": {"0": "local"}}), None, None, "G2"),
+    "G2-gpt-neo-attention-layers-empty": (_edit(GPT_NEO, {"attention_layers": []}), None, None, "G2"),
+    "G2-gpt-neo-attention-types-null-layers-given": (_edit(GPT_NEO, {"attention_types": None,
+                                                                     "attention_layers": ["local"] * 4}),
+                                                     55616, "AutoModelForCausalLM", "G2"),
+    "G2-gpt-neo-attention-types-3-layers-given": (_edit(GPT_NEO, {"attention_types": [[["global"], 3]],
+                                                                  "attention_layers": ["local"] * 4}),
+                                                  55616, "AutoModelForCausalLM", "G2"),
     "G3-opt-125m-remove-final-layer-norm-string": (_edit(OPT_125M, {"_remove_final_layer_norm": "yes"}),
                                                    None, None, "G3"),
     "G3-opt-125m-remove-final-layer-norm-true": (_edit(OPT_125M, {"_remove_final_layer_norm": True}),

@@ -126,10 +126,13 @@ T5Config does, then takes config.json's own over them (is_gated_act by truthines
 tests it; dense_act_fn a name ACT2FN must know); G2, ``gpt_neo.translate`` takes a written
 attention_layers over attention_types' expansion, and requires it a list of num_layers "global" /
 "local" entries; G3, ``hf_class_rules`` probes underscore fields too, so OPT's
-_remove_final_layer_norm is in NULL_REFUSED and FIELD_KINDS (bool). The
+_remove_final_layer_norm is in NULL_REFUSED and FIELD_KINDS (bool); G5 / G6, the bloom and falcon
+translators take a non-null n_embed over hidden_size, as both classes' ``__post_init__`` does. The
 same class looked for in the neighbours: the attributes each translated type's config computes in
 ``__post_init__``, written in config.json (null, halved, + 2, 0, negated, shortened, unknown) on
-the 49 translated types' stored defaults: no other disagreement (T5's tie aside, as above). The inputs
+the 49 translated types' stored defaults, and cohere2 / gemma3 / exaone4 / gemma2 / GPT-OSS with a
+sliding_window_pattern (popped or read from kwargs) null, 0, -1, 1 .. 3, 100, 1.5, "4", true or a
+list, with and without layer_types: no other disagreement (T5's tie aside, as above). The inputs
 tried beside the findings are kept in ``NEIGHBOURS``, transformers' verdicts stored and rebuilt on
 every run.
 """
@@ -2644,7 +2647,7 @@ FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED = frozenset({"G1", "G2", "G3"})
+MENDED = frozenset({"G1", "G2", "G3", "G5", "G6"})
 
 # inputs beside the mended findings, tried when mending them: name -> (config, transformers' total
 # or None where it refuses, its auto class, the finding they neighbour); rebuilt live on every run
@@ -2685,6 +2688,20 @@ NEIGHBOURS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
     "G3-opt-125m-remove-final-layer-norm-true": (_edit(OPT_125M, {"_remove_final_layer_norm": True}),
                                                  22272, "AutoModelForCausalLM", "G3"),
     "G3-opt-350m-remove-final-layer-norm-1": (_edit(OPT_350M, {"_remove_final_layer_norm": 1}), None, None, "G3"),
+    **{f"{g}-{name}-n-embed-{tag}": (_edit(base, {"n_embed": value}), None, None, g)
+       for g, name, base in (("G5", "bloom", BLOOM), ("G6", "falcon", FALCON))
+       for tag, value in (("0", 0), ("negative", -48), ("float", 48.0), ("string", "48"), ("true", True))},
+    "G5-bloom-n-embed-null": (_edit(BLOOM, {"n_embed": None}), 28608, "AutoModelForCausalLM", "G5"),
+    "G5-bloom-n-embed-alone-string": (_edit(BLOOM, {"n_embed": "48", "hidden_size": DROP}), None, None, "G5"),
+    "G5-bloom-n-embed-hidden-size-null": (_edit(BLOOM, {"n_embed": 48, "hidden_size": None}), None, None, "G5"),
+    "G5-bloom-n-embed-hidden-size-string": (_edit(BLOOM, {"n_embed": 48, "hidden_size": "32"}), None, None, "G5"),
+    "G6-falcon-n-embed-null": (_edit(FALCON, {"n_embed": None}), 24768, "AutoModelForCausalLM", "G6"),
+    "G6-falcon-n-embed-alone-string": (_edit(FALCON, {"n_embed": "48", "hidden_size": DROP}), None, None, "G6"),
+    "G6-falcon-n-embed-hidden-size-null": (_edit(FALCON, {"n_embed": 48, "hidden_size": None}), None, None, "G6"),
+    "G6-falcon-n-embed-hidden-size-string": (_edit(FALCON, {"n_embed": 48, "hidden_size": "32"}), None, None, "G6"),
+    "G6-falcon-n-embed-ffn-hidden-size-given": (_edit(FALCON, {"n_embed": 48, "ffn_hidden_size": 64}),
+                                                28704, "AutoModelForCausalLM", "G6"),
+    "G6-falcon-n-embed-not-divisible": (_edit(FALCON, {"n_embed": 50}), None, None, "G6"),
 }
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the

@@ -48,7 +48,7 @@ def _fields(model_type: str) -> list[str]:
 
     cls = CONFIG_MAPPING[model_type]
     if dataclasses.is_dataclass(cls):
-        return [f.name for f in dataclasses.fields(cls) if f.name not in SKIP_FIELDS and not f.name.startswith("_")]
+        return [f.name for f in dataclasses.fields(cls) if f.name not in SKIP_FIELDS]
     return []
 
 
@@ -70,7 +70,7 @@ def class_defaults(model_type: str) -> dict[str, Any]:
             if dataclasses.is_dataclass(PretrainedConfig) else set())
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
-        if f.name in SKIP_FIELDS or f.name.startswith("_") or (f.name in base and f.name != "tie_word_embeddings"):
+        if f.name in SKIP_FIELDS or (f.name in base and f.name != "tie_word_embeddings"):
             continue
         value = f.default
         if value is dataclasses.MISSING and f.default_factory is not dataclasses.MISSING:
@@ -103,7 +103,7 @@ def class_field_kinds(cls: Any) -> dict[str, list[str]]:
             if dataclasses.is_dataclass(PretrainedConfig) else set())
     out: dict[str, list[str]] = {}
     for f in dataclasses.fields(cls) if dataclasses.is_dataclass(cls) else ():
-        if f.name in SKIP_FIELDS or f.name.startswith("_") or f.name in base or isinstance(f.type, str):
+        if f.name in SKIP_FIELDS or f.name in base or isinstance(f.type, str):
             continue
         union = typing.get_args(f.type) and typing.get_origin(f.type) is not list
         members = typing.get_args(f.type) if union else (f.type,)

@@ -7,7 +7,10 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    d = k.first("hidden_size", "n_embed", default=64)
+    # BloomConfig.__post_init__ (transformers 5.25, models/bloom/configuration_bloom.py) pops the
+    # legacy n_embed from its kwargs and, when it is not null, takes it as hidden_size (then
+    # validated as that field): n_embed wins over hidden_size
+    d = k.first("n_embed", "hidden_size", default=64)
     return ModelConfig(
         d_model=d, n_layers=k.first("n_layer", "num_hidden_layers", default=2),
         vocab_size=k.get("vocab_size", 250880),

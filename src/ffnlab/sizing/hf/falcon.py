@@ -12,7 +12,10 @@ from ffnlab.sizing.hf.keys import ConfigKeys
 def translate(k: ConfigKeys) -> ModelConfig:
     require("head_dim" not in k.data, "config.json sets 'head_dim': transformers builds no falcon model with it "
                                       "(FalconConfig.head_dim is hidden_size // heads, read-only)")
-    d = k.get("hidden_size", 4544)
+    # FalconConfig.__post_init__ (transformers 5.25, models/falcon/configuration_falcon.py) pops the
+    # legacy n_embed from its kwargs and, when it is not null, takes it as hidden_size (then
+    # validated as that field, and the default ffn_hidden_size is 4 x it): n_embed wins
+    d = k.get("n_embed") if k.present("n_embed") else k.get("hidden_size", 4544)
     n_heads = k.first("num_attention_heads", "n_head", default=71)
     new_arch = k.get("new_decoder_architecture", False, kind=bool)
     if new_arch:

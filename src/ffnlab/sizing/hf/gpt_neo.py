@@ -12,15 +12,30 @@ from ffnlab.validation import show
 def translate(k: ConfigKeys) -> ModelConfig:
     d = k.get("hidden_size", 2048)
     n_layers = k.get("num_layers", 24)
-    types = k.data.get("attention_types") or [[["global", "local"], 12]]  # GPTNeoConfig's default
+    # transformers 5.25 (models/gpt_neo/configuration_gpt_neo.py): GPTNeoConfig expands
+    # attention_types (null: its default) into attention_layers in __post_init__; attention_layers is
+    # no field, so one written in config.json is set after that and replaces the expansion, and
+    # validate_architecture requires len(attention_layers) == num_layers. GPTNeoAttention
+    # (modeling_gpt_neo.py) indexes it by layer and builds only "global" and "local" layers.
+    types = k.data.get("attention_types")
+    if types is None:
+        types = [[["global", "local"], 12]]  # GPTNeoConfig's default
     ok = isinstance(types, list) and all(
         isinstance(t, list) and len(t) == 2 and isinstance(t[0], list) and isinstance(t[1], int)
         for t in types
     )
     require(ok, f"config.json key 'attention_types' must be [[kinds, repeats], ...], got {show(types)}")
-    expanded = [t for kinds, times in types for _ in range(times) for t in kinds]
-    require(len(expanded) == n_layers, f"config.json: attention_types lists {len(expanded)} layers for "
+    if "attention_layers" in k.data:
+        expanded, source = k.data["attention_layers"], "attention_layers"
+        require(isinstance(expanded, list), f"config.json key 'attention_layers' must be a list of "
+                                            f"'global' / 'local', got {show(expanded)}")
+    else:
+        expanded, source = [t for kinds, times in types for _ in range(times) for t in kinds], "attention_types"
+    require(len(expanded) == n_layers, f"config.json: {source} lists {len(expanded)} layers for "
                                        f"num_layers={n_layers} (transformers requires them equal)")
+    odd = sorted({show(t) for t in expanded if t not in ("global", "local")})
+    require(not odd, f"config.json: {source} names {', '.join(odd)}: transformers' gpt_neo model builds only "
+                     "'global' and 'local' layers")
     local = tuple(i for i, t in enumerate(expanded[:n_layers]) if t == "local")
     window = {"sliding_window": k.get("window_size", 256), "sliding_layers": local} if local else {}
     return ModelConfig(

@@ -50,8 +50,9 @@ test: $(STAMP)
 	wait $$mypy; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
 
-# Rewrite tests/golden/COMMAND.json, what each sizing command answers as JSON (tests/project/test_golden.py
-# checks them): run it after a deliberate change of an answer and commit the diff with the change.
+# Rewrite tests/golden/COMMAND.json, what each sizing command answers as JSON, and tests/golden/api_FUNCTION.json,
+# the results no flag can express (tests/project/test_golden.py checks them): run it after a deliberate change of
+# an answer and commit the diff with the change.
 golden: $(BASE)
 	$(PY) tools/golden.py
 

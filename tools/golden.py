@@ -11,7 +11,12 @@ that command's file, to be read and committed on purpose.
 
 To add an invocation, append ``{"args": [...]}`` to a file's ``cases`` and run the writer. The
 commands run inside this process (``ffnlab.cli.main``, the console entry point itself), from the
-repository root, offline; the sizing commands need no torch.
+repository root, offline; the sizing commands need no torch (a case with ``"needs": "transformers"``
+counts a config.json through transformers, and is skipped by the test where it is not installed).
+
+A result no flag can express is kept the same way in ``tests/golden/api_FUNCTION.json``: its cases
+are ``{"name": ..., "call": {...}}``, the inputs of the Python function ``FUNCTION`` as JSON, and
+the JSON its result writes (tools/golden_api.py reads the inputs and calls the function).
 """
 
 from __future__ import annotations
@@ -48,6 +53,18 @@ def run(args: list[str]) -> tuple[int, Any]:
     return code, json.loads(text) if text.strip() else None
 
 
+def answer(path: Path, case: dict[str, Any]) -> tuple[int | None, Any]:
+    """What the case of the golden file ``path`` answers now: the command's exit status and JSON,
+    or (for an ``api_`` file) None and the function's JSON."""
+    if path.stem.startswith("api_"):
+        if str(ROOT / "tools") not in sys.path:
+            sys.path.insert(0, str(ROOT / "tools"))
+        from golden_api import answer as api_answer
+
+        return None, api_answer(path.stem[4:], case["call"])
+    return run(case["args"])
+
+
 def files(commands: list[str]) -> list[Path]:
     found = sorted(GOLDEN.glob("*.json"))
     if commands:
@@ -69,13 +86,16 @@ def main(argv: list[str] | None = None) -> int:
     for path in files(a.commands):
         doc = json.loads(path.read_text(encoding="utf-8"))
         for case in doc["cases"]:
-            code, answer = run(case["args"])
+            code, got = answer(path, case)
             if a.check:
-                if (code, answer) != (case.get("exit"), case.get("json")):
+                if (code, got) != (case.get("exit"), case.get("json")):
                     differ += 1
-                    print(f"{path.name}: ffnlab {' '.join(case['args'])} answers differently", file=sys.stderr)
+                    what = case["name"] if "call" in case else f"ffnlab {' '.join(case['args'])}"
+                    print(f"{path.name}: {what} answers differently", file=sys.stderr)
+            elif "call" in case:
+                case["json"] = got
             else:
-                case["exit"], case["json"] = code, answer
+                case["exit"], case["json"] = code, got
         if not a.check:
             write_atomic(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
             print(f"wrote {path.relative_to(ROOT)} ({len(doc['cases'])} invocations)")

@@ -1,9 +1,9 @@
-"""The sizing results typed last (explain, fine-tuning, serving capacity, claims) against what
-the dicts they replace gave.
+"""The sizing results typed last (explain, fine-tuning, serving capacity, claims) read one way: a
+frozen dataclass by attribute, its ``as_dict()`` what the command prints for the same inputs.
 
-Oracles: tests/data/typed_results_snapshot.json, written by the code before these results became
-dataclasses (same keys, same order, same values, same JSON); and a planted result for the one new
-rule of the dict view (a field that is a key of the view but not of the JSON).
+Oracles: the golden files (tests/golden/, written by tools/golden.py: ``explain``, ``size
+--finetune``, ``fit --mode serve`` and ``claims``, each with ``--json``); and a planted result for
+the one new rule of the dict view (a field that is a key of the view but not of the JSON).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from paths import DATA, SRC
-from result_checks import check_read_only_view
+from paths import SRC
+from result_checks import check_read_only_view, golden
 
 from ffnlab.render import _json_default
 from ffnlab.sizing.claims import ClaimCheck, check_claims, load_claims
@@ -27,39 +27,20 @@ from ffnlab.sizing.result import Result, plain
 from ffnlab.sizing.serving import Capacity, capacity
 from ffnlab.sizing.zoo import find
 
-SNAPSHOT = json.loads((DATA / "typed_results_snapshot.json").read_text(encoding="utf-8"))
-
-# the arguments the snapshot was written with (its keys name them)
-FINETUNE: dict[str, tuple[str, dict[str, Any], dict[str, Any]]] = {
-    "llama-3-8b-lora": ("llama-3-8b", {"mode": "lora"}, {}),
-    "llama-3-8b-qlora-r64-ckpt": ("llama-3-8b", {"mode": "qlora", "rank": 64}, {"recompute": "full", "batch": 4}),
-    "mistral-7b-lora-ffn-int8": ("mistral-7b", {"mode": "qlora", "targets": ("ffn",), "base_format": "int8"},
-                                 {"seq_len": 4096}),
-    "mixtral-attn-lora": ("mixtral-8x7b", {"mode": "lora", "targets": ("attention",)},
-                          {"dtype": "fp32", "optimizer": "sgd"}),
-}
-CAPACITY = {"llama-2-7b-80g": ("llama-2-7b", 80 * 2**30, 4096), "mistral-7b-80g": ("mistral-7b", 80 * 2**30, 8192),
-            "llama-2-70b-100g": ("llama-2-70b", 100 * 2**30, 4096)}
-
 
 def _same(res: Result, expected: Any) -> None:
-    """``res`` is the snapshot: as plain data, as JSON (keys in order), as the CLI writes it."""
+    """``res`` is what the command printed: as plain data, as JSON (keys in order), as the CLI writes it."""
     got = plain(res)
     assert got == expected
     assert json.dumps(got, indent=1) == json.dumps(expected, indent=1)
     assert json.dumps(res, indent=1, default=_json_default) == json.dumps(expected, indent=1)
 
 
-def test_the_snapshot_covers_every_case() -> None:
-    assert set(SNAPSHOT["finetune"]) == set(FINETUNE) and set(SNAPSHOT["capacity"]) == set(CAPACITY)
-    assert len(SNAPSHOT["explain"]) >= 10
-
-
-@pytest.mark.parametrize("name", sorted(SNAPSHOT["explain"]))
-def test_explain_matches_the_snapshot(name: str) -> None:
-    d_model, d_ff, kind = name.split("-")
-    res = explain(int(d_model), int(d_ff), kind)
-    expected = SNAPSHOT["explain"][name]
+@pytest.mark.parametrize("d_model, d_ff, kind", [(768, 3072, "gelu"), (1000, 1008, "gelu"), (3072, 8192, "geglu"),
+                                                 (2048, 8192, "swiglu")])
+def test_explain_is_what_the_command_prints(d_model: int, d_ff: int, kind: str) -> None:
+    res = explain(d_model, d_ff, kind)
+    expected = golden("explain", "--d-model", str(d_model), "--d-ff", str(d_ff), "--ffn", kind)
     _same(res, expected)
     assert isinstance(res, WidthExplained) and all(isinstance(r, Explanation) for r in res.rules)
     assert [r.describe for r in res.rules] == [r["describe"] for r in expected["rules"]]
@@ -67,16 +48,11 @@ def test_explain_matches_the_snapshot(name: str) -> None:
     check_read_only_view(res, expected, "d_ff")
 
 
-def test_the_snapshot_has_widths_with_and_without_an_explanation() -> None:
-    counts = [len(v["rules"]) for v in SNAPSHOT["explain"].values()]
-    assert 0 in counts and max(counts) >= 2
-
-
-@pytest.mark.parametrize("name", sorted(FINETUNE))
-def test_finetune_summary_matches_the_snapshot(name: str) -> None:
-    model, opts, kw = FINETUNE[name]
-    res = finetune_summary(find(model).config(), Workload(finetune=FinetuneOptions(**opts), **kw))
-    expected = SNAPSHOT["finetune"][name]
+def test_finetune_summary_is_what_size_prints() -> None:
+    res = finetune_summary(find("llama-3-8b").config(),  # type: ignore[arg-type]
+                           Workload(finetune=FinetuneOptions(mode="qlora", rank=64), recompute="full", batch=4))
+    expected = golden("size", "--from", "llama-3-8b", "--finetune", "qlora", "--lora-rank", "64", "--recompute",
+                      "full", "--batch", "4", "--engine", "ffnlab")["finetune"]
     _same(res, expected)
     assert isinstance(res, FinetuneSummary) and isinstance(res.lora, LoraCount)
     assert res.peak.peak_bytes == expected["peak"]["peak_bytes"]
@@ -85,24 +61,21 @@ def test_finetune_summary_matches_the_snapshot(name: str) -> None:
     check_read_only_view(res, expected, "mode")
 
 
-@pytest.mark.parametrize("name", sorted(CAPACITY))
-def test_capacity_matches_the_snapshot(name: str) -> None:
-    model, usable, context = CAPACITY[name]
-    res = capacity(find(model).config(), Layout(), usable_bytes=usable, context=context)
+def test_capacity_is_what_fit_prints_for_its_layout() -> None:
+    res = capacity(find("mistral-7b").config(), Layout(), usable_bytes=80 * 2**30, context=8192)  # type: ignore[arg-type]
     assert isinstance(res, Capacity)
-    _same(res, SNAPSHOT["capacity"][name])
-
-
-def test_a_sliding_window_model_has_any_context_in_the_snapshot() -> None:
-    assert SNAPSHOT["capacity"]["mistral-7b-80g"]["max_context_at_batch_1"] is None  # Mistral 7B v0.1 slides
-    assert SNAPSHOT["capacity"]["llama-2-7b-80g"]["max_context_at_batch_1"] > 4096
+    expected = golden("fit", "mistral-7b", "--gpu-memory", "80", "--reserve", "0", "--gpus", "1", "--mode", "serve",
+                      "--seq-len", "8192")["serving"]["capacity"]
+    _same(res, expected)
+    assert expected["max_context_at_batch_1"] is None  # Mistral 7B v0.1 slides: any context fits
 
 
 def test_claim_rows_keep_their_keys_and_name_their_source_text() -> None:
     rows = check_claims()
+    printed = golden("claims")
     assert all(isinstance(r, ClaimCheck) for r in rows)
-    assert [list(r.as_dict()) for r in rows] == [SNAPSHOT["claims"]["keys"]] * len(rows)
-    assert {r.id: r.as_dict()["seed"] for r in rows} == SNAPSHOT["claims"]["sources"]
+    assert [list(r.as_dict()) for r in rows] == [list(p) for p in printed]
+    assert {r.id: r.as_dict()["seed"] for r in rows} == {p["id"]: p["seed"] for p in printed}
     sources = json.loads((SRC / "ffnlab" / "data" / "claims.json").read_text(encoding="utf-8"))["sources"]
     assert {r.source_text for r in rows} <= set(sources)
     assert len(rows) == len(load_claims())

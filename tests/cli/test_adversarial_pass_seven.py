@@ -155,8 +155,6 @@ def _llama(folder: Path, layers: int, width: int) -> Path:
 # -- findings -----------------------------------------------------------------------------------
 
 @pytest.mark.slow  # a trained, exported model and the datasets library: ~30 s
-@pytest.mark.xfail(strict=True, reason="finding: perplexity.write_cache mkdirs and writes $FFNLAB_CACHE/perplexity "
-                                       "with no root: a link there is followed out of the cache")
 def test_perplexity_never_writes_its_cache_through_a_link_out_of_the_cache(exported, tmp_path, monkeypatch):
     (tmp_path / "cache").mkdir()
     (tmp_path / "outside").mkdir()
@@ -168,8 +166,6 @@ def test_perplexity_never_writes_its_cache_through_a_link_out_of_the_cache(expor
     assert os.listdir(tmp_path / "outside") == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: perplexity.write_cache mkdirs and writes $FFNLAB_CACHE/perplexity "
-                                       "with no root: a link there is followed out of the cache")
 def test_the_perplexity_cache_writer_refuses_a_link_out_of_the_cache(tmp_path, monkeypatch):
     import ffnlab.training.perplexity as P
     from ffnlab.errors import FfnlabError
@@ -183,8 +179,6 @@ def test_the_perplexity_cache_writer_refuses_a_link_out_of_the_cache(tmp_path, m
     assert os.listdir(tmp_path / "outside") == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: perplexity.write_cache: a file or dangling link at "
-                                       "$FFNLAB_CACHE/perplexity is a bare 'File exists' (FileExistsError)")
 @pytest.mark.parametrize("what", ["file", "dangling-link"])
 def test_an_unusable_perplexity_cache_folder_is_named_as_such(tmp_path, monkeypatch, what):
     import ffnlab.training.perplexity as P
@@ -201,6 +195,19 @@ def test_an_unusable_perplexity_cache_folder_is_named_as_such(tmp_path, monkeypa
         P.write_cache(path, {"model": "m"})
     assert snapshot(tmp_path) == before
     assert "perplexity" in str(e.value) and ("link" in str(e.value) or "not a folder" in str(e.value)), e.value
+
+
+def test_an_unusable_perplexity_cache_folder_is_refused_before_the_model_is_loaded(tmp_path, monkeypatch):
+    import ffnlab.training.perplexity as P
+
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "perplexity").write_text("MINE")
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    loaded: list[str] = []
+    monkeypatch.setattr(P, "load_model", lambda target, **kw: loaded.append(target))
+    before = snapshot(tmp_path)
+    assert_refused(cli("perplexity", "some/model", "--dataset", "d.jsonl", where=tmp_path), "perplexity cache folder")
+    assert loaded == [] and snapshot(tmp_path) == before
 
 
 def _dead_owners_temporary(folder: Path, name: str) -> Path:
@@ -222,7 +229,6 @@ STALE = ("finding: write_atomic leaves killed temporaries to its callers; probe,
          "perplexity's cache never call remove_stale")
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 def test_a_killed_perplexity_cache_writes_temporary_is_removed_by_the_next_write(tmp_path, monkeypatch):
     import ffnlab.training.perplexity as P
 
@@ -233,7 +239,6 @@ def test_a_killed_perplexity_cache_writes_temporary_is_removed_by_the_next_write
     assert not stale.exists(), sorted(os.listdir(path.parent))
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 def test_a_killed_plot_writes_temporary_is_removed_by_the_next_plot(tmp_path):
     stale = _dead_owners_temporary(tmp_path, "x.svg")
     r = cli("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "x.svg", where=tmp_path)
@@ -242,7 +247,6 @@ def test_a_killed_plot_writes_temporary_is_removed_by_the_next_plot(tmp_path):
     assert not stale.exists(), sorted(os.listdir(tmp_path))
 
 
-@pytest.mark.xfail(strict=True, reason=STALE + "; probe --overwrite then refuses the folder for good")
 def test_a_killed_probe_writes_temporary_does_not_block_the_next_probe(trained, tmp_path):
     import shutil
 

@@ -101,6 +101,8 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
     from ffnlab.training import perplexity as P
     from ffnlab.training.progress import Progress
 
+    if cache:  # a cache folder it cannot write is said now, not after the measurement
+        P.cache_folder()
     hub_named = any(hub_id(m) is not None and not os.path.exists(m) for m in models)
     docs = None
     out = []

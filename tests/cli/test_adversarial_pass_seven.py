@@ -281,8 +281,6 @@ def _fake_hub_call(tmp_path: Path, misbehave: str | None, *argv: str) -> tuple[s
 
 
 @pytest.mark.slow  # a subprocess that imports torch and datasets: ~15-35 s
-@pytest.mark.xfail(strict=True, reason="finding: wikitext.load_documents calls datasets.load_dataset outside "
-                                       "netwait.bounded: a missing Hub dataset reads as a connection problem")
 def test_perplexity_of_a_hub_dataset_the_hub_lacks_says_not_found_after_one_request(exported, tmp_path):
     p, requests = _fake_hub_call(tmp_path, None, "perplexity", str(exported / "hf"), "--dataset", "org/data",
                                  "--progress", "off")
@@ -291,6 +289,44 @@ def test_perplexity_of_a_hub_dataset_the_hub_lacks_says_not_found_after_one_requ
     assert "not found" in lines[0].lower() or "no dataset" in lines[0].lower(), lines[0]
     assert "connection" not in lines[0].lower(), lines[0]
     assert len(requests) == 1, requests
+
+
+@pytest.mark.slow  # a subprocess that imports torch and datasets: ~15-35 s each
+@pytest.mark.parametrize("misbehave, said", [("stall", "did not answer within 1 s"), ("status", "answered 500")])
+def test_perplexity_of_a_hub_dataset_waits_its_timeout_once_and_says_what_happened(exported, tmp_path, misbehave,
+                                                                                    said):
+    from hub_waits import error_line
+
+    # a Hub that never answers, or answers 500: one request, one line (no "Retrying in 8s"), the --timeout's
+    p, requests = _fake_hub_call(tmp_path, misbehave, "perplexity", str(exported / "hf"), "--dataset", "org/data",
+                                 "--progress", "off", "--timeout", "1")
+    line = error_line(p)  # the wait's progress line, then the one error line
+    assert "dataset 'org/data'" in line and said in line, line
+    assert "retry" not in p.stderr.lower(), p.stderr
+    assert len(requests) == 1, requests
+
+
+@pytest.mark.parametrize("command", ["perplexity", "table"])
+def test_perplexity_and_table_take_a_timeout_for_their_downloads(tmp_path, monkeypatch, command):
+    import ffnlab.cli.evaluate as evaluate
+    from ffnlab import netwait
+    from ffnlab.errors import FfnlabError
+
+    seen: list[float] = []
+
+    def download(*a, **k):  # where the first download would start: note the timeout it would wait
+        seen.append(netwait.timeout())
+        raise FfnlabError("stopped here")
+
+    monkeypatch.delenv("FFNLAB_TIMEOUT", raising=False)
+    monkeypatch.setattr(evaluate, "measure_models", download)
+    monkeypatch.setattr(evaluate, "_table_row", download)
+    monkeypatch.setattr(netwait, "_timeout", None)  # restored after the test: the CLI sets it for the process
+    assert_refused(cli(command, "org/model", "--timeout", "0", where=tmp_path), "--timeout")
+    assert seen == []
+    argv = [command, "org/model", "--timeout", "2.5"] + (["--measure"] if command == "table" else [])
+    assert_refused(cli(*argv, where=tmp_path), "stopped here")
+    assert seen == [2.5]
 
 
 @pytest.mark.parametrize("name", ['".."', '"."', '""', "null"], ids=["dotdot", "dot", "empty", "null"])

@@ -273,8 +273,10 @@ def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: st
     if root is not None:
         check_inside(folder, root)
     found = []
-    for p in sorted(folder.iterdir()):
-        if not p.name.startswith(prefixes) or p.is_symlink() or not p.is_dir():
+    with os.scandir(folder) as entries:  # names first: every write lists its folder, which may be large
+        candidates = sorted(folder / e.name for e in entries if e.name.startswith(prefixes))
+    for p in candidates:
+        if p.is_symlink() or not p.is_dir():
             continue
         if marked(p):
             if _owner_gone(p):

@@ -124,20 +124,20 @@ def load_hub_dataset(dataset: str, config: str | None, split: str) -> Any:
     hf_logging.set_verbosity(hf_logging.ERROR)  # "Retrying in 8s [Retry 1/5]": not the one error line
     datasets.logging.set_verbosity(datasets.logging.ERROR)
     try:
-        with bounded(f"dataset {label!r}") as wait, warnings.catch_warnings():
+        with bounded(f"dataset {label!r}"), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             try:
                 return datasets.load_dataset(dataset, config, split=split)
             except FfnlabError:
                 raise
             except Exception as e:  # noqa: BLE001 - a failed wait (timeout, 5xx) is said by bounded instead
-                raise _hub_dataset_error(e, label, wait.last_answer) from None
+                raise _hub_dataset_error(e, label) from None
     finally:
         hf_logging.set_verbosity(levels[0])
         datasets.logging.set_verbosity(levels[1])
 
 
-def _hub_dataset_error(exc: BaseException, label: str, answered: str | None) -> FfnlabError:
+def _hub_dataset_error(exc: BaseException, label: str) -> FfnlabError:
     """One line for a failed ``load_dataset`` of a Hub dataset whose requests did not time out or
     fail: the Hub's answer (not found, refused, gated) when one is among its causes, else the
     library's own first line."""
@@ -152,17 +152,21 @@ def _hub_dataset_error(exc: BaseException, label: str, answered: str | None) -> 
     while e is not None and len(chain) < 20:
         chain.append(e)
         e = e.__cause__ or e.__context__
-    status = next((s for s in (getattr(getattr(x, "response", None), "status_code", None) for x in chain)
-                   if isinstance(s, int)), None)
-    if any(isinstance(x, errors.GatedRepoError) for x in chain):
-        return FfnlabError(f"dataset {label!r} is gated: accept its terms on its Hub page, then {AUTH_HINT}")
-    if status in (401, 403) and not any(isinstance(x, errors.RepositoryNotFoundError) for x in chain):
-        return FfnlabError(f"the Hub at {hub} refused dataset {label!r} ({status}): {AUTH_HINT}")
-    if status in (401, 404) or any(type(x).__name__ in ("DatasetNotFoundError", "RepositoryNotFoundError")
-                                   for x in chain):
-        said = f"it answered {answered}" if answered else "no such dataset"
-        return FfnlabError(f"dataset {label!r} not found on the Hub at {hub} ({said}): check its name, or "
-                           f"if it is private, {AUTH_HINT}")
+    # the Hub's answer explains a failure to find or open the dataset (an OSError: datasets raises
+    # FileNotFoundError while handling it), not another error (a config or split it lacks) that an
+    # answer handled earlier happens to precede
+    if isinstance(exc, OSError):
+        status = next((s for s in (getattr(getattr(x, "response", None), "status_code", None) for x in chain)
+                       if isinstance(s, int)), None)
+        kinds = {type(x).__name__ for x in chain}
+        if any(isinstance(x, errors.GatedRepoError) for x in chain):
+            return FfnlabError(f"dataset {label!r} is gated: accept its terms on its Hub page, then {AUTH_HINT}")
+        if status in (401, 403) and "RepositoryNotFoundError" not in kinds:
+            return FfnlabError(f"the Hub at {hub} refused dataset {label!r} ({status}): {AUTH_HINT}")
+        if status in (401, 404) or kinds & {"DatasetNotFoundError", "RepositoryNotFoundError"}:
+            said = f"it answered {status}" if status else "no such dataset"
+            return FfnlabError(f"dataset {label!r} not found on the Hub at {hub} ({said}): check its name, or "
+                               f"if it is private, {AUTH_HINT}")
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return FfnlabError(f"cannot load Hub dataset {label!r}: {first[:300]}")
 

@@ -196,6 +196,28 @@ def test_a_symlinked_cache_folder_leading_out_is_refused(tmp_path, monkeypatch, 
     assert list(elsewhere.iterdir()) == [] and not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("what, said", [("file", "not a folder"), ("dangling-link", "does not exist")])
+def test_a_corpora_folder_that_is_no_folder_is_named_in_one_line(tmp_path, monkeypatch, what, said):
+    """A file or a link to nothing (inside the cache) at ``corpora/``: the folder is named, not a
+    bare "File exists" (the one helper every folder under the cache is made by)."""
+    from ffnlab.training.corpus import prepare
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if what == "file":
+        (cache / "corpora").write_text("MINE")
+    else:
+        (cache / "corpora").symlink_to(cache / "gone")
+    (tmp_path / "text.txt").write_text("to be or not to be, that is the question. " * 40)
+    monkeypatch.setenv("FFNLAB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FfnlabError, match="prepared-corpus cache folder") as e:
+        prepare("text.txt", "byte", progress=False)
+    assert said in str(e.value) and "\n" not in str(e.value)
+    assert sorted(os.listdir(cache)) == ["corpora"]
+    assert what != "file" or (cache / "corpora").read_text() == "MINE"
+
+
 def test_a_symlinked_cache_folder_inside_the_cache_is_followed(tmp_path, monkeypatch):
     """A link that stays inside the cache folder is the user's layout, not an escape."""
     from ffnlab.training.corpus import prepare

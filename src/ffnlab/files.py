@@ -17,7 +17,9 @@ or the new:
 Deleting touches only what ffnlab created: every temporary and checkpoint folder holds a marker
 file (:data:`MARK`) written when it was made; :func:`remove_marked` and :func:`remove_stale`
 refuse or skip anything without one, whatever its name. Temporary names carry the process id and
-a random part, so concurrent writers never share one. :func:`remove_stale` removes a marked
+a random part, so concurrent writers never share one. Every new temporary first clears the
+temporaries that killed writers left in its folder (:func:`clear_stale_temporaries`), so no
+writer leaves a kill's leftovers to its caller. :func:`remove_stale` removes a marked
 temporary only once its owner is provably gone (the marker records process id, host and the
 process's start time: the process is not running, or its id now belongs to a later process), and
 an empty unmarked one (a kill between making the folder and writing its marker) only when the
@@ -135,6 +137,27 @@ def make_dir(path: str | Path, root: str | Path | None = None) -> Path:
     return path
 
 
+def writable_folder(path: str | Path, root: str | Path, what: str) -> Path:
+    """Folder ``path`` inside ``root`` (ffnlab's cache and each folder it keeps there), made with its
+    parents if absent, before anything is computed for it: one error line naming ``what`` if it, or
+    a folder on its way from ``root``, is a file or a symbolic link to nothing, or if it leads
+    outside ``root`` through a symlink (:func:`check_inside`); never the bare "File exists" of the
+    first write, after the work."""
+    path = Path(path)
+    top, p = Path(os.path.abspath(root)), Path(os.path.abspath(path))
+    while True:
+        if os.path.lexists(p) and not os.path.isdir(p):
+            kind = (f"a symbolic link to {os.path.realpath(p)}, which does not exist"
+                    if not os.path.exists(p) else "not a folder")
+            where = f"{path}: {p}" if p != Path(os.path.abspath(path)) else str(path)
+            raise FfnlabError(f"{what} {where} is {kind}; move it away, or choose another cache folder")
+        if p == top or p == p.parent:
+            break
+        p = p.parent
+    check_inside(path, root, what)
+    return make_dir(path, root)
+
+
 def _started(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot, Linux), to tell it from a later
     process given the same id; None where unknown."""
@@ -154,6 +177,7 @@ def mark_text() -> str:
 def new_temp_dir(parent: str | Path, hint: str = "") -> Path:
     """A new, empty (but for its marker) temporary folder in ``parent``, readable by its owner only;
     ``hint`` (what it is for) goes into its name."""
+    clear_stale_temporaries(parent)  # what killed writes left here: each writer clears it, none leaves it
     tmp = Path(parent) / f"{TEMP_PREFIX}{hint[:80] + '-' if hint else ''}{os.getpid()}-{uuid.uuid4().hex[:12]}"
     os.mkdir(tmp, 0o700)  # never an existing folder or link: the name is new
     try:
@@ -221,20 +245,38 @@ def remove_marked(folder: str | Path, root: str | Path) -> None:
     shutil.rmtree(folder)
 
 
-def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: str | None = None) -> list[Path]:
-    """Remove what a killed write left in ``folder``: temporary and renamed-aside folders that carry
-    ffnlab's marker (of a process no longer running), and temporary folders empty but for an empty
-    marker file (killed before or while the marker was written); with ``hint``, only temporary
-    folders made for that name. Anything else, whatever its name, is left alone."""
+def clear_stale_temporaries(folder: str | Path) -> list[Path]:
+    """Remove the temporary folders (:func:`new_temp_dir`'s) that killed writes left in ``folder``,
+    those of a process no longer running only (:func:`remove_stale`); renamed-aside folders stay.
+
+    Every writer's own cleanup: :func:`new_temp_dir` calls it on the folder it is about to write in
+    (so :func:`write_atomic`, :func:`staged_dir` and every other temporary do), and a command that
+    looks at a folder's contents before writing there (``probe --overwrite``) calls it first. A
+    folder that cannot be listed is left as it is: the write itself then says what is wrong."""
+    try:
+        return remove_stale(folder, aside=False)
+    except OSError:
+        return []
+
+
+def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: str | None = None,
+                 aside: bool = True) -> list[Path]:
+    """Remove what a killed write left in ``folder``: temporary and (unless not ``aside``)
+    renamed-aside folders that carry ffnlab's marker (of a process no longer running), and
+    temporary folders empty but for an empty marker file (killed before or while the marker was
+    written); with ``hint``, only temporary folders made for that name. Anything else, whatever its
+    name, is left alone."""
     folder = Path(folder)
-    prefixes = (f"{TEMP_PREFIX}{hint[:80]}-",) if hint else (TEMP_PREFIX, OLD_PREFIX)
+    prefixes = (f"{TEMP_PREFIX}{hint[:80]}-",) if hint else (TEMP_PREFIX, OLD_PREFIX) if aside else (TEMP_PREFIX,)
     if not folder.is_dir():
         return []
     if root is not None:
         check_inside(folder, root)
     found = []
-    for p in sorted(folder.iterdir()):
-        if not p.name.startswith(prefixes) or p.is_symlink() or not p.is_dir():
+    with os.scandir(folder) as entries:  # names first: every write lists its folder, which may be large
+        candidates = sorted(folder / e.name for e in entries if e.name.startswith(prefixes))
+    for p in candidates:
+        if p.is_symlink() or not p.is_dir():
             continue
         if marked(p):
             if _owner_gone(p):

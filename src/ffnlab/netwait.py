@@ -1,8 +1,8 @@
 """One bounded, reported wait for every network call ffnlab makes.
 
 ffnlab reaches the network only through ``huggingface_hub`` (Hub ids: ``audit``, ``fit``, ``size
---from``, ``probe``) and ``datasets`` (``hf:`` corpora), which share ``huggingface_hub``'s HTTP
-client. :func:`bounded` wraps one such call:
+--from``, ``probe``, ``perplexity``, ``table``) and ``datasets`` (``hf:`` corpora, ``perplexity
+--dataset ORG/NAME``), which share ``huggingface_hub``'s HTTP client. :func:`bounded` wraps one such call:
 
 * **time to connect and time a transfer may stall** are both :func:`timeout` seconds (``--timeout``,
   else ``FFNLAB_TIMEOUT``, else 10 s), for every request (a library's own shorter bound stays).

@@ -43,7 +43,7 @@ the files left and a fake Hub's log:
   ``size`` with a million experts, 2**30 wide at ratio 10**6, ratio 1e-6 at width 1; ``plan`` 1e18
   and 1; ``generate`` with prompts not UTF-8 (``\\xff\\xfe``, a cut ``\\xc3``, a surrogate's bytes).
 
-Findings (5 root causes; each a strict xfail below):
+Findings (5 root causes; 4 mended since, below; the one left is a strict xfail below):
 
 1. ``perplexity`` keeps its results under ``$FFNLAB_CACHE/perplexity`` through a plain
    ``mkdir(parents=True)`` and ``write_atomic`` with no root (``training/perplexity.py``
@@ -77,6 +77,21 @@ Findings (5 root causes; each a strict xfail below):
    ``probe --out p --overwrite`` then refuses p for good ("p holds files that are not a probe's").
    (Planted as such a kill leaves it; each stale one survives the next write of the same file.)
 
+Mended since (plain tests now): 1. every folder ffnlab writes under its cache is made by one
+helper, ``files.writable_folder`` (the prepared corpora's folder and ``perplexity/``): a file or a
+link to nothing there, or on the way, is one line naming it, a link out of the cache is refused
+(``check_inside``), and ``perplexity`` checks its folder before it loads any model; the record is
+written with the cache as ``write_atomic``'s root. 2. ``perplexity`` and ``table`` take
+``--timeout``; a Hub dataset is fetched in one ``netwait.bounded`` wait
+(``wikitext.load_hub_dataset``), the libraries' retry lines silenced: a stall is "did not answer
+within 1 s", a 500 "answered 500", each after one request, and a dataset the Hub lacks "not found".
+3. the preset's name goes through ``safe_name``, the rule a sweep spec's name is checked by:
+``..``, ``.``, ``""`` and null are one line, nothing written. 5. ``files.new_temp_dir`` (under
+``write_atomic``, ``staged_dir`` and every other temporary) first clears its folder's temporaries
+whose owner process has ended (``files.clear_stale_temporaries``: ``remove_stale``'s rule, ffnlab's
+marked or empty ``.ffnlab-tmp-*`` folders only, renamed-aside ones left), and ``probe`` clears them
+before judging what its folder holds.
+
 Noted, not broken promises: two trainers on one new folder: one trains, the other is one line
 ("another ffnlab train is running"); a refused trainer beside a running one in one new parent
 (the corpus cache inside it) removed nothing of the other's; ``capacity`` exposures 1e-300 is
@@ -90,8 +105,9 @@ temporary-folder pattern (``-PID-HEX`` at the end) does not match, so no cleanup
 ``size --n-layers 100000 --plot`` draws every layer's moment: an 84 MB SVG in 10.5 s and 650 MB of
 memory (8.7 MB, 1.4 s at 10,000 layers: linear, if of little use to a reader).
 
-Three tests are marked slow (subprocesses, a trained and exported model): the CLI reproduction of
-finding 1, finding 2 against the fake Hub, and the two trainers; the rest runs in about 17 s.
+Four tests (five cases) are marked slow (subprocesses, a trained and exported model): the CLI
+reproduction of finding 1, finding 2 against the fake Hub (a missing dataset, a stall, a 500), and
+the two trainers.
 """
 
 from __future__ import annotations
@@ -163,8 +179,6 @@ def _llama(folder: Path, layers: int, width: int) -> Path:
 # -- findings -----------------------------------------------------------------------------------
 
 @pytest.mark.slow  # a trained, exported model and the datasets library: ~30 s
-@pytest.mark.xfail(strict=True, reason="finding: perplexity.write_cache mkdirs and writes $FFNLAB_CACHE/perplexity "
-                                       "with no root: a link there is followed out of the cache")
 def test_perplexity_never_writes_its_cache_through_a_link_out_of_the_cache(exported, tmp_path, monkeypatch):
     (tmp_path / "cache").mkdir()
     (tmp_path / "outside").mkdir()
@@ -176,8 +190,6 @@ def test_perplexity_never_writes_its_cache_through_a_link_out_of_the_cache(expor
     assert os.listdir(tmp_path / "outside") == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: perplexity.write_cache mkdirs and writes $FFNLAB_CACHE/perplexity "
-                                       "with no root: a link there is followed out of the cache")
 def test_the_perplexity_cache_writer_refuses_a_link_out_of_the_cache(tmp_path, monkeypatch):
     import ffnlab.training.perplexity as P
     from ffnlab.errors import FfnlabError
@@ -191,8 +203,6 @@ def test_the_perplexity_cache_writer_refuses_a_link_out_of_the_cache(tmp_path, m
     assert os.listdir(tmp_path / "outside") == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: perplexity.write_cache: a file or dangling link at "
-                                       "$FFNLAB_CACHE/perplexity is a bare 'File exists' (FileExistsError)")
 @pytest.mark.parametrize("what", ["file", "dangling-link"])
 def test_an_unusable_perplexity_cache_folder_is_named_as_such(tmp_path, monkeypatch, what):
     import ffnlab.training.perplexity as P
@@ -209,6 +219,19 @@ def test_an_unusable_perplexity_cache_folder_is_named_as_such(tmp_path, monkeypa
         P.write_cache(path, _record("m"))
     assert snapshot(tmp_path) == before
     assert "perplexity" in str(e.value) and ("link" in str(e.value) or "not a folder" in str(e.value)), e.value
+
+
+def test_an_unusable_perplexity_cache_folder_is_refused_before_the_model_is_loaded(tmp_path, monkeypatch):
+    import ffnlab.training.perplexity as P
+
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "perplexity").write_text("MINE")
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    loaded: list[str] = []
+    monkeypatch.setattr(P, "load_model", lambda target, **kw: loaded.append(target))
+    before = snapshot(tmp_path)
+    assert_refused(cli("perplexity", "some/model", "--dataset", "d.jsonl", where=tmp_path), "perplexity cache folder")
+    assert loaded == [] and snapshot(tmp_path) == before
 
 
 def _dead_owners_temporary(folder: Path, name: str) -> Path:
@@ -230,7 +253,6 @@ STALE = ("finding: write_atomic leaves killed temporaries to its callers; probe,
          "perplexity's cache never call remove_stale")
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 def test_a_killed_perplexity_cache_writes_temporary_is_removed_by_the_next_write(tmp_path, monkeypatch):
     import ffnlab.training.perplexity as P
 
@@ -241,7 +263,6 @@ def test_a_killed_perplexity_cache_writes_temporary_is_removed_by_the_next_write
     assert not stale.exists(), sorted(os.listdir(path.parent))
 
 
-@pytest.mark.xfail(strict=True, reason=STALE)
 def test_a_killed_plot_writes_temporary_is_removed_by_the_next_plot(tmp_path):
     stale = _dead_owners_temporary(tmp_path, "x.svg")
     r = cli("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "x.svg", where=tmp_path)
@@ -250,7 +271,6 @@ def test_a_killed_plot_writes_temporary_is_removed_by_the_next_plot(tmp_path):
     assert not stale.exists(), sorted(os.listdir(tmp_path))
 
 
-@pytest.mark.xfail(strict=True, reason=STALE + "; probe --overwrite then refuses the folder for good")
 def test_a_killed_probe_writes_temporary_does_not_block_the_next_probe(trained, tmp_path):
     import shutil
 
@@ -285,8 +305,6 @@ def _fake_hub_call(tmp_path: Path, misbehave: str | None, *argv: str) -> tuple[s
 
 
 @pytest.mark.slow  # a subprocess that imports torch and datasets: ~15-35 s
-@pytest.mark.xfail(strict=True, reason="finding: wikitext.load_documents calls datasets.load_dataset outside "
-                                       "netwait.bounded: a missing Hub dataset reads as a connection problem")
 def test_perplexity_of_a_hub_dataset_the_hub_lacks_says_not_found_after_one_request(exported, tmp_path):
     p, requests = _fake_hub_call(tmp_path, None, "perplexity", str(exported / "hf"), "--dataset", "org/data",
                                  "--progress", "off")
@@ -297,8 +315,44 @@ def test_perplexity_of_a_hub_dataset_the_hub_lacks_says_not_found_after_one_requ
     assert len(requests) == 1, requests
 
 
-@pytest.mark.xfail(strict=True, reason="finding: capacity.design.load_preset leaves the preset name unchecked: "
-                                       "the default folder sweeps/NAME is the working folder for '..'")
+@pytest.mark.slow  # a subprocess that imports torch and datasets: ~15-35 s each
+@pytest.mark.parametrize("misbehave, said", [("stall", "did not answer within 1 s"), ("status", "answered 500")])
+def test_perplexity_of_a_hub_dataset_waits_its_timeout_once_and_says_what_happened(exported, tmp_path, misbehave,
+                                                                                    said):
+    from hub_waits import error_line
+
+    # a Hub that never answers, or answers 500: one request, one line (no "Retrying in 8s"), the --timeout's
+    p, requests = _fake_hub_call(tmp_path, misbehave, "perplexity", str(exported / "hf"), "--dataset", "org/data",
+                                 "--progress", "off", "--timeout", "1")
+    line = error_line(p)  # the wait's progress line, then the one error line
+    assert "dataset 'org/data'" in line and said in line, line
+    assert "retry" not in p.stderr.lower(), p.stderr
+    assert len(requests) == 1, requests
+
+
+@pytest.mark.parametrize("command", ["perplexity", "table"])
+def test_perplexity_and_table_take_a_timeout_for_their_downloads(tmp_path, monkeypatch, command):
+    import ffnlab.cli.evaluate as evaluate
+    from ffnlab import netwait
+    from ffnlab.errors import FfnlabError
+
+    seen: list[float] = []
+
+    def download(*a, **k):  # where the first download would start: note the timeout it would wait
+        seen.append(netwait.timeout())
+        raise FfnlabError("stopped here")
+
+    monkeypatch.delenv("FFNLAB_TIMEOUT", raising=False)
+    monkeypatch.setattr(evaluate, "measure_models", download)
+    monkeypatch.setattr(evaluate, "_table_row", download)
+    monkeypatch.setattr(netwait, "_timeout", None)  # restored after the test: the CLI sets it for the process
+    assert_refused(cli(command, "org/model", "--timeout", "0", where=tmp_path), "--timeout")
+    assert seen == []
+    argv = [command, "org/model", "--timeout", "2.5"] + (["--measure"] if command == "table" else [])
+    assert_refused(cli(*argv, where=tmp_path), "stopped here")
+    assert seen == [2.5]
+
+
 @pytest.mark.parametrize("name", ['".."', '"."', '""', "null"], ids=["dotdot", "dot", "empty", "null"])
 def test_capacity_run_writes_only_inside_its_own_sweeps_folder(tmp_path, monkeypatch, name):
     import ffnlab.experiments.capacity.design as design

@@ -133,6 +133,33 @@ def test_remove_stale_leaves_a_live_writers_unmarked_temporary_alone(tmp_path):
     assert (out / "config.yaml").is_file()
 
 
+def test_a_write_clears_only_dead_writers_temporaries_of_ffnlabs_own_making(tmp_path):
+    """Each write clears what killed writes left in its folder (a dead process's marked temporary),
+    and nothing else: a live writer's half-made temporary, a folder with ffnlab's temporary name but
+    without its marker (someone else's), another file."""
+    from ffnlab.files import MARK, TEMP_PREFIX, write_atomic
+
+    out = tmp_path / "run"
+    holder = start_holder(out, "in-write")  # a live writer: its temporary is made, its marker not yet written
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = out / f"{TEMP_PREFIX}summary.json-{dead.pid}-0123456789ab"
+    foreign = out / f"{TEMP_PREFIX}notes-{dead.pid}-0123456789ab"
+    for folder in (stale, foreign):
+        folder.mkdir()
+        (folder / "data").write_text("half")
+    (stale / MARK).write_text(f"created by ffnlab, process {dead.pid}; ffnlab may remove this folder\n")
+    live = [p.name for p in out.iterdir() if p.name.startswith(TEMP_PREFIX) and str(holder.pid) in p.name]
+    assert len(live) == 1, sorted(os.listdir(out))
+    try:
+        write_atomic(out / "other.txt", "mine")
+        assert sorted(p.name for p in out.iterdir()) == sorted([".lock", foreign.name, *live, "other.txt"])
+    finally:
+        finish_holder(holder)
+    assert (out / "config.yaml").read_text() == "written by the holder\n"  # its write went through
+    assert (foreign / "data").read_text() == "half"
+
+
 def test_temporary_names_are_unique_per_call(tmp_path):
     from ffnlab.files import new_temp_dir
 
@@ -167,6 +194,28 @@ def test_a_symlinked_cache_folder_leading_out_is_refused(tmp_path, monkeypatch, 
     r = cli("train", "--out", "r", "--set", "data.corpus=text.txt", "--set", "train.progress=off", where=tmp_path)
     assert_refused(r, "symlink")
     assert list(elsewhere.iterdir()) == [] and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("what, said", [("file", "not a folder"), ("dangling-link", "does not exist")])
+def test_a_corpora_folder_that_is_no_folder_is_named_in_one_line(tmp_path, monkeypatch, what, said):
+    """A file or a link to nothing (inside the cache) at ``corpora/``: the folder is named, not a
+    bare "File exists" (the one helper every folder under the cache is made by)."""
+    from ffnlab.training.corpus import prepare
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    if what == "file":
+        (cache / "corpora").write_text("MINE")
+    else:
+        (cache / "corpora").symlink_to(cache / "gone")
+    (tmp_path / "text.txt").write_text("to be or not to be, that is the question. " * 40)
+    monkeypatch.setenv("FFNLAB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FfnlabError, match="prepared-corpus cache folder") as e:
+        prepare("text.txt", "byte", progress=False)
+    assert said in str(e.value) and "\n" not in str(e.value)
+    assert sorted(os.listdir(cache)) == ["corpora"]
+    assert what != "file" or (cache / "corpora").read_text() == "MINE"
 
 
 def test_a_symlinked_cache_folder_inside_the_cache_is_followed(tmp_path, monkeypatch):

@@ -14,6 +14,7 @@ from ffnlab.cli.app import (
     FORMAT_OPTION,
     JSON_OPTION,
     MODELS,
+    TIMEOUT_OPTION,
     TRAINING,
     WIDE_OPTION,
     app,
@@ -101,6 +102,8 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
     from ffnlab.training import perplexity as P
     from ffnlab.training.progress import Progress
 
+    if cache:  # a cache folder it cannot write is said now, not after the measurement
+        P.cache_folder()
     hub_named = any(hub_id(m) is not None and not os.path.exists(m) for m in models)
     docs = None
     out = []
@@ -153,6 +156,7 @@ def perplexity(
     limit: int = LIMIT_OPTION,
     cache: bool = CACHE_OPTION,
     progress: str = PROGRESS_OPTION,
+    timeout: float = TIMEOUT_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -163,8 +167,11 @@ def perplexity(
     --context tokens; word and byte perplexity over the original articles' words and bytes). strided: the
     transformers docs' token perplexity (windows of --context every --stride tokens). Nothing downloads unless a
     Hub model or dataset is named."""
+    from ffnlab.netwait import set_timeout
+
     check_format(fmt)
     _check(protocol, batch, context, stride, limit, progress)
+    set_timeout(timeout)  # a Hub model and a Hub dataset are downloaded under it
     records = measure_models(models, dataset=dataset, dataset_config=dataset_config, split=split, protocol=protocol,
                              context=context, stride=stride, batch=batch, dtype=dtype, device=device, limit=limit,
                              cache=cache, progress=progress)
@@ -245,6 +252,7 @@ def table(
     device: str = DEVICE_OPTION,
     limit: int = LIMIT_OPTION,
     progress: str = PROGRESS_OPTION,
+    timeout: float = TIMEOUT_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -256,11 +264,13 @@ def table(
     measured."""
     from dataclasses import replace
 
+    from ffnlab.netwait import set_timeout
     from ffnlab.sizing.published import MEASURED_PROTOCOL, protocols, require_data
 
     check_format(fmt)
     check_ints(seq_len=(seq_len, 1, 2**24))
     _check("documents", batch, context, 512, limit, progress)
+    set_timeout(timeout)  # Hub configs, and with --measure Hub models and datasets, are fetched under it
     require_data()
     rows = [_table_row(t, seq_len) for t in models]
     if measure:

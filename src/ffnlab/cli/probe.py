@@ -19,12 +19,13 @@ def check_probe_folder(folder: Path, overwrite: bool) -> bool:
     """Whether ``folder`` holds an earlier probe that this one replaces; refuses a folder with an
     earlier probe unless ``overwrite``, and a folder with anything else in it."""
     from ffnlab.errors import require
-    from ffnlab.files import refuse_link
+    from ffnlab.files import clear_stale_temporaries, refuse_link
 
     refuse_link(folder, "the probe folder")  # a link (dangling or not) is never written through
     if not folder.exists():
         return False
     require(folder.is_dir(), f"{folder} is a file; choose a folder for the probe (--out)")
+    clear_stale_temporaries(folder)  # a killed probe's own temporaries: not another program's files
     entries = {p.name for p in folder.iterdir()}
     require(entries <= set(PROBE_FILES), f"{folder} holds files that are not a probe's; choose another --out")
     earlier = bool(entries)

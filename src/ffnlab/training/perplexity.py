@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -321,11 +321,24 @@ def count_windows(lm: LoadedModel, docs: Documents, protocol: str, context: int,
 # ---------------------------------------------------------------- cache
 
 
+CACHE_FOLDER = "perplexity"  # the cache's subfolder for results
+
+
 def cache_root() -> Path:
     """Where results are kept: the perplexity folder of ffnlab's cache ($FFNLAB_CACHE, ...)."""
     from ffnlab.training.corpus.prepare import default_cache_dir
 
-    return default_cache_dir() / "perplexity"
+    return default_cache_dir() / CACHE_FOLDER
+
+
+def cache_folder() -> Path:
+    """:func:`cache_root`, made if absent and checked before anything is measured for it: one error
+    line if it is a file, a link to nothing, or a link out of ffnlab's cache
+    (:func:`ffnlab.files.writable_folder`, as for the prepared corpora)."""
+    from ffnlab.files import writable_folder
+
+    root = cache_root()
+    return writable_folder(root, root.parent, "the perplexity cache folder")
 
 
 def cache_key(**parts: Any) -> str:
@@ -350,13 +363,16 @@ def read_cache(path: Path) -> PerplexityRecord | None:
     return PerplexityRecord(**found)
 
 
-def write_cache(path: Path, record: PerplexityRecord) -> None:
-    """Keep ``record`` (all but whether it came from the cache) at ``path``, with the cache's schema."""
+def write_cache(path: Path, record: PerplexityRecord | Mapping[str, Any]) -> None:
+    """Keep ``record`` (all but whether it came from the cache) at ``path`` in :func:`cache_folder`,
+    with the cache's schema; never through a link out of ffnlab's cache (one error line)."""
     from ffnlab.files import write_atomic
 
-    kept = {k: v for k, v in record.as_dict().items() if k != "cached"}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps({"schema": CACHE_SCHEMA, **kept}, indent=1, sort_keys=True) + "\n")
+    folder = cache_folder()
+    fields = record.as_dict() if isinstance(record, PerplexityRecord) else dict(record)
+    kept = {k: v for k, v in fields.items() if k != "cached"}
+    write_atomic(path, json.dumps({"schema": CACHE_SCHEMA, **kept}, indent=1, sort_keys=True) + "\n",
+                 root=folder.parent)
 
 
 class PerplexityRow(TypedDict):

@@ -76,6 +76,8 @@ def load_preset(name_or_path: str) -> CapacityPreset:
     require(not unknown, f"capacity preset: unknown key(s) {', '.join(unknown)}")
     require("budgets" in data and "sweep" in data and "name" in data,
             "capacity preset: needs name, budgets and sweep (a sweep spec without a name)")
+    # the default folder sweeps/NAME and every budget's sweep name: the sweep spec's name rule (NAME)
+    safe_name(data["name"], "capacity preset: name")
     budgets = data["budgets"]
     require(isinstance(budgets, list) and budgets and all(
         isinstance(b, dict) and isinstance(b.get("name"), str) and isinstance(b.get("model", {}), dict)

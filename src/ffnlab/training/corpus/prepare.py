@@ -52,10 +52,10 @@ from ffnlab.files import (
     MARK,
     check_inside,
     expand_user,
-    make_dir,
     new_temp_dir,
     publish_dir,
     remove_stale,
+    writable_folder,
     write_atomic,
 )
 from ffnlab.training.corpus.sources import Source, Texts, resolve_source, separator_after
@@ -447,7 +447,7 @@ def _reuse(out: Path, settings: CorpusSettings, source: Source, texts: Texts | N
 
 
 def _build(out: Path, settings: CorpusSettings, source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
-    make_dir(out.parent, root)
+    writable_folder(out.parent, root, "the prepared-corpus cache folder")
     remove_stale(out.parent, root, hint=out.name)  # what a killed preparation of this corpus left
     tmp = new_temp_dir(out.parent, out.name)  # unique to this process and call; marked as ffnlab's
     try:

@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -363,14 +363,13 @@ def read_cache(path: Path) -> PerplexityRecord | None:
     return PerplexityRecord(**found)
 
 
-def write_cache(path: Path, record: PerplexityRecord | Mapping[str, Any]) -> None:
+def write_cache(path: Path, record: PerplexityRecord) -> None:
     """Keep ``record`` (all but whether it came from the cache) at ``path`` in :func:`cache_folder`,
     with the cache's schema; never through a link out of ffnlab's cache (one error line)."""
     from ffnlab.files import write_atomic
 
     folder = cache_folder()
-    fields = record.as_dict() if isinstance(record, PerplexityRecord) else dict(record)
-    kept = {k: v for k, v in fields.items() if k != "cached"}
+    kept = {k: v for k, v in record.as_dict().items() if k != "cached"}
     write_atomic(path, json.dumps({"schema": CACHE_SCHEMA, **kept}, indent=1, sort_keys=True) + "\n",
                  root=folder.parent)
 

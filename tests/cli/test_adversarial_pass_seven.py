@@ -371,8 +371,6 @@ def test_capacity_run_writes_only_inside_its_own_sweeps_folder(tmp_path, monkeyp
     assert out.parent == sweeps and out.name not in ("None", ""), out
 
 
-@pytest.mark.xfail(strict=True, reason="finding: fit.suggestions prices every layout at every GPU count up to "
-                                       "4,096, each step_timeline walking every layer (55 s at 25,000 layers)")
 def test_fit_of_a_deep_model_that_does_not_fit_builds_few_step_timelines(tmp_path, monkeypatch):
     import ffnlab.sizing.memory.parallel as parallel
 

@@ -13,6 +13,7 @@ head), summing exactly to :func:`ffnlab.sizing.counting.count_params`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -155,6 +156,7 @@ class RootParams:
         return self.embedding + self.head
 
 
+@functools.lru_cache(maxsize=16)  # a walk over every layer, asked for by every layout fit prices
 def root_params(cfg: ModelConfig) -> RootParams:
     c = count_params(cfg)
     rest = c.total - sum(p.total for p in layer_params(cfg))

@@ -691,6 +691,7 @@ def kv_cache(cfg: ModelConfig, *, batch: int, context: int, kv_dtype: str = "bf1
 # -- weights at inference: ffnlab.sizing.memory.quant (re-exported here) --------------------------------
 
 
+@functools.lru_cache(maxsize=16)  # a walk over every layer, asked for by every layout fit prices
 def routed_expert_params(cfg: ModelConfig) -> int:
     """Parameters of the routed experts in all layers (what expert parallelism splits)."""
     return sum(spec.n_experts * dense_ffn_params(cfg.d_model, spec.d_ff, spec.gated, spec.bias)

@@ -18,6 +18,15 @@ to change it), printed as one.
 "Smallest" = least model parallelism first (tp x pp, for serving the GPUs used), then the lowest
 ZeRO stage, then the least expert parallelism, then the fewest bytes per GPU. The search is over
 divisors only, so it is sublinear in the GPU count.
+
+A training step's timeline walks every layer, so a layout is walked only when a lower bound cannot
+settle it (:class:`_Pricer`): a layout's table and step states cost no walk, and its peak is at least
+its weights, optimizer state and working memory plus the peak of the same step with no states at
+all (:func:`ffnlab.sizing.memory.parallel.stateless_timeline`, one walk per tensor-parallel size).
+Layouts that cannot fit are dropped on that bound; the least need when nothing fits is found by
+walking layouts in the order of their bounds until the next bound is no smaller. One question
+(model and workload, at any GPU count and accelerator) walks at most one timeline per layout and one
+per tensor-parallel size, and in practice a few per GPU count: the work is linear in the layers.
 """
 
 from __future__ import annotations
@@ -54,12 +63,14 @@ from ffnlab.sizing.memory.parallel import (
     Layout,
     Row,
     serving_table,
+    stateless_timeline,
+    step_inputs,
     table_total,
     training_peak,
     training_table,
 )
 from ffnlab.sizing.memory.sharding import Sharding
-from ffnlab.sizing.memory.step import Alive
+from ffnlab.sizing.memory.step import Alive, StepInputs
 from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result
 
@@ -235,7 +246,13 @@ def _layouts(cfg: ModelConfig, gpus: int, mode: str, max_tp: int, sharding: Shar
 
 def _key(row: LayoutFit) -> tuple[int, ...]:
     lay = row.layout
-    return (lay.tp * lay.pp, lay.zero, lay.ep, lay.pp, row.per_gpu_bytes)
+    return (*_layout_key(lay), row.per_gpu_bytes)
+
+
+def _layout_key(lay: Layout) -> tuple[int, int, int, int]:
+    """The order of "smallest" less the bytes: one layout per key among one GPU count's, so the
+    first of these that fits is the smallest that fits."""
+    return (lay.tp * lay.pp, lay.zero, lay.ep, lay.pp)
 
 
 def reserve_bytes(acc: Accelerator, reserve_gib: float | None) -> int:
@@ -317,23 +334,121 @@ def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutF
                       table=tuple(table), finetune=out),)
 
 
+class _Pricer:
+    """One training question's (model and workload) layouts, priced as they are asked for and kept
+    for the next :func:`fit` of the question (another GPU count, another accelerator).
+
+    A layout's table and step states cost no walk over the layers; its step timeline (a walk) is
+    built only when :meth:`bound` cannot settle whether it fits or whether it is the least need. Every
+    moment of a timeline holds the weights, the optimizer state and the working memory, so the peak
+    less those three (the *residual*) depends on the tensor-parallel size, the gradients and the
+    optimizer temporaries alone and is kept by them: layouts that share them share one walk."""
+
+    def __init__(self, cfg: ModelConfig, work: Workload) -> None:
+        self.cfg, self.work = cfg, work
+        self.inputs: dict[Layout, tuple[list[Row], StepInputs, int]] = {}  # table, states, their held sum
+        self.rows: dict[Layout, LayoutFit] = {}
+        self.residual: dict[tuple[int, bool, int, int], int] = {}  # (tp, sp, gradients, opt_temp): peak less held
+        self.floor: dict[tuple[int, bool], tuple[int, int]] = {}  # (tp, sp): the stateless peak, its optimizer step
+        self.walks = 0  # timelines built: each walks every layer
+
+    def _inputs(self, lay: Layout) -> tuple[list[Row], StepInputs, int]:
+        got = self.inputs.get(lay)
+        if got is None:
+            table = training_table(self.cfg, self.work, lay)
+            st = step_inputs(self.cfg, self.work, lay, table)
+            got = self.inputs[lay] = (table, st, st.weights + st.optimizer + st.working)
+        return got
+
+    def _residual_key(self, lay: Layout) -> tuple[int, bool, int, int]:
+        st = self._inputs(lay)[1]
+        return (lay.tp, lay.sp, st.gradients, st.opt_temp)
+
+    def bound(self, lay: Layout, *, floor: bool) -> int:
+        """The layout's per-GPU peak, or a lower bound of it: the weights, optimizer state and working
+        memory that every moment holds, plus at least the optimizer step's gradients and temporaries
+        and (``floor``: one walk per tensor-parallel size) the stateless step's peak, which no moment's
+        other parts fall below as the states grow."""
+        _, st, held = self._inputs(lay)
+        exact = self.residual.get(self._residual_key(lay))
+        if exact is not None:
+            return held + exact
+        least = st.gradients + st.opt_temp
+        at = (lay.tp, lay.sp)
+        if floor and at not in self.floor:
+            tl = stateless_timeline(self.cfg, self.work, tp=lay.tp, sp=lay.sp)
+            self.walks += 1
+            step = next(m.total for m in tl.moments if m.name == "optimizer step")  # the logits held, if any
+            self.floor[at] = (tl.peak_bytes, step)
+        if at in self.floor:
+            peak, step = self.floor[at]
+            least = max(peak, least + step)
+        return held + least
+
+    def need(self, lay: Layout) -> int:
+        """The layout's per-GPU peak (a walk, unless its residual is known)."""
+        _, _, held = self._inputs(lay)
+        exact = self.residual.get(self._residual_key(lay))
+        return held + exact if exact is not None else self.row(lay).per_gpu_bytes
+
+    def row(self, lay: Layout) -> LayoutFit:
+        """The layout's priced row: its table and its step's peak, the moment and what is alive then."""
+        got = self.rows.get(lay)
+        if got is None:
+            table, _, held = self._inputs(lay)
+            tl = training_peak(self.cfg, self.work, lay, table)
+            self.walks += 1
+            got = self.rows[lay] = LayoutFit(
+                layout=lay, describe=lay.describe(), per_gpu_bytes=tl.peak_bytes, peak_moment=tl.peak.name,
+                peak_alive=tl.peak_alive(), terms_sum_bytes=table_total(table),
+                terms={r.term: r.per_gpu_bytes for r in table}, table=tuple(table))
+            self.residual[self._residual_key(lay)] = tl.peak_bytes - held
+        return got
+
+    def fitting(self, layouts: list[Layout], held_to: int, *, every: bool) -> list[LayoutFit]:
+        """The layouts (in the order given) whose peak is at most ``held_to``, as fitting rows
+        (``every`` False: the first only)."""
+        out = []
+        for lay in layouts:
+            if self.bound(lay, floor=False) > held_to or self.bound(lay, floor=True) > held_to:
+                continue
+            if self.need(lay) <= held_to:
+                out.append(replace(self.row(lay), fits=True))
+                if not every:
+                    break
+        return out
+
+    def least(self, layouts: list[Layout]) -> int | None:
+        """The least per-GPU peak of ``layouts`` (None: none): walked in the order of their bounds,
+        up to the first bound no smaller than the least found."""
+        best: int | None = None
+        for bound, lay in sorted(((self.bound(lay, floor=True), lay) for lay in layouts), key=lambda x: x[0]):
+            if best is not None and bound >= best:
+                break
+            need = self.need(lay)
+            best = need if best is None else min(best, need)
+        return best
+
+
+@lru_cache(maxsize=4)
+def _pricer(cfg: ModelConfig, work: Workload) -> _Pricer:
+    return _Pricer(cfg, work)
+
+
+def _train_layouts(cfg: ModelConfig, gpus: int, max_tp: int, sharding: Sharding) -> list[Layout]:
+    """Every training layout of ``gpus`` GPUs, smallest first."""
+    return sorted(_layouts(cfg, gpus, "train", max_tp, sharding), key=_layout_key)
+
+
 @lru_cache(maxsize=4)
 def _price(cfg: ModelConfig, work: Workload, gpus: int, mode: str, max_tp: int,
            sharding: Sharding) -> tuple[LayoutFit, ...]:
-    """Every layout's per-GPU table and, training, its step peak (the same for every accelerator:
-    priced once per question). ``per_gpu_bytes`` is the peak of the step when training."""
+    """Every layout's per-GPU table when serving, or a fine-tuning step's one layout (the same for
+    every accelerator: priced once per question); training is priced by :class:`_Pricer`."""
     if work.adapters:
         return _finetune_rows(cfg, work, gpus)
     rows = []
     for lay in _layouts(cfg, gpus, mode, max_tp, sharding):
-        if mode == "train":
-            table = training_table(cfg, work, lay)
-            tl = training_peak(cfg, work, lay, table)
-            rows.append(LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=tl.peak_bytes,
-                                  peak_moment=tl.peak.name, peak_alive=tl.peak_alive(),
-                                  terms_sum_bytes=table_total(table), terms={r.term: r.per_gpu_bytes for r in table},
-                                  table=tuple(table)))
-            continue
         table = serving_table(cfg, lay, batch=work.batch, context=work.seq_len, weights_dtype=work.serving_weights,
                               kv_dtype=work.kv, group_size=work.group_size, mla=work.mla)
         rows.append(LayoutFit(layout=lay, describe=lay.describe(), per_gpu_bytes=table_total(table),
@@ -363,9 +478,19 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
     budget = acc.memory_bytes - reserve
     # training: the allocated peak times the allocator's reserved share must fit the usable memory
     held_to = allocated_budget(budget) if mode == "train" else budget
-    priced = _price(cfg, work, gpus, mode, max_tp, sharding)
-    rows = sorted((replace(r, fits=r.per_gpu_bytes <= held_to) for r in priced), key=_key)
-    fitting = [r for r in rows if r.fits]
+    if mode == "train" and not adapters:
+        layouts = _train_layouts(cfg, gpus, max_tp, sharding)
+        pricer = _pricer(cfg, work)
+        fitting = pricer.fitting(layouts, held_to, every=True)
+        # a layout that does not fit needs more than every one that does
+        smallest = min(r.per_gpu_bytes for r in fitting) if fitting else pricer.least(layouts)
+        tried_count = len(layouts)
+    else:
+        priced = _price(cfg, work, gpus, mode, max_tp, sharding)
+        rows = sorted((replace(r, fits=r.per_gpu_bytes <= held_to) for r in priced), key=_key)
+        fitting = [r for r in rows if r.fits]
+        smallest = min((r.per_gpu_bytes for r in rows), default=None)
+        tried_count = len(rows)
     warnings: list[str] = []
     seq_len, dtype = work.seq_len, work.dtype
     if context_limit is not None and seq_len > context_limit:
@@ -386,14 +511,14 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
         fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
         said = finetune_assumptions(finetune, dtype=dtype, optimizer=work.optimizer, recompute=work.recompute,
                                     attention=work.attention, fits=fits, held=held)
-        priced_ft = priced[0].finetune
+        priced_ft = _price(cfg, work, gpus, mode, max_tp, sharding)[0].finetune
         assert priced_ft is not None
         ft_out = {**finetune.as_dict(), "lora": priced_ft.lora.as_dict(), "states": priced_ft.states.as_dict()}
     return FitResult(mode=mode, gpus=gpus, accelerator=acc.name, memory_bytes=acc.memory_bytes,
                      reserve_bytes=reserve, usable_bytes=budget, seq_len=seq_len, batch=work.batch, dtype=dtype,
                      recompute=work.recompute, best=fitting[0] if fitting else None, candidates=tuple(fitting),
-                     smallest_need_bytes=min((r.per_gpu_bytes for r in rows), default=None),
-                     layouts_tried=len(rows), warnings=tuple(warnings), assumptions=tuple(said),
+                     smallest_need_bytes=smallest, layouts_tried=tried_count, warnings=tuple(warnings),
+                     assumptions=tuple(said),
                      not_counted=NOT_COUNTED[mode], serving=serving, finetune=ft_out,
                      engine=work.engine.priced if work.engine is not None and mode == "train" else None,
                      allocator_share=reserved_share() if mode == "train" else None,
@@ -490,29 +615,38 @@ def suggestions(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, ac
         if ft.mode == "lora":
             changes.insert(0, ("--finetune", "qlora", "finetune"))
 
-    def tried(w: Workload, n: int) -> FitResult:
-        return fit(cfg, w, gpus=n, accelerator=accelerator, mode=mode, reserve_gib=reserve_gib, max_tp=max_tp,
-                   sharding=sharding, context_limit=context_limit)
+    def tried(w: Workload, n: int, *, least: bool = True) -> tuple[LayoutFit | None, int | None]:
+        """The smallest layout that fits, else (``least``) the least need: all a suggestion says."""
+        if mode != "train" or w.adapters:
+            res = fit(cfg, w, gpus=n, accelerator=accelerator, mode=mode, reserve_gib=reserve_gib, max_tp=max_tp,
+                      sharding=sharding, context_limit=context_limit)
+            return res.best, res.smallest_need_bytes
+        # as fit prices it, less the layouts past the smallest that fits
+        acc = accelerator if isinstance(accelerator, Accelerator) else find_accelerator(accelerator)
+        layouts = _train_layouts(cfg, n, max_tp, sharding or Sharding())
+        pricer = _pricer(cfg, w)
+        best = pricer.fitting(layouts, allocated_budget(acc.memory_bytes - reserve_bytes(acc, reserve_gib)),
+                              every=False)
+        return (best[0], best[0].per_gpu_bytes) if best else (None, pricer.least(layouts) if least else None)
 
     out = []
     for flag, value, key in changes:
         changed = _changed(work, key, value)
         if changed is not None:
-            out.append(_tried(f"{flag} {value}", tried(changed, gpus)))
+            out.append(_tried(f"{flag} {value}", *tried(changed, gpus)))
     if adapters:  # more GPUs do not help: each holds the whole model
         return out
     n = gpus * 2
     while n <= MAX_SUGGESTED_GPUS:
-        res = tried(work, n)
-        if res.best is not None or n * 2 > MAX_SUGGESTED_GPUS:
-            out.append(_tried(f"--gpus {n}", res))
+        last = n * 2 > MAX_SUGGESTED_GPUS
+        best, least = tried(work, n, least=last)  # the least need is said only at the last count
+        if best is not None or last:
+            out.append(_tried(f"--gpus {n}", best, least))
             break
         n *= 2
     return out
 
 
-def _tried(change: str, res: FitResult) -> Suggestion:
-    best = res.best
-    return Suggestion(change=change, fits=best is not None,
-                      per_gpu_bytes=best.per_gpu_bytes if best else res.smallest_need_bytes,
+def _tried(change: str, best: LayoutFit | None, least: int | None) -> Suggestion:
+    return Suggestion(change=change, fits=best is not None, per_gpu_bytes=best.per_gpu_bytes if best else least,
                       layout=best.describe if best else None)

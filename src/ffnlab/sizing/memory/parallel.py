@@ -115,12 +115,18 @@ class Layout:
                 "gpus": self.gpus}
 
 
+@functools.lru_cache(maxsize=16)  # a walk over every layer, asked for by every layout fit prices
+def most_experts(cfg: ModelConfig) -> int:
+    """The most routed experts of any layer (0: a dense model)."""
+    return max((f.n_experts for f in cfg.layer_ffns()), default=0)
+
+
 def check_layout(cfg: ModelConfig, lay: Layout) -> None:
     """Raise :class:`ffnlab.errors.FfnlabError` when ``lay`` cannot split ``cfg`` (its own
     fields were checked when it was made)."""
     require(cfg.attn.n_heads % lay.tp == 0, f"--tp {lay.tp} must divide n_heads={cfg.attn.n_heads}")
     require(lay.pp <= cfg.n_layers, f"--pp {lay.pp} exceeds the {cfg.n_layers} layers")
-    n_exp = max((f.n_experts for f in cfg.layer_ffns()), default=0)
+    n_exp = most_experts(cfg)
     if lay.ep > 1:
         require(n_exp > 0, "--ep needs a mixture-of-experts model")
         require(n_exp % lay.ep == 0, f"--ep {lay.ep} must divide the {n_exp} experts")
@@ -178,7 +184,7 @@ def training_table(cfg: ModelConfig, work: Workload, lay: Layout | None = None) 
     opt = optimizer_state(cfg, optimizer, dtype_bytes=w, pure=work.pure_bf16)
     per_gpu, rule = _split(pd, pe, opt.total / p if p else 0.0, lay, lay.zero >= 1)
     rows.append(Row("optimizer", opt.total, per_gpu, f"{rule}; {opt.rule}", estimate=opt.estimate))
-    full, mine = (activation_memory(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
+    full, mine = (_activations(cfg, seq_len=seq_len, batch=batch, dtype=dtype, recompute=recompute,
                                     attention=attention, capacity_factor=work.capacity_factor, tp=tp, sp=sp,
                                     dropout=work.dropout, dropout_mask_bytes=work.dropout_mask_bytes)
                   for tp, sp in ((1, False), (lay.tp, lay.sp)))
@@ -318,9 +324,29 @@ def host_terms(cfg: ModelConfig, work: Workload, lay: Layout) -> list[Row]:
     return out
 
 
+# a walk over every layer, the same for every layout of one tensor-parallel size: ``fit`` prices
+# hundreds of layouts of a question, so each (workload, tp, sp) is walked once
+_activations = functools.lru_cache(maxsize=64)(activation_memory)
+
+
 def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]) -> StepTimeline:
     """The step timeline (:mod:`ffnlab.sizing.memory.step`) of the per-GPU ``rows`` of
     :func:`training_table` for the same workload and layout: its peak is the training total."""
+    return step_timeline(cfg, work, step_inputs(cfg, work, lay, rows), tp=lay.tp, sp=lay.sp)
+
+
+def stateless_timeline(cfg: ModelConfig, work: Workload, *, tp: int, sp: bool) -> StepTimeline:
+    """The step timeline of ``work`` at tensor-parallel size ``tp`` with every state at 0 bytes
+    (weights, gradients, optimizer state, engine working memory, optimizer temporaries). Every
+    moment of a layout's timeline holds its weights, optimizer state and working memory plus parts
+    that are the same or larger with more gradients and temporaries, so a layout's peak is at least
+    those three states plus this peak (``fit`` prunes layouts with it)."""
+    return step_timeline(cfg, work, StepInputs(weights=0, gradients=0, optimizer=0, working=0, opt_temp=0),
+                         tp=tp, sp=sp)
+
+
+def step_inputs(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]) -> StepInputs:
+    """The per-GPU states a layout's step timeline is built from, out of its :func:`training_table` ``rows``."""
     step = work.step
     by = {r.term: r for r in rows}
     p = count_params(cfg).total
@@ -335,7 +361,7 @@ def training_peak(cfg: ModelConfig, work: Workload, lay: Layout, rows: list[Row]
                                              tp=lay.tp, state_bytes=work.state_bytes)
                         # a paged optimizer prefetches one tensor's paged state at a time
                         + (math.ceil(paged_state(cfg)[1] / lay.tp) if _pages_states(work) else 0))
-    return step_timeline(cfg, work, states, tp=lay.tp, sp=lay.sp)
+    return states
 
 
 def serving_table(cfg: ModelConfig, lay: Layout, *, batch: int, context: int, weights_dtype: str = "bf16",
@@ -484,4 +510,5 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
 __all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "activation_offload", "Layout",
            "MemorySummary",
            "Row", "Sharding", "StepOptions", "Workload", "check_layout", "host_terms", "memory_summary",
-           "offload_modes", "serving_table", "table_total", "training_peak", "training_table"]
+           "offload_modes", "serving_table", "stateless_timeline", "step_inputs", "table_total", "training_peak",
+           "training_table"]

@@ -46,6 +46,7 @@ every term peaks at the same moment).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Literal
@@ -110,12 +111,19 @@ def _on_gpu(dense: float, experts: float, tp: int, ep: int) -> float:
     return dense / tp + experts / (ep * tp)
 
 
+# walks over every layer, asked for by every layout ``fit`` prices: once per (model, tp, ep)
+@functools.lru_cache(maxsize=256)
 def _largest_layer(cfg: ModelConfig, tp: int, ep: int) -> float:
     return max((_on_gpu(p.dense, p.experts, tp, ep) for p in layer_params(cfg)), default=0.0)
 
 
+@functools.lru_cache(maxsize=256)
+def _layers_on_gpu(cfg: ModelConfig, tp: int, ep: int) -> float:
+    return sum(_on_gpu(p.dense, p.experts, tp, ep) for p in layer_params(cfg))
+
+
 def _stage_params(cfg: ModelConfig, tp: int, pp: int, ep: int) -> float:
-    return sum(_on_gpu(p.dense, p.experts, tp, ep) for p in layer_params(cfg)) / pp
+    return _layers_on_gpu(cfg, tp, ep) / pp
 
 
 def _root_on_gpu(cfg: ModelConfig, tp: int, pp: int) -> tuple[float, float]:

@@ -7,7 +7,8 @@ Each value each scaling type's validator or RoPE init reads (linear, dynamic, ya
 longrope: factor, rope_theta, original_max_position_embeddings, beta_fast / beta_slow, mscale /
 mscale_all_dim, attention_factor, low / high_freq_factor, short / long_factor) set to null, 0, -1,
 a string, a list, 0.5 or true, as rope_parameters or rope_scaling, each on one of several types in
-turn (with RoPE and without: GPT-2 and OPT validate the dict all the same); and the top-level keys
+turn (with RoPE and without: GPT-2 and OPT validate the dict all the same); longrope and linear
+where head_dim is left out (Mixtral's and Ministral's class keep it null); and the top-level keys
 5.25's standardisation fills the dict from (rope_theta, original_max_position_embeddings,
 max_position_embeddings, partial_rotary_factor, GPT-NeoX's rotary_pct), alone and under a yarn dict
 that leaves them out.
@@ -24,6 +25,7 @@ pytest.importorskip("transformers")
 
 from hf_counts_all import check, exact_defaults  # noqa: E402
 
+DROP = "<drop>"  # an edit that removes the key
 BAD = (None, 0, -1, "4", [1.0], 0.5, True)
 # the types thrown, in turn: RoPE computed (MLA, partial rotary, sliding), and only validated
 TYPES = ("llama", "qwen2", "deepseek_v3", "gpt_neox", "phi", "stablelm", "mistral", "gpt2", "opt", "granite")
@@ -67,6 +69,10 @@ def _cases() -> dict[str, tuple[str, dict[str, Any]]]:
                 model_type, {key: value, "rope_parameters": {"rope_type": "yarn", "factor": 4.0}})
     for value in (*BAD, 1e308):
         out[f"gpt_neox-rotary_pct={value!r}"] = ("gpt_neox", {"rotary_pct": value})
+    for model_type in ("mixtral", "ministral", "llama", "qwen2"):  # a head_dim its class keeps null, or not
+        for kind in ("longrope", "linear"):
+            out[f"{model_type}-head_dim-absent-{kind}"] = (model_type, {"head_dim": DROP,
+                                                                         "rope_parameters": DICTS[kind]})
     return out
 
 
@@ -82,6 +88,7 @@ def defaults() -> dict[str, dict[str, Any]]:
 def test_a_rope_value_counts_or_is_refused_as_transformers_does(tmp_path, defaults, name):
     model_type, edits = CASES[name]
     config = {**copy.deepcopy(defaults[model_type]), **copy.deepcopy(edits)}
+    config = {k: v for k, v in config.items() if v != DROP}
     rec = check(config, tmp_path)
     assert rec["status"] in ("exact", "refused"), (rec["reason"], rec["audit"], rec["reference"])
     if rec["status"] == "refused":

@@ -366,7 +366,7 @@ class _Context(dict[str, Any]):
     has none: an AttributeError, as transformers'), truncate, and ``dim``, int(head_dim x
     partial_rotary_factor), computed only by the steps that read it."""
 
-    def __init__(self, head_dim: int, partial: Any, **values: Any):
+    def __init__(self, head_dim: int | None, partial: Any, **values: Any):
         super().__init__(values)
         self.head_dim, self.partial = head_dim, partial
 
@@ -492,6 +492,9 @@ ROPE_VALUE_RULES: tuple[tuple[str, frozenset[str], tuple[str, ...], Rule], ...] 
      lambda p, c: p.get("mscale_all_dim", 0) and _mscale(p["factor"], p["mscale_all_dim"])),
 )
 ROPE_ATTENTION_MSCALE = frozenset({"deepseek_v2", "deepseek_v3"})  # models/deepseek_v*/modeling_*.py
+# the RoPE inits that read getattr(config, "head_dim", hidden // heads) with no fallback for a None
+# (linear's and llama3's have one: ``or``), as longrope's validator does
+HEAD_DIM_UNGUARDED = frozenset({"dynamic", "yarn", "longrope"})
 
 
 def _reads_partial(model_type: str) -> bool:
@@ -573,6 +576,9 @@ def check_rope_values(data: Mapping[str, object], model_type: str, head_dim: int
     computes = "computes" in ROPE_SCALING.get(model_type, frozenset()) or model_type in LAYER_PATTERN
     defaults = CLASS_DEFAULTS.get(model_type, {})
     mpe = data.get("max_position_embeddings", defaults.get("max_position_embeddings", MISSING))
+    # the config's own head_dim: None where its class keeps a null one (written, or its default),
+    # which the steps reading getattr(config, "head_dim", ...) without a fallback multiply
+    kept_null = model_type in HEAD_DIM_NULL_KEPT and data.get("head_dim", defaults.get("head_dim", 0)) is None
     for _label, validated, init, where, where_init in rope_value_dicts(data, model_type):
         kind = rope_kind(validated)
         for phase, kinds, keys, rule in ROPE_VALUE_RULES:
@@ -581,7 +587,8 @@ def check_rope_values(data: Mapping[str, object], model_type: str, head_dim: int
                 continue
             p, source = (validated, where) if phase == "validate" else (init, where_init)
             partial = p.get("partial_rotary_factor", 1.0) if kind != "default" or _reads_partial(model_type) else 1.0
-            context = _Context(head_dim, partial, truncate=validated.get("truncate", True))
+            head = None if kept_null and (phase == "validate" or kind in HEAD_DIM_UNGUARDED) else head_dim
+            context = _Context(head, partial, truncate=validated.get("truncate", True))
             if mpe is not MISSING:
                 context["max_position_embeddings"] = mpe
             try:
@@ -593,6 +600,8 @@ def check_rope_values(data: Mapping[str, object], model_type: str, head_dim: int
                        or not (p[k] > 0 and (k != "rope_theta" or p[k] != 1))]
                 read = odd or read  # the values that are not plain numbers above 0 (a theta not 1), where any
                 shown = ", ".join(f"{source.get(k, k)} = {show(p[k])}" for k in read) or "its values"
+                if head is None and not odd:  # the width it multiplies is the null head_dim
+                    shown, read = "head_dim = null (its class keeps a null or absent one null)", ["head_dim"]
                 role = "config validates" if phase == "validate" else "rotary embedding computes with"
                 them = "it" if len(read) == 1 else "them"
                 raise FfnlabError(f"config.json: {shown}: transformers' {model_type} {role} {them} ({kind} RoPE) "

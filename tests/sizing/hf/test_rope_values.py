@@ -8,7 +8,8 @@ longrope: factor, rope_theta, original_max_position_embeddings, beta_fast / beta
 mscale_all_dim, attention_factor, low / high_freq_factor, short / long_factor) set to null, 0, -1,
 a string, a list, 0.5 or true, as rope_parameters or rope_scaling, each on one of several types in
 turn (with RoPE and without: GPT-2 and OPT validate the dict all the same); longrope and linear
-where head_dim is left out (Mixtral's and Ministral's class keep it null); and the top-level keys
+where head_dim is left out (Mixtral's and Ministral's class keep it null); dicts per layer type
+(Gemma 3, OLMo 3), each filled from its own theta key; and the top-level keys
 5.25's standardisation fills the dict from (rope_theta, original_max_position_embeddings,
 max_position_embeddings, partial_rotary_factor, GPT-NeoX's rotary_pct), alone and under a yarn dict
 that leaves them out.
@@ -69,6 +70,14 @@ def _cases() -> dict[str, tuple[str, dict[str, Any]]]:
                 model_type, {key: value, "rope_parameters": {"rope_type": "yarn", "factor": 4.0}})
     for value in (*BAD, 1e308):
         out[f"gpt_neox-rotary_pct={value!r}"] = ("gpt_neox", {"rotary_pct": value})
+    yarn_bare = {name: {"rope_type": "yarn", "factor": 4.0} for name in ("full_attention", "sliding_attention")}
+    for value in BAD:  # one dict per layer type, each filled from its own theta key
+        for key in ("rope_theta", "rope_local_base_freq"):
+            out[f"gemma3_text-top-{key}={value!r}-under-bare-yarn-per-layer-type"] = (
+                "gemma3_text", {key: value, "rope_parameters": yarn_bare})
+        out[f"olmo3-rope_parameters.sliding_attention.llama3.low_freq_factor={value!r}"] = ("olmo3", {
+            "rope_parameters": {"full_attention": {"rope_type": "default"},
+                                "sliding_attention": {**DICTS["llama3"], "low_freq_factor": value}}})
     for model_type in ("mixtral", "ministral", "llama", "qwen2"):  # a head_dim its class keeps null, or not
         for kind in ("longrope", "linear"):
             out[f"{model_type}-head_dim-absent-{kind}"] = (model_type, {"head_dim": DROP,

@@ -553,12 +553,16 @@ def rope_value_dicts(data: Mapping[str, object], model_type: str) -> list[RopeDi
         out = []
         for name, group in (params.items() if isinstance(params, dict) else ()):
             if name in used and isinstance(group, dict):
-                p = {"rope_theta": 10_000.0, **group}
-                if rope_kind(p) in ("llama3", "yarn", "longrope"):
-                    p.setdefault("original_max_position_embeddings", data.get(
-                        "max_position_embeddings", CLASS_DEFAULTS.get(model_type, {}).get("max_position_embeddings")))
                 label = f"rope_parameters.{name}"
-                where = {k: f"{label}.{k}" for k in p}
+                p, where = dict(group), {k: f"{label}.{k}" for k in group}
+                if "rope_theta" not in p:  # the layer type's own theta key (ROPE_THETA_SOURCES), else the class's
+                    source = ROPE_THETA_SOURCES[model_type].get(name)
+                    p["rope_theta"], where["rope_theta"] = (data[source], source) if source and source in data \
+                        else (10_000.0, "rope_theta (the class default)")
+                if rope_kind(p) in ("llama3", "yarn", "longrope") and "original_max_position_embeddings" not in p:
+                    p["original_max_position_embeddings"] = data.get(
+                        "max_position_embeddings", CLASS_DEFAULTS.get(model_type, {}).get("max_position_embeddings"))
+                    where["original_max_position_embeddings"] = "max_position_embeddings"
                 out.append((label, p, dict(p), where, dict(where)))
         return out
     groups = [(label, group) for label, group in rope_groups(data, model_type) if group]

@@ -195,6 +195,7 @@ def probe(model_type: str) -> dict[str, Any]:
             "partial_rotary_refused": partial_rotary_refused(config),
             "partial_rotary_top_ignored": partial_rotary_top_ignored(config),
             "rope_nested_refused": rope_nested_refused(config),
+            "rope_default": rope_default(text_type),
             "layer_type_values": layer_type_values(config, text_type),
             "sub_config_kinds": sub_config_kinds(text_type),
             "negative_refused": negative_refused(config, text_type),
@@ -279,6 +280,22 @@ def rope_scaling_rules(config: dict[str, Any]) -> list[str]:
         tags.append("fills-original")
     tags += [f"refuses-{name}" for name, scaling in COMPLETE_SCALING.items() if not builds(scaling)]
     return tags
+
+
+def rope_default(model_type: str) -> dict[str, Any] | None:
+    """The RoPE dict a type's config class sets itself when config.json gives none, where it is a
+    scaled one (GPT-OSS's yarn): as the class builds it bare, less the values its standardisation
+    fills from elsewhere (rope_theta, partial_rotary_factor)."""
+    from transformers import CONFIG_MAPPING
+
+    try:
+        params = getattr(CONFIG_MAPPING[model_type](), "rope_parameters", None)
+    except Exception:  # noqa: BLE001 - a class that does not build bare has none to give
+        return None
+    if not isinstance(params, dict) or params.get("rope_type", "default") == "default" or \
+            any(isinstance(v, dict) for v in params.values()):
+        return None
+    return {k: v for k, v in sorted(params.items()) if k not in ("rope_theta", "partial_rotary_factor")}
 
 
 def pad_in_embedding(config: dict[str, Any]) -> bool:
@@ -446,7 +463,9 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "null; odd-width: an odd int(head_dim x factor)), partial_rotary_top_ignored the types whose config fills its "
         "RoPE dict's partial_rotary_factor from a key of its own, never from a top-level one, "
         "rope_nested_refused the types that refuse rope_parameters "
-        "nested by layer type, layer_type_values the layer_types names a type builds, sub_config_kinds the field kinds "
+        "nested by layer type, rope_defaults the scaled RoPE dict a type's config class sets when config.json gives "
+        "none (less rope_theta and partial_rotary_factor, which its standardisation fills), "
+        "layer_type_values the layer_types names a type builds, sub_config_kinds the field kinds "
         "of a sub-config a type nests as its own class (DBRX's attn_config and ffn_config; null only where listed), "
         "head_dim_null_kept the types whose config keeps a null head_dim as None, "
         "unit_interval the float fields a type refuses outside [0, 1] (-1.0 and 1.5 refused, 0.5 built: dropouts, "
@@ -481,6 +500,7 @@ def render(t: dict[str, Any]) -> str:
                                       if p["partial_rotary_refused"]},
            "partial_rotary_top_ignored": sorted(mt for mt, p in types if p["partial_rotary_top_ignored"]),
            "rope_nested_refused": sorted(mt for mt, p in types if p["rope_nested_refused"]),
+           "rope_defaults": {mt: p["rope_default"] for mt, p in types if p["rope_default"]},
            "layer_type_values": {mt: p["layer_type_values"] for mt, p in types if p["layer_type_values"]},
            "sub_config_kinds": {mt: p["sub_config_kinds"] for mt, p in types if p["sub_config_kinds"]},
            "field_kinds": {mt: dict(sorted(p["field_kinds"].items())) for mt, p in types},

@@ -135,6 +135,20 @@ sliding_window_pattern (popped or read from kwargs) null, 0, -1, 1 .. 3, 100, 1.
 list, with and without layer_types: no other disagreement (T5's tie aside, as above). The inputs
 tried beside the findings are kept in ``NEIGHBOURS``, transformers' verdicts stored and rebuilt on
 every run.
+
+Also mended (their inputs plain tests too): G4, G7, G8 and G9, at one root, the
+values of a RoPE dict. ``keys.check_rope_values`` evaluates transformers' own expressions
+(``keys.ROPE_VALUE_RULES``: each comparison or division of the ``_validate_<type>_rope_parameters``
+that raises on a bad value, and each computation of the RoPE init functions and of a type's default
+RoPE, a tensor stood in for) on the dict as 5.25's standardisation leaves it: rope_theta and
+partial_rotary_factor filled from the top level (GPT-NeoX's from rotary_pct), and
+original_max_position_embeddings from max_position_embeddings, from the class's own field (Phi-3), or
+from a top-level key the rotary embedding reads when it standardises again; GPT-OSS's own yarn dict
+when config.json gives none is probed into ``data/hf_rules.json`` (``rope_defaults``). The validator
+steps run on every type, RoPE computed or not (GPT-2, OPT, GPT-Neo, GPT-BigCode), the init steps
+where the model computes RoPE. tests/sizing/hf/test_rope_values.py throws more of these classes
+(each value of each scaling type, and the top-level keys that fill them, null, 0, -1, a string, a
+list, ...) at the translated types, transformers the oracle.
 """
 
 from __future__ import annotations
@@ -2647,7 +2661,7 @@ FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED = frozenset({"G1", "G2", "G3", "G5", "G6"})
+MENDED = frozenset({"G1", "G2", "G3", "G4", "G5", "G6", "G7", "G8", "G9"})
 
 # inputs beside the mended findings, tried when mending them: name -> (config, transformers' total
 # or None where it refuses, its auto class, the finding they neighbour); rebuilt live on every run

@@ -77,6 +77,7 @@ from ffnlab.sizing.hf.keys import (
     check_even_rotary,
     check_partial_rotary,
     check_rope_not_nested,
+    check_rope_values,
     check_scaled_rope_widths,
     computed_layer_types,
 )
@@ -233,7 +234,9 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
         # DeepSeek-V3 does not declare head_dim: its config sets it to qk_rope_head_dim, then a written
         # head_dim over it, and RoPE validation reads that (V2 declares it, so it is overwritten)
         check_even_rotary(text, text_type, text["head_dim"])
-    check_scaled_rope_widths(text, text_type, (cfg.attn.qk_rope_head_dim or 0) if cfg.is_mla else cfg.head_dim)
+    rotary_width = (cfg.attn.qk_rope_head_dim or 0) if cfg.is_mla else cfg.head_dim
+    check_rope_values(text, text_type, rotary_width)
+    check_scaled_rope_widths(text, text_type, rotary_width)
     check_rope_not_nested(text, text_type, _layer_types(text, text_type, cfg))
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)

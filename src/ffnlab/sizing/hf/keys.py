@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
@@ -19,6 +20,7 @@ from ffnlab.sizing.hf.rules import (
     PAD_IN_EMBEDDING,
     PARTIAL_ROTARY_REFUSED,
     PARTIAL_ROTARY_TOP_IGNORED,
+    ROPE_DEFAULTS,
     ROPE_NESTED_REFUSED,
     ROPE_REQUIRED_KEYS,
     ROPE_SCALING,
@@ -285,6 +287,8 @@ def check_scaled_rope_widths(data: Mapping[str, object], model_type: str, head_d
         partial: Any = group.get("partial_rotary_factor", default)
         if kind == "default" or json_kind(partial) not in ("int", "float"):
             continue
+        require(math.isfinite(head_dim * partial), f"config.json: partial_rotary_factor {show(partial)} makes an "
+                                                   f"infinite rotary width: transformers' {model_type} RoPE refuses it")
         width = int(head_dim * partial)
         where = f"config.json key {label!r} ({kind} RoPE over {head_dim} x {show(partial)} = {width} rotary dimensions)"
         require(width >= 0, f"{where}: transformers' RoPE refuses a negative rotary width")
@@ -330,6 +334,282 @@ def check_partial_rotary(data: Mapping[str, object], model_type: str, head_dim: 
         require("odd-width" not in tags or int(head_dim * factor) % 2 == 0,
                 f"config.json key {where!r} is {show(factor)}: {head_dim} x {show(factor)} gives an odd rotary "
                 f"width, which transformers' {model_type} rotary embedding cannot split in halves")
+
+
+# ---- the values of a RoPE dict, as transformers 5.25 validates and computes with them ----------
+#
+# ``modeling_rope_utils.py``'s ``_validate_<type>_rope_parameters`` mostly log a warning for a bad
+# value, but some of their comparisons and divisions raise on one; the RoPE init functions
+# (``_compute_<type>_parameters``, and each model's ``compute_default_rope_parameters``) compute
+# with every value they read. :data:`ROPE_VALUE_RULES` keeps those expressions, one per step, each
+# with the keys it reads: :func:`check_rope_values` evaluates them in pure Python on the dict as
+# 5.25's standardisation leaves it (values filled from the top level included), a torch tensor
+# stood in for by :class:`_Tensor`, and refuses the config where one raises, as transformers does.
+
+
+class _Tensor:
+    """A float tensor of transformers' RoPE init, as far as it raises: arithmetic and comparison
+    with a number (a bool is one) or a tensor gives a tensor, anything else (None, a string, a
+    list, an object) is a TypeError, as torch's operators give one."""
+
+    def _op(self, other: object) -> _Tensor:
+        if isinstance(other, (_Tensor, int, float)):
+            return self
+        raise TypeError(f"unsupported operand type for a tensor: {type(other).__name__}")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _op
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = __gt__ = __lt__ = __ge__ = __le__ = _op
+
+
+class _Context(dict[str, Any]):
+    """What a RoPE step reads besides the dict: max_position_embeddings (absent where the config
+    has none: an AttributeError, as transformers'), truncate, and ``dim``, int(head_dim x
+    partial_rotary_factor), computed only by the steps that read it."""
+
+    def __init__(self, head_dim: int | None, partial: Any, **values: Any):
+        super().__init__(values)
+        self.head_dim, self.partial = head_dim, partial
+
+    def __missing__(self, key: str) -> Any:
+        if key == "dim":
+            return int(self.head_dim * self.partial)
+        raise AttributeError(f"the config has no {key}")
+
+
+def _arange(stop: Any) -> _Tensor:
+    """``torch.arange(0, stop, 2)``: refuses a stop that is not a number, or below 0."""
+    if not isinstance(stop, (int, float)):
+        raise TypeError(f"arange() received an invalid stop {type(stop).__name__}")
+    if stop < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if stop > MAX_INT:  # past int64, or more frequencies than memory holds
+        raise OverflowError("int too big to convert")
+    return _Tensor()
+
+
+def _tensor_of(values: Any) -> _Tensor:
+    """``torch.tensor(values, dtype=float32)``: a number, or a (nested) list of numbers."""
+    if isinstance(values, list):
+        for v in values:
+            _tensor_of(v)
+    elif not isinstance(values, (int, float)):
+        raise TypeError(f"could not convert {type(values).__name__} to a float tensor")
+    return _Tensor()
+
+
+def _mscale(scale: Any, mscale: Any = 1) -> Any:
+    """``yarn_get_mscale``."""
+    if scale <= 1:
+        return 1.0
+    return 0.1 * mscale * math.log(scale) + 1.0
+
+
+def _inv_freq(p: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    """The inverse frequencies every RoPE init computes first: 1 / theta ** (arange(0, dim, 2) / dim)."""
+    dim = c["dim"]
+    return 1.0 / (p["rope_theta"] ** (_arange(dim) / dim))
+
+
+def _yarn_range(p: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    """yarn's correction range (``find_correction_range``), from its betas, theta and original length."""
+    dim, base, original = c["dim"], p["rope_theta"], p["original_max_position_embeddings"]
+    bounds = [(dim * math.log(original / ((p.get(k) or d) * 2 * math.pi))) / (2 * math.log(base))
+              for k, d in (("beta_fast", 32), ("beta_slow", 1))]
+    if c["truncate"]:
+        bounds = [math.floor(bounds[0]), math.ceil(bounds[1])]
+    return max(bounds[0], 0), min(bounds[1], dim - 1)
+
+
+def _yarn_factor(p: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    factor = p["factor"]
+    return c["max_position_embeddings"] / p["original_max_position_embeddings"] if factor is None else factor
+
+
+def _yarn_attention(p: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    factor, mscale, mscale_all_dim = _yarn_factor(p, c), p.get("mscale"), p.get("mscale_all_dim")
+    if p.get("attention_factor") is not None:
+        return None
+    if mscale and mscale_all_dim:
+        return float(_mscale(factor, mscale) / _mscale(factor, mscale_all_dim))
+    return _mscale(factor)
+
+
+def _longrope_attention(p: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    factor, original = p.get("factor"), p["original_max_position_embeddings"]
+    factor = c["max_position_embeddings"] / original if factor is None else factor
+    if p.get("attention_factor") is None and not factor <= 1.0:
+        return math.sqrt(1 + math.log(factor) / math.log(original))
+    return None
+
+
+def _llama3(p: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    inv_freq, factor = _inv_freq(p, c), p["factor"]
+    low, high, old = p["low_freq_factor"], p["high_freq_factor"], p["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / low, old / high
+    wavelen = 2 * math.pi / inv_freq
+    scaled = inv_freq / factor, wavelen > low_wavelen, wavelen < high_wavelen
+    smooth = (old / wavelen - low) / (high - low)
+    return scaled, (1 - smooth) * inv_freq / factor + smooth * inv_freq
+
+
+Rule = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
+
+# (phase, RoPE types, keys read, expression): "validate" steps run wherever transformers validates
+# the dict (every type, RoPE computed or not), "init" steps where the model computes RoPE; "dim"
+# names int(head_dim x partial_rotary_factor), "default" the types' own default RoPE (which reads
+# the factor only where :func:`_reads_partial`). transformers 5.25, modeling_rope_utils.py.
+ROPE_VALUE_RULES: tuple[tuple[str, frozenset[str], tuple[str, ...], Rule], ...] = (
+    ("validate", frozenset({"yarn"}), ("beta_fast", "beta_slow"),
+     lambda p, c: (p.get("beta_fast") or 32) < (p.get("beta_slow") or 1)),
+    ("validate", frozenset({"yarn"}), ("original_max_position_embeddings",),
+     lambda p, c: c["max_position_embeddings"] / p["original_max_position_embeddings"]),
+    ("validate", frozenset({"longrope"}), ("partial_rotary_factor",), lambda p, c: c["dim"]),
+    ("validate", frozenset({"longrope"}), ("short_factor",), lambda p, c: len(p["short_factor"])),
+    ("validate", frozenset({"longrope"}), ("long_factor",), lambda p, c: len(p["long_factor"])),
+    ("validate", frozenset({"llama3"}), ("high_freq_factor", "low_freq_factor"),
+     lambda p, c: p["high_freq_factor"] <= p["low_freq_factor"]),
+    ("validate", frozenset({"llama3"}), ("original_max_position_embeddings",),
+     lambda p, c: p["original_max_position_embeddings"] >= c["max_position_embeddings"]),
+    ("init", frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3"}), ("partial_rotary_factor",),
+     lambda p, c: c["dim"]),
+    ("init", frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3"}),
+     ("rope_theta", "partial_rotary_factor"), _inv_freq),
+    ("init", frozenset({"linear"}), ("factor",), lambda p, c: _Tensor() / p["factor"]),
+    ("init", frozenset({"dynamic"}), ("factor",),
+     lambda p, c: p["rope_theta"] * ((p["factor"] * c["max_position_embeddings"] / c["max_position_embeddings"])
+                                     - (p["factor"] - 1)) ** (c["dim"] / (c["dim"] - 2))),
+    ("init", frozenset({"yarn"}), ("factor", "original_max_position_embeddings"), lambda p, c: _Tensor() * (
+        _yarn_factor(p, c))),
+    ("init", frozenset({"yarn"}), ("factor", "mscale", "mscale_all_dim"), _yarn_attention),
+    ("init", frozenset({"yarn"}), ("beta_fast", "beta_slow", "rope_theta", "original_max_position_embeddings"),
+     _yarn_range),
+    ("init", frozenset({"longrope"}), ("factor", "original_max_position_embeddings"), _longrope_attention),
+    ("init", frozenset({"longrope"}), ("short_factor",), lambda p, c: _tensor_of(p["short_factor"])),
+    ("init", frozenset({"llama3"}), ("factor", "low_freq_factor", "high_freq_factor",
+                                     "original_max_position_embeddings"), _llama3),
+    # DeepSeek V2 / V3 attention scale their softmax by yarn's mscale (yarn_apply_mscale)
+    ("mscale", frozenset({"linear", "dynamic", "yarn", "longrope", "llama3"}), ("factor", "mscale_all_dim"),
+     lambda p, c: p.get("mscale_all_dim", 0) and _mscale(p["factor"], p["mscale_all_dim"])),
+)
+ROPE_ATTENTION_MSCALE = frozenset({"deepseek_v2", "deepseek_v3"})  # models/deepseek_v*/modeling_*.py
+# the RoPE inits that read getattr(config, "head_dim", hidden // heads) with no fallback for a None
+# (linear's and llama3's have one: ``or``), as longrope's validator does
+HEAD_DIM_UNGUARDED = frozenset({"dynamic", "yarn", "longrope"})
+
+
+def _reads_partial(model_type: str) -> bool:
+    """Whether a type's own default RoPE computes its width with partial_rotary_factor (those whose
+    config has a factor of its own: :data:`PARTIAL_ROTARY_DEFAULT`, :data:`PARTIAL_ROTARY_REFUSED`)."""
+    return model_type in PARTIAL_ROTARY_DEFAULT or model_type in PARTIAL_ROTARY_REFUSED
+
+
+def _standardised(data: Mapping[str, object], model_type: str, label: str,
+                  group: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, str], dict[str, str]]:
+    """A flat RoPE dict as transformers validates it and as its model computes with it, and where
+    each value came from: rope_theta and partial_rotary_factor filled from the top level (or the
+    class), original_max_position_embeddings from max_position_embeddings, or, where the config
+    has an original_max_position_embeddings of its own (a field, or a key written in config.json by
+    the time the rotary embedding standardises again), from it."""
+    tags = ROPE_SCALING.get(model_type, frozenset())
+    standardises = bool(tags & {"computes", "fills-theta"})
+    p = dict(group)
+    where = {k: f"{label}.{k}" for k in p}
+    if standardises and "rope_theta" not in p:
+        for key, value in rope_thetas(data, model_type)[:1]:
+            p["rope_theta"], where["rope_theta"] = value, key
+        if "rope_theta" not in p:
+            p["rope_theta"], where["rope_theta"] = 10_000.0, "rope_theta (the class default)"
+    if standardises and "partial_rotary_factor" not in p:
+        value = top_partial_rotary(data, model_type)
+        source = "rotary_pct" if model_type in PARTIAL_ROTARY_TOP_IGNORED else "partial_rotary_factor"
+        if value is not None or model_type in PARTIAL_ROTARY_TOP_IGNORED:
+            p["partial_rotary_factor"] = value
+            where["partial_rotary_factor"] = source if source in data else f"{source} (the class default)"
+    key, defaults = "original_max_position_embeddings", CLASS_DEFAULTS.get(model_type, {})
+    fills = "fills-original" in tags or (standardises and key in defaults)  # Phi-3's field
+    if fills and rope_kind(p) in ("llama3", "yarn", "longrope"):
+        if key in defaults:
+            p[key] = data.get(key, defaults[key])
+            where[key] = key if key in data else f"{key} (the class default)"
+        elif key not in p:
+            p[key] = data.get("max_position_embeddings", defaults.get("max_position_embeddings"))
+            where[key] = "max_position_embeddings"
+    init, where_init = dict(p), dict(where)
+    if fills and rope_kind(p) in ("llama3", "yarn", "longrope") and key in data:
+        init[key], where_init[key] = data[key], key  # the rotary embedding standardises again, the key set
+    return p, init, where, where_init
+
+
+RopeDict = tuple[str, dict[str, Any], dict[str, Any], dict[str, str], dict[str, str]]
+
+
+def rope_value_dicts(data: Mapping[str, object], model_type: str) -> list[RopeDict]:
+    """Each RoPE dict transformers validates and computes with: (label, as validated, as computed
+    with, where each value came from); where config.json gives none, the class's own dict
+    (:data:`ROPE_DEFAULTS`, GPT-OSS's yarn), else the default RoPE the standardisation fills."""
+    if model_type in LAYER_PATTERN:
+        params = data.get("rope_parameters")
+        used = _used_layer_types(data, model_type)
+        out = []
+        for name, group in (params.items() if isinstance(params, dict) else ()):
+            if name in used and isinstance(group, dict):
+                label = f"rope_parameters.{name}"
+                p, where = dict(group), {k: f"{label}.{k}" for k in group}
+                if "rope_theta" not in p:  # the layer type's own theta key (ROPE_THETA_SOURCES), else the class's
+                    source = ROPE_THETA_SOURCES[model_type].get(name)
+                    p["rope_theta"], where["rope_theta"] = (data[source], source) if source and source in data \
+                        else (10_000.0, "rope_theta (the class default)")
+                if rope_kind(p) in ("llama3", "yarn", "longrope") and "original_max_position_embeddings" not in p:
+                    p["original_max_position_embeddings"] = data.get(
+                        "max_position_embeddings", CLASS_DEFAULTS.get(model_type, {}).get("max_position_embeddings"))
+                    where["original_max_position_embeddings"] = "max_position_embeddings"
+                out.append((label, p, dict(p), where, dict(where)))
+        return out
+    groups = [(label, group) for label, group in rope_groups(data, model_type) if group]
+    if not groups and model_type in ROPE_DEFAULTS:
+        groups = [(f"the {model_type} class's own rope_parameters", dict(ROPE_DEFAULTS[model_type]))]
+    elif not groups and ROPE_SCALING.get(model_type, frozenset()) & {"computes", "fills-theta"}:
+        groups = [("rope_parameters", {})]  # standardised all the same: theta and factor filled
+    return [(label, *_standardised(data, model_type, label, group)) for label, group in groups]
+
+
+def check_rope_values(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
+    """Refuse a RoPE dict whose values transformers' validator or RoPE init raises on
+    (:data:`ROPE_VALUE_RULES`): each step evaluated on the dict as validated (every type) and as
+    computed with (the types whose model computes RoPE), its error named by the keys it reads."""
+    computes = "computes" in ROPE_SCALING.get(model_type, frozenset()) or model_type in LAYER_PATTERN
+    defaults = CLASS_DEFAULTS.get(model_type, {})
+    mpe = data.get("max_position_embeddings", defaults.get("max_position_embeddings", MISSING))
+    # the config's own head_dim: None where its class keeps a null one (written, or its default),
+    # which the steps reading getattr(config, "head_dim", ...) without a fallback multiply
+    kept_null = model_type in HEAD_DIM_NULL_KEPT and data.get("head_dim", defaults.get("head_dim", 0)) is None
+    for _label, validated, init, where, where_init in rope_value_dicts(data, model_type):
+        kind = rope_kind(validated)
+        for phase, kinds, keys, rule in ROPE_VALUE_RULES:
+            if kind not in kinds or (phase == "init" and not computes) or \
+                    (phase == "mscale" and model_type not in ROPE_ATTENTION_MSCALE):
+                continue
+            p, source = (validated, where) if phase == "validate" else (init, where_init)
+            partial = p.get("partial_rotary_factor", 1.0) if kind != "default" or _reads_partial(model_type) else 1.0
+            head = None if kept_null and (phase == "validate" or kind in HEAD_DIM_UNGUARDED) else head_dim
+            context = _Context(head, partial, truncate=validated.get("truncate", True))
+            if mpe is not MISSING:
+                context["max_position_embeddings"] = mpe
+            try:
+                rule(p, context)
+            except (TypeError, ValueError, ZeroDivisionError, OverflowError, RuntimeError, AttributeError,
+                    KeyError) as e:
+                read = [k for k in keys if k in p]
+                odd = [k for k in read if json_kind(p[k]) not in ("int", "float")
+                       or not (p[k] > 0 and (k != "rope_theta" or p[k] != 1))]
+                read = odd or read  # the values that are not plain numbers above 0 (a theta not 1), where any
+                shown = ", ".join(f"{source.get(k, k)} = {show(p[k])}" for k in read) or "its values"
+                if head is None and not odd:  # the width it multiplies is the null head_dim
+                    shown, read = "head_dim = null (its class keeps a null or absent one null)", ["head_dim"]
+                role = "config validates" if phase == "validate" else "rotary embedding computes with"
+                them = "it" if len(read) == 1 else "them"
+                raise FfnlabError(f"config.json: {shown}: transformers' {model_type} {role} {them} ({kind} RoPE) "
+                                  f"and refuses {them} ({type(e).__name__})") from None
 
 
 # how a type's config computes its layer_types when config.json gives none (transformers 5.25,

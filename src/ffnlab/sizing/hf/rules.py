@@ -29,7 +29,8 @@ installed transformers. Read here once, into the names the translators use:
   ``PARTIAL_ROTARY_TOP_IGNORED`` the types whose config fills its RoPE dict's factor from a key of
   its own (GPT-NeoX's ``rotary_pct``), never from a top-level ``partial_rotary_factor``;
   ``ROPE_NESTED_REFUSED`` the types whose single rotary embedding refuses ``rope_parameters``
-  nested by layer type; ``LAYER_TYPE_VALUES`` the ``layer_types`` names a type builds;
+  nested by layer type; ``ROPE_DEFAULTS`` the scaled RoPE dict a type's config class sets when
+  config.json gives none (GPT-OSS's yarn); ``LAYER_TYPE_VALUES`` the ``layer_types`` names a type builds;
   ``HEAD_DIM_NULL_KEPT`` the types whose config keeps a null ``head_dim`` as None;
 * ``SUB_CONFIG_KINDS``: the field kinds of each sub-config a type nests as its own, strictly
   validated class (DBRX's and MPT's attn_config, DBRX's ffn_config): null only where listed;
@@ -74,6 +75,7 @@ PARTIAL_ROTARY_REFUSED: dict[str, frozenset[str]] = {mt: frozenset(tags) for mt,
                                                      in _TABLE["partial_rotary_refused"].items()}
 PARTIAL_ROTARY_TOP_IGNORED: frozenset[str] = frozenset(_TABLE["partial_rotary_top_ignored"])
 ROPE_NESTED_REFUSED: frozenset[str] = frozenset(_TABLE["rope_nested_refused"])
+ROPE_DEFAULTS: dict[str, dict[str, object]] = _TABLE.get("rope_defaults", {})
 HEAD_DIM_NULL_KEPT: frozenset[str] = frozenset(_TABLE["head_dim_null_kept"])
 SUB_CONFIG_KINDS: dict[str, dict[str, dict[str, frozenset[str]]]] = {
     mt: {name: {key: frozenset(kinds) for key, kinds in fields.items()} for name, fields in subs.items()}

@@ -1,0 +1,379 @@
+"""An eighth adversarial pass over the CLI's promises, by someone who wrote none of the fixes it
+checks, aimed at commands and combinations the first seven passes left alone; inputs kept as tests.
+
+The pass threw about 170 inputs, each a call of the CLI (in-process, or a subprocess where a Hub
+or a trained run was the question), recording exit status, stderr lines, traceback, strict JSON,
+the files left and a fake Hub's log:
+
+* ``~`` (17): ``claims --evidence`` ``~/ev``, ``~/ev/claims.json`` and ``~nouser/ev`` (HOME a test
+  folder); ``table``, ``fit``, ``audit`` and ``size --from`` given ``~/m`` and ``~/m/config.json``;
+  ``fit --mode serve --engine-config ~/v.txt``, ``size --engine-config ~/e.toml``, ``sweep
+  ~/s.yaml --estimate``, ``train ~/t.yaml`` and ``train --corpus ~/c.txt`` (``--print-config``),
+  ``capacity report ~/missing``, ``explain --d-model ~``.
+* names (27): sweep names ``.ffnlab-tmp-s-1-0123456789ab``, with a space, a tab, a newline, a
+  slash, U+202E, a zero-width space, ``~``, ``-``, ``a..b``, a leading and a trailing space,
+  ``CON``; arm names with ``/``, a space, a newline, U+202E, U+200B, ``..``, ``.``, ``""``, ``:``,
+  ``*``, ``~a``, a backslash; ``--checkpoint`` ``../checkpoints/step-N``, ``step-N/`` and ``""``
+  to ``generate``, ``export`` and ``capacity measure``.
+* duplicate keys (10): a sweep spec in JSON and in TOML, ``claims --evidence`` a JSON file with a
+  claim given twice and a ``verdict`` given twice, a capacity preset in JSON, a train config in TOML
+  (a key twice in a sub-table), in YAML (a flow mapping, an explicit ``? key``), ``1`` beside
+  ``'1'``, ``--set`` of one key twice (the last wins, as documented).
+* strict JSON (38): config.json with NaN, Infinity, -Infinity or 1e308 in ten keys
+  (``max_position_embeddings``, ``rope_theta``, ``rms_norm_eps``, ``sliding_window``, ``head_dim``,
+  ``vocab_size``, ``tie_word_embeddings``, ``num_key_value_heads``, ``intermediate_size``, a
+  fractional ``hidden_size``), each to ``table``, ``size --from`` and ``fit`` with ``--json``;
+  ``zoo --json`` with ``--format csv`` and an empty ``--family``; ``claims --evidence`` a
+  width-alignment file with 1e999.
+* resource bombs (29): JSON 990 deep (train config), YAML 5,000 deep (train config) and 3,000
+  deep (sweep spec), JSON 100,000 deep (capacity preset, claims evidence); ``--set`` values 3,000
+  and 2,000 deep, a key 5,000 parts long, an alias bomb as a ``--set`` value (twice), a 5,000-digit
+  integer, a 100,000-character corpus; 2,000,000 seeds in TOML, 10,001 seeds in JSON, 10,001
+  scales, 100 seeds x 101 scales, 100,000 trends; seeds ``[0, 0, 0]``, ``[0, 1e300]``, ``[0,
+  true]``, ``5``, ``[]``; a capacity preset of 5,001 seeds x 2 arms and one of 10**20 exposures;
+  a 200,000-key TOML train config.
+* numbers and exit codes (47): ``size --ratio`` 1/0, 0/0, 8/3/2, 1e309, -4, nan, inf, 4/-1, 1_0,
+  0x4, 4j, an Arabic-Indic digit; ``plan`` 1e400, nan, -7B, 7B7B, 0.000001, 7b, 7Bi, inf, 1e-300,
+  100; ``--tolerance`` nan/-1/1e308, ``--aspect-band 160:32``, ``--kv-groups`` 10**6,
+  ``--d-multiple`` 10**9; ``--multiplier`` nan/1e-320, ``--multiple-of`` 0 and 2**70; ``explain``
+  2**62 wide, ``--d-ff`` 0 and 2**40; ``generate`` ``--temperature nan``, ``--top-k -1``, ``--seed
+  2**32``, ``--tokens 2**63``, a 100,000-character prompt; several targets to ``fit`` (one that does
+  not fit: exit 1, strict JSON), ``audit``, ``table``, ``size --from``; ``--format yaml`` and
+  ``CSV``.
+* Hub waits (17, a fake Hub on 127.0.0.1, ``--timeout 1``): ``table org/tiny`` against a stall, a
+  500, a trickle, garbage, a 429 with Retry-After 100,000, a repo it lacks and a revision it lacks;
+  ``size --from`` against a body cut short and headers that stall; ``audit`` of two ids, the first
+  stalling; ``fit --mode serve`` against a redirect loop; ``probe org/tiny`` against a stall;
+  ``train --corpus hf:org/data`` against a 500 and ``hf:org/nodata`` against a Hub without it.
+* data safety (16, a trained run and a real 2-arm sweep): ``report --out`` a user's folder;
+  ``report`` with ``report/`` a link out, ``report/plots`` a link out, ``report/runs`` a link
+  out; ``sweep`` resumed with ``logs/``, ``configs/``, ``runs/b-s0`` a link out and
+  ``status.json`` a link to a file elsewhere; ``train --resume`` with ``checkpoints``,
+  ``summary.json``, ``config.yaml`` and ``metrics.jsonl`` links out; ``export --hf
+  run/checkpoints``; a refused ``train`` whose new folder gained another process's file.
+
+Findings (2 root causes; each a strict xfail below):
+
+1. ``claims --evidence ~/x`` reads a file or folder named ``~`` in the working folder: the
+   option has no ``parser=user_path`` (``cli/sizing.py`` ``claims``), and
+   ``sizing/claims.py`` ``evidence_file``/``load_evidence`` take ``Path(where)`` as given, so a
+   ``~`` quoted or after ``=`` (which a shell leaves alone) is "no experiment evidence at ~/ev"
+   though ``$HOME/ev/claims.json`` is there; ``~nouser/ev`` is the same line rather than "no such
+   user". Every other path option and model target tried expands it.
+2. ``train --corpus hf:org/nodata`` where the Hub lacks the dataset: "cannot load Hugging Face
+   dataset 'org/nodata': Couldn't find any data file at /cwd/org/nodata. Couldn't find 'org/nodata'
+   on the Hugging Face Hub either: LocalEntryNotFoundError: ... Please check your connection and
+   try ...": not "not found", and it sends the user to their connection. The training corpus
+   loader (``training/corpus/sources.py`` ``_open_hf``) prints the library's first line; only
+   ``perplexity``'s loader (``training/wikitext.py`` ``load_hub_dataset``) reads the Hub's answer
+   into "not found" (``_hub_dataset_error``, the seventh pass's mend). (A 500 there is one line,
+   one request: the bounded wait works; only the not-found wording is missing.)
+
+Noted, not broken promises: every refusal above was one line, exit 2, no traceback, nothing
+written; every ``--json`` answer was strict (a config.json NaN in a key ffnlab does not use, e.g.
+``rope_theta``, is not echoed); each link out of a sweep, report or run folder was refused with
+one line naming it, nothing written through it (``status.json`` a link: the link is replaced by a
+file, its target untouched); a refused train kept another process's file and so its folder. A
+sweep named ``.ffnlab-tmp-s-1-0123456789ab`` is accepted (``safe_name``); its folder would match
+the temporaries' pattern, but ``clear_stale_temporaries`` removes only marked or empty ones, so a
+sweep's folder with files in it is safe; an *empty* user folder so named is removed once the PID in
+its name has ended (by design: a kill between ``mkdir`` and the marker leaves one). PyYAML reads
+about 125 KB/s here: a 1.6 MB spec of 40,000 flow mappings takes 13 s to parse before it is
+refused (linear, 100,000 trends 28 s; a 16 MiB spec, the size limit, would take about 2 minutes);
+a 2,000,000-seed TOML spec is refused in 8 s. ``plan 100`` (no shape within --tolerance) exits 2,
+as docs/cli.md says. ``export --checkpoint ''`` is taken as the latest checkpoint.
+
+The Hub test and the report tests run subprocesses or a fake sweep; the file runs in about 15 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from adversarial_cli import SRC
+from adversarial_cli import strict_json as _strict
+from fuzz_cli import assert_refused, cli, snapshot
+
+LLAMA = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000, "max_position_embeddings": 2048}
+SPEC = ("name: s\ncontrol: fixed-d-model\nseeds: [0]\nbase: {model: {d_model: 32, n_layers: 1, n_heads: 2}, "
+        "data: {corpus: shakespeare}}\narms: [{name: a, ffn: {kind: gelu, rule: ratio, ratio: 2}}]\n")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Path:
+    """A home folder holding a model config, a claims file and a sweep spec; HOME points at it."""
+    h = tmp_path / "home"
+    (h / "m").mkdir(parents=True)
+    (h / "m" / "config.json").write_text(json.dumps(LLAMA))
+    (h / "ev").mkdir()
+    verdict = {"ratio_optimal": {"verdict": "false", "evidence": "EVIDENCE-8TH"}}  # an experiment's verdict
+    (h / "ev" / "claims.json").write_text(json.dumps(verdict))
+    (h / "s.yaml").write_text(SPEC)
+    monkeypatch.setenv("HOME", str(h))
+    (tmp_path / "w").mkdir()
+    return h
+
+
+def _hub_process(tmp_path: Path, misbehave: str | None, *argv: str) -> tuple[subprocess.CompletedProcess, list]:
+    from fake_hub import FakeHub
+
+    fake = FakeHub()
+    fake.add("org/tiny", {"main": {"config.json": json.dumps(LLAMA).encode()}})
+    fake.misbehave = misbehave
+    server, url = fake.serve()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
+    env |= {"HF_ENDPOINT": url, "HF_HOME": str(tmp_path / "hfhome"), "HF_HUB_OFFLINE": "0",
+            "HF_DATASETS_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1",
+            "FFNLAB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": SRC}
+    try:
+        p = subprocess.run([sys.executable, "-m", "ffnlab", *argv], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=300)
+    finally:
+        fake.release()
+        server.shutdown()
+    return p, list(fake.requests)
+
+
+# -- findings -----------------------------------------------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason="finding: claims --evidence has no parser=user_path (cli/sizing.py) and "
+                                       "claims.evidence_file takes Path(where) as given: '~/ev' is not expanded")
+@pytest.mark.parametrize("given", ["~/ev", "~/ev/claims.json"], ids=["folder", "file"])
+def test_claims_evidence_expands_a_leading_tilde(home, given):
+    r = cli("claims", "--evidence", given, "--json", where=home.parent / "w")
+    assert r.code == 0, r.stderr[-2000:]  # now: "no experiment evidence at ~/ev (no claims.json there ...)"
+    assert "EVIDENCE-8TH" in json.dumps(_strict(r.stdout))  # the verdict of $HOME/ev/claims.json
+
+
+def test_claims_evidence_at_the_home_folders_absolute_path_is_read(home):
+    r = cli("claims", "--evidence", str(home / "ev"), "--json", where=home.parent / "w")
+    assert r.code == 0, r.stderr[-2000:]
+    assert "EVIDENCE-8TH" in json.dumps(_strict(r.stdout))
+
+
+@pytest.mark.xfail(strict=True, reason="finding: training/corpus/sources.py _open_hf prints datasets' first "
+                                       "line ('... Please check your connection'), not the Hub's not-found "
+                                       "answer as wikitext._hub_dataset_error does for perplexity")
+def test_train_on_a_hub_dataset_the_hub_lacks_says_not_found(tmp_path):
+    p, requests = _hub_process(tmp_path, None, "train", "--corpus", "hf:org/nodata", "--timeout", "1",
+                               "--out", "run", "--set", "train.max_steps=1")
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-2000:]
+    assert len(requests) == 1, requests  # one request, no retries: this part holds
+    assert not (tmp_path / "run").exists()
+    assert "not found" in lines[0].lower() and "connection" not in lines[0].lower(), lines[0]
+
+
+# -- handled right: a sample --------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["table", "~/m/config.json"], ["table", "~/m"], ["audit", "~/m"], ["size", "--from", "~/m"],
+    ["fit", "~/m/config.json", "--gpus", "1"]], ids=["table-file", "table-folder", "audit", "size-from", "fit"])
+def test_a_model_target_with_a_tilde_is_read_from_home(home, argv):
+    r = cli(*argv, "--json", where=home.parent / "w")
+    assert r.code == 0, r.stderr[-2000:]
+    text = json.dumps(_strict(r.stdout))
+    # the config under HOME: width 256, ratio 688/256 (fit names the model by its folder, m)
+    assert "256" in text or "2.6875" in text or '"model": "m"' in text, text[:500]
+
+
+def test_a_sweep_spec_with_a_tilde_is_read_from_home(home):
+    r = cli("sweep", "~/s.yaml", "--estimate", where=home.parent / "w")
+    assert r.code == 0, r.stderr[-2000:]
+    assert "arm a: " in r.stdout
+    assert os.listdir(home.parent / "w") == []
+
+
+@pytest.mark.parametrize("name", ["'a b'", "'a\\tb'", "'\\u202egnp'", "'a\\u200bb'", "'~'", "' a'", "'a '"],
+                         ids=["space", "tab", "rtl", "zero-width", "tilde", "leading-space", "trailing-space"])
+def test_a_sweep_name_of_odd_characters_is_one_line(tmp_path, name):
+    (tmp_path / "sp.yaml").write_text(SPEC.replace("name: s", f"name: {name}"))
+    assert_refused(cli("sweep", "sp.yaml", "--estimate", where=tmp_path), "name")
+    assert os.listdir(tmp_path) == ["sp.yaml"]
+
+
+@pytest.mark.parametrize("name", ["'a:b'", "'a*b'", "'~a'", "'a\\\\b'", "\"a\\nb\""],
+                         ids=["colon", "star", "tilde", "backslash", "newline"])
+def test_an_arm_name_of_odd_characters_is_one_line(tmp_path, name):
+    (tmp_path / "sp.yaml").write_text(SPEC.replace("{name: a,", f"{{name: {name},"))
+    assert_refused(cli("sweep", "sp.yaml", "--estimate", where=tmp_path), "arm name")
+    assert os.listdir(tmp_path) == ["sp.yaml"]
+
+
+DUPLICATES = {  # file -> (command, text)
+    "sp.json": (["sweep", "sp.json", "--estimate"], '{"name": "s", "name": "t"}'),
+    "sp.toml": (["sweep", "sp.toml", "--estimate"], 'name = "s"\nname = "t"\n'),
+    "ev.json": (["claims", "--evidence", "ev.json"], '{"x": {"verdict": "true", "evidence": "e"}, '
+                                                     '"x": {"verdict": "false", "evidence": "f"}}'),
+    "ev-inner.json": (["claims", "--evidence", "ev-inner.json", "--json"],
+                      '{"x": {"verdict": "true", "evidence": "e", "verdict": "false"}}'),
+    "p.json": (["capacity", "run", "p.json", "--workers", "1", "--no-report"], '{"name": "p", "name": "q"}'),
+    "t.toml": (["train", "t.toml", "--print-config"], '[model]\nd_model = 32\n[model.ffn]\nkind = "gelu"\n'
+                                                      'kind = "relu"\n'),
+    "t.yaml": (["train", "t.yaml", "--print-config"], "model:\n  d_model: 32\n  ? d_model\n  : 64\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DUPLICATES))
+def test_a_key_given_twice_is_one_line(tmp_path, name):
+    argv, text = DUPLICATES[name]
+    (tmp_path / name).write_text(text)
+    assert_refused(cli(*argv, where=tmp_path), "duplicate key")
+    assert os.listdir(tmp_path) == [name]
+
+
+def _config_with(tmp_path: Path, key: str, value: str) -> str:
+    text = json.dumps({k: v for k, v in LLAMA.items() if k != key})[:-1] + f', "{key}": {value}}}'
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "config.json").write_text(text)
+    return "c"
+
+
+@pytest.mark.parametrize("argv", [["table"], ["size", "--from"], ["fit", "--gpus", "1"]],
+                         ids=["table", "size-from", "fit"])
+def test_a_nan_in_a_config_key_ffnlab_does_not_use_keeps_json_strict(tmp_path, argv):
+    model = _config_with(tmp_path, "rope_theta", "NaN")
+    args = [*argv[:1], model, *argv[1:]] if argv[0] != "size" else [*argv, model]
+    r = cli(*args, "--json", where=tmp_path)
+    assert r.code == 0, r.stderr[-2000:]
+    _strict(r.stdout)
+
+
+@pytest.mark.parametrize("key, value", [("max_position_embeddings", "Infinity"), ("sliding_window", "Infinity"),
+                                        ("num_key_value_heads", "-Infinity"), ("tie_word_embeddings", "NaN")])
+def test_a_non_finite_config_value_ffnlab_uses_is_one_line(tmp_path, key, value):
+    model = _config_with(tmp_path, key, value)
+    assert_refused(cli("size", "--from", model, "--json", where=tmp_path), key)
+
+
+NESTED = {  # file -> (command, text, fragment)
+    "d.json": (["train", "d.json", "--print-config"], '{"model": ' + '{"a": ' * 990 + "1" + "}" * 990 + "}",
+               "nested too deeply"),
+    "d.yaml": (["sweep", "d.yaml", "--estimate"], SPEC + "extra: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n",
+               "nested too deeply"),
+    "p.json": (["capacity", "run", "p.json", "--no-report", "--workers", "1"],
+               '{"name": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    "ev.json": (["claims", "--evidence", "ev.json"], '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+                "nested too deeply"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED))
+def test_a_deeply_nested_file_is_one_line(tmp_path, name):
+    argv, text, fragment = NESTED[name]
+    (tmp_path / name).write_text(text)
+    assert_refused(cli(*argv, where=tmp_path), fragment)
+    assert os.listdir(tmp_path) == [name]
+
+
+BOMB = "[" + ",".join(["&a0 [1,1,1,1,1,1,1,1,1,1]"] + [f"&a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]"
+                                                       for i in range(1, 8)]) + "]"
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    ("train.lr=" + BOMB, "alias"), ("model.ffn=" + BOMB, "alias"),
+    ("model.d_model=" + "[" * 3000 + "]" * 3000, "model.d_model"),
+    ("model." + ".".join(["a"] * 5000) + "=1", "unknown key"), ("model.d_model=" + "9" * 5000, "model.d_model")],
+    ids=["bomb-lr", "bomb-ffn", "deep-value", "long-key", "5000-digits"])
+def test_a_hostile_set_is_one_line(tmp_path, setting, fragment):
+    assert_refused(cli("train", "--set", setting, "--print-config", where=tmp_path), fragment)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("seeds, scales, fragment", [
+    ("[" + ",".join(map(str, range(100))) + "]", 101, "10,100 runs"), ("[0, 0, 0]", 0, "unique"),
+    ("[0, 1e300]", 0, "integer"), ("[0, true]", 0, "integer"), ("5", 0, "list"), ("[]", 0, "non-empty")],
+    ids=["100-seeds-101-scales", "repeated", "1e300", "bool", "scalar", "empty"])
+def test_a_hostile_seed_list_is_one_line(tmp_path, seeds, scales, fragment):
+    text = SPEC.replace("seeds: [0]", f"seeds: {seeds}")
+    if scales:
+        text += "scales: [" + ",".join(f"{{name: c{i}, model: {{d_model: 32}}}}" for i in range(scales)) + "]\n"
+    (tmp_path / "s.yaml").write_text(text)
+    assert_refused(cli("sweep", "s.yaml", "--estimate", where=tmp_path), fragment)
+
+
+@pytest.mark.parametrize("ratio", ["1/0", "0/0", "8/3/2", "4/-1", "1_0", "0x4", "4j", "\u0664"])
+def test_an_odd_ratio_is_one_line(tmp_path, ratio):
+    assert_refused(cli("size", "--d-model", "256", "--ratio", ratio, "--json", where=tmp_path), "ratio")
+
+
+@pytest.mark.parametrize("target", ["7B7B", "7Bi", "1e-300", "0.000001", "1e400"])
+def test_an_odd_plan_target_is_one_line(tmp_path, target):
+    assert_refused(cli("plan", target, "--json", where=tmp_path), "")
+
+
+def test_fit_of_several_models_one_too_big_exits_1_with_strict_json(tmp_path):
+    r = cli("fit", "gpt2", "llama-3.1-405b", "--gpus", "1", "--gpu", "H100", "--json", where=tmp_path)
+    assert r.code == 1, r.stderr[-2000:]
+    rows = _strict(r.stdout)
+    assert [row["model"] for row in rows][0] == "gpt2" and len(rows) == 2
+
+
+@pytest.mark.parametrize("misbehave, argv, said", [
+    ("stall", ["table", "org/tiny"], "did not answer within 1 s"),
+    ("garbage", ["table", "org/tiny"], "broke"),
+    (None, ["table", "org/tiny@v9"], "no revision 'v9'"),
+    ("close-body", ["size", "--from", "org/tiny"], "broke during a transfer"),
+], ids=["table-stall", "table-garbage", "table-revision", "size-close-body"])
+def test_a_hub_that_misbehaves_is_one_line_after_one_request(tmp_path, misbehave, argv, said):
+    from hub_waits import error_line
+
+    p, requests = _hub_process(tmp_path, misbehave, *argv, "--timeout", "1")
+    line = error_line(p)
+    assert said in line, line
+    assert len({(m, path) for m, path, _ in requests}) == len(requests), requests  # nothing asked twice
+
+
+def _sweep_with_report(root: Path) -> Path:
+    from fake_sweeps import fake_sweep
+
+    sw = root / "sw"
+    fake_sweep(sw, {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.01, 1.0)}, seeds=2, noise=0.01)
+    r = cli("report", "sw", where=root)
+    assert r.code == 0, r.stderr[-2000:]
+    return sw
+
+
+def test_report_into_a_users_folder_or_through_a_link_out_is_one_line(tmp_path):
+    sw = _sweep_with_report(tmp_path)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("MINE")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("SECRET")
+    before = snapshot(tmp_path)
+    assert_refused(cli("report", "sw", "--out", "mine", where=tmp_path), "not an ffnlab report")
+    assert snapshot(tmp_path) == before
+    plots = sw / "report" / "plots"
+    if plots.exists():
+        import shutil
+
+        shutil.rmtree(plots)
+    plots.symlink_to(tmp_path / "outside", target_is_directory=True)
+    assert_refused(cli("report", "sw", where=tmp_path), "through a symlink")
+    assert os.listdir(tmp_path / "outside") == ["secret.txt"]
+
+
+def test_a_refused_train_keeps_the_file_another_process_put_in_its_new_folder(tmp_path, monkeypatch):
+    import ffnlab.training.trainer as trainer
+    from ffnlab.errors import FfnlabError
+
+    (tmp_path / "c.txt").write_text("".join(f"ROMEO: to be or not, line {i}\n" for i in range(400)))
+
+    def build(cfg, vocab, device):  # another process writes into the run folder, then the run is refused
+        (tmp_path / "new" / "run" / "theirs.txt").write_text("THEIRS")
+        raise FfnlabError("refused after the folder was made")
+
+    monkeypatch.setattr(trainer, "_build", build)
+    r = cli("train", "--corpus", "c.txt", "--out", "new/run", "--set", "model.d_model=32", "--set",
+            "model.n_layers=1", "--set", "model.n_heads=2", "--set", "train.seq_len=32", "--set",
+            "train.max_steps=1", "--set", "train.progress=off", "--set", "train.threads=1", "--set",
+            "train.tensorboard=false", "--set", "data.cache_dir=cache", where=tmp_path)
+    assert_refused(r, "refused after the folder was made")
+    assert (tmp_path / "new" / "run" / "theirs.txt").read_text() == "THEIRS"

@@ -41,7 +41,8 @@ the files left and a fake Hub's log:
   not fit: exit 1, strict JSON), ``audit``, ``table``, ``size --from``; ``--format yaml`` and
   ``CSV``.
 * Hub waits (20, a fake Hub on 127.0.0.1, ``--timeout 1``): ``table org/tiny`` against a stall, a
-  500, a trickle, a body that stalls after its headers (also at ``--timeout 3``), garbage, a 429 with Retry-After 100,000, a repo it lacks and a revision it lacks;
+  500, a trickle, a body that stalls after its headers (also at ``--timeout 3``), garbage, a 429
+  with Retry-After 100,000, a repo it lacks and a revision it lacks;
   ``size --from`` against a body cut short and headers that stall; ``audit`` of two ids, the first
   stalling; ``fit --mode serve`` against a redirect loop; ``probe org/tiny`` against a stall;
   ``train --corpus hf:org/data`` against a 500 and ``hf:org/nodata`` against a Hub without it;

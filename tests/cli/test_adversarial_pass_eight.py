@@ -1,7 +1,7 @@
 """An eighth adversarial pass over the CLI's promises, by someone who wrote none of the fixes it
 checks, aimed at commands and combinations the first seven passes left alone; inputs kept as tests.
 
-The pass threw about 175 inputs, each a call of the CLI (in-process, or a subprocess where a Hub
+The pass threw about 180 inputs, each a call of the CLI (in-process, or a subprocess where a Hub
 or a trained run was the question), recording exit status, stderr lines, traceback, strict JSON,
 the files left and a fake Hub's log:
 
@@ -40,13 +40,15 @@ the files left and a fake Hub's log:
   2**32``, ``--tokens 2**63``, a 100,000-character prompt; several targets to ``fit`` (one that does
   not fit: exit 1, strict JSON), ``audit``, ``table``, ``size --from``; ``--format yaml`` and
   ``CSV``.
-* Hub waits (20, a fake Hub on 127.0.0.1, ``--timeout 1``): ``table org/tiny`` against a stall, a
+* Hub waits (25, a fake Hub on 127.0.0.1, ``--timeout 1``): ``table org/tiny`` against a stall, a
   500, a trickle, a body that stalls after its headers (also at ``--timeout 3``), garbage, a 429
   with Retry-After 100,000, a repo it lacks and a revision it lacks;
   ``size --from`` against a body cut short and headers that stall; ``audit`` of two ids, the first
   stalling; ``fit --mode serve`` against a redirect loop; ``probe org/tiny`` against a stall;
   ``train --corpus hf:org/data`` against a 500 and ``hf:org/nodata`` against a Hub without it;
-  ``audit org/tiny --timeout 3`` against a trickle of six pieces 2 s apart.
+  ``audit org/tiny --timeout 3`` against a trickle of six pieces 2 s apart; ``sweep`` and
+  ``verify --preset`` of a spec whose corpus is ``hf:org/data`` (FFNLAB_TIMEOUT=1) against a
+  stall, a 500 and a Hub without it; ``sweep --timeout 5``.
 * data safety (16, a trained run and a real 2-arm sweep): ``report --out`` a user's folder;
   ``report`` with ``report/`` a link out, ``report/plots`` a link out, ``report/runs`` a link
   out; ``sweep`` resumed with ``logs/``, ``configs/``, ``runs/b-s0`` a link out and
@@ -54,7 +56,7 @@ the files left and a fake Hub's log:
   ``summary.json``, ``config.yaml`` and ``metrics.jsonl`` links out; ``export --hf
   run/checkpoints``; a refused ``train`` whose new folder gained another process's file.
 
-Findings (3 root causes; each a strict xfail below):
+Findings (4 root causes; each a strict xfail below):
 
 1. ``claims --evidence ~/x`` reads a file or folder named ``~`` in the working folder: the
    option has no ``parser=user_path`` (``cli/sizing.py`` ``claims``), and
@@ -78,6 +80,13 @@ Findings (3 root causes; each a strict xfail below):
    the headers stall instead, the line comes after a tenth of the timeout, as promised. (Likewise
    a trickle of six pieces 2 s apart under ``--timeout 3``: ``audit`` ran 11 s with no stderr line;
    not cut, as promised, but not shown either.)
+4. ``sweep`` and ``verify`` download a spec's Hub corpus (``data.corpus: hf:org/data``) in a
+   bounded wait (FFNLAB_TIMEOUT; a stall is one line after 1 s, one request, nothing left), but
+   neither takes ``--timeout`` (``cli/experiments.py``: no ``TIMEOUT_OPTION``), while the wait's
+   lines end "(--timeout)" ("waiting for HOST for dataset 'org/data' (up to 1 s ...; --timeout)",
+   "did not answer within 1 s (--timeout)"): ``sweep s.yaml --timeout 5`` is "No such option:
+   --timeout". (The seventh pass found the same of ``perplexity``, mended by giving it the flag.)
+   A dataset the Hub lacks is finding 2's line there too.
 
 Noted, not broken promises: every refusal above was one line, exit 2, no traceback, nothing
 written; every ``--json`` answer was strict (a config.json NaN in a key ffnlab does not use, e.g.
@@ -93,7 +102,7 @@ refused (linear, 100,000 trends 28 s; a 16 MiB spec, the size limit, would take 
 a 2,000,000-seed TOML spec is refused in 8 s. ``plan 100`` (no shape within --tolerance) exits 2,
 as docs/cli.md says. ``export --checkpoint ''`` is taken as the latest checkpoint.
 
-The Hub test and the report tests run subprocesses or a fake sweep; the file runs in about 15 s.
+The Hub test and the report tests run subprocesses or a fake sweep; the file runs in about 23 s here (-n 0).
 """
 
 from __future__ import annotations
@@ -130,7 +139,8 @@ def home(tmp_path, monkeypatch) -> Path:
     return h
 
 
-def _hub_process(tmp_path: Path, misbehave: str | None, *argv: str) -> tuple[subprocess.CompletedProcess, list]:
+def _hub_process(tmp_path: Path, misbehave: str | None, *argv: str,
+                 **extra: str) -> tuple[subprocess.CompletedProcess, list]:
     from fake_hub import FakeHub
 
     fake = FakeHub()
@@ -140,7 +150,7 @@ def _hub_process(tmp_path: Path, misbehave: str | None, *argv: str) -> tuple[sub
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
     env |= {"HF_ENDPOINT": url, "HF_HOME": str(tmp_path / "hfhome"), "HF_HUB_OFFLINE": "0",
             "HF_DATASETS_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1",
-            "FFNLAB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": SRC}
+            "FFNLAB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": SRC, **extra}
     try:
         p = subprocess.run([sys.executable, "-m", "ffnlab", *argv], capture_output=True, text=True, env=env,
                            cwd=tmp_path, timeout=300)
@@ -194,6 +204,28 @@ def test_a_transfer_that_stalls_after_its_headers_shows_the_wait(tmp_path):
     # a request still unanswered after a tenth of the timeout prints "waiting for HOST ..." (netwait's
     # progress promise); a body stalled for the whole timeout is a wait as long, and gets no such line
     assert any(x.startswith("waiting for ") for x in p.stderr.splitlines()), p.stderr
+
+
+HUB_SPEC = ("name: s\ncontrol: fixed-d-model\nseeds: [0]\nbase: {model: {d_model: 32, n_layers: 1, n_heads: 2}, "
+            "data: {corpus: 'hf:org/data'}, train: {seq_len: 32, batch_size: 4, max_steps: 2, tensorboard: false, "
+            "progress: 'off', threads: 1}}\narms: [{name: a, ffn: {kind: gelu, rule: ratio, ratio: 2}}]\n")
+
+
+@pytest.mark.xfail(strict=True, reason="finding: sweep and verify (cli/experiments.py) take no --timeout, yet "
+                                       "the wait for a spec's Hub corpus says '(--timeout)' (netwait's lines)")
+@pytest.mark.parametrize("command", [["sweep", "s.yaml", "--workers", "1", "--out", "sw"],
+                                     ["verify", "--preset", "s.yaml", "--workers", "1", "--out", "v"]],
+                         ids=["sweep", "verify"])
+def test_a_wait_line_names_only_a_flag_its_command_takes(tmp_path, command):
+    from hub_waits import error_line
+
+    (tmp_path / "s.yaml").write_text(HUB_SPEC)
+    p, requests = _hub_process(tmp_path, "stall", *command, FFNLAB_TIMEOUT="1")
+    line = error_line(p)  # this holds: bounded by FFNLAB_TIMEOUT, one request, one line, nothing left
+    assert "did not answer within 1 s" in line and len(requests) == 1, (line, requests)
+    assert not {"sw", "v"} & set(os.listdir(tmp_path)), os.listdir(tmp_path)  # no output folder left
+    takes_timeout = "--timeout" in cli(command[0], "--help").stdout
+    assert takes_timeout or "--timeout" not in p.stderr, (takes_timeout, p.stderr)  # now: advised, not taken
 
 
 # -- handled right: a sample --------------------------------------------------------------------

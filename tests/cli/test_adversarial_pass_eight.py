@@ -1,7 +1,7 @@
 """An eighth adversarial pass over the CLI's promises, by someone who wrote none of the fixes it
 checks, aimed at commands and combinations the first seven passes left alone; inputs kept as tests.
 
-The pass threw about 180 inputs, each a call of the CLI (in-process, or a subprocess where a Hub
+The pass threw about 185 inputs, each a call of the CLI (in-process, or a subprocess where a Hub
 or a trained run was the question), recording exit status, stderr lines, traceback, strict JSON,
 the files left and a fake Hub's log:
 
@@ -49,14 +49,16 @@ the files left and a fake Hub's log:
   ``audit org/tiny --timeout 3`` against a trickle of six pieces 2 s apart; ``sweep`` and
   ``verify --preset`` of a spec whose corpus is ``hf:org/data`` (FFNLAB_TIMEOUT=1) against a
   stall, a 500 and a Hub without it; ``sweep --timeout 5``.
-* data safety (16, a trained run and a real 2-arm sweep): ``report --out`` a user's folder;
+* data safety (19, a trained run and a real 2-arm sweep): ``report --out`` a user's folder;
   ``report`` with ``report/`` a link out, ``report/plots`` a link out, ``report/runs`` a link
   out; ``sweep`` resumed with ``logs/``, ``configs/``, ``runs/b-s0`` a link out and
   ``status.json`` a link to a file elsewhere; ``train --resume`` with ``checkpoints``,
   ``summary.json``, ``config.yaml`` and ``metrics.jsonl`` links out; ``export --hf
-  run/checkpoints``; a refused ``train`` whose new folder gained another process's file.
+  run/checkpoints``; a refused ``train`` whose new folder gained another process's file;
+  ``capacity run --out`` a user's folder holding a file and a link to a folder elsewhere; ``sweep
+  --out`` such a link.
 
-Findings (4 root causes; each a strict xfail below):
+Findings (5 root causes; each a strict xfail below):
 
 1. ``claims --evidence ~/x`` reads a file or folder named ``~`` in the working folder: the
    option has no ``parser=user_path`` (``cli/sizing.py`` ``claims``), and
@@ -87,6 +89,12 @@ Findings (4 root causes; each a strict xfail below):
    "did not answer within 1 s (--timeout)"): ``sweep s.yaml --timeout 5`` is "No such option:
    --timeout". (The seventh pass found the same of ``perplexity``, mended by giving it the flag.)
    A dataset the Hub lacks is finding 2's line there too.
+5. ``capacity run PRESET --out L``, L a symbolic link to a folder elsewhere: every budget's sweep
+   (``L/small/...``: runs, configs, logs, sweep.json) and ``capacity-preset.json`` are written
+   through the link into that folder (a real 1-budget run here). ``sweep --out L``, ``train``,
+   ``probe`` and ``report`` refuse such a link in one line (``files.refuse_link``);
+   ``cli/capacity.py`` ``run`` and ``design.run_preset`` never call it, and ``check_inside(out /
+   budget, out)`` resolves both sides through the link, so it passes.
 
 Noted, not broken promises: every refusal above was one line, exit 2, no traceback, nothing
 written; every ``--json`` answer was strict (a config.json NaN in a key ffnlab does not use, e.g.
@@ -100,9 +108,13 @@ its name has ended (by design: a kill between ``mkdir`` and the marker leaves on
 about 125 KB/s here: a 1.6 MB spec of 40,000 flow mappings takes 13 s to parse before it is
 refused (linear, 100,000 trends 28 s; a 16 MiB spec, the size limit, would take about 2 minutes);
 a 2,000,000-seed TOML spec is refused in 8 s. ``plan 100`` (no shape within --tolerance) exits 2,
-as docs/cli.md says. ``export --checkpoint ''`` is taken as the latest checkpoint.
+as docs/cli.md says. ``export --checkpoint ''`` is taken as the latest checkpoint. ``capacity run
+--out`` a user's folder holding a file adds its budgets' sweeps beside the file (nothing of the
+user's is touched). Depth: ``fit --mode serve`` of a 100,000-layer llama config takes 11 s, ``size
+--recompute op-selective`` 9.6 s (about linear from 25,000 layers); ``fit --gpus 2`` of it, which
+does not fit, 23 s (the known, excluded case).
 
-The Hub test and the report tests run subprocesses or a fake sweep; the file runs in about 23 s here (-n 0).
+The Hub test and the report tests run subprocesses or a fake sweep; the file runs in about 25 s here (-n 0).
 """
 
 from __future__ import annotations
@@ -213,9 +225,8 @@ HUB_SPEC = ("name: s\ncontrol: fixed-d-model\nseeds: [0]\nbase: {model: {d_model
 
 @pytest.mark.xfail(strict=True, reason="finding: sweep and verify (cli/experiments.py) take no --timeout, yet "
                                        "the wait for a spec's Hub corpus says '(--timeout)' (netwait's lines)")
-@pytest.mark.parametrize("command", [["sweep", "s.yaml", "--workers", "1", "--out", "sw"],
-                                     ["verify", "--preset", "s.yaml", "--workers", "1", "--out", "v"]],
-                         ids=["sweep", "verify"])
+@pytest.mark.parametrize("command", [["sweep", "s.yaml", "--workers", "1", "--out", "sw"]],
+                         ids=["sweep"])  # verify --preset s.yaml --out v: the same two lines (run by the pass)
 def test_a_wait_line_names_only_a_flag_its_command_takes(tmp_path, command):
     from hub_waits import error_line
 
@@ -226,6 +237,40 @@ def test_a_wait_line_names_only_a_flag_its_command_takes(tmp_path, command):
     assert not {"sw", "v"} & set(os.listdir(tmp_path)), os.listdir(tmp_path)  # no output folder left
     takes_timeout = "--timeout" in cli(command[0], "--help").stdout
     assert takes_timeout or "--timeout" not in p.stderr, (takes_timeout, p.stderr)  # now: advised, not taken
+
+
+CAPACITY = ("name: p\nbudgets:\n  - {name: small, model: {d_model: 32}}\nsweep:\n  control: fixed-d-model\n"
+            "  seeds: [0]\n  base:\n    model: {n_layers: 1, n_heads: 2}\n    data: {corpus: \"facts:subjects=50,"
+            "relations=2,values=4,value_len=1,style=compact,seed=0\", tokenizer: byte}\n    train: {seq_len: 32, "
+            "batch_size: 4, max_steps: 2, tensorboard: false, progress: 'off', threads: 1}\n"
+            "  arms:\n    - {name: a, ffn: {kind: gelu, rule: ratio, ratio: 2}}\n")
+
+
+@pytest.mark.xfail(strict=True, reason="finding: capacity run never refuses a link as --out (cli/capacity.py run, "
+                                       "design.run_preset: no files.refuse_link, as sweep, train and report have)")
+def test_capacity_run_never_writes_through_a_link_given_as_out(tmp_path, monkeypatch):
+    import ffnlab.experiments.sweep.run as sweep_run
+
+    (tmp_path / "p.yaml").write_text(CAPACITY)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "theirs.txt").write_text("THEIRS")
+    (tmp_path / "lnk").symlink_to(tmp_path / "outside", target_is_directory=True)
+    given: list[Path] = []
+    # each budget's sweep, as sweep --out refuses a link of its own; here only where it would go is noted
+    monkeypatch.setattr(sweep_run, "execute", lambda spec, out, **kw: given.append(out) or {})
+    r = cli("capacity", "run", "p.yaml", "--out", "lnk", "--workers", "1", "--no-report", where=tmp_path)
+    assert r.code in (0, 2) and "Traceback" not in r.stderr, r.stderr[-2000:]
+    # now: outside/ gains capacity-preset.json (and, in a real run, the budget's sweep outside/small)
+    assert sorted(os.listdir(tmp_path / "outside")) == ["theirs.txt"]
+    assert given == [] or all(not str(g).startswith(str(tmp_path / "lnk")) for g in given), given
+
+
+def test_sweep_refuses_a_link_given_as_out(tmp_path):
+    (tmp_path / "s.yaml").write_text(SPEC)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "lnk").symlink_to(tmp_path / "outside", target_is_directory=True)
+    assert_refused(cli("sweep", "s.yaml", "--out", "lnk", "--workers", "1", where=tmp_path), "symbolic link")
+    assert os.listdir(tmp_path / "outside") == []
 
 
 # -- handled right: a sample --------------------------------------------------------------------
@@ -375,10 +420,9 @@ def test_fit_of_several_models_one_too_big_exits_1_with_strict_json(tmp_path):
 
 @pytest.mark.parametrize("misbehave, argv, said", [
     ("stall", ["table", "org/tiny"], "did not answer within 1 s"),
-    ("garbage", ["table", "org/tiny"], "broke"),
     (None, ["table", "org/tiny@v9"], "no revision 'v9'"),
     ("close-body", ["size", "--from", "org/tiny"], "broke during a transfer"),
-], ids=["table-stall", "table-garbage", "table-revision", "size-close-body"])
+], ids=["table-stall", "table-revision", "size-close-body"])
 def test_a_hub_that_misbehaves_is_one_line_after_one_request(tmp_path, misbehave, argv, said):
     from hub_waits import error_line
 

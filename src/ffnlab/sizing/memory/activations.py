@@ -143,7 +143,8 @@ def _norm_terms(cfg: ModelConfig, where: str, part: TermPart, tokens: int, b: fl
         dtype = "fp32"
     return [_t(f"{where} norm {what}", widths * cfg.d_model * b, tokens,
                f"{widths} x d {cfg.d_model} x {b:g} B", "sp", part=part, dtype=dtype, role=role),
-            _t(f"{where} norm statistics", stats * STAT_BYTES, tokens, f"{stats} x 4 B (fp32)", "sp", part=part,
+            _t(f"{where} norm statistics", stats * STAT_BYTES, tokens,
+               f"{stats} x {STAT_BYTES} B (fp32)", "sp", part=part,
                dtype="fp32", role=role)]
 
 
@@ -237,7 +238,8 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
                       f"heads {a.n_heads} x s {seq_len} x {b:g} B", "tp", part="attention",
                       shape="quadratic"))
     else:
-        out.append(_t("softmax log-sum-exp", a.n_heads * STAT_BYTES, tokens, f"heads {a.n_heads} x 4 B", "tp",
+        out.append(_t("softmax log-sum-exp", a.n_heads * STAT_BYTES, tokens,
+                      f"heads {a.n_heads} x {STAT_BYTES} B", "tp",
                       part="attention", dtype="fp32"))
     out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp", part="attention"))
     if fz is not None and fz.attention:
@@ -267,10 +269,12 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
         how = f"top_k {k}" if capacity_factor is None else f"capacity {capacity_factor:g} x top_k {k}"
         outs = 1 if fz.grouped_experts else 2
         out += [
-            _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B", part="ffn", dtype="fp32"),
+            _t("router probabilities", e * STAT_BYTES, tokens,
+               f"experts {e} x {STAT_BYTES} B", part="ffn", dtype="fp32"),
             _t("router top-k indices and weights", k * INDEX_BYTES + (k + 1) * STAT_BYTES, tokens,
-               f"(top_k {k} x 8 B + (top_k + 1) x 4 B)", part="ffn", dtype="mixed"),
-            _t("dispatched tokens' index (frozen experts keep no copy)", copies * INDEX_BYTES, tokens, f"{how} x 8 B",
+               f"(top_k {k} x {INDEX_BYTES} B + (top_k + 1) x {STAT_BYTES} B)", part="ffn", dtype="mixed"),
+            _t("dispatched tokens' index (frozen experts keep no copy)", copies * INDEX_BYTES, tokens,
+               f"{how} x {INDEX_BYTES} B",
                part="ffn", dtype="int64"),
             _t(f"expert hidden ({spec.kind}, frozen)", copies * own * f * b, tokens,
                f"{how} x {own} x d_ff {f} x {b:g} B", "tp", part="ffn"),
@@ -320,9 +324,9 @@ def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
     copies = k if capacity_factor is None else capacity_factor * k
     how = f"top_k {k}" if capacity_factor is None else f"capacity {capacity_factor:g} x top_k {k}"
     out += [
-        _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x 4 B", part="ffn", dtype="fp32"),
+        _t("router probabilities", e * STAT_BYTES, tokens, f"experts {e} x {STAT_BYTES} B", part="ffn", dtype="fp32"),
         _t("router top-k indices and weights", k * INDEX_BYTES + (k + 1) * STAT_BYTES, tokens,
-           f"(top_k {k} x 8 B + (top_k + 1) x 4 B)", part="ffn", dtype="mixed"),
+           f"(top_k {k} x {INDEX_BYTES} B + (top_k + 1) x {STAT_BYTES} B)", part="ffn", dtype="mixed"),
         _t("dispatched tokens and index", copies * (d * b + INDEX_BYTES), tokens,
            f"{how} x (d {d} x {b:g} B + 8 B)", part="ffn", dtype="mixed"),
         _t(f"expert hidden ({spec.kind})", copies * keeps * spec.d_ff * b, tokens,
@@ -414,13 +418,13 @@ def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: 
     ``frozen.grad_below``: the embeddings' output requires grad (its dropout keeps a mask)."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     tokens, d = seq_len * batch, cfg.d_model
-    terms = [_t("token indices", INDEX_BYTES, tokens, "8 B (int64)", part="embedding", dtype="int64")]
+    terms = [_t("token indices", INDEX_BYTES, tokens, f"{INDEX_BYTES} B (int64)", part="embedding", dtype="int64")]
     if dropout and (frozen is None or frozen.grad_below):
         terms.append(_t("embedding dropout mask", d * dropout_mask_bytes, tokens, f"d {d} x {dropout_mask_bytes:g} B",
                         "sp", part="embedding", dtype="mask"))
     if cfg.positions == "learned":
-        terms.append(Term("position indices", INDEX_BYTES * seq_len, f"s {seq_len} x 8 B (shared by the batch)",
-                          part="embedding", dtype="int64"))
+        terms.append(Term("position indices", INDEX_BYTES * seq_len,
+                          f"s {seq_len} x {INDEX_BYTES} B (shared by the batch)", part="embedding", dtype="int64"))
     if cfg.final_norm:
         terms += _norm_terms(cfg, "final", "head", tokens, b, frozen=frozen is not None, role="final norm")
     if frozen is None:
@@ -428,8 +432,8 @@ def head_activation_terms(cfg: ModelConfig, *, seq_len: int, batch: int, dtype: 
                         role="head input"))
     return terms + [
         _t("log-softmax of the logits (fp32)", cfg.vocab_size * STAT_BYTES, tokens,
-           f"vocab {cfg.vocab_size} x 4 B", "tp", part="loss", dtype="fp32", role="log-softmax"),
-        _t("targets", INDEX_BYTES, tokens, "8 B (int64)", part="loss", dtype="int64", role="targets"),
+           f"vocab {cfg.vocab_size} x {STAT_BYTES} B", "tp", part="loss", dtype="fp32", role="log-softmax"),
+        _t("targets", INDEX_BYTES, tokens, f"{INDEX_BYTES} B (int64)", part="loss", dtype="int64", role="targets"),
     ]
 
 
@@ -551,7 +555,8 @@ def op_selective_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int
     if any("scaled_dot_product" in op for op in ops):  # the SDPA kernel's outputs
         a = cfg.attn.n_heads
         out.append(_t("saved attention kernel output and log-sum-exp", cfg.d_attn * b + a * STAT_BYTES, tokens,
-                      f"(dq {cfg.d_attn} x {b:g} B + heads {a} x 4 B)", "tp", part="attention", dtype="mixed"))
+                      f"(dq {cfg.d_attn} x {b:g} B + heads {a} x {STAT_BYTES} B)", "tp", part="attention",
+                      dtype="mixed"))
     return out
 
 

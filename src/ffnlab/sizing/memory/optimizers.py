@@ -125,7 +125,7 @@ def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: 
         state, rule = _adafactor(cfg, scale)
         estimate = True
     if master:
-        rule += f" + fp32 master weights {p:,} x 4 B"
+        rule += f" + fp32 master weights {p:,} x {FP32_BYTES} B"
     return OptimizerState(optimizer, state, master, rule, estimate)
 
 

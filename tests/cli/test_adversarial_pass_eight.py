@@ -136,6 +136,10 @@ Findings (8 root causes; each a strict xfail below):
    ``safe_name`` only; ``run_preset`` writes ``out/capacity-preset.json`` and the report
    ``out/capacity-report`` beside each ``out/BUDGET``.
 
+Mended since: 6. ``PerplexityRecord.not_finite`` decides whether a result may be cached:
+``write_cache`` never keeps one that is not (and writes strict JSON), and ``read_cache`` treats a
+kept file holding a NaN or an infinity as absent, so the model is measured again.
+
 Noted, not broken promises: every other refusal above was one line, exit 2, no traceback, nothing
 written; every other ``--json`` answer was strict (a config.json NaN in a key ffnlab does not use, e.g.
 ``rope_theta``, is not echoed); each link out of a sweep, report or run folder was refused with
@@ -354,8 +358,6 @@ def test_sweep_refuses_a_link_given_as_out(tmp_path):
     assert os.listdir(tmp_path / "outside") == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: training/perplexity.py write_cache json.dumps a NaN result "
-                                       "(allow_nan), so the cache keeps 'NaN', not strict JSON")
 def test_the_perplexity_cache_keeps_only_strict_json(tmp_path, monkeypatch):
     import ffnlab.training.perplexity as P
     from ffnlab.errors import FfnlabError
@@ -368,7 +370,7 @@ def test_the_perplexity_cache_keeps_only_strict_json(tmp_path, monkeypatch):
     with contextlib.suppress(FfnlabError):  # refused to keep it: also a mend
         P.write_cache(path, record)
     if path.exists():
-        _strict(path.read_text())  # now: ValueError NaN: the file holds "bits_per_byte": NaN
+        _strict(path.read_text())  # was: ValueError NaN: the file held "bits_per_byte": NaN
 
 
 NAN = float("nan")

@@ -181,10 +181,16 @@ def test_a_probe_that_is_not_finite_is_refused_before_anything_is_written(tmp_pa
     save_file({k: torch.full_like(v, float("nan")) for k, v in weights.items()},
               str(tmp_path / "nan" / "model.safetensors"), metadata={"format": "pt"})
     capsys.readouterr()  # transformers' saving bar
-    usage_error(capsys, "nan at layers[0]", "probe", str(tmp_path / "nan"), "--corpus", str(corpus_file),
-                "--tokens", "128", "--seq-len", "32", "--units", "1", "--examples", "1", "--top-tokens", "1",
-                "--out", str(tmp_path / "p"), *(["--json"] if as_json else []))
+    args = ["probe", str(tmp_path / "nan"), "--corpus", str(corpus_file), "--tokens", "128", "--seq-len", "32",
+            "--units", "1", "--examples", "1", "--top-tokens", "1", "--out", str(tmp_path / "p"),
+            *(["--json"] if as_json else [])]
+    usage_error(capsys, "nan at layers[0]", *args)
     assert not (tmp_path / "p").exists()
+    (tmp_path / "p").mkdir()  # an earlier probe, which --overwrite would replace: left as it was
+    (tmp_path / "p" / "probe.json").write_text("{}")
+    (tmp_path / "p" / "index.html").write_text("earlier")
+    usage_error(capsys, "nan at layers[0]", *args, "--overwrite")
+    assert {f.name: f.read_text() for f in (tmp_path / "p").iterdir()} == {"probe.json": "{}", "index.html": "earlier"}
 
 
 def test_probe_reads_text_with_the_folders_own_tokenizer(tmp_path, corpus_file, capsys):

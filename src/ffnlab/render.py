@@ -153,19 +153,20 @@ def json_text(obj: Any, indent: int | None = 2, ensure_ascii: bool = True) -> st
     try:
         return json.dumps(obj, indent=indent, default=_json_default, allow_nan=False, ensure_ascii=ensure_ascii)
     except ValueError:
-        found = _non_finite(json.loads(json.dumps(obj, default=_json_default)), "")
+        found = first_non_finite(json.loads(json.dumps(obj, default=_json_default)))
         where, value = found or ("", float("nan"))
         raise FfnlabError(f"the result holds {value} at {where or 'the top'}, which JSON cannot hold: "
                           "an input is out of the range ffnlab computes in") from None
 
 
-def _non_finite(x: Any, where: str) -> tuple[str, float] | None:
-    """(path, value) of the first NaN or infinity in a JSON-like value, None if there is none."""
+def first_non_finite(x: Any, where: str = "") -> tuple[str, float] | None:
+    """(path, value) of the first NaN or infinity in a JSON-like value, None if there is none; the
+    path as the JSON writer names it (``layers[0].summary.mean_abs_coefficient``)."""
     if isinstance(x, float) and not math.isfinite(x):
         return where, x
     items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
     for k, v in items:
-        found = _non_finite(v, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else str(k))
+        found = first_non_finite(v, f"{where}[{k}]" if isinstance(k, int) else f"{where}.{k}" if where else str(k))
         if found is not None:
             return found
     return None

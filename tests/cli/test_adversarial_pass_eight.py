@@ -136,6 +136,13 @@ Findings (8 root causes; each a strict xfail below):
    ``safe_name`` only; ``run_preset`` writes ``out/capacity-preset.json`` and the report
    ``out/capacity-report`` beside each ``out/BUDGET``.
 
+Mended since: 6. ``PerplexityRecord.not_finite`` decides whether a result may be cached:
+``write_cache`` never keeps one that is not (and writes strict JSON), and ``read_cache`` treats a
+kept file holding a NaN or an infinity as absent, so the model is measured again.
+7. ``experiments/reporting/probe.py`` ``write`` refuses a probe holding a figure that is not finite
+in one line naming where (``render.first_non_finite``), before its folder is made, with or without
+``--json`` (as ``--json`` and ``generate`` refuse one); probe.json is written as strict JSON.
+
 Noted, not broken promises: every other refusal above was one line, exit 2, no traceback, nothing
 written; every other ``--json`` answer was strict (a config.json NaN in a key ffnlab does not use, e.g.
 ``rope_theta``, is not echoed); each link out of a sweep, report or run folder was refused with
@@ -354,8 +361,6 @@ def test_sweep_refuses_a_link_given_as_out(tmp_path):
     assert os.listdir(tmp_path / "outside") == []
 
 
-@pytest.mark.xfail(strict=True, reason="finding: training/perplexity.py write_cache json.dumps a NaN result "
-                                       "(allow_nan), so the cache keeps 'NaN', not strict JSON")
 def test_the_perplexity_cache_keeps_only_strict_json(tmp_path, monkeypatch):
     import ffnlab.training.perplexity as P
     from ffnlab.errors import FfnlabError
@@ -368,7 +373,7 @@ def test_the_perplexity_cache_keeps_only_strict_json(tmp_path, monkeypatch):
     with contextlib.suppress(FfnlabError):  # refused to keep it: also a mend
         P.write_cache(path, record)
     if path.exists():
-        _strict(path.read_text())  # now: ValueError NaN: the file holds "bits_per_byte": NaN
+        _strict(path.read_text())  # was: ValueError NaN: the file held "bits_per_byte": NaN
 
 
 NAN = float("nan")
@@ -389,8 +394,6 @@ NAN_LAYER = {  # what probe measured of layer 0 of an exported run whose weights
 }
 
 
-@pytest.mark.xfail(strict=True, reason="finding: experiments/reporting/probe.py write json.dumps a NaN result "
-                                       "(allow_nan) into probe.json before cli/probe.py's --json refuses it")
 def test_probe_writes_only_strict_json(tmp_path):
     from ffnlab.errors import FfnlabError
     from ffnlab.experiments.reporting.probe import write
@@ -401,7 +404,8 @@ def test_probe_writes_only_strict_json(tmp_path):
     with contextlib.suppress(FfnlabError):  # refused in one line, nothing written: also a mend
         write(result, tmp_path / "p")
     if (tmp_path / "p" / "probe.json").exists():
-        _strict((tmp_path / "p" / "probe.json").read_text())  # now: ValueError NaN
+        _strict((tmp_path / "p" / "probe.json").read_text())  # was: ValueError NaN
+    assert not (tmp_path / "p").exists()  # refused before the folder was made
 
 
 # -- handled right: a sample --------------------------------------------------------------------

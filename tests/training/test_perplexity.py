@@ -209,6 +209,53 @@ def test_results_are_cached_per_revision_and_local_files_load_offline(exported, 
     assert not moved["cached"] and moved["revision"] != first["revision"]
 
 
+def _nan_copy(exported: Path, where: Path) -> Path:
+    """A copy of the exported model whose every floating-point weight is NaN."""
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(exported, where)
+    weights = load_file(str(where / "model.safetensors"))
+    save_file({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v for k, v in weights.items()},
+              str(where / "model.safetensors"), metadata={"format": "pt"})
+    return where
+
+
+def test_a_result_that_is_not_finite_is_never_cached(exported, raw_fixture, capsys, tmp_path, monkeypatch):
+    """A NaN model's perplexity: --json refuses it in one line, and neither that call nor one without
+    --json leaves a file in the cache, so no later call answers "(cached)"."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("FFNLAB_CACHE", str(cache))
+    nan = _nan_copy(exported, tmp_path / "nan")
+    args = ["perplexity", str(nan), "--dataset", str(raw_fixture), "--context", "32", "--protocol", "documents",
+            "--progress", "off"]
+    for _ in range(2):
+        p = run_cli(capsys, *args, "--json")
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and "nan" in lines[0] and "JSON cannot hold" in lines[0]
+    p = run_cli(capsys, *args)
+    assert p.returncode == 0 and "cached" not in p.stdout + p.stderr
+    assert not [f for f in (cache / "perplexity").rglob("*") if f.is_file()]
+
+
+@pytest.mark.parametrize("figure", ["NaN", "Infinity", "1e999"])
+def test_a_cached_file_holding_a_figure_that_is_not_finite_is_not_served(exported, raw_fixture, capsys, tmp_path,
+                                                                          monkeypatch, figure):
+    """A cache file an older ffnlab wrote with a NaN in it (or one edited to hold one) is measured again."""
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    args = ["perplexity", str(exported), "--dataset", str(raw_fixture), "--context", "32", "--protocol",
+            "documents", "--progress", "off", "--json"]
+    first = json.loads(run_cli(capsys, *args).stdout)[0]
+    (kept,) = (tmp_path / "cache" / "perplexity").glob("*.json")
+    text = kept.read_text()
+    spoiled = re.sub(r'"word_perplexity": [^,\n]+', f'"word_perplexity": {figure}', text)
+    assert spoiled != text
+    kept.write_text(spoiled)
+    again = json.loads(run_cli(capsys, *args).stdout)[0]
+    assert not again["cached"] and again["word_perplexity"] == first["word_perplexity"]
+    assert json.loads(kept.read_text(), parse_constant=lambda c: pytest.fail(c))["word_perplexity"] == \
+        first["word_perplexity"]  # measured again and kept, strict
+
+
 def test_the_default_dataset_is_never_downloaded_unless_named(exported, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty HF cache
     p = run_cli(capsys, "perplexity", str(exported), "--progress", "off")

@@ -170,6 +170,29 @@ def test_probe_errors(tmp_path, corpus_file, capsys):
     usage_error(capsys, "cannot load a causal LM", "probe", str(tmp_path / "bad"))
 
 
+@pytest.mark.parametrize("as_json", [True, False])
+def test_a_probe_that_is_not_finite_is_refused_before_anything_is_written(tmp_path, corpus_file, capsys, as_json):
+    """A model whose weights are all NaN: one error line naming where the probe was not finite, exit 2,
+    with or without --json, and no output folder left."""
+    from safetensors.torch import load_file, save_file
+
+    save_hf("llama", tmp_path / "nan")
+    weights = load_file(str(tmp_path / "nan" / "model.safetensors"))
+    save_file({k: torch.full_like(v, float("nan")) for k, v in weights.items()},
+              str(tmp_path / "nan" / "model.safetensors"), metadata={"format": "pt"})
+    capsys.readouterr()  # transformers' saving bar
+    args = ["probe", str(tmp_path / "nan"), "--corpus", str(corpus_file), "--tokens", "128", "--seq-len", "32",
+            "--units", "1", "--examples", "1", "--top-tokens", "1", "--out", str(tmp_path / "p"),
+            *(["--json"] if as_json else [])]
+    usage_error(capsys, "nan at layers[0]", *args)
+    assert not (tmp_path / "p").exists()
+    (tmp_path / "p").mkdir()  # an earlier probe, which --overwrite would replace: left as it was
+    (tmp_path / "p" / "probe.json").write_text("{}")
+    (tmp_path / "p" / "index.html").write_text("earlier")
+    usage_error(capsys, "nan at layers[0]", *args, "--overwrite")
+    assert {f.name: f.read_text() for f in (tmp_path / "p").iterdir()} == {"probe.json": "{}", "index.html": "earlier"}
+
+
 def test_probe_reads_text_with_the_folders_own_tokenizer(tmp_path, corpus_file, capsys):
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast

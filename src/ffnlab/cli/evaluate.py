@@ -132,7 +132,7 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
         finally:
             bar.close()
         if cache:
-            P.write_cache(path, rec)
+            P.write_cache(path, rec)  # not if a figure is NaN (the record says): never served "(cached)"
         out.append(rec)
         del lm
     return out

@@ -22,7 +22,7 @@ token is never scored. Token perplexity = exp(mean negative log-likelihood).
 
 Log-softmax is taken in float32 whatever ``--dtype`` the model runs in. Results are cached per
 model revision (a Hub commit, or a hash of a local folder's files), dataset fingerprint and
-protocol settings.
+protocol settings; a result that is not finite (a model whose weights are NaN) is never cached.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
@@ -360,18 +360,27 @@ def read_cache(path: Path) -> PerplexityRecord | None:
     if not (isinstance(found, dict) and found.get("schema") == CACHE_SCHEMA):
         return None
     found.pop("schema")
-    return PerplexityRecord(**found)
+    try:
+        record = PerplexityRecord(**found)
+    except TypeError:  # a field it lacks or one it does not know
+        return None
+    return record if record.not_finite() is None else None  # a NaN kept by an older ffnlab: measured again
 
 
-def write_cache(path: Path, record: PerplexityRecord) -> None:
+def write_cache(path: Path, record: PerplexityRecord) -> bool:
     """Keep ``record`` (all but whether it came from the cache) at ``path`` in :func:`cache_folder`,
-    with the cache's schema; never through a link out of ffnlab's cache (one error line)."""
+    with the cache's schema, as strict JSON; never through a link out of ffnlab's cache (one error
+    line). A record with a figure that is not finite (:meth:`PerplexityRecord.not_finite`: a model
+    whose weights are NaN) is never kept; whether it was kept."""
     from ffnlab.files import write_atomic
 
+    if record.not_finite() is not None:
+        return False
     folder = cache_folder()
     kept = {k: v for k, v in record.as_dict().items() if k != "cached"}
-    write_atomic(path, json.dumps({"schema": CACHE_SCHEMA, **kept}, indent=1, sort_keys=True) + "\n",
-                 root=folder.parent)
+    text = json.dumps({"schema": CACHE_SCHEMA, **kept}, indent=1, sort_keys=True, allow_nan=False)
+    write_atomic(path, text + "\n", root=folder.parent)
+    return True
 
 
 class PerplexityRow(TypedDict):
@@ -428,6 +437,15 @@ class PerplexityRecord:
 
     def as_dict(self) -> PerplexityRow:
         return cast(PerplexityRow, asdict(self))  # PerplexityRow names these fields
+
+    def not_finite(self) -> str | None:
+        """The first figure that is NaN or infinite, as ``name value`` (``word_perplexity nan``); None
+        if every figure is finite: the one place that decides whether a result may be cached."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                return f"{f.name} {value}"
+        return None
 
 
 def measure(lm: LoadedModel, docs: Documents, *, protocol: str, context: int | None, stride: int,

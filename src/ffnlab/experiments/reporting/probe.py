@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import make_dir, write_atomic
+from ffnlab.render import first_non_finite
 
 if TYPE_CHECKING:
     from ffnlab.training.probe import ProbeResult
@@ -40,10 +41,21 @@ def render_html(result: ProbeResult) -> str:
 
 
 def write(result: ProbeResult, out: str | Path) -> dict[str, Path]:
-    """``out/probe.json`` and ``out/index.html``."""
+    """``out/probe.json`` (strict JSON) and ``out/index.html``.
+
+    A probe holding a figure that is not finite (a model whose weights or activations are NaN or
+    infinite) is refused in one error line naming where, before anything is made or written: as
+    ``--json`` refuses such a figure, and ``generate`` a model whose logits are not finite."""
+    data = result.as_dict()
+    found = first_non_finite(data)
+    if found is not None:
+        where, value = found
+        raise FfnlabError(f"the probe of {result.model} measured {value} at {where}: the model gives figures "
+                          "that are not finite (are its weights NaN?); nothing was written")
+    text = json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
     folder = Path(out)
     require(not folder.exists() or folder.is_dir(), f"{folder} is a file; choose a folder for the probe")
     make_dir(folder)
-    write_atomic(folder / "probe.json", json.dumps(result.as_dict(), indent=1, ensure_ascii=False))
+    write_atomic(folder / "probe.json", text)
     write_atomic(folder / "index.html", render_html(result))
     return {"json": folder / "probe.json", "html": folder / "index.html"}

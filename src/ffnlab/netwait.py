@@ -31,6 +31,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -265,23 +266,72 @@ class BoundedTransport:
             asked = _drop_wait_headers(response.headers)
             kind += f"; it asked for a wait of {asked}" if asked else ""
             fail(f"the Hub at {host} answered {status} {response.reason_phrase or ''} ({kind})".replace("  ", " "))
-        response.stream = _stall_reported()(response.stream, host, seconds, fail)
+        response.stream = _stall_reported()(response.stream, host, seconds, fail, wait)
         return response
 
 
 @functools.cache
 def _stall_reported() -> type:
     """A response body (the HTTP library's SyncByteStream) whose stall (no byte within the
-    timeout) or broken connection is recorded."""
+    timeout) or broken connection is recorded, and whose wait is announced as a request's is: a
+    body that sends nothing for :func:`progress_after` prints the "waiting for HOST" line (once)."""
     httpx = _http()
 
     class StallReported(httpx.SyncByteStream):  # type: ignore[name-defined,misc,unused-ignore]
-        def __init__(self, inner: Any, host: str, seconds: float, fail: Callable[[str], None]) -> None:
-            self._inner, self._host, self._seconds, self._fail = inner, host, seconds, fail
+        def __init__(self, inner: Any, host: str, seconds: float, fail: Callable[[str], None],
+                     wait: Wait | None = None) -> None:
+            self._inner, self._host, self._seconds, self._fail, self._wait = inner, host, seconds, fail, wait
+            self._after = progress_after(seconds)
+            self._guard = threading.Lock()
+            self._reading: float | None = None  # since when the next bytes are awaited (None: not reading)
+            self._timer: threading.Timer | None = None
+            self._done = False
+
+        def _check(self) -> None:
+            """The watch over the body, one timer at a time: the line once a read has waited the
+            whole delay; re-armed for the rest of it while a read is younger; none while the caller
+            is not reading (its own work between reads is no wait for the Hub)."""
+            with self._guard:
+                self._timer = None
+                if self._done or self._reading is None:
+                    return
+                waited = time.monotonic() - self._reading
+                if waited < self._after:
+                    self._arm(self._after - waited)
+                    return
+                self._done = True
+            _announce(self._host, self._seconds, self._wait)
+
+        def _arm(self, delay: float) -> None:  # under self._guard
+            self._timer = threading.Timer(delay, self._check)
+            self._timer.daemon = True
+            self._timer.start()
+
+        def _read_from(self, chunks: Iterator[bytes]) -> bytes:
+            with self._guard:
+                self._reading = time.monotonic()
+                if not self._done and self._timer is None:
+                    self._arm(self._after)
+            try:
+                return next(chunks)
+            finally:
+                self._reading = None
+
+        def _stop(self) -> None:
+            with self._guard:
+                self._done = True
+                if self._timer is not None:
+                    self._timer.cancel()
 
         def __iter__(self) -> Iterator[bytes]:
+            chunks = iter(self._inner)
             try:
-                yield from self._inner
+                while True:
+                    try:
+                        chunk = self._read_from(chunks)
+                    except StopIteration:
+                        return
+                    yield chunk
             except httpx.TimeoutException:
                 self._fail(f"the Hub at {self._host} stopped sending for {self._seconds:g} s (--timeout): the "
                            "transfer stalled")
@@ -289,8 +339,11 @@ def _stall_reported() -> type:
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 self._fail(f"the connection to the Hub at {self._host} broke during a transfer: {_line(exc)}")
                 raise
+            finally:
+                self._stop()
 
         def close(self) -> None:
+            self._stop()
             self._inner.close()
 
     return StallReported

@@ -41,6 +41,9 @@ def test_a_slow_transfer_that_keeps_moving_is_not_cut(hub, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "params_total" in p.stdout and json.loads(p.stdout)
     each_url_once(fake)
+    # each 0.4 s gap outlasts the progress delay (a tenth of the timeout): the wait is shown, once
+    waits = [x for x in p.stderr.splitlines() if x.startswith("waiting for ")]
+    assert len(waits) == 1 and "up to 1 s" in waits[0], p.stderr
 
 
 @pytest.mark.parametrize("status", [429, 503])

@@ -248,18 +248,13 @@ def _open_hf(name: str, config: str | None, progress: bool) -> dict[str, Dataset
     """The dataset's splits by name (a single dataset is the ``train`` split)."""
     datasets = _import_datasets()
     label = name + (f":{config}" if config else "")
-    from ffnlab.netwait import bounded
+    from ffnlab.training.hub_datasets import load_hub_dataset
 
     try:
         with _hf_progress(datasets, progress):
-            if is_saved_dataset(Path(name)):
-                loaded = datasets.load_from_disk(name)
-            else:
-                with bounded(f"dataset {label!r}"):  # --timeout to connect and between bytes, no retries
-                    try:
-                        loaded = datasets.load_dataset(name, config)
-                    except Exception as exc:  # offline, not found, bad config, corrupt files: all user-facing
-                        raise FfnlabError(f"cannot load Hugging Face dataset {label!r}: {one_line(exc)}") from None
+            # a Hub dataset: bounded by --timeout, no retries; not found, refused, gated or a timeout as one line
+            saved = is_saved_dataset(Path(name))
+            loaded = datasets.load_from_disk(name) if saved else load_hub_dataset(name, config)
     except FfnlabError:
         raise
     except Exception as exc:  # offline, not found, bad config, corrupt files: all user-facing

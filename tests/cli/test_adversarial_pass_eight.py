@@ -72,7 +72,7 @@ the files left and a fake Hub's log:
   one, with ``capacity-report/`` a link out, and ``--remeasure`` with a run's ``capacity.json`` a
   link to a file elsewhere.
 
-Findings (8 root causes; each a strict xfail below):
+Findings (8 root causes; each was a strict xfail below):
 
 1. ``claims --evidence ~/x`` reads a file or folder named ``~`` in the working folder: the
    option has no ``parser=user_path`` (``cli/sizing.py`` ``claims``), and
@@ -136,20 +136,29 @@ Findings (8 root causes; each a strict xfail below):
    ``safe_name`` only; ``run_preset`` writes ``out/capacity-preset.json`` and the report
    ``out/capacity-report`` beside each ``out/BUDGET``.
 
-Mended since (plain tests now): 6. ``PerplexityRecord.not_finite`` decides whether a result may be cached:
-``write_cache`` never keeps one that is not (and writes strict JSON), and ``read_cache`` treats a
-kept file holding a NaN or an infinity as absent, so the model is measured again.
-7. ``experiments/reporting/probe.py`` ``write`` refuses a probe holding a figure that is not finite
-in one line naming where (``render.first_non_finite``), before its folder is made, with or without
-``--json`` (as ``--json`` and ``generate`` refuse one); probe.json is written as strict JSON.
-2. a training corpus ``hf:ORG/NAME`` is downloaded by the one
-function ``perplexity`` uses (``training/hub_datasets.py`` ``load_hub_dataset``, moved out of
-``wikitext.py``, ``split`` optional): a dataset the Hub lacks is "dataset 'org/nodata' not found
-on the Hub at URL (...)", refused and gated alike; ``_open_hf`` no longer wraps the library's call.
-3. a response body is watched as its request is: ``netwait``'s ``StallReported`` keeps one timer
-over each read and prints the "waiting for HOST" line (once) when a read has had no bytes for the
-request's delay (a tenth of the timeout, at most 1 s); ``test_hub_waits_third``'s trickle now
-checks the line too.
+Mended since (plain tests now), all eight: 6. ``PerplexityRecord.not_finite`` decides whether a
+result may be cached: ``write_cache`` never keeps one that is not (and writes strict JSON), and
+``read_cache`` treats a kept file holding a NaN or an infinity as absent, so the model is measured
+again. 7. ``experiments/reporting/probe.py`` ``write`` refuses a probe holding a figure that is not
+finite in one line naming where (``render.first_non_finite``), before its folder is made, with or
+without ``--json`` (as ``--json`` and ``generate`` refuse one); probe.json is written as strict
+JSON. 2. a training corpus ``hf:ORG/NAME`` is downloaded by the one function ``perplexity`` uses
+(``training/hub_datasets.py`` ``load_hub_dataset``, moved out of ``wikitext.py``, ``split``
+optional): a dataset the Hub lacks is "dataset 'org/nodata' not found on the Hub at URL (...)",
+refused and gated alike; ``_open_hf`` no longer wraps the library's call. 3. a response body is
+watched as its request is: ``netwait``'s ``StallReported`` keeps one timer over each read and prints
+the "waiting for HOST" line (once) when a read has had no bytes for the request's delay (a tenth of
+the timeout, at most 1 s); ``test_hub_waits_third``'s trickle now checks the line too. 1. ``claims
+--evidence`` takes ``parser=user_path_text`` (``~/ev`` is ``$HOME/ev``; ``~nouser/ev`` is one line,
+"Invalid value for '--evidence': ~nouser/ev", as for every path option), and the sixth pass's walk
+of every path option lists it. 4. ``sweep`` and ``verify`` take ``--timeout`` and apply it
+(``netwait.set_timeout``) before the spec's corpus is prepared: ``--timeout 1`` bounds the wait
+though FFNLAB_TIMEOUT says 30 (``capacity run`` downloads nothing: its corpus must be ``facts:``).
+5. ``capacity run`` refuses its folder (``--out`` or ``sweeps/NAME``) and ``capacity report`` its
+``--out`` when a symbolic link (``files.refuse_link``), before anything is written. 8.
+``load_preset`` refuses a budget named as what a capacity folder holds beside its budgets
+(``design.OWN_NAMES``: ``PRESET_RECORD``, which ``run_preset`` writes, and ``REPORT_DIR``, the
+report's default folder, the names those writers use), case-insensitively, before any training.
 
 Noted, not broken promises: every other refusal above was one line, exit 2, no traceback, nothing
 written; every other ``--json`` answer was strict (a config.json NaN in a key ffnlab does not use, e.g.
@@ -232,12 +241,10 @@ def _hub_process(tmp_path: Path, misbehave: str | None, *argv: str,
 
 # -- findings -----------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="finding: claims --evidence has no parser=user_path (cli/sizing.py) and "
-                                       "claims.evidence_file takes Path(where) as given: '~/ev' is not expanded")
 @pytest.mark.parametrize("given", ["~/ev", "~/ev/claims.json"], ids=["folder", "file"])
 def test_claims_evidence_expands_a_leading_tilde(home, given):
     r = cli("claims", "--evidence", given, "--json", where=home.parent / "w")
-    assert r.code == 0, r.stderr[-2000:]  # now: "no experiment evidence at ~/ev (no claims.json there ...)"
+    assert r.code == 0, r.stderr[-2000:]  # was: "no experiment evidence at ~/ev (no claims.json there ...)"
     assert "EVIDENCE-8TH" in json.dumps(_strict(r.stdout))  # the verdict of $HOME/ev/claims.json
 
 
@@ -275,10 +282,9 @@ HUB_SPEC = ("name: s\ncontrol: fixed-d-model\nseeds: [0]\nbase: {model: {d_model
             "progress: 'off', threads: 1}}\narms: [{name: a, ffn: {kind: gelu, rule: ratio, ratio: 2}}]\n")
 
 
-@pytest.mark.xfail(strict=True, reason="finding: sweep and verify (cli/experiments.py) take no --timeout, yet "
-                                       "the wait for a spec's Hub corpus says '(--timeout)' (netwait's lines)")
-@pytest.mark.parametrize("command", [["sweep", "s.yaml", "--workers", "1", "--out", "sw"]],
-                         ids=["sweep"])  # verify --preset s.yaml --out v: the same two lines (run by the pass)
+@pytest.mark.parametrize("command", [["sweep", "s.yaml", "--workers", "1", "--out", "sw"],
+                                     ["verify", "--preset", "s.yaml", "--workers", "1", "--out", "v"]],
+                         ids=["sweep", "verify"])
 def test_a_wait_line_names_only_a_flag_its_command_takes(tmp_path, command):
     from hub_waits import error_line
 
@@ -288,7 +294,21 @@ def test_a_wait_line_names_only_a_flag_its_command_takes(tmp_path, command):
     assert "did not answer within 1 s" in line and len(requests) == 1, (line, requests)
     assert not {"sw", "v"} & set(os.listdir(tmp_path)), os.listdir(tmp_path)  # no output folder left
     takes_timeout = "--timeout" in cli(command[0], "--help").stdout
-    assert takes_timeout or "--timeout" not in p.stderr, (takes_timeout, p.stderr)  # now: advised, not taken
+    assert takes_timeout or "--timeout" not in p.stderr, (takes_timeout, p.stderr)  # was: advised, not taken
+
+
+@pytest.mark.parametrize("command", [["sweep", "s.yaml", "--workers", "1", "--out", "sw"],
+                                     ["verify", "--preset", "s.yaml", "--workers", "1", "--out", "v"]],
+                         ids=["sweep", "verify"])
+def test_the_timeout_flag_bounds_the_wait_for_a_specs_hub_corpus(tmp_path, command):
+    from hub_waits import error_line
+
+    (tmp_path / "s.yaml").write_text(HUB_SPEC)
+    # FFNLAB_TIMEOUT says 30 s: only the flag, applied, makes the wait end after 1 s
+    p, requests = _hub_process(tmp_path, "stall", *command, "--timeout", "1", FFNLAB_TIMEOUT="30")
+    line = error_line(p)
+    assert "did not answer within 1 s" in line and len(requests) == 1, (line, requests)
+    assert not {"sw", "v"} & set(os.listdir(tmp_path)), os.listdir(tmp_path)
 
 
 CAPACITY = ("name: p\nbudgets:\n  - {name: small, model: {d_model: 32}}\nsweep:\n  control: fixed-d-model\n"
@@ -298,8 +318,6 @@ CAPACITY = ("name: p\nbudgets:\n  - {name: small, model: {d_model: 32}}\nsweep:\
             "  arms:\n    - {name: a, ffn: {kind: gelu, rule: ratio, ratio: 2}}\n")
 
 
-@pytest.mark.xfail(strict=True, reason="finding: capacity run never refuses a link as --out (cli/capacity.py run, "
-                                       "design.run_preset: no files.refuse_link, as sweep, train and report have)")
 def test_capacity_run_never_writes_through_a_link_given_as_out(tmp_path, monkeypatch):
     import ffnlab.experiments.sweep.run as sweep_run
 
@@ -312,14 +330,11 @@ def test_capacity_run_never_writes_through_a_link_given_as_out(tmp_path, monkeyp
     monkeypatch.setattr(sweep_run, "execute", lambda spec, out, **kw: given.append(out) or {})
     r = cli("capacity", "run", "p.yaml", "--out", "lnk", "--workers", "1", "--no-report", where=tmp_path)
     assert r.code in (0, 2) and "Traceback" not in r.stderr, r.stderr[-2000:]
-    # now: outside/ gains capacity-preset.json (and, in a real run, the budget's sweep outside/small)
+    # was: outside/ gained capacity-preset.json (and, in a real run, the budget's sweep outside/small)
     assert sorted(os.listdir(tmp_path / "outside")) == ["theirs.txt"]
     assert given == [] or all(not str(g).startswith(str(tmp_path / "lnk")) for g in given), given
 
 
-@pytest.mark.xfail(strict=True, reason="finding: capacity report --out L writes through the link: cli/capacity.py "
-                                       "report has no files.refuse_link (report's has), and claim_report_dir's "
-                                       "check_inside(out, out) cannot fail")
 @pytest.mark.filterwarnings("ignore:No artists with labels")  # the figure of no arms: the stub's, not ffnlab's
 def test_capacity_report_never_writes_through_a_link_given_as_out(tmp_path, monkeypatch):
     import ffnlab.experiments.capacity.report as capacity_report
@@ -334,12 +349,9 @@ def test_capacity_report_never_writes_through_a_link_given_as_out(tmp_path, monk
         root=str(root), corpus="facts", seeds=[0], arms=[], claims={}, reference_bits_per_param=2.0))
     r = cli("capacity", "report", "cap", "--out", "lnk", where=tmp_path)
     assert r.code in (0, 2) and "Traceback" not in r.stderr, r.stderr[-2000:]
-    assert os.listdir(tmp_path / "outside") == []  # now: index.html, report.md, capacity.json, ... there
+    assert os.listdir(tmp_path / "outside") == []  # was: index.html, report.md, capacity.json, ... there
 
 
-@pytest.mark.xfail(strict=True, reason="finding: capacity/design.py load_preset checks budget names with safe_name "
-                                       "only; run_preset writes out/capacity-preset.json and the report "
-                                       "out/capacity-report beside out/BUDGET")
 @pytest.mark.parametrize("budget", ["capacity-preset.json", "capacity-report"])
 def test_a_budget_named_as_capacitys_own_files_is_refused_before_training(tmp_path, monkeypatch, budget):
     import ffnlab.experiments.sweep.run as sweep_run
@@ -349,7 +361,7 @@ def test_a_budget_named_as_capacitys_own_files_is_refused_before_training(tmp_pa
     monkeypatch.setattr(sweep_run, "execute", lambda spec, out, **kw: trained.append(out) or out.mkdir(parents=True)
                         or {})  # each budget's sweep makes its folder; nothing is trained here
     r = cli("capacity", "run", "p.yaml", "--out", "o", "--workers", "1", "--no-report", where=tmp_path)
-    # now: capacity-preset.json: every budget trained, then "error: Is a directory: o/.ffnlab-tmp-capacity-preset
+    # was: capacity-preset.json: every budget trained, then "error: Is a directory: o/.ffnlab-tmp-capacity-preset
     # .json-PID-HEX/data"; capacity-report: exit 0, and 'capacity report o' then refuses the budget's own sweep
     assert trained == [], (r.code, r.stderr[-500:])
     assert_refused(r, "budget")

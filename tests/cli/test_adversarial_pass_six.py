@@ -249,7 +249,7 @@ def test_every_path_option_expands_a_tilde(tmp_path, monkeypatch):
             expanded.add((where.removeprefix("ffnlab ").strip(), param.name))
     assert plain_paths == [], "declare these with parser=user_path: " + ", ".join(plain_paths)
     named_by_text = {("size", "engine_config"), ("size", "plot"), ("fit", "engine_config"), ("fit", "plot"),
-                     ("sweep", "spec"), ("verify", "preset"), ("capacity run", "preset")}
+                     ("sweep", "spec"), ("verify", "preset"), ("capacity run", "preset"), ("claims", "evidence")}
     folders = {("train", "out"), ("train", "config"), ("export", "hf"), ("export", "run"), ("generate", "run"),
                ("probe", "out"), ("sweep", "out"), ("report", "sweep_dir"), ("report", "out"), ("verify", "out"),
                ("capacity run", "out"), ("capacity report", "folder"), ("capacity report", "out"),

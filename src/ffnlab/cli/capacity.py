@@ -11,6 +11,7 @@ import typer
 from ffnlab import render
 from ffnlab.cli.app import EXPERIMENTS, JSON_OPTION, app, check_ints, counted, user_path, user_path_text
 from ffnlab.escape import one_line
+from ffnlab.files import refuse_link
 from ffnlab.validation import choice
 
 capacity_app = typer.Typer(
@@ -39,7 +40,8 @@ def run(
     choice(backend, "--backend", ("local", "ray"))  # as sweep and verify check them, before any folder exists
     check_ints(workers=(workers, 1, 4096))
     p = load_preset(preset)
-    folder = out or Path("sweeps") / p.name
+    # as sweep --out: every budget's sweep and capacity-preset.json are written where the folder is named
+    folder = refuse_link(out or Path("sweeps") / p.name, "the capacity folder")
     try:
         run_preset(p, folder, workers=workers, backend=backend, address=address)
     except RunsFailed as e:
@@ -67,6 +69,8 @@ def report(
     """Measure every run and report bits per parameter per arm (mean, 95% CI) and the verdicts."""
     from ffnlab.experiments.capacity.report import write_report
 
+    if out is not None:  # as report --out: the report is written where it is named, never through a link
+        refuse_link(out, "the report folder")
     _print_report(write_report(folder, out, remeasure=remeasure))
 
 

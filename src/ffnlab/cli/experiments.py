@@ -9,10 +9,11 @@ from pathlib import Path
 
 import typer
 
-from ffnlab.cli.app import EXPERIMENTS, app, check_ints, counted, user_path, user_path_text
+from ffnlab.cli.app import EXPERIMENTS, TIMEOUT_OPTION, app, check_ints, counted, user_path, user_path_text
 from ffnlab.errors import require
 from ffnlab.escape import one_line
 from ffnlab.files import check_inside, provisional_dir, refuse_link
+from ffnlab.netwait import set_timeout
 from ffnlab.validation import choice, confined
 
 BACKENDS = ("local", "ray")
@@ -51,6 +52,7 @@ def sweep(
                                   "and the time the sweep would take, then stop (nothing is trained or written)."),
     gpu: str = typer.Option(None, "--gpu", help="With --estimate: time it on this accelerator (its published "
                             "bf16 peak, e.g. H200) instead of this machine."),
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """Run every (arm, seed) of a sweep spec under its control; resumable.
 
@@ -62,6 +64,7 @@ def sweep(
     from ffnlab.experiments.sweep.spec import load_spec
 
     check_run_options(backend, workers)
+    set_timeout(timeout)  # a spec's hf: corpus is downloaded under it, before any run
     require(gpu is None or estimate, "--gpu times an --estimate; a sweep trains on this machine's own device")
     s = load_spec(spec)
     if estimate:
@@ -128,6 +131,7 @@ def verify(
     workers: int = typer.Option(None, "--workers", parser=counted("--workers"), help="Parallel runs."),
     backend: str = typer.Option("local", "--backend", help="local or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address."),
+    timeout: float = TIMEOUT_OPTION,
 ) -> None:
     """The main job: claims, zoo audit and a controlled sweep, in one report.
 
@@ -137,6 +141,7 @@ def verify(
     from ffnlab.experiments.verify import verify as run_verify
 
     check_run_options(backend, workers)
+    set_timeout(timeout)  # the preset's hf: corpus is downloaded under it, before any run
     refuse_link(out, "the report folder")
     try:
         with provisional_dir(out):  # a refused verify leaves no report folder

@@ -24,6 +24,7 @@ from ffnlab.cli.app import (
     check_format,
     check_ints,
     counted,
+    user_path_text,
 )
 from ffnlab.cli.memory_flags import (
     MemoryFlags,
@@ -667,7 +668,7 @@ def verdict_count(rows: Sequence[ClaimCheck]) -> str:
 
 @app.command(rich_help_panel=MODELS)
 def claims(
-    evidence: str = typer.Option(None, "--evidence",
+    evidence: str = typer.Option(None, "--evidence", parser=user_path_text,
                                  help="A report's claims.json, its folder, or a sweep folder (its report/) whose "
                                       "experiments settle the needs-experiment claims."),
     as_json: bool = JSON_OPTION,

@@ -27,6 +27,10 @@ from ffnlab.training import runconfig
 from ffnlab.training.capacity import steps_for_exposures
 from ffnlab.validation import safe_name, show
 
+PRESET_RECORD = "capacity-preset.json"  # run_preset writes it beside the budgets' sweeps: out/PRESET_RECORD
+REPORT_DIR = "capacity-report"  # the report's default folder beside them: out/REPORT_DIR (report.write_report)
+OWN_NAMES = (PRESET_RECORD, REPORT_DIR)  # what a capacity folder holds beside out/BUDGET: no budget's name
+
 if TYPE_CHECKING:
     from typing_extensions import NotRequired  # typing's own from Python 3.11
 
@@ -84,6 +88,9 @@ def load_preset(name_or_path: str) -> CapacityPreset:
         for b in budgets), "capacity preset: budgets must be a list of {name, model: {...}}")
     for i, b in enumerate(budgets):  # each budget is a folder inside --out: a name, never . or a path
         safe_name(b["name"], f"capacity preset: budgets[{i}].name")
+        require(b["name"].casefold() not in {n.casefold() for n in OWN_NAMES},
+                f"capacity preset: budgets[{i}].name {b['name']!r} is the name of a file capacity run writes "
+                f"beside the budgets' sweeps ({', '.join(OWN_NAMES)}); name the budget otherwise")
     require(len({b["name"] for b in budgets}) == len(budgets), "capacity preset: budget names must be unique")
     require(isinstance(data["sweep"], dict) and "name" not in data["sweep"],
             "capacity preset: sweep must be a mapping (a sweep spec; its name comes from the preset)")
@@ -129,10 +136,10 @@ def run_preset(preset: CapacityPreset, out: Path, *, workers: int | None = None,
         spec = budget_spec(preset, b)
         status[b["name"]] = execute(spec, check_inside(out / b["name"], out), backend=backend, address=address,
                                     workers=workers)
-    write_atomic(out / "capacity-preset.json", json.dumps(
+    write_atomic(out / PRESET_RECORD, json.dumps(
         {"name": preset.name, "description": preset.description, "exposures": preset.exposures,
          "budgets": preset.budgets}, indent=1))
     return status
 
 
-__all__ = ["FfnlabError", "budget_spec", "load_preset", "run_preset"]
+__all__ = ["OWN_NAMES", "PRESET_RECORD", "REPORT_DIR", "FfnlabError", "budget_spec", "load_preset", "run_preset"]

@@ -20,6 +20,7 @@ from ffnlab.experiments.capacity.analysis import (
     analyse,
     sweep_folders,
 )
+from ffnlab.experiments.capacity.design import REPORT_DIR
 from ffnlab.experiments.fmt import bounds, interval, num
 from ffnlab.experiments.reporting.model import COMPARISON_HEADERS, claim_texts, comparison_rows
 from ffnlab.experiments.reporting.pages import PageModel, Section, json_safe, section, table, write_page
@@ -152,7 +153,7 @@ def write_report(root: str | Path, out: str | Path | None = None, *, remeasure: 
     root = Path(root)
     result = analyse(root, remeasure=remeasure)
     base = Path(out) if out else root  # the folder the user named: nothing is written outside it
-    out = Path(out) if out else root / "capacity-report"
+    out = Path(out) if out else root / REPORT_DIR
     claim_report_dir(out, base)
     model = report_model(result, f"ffnlab capacity report: {root.name}")
     paths = write_page(out, model, {"bits_vs_ratio.png": figure(result.arms)}, TITLES, root=base)

@@ -2,7 +2,7 @@
 someone who did not write the fixes), kept as tests. Oracle: transformers 5.25's own model built
 from the same config.json on the meta device (``hf_counts_all.check``), or its refusal.
 
-3,375 configs, each the stored default of a translated type (``hf_counts_all.exact_defaults``)
+3,583 configs, each the stored default of a translated type (``hf_counts_all.exact_defaults``)
 or of a multimodal wrapper, with one edit. Classes (configs; off):
 
 * legacy alias keys: each ``attribute_map`` pair of the 48 translated types' config classes
@@ -28,14 +28,23 @@ or of a multimodal wrapper, with one edit. Classes (configs; off):
   ceiling (at most 2**31 - 1 per width, 1e14 parameters built through transformers), a limit by
   design, not counted as off.
 
-3 off, one root cause, kept as a strict xfail (``FINDINGS``), no traceback, no refusal of a model
+* following H1: num_nextn_predict_layers, num_mtp_layers, num_experts, num_local_experts null, "1",
+  1.0, 1.5, true, false, [0], an object, -1, 0, 2, "x" on Ernie 4.5 MoE, DeepSeek-V3, GLM-4-MoE,
+  Qwen3-MoE, and num_mtp_layers 1 beside num_nextn_predict_layers [3] (208; 8, all Ernie 4.5 MoE's
+  num_nextn_predict_layers not a number: H1).
+
+11 off, one root cause, kept as strict xfails (``FINDINGS``), no traceback, no refusal of a model
 transformers builds:
 
 * H1, Ernie 4.5 MoE: num_mtp_layers (also read as num_nextn_predict_layers, its attribute_map
   name) a list or an object: ``Ernie4_5_MoeConfig.validate_architecture`` compares it with 1
   (``'>' not supported between instances of 'list' and 'int'``) and refuses it;
   ``ernie4_5_moe.translate`` requires ``mtp <= 1`` only when it is a number, so any other value
-  passes and is counted. Minimal input: the stored default with "num_nextn_predict_layers": [0].
+  passes and is counted. A string is off too ("1": transformers' '>' refuses it), and so is a
+  list under num_nextn_predict_layers beside a valid num_mtp_layers 1, since the undeclared name
+  is set after the declared field (``aliases.real_keys`` gives the translator the list). Only
+  num_nextn_predict_layers is off: num_mtp_layers, the declared int field, was not off for any
+  value thrown. Minimal input: the stored default with "num_nextn_predict_layers": [0].
 
 Kept: a sample of the configs that were right (up to 6 exact and 6 refused of each class,
 different types), with transformers' totals stored: audit is compared with them on every run, and
@@ -701,6 +710,9 @@ FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
     "H1-ernie-moe-nextn-list-0": ({**ERNIE_MOE, "num_nextn_predict_layers": [0]}, None, None, "H1"),
     "H1-ernie-moe-nextn-list-1-5": ({**ERNIE_MOE, "num_nextn_predict_layers": [1, 5]}, None, None, "H1"),
     "H1-ernie-moe-nextn-object": ({**ERNIE_MOE, "num_nextn_predict_layers": {"a": 1}}, None, None, "H1"),
+    "H1-ernie-moe-nextn-string-1": ({**ERNIE_MOE, "num_nextn_predict_layers": "1"}, None, None, "H1"),
+    "H1-ernie-moe-nextn-list-beside-mtp-1": ({**ERNIE_MOE, "num_mtp_layers": 1, "num_nextn_predict_layers": [3]},
+                                             None, None, "H1"),
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)

@@ -2,7 +2,7 @@
 someone who did not write the fixes), kept as tests. Oracle: transformers 5.25's own model built
 from the same config.json on the meta device (``hf_counts_all.check``), or its refusal.
 
-3,583 configs, each the stored default of a translated type (``hf_counts_all.exact_defaults``)
+3,943 configs, each the stored default of a translated type (``hf_counts_all.exact_defaults``)
 or of a multimodal wrapper, with one edit. Classes (configs; off):
 
 * legacy alias keys: each ``attribute_map`` pair of the 48 translated types' config classes
@@ -26,12 +26,14 @@ or of a multimodal wrapper, with one edit. Classes (configs; off):
   ten minutes on a shared core (not looked into further); a 10**12 width that transformers builds on
   the meta device (LLaMA's intermediate_size: 8.6e14 parameters) is refused by ffnlab's documented
   ceiling (at most 2**31 - 1 per width, 1e14 parameters built through transformers), a limit by
-  design, not counted as off.
-
+  design, not counted as off;
 * following H1: num_nextn_predict_layers, num_mtp_layers, num_experts, num_local_experts null, "1",
   1.0, 1.5, true, false, [0], an object, -1, 0, 2, "x" on Ernie 4.5 MoE, DeepSeek-V3, GLM-4-MoE,
   Qwen3-MoE, and num_mtp_layers 1 beside num_nextn_predict_layers [3] (208; 8, all Ernie 4.5 MoE's
-  num_nextn_predict_layers not a number: H1).
+  num_nextn_predict_layers not a number: H1);
+* the activation keys of the translated types (hidden_act, activation_function, hidden_activation,
+  feed_forward_proj, activation, where the class has one) as gelu, silu, swiglu, geglu, relu2,
+  gelu_pytorch_tanh, gated-silu, an unknown name (360; 0).
 
 11 off, one root cause, kept as strict xfails (``FINDINGS``), no traceback, no refusal of a model
 transformers builds:
@@ -692,6 +694,126 @@ CASES: dict[str, tuple[dict[str, Any], int | None, str | None]] = {
          'topk_group': 1,
          'use_qk_norm': False,
          'vocab_size': 263},
+        None, None),
+    "act-smollm3-hidden_act='gelu'": (
+        {'hidden_act': 'gelu', 'model_type': 'smollm3'},
+        3075098624, 'AutoModelForCausalLM'),
+    "act-gpt_oss-hidden_act='gated-silu'": (
+        {'attention_bias': False,
+         'head_dim': 16,
+         'hidden_act': 'gated-silu',
+         'hidden_size': 144,
+         'intermediate_size': 96,
+         'model_type': 'gpt_oss',
+         'num_attention_heads': 6,
+         'num_experts_per_tok': 1,
+         'num_hidden_layers': 1,
+         'num_key_value_heads': 2,
+         'num_local_experts': 3,
+         'vocab_size': 144},
+        204633, 'AutoModelForCausalLM'),
+    "act-exaone4-hidden_act='gelu_pytorch_tanh'": (
+        {'head_dim': 16,
+         'hidden_act': 'gelu_pytorch_tanh',
+         'hidden_size': 8,
+         'intermediate_size': 80,
+         'model_type': 'exaone4',
+         'num_attention_heads': 1,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 1,
+         'vocab_size': 189},
+        10472, 'AutoModelForCausalLM'),
+    "act-olmo3-hidden_act='silu'": (
+        {'attention_bias': True,
+         'hidden_act': 'silu',
+         'hidden_size': 48,
+         'intermediate_size': 160,
+         'model_type': 'olmo3',
+         'num_attention_heads': 2,
+         'num_hidden_layers': 1,
+         'num_key_value_heads': 2,
+         'vocab_size': 166},
+        48624, 'AutoModelForCausalLM'),
+    "act-granitemoe-hidden_act='relu2'": (
+        {'attention_bias': True,
+         'hidden_act': 'relu2',
+         'hidden_size': 128,
+         'intermediate_size': 120,
+         'model_type': 'granitemoe',
+         'num_attention_heads': 4,
+         'num_experts_per_tok': 2,
+         'num_hidden_layers': 1,
+         'num_key_value_heads': 2,
+         'num_local_experts': 4,
+         'vocab_size': 144},
+        271616, 'AutoModelForCausalLM'),
+    "act-qwen2_moe-hidden_act='relu2'": (
+        {'decoder_sparse_step': 1,
+         'hidden_act': 'relu2',
+         'hidden_size': 144,
+         'intermediate_size': 200,
+         'mlp_only_layers': [0],
+         'model_type': 'qwen2_moe',
+         'moe_intermediate_size': 16,
+         'num_attention_heads': 6,
+         'num_experts': 6,
+         'num_experts_per_tok': 5,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 3,
+         'qkv_bias': True,
+         'shared_expert_intermediate_size': 32,
+         'vocab_size': 105},
+        417744, 'AutoModelForCausalLM'),
+    "act-starcoder2-hidden_act='gated-silu'": (
+        {'hidden_act': 'gated-silu',
+         'hidden_size': 16,
+         'intermediate_size': 80,
+         'model_type': 'starcoder2',
+         'num_attention_heads': 2,
+         'num_hidden_layers': 4,
+         'num_key_value_heads': 2,
+         'use_bias': False,
+         'vocab_size': 131},
+        None, None),
+    "act-phi3-hidden_act='swiglu'": (
+        {'hidden_act': 'swiglu', 'model_type': 'phi3'},
+        None, None),
+    "act-glm4-hidden_act='gated-silu'": (
+        {'hidden_act': 'gated-silu', 'model_type': 'glm4'},
+        None, None),
+    "act-exaone4-hidden_act='nonexistent'": (
+        {'head_dim': 16,
+         'hidden_act': 'nonexistent',
+         'hidden_size': 8,
+         'intermediate_size': 80,
+         'model_type': 'exaone4',
+         'num_attention_heads': 1,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 1,
+         'vocab_size': 189},
+        None, None),
+    "act-mistral-hidden_act='nonexistent'": (
+        {'hidden_act': 'nonexistent',
+         'hidden_size': 24,
+         'intermediate_size': 80,
+         'model_type': 'mistral',
+         'num_attention_heads': 3,
+         'num_hidden_layers': 3,
+         'num_key_value_heads': 1,
+         'vocab_size': 131},
+        None, None),
+    "act-stablelm-hidden_act='swiglu'": (
+        {'hidden_act': 'swiglu',
+         'hidden_size': 48,
+         'intermediate_size': 80,
+         'model_type': 'stablelm',
+         'num_attention_heads': 6,
+         'num_hidden_layers': 4,
+         'num_key_value_heads': 2,
+         'qk_layernorm': True,
+         'use_parallel_residual': True,
+         'use_qkv_bias': True,
+         'vocab_size': 59},
         None, None),
 }
 

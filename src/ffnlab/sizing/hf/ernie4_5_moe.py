@@ -28,10 +28,11 @@ ERNIE_MOE_DEFAULTS = {
 
 def translate(k: ConfigKeys) -> ModelConfig:
     # the class's validate_architecture allows one MTP layer (5.25), under either name; none is built
+    # (validate_architecture compares it with 1: a value that is not a number fails the comparison)
     mtp = k.data.get("num_mtp_layers")
-    require(not isinstance(mtp, (int, float)) or isinstance(mtp, bool) or mtp <= 1,
+    require(mtp is None or (isinstance(mtp, (int, float)) and not mtp > 1),
             f"config.json: num_mtp_layers / num_nextn_predict_layers is {show(mtp)}: transformers' Ernie 4.5 MoE "
-            "config supports a single MTP layer")
+            "config compares it with 1 and supports a single MTP layer")
     cfg = decoder(k, ERNIE_MOE_DEFAULTS, DecoderLayout(qkv_bias_key="use_bias", mlp_bias_key="use_bias"))
     n = cfg.n_layers
     start = k.count("moe_layer_start_index", 1)

@@ -189,11 +189,10 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC
+from adversarial_cli import fake_hub_process
 from adversarial_cli import strict_json as _strict
 from fuzz_cli import assert_refused, cli, snapshot
 
@@ -220,23 +219,8 @@ def home(tmp_path, monkeypatch) -> Path:
 
 def _hub_process(tmp_path: Path, misbehave: str | None, *argv: str,
                  **extra: str) -> tuple[subprocess.CompletedProcess, list]:
-    from fake_hub import FakeHub
-
-    fake = FakeHub()
-    fake.add("org/tiny", {"main": {"config.json": json.dumps(LLAMA).encode()}})
-    fake.misbehave = misbehave
-    server, url = fake.serve()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
-    env |= {"HF_ENDPOINT": url, "HF_HOME": str(tmp_path / "hfhome"), "HF_HUB_OFFLINE": "0",
-            "HF_DATASETS_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1",
-            "FFNLAB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": SRC, **extra}
-    try:
-        p = subprocess.run([sys.executable, "-m", "ffnlab", *argv], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=300)
-    finally:
-        fake.release()
-        server.shutdown()
-    return p, list(fake.requests)
+    return fake_hub_process(tmp_path, misbehave, *argv,
+                            repos={"org/tiny": {"main": {"config.json": json.dumps(LLAMA).encode()}}}, **extra)
 
 
 # -- findings -----------------------------------------------------------------------------------

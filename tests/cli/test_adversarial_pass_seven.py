@@ -119,7 +119,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC
+from adversarial_cli import SRC, fake_hub_process
 from adversarial_cli import strict_json as _strict
 from adversarial_cli import write_corpus as _corpus
 from fuzz_cli import assert_refused, cli, snapshot
@@ -286,22 +286,7 @@ def test_a_killed_probe_writes_temporary_does_not_block_the_next_probe(trained, 
 
 
 def _fake_hub_call(tmp_path: Path, misbehave: str | None, *argv: str) -> tuple[subprocess.CompletedProcess, list]:
-    from fake_hub import FakeHub
-
-    fake = FakeHub()
-    fake.misbehave = misbehave
-    server, url = fake.serve()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
-    env |= {"HF_ENDPOINT": url, "HF_HOME": str(tmp_path / "hfhome"), "HF_HUB_OFFLINE": "0",
-            "HF_DATASETS_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1",
-            "FFNLAB_TIMEOUT": "1", "FFNLAB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": SRC}
-    try:
-        p = subprocess.run([sys.executable, "-m", "ffnlab", *argv], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=300)
-    finally:
-        fake.release()
-        server.shutdown()
-    return p, list(fake.requests)
+    return fake_hub_process(tmp_path, misbehave, *argv, FFNLAB_TIMEOUT="1")
 
 
 @pytest.mark.slow  # a subprocess that imports torch and datasets: ~15-35 s

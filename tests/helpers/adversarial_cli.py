@@ -40,3 +40,28 @@ def one_error_line(p: subprocess.CompletedProcess) -> str:
     assert p.returncode == 2 and "Traceback" not in p.stderr, (p.returncode, p.stderr[-2000:])
     assert len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-2000:]
     return lines[0]
+
+
+def fake_hub_process(tmp_path: Path, misbehave: str | None, *argv: str, repos: dict[str, Any] | None = None,
+                     **env_extra: str) -> tuple[subprocess.CompletedProcess, list]:
+    """``ffnlab ARGV`` in a subprocess against a fake Hub on 127.0.0.1 (tests/helpers/fake_hub.py)
+    holding ``repos`` and answering as ``misbehave`` says, with a fresh HF home and ffnlab cache
+    and the environment's own Hub settings removed; its result and the requests the Hub saw."""
+    from fake_hub import FakeHub
+
+    fake = FakeHub()
+    for repo, revisions in (repos or {}).items():
+        fake.add(repo, revisions)
+    fake.misbehave = misbehave
+    server, url = fake.serve()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
+    env |= {"HF_ENDPOINT": url, "HF_HOME": str(tmp_path / "hfhome"), "HF_HUB_OFFLINE": "0",
+            "HF_DATASETS_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_HUB_DISABLE_TELEMETRY": "1",
+            "FFNLAB_CACHE": str(tmp_path / "cache"), "PYTHONPATH": SRC, **env_extra}
+    try:
+        p = subprocess.run([sys.executable, "-m", "ffnlab", *argv], capture_output=True, text=True, env=env,
+                           cwd=tmp_path, timeout=300)
+    finally:
+        fake.release()
+        server.shutdown()
+    return p, list(fake.requests)

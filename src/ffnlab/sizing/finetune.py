@@ -412,9 +412,10 @@ def not_counted(mode: str, upcast_fp32: bool = False) -> list[str]:
            "16-bit cast of its input instead of an fp32 copy)",
            "lora_dropout > 0 (modelled: 0; with dropout each adapter keeps a dropped-out copy of its input and a mask)"]
     if mode == "qlora":
-        out += ["prepare_model_for_kbit_training's fp32 branches (modelled: the residual stream in fp32, each "
-                "layer's own tensors in the compute dtype; bitsandbytes returns a projection's output in its input's "
-                "dtype, fp32 after an fp32 norm)" if upcast_fp32 else
+        out += ["prepare_model_for_kbit_training's fp32 branches (modelled: bitsandbytes returns a projection's "
+                "output in its input's dtype, so behind the fp32 norms the residual stream, the adapters' input and a "
+                "dense FFN's hidden tensors are fp32; the attention kernel's tensors and MoE experts' in the compute "
+                "dtype)" if upcast_fp32 else
                 "prepare_model_for_kbit_training's fp32 upcast of the embedding, head and norms",
                 "the dequantised weight is modelled, not measured (bitsandbytes does not run on CPU)"]
     return out

@@ -217,3 +217,29 @@ def test_a_capacity_is_the_longest_sequence_whose_peak_fits_the_card(case: dict[
     assert peak(length) <= budget < peak(length + 1)
     ratio, _ = published_peaks.compared(case)
     assert ratio == length / case["figure"]["seq_len_fitting"]
+
+
+def test_the_hf_baseline_of_unsloths_table_is_underdetermined_by_its_unstated_settings() -> None:
+    """The HF + FA2 capacity names no checkpointing, optimizer, precision or trainer loop. Over the
+    readings ffnlab prices (full checkpointing; peft's fp32 upcast or not; the logits kept or freed)
+    some land within 10% of the published length and some do not, so the figure cannot test ffnlab
+    until its settings are known; docs/memory.md quotes the range and the Trainer's reading."""
+    case = next(c for c in CASES if c["id"] == "hf-fa2-llama3.1-8b-qlora-maxctx-80gb")
+    ratios = {}
+    for upcast in (True, False):
+        for freed in (True, False):
+            reading = copy.deepcopy(case)
+            s = reading["settings"]
+            s.update(recompute="full", optimizer="adamw", optimizer_impl="foreach", precision="bf16-autocast",
+                     logits_freed=freed)
+            if upcast:
+                s["finetune"]["prepare"] = "prepare_model_for_kbit_training"
+            ratio, price = published_peaks.compared(reading)
+            assert price.expressible
+            ratios[upcast, freed] = ratio
+    inside = [r for r in ratios.values() if 0.9 <= r <= 1.1]
+    assert inside and len(inside) < len(ratios), ratios
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "memory.md").read_text(encoding="utf-8")
+    quoted = (f"comes to {min(ratios.values()):.2f}-{max(ratios.values()):.2f} of the published 28,454 tokens, "
+              f"{ratios[True, True]:.2f} as the\nTrainer runs")
+    assert quoted in doc, quoted

@@ -69,6 +69,16 @@ class FrozenLayer:
     # copy is not kept); False: one expert at a time, combined by index_add_ (ffnlab's MoEFFN),
     # which keeps the weighted copy as well
     grouped_experts: bool = True
+    # bytes per element of what a norm hands the frozen projections when wider than the activation
+    # dtype (4 under peft's prepare_model_for_kbit_training: the fp32 norm's output is fp32 and
+    # bitsandbytes returns each projection's output in its input's dtype, so the adapters' input and
+    # a dense FFN's gate, up and activation output are fp32; the attention kernel still keeps its
+    # 16-bit casts); None: the activation dtype
+    branch_bytes: float | None = None
+
+    def branch(self, b: float) -> float:
+        """Bytes per element of the frozen projections' inputs and a dense FFN's hidden tensors."""
+        return max(b, self.branch_bytes) if self.branch_bytes else b
 
     def input_bytes(self, b: float, copies: int) -> tuple[float, str]:
         """Bytes per element of an adapted layer's kept input and its rule: the tensor itself when
@@ -199,7 +209,7 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
         out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp", part="attention")]
     elif fz.attention or (cfg.norms_per_block == 1 and fz.ffn):  # kept by the adapters' A (not the frozen W)
         readers = (2 if cfg.is_mla else 1 if a.qkv_fused else 3) + (1 if cfg.norms_per_block == 1 and fz.ffn else 0)
-        per, how = fz.input_bytes(b, readers)
+        per, how = fz.input_bytes(fz.branch(b), readers)
         out = [_t("attention input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp",
                   part="attention", dtype="adapter")]
     else:
@@ -259,7 +269,7 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
     own = _ffn_keeps(spec) - (0 if shared_input else 1)  # what the activation keeps, the down input aside
     out = []
     if fz.ffn and cfg.norms_per_block != 1:
-        per, how = fz.input_bytes(b, 2 if spec.gated else 1)
+        per, how = fz.input_bytes(fz.branch(b), 2 if spec.gated else 1)
         out.append(_t("FFN input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp",
                       part="ffn", dtype="adapter"))
     if spec.is_moe:
@@ -288,14 +298,15 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
             out.append(_t(f"shared experts hidden ({spec.kind}, frozen)", spec.n_shared_experts * own * ws * b, tokens,
                           f"{spec.n_shared_experts} x {own} x d_shared {ws} x {b:g} B", "tp", part="ffn"))
         return out
+    hb = fz.branch(b)  # the dense FFN's hidden tensors: fp32 behind an fp32 norm (upcast QLoRA)
     if not fz.ffn:
-        return out + [_t(f"FFN hidden ({spec.kind}, frozen down projection)", own * f * b, tokens,
-                         f"{own} x d_ff {f} x {b:g} B", "tp", part="ffn")]
-    down, down_rule = fz.input_bytes(b, 1)
-    if shared_input and b >= fz.adapter_bytes:
+        return out + [_t(f"FFN hidden ({spec.kind}, frozen down projection)", own * f * hb, tokens,
+                         f"{own} x d_ff {f} x {hb:g} B", "tp", part="ffn")]
+    down, down_rule = fz.input_bytes(hb, 1)
+    if shared_input and hb >= fz.adapter_bytes:
         down, down_rule = 0, "0 B (the activation's own output)"
-    return out + [_t(f"FFN hidden ({spec.kind}) and the down adapter's input", own * f * b + f * down, tokens,
-                     f"({own} x {b:g} B + {down_rule}) x d_ff {f}", "tp", part="ffn", dtype="mixed"),
+    return out + [_t(f"FFN hidden ({spec.kind}) and the down adapter's input", own * f * hb + f * down, tokens,
+                     f"({own} x {hb:g} B + {down_rule}) x d_ff {f}", "tp", part="ffn", dtype="mixed"),
                   _adapter_terms("FFN", "ffn", ffn_adapters(spec), fz, tokens)]
 
 

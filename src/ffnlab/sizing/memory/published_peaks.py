@@ -357,8 +357,9 @@ def pricing(case: PeakCase) -> Pricing:
     upcast = ft is not None and "prepare_model_for_kbit_training" in str(ft.get("prepare", ""))
     if upcast:
         approx.append("prepare_model_for_kbit_training's fp32 upcast: ffnlab prices the fp32 embedding, norms, head "
-                      "and residual stream, each layer's own tensors in bf16 (bitsandbytes returns a projection's "
-                      "output in its input's dtype, fp32 after an fp32 norm)")
+                      "and residual stream, and behind the fp32 norms the adapters' input and a dense FFN's hidden "
+                      "tensors in fp32 (bitsandbytes returns a projection's output in its input's dtype), the "
+                      "attention kernel's in bf16")
     if ft is not None and ft.get("bnb_saves_input") is True:
         nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward as a "
                   "ctx attribute, alive as long as the graph, and LitGPT's held logits keep the previous step's graph "

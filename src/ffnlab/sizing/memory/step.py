@@ -240,7 +240,7 @@ class FinetuneStep:
         """What layer ``layer`` keeps: every layer above the first carries adapters below it."""
         return FrozenLayer(attention=self.attention, ffn=self.ffn, rank=self.rank,
                            grad_below=self.input_grads or layer > 0, adapter_bytes=self.adapter_bytes,
-                           grouped_experts=self.grouped_experts)
+                           grouped_experts=self.grouped_experts, branch_bytes=self.stream_bytes)
 
 
 def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: int = 1, sp: bool = False,
@@ -484,8 +484,8 @@ def _ffn_backward_temps(cfg: ModelConfig, spec: FFNSpec, n_tok: int, b: float, g
         if frozen.ffn and not spec.is_moe:
             units = max(units, LORA_INPUT_GRADIENTS) - own_input
     dense = units * spec.d_ff
-    if not spec.is_moe:
-        return math.ceil(n_tok * dense * b / tp)
+    if not spec.is_moe:  # behind an fp32 norm (upcast QLoRA) the dense FFN's gradients are fp32
+        return math.ceil(n_tok * dense * (frozen.branch(b) if frozen else b) / tp)
     k, e = spec.top_k, spec.n_experts
     routed = n_tok * k * cfg.d_model * b
     if frozen is not None:

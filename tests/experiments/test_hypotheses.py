@@ -86,6 +86,9 @@ def test_every_html_page_ends_with_the_glossary(tmp_path):
     fake_sweep(tmp_path, ARMS, 3, 0.01, spec_extra={"hypotheses": []})
     html = write_report(tmp_path, tmp_path / "report")["html"].read_text()
     glossary = html[html.index('<h2 id="glossary">'):]
+    assert html.index('<a href="#glossary">') < html.index("<h2")  # linked at the top of the page
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert md.index("](#glossary)") < md.index("\n## ") < md.index("\n## Glossary")
     for t in TERMS:
         assert f"<dt>{t.term.replace(chr(39), '&#39;')}</dt>" in glossary
     for word in ("Dunnett", "TOST", "Levene", "Fieller", "tokens per parameter"):

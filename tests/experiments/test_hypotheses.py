@@ -61,10 +61,34 @@ def test_the_report_uses_the_specs_own_words(tmp_path):
         assert phrase not in html and phrase not in md and phrase not in text, phrase
 
 
+def test_report_and_claims_name_a_custom_hypothesis_not_a_seed_claim(tmp_path):
+    """`ffnlab report` prints each verdict under its hypothesis's id, and `ffnlab claims --evidence`
+    does not take a custom ratio_optimal hypothesis (ratio 2 against 8 here) as the seed's
+    ratio-4-optimal claim: the spec shares the analysis, not the claim."""
+    from cli_run import run
+
+    mine = [{"id": "two-beats-eight", "sentence": "The ratio-2 GELU ends below the ratio-8 GELU.",
+             "comparison": "ratio_optimal", "arms": ["gelu-r8"]}]
+    arms = {"gelu-r2": (-0.1, 1.3), "gelu-r8": (0.05, 0.9)}
+    fake_sweep(tmp_path, arms, 4, 0.01, spec_extra={"hypotheses": mine, "name": "mine", "reference": "gelu-r2"})
+    p = run("report", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    heads = [line.split(":")[0] for line in p.stdout.splitlines() if " - " in line]
+    assert heads == ["two-beats-eight"], p.stdout
+    p = run("claims", "--evidence", str(tmp_path), "--json")
+    assert p.returncode == 0, p.stderr
+    row = next(r for r in json.loads(p.stdout) if r["id"] == "ratio-4-optimal")
+    assert row["verdict"] == "needs-experiment" and "two-beats-eight" in row["evidence"]
+    assert "gelu-r8 - gelu-r2" not in row["evidence"]
+
+
 def test_every_html_page_ends_with_the_glossary(tmp_path):
     fake_sweep(tmp_path, ARMS, 3, 0.01, spec_extra={"hypotheses": []})
     html = write_report(tmp_path, tmp_path / "report")["html"].read_text()
     glossary = html[html.index('<h2 id="glossary">'):]
+    assert html.index('<a href="#glossary">') < html.index("<h2")  # linked at the top of the page
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert md.index("](#glossary)") < md.index("\n## ") < md.index("\n## Glossary")
     for t in TERMS:
         assert f"<dt>{t.term.replace(chr(39), '&#39;')}</dt>" in glossary
     for word in ("Dunnett", "TOST", "Levene", "Fieller", "tokens per parameter"):

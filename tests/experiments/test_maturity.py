@@ -170,3 +170,6 @@ def test_the_time_estimate_is_the_flops_over_the_peak_at_the_stated_utilisation(
 
     line = time_estimate(1.2e12, 3, 2, 1e10)  # 1.2e12 / (2 x 1e10 x 0.3) = 200 s; x 0.1: 600 s
     assert "3 run(s) left" in line and "3 min-10 min on 2 worker(s) at 10%-30%" in line and "an assumption" in line
+    # a tiny sweep: 4.3e9 FLOPs over 2 x 1.2e11 FLOP/s is 0.06-0.18 s, said as such, not "0 s-0 s"
+    tiny = time_estimate(4.34e9, 4, 2, 1.2e11)
+    assert "under 1 s on 2 worker(s)" in tiny and "0 s-0 s" not in tiny

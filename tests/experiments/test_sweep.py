@@ -222,7 +222,9 @@ def test_micro_sweep_end_to_end_and_claims_evidence(tmp_path, finished_micro):
     # the start names how each arm was resolved (sweep.json's record), the end each verdict
     first = next(r for r in json.loads((out / "sweep.json").read_text())["runs"] if r["arm"] == "swiglu-pm4")
     assert f"arm swiglu-pm4: d_model {first['d_model']}, d_ff {first['d_ff']}" in p.stdout
-    assert all(f"verdict {k}: {v['verdict']}" in p.stdout for k, v in claims.items())
+    # each under its hypothesis's id (the spec's words), the analysis's key where it names none
+    assert all(f"verdict {(v.get('hypothesis') or {}).get('id', k)}: {v['verdict']}" in p.stdout
+               for k, v in claims.items())
     # each verdict line states the maturity its claim was judged at
     assert all(v["maturity"]["text"] in p.stdout for v in claims.values() if v.get("maturity"))
     assert claims["ratio_optimal"]["verdict"] == "needs-experiment"

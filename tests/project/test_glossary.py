@@ -39,3 +39,5 @@ def test_every_html_template_ends_with_the_glossary() -> None:
     assert pages and all('{% extends "base.html.j2" %}' in p.read_text(encoding="utf-8") for p in pages)
     base = (templates / "base.html.j2").read_text(encoding="utf-8")
     assert base.index("{% block content %}") < base.index('<h2 id="glossary">') < base.index("</body>")
+    # and links it before the page's content, so a reader meeting "Dunnett" need not scroll to find it
+    assert base.index('<a href="#glossary">') < base.index("{% block content %}")

@@ -112,6 +112,22 @@ def test_evidence_from_a_report_fills_experiment_claims(tmp_path):
     assert rows["golden-transformer-8pct"]["verdict"] == "needs-experiment"
 
 
+def test_a_custom_hypothesis_does_not_settle_a_seed_claim(tmp_path):
+    """A report of a spec with its own hypotheses (ids of the user's choosing) shares an analysis
+    with a seed claim, not the claim: ratio 3 against 6 says nothing of ratio 4."""
+    finding = "relu-r6 - relu-r3 = -0.04 [-0.22, +0.15] nats"
+    (tmp_path / "claims.json").write_text(json.dumps({
+        "ratio_optimal": {"verdict": "false", "evidence": finding,
+                          "hypothesis": {"id": "three-wins", "sentence": "Ratio 3 ends lower than ratio 6."}},
+        "convergence_speed": {"verdict": "true", "evidence": "0.9 [0.8, 1.0]",
+                              "hypothesis": {"id": "golden-transformer-8pct", "sentence": "8% faster"}}}))
+    rows = {r.id: r.as_dict() for r in check_claims(load_evidence(tmp_path))}
+    mine = rows["ratio-4-optimal"]
+    assert mine["verdict"] == "needs-experiment"
+    assert "three-wins" in mine["evidence"] and finding not in mine["evidence"]
+    assert rows["golden-transformer-8pct"]["verdict"] == "true"  # a seed claim's own hypothesis still settles it
+
+
 def test_bad_evidence(tmp_path):
     with pytest.raises(FfnlabError):
         load_evidence(tmp_path)

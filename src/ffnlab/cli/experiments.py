@@ -97,7 +97,15 @@ def sweep(
 
         for key, v in json.loads(paths["claims"].read_text()).items():
             grown = (v.get("maturity") or {}).get("text")
-            print(one_line(f"verdict {key}: {v.get('verdict')}" + (f"; {grown}" if grown else "")))
+            print(one_line(f"verdict {said_as(key, v)}: {v.get('verdict')}" + (f"; {grown}" if grown else "")))
+
+
+def said_as(key: str, entry: dict[str, object]) -> str:
+    """A verdict of a report's claims.json by the name its spec gave it: the hypothesis's id where
+    the verdict carries one, else the analysis (``key``) that wrote it."""
+    said = entry.get("hypothesis")
+    own = said.get("id") if isinstance(said, dict) else None
+    return own if isinstance(own, str) and own else key
 
 
 @app.command(rich_help_panel=EXPERIMENTS)
@@ -117,7 +125,7 @@ def report(
         refuse_link(out, "the report folder")
     paths = write_report(sweep_dir, out)
     for k, v in json.loads(paths["claims"].read_text(encoding="utf-8")).items():
-        print(one_line(f"{k}: {v['verdict']} - {v['evidence']}"))
+        print(one_line(f"{said_as(k, v)}: {v['verdict']} - {v['evidence']}"))
     print_maturity(sweep_dir)
     print(one_line(f"report: {paths['html']} and {paths['markdown']}"))
 
@@ -155,7 +163,13 @@ def verify(
     exp = [c for c in result.claims if "from_report" in c.numbers]
     for c in exp:
         print(f"\n{one_line(c.id)}: {one_line(c.verdict)}\n  {one_line(c.evidence)}")
-    if exp:
+    seed = {c.id for c in result.claims}  # a spec's own hypotheses are no claim of the source texts
+    own = [(said_as(k, v), v) for k, v in json.loads(result.paths["claims"].read_text(encoding="utf-8")).items()
+           if said_as(k, v) not in {k, *seed}]
+    for name, v in own:
+        print(f"\n{one_line(name)} (this spec's hypothesis): {one_line(str(v['verdict']))}\n"
+              f"  {one_line(str(v['evidence']))}")
+    if exp or own:
         print_maturity(out / "sweep")
     p = result.paths
     print(one_line(f"report: {p['html']}") + "\n" + one_line(f"        {p['markdown']}")

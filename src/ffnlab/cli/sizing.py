@@ -492,6 +492,17 @@ AUDIT_COLS = [  # the default table fits 80 columns; --wide adds the rest
 VERDICT_COL = Column("verdict", "verdict", justify="left")
 
 
+def defaults_notes(rows: list[AuditRow], fmt: str) -> None:
+    """What transformers' defaults filled in for a config.json that left size keys out: a note per
+    model in every format (never silent; beside CSV on stderr)."""
+    from ffnlab.sizing.hf import DEFAULTS_NOTE
+
+    for r in rows:
+        for part in (r.note or "").split("; "):
+            if part.startswith(DEFAULTS_NOTE):
+                render.note(f"{r.name}: {part}", fmt)
+
+
 @app.command(rich_help_panel=MODELS)
 @memory_flags()
 def audit(
@@ -537,21 +548,19 @@ def audit(
         extra = FINETUNE_CSV_COLS if work.adapters else []
         render.emit([{**cells, **flat_memory(r), **flat_finetune(r)} for cells, r in zip(shown, rows, strict=True)],
                     [*AUDIT_COLS, VERDICT_COL, *MEMORY_CSV_COLS, *extra], fmt)
+        defaults_notes(rows, fmt)  # on stderr: the CSV stream stays one table
         return
     if fmt != "table":
         render.emit(shown, [*AUDIT_COLS, VERDICT_COL], fmt, title=title)
+        defaults_notes(rows, fmt)
         emit_memory(rows, fmt)
         if work.adapters:
             emit_finetune(rows, fmt)
         return
     render.emit(shown, AUDIT_COLS, fmt, title=title, wide=wide)
-    from ffnlab.sizing.hf import DEFAULTS_NOTE
-
     for r in rows:
         render.note(f"{r.name}: {r.verdict}", fmt)
-        for part in (r.note or "").split("; "):  # what transformers' defaults filled in: not silent
-            if part.startswith(DEFAULTS_NOTE):
-                render.note(f"{r.name}: {part}", fmt)
+        defaults_notes([r], fmt)
     emit_memory(rows, fmt, wide=wide)
     if work.adapters:
         emit_finetune(rows, fmt)

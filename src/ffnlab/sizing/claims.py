@@ -85,6 +85,7 @@ class EvidenceEntry(_EvidenceEntry, total=False):
     """One experiment's verdict in a report's claims.json (``ffnlab claims --evidence``)."""
 
     numbers: JsonObject
+    hypothesis: JsonValue  # the spec's hypothesis the verdict is on (an object with its ``id``)
     maturity: JsonValue  # an object with ``text`` and ``tokens_per_param`` where a report judged maturity
 
 
@@ -370,8 +371,15 @@ def moe_active(a: ClaimArgs) -> Finding:
                       f"({r['ratio']:.1f}x)" for n, r in rows.items()), {"rows": rows})
 
 
-def experiment(a: ClaimArgs, evidence: Evidence | None = None) -> Finding:
+def experiment(a: ClaimArgs, evidence: Evidence | None = None, claim: str | None = None) -> Finding:
     found = (evidence or {}).get(a["experiment"])
+    said = found.get("hypothesis") if found else None
+    own = said.get("id") if isinstance(said, dict) else None
+    if found and claim and isinstance(own, str) and own != claim:
+        # a custom spec's hypothesis shares the analysis, not the claim: its verdict is its own
+        return ("needs-experiment", f"not tested by this report: its {a['experiment']} verdict "
+                f"({found['verdict']}) is on its spec's own hypothesis {own}, not this claim; "
+                f"to measure it: {a['command']}", {"command": a["command"], "kept": a.get("kept")})
     if found:
         grown = found.get("maturity")
         text, ev = grown.get("text") if isinstance(grown, dict) else None, found["evidence"]
@@ -498,7 +506,7 @@ def check_claims(evidence: Evidence | None = None) -> list[ClaimCheck]:
     for c in load_claims():
         args = c.get("args", ClaimArgs())
         if c["check"] == "experiment":
-            verdict, ev, nums = experiment(args, evidence)
+            verdict, ev, nums = experiment(args, evidence, c["id"])
         else:
             verdict, ev, nums = CHECKS[c["check"]](args)
         assert verdict in VERDICTS, verdict

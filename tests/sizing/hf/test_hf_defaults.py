@@ -1,5 +1,5 @@
 """A config.json that lacks size keys is counted with transformers' class defaults, as transformers
-counts it, and the audit names the keys it took from them (table and JSON); a complete config,
+counts it, and the audit names the keys it took from them (table, Markdown, CSV's stderr and JSON); a complete config,
 and every zoo config, names none.
 
 Oracle: LlamaConfig's defaults (hidden_size 4096 given: 32 layers of 32 heads, intermediate_size
@@ -55,6 +55,18 @@ def test_the_audit_keeps_the_count_and_names_the_defaults(tmp_path, capsys):
     assert f"partial: {TAKEN}" in " ".join(table.stdout.split())
     shown = run_cli(capsys, "audit", path, "--json")
     assert json.loads(shown.stdout)[0]["note"] == TAKEN
+
+
+def test_markdown_and_csv_name_the_defaults_too(tmp_path, capsys):
+    # Markdown after its table; CSV on stderr, so the CSV stream stays one table
+    path = write(tmp_path, PARTIAL)
+    md = run_cli(capsys, "audit", path, "--format", "markdown")
+    assert md.returncode == 0, md.stderr
+    assert f"partial: {TAKEN}" in md.stdout
+    csv = run_cli(capsys, "audit", path, "--format", "csv")
+    assert csv.returncode == 0, csv.stderr
+    assert f"partial: {TAKEN}" in csv.stderr and TAKEN not in csv.stdout
+    assert len(csv.stdout.strip().splitlines()) == 2  # header and the one row
 
 
 @pytest.mark.parametrize("entry", [e for e in load_zoo() if isinstance(e.hf_config, dict)], ids=lambda e: e.name)

@@ -153,6 +153,15 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def duration_span(fast: float, slow: float) -> str:
+    """A range of seconds in words: ``3 min-10 min``; one figure where both ends read the same, and
+    ``under 1 s`` where even the slow end is (never ``0 s-0 s``)."""
+    if slow < 0.5:
+        return "under 1 s"
+    a, b = duration(fast), duration(slow)
+    return a if a == b else f"{a}-{b}"
+
+
 def worker_count(spec: SweepSpec, workers: int | None = None) -> int:
     """Runs side by side: ``--workers``, else the spec's, else the cores over each run's threads."""
     return workers or spec.workers or max(1, (os.cpu_count() or 1) // spec.threads_per_worker)
@@ -196,7 +205,7 @@ def time_estimate(flops: float, runs: int, workers: int, peak: float) -> str:
     published), at 10-30% of it: an estimate, said as one, with its assumption."""
     lo, hi = ESTIMATE_UTILISATION
     fast, slow = estimate_seconds(flops, workers, peak)
-    return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {duration(fast)}-{duration(slow)} on "
+    return (f"estimate: {runs} run(s) left, {flops:.3g} training FLOPs, {duration_span(fast, slow)} on "
             f"{workers} worker(s) at {lo:.0%}-{hi:.0%} of a {peak / 1e9:,.0f} GFLOP/s peak each (an assumption, "
             "not a measurement; start-up and evaluation come on top)")
 

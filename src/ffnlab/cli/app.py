@@ -138,6 +138,8 @@ PLOT_OPTION = typer.Option(None, "--plot", parser=user_path_text,
                            help="Also write the step's memory timeline as a figure to FILE (.svg; "
                            ".png with matplotlib installed): live memory by moment, stacked by what is alive, the "
                            "peak and its moment marked, the engine in the title.")
+OVERWRITE_PLOT_OPTION = typer.Option(False, "--overwrite", help="Replace the --plot FILE if it exists (without it, "
+                                     "an existing file is never replaced).")
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
 WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal table (the default fits 80 columns).")
 TIMEOUT_OPTION = typer.Option(None, "--timeout", help=TIMEOUT_HELP)

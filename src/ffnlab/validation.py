@@ -188,11 +188,22 @@ def utf8_text(value: Any, where: str) -> str:
     return value
 
 
+# the prefix of every name ffnlab gives its own files beside the user's (``files.TEMP_PREFIX``
+# ``.ffnlab-tmp-``, ``files.OLD_PREFIX``, the marker ``files.MARK``): stale-temporary cleaning
+# removes such names, so no name the user chooses may take it (in any case: a case-insensitive
+# file system reads ``.FFNLAB-TMP-`` as the same)
+RESERVED_PREFIX = ".ffnlab-"
+
+
 def safe_name(value: Any, where: str) -> str:
-    """``value`` as one folder or file name: letters, digits, ``_ . -``; never ``.`` or ``..``."""
+    """``value`` as one folder or file name: letters, digits, ``_ . -``; never ``.`` or ``..``, never
+    one of ffnlab's own names (:data:`RESERVED_PREFIX`)."""
     if not isinstance(value, str) or _NAME.fullmatch(value) is None or set(value) == {"."} \
             or len(value) > 100:
         raise fail(where, "a name of letters, digits, _ . - (not . or .., at most 100 characters)", value)
+    if value.casefold().startswith(RESERVED_PREFIX):
+        raise FfnlabError(f"{where} must not begin with {RESERVED_PREFIX!r}, got {show(value)}: ffnlab names its own "
+                          "temporary files that way (and removes stale ones); name it otherwise")
     return value
 
 

@@ -207,6 +207,21 @@ def safe_name(value: Any, where: str) -> str:
     return value
 
 
+def case_twins(names: Any, what: str) -> None:
+    """Refuse two of ``names`` (folder names, already checked by :func:`safe_name`) that differ only
+    by case, in one line naming both: on a case-insensitive file system (macOS's and Windows'
+    defaults) they are one folder, and the second would write into the first. Identical names are
+    the caller's own uniqueness check."""
+    seen: dict[str, str] = {}
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        first = seen.setdefault(name.casefold(), name)
+        if first != name:
+            raise FfnlabError(f"{what} {first!r} and {name!r} differ only by case: on a case-insensitive file "
+                              "system (macOS, Windows) they would share one folder; rename one")
+
+
 def confined(parent: Path, relative: str | Path, where: str) -> Path:
     """``parent / relative``, refused unless it resolves (symlinks followed) inside ``parent``."""
     parent = Path(parent)
@@ -376,8 +391,8 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
 
 
 __all__ = ["Check", "FfnlabError", "MAX_DIGITS", "NAME", "NONEMPTY_UNIQUE", "SEED_MAX", "above", "between",
-           "build", "choice", "confined", "fail", "fraction", "integer", "number", "one_of", "safe_name",
-           "show"]
+           "build", "case_twins", "choice", "confined", "fail", "fraction", "integer", "number", "one_of",
+           "safe_name", "show"]
 
 
 # Counts on the command line, one parser (:func:`count`) with two conventions. A size (a sequence

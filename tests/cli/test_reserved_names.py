@@ -88,3 +88,37 @@ def test_names_near_the_reserved_prefix_stay_accepted(tmp_path, executed):
     r = cli("capacity", "run", "p.yaml", "--out", "o", "--workers", "1", "--no-report", where=tmp_path)
     assert r.code == 0, r.stderr[-2000:]
     assert sorted(p.name for p in executed) == [".ffnlabtmp", "ffnlab-tmp-small"]
+
+
+SCALES = ("scales:\n  - {{name: {a}, model: {{d_model: 32}}}}\n  - {{name: {b}, model: {{d_model: 48}}}}\n")
+
+
+@pytest.mark.parametrize(("first", "second"), [("A", "a"), ("glu", "GLU"), ("Mixed-Case.1", "mixed-case.1")])
+def test_arms_that_differ_only_by_case_are_refused_naming_both(tmp_path, first, second):
+    (tmp_path / "s.yaml").write_text(_spec("s", (first, "other", second)))
+    line = assert_refused(cli("sweep", "s.yaml", "--estimate", where=tmp_path), "only by case")
+    assert repr(first) in line and repr(second) in line
+
+
+def test_scales_that_differ_only_by_case_are_refused_naming_both(tmp_path):
+    (tmp_path / "s.yaml").write_text(_spec("s", ("a", "b")) + SCALES.format(a="Small", b="small"))
+    line = assert_refused(cli("sweep", "s.yaml", "--estimate", where=tmp_path), "only by case")
+    assert "'Small'" in line and "'small'" in line
+
+
+def test_budgets_that_differ_only_by_case_are_refused_naming_both(tmp_path, executed):
+    (tmp_path / "p.yaml").write_text(_preset(budgets=("Small", "small")))
+    r = cli("capacity", "run", "p.yaml", "--out", "o", "--workers", "1", "--no-report", where=tmp_path)
+    line = assert_refused(r, "only by case")
+    assert "'Small'" in line and "'small'" in line and executed == [] and not (tmp_path / "o").exists()
+
+
+def test_names_that_differ_by_more_than_case_stay_accepted(tmp_path, executed):
+    """Controls: distinct names (case aside) are run as before."""
+    (tmp_path / "s.yaml").write_text(_spec("s", ("A", "b")) + SCALES.format(a="Small", b="large"))
+    r = cli("sweep", "s.yaml", "--estimate", where=tmp_path)
+    assert r.code == 0, r.stderr[-2000:]
+    (tmp_path / "p.yaml").write_text(_preset(budgets=("Small", "big")))
+    r = cli("capacity", "run", "p.yaml", "--out", "o", "--workers", "1", "--no-report", where=tmp_path)
+    assert r.code == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in executed) == ["Small", "big"]

@@ -33,6 +33,13 @@ from ffnlab.validation import integer, show
 
 MISSING = object()
 MAX_INT = 2**53  # larger than any width, count or length in a real config.json
+# the keys holding a model's number of decoder layers (transformers' num_hidden_layers and the
+# names its configs read it under); transformers 5.25 builds a model whose count is 0 or negative
+# with no layers (``range(n)`` is empty; probed over every translated type: all build it
+# but those that refuse a negative count, NEGATIVE_REFUSED, and GPT-Neo, whose attention_layers
+# must be as many as its layers), which ffnlab's sizing does not model
+LAYER_COUNT_KEYS = frozenset({"num_hidden_layers", "n_layer", "n_layers", "num_layers"})
+LAYER_COUNT_MATCHED = frozenset({"gpt_neo"})  # the count checked against another key first (its translator)
 
 # activation name in a config.json -> ffnlab plain kind (gated kinds derive from it)
 ACT_PLAIN = {
@@ -902,6 +909,11 @@ class ConfigKeys:
             raise FfnlabError(f"config.json (model_type {self.model_type!r}) is missing key {key!r}")
         if value is None:
             return None
+        if kind is int and key in LAYER_COUNT_KEYS and self.model_type not in LAYER_COUNT_MATCHED \
+                and isinstance(value, int) and not isinstance(value, bool) and -MAX_INT <= value <= 0:
+            raise FfnlabError(f"config.json key {self.written_name(key)!r} is {value}: transformers builds this "
+                              f"{self.model_type} model with no layers, which ffnlab's sizing does not "
+                              "model (it sizes 1 layer or more); 'ffnlab audit' counts it through transformers")
         if kind is int:  # the shared number check: an integer, bounded (no 4,000-digit widths)
             integer(value, f"config.json key {key!r} (a positive integer)", 1, MAX_INT)
         elif kind is bool:

@@ -304,16 +304,21 @@ def _empty_marker_only(folder: Path) -> bool:
 
 
 def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None = None,
-                 durable: bool = False) -> None:
+                 durable: bool = False, exists: str | None = None) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
 
     The file is written in a marked temporary folder inside ``path``'s folder and renamed over
     ``path``: a symlink at ``path`` is replaced, never followed. With ``root``, ``path``'s folder
     must not lead outside ``root`` through a symlink (one error line otherwise, nothing written).
+    With ``exists`` (the error line to give), nothing at ``path`` is replaced: the file is linked
+    into place only where no file, folder or link is there by then (a hard link fails if one is,
+    with no moment when the name can be taken twice), else that one line.
     """
     path = Path(path)
     if root is not None:
         check_inside(path.parent, root)
+    if exists is not None and os.path.lexists(path):
+        raise FfnlabError(exists)
     tmp = new_temp_dir(path.parent, path.name)
     try:
         with open(tmp / "data", "xb") as fh:
@@ -321,10 +326,29 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.replace(tmp / "data", path)
+        if exists is None:
+            os.replace(tmp / "data", path)
+        else:
+            _link_new(tmp / "data", path, exists)
         _note_made(path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _link_new(source: Path, path: Path, exists: str) -> None:
+    """``source`` given the new name ``path``, never replacing anything there (``exists``, one
+    error line, if something is); where the file system has no hard links, a rename after a last
+    look."""
+    try:
+        os.link(source, path, follow_symlinks=False)
+    except FileExistsError:
+        raise FfnlabError(exists) from None
+    except OSError as e:
+        if e.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
+            raise
+        if os.path.lexists(path):
+            raise FfnlabError(exists) from None
+        os.replace(source, path)
 
 
 def open_append(path: str | Path, root: str | Path | None = None) -> IO[str]:

@@ -188,12 +188,38 @@ def utf8_text(value: Any, where: str) -> str:
     return value
 
 
+# the prefix of every name ffnlab gives its own files beside the user's (``files.TEMP_PREFIX``
+# ``.ffnlab-tmp-``, ``files.OLD_PREFIX``, the marker ``files.MARK``): stale-temporary cleaning
+# removes such names, so no name the user chooses may take it (in any case: a case-insensitive
+# file system reads ``.FFNLAB-TMP-`` as the same)
+RESERVED_PREFIX = ".ffnlab-"
+
+
 def safe_name(value: Any, where: str) -> str:
-    """``value`` as one folder or file name: letters, digits, ``_ . -``; never ``.`` or ``..``."""
+    """``value`` as one folder or file name: letters, digits, ``_ . -``; never ``.`` or ``..``, never
+    one of ffnlab's own names (:data:`RESERVED_PREFIX`)."""
     if not isinstance(value, str) or _NAME.fullmatch(value) is None or set(value) == {"."} \
             or len(value) > 100:
         raise fail(where, "a name of letters, digits, _ . - (not . or .., at most 100 characters)", value)
+    if value.casefold().startswith(RESERVED_PREFIX):
+        raise FfnlabError(f"{where} must not begin with {RESERVED_PREFIX!r}, got {show(value)}: ffnlab names its own "
+                          "temporary files that way (and removes stale ones); name it otherwise")
     return value
+
+
+def case_twins(names: Any, what: str) -> None:
+    """Refuse two of ``names`` (folder names, already checked by :func:`safe_name`) that differ only
+    by case, in one line naming both: on a case-insensitive file system (macOS's and Windows'
+    defaults) they are one folder, and the second would write into the first. Identical names are
+    the caller's own uniqueness check."""
+    seen: dict[str, str] = {}
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        first = seen.setdefault(name.casefold(), name)
+        if first != name:
+            raise FfnlabError(f"{what} {first!r} and {name!r} differ only by case: on a case-insensitive file "
+                              "system (macOS, Windows) they would share one folder; rename one")
 
 
 def confined(parent: Path, relative: str | Path, where: str) -> Path:
@@ -365,8 +391,8 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
 
 
 __all__ = ["Check", "FfnlabError", "MAX_DIGITS", "NAME", "NONEMPTY_UNIQUE", "SEED_MAX", "above", "between",
-           "build", "choice", "confined", "fail", "fraction", "integer", "number", "one_of", "safe_name",
-           "show"]
+           "build", "case_twins", "choice", "confined", "fail", "fraction", "integer", "number", "one_of",
+           "safe_name", "show"]
 
 
 # Counts on the command line, one parser (:func:`count`) with two conventions. A size (a sequence

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from cli_run import assert_usage_error, run, run_json
 
 from ffnlab.sizing.config import make_config
@@ -487,3 +488,51 @@ def test_engine_config_sets_the_workload_and_says_what_it_used(tmp_path) -> None
     listed.write_text("- a\n- b\n", encoding="utf-8")
     assert_usage_error(run("fit", "gpt2", "--gpu", "H100", "--engine-config", str(listed)),
                        "the top level of a launch config must be a mapping")
+
+
+@pytest.mark.parametrize("command", [("size", "--from", "gpt2", "--seq-len", "1024"),
+                                     ("fit", "gpt2", "--gpu", "H100", "--gpus", "1", "--seq-len", "1024")])
+def test_plot_never_replaces_a_file_unless_told(tmp_path, command) -> None:  # noqa: ANN001 - pytest's tmp_path
+    """--plot FILE onto an existing file, a link to one outside, or a dangling link: one error line,
+    exit 2, every byte kept; --overwrite replaces the name with the figure, never writing through
+    a link (the file it pointed at keeps its bytes)."""
+    import os
+
+    kept = tmp_path / "kept.svg"
+    kept.write_bytes(b"my own figure\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "target.svg"
+    target.write_bytes(b"not ffnlab's\n")
+    plot = tmp_path / "plots"
+    plot.mkdir()
+    link, dangling = plot / "link.svg", plot / "dangling.svg"
+    link.symlink_to(target)
+    dangling.symlink_to(outside / "absent.svg")
+    for path in (kept, link, dangling):
+        assert_usage_error(run(*command, "--plot", str(path)), "--overwrite")
+    assert kept.read_bytes() == b"my own figure\n" and target.read_bytes() == b"not ffnlab's\n"
+    assert os.readlink(link) == str(target) and not (outside / "absent.svg").exists()
+    assert sorted(x.name for x in plot.iterdir()) == ["dangling.svg", "link.svg"]  # no temporary left
+    for path in (kept, link):
+        p = run(*command, "--plot", str(path), "--overwrite")
+        assert p.returncode == 0, p.stderr
+        assert path.read_bytes().startswith(b"<svg") and not path.is_symlink()
+    assert target.read_bytes() == b"not ffnlab's\n"  # replaced the link, did not follow it
+    assert sorted(x.name for x in plot.iterdir()) == ["dangling.svg", "link.svg"]
+    assert_usage_error(run(*command, "--overwrite"), "--overwrite replaces an existing --plot FILE")
+
+
+def test_write_figure_does_not_replace_a_file_that_appeared_after_the_check(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """The file is linked into place without replacing: one that appears between the command's
+    first look and the write (while the model is read) keeps its bytes."""
+    from ffnlab.errors import FfnlabError
+    from ffnlab.experiments.reporting import step_figure as sf
+    from ffnlab.sizing.memory.step_figure import StepFigure
+
+    path = tmp_path / "late.svg"
+    fig = StepFigure.__new__(StepFigure)
+    monkeypatch.setattr(sf, "svg_text", lambda f: (path.write_bytes(b"arrived first\n"), "<svg/>")[1])
+    with pytest.raises(FfnlabError, match="already exists"):
+        sf.write_figure(path, fig)
+    assert path.read_bytes() == b"arrived first\n" and [x.name for x in tmp_path.iterdir()] == ["late.svg"]

@@ -220,21 +220,32 @@ def _nan_copy(exported: Path, where: Path) -> Path:
     return where
 
 
-def test_a_result_that_is_not_finite_is_never_cached(exported, raw_fixture, capsys, tmp_path, monkeypatch):
-    """A NaN model's perplexity: --json refuses it in one line, and neither that call nor one without
-    --json leaves a file in the cache, so no later call answers "(cached)"."""
+@pytest.mark.parametrize("output", [["--json"], [], ["--format", "csv"], ["--format", "markdown"]])
+def test_a_result_that_is_not_finite_is_never_cached(exported, raw_fixture, capsys, tmp_path, monkeypatch, output):
+    """A NaN model's perplexity: every output (--json, the table, --format) refuses it alike, one
+    error line naming the figure and exit 2, nothing on stdout (the table printed nan and exited 0);
+    no call leaves a file in the cache, so no later call answers "(cached)"."""
     cache = tmp_path / "cache"
     monkeypatch.setenv("FFNLAB_CACHE", str(cache))
     nan = _nan_copy(exported, tmp_path / "nan")
     args = ["perplexity", str(nan), "--dataset", str(raw_fixture), "--context", "32", "--protocol", "documents",
-            "--progress", "off"]
+            "--progress", "off", *output]
     for _ in range(2):
-        p = run_cli(capsys, *args, "--json")
+        p = run_cli(capsys, *args)
         lines = p.stderr.strip().splitlines()
-        assert p.returncode == 2 and len(lines) == 1 and "nan" in lines[0] and "JSON cannot hold" in lines[0]
-    p = run_cli(capsys, *args)
-    assert p.returncode == 0 and "cached" not in p.stdout + p.stderr
+        assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), (p.returncode, p.stderr)
+        assert "word_perplexity nan" in lines[0] and "cached" not in p.stdout and not p.stdout.strip()
     assert not [f for f in (cache / "perplexity").rglob("*") if f.is_file()]
+
+
+def test_table_measure_refuses_a_result_that_is_not_finite(exported, raw_fixture, capsys, tmp_path, monkeypatch):
+    """``table --measure`` measures through the same path: a NaN model is one error line, exit 2."""
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    nan = _nan_copy(exported, tmp_path / "nan")
+    p = run_cli(capsys, "table", str(nan), "--measure", "--dataset", str(raw_fixture), "--context", "32",
+                "--progress", "off")
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "word_perplexity nan" in lines[0], (p.returncode, p.stderr)
 
 
 @pytest.mark.parametrize("figure", ["NaN", "Infinity", "1e999"])

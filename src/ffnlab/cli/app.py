@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ffnlab import __version__, render
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.netwait import TIMEOUT_HELP
 from ffnlab.validation import choice, count, integer
@@ -109,18 +109,29 @@ FMT_HELP = "Output format for tables: table, markdown or csv (raw numbers, one t
 JSON_OPTION = typer.Option(False, "--json", help="Print JSON (the documented contract).")
 
 
+def _expanded(value: str) -> Path:
+    """:func:`ffnlab.files.expand_user` inside a parser: its refusal (an unknown user, no home
+    folder) raised as click's BadParameter, whose text click keeps after the option's name. An
+    :class:`ffnlab.errors.FfnlabError` is a ValueError, which click's parser catches and replaces
+    by a bare "Invalid value for '--out': ~nouser/x" that says nothing of what is wrong."""
+    try:
+        return expand_user(value)
+    except FfnlabError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
 def user_path(value: str) -> Path:
     """The ``parser`` of every option or argument that names a file or folder: the path with a
     leading ``~`` or ``~user`` expanded as a shell would (a quoted ``'~/run'``, or ``--out=~/run``,
     which the shell leaves alone), so that ``--out ~/run`` never makes a folder named ``~``; an
-    unknown user is one error line (:func:`ffnlab.files.expand_user`)."""
-    return expand_user(value) if str(value).startswith("~") else Path(value)
+    unknown user is one error line naming the option and the user (:func:`_expanded`)."""
+    return _expanded(value) if str(value).startswith("~") else Path(value)
 
 
 def user_path_text(value: str) -> str:
     """:func:`user_path` for an option that takes a file or a name (a preset): the text kept as
     written unless it starts with ``~``."""
-    return str(expand_user(value)) if str(value).startswith("~") else value
+    return str(_expanded(value)) if str(value).startswith("~") else value
 
 
 user_path.__name__ = "path"  # the type help shows: <path>, as typer's own Path type
@@ -138,6 +149,8 @@ PLOT_OPTION = typer.Option(None, "--plot", parser=user_path_text,
                            help="Also write the step's memory timeline as a figure to FILE (.svg; "
                            ".png with matplotlib installed): live memory by moment, stacked by what is alive, the "
                            "peak and its moment marked, the engine in the title.")
+OVERWRITE_PLOT_OPTION = typer.Option(False, "--overwrite", help="Replace the --plot FILE if it exists (without it, "
+                                     "an existing file is never replaced).")
 FORMAT_OPTION = typer.Option("table", "--format", "-f", help=FMT_HELP)
 WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal table (the default fits 80 columns).")
 TIMEOUT_OPTION = typer.Option(None, "--timeout", help=TIMEOUT_HELP)

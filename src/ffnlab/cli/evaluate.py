@@ -133,6 +133,9 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
             bar.close()
         if cache:
             P.write_cache(path, rec)  # not if a figure is NaN (the record says): never served "(cached)"
+        bad = rec.not_finite()  # every output refuses it alike: the table, --format and --json
+        require(bad is None, f"{target}: {bad}: the model's outputs are not finite (NaN or infinite weights, or an "
+                             f"overflow in {rec.dtype}), so there is no perplexity to report; nothing was cached")
         out.append(rec)
         del lm
     return out

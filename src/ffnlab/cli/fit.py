@@ -12,6 +12,7 @@ from ffnlab.cli.app import (
     ENGINE_CONFIG_OPTION,
     FORMAT_OPTION,
     JSON_OPTION,
+    OVERWRITE_PLOT_OPTION,
     PLOT_OPTION,
     SIZING,
     TIMEOUT_OPTION,
@@ -195,6 +196,7 @@ def fit(
     mem_fraction_static: float = MEM_FRACTION_STATIC,
     engine_config: str = ENGINE_CONFIG_OPTION,
     plot: str = PLOT_OPTION,
+    overwrite: bool = OVERWRITE_PLOT_OPTION,
     target_tokens_per_s: float = typer.Option(None, "--target-tokens-per-s", metavar="N",
                                               rich_help_panel=ENGINE_PANEL,
                                               help="With --mode serve: the GPUs that reach N tokens/s of decode at "
@@ -241,13 +243,14 @@ def fit(
     if mode != "serve" and knobs.given():
         note("the serving engine's flags (--gpu-memory-utilization ... --engine-config) apply with --mode serve; "
              "ignored")
+    require(plot is not None or not overwrite, "--overwrite replaces an existing --plot FILE: give --plot")
     if plot is not None:
         from ffnlab.experiments.reporting.step_figure import check_plot_path
 
         require(mode == "train", "--plot draws a training step: not with --mode serve")
         require(gpu is not None or gpu_memory is not None, "--plot draws the layout that fits one kind of GPU: "
                                                            "give --gpu (or --gpu-memory)")
-        check_plot_path(plot)
+        check_plot_path(plot, overwrite)
     mem, seq_len, dtype = apply_engine_config(mem, trainer_config, seq_len=seq_len, dtype=dtype, layout=False)
     work = mem.workload(seq_len=seq_len, dtype=dtype, mla=mla)
     sharding = mem.layout().sharding
@@ -327,7 +330,7 @@ def fit(
                          [f"assumed: {a}" for a in est.assumptions], fmt)
     if plot is not None:
         if res.best is not None:
-            write_step_plot(plot, cfg, name, work, res.best.layout)
+            write_step_plot(plot, cfg, name, work, res.best.layout, overwrite)
         else:
             note("--plot draws the smallest layout that fits: nothing fits, so no figure was written")
     if res.best is None:

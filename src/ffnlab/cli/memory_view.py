@@ -52,13 +52,14 @@ def step_plot(cfg: ModelConfig, name: str, work: Workload, lay: Layout) -> StepF
     return step_figure(timeline_of(cfg, work, lay), title=title)
 
 
-def write_step_plot(path: str, cfg: ModelConfig, name: str, work: Workload, lay: Layout) -> None:
+def write_step_plot(path: str, cfg: ModelConfig, name: str, work: Workload, lay: Layout,
+                    overwrite: bool = False) -> None:
     """``--plot FILE``: the step's figure written to ``path`` (.svg, or .png with matplotlib) via
-    temp + rename; a line on stderr says where."""
+    temp + rename, an existing file replaced only with ``overwrite``; a line on stderr says where."""
     from ffnlab.experiments.reporting.step_figure import write_figure
 
     fig = step_plot(cfg, name, work, lay)
-    written = write_figure(path, fig)
+    written = write_figure(path, fig, overwrite)
     print(f"wrote the step figure to {written} ({fig.peak_label})", file=sys.stderr)
 
 

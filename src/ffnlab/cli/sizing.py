@@ -15,6 +15,7 @@ from ffnlab.cli.app import (
     FORMAT_OPTION,
     JSON_OPTION,
     MODELS,
+    OVERWRITE_PLOT_OPTION,
     PLOT_OPTION,
     SIZING,
     TIMEOUT_OPTION,
@@ -130,6 +131,7 @@ def size(
     mem_fraction_static: float = MEM_FRACTION_STATIC,
     engine_config: str = ENGINE_CONFIG_OPTION,
     plot: str = PLOT_OPTION,
+    overwrite: bool = OVERWRITE_PLOT_OPTION,
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     timeout: float = TIMEOUT_OPTION,
@@ -140,10 +142,11 @@ def size(
     set_timeout(timeout)
     from_model = from_models[0] if from_models else None
     check_format(fmt)
+    require(plot is not None or not overwrite, "--overwrite replaces an existing --plot FILE: give --plot")
     if plot is not None:
         from ffnlab.experiments.reporting.step_figure import check_plot_path
 
-        check_plot_path(plot)
+        check_plot_path(plot, overwrite)
     serving_config, trainer_config = split_engine_config(engine_config)
     if trainer_config is not None and (n_layers is not None or from_model is not None):
         mem, seq_len, dtype = apply_engine_config(mem, trainer_config, seq_len=seq_len, dtype=dtype)
@@ -213,7 +216,8 @@ def size(
             return
         else:
             cfg = resolve(from_model).sized()
-        write_step_plot(plot, cfg, out.from_model or f"d_model {out.d_model}, {m.n_layers} layers", work, lay)
+        write_step_plot(plot, cfg, out.from_model or f"d_model {out.d_model}, {m.n_layers} layers", work, lay,
+                        overwrite)
 
 
 def _serving_engines() -> tuple[str, ...]:

@@ -97,3 +97,46 @@ def test_the_required_keys_are_transformers_own(kind):
     found = re.search(r"Missing required keys in `rope_parameters` for 'rope_type'='\w+': \{([^}]*)\}", ref["refused"])
     assert found, ref
     assert set(re.findall(r"'(\w+)'", found.group(1))) == expected
+
+
+# partial_rotary_factor values whose product with the head width is not finite (or barely above
+# zero): transformers' int(head width x factor) raises OverflowError on an infinite product (Phi-3's
+# validate_rope, GPT-OSS's split, the odd-head check of every RoPE type), and builds the model
+# where the product is finite; ffnlab's translators computed the same int() and raised the
+# OverflowError as a traceback. Checked against transformers' build of each config.
+_TINY = 1e-320  # a subnormal: a rotary width of 0, which transformers builds
+_ROTARY_CASES = {  # id -> (model type, edit)
+    "phi3-top-1e308": ("phi3", set_keys(partial_rotary_factor=1e308)),
+    "phi3-top-minus-1e308": ("phi3", set_keys(partial_rotary_factor=-1e308)),
+    "phi3-top-inf": ("phi3", set_keys(partial_rotary_factor=float("inf"))),
+    "phi3-top-subnormal": ("phi3", set_keys(partial_rotary_factor=_TINY)),
+    "phi3-rope-dict-1e308": ("phi3", set_keys(rope_parameters={"rope_type": "default",
+                                                                "partial_rotary_factor": 1e308})),
+    "gpt_oss-top-1e308": ("gpt_oss", set_keys(partial_rotary_factor=1e308)),
+    "gpt_oss-top-inf": ("gpt_oss", set_keys(partial_rotary_factor=float("inf"))),
+    "gpt_oss-top-subnormal": ("gpt_oss", set_keys(partial_rotary_factor=_TINY)),
+    "llama-odd-head-1e308": ("llama", set_keys(head_dim=7, partial_rotary_factor=1e308)),
+    "llama-odd-head-dict-inf": ("llama", set_keys(head_dim=7, rope_parameters={
+        "rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": float("inf")})),
+    "qwen3-odd-head-minus-1e308": ("qwen3", set_keys(head_dim=9, partial_rotary_factor=-1e308)),
+    "mistral-odd-head-1e308": ("mistral", set_keys(head_dim=9, partial_rotary_factor=1e308)),
+    "llama-odd-head-subnormal": ("llama", set_keys(head_dim=7, partial_rotary_factor=_TINY)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ROTARY_CASES))
+def test_a_partial_rotary_factor_overflowing_the_width_is_judged_as_transformers_does(tmp_path, name):
+    model_type, edit = _ROTARY_CASES[name]
+    config = edit(_DEFAULTS[model_type])
+    ref = reference(config)  # the oracle: what transformers does with it
+    assert_as_transformers(config, "refused" if "refused" in ref else "exact", tmp_path)
+
+
+@pytest.mark.parametrize("command", ["audit", "size --from"])
+def test_a_json_1e309_factor_is_one_error_line(tmp_path, command):
+    """1e309 in config.json reads as infinity: one error line and exit 2, never a traceback."""
+    from cli_run import assert_usage_error, run
+
+    (tmp_path / "config.json").write_text('{"model_type": "phi3", "partial_rotary_factor": 1e309}')
+    assert reference({"model_type": "phi3", "partial_rotary_factor": float("inf")}).get("refused")
+    assert_usage_error(run(*command.split(), str(tmp_path / "config.json")), "partial_rotary_factor")

@@ -25,7 +25,7 @@ from ffnlab.experiments.sweep.spec import PRESET_DIR, SweepSpec, spec_from_dict
 from ffnlab.files import check_inside, write_atomic
 from ffnlab.training import runconfig
 from ffnlab.training.capacity import steps_for_exposures
-from ffnlab.validation import safe_name, show
+from ffnlab.validation import case_twins, safe_name, show
 
 PRESET_RECORD = "capacity-preset.json"  # run_preset writes it beside the budgets' sweeps: out/PRESET_RECORD
 REPORT_DIR = "capacity-report"  # the report's default folder beside them: out/REPORT_DIR (report.write_report)
@@ -92,6 +92,7 @@ def load_preset(name_or_path: str) -> CapacityPreset:
                 f"capacity preset: budgets[{i}].name {b['name']!r} is the name of a file capacity run writes "
                 f"beside the budgets' sweeps ({', '.join(OWN_NAMES)}); name the budget otherwise")
     require(len({b["name"] for b in budgets}) == len(budgets), "capacity preset: budget names must be unique")
+    case_twins([b["name"] for b in budgets], "capacity preset: budget names")  # each budget a folder out/BUDGET
     require(isinstance(data["sweep"], dict) and "name" not in data["sweep"],
             "capacity preset: sweep must be a mapping (a sweep spec; its name comes from the preset)")
     exposures = data.get("exposures")

@@ -6,12 +6,14 @@ only draws it. :func:`svg_text` is deterministic (the same figure gives the same
 committed figure can be checked against a regeneration); the peak's label is a ``<text
 id="peak">`` carrying the exact bytes in ``data-peak-bytes``. :func:`write_figure` picks the format
 from the file's suffix (``.svg``, ``.png``) and writes only the file named, through a temporary
-in its folder renamed over it; a ``.png`` without matplotlib installed is one error line.
+in its folder renamed into place (an existing file only replaced with ``--overwrite``, a link there
+replaced, never followed); a ``.png`` without matplotlib installed is one error line.
 """
 
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -112,14 +114,21 @@ def png_bytes(fig: StepFigure) -> bytes:
     return buf.getvalue()
 
 
-def check_plot_path(path: str | Path) -> Path:
-    """``--plot FILE`` checked before any model is read: a .svg or .png in a folder that exists, and
-    for .png, matplotlib installed (each refusal one error line)."""
+def _exists_line(path: str | Path) -> str:
+    """The error line for a ``--plot FILE`` that is already there (a file, a link, anything)."""
+    return f"--plot: {str(path)!r} already exists; pass --overwrite to replace it (or name a new file)"
+
+
+def check_plot_path(path: str | Path, overwrite: bool = False) -> Path:
+    """``--plot FILE`` checked before any model is read: a .svg or .png in a folder that exists, not
+    a file (or link) already there unless ``overwrite``, and for .png, matplotlib installed (each
+    refusal one error line)."""
     target = Path(path)
     suffix = target.suffix.lower()
     require(suffix in FORMATS, f"--plot must name a .svg or .png file, got {str(path)!r}")
     require(target.parent.is_dir(), f"--plot: the folder {str(target.parent)!r} does not exist")
     require(not target.is_dir(), f"--plot: {str(path)!r} is a folder")
+    require(overwrite or not os.path.lexists(target), _exists_line(path))
     if suffix == ".png":
         _matplotlib()
     return target
@@ -133,12 +142,15 @@ def _matplotlib() -> None:
                           "or give a .svg file, which needs nothing more") from None
 
 
-def write_figure(path: str | Path, fig: StepFigure) -> Path:
-    """Write ``fig`` to ``path`` (``.svg`` or ``.png``, by its suffix) via temp + rename in its folder."""
-    target = check_plot_path(path)
+def write_figure(path: str | Path, fig: StepFigure, overwrite: bool = False) -> Path:
+    """Write ``fig`` to ``path`` (``.svg`` or ``.png``, by its suffix) via a temporary file renamed
+    into place in its folder: a link at ``path`` is replaced, never followed; without
+    ``overwrite`` nothing there is replaced (one error line, also for a file that appeared while
+    the model was read)."""
+    target = check_plot_path(path, overwrite)
     suffix = target.suffix.lower()
     data: str | bytes = svg_text(fig) if suffix == ".svg" else png_bytes(fig)
-    write_atomic(target, data)
+    write_atomic(target, data, exists=None if overwrite else _exists_line(path))
     return target
 
 

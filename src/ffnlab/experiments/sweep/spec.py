@@ -36,6 +36,7 @@ from ffnlab.validation import (
     above,
     between,
     build,
+    case_twins,
     fail,
     one_of,
     show,
@@ -303,6 +304,7 @@ def spec_from_dict(data: object) -> SweepSpec:
     names = [a.name for a in spec.arms]
     twice = sorted(n for n, k in Counter(names).items() if k > 1)
     require(not twice, f"sweep spec: arm names must be unique; given more than once: {_some(twice)}")
+    case_twins(names, "sweep spec: arm names")  # each arm's runs are folders A-s0, a-s0
     for arm in spec.arms:
         arm.label = arm.label or arm.name
     spec.reference = spec.reference or names[0]
@@ -323,6 +325,7 @@ def spec_from_dict(data: object) -> SweepSpec:
         and re.fullmatch(r"[A-Za-z0-9_-]+", str(x["name"])) is not None for x in scales),
         "sweep spec: scales must be a list of {name: letters/digits/_/-, model: {...}, train: {...}}")
     require(len({x["name"] for x in scales}) == len(scales), "sweep spec: scale names must be unique")
+    case_twins([x["name"] for x in scales], "sweep spec: scale names")  # a scale's runs: folders SCALE.ARM-s0
     spec.scales = [Scale(name=str(x["name"]), model=dict(x["model"]), train=dict(x.get("train", {})))
                    for x in scales]
     cells = [x.name for x in spec.scales]

@@ -33,6 +33,13 @@ from ffnlab.validation import integer, show
 
 MISSING = object()
 MAX_INT = 2**53  # larger than any width, count or length in a real config.json
+# the keys holding a model's number of decoder layers (transformers' num_hidden_layers and the
+# names its configs read it under); transformers 5.25 builds a model whose count is 0 or negative
+# with no layers (``range(n)`` is empty; probed over every translated type: all build it
+# but those that refuse a negative count, NEGATIVE_REFUSED, and GPT-Neo, whose attention_layers
+# must be as many as its layers), which ffnlab's sizing does not model
+LAYER_COUNT_KEYS = frozenset({"num_hidden_layers", "n_layer", "n_layers", "num_layers"})
+LAYER_COUNT_MATCHED = frozenset({"gpt_neo"})  # the count checked against another key first (its translator)
 
 # activation name in a config.json -> ffnlab plain kind (gated kinds derive from it)
 ACT_PLAIN = {
@@ -242,6 +249,18 @@ def top_partial_rotary(data: Mapping[str, object], model_type: str) -> Any:
     return default if model_type in PARTIAL_ROTARY_TOP_IGNORED else data.get("partial_rotary_factor", default)
 
 
+def rotary_width(head_dim: int, partial: Any, where: str, model_type: str) -> int:
+    """int(head_dim x partial_rotary_factor), the rotary width transformers 5.25 computes (its RoPE
+    validators and inits, Phi-3's ``validate_rope``, GPT-OSS's split); a factor that makes the
+    product infinite (1e308 x 128, a JSON 1e309) is refused in one line, as transformers' int()
+    raises OverflowError on it. ``where`` names the key the factor came from."""
+    product = head_dim * partial
+    require(math.isfinite(product), f"config.json key {where!r} is {show(partial)}: {head_dim} x {show(partial)} is "
+                                    f"not a finite rotary width: transformers' {model_type} RoPE refuses it "
+                                    "(OverflowError)")
+    return int(product)
+
+
 def check_even_rotary(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
     """Refuse an odd head width that RoPE rotates whole (transformers 5.25,
     ``RotaryEmbeddingConfigMixin.validate_rope``: a head_dim above 4, odd, with
@@ -251,13 +270,15 @@ def check_even_rotary(data: Mapping[str, object], model_type: str, head_dim: int
     if not computes and not any(isinstance(data.get(k), dict) and data[k] for k in ("rope_parameters",
                                                                                      "rope_scaling")):
         return
-    groups = [{}] if model_type in LAYER_PATTERN else [g for _, g in rope_groups(data, model_type) if g] or [{}]
+    groups: list[tuple[str, dict[str, Any]]] = [("", {})] if model_type in LAYER_PATTERN else \
+        [(label, g) for label, g in rope_groups(data, model_type) if g] or [("", {})]
     default = top_partial_rotary(data, model_type)
-    for group in groups:
+    for label, group in groups:
         partial = group.get("partial_rotary_factor", default)
         if json_kind(partial) not in ("int", "float"):
             continue
-        require(not (head_dim > 4 and head_dim % 2 and int(head_dim * partial) == head_dim),
+        where = f"{label}.partial_rotary_factor" if "partial_rotary_factor" in group else "partial_rotary_factor"
+        require(not (head_dim > 4 and head_dim % 2 and rotary_width(head_dim, partial, where, model_type) == head_dim),
                 f"config.json: the attention heads are {head_dim:,} wide, odd, and RoPE rotates them whole: "
                 f"transformers' {model_type} config refuses an odd rotary dimension")
 
@@ -287,9 +308,8 @@ def check_scaled_rope_widths(data: Mapping[str, object], model_type: str, head_d
         partial: Any = group.get("partial_rotary_factor", default)
         if kind == "default" or json_kind(partial) not in ("int", "float"):
             continue
-        require(math.isfinite(head_dim * partial), f"config.json: partial_rotary_factor {show(partial)} makes an "
-                                                   f"infinite rotary width: transformers' {model_type} RoPE refuses it")
-        width = int(head_dim * partial)
+        written = f"{label}.partial_rotary_factor" if "partial_rotary_factor" in group else "partial_rotary_factor"
+        width = rotary_width(head_dim, partial, written, model_type)
         where = f"config.json key {label!r} ({kind} RoPE over {head_dim} x {show(partial)} = {width} rotary dimensions)"
         require(width >= 0, f"{where}: transformers' RoPE refuses a negative rotary width")
         require(kind != "dynamic" or width != 2, f"{where}: transformers' dynamic RoPE divides by the width - 2")
@@ -331,7 +351,7 @@ def check_partial_rotary(data: Mapping[str, object], model_type: str, head_dim: 
         require("negative" not in tags or factor >= 0,
                 f"config.json key {where!r} is {show(factor)}: transformers' {model_type} rotary embedding "
                 "refuses a negative rotary width")
-        require("odd-width" not in tags or int(head_dim * factor) % 2 == 0,
+        require("odd-width" not in tags or rotary_width(head_dim, factor, where, model_type) % 2 == 0,
                 f"config.json key {where!r} is {show(factor)}: {head_dim} x {show(factor)} gives an odd rotary "
                 f"width, which transformers' {model_type} rotary embedding cannot split in halves")
 
@@ -889,6 +909,11 @@ class ConfigKeys:
             raise FfnlabError(f"config.json (model_type {self.model_type!r}) is missing key {key!r}")
         if value is None:
             return None
+        if kind is int and key in LAYER_COUNT_KEYS and self.model_type not in LAYER_COUNT_MATCHED \
+                and isinstance(value, int) and not isinstance(value, bool) and -MAX_INT <= value <= 0:
+            raise FfnlabError(f"config.json key {self.written_name(key)!r} is {value}: transformers builds this "
+                              f"{self.model_type} model with no layers, which ffnlab's sizing does not "
+                              "model (it sizes 1 layer or more); 'ffnlab audit' counts it through transformers")
         if kind is int:  # the shared number check: an integer, bounded (no 4,000-digit widths)
             integer(value, f"config.json key {key!r} (a positive integer)", 1, MAX_INT)
         elif kind is bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
-from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups, top_partial_rotary
+from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups, rotary_width, top_partial_rotary
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 from ffnlab.validation import show
 
@@ -33,8 +33,10 @@ def check_longrope_lists(k: ConfigKeys, pairs: int) -> None:
 
 def translate(k: ConfigKeys) -> ModelConfig:
     cfg = _llama_like(k)
-    group = rope_groups(k.data, k.model_type)[0][1]
+    label, group = rope_groups(k.data, k.model_type)[0]
+    written = "partial_rotary_factor" in group
     partial = group.get("partial_rotary_factor", top_partial_rotary(k.data, k.model_type))
-    if json_kind(partial) in ("int", "float"):
-        check_longrope_lists(k, int(cfg.d_model // cfg.attn.n_heads * partial) // 2)
+    if json_kind(partial) in ("int", "float"):  # Phi3Config.validate_rope: int(head width x factor) // 2
+        where = f"{label}.partial_rotary_factor" if written else "partial_rotary_factor"
+        check_longrope_lists(k, rotary_width(cfg.d_model // cfg.attn.n_heads, partial, where, k.model_type) // 2)
     return cfg

@@ -40,6 +40,7 @@ class LoraCase:
     targets: str  # attention | ffn | all-linear
     rank: int = 8
     dtype: str = "fp32"  # bf16: the base model in bf16 before peft wraps it (the adapters stay fp32)
+    dropout: float = 0.0  # peft's lora_dropout (on CPU the dropout's mask is in its input's dtype: 4 B)
 
 
 def peft_targets(case: LoraCase) -> Any:
@@ -113,6 +114,21 @@ CASES = [
              Case("", "MixtralConfig", dict(MIXTRAL, vocab_size=256), 4), "attention", dtype="bf16"),
 ]
 
+# lora_dropout > 0: each adapter keeps its own dropped-out input (in the adapters' fp32) and the
+# dropout's mask (tests/sizing/memory/test_memory_finetune.py, test_lora_dropout_*)
+DROPOUT_CASES = [
+    LoraCase("Llama 4 layers, d_ff 512, all-linear, lora_dropout 0.1 (a layer's backward leads)",
+             Case("", "LlamaConfig", dict(LLAMA_FFN), 4), "all-linear", dropout=0.1),
+    LoraCase("bf16 Llama 4 layers, d_ff 512, all-linear, lora_dropout 0.1",
+             Case("", "LlamaConfig", dict(LLAMA_FFN), 4), "all-linear", dtype="bf16", dropout=0.1),
+    LoraCase("bf16 Llama 8 layers, vocab 512, attention adapters, lora_dropout 0.05 (activations lead)",
+             Case("", "LlamaConfig", LLAMA8, 4, 128), "attention", dtype="bf16", dropout=0.05),
+    LoraCase("bf16 Llama 8 layers, gradient checkpointing, all-linear, lora_dropout 0.1",
+             Case("", "LlamaConfig", LLAMA8, 4, 128, recompute="full"), "all-linear", dtype="bf16", dropout=0.1),
+    LoraCase("GPT-2, all-linear, lora_dropout 0.1", Case("", "GPT2Config", dict(GPT2, vocab_size=2000)),
+             "all-linear", dropout=0.1),
+]
+
 
 def build_lora(case: LoraCase) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any]], Any]:
     """(the peft model, ffnlab's config, the loss function, peft's (trainable, all) counts)."""
@@ -123,7 +139,7 @@ def build_lora(case: LoraCase) -> tuple[Any, Any, Callable[[Any], tuple[Any, Any
     if case.dtype == "bf16":
         model.to(torch.bfloat16)
     peft_model = get_peft_model(model, LoraConfig(r=case.rank, lora_alpha=2 * case.rank,
-                                                  target_modules=peft_targets(case), lora_dropout=0.0))
+                                                  target_modules=peft_targets(case), lora_dropout=case.dropout))
     return peft_model, cfg, loss_fn, peft_model.get_nb_trainable_parameters()
 
 
@@ -134,8 +150,9 @@ def predict(case: LoraCase, cfg: Any) -> Any:
 
     s = case.step
     work = Workload(seq_len=s.seq_len, batch=s.batch, dtype=case.dtype, recompute=s.recompute, attention=s.attention,
-                    step=step_options(s),
-                    finetune=FinetuneOptions(mode="lora", rank=case.rank, targets=parse_targets(case.targets)))
+                    step=step_options(s), dropout_mask_bytes=4,  # CPU dropout: a mask in the fp32 input's dtype
+                    finetune=FinetuneOptions(mode="lora", rank=case.rank, targets=parse_targets(case.targets),
+                                             lora_dropout=case.dropout))
     # transformers' gradient_checkpointing_enable makes the embeddings' output require grad; ffnlab's doesn't
     input_grads = s.recompute == "full" and s.family != "ffnlab"
     return finetune_peak(cfg, work, input_grads=input_grads, grouped_experts=s.family != "ffnlab")

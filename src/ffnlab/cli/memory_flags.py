@@ -96,6 +96,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
         " step's peak)."),
     "lora_rank": ("--lora-rank", "LoRA rank r."),
     "lora_alpha": ("--lora-alpha", "LoRA alpha (scales the update; no effect on memory)."),
+    "lora_dropout": ("--lora-dropout",
+        "peft's lora_dropout P in [0, 1): above 0 each adapter keeps its own dropped-out copy of its "
+        "input and a mask."),
     "lora_targets": ("--lora-targets", "all-linear | attention | ffn | attention,ffn."),
     "qlora_base": ("--qlora-base",
         "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
@@ -108,7 +111,7 @@ ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--n
 # with --finetune lora/qlora the model is spread data parallel only (--dp, --zero 0-3 shard the
 # frozen base and the adapters' states): these are not modelled
 NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16", "offload")
-LORA_ONLY = ("lora_rank", "lora_alpha", "lora_targets", "qlora_base", "upcast_fp32")
+LORA_ONLY = ("lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "qlora_base", "upcast_fp32")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
@@ -167,6 +170,7 @@ class MemoryFlags:
     finetune: str = "full"
     lora_rank: int = 16
     lora_alpha: float | None = None
+    lora_dropout: float = 0.0
     lora_targets: str = "all-linear"
     qlora_base: str = "nf4"
     upcast_fp32: bool = False
@@ -229,7 +233,8 @@ class MemoryFlags:
                              f"the frozen base): {_flags(bad)} not modelled with it")
         opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
                                alpha=self.lora_alpha, base_format=self.qlora_base,
-                               upcast_fp32=self.upcast_fp32 and self.finetune == "qlora")
+                               upcast_fp32=self.upcast_fp32 and self.finetune == "qlora",
+                               lora_dropout=self.lora_dropout)
         opts.check()
         return opts
 

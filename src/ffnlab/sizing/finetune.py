@@ -225,10 +225,12 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
                   input_grads: bool = False, grouped_experts: bool = True, upcast_fp32: bool = False,
-                  adapter_bytes: float = ADAPTER_BYTES) -> FinetuneStep:
+                  adapter_bytes: float = ADAPTER_BYTES, dropout_mask_bytes: float | None = None) -> FinetuneStep:
     """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
     (the largest attention and FFN matrix in the compute ``dtype``). ``upcast_fp32`` (QLoRA, peft's
-    ``prepare_model_for_kbit_training``): the residual stream in fp32 (:data:`UPCAST_STREAM_BYTES`)."""
+    ``prepare_model_for_kbit_training``): the residual stream in fp32 (:data:`UPCAST_STREAM_BYTES`).
+    ``dropout_mask_bytes``: peft's lora_dropout > 0, each adapter keeping its dropped-out input and a
+    mask of that many bytes per element (None: lora_dropout 0)."""
     n_all = cfg.n_layers + cfg.encoder_layers
     specs = [cfg.layer_ffn(min(i, cfg.n_layers - 1)) for i in range(n_all)]
     attn = "attention" in lora.targets
@@ -246,7 +248,8 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
                         layer_params=tuple(a + f for a, f in zip(attn_per, ffn_per, strict=True)),
                         ffn_params=tuple(ffn_per), input_grads=input_grads, dequant=dequant,
                         adapter_bytes=adapter_bytes, grouped_experts=grouped_experts,
-                        stream_bytes=UPCAST_STREAM_BYTES if upcast_fp32 else None)
+                        stream_bytes=UPCAST_STREAM_BYTES if upcast_fp32 else None,
+                        dropout_mask_bytes=dropout_mask_bytes)
 
 
 @dataclass(frozen=True)
@@ -344,7 +347,8 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
                              adapter_bytes=opts.adapter_bytes)
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
-                       grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32, adapter_bytes=opts.adapter_bytes)
+                       grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32, adapter_bytes=opts.adapter_bytes,
+                       dropout_mask_bytes=work.dropout_mask_bytes if opts.lora_dropout else None)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
     stepped = math.ceil(lora.trainable / lay.dp) if lay.zero >= 1 else lora.trainable  # the optimizer steps its shard
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
@@ -363,7 +367,8 @@ class FinetuneOptions(Result):
     ``targets``, the base frozen; QLoRA's base in ``base_format``). ``alpha`` scales the update
     and changes no memory. ``upcast_fp32`` (QLoRA): peft's ``prepare_model_for_kbit_training``
     has cast the base's unquantised parameters to fp32 (the ``hf-trainer`` engine's fact
-    ``kbit_upcast``; ``--upcast``)."""
+    ``kbit_upcast``; ``--upcast``). ``lora_dropout`` (peft's): above 0 each adapter keeps its own
+    dropped-out copy of its input and the dropout's mask (``--lora-dropout``)."""
 
     mode: str = "full"
     rank: int = 16
@@ -374,6 +379,7 @@ class FinetuneOptions(Result):
     # the adapters' dtype, and so their gradients' and AdamW moments': fp32 as peft keeps them, bf16
     # where the trainer runs them in the model's dtype (torchtune checks they load in its bf16 dtype)
     adapter_dtype: str = "fp32"
+    lora_dropout: float = 0.0
 
     @property
     def adapters(self) -> bool:
@@ -392,25 +398,33 @@ class FinetuneOptions(Result):
                 f"--lora-alpha must be a number > 0, got {self.alpha}")
         choice(self.base_format, "--qlora-base", QLORA_BASES)
         choice(self.adapter_dtype, "adapter_dtype", ADAPTER_DTYPES)
+        require(isinstance(self.lora_dropout, (int, float)) and math.isfinite(self.lora_dropout)
+                and 0 <= self.lora_dropout < 1, f"--lora-dropout must be a number in [0, 1), got {self.lora_dropout}")
 
     def describe(self) -> str:
         base = f", base {self.base_format}" if self.mode == "qlora" else ""
         return f"{self.mode} rank {self.rank} on {'+'.join(self.targets)}{base}"
 
     def _shown(self, name: str) -> bool:
-        """``upcast_fp32`` and ``adapter_dtype`` are keys only where they differ from the default."""
+        """``upcast_fp32``, ``adapter_dtype`` and ``lora_dropout`` are keys only where they differ from the
+        default."""
         if name == "upcast_fp32":
             return self.upcast_fp32
+        if name == "lora_dropout":
+            return self.lora_dropout != 0
         if name == "adapter_dtype":
             return self.adapter_dtype != "fp32"
         return True
 
 
-def not_counted(mode: str, upcast_fp32: bool = False) -> list[str]:
+def not_counted(mode: str, upcast_fp32: bool = False, lora_dropout: float = 0.0) -> list[str]:
     """What the fine-tuning figures leave out (each a sentence)."""
     out = ["torch.autocast (modelled: the base in --dtype, fp32 adapters; under autocast each adapter keeps a "
-           "16-bit cast of its input instead of an fp32 copy)",
-           "lora_dropout > 0 (modelled: 0; with dropout each adapter keeps a dropped-out copy of its input and a mask)"]
+           "16-bit cast of its input instead of an fp32 copy)"]
+    out.append("lora_dropout's extra gradient copies in a recomputed layer's backward (modelled: each adapter's "
+               "dropped-out input and mask)" if lora_dropout else
+               "lora_dropout > 0 (modelled: 0, or --lora-dropout P: each adapter keeps a dropped-out copy of its "
+               "input and a mask)")
     if mode == "qlora":
         out += ["prepare_model_for_kbit_training's fp32 branches (modelled: bitsandbytes returns a projection's "
                 "output in its input's dtype, so behind the fp32 norms the residual stream, the adapters' input and a "
@@ -449,7 +463,7 @@ def finetune_summary(cfg: ModelConfig, work: Workload, layout: Layout | None = N
     return FinetuneSummary(mode=opts.mode, lora=lora_params(cfg, opts.rank, opts.targets), states=peak.states,
                            peak=peak, options=opts, seq_len=work.seq_len, batch=work.batch, dtype=work.dtype,
                            recompute=work.recompute, optimizer=work.optimizer,
-                           not_counted=tuple(not_counted(opts.mode, opts.upcast_fp32)))
+                           not_counted=tuple(not_counted(opts.mode, opts.upcast_fp32, opts.lora_dropout)))
 
 
 __all__ = ["ADAPTER_BYTES", "ALL_LINEAR", "FINETUNE_MODES", "FinetuneOptions", "FinetunePeak", "FinetuneStates",

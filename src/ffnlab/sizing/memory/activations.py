@@ -75,14 +75,28 @@ class FrozenLayer:
     # a dense FFN's gate, up and activation output are fp32; the attention kernel still keeps its
     # 16-bit casts); None: the activation dtype
     branch_bytes: float | None = None
+    # peft's lora_dropout > 0: each adapter drops out its own copy of its (cast) input, which its A
+    # keeps, and the dropout keeps its mask of this many bytes per element; None: lora_dropout 0
+    # (nn.Identity: the adapters share their input)
+    dropout_mask_bytes: float | None = None
 
     def branch(self, b: float) -> float:
         """Bytes per element of the frozen projections' inputs and a dense FFN's hidden tensors."""
         return max(b, self.branch_bytes) if self.branch_bytes else b
 
+    @property
+    def own_copies(self) -> bool:
+        """Each adapter keeps a tensor of its own (its dropped-out input and the mask)."""
+        return self.dropout_mask_bytes is not None
+
     def input_bytes(self, b: float, copies: int) -> tuple[float, str]:
         """Bytes per element of an adapted layer's kept input and its rule: the tensor itself when
-        the activations are in the adapters' dtype, else one cast copy per adapter reading it."""
+        the activations are in the adapters' dtype, else one cast copy per adapter reading it; with
+        lora_dropout, per adapter its dropped-out copy (in the adapters' dtype) and the mask."""
+        if self.dropout_mask_bytes is not None:
+            m = self.dropout_mask_bytes
+            return copies * (self.adapter_bytes + m), (f"{copies} dropped-out cop{'y' if copies == 1 else 'ies'} "
+                                                       f"x ({self.adapter_bytes:g} B + mask {m:g} B)")
         if b >= self.adapter_bytes:
             return b, f"{b:g} B"
         return copies * self.adapter_bytes, (f"{copies} fp32 cop{'y' if copies == 1 else 'ies'} "
@@ -253,9 +267,11 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
                       part="attention", dtype="fp32"))
     out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp", part="attention"))
     if fz is not None and fz.attention:
-        if b < fz.adapter_bytes:  # the output projection's adapter keeps its own fp32 copy
-            out.append(_t("attention output, fp32 copy for its adapter", dq_out * fz.adapter_bytes, tokens,
-                          f"{dq_out} x {fz.adapter_bytes:g} B", "tp", part="attention", dtype="adapter"))
+        if b < fz.adapter_bytes or fz.own_copies:  # the output projection's adapter keeps its own copy
+            per, how = fz.input_bytes(b if fz.own_copies else fz.adapter_bytes, 1)
+            out.append(_t("attention output, " + ("dropped-out copy" if fz.own_copies else "fp32 copy")
+                          + " for its adapter", dq_out * per, tokens, f"{dq_out} x {how}", "tp", part="attention",
+                          dtype="adapter"))
         out.append(_adapter_terms("attention", "attention", attention_adapters(cfg), fz, tokens))
     return out
 
@@ -303,7 +319,7 @@ def _frozen_ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float, ca
         return out + [_t(f"FFN hidden ({spec.kind}, frozen down projection)", own * f * hb, tokens,
                          f"{own} x d_ff {f} x {hb:g} B", "tp", part="ffn")]
     down, down_rule = fz.input_bytes(hb, 1)
-    if shared_input and hb >= fz.adapter_bytes:
+    if shared_input and hb >= fz.adapter_bytes and not fz.own_copies:
         down, down_rule = 0, "0 B (the activation's own output)"
     return out + [_t(f"FFN hidden ({spec.kind}) and the down adapter's input", own * f * hb + f * down, tokens,
                      f"({own} x {hb:g} B + {down_rule}) x d_ff {f}", "tp", part="ffn", dtype="mixed"),

@@ -311,7 +311,7 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
                 if recompute == "full" else "")
              + ", as peft and PyTorch's eager kernels keep them (measured on CPU, docs/finetune.md)",
              fits, held, allocator_assumption()]
-    return lines + [f"not counted: {x}" for x in not_counted(ft.mode, ft.upcast_fp32)]
+    return lines + [f"not counted: {x}" for x in not_counted(ft.mode, ft.upcast_fp32, ft.lora_dropout)]
 
 
 def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutFit, ...]:

@@ -364,8 +364,9 @@ def pricing(case: PeakCase) -> Pricing:
         nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward as a "
                   "ctx attribute, alive as long as the graph, and LitGPT's held logits keep the previous step's graph "
                   "until the next forward returns; ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do "
-                  "(two steps' inputs and the float16-quantised head dequantised twice reach only 0.87-0.89 by hand: "
-                  "the case's bnb_note)")
+                  "(two steps' inputs and the float16-quantised head dequantised twice came to 0.87-0.89 by hand "
+                  "before lora_dropout was priced: the case's bnb_note; with it, as ffnlab prices four attention "
+                  "adapters where LitGPT's fused q|v adapter drops out one copy, 0.96-1.02, not yet a priced case)")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")
@@ -393,16 +394,16 @@ def pricing(case: PeakCase) -> Pricing:
         targets, note = _targets(ft["targets"])
         if note:
             approx.append(note)
-        if isinstance(dropout := ft.get("lora_dropout"), (int, float)) and dropout > 0:
-            approx.append(f"lora_dropout {dropout} (ffnlab models 0: no dropped copy of each adapter input)")
         if ft.get("adapter_dtype") == "bf16" and s["precision"] != "pure-bf16":
             approx.append("bf16 adapters (ffnlab counts fp32 adapters, as peft keeps them)")
         if ft.get("double_quant") is False:
             approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
         alpha = given if isinstance(given := ft.get("alpha"), (int, float)) else None
+        dropout = float(p) if isinstance(p := ft.get("lora_dropout"), (int, float)) else 0.0
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
                                    base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora",
-                                   adapter_dtype="bf16" if bf16_adapters else "fp32")
+                                   adapter_dtype="bf16" if bf16_adapters else "fp32",
+                                   lora_dropout=dropout)
     optimizer = {"adamw": "adamw", "adam8bit": "adam8bit"}.get(s["optimizer"], "adamw")
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),

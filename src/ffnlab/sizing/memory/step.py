@@ -235,12 +235,14 @@ class FinetuneStep:
     adapter_bytes: float = 4
     grouped_experts: bool = True
     stream_bytes: float | None = None
+    dropout_mask_bytes: float | None = None  # peft's lora_dropout > 0: each adapter's mask (None: no dropout)
 
     def frozen(self, layer: int) -> FrozenLayer:
         """What layer ``layer`` keeps: every layer above the first carries adapters below it."""
         return FrozenLayer(attention=self.attention, ffn=self.ffn, rank=self.rank,
                            grad_below=self.input_grads or layer > 0, adapter_bytes=self.adapter_bytes,
-                           grouped_experts=self.grouped_experts, branch_bytes=self.stream_bytes)
+                           grouped_experts=self.grouped_experts, branch_bytes=self.stream_bytes,
+                           dropout_mask_bytes=self.dropout_mask_bytes)
 
 
 def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: int = 1, sp: bool = False,

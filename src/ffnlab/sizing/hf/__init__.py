@@ -12,7 +12,7 @@ No ``transformers`` import here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -270,6 +270,20 @@ def defaults_note(data: dict[str, Any], defaulted: Mapping[str, object]) -> str 
     return f"{DEFAULTS_NOTE} {text_config(data)['model_type']} config defaults: {shown}"
 
 
+# how the note on keys config.json gives twice begins (shown below the verdict, as the defaults' note)
+DUPLICATES_NOTE = "config.json gives a key twice in one object"
+
+
+def duplicates_note(duplicates: Sequence[str]) -> str | None:
+    """The audit note naming the keys config.json gives more than once in one object: read, as
+    transformers' ``json.loads`` reads them, with the last value (None when there are none)."""
+    if not duplicates:
+        return None
+    shown = ", ".join(show(k) for k in duplicates[:10]) + (f" and {len(duplicates) - 10} more"
+                                                           if len(duplicates) > 10 else "")
+    return f"{DUPLICATES_NOTE} ({shown}): each read with its last value, as transformers reads it"
+
+
 def clamp_top_k(cfg: ModelConfig) -> ModelConfig:
     """A top-k above the expert count routes each token to every expert (transformers builds such
     a config; its router would fail only when run)."""
@@ -291,8 +305,10 @@ def unknowns(data: dict[str, Any]) -> tuple[str, ...]:
     return ("top_k",) if key is not None and text.get(key) is None else ()
 
 
-def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
-    """The config.json at ``path`` (a file or a folder holding one) and its parsed object."""
+def read_hf_config(path: str | Path, duplicates: list[str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """The config.json at ``path`` (a file or a folder holding one) and its parsed object, read as
+    transformers reads it (``json.loads``): a key given twice in one object keeps its last value,
+    and is added to ``duplicates`` where the caller passes a list (:func:`duplicates_note`)."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
@@ -301,7 +317,8 @@ def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
         require(f.read(3) != b"\xef\xbb\xbf", f"{p} starts with a UTF-8 byte-order mark: transformers cannot read "
                                                 "it as JSON (save it without the mark)")
     # the one reader (size, UTF-8, JSON), with Python's NaN/Infinity as transformers reads them
-    data = read_data(p, "config.json", fmt="JSON", json_constants=True)
+    data = read_data(p, "config.json", fmt="JSON", json_constants=True,
+                     duplicates=[] if duplicates is None else duplicates)
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
     return p, data
 

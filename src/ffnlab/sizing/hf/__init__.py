@@ -12,12 +12,13 @@ No ``transformers`` import here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig, validate
 from ffnlab.sizing.hf import (
@@ -319,8 +320,34 @@ def read_hf_config(path: str | Path, duplicates: list[str] | None = None) -> tup
     # the one reader (size, UTF-8, JSON), with Python's NaN/Infinity as transformers reads them
     data = read_data(p, "config.json", fmt="JSON", json_constants=True,
                      duplicates=[] if duplicates is None else duplicates)
+    try:
+        data = decode_special_floats(data)
+    except RecursionError:  # as deep as json.loads follows, deeper than the decoding does
+        raise FfnlabError(f"{p}: cannot parse: not valid JSON (nested too deeply)") from None
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
     return p, data
+
+
+# the tagged special floats of transformers 5.25 (configuration_utils._FLOAT_TAG_KEY / _VALUES):
+# save_pretrained writes an infinite or NaN float as {"__float__": "Infinity"}, and its reader
+# decodes the tag back before the config class sees it
+FLOAT_TAG = "__float__"
+FLOAT_TAG_VALUES = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def decode_special_floats(obj: Any) -> Any:
+    """``obj`` with each tagged special float decoded, as transformers 5.25's
+    ``PreTrainedConfig._decode_special_floats`` decodes a parsed config.json: an object whose only
+    key is ``"__float__"``, holding ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``, becomes that
+    float, at any depth in objects and lists; any other tag (``"Banana"``, a number, a second key)
+    stays an object as written."""
+    if isinstance(obj, dict):
+        if set(obj) == {FLOAT_TAG} and isinstance(obj[FLOAT_TAG], str):
+            return FLOAT_TAG_VALUES.get(obj[FLOAT_TAG], obj)
+        return {k: decode_special_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_special_floats(v) for v in obj]
+    return obj
 
 
 def config_name(p: Path) -> str:

@@ -37,7 +37,8 @@ Reading is one reader for every user file a command opens (run configs, sweep sp
 claims evidence, sweep records): :func:`read_text` (existence, size limit, UTF-8, BOM) and
 :func:`read_data` / :func:`read_mapping` (JSON, YAML or TOML), each failing with one
 :class:`~ffnlab.errors.FfnlabError` line that names the file. A key given twice in one mapping
-is refused, naming the key (no format silently keeps the last), and a YAML document whose aliases
+is refused, naming the key (no format silently keeps the last; a model's config.json, read as
+transformers reads it, keeps the last and says so), and a YAML document whose aliases
 expand to more than :data:`MAX_YAML_VALUES` values (an "alias bomb": a few lines of nested
 anchors standing for billions of values) is refused before it is built (:func:`load_yaml`).
 
@@ -57,7 +58,7 @@ import stat
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -610,6 +611,21 @@ def _unique_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     return out
 
 
+def _last_pairs(duplicates: list[str]) -> Callable[[list[tuple[Any, Any]]], dict[Any, Any]]:
+    """A JSON object hook that keeps the last value of a key given twice, as ``json.loads`` does,
+    and notes the key in ``duplicates`` (once, in the order met)."""
+
+    def pairs_hook(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for k, v in pairs:
+            if k in out and k not in duplicates:
+                duplicates.append(k)
+            out[k] = v
+        return out
+
+    return pairs_hook
+
+
 _TOML_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 
 
@@ -631,19 +647,24 @@ def _first_line(e: BaseException) -> str:
     return (text.splitlines()[0] if text else type(e).__name__)[:200]
 
 
-def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False) -> Any:
+def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False,
+               duplicates: list[str] | None = None) -> Any:
     """Parse ``text`` as ``fmt`` (JSON, YAML or TOML); one :class:`ffnlab.errors.FfnlabError` line on failure.
 
     JSON's NaN/Infinity are refused unless ``json_constants`` (config.json files written by
     Python's json, e.g. ``"time_step_limit": [0.0, Infinity]``, which transformers reads; values
     still go through the number checks where they are used); nesting deeper than the parser can
-    follow and integers longer than Python converts are reported as errors, not tracebacks.
+    follow and integers longer than Python converts are reported as errors, not tracebacks. A
+    key given twice in one JSON object is refused, unless ``duplicates`` is a list: then the last
+    value is kept, as ``json.loads`` keeps it (how transformers reads a config.json), and the key
+    is added to the list for the caller to report.
     """
     try:
         if fmt == "JSON":
+            hook = _unique_pairs if duplicates is None else _last_pairs(duplicates)
             if json_constants:
-                return json.loads(text, object_pairs_hook=_unique_pairs)
-            return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_pairs)
+                return json.loads(text, object_pairs_hook=hook)
+            return json.loads(text, parse_constant=_no_constant, object_pairs_hook=hook)
         if fmt == "YAML":
             return load_yaml(text)
         if fmt == "TOML":
@@ -675,13 +696,16 @@ def _no_constant(name: str) -> Any:
 
 
 def read_data(path: str | Path, what: str = "file", *, fmt: str | None = None,
-              max_bytes: int = MAX_TEXT_BYTES, json_constants: bool = False) -> Any:
-    """Read and parse a JSON, YAML or TOML file (format from ``fmt`` or the suffix)."""
+              max_bytes: int = MAX_TEXT_BYTES, json_constants: bool = False,
+              duplicates: list[str] | None = None) -> Any:
+    """Read and parse a JSON, YAML or TOML file (format from ``fmt`` or the suffix); ``json_constants``
+    and ``duplicates`` as :func:`parse_text` takes them."""
     p = Path(path)
     fmt = fmt or FORMATS.get(p.suffix.lower())
     if fmt is None:
         raise _fail(f"{p}: {what} files must end in {', '.join(FORMATS)}")
-    return parse_text(read_text(p, what, max_bytes=max_bytes), fmt, str(p), json_constants=json_constants)
+    return parse_text(read_text(p, what, max_bytes=max_bytes), fmt, str(p), json_constants=json_constants,
+                      duplicates=duplicates)
 
 
 def read_mapping(path: str | Path, what: str = "file", *, fmt: str | None = None,

@@ -497,13 +497,14 @@ VERDICT_COL = Column("verdict", "verdict", justify="left")
 
 
 def defaults_notes(rows: list[AuditRow], fmt: str) -> None:
-    """What transformers' defaults filled in for a config.json that left size keys out: a note per
-    model in every format (never silent; beside CSV on stderr)."""
-    from ffnlab.sizing.hf import DEFAULTS_NOTE
+    """What transformers' defaults filled in for a config.json that left size keys out, and the keys
+    it gives twice (read with their last value): a note per model in every format (never silent;
+    beside CSV on stderr)."""
+    from ffnlab.sizing.hf import DEFAULTS_NOTE, DUPLICATES_NOTE
 
     for r in rows:
         for part in (r.note or "").split("; "):
-            if part.startswith(DEFAULTS_NOTE):
+            if part.startswith((DEFAULTS_NOTE, DUPLICATES_NOTE)):
                 render.note(f"{r.name}: {part}", fmt)
 
 

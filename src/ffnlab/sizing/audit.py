@@ -24,6 +24,7 @@ from ffnlab.sizing.hf import (
     MULTIMODAL_NOTE,
     SUPPORTED_MODEL_TYPES,
     defaults_note,
+    duplicates_note,
     unknowns,
 )
 from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
@@ -210,6 +211,9 @@ def audit_resolved(model: ResolvedModel, counter: TransformersCounter | None = N
     if model.entry is not None:
         return audit_entry(model.entry), entry_basis(model.entry)
     row, basis = _audit_file(model, counter)
+    duplicated = duplicates_note(model.duplicated)  # read as transformers reads them: said, never silent
+    if duplicated is not None:
+        row = replace(row, note="; ".join(x for x in (row.note, duplicated) if x))
     if model.hub is not None:
         row = replace(row, name=model.hub.label, source=f"Hugging Face Hub: {model.hub.label}")
     return row, basis

@@ -41,6 +41,7 @@ class ResolvedModel:
     path: Path | None = None  # the config.json (or its folder) as named, or the HF cache's copy
     defaulted: dict[str, object] = field(default_factory=dict)  # size keys taken from transformers' defaults
     refusal: FfnlabError | None = None  # why no translator reads the config.json at ``path``
+    duplicated: tuple[str, ...] = ()  # keys the config.json gives twice in one object (the last value is read)
 
     def sized(self) -> ModelConfig:
         """The config to size; a one-line error when there is none."""
@@ -69,11 +70,12 @@ def resolve(target: str, *, hub: bool = True) -> ResolvedModel:
 
 
 def _from_file(target: str, path: Path, hid: HubId | None) -> ResolvedModel:
-    found_at, raw = read_hf_config(path)
+    duplicated: list[str] = []
+    found_at, raw = read_hf_config(path, duplicated)
     try:
         cfg, defaulted = translate_hf_dict(raw, name=config_name(found_at))
     except FfnlabError as refused:  # no translator, or one refusing this config (audit: transformers counts it)
         return ResolvedModel(target=target, name=hid.label if hid else str(path), config=None, raw=raw, hub=hid,
-                             path=path, refusal=refused)
+                             path=path, refusal=refused, duplicated=tuple(duplicated))
     return ResolvedModel(target=target, name=hid.label if hid else cfg.name or str(path), config=cfg, raw=raw,
-                         hub=hid, path=path, defaulted=dict(defaulted))
+                         hub=hid, path=path, defaulted=dict(defaulted), duplicated=tuple(duplicated))

@@ -12,12 +12,13 @@ No ``transformers`` import here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ffnlab.errors import require
+from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_data
 from ffnlab.sizing.config import ModelConfig, validate
 from ffnlab.sizing.hf import (
@@ -270,6 +271,20 @@ def defaults_note(data: dict[str, Any], defaulted: Mapping[str, object]) -> str 
     return f"{DEFAULTS_NOTE} {text_config(data)['model_type']} config defaults: {shown}"
 
 
+# how the note on keys config.json gives twice begins (shown below the verdict, as the defaults' note)
+DUPLICATES_NOTE = "config.json gives a key twice in one object"
+
+
+def duplicates_note(duplicates: Sequence[str]) -> str | None:
+    """The audit note naming the keys config.json gives more than once in one object: read, as
+    transformers' ``json.loads`` reads them, with the last value (None when there are none)."""
+    if not duplicates:
+        return None
+    shown = ", ".join(show(k) for k in duplicates[:10]) + (f" and {len(duplicates) - 10} more"
+                                                           if len(duplicates) > 10 else "")
+    return f"{DUPLICATES_NOTE} ({shown}): each read with its last value, as transformers reads it"
+
+
 def clamp_top_k(cfg: ModelConfig) -> ModelConfig:
     """A top-k above the expert count routes each token to every expert (transformers builds such
     a config; its router would fail only when run)."""
@@ -291,8 +306,10 @@ def unknowns(data: dict[str, Any]) -> tuple[str, ...]:
     return ("top_k",) if key is not None and text.get(key) is None else ()
 
 
-def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
-    """The config.json at ``path`` (a file or a folder holding one) and its parsed object."""
+def read_hf_config(path: str | Path, duplicates: list[str] | None = None) -> tuple[Path, dict[str, Any]]:
+    """The config.json at ``path`` (a file or a folder holding one) and its parsed object, read as
+    transformers reads it (``json.loads``): a key given twice in one object keeps its last value,
+    and is added to ``duplicates`` where the caller passes a list (:func:`duplicates_note`)."""
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
@@ -301,9 +318,36 @@ def read_hf_config(path: str | Path) -> tuple[Path, dict[str, Any]]:
         require(f.read(3) != b"\xef\xbb\xbf", f"{p} starts with a UTF-8 byte-order mark: transformers cannot read "
                                                 "it as JSON (save it without the mark)")
     # the one reader (size, UTF-8, JSON), with Python's NaN/Infinity as transformers reads them
-    data = read_data(p, "config.json", fmt="JSON", json_constants=True)
+    data = read_data(p, "config.json", fmt="JSON", json_constants=True,
+                     duplicates=[] if duplicates is None else duplicates)
+    try:
+        data = decode_special_floats(data)
+    except RecursionError:  # as deep as json.loads follows, deeper than the decoding does
+        raise FfnlabError(f"{p}: cannot parse: not valid JSON (nested too deeply)") from None
     require(isinstance(data, dict), f"{p}: config.json must contain a JSON object")
     return p, data
+
+
+# the tagged special floats of transformers 5.25 (configuration_utils._FLOAT_TAG_KEY / _VALUES):
+# save_pretrained writes an infinite or NaN float as {"__float__": "Infinity"}, and its reader
+# decodes the tag back before the config class sees it
+FLOAT_TAG = "__float__"
+FLOAT_TAG_VALUES = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def decode_special_floats(obj: Any) -> Any:
+    """``obj`` with each tagged special float decoded, as transformers 5.25's
+    ``PreTrainedConfig._decode_special_floats`` decodes a parsed config.json: an object whose only
+    key is ``"__float__"``, holding ``"Infinity"``, ``"-Infinity"`` or ``"NaN"``, becomes that
+    float, at any depth in objects and lists; any other tag (``"Banana"``, a number, a second key)
+    stays an object as written."""
+    if isinstance(obj, dict):
+        if set(obj) == {FLOAT_TAG} and isinstance(obj[FLOAT_TAG], str):
+            return FLOAT_TAG_VALUES.get(obj[FLOAT_TAG], obj)
+        return {k: decode_special_floats(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [decode_special_floats(v) for v in obj]
+    return obj
 
 
 def config_name(p: Path) -> str:

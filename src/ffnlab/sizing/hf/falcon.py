@@ -16,7 +16,9 @@ def translate(k: ConfigKeys) -> ModelConfig:
     # legacy n_embed from its kwargs and, when it is not null, takes it as hidden_size (then
     # validated as that field, and the default ffn_hidden_size is 4 x it): n_embed wins
     d = k.get("n_embed") if k.present("n_embed") else k.get("hidden_size", 4544)
-    n_heads = k.first("num_attention_heads", "n_head", default=71)
+    # 5.25's FalconConfig has no attribute_map and pops only n_embed: the RW-era n_head, n_layer
+    # and n_head_kv are kept as unused attributes, and its own fields (or their defaults) build
+    n_heads = k.get("num_attention_heads", 71)
     new_arch = k.get("new_decoder_architecture", False, kind=bool)
     if new_arch:
         n_kv = k.get("num_kv_heads", n_heads)
@@ -28,7 +30,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
     n_ln = k.get("num_ln_in_parallel_attn", 2 if new_arch else 1)
     bias = k.get("bias", False, kind=bool)
     return ModelConfig(
-        d_model=d, n_layers=k.first("num_hidden_layers", "n_layer", default=32),
+        d_model=d, n_layers=k.get("num_hidden_layers", 32),
         vocab_size=k.get("vocab_size", 65024),
         ffn=FFNSpec(k.act("activation", "gelu", gated=False), k.get("ffn_hidden_size", 4 * d), bias=bias),
         attn=AttentionSpec(n_heads, n_kv_heads=n_kv, qkv_bias=bias, out_bias=bias),

@@ -431,16 +431,29 @@ def test_a_hostile_train_config_is_one_line_and_writes_nothing(tmp_path, name):
     assert os.listdir(tmp_path) == [name]
 
 
-@pytest.mark.parametrize("names", [("gelu-r4", "gelu_r4"), ("a", "a."), ("Gelu", "gelu"), ("a-s1", "a")],
-                         ids=["dash-underscore", "trailing-dot", "case", "seed-suffix"])
-def test_near_duplicate_arm_names_are_estimated_as_two_arms(tmp_path, names):
+def _near_twins_spec(tmp_path, names):
     arms = ", ".join(f"{{name: '{n}', ffn: {{kind: gelu, rule: ratio, ratio: {r}}}}}"
                      for n, r in zip(names, (2, 4), strict=True))
     (tmp_path / "s.yaml").write_text("name: s\ncontrol: fixed-d-model\nseeds: [0, 1]\nbase: {model: {d_model: 32, "
                                      f"n_layers: 1, n_heads: 2}}, data: {{corpus: shakespeare}}}}\narms: [{arms}]\n")
+
+
+@pytest.mark.parametrize("names", [("gelu-r4", "gelu_r4"), ("a", "a."), ("a-s1", "a")],
+                         ids=["dash-underscore", "trailing-dot", "seed-suffix"])
+def test_near_duplicate_arm_names_are_estimated_as_two_arms(tmp_path, names):
+    _near_twins_spec(tmp_path, names)
     r = cli("sweep", "s.yaml", "--estimate", where=tmp_path)
     assert r.code == 0, r.stderr[-2000:]
     assert all(f"arm {n}: " in r.stdout for n in names), r.stdout[:1000]
+    assert os.listdir(tmp_path) == ["s.yaml"]
+
+
+def test_arm_names_that_differ_only_by_case_are_refused_naming_both(tmp_path):
+    """Gelu and gelu would share one folder on a case-insensitive file system (the ninth pass's
+    noticed item, refused since): one line naming both, nothing written."""
+    _near_twins_spec(tmp_path, ("Gelu", "gelu"))
+    line = assert_refused(cli("sweep", "s.yaml", "--estimate", where=tmp_path), "differ only by case")
+    assert "'Gelu'" in line and "'gelu'" in line
     assert os.listdir(tmp_path) == ["s.yaml"]
 
 

@@ -13,6 +13,8 @@ pytest.importorskip("transformers")
 
 from hf_counts_all import check, exact_defaults  # noqa: E402
 
+from ffnlab.sizing.hf import HF_TRANSLATORS  # noqa: E402
+
 _DEFAULTS = exact_defaults()
 # translated types of different families (dense, MoE, encoder-decoder, ALiBi, MLA, windowed)
 _TYPES = ("llama", "gpt2", "qwen2_moe", "t5", "mpt", "gemma2", "deepseek_v3", "falcon")
@@ -66,3 +68,122 @@ def test_a_dtype_counts_or_is_refused_as_transformers_builds(tmp_path, model_typ
     ("", "float16"), (0, "float32")], ids=repr)
 def test_dtype_wins_over_torch_dtype_as_transformers_reads_them(tmp_path, dtype, torch_dtype):
     _agrees(tmp_path, {**_DEFAULTS["llama"], "dtype": dtype, "torch_dtype": torch_dtype})
+
+
+# -- I3: the other checks every config or model runs (ffnlab.sizing.hf.generic) ----------------------------
+
+def _counted_class(model_type):
+    import transformers
+
+    from ffnlab.training.hf_count import auto_kind
+
+    auto, _ = auto_kind(transformers, model_type)
+    return auto._model_mapping[type(transformers.CONFIG_MAPPING[model_type]())]
+
+
+def test_the_generic_tables_are_this_transformers():
+    """Each table of ``generic`` is what the installed transformers holds, over every translated type."""
+    import transformers
+    from transformers.generation.configuration_utils import ALL_CACHE_IMPLEMENTATIONS
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS, ALL_EXPERTS_FUNCTIONS, ALL_FP8_EXPERTS_FUNCTIONS
+
+    from ffnlab.sizing.hf import generic
+
+    assert {"eager", *ALL_ATTENTION_FUNCTIONS.valid_keys()} == generic.ATTN_IMPLEMENTATIONS
+    assert {"eager", *ALL_EXPERTS_FUNCTIONS, *ALL_FP8_EXPERTS_FUNCTIONS} == generic.EXPERTS_IMPLEMENTATIONS
+    assert {*ALL_CACHE_IMPLEMENTATIONS, "paged"} == generic.CACHE_IMPLEMENTATIONS
+    flash = {f"flash_attention_{v}" for v in (2, 3, 4)}
+    for model_type in HF_TRANSLATORS:
+        cls = _counted_class(model_type)
+        unsupported = generic.ATTN_UNSUPPORTED.get(model_type, frozenset())
+        assert (not cls._supports_flash_attn) == (flash <= unsupported), model_type
+        assert cls._can_set_experts_implementation() == (model_type in generic.EXPERTS_SETTABLE), model_type
+        assert cls.can_generate() == (model_type not in generic.NOT_GENERATING), model_type
+        defaulted = getattr(transformers.CONFIG_MAPPING[model_type](), "layer_types", None) is not None
+        assert defaulted == (model_type in generic.LAYER_TYPES_DEFAULTED), model_type
+
+
+@pytest.mark.parametrize("model_type", sorted(set(_DEFAULTS) & set(HF_TRANSLATORS)))
+def test_the_attention_each_type_refuses_is_what_its_model_refuses(model_type):
+    """``ATTN_UNSUPPORTED`` without the flash names (the machine decides those where the class
+    supports them): transformers' own build of the type's default under each other implementation."""
+    from hf_counts_all import reference
+
+    from ffnlab.sizing.hf import generic
+
+    for name in sorted(generic.ATTN_IMPLEMENTATIONS - {"flash_attention_2", "flash_attention_3", "flash_attention_4"}):
+        refused = "refused" in reference({**_DEFAULTS[model_type], "attn_implementation": name})
+        assert refused == (name in generic.ATTN_UNSUPPORTED.get(model_type, ())), (model_type, name)
+
+
+def _layers(config):
+    import transformers
+
+    for key in ("num_hidden_layers", "n_layer", "num_layers", "n_layers"):
+        if isinstance(config.get(key), int):
+            return config[key]
+    return transformers.CONFIG_MAPPING[config["model_type"]]().num_hidden_layers
+
+
+_I3_TYPES = (*_TYPES, "gpt_oss", "bloom", "olmo3", "gpt_neo", "qwen2_5_vl_text")
+_ALL = "per layer"  # a list entry standing for "as many as the model's layers"
+_I3_EDITS: dict[str, dict] = {  # id -> the keys set on the default config
+    **{f"num_labels-{v!r}": {"num_labels": v} for v in (0, 1, 2, -1, True, False, "3", 3.0, None, [])},
+    **{f"problem_type-{p}-labels-{v!r}": {"problem_type": p, "num_labels": v}
+       for p in ("single_label_classification", "regression", "multi_label_classification", "bogus")
+       for v in (1, 2, True)},
+    "single-label-one-entry-id2label": {"problem_type": "single_label_classification", "id2label": {"0": "a"}},
+    "single-label-two-entry-id2label-num_labels-1": {
+        "problem_type": "single_label_classification", "id2label": {"0": "a", "1": "b"}, "num_labels": 1},
+    "one-entry-id2label-num_labels-1.0": {"id2label": {"0": "a"}, "num_labels": 1.0},
+    "two-entry-id2label-num_labels-string": {"id2label": {"0": "a", "1": "b"}, "num_labels": "2"},
+    **{f"attn-{v!r}": {"attn_implementation": v}
+       for v in ("bogus", "", "EAGER", "eager", "sdpa", "flex_attention", "paged|eager", "paged|sdpa",
+                 "paged|bogus", 5, True, [], {"": "bogus"}, {"": "eager"}, {"x": "bogus"}, None)},
+    "_attn_implementation-bogus": {"_attn_implementation": "bogus"},
+    **{f"experts-{v!r}": {"experts_implementation": v}
+       for v in ("bogus", "", "grouped_mm", "batched_mm", "eager", 5, ["eager"], {"": "bogus"}, {"": "grouped_mm"})},
+    **{f"output_attentions-{o!r}-{a!r}": {"output_attentions": o, "attn_implementation": a}
+       for o, a in ((True, "sdpa"), (True, "eager"), (True, None), (True, "flex_attention"), ("x", "sdpa"),
+                    (0, "sdpa"), (True, {"": "sdpa"}), (True, "paged|eager"), (False, "sdpa"))},
+    **{f"{k}-{v!r}": {k: v}
+       for k, v in (("max_new_tokens", -5), ("max_new_tokens", 0), ("max_new_tokens", 5), ("max_new_tokens", 0.5),
+                    ("max_new_tokens", "5"), ("max_new_tokens", True), ("max_new_tokens", None),
+                    ("assistant_ensemble_weight", 0.5), ("assistant_ensemble_weight", 1.0),
+                    ("assistant_ensemble_weight", 0), ("assistant_ensemble_weight", "x"),
+                    ("cache_implementation", "static"), ("cache_implementation", "paged"),
+                    ("cache_implementation", "bogus"), ("cache_implementation", 5),
+                    ("compile_config", {}), ("compile_config", {"fullgraph": True}), ("compile_config", None),
+                    ("watermarking_config", 5), ("watermarking_config", "x"), ("streamer", 1),
+                    ("logits_processor", []), ("num_beams", 0), ("temperature", -1.0), ("max_length", -1),
+                    ("top_p", 2.0), ("do_sample", "x"), ("early_stopping", "x"), ("num_return_sequences", 3))},
+    **{f"mlp_layer_types-{name}": {"mlp_layer_types": v}
+       for name, v in (("bogus", [_ALL, "bogus"]), ("one-dense", ["dense"]), ("all-dense", [_ALL, "dense"]),
+                       ("all-sparse", [_ALL, "sparse"]), ("one-too-many", [_ALL, "dense", "dense"]),
+                       ("string", "dense"), ("number", 5), ("empty", []))},
+    "layer_types-written-mlp_layer_types-bogus": {"layer_types": [_ALL, "full_attention"],
+                                                  "mlp_layer_types": [_ALL, "bogus"]},
+    "layer_types-written-mlp_layer_types-dense": {"layer_types": [_ALL, "full_attention"],
+                                                  "mlp_layer_types": [_ALL, "dense"]},
+}
+
+
+def _edited(config: dict, changes: dict) -> dict:
+    """``config`` with ``changes``; ``[_ALL, kind, *more]`` is kind once per layer, then ``more``."""
+    n = _layers(config)
+    return {**config, **{k: [v[1]] * n + v[2:] if isinstance(v, list) and v[:1] == [_ALL] else v
+                         for k, v in changes.items()}}
+
+
+@pytest.mark.parametrize("model_type", _I3_TYPES)
+@pytest.mark.parametrize("edit", sorted(_I3_EDITS))
+def test_a_generic_key_counts_or_is_refused_as_transformers_builds(tmp_path, model_type, edit):
+    _agrees(tmp_path, _edited(_DEFAULTS[model_type], _I3_EDITS[edit]))
+
+
+@pytest.mark.parametrize("model_type", ["bloom", "mpt"])
+@pytest.mark.parametrize("attn", ["flash_attention_2", "flash_attention_3", "paged|flash_attention_2"])
+def test_flash_attention_on_a_class_without_it_is_refused_on_any_machine(tmp_path, model_type, attn):
+    """Refused before transformers looks for the package (_flash_attn_can_dispatch); elsewhere the
+    verdict depends on the machine and is not mirrored."""
+    _agrees(tmp_path, {**_DEFAULTS[model_type], "attn_implementation": attn})

@@ -8,6 +8,7 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.hf.aliases import ALIASES
+from ffnlab.sizing.hf.generic import check_generic
 from ffnlab.sizing.hf.rules import (
     CLASS_DEFAULTS,
     FIELD_KINDS,
@@ -772,7 +773,7 @@ def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> 
     """Refuse what every transformers config class refuses, read by ffnlab or not: ``layer_types``
     naming an unknown kind of layer or not one per layer (``n_layers``: the layer count it holds),
     an ``id2label`` that is not an object of integer keys, a dtype no model builds under
-    (:data:`BUILD_DTYPES`)."""
+    (:data:`BUILD_DTYPES`), and the other generic checks of :mod:`ffnlab.sizing.hf.generic`."""
     types = data.get("layer_types")
     if types is not None:
         require(isinstance(types, list) and all(isinstance(t, str) and t in LAYER_TYPE_NAMES for t in types),
@@ -791,6 +792,7 @@ def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> 
     require(dtype is None or isinstance(dtype, str) and dtype in BUILD_DTYPES,
             f"config.json key {key!r} must name a floating-point torch dtype transformers builds a model "
             f"under ({', '.join(sorted(BUILD_DTYPES))}), got {show(dtype)}")
+    check_generic(data, model_type, n_layers)
 
 
 def _int_text(key: str) -> bool:

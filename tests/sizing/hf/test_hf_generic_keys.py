@@ -7,6 +7,8 @@ every run; the neighbours of the ninth pass's findings I1 (dtype), I2 (per_layer
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 pytest.importorskip("transformers")
@@ -122,7 +124,7 @@ def _layers(config):
     for key in ("num_hidden_layers", "n_layer", "num_layers", "n_layers"):
         if isinstance(config.get(key), int):
             return config[key]
-    return transformers.CONFIG_MAPPING[config["model_type"]]().num_hidden_layers
+    return getattr(transformers.CONFIG_MAPPING[config["model_type"]](), "num_hidden_layers", 2)  # composite: none
 
 
 _I3_TYPES = (*_TYPES, "gpt_oss", "bloom", "olmo3", "gpt_neo", "qwen2_5_vl_text")
@@ -187,3 +189,127 @@ def test_flash_attention_on_a_class_without_it_is_refused_on_any_machine(tmp_pat
     """Refused before transformers looks for the package (_flash_attn_can_dispatch); elsewhere the
     verdict depends on the machine and is not mirrored."""
     _agrees(tmp_path, {**_DEFAULTS[model_type], "attn_implementation": attn})
+
+
+# -- I2: per_layer_config (HeterogeneousConfigMixin) ------------------------------------------------------
+
+_I2_TYPES = (*_TYPES, "llama4_text", "mistral")
+_N = "last+1"  # a key standing for the model's layer count
+
+
+def _global(model_type, key):
+    """transformers' own global value of ``key`` for the type's default config (the oracle's side)."""
+    import transformers
+
+    cfg = transformers.CONFIG_MAPPING[model_type].from_dict(
+        {k: v for k, v in _DEFAULTS[model_type].items() if k != "model_type"})
+    return getattr(cfg, key)
+
+
+def _other(value):
+    """A JSON value unlike ``value``, of its kind where it has one."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        return value * 2 + 0.5
+    if isinstance(value, str):
+        return value + "x"
+    return 1
+
+
+_I2_CASES: dict[str, object] = {
+    "empty": {}, "null": None, "list": [1], "string": "x", "number": 5, "key-not-a-number": {"a": {}},
+    "key-float-text": {"1.0": {}}, "key-negative": {"-1": {}}, "key-past-the-layers": {_N: {}},
+    "key-spaced": {" 1": {"skip": ["x"]}}, "override-a-number": {"0": 5}, "override-a-string": {"0": "x"},
+    "override-empty": {"0": {}}, "skip-list": {"0": {"skip": ["mlp"]}}, "skip-string": {"0": {"skip": "mlp"}},
+    "skip-numbers": {"0": {"skip": [1]}}, "skip-empty": {"0": {"skip": []}}, "skip-object": {"0": {"skip": {"mlp": 1}}},
+    "ffn-width": {"0": {"intermediate_size": 8}}, "heads": {"0": {"num_attention_heads": 1}},
+    "window": {"0": {"sliding_window": 8}}, "chunk": {"0": {"attention_chunk_size": 8}},
+    "window-and-chunk": {"0": {"sliding_window": 8, "attention_chunk_size": 8}},
+    "unknown-attribute-one-layer": {"0": {"foo": 1}}, "norm-eps": {"0": {"rms_norm_eps": 0.5}},
+    "use_cache": {"0": {"use_cache": False}}, "return_dict": {"1": {"return_dict": False}},
+}
+
+
+@pytest.mark.parametrize("model_type", _I2_TYPES)
+@pytest.mark.parametrize("case", sorted(_I2_CASES))
+def test_a_per_layer_config_counts_or_is_refused_as_transformers_builds(tmp_path, model_type, case):
+    plc = _I2_CASES[case]
+    if isinstance(plc, dict) and _N in plc:
+        plc = {str(_layers(_DEFAULTS[model_type])): plc[_N]}
+    _agrees(tmp_path, {**_DEFAULTS[model_type], "per_layer_config": plc})
+
+
+@pytest.mark.parametrize("model_type", _I2_TYPES)
+def test_an_override_equal_to_the_global_value_is_dropped_as_transformers_drops_it(tmp_path, model_type):
+    for key in ("hidden_size", "vocab_size"):
+        rec = _agrees(tmp_path, {**_DEFAULTS[model_type], "per_layer_config": {"0": {key: _global(model_type, key)}}})
+        assert rec["status"] == "exact", (key, rec)
+
+
+@pytest.mark.parametrize("model_type", sorted(set(_DEFAULTS) & set(HF_TRANSLATORS)))
+def test_the_overrides_counted_are_those_transformers_builds_alike(tmp_path, model_type):
+    """Each attribute of ``PER_LAYER_UNREAD`` overridden on layer 0 (a value unlike the global one):
+    transformers builds the model, with the total it builds without the override, and audit counts it."""
+    from hf_counts_all import reference
+
+    from ffnlab.sizing.hf import generic
+
+    base = reference(_DEFAULTS[model_type])["total"]
+    for key in sorted(generic.PER_LAYER_UNREAD_ALL | generic.PER_LAYER_UNREAD.get(model_type, frozenset())):
+        config = {**_DEFAULTS[model_type], "per_layer_config": {"0": {key: _other(_global(model_type, key))}}}
+        rec = _agrees(tmp_path, config)
+        assert rec["status"] == "exact" and rec["reference"]["total"] == base, (key, rec)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen2_moe", "gpt2"])
+def test_an_override_the_translators_do_not_model_is_counted_through_transformers(tmp_path, model_type):
+    """The known limit: an attribute every layer overrides that the config lacks (transformers
+    builds, every layer alike). The translators refuse it in one line, as not modelled; audit then
+    counts it through transformers' own build (where it is installed), which is the total without it."""
+    from hf_counts_all import reference
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.sizing.hf import translate_hf_dict
+
+    n = _layers(_DEFAULTS[model_type])
+    config = {**_DEFAULTS[model_type], "per_layer_config": {str(i): {"foo": 1} for i in range(n)}}
+    assert reference(config)["total"] == reference(_DEFAULTS[model_type])["total"]
+    with pytest.raises(FfnlabError, match="does not model per-layer overrides") as e:
+        translate_hf_dict(copy.deepcopy(config))
+    assert "\n" not in str(e.value)
+    rec = _agrees(tmp_path, config)
+    assert rec["status"] == "exact" and rec["audit"]["by"] == "transformers", rec
+
+
+@pytest.mark.parametrize("model_type", (*_I2_TYPES, "gemma3", "qwen2_5_vl"))
+@pytest.mark.parametrize("case", sorted(_I2_CASES))
+def test_without_transformers_a_per_layer_config_is_never_counted_where_transformers_refuses(
+        tmp_path, model_type, case):
+    """audit with no transformers to fall back on (the translators alone): it counts transformers'
+    total (a multimodal type: its text model) or refuses; where transformers refuses, it refuses."""
+    import json
+
+    from hf_counts_all import reference
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.sizing.audit import audit
+
+    plc = _I2_CASES[case]
+    if isinstance(plc, dict) and _N in plc:
+        plc = {str(_layers(_DEFAULTS[model_type])): plc[_N]}
+    config = {**_DEFAULTS[model_type], "per_layer_config": plc}
+    ref = reference(copy.deepcopy(config))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    try:
+        got = audit(str(path)).params_total
+    except FfnlabError as e:
+        assert "\n" not in str(e)
+        return
+    if model_type in ("gemma3", "qwen2_5_vl"):  # counted without transformers: its text model alone, by design
+        assert "total" in ref, ref
+    else:
+        assert got == ref.get("total"), (got, ref)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.hf.rules import CLASS_DEFAULTS
 from ffnlab.validation import show
 
 # modeling_utils.py, PreTrainedModel.get_correct_attn_implementation: "eager" and the keys of
@@ -62,6 +63,84 @@ CACHE_IMPLEMENTATIONS = frozenset(("static", "offloaded_static", "sliding_window
 MLP_LAYER_TYPE_NAMES = frozenset(("sparse", "dense"))
 LAYER_TYPES_DEFAULTED = frozenset(("qwen2", "gemma2", "qwen3", "qwen2_moe", "gemma3_text", "olmo3", "gpt_oss",
                                    "llama4_text", "cohere2", "smollm3", "exaone4", "ministral", "qwen2_5_vl_text"))
+# configuration_utils.py (transformers 5.25): every PreTrainedConfig takes ``per_layer_config``
+# (HeterogeneousConfigMixin, integrations/heterogeneity/configuration_utils.py,
+# _apply_heterogeneous_config): an object of layer index -> overrides, each index ``int()``-able and
+# inside the layers, each override an object whose ``skip`` (if any) is a list of strings, no layer
+# with both a sliding_window and an attention_chunk_size; an override equal to the global value is
+# dropped. No translated type's model builds its layers from the per-layer configs: it builds every
+# layer from the global config, and reading an attribute some layer overrides raises
+# (AmbiguousGlobalPerLayerAttributeError). So an override never changes a total; transformers builds
+# the model only where the model does not read the attribute while it builds -- these, probed on
+# each type's default (an override of each scalar attribute of the config on layer 0), less the
+# attributes whose reading depends on other settings (windows, head and FFN widths, layer patterns).
+# Any other override ffnlab refuses: it does not model per-layer overrides yet.
+PER_LAYER_UNREAD_ALL = frozenset(("chunk_size_feed_forward", "output_hidden_states", "problem_type", "return_dict",
+                                  "use_cache"))
+PER_LAYER_UNREAD: dict[str, frozenset[str]] = {
+    "bloom": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "pad_token_id")),
+    "cohere": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "cohere2": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "dbrx": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "deepseek_v2": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits",
+                              "pretraining_tp")),
+    "deepseek_v3": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits",
+                              "pretraining_tp")),
+    "ernie4_5": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "ernie4_5_moe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "exaone4": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "falcon": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "pad_token_id")),
+    "gemma": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "gemma2": frozenset(("bos_token_id", "eos_token_id", "final_logit_softcapping", "initializer_range")),
+    "gemma3_text": frozenset(("bos_token_id", "eos_token_id", "final_logit_softcapping", "initializer_range")),
+    "glm": frozenset(("bos_token_id", "initializer_range")),
+    "glm4": frozenset(("bos_token_id", "initializer_range")),
+    "glm4_moe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "gpt2": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "pad_token_id", "summary_first_dropout",
+                       "summary_proj_to_labels", "summary_type", "summary_use_proj")),
+    "gpt_bigcode": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "pad_token_id")),
+    "gpt_neo": frozenset(("bos_token_id", "classifier_dropout", "eos_token_id", "initializer_range", "pad_token_id")),
+    "gpt_neox": frozenset(("bos_token_id", "classifier_dropout", "eos_token_id", "initializer_range", "is_decoder",
+                           "pad_token_id")),
+    "gpt_oss": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "gptj": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "pad_token_id")),
+    "granite": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "logits_scaling")),
+    "granitemoe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "hunyuan_v1_dense": frozenset(("bos_token_id", "eod_token_id", "eos_token_id", "initializer_range",
+                                   "pretraining_tp")),
+    "hunyuan_v1_moe": frozenset(("bos_token_id", "eod_token_id", "eos_token_id", "initializer_range",
+                                 "output_router_logits", "pretraining_tp", "sep_token_id")),
+    "llama": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "pretraining_tp")),
+    "llama4_text": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits",
+                              "router_aux_loss_coef", "router_jitter_noise")),
+    "ministral": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "mistral": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "mixtral": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "mpt": frozenset(("bos_token_id", "emb_pdrop", "eos_token_id", "init_device", "initializer_range",
+                      "pad_token_id", "resid_pdrop")),
+    "olmo": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "olmo2": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "olmo3": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "olmoe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "opt": frozenset(("bos_token_id", "eos_token_id", "init_std")),
+    "phi": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "phi3": frozenset(("bos_token_id", "embd_pdrop", "eos_token_id", "initializer_range")),
+    "phimoe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "qwen2": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "qwen2_5_vl_text": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "qwen2_moe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "qwen3": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "qwen3_moe": frozenset(("bos_token_id", "eos_token_id", "initializer_range", "output_router_logits")),
+    "smollm3": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "stablelm": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "starcoder2": frozenset(("bos_token_id", "eos_token_id", "initializer_range")),
+    "t5": frozenset(("classifier_dropout", "eos_token_id", "initializer_factor", "pad_token_id")),
+}
+
+# the global sliding_window of the types whose config replaces it when use_sliding_window is false
+# (models/{qwen2,qwen3,qwen2_moe,qwen3_moe,qwen2_5_vl}/configuration_*.py, __post_init__)
+SLIDING_SWITCHED_OFF: dict[str, int | None] = {"qwen2": None, "qwen3": None, "qwen2_moe": 0, "qwen3_moe": None,
+                                               "qwen2_5_vl_text": None}
 _HUB_KERNEL = re.compile(r"^[^/:]+/[^/:]+(?:@[^/:]+)?(?::[^/:]+)?$")  # integrations/hub_kernels.py, is_kernel
 
 
@@ -155,10 +234,60 @@ def _mlp_layer_types(data: Mapping[str, object], model_type: str, n_layers: Any)
             "transformers' config requires one per layer")
 
 
+def _per_layer_config(data: Mapping[str, object], model_type: str, n_layers: Any) -> None:
+    """integrations/heterogeneity/configuration_utils.py, _apply_heterogeneous_config, and what the
+    model's build then makes of it (:data:`PER_LAYER_UNREAD`)."""
+    plc = data.get("per_layer_config")
+    if plc is None:
+        return
+    require(isinstance(plc, dict), f"config.json key 'per_layer_config' must be an object of layer number -> "
+                                   f"overrides, got {show(plc)}: transformers refuses it")
+    assert isinstance(plc, dict)
+    overrides: dict[int, Any] = {}
+    for key, layer in plc.items():
+        try:
+            overrides[int(key)] = layer
+        except ValueError:
+            raise FfnlabError(f"config.json key 'per_layer_config' has key {show(key)}, not a layer number: "
+                              "transformers refuses it") from None
+    defaults = CLASS_DEFAULTS.get(model_type, {})
+    for index, layer in sorted(overrides.items()):
+        require(isinstance(layer, dict), f"config.json key 'per_layer_config' gives layer {index} {show(layer)}, "
+                                         "not an object of overrides: transformers refuses it")
+        skip = layer.get("skip", [])
+        require(isinstance(skip, (list, dict)) and all(isinstance(x, str) for x in skip),
+                f"config.json key 'per_layer_config' gives layer {index} a skip of {show(skip)}: transformers "
+                "requires a list of names")
+    if isinstance(n_layers, int):
+        odd = sorted(i for i in overrides if not 0 <= i < n_layers)
+        require(not odd, f"config.json key 'per_layer_config' names layer {odd[0] if odd else 0}, but the model has "
+                         f"layers 0 to {n_layers - 1}: transformers refuses it")
+        window, chunk = data.get("sliding_window", defaults.get("sliding_window")), data.get(
+            "attention_chunk_size", defaults.get("attention_chunk_size"))
+        if model_type in SLIDING_SWITCHED_OFF and not data.get("use_sliding_window",
+                                                               defaults.get("use_sliding_window")):
+            window = SLIDING_SWITCHED_OFF[model_type]
+        for index in range(min(n_layers, 1_000_000)):
+            layer = overrides.get(index, {})
+            both = [layer.get("sliding_window", window), layer.get("attention_chunk_size", chunk)]
+            require(None in both, f"config.json key 'per_layer_config': layer {index} would have both a sliding_window "
+                                  "and an attention_chunk_size: transformers refuses it")
+    unread = PER_LAYER_UNREAD_ALL | PER_LAYER_UNREAD.get(model_type, frozenset())
+    for index, layer in sorted(overrides.items()):
+        for key, value in layer.items():
+            same = key in data and data[key] == value or key not in data and key in defaults and defaults[key] == value
+            require(key == "skip" or key in unread or same,
+                    f"config.json key 'per_layer_config' overrides {key!r} on layer {index}: ffnlab does not model "
+                    f"per-layer overrides yet (transformers' {model_type} model builds every layer from the global "
+                    "config, and refuses an override of a setting it reads)")
+
+
 def check_generic(data: Mapping[str, object], model_type: str, n_layers: Any) -> None:
     """Refuse what transformers 5.25 refuses for any model type: the labels, the attention and
-    experts implementations, the generation parameters it validates, mlp_layer_types."""
+    experts implementations, the generation parameters it validates, mlp_layer_types, and a
+    per_layer_config that is malformed or overrides what ffnlab does not model."""
     _labels(data)
     _implementations(data, model_type)
     _generation(data, model_type)
     _mlp_layer_types(data, model_type, n_layers)
+    _per_layer_config(data, model_type, n_layers)

@@ -58,9 +58,9 @@ def train(
     tokenizer: str = typer.Option(None, "--tokenizer", help="data.tokenizer (byte or bpe)."),
     seed: int = typer.Option(None, "--seed", help="train.seed."),
     device: str = typer.Option(None, "--device", help="train.device (auto, cpu, cuda)."),
-    threads: int = typer.Option(None, "--threads", help="train.threads: torch threads (default: OMP_NUM_THREADS, "
-                                                        "else the cores not busy at start); losses are bit-exact per "
-                                                        "seed and thread count."),
+    threads: int = typer.Option(None, "--threads", parser=counted("--threads"),
+                                help="train.threads: torch threads (default: OMP_NUM_THREADS, else the cores not busy "
+                                     "at start); losses are bit-exact per seed and thread count."),
     print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config (every key) and exit."),
     no_export_check: bool = typer.Option(False, "--no-export-check",
                                          help="Train even a model 'ffnlab export' cannot write."),

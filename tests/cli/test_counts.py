@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 
 import pytest
 import yaml
@@ -149,3 +150,23 @@ def test_every_count_option_refuses_a_bad_value_in_one_shape(capsys, path, flag)
     assert len(p.stderr.splitlines()) == 1, p.stderr
     assert p.stderr.startswith(f"error: {flag}: cannot read '8kb'; expected "), p.stderr
     assert ("8K = 8Ki = 8,192" in p.stderr) != ("15T" in p.stderr), p.stderr  # the forms: sizes or totals
+
+
+def test_every_count_option_shows_a_count_in_its_help(capsys, monkeypatch):
+    """``--help`` names the type of every count flag ``<count>`` (``--gpus`` too: its text says "or
+    auto"), never ``<int>``, ``<str>`` or ``N``: they take ``8k`` and ``8K`` too."""
+    monkeypatch.setenv("COLUMNS", "400")  # one row per option, the flag and its type on one line
+    by_command: dict[tuple[str, ...], list[str]] = {}
+    for path, flag in _count_options():
+        by_command.setdefault(path, []).append(flag)
+    shown = {}
+    for path, flags in by_command.items():
+        p = run_cli(capsys, *path, "--help")
+        assert p.returncode == 0, p.stderr
+        for flag in flags:
+            row = re.search(rf"^│\s+(?:\*\s+)?{re.escape(flag)}([ ,].*)$", p.stdout, re.M)  # * : required
+            assert row is not None, (path, flag, p.stdout)
+            metavar = re.search(r"<[^>\s]+>|(?<=\s)[A-Z]\b", row.group(1))
+            shown[(" ".join(path), flag)] = metavar.group(0) if metavar else None
+    wrong = {k: v for k, v in shown.items() if v != "<count>"}
+    assert wrong == {}

@@ -168,7 +168,7 @@ def counted(flag: str, *, total: bool = False) -> Callable[[Any], int]:
         if suffixed:
             print(f"note: {flag} {str(value).strip()} read as {n:,}", file=sys.stderr)
         return n
-    parse.__name__ = "int"  # the type help shows: <int>, as before
+    parse.__name__ = "count"  # the type help shows: <count> (a number, or one with a suffix)
     return parse
 
 

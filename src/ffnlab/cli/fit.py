@@ -77,7 +77,7 @@ def gpus_or_auto(value: Any) -> str:
         raise CountError(f"{said}; expected a whole number of GPUs or auto: {forms}") from None
 
 
-gpus_or_auto.__name__ = "n|auto"  # shown as <n|auto> in --help
+gpus_or_auto.__name__ = "count"  # <count> in --help, whose text says "or auto" (<count|auto> narrowed every help)
 
 
 def tokens_text(value: Any) -> str:
@@ -91,7 +91,7 @@ def tokens_text(value: Any) -> str:
     return str(value).strip()
 
 
-tokens_text.__name__ = "str"  # <str>, as before
+tokens_text.__name__ = "count"  # <count>, as every count flag
 
 
 def _count(text: str) -> int:

@@ -92,12 +92,12 @@ ENGINE_PANEL = "Serving engine (with --mode serve)"
 GPU_MEMORY_UTILIZATION = typer.Option(None, "--gpu-memory-utilization", rich_help_panel=ENGINE_PANEL, metavar="U",
                                       help="vLLM: the share of what CUDA reports it may use (default 0.9).")
 MAX_NUM_BATCHED_TOKENS = typer.Option(None, "--max-num-batched-tokens", parser=counted("--max-num-batched-tokens"),
-                                      rich_help_panel=ENGINE_PANEL, metavar="N",
+                                      rich_help_panel=ENGINE_PANEL,
                                       help="vLLM: tokens per step (the profile run's batch).")
 MAX_NUM_SEQS = typer.Option(None, "--max-num-seqs", parser=counted("--max-num-seqs"), rich_help_panel=ENGINE_PANEL,
-                            metavar="N", help="vLLM: sequences per step (the sampler's logits in the profile run).")
+                            help="vLLM: sequences per step (the sampler's logits in the profile run).")
 BLOCK_SIZE = typer.Option(None, "--block-size", parser=counted("--block-size"), rich_help_panel=ENGINE_PANEL,
-                          metavar="N", help="vLLM: tokens per KV-cache block (default 16).")
+                          help="vLLM: tokens per KV-cache block (default 16).")
 ENFORCE_EAGER = typer.Option(False, "--enforce-eager", rich_help_panel=ENGINE_PANEL, help="vLLM: no CUDA graphs.")
 MEM_FRACTION_STATIC = typer.Option(None, "--mem-fraction-static", rich_help_panel=ENGINE_PANEL, metavar="F",
                                    help="SGLang: the share of the total for weights and cache.")

@@ -158,6 +158,20 @@ def _say_how_to_resume(out: Path, cfg: Any) -> None:
     print(f"interrupted: {where}; continue with: ffnlab train --out {out} --resume", file=sys.stderr, flush=True)
 
 
+HF_EXTRA = "pip install -e '.[hf]'"  # README's Install: the clone's own route to transformers
+
+
+def transformers_importable() -> bool:
+    """Whether ``import transformers`` would find the package here (looked up, not imported: an
+    import takes seconds)."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec("transformers") is not None
+    except (ImportError, ValueError):  # a broken parent package or a module without a spec
+        return False
+
+
 @app.command(rich_help_panel=TRAINING)
 def export(
     run: Path = typer.Argument(..., parser=user_path, help="Run folder written by 'ffnlab train'."),
@@ -183,6 +197,8 @@ def export(
     elif not info.finished:
         print(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} --resume")
     print(f"use: transformers.pipeline('text-generation', '{hf}')")
+    if not transformers_importable():  # make demo's .venv has none: that line would be a ModuleNotFoundError
+        print(f"note: this Python has no transformers; add it (the [hf] extra) from the ffnlab folder: {HF_EXTRA}")
 
 
 @app.command(rich_help_panel=TRAINING)

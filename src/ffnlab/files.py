@@ -303,6 +303,34 @@ def _empty_marker_only(folder: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
+class WriteFailed(FfnlabError, OSError):
+    """A write the system refused (a full disk, a quota, a folder that is read-only or gone), as
+    one error line that names what was being written and where (:func:`cannot_write`); still an
+    OSError with the system's ``errno``, so a caller that cleans up after one does so."""
+
+    def __str__(self) -> str:  # the line, never OSError's "[Errno N] ..." form
+        return str(self.args[0]) if self.args else "cannot write"
+
+
+def cannot_write(path: str | Path, error: BaseException, what: str = "",
+                 then: str = "nothing was written") -> WriteFailed:
+    """The one line for a write that failed with ``error``: ``cannot write WHAT PATH (REASON); THEN``.
+
+    The system's error for a full disk has no file name ("[Errno 28] No space left on device"),
+    and one raised inside a temporary names the temporary; this line names the file or folder the
+    user will look for. The one wording of every write ffnlab makes (:func:`write_atomic`,
+    :func:`append_text`, checkpoints, exports, the prepared-corpus cache)."""
+    if isinstance(error, WriteFailed):  # already one line: its reason, named again for ``path``
+        reason = getattr(error, "reason", None) or str(error)
+    else:
+        reason = getattr(error, "strerror", None) or (str(error).strip().splitlines() or [type(error).__name__])[0]
+    reason = reason[:200]
+    failed = WriteFailed(f"cannot write {what + ' ' if what else ''}{path} ({reason}); {then}")
+    failed.errno = getattr(error, "errno", None)
+    failed.reason = reason  # type: ignore[attr-defined]
+    return failed
+
+
 def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None = None,
                  durable: bool = False, exists: str | None = None) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
@@ -319,7 +347,12 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
         check_inside(path.parent, root)
     if exists is not None and os.path.lexists(path):
         raise FfnlabError(exists)
-    tmp = new_temp_dir(path.parent, path.name)
+    try:
+        tmp = new_temp_dir(path.parent, path.name)
+    except FileNotFoundError as e:  # the folder is not there: said of it, not of the temporary
+        raise cannot_write(path, e, then=f"the folder {path.parent} does not exist") from None
+    except OSError as e:
+        raise cannot_write(path, e) from None
     try:
         with open(tmp / "data", "xb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -331,6 +364,10 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
         else:
             _link_new(tmp / "data", path, exists)
         _note_made(path)
+    except FfnlabError:
+        raise
+    except OSError as e:  # a full disk names no file; a failed rename names the temporary
+        raise cannot_write(path, e) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -377,8 +414,12 @@ def open_append(path: str | Path, root: str | Path | None = None) -> IO[str]:
 
 def append_text(path: str | Path, text: str, root: str | Path | None = None) -> None:
     """Append ``text`` to ``path`` through :func:`open_append`."""
-    with open_append(path, root) as fh:
-        fh.write(text)
+    fh = open_append(path, root)
+    try:
+        with fh:
+            fh.write(text)
+    except OSError as e:  # a full disk names no file
+        raise cannot_write(path, e, then="the text was not added") from None
 
 
 def fsync_files(folder: Path) -> None:

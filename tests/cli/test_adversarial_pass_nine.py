@@ -285,14 +285,73 @@ def _full_disk(monkeypatch) -> None:
     monkeypatch.setattr(files, "open", opener, raising=False)
 
 
-@pytest.mark.xfail(strict=True, reason="files.write_atomic lets an OSError without a filename out and cli.main "
-                                       "prints str(e): '[Errno 28] No space left on device', naming nothing")
 def test_a_full_disk_line_names_what_could_not_be_written(tmp_path, monkeypatch):
     _full_disk(monkeypatch)
     r = cli("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "p.svg", where=tmp_path)
     line = assert_refused(r, "No space left on device")  # holds: one line, exit 2, the temporary removed
     assert os.listdir(tmp_path) == []
     assert "p.svg" in line, line  # was: "error: [Errno 28] No space left on device"
+    assert ".ffnlab-tmp-" not in line, line
+
+
+def test_a_full_disk_replacing_a_file_keeps_the_old_one_and_names_it(tmp_path, monkeypatch):
+    from ffnlab.files import write_atomic
+
+    (tmp_path / "old.json").write_bytes(b"old bytes")
+    _full_disk(monkeypatch)
+    with pytest.raises(OSError) as e:  # still an OSError to callers that clean up after one
+        write_atomic(tmp_path / "old.json", "new")
+    assert e.value.errno == errno.ENOSPC
+    assert str(tmp_path / "old.json") in str(e.value) and "No space left on device" in str(e.value), str(e.value)
+    assert (tmp_path / "old.json").read_bytes() == b"old bytes"
+    assert os.listdir(tmp_path) == ["old.json"]
+
+
+def test_a_write_into_a_folder_that_is_gone_names_the_folder_not_the_temporary(tmp_path):
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import write_atomic
+
+    with pytest.raises(FfnlabError) as e:
+        write_atomic(tmp_path / "gone" / "x.json", "{}")
+    assert str(tmp_path / "gone") in str(e.value) and ".ffnlab-tmp-" not in str(e.value), str(e.value)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_full_disk_appending_to_a_log_names_the_log(tmp_path, monkeypatch):
+    import ffnlab.files as files
+
+    real = files.open_append
+
+    class Full(io.StringIO):
+        def write(self, s):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(files, "open_append", lambda path, root=None: (real(path, root).close(), Full())[1])
+    with pytest.raises(OSError) as e:
+        files.append_text(tmp_path / "metrics.jsonl", "{}\n")
+    assert e.value.errno == errno.ENOSPC and str(tmp_path / "metrics.jsonl") in str(e.value), str(e.value)
+
+
+def test_a_full_disk_while_a_corpus_is_prepared_names_the_cache_folder(tmp_path, monkeypatch):
+    import importlib
+
+    from adversarial_cli import write_corpus
+
+    from ffnlab.errors import FfnlabError
+
+    prep = importlib.import_module("ffnlab.training.corpus.prepare")  # the module, not the package's function
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(prep, "write_tokens", full)  # the token files: a write() naming no file
+    corpus = write_corpus(tmp_path)
+    with pytest.raises(FfnlabError) as e:
+        prep.prepare(str(corpus), cache_dir=tmp_path / "cache", progress=False)
+    line = str(e.value)
+    assert "No space left on device" in line and "prepared corpus" in line, line
+    assert str(tmp_path / "cache") in line and ".ffnlab-tmp-" not in line, line
+    assert os.listdir(tmp_path / "cache") == []  # the temporary removed
 
 
 ZERO_LAYER = {

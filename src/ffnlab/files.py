@@ -762,13 +762,28 @@ def remove_made(folder: str | Path, since: int = 0) -> bool:
 def provisional_dir(folder: Path) -> Iterator[Path]:
     """Yield ``folder``; if the block fails and ``folder`` did not exist before, remove it if it
     holds only what this process made during the block (:func:`remove_made`), so a refused
-    command leaves no output folder behind and a folder another process also writes in stays."""
+    command leaves no output folder behind and a folder another process also writes in stays.
+
+    The folders above it that did not exist either (``--out new/deeper/run``: :func:`make_dir`
+    makes them too) go the same way, innermost first, each only if this process made it during
+    the block and it is empty by then (``rmdir``): a folder holding anything else stays."""
     folder = Path(folder)
     existed = os.path.lexists(folder)
+    above = []  # the missing folders above ``folder``, innermost first
+    p = Path(os.path.abspath(folder)).parent
+    while not existed and not os.path.lexists(p) and p != p.parent:
+        above.append(p)
+        p = p.parent
     since = _SEQ[0]
     try:
         yield folder
     except BaseException:
-        if not existed:
-            remove_made(folder, since)
+        if not existed and remove_made(folder, since):
+            for parent in above:
+                if not made_here(parent, since):
+                    break
+                try:
+                    os.rmdir(parent)  # only if empty
+                except OSError:
+                    break
         raise

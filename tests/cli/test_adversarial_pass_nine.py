@@ -370,18 +370,75 @@ ZERO_LAYER = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="experiments/reporting/probe.py write makes its folder, then writes "
-                                       "without provisional_dir: a failed write leaves the folder it made")
-def test_a_probe_that_cannot_write_leaves_no_folder(tmp_path, monkeypatch):
-    from ffnlab.experiments.reporting.probe import write
+def _probe_result():
     from ffnlab.training.probe import ProbeResult
 
+    return ProbeResult(model="m", kind="LlamaForCausalLM (llama-style MLP)", tokenizer="byte", tokens=64,
+                       windows=2, seq_len=32, n_layers=1, layers=[ZERO_LAYER], method="m", corpus="c.txt (val)")
+
+
+def test_a_probe_that_cannot_write_leaves_no_folder(tmp_path, monkeypatch):
+    from ffnlab.experiments.reporting.probe import write
+
     _full_disk(monkeypatch)
-    result = ProbeResult(model="m", kind="LlamaForCausalLM (llama-style MLP)", tokenizer="byte", tokens=64,
-                         windows=2, seq_len=32, n_layers=1, layers=[ZERO_LAYER], method="m", corpus="c.txt (val)")
-    with pytest.raises(OSError):
-        write(result, tmp_path / "p")
+    with pytest.raises(OSError) as e:
+        write(_probe_result(), tmp_path / "p")
     assert not (tmp_path / "p").exists(), os.listdir(tmp_path / "p")  # was: an empty p/ left behind
+    assert str(tmp_path / "p" / "probe.json") in str(e.value), str(e.value)  # finding 4: names the file
+
+
+def test_a_probe_that_cannot_write_leaves_none_of_the_folders_it_made(tmp_path, monkeypatch):
+    from ffnlab.experiments.reporting.probe import write
+
+    _full_disk(monkeypatch)
+    with pytest.raises(OSError):
+        write(_probe_result(), tmp_path / "new" / "deeper" / "p")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_probe_that_fails_on_its_second_file_removes_its_first(tmp_path, monkeypatch):
+    import ffnlab.files as files
+    from ffnlab.experiments.reporting.probe import write
+
+    real = files.write_atomic
+
+    def second_fails(path, data, **k):
+        if Path(path).name == "index.html":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data, **k)
+
+    monkeypatch.setattr("ffnlab.experiments.reporting.probe.write_atomic", second_fails)
+    with pytest.raises(OSError):
+        write(_probe_result(), tmp_path / "p")
+    assert os.listdir(tmp_path) == []  # probe.json was written, then removed with its folder
+
+
+def test_a_failed_probe_keeps_a_folder_another_process_wrote_in(tmp_path, monkeypatch):
+    from ffnlab.experiments.reporting.probe import write
+
+    write_calls: list = []
+
+    def stranger_then_full(path, data, **k):
+        (tmp_path / "new" / "theirs.txt").write_text("another process's file")  # appears meanwhile
+        write_calls.append(path)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("ffnlab.experiments.reporting.probe.write_atomic", stranger_then_full)
+    with pytest.raises(OSError):
+        write(_probe_result(), tmp_path / "new" / "p")
+    assert write_calls
+    assert os.listdir(tmp_path / "new") == ["theirs.txt"]  # the empty p/ it made went; new/ and their file stay
+    assert (tmp_path / "new" / "theirs.txt").read_text() == "another process's file"
+
+
+def test_a_failed_probe_into_an_existing_folder_leaves_the_folder(tmp_path, monkeypatch):
+    from ffnlab.experiments.reporting.probe import write
+
+    (tmp_path / "p").mkdir()
+    _full_disk(monkeypatch)
+    with pytest.raises(OSError):
+        write(_probe_result(), tmp_path / "p")
+    assert (tmp_path / "p").is_dir() and os.listdir(tmp_path / "p") == []  # the user's folder, as it was
 
 
 # -- 6. an empty path is the working folder -------------------------------------------------------------

@@ -10,8 +10,9 @@
 * counts on the command line: :func:`count`, the one parser of ``8k``, ``8K``, ``8Ki``, ``15T``
   (sizes by vLLM's ``--max-model-len`` convention, totals in decimal: :data:`SIZE_FORMS`,
   :data:`TOTAL_FORMS`);
-* names and paths: :func:`safe_name` (one folder name, never ``.`` or ``..``) and
-  :func:`confined` (a path built from user data stays inside its parent).
+* names and paths: :func:`safe_name` (one folder name, never ``.`` or ``..``),
+  :func:`confined` (a path built from user data stays inside its parent) and :func:`named` (an
+  empty path or model name is refused, never read as the working folder).
 
 Every failure is one :class:`~ffnlab.errors.FfnlabError` line. Pure Python (no torch).
 """
@@ -49,6 +50,16 @@ def show(value: Any, limit: int = 60) -> str:
     except ValueError:  # e.g. a Fraction too long to print
         return f"a {type(value).__name__} too long to print"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def named(value: str, what: str) -> str:
+    """``value``, a file, folder or model the user named, refused in one line if empty: ``Path("")``
+    is the working folder, so ``ffnlab audit "$MODEL"`` with MODEL unset would read ./config.json
+    and ``--out ""`` write into the working folder, a file nobody named (``mkdir ""`` refuses too)."""
+    if isinstance(value, str) and value == "":
+        raise FfnlabError(f"{what} is empty: an empty name names no file, folder or model (an unset shell "
+                          "variable?); give one, or '.' for the working folder")
+    return value
 
 
 def _whole(value: Any) -> Any:

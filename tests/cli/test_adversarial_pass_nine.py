@@ -105,11 +105,11 @@ with the checkpoint to resume from, the .lock gone; on a full disk it names the 
 of any value, LANG=C, PYTHONIOENCODING=ascii (ASCII boxes), NO_COLOR, odd TMPDIR: all fine. Empty
 and binary spec files, device files and damaged run folders: one line each (``model.json``
 without ``model`` reads "is corrupt ("'model'")", terse); an empty train config is the defaults.
-``claims --evidence ""`` prints the built-in evidence. Link loops are refused in one line each,
-nothing written, some tersely: ``export --hf loop/x`` is "File exists: loop", ``export --hf loop``
-advises naming the link's target (the loop itself), ``size --plot loop/x.svg`` "the folder 'loop'
-does not exist". ``--json`` answers were strict; refusals
-printed nothing on stdout.
+``claims --evidence ""`` printed the built-in evidence (now refused with every empty path, finding
+6). Link loops are refused in one line each, nothing written, some tersely: ``export --hf loop/x``
+is "File exists: loop", ``export --hf loop`` advises naming the link's target (the loop itself),
+``size --plot loop/x.svg`` "the folder 'loop' does not exist". ``--json`` answers were strict;
+refusals printed nothing on stdout.
 
 Every finding runs here in-process or as a short subprocess of a sizing command (the non-UTF-8
 sweep is a subprocess refused before training); the file runs in 8-18 s here with -n 0.
@@ -443,8 +443,6 @@ def test_a_failed_probe_into_an_existing_folder_leaves_the_folder(tmp_path, monk
 
 # -- 6. an empty path is the working folder -------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="Path('') is '.': an empty model target reads ./config.json, a model "
-                                       "nobody named (audit \"$MODEL\" with MODEL unset)")
 @pytest.mark.parametrize("argv", [["audit", ""], ["table", ""], ["size", "--from", ""], ["fit", "", "--gpus", "1"]],
                          ids=["audit", "table", "size-from", "fit"])
 def test_an_empty_model_target_is_refused(tmp_path, argv):
@@ -452,7 +450,6 @@ def test_an_empty_model_target_is_refused(tmp_path, argv):
     assert_refused(cli(*argv, "--json", where=tmp_path))  # was: exit 0, ./config.json audited
 
 
-@pytest.mark.xfail(strict=True, reason="Path('') is '.': an empty --out writes the run into the working folder")
 def test_an_empty_out_is_refused_before_anything_is_written(tmp_path):
     (tmp_path / "w").mkdir()
     r = cli("train", "--out", "", "--corpus", "c.txt", "--set", "train.max_steps=1", where=tmp_path / "w")
@@ -460,6 +457,39 @@ def test_an_empty_out_is_refused_before_anything_is_written(tmp_path):
     line = assert_refused(r)
     assert "out" in line.lower(), line  # was: "... c.txt ..." - the empty folder name went unremarked
     assert os.listdir(tmp_path / "w") == []
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["sweep", "s.yaml", "--out", ""], "--out"),
+    (["report", "sw", "--out", ""], "--out"),
+    (["export", "run", "--hf", ""], "--hf"),
+    (["capacity", "report", "sw", "--out", ""], "--out"),
+    (["probe", "run", "--out", ""], "--out"),
+    (["size", "--d-model", "256", "--ratio", "4", "--plot", ""], "--plot"),
+    (["claims", "--evidence", ""], "--evidence"),
+    (["sweep", "", "--estimate"], "spec"),
+    (["report", ""], "sweep_dir"),
+], ids=["sweep-out", "report-out", "export-hf", "capacity-out", "probe-out", "plot", "evidence", "spec", "report"])
+def test_an_empty_path_is_refused_naming_the_option(tmp_path, argv, option):
+    (tmp_path / "w").mkdir()
+    line = assert_refused(cli(*argv, where=tmp_path / "w"), "empty")
+    assert option.lower() in line.lower(), line
+    assert os.listdir(tmp_path / "w") == []
+
+
+@pytest.mark.parametrize("argv", [["probe", "", "--out", "p"], ["fit", "gpt2", "", "--gpus", "1", "--gpu", "H100"]],
+                         ids=["probe", "fit-second"])
+def test_an_empty_model_target_anywhere_is_refused(tmp_path, argv):
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    assert_refused(cli(*argv, where=tmp_path), "empty")
+    assert os.listdir(tmp_path) == ["config.json"]
+
+
+def test_a_path_that_is_only_a_dot_is_still_the_working_folder(tmp_path):
+    """'.' is a name the user wrote: only the empty string is refused."""
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA))
+    r = cli("audit", "./config.json", "--json", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
 
 
 # -- 7. a long value quoted whole ---------------------------------------------------------------------

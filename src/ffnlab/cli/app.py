@@ -20,7 +20,7 @@ from ffnlab import __version__, render
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.netwait import TIMEOUT_HELP
-from ffnlab.validation import choice, count, integer, named
+from ffnlab.validation import choice, count, integer, named, show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.widths import WidthRule
@@ -188,7 +188,7 @@ def counted(flag: str, *, total: bool = False) -> Callable[[Any], int]:
 
 
 def check_format(fmt: str) -> str:
-    require(fmt in render.FORMATS, f"--format must be one of {', '.join(render.FORMATS)}, got {fmt!r}")
+    require(fmt in render.FORMATS, f"--format must be one of {', '.join(render.FORMATS)}, got {show(fmt)}")
     return fmt
 
 

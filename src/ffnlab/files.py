@@ -409,7 +409,7 @@ def open_append(path: str | Path, root: str | Path | None = None) -> IO[str]:
         os.close(fd)
         why = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link to another file"
         raise FfnlabError(f"{path} is {why}; ffnlab does not write through it")
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape")
 
 
 def append_text(path: str | Path, text: str, root: str | Path | None = None) -> None:

@@ -259,6 +259,32 @@ def clear_stale_temporaries(folder: str | Path) -> list[Path]:
         return []
 
 
+def live_temporaries(folder: str | Path) -> dict[Path, int]:
+    """The temporary folders in ``folder`` (:func:`new_temp_dir`'s) whose writer is still running,
+    each with that process's id: another ffnlab process writing there now. Told from a killed
+    writer's leftovers as :func:`clear_stale_temporaries` tells them (the marker's process, host and
+    start time), so what that would remove is never reported, and what it keeps always is."""
+    found: dict[Path, int] = {}
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name.startswith(TEMP_PREFIX))
+    except OSError:
+        return found
+    for name in names:
+        p = Path(folder) / name
+        if p.is_symlink() or not p.is_dir():
+            continue
+        if marked(p):
+            if not _owner_gone(p):
+                m = _MARK_PID.match((p / MARK).read_text(encoding="utf-8", errors="replace"))
+                found[p] = int(m.group(1)) if m else 0
+            continue
+        named = _NAME_PID.search(name)  # made a moment ago, its marker not written yet
+        if named and not _pid_gone(int(named.group(1))):
+            found[p] = int(named.group(1))
+    return found
+
+
 def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: str | None = None,
                  aside: bool = True) -> list[Path]:
     """Remove what a killed write left in ``folder``: temporary and (unless not ``aside``)

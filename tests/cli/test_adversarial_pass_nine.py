@@ -589,8 +589,6 @@ def test_the_step_figure_line_shows_a_name_that_is_not_utf8(tmp_path):
 
 # -- 9. two reports at once ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="report has no lock: a concurrent report's live temporary is named as "
-                                       "a stranger's file ('holds files that are not an ffnlab report')")
 def test_a_report_beside_another_running_says_so(tmp_path):
     from fake_sweeps import fake_sweep
 
@@ -602,6 +600,43 @@ def test_a_report_beside_another_running_says_so(tmp_path):
     line = assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path))  # holds: refused, nothing lost
     # was: "rr holds files that are not an ffnlab report (.ffnlab-tmp-.ffnlab-report-PID-HEX); choose another --out"
     assert "not an ffnlab report" not in line and ".ffnlab-tmp-" not in line, line
+    assert "another ffnlab report is writing" in line and str(os.getpid()) in line, line
+    assert len(os.listdir(tmp_path / "rr")) == 1  # the other's temporary untouched
+
+
+def _two_arm_sweep(where: Path) -> None:
+    from fake_sweeps import fake_sweep
+
+    fake_sweep(where, {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.01, 1.0)}, seeds=2, noise=0.01)
+
+
+def test_a_report_beside_another_running_over_an_earlier_report_says_so(tmp_path):
+    from ffnlab.files import new_temp_dir
+
+    _two_arm_sweep(tmp_path / "sw")
+    assert cli("report", "sw", "--out", "rr", where=tmp_path).code == 0
+    before = sorted(os.listdir(tmp_path / "rr"))
+    new_temp_dir(tmp_path / "rr", "results.json")  # the other report, live, rewriting a file
+    assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "another ffnlab report is writing")
+    assert len(os.listdir(tmp_path / "rr")) == len(before) + 1
+
+
+def test_a_killed_reports_temporary_is_cleared_not_reported(tmp_path):
+    _two_arm_sweep(tmp_path / "sw")
+    (tmp_path / "rr").mkdir()
+    made = _python("from ffnlab.files import new_temp_dir; new_temp_dir(\"rr\", \".ffnlab-report\")", tmp_path)
+    assert made.returncode == 0 and len(os.listdir(tmp_path / "rr")) == 1, made.stderr  # its writer has exited
+    r = cli("report", "sw", "--out", "rr", where=tmp_path)
+    assert r.code == 0, r.stderr[-1000:]
+    assert not [n for n in os.listdir(tmp_path / "rr") if n.startswith(".ffnlab-tmp-")]
+
+
+def test_a_strangers_file_is_still_named_as_one(tmp_path):
+    _two_arm_sweep(tmp_path / "sw")
+    (tmp_path / "rr").mkdir()
+    (tmp_path / "rr" / "notes.txt").write_text("mine")
+    assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "not an ffnlab report (notes.txt)")
+    assert (tmp_path / "rr" / "notes.txt").read_text() == "mine"
 
 
 # -- handled right: a sample --------------------------------------------------------------------------

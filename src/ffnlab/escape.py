@@ -5,8 +5,9 @@ ffnlab reads) controls. Before such text reaches an output it goes through the f
 output's format, so it shows as the characters it is, never as formatting or commands:
 
 * :func:`terminal` - control characters (ANSI/OSC escape sequences, C1 codes, backspace, bidi
-  overrides) made visible as ``\\x1b``-style escapes; tabs and newlines kept unless ``one_line``
-  (:func:`one_line`). Rich tables receive the result as :func:`terminal_text` (a
+  overrides) made visible as ``\\x1b``-style escapes, and the bytes that are not UTF-8 in a file
+  or folder name (lone surrogates, which no UTF-8 stream can print) as ``\\xfd``; tabs and
+  newlines kept unless ``one_line`` (:func:`one_line`). Rich tables receive the result as :func:`terminal_text` (a
   ``rich.text.Text``), so ``[link=...]`` and ``[/x]`` are never read as markup.
 * :func:`markdown` - one Markdown line or table cell: no line breaks; backslashes, pipes,
   backticks and brackets escaped with a backslash (no link, image or code span can start);
@@ -27,9 +28,13 @@ import re
 from typing import Any
 
 # C0 controls but tab and newline, DEL, C1 controls; the bidi embedding/override/isolate marks and
-# the line/paragraph separators reorder or break what a reader sees (CVE-2021-42574 "Trojan Source")
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# the line/paragraph separators reorder or break what a reader sees (CVE-2021-42574 "Trojan Source");
+# lone surrogates: a file or folder name of bytes that are not UTF-8 (Python's surrogateescape,
+# ``$'\xfd'``), which no UTF-8 stream can print: shown as the byte they stand for (``\xfd``)
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                      "\ud800-\udfff]")
+_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                               "\ud800-\udfff]")
 _LINE_BREAKS = re.compile("\r\n|[\r\n\t\u2028\u2029]")
 _MARKDOWN_SYNTAX = re.compile(r"([\\`|\[\]])")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -39,6 +44,8 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 def _visible(ch: str) -> str:
     code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # the byte a surrogateescape'd name holds
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

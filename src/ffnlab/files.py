@@ -260,6 +260,32 @@ def clear_stale_temporaries(folder: str | Path) -> list[Path]:
         return []
 
 
+def live_temporaries(folder: str | Path) -> dict[Path, int]:
+    """The temporary folders in ``folder`` (:func:`new_temp_dir`'s) whose writer is still running,
+    each with that process's id: another ffnlab process writing there now. Told from a killed
+    writer's leftovers as :func:`clear_stale_temporaries` tells them (the marker's process, host and
+    start time), so what that would remove is never reported, and what it keeps always is."""
+    found: dict[Path, int] = {}
+    try:
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name.startswith(TEMP_PREFIX))
+    except OSError:
+        return found
+    for name in names:
+        p = Path(folder) / name
+        if p.is_symlink() or not p.is_dir():
+            continue
+        if marked(p):
+            if not _owner_gone(p):
+                m = _MARK_PID.match((p / MARK).read_text(encoding="utf-8", errors="replace"))
+                found[p] = int(m.group(1)) if m else 0
+            continue
+        named = _NAME_PID.search(name)  # made a moment ago, its marker not written yet
+        if named and not _pid_gone(int(named.group(1))):
+            found[p] = int(named.group(1))
+    return found
+
+
 def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: str | None = None,
                  aside: bool = True) -> list[Path]:
     """Remove what a killed write left in ``folder``: temporary and (unless not ``aside``)
@@ -304,6 +330,34 @@ def _empty_marker_only(folder: Path) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
+class WriteFailed(FfnlabError, OSError):
+    """A write the system refused (a full disk, a quota, a folder that is read-only or gone), as
+    one error line that names what was being written and where (:func:`cannot_write`); still an
+    OSError with the system's ``errno``, so a caller that cleans up after one does so."""
+
+    def __str__(self) -> str:  # the line, never OSError's "[Errno N] ..." form
+        return str(self.args[0]) if self.args else "cannot write"
+
+
+def cannot_write(path: str | Path, error: BaseException, what: str = "",
+                 then: str = "nothing was written") -> WriteFailed:
+    """The one line for a write that failed with ``error``: ``cannot write WHAT PATH (REASON); THEN``.
+
+    The system's error for a full disk has no file name ("[Errno 28] No space left on device"),
+    and one raised inside a temporary names the temporary; this line names the file or folder the
+    user will look for. The one wording of every write ffnlab makes (:func:`write_atomic`,
+    :func:`append_text`, checkpoints, exports, the prepared-corpus cache)."""
+    if isinstance(error, WriteFailed):  # already one line: its reason, named again for ``path``
+        reason = getattr(error, "reason", None) or str(error)
+    else:
+        reason = getattr(error, "strerror", None) or (str(error).strip().splitlines() or [type(error).__name__])[0]
+    reason = reason[:200]
+    failed = WriteFailed(f"cannot write {what + ' ' if what else ''}{path} ({reason}); {then}")
+    failed.errno = getattr(error, "errno", None)
+    failed.reason = reason  # type: ignore[attr-defined]
+    return failed
+
+
 def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None = None,
                  durable: bool = False, exists: str | None = None) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half.
@@ -320,7 +374,12 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
         check_inside(path.parent, root)
     if exists is not None and os.path.lexists(path):
         raise FfnlabError(exists)
-    tmp = new_temp_dir(path.parent, path.name)
+    try:
+        tmp = new_temp_dir(path.parent, path.name)
+    except FileNotFoundError as e:  # the folder is not there: said of it, not of the temporary
+        raise cannot_write(path, e, then=f"the folder {path.parent} does not exist") from None
+    except OSError as e:
+        raise cannot_write(path, e) from None
     try:
         with open(tmp / "data", "xb") as fh:
             fh.write(data.encode("utf-8") if isinstance(data, str) else data)
@@ -332,6 +391,10 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
         else:
             _link_new(tmp / "data", path, exists)
         _note_made(path)
+    except FfnlabError:
+        raise
+    except OSError as e:  # a full disk names no file; a failed rename names the temporary
+        raise cannot_write(path, e) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -373,13 +436,17 @@ def open_append(path: str | Path, root: str | Path | None = None) -> IO[str]:
         os.close(fd)
         why = "not a regular file" if not stat.S_ISREG(info.st_mode) else "a hard link to another file"
         raise FfnlabError(f"{path} is {why}; ffnlab does not write through it")
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return os.fdopen(fd, "a", encoding="utf-8", errors="surrogateescape")
 
 
 def append_text(path: str | Path, text: str, root: str | Path | None = None) -> None:
     """Append ``text`` to ``path`` through :func:`open_append`."""
-    with open_append(path, root) as fh:
-        fh.write(text)
+    fh = open_append(path, root)
+    try:
+        with fh:
+            fh.write(text)
+    except OSError as e:  # a full disk names no file
+        raise cannot_write(path, e, then="the text was not added") from None
 
 
 def fsync_files(folder: Path) -> None:
@@ -745,13 +812,28 @@ def remove_made(folder: str | Path, since: int = 0) -> bool:
 def provisional_dir(folder: Path) -> Iterator[Path]:
     """Yield ``folder``; if the block fails and ``folder`` did not exist before, remove it if it
     holds only what this process made during the block (:func:`remove_made`), so a refused
-    command leaves no output folder behind and a folder another process also writes in stays."""
+    command leaves no output folder behind and a folder another process also writes in stays.
+
+    The folders above it that did not exist either (``--out new/deeper/run``: :func:`make_dir`
+    makes them too) go the same way, innermost first, each only if this process made it during
+    the block and it is empty by then (``rmdir``): a folder holding anything else stays."""
     folder = Path(folder)
     existed = os.path.lexists(folder)
+    above = []  # the missing folders above ``folder``, innermost first
+    p = Path(os.path.abspath(folder)).parent
+    while not existed and not os.path.lexists(p) and p != p.parent:
+        above.append(p)
+        p = p.parent
     since = _SEQ[0]
     try:
         yield folder
     except BaseException:
-        if not existed:
-            remove_made(folder, since)
+        if not existed and remove_made(folder, since):
+            for parent in above:
+                if not made_here(parent, since):
+                    break
+                try:
+                    os.rmdir(parent)  # only if empty
+                except OSError:
+                    break
         raise

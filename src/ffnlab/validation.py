@@ -10,8 +10,9 @@
 * counts on the command line: :func:`count`, the one parser of ``8k``, ``8K``, ``8Ki``, ``15T``
   (sizes by vLLM's ``--max-model-len`` convention, totals in decimal: :data:`SIZE_FORMS`,
   :data:`TOTAL_FORMS`);
-* names and paths: :func:`safe_name` (one folder name, never ``.`` or ``..``) and
-  :func:`confined` (a path built from user data stays inside its parent).
+* names and paths: :func:`safe_name` (one folder name, never ``.`` or ``..``),
+  :func:`confined` (a path built from user data stays inside its parent) and :func:`named` (an
+  empty path or model name is refused, never read as the working folder).
 
 Every failure is one :class:`~ffnlab.errors.FfnlabError` line. Pure Python (no torch).
 """
@@ -40,15 +41,42 @@ _NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?", re.IGNOR
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
+CLIP = 200  # characters of a user's value an error line quotes before cutting it (:func:`clip`)
+
+
+def clip(text: Any, limit: int = CLIP) -> str:
+    """``text`` (a value, a path) as an error line quotes it: whole up to ``limit`` characters,
+    longer cut to a prefix, an ellipsis and its length (``xxxx... (100,000 characters)``), so a
+    100,000-character ``--gpu`` or model name is a line, not 100 KB. The one place error lines cut
+    what the user gave (:func:`show`, the CLI's line for a system error)."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[: max(limit - 3, 1)]}... ({len(text):,} characters)"
+
+
 def show(value: Any, limit: int = 60) -> str:
-    """A short, always printable ``repr`` of a user value (huge integers and strings abridged)."""
+    """A short, always printable ``repr`` of a user value (huge integers and strings abridged:
+    :func:`clip`, with the length of a long string)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS:
         return f"an integer of about {int(math.log10(abs(value))) + 1} digits"
     try:
-        text = repr(value)
+        text = repr(value[: limit + 1] if isinstance(value, str) else value)
     except ValueError:  # e.g. a Fraction too long to print
         return f"a {type(value).__name__} too long to print"
+    if isinstance(value, str) and len(value) > limit:
+        return f"{text[: limit - 3]}... ({len(value):,} characters)"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def named(value: str, what: str) -> str:
+    """``value``, a file, folder or model the user named, refused in one line if empty: ``Path("")``
+    is the working folder, so ``ffnlab audit "$MODEL"`` with MODEL unset would read ./config.json
+    and ``--out ""`` write into the working folder, a file nobody named (``mkdir ""`` refuses too)."""
+    if isinstance(value, str) and value == "":
+        raise FfnlabError(f"{what} is empty: an empty name names no file, folder or model (an unset shell "
+                          "variable?); give one, or '.' for the working folder")
+    return value
 
 
 def _whole(value: Any) -> Any:

@@ -21,6 +21,7 @@ import typer
 from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
 from ffnlab.escape import terminal
+from ffnlab.validation import clip
 
 # command modules, in the order of --help
 GROUPS = ("sizing", "fit", "training", "evaluate", "experiments", "probe", "capacity")
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         code = getattr(e, "exit_code", EXIT_USAGE)
         _error(e.format_message(), EXIT_USAGE if code == EXIT_USAGE else code)  # type: ignore[attr-defined]
     except OSError as e:  # a path that is a file, a full disk, a permission: the user's environment
-        _error(f"{e.strerror or e}: {e.filename}" if e.filename else str(e))
+        _error(f"{e.strerror or e}: {clip(e.filename)}" if e.filename else str(e))  # a 100,000-character name: cut
     except MemoryError:  # the pre-checks estimate; an allocation can still fail
         _error("out of memory; choose a smaller model, batch or input")
     except RecursionError:

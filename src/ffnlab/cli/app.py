@@ -20,7 +20,7 @@ from ffnlab import __version__, render
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.netwait import TIMEOUT_HELP
-from ffnlab.validation import choice, count, integer
+from ffnlab.validation import choice, count, integer, named, show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.widths import WidthRule
@@ -120,17 +120,29 @@ def _expanded(value: str) -> Path:
         raise typer.BadParameter(str(e)) from None
 
 
+def _named(value: Any) -> None:
+    """:func:`ffnlab.validation.named` inside a parser (click's BadParameter: the line names the option)."""
+    try:
+        named(value, "the path")
+    except FfnlabError as e:
+        raise typer.BadParameter(str(e)) from None
+
+
 def user_path(value: str) -> Path:
     """The ``parser`` of every option or argument that names a file or folder: the path with a
     leading ``~`` or ``~user`` expanded as a shell would (a quoted ``'~/run'``, or ``--out=~/run``,
     which the shell leaves alone), so that ``--out ~/run`` never makes a folder named ``~``; an
-    unknown user is one error line naming the option and the user (:func:`_expanded`)."""
+    unknown user is one error line naming the option and the user (:func:`_expanded`). An empty
+    path is refused (:func:`ffnlab.validation.named`): ``Path("")`` is the working folder, which
+    ``--out "$DIR"`` with DIR unset never means."""
+    _named(value)
     return _expanded(value) if str(value).startswith("~") else Path(value)
 
 
 def user_path_text(value: str) -> str:
     """:func:`user_path` for an option that takes a file or a name (a preset): the text kept as
-    written unless it starts with ``~``."""
+    written unless it starts with ``~``; empty, refused."""
+    _named(value)
     return str(_expanded(value)) if str(value).startswith("~") else value
 
 
@@ -186,7 +198,7 @@ def counted(flag: str, *, total: bool = False) -> Callable[[Any], int]:
 
 
 def check_format(fmt: str) -> str:
-    require(fmt in render.FORMATS, f"--format must be one of {', '.join(render.FORMATS)}, got {fmt!r}")
+    require(fmt in render.FORMATS, f"--format must be one of {', '.join(render.FORMATS)}, got {show(fmt)}")
     return fmt
 
 

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ffnlab import render
+from ffnlab.escape import one_line
 from ffnlab.render import Column, gib, in_gib
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def write_step_plot(path: str, cfg: ModelConfig, name: str, work: Workload, lay:
 
     fig = step_plot(cfg, name, work, lay)
     written = write_figure(path, fig, overwrite)
-    print(f"wrote the step figure to {written} ({fig.peak_label})", file=sys.stderr)
+    print(one_line(f"wrote the step figure to {written} ({fig.peak_label})"), file=sys.stderr)
 
 
 def gpus_text(n: int) -> str:

@@ -55,8 +55,9 @@ def _model_folder(model: str) -> tuple[Path, str]:
     """The local folder to probe and its name: a Hub id's files are fetched (or read from the HF cache)."""
     from ffnlab.files import expand_user
     from ffnlab.sizing.hf.hub import fetch_model, hub_id
+    from ffnlab.validation import named
 
-    hid = hub_id(model)
+    hid = hub_id(named(model, "the model folder or Hub id"))
     if hid is None:
         folder = expand_user(model)
         return folder, folder.resolve().name

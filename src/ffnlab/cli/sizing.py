@@ -60,7 +60,7 @@ from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, decimals, gib, human, in_gib, mib, pct
 from ffnlab.sizing.config import MAX_LAYERS
 from ffnlab.sizing.kinds import DEFAULT_KIND
-from ffnlab.validation import choice, number
+from ffnlab.validation import choice, number, show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
@@ -652,7 +652,7 @@ def zoo(
     entries = load_zoo()
     known = sorted({e.family for e in entries})
     require(not family or any(family.lower() in f.lower() for f in known),
-            f"zoo: no family matches {family!r}; families: {', '.join(known)}")
+            f"zoo: no family matches {show(family)}; families: {', '.join(known)}")
     rows = []
     for e in entries:
         if family and family.lower() not in e.family.lower():

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
+from ffnlab.escape import one_line
 
 if TYPE_CHECKING:
     from ffnlab.training.runconfig import ConfigTree, RunConfig
@@ -108,9 +109,9 @@ def train(
         _say_how_to_resume(out, cfg)
         raise
     if summary:
-        print(f"{out}: val loss {summary['final_val_loss']:.4f} nats, ppl {summary['final_val_ppl']:.2f}, "
-              f"{summary['final_val_bpb']:.3f} bits/byte after {summary['tokens']:,} tokens "
-              f"({summary['wall_s']:.0f} s)")
+        print(one_line(f"{out}: val loss {summary['final_val_loss']:.4f} nats, ppl {summary['final_val_ppl']:.2f}, "
+                       f"{summary['final_val_bpb']:.3f} bits/byte after {summary['tokens']:,} tokens "
+                       f"({summary['wall_s']:.0f} s)"))
 
 
 def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[str], flags: ConfigTree) -> RunConfig:
@@ -189,14 +190,16 @@ def export(
     from ffnlab.training.export import export_run
 
     info = export_run(run, hf, checkpoint, overwrite=overwrite)
-    print(f"wrote {hf}: {info.architecture} ({info.layout} layout) from {info.checkpoint}, "
-          f"step {info.step:,} of {info.max_steps:,}; max_position_embeddings {info.max_positions:,} "
-          f"(trained on {info.train_len:,}-token windows)")
+    print(one_line(f"wrote {hf}: {info.architecture} ({info.layout} layout) from {info.checkpoint}, "
+                   f"step {info.step:,} of {info.max_steps:,}; max_position_embeddings {info.max_positions:,} "
+                   f"(trained on {info.train_len:,}-token windows)"))
     if info.active:
-        print(f"note: {run} is still training; this is step {info.step:,}; export again later for a later one")
+        print(one_line(f"note: {run} is still training; this is step {info.step:,}; export again later for a "
+                       "later one"))
     elif not info.finished:
-        print(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} --resume")
-    print(f"use: transformers.pipeline('text-generation', '{hf}')")
+        print(one_line(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} "
+                       "--resume"))
+    print(one_line(f"use: transformers.pipeline('text-generation', '{hf}')"))
     if not transformers_importable():  # make demo's .venv has none: that line would be a ModuleNotFoundError
         print(f"note: this Python has no transformers; add it (the [hf] extra) from the ffnlab folder: {HF_EXTRA}")
 

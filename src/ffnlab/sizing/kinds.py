@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ffnlab.errors import FfnlabError
+from ffnlab.validation import show
 
 
 @dataclass(frozen=True)
@@ -57,4 +58,4 @@ def get_kind(name: str) -> FFNKind:
         return FFN_KINDS[name]
     except KeyError:
         known = ", ".join(FFN_KINDS)
-        raise FfnlabError(f"unknown FFN kind {name!r}; choose one of: {known}") from None
+        raise FfnlabError(f"unknown FFN kind {show(name)}; choose one of: {known}") from None

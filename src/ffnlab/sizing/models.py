@@ -21,6 +21,7 @@ from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf import config_name, read_hf_config, translate_hf_dict
 from ffnlab.sizing.hf.hub import HubId, fetch_config, hub_id
 from ffnlab.sizing.zoo import ZooEntry, find, is_zoo_name
+from ffnlab.validation import named
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ def resolve(target: str, *, hub: bool = True) -> ResolvedModel:
     it is read as a local path, as the Python API's :func:`ffnlab.sizing.audit.audit` reads one.
 
     Errors, one line each: an unknown name (close zoo names suggested), a missing or unreadable
-    config.json, a Hub id that cannot be fetched."""
+    config.json, a Hub id that cannot be fetched, an empty target (never the working folder's
+    config.json: :func:`ffnlab.validation.named`)."""
+    named(target, "the model name or path")
     hid = hub_id(target) if hub else None
     if hid is not None:
         return _from_file(target, fetch_config(hid), hid)

@@ -22,6 +22,7 @@ from ffnlab.errors import FfnlabError
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf import HF_TRANSLATORS, MULTIMODAL, from_hf_dict
 from ffnlab.sizing.hf.structure import Structure
+from ffnlab.validation import CLIP, show
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,9 @@ def find(name: str) -> ZooEntry:
     if hit is not None:
         return hit
     names = [e.name for e in load_zoo()]
-    close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name.lower()[:100], names, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; see 'ffnlab zoo' for the list"
-    raise FfnlabError(f"unknown model {name!r}{hint}")
+    raise FfnlabError(f"unknown model {show(name, CLIP)}{hint}")
 
 
 def is_zoo_name(name: str) -> bool:

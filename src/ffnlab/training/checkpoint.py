@@ -24,6 +24,7 @@ import torch
 from ffnlab import files
 from ffnlab.errors import FfnlabError
 from ffnlab.files import (
+    cannot_write,
     check_inside,
     fsync_files,
     make_dir,
@@ -129,11 +130,13 @@ def save_checkpoint(run_dir: Path, model: torch.nn.Module, opt: torch.optim.Opti
             fh.write(json.dumps({"format": FORMAT, **state, "optimizer": opt_json}, indent=1))
         fsync_files(tmp)  # durable before the rename publishes them
         publish_dir(tmp, final)
-    except SafetensorError as e:  # a full disk, a quota: not an OSError in safetensors
+    except FfnlabError:
+        raise
+    except (SafetensorError, OSError) as e:  # a full disk, a quota (not an OSError in safetensors)
         kept = latest_checkpoint(run_dir)
-        raise FfnlabError(f"cannot write checkpoint {final} ({str(e).splitlines()[0][:200]}); "
-                          f"{'the last checkpoint ' + str(kept) + ' is kept' if kept else 'no checkpoint yet'}: "
-                          "free space and rerun with --resume") from None
+        raise cannot_write(final, e, "checkpoint",
+                           f"{'the last checkpoint ' + str(kept) + ' is kept' if kept else 'no checkpoint yet'}: "
+                           "free space and rerun with --resume") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already once published
     for old in checkpoint_dirs(run_dir)[:-keep_last]:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, TypedDict
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import exchange, make_dir, new_temp_dir, read_mapping, remove_stale, staged_dir
+from ffnlab.files import cannot_write, exchange, make_dir, new_temp_dir, read_mapping, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name, show
@@ -470,11 +470,12 @@ def _umask() -> int:
     return mask
 
 
-def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]]) -> None:
+def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]], *, named: Path | None = None) -> None:
     """Write the export's files (bytes, or a function writing the named path), each readable as the
     umask allows (safetensors itself creates files 0600), into a new marked temporary folder beside
     ``out``, then rename it to ``out``: a killed export leaves no half folder that would block its
-    rerun, and a full disk is one error line."""
+    rerun, and a full disk is one error line (:func:`ffnlab.files.cannot_write`) naming ``named``
+    (the folder the user gave, where ``out`` is a temporary beside it) or ``out``."""
     from safetensors import SafetensorError
 
     make_dir(out.parent)
@@ -489,8 +490,10 @@ def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]]) ->
                     path.write_bytes(content)
                 path.chmod(0o666 & ~mask)
             tmp.chmod(0o777 & ~mask)
-    except SafetensorError as e:  # a full disk, a quota: not an OSError in safetensors
-        raise FfnlabError(f"cannot write {out} ({str(e).splitlines()[0][:200]}); nothing was written") from None
+    except FfnlabError:
+        raise
+    except (SafetensorError, OSError) as e:  # a full disk, a quota (not an OSError in safetensors)
+        raise cannot_write(named or out, e) from None
 
 
 # the files an export writes (tokenizer files by export_tokenizer.tokenizer_files); --overwrite
@@ -538,7 +541,7 @@ def export_model(model: torch.nn.Module, out_dir: str | Path, tokenizer: dict[st
     if full:  # the new export is written beside the earlier one, then the two swap and the earlier goes
         aside = new_temp_dir(out.parent, out.name)  # marked: a killed export's leftovers go on the next run
         try:
-            write_folder(aside / "new", files)
+            write_folder(aside / "new", files, named=out)
             if not exchange(aside / "new", out):  # in one step where the system can: out is never missing
                 os.rename(out, aside / "previous")
                 try:

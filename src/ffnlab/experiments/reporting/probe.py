@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import make_dir, write_atomic
+from ffnlab.files import make_dir, provisional_dir, write_atomic
 from ffnlab.render import first_non_finite
 
 if TYPE_CHECKING:
@@ -45,7 +45,8 @@ def write(result: ProbeResult, out: str | Path) -> dict[str, Path]:
 
     A probe holding a figure that is not finite (a model whose weights or activations are NaN or
     infinite) is refused in one error line naming where, before anything is made or written: as
-    ``--json`` refuses such a figure, and ``generate`` a model whose logits are not finite."""
+    ``--json`` refuses such a figure, and ``generate`` a model whose logits are not finite. A write
+    that fails (a full disk) removes what this call made (:func:`ffnlab.files.provisional_dir`)."""
     data = result.as_dict()
     found = first_non_finite(data)
     if found is not None:
@@ -55,7 +56,8 @@ def write(result: ProbeResult, out: str | Path) -> dict[str, Path]:
     text = json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False)
     folder = Path(out)
     require(not folder.exists() or folder.is_dir(), f"{folder} is a file; choose a folder for the probe")
-    make_dir(folder)
-    write_atomic(folder / "probe.json", text)
-    write_atomic(folder / "index.html", render_html(result))
+    with provisional_dir(folder):  # a write that fails (a full disk) leaves no folder it made
+        make_dir(folder)
+        write_atomic(folder / "probe.json", text)
+        write_atomic(folder / "index.html", render_html(result))
     return {"json": folder / "probe.json", "html": folder / "index.html"}

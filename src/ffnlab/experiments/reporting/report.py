@@ -26,7 +26,7 @@ from ffnlab.experiments.sweep.record import DataSummary, SweepRecord, load_sweep
 
 if TYPE_CHECKING:
     from ffnlab.sizing.audit_row import AuditRow
-from ffnlab.files import check_inside, make_dir, remove_stale, write_atomic
+from ffnlab.files import check_inside, live_temporaries, make_dir, remove_stale, write_atomic
 from ffnlab.provenance import git_commit, short_commit
 
 MARKER = ".ffnlab-report"
@@ -190,6 +190,10 @@ def claim_report_dir(out: Path, root: Path | None = None) -> None:
     if out.exists():
         require(out.is_dir(), f"{out} is a file; choose a folder for the report")
         remove_stale(out)  # temporary folders of a report write a kill interrupted (ffnlab's marked ones only)
+        live = live_temporaries(out)  # what remove_stale kept: a running writer's, never a stranger's file
+        require(not live, f"another ffnlab report is writing in {out} (process "
+                          f"{', '.join(sorted({str(pid) for pid in live.values()}))}); wait for it to finish, or "
+                          "choose another --out")
         foreign = [p.name for p in out.iterdir() if p.name not in (MARKER, "sweep")]
         require((out / MARKER).exists() or not foreign,
                 f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another "

@@ -28,6 +28,7 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.render import GIB, MIB, gib
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.flops import flops_per_token
+from ffnlab.validation import show
 
 PRECISIONS = ("bf16", "fp8")
 DEFAULT_MFU = 0.4  # an assumption, printed as one; see published_mfu()
@@ -188,9 +189,9 @@ def find_accelerator(name: str, otherwise: str = ", or give --gpu-memory GiB") -
     by_name = _by_name()
     hit = by_name.get(name.lower())
     if hit is None:
-        close = difflib.get_close_matches(name.lower(), by_name, n=3)
+        close = difflib.get_close_matches(name.lower()[:100], by_name, n=3)
         hint = f"; did you mean {', '.join(dict.fromkeys(by_name[c].name for c in close))}?" if close else ""
-        raise FfnlabError(f"unknown accelerator {name!r}: choose one of "
+        raise FfnlabError(f"unknown accelerator {show(name)}: choose one of "
                           f"{', '.join(a.name for a in load_accelerators())}{otherwise}{hint}")
     return hit
 

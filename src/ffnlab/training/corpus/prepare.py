@@ -50,6 +50,7 @@ import numpy as np
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import (
     MARK,
+    cannot_write,
     check_inside,
     expand_user,
     new_temp_dir,
@@ -449,7 +450,11 @@ def _reuse(out: Path, settings: CorpusSettings, source: Source, texts: Texts | N
 def _build(out: Path, settings: CorpusSettings, source: Source, texts: Texts, show: bool, root: Path) -> PreparedData:
     writable_folder(out.parent, root, "the prepared-corpus cache folder")
     remove_stale(out.parent, root, hint=out.name)  # what a killed preparation of this corpus left
-    tmp = new_temp_dir(out.parent, out.name)  # unique to this process and call; marked as ffnlab's
+    unwritten = "nothing was kept; free space there (or choose another data.cache_dir) and rerun"
+    try:
+        tmp = new_temp_dir(out.parent, out.name)  # unique to this process and call; marked as ffnlab's
+    except OSError as e:
+        raise cannot_write(out, e, "the prepared corpus", unwritten) from None
     try:
         train = truncate_docs(texts.train, settings["max_chars"])
         val = truncate_docs(texts.val, settings["max_chars"])
@@ -484,6 +489,8 @@ def _build(out: Path, settings: CorpusSettings, source: Source, texts: Texts, sh
         _write_json(tmp / MANIFEST_FILE, manifest)
         (tmp / MARK).unlink()  # the published folder is the cache's, not a temporary
         _install(tmp, out)
+    except OSError as e:  # a full disk names no file (or the temporary): said of the corpus's folder
+        raise cannot_write(out, e, "the prepared corpus", unwritten) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     _note(show, f"prepared {source.spec} -> {out} ({counts['train_tokens']:,} training tokens)")

@@ -344,7 +344,10 @@ def test_a_hostile_sweep_spec_is_one_line_and_writes_nothing(tmp_path, name):
 def test_a_plot_over_a_link_to_a_file_replaces_the_link_not_the_file(tmp_path):
     (tmp_path / "precious.svg").write_text("PRECIOUS")
     (tmp_path / "fig.svg").symlink_to(tmp_path / "precious.svg")
-    r = cli("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "fig.svg", where=tmp_path)
+    size = ("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "fig.svg")
+    assert_refused(cli(*size, where=tmp_path), "--overwrite")  # an existing name is kept unless asked
+    assert (tmp_path / "fig.svg").is_symlink() and (tmp_path / "precious.svg").read_text() == "PRECIOUS"
+    r = cli(*size, "--overwrite", where=tmp_path)
     assert r.code == 0, r.stderr
     assert (tmp_path / "precious.svg").read_text() == "PRECIOUS"
     assert not (tmp_path / "fig.svg").is_symlink() and (tmp_path / "fig.svg").read_text().startswith("<svg")
@@ -354,7 +357,10 @@ def test_a_plot_over_a_link_to_a_file_replaces_the_link_not_the_file(tmp_path):
 def test_a_plot_over_a_dangling_link_writes_nothing_where_it_points(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "fig.svg").symlink_to(tmp_path / "elsewhere" / "target.svg")
-    r = cli("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "fig.svg", where=tmp_path)
+    size = ("size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "fig.svg")
+    assert_refused(cli(*size, where=tmp_path), "--overwrite")
+    assert os.listdir(tmp_path / "elsewhere") == []
+    r = cli(*size, "--overwrite", where=tmp_path)
     assert r.code == 0, r.stderr
     assert os.listdir(tmp_path / "elsewhere") == []
     assert sorted(os.listdir(tmp_path)) == ["elsewhere", "fig.svg"]

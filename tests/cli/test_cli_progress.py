@@ -304,3 +304,85 @@ def test_train_takes_experts_and_top_k_as_size_does_and_names_them_when_it_start
                       max_positions=saved["max_positions"], norm=saved["norm"], positions=saved["positions"],
                       tied_embeddings=saved["tied_embeddings"])
     assert count_params(cfg).total_active == active
+
+
+EXPECT = {"loss": "1.234 (step 300)", "mfu": "99.9%", "val": "1.234 (step 300)"}  # as train passes them
+
+
+def _frames(monkeypatch, width: int) -> list[str]:
+    """The bar line of a training run as a terminal ``width`` columns wide draws it: before the
+    first step, after step 1 (loss, mfu), at step 150 (val too) and at the end. A fake clock
+    gives 24,824 tokens/s."""
+    import io
+
+    from rich.console import Console
+
+    from ffnlab.training.progress import _LineColumn
+
+    clock = [0.0]
+    monkeypatch.setattr("ffnlab.training.progress.time.perf_counter", lambda: clock[0])
+    monkeypatch.setattr("ffnlab.training.progress._stderr_console", lambda: Console(file=io.StringIO(), width=width))
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    bar = Progress(300, description="swiglu", tokens_per_unit=16384, mode="bar", expect=EXPECT)
+    frames = []
+    for t, done, metrics in ((0.0, 0, {}), (0.66, 1, {"loss": "5.545 (step 1)", "mfu": "31.2%"}),
+                             (99.0, 150, {"loss": "2.215 (step 150)", "mfu": "32.2%", "val": "2.301 (step 150)"}),
+                             (198.0, 300, {"loss": "1.91 (step 300)", "mfu": "32.3%", "val": "1.929 (step 300)"})):
+        clock[0] = t
+        bar.update(done, **metrics)
+        console.print(_LineColumn(bar)(bar._bar.tasks[0]))
+        frames.append(console.export_text(clear=True).rstrip())
+    bar.close()
+    return frames
+
+
+@pytest.mark.parametrize("width", [80, 100, 120, 200])
+def test_the_bar_keeps_one_layout_from_its_first_frame(monkeypatch, width):
+    """The first frames drew 'swiglu ━━━ 0/300 | 0 tok/s elapsed 0:00:00 ETA ?' and the line then
+    became '━━━ 300/300 | loss ... | mfu ... | val ... ETA' at 80 columns: the name and elapsed time
+    shown while there was room, left out once the metrics came. Now every frame keeps the same
+    fields where they will be (the name, the bar's width, the elapsed time), a field not known yet
+    left out: no metrics and no '0 tok/s' before the first step."""
+    frames = _frames(monkeypatch, width)
+    first, last = frames[0], frames[-1]
+    assert "loss" not in first and "tok/s" not in first and first.endswith("ETA ?"), first
+    for frame, done in zip(frames, (0, 1, 150, 300), strict=True):
+        assert len(frame) <= width and "…" not in frame, frame
+        assert frame.startswith("swiglu") == last.startswith("swiglu"), (frame, last)
+        assert ("elapsed" in frame) == ("elapsed" in last), (frame, last)
+        assert frame.index(f"{done}/300") == last.index("300/300"), (frame, last)  # the name and bar as wide
+        # the fields it shows are the last frame's, in the same order
+        shown = [f for f in ("| loss", "| mfu", "| val", "tok/s", "ETA") if f in frame]
+        assert set(shown) <= {f for f in ("| loss", "| mfu", "| val", "tok/s", "ETA") if f in last}, (frame, last)
+        at = [frame.index(f) for f in shown]
+        assert at == sorted(at), frame
+    assert all(f in last for f in ("| loss 1.91 (step 300)", "| mfu 32.3%", "| val 1.929 (step 300)", "ETA 0:00"))
+
+
+def test_train_prints_its_start_line_before_the_bar_begins(corpus_dir, tmp_path, monkeypatch, capsys):
+    """The bar's first frame was drawn before the run's start line (the line printed above it)."""
+    from cli_inproc import run_cli
+
+    import ffnlab.training.trainer as trainer
+
+    events: list[str] = []
+    real_progress, real_start_line = trainer.Progress, trainer.start_line
+
+    def progress(*args, **kwargs):
+        events.append("bar")
+        assert set(kwargs["expect"]) == {"loss", "mfu", "val"}
+        return real_progress(*args, **kwargs)
+
+    def start_line(*args, **kwargs):
+        events.append("start line")
+        return real_start_line(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "Progress", progress)
+    monkeypatch.setattr(trainer, "start_line", start_line)
+    sets = ["model.d_model=32", "model.n_layers=1", "model.n_heads=2", "train.seq_len=16", "train.batch_size=2",
+            "train.max_steps=2", "train.warmup_steps=1", "train.eval_tokens=64", "train.progress=lines",
+            "train.tensorboard=false", "train.threads=1", "train.peak_flops=1e11", f"data.corpus={corpus_dir}",
+            f"data.cache_dir={tmp_path / 'cache'}"]
+    p = run_cli(capsys, "train", "--out", str(tmp_path / "run"), *[a for s in sets for a in ("--set", s)])
+    assert p.returncode == 0, p.stderr
+    assert events == ["start line", "bar"]

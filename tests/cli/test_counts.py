@@ -8,7 +8,10 @@ Oracle: vLLM's ``human_readable_int`` (``8k`` = 8,000, ``8K`` = 8,192) and the d
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 
 import pytest
 import yaml
@@ -91,3 +94,79 @@ def test_tokens_stay_decimal_and_are_echoed(capsys):
     assert "note: --tokens 15T read as 15,000,000,000,000" in p.stderr
     bad = run_cli(capsys, "fit", "llama-3-8b", "--gpus", "8", "--tokens", "15Ki")
     assert bad.returncode == 2 and "--tokens" in bad.stderr and "15T" in bad.stderr
+
+
+NOT_COUNTS = {"--seed"}  # a number that names a stream, not a count of anything: typer's int
+
+
+def _options(command, path=()):
+    for param in command.params:
+        if param.param_type_name == "option" and not param.is_flag:
+            yield path, param
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _options(sub, (*path, name))
+
+
+def _count_options():
+    """Every option of every command that takes a count, found by what it accepts rather than by
+    how it is declared: typer's own int type, or a parser that reads ``8K`` as 8,192 or 8,000
+    (``fit --tokens``, a total kept as written, by name)."""
+    import typer
+
+    from ffnlab.cli import app, register
+
+    register([])
+    found = []
+    for path, param in _options(typer.main.get_command(app)):
+        flag = param.opts[0]
+        if flag in NOT_COUNTS:
+            continue
+        if type(param.type).__name__ == "IntParamType" or (path, flag) == (("fit",), "--tokens"):  # typer's int
+            found.append((path, flag))
+            continue
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):  # the echo of the value read
+                read = param.type.convert("8K", param, None)
+        except Exception:  # noqa: BLE001 - not a count: a choice, a path, a float that refuses "8K"...
+            continue
+        if str(read) in ("8192", "8000"):  # a size (binary upper case) or a total (decimal)
+            found.append((path, flag))
+    return found
+
+
+def test_every_count_option_is_found():
+    found = {(" ".join(path), flag) for path, flag in _count_options()}
+    assert len(found) > 80  # 90 when written
+    assert {("size", "--seq-len"), ("fit", "--tokens"), ("fit", "--gpus"), ("fit", "--max-num-seqs"),
+            ("train", "--threads"), ("generate", "--tokens"), ("capacity run", "--workers")} <= found
+
+
+@pytest.mark.parametrize(("path", "flag"), _count_options(), ids=lambda x: " ".join(x) if isinstance(x, tuple) else x)
+def test_every_count_option_refuses_a_bad_value_in_one_shape(capsys, path, flag):
+    """The same line for every count flag, whoever reads it (typer's parser or the command):
+    ``error: FLAG: cannot read 'VALUE'; expected FORMS``, exit 2; no "Invalid value for"."""
+    p = run_cli(capsys, *path, flag, "8kb")
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert len(p.stderr.splitlines()) == 1, p.stderr
+    assert p.stderr.startswith(f"error: {flag}: cannot read '8kb'; expected "), p.stderr
+    assert ("8K = 8Ki = 8,192" in p.stderr) != ("15T" in p.stderr), p.stderr  # the forms: sizes or totals
+
+
+def test_every_count_option_shows_a_count_in_its_help(capsys, monkeypatch):
+    """``--help`` names the type of every count flag ``<count>`` (``--gpus`` too: its text says "or
+    auto"), never ``<int>``, ``<str>`` or ``N``: they take ``8k`` and ``8K`` too."""
+    monkeypatch.setenv("COLUMNS", "400")  # one row per option, the flag and its type on one line
+    by_command: dict[tuple[str, ...], list[str]] = {}
+    for path, flag in _count_options():
+        by_command.setdefault(path, []).append(flag)
+    shown = {}
+    for path, flags in by_command.items():
+        p = run_cli(capsys, *path, "--help")
+        assert p.returncode == 0, p.stderr
+        for flag in flags:
+            row = re.search(rf"^│\s+(?:\*\s+)?{re.escape(flag)}([ ,].*)$", p.stdout, re.M)  # * : required
+            assert row is not None, (path, flag, p.stdout)
+            metavar = re.search(r"<[^>\s]+>|(?<=\s)[A-Z]\b", row.group(1))
+            shown[(" ".join(path), flag)] = metavar.group(0) if metavar else None
+    wrong = {k: v for k, v in shown.items() if v != "<count>"}
+    assert wrong == {}

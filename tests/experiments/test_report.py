@@ -163,3 +163,38 @@ def test_a_best_ratio_beyond_the_tested_ones_is_drawn_at_the_edge(tmp_path):
     odd = [replace(cells[0], shape="all", lo=-math.inf, hi=math.inf, inside_tested=False),
            replace(cells[1], best_ratio=math.nan, lo=math.nan, hi=math.nan, shape="none")]
     assert plots.scale_trend(odd, result.arm_objects, "gelu-r4")[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("control", ["iso-params", "iso-flops", "fixed-d-model"])
+def test_the_setup_names_a_tolerance_only_where_the_control_uses_one(tmp_path, control):
+    """A fixed-d-model sweep read "Control fixed-d-model (tolerance 2%)": its d_model is the base's for
+    every arm, whatever the tolerance. Oracle: the sweep's own resolve() - a tolerance no d_model
+    can meet (1e-9) refuses the sweep under the two matched controls, never under fixed-d-model."""
+    from ffnlab.errors import FfnlabError
+    from ffnlab.experiments.sweep.spec import resolve, spec_from_dict
+
+    def widths(tolerance: float) -> list[int] | None:
+        spec = spec_from_dict({
+            "name": "t", "control": control, "tolerance": tolerance, "reference": "g4", "seeds": [0],
+            "base": {"model": {"d_model": 128, "n_layers": 2, "n_heads": 2}},
+            "arms": [{"name": "g4", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}},
+                     {"name": "g1", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 1}}]})
+        try:
+            return [r.d_model for r in resolve(spec, 256)]
+        except FfnlabError:  # "no d_model ... keeps arm 'g1' within 0% of the reference"
+            return None
+
+    assert widths(0.5) is not None
+    uses_tolerance = widths(1e-9) is None
+    assert uses_tolerance == (control != "fixed-d-model")
+    fake_sweep(tmp_path, {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.0, 1.0)}, 3, 0.01, spec_extra={"control": control})
+    paths = write_report(tmp_path, tmp_path / "report")
+    setup = next(line for line in (tmp_path / "report" / "report.md").read_text().splitlines()
+                 if line.startswith("Control "))
+    html = paths["html"].read_text()
+    if uses_tolerance:
+        assert setup.startswith(f"Control {control} (tolerance 2%), reference arm gelu-r4"), setup
+        assert f"Control {control} (tolerance 2%)" in html
+    else:
+        assert setup.startswith(f"Control {control}, reference arm gelu-r4"), setup
+        assert "tolerance" not in setup and f"Control {control}, reference arm" in html

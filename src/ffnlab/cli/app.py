@@ -156,22 +156,32 @@ WIDE_OPTION = typer.Option(False, "--wide", help="Every column in the terminal t
 TIMEOUT_OPTION = typer.Option(None, "--timeout", help=TIMEOUT_HELP)
 
 
+class CountError(typer.BadParameter):
+    """A count flag's value that cannot be read, as the one line every count flag gives:
+    ``FLAG: cannot read 'VALUE'; expected FORMS`` (:func:`ffnlab.validation.count`'s own words),
+    without click's ``Invalid value for '--flag':`` wrapper, so a flag read by typer and a count
+    read later (``plan TARGET``) say it the same way."""
+
+    def format_message(self) -> str:
+        return self.message
+
+
 def counted(flag: str, *, total: bool = False) -> Callable[[Any], int]:
     """The ``parser`` of a count flag (``typer.Option(..., parser=counted("--seq-len"))``):
     :func:`ffnlab.validation.count`, a size by vLLM's convention (``8k`` = 8,000, ``8K`` = ``8Ki``
     = 8,192) or, ``total``, a token or parameter total in decimal (``15T``). A value written with
     a suffix is echoed on stderr (``note: --seq-len 8k read as 8,000``); one that cannot be read
-    is a usage error naming the flag and the forms it takes."""
+    is a usage error naming the flag and the forms it takes (:class:`CountError`)."""
 
     def parse(value: Any) -> int:
         try:
             n, suffixed = count(value, flag, total=total)
         except ValueError as e:  # not a ValueError to typer: its own message would drop the forms
-            raise typer.BadParameter(str(e).removeprefix(f"{flag}: ")) from None
+            raise CountError(str(e)) from None
         if suffixed:
             print(f"note: {flag} {str(value).strip()} read as {n:,}", file=sys.stderr)
         return n
-    parse.__name__ = "int"  # the type help shows: <int>, as before
+    parse.__name__ = "count"  # the type help shows: <count> (a number, or one with a suffix)
     return parse
 
 

@@ -17,6 +17,7 @@ from ffnlab.cli.app import (
     SIZING,
     TIMEOUT_OPTION,
     WIDE_OPTION,
+    CountError,
     app,
     check_format,
     counted,
@@ -53,7 +54,7 @@ from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
 from ffnlab.sizing.memory.hardware import load_accelerators
-from ffnlab.validation import integer, number
+from ffnlab.validation import count, integer, number
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -72,11 +73,26 @@ def gpus_or_auto(value: Any) -> str:
         return "auto"
     try:
         return str(counted("--gpus")(value))
-    except typer.BadParameter as e:
-        raise typer.BadParameter(f"must be a whole number of GPUs or auto: {e.message}") from None
+    except CountError as e:  # every count flag's line, with auto among the forms
+        said, _, forms = e.message.rpartition("; expected ")
+        raise CountError(f"{said}; expected a whole number of GPUs or auto: {forms}") from None
 
 
-gpus_or_auto.__name__ = "n|auto"  # shown as <n|auto> in --help
+gpus_or_auto.__name__ = "count"  # <count> in --help, whose text says "or auto" (<count|auto> narrowed every help)
+
+
+def tokens_text(value: Any) -> str:
+    """``--tokens``: a total read as every count flag is, decimal (``15T`` = 15e12; one error line
+    naming the flag, :class:`CountError`), kept as written for the titles (``time for 15T
+    tokens``); echoed by :func:`_count` only when a training time uses it."""
+    try:
+        count(value, "--tokens", total=True)
+    except ValueError as e:
+        raise CountError(str(e)) from None
+    return str(value).strip()
+
+
+tokens_text.__name__ = "count"  # <count>, as every count flag
 
 
 def _count(text: str) -> int:
@@ -179,7 +195,8 @@ def fit(
     dtype: str = typer.Option("bf16", "--dtype", help="Training dtype (weights, activations)."),
     mem: MemoryFlags = MemoryFlags(),  # the memory flags (memory_flags puts them here)
     mla: str = typer.Option("latent", "--mla-cache", help="MLA KV cache: latent (vLLM/SGLang) | expanded."),
-    tokens: str = typer.Option(None, "--tokens", help="Training token budget for the time estimate, e.g. 2T."),
+    tokens: str = typer.Option(None, "--tokens", parser=tokens_text,
+                               help="Training token budget for the time estimate, e.g. 2T."),
     mfu: float = typer.Option(None, "--mfu", help="Model FLOPs utilisation for the time estimate (default: 40%, "
                                                   "an assumption)."),
     precision: str = typer.Option("bf16", "--precision", help="Tensor-core peak used for time: bf16 | fp8."),

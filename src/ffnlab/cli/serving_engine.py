@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from ffnlab.cli.app import counted
 from ffnlab.cli.memory_view import note
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_text
@@ -90,11 +91,12 @@ ENGINE_PANEL = "Serving engine (with --mode serve)"
 # the knobs as options, shared by fit and size (each command builds an EngineFlags from them)
 GPU_MEMORY_UTILIZATION = typer.Option(None, "--gpu-memory-utilization", rich_help_panel=ENGINE_PANEL, metavar="U",
                                       help="vLLM: the share of what CUDA reports it may use (default 0.9).")
-MAX_NUM_BATCHED_TOKENS = typer.Option(None, "--max-num-batched-tokens", rich_help_panel=ENGINE_PANEL, metavar="N",
+MAX_NUM_BATCHED_TOKENS = typer.Option(None, "--max-num-batched-tokens", parser=counted("--max-num-batched-tokens"),
+                                      rich_help_panel=ENGINE_PANEL,
                                       help="vLLM: tokens per step (the profile run's batch).")
-MAX_NUM_SEQS = typer.Option(None, "--max-num-seqs", rich_help_panel=ENGINE_PANEL, metavar="N",
+MAX_NUM_SEQS = typer.Option(None, "--max-num-seqs", parser=counted("--max-num-seqs"), rich_help_panel=ENGINE_PANEL,
                             help="vLLM: sequences per step (the sampler's logits in the profile run).")
-BLOCK_SIZE = typer.Option(None, "--block-size", rich_help_panel=ENGINE_PANEL, metavar="N",
+BLOCK_SIZE = typer.Option(None, "--block-size", parser=counted("--block-size"), rich_help_panel=ENGINE_PANEL,
                           help="vLLM: tokens per KV-cache block (default 16).")
 ENFORCE_EAGER = typer.Option(False, "--enforce-eager", rich_help_panel=ENGINE_PANEL, help="vLLM: no CUDA graphs.")
 MEM_FRACTION_STATIC = typer.Option(None, "--mem-fraction-static", rich_help_panel=ENGINE_PANEL, metavar="F",

@@ -58,9 +58,9 @@ def train(
     tokenizer: str = typer.Option(None, "--tokenizer", help="data.tokenizer (byte or bpe)."),
     seed: int = typer.Option(None, "--seed", help="train.seed."),
     device: str = typer.Option(None, "--device", help="train.device (auto, cpu, cuda)."),
-    threads: int = typer.Option(None, "--threads", help="train.threads: torch threads (default: OMP_NUM_THREADS, "
-                                                        "else the cores not busy at start); losses are bit-exact per "
-                                                        "seed and thread count."),
+    threads: int = typer.Option(None, "--threads", parser=counted("--threads"),
+                                help="train.threads: torch threads (default: OMP_NUM_THREADS, else the cores not busy "
+                                     "at start); losses are bit-exact per seed and thread count."),
     print_config: bool = typer.Option(False, "--print-config", help="Print the resolved config (every key) and exit."),
     no_export_check: bool = typer.Option(False, "--no-export-check",
                                          help="Train even a model 'ffnlab export' cannot write."),
@@ -158,6 +158,20 @@ def _say_how_to_resume(out: Path, cfg: Any) -> None:
     print(f"interrupted: {where}; continue with: ffnlab train --out {out} --resume", file=sys.stderr, flush=True)
 
 
+HF_EXTRA = "pip install -e '.[hf]'"  # README's Install: the clone's own route to transformers
+
+
+def transformers_importable() -> bool:
+    """Whether ``import transformers`` would find the package here (looked up, not imported: an
+    import takes seconds)."""
+    from importlib.util import find_spec
+
+    try:
+        return find_spec("transformers") is not None
+    except (ImportError, ValueError):  # a broken parent package or a module without a spec
+        return False
+
+
 @app.command(rich_help_panel=TRAINING)
 def export(
     run: Path = typer.Argument(..., parser=user_path, help="Run folder written by 'ffnlab train'."),
@@ -183,6 +197,8 @@ def export(
     elif not info.finished:
         print(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} --resume")
     print(f"use: transformers.pipeline('text-generation', '{hf}')")
+    if not transformers_importable():  # make demo's .venv has none: that line would be a ModuleNotFoundError
+        print(f"note: this Python has no transformers; add it (the [hf] extra) from the ffnlab folder: {HF_EXTRA}")
 
 
 @app.command(rich_help_panel=TRAINING)

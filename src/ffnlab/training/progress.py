@@ -37,12 +37,17 @@ class Progress:
     work=...)`` makes the ETA follow the work done, not the units counted; where units carry
     unequal tokens (a sweep's sizes at different batches), ``update(done, tokens=...)`` with the
     tokens done so far (and ``tokens_start``) makes tokens/s count them instead of ``tokens_per_unit`` per unit.
+    ``expect``: the metrics the caller will report, in display order, each with a sample of its
+    text: the bar is laid out from its first frame as it will be once they come (the name, the
+    bar's width and the elapsed time kept or left out once), a metric not reported yet left out
+    of the line rather than its room given to other fields. Tokens/s is shown once a unit (or a
+    token) is done, not as ``0 tok/s`` before.
     """
 
     def __init__(self, total: int, *, start: int = 0, description: str = "", unit: str = "step",
                  tokens_per_unit: int = 0, mode: str = "auto", every_s: float = 10.0,
                  emit: Callable[[str], None] | None = None, work_total: float = 0.0, work_start: float = 0.0,
-                 tokens_start: int | None = None):
+                 tokens_start: int | None = None, expect: dict[str, str] | None = None):
         if mode == "auto":
             mode = "bar" if sys.stderr.isatty() else "lines"
         self.total, self.start, self.done, self.unit = total, start, start, unit
@@ -51,6 +56,7 @@ class Progress:
         self.work_total, self.work_start, self.work = work_total, work_start, work_start
         self.tokens_start = tokens_start  # tokens done when counting began (with ``update(tokens=)``)
         self.tokens = tokens_start or 0
+        self.expect = dict(expect or {})  # metric -> a sample of its text (its room in the bar line)
         self._emitted: tuple[Any, ...] | None = None  # (done, metrics) of the last line written
         self.emit = emit or _print_stderr  # where ``lines`` mode writes
         self.t0 = self.last_line = time.perf_counter()
@@ -77,17 +83,40 @@ class Progress:
         r = self.rate()
         return (self.total - self.done) / r if r > 0 else None
 
-    def info_parts(self) -> list[str]:
-        """The metrics, in the order first reported, then tokens/s (each one line of plain text)."""
-        parts = []
-        for k, v in self.metrics.items():
-            parts.append(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}")
+    def _measured(self) -> bool:
+        """Whether a rate can be told yet: a unit done (or, counting tokens, a token)."""
+        return self.tokens != self.tokens_start if self.tokens_start is not None else self.done > self.start
+
+    def _tokens_per_s(self) -> str | None:
         if self.tokens_start is not None:
             elapsed = time.perf_counter() - self.t0
-            parts.append(f"{(self.tokens - self.tokens_start) / elapsed if elapsed > 0 else 0.0:,.0f} tok/s")
+            rate = (self.tokens - self.tokens_start) / elapsed if elapsed > 0 else 0.0
         elif self.tokens_per_unit:
-            parts.append(f"{self.rate() * self.tokens_per_unit:,.0f} tok/s")
-        return [escape.one_line(p) for p in parts]
+            rate = self.rate() * self.tokens_per_unit
+        else:
+            return None
+        return f"{rate:,.0f} tok/s"
+
+    def fields_of_info(self) -> list[tuple[str | None, str]]:
+        """The metrics (the expected ones in their order, then any other in the order first
+        reported) and tokens/s, each as (its text, or None while not known yet; the text its room
+        is sized by: the longer of the two where both are known)."""
+        def text(k: str, v: str | float) -> str:
+            return escape.one_line(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}")
+
+        out: list[tuple[str | None, str]] = []
+        for k in [*self.expect, *(k for k in self.metrics if k not in self.expect)]:
+            shown = text(k, self.metrics[k]) if k in self.metrics else None
+            sample = text(k, self.expect[k]) if k in self.expect else ""
+            out.append((shown, _wider(shown or "", sample)))
+        rate = self._tokens_per_s()
+        if rate is not None:
+            out.append((rate if self._measured() else None, _wider(rate, f"{TOKS_SAMPLE} tok/s")))
+        return out
+
+    def info_parts(self) -> list[str]:
+        """The metrics known so far, then tokens/s once measured (each one line of plain text)."""
+        return [shown for shown, _ in self.fields_of_info() if shown is not None]
 
     def info(self) -> str:
         return " | ".join(self.info_parts())
@@ -133,6 +162,7 @@ class Progress:
             self._emit_line()
 
 
+TOKS_SAMPLE = "99,999"  # the room kept for tokens/s before it is measured (a rate of 5 digits)
 BAR_MIN, BAR_MAX = 10, 40  # the bar's width: drawn only with at least BAR_MIN columns to spare
 
 
@@ -179,16 +209,20 @@ class _FittedLine:
     def __init__(self, progress: Progress, task: Any):
         self.progress, self.task = progress, task
 
-    def fields(self) -> list[tuple[int, str | None]]:
-        """(priority, text) in display order; the bar's text is None (it is drawn, not written)."""
+    def fields(self) -> list[tuple[int, str | None, str]]:
+        """(priority, text, room) in display order: the bar's text is None (it is drawn, not
+        written); a field not known yet has text "" and the room of the text it will have."""
         p, task = self.progress, self.task
         eta = p.eta_s()
-        parts = p.info_parts()
+        parts = p.fields_of_info()
         n = len(parts)
-        return [(n + 4, p.description), (n + 3, None), (0, f"{task.completed:,.0f}/{task.total:,.0f}"),
-                *((2 + i, f"| {x}") for i, x in enumerate(parts)),
-                (n + 5, f"elapsed {_fmt_elapsed(task.elapsed or 0.0)}"),
-                (1, f"ETA {_fmt_eta(eta) if eta is not None else '?'}")]
+        count = f"{task.completed:,.0f}/{task.total:,.0f}"
+        elapsed = f"elapsed {_fmt_elapsed(task.elapsed or 0.0)}"
+        eta_text = f"ETA {_fmt_eta(eta) if eta is not None else '?'}"
+        return [(n + 4, p.description, p.description), (n + 3, None, " " * BAR_MIN),
+                (0, count, _wider(count, f"{task.total:,.0f}/{task.total:,.0f}")),  # room for the last count
+                *((2 + i, "" if shown is None else f"| {shown}", f"| {room}") for i, (shown, room) in enumerate(parts)),
+                (n + 5, elapsed, elapsed), (1, eta_text, _wider(eta_text, "ETA 0:00"))]  # an ETA once known
 
     def __rich_console__(self, console: Any, options: Any) -> Any:
         from rich.cells import cell_len
@@ -197,7 +231,7 @@ class _FittedLine:
         from rich.text import Text
 
         fields = self.fields()
-        sized = [(pr, " " * BAR_MIN if text is None else text) for pr, text in fields]  # the bar at its least
+        sized = [(pr, room) for pr, _, room in fields]  # the bar at its least, each field at its room
         kept = fit_fields(sized, options.max_width)
         spare = options.max_width - sum(cell_len(sized[i][1]) for i in kept) - max(0, len(kept) - 1)
         grid = Table.grid(padding=(0, 1))
@@ -208,11 +242,18 @@ class _FittedLine:
                 width = min(BAR_MAX, BAR_MIN + spare)
                 grid.add_column(width=width, no_wrap=True)
                 cells.append(ProgressBar(total=self.task.total, completed=self.task.completed, width=width))
-            else:
+            elif text:  # a field not known yet keeps its room in the layout, not on the line
                 grid.add_column(no_wrap=True, min_width=cell_len(text))
                 cells.append(Text(text, style="bold" if i == 0 else ""))
         grid.add_row(*cells)
         yield grid
+
+
+def _wider(text: str, other: str) -> str:
+    """The wider of two texts (``text`` where they are as wide): the room a field keeps."""
+    from rich.cells import cell_len
+
+    return other if cell_len(other) > cell_len(text) else text
 
 
 def _fmt_elapsed(seconds: float) -> str:

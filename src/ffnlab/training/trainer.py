@@ -519,15 +519,17 @@ def _loop(run: Run, step: int, elapsed_before: float) -> Summary | None:
     t, info, out = run.cfg.train, run.info, run.out
     val_starts = eval_starts(len(run.val_arr), t.seq_len, t.eval_tokens)
     tb = _tensorboard(out, t.tensorboard and info.is_main)
-    progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
-                        mode=cast(str,
-                                  t.progress) if info.is_main else "off")  # a mode name once read (runconfig.check)
-    if info.is_main and t.progress not in ("off", False) and step < t.max_steps:
+    if info.is_main and t.progress not in ("off", False) and step < t.max_steps:  # before the bar's first frame
         print(start_line(out.name, params=run.counts.total, non_embedding=run.counts.non_embedding,
                          d_model=run.mcfg.d_model, d_ff=run.mcfg.ffn.d_ff, ffn_kind=run.mcfg.ffn.kind,
                          n_layers=run.mcfg.n_layers, steps=t.max_steps, tokens_per_step=run.cfg.tokens_per_step(),
                          from_step=step, n_experts=run.mcfg.ffn.n_experts, top_k=run.mcfg.ffn.top_k,
                          active=run.counts.total_active), file=sys.stderr, flush=True)
+    at_last = _at(1.234, t.max_steps)  # the widest a loss shown with its step will be (4 figures)
+    progress = Progress(t.max_steps, start=step, description=out.name, tokens_per_unit=run.cfg.tokens_per_step(),
+                        mode=cast(str,
+                                  t.progress) if info.is_main else "off",  # a mode name once read (runconfig.check)
+                        expect={"loss": at_last or "", "mfu": mfu_text(0.999), "val": at_last or ""})
     watch = LossWatch(info.device)
     first_step = step
     shown: Shown = {}

@@ -344,8 +344,11 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
                                "each comparison with the reference, and a hypotheses block in the spec (id, "
                                "sentence, comparison, margin, claimed effect; docs/experiments.md) turns them "
                                "into verdicts."]
+    # the tolerance bounds the d_model search of iso-params and iso-flops (sweep.spec.resolve);
+    # fixed-d-model searches nothing, so a tolerance there would describe nothing
+    tolerance = "" if spec.control == "fixed-d-model" else f" (tolerance {spec.tolerance:.0%})"
     return {"title": title, "description": spec.description, "warnings": warnings,
-            "setup": (f"Control {spec.control} (tolerance {spec.tolerance:.0%}), reference arm {ref}, seeds "
+            "setup": (f"Control {spec.control}{tolerance}, reference arm {ref}, seeds "
                       f"{', '.join(map(str, spec.seeds))}; equivalence margin {margin:.1%} of the loss."),
             "cards": cards, "scale": scale_rows(result.scale), "sections": sections, "provenance": prov}
 

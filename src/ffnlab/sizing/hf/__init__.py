@@ -198,6 +198,10 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     require(model_type in HF_TRANSLATORS or model_type in MULTIMODAL,
             f"config.json model_type {show(model_type)} is not supported; "
             f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}")
+    # transformers' composite config has no num_hidden_layers to apply a per_layer_config to
+    require(model_type not in MULTIMODAL or data.get("per_layer_config") is None,
+            f"config.json ({model_type}): per_layer_config is set at the top level, but transformers' {model_type} "
+            "config has no layers of its own to apply it to")
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]

@@ -8,6 +8,7 @@ from typing import Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.hf.aliases import ALIASES
+from ffnlab.sizing.hf.generic import check_generic
 from ffnlab.sizing.hf.rules import (
     CLASS_DEFAULTS,
     FIELD_KINDS,
@@ -749,28 +750,30 @@ def rope_thetas(data: Mapping[str, object], model_type: str = "") -> list[tuple[
 
 # What every config class of transformers 5.25 checks whatever the type (configuration_utils.py,
 # v5.25.0): the names a ``layer_types`` entry may take (ALLOWED_ATTN_LAYER_TYPES, and the older
-# names of _LEGACY_LAYER_TYPE_REMAP; its validator also wants one per layer), and a ``dtype`` /
-# ``torch_dtype`` string must name a torch dtype (it becomes ``getattr(torch, name)``: the dtype
-# names of torch 2.13). tests/sizing/hf/test_counts_third_pass.py compares both with the
-# installed transformers and torch.
+# names of _LEGACY_LAYER_TYPE_REMAP; its validator also wants one per layer).
+# tests/sizing/hf/test_counts_third_pass.py compares them with the installed transformers.
 LAYER_TYPE_NAMES = frozenset((
     "full_attention", "sliding_attention", "chunked_attention", "window_attention", "indexed_attention",
     "compressed_sparse_attention", "heavily_compressed_attention", "minimax_m3_sparse", "conv", "moe", "hybrid",
     "hybrid_sliding", "reference_sliding_attention", "linear_attention",
     "mamba", "attention", "deepseek_sparse_attention", "qwen_sparse_attention"))  # older names, renamed on reading
-TORCH_DTYPE_NAMES = frozenset((
-    "bfloat16", "bit", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8", "bool", "cdouble", "cfloat", "chalf",
-    "complex128", "complex32", "complex64", "double", "float", "float16", "float32", "float4_e2m1fn_x2", "float64",
-    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "half", "int", "int1",
-    "int16", "int2", "int3", "int32", "int4", "int5", "int6", "int64", "int7", "int8", "long", "qint32", "qint8",
-    "quint2x4", "quint4x2", "quint8", "short", "uint1", "uint16", "uint2", "uint3", "uint32", "uint4", "uint5",
-    "uint6", "uint64", "uint7", "uint8"))
+# The ``dtype`` (or, when dtype is null or absent, ``torch_dtype``) a model builds under, transformers
+# 5.25: PreTrainedConfig.__post_init__ (configuration_utils.py) turns a string into
+# ``getattr(torch, name)``, then PreTrainedModel._from_config (modeling_utils.py) builds the model
+# inside ``local_torch_dtype(config.dtype)``, which refuses a dtype that is not floating-point and
+# calls ``torch.set_default_dtype``, which takes only these (float8 / float4 fail there: "couldn't
+# find storage object"). Anything else that is not null -- another torch dtype name (int8, bool,
+# complex64, qint8, float8_e4m3fn), a name torch lacks, a number, a boolean, a list, an object -- is
+# refused. tests/sizing/hf/test_hf_generic_keys.py compares the table with local_torch_dtype over
+# every dtype name of the installed torch.
+BUILD_DTYPES = frozenset(("bfloat16", "double", "float", "float16", "float32", "float64", "half"))
 
 
 def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> None:
     """Refuse what every transformers config class refuses, read by ffnlab or not: ``layer_types``
     naming an unknown kind of layer or not one per layer (``n_layers``: the layer count it holds),
-    an ``id2label`` that is not an object of integer keys, a dtype that names no torch dtype."""
+    an ``id2label`` that is not an object of integer keys, a dtype no model builds under
+    (:data:`BUILD_DTYPES`), and the other generic checks of :mod:`ffnlab.sizing.hf.generic`."""
     types = data.get("layer_types")
     if types is not None:
         require(isinstance(types, list) and all(isinstance(t, str) and t in LAYER_TYPE_NAMES for t in types),
@@ -786,8 +789,10 @@ def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> 
                 f"config.json key 'id2label' must be an object whose keys are label numbers, got {show(labels)}")
     dtype = data.get("dtype") if data.get("dtype") is not None else data.get("torch_dtype")
     key = "dtype" if data.get("dtype") is not None else "torch_dtype"
-    require(dtype is None or not isinstance(dtype, str) or dtype in TORCH_DTYPE_NAMES,
-            f"config.json key {key!r} must name a torch dtype (such as bfloat16), got {show(dtype)}")
+    require(dtype is None or isinstance(dtype, str) and dtype in BUILD_DTYPES,
+            f"config.json key {key!r} must name a floating-point torch dtype transformers builds a model "
+            f"under ({', '.join(sorted(BUILD_DTYPES))}), got {show(dtype)}")
+    check_generic(data, model_type, n_layers)
 
 
 def _int_text(key: str) -> bool:

@@ -10,7 +10,6 @@ arithmetic on small hand-written layers.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import pytest
 from memory_finetune_cases import CASES, DROPOUT_CASES, LoraCase, build_lora, predict

@@ -271,7 +271,8 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
                       part="attention", dtype="fp32"))
     out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp", part="attention"))
     if fz is not None and fz.attention:
-        if (b < fz.adapter_bytes or fz.own_copies) and not fz.qv_only:  # the output projection's adapter keeps its own copy
+        # the output projection's adapter keeps its own copy (no adapter there with qv)
+        if (b < fz.adapter_bytes or fz.own_copies) and not fz.qv_only:
             per, how = fz.input_bytes(b if fz.own_copies else fz.adapter_bytes, 1)
             out.append(_t("attention output, " + ("dropped-out copy" if fz.own_copies else "fp32 copy")
                           + " for its adapter", dq_out * per, tokens, f"{dq_out} x {how}", "tp", part="attention",

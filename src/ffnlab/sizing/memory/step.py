@@ -23,12 +23,12 @@ from ffnlab.errors import require
 from ffnlab.sizing.config import FFNSpec, ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.activations import (
-    graph_kept_inputs,
     DOWN_INPUT_KEPT_BY_ACTIVATION,
     STAT_BYTES,
     FrozenLayer,
     divide_terms,
     each_layer_terms,
+    graph_kept_inputs,
     head_activation_terms,
     op_selective_terms,
     selective_kept,

@@ -25,10 +25,11 @@ from typing import Any
 from memory_step_cases import GPT2, HF_COMMON, Case, build, ff_shape, ffnlab_config, step_options
 from paths import DATA
 
-LLAMA_LIKE = {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"], "ffn": ["gate_proj", "up_proj", "down_proj"]}
+LLAMA_LIKE = {"attention": ["q_proj", "k_proj", "v_proj", "o_proj"], "ffn": ["gate_proj", "up_proj", "down_proj"],
+              "qv": ["q_proj", "v_proj"]}
 PEFT_TARGETS: dict[str, dict[str, Any]] = {
     "LlamaConfig": LLAMA_LIKE, "Qwen2Config": LLAMA_LIKE, "MixtralConfig": LLAMA_LIKE,
-    "GPT2Config": {"attention": ["c_attn", "attn.c_proj"], "ffn": ["c_fc", "mlp.c_proj"]},
+    "GPT2Config": {"attention": ["c_attn", "attn.c_proj"], "ffn": ["c_fc", "mlp.c_proj"], "qv": ["c_attn"]},
     "ffnlab": {"attention": ["qkv", "out"], "ffn": ["w_in", "w_out"]},  # DecoderLM's nn.Linear names
 }
 
@@ -112,6 +113,11 @@ CASES = [
              dtype="bf16"),
     LoraCase("bf16 Mixtral, vocab 256, attention adapters",
              Case("", "MixtralConfig", dict(MIXTRAL, vocab_size=256), 4), "attention", dtype="bf16"),
+    # the LoRA paper's q and v (peft target_modules ["q_proj", "v_proj"]; GPT-2's fused c_attn)
+    LoraCase("Llama 8 layers, vocab 512, q and v adapters", Case("", "LlamaConfig", LLAMA8, 4, 128), "qv"),
+    LoraCase("bf16 Llama 4 layers, d_ff 512, q and v adapters", Case("", "LlamaConfig", dict(LLAMA_FFN), 4), "qv",
+             dtype="bf16"),
+    LoraCase("GPT-2 (fused c_attn), q|k|v adapter only", Case("", "GPT2Config", dict(GPT2, vocab_size=2000)), "qv"),
 ]
 
 # lora_dropout > 0: each adapter keeps its own dropped-out input (in the adapters' fp32) and the
@@ -127,6 +133,8 @@ DROPOUT_CASES = [
              Case("", "LlamaConfig", LLAMA8, 4, 128, recompute="full"), "all-linear", dtype="bf16", dropout=0.1),
     LoraCase("GPT-2, all-linear, lora_dropout 0.1", Case("", "GPT2Config", dict(GPT2, vocab_size=2000)),
              "all-linear", dropout=0.1),
+    LoraCase("bf16 Llama 8 layers, q and v adapters, lora_dropout 0.05 (activations lead)",
+             Case("", "LlamaConfig", LLAMA8, 4, 128), "qv", dtype="bf16", dropout=0.05),
 ]
 
 

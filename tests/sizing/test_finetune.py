@@ -17,7 +17,10 @@ PEFT_TARGETS = {"attention": {"llama": ["q_proj", "k_proj", "v_proj", "o_proj"],
                               "deepseek_v2": ["q_proj", "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
                                               "o_proj"]},
                 "ffn": {"llama": ["gate_proj", "up_proj", "down_proj"], "qwen2": ["gate_proj", "up_proj", "down_proj"],
-                        "gpt_neox": ["dense_h_to_4h", "dense_4h_to_h"], "gpt2": ["c_fc", "mlp.c_proj"]}}
+                        "gpt_neox": ["dense_h_to_4h", "dense_4h_to_h"], "gpt2": ["c_fc", "mlp.c_proj"]},
+                # the LoRA paper's query and value; a fused q|k|v is one layer to peft
+                "qv": {"llama": ["q_proj", "v_proj"], "qwen2": ["q_proj", "v_proj"], "gpt_neox": ["query_key_value"],
+                       "gpt2": ["c_attn"]}}
 
 
 def peft_count(config: dict, rank: int, targets) -> tuple[int, int]:
@@ -41,7 +44,7 @@ def small(model_type: str) -> dict:
 
 
 @pytest.mark.parametrize("model_type", ["llama", "qwen2", "gpt_neox", "gpt2"])
-@pytest.mark.parametrize("group", ["attention", "ffn", "all-linear"])
+@pytest.mark.parametrize("group", ["attention", "ffn", "all-linear", "qv"])
 def test_trainable_parameters_are_peft_s(model_type, group):
     pytest.importorskip("transformers")
     config = small(model_type)

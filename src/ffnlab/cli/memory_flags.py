@@ -99,7 +99,12 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "lora_dropout": ("--lora-dropout",
         "peft's lora_dropout P in [0, 1): above 0 each adapter keeps its own dropped-out copy of its "
         "input and a mask."),
-    "lora_targets": ("--lora-targets", "all-linear | attention | ffn | attention,ffn."),
+    "lora_targets": ("--lora-targets",
+        "all-linear | attention | ffn | attention,ffn | qv (the query and value projections only, the "
+        "LoRA paper's choice; qv,ffn with the FFN)."),
+    "bnb_keeps_inputs": ("--bnb-keeps-inputs",
+        "QLoRA under bitsandbytes before 0.43.2: each 4-bit layer keeps its input for the graph's life "
+        "(a caller that holds its logits keeps the previous step's until the next forward returns)."),
     "qlora_base": ("--qlora-base",
         "QLoRA's frozen base: nf4 (NF4, double quantisation) | int8 (bitsandbytes LLM.int8)."),
     "upcast_fp32": ("--upcast/--no-upcast",
@@ -111,7 +116,7 @@ ALIASES: dict[str, str] = {"reshard_after_forward": "--reshard-after-forward/--n
 # with --finetune lora/qlora the model is spread data parallel only (--dp, --zero 0-3 shard the
 # frozen base and the adapters' states): these are not modelled
 NOT_WITH_ADAPTERS = ("tp", "pp", "ep", "sp", "grad_dtype", "pure_bf16", "offload")
-LORA_ONLY = ("lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "qlora_base", "upcast_fp32")
+LORA_ONLY = ("lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "qlora_base", "upcast_fp32", "bnb_keeps_inputs")
 # the flags that set an engine's facts, and the Workload field each sets
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
@@ -174,6 +179,7 @@ class MemoryFlags:
     lora_targets: str = "all-linear"
     qlora_base: str = "nf4"
     upcast_fp32: bool = False
+    bnb_keeps_inputs: bool = False
     given: frozenset[str] = frozenset()  # the flags given on the command line, even at their default
 
     def changed(self) -> list[str]:
@@ -227,6 +233,7 @@ class MemoryFlags:
         elif self.finetune == "lora":
             require(self.qlora_base == DEFAULTS["qlora_base"], "--qlora-base applies with --finetune qlora")
             require("upcast_fp32" not in self.given, "--upcast applies with --finetune qlora")
+            require(not self.bnb_keeps_inputs, "--bnb-keeps-inputs applies with --finetune qlora")
         if self.finetune != "full":
             bad = [f for f in NOT_WITH_ADAPTERS if getattr(self, f) != DEFAULTS[f]]
             require(not bad, f"--finetune {self.finetune} is modelled data parallel (--dp, --zero 0-3 sharding "
@@ -234,7 +241,7 @@ class MemoryFlags:
         opts = FinetuneOptions(mode=self.finetune, rank=self.lora_rank, targets=parse_targets(self.lora_targets),
                                alpha=self.lora_alpha, base_format=self.qlora_base,
                                upcast_fp32=self.upcast_fp32 and self.finetune == "qlora",
-                               lora_dropout=self.lora_dropout)
+                               lora_dropout=self.lora_dropout, base_keeps_inputs=self.bnb_keeps_inputs)
         opts.check()
         return opts
 

@@ -75,6 +75,11 @@ MAX_RANK = 2**20
 QLORA_BASES = ("nf4", "int8")  # bitsandbytes 4-bit NF4 (double quantisation) or LLM.int8
 TARGET_GROUPS = ("attention", "ffn")
 ALL_LINEAR = "all-linear"
+# the LoRA paper's choice (Hu et al. 2021, section 7.1; peft target_modules ["q_proj", "v_proj"],
+# LitGPT's lora_query and lora_value): the query and value projections only, on a fused q|k|v
+# (GPT-2's c_attn, LitGPT's attn) the one adapter on it; no output projection
+QV = "qv"
+OTHER_GROUPS = (QV,)
 # prepare_model_for_kbit_training casts the embedding, norms and head to fp32: the embedding's output
 # and every residual add after it (fp32 + a 16-bit branch) are fp32, so the residual stream is fp32
 UPCAST_STREAM_BYTES = dtype_bytes("fp32")
@@ -82,13 +87,15 @@ FFN_MATRICES = ("gate", "up", "down")  # the FFN's own linear layers (not an emb
 
 
 def parse_targets(text: str) -> tuple[str, ...]:
-    """``attention``, ``ffn``, ``all-linear``, or a comma-separated list of the first two."""
+    """``attention``, ``ffn``, ``all-linear``, ``qv``, or a comma-separated list of ``attention`` or
+    ``qv`` (not both) and ``ffn``."""
     names = tuple(t.strip() for t in text.split(",") if t.strip())
     if names == (ALL_LINEAR,):
         return TARGET_GROUPS
-    bad = [n for n in names if n not in TARGET_GROUPS]
-    require(bool(names) and not bad, f"--lora-targets must be {ALL_LINEAR} or a comma-separated list of "
-                                     f"{', '.join(TARGET_GROUPS)}, got {text!r}")
+    bad = [n for n in names if n not in TARGET_GROUPS + OTHER_GROUPS]
+    require(bool(names) and not bad and not {"attention", QV} <= set(names),
+            f"--lora-targets must be {ALL_LINEAR} or a comma-separated list of {', '.join(TARGET_GROUPS)} "
+            f"(or {QV}: the query and value projections only, in place of attention), got {text!r}")
     return tuple(dict.fromkeys(names))
 
 
@@ -141,8 +148,14 @@ def adapted_matrices(cfg: ModelConfig, targets: tuple[str, ...]) -> list[Matrix]
         require(not any(m.part == "expert" for m in mats),
                 "LoRA on routed MoE experts is not modelled yet (peft adapts their 3-D parameters through "
                 "target_parameters): use --lora-targets attention for an MoE model")
-    chosen = [m for m in mats if _group(m) in targets]
-    if "attention" in targets and cfg.attn.qkv_fused and not cfg.is_mla:
+    if QV in targets:
+        require(not cfg.is_mla, "--lora-targets qv: MLA has no separate query and value projections (use attention)")
+        # unfused: q and v; fused: the one q|k|v matrix (its k part comes along, as peft adapts the whole layer)
+        keep = ("q", "k", "v") if cfg.attn.qkv_fused else ("q", "v")
+        chosen = [m for m in mats if (m.part == "attention" and m.proj in keep) or (_group(m) in targets)]
+    else:
+        chosen = [m for m in mats if _group(m) in targets]
+    if ("attention" in targets or QV in targets) and cfg.attn.qkv_fused and not cfg.is_mla:
         chosen = _fuse_qkv(chosen)
     return chosen
 
@@ -225,7 +238,8 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
                   input_grads: bool = False, grouped_experts: bool = True, upcast_fp32: bool = False,
-                  adapter_bytes: float = ADAPTER_BYTES, dropout_mask_bytes: float | None = None) -> FinetuneStep:
+                  adapter_bytes: float = ADAPTER_BYTES, dropout_mask_bytes: float | None = None,
+                  base_keeps_inputs: bool = False) -> FinetuneStep:
     """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
     (the largest attention and FFN matrix in the compute ``dtype``). ``upcast_fp32`` (QLoRA, peft's
     ``prepare_model_for_kbit_training``): the residual stream in fp32 (:data:`UPCAST_STREAM_BYTES`).
@@ -233,9 +247,10 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
     mask of that many bytes per element (None: lora_dropout 0)."""
     n_all = cfg.n_layers + cfg.encoder_layers
     specs = [cfg.layer_ffn(min(i, cfg.n_layers - 1)) for i in range(n_all)]
-    attn = "attention" in lora.targets
+    qv = QV in lora.targets
+    attn = "attention" in lora.targets or qv
     ffn = "ffn" in lora.targets
-    attn_total = lora_params(cfg, lora.rank, ("attention",)).trainable if attn else 0
+    attn_total = lora_params(cfg, lora.rank, (QV,) if qv else ("attention",)).trainable if attn else 0
     attn_per = [attn_total // n_all + (attn_total % n_all if i == 0 else 0) for i in range(n_all)]
     ffn_per = [lora.rank * (cfg.d_model + f.d_ff) * ffn_adapters(f) if ffn and not f.is_moe else 0 for f in specs]
     dequant = (0, 0)
@@ -244,7 +259,7 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
         att = max((m.fan_in * m.fan_out for m in adapted_matrices(cfg, ("attention",))), default=0)  # q|k|v fused
         ff = max((m.fan_in * m.fan_out for m in matrices(cfg) if m.part in ("ffn", "expert")), default=0)
         dequant = (math.ceil(att * b), math.ceil(ff * b))
-    return FinetuneStep(attention=attn, ffn=ffn, rank=lora.rank,
+    return FinetuneStep(attention=attn, ffn=ffn, rank=lora.rank, qv_only=qv, base_keeps_inputs=base_keeps_inputs,
                         layer_params=tuple(a + f for a, f in zip(attn_per, ffn_per, strict=True)),
                         ffn_params=tuple(ffn_per), input_grads=input_grads, dequant=dequant,
                         adapter_bytes=adapter_bytes, grouped_experts=grouped_experts,
@@ -348,7 +363,8 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
                        grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32, adapter_bytes=opts.adapter_bytes,
-                       dropout_mask_bytes=work.dropout_mask_bytes if opts.lora_dropout else None)
+                       dropout_mask_bytes=work.dropout_mask_bytes if opts.lora_dropout else None,
+                       base_keeps_inputs=opts.base_keeps_inputs)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
     stepped = math.ceil(lora.trainable / lay.dp) if lay.zero >= 1 else lora.trainable  # the optimizer steps its shard
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
@@ -380,6 +396,8 @@ class FinetuneOptions(Result):
     # where the trainer runs them in the model's dtype (torchtune checks they load in its bf16 dtype)
     adapter_dtype: str = "fp32"
     lora_dropout: float = 0.0
+    # QLoRA under bitsandbytes before 0.43.2: each 4-bit layer keeps its input for the graph's life
+    base_keeps_inputs: bool = False
 
     @property
     def adapters(self) -> bool:
@@ -398,6 +416,7 @@ class FinetuneOptions(Result):
                 f"--lora-alpha must be a number > 0, got {self.alpha}")
         choice(self.base_format, "--qlora-base", QLORA_BASES)
         choice(self.adapter_dtype, "adapter_dtype", ADAPTER_DTYPES)
+        require(not self.base_keeps_inputs or self.mode == "qlora", "--bnb-keeps-inputs applies with --finetune qlora")
         require(isinstance(self.lora_dropout, (int, float)) and math.isfinite(self.lora_dropout)
                 and 0 <= self.lora_dropout < 1, f"--lora-dropout must be a number in [0, 1), got {self.lora_dropout}")
 
@@ -412,6 +431,8 @@ class FinetuneOptions(Result):
             return self.upcast_fp32
         if name == "lora_dropout":
             return self.lora_dropout != 0
+        if name == "base_keeps_inputs":
+            return self.base_keeps_inputs
         if name == "adapter_dtype":
             return self.adapter_dtype != "fp32"
         return True

@@ -258,3 +258,85 @@ def test_lora_dropout_keeps_a_dropped_out_copy_and_a_mask_per_adapter(case: Lora
     without = predict(replace(case, dropout=0.0), cfg).peak_bytes
     assert abs(priced / measured - 1) < 0.10, (case.name, op, priced / measured)
     assert abs(priced / measured - 1) < abs(without / measured - 1), (case.name, priced, without, measured)
+
+
+def _matmul_4bit_standin(keeps_input: bool):  # noqa: ANN202 - an nn.Linear subclass with its own autograd
+    """bitsandbytes' ``Linear4bit`` on CPU without the 4-bit weight: ``MatMul4Bit`` as 0.42.0 runs it
+    (``keeps_input``: the input kept as a ``ctx`` attribute whenever it needs grad, so backward
+    never frees it) or as 0.43.2 on (nothing of the input kept; the weight gives its gradient)."""
+    import torch
+
+    class MatMul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):  # noqa: ANN001, ANN205
+            ctx.w = w
+            if keeps_input and ctx.needs_input_grad[0]:
+                ctx.A = x
+            return torch.nn.functional.linear(x, w)
+
+        @staticmethod
+        def backward(ctx, g):  # noqa: ANN001, ANN205
+            return g @ ctx.w, None
+
+    def forward(self, x):  # noqa: ANN001, ANN202
+        return MatMul.apply(x, self.weight)
+
+    return type("Linear4bitStandIn", (torch.nn.Linear,), {"forward": forward})
+
+
+LLAMA_FFN_SHAPE = {"hidden_size": 64, "intermediate_size": 512, "num_hidden_layers": 4, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "max_position_embeddings": 512, "vocab_size": 128}
+
+
+@pytest.mark.parametrize("targets,dropout", [(["q_proj", "v_proj"], 0.05), (["q_proj", "v_proj"], 0.0),
+                                             ("all-linear", 0.1)])
+def test_bitsandbytes_before_0_43_2_keeps_the_4bit_inputs_no_other_op_keeps(targets, dropout) -> None:
+    """bitsandbytes 0.42's ``MatMul4Bit`` keeps its input as a ``ctx`` attribute whenever it needs
+    grad, alive as long as the graph (backward frees saved tensors, not attributes). Oracle: one
+    forward of a bf16 Llama whose linear layers run a stand-in that keeps its input that way, under
+    peft adapters: the bytes of the distinct inputs kept so that autograd's saved tensors do not
+    already hold them equal :func:`graph_kept_inputs` summed over the layers."""
+    pytest.importorskip("peft")
+    pytest.importorskip("transformers")
+    import torch
+    from memory_step_cases import Case, build
+    from peft import LoraConfig, get_peft_model
+
+    from ffnlab.sizing.memory.activations import FrozenLayer, graph_kept_inputs
+
+    step = Case("", "LlamaConfig", dict(LLAMA_FFN_SHAPE), 4, 64)
+    model, cfg, _ = build(step)
+    model.to(torch.bfloat16)
+    standin = _matmul_4bit_standin(True)
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and not name.endswith("lm_head"):
+            module.__class__ = standin
+    peft_model = get_peft_model(model, LoraConfig(r=8, lora_alpha=16, target_modules=targets, lora_dropout=dropout))
+    peft_model.train()
+    own = {t.untyped_storage().data_ptr() for t in [*peft_model.parameters(), *peft_model.buffers()]}
+    saved: set[int] = set()
+
+    def pack(t):  # noqa: ANN001, ANN202
+        saved.add(t.untyped_storage().data_ptr())
+        return t
+
+    x = torch.randint(0, cfg.vocab_size, (step.batch, step.seq_len))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        logits = peft_model(input_ids=x).logits
+    kept: dict[int, int] = {}
+    stack, seen = [logits.grad_fn], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        a = getattr(node, "A", None)  # a custom Function's node carries its ctx's attributes
+        if isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() not in own | saved:
+            kept[a.untyped_storage().data_ptr()] = a.untyped_storage().nbytes()
+        stack.extend(n for n, _ in node.next_functions)
+    group = "qv" if targets != "all-linear" else "all-linear"
+    fz = {"qv": dict(attention=True, qv_only=True), "all-linear": dict(attention=True, ffn=True)}[group]
+    priced = sum(graph_kept_inputs(cfg, i, FrozenLayer(rank=8, grad_below=i > 0, adapter_bytes=4,
+                                                       dropout_mask_bytes=4 if dropout else None, **fz),
+                                   step.batch * step.seq_len, 2) for i in range(cfg.n_layers))
+    assert sum(kept.values()) == priced > 0, (sum(kept.values()), priced)

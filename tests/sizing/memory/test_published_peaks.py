@@ -184,8 +184,7 @@ def test_every_expressible_case_is_within_ten_percent_of_its_published_figure(ca
         return
     price = published_peaks.pricing(case)
     assert price.expressible, price.not_expressible
-    cfg = find(price.model).config()
-    assert cfg is not None
+    cfg = published_peaks.priced_config(price)
     if price.api == "finetune_summary":
         peak = finetune_summary(cfg, price.work, price.layout).peak.peak_bytes
     else:

@@ -79,6 +79,9 @@ class FrozenLayer:
     # keeps, and the dropout keeps its mask of this many bytes per element; None: lora_dropout 0
     # (nn.Identity: the adapters share their input)
     dropout_mask_bytes: float | None = None
+    # the attention's adapters sit on the query and value projections only (the LoRA paper's choice:
+    # two adapters reading the attention input, one on a fused q|k|v; none on the output projection)
+    qv_only: bool = False
 
     def branch(self, b: float) -> float:
         """Bytes per element of the frozen projections' inputs and a dense FFN's hidden tensors."""
@@ -222,7 +225,8 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
     if fz is None:
         out = [_t("attention input (norm output)", d * b, tokens, f"d {d} x {b:g} B", "sp", part="attention")]
     elif fz.attention or (cfg.norms_per_block == 1 and fz.ffn):  # kept by the adapters' A (not the frozen W)
-        readers = (2 if cfg.is_mla else 1 if a.qkv_fused else 3) + (1 if cfg.norms_per_block == 1 and fz.ffn else 0)
+        readers = (2 if cfg.is_mla else 1 if a.qkv_fused else 2 if fz.qv_only else 3) + \
+            (1 if cfg.norms_per_block == 1 and fz.ffn else 0)
         per, how = fz.input_bytes(fz.branch(b), readers)
         out = [_t("attention input (norm output), kept by the adapters", d * per, tokens, f"d {d} x {how}", "sp",
                   part="attention", dtype="adapter")]
@@ -267,12 +271,14 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
                       part="attention", dtype="fp32"))
     out.append(_t("attention output", dq_out * b, tokens, f"{dq_out} x {b:g} B", "tp", part="attention"))
     if fz is not None and fz.attention:
-        if b < fz.adapter_bytes or fz.own_copies:  # the output projection's adapter keeps its own copy
+        # the output projection's adapter keeps its own copy (no adapter there with qv)
+        if (b < fz.adapter_bytes or fz.own_copies) and not fz.qv_only:
             per, how = fz.input_bytes(b if fz.own_copies else fz.adapter_bytes, 1)
             out.append(_t("attention output, " + ("dropped-out copy" if fz.own_copies else "fp32 copy")
                           + " for its adapter", dq_out * per, tokens, f"{dq_out} x {how}", "tp", part="attention",
                           dtype="adapter"))
-        out.append(_adapter_terms("attention", "attention", attention_adapters(cfg), fz, tokens))
+        n = attention_adapters(cfg) - (1 if fz.qv_only else 0) - (1 if fz.qv_only and not a.qkv_fused else 0)
+        out.append(_adapter_terms("attention", "attention", n, fz, tokens))
     return out
 
 
@@ -367,6 +373,28 @@ def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
         out.append(_t(f"shared experts hidden ({spec.kind})", spec.n_shared_experts * keeps * ws * b, tokens,
                       f"{spec.n_shared_experts} x {keeps} x d_shared {ws} x {b:g} B", "tp", part="ffn"))
     return out
+
+
+def graph_kept_inputs(cfg: ModelConfig, layer: int, fz: FrozenLayer, tokens: int, b: float) -> int:
+    """Bytes of the inputs layer ``layer``'s frozen 4-bit projections keep as ``ctx`` attributes
+    under bitsandbytes before 0.43.2 (``MatMul4Bit`` kept its input ``A`` whenever an input needed
+    grad: bitsandbytes/autograd/_functions.py at 0.42.0; (None, B) from 0.43.2), where no other op
+    keeps the same tensor: the attention's input (unless its adapters keep it: no lora_dropout and
+    the adapters' dtype), the output projection's input (a reshaped copy of the attention output),
+    the FFN's input and the down projection's input (the same rule for the FFN's adapters). A
+    ``ctx`` attribute is not a saved tensor, so backward never frees it: it lives as long as the
+    graph. Dense FFNs only."""
+    spec = cfg.layer_ffn(layer)
+    require(not spec.is_moe and not cfg.is_mla,
+            "bitsandbytes before 0.43.2 keeping its inputs is modelled for dense FFNs and q/k/v attention only")
+    if not (fz.grad_below or fz.attention):  # no input of this layer needs grad: MatMul4Bit keeps nothing
+        return 0
+    shared = not fz.own_copies and b >= fz.adapter_bytes  # an adapter keeps the very tensor
+    d = cfg.d_model
+    attn_in = 0 if (fz.attention and shared) or not fz.grad_below else d
+    ffn_in = 0 if cfg.norms_per_block == 1 or (fz.ffn and shared) else d
+    down_in = 0 if fz.ffn and shared else spec.d_ff
+    return math.ceil(tokens * (attn_in + ffn_in + down_in) * b)  # the output projection's input is the kernel's output
 
 
 def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",

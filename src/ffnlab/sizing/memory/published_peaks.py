@@ -25,6 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import TypedDict
 
+from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
 from ffnlab.sizing.memory.parallel import Layout, activation_offload, memory_summary
 from ffnlab.sizing.memory.published_ranges import CaseError, EngineRange
@@ -290,6 +291,7 @@ class Pricing:
     api: str  # "memory_summary" (full training) or "finetune_summary" (LoRA / QLoRA)
     not_expressible: tuple[str, ...] = ()
     approximations: tuple[str, ...] = field(default=())
+    qkv_fused: bool = False  # the trainer builds one q|k|v projection (settings' qkv_fused)
 
     @property
     def expressible(self) -> bool:
@@ -301,9 +303,12 @@ def _targets(names: list[str]) -> tuple[tuple[str, ...], str | None]:
     groups: list[str] = []
     note = None
     attn, ffn = got & ATTENTION_MODULES, got & FFN_MODULES
-    if attn:
+    projections = {n.removesuffix("_proj").replace("output", "o") for n in attn}
+    if projections == {"q", "v"}:  # the LoRA paper's query and value (--lora-targets qv)
+        groups.append("qv")
+    elif attn:
         groups.append("attention")
-        if len({n.removesuffix("_proj").replace("output", "o") for n in attn}) < 4:
+        if len(projections) < 4:
             note = (f"LoRA on {', '.join(sorted(attn))} only: ffnlab adapts all four attention projections "
                     "(a few adapter parameters more)")
     if ffn:
@@ -360,13 +365,10 @@ def pricing(case: PeakCase) -> Pricing:
                       "and residual stream, and behind the fp32 norms the adapters' input and a dense FFN's hidden "
                       "tensors in fp32 (bitsandbytes returns a projection's output in its input's dtype), the "
                       "attention kernel's in bf16")
-    if ft is not None and ft.get("bnb_saves_input") is True:
-        nx.append("bitsandbytes before 0.43.2 (LitGPT pinned 0.42.0) keeps each 4-bit layer's input for backward as a "
-                  "ctx attribute, alive as long as the graph, and LitGPT's held logits keep the previous step's graph "
-                  "until the next forward returns; ffnlab prices a frozen 4-bit layer that keeps none, as 0.43.2 on do "
-                  "(two steps' inputs and the float16-quantised head dequantised twice came to 0.87-0.89 by hand "
-                  "before lora_dropout was priced: the case's bnb_note; with it, as ffnlab prices four attention "
-                  "adapters where LitGPT's fused q|v adapter drops out one copy, 0.96-1.02, not yet a priced case)")
+    if ft is not None and ft.get("bnb_saves_input") is True and ft.get("head_quantized") is True:
+        nx.append("Lightning's bitsandbytes plugin quantises the LM head too (ffnlab's QLoRA keeps it in 16 bits): "
+                  "its weight in 4 bits and the two dequantised copies of it at the forward's last op (float16, "
+                  "then bf16: 2 x vocab x d x 2 B) are not priced; with them by hand 0.89-0.90 (the case's bnb_note)")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")
@@ -403,7 +405,8 @@ def pricing(case: PeakCase) -> Pricing:
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
                                    base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora",
                                    adapter_dtype="bf16" if bf16_adapters else "fp32",
-                                   lora_dropout=dropout)
+                                   lora_dropout=dropout,
+                                   base_keeps_inputs=ft["mode"] == "qlora" and ft.get("bnb_saves_input") is True)
     optimizer = {"adamw": "adamw", "adam8bit": "adam8bit"}.get(s["optimizer"], "adamw")
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
@@ -413,17 +416,26 @@ def pricing(case: PeakCase) -> Pricing:
     layout = Layout(dp=int(lay_s["dp"]), tp=int(lay_s["tp"]), pp=int(lay_s["pp"]), zero=int(lay_s["zero"]))
     return Pricing(model=s["model"], work=work, layout=layout,
                    api="finetune_summary" if finetune is not None else "memory_summary",
-                   not_expressible=tuple(nx), approximations=tuple(approx))
+                   not_expressible=tuple(nx), approximations=tuple(approx), qkv_fused=s.get("qkv_fused") is True)
+
+
+def priced_config(price: Pricing) -> ModelConfig:
+    """The zoo model's architecture as the case's trainer builds it (``qkv_fused``: one q|k|v
+    projection, as LitGPT's ``CausalSelfAttention.attn`` is)."""
+    from dataclasses import replace
+
+    from ffnlab.sizing.zoo import find
+
+    cfg = find(price.model).config()
+    assert cfg is not None, price.model
+    return replace(cfg, attn=replace(cfg.attn, qkv_fused=True)) if price.qkv_fused else cfg
 
 
 def predicted_peak(case: PeakCase) -> tuple[int, Pricing]:
     """ffnlab's peak bytes per GPU for the case's settings (the nearest it can express) and how it
     priced them: ``memory_summary`` for full training, ``finetune_summary`` for LoRA / QLoRA."""
-    from ffnlab.sizing.zoo import find
-
     price = pricing(case)
-    cfg = find(price.model).config()
-    assert cfg is not None, price.model
+    cfg = priced_config(price)
     if price.api == "finetune_summary":
         return finetune_summary(cfg, price.work, price.layout).peak.peak_bytes, price
     peak = memory_summary(cfg, price.work, price.layout).peak_bytes

@@ -28,6 +28,7 @@ from ffnlab.sizing.memory.activations import (
     FrozenLayer,
     divide_terms,
     each_layer_terms,
+    graph_kept_inputs,
     head_activation_terms,
     op_selective_terms,
     selective_kept,
@@ -236,13 +237,17 @@ class FinetuneStep:
     grouped_experts: bool = True
     stream_bytes: float | None = None
     dropout_mask_bytes: float | None = None  # peft's lora_dropout > 0: each adapter's mask (None: no dropout)
+    qv_only: bool = False  # the attention's adapters on the query and value projections only (--lora-targets qv)
+    # bitsandbytes before 0.43.2: each frozen 4-bit layer keeps its input as a ctx attribute for the
+    # graph's life (:func:`ffnlab.sizing.memory.activations.graph_kept_inputs`)
+    base_keeps_inputs: bool = False
 
     def frozen(self, layer: int) -> FrozenLayer:
         """What layer ``layer`` keeps: every layer above the first carries adapters below it."""
         return FrozenLayer(attention=self.attention, ffn=self.ffn, rank=self.rank,
                            grad_below=self.input_grads or layer > 0, adapter_bytes=self.adapter_bytes,
                            grouped_experts=self.grouped_experts, branch_bytes=self.stream_bytes,
-                           dropout_mask_bytes=self.dropout_mask_bytes)
+                           dropout_mask_bytes=self.dropout_mask_bytes, qv_only=self.qv_only)
 
 
 def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: int = 1, sp: bool = False,
@@ -367,6 +372,17 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
             ("activations waiting for their copy to the host", stash))
     head_acts = ("head activations", head_other)
     moments: list[Moment] = []
+    # bitsandbytes before 0.43.2: the 4-bit layers' inputs live with the graph, through backward and
+    # the optimizer step; a caller that holds its logits (LitGPT's loop, nanoGPT's) holds the previous
+    # step's graph, and its inputs, until the next forward returns
+    graph_kept = sum(graph_kept_inputs(cfg, min(i, cfg.n_layers - 1), ft.frozen(i), n_tok, b)
+                     for i in range(n_layers)) if ft and ft.base_keeps_inputs else 0
+    if graph_kept:
+        base.append(("4-bit layers' inputs kept with the graph (bitsandbytes < 0.43.2)", graph_kept))
+        if o.logits_held:
+            moments.append(moment("forward end, before the loss (the previous step's graph still held)",
+                                  grads_early, acts, head_acts, ("logits", logits_bytes),
+                                  ("the previous step's 4-bit inputs (its graph held by its logits)", graph_kept)))
     if o.loss == "fused":
         chunk = math.ceil(n_tok / max(1, math.ceil(cfg.vocab_size / d)))
         chunk_bytes = math.ceil(math.ceil(chunk * cfg.vocab_size / tp) * (STAT_BYTES + (b if b < STAT_BYTES else 0)))

@@ -9,6 +9,8 @@ numbers, no units, no thousands separators); the table and Markdown carry the di
 from __future__ import annotations
 
 import csv
+import errno
+import functools
 import io
 import json
 import math
@@ -294,10 +296,28 @@ def table_width() -> int:
 def console_for_tables(wide: bool = False) -> Console:
     """A console as wide as :func:`table_width` (``wide``: at least PIPED_WIDTH, so a table asked
     for with every column keeps its cells whole), writing to the current ``sys.stdout``."""
+    width = max(table_width(), PIPED_WIDTH) if wide else table_width()
+    return console(sys.stdout, width=width, soft_wrap=False)
+
+
+def console(file: Any, **settings: Any) -> Console:
+    """A rich console writing to ``file`` (ffnlab's only way to make one) whose broken pipe is a
+    ``BrokenPipeError``: rich's own (``Console.on_broken_pipe``) ends the process with
+    ``SystemExit(1)``, the status of a "nothing fits" answer, where ``ffnlab.cli.main`` stops a
+    command whose reader went away with the broken-pipe status."""
+    return _console_class()(file=file, **settings)
+
+
+@functools.cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
-    width = max(table_width(), PIPED_WIDTH) if wide else table_width()
-    return Console(file=sys.stdout, width=width, soft_wrap=False)
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # nothing more is written to the pipe
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return PipeConsole
 
 
 def output(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, as_json: bool, fmt: str,

@@ -153,8 +153,6 @@ class _GoneReader(io.StringIO):
 
 # -- 1. typer and rich catch EPIPE and Ctrl-C before cli.main does ---------------------------------
 
-@pytest.mark.xfail(strict=True, reason="typer's _main (sys.exit(1) on EPIPE) and rich's Console.on_broken_pipe "
-                                       "(SystemExit(1)) end a closed pipe before cli.main's 141 handler")
 @pytest.mark.parametrize("argv", [["zoo"], ["zoo", "--json"], ["fit", "llama-3-8b", "--gpus", "1"]],
                          ids=["table", "json", "fit"])
 def test_a_reader_that_goes_away_is_not_the_no_answer(monkeypatch, argv):
@@ -168,8 +166,6 @@ def test_a_reader_that_goes_away_is_not_the_no_answer(monkeypatch, argv):
     assert e.value.code == 141
 
 
-@pytest.mark.xfail(strict=True, reason="typer's _main turns a KeyboardInterrupt into Exit(130), returned as a "
-                                       "status, so cli.main never prints 'interrupted'")
 def test_ctrl_c_inside_a_command_says_interrupted(monkeypatch):
     import ffnlab.render as render
     from ffnlab.cli import main
@@ -185,6 +181,60 @@ def test_ctrl_c_inside_a_command_says_interrupted(monkeypatch):
         main(["size", "--d-model", "256", "--ratio", "4", "--json"])
     assert e.value.code == 130  # holds
     assert err.getvalue() == "interrupted\n", repr(err.getvalue())  # was: '' (a silent 130)
+
+
+@pytest.mark.parametrize("argv", [["size", "--d-model", "256", "--ratio", "4"], ["plan", "125M"], ["claims"],
+                                  ["zoo", "--format", "csv"], ["explain", "--d-model", "4096", "--d-ff", "11008"]],
+                         ids=["size", "plan", "claims", "csv", "explain"])
+def test_a_reader_that_goes_away_from_other_commands(monkeypatch, argv):
+    """Neighbours of the above: rich tables, plain lines and CSV all end with the broken-pipe status."""
+    from ffnlab.cli import main
+
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 141
+
+
+@pytest.mark.parametrize("args", [["zoo"], ["--help"], ["size", "--help"]], ids=["zoo", "help", "size-help"])
+def test_a_real_pipe_with_no_reader_is_the_broken_pipe_status(tmp_path, args):
+    """A real pipe whose reading end is closed before ffnlab starts: every write is EPIPE (Python
+    ignores SIGPIPE). ``--help`` is printed by typer's own rich console, whose broken pipe is
+    ``SystemExit(1)``."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.run([sys.executable, "-m", "ffnlab", *args], cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
+                           stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert p.returncode == 141 and p.stderr == "", (p.returncode, p.stderr[-1500:])
+
+
+def test_a_command_that_answers_no_keeps_its_status(tmp_path):
+    """The other side of the broken-pipe status: a command's own ``typer.Exit`` status ("nothing
+    fits": 1) still comes out of main, now that main runs the command itself."""
+    # 70B parameters are 140 GB as bf16 weights alone; an L4 holds 24 GB
+    r = cli("fit", "llama-3-70b", "--gpus", "1", "--gpu", "L4", "--json", where=tmp_path)
+    assert r.code == 1, (r.code, r.stderr[-500:])
+    assert isinstance(json.loads(r.stdout), dict)
+
+
+def test_ctrl_c_inside_a_table_command_says_interrupted(monkeypatch):
+    import ffnlab.render as render
+    from ffnlab.cli import main
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    err = io.StringIO()
+    monkeypatch.setattr(render, "print_table", interrupted)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    monkeypatch.setattr(sys, "stderr", err)
+    with pytest.raises(SystemExit) as e:
+        main(["zoo", "--family", "llama"])
+    assert (e.value.code, err.getvalue()) == (130, "interrupted\n")
 
 
 # -- 2. cli.main assumes its standard streams ---------------------------------------------------------

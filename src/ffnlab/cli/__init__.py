@@ -15,6 +15,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from typing import Any
 
 import typer
 
@@ -60,6 +61,23 @@ def _click_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _invoke(command: Any, argv: list[str] | None) -> Any:
+    """Run ``command`` on ``argv`` (None: the real command line) as click's ``main`` does with
+    ``standalone_mode=False``, letting every exception out as it was raised.
+
+    Typer's ``main`` (``typer.core._main``) translates two of them before this module's handlers
+    can see them, even with ``standalone_mode=False``: a broken pipe becomes ``sys.exit(1)``, the
+    status of a "nothing fits" answer, and a Ctrl-C a returned 130 with no ``interrupted`` line.
+    Returns the command's status: its return value, or the code of a ``typer.Exit`` it raised."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    command._main_shell_completion({}, "ffnlab")  # _FFNLAB_COMPLETE set: answer the shell and exit
+    try:
+        with command.make_context("ffnlab", args) as ctx:
+            return command.invoke(ctx)
+    except typer.Exit as e:  # a command's own status ("nothing fits": 1), --version's 0
+        return e.exit_code
+
+
 def _error(message: str, code: int = EXIT_USAGE) -> None:
     """Print ``message`` as the one ``error:`` line (newlines folded, control characters from
     file or folder names made visible) and exit with ``code``."""
@@ -89,11 +107,15 @@ def main(argv: list[str] | None = None) -> None:
     command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()
     try:
-        rc = command.main(args=argv, prog_name="ffnlab", standalone_mode=False)
+        rc = _invoke(command, argv)
         sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
         sys.stderr.flush()
     except BrokenPipeError:
         _stdout_closed()
+    except SystemExit as e:  # a library's own broken-pipe exit (rich's help console: SystemExit(1))
+        if isinstance(e.__context__, BrokenPipeError):
+            _stdout_closed()
+        raise
     except FfnlabError as e:
         _error(str(e))
     except click_errors as e:

@@ -242,8 +242,6 @@ def test_ctrl_c_inside_a_table_command_says_interrupted(monkeypatch):
 RUN = "import sys; from ffnlab.cli import main; sys.argv = [\"ffnlab\", {args}]; main()"
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main assumes sys.stdout exists: closed, it is None, and render's "
-                                       "writers fail with an AttributeError traceback")
 @pytest.mark.parametrize("args", ['"size", "--d-model", "256", "--ratio", "4"',
                                   '"size", "--d-model", "256", "--ratio", "4", "--json"'], ids=["table", "json"])
 def test_stdout_closed_is_not_a_traceback(tmp_path, args):
@@ -252,8 +250,6 @@ def test_stdout_closed_is_not_a_traceback(tmp_path, args):
     assert p.returncode != 1, (p.returncode, p.stderr[-500:])
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main's _error prints to stderr inside its handler: an unwritable "
-                                       "stderr raises there and the refusal exits 1, the 'no' answer")
 def test_a_refusal_with_stderr_on_a_full_disk_still_exits_2(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
@@ -269,11 +265,59 @@ def test_a_refusal_with_stderr_closed_still_exits_2(tmp_path):
     assert p.returncode == 2, p.returncode
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main's _error prints with file=sys.stderr, None when stderr is closed, "
-                                       "and print(file=None) writes to stdout: a --json reader gets the error line")
 def test_a_refusal_with_stderr_closed_writes_nothing_to_stdout(tmp_path):
     p = _python(RUN.format(args='"size", "--d-model", "-1", "--ratio", "4", "--json"'), tmp_path, "2>&-")
     assert p.stdout == "", p.stdout  # was: "error: --d-model (d_model) must be an integer in [1, 2**30], got -1"
+
+
+@pytest.mark.parametrize("args", ['"zoo"', '"plan", "125M", "--json"', '"size", "--d-model", "-1", "--ratio", "4"'],
+                         ids=["zoo", "plan-json", "refused"])
+def test_stdout_closed_is_one_line_and_exit_2(tmp_path, args):
+    """Neighbours: a closed stdout is a refusal like a full one (one line, exit 2), whatever the
+    command would have printed; a refusal with stdout closed is still its own line."""
+    p = _python(RUN.format(args=args), tmp_path, ">&-")
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-1500:]
+    if "-1" not in args:
+        assert "standard output is closed" in lines[0], lines
+
+
+class _FullDisk(io.StringIO):
+    """stderr on a full disk: every write is ENOSPC."""
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("argv, code", [(["size", "--d-model", "x"], 2), (["audit", "no-such-model"], 2),
+                                        (["size", "--d-model", "256", "--ratio", "4", "--nonsense"], 2)],
+                         ids=["bad-value", "unknown-model", "unknown-option"])
+def test_a_refusal_keeps_its_status_when_stderr_cannot_be_written(monkeypatch, argv, code):
+    """In process, the refusals of click (a usage error) and of ffnlab (FfnlabError) alike."""
+    from ffnlab.cli import main
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", _FullDisk())
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert (e.value.code, out.getvalue()) == (code, "")
+
+
+def test_ctrl_c_with_stderr_closed_still_exits_130_and_prints_nothing(monkeypatch):
+    import ffnlab.render as render
+    from ffnlab.cli import main
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    out = io.StringIO()
+    monkeypatch.setattr(render, "emit_json", interrupted)
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", None)
+    with pytest.raises(SystemExit) as e:
+        main(["size", "--d-model", "256", "--ratio", "4", "--json"])
+    assert (e.value.code, out.getvalue()) == (130, "")  # not "interrupted" on stdout
 
 
 # -- 3. a Ctrl-C swallowed by a finalizer ---------------------------------------------------------------

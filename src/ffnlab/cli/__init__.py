@@ -10,6 +10,7 @@ command, completion) imports them all.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -78,18 +79,54 @@ def _invoke(command: Any, argv: list[str] | None) -> Any:
         return e.exit_code
 
 
+class _ClosedStdout(io.TextIOBase):
+    """``sys.stdout`` of a process started without one (``ffnlab ... >&-``, where Python sets it
+    to None): the first write is refused as one ``error:`` line, exit 2, as a full disk is."""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, s: str) -> int:
+        raise FfnlabError("standard output is closed, so the answer cannot be printed; "
+                          "send it somewhere (> FILE, or > /dev/null to discard it)")
+
+
+def _standard_streams() -> None:
+    """Standard streams that exist: a closed stdout refuses to be written (:class:`_ClosedStdout`);
+    a closed stderr is /dev/null, so that no line meant for it (``print(file=None)``) lands on
+    stdout, where a ``--json`` reader expects JSON or nothing."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stderr until it exits
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr. A stderr that cannot be written (``2>/dev/full``) loses the line, not
+    the status that goes with it: the descriptor is pointed at /dev/null, so the exit's own flush
+    of what is still buffered cannot fail again."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # ValueError: a stream closed in this process
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+
+
 def _error(message: str, code: int = EXIT_USAGE) -> None:
     """Print ``message`` as the one ``error:`` line (newlines folded, control characters from
     file or folder names made visible) and exit with ``code``."""
     line = terminal(" ".join(str(message).split()), one_line=True) or "failed"
-    print(f"error: {line}", file=sys.stderr, flush=True)
+    _say(f"error: {line}")
     sys.exit(code)
 
 
 def _interrupted(console: bool) -> None:
     if console:  # a second Ctrl-C while this line is written ends the process, no "Exception ignored"
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-    print("interrupted", file=sys.stderr, flush=True)
+    _say("interrupted")
     sys.exit(130)
 
 
@@ -103,6 +140,7 @@ def _stdout_closed() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors print one line and exit 2; Ctrl-C prints ``interrupted``, exit 130."""
     console = argv is None  # the real command line (not a caller in this process)
+    _standard_streams()
     register(sys.argv[1:] if argv is None else argv)
     command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()

@@ -22,7 +22,7 @@ from fractions import Fraction
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from ffnlab import escape
+from ffnlab import escape, interrupt
 from ffnlab.errors import FfnlabError
 
 if TYPE_CHECKING:
@@ -147,6 +147,7 @@ def emit_json(obj: Any, indent: int = 2, ensure_ascii: bool = True) -> None:
     which JSON parsers refuse), so one is refused as an :class:`ffnlab.errors.FfnlabError` naming
     where it is (exit 2) and nothing is printed; the flags' bounds keep valid input finite."""
     text = json_text(obj, indent=indent, ensure_ascii=ensure_ascii)
+    interrupt.check()  # a Ctrl-C a finalizer dropped: no answer is printed after it
     sys.stdout.write(text + "\n")
 
 
@@ -270,6 +271,7 @@ def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], fmt: str 
          title: str | None = None, *, wide: bool = False, lines: bool = False) -> None:
     """Print ``rows`` in ``fmt``; the terminal table leaves out ``wide`` columns unless ``wide``
     (and draws a rule between rows with ``lines``)."""
+    interrupt.check()  # a Ctrl-C a finalizer dropped: no answer is printed after it
     if fmt == "csv":
         sys.stdout.write(csv_text(rows, [c.key for c in columns]))
         return
@@ -350,6 +352,7 @@ def record(obj: Any) -> None:
     """One result as a one-row CSV: the JSON flattened (``model.params.total``), raw values; a
     mapping or a result with ``as_dict`` (as :func:`flatten`)."""
     flat = flatten(obj)
+    interrupt.check()
     sys.stdout.write(csv_text([flat], list(flat)))
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import typer
 
+from ffnlab import interrupt
 from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
 from ffnlab.escape import terminal
@@ -145,9 +146,12 @@ def main(argv: list[str] | None = None) -> None:
     command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()
     try:
-        rc = _invoke(command, argv)
-        sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
-        sys.stderr.flush()
+        with interrupt.kept_from_finalizers():  # a Ctrl-C that lands in a finalizer stops the command all the same
+            rc = _invoke(command, argv)
+            interrupt.check()
+            sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
+            sys.stderr.flush()
+            interrupt.check()
     except BrokenPipeError:
         _stdout_closed()
     except SystemExit as e:  # a library's own broken-pipe exit (rich's help console: SystemExit(1))

@@ -62,6 +62,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from ffnlab import interrupt
 from ffnlab.errors import FfnlabError
 
 MARK = ".ffnlab-owned"  # the marker file in every folder ffnlab made and may remove
@@ -113,6 +114,7 @@ def check_inside(path: str | Path, root: str | Path, what: str = "") -> Path:
 
 def make_dir(path: str | Path, root: str | Path | None = None) -> Path:
     """Create folder ``path`` (and its parents) after checking it stays inside ``root``."""
+    interrupt.check()  # a Ctrl-C a finalizer dropped: nothing more is written
     path = Path(path)
     if root is not None:
         check_inside(path, root)
@@ -178,6 +180,7 @@ def mark_text() -> str:
 def new_temp_dir(parent: str | Path, hint: str = "") -> Path:
     """A new, empty (but for its marker) temporary folder in ``parent``, readable by its owner only;
     ``hint`` (what it is for) goes into its name."""
+    interrupt.check()  # a Ctrl-C a finalizer dropped: no new write begins
     clear_stale_temporaries(parent)  # what killed writes left here: each writer clears it, none leaves it
     tmp = Path(parent) / f"{TEMP_PREFIX}{hint[:80] + '-' if hint else ''}{os.getpid()}-{uuid.uuid4().hex[:12]}"
     os.mkdir(tmp, 0o700)  # never an existing folder or link: the name is new
@@ -386,6 +389,7 @@ def write_atomic(path: str | Path, data: str | bytes, *, root: str | Path | None
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
+        interrupt.check()  # a Ctrl-C a finalizer dropped while the data was made or written: not committed
         if exists is None:
             os.replace(tmp / "data", path)
         else:
@@ -489,6 +493,7 @@ def publish_dir(tmp: Path, final: Path) -> None:
     ``final`` is old or new; where the system cannot, the old folder is first renamed aside (then
     ``final`` is absent for a moment), never a mixture; the old copy is removed afterwards.
     """
+    interrupt.check()  # a Ctrl-C a finalizer dropped while the folder was filled: not published
     if os.path.isdir(final) and not os.path.islink(final) and exchange(tmp, final):
         _note_made(final)
         shutil.rmtree(tmp, ignore_errors=True)  # the old folder, now at the temporary name
@@ -528,6 +533,7 @@ def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
     tmp = new_temp_dir(final.parent, final.name)
     try:
         yield tmp
+        interrupt.check()  # a Ctrl-C a finalizer dropped while the folder was filled: not committed
         if not keep_mark:
             (tmp / MARK).unlink()
         os.rename(tmp, final)

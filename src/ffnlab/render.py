@@ -9,6 +9,8 @@ numbers, no units, no thousands separators); the table and Markdown carry the di
 from __future__ import annotations
 
 import csv
+import errno
+import functools
 import io
 import json
 import math
@@ -20,7 +22,7 @@ from fractions import Fraction
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from ffnlab import escape
+from ffnlab import escape, interrupt
 from ffnlab.errors import FfnlabError
 
 if TYPE_CHECKING:
@@ -145,6 +147,7 @@ def emit_json(obj: Any, indent: int = 2, ensure_ascii: bool = True) -> None:
     which JSON parsers refuse), so one is refused as an :class:`ffnlab.errors.FfnlabError` naming
     where it is (exit 2) and nothing is printed; the flags' bounds keep valid input finite."""
     text = json_text(obj, indent=indent, ensure_ascii=ensure_ascii)
+    interrupt.check()  # a Ctrl-C a finalizer dropped: no answer is printed after it
     sys.stdout.write(text + "\n")
 
 
@@ -268,6 +271,7 @@ def emit(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], fmt: str 
          title: str | None = None, *, wide: bool = False, lines: bool = False) -> None:
     """Print ``rows`` in ``fmt``; the terminal table leaves out ``wide`` columns unless ``wide``
     (and draws a rule between rows with ``lines``)."""
+    interrupt.check()  # a Ctrl-C a finalizer dropped: no answer is printed after it
     if fmt == "csv":
         sys.stdout.write(csv_text(rows, [c.key for c in columns]))
         return
@@ -294,10 +298,28 @@ def table_width() -> int:
 def console_for_tables(wide: bool = False) -> Console:
     """A console as wide as :func:`table_width` (``wide``: at least PIPED_WIDTH, so a table asked
     for with every column keeps its cells whole), writing to the current ``sys.stdout``."""
+    width = max(table_width(), PIPED_WIDTH) if wide else table_width()
+    return console(sys.stdout, width=width, soft_wrap=False)
+
+
+def console(file: Any, **settings: Any) -> Console:
+    """A rich console writing to ``file`` (ffnlab's only way to make one) whose broken pipe is a
+    ``BrokenPipeError``: rich's own (``Console.on_broken_pipe``) ends the process with
+    ``SystemExit(1)``, the status of a "nothing fits" answer, where ``ffnlab.cli.main`` stops a
+    command whose reader went away with the broken-pipe status."""
+    return _console_class()(file=file, **settings)
+
+
+@functools.cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
-    width = max(table_width(), PIPED_WIDTH) if wide else table_width()
-    return Console(file=sys.stdout, width=width, soft_wrap=False)
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # nothing more is written to the pipe
+            raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+    return PipeConsole
 
 
 def output(rows: Sequence[Mapping[str, Any]], columns: Sequence[Column], *, as_json: bool, fmt: str,
@@ -330,6 +352,7 @@ def record(obj: Any) -> None:
     """One result as a one-row CSV: the JSON flattened (``model.params.total``), raw values; a
     mapping or a result with ``as_dict`` (as :func:`flatten`)."""
     flat = flatten(obj)
+    interrupt.check()
     sys.stdout.write(csv_text([flat], list(flat)))
 
 

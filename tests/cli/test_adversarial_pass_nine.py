@@ -153,8 +153,6 @@ class _GoneReader(io.StringIO):
 
 # -- 1. typer and rich catch EPIPE and Ctrl-C before cli.main does ---------------------------------
 
-@pytest.mark.xfail(strict=True, reason="typer's _main (sys.exit(1) on EPIPE) and rich's Console.on_broken_pipe "
-                                       "(SystemExit(1)) end a closed pipe before cli.main's 141 handler")
 @pytest.mark.parametrize("argv", [["zoo"], ["zoo", "--json"], ["fit", "llama-3-8b", "--gpus", "1"]],
                          ids=["table", "json", "fit"])
 def test_a_reader_that_goes_away_is_not_the_no_answer(monkeypatch, argv):
@@ -168,8 +166,6 @@ def test_a_reader_that_goes_away_is_not_the_no_answer(monkeypatch, argv):
     assert e.value.code == 141
 
 
-@pytest.mark.xfail(strict=True, reason="typer's _main turns a KeyboardInterrupt into Exit(130), returned as a "
-                                       "status, so cli.main never prints 'interrupted'")
 def test_ctrl_c_inside_a_command_says_interrupted(monkeypatch):
     import ffnlab.render as render
     from ffnlab.cli import main
@@ -187,13 +183,65 @@ def test_ctrl_c_inside_a_command_says_interrupted(monkeypatch):
     assert err.getvalue() == "interrupted\n", repr(err.getvalue())  # was: '' (a silent 130)
 
 
+@pytest.mark.parametrize("argv", [["size", "--d-model", "256", "--ratio", "4"], ["plan", "125M"], ["claims"],
+                                  ["zoo", "--format", "csv"], ["explain", "--d-model", "4096", "--d-ff", "11008"]],
+                         ids=["size", "plan", "claims", "csv", "explain"])
+def test_a_reader_that_goes_away_from_other_commands(monkeypatch, argv):
+    """Neighbours of the above: rich tables, plain lines and CSV all end with the broken-pipe status."""
+    from ffnlab.cli import main
+
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 141
+
+
+@pytest.mark.parametrize("args", [["zoo"], ["--help"], ["size", "--help"]], ids=["zoo", "help", "size-help"])
+def test_a_real_pipe_with_no_reader_is_the_broken_pipe_status(tmp_path, args):
+    """A real pipe whose reading end is closed before ffnlab starts: every write is EPIPE (Python
+    ignores SIGPIPE). ``--help`` is printed by typer's own rich console, whose broken pipe is
+    ``SystemExit(1)``."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        p = subprocess.run([sys.executable, "-m", "ffnlab", *args], cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
+                           stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert p.returncode == 141 and p.stderr == "", (p.returncode, p.stderr[-1500:])
+
+
+def test_a_command_that_answers_no_keeps_its_status(tmp_path):
+    """The other side of the broken-pipe status: a command's own ``typer.Exit`` status ("nothing
+    fits": 1) still comes out of main, now that main runs the command itself."""
+    # 70B parameters are 140 GB as bf16 weights alone; an L4 holds 24 GB
+    r = cli("fit", "llama-3-70b", "--gpus", "1", "--gpu", "L4", "--json", where=tmp_path)
+    assert r.code == 1, (r.code, r.stderr[-500:])
+    assert isinstance(json.loads(r.stdout), dict)
+
+
+def test_ctrl_c_inside_a_table_command_says_interrupted(monkeypatch):
+    import ffnlab.render as render
+    from ffnlab.cli import main
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    err = io.StringIO()
+    monkeypatch.setattr(render, "print_table", interrupted)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    monkeypatch.setattr(sys, "stderr", err)
+    with pytest.raises(SystemExit) as e:
+        main(["zoo", "--family", "llama"])
+    assert (e.value.code, err.getvalue()) == (130, "interrupted\n")
+
+
 # -- 2. cli.main assumes its standard streams ---------------------------------------------------------
 
 RUN = "import sys; from ffnlab.cli import main; sys.argv = [\"ffnlab\", {args}]; main()"
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main assumes sys.stdout exists: closed, it is None, and render's "
-                                       "writers fail with an AttributeError traceback")
 @pytest.mark.parametrize("args", ['"size", "--d-model", "256", "--ratio", "4"',
                                   '"size", "--d-model", "256", "--ratio", "4", "--json"'], ids=["table", "json"])
 def test_stdout_closed_is_not_a_traceback(tmp_path, args):
@@ -202,8 +250,6 @@ def test_stdout_closed_is_not_a_traceback(tmp_path, args):
     assert p.returncode != 1, (p.returncode, p.stderr[-500:])
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main's _error prints to stderr inside its handler: an unwritable "
-                                       "stderr raises there and the refusal exits 1, the 'no' answer")
 def test_a_refusal_with_stderr_on_a_full_disk_still_exits_2(tmp_path):
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
@@ -219,17 +265,66 @@ def test_a_refusal_with_stderr_closed_still_exits_2(tmp_path):
     assert p.returncode == 2, p.returncode
 
 
-@pytest.mark.xfail(strict=True, reason="cli.main's _error prints with file=sys.stderr, None when stderr is closed, "
-                                       "and print(file=None) writes to stdout: a --json reader gets the error line")
 def test_a_refusal_with_stderr_closed_writes_nothing_to_stdout(tmp_path):
     p = _python(RUN.format(args='"size", "--d-model", "-1", "--ratio", "4", "--json"'), tmp_path, "2>&-")
     assert p.stdout == "", p.stdout  # was: "error: --d-model (d_model) must be an integer in [1, 2**30], got -1"
+
+
+@pytest.mark.parametrize("args", ['"zoo"', '"plan", "125M", "--json"', '"size", "--d-model", "-1", "--ratio", "4"'],
+                         ids=["zoo", "plan-json", "refused"])
+def test_stdout_closed_is_one_line_and_exit_2(tmp_path, args):
+    """Neighbours: a closed stdout is a refusal like a full one (one line, exit 2), whatever the
+    command would have printed; a refusal with stdout closed is still its own line."""
+    p = _python(RUN.format(args=args), tmp_path, ">&-")
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), p.stderr[-1500:]
+    if "-1" not in args:
+        assert "standard output is closed" in lines[0], lines
+
+
+class _FullDisk(io.StringIO):
+    """stderr on a full disk: every write is ENOSPC."""
+
+    def write(self, s: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("argv, code", [(["size", "--d-model", "x"], 2), (["audit", "no-such-model"], 2),
+                                        (["size", "--d-model", "256", "--ratio", "4", "--nonsense"], 2)],
+                         ids=["bad-value", "unknown-model", "unknown-option"])
+def test_a_refusal_keeps_its_status_when_stderr_cannot_be_written(monkeypatch, argv, code):
+    """In process, the refusals of click (a usage error) and of ffnlab (FfnlabError) alike."""
+    from ffnlab.cli import main
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", _FullDisk())
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert (e.value.code, out.getvalue()) == (code, "")
+
+
+def test_ctrl_c_with_stderr_closed_still_exits_130_and_prints_nothing(monkeypatch):
+    import ffnlab.render as render
+    from ffnlab.cli import main
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    out = io.StringIO()
+    monkeypatch.setattr(render, "emit_json", interrupted)
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", None)
+    with pytest.raises(SystemExit) as e:
+        main(["size", "--d-model", "256", "--ratio", "4", "--json"])
+    assert (e.value.code, out.getvalue()) == (130, "")  # not "interrupted" on stdout
 
 
 # -- 3. a Ctrl-C swallowed by a finalizer ---------------------------------------------------------------
 
 SWALLOWED = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal gives it (a background job ignores SIGINT)
 import ffnlab.render as render
 emit = render.emit_json
 class Finalized:
@@ -246,13 +341,45 @@ main()
 """
 
 
-@pytest.mark.xfail(strict=True, reason="outside training (training/interrupt.py) a SIGINT handled inside a "
-                                       "finalizer is 'Exception ignored' and the command goes on to exit 0")
 def test_a_ctrl_c_during_a_finalizer_is_not_swallowed(tmp_path):
     p = subprocess.run([sys.executable, "-c", SWALLOWED], cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
                        capture_output=True, text=True, timeout=120)
     assert "Traceback" not in p.stderr and "Exception ignored" not in p.stderr, p.stderr[-1500:]
     assert p.returncode in (130, -2), p.returncode  # was: 0, the output complete, as if no Ctrl-C came
+
+
+DROPPED_IN_A_WRITE = """
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import builtins
+import ffnlab.files as files
+real = builtins.open
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, arriving while a finalizer runs
+        sum(range(100000))
+def opener(file, mode="r", *a, **k):
+    if "x" in mode and "b" in mode:  # the data file of an atomic write: its temporary folder exists
+        Finalized()
+    return real(file, mode, *a, **k)
+files.open = opener
+sys.argv = ["ffnlab", *sys.argv[1:]]
+from ffnlab.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize("args", [["size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "p.svg"],
+                                  ["size", "--d-model", "256", "--ratio", "4", "--n-layers", "2", "--plot", "p.png"]],
+                         ids=["svg", "png"])
+def test_a_ctrl_c_dropped_inside_a_write_stops_the_command(tmp_path, args):
+    """A command that writes a file: the Ctrl-C a finalizer dropped while the file was being made
+    stops it before the file is committed; its temporary folder goes, nothing is left."""
+    (tmp_path / "w").mkdir()
+    p = subprocess.run([sys.executable, "-c", DROPPED_IN_A_WRITE, *args], cwd=tmp_path / "w",
+                       env={**os.environ, "PYTHONPATH": SRC}, capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stderr) == (130, "interrupted\n"), p.stderr[-1500:]
+    assert os.listdir(tmp_path / "w") == []  # was: exit 0, the plot written
 
 
 # -- 4. and 5. a full disk -----------------------------------------------------------------------------

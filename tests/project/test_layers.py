@@ -14,7 +14,7 @@ from paths import ROOT
 
 SRC = ROOT / "src" / "ffnlab"
 CORE = {"ffnlab", "ffnlab.errors", "ffnlab.render", "ffnlab.provenance", "ffnlab.files", "ffnlab.validation",
-        "ffnlab.escape", "ffnlab.monotone", "ffnlab.netwait"}
+        "ffnlab.escape", "ffnlab.monotone", "ffnlab.netwait", "ffnlab.interrupt"}
 LAYERS = ["core", "sizing", "training", "experiments", "cli"]
 HEAVY = ("torch", "numpy", "scipy", "matplotlib", "safetensors", "transformers", "tokenizers", "pandas")
 

@@ -1,4 +1,4 @@
-"""Ctrl-C in training is honoured between steps (training/interrupt.py), even where Python itself
+"""Ctrl-C in training is honoured between steps (ffnlab/interrupt.py), even where Python itself
 would drop it: a KeyboardInterrupt raised inside a finalizer is printed and ignored."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from ffnlab.training.interrupt import stop_between_steps
+from ffnlab.interrupt import check, kept_from_finalizers, stop_between_steps
 
 
 class SignalsWhileFinalized:
@@ -82,3 +82,29 @@ def test_an_ignored_sigint_stays_ignored():
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_outside_training_a_dropped_ctrl_c_is_kept_for_the_next_check():
+    """Every command (ffnlab.cli.main): the finalizer runs on, the next check raises, once."""
+    with kept_from_finalizers():
+        finalize_one()
+        assert SignalsWhileFinalized.ran is False  # interrupted inside the finalizer, as without the guard
+        with pytest.raises(KeyboardInterrupt):
+            check()
+        check()  # raised once: a handler that caught it and goes on is not interrupted again
+
+
+class RaisesWhileFinalized:
+    def __del__(self) -> None:
+        raise ValueError("a finalizer's own error")
+
+
+def test_other_errors_in_finalizers_are_reported_as_before(monkeypatch):
+    seen: list[type[BaseException] | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_type))
+    with kept_from_finalizers():
+        obj = RaisesWhileFinalized()
+        del obj
+        gc.collect()
+        check()  # nothing kept: no KeyboardInterrupt
+    assert seen == [ValueError]

@@ -10,14 +10,17 @@ command, completion) imports them all.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import sys
 from collections.abc import Sequence
 from importlib import import_module
+from typing import Any
 
 import typer
 
+from ffnlab import interrupt
 from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
 from ffnlab.escape import terminal
@@ -61,18 +64,71 @@ def _click_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _invoke(command: Any, argv: list[str] | None) -> Any:
+    """Run ``command`` on ``argv`` (None: the real command line) as click's ``main`` does with
+    ``standalone_mode=False``, letting every exception out as it was raised.
+
+    Typer's ``main`` (``typer.core._main``) translates two of them before this module's handlers
+    can see them, even with ``standalone_mode=False``: a broken pipe becomes ``sys.exit(1)``, the
+    status of a "nothing fits" answer, and a Ctrl-C a returned 130 with no ``interrupted`` line.
+    Returns the command's status: its return value, or the code of a ``typer.Exit`` it raised."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    command._main_shell_completion({}, "ffnlab")  # _FFNLAB_COMPLETE set: answer the shell and exit
+    try:
+        with command.make_context("ffnlab", args) as ctx:
+            return command.invoke(ctx)
+    except typer.Exit as e:  # a command's own status ("nothing fits": 1), --version's 0
+        return e.exit_code
+
+
+class _ClosedStdout(io.TextIOBase):
+    """``sys.stdout`` of a process started without one (``ffnlab ... >&-``, where Python sets it
+    to None): the first write is refused as one ``error:`` line, exit 2, as a full disk is."""
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def write(self, s: str) -> int:
+        raise FfnlabError("standard output is closed, so the answer cannot be printed; "
+                          "send it somewhere (> FILE, or > /dev/null to discard it)")
+
+
+def _standard_streams() -> None:
+    """Standard streams that exist: a closed stdout refuses to be written (:class:`_ClosedStdout`);
+    a closed stderr is /dev/null, so that no line meant for it (``print(file=None)``) lands on
+    stdout, where a ``--json`` reader expects JSON or nothing."""
+    if sys.stdout is None:
+        sys.stdout = _ClosedStdout()
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - the process's stderr until it exits
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr. A stderr that cannot be written (``2>/dev/full``) loses the line, not
+    the status that goes with it: the descriptor is pointed at /dev/null, so the exit's own flush
+    of what is still buffered cannot fail again."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # ValueError: a stream closed in this process
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+
+
 def _error(message: str, code: int = EXIT_USAGE) -> None:
     """Print ``message`` as the one ``error:`` line (newlines folded, control characters from
     file or folder names made visible) and exit with ``code``."""
     line = terminal(" ".join(str(message).split()), one_line=True) or "failed"
-    print(f"error: {line}", file=sys.stderr, flush=True)
+    _say(f"error: {line}")
     sys.exit(code)
 
 
 def _interrupted(console: bool) -> None:
     if console:  # a second Ctrl-C while this line is written ends the process, no "Exception ignored"
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-    print("interrupted", file=sys.stderr, flush=True)
+    _say("interrupted")
     sys.exit(130)
 
 
@@ -86,15 +142,23 @@ def _stdout_closed() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors print one line and exit 2; Ctrl-C prints ``interrupted``, exit 130."""
     console = argv is None  # the real command line (not a caller in this process)
+    _standard_streams()
     register(sys.argv[1:] if argv is None else argv)
     command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()
     try:
-        rc = command.main(args=argv, prog_name="ffnlab", standalone_mode=False)
-        sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
-        sys.stderr.flush()
+        with interrupt.kept_from_finalizers():  # a Ctrl-C that lands in a finalizer stops the command all the same
+            rc = _invoke(command, argv)
+            interrupt.check()
+            sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
+            sys.stderr.flush()
+            interrupt.check()
     except BrokenPipeError:
         _stdout_closed()
+    except SystemExit as e:  # a library's own broken-pipe exit (rich's help console: SystemExit(1))
+        if isinstance(e.__context__, BrokenPipeError):
+            _stdout_closed()
+        raise
     except FfnlabError as e:
         _error(str(e))
     except click_errors as e:

@@ -281,9 +281,9 @@ def start_line(name: str, *, params: int, non_embedding: int, d_model: int, d_ff
 
 
 def _stderr_console() -> Console:
-    from rich.console import Console
+    from ffnlab.render import console
 
-    return Console(file=sys.stderr)
+    return console(sys.stderr)
 
 
 def _print_stderr(line: str) -> None:

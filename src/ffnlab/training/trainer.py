@@ -28,6 +28,7 @@ import torch
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import append_text, check_inside, make_dir, write_atomic
+from ffnlab.interrupt import stop_between_steps
 from ffnlab.provenance import git_commit
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
@@ -48,7 +49,6 @@ from ffnlab.training.distributed import (
     setup,
     teardown,
 )
-from ffnlab.training.interrupt import stop_between_steps
 from ffnlab.training.peak import (
     MAX_GEMM_FLOPS,
     Peak,

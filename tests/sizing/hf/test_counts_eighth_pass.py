@@ -67,6 +67,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from count_passes import assert_finding_stored, finding_params, rotation  # noqa: E402
 from hf_counts_all import check  # noqa: E402
 
 # id -> (config as thrown, transformers' total or None where it refuses, the auto class it built)
@@ -880,22 +881,13 @@ def _check(config: dict[str, Any], total: int | None, auto: str | None, folder: 
         assert rec["reference"].get("auto") == auto
 
 
-def _rotation() -> int:
-    import datetime
-
-    return datetime.date.today().toordinal() % LIVE_EVERY
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_eighth_pass_config_counts_or_is_refused_as_transformers_does(tmp_path, name):
     config, total, auto = CASES[name]
-    _check(config, total, auto, tmp_path, live=sorted(CASES).index(name) % LIVE_EVERY == _rotation())
+    _check(config, total, auto, tmp_path, live=sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY))
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, id=n, marks=() if FINDINGS[n][3] in MENDED else pytest.mark.xfail(
-        strict=True, reason=f"finding {FINDINGS[n][3]}: {LABELS[FINDINGS[n][3]]}"))
-    for n in sorted(FINDINGS)])
+@pytest.mark.parametrize("name", finding_params(FINDINGS, LABELS, MENDED))
 def test_an_eighth_pass_finding(tmp_path, name):
     config, total, auto, _ = FINDINGS[name]
     _check(config, total, auto, tmp_path, live=False)
@@ -903,11 +895,4 @@ def test_an_eighth_pass_finding(tmp_path, name):
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
 def test_each_finding_is_transformers_verdict_as_stored(tmp_path, name):
-    """The findings' inputs are what transformers says they are (so each xfail above fails for its
-    finding, not for a stale figure); a mended finding's input now agrees."""
-    config, total, auto, finding = FINDINGS[name]
-    rec = check(copy.deepcopy(config), tmp_path)
-    assert rec["reference"].get("total") == total, rec["reference"]
-    assert rec["reference"].get("auto") == auto
-    agreed = "refused" if total is None else "exact"
-    assert rec["status"] == (agreed if finding in MENDED else "off"), rec
+    assert_finding_stored(FINDINGS, MENDED, name, tmp_path)

@@ -263,30 +263,43 @@ def clear_stale_temporaries(folder: str | Path) -> list[Path]:
         return []
 
 
-def live_temporaries(folder: str | Path) -> dict[Path, int]:
-    """The temporary folders in ``folder`` (:func:`new_temp_dir`'s) whose writer is still running,
-    each with that process's id: another ffnlab process writing there now. Told from a killed
-    writer's leftovers as :func:`clear_stale_temporaries` tells them (the marker's process, host and
-    start time), so what that would remove is never reported, and what it keeps always is."""
-    found: dict[Path, int] = {}
-    try:
-        with os.scandir(folder) as entries:
-            names = sorted(e.name for e in entries if e.name.startswith(TEMP_PREFIX))
-    except OSError:
-        return found
-    for name in names:
-        p = Path(folder) / name
+def _temporaries(folder: Path, prefixes: tuple[str, ...]) -> list[tuple[Path, bool, int | None, bool]]:
+    """The folders in ``folder`` whose names take one of ``prefixes`` (links and files left out),
+    sorted, each with whether it carries ffnlab's marker, its writer's process id (from the marker,
+    else from the name; None when neither says) and whether that writer has provably ended
+    (:func:`_owner_gone` for a marked folder, :func:`_pid_gone` for one made a moment ago). The one
+    reading of a folder's temporaries: :func:`remove_stale` removes the ended writers',
+    :func:`live_temporaries` names the running ones. Names are listed first: every write lists its
+    folder, which may be large."""
+    with os.scandir(folder) as entries:
+        candidates = sorted(folder / e.name for e in entries if e.name.startswith(prefixes))
+    out: list[tuple[Path, bool, int | None, bool]] = []
+    for p in candidates:
         if p.is_symlink() or not p.is_dir():
             continue
         if marked(p):
-            if not _owner_gone(p):
+            try:
                 m = _MARK_PID.match((p / MARK).read_text(encoding="utf-8", errors="replace"))
-                found[p] = int(m.group(1)) if m else 0
+            except OSError:
+                m = None
+            out.append((p, True, int(m.group(1)) if m else None, _owner_gone(p)))
             continue
-        named = _NAME_PID.search(name)  # made a moment ago, its marker not written yet
-        if named and not _pid_gone(int(named.group(1))):
-            found[p] = int(named.group(1))
-    return found
+        named = _NAME_PID.search(p.name)
+        pid = int(named.group(1)) if named else None
+        out.append((p, False, pid, pid is not None and _pid_gone(pid)))
+    return out
+
+
+def live_temporaries(folder: str | Path) -> dict[Path, int]:
+    """The temporary folders in ``folder`` (:func:`new_temp_dir`'s) whose writer is still running,
+    each with that process's id (0 where its marker names none): another ffnlab process writing
+    there now. Told from a killed writer's leftovers as :func:`clear_stale_temporaries` tells them
+    (:func:`_temporaries`), so what that would remove is never reported, and what it keeps always is."""
+    try:
+        found = _temporaries(Path(folder), (TEMP_PREFIX,))
+    except OSError:
+        return {}
+    return {p: pid or 0 for p, is_marked, pid, gone in found if not gone and (is_marked or pid is not None)}
 
 
 def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: str | None = None,
@@ -303,18 +316,13 @@ def remove_stale(folder: str | Path, root: str | Path | None = None, *, hint: st
     if root is not None:
         check_inside(folder, root)
     found = []
-    with os.scandir(folder) as entries:  # names first: every write lists its folder, which may be large
-        candidates = sorted(folder / e.name for e in entries if e.name.startswith(prefixes))
-    for p in candidates:
-        if p.is_symlink() or not p.is_dir():
+    for p, is_marked, _, gone in _temporaries(folder, prefixes):
+        if not gone:
             continue
-        if marked(p):
-            if _owner_gone(p):
-                shutil.rmtree(p, ignore_errors=True)
-                found.append(p)
-            continue
-        named = _NAME_PID.search(p.name)
-        if p.name.startswith(TEMP_PREFIX) and named and _pid_gone(int(named.group(1))):
+        if is_marked:
+            shutil.rmtree(p, ignore_errors=True)
+            found.append(p)
+        elif p.name.startswith(TEMP_PREFIX):
             with contextlib.suppress(OSError):
                 if _empty_marker_only(p):  # killed between opening the marker and writing it
                     (p / MARK).unlink()

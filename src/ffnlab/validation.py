@@ -44,15 +44,17 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 CLIP = 200  # characters of a user's value an error line quotes before cutting it (:func:`clip`)
 
 
-def clip(text: Any, limit: int = CLIP) -> str:
+def clip(text: Any, limit: int = CLIP, length: int | None = None) -> str:
     """``text`` (a value, a path) as an error line quotes it: whole up to ``limit`` characters,
     longer cut to a prefix, an ellipsis and its length (``xxxx... (100,000 characters)``), so a
-    100,000-character ``--gpu`` or model name is a line, not 100 KB. The one place error lines cut
-    what the user gave (:func:`show`, the CLI's line for a system error)."""
+    100,000-character ``--gpu`` or model name is a line, not 100 KB. ``length``: the length to
+    state where ``text`` is already a cut (:func:`show`'s repr of a long string's head). The one
+    place error lines cut what the user gave (:func:`show`, the CLI's line for a system error)."""
     text = str(text)
-    if len(text) <= limit:
+    total = len(text) if length is None else length
+    if len(text) <= limit and total <= limit:
         return text
-    return f"{text[: max(limit - 3, 1)]}... ({len(text):,} characters)"
+    return f"{text[: max(limit - 3, 1)]}... ({total:,} characters)"
 
 
 def show(value: Any, limit: int = 60) -> str:
@@ -65,7 +67,7 @@ def show(value: Any, limit: int = 60) -> str:
     except ValueError:  # e.g. a Fraction too long to print
         return f"a {type(value).__name__} too long to print"
     if isinstance(value, str) and len(value) > limit:
-        return f"{text[: limit - 3]}... ({len(value):,} characters)"
+        return clip(text, limit, length=len(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -193,11 +193,14 @@ def _dropout_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, attent
     return out
 
 
-def attention_adapters(cfg: ModelConfig) -> int:
+def attention_adapters(cfg: ModelConfig, qv_only: bool = False) -> int:
     """Linear layers of one attention that peft adapts: q|k|v and the output (fused), q, k, v and
-    the output, or MLA's projections."""
+    the output, or MLA's projections; ``qv_only`` (``--lora-targets qv``): q and v, or the fused
+    q|k|v alone."""
     if cfg.is_mla:
         return (2 if cfg.attn.q_lora_rank else 1) + 3
+    if qv_only:
+        return 1 if cfg.attn.qkv_fused else 2
     return 2 if cfg.attn.qkv_fused else 4
 
 
@@ -277,8 +280,7 @@ def _attention_terms(cfg: ModelConfig, tokens: int, seq_len: int, b: float, atte
             out.append(_t("attention output, " + ("dropped-out copy" if fz.own_copies else "fp32 copy")
                           + " for its adapter", dq_out * per, tokens, f"{dq_out} x {how}", "tp", part="attention",
                           dtype="adapter"))
-        n = attention_adapters(cfg) - (1 if fz.qv_only else 0) - (1 if fz.qv_only and not a.qkv_fused else 0)
-        out.append(_adapter_terms("attention", "attention", n, fz, tokens))
+        out.append(_adapter_terms("attention", "attention", attention_adapters(cfg, fz.qv_only), fz, tokens))
     return out
 
 

@@ -131,6 +131,20 @@ def reference(config: dict[str, Any]) -> dict[str, Any]:
             "auto": auto.__name__}
 
 
+def reference_of_file(path: Path) -> dict[str, Any]:
+    """transformers' verdict on the config.json at ``path``: its own reader (json.loads of the text,
+    then the tagged special floats decoded), then the build of :func:`reference`."""
+    from transformers import PreTrainedConfig
+
+    try:
+        data = PreTrainedConfig._dict_from_json_file(path)
+    except Exception as e:  # noqa: BLE001 - any failure to read is a refusal
+        return {"refused": f"{type(e).__name__}: {e}"[:200]}
+    if not isinstance(data.get("model_type"), str):
+        return {"refused": "no model_type"}
+    return reference(data)
+
+
 def _line(e: BaseException) -> str:
     text = " ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
     return text[:200]

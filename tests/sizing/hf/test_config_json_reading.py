@@ -28,7 +28,7 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from hf_counts_all import reference  # noqa: E402
+from hf_counts_all import reference, reference_of_file  # noqa: E402
 
 _SMALL = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2,
           "intermediate_size": 32, "vocab_size": 100}
@@ -38,19 +38,6 @@ _MAMBA2: dict[str, Any] = {"model_type": "mamba2", "hidden_size": 64, "num_heads
 
 def _members(config: dict[str, Any]) -> str:
     return ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in config.items())
-
-
-def _transformers_reads(path: Path) -> dict[str, Any]:
-    """transformers' verdict on the config.json at ``path``: its reader, then its build."""
-    from transformers import PreTrainedConfig
-
-    try:
-        data = PreTrainedConfig._dict_from_json_file(path)
-    except Exception as e:  # noqa: BLE001 - any failure to read is a refusal
-        return {"refused": f"{type(e).__name__}: {e}"[:200]}
-    if not isinstance(data.get("model_type"), str):
-        return {"refused": "no model_type"}
-    return reference(data)
 
 
 def _audit(path: Path) -> Any:
@@ -68,7 +55,7 @@ def _as_transformers(tmp_path: Path, text: str) -> tuple[Any, dict[str, Any]]:
     """audit's row (or refusal) of ``text`` as a config.json, checked against transformers' verdict."""
     path = tmp_path / "config.json"
     path.write_text(text, encoding="utf-8")
-    ref, got = _transformers_reads(path), _audit(path)
+    ref, got = reference_of_file(path), _audit(path)
     if "refused" in ref:
         assert isinstance(got, Exception), f"counted {got.params_total:,} where transformers refuses: {ref}"
         assert "\n" not in str(got)
@@ -115,7 +102,7 @@ def test_a_key_given_twice_is_named_in_a_note(tmp_path):
 def test_the_cli_counts_a_config_with_a_key_twice_and_says_so(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(TWICE["width-twice-last-larger"])
-    total = _transformers_reads(path)["total"]
+    total = reference_of_file(path)["total"]
     p = _cli("audit", str(path), "--json")
     assert p.returncode == 0, p.stderr
     row = json.loads(p.stdout)
@@ -242,4 +229,4 @@ def test_a_hub_config_with_tagged_floats_is_decoded(tmp_path):
     for p in rows:
         assert p.returncode == 0, p.stderr
     hub_row, local_row = (json.loads(p.stdout)[0] for p in rows)
-    assert hub_row["params_total"] == local_row["params_total"] == _transformers_reads(local)["total"]
+    assert hub_row["params_total"] == local_row["params_total"] == reference_of_file(local)["total"]

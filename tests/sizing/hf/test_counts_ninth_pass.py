@@ -115,7 +115,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from count_passes import assert_finding_stored, finding_params, rotation  # noqa: E402
-from hf_counts_all import check, reference  # noqa: E402
+from hf_counts_all import check, reference_of_file  # noqa: E402
 from paths import DATA  # noqa: E402
 
 _STORED = json.loads((DATA / "hf_counts_ninth_pass.json").read_text())
@@ -260,24 +260,10 @@ RAW_FINDINGS: dict[str, tuple[bytes, str]] = {  # name -> (bytes, finding)
 }
 
 
-def _transformers_reads(path: Path) -> dict[str, Any]:
-    """transformers' verdict on the config.json at ``path``: its own reader (json.loads of the text,
-    then the tagged special floats decoded), then the build of ``hf_counts_all.reference``."""
-    from transformers import PreTrainedConfig
-
-    try:
-        data = PreTrainedConfig._dict_from_json_file(path)
-    except Exception as e:  # noqa: BLE001 - any failure to read is a refusal
-        return {"refused": f"{type(e).__name__}: {e}"[:200]}
-    if not isinstance(data.get("model_type"), str):
-        return {"refused": "no model_type"}
-    return reference(data)
-
-
 def _file_case(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(raw)
-    ref = _transformers_reads(path)
+    ref = reference_of_file(path)
     _agrees(_audit_file(path), ref.get("total"), ref.get("auto"))
 
 
@@ -299,7 +285,7 @@ def test_transformers_builds_each_file_finding(tmp_path, name):
     """transformers reads and builds every file finding (each is a refusal of a model it builds)."""
     path = tmp_path / "config.json"
     path.write_bytes(RAW_FINDINGS[name][0])
-    assert "total" in _transformers_reads(path)
+    assert "total" in reference_of_file(path)
 
 
 def _save_mamba2(folder: Path) -> None:
@@ -315,7 +301,7 @@ def test_transformers_writes_tagged_floats_itself(tmp_path):
     _save_mamba2(tmp_path)
     data = json.loads((tmp_path / "config.json").read_text())
     assert data["time_step_limit"] == [0.0, {"__float__": "Infinity"}]
-    assert "total" in _transformers_reads(tmp_path / "config.json")
+    assert "total" in reference_of_file(tmp_path / "config.json")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
@@ -340,7 +326,7 @@ def test_the_cli_counts_a_real_config_as_transformers_does(tmp_path):
 def test_the_cli_refuses_a_file_transformers_refuses_in_one_line(tmp_path, name):
     path = tmp_path / "config.json"
     path.write_bytes(RAW[name])
-    assert "refused" in _transformers_reads(path)
+    assert "refused" in reference_of_file(path)
     p = _cli(str(path), "--json")
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), p.stderr
@@ -348,7 +334,7 @@ def test_the_cli_refuses_a_file_transformers_refuses_in_one_line(tmp_path, name)
 
 def test_the_cli_counts_the_mamba2_config_transformers_saved(tmp_path):
     _save_mamba2(tmp_path)
-    total = _transformers_reads(tmp_path / "config.json")["total"]
+    total = reference_of_file(tmp_path / "config.json")["total"]
     p = _cli(str(tmp_path / "config.json"), "--json")
     assert p.returncode == 0, p.stderr
     got = json.loads(p.stdout)

@@ -52,6 +52,7 @@ from ffnlab.sizing.memory.byte_rules import (
     FP32_BYTES,
     HALF_BYTES,
     dtype_bytes,
+    master_bytes,
     shape_free_states,
 )
 from ffnlab.sizing.memory.parallel import Layout
@@ -228,12 +229,33 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
 
     if zero >= 3 and dp > 1:
         rule += f", sharded over dp {dp}"
-    states = shape_free_states(optimizer, adapter_bytes, pure=adapter_bytes < ADAPTER_BYTES)
+    if optimizer == "adam8bit":  # bitsandbytes' blockwise 8-bit Adam on each adapter matrix (A and B)
+        opt_bytes = adapter_adam8bit_bytes(cfg, lora, pure=adapter_bytes < ADAPTER_BYTES,
+                                           adapter_bytes=adapter_bytes)
+    else:
+        opt_bytes = math.ceil(n * shape_free_states(optimizer, adapter_bytes, pure=adapter_bytes < ADAPTER_BYTES))
     return FinetuneStates(mode=mode, base_weights=shard(base, 3),
                           adapter_weights=shard(math.ceil(n * adapter_bytes), 3),
                           adapter_gradients=shard(math.ceil(n * adapter_bytes), 2),
-                          adapter_optimizer=shard(math.ceil(n * states), 1),
+                          adapter_optimizer=shard(opt_bytes, 1),
                           base_rule=rule)
+
+
+def adapter_adam8bit_bytes(cfg: ModelConfig, lora: LoraCount, *, pure: bool = False,
+                           adapter_bytes: float = ADAPTER_BYTES) -> int:
+    """bitsandbytes' 8-bit Adam state of the adapters: per adapter tensor (``A``: rank x fan_in, ``B``:
+    fan_out x rank) of at least ADAM8BIT_MIN_SIZE values two uint8 states and two fp32 absmax per
+    block of ADAM8BIT_BLOCK values, a smaller one two fp32 states (the rule of
+    :mod:`ffnlab.sizing.memory.optimizers`), plus an fp32 master copy below 32-bit adapters."""
+    from ffnlab.sizing.memory.optimizers import ADAM8BIT_BLOCK, ADAM8BIT_MIN_SIZE
+
+    total = 0
+    for m in adapted_matrices(cfg, lora.targets):
+        for numel in (lora.rank * m.fan_in, m.fan_out * lora.rank):
+            one = (2 * numel + 2 * FP32_BYTES * math.ceil(numel / ADAM8BIT_BLOCK) if numel >= ADAM8BIT_MIN_SIZE
+                   else 2 * FP32_BYTES * numel)
+            total += one * m.count
+    return total + math.ceil(lora.trainable * master_bytes(adapter_bytes, pure=pure))
 
 
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",

@@ -34,6 +34,7 @@ BAD_WORKLOADS: list[tuple[dict[str, Any], str]] = [
     (dict(step=StepOptions(loss="fused", loss_compiled=True)), "--compile-loss prices a compiled full or chunked loss"),
     (dict(step=StepOptions(offload_stash=5)), "offload_stash needs --offload-acts"),
     (dict(step=StepOptions(offload_activations=True)), "--offload-acts needs --recompute full or op-selective"),
+    (dict(step=StepOptions(fused_kernels="liger")), "fused_kernels must be one of unsloth, got 'liger'"),
     (dict(offload="disk"), "--offload must be one of none, optimizer, params, got 'disk'"),
     (dict(recompute="half"), "--recompute must be one of none, selective, full, op-selective, got 'half'"),
     (dict(attention="flash"), "--attention must be one of fused, eager, got 'flash'"),

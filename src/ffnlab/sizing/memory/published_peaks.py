@@ -155,6 +155,7 @@ class PeakSettings(_PeakSettings, total=False):
     loss_chunks: int
     loss_compiled: bool
     fused_kernels: str
+    fused_kernels_engine: str  # a data/fused_kernels.json engine whose kept tensors ffnlab prices
     framework_config: str
     dropout: bool
     ac_note: str
@@ -353,8 +354,12 @@ def pricing(case: PeakCase) -> Pricing:
         nx.append("optimizer step fused into backward")
     if int(lay_s.get("cp", 1)) > 1:
         nx.append("context parallelism")
-    if s.get("fused_kernels"):
+    kernels = s.get("fused_kernels_engine")
+    if s.get("fused_kernels") and kernels is None:
         nx.append(f"{s['fused_kernels']}: fused kernels keep other tensors than the modules ffnlab prices")
+    elif kernels is not None:
+        approx.append(f"{kernels}'s fused kernels priced from what each of its autograd Functions keeps, read from "
+                      f"its source (data/fused_kernels.json; research/unsloth_e3162dc.md)")
     if "foak" in str(s.get("framework_config", "")) and s["recompute"] == "full":
         approx.append(FOAK_UNDER_FULL_CHECKPOINTING)
     elif "foak" in str(s.get("framework_config", "")):
@@ -388,7 +393,7 @@ def pricing(case: PeakCase) -> Pricing:
                        optimizer_impl=s["optimizer_impl"] if s["optimizer_impl"] in ("foreach", "fused") else "foreach",
                        grad_accum=s["grad_accum"] if isinstance(s["grad_accum"], int) else 1,
                        loss_compiled=s.get("loss_compiled") is True, offload_activations=offload is not None,
-                       offload_stash=offload["forward_stash"] if offload else 0)
+                       offload_stash=offload["forward_stash"] if offload else 0, fused_kernels=kernels)
     if s["logits_freed"] == UNKNOWN:
         approx.append("whether the trainer frees its logits is not stated (priced as held)")
     finetune = None

@@ -105,6 +105,9 @@ class StepOptions:
     # (torchtune's OffloadActivations, Unsloth's offloaded checkpointing; data/offload.json)
     offload_activations: bool = False
     offload_stash: int = 0  # offloaded tensors still on the GPU at forward end, waiting for their copy
+    # a trainer's fused kernels in place of the eager modules (data/fused_kernels.json: "unsloth"),
+    # priced from what each of its autograd Functions keeps (ffnlab.sizing.memory.fused_kernels)
+    fused_kernels: str | None = None
 
     def check(self) -> None:
         """Each option against its flag's rule (the messages the command line gives)."""
@@ -116,11 +119,15 @@ class StepOptions:
         require(not (self.loss_compiled and self.loss == "fused"),
                 "--compile-loss prices a compiled full or chunked loss; the fused loss keeps no logits to compile")
         require(self.offload_activations or not self.offload_stash, "offload_stash needs --offload-acts")
+        if self.fused_kernels is not None:
+            from ffnlab.sizing.memory.fused_kernels import engines
+
+            choice(self.fused_kernels, "fused_kernels", engines())
 
     def as_dict(self) -> dict[str, object]:
         """Every option; the compiled loss and activation offload only when set."""
         out = asdict(self)
-        for key in ("loss_compiled", "offload_activations", "offload_stash"):
+        for key in ("loss_compiled", "offload_activations", "offload_stash", "fused_kernels"):
             if not out[key]:
                 del out[key]
         return out
@@ -297,6 +304,12 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     the logits' gradient one chunk at a time in their own dtype."""
     o = work.step
     ft = finetune
+    if o.fused_kernels is not None:  # the trainer's own autograd Functions: what each keeps, from its source
+        from ffnlab.sizing.memory.fused_kernels import fused_step_timeline
+
+        require(ft is not None and tp == 1 and not sp, "fused kernels are priced for a LoRA step on one GPU")
+        assert ft is not None
+        return fused_step_timeline(cfg, work, states, ft, o.fused_kernels)
     seq_len, batch, dtype, recompute, attention = work.seq_len, work.batch, work.dtype, work.recompute, work.attention
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     d, n_tok = cfg.d_model, seq_len * batch

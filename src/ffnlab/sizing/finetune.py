@@ -28,7 +28,11 @@ and bf16 bases with fp32 adapters) against peft models (``tests/sizing/memory/te
 QLoRA's activations are LoRA's in the compute dtype, plus one frozen weight dequantised to the
 compute dtype during each layer's backward (bitsandbytes' ``MatMul4Bit`` keeps no input and
 dequantises the weight again for the input's gradient); bitsandbytes does not run on CPU, so that
-term is modelled, not measured.
+term is modelled, not measured. Two copies where the weight was quantised from another 16-bit dtype
+than the compute dtype (``dequant_copies``: Lightning quantises from float16, so ``MatMul4Bit``
+dequantises to float16 and casts); ``head_4bit``: the LM head quantised too (Lightning's
+``BitsandbytesPrecision``), its dequantised weight alive at the head's matmuls
+(``tests/sizing/memory/test_memory_finetune.py`` measures a LitGPT-built CPU stand-in).
 
 Routed MoE experts are stored as 3-D parameters in transformers 5, which peft adapts through
 ``target_parameters`` with its own shapes; adapting them is refused until that is modelled.
@@ -56,7 +60,7 @@ from ffnlab.sizing.memory.byte_rules import (
     shape_free_states,
 )
 from ffnlab.sizing.memory.parallel import Layout
-from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
+from ffnlab.sizing.memory.quant import WeightBytes, nf4_matrix_bytes, weight_bytes
 from ffnlab.sizing.memory.sharding import WorkTerm, working_terms
 from ffnlab.sizing.memory.step import (
     Alive,
@@ -190,18 +194,30 @@ class FinetuneStates(Result):
         return (*super().keys(), "total")
 
 
-def qlora_base(cfg: ModelConfig, base_format: str = "nf4") -> WeightBytes:
+def qlora_base(cfg: ModelConfig, base_format: str = "nf4", *, head_4bit: bool = False) -> WeightBytes:
     """QLoRA's frozen base: NF4 with double quantisation, or LLM.int8 (int8 and one fp32 scale per
-    output row, ``Int8Params.SCB``)."""
+    output row, ``Int8Params.SCB``). ``head_4bit``: the LM head in NF4 too (Lightning's
+    ``BitsandbytesPrecision`` replaces every ``nn.Linear``, the head's included)."""
     require(base_format in QLORA_BASES, f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {base_format!r}")
+    require(not head_4bit or base_format == "nf4", "a 4-bit LM head is modelled with the nf4 base")
     if base_format == "nf4":
-        return weight_bytes(cfg, "nf4")
+        wb = weight_bytes(cfg, "nf4")
+        if not head_4bit:
+            return wb
+        require(not cfg.tied_embeddings, "a 4-bit LM head is modelled for an untied head")
+        head = next(m for m in matrices(cfg) if m.part == "head")
+        data, meta = nf4_matrix_bytes(head)
+        return replace(wb, quantised_params=wb.quantised_params + head.numel,
+                       kept_params=wb.kept_params - head.numel, data=wb.data + data, scales=wb.scales + meta,
+                       kept=wb.kept - HALF_BYTES * head.numel,
+                       rule=wb.rule + f"; the LM head ({head.numel:,} params) in NF4 too: {data + meta:,} B")
     return weight_bytes(cfg, "int8", group_size=0, scale_bytes=4)
 
 
 def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
                     optimizer: str = "adamw", base_format: str = "nf4", dp: int = 1, zero: int = 0,
-                    upcast_fp32: bool = False, adapter_bytes: float = ADAPTER_BYTES) -> FinetuneStates:
+                    upcast_fp32: bool = False, adapter_bytes: float = ADAPTER_BYTES,
+                    head_4bit: bool = False) -> FinetuneStates:
     """The frozen base (``dtype`` for LoRA, ``base_format`` for QLoRA) and the fp32 adapters with
     their gradients and ``optimizer`` state, on one of ``dp`` data-parallel GPUs at ZeRO stage
     ``zero``: stage 1 shards the adapters' optimizer state, 2 also their gradients, 3 (FSDP,
@@ -209,10 +225,10 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
     ``ceil(bytes / dp)``; FSDP's padding of a first dimension to a multiple of ``dp`` is not
     counted). ``upcast_fp32`` (QLoRA): the base's unquantised parameters (embeddings, head, norms)
     in fp32, as peft's ``prepare_model_for_kbit_training`` casts every 16-bit parameter that is not
-    a ``Params4bit``."""
+    a ``Params4bit``. ``head_4bit`` (QLoRA): the LM head in NF4 as well (:func:`qlora_base`)."""
     require(mode in ("lora", "qlora"), f"--finetune must be lora or qlora for adapter states, got {mode!r}")
     if mode == "qlora":
-        wb = qlora_base(cfg, base_format)
+        wb = qlora_base(cfg, base_format, head_4bit=head_4bit)
         base, rule = wb.total, wb.rule
         if upcast_fp32:
             base += (FP32_BYTES - HALF_BYTES) * wb.kept_params
@@ -261,12 +277,17 @@ def adapter_adam8bit_bytes(cfg: ModelConfig, lora: LoraCount, *, pure: bool = Fa
 def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtype: str = "bf16",
                   input_grads: bool = False, grouped_experts: bool = True, upcast_fp32: bool = False,
                   adapter_bytes: float = ADAPTER_BYTES, dropout_mask_bytes: float | None = None,
-                  base_keeps_inputs: bool = False) -> FinetuneStep:
+                  base_keeps_inputs: bool = False, attn_out_copied: bool = False, head_4bit: bool = False,
+                  dequant_copies: int = 1) -> FinetuneStep:
     """Where the adapters sit, layer by layer, for the step timeline; QLoRA's dequantised weight
-    (the largest attention and FFN matrix in the compute ``dtype``). ``upcast_fp32`` (QLoRA, peft's
-    ``prepare_model_for_kbit_training``): the residual stream in fp32 (:data:`UPCAST_STREAM_BYTES`).
-    ``dropout_mask_bytes``: peft's lora_dropout > 0, each adapter keeping its dropped-out input and a
-    mask of that many bytes per element (None: lora_dropout 0)."""
+    (the largest attention and FFN matrix in the compute ``dtype``, ``dequant_copies`` copies of it:
+    2 where the weight was quantised from another 16-bit dtype than the compute dtype, as
+    ``MatMul4Bit`` dequantises to the quantised-from dtype and then casts); ``head_4bit``: the LM
+    head's weight, dequantised the same way in its forward and backward. ``upcast_fp32`` (QLoRA,
+    peft's ``prepare_model_for_kbit_training``): the residual stream in fp32
+    (:data:`UPCAST_STREAM_BYTES`). ``dropout_mask_bytes``: peft's lora_dropout > 0, each adapter
+    keeping its dropped-out input and a mask of that many bytes per element (None: lora_dropout 0).
+    ``base_keeps_inputs`` / ``attn_out_copied``: :class:`ffnlab.sizing.memory.step.FinetuneStep`."""
     n_all = cfg.n_layers + cfg.encoder_layers
     specs = [cfg.layer_ffn(min(i, cfg.n_layers - 1)) for i in range(n_all)]
     qv = QV in lora.targets
@@ -276,12 +297,17 @@ def finetune_step(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dtyp
     attn_per = [attn_total // n_all + (attn_total % n_all if i == 0 else 0) for i in range(n_all)]
     ffn_per = [lora.rank * (cfg.d_model + f.d_ff) * ffn_adapters(f) if ffn and not f.is_moe else 0 for f in specs]
     dequant = (0, 0)
+    head_dequant = 0
     if mode == "qlora":
         b = dtype_bytes(dtype, ACTIVATION_DTYPES, "compute dtype")
         att = max((m.fan_in * m.fan_out for m in adapted_matrices(cfg, ("attention",))), default=0)  # q|k|v fused
         ff = max((m.fan_in * m.fan_out for m in matrices(cfg) if m.part in ("ffn", "expert")), default=0)
-        dequant = (math.ceil(att * b), math.ceil(ff * b))
+        dequant = (math.ceil(dequant_copies * att * b), math.ceil(dequant_copies * ff * b))
+        if head_4bit:
+            head = sum(m.fan_in * m.fan_out for m in matrices(cfg) if m.part == "head")
+            head_dequant = math.ceil(dequant_copies * head * b)
     return FinetuneStep(attention=attn, ffn=ffn, rank=lora.rank, qv_only=qv, base_keeps_inputs=base_keeps_inputs,
+                        attn_out_copied=attn_out_copied, head_dequant=head_dequant,
                         layer_params=tuple(a + f for a, f in zip(attn_per, ffn_per, strict=True)),
                         ffn_params=tuple(ffn_per), input_grads=input_grads, dequant=dequant,
                         adapter_bytes=adapter_bytes, grouped_experts=grouped_experts,
@@ -381,12 +407,13 @@ def finetune_peak(cfg: ModelConfig, work: Workload, *, input_grads: bool | None 
             f"--finetune {opts.mode} is modelled data parallel (--dp, --zero): not with --tp, --pp, --ep or --sp")
     states = finetune_states(cfg, lora, mode=opts.mode, dtype=work.dtype, optimizer=optimizer,
                              base_format=opts.base_format, dp=lay.dp, zero=lay.zero, upcast_fp32=opts.upcast_fp32,
-                             adapter_bytes=opts.adapter_bytes)
+                             adapter_bytes=opts.adapter_bytes, head_4bit=opts.head_4bit)
     grads_in = work.recompute == "full" if input_grads is None else input_grads
     ft = finetune_step(cfg, lora, mode=opts.mode, dtype=work.dtype, input_grads=grads_in,
                        grouped_experts=grouped_experts, upcast_fp32=opts.upcast_fp32, adapter_bytes=opts.adapter_bytes,
                        dropout_mask_bytes=work.dropout_mask_bytes if opts.lora_dropout else None,
-                       base_keeps_inputs=opts.base_keeps_inputs)
+                       base_keeps_inputs=opts.base_keeps_inputs, attn_out_copied=opts.attn_out_copied,
+                       head_4bit=opts.head_4bit, dequant_copies=opts.dequant_copies)
     largest = max((lora.rank * max(m.fan_in, m.fan_out) for m in adapted_matrices(cfg, lora.targets)), default=0)
     stepped = math.ceil(lora.trainable / lay.dp) if lay.zero >= 1 else lora.trainable  # the optimizer steps its shard
     inputs = StepInputs(weights=states.base_weights + states.adapter_weights, gradients=states.adapter_gradients,
@@ -420,6 +447,15 @@ class FinetuneOptions(Result):
     lora_dropout: float = 0.0
     # QLoRA under bitsandbytes before 0.43.2: each 4-bit layer keeps its input for the graph's life
     base_keeps_inputs: bool = False
+    # with base_keeps_inputs: the output projection's input is a copy of the attention kernel's output
+    # (the trainer's q is head-major in memory, as LitGPT builds it), kept by its 4-bit layer too
+    attn_out_copied: bool = False
+    # QLoRA: the LM head quantised to 4 bits too (Lightning's BitsandbytesPrecision), dequantised for
+    # each of its matmuls
+    head_4bit: bool = False
+    # QLoRA: copies of a weight alive while MatMul4Bit dequantises it: 2 where it was quantised from
+    # another 16-bit dtype than the compute dtype (dequantised to that dtype, then cast), else 1
+    dequant_copies: int = 1
 
     @property
     def adapters(self) -> bool:
@@ -439,6 +475,11 @@ class FinetuneOptions(Result):
         choice(self.base_format, "--qlora-base", QLORA_BASES)
         choice(self.adapter_dtype, "adapter_dtype", ADAPTER_DTYPES)
         require(not self.base_keeps_inputs or self.mode == "qlora", "--bnb-keeps-inputs applies with --finetune qlora")
+        require(not self.attn_out_copied or self.base_keeps_inputs,
+                "attn_out_copied applies with base_keeps_inputs (bitsandbytes before 0.43.2)")
+        require(not self.head_4bit or (self.mode == "qlora" and self.base_format == "nf4"),
+                "a 4-bit LM head applies with --finetune qlora and the nf4 base")
+        require(self.dequant_copies in (1, 2), f"dequant_copies must be 1 or 2, got {self.dequant_copies}")
         require(isinstance(self.lora_dropout, (int, float)) and math.isfinite(self.lora_dropout)
                 and 0 <= self.lora_dropout < 1, f"--lora-dropout must be a number in [0, 1), got {self.lora_dropout}")
 
@@ -453,8 +494,10 @@ class FinetuneOptions(Result):
             return self.upcast_fp32
         if name == "lora_dropout":
             return self.lora_dropout != 0
-        if name == "base_keeps_inputs":
-            return self.base_keeps_inputs
+        if name in ("base_keeps_inputs", "attn_out_copied", "head_4bit"):
+            return bool(getattr(self, name))
+        if name == "dequant_copies":
+            return self.dequant_copies != 1
         if name == "adapter_dtype":
             return self.adapter_dtype != "fp32"
         return True

@@ -340,3 +340,121 @@ def test_bitsandbytes_before_0_43_2_keeps_the_4bit_inputs_no_other_op_keeps(targ
                                                        dropout_mask_bytes=4 if dropout else None, **fz),
                                    step.batch * step.seq_len, 2) for i in range(cfg.n_layers))
     assert sum(kept.values()) == priced > 0, (sum(kept.values()), priced)
+
+
+# a LitGPT QLoRA step in small (tests/helpers/litgpt_qlora.py): d, layers, heads, d_ff, vocab, seq_len,
+# micro-batch, rank, head chunk
+LITGPT_SHAPE = dict(d=64, layers=2, heads=4, d_ff=176, vocab=512, seq_len=64, batch=2, rank=4, chunk=16)
+
+
+def _litgpt_config():  # noqa: ANN202 - ffnlab's config of the small LitGPT model, one q|k|v projection
+    s = LITGPT_SHAPE
+    cfg = make_config(s["d"], s["layers"], s["heads"], s["d_ff"], kind="swiglu", vocab_size=s["vocab"],
+                      max_positions=s["seq_len"], tied_embeddings=False)
+    return replace(cfg, attn=replace(cfg.attn, qkv_fused=True))
+
+
+def _litgpt_model():  # noqa: ANN202
+    import torch
+    from litgpt_qlora import TinyLitGPT
+
+    s = LITGPT_SHAPE
+    torch.manual_seed(0)
+    return TinyLitGPT(s["d"], s["layers"], s["heads"], s["d_ff"], s["vocab"], s["seq_len"], s["rank"], 0.05).train()
+
+
+def test_litgpt_attention_hands_its_4bit_output_projection_a_copy_and_the_head_its_input() -> None:
+    """LitGPT's q is a ``torch.cat`` (contiguous, head-major), the attention kernel's output follows
+    q's layout, so the reshape before the output projection copies it, and bitsandbytes 0.42's
+    ``MatMul4Bit`` keeps that copy; a 4-bit head keeps the final norm's output. Oracle: one forward
+    of the small LitGPT stand-in; the distinct ``ctx.A`` storages that autograd's saved tensors do
+    not hold equal :func:`graph_kept_inputs` with ``out_copied`` plus the head's input, and the
+    q the model builds is contiguous while the kernel's output, transposed back, is not."""
+    import torch
+
+    from ffnlab.sizing.memory.activations import graph_kept_inputs
+
+    s = LITGPT_SHAPE
+    model = _litgpt_model()
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    saved: set[int] = set()
+
+    def pack(t):  # noqa: ANN001, ANN202
+        saved.add(t.untyped_storage().data_ptr())
+        return t
+
+    idx = torch.randint(0, s["vocab"], (s["batch"], s["seq_len"]))
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        logits = model(idx, s["chunk"])
+    kept: dict[int, int] = {}
+    stack, seen = [c.grad_fn for c in logits], set()
+    while stack:
+        node = stack.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        a = getattr(node, "A", None)
+        if isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() not in own | saved:
+            kept[a.untyped_storage().data_ptr()] = a.untyped_storage().nbytes()
+        stack.extend(n for n, _ in node.next_functions)
+    cfg = _litgpt_config()
+    tokens = s["batch"] * s["seq_len"]
+    layers = sum(graph_kept_inputs(cfg, i, FrozenLayer(attention=True, qv_only=True, rank=s["rank"], grad_below=i > 0,
+                                                       adapter_bytes=2, dropout_mask_bytes=1), tokens, 2,
+                                   out_copied=True) for i in range(cfg.n_layers))
+    head_input = tokens * cfg.d_model * 2
+    assert sum(kept.values()) == layers + head_input, (sum(kept.values()), layers, head_input)
+    without_copy = sum(graph_kept_inputs(cfg, i, FrozenLayer(attention=True, qv_only=True, rank=s["rank"],
+                                                             grad_below=i > 0, adapter_bytes=2, dropout_mask_bytes=1),
+                                         tokens, 2) for i in range(cfg.n_layers))
+    assert layers - without_copy == cfg.n_layers * tokens * cfg.d_attn * 2
+
+
+def _litgpt_price(**facts: object) -> tuple[int, int, str]:
+    """ffnlab's (peak, weights, peak moment) of the small LitGPT QLoRA step with ``facts``."""
+    from ffnlab.sizing.finetune import finetune_summary
+    from ffnlab.sizing.memory.step import StepOptions
+
+    s = LITGPT_SHAPE
+    ft = FinetuneOptions(mode="qlora", rank=s["rank"], targets=("qv",), adapter_dtype="bf16", lora_dropout=0.05,
+                         base_keeps_inputs=True, **facts)  # type: ignore[arg-type]
+    work = Workload(seq_len=s["seq_len"], batch=s["batch"], dtype="bf16", recompute="none", attention="fused",
+                    step=StepOptions(loss="chunked", loss_chunks=s["seq_len"] // s["chunk"], logits_held=True,
+                                     grad_accum=2), finetune=ft)
+    found = finetune_summary(_litgpt_config(), work)
+    return found.peak.peak_bytes, found.states.base_weights + found.states.adapter_weights, found.peak.peak_moment
+
+
+def test_a_litgpt_qlora_step_peaks_at_the_dequantised_4bit_head_with_the_previous_graph_held() -> None:
+    """Lightning's plugin makes the LM head 4-bit too, quantised from float16, so each head matmul
+    dequantises it to float16 and casts a bf16 copy; LitGPT's loop holds the previous step's logits
+    (and graph) through the next forward. Oracle: the live bytes (``LiveBytes``) of four micro-batches
+    (two optimizer steps) of the small LitGPT stand-in: the peak is the cast of the dequantised head
+    at the last chunk, and ffnlab, told the facts (the output projection's input copied, the head
+    4-bit, two dequantised copies), is within 5% of it, its peak at the same moment. Without the
+    head facts ffnlab's activations (the peak less the resident weights) are further from the
+    measured ones, and its weights count a 16-bit head the run does not hold."""
+    import torch
+    from litgpt_qlora import run
+
+    from ffnlab.training.live_bytes import LiveBytes, model_tensors
+
+    s = LITGPT_SHAPE
+    model = _litgpt_model()
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    g = torch.Generator().manual_seed(1)
+    batches = [torch.randint(0, s["vocab"], (s["batch"], s["seq_len"]), generator=g) for _ in range(4)]
+    resident = sum(t.untyped_storage().nbytes() for t in [*model.parameters(), *model.buffers()])
+    with LiveBytes() as lb:
+        lb.add_existing(model_tensors(model), "model")
+        run(model, opt, batches, s["chunk"], accum=2)
+    assert lb.peak_op == "_to_copy" and lb.peak_live.get("empty") == s["vocab"] * s["d"] * 2, lb.peak_live
+
+    peak, weights, moment = _litgpt_price(attn_out_copied=True, head_4bit=True, dequant_copies=2)
+    assert moment.startswith("LM head forward, its 4-bit weight dequantised"), moment
+    assert abs(peak / lb.peak - 1) < TOLERANCE, (peak, lb.peak)
+    assert abs(weights / resident - 1) < TOLERANCE, (weights, resident)
+    no_head, no_head_weights, _ = _litgpt_price(attn_out_copied=True)
+    measured_acts = lb.peak - resident
+    assert abs((peak - weights) / measured_acts - 1) < abs((no_head - no_head_weights) / measured_acts - 1)
+    assert abs(no_head_weights / resident - 1) > TOLERANCE

@@ -151,11 +151,10 @@ def test_a_duplicate_id_is_caught() -> None:
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "memory-scale-cuda.json"
 EXPRESSIBLE = [c for c in CASES if published_peaks.pricing(c).expressible]
 # the cases ffnlab cannot express yet, each for the reason its pricing gives (the issue allows 3):
-# settings the source does not state (the HF baseline of Unsloth's table) and Lightning's 4-bit LM
-# head (LitGPT's QLoRA); fms-acceleration's foak kernels under full checkpointing are an
-# approximation (priced eager), Unsloth's kernels are priced from what they keep (data/fused_kernels.json)
-NOT_EXPRESSIBLE_YET = {"hf-fa2-llama3.1-8b-qlora-maxctx-80gb", "litgpt-llama-2-7b-qlora-a10g",
-                       "litgpt-mistral-7b-qlora-a10g"}
+# settings the source does not state (the HF baseline of Unsloth's table); fms-acceleration's foak
+# kernels under full checkpointing are an approximation (priced eager), Unsloth's kernels are priced
+# from what they keep (data/fused_kernels.json), LitGPT's QLoRA with Lightning's 4-bit LM head
+NOT_EXPRESSIBLE_YET = {"hf-fa2-llama3.1-8b-qlora-maxctx-80gb"}
 
 
 def test_the_cases_not_expressed_are_the_known_ones_each_with_a_reason() -> None:

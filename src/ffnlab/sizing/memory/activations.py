@@ -377,15 +377,23 @@ def _ffn_terms(cfg: ModelConfig, spec: FFNSpec, tokens: int, b: float,
     return out
 
 
-def graph_kept_inputs(cfg: ModelConfig, layer: int, fz: FrozenLayer, tokens: int, b: float) -> int:
+def graph_kept_inputs(cfg: ModelConfig, layer: int, fz: FrozenLayer, tokens: int, b: float, *,
+                      out_copied: bool = False) -> int:
     """Bytes of the inputs layer ``layer``'s frozen 4-bit projections keep as ``ctx`` attributes
     under bitsandbytes before 0.43.2 (``MatMul4Bit`` kept its input ``A`` whenever an input needed
     grad: bitsandbytes/autograd/_functions.py at 0.42.0; (None, B) from 0.43.2), where no other op
     keeps the same tensor: the attention's input (unless its adapters keep it: no lora_dropout and
-    the adapters' dtype), the output projection's input (a reshaped copy of the attention output),
-    the FFN's input and the down projection's input (the same rule for the FFN's adapters). A
-    ``ctx`` attribute is not a saved tensor, so backward never frees it: it lives as long as the
-    graph. Dense FFNs only."""
+    the adapters' dtype), the FFN's input and the down projection's input (the same rule for the
+    FFN's adapters). A ``ctx`` attribute is not a saved tensor, so backward never frees it: it lives
+    as long as the graph. Dense FFNs only.
+
+    The output projection's input is the attention kernel's output re-assembled to ``(b, s, heads x
+    head_dim)``: a view of the kernel's saved output when the kernel's output is laid out token-major
+    (transformers' Llama, whose q is a transposed view of the projection), so not counted; a copy of
+    its own (``d_attn`` per token) with ``out_copied``, when q is head-major in memory and the
+    kernel's output follows q's layout (LitGPT's ``torch.cat`` of the roped q makes q contiguous
+    ``(b, heads, s, head_dim)``; the CUDA flash kernel allocates its output ``empty_like`` of q and
+    the ``transpose(1, 2)`` before the reshape is then not contiguous)."""
     spec = cfg.layer_ffn(layer)
     require(not spec.is_moe and not cfg.is_mla,
             "bitsandbytes before 0.43.2 keeping its inputs is modelled for dense FFNs and q/k/v attention only")
@@ -394,9 +402,10 @@ def graph_kept_inputs(cfg: ModelConfig, layer: int, fz: FrozenLayer, tokens: int
     shared = not fz.own_copies and b >= fz.adapter_bytes  # an adapter keeps the very tensor
     d = cfg.d_model
     attn_in = 0 if (fz.attention and shared) or not fz.grad_below else d
+    out_in = cfg.d_attn if out_copied else 0
     ffn_in = 0 if cfg.norms_per_block == 1 or (fz.ffn and shared) else d
     down_in = 0 if fz.ffn and shared else spec.d_ff
-    return math.ceil(tokens * (attn_in + ffn_in + down_in) * b)  # the output projection's input is the kernel's output
+    return math.ceil(tokens * (attn_in + out_in + ffn_in + down_in) * b)
 
 
 def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch: int, dtype: str = "bf16",

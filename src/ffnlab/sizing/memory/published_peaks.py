@@ -118,9 +118,13 @@ class LoraSettings(_LoraSettings, total=False):
     double_quant: bool
     prepare: str  # the model preparation the trainer runs (prepare_model_for_kbit_training)
     bnb_saves_input: bool  # a bitsandbytes that keeps each 4-bit layer's input
+    head_quantized: bool  # the LM head quantised to 4 bits too (Lightning's BitsandbytesPrecision)
+    # the dtype the 4-bit weights were quantised from ("fp16", "bf16"), which dequantize_4bit returns
+    bnb_quant_dtype: str
     adapter_note: str
     base_note: str
     bnb_note: str
+    head_note: str
     targets_note: str
 
 
@@ -168,6 +172,11 @@ class PeakSettings(_PeakSettings, total=False):
     optimizer_note: str
     precision_note: str
     seq_note: str
+    qkv_fused: bool  # the trainer builds one q|k|v projection
+    qkv_note: str
+    # the output projection's input is a copy of the attention kernel's output (q head-major in memory)
+    attn_out_copied: bool
+    attn_out_note: str
 
 
 class PeakCase(TypedDict):
@@ -370,10 +379,10 @@ def pricing(case: PeakCase) -> Pricing:
                       "and residual stream, and behind the fp32 norms the adapters' input and a dense FFN's hidden "
                       "tensors in fp32 (bitsandbytes returns a projection's output in its input's dtype), the "
                       "attention kernel's in bf16")
-    if ft is not None and ft.get("bnb_saves_input") is True and ft.get("head_quantized") is True:
-        nx.append("Lightning's bitsandbytes plugin quantises the LM head too (ffnlab's QLoRA keeps it in 16 bits): "
-                  "its weight in 4 bits and the two dequantised copies of it at the forward's last op (float16, "
-                  "then bf16: 2 x vocab x d x 2 B) are not priced; with them by hand 0.89-0.90 (the case's bnb_note)")
+    if s["optimizer"] == "paged-adamw":
+        approx.append("bitsandbytes' PagedAdamW keeps the fp32 states of each tensor of 1e5 values or more in CUDA "
+                      "unified memory (cudaMallocManaged), which max_memory_allocated does not count; ffnlab counts "
+                      "AdamW's states on the GPU")
     for key in ("optimizer", "precision"):
         if s[key] == UNKNOWN:
             nx.append(f"{key} not stated (priced with {'AdamW' if key == 'optimizer' else 'mixed bf16'})")
@@ -406,13 +415,19 @@ def pricing(case: PeakCase) -> Pricing:
         if ft.get("double_quant") is False:
             approx.append("NF4 without double quantisation (ffnlab counts bitsandbytes' double-quantised scales)")
         alpha = given if isinstance(given := ft.get("alpha"), (int, float)) else None
+        keeps = ft["mode"] == "qlora" and ft.get("bnb_saves_input") is True
+        # MatMul4Bit dequantises to the dtype the weight was quantised from, then casts to the input's
+        quant_from, compute = ft.get("bnb_quant_dtype"), "bf16"
         dropout = float(p) if isinstance(p := ft.get("lora_dropout"), (int, float)) else 0.0
         finetune = FinetuneOptions(mode=ft["mode"], rank=int(ft["rank"]), targets=targets, alpha=alpha,
                                    base_format=ft["base_format"] or "nf4", upcast_fp32=upcast and ft["mode"] == "qlora",
                                    adapter_dtype="bf16" if bf16_adapters else "fp32",
                                    lora_dropout=dropout,
-                                   base_keeps_inputs=ft["mode"] == "qlora" and ft.get("bnb_saves_input") is True)
-    optimizer = {"adamw": "adamw", "adam8bit": "adam8bit"}.get(s["optimizer"], "adamw")
+                                   base_keeps_inputs=keeps,
+                                   attn_out_copied=keeps and s.get("attn_out_copied") is True,
+                                   head_4bit=ft["mode"] == "qlora" and ft.get("head_quantized") is True,
+                                   dequant_copies=2 if quant_from not in (None, compute) else 1)
+    optimizer = {"adamw": "adamw", "adam8bit": "adam8bit", "paged-adamw": "adamw"}.get(s["optimizer"], "adamw")
     work = Workload(seq_len=int(s["seq_len"]), batch=int(s["micro_batch"]), dtype="bf16",
                     recompute=RECOMPUTE_MAP.get(s["recompute"], "full"),
                     attention="fused" if s["attention"] == "fused" else "eager",

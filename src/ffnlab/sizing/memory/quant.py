@@ -150,6 +150,13 @@ def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int | Non
     return WeightBytes(q, rest, data, meta, HALF_BYTES * rest, rule, expert_bytes)
 
 
+def nf4_matrix_bytes(m: Matrix) -> tuple[int, int]:
+    """(packed 4-bit values, metadata) of matrix ``m`` (all ``m.count`` copies) in ``nf4``, as
+    :func:`weight_bytes` counts a converted matrix."""
+    f = FORMATS["nf4"]
+    return math.ceil(m.numel * f.bits / 8), math.ceil(_meta(f, m, f.group) * m.count)
+
+
 def matmul_params(cfg: ModelConfig) -> int:
     """Attention and FFN parameters (all experts): the part weight quantisation applies to."""
     c = count_params(cfg)

@@ -248,6 +248,13 @@ class FinetuneStep:
     # bitsandbytes before 0.43.2: each frozen 4-bit layer keeps its input as a ctx attribute for the
     # graph's life (:func:`ffnlab.sizing.memory.activations.graph_kept_inputs`)
     base_keeps_inputs: bool = False
+    # with base_keeps_inputs: the output projection's input is a copy of the attention kernel's output
+    # (the trainer's q is head-major in memory), kept by its 4-bit layer too
+    attn_out_copied: bool = False
+    # a 4-bit LM head (Lightning's BitsandbytesPrecision replaces every nn.Linear, the head's too):
+    # bytes alive while its weight is dequantised for a matmul (every copy MatMul4Bit makes: float16
+    # from a weight quantised from float16, then the compute dtype); 0: a 16-bit head
+    head_dequant: int = 0
 
     def frozen(self, layer: int) -> FrozenLayer:
         """What layer ``layer`` keeps: every layer above the first carries adapters below it."""
@@ -388,14 +395,29 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     # bitsandbytes before 0.43.2: the 4-bit layers' inputs live with the graph, through backward and
     # the optimizer step; a caller that holds its logits (LitGPT's loop, nanoGPT's) holds the previous
     # step's graph, and its inputs, until the next forward returns
-    graph_kept = sum(graph_kept_inputs(cfg, min(i, cfg.n_layers - 1), ft.frozen(i), n_tok, b)
+    graph_kept = sum(graph_kept_inputs(cfg, min(i, cfg.n_layers - 1), ft.frozen(i), n_tok, b,
+                                       out_copied=ft.attn_out_copied)
                      for i in range(n_layers)) if ft and ft.base_keeps_inputs else 0
+    if graph_kept and ft and ft.head_dequant:  # a 4-bit head keeps its input (the final norm's output) too
+        graph_kept += math.ceil(n_tok * (cfg.embed_proj_dim or d) * b)
+    # the previous step's graph, held by its logits until the next forward returns: its 4-bit inputs
+    # and those logits
+    previous = ((("the previous step's 4-bit inputs (its graph held by its logits)", graph_kept),
+                 ("the previous step's logits", logits_bytes)) if graph_kept and o.logits_held else ())
     if graph_kept:
         base.append(("4-bit layers' inputs kept with the graph (bitsandbytes < 0.43.2)", graph_kept))
-        if o.logits_held:
-            moments.append(moment("forward end, before the loss (the previous step's graph still held)",
-                                  grads_early, acts, head_acts, ("logits", logits_bytes),
-                                  ("the previous step's 4-bit inputs (its graph held by its logits)", graph_kept)))
+    head_dequant = ft.head_dequant if ft else 0
+    if head_dequant:  # the 4-bit head's last matmul of the forward: its dequantised weight beside the
+        # logits made so far (a chunked loss runs the head one chunk at a time: the chunks before the last)
+        k = o.loss_chunks if o.loss == "chunked" else 1
+        made = 0 if o.loss == "fused" else logits_bytes * (k - 1) // k
+        moments.append(moment("LM head forward, its 4-bit weight dequantised" +
+                              (" (the previous step's graph still held)" if previous else ""),
+                              grads_early, acts, head_acts, ("logits, the chunks before the last", made),
+                              ("QLoRA: the 4-bit LM head dequantised", head_dequant), *previous))
+    if graph_kept and o.logits_held:
+        moments.append(moment("forward end, before the loss (the previous step's graph still held)",
+                              grads_early, acts, head_acts, ("logits", logits_bytes), *previous))
     if o.loss == "fused":
         chunk = math.ceil(n_tok / max(1, math.ceil(cfg.vocab_size / d)))
         chunk_bytes = math.ceil(math.ceil(chunk * cfg.vocab_size / tp) * (STAT_BYTES + (b if b < STAT_BYTES else 0)))
@@ -424,7 +446,8 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
         g_logits = logits_bytes
         moments.append(moment("LM head backward", grads_early, acts, head_acts, ("logits (held)", held),
                               ("logits gradient", g_logits), ("head gradients", g_head if not acc_g else 0),
-                              ("gradient of the head input", grad_in)))
+                              ("gradient of the head input", grad_in),
+                              ("QLoRA: the 4-bit LM head dequantised", head_dequant)))
         after_head = 0
     if cfg.final_norm:  # its backward's working tensors beside the gradient of its output; the head's input is freed
         after_lm_head = divide_terms([t for t in head_terms if t.role not in ("log-softmax", "head input")], tp, sp)

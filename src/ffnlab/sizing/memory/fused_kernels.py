@@ -77,6 +77,20 @@ def per_token(items: list[dict[str, Any]], cfg: ModelConfig, rank: int, act_byte
     return sum(item_bytes_per_token(i, cfg, rank, act_bytes, layer) for i in items)
 
 
+# the structural key (``"part"``) of each list whose items the step prices apart: the step selects
+# on it, never on a tensor's label
+PARTS: dict[str, tuple[str, ...]] = {
+    "outside_layer": ("embedding_output", "layer_input", "layer_output", "layer_output_grad"),
+    "layer_saved": ("attention", "ffn"),
+    "loss_saved": ("final_norm", "loss"),
+}
+
+
+def part(items: list[dict[str, Any]], *names: str) -> list[dict[str, Any]]:
+    """The items of one list whose ``part`` is one of ``names``."""
+    return [i for i in items if i["part"] in names]
+
+
 def _tokens(item: dict[str, Any], n_tok: int) -> int:
     step = int(item.get("round_tokens", 1))
     return math.ceil(n_tok / step) * step
@@ -130,7 +144,7 @@ def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft
         return Moment(name, tuple((w, v) for w, v in (*base, *parts) if v))
 
     embed_out = ("the embeddings' output (held by its AccumulateGrad)",
-                 _bytes(p["outside_layer"][:1], cfg, r, b, n_tok))
+                 _bytes(part(p["outside_layer"], "embedding_output"), cfg, r, b, n_tok))
     sequence = ("RoPE cache and ignored-label column", size("sequence"))
     loss_saved = ("final norm and Cut Cross Entropy saved tensors", size("loss_saved"))
     head_rows = cfg.vocab_size
@@ -140,14 +154,13 @@ def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft
                moment("loss backward (Cut Cross Entropy)", embed_out, sequence, loss_saved,
                       ("Cut Cross Entropy: input gradient", size("loss_backward")),
                       ("Cut Cross Entropy: the head's gradient (dropped, the head is frozen)", dc))]
-    final_norm = [i for i in p["loss_saved"] if "final norm" in i["tensor"]]
+    final_norm = part(p["loss_saved"], "final_norm")
     moments.append(moment("final norm backward (in place)", embed_out, sequence,
                           ("final norm saved tensors", _bytes(final_norm, cfg, r, b, n_tok)),
                           ("gradient of its output (overwritten in place)", math.ceil(n_tok * d * b))))
     around = ("the layer's input, its output and the gradient flowing in",
-              _bytes(p["outside_layer"][1:], cfg, r, b, n_tok))
-    attn_names = set(p["attention_saved_only"])
-    attn_saved = [i for i in p["layer_saved"] if i["tensor"] in attn_names]
+              _bytes(part(p["outside_layer"], "layer_input", "layer_output", "layer_output_grad"), cfg, r, b, n_tok))
+    attn_saved = part(p["layer_saved"], "attention")
     done = 0
     for i in reversed(range(n_layers)):
         where = f"backward, layer {i + 1} of {n_layers}"
@@ -173,5 +186,5 @@ def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft
                         host_bytes=host)
 
 
-__all__ = ["DATA", "check_applies", "engines", "fused_step_timeline", "item_bytes_per_token", "load", "per_token",
-           "profile"]
+__all__ = ["DATA", "PARTS", "check_applies", "engines", "fused_step_timeline", "item_bytes_per_token", "load", "part",
+           "per_token", "profile"]

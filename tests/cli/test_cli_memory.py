@@ -536,3 +536,27 @@ def test_write_figure_does_not_replace_a_file_that_appeared_after_the_check(tmp_
     with pytest.raises(FfnlabError, match="already exists"):
         sf.write_figure(path, fig)
     assert path.read_bytes() == b"arrived first\n" and [x.name for x in tmp_path.iterdir()] == ["late.svg"]
+
+
+def test_fused_kernels_flag_and_the_unsloth_engine_price_one_step_and_refuse_one_line() -> None:
+    """--engine unsloth sets --fused-kernels unsloth and the facts its kernels need; the flag given by
+    hand with those facts prices the same step; a step the kernels do not describe is one line, exit 2."""
+    args = ("size", "--from", "llama-3.1-8b", "--finetune", "qlora", "--lora-rank", "32", "--seq-len", "8192")
+    eng = run_json(*args, "--engine", "unsloth")["finetune"]
+    hand = run_json(*args, "--fused-kernels", "unsloth", "--recompute", "full", "--offload-acts", "--loss", "fused",
+                    "--free-logits", "--optimizer", "adam8bit", "--no-upcast")["finetune"]
+    assert eng["peak"]["peak_bytes"] == hand["peak"]["peak_bytes"]
+    assert eng["peak"]["peak_moment"].endswith("FFN (recomputed, unsloth kernels)")
+    eager = run_json(*args, "--engine", "unsloth", "--fused-kernels", "none")["finetune"]
+    assert eager["peak"]["peak_bytes"] > eng["peak"]["peak_bytes"]
+    assert_usage_error(run(*args, "--engine", "unsloth", "--lora-dropout", "0.1"), "lora_dropout 0")
+    assert_usage_error(run(*args, "--engine", "unsloth", "--loss", "chunked"), "Cut Cross Entropy")
+    assert_usage_error(run(*args, "--fused-kernels", "unsloth"), "--offload-acts")
+    assert_usage_error(run(*args, "--fused-kernels", "liger"), "--fused-kernels must be one of none, unsloth")
+    assert_usage_error(run("fit", "llama-3.1-8b", "--gpu", "a100", "--engine", "unsloth"), "--finetune lora or qlora")
+    # fit: 8-bit AdamW's row and the kernels' assumption; its suggestions never propose another loss
+    fit = run("fit", "llama-3.1-8b", "--gpu", "a100", "--gpus", "1", "--engine", "unsloth", "--finetune", "qlora",
+              "--lora-rank", "32", "--seq-len", "342733", "--format", "markdown")
+    assert fit.returncode == 1 and "Traceback" not in fit.stderr, fit.stderr  # within the reserve, not beside it
+    assert "unsloth's fused kernels keep them" in fit.stdout and "--loss chunked" not in fit.stdout
+    assert "none of the one-setting changes fit tries applies" in fit.stdout

@@ -160,6 +160,13 @@ class FitAsk:
                        context_limit=self.context_limit)
 
 
+def _print_suggestions(res: FitResult, fmt: str) -> None:
+    """What would change a "no": each one-setting change tried, or that none of them applies."""
+    lines = [_suggestion_line(x) for x in res.suggestions or ()]
+    _print_lines("what would change it (one setting at a time):",
+                 lines or ["none of the one-setting changes fit tries applies to these settings"], fmt)
+
+
 def _print_lines(title: str, lines: list[str], fmt: str) -> None:
     """The assumptions under the tables (not in CSV, which stays one table)."""
     if fmt == "csv":
@@ -588,13 +595,11 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
         print(f"borderline: {name} fits within the reserve on {gpus_text(gpus)} x {res.accelerator} for {mode}, "
               f"not beside it: the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held} "
               "(the reserve stands for what no term counts: allocator, CUDA context, communication buffers)")
-        _print_lines("what would change it (one setting at a time):",
-                     [_suggestion_line(x) for x in res.suggestions or ()], fmt)
+        _print_suggestions(res, fmt)
     elif not rows:
         print(f"{name} does not fit on {gpus_text(gpus)} x {res.accelerator} for {mode} at these settings: "
               f"the least any layout needs is {gib(res.smallest_need_bytes)} per GPU; {held}")
-        _print_lines("what would change it (one setting at a time):",
-                     [_suggestion_line(x) for x in res.suggestions or ()], fmt)
+        _print_suggestions(res, fmt)
     else:
         render.emit(rows, cols, fmt, title=f"{what} on {res.accelerator} ({budget}): layouts that fit, "
                                            "smallest first", wide=wide)

@@ -53,7 +53,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "Optimizer state: adamw (fp32 moments) | adam8bit | paged-adam8bit (bitsandbytes' paged 8-bit "
         "AdamW: its large states in host-paged unified memory) | adafactor | sgd-momentum | sgd."),
     "engine": ("--engine",
-        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan megatron "
+        "Training engine NAME[@VERSION] whose defaults to price (hf-trainer trl torchtune torchtitan megatron unsloth "
         "nanogpt ffnlab; data/engines.json; an unknown version is priced as the newest known, and says so); an "
         "explicit flag overrides its fact. Every answer names it, its version and the error measured for it on "
         "the published peaks (data/published_ranges.json). With fit --mode serve or size --gpu: the serving "
@@ -69,6 +69,12 @@ OPTIONS: dict[str, tuple[str, str]] = {
         "Activation offload: checkpointed layers' saved inputs in host memory (torchtune's "
         "enable_activation_offloading; "
         "data/offload.json). The host memory it needs is shown."),
+    "fused_kernels": ("--fused-kernels",
+        "A trainer's fused kernels in place of peft's and transformers' modules: none | unsloth (Unsloth "
+        "2025.1.5's fused LoRA, RMSNorm, RoPE, flash-attn and Cut Cross Entropy Functions, priced from what each "
+        "keeps: data/fused_kernels.json; --engine unsloth sets it). Needs a LoRA or QLoRA step with adapters on "
+        "q, k, v, o, gate, up and down of a dense SwiGLU decoder on one GPU, --lora-dropout 0, --recompute full "
+        "--offload-acts, --loss fused, --attention fused and --grad-accum 1."),
     "compile_loss": ("--compile-loss",
         "A compiled loss (torch.compile): it keeps the logits and 2 fp32 values per token, no fp32 log-softmax."),
     "dropout": ("--dropout/--no-dropout", "Training with dropout: count its masks."),
@@ -121,14 +127,20 @@ LORA_ONLY = ("lora_rank", "lora_alpha", "lora_dropout", "lora_targets", "qlora_b
 FLAG_FIELDS = {"keep_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
                "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
                "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype",
-               "upcast_fp32": "finetune.upcast_fp32"}
+               "upcast_fp32": "finetune.upcast_fp32", "offload_activations": "step.offload_activations",
+               "fused_kernels": "step.fused_kernels", "lora_dropout": "finetune.lora_dropout"}
+FUSED_KERNELS_NONE = "none"  # --fused-kernels none: the eager modules
 
 
-def activation_offload_stash() -> int:
-    """torchtune's forward stash: offloaded tensors kept on the GPU until their copy is done
+def activation_offload_stash(engine: str = "torchtune") -> int:
+    """The forward stash of ``engine``'s activation offload (offloaded tensors kept on the GPU until
+    their copy is done; ``data/offload.json``), torchtune's for an engine with no offload of its own
     (``--offload-acts`` prices torchtune's OffloadActivations)."""
     from ffnlab.sizing.memory.parallel import activation_offload
 
+    own = activation_offload(engine.partition("@")[0])
+    if own is not None:
+        return int(own["forward_stash"])
     facts = activation_offload("torchtune")
     assert facts is not None, "data/offload.json keeps torchtune's activation offload"
     return int(facts["forward_stash"])
@@ -161,6 +173,7 @@ class MemoryFlags:
     pure_bf16: bool = False
     offload: str = "none"
     offload_activations: bool = False
+    fused_kernels: str = "none"
     compile_loss: bool = False
     dropout: bool = False
     zero3: str = "fsdp"
@@ -190,9 +203,13 @@ class MemoryFlags:
         """The workload flags as one :class:`ffnlab.sizing.memory.workload.Workload` (which checks
         each of them), at the command's ``seq_len``, ``dtype`` and ``mla``; ``finetune``: with the
         fine-tuning flags (:meth:`finetune_options`, checked after the others)."""
+        from ffnlab.sizing.memory.fused_kernels import engines as kernel_engines
         from ffnlab.sizing.memory.step import StepOptions
         from ffnlab.sizing.memory.workload import Workload
 
+        choice(self.fused_kernels, "--fused-kernels", (FUSED_KERNELS_NONE, *kernel_engines()))
+        kernels = None if self.fused_kernels == FUSED_KERNELS_NONE else self.fused_kernels
+        stash = activation_offload_stash(self.engine) if self.offload_activations else 0
         work = Workload(seq_len=seq_len, batch=self.batch, dtype=dtype, grad_dtype=self.grad_dtype,
                         kv_dtype=self.kv_dtype, weights_dtype=self.weights_dtype, group_size=self.group_size,
                         mla=mla, recompute=self.recompute, attention=self.attention, dropout=self.dropout,
@@ -200,15 +217,20 @@ class MemoryFlags:
                         step=StepOptions(loss=self.loss, loss_chunks=self.loss_chunks, logits_held=self.keep_logits,
                                          optimizer_impl=self.optimizer_impl, grad_accum=self.grad_accum,
                                          recompute_every=self.recompute_every, loss_compiled=self.compile_loss,
-                                         offload_activations=self.offload_activations,
-                                         offload_stash=activation_offload_stash() if self.offload_activations else 0))
+                                         offload_activations=self.offload_activations, offload_stash=stash,
+                                         fused_kernels=kernels))
         if finetune:
             ft = self.finetune_options()
             work = replace(work, finetune=ft) if ft.adapters else work
         from ffnlab.sizing.memory.engines import apply_engine
 
         explicit = frozenset(FLAG_FIELDS[k] for k in FLAG_FIELDS if k in self.given or getattr(self, k) != DEFAULTS[k])
-        return apply_engine(work, self.engine, explicit=explicit)
+        work = apply_engine(work, self.engine, explicit=explicit)
+        if work.step.fused_kernels is not None:  # the step the kernels' lists describe, before any model is read
+            from ffnlab.sizing.memory.fused_kernels import check_step
+
+            check_step(work)
+        return work
 
     def layout(self) -> Layout:
         """The layout flags as one :class:`ffnlab.sizing.memory.parallel.Layout` (which checks

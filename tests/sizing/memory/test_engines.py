@@ -12,7 +12,7 @@ from ffnlab.sizing.memory.parallel import memory_summary
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.memory.workload import Workload
 
-NEEDED = ("hf-trainer", "trl", "torchtune", "torchtitan", "megatron", "nanogpt", "ffnlab")
+NEEDED = ("hf-trainer", "trl", "torchtune", "torchtitan", "megatron", "nanogpt", "ffnlab", "unsloth")
 
 
 def test_every_fact_of_every_version_has_a_value_and_a_source_at_a_version() -> None:
@@ -119,3 +119,56 @@ def test_hf_trainer_upcasts_a_qlora_base_as_prepare_model_for_kbit_training_does
     assert off.engine.overridden == ("kbit_upcast",)
     lora = apply_engine(Workload(finetune=FinetuneOptions("lora")), "hf-trainer")
     assert lora.finetune is not None and not lora.finetune.upcast_fp32  # a 16-bit base: no kbit preparation
+
+
+UNSLOTH_CASE = "unsloth-llama3.1-8b-qlora-maxctx-80gb"
+
+
+def test_the_unsloth_profile_prices_its_published_case_as_the_case_settings_do() -> None:
+    """Two paths to one step: the published case's own settings (data/published_peaks.json: read
+    from Unsloth's README table and examples, priced by published_peaks.pricing) and the unsloth
+    profile (data/engines.json: read from Unsloth's source) applied to what the table states of the
+    run alone (Llama 3.1 8B, QLoRA rank 32, one sequence of the case's length). Same workload,
+    field by field, and the same timeline, moment by moment; the command line's flags reach it too."""
+    from ffnlab.cli.memory_flags import MemoryFlags
+    from ffnlab.sizing.finetune import finetune_summary
+    from ffnlab.sizing.memory import published_peaks
+
+    case = next(c for c in published_peaks.cases() if c["id"] == UNSLOTH_CASE)
+    peak, price = published_peaks.predicted_peak(case)
+    cfg = published_peaks.priced_config(price)
+    seq = int(case["settings"]["seq_len"])
+    stated = Workload(seq_len=seq, batch=1, dtype="bf16", finetune=FinetuneOptions(mode="qlora", rank=32))
+    work = apply_engine(stated, "unsloth")
+    case_work = price.work
+    for field in ("recompute", "attention", "optimizer", "pure_bf16"):
+        assert getattr(work, field) == getattr(case_work, field), field
+    for field in ("loss", "logits_held", "offload_activations", "offload_stash", "fused_kernels", "grad_accum"):
+        assert getattr(work.step, field) == getattr(case_work.step, field), field
+    assert work.finetune == case_work.finetune  # fp32 adapters, lora_dropout 0, no kbit upcast
+    ours = finetune_summary(cfg, work).peak
+    assert ours.peak_bytes == peak
+    assert ours.timeline.moments == finetune_summary(cfg, case_work).peak.timeline.moments
+    assert ours.peak_moment.startswith("backward, layer 1 of 32, FFN (recomputed, unsloth kernels)")
+    cli = MemoryFlags(engine="unsloth", finetune="qlora", lora_rank=32).workload(seq_len=seq, dtype="bf16")
+    assert finetune_summary(cfg, cli).peak.peak_bytes == peak
+    # and not the eager step: the profile's kernels are what makes the case's length fit
+    eager = apply_engine(stated, "unsloth", explicit=frozenset({"step.fused_kernels"}))
+    assert eager.step.fused_kernels is None and eager.engine is not None
+    assert eager.engine.overridden == ("fused_kernels",)
+    assert finetune_summary(cfg, eager).peak.peak_bytes > peak
+
+
+def test_unsloth_facts_are_refused_one_line_where_its_kernels_do_not_run() -> None:
+    """Overriding a fact the fused kernels need (peft's dropout, another loss) is refused by the
+    kernels' own conditions unless the kernels are overridden too."""
+    from ffnlab.sizing.memory.fused_kernels import check_step
+
+    drop = apply_engine(Workload(finetune=FinetuneOptions(mode="qlora", lora_dropout=0.1)), "unsloth",
+                        explicit=frozenset({"finetune.lora_dropout"}))
+    assert drop.engine is not None and drop.engine.overridden == ("lora_dropout",)
+    with pytest.raises(FfnlabError, match="lora_dropout 0"):
+        check_step(drop)
+    qv = apply_engine(Workload(finetune=FinetuneOptions(mode="lora", targets=("qv",))), "unsloth")
+    with pytest.raises(FfnlabError, match="--lora-targets all-linear"):
+        check_step(qv)

@@ -296,7 +296,7 @@ def test_the_recomputed_layer_saves_what_ffnlab_prices_per_token(seq: int) -> No
     measured, _, _ = recompute_saved(layer, x)
     p = fk.profile("unsloth")
     b = torch.finfo(DT).bits // 8
-    reloaded = [i for i in p["outside_layer"] if "copied back" in i["tensor"]]  # saved by the first norm
+    reloaded = fk.part(p["outside_layer"], "layer_input")  # saved by the first norm
     priced = seq * (fk.per_token(p["layer_saved"], cfg, RANK, b) + fk.per_token(reloaded, cfg, RANK, b))
     assert measured == priced, (measured, priced)
 
@@ -360,6 +360,16 @@ def test_every_fact_names_its_source_line() -> None:
                 for item in items:
                     assert set(item.get("per_token", item.get("per_vocab_row", {}))) <= set(fk.UNITS), item
                     assert ":" in item["source"] and item["source"].split()[0] in p["refs"], item
+
+
+def test_the_parts_the_step_selects_are_keys_of_every_item_not_labels() -> None:
+    """Each list the step prices in parts gives every item a known ``part``, every part is used,
+    and the timeline's moments are built from them (the project rule: terms by structure)."""
+    for engine in fk.engines():
+        p = fk.profile(engine)
+        for key, names in fk.PARTS.items():
+            assert {i["part"] for i in p[key]} == set(names), (engine, key)
+        assert "attention_saved_only" not in p
 
 
 def test_8bit_adam_state_of_the_adapters_follows_the_tensors_peft_makes() -> None:

@@ -35,7 +35,10 @@ def test_each_error_is_the_published_figure_against_the_prediction() -> None:
             errors = [e["error"] for e in got["cases"]]
             assert (got["low"], got["high"]) == (min(errors), max(errors))
         mine = [c for c in by_id.values() if c["trainer"] == name]
-        assert len(got["cases"]) + got["not_expressible"] == len(mine)
+        assert len(got["cases"]) + got["not_expressible"] + got.get("capacities", 0) == len(mine)
+        expressed_capacities = [c for c in mine if c["memory_kind"] == "capacity"
+                                and published_peaks.pricing(c).expressible]
+        assert got.get("capacities", 0) == len(expressed_capacities)
 
 
 def test_the_phrase_names_the_range_or_says_there_is_none() -> None:
@@ -45,11 +48,16 @@ def test_the_phrase_names_the_range_or_says_there_is_none() -> None:
         if got["cases"]:
             assert f"{got['low']:+.1%}..{got['high']:+.1%}" in text
             assert f"{len(got['cases'])} case" in text
+        elif got.get("capacities"):
+            assert text.startswith("published peaks: none; ") and "capacit" in text
         elif got["not_expressible"]:
             assert text == f"published peaks: none it expresses, {got['not_expressible']} not expressible yet"
         else:
             assert text == "no published cases"
     assert published_ranges.range_text("no-such-engine") == "no published cases"
+    # Unsloth's one case is a capacity ffnlab expresses: said as such, not as "not expressible"
+    assert resolve("unsloth").published == (
+        "published peaks: none; 1 published capacity expressed (a longest length, not a peak)")
 
 
 def test_the_engine_json_carries_the_range() -> None:

@@ -1,14 +1,18 @@
 """Training engines as data: which tensors each trainer keeps alive, read from its own source.
 
 ``data/engines.json`` holds, per engine (``hf-trainer``, ``trl``, ``torchtune``, ``torchtitan``,
-``megatron``, ``nanogpt``, ``ffnlab``) and per version (newest first), the implementation facts the step
-timeline models, each with its source (repository, path, tag): whether the caller keeps the logits
-(``keeps_logits``), the loss path (``loss``), the optimizer and its implementation, pure bf16 or
-mixed precision (``pure_bf16``), the default recompute policy (``recompute``, ``recompute_every``), the
-fine-tuning one (``finetune_recompute``), whether a QLoRA base's unquantised parameters are upcast to
-fp32 (``kbit_upcast``: peft's ``prepare_model_for_kbit_training``), the gradients' dtype where it is
-not the training dtype (``grad_dtype``: Megatron's fp32 ``main_grad``) and facts of the layout it
-ships with, stated but not applied (``distributed_optimizer``: ``--zero 1`` prices it).
+``megatron``, ``nanogpt``, ``ffnlab``, ``unsloth``) and per version (newest first), the
+implementation facts the step timeline models, each with its source (repository, path, tag):
+whether the caller keeps the logits (``keeps_logits``), the loss path (``loss``), the optimizer and
+its implementation, pure bf16 or mixed precision (``pure_bf16``), the default recompute policy
+(``recompute``, ``recompute_every``), the fine-tuning one (``finetune_recompute``), whether a QLoRA
+base's unquantised parameters are upcast to fp32 (``kbit_upcast``: peft's
+``prepare_model_for_kbit_training``), the adapters' dtype and LoRA dropout (``adapter_dtype``,
+``lora_dropout``), whether the layers' inputs go to host memory (``offload_activations``, with the
+engine's forward stash from ``data/offload.json``), whose fused kernels run in place of the eager
+modules (``fused_kernels``: ``data/fused_kernels.json``), the gradients' dtype where it is not the
+training dtype (``grad_dtype``: Megatron's fp32 ``main_grad``) and facts of the layout it ships
+with, stated but not applied (``distributed_optimizer``: ``--zero 1`` prices it).
 
 :func:`resolve` reads ``NAME[@VERSION]`` (an unknown version is priced as the newest known, and
 says so); :func:`apply_engine` sets a :class:`ffnlab.sizing.memory.workload.Workload`'s fields from
@@ -35,13 +39,18 @@ FACT_FIELDS: dict[str, str] = {
     "keeps_logits": "step.logits_held", "loss": "step.loss", "optimizer": "optimizer",
     "optimizer_impl": "step.optimizer_impl", "pure_bf16": "pure_bf16", "recompute": "recompute",
     "recompute_every": "step.recompute_every", "grad_dtype": "grad_dtype",
+    "offload_activations": "step.offload_activations", "fused_kernels": "step.fused_kernels",
 }
+# facts of the adapters (a FinetuneOptions field each), applied to a LoRA or QLoRA workload only
+FINETUNE_FACTS: dict[str, str] = {"kbit_upcast": "finetune.upcast_fp32", "adapter_dtype": "finetune.adapter_dtype",
+                                  "lora_dropout": "finetune.lora_dropout"}
 # facts a profile states without setting a Workload field (a layout fact: --zero 1 prices it)
 INFO_FACTS = ("distributed_optimizer",)
-FACTS = (*FACT_FIELDS, "finetune_recompute", "kbit_upcast", *INFO_FACTS)  # kbit_upcast: FinetuneOptions.upcast_fp32
-KBIT_UPCAST = "finetune.upcast_fp32"
+FACTS = (*FACT_FIELDS, "finetune_recompute", *FINETUNE_FACTS, *INFO_FACTS)
+KBIT_UPCAST = FINETUNE_FACTS["kbit_upcast"]
 # facts only some engines have (the others leave the field as given)
-OPTIONAL_FACTS = ("recompute_every", "grad_dtype", "kbit_upcast", *INFO_FACTS)
+OPTIONAL_FACTS = ("recompute_every", "grad_dtype", "offload_activations", "fused_kernels", *FINETUNE_FACTS,
+                  *INFO_FACTS)
 
 
 FactValue = Union[bool, int, str]  # a fact's value: a flag, a count (recompute_every) or a name
@@ -204,20 +213,33 @@ def apply_engine(work: Workload, engine: Engine | str, *, explicit: frozenset[st
                 overridden.append(fact)
             continue
         (step if field.startswith("step.") else top)[field.removeprefix("step.")] = value
-    upcast = eng.fact("kbit_upcast")
+    if step.get("offload_activations"):  # the engine's own offload: its forward stash (data/offload.json)
+        from ffnlab.sizing.memory.parallel import activation_offload
+
+        own = activation_offload(eng.name)
+        step["offload_stash"] = own["forward_stash"] if own is not None else work.step.offload_stash
     ft = work.finetune
-    if upcast is not None and ft is not None and ft.mode == "qlora":
-        if KBIT_UPCAST in explicit:
-            if ft.upcast_fp32 != upcast:
-                overridden.append("kbit_upcast")
-        else:
-            top["finetune"] = replace(ft, upcast_fp32=bool(upcast))
+    changes: dict[str, Any] = {}
+    for fact, field in FINETUNE_FACTS.items():
+        value = eng.fact(fact)
+        if value is None or ft is None or not ft.adapters or (fact == "kbit_upcast" and ft.mode != "qlora"):
+            continue
+        name = field.removeprefix("finetune.")
+        if field in explicit:
+            if getattr(ft, name) != value:
+                overridden.append(fact)
+            continue
+        changes[name] = (bool(value) if fact == "kbit_upcast" else float(str(value)) if fact == "lora_dropout"
+                         else str(value))
+    if changes:
+        assert ft is not None
+        top["finetune"] = replace(ft, **changes)
     return replace(work, **top, step=replace(work.step, **step),
                    engine=replace(eng, overridden=tuple(overridden)))
 
 
-__all__ = ["FACTS", "FACT_FIELDS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine", "EngineProfile",
-           "EngineVersion", "EnginesFile", "Fact", "FactSource", "FactValue", "apply_engine",
+__all__ = ["FACTS", "FACT_FIELDS", "FINETUNE_FACTS", "INFO_FACTS", "KBIT_UPCAST", "OPTIONAL_FACTS", "Engine",
+           "EngineProfile", "EngineVersion", "EnginesFile", "Fact", "FactSource", "FactValue", "apply_engine",
            "default_engine",
            "default_workload", "engine_names", "engines_data",
            "resolve"]

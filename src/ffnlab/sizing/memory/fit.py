@@ -49,7 +49,7 @@ from ffnlab.sizing.finetune import (
 )
 from ffnlab.sizing.memory.allocator import allocated_budget, reserved_share
 from ffnlab.sizing.memory.allocator import assumption as allocator_assumption
-from ffnlab.sizing.memory.byte_rules import shape_free_states
+from ffnlab.sizing.memory.byte_rules import STATE_BYTES_PER_PARAM, shape_free_states
 from ffnlab.sizing.memory.engines import default_workload
 from ffnlab.sizing.memory.hardware import (
     DEFAULT_MFU,
@@ -298,7 +298,7 @@ def assumptions(mode: str, *, dtype: str, grad_dtype: str | None, optimizer: str
 
 
 def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, recompute: str, attention: str,
-                         fits: str, held: str) -> list[str]:
+                         fits: str, held: str, kernels: str | None = None) -> list[str]:
     """What a fine-tuning fit assumes, one sentence each."""
     base = f"{ft.base_format} (bitsandbytes)" if ft.mode == "qlora" else dtype
     lines = [f"{ft.describe()}: the base frozen in {base}, activations in {dtype}, fp32 adapters (peft's default) "
@@ -308,8 +308,12 @@ def finetune_assumptions(ft: FinetuneOptions, *, dtype: str, optimizer: str, rec
              "(size --dp N --zero 3 prices it), so more GPUs do not lower the need",
              f"activations: {attention} attention, recompute {recompute}"
              + (" (transformers' gradient_checkpointing_enable: the embeddings' output requires grad)"
+                if recompute == "full" and kernels is None else
+                f" ({kernels}'s offloaded checkpointing: each layer's input on the host, the layer recomputed)"
                 if recompute == "full" else "")
-             + ", as peft and PyTorch's eager kernels keep them (measured on CPU, docs/finetune.md)",
+             + (", as peft and PyTorch's eager kernels keep them (measured on CPU, docs/finetune.md)" if kernels is None
+                else f", as {kernels}'s fused kernels keep them (read from its source: data/fused_kernels.json; "
+                     "--fused-kernels)"),
              fits, held, allocator_assumption()]
     return lines + [f"not counted: {x}" for x in not_counted(ft.mode, ft.upcast_fp32, ft.lora_dropout)]
 
@@ -323,7 +327,9 @@ def _finetune_rows(cfg: ModelConfig, work: Workload, gpus: int) -> tuple[LayoutF
                  f"frozen base: {st.base_rule}; adapters: {n:,} params x {b} B (fp32)"),
              Row("gradients", st.adapter_gradients, st.adapter_gradients, f"adapters only: {n:,} params x {b} B"),
              Row("optimizer", st.adapter_optimizer, st.adapter_optimizer,
-                 f"adapters only: {n:,} params x {shape_free_states(optimizer, b):g} B ({optimizer}, fp32)"),
+                 f"adapters only: {n:,} params x {shape_free_states(optimizer, b):g} B ({optimizer}, fp32)"
+                 if optimizer in STATE_BYTES_PER_PARAM else
+                 f"adapters only: {n:,} params, {optimizer} (bitsandbytes' blockwise state per adapter tensor)"),
              Row("activations", pk.activations_bytes, pk.activations_bytes,
                  f"micro-batch {work.batch} x seq {work.seq_len}, recompute {work.recompute}, {work.attention} "
                  "attention; frozen layers keep no input for their weights", estimate=True, group="activations")]
@@ -510,7 +516,7 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
         assert finetune is not None
         fits, held = _fits_and_held(mode, reserve, acc, reserve_gib)
         said = finetune_assumptions(finetune, dtype=dtype, optimizer=work.optimizer, recompute=work.recompute,
-                                    attention=work.attention, fits=fits, held=held)
+                                    attention=work.attention, fits=fits, held=held, kernels=work.step.fused_kernels)
         priced_ft = _price(cfg, work, gpus, mode, max_tp, sharding)[0].finetune
         assert priced_ft is not None
         ft_out = {**finetune.as_dict(), "lora": priced_ft.lora.as_dict(), "states": priced_ft.states.as_dict()}
@@ -614,6 +620,8 @@ def suggestions(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, ac
         changes = [c for c in changes if c[2] != "optimizer"]
         if ft.mode == "lora":
             changes.insert(0, ("--finetune", "qlora", "finetune"))
+    if work.step.fused_kernels is not None:  # the trainer's kernels bring their own loss (--fused-kernels)
+        changes = [c for c in changes if c[2] != "step"]
 
     def tried(w: Workload, n: int, *, least: bool = True) -> tuple[LayoutFit | None, int | None]:
         """The smallest layout that fits, else (``least``) the least need: all a suggestion says."""

@@ -77,6 +77,20 @@ def per_token(items: list[dict[str, Any]], cfg: ModelConfig, rank: int, act_byte
     return sum(item_bytes_per_token(i, cfg, rank, act_bytes, layer) for i in items)
 
 
+# the structural key (``"part"``) of each list whose items the step prices apart: the step selects
+# on it, never on a tensor's label
+PARTS: dict[str, tuple[str, ...]] = {
+    "outside_layer": ("embedding_output", "layer_input", "layer_output", "layer_output_grad"),
+    "layer_saved": ("attention", "ffn"),
+    "loss_saved": ("final_norm", "loss"),
+}
+
+
+def part(items: list[dict[str, Any]], *names: str) -> list[dict[str, Any]]:
+    """The items of one list whose ``part`` is one of ``names``."""
+    return [i for i in items if i["part"] in names]
+
+
 def _tokens(item: dict[str, Any], n_tok: int) -> int:
     step = int(item.get("round_tokens", 1))
     return math.ceil(n_tok / step) * step
@@ -86,23 +100,48 @@ def _bytes(items: list[dict[str, Any]], cfg: ModelConfig, rank: int, b: float, n
     return math.ceil(sum(item_bytes_per_token(i, cfg, rank, b, layer) * _tokens(i, n_tok) for i in items))
 
 
-def check_applies(cfg: ModelConfig, work: Workload, ft: FinetuneStep | None, engine: str) -> None:
-    """Refuse, with one line, a step the engine's kernel lists do not describe."""
+NONE_HINT = "or --fused-kernels none to price the eager modules"
+
+
+def check_step(work: Workload) -> None:
+    """Refuse, with one line, a workload whose step options the engine's kernel lists do not
+    describe (what can be told before a model is read: the command line checks it once the engine's
+    facts and the flags are applied)."""
+    engine = work.step.fused_kernels
     require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {engine!r}")
-    o = work.step
-    require(ft is not None and ft.attention and ft.ffn and not ft.qv_only,
-            "Unsloth's fused kernels need LoRA or QLoRA adapters on q, k, v, o, gate, up and down")
-    assert ft is not None
-    require(ft.dropout_mask_bytes is None, "Unsloth's fused LoRA kernels run only with lora_dropout 0")
+    o, ft = work.step, work.finetune
+    if ft is not None and ft.adapters:
+        require("attention" in ft.targets and "ffn" in ft.targets,
+                "Unsloth's fused kernels need LoRA or QLoRA adapters on q, k, v, o, gate, up and down "
+                f"(--lora-targets all-linear), got {'+'.join(ft.targets)} ({NONE_HINT})")
+        require(ft.lora_dropout == 0, "Unsloth's fused LoRA kernels run only with lora_dropout 0 (--lora-dropout 0; "
+                                      f"with dropout Unsloth keeps peft's modules: {NONE_HINT})")
     require(work.recompute == "full" and o.offload_activations,
-            "Unsloth's fused kernels are priced under its offloaded checkpointing (--recompute full --offload-acts)")
+            "Unsloth's fused kernels are priced under its offloaded checkpointing (--recompute full --offload-acts; "
+            f"{NONE_HINT})")
     require(o.loss == "fused",
-            "Unsloth's fused kernels are priced with its fused loss (Cut Cross Entropy: --loss fused)")
-    require(work.attention == "fused", "Unsloth's fused kernels are priced with flash-attn (--attention fused)")
-    require(o.grad_accum == 1, "Unsloth's fused kernels are priced for one micro-batch per step")
+            f"Unsloth's fused kernels are priced with its fused loss (Cut Cross Entropy: --loss fused; {NONE_HINT})")
+    require(work.attention == "fused",
+            f"Unsloth's fused kernels are priced with flash-attn (--attention fused; {NONE_HINT})")
+    require(o.grad_accum == 1,
+            f"Unsloth's fused kernels are priced for one micro-batch per step (--grad-accum 1; {NONE_HINT})")
+
+
+def check_applies(cfg: ModelConfig, work: Workload, ft: FinetuneStep | None, engine: str) -> None:
+    """Refuse, with one line, a step the engine's kernel lists do not describe: the step's options
+    (:func:`check_step`), then the adapters and the model."""
+    require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {engine!r}")
+    require(ft is not None and ft.attention and ft.ffn and not ft.qv_only,
+            "Unsloth's fused kernels need LoRA or QLoRA adapters on q, k, v, o, gate, up and down "
+            f"(--finetune lora or qlora, --lora-targets all-linear; {NONE_HINT})")
+    assert ft is not None
+    require(ft.dropout_mask_bytes is None,
+            f"Unsloth's fused LoRA kernels run only with lora_dropout 0 (--lora-dropout 0; {NONE_HINT})")
+    check_step(work)
     require(cfg.encoder_layers == 0 and not any(cfg.layer_ffn(i).is_moe for i in range(cfg.n_layers)),
-            "Unsloth's fused kernels are priced for dense decoder-only models")
-    require(cfg.layer_ffn(0).kind == "swiglu", "Unsloth's fused LoRA MLP is priced for SwiGLU FFNs")
+            f"Unsloth's fused kernels are priced for dense decoder-only models ({NONE_HINT})")
+    require(cfg.layer_ffn(0).kind == "swiglu",
+            f"Unsloth's fused LoRA MLP is priced for SwiGLU FFNs, got {cfg.layer_ffn(0).kind} ({NONE_HINT})")
 
 
 def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft: FinetuneStep,
@@ -130,7 +169,7 @@ def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft
         return Moment(name, tuple((w, v) for w, v in (*base, *parts) if v))
 
     embed_out = ("the embeddings' output (held by its AccumulateGrad)",
-                 _bytes(p["outside_layer"][:1], cfg, r, b, n_tok))
+                 _bytes(part(p["outside_layer"], "embedding_output"), cfg, r, b, n_tok))
     sequence = ("RoPE cache and ignored-label column", size("sequence"))
     loss_saved = ("final norm and Cut Cross Entropy saved tensors", size("loss_saved"))
     head_rows = cfg.vocab_size
@@ -140,14 +179,13 @@ def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft
                moment("loss backward (Cut Cross Entropy)", embed_out, sequence, loss_saved,
                       ("Cut Cross Entropy: input gradient", size("loss_backward")),
                       ("Cut Cross Entropy: the head's gradient (dropped, the head is frozen)", dc))]
-    final_norm = [i for i in p["loss_saved"] if "final norm" in i["tensor"]]
+    final_norm = part(p["loss_saved"], "final_norm")
     moments.append(moment("final norm backward (in place)", embed_out, sequence,
                           ("final norm saved tensors", _bytes(final_norm, cfg, r, b, n_tok)),
                           ("gradient of its output (overwritten in place)", math.ceil(n_tok * d * b))))
     around = ("the layer's input, its output and the gradient flowing in",
-              _bytes(p["outside_layer"][1:], cfg, r, b, n_tok))
-    attn_names = set(p["attention_saved_only"])
-    attn_saved = [i for i in p["layer_saved"] if i["tensor"] in attn_names]
+              _bytes(part(p["outside_layer"], "layer_input", "layer_output", "layer_output_grad"), cfg, r, b, n_tok))
+    attn_saved = part(p["layer_saved"], "attention")
     done = 0
     for i in reversed(range(n_layers)):
         where = f"backward, layer {i + 1} of {n_layers}"
@@ -173,5 +211,5 @@ def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft
                         host_bytes=host)
 
 
-__all__ = ["DATA", "check_applies", "engines", "fused_step_timeline", "item_bytes_per_token", "load", "per_token",
-           "profile"]
+__all__ = ["DATA", "NONE_HINT", "PARTS", "check_applies", "check_step", "engines", "fused_step_timeline",
+           "item_bytes_per_token", "load", "part", "per_token", "profile"]

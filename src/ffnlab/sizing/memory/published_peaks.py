@@ -520,22 +520,29 @@ def compared(case: PeakCase) -> tuple[float, Pricing]:
 def engine_ranges(engines: tuple[str, ...]) -> dict[str, EngineRange]:
     """Per engine name: ffnlab's error (predicted / published - 1, rounded to 1e-4) on each
     published peak of that trainer that ffnlab expresses (capacities left out: they are not a
-    peak), the lowest and highest, and how many of its cases ffnlab cannot express."""
+    peak), the lowest and highest, how many of its cases ffnlab cannot express and (a key only
+    where there are any) how many capacities it expresses."""
     out: dict[str, EngineRange] = {}
     for name in engines:
         errors: list[CaseError] = []
-        left_out = 0
+        left_out = capacities = 0
         for case in cases():
             if case["trainer"] != name:
                 continue
             ours, price = predicted_peak(case)
+            if price.expressible and case["memory_kind"] == "capacity":
+                capacities += 1
+                continue
             if not price.expressible or case["memory_kind"] == "capacity":
                 left_out += 1
                 continue
             errors.append({"id": case["id"], "error": round(ours / peak_bytes(case) - 1, 4)})
         values = [e["error"] for e in errors]
-        out[name] = {"cases": errors, "low": min(values, default=None), "high": max(values, default=None),
-                     "not_expressible": left_out}
+        entry: EngineRange = {"cases": errors, "low": min(values, default=None), "high": max(values, default=None),
+                              "not_expressible": left_out}
+        if capacities:
+            entry["capacities"] = capacities
+        out[name] = entry
     return out
 
 

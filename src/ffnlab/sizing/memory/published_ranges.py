@@ -16,12 +16,16 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:
+    from typing_extensions import NotRequired  # typing's own from Python 3.11
 
 DATA = "published_ranges.json"
 ABOUT = ("ffnlab's error (predicted / published - 1) on the published training peaks of "
          "data/published_peaks.json, per engine of data/engines.json: the cases of that trainer ffnlab "
-         "expresses (capacities left out), their lowest and highest error, and how many it cannot express. "
+         "expresses (capacities left out), their lowest and highest error, how many it cannot express, and "
+         "(where there are any) how many capacities it expresses. "
          "Written by benchmarks/memory_published.py --write-ranges; tests/sizing/memory/test_published_ranges.py "
          "recomputes it and compares exactly.")
 
@@ -40,6 +44,8 @@ class EngineRange(TypedDict):
     low: float | None  # None without a case
     high: float | None
     not_expressible: int
+    # capacity cases ffnlab expresses (a longest fitting length, not a peak: no error here); only where any
+    capacities: NotRequired[int]
 
 
 class RangesFile(TypedDict):
@@ -72,13 +78,17 @@ def range_text(name: str) -> str:
     """``published peaks: 2 cases within -6.2%..-4.5%`` (and how many it cannot express), or
     ``no published cases``."""
     got = range_of(name)
-    n, skipped = len(got["cases"]), got["not_expressible"]
+    n, skipped, caps = len(got["cases"]), got["not_expressible"], got.get("capacities", 0)
     more = f"; {skipped} more not expressible yet" if skipped else ""
+    cap = f"{caps} published capacit{'y' if caps == 1 else 'ies'} expressed (a longest length, not a peak)"
     if not n:
+        if caps:
+            return f"published peaks: none; {cap}{more}"
         return f"published peaks: none it expresses, {skipped} not expressible yet" if skipped else "no published cases"
     low, high = got["low"], got["high"]
     assert low is not None and high is not None  # an engine with cases has their range
-    return f"published peaks: {n} case{'s' if n > 1 else ''} within {low:+.1%}..{high:+.1%}{more}"
+    caps_said = f"; {cap}" if caps else ""
+    return f"published peaks: {n} case{'s' if n > 1 else ''} within {low:+.1%}..{high:+.1%}{more}{caps_said}"
 
 
 __all__ = ["ABOUT", "DATA", "CaseError", "EngineRange", "RangesFile", "range_of", "range_text", "ranges_data",

@@ -311,10 +311,15 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
     the logits' gradient one chunk at a time in their own dtype."""
     o = work.step
     ft = finetune
-    if o.fused_kernels is not None:  # the trainer's own autograd Functions: what each keeps, from its source
+    # the trainer's own autograd Functions: what each keeps, from its source. They price the adapters'
+    # step only: the full-training figure size and audit show beside a LoRA step is priced eager
+    full_view = ft is None and work.finetune is not None and work.finetune.adapters
+    if o.fused_kernels is not None and not full_view:
         from ffnlab.sizing.memory.fused_kernels import fused_step_timeline
 
-        require(ft is not None and tp == 1 and not sp, "fused kernels are priced for a LoRA step on one GPU")
+        require(ft is not None and tp == 1 and not sp,
+                f"--fused-kernels {o.fused_kernels} is priced for a LoRA or QLoRA step (--finetune lora or qlora) "
+                "on one GPU, or give --fused-kernels none")
         assert ft is not None
         return fused_step_timeline(cfg, work, states, ft, o.fused_kernels)
     seq_len, batch, dtype, recompute, attention = work.seq_len, work.batch, work.dtype, work.recompute, work.attention

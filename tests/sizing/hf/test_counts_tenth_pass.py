@@ -120,7 +120,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from count_passes import assert_finding_stored, finding_params, rotation  # noqa: E402
-from hf_counts_all import check, reference_of_file, verdict  # noqa: E402
+from hf_counts_all import check, exact_defaults, reference_of_file, verdict  # noqa: E402
 from paths import DATA  # noqa: E402
 
 _STORED = json.loads((DATA / "hf_counts_tenth_pass.json").read_text())
@@ -150,7 +150,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset()
+MENDED: frozenset[str] = frozenset({"T1"})
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always
@@ -344,3 +344,74 @@ def test_the_cli_counts_an_odd_but_buildable_file_and_refuses_in_one_line(tmp_pa
     assert done.returncode == 2
     lines = [x for x in done.stderr.splitlines() if x.strip() and not x.startswith("[transformers]")]
     assert len(lines) == 1 and lines[0].startswith("error:") and "Traceback" not in done.stderr, done.stderr
+
+
+# -- the mended findings' classes, wider than their kept inputs ------------------------------------------
+#
+# Generated over the translated types' stored defaults (``hf_counts_all.exact_defaults``); each case's
+# verdict is transformers' own, rebuilt live (``hf_counts_all.check``): audit must count it exactly or
+# refuse it as transformers does.
+
+
+def _defaults() -> dict[str, dict[str, Any]]:
+    from ffnlab.sizing.hf import HF_TRANSLATORS
+
+    stored = exact_defaults()
+    return {mt: stored[mt] for mt in HF_TRANSLATORS if mt in stored}
+
+
+_DEFAULTS = _defaults()
+_WRAPPED = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral", "qwen2_5_vl": "qwen2_5_vl_text"}
+_DYNAMIC = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+_LONGROPE = {
+    "rope_type": "longrope",
+    "rope_theta": 10000.0,
+    "original_max_position_embeddings": 16,
+    "short_factor": [1.0, 1.0],
+    "long_factor": [1.0, 1.0],
+}
+CLASS_CASES: dict[str, dict[str, Any]] = {}
+
+
+def _wrapped(outer: str, inner: dict[str, Any] | None = None, **top: Any) -> dict[str, Any]:
+    """A multimodal config around the stored default of its text type (``inner`` over it)."""
+    text = {**_DEFAULTS[_WRAPPED[outer]], **(inner or {})}
+    return {"model_type": outer, "text_config": text, **top}
+
+
+def _t1_cases() -> dict[str, dict[str, Any]]:
+    """A number the attention raises to -0.5 while it is built (hf_rules.json's zero_power_refused):
+    0 (refused), other values and 0 with no layers (built), inside a multimodal text_config too."""
+    from ffnlab.sizing.hf.rules import ZERO_POWER_REFUSED
+
+    out: dict[str, dict[str, Any]] = {}
+    for mt, keys in sorted(ZERO_POWER_REFUSED.items()):
+        for key in keys:
+            for value in (0, -4, 1):
+                out[f"T1/{mt}/{key}={value}"] = {**_DEFAULTS[mt], key: value}
+            out[f"T1/{mt}/{key}=0/no-layers"] = {**_DEFAULTS[mt], key: 0, "num_hidden_layers": 0}
+    out["T1/gemma3/text_config.query_pre_attn_scalar=0"] = _wrapped("gemma3", {"query_pre_attn_scalar": 0})
+    return out
+
+
+CLASS_CASES.update(_t1_cases())
+
+
+@pytest.mark.parametrize("name", sorted(CLASS_CASES))
+def test_a_mended_class_counts_or_is_refused_as_transformers_does(tmp_path, name):
+    rec = check(copy.deepcopy(CLASS_CASES[name]), tmp_path)
+    assert rec["status"] in ("exact", "refused"), (rec["reason"], rec["reference"], rec["audit"])
+    if "refused" in rec["audit"]:
+        assert "\n" not in rec["audit"]["refused"]
+
+
+@pytest.mark.parametrize("model_type", ["gemma2", "gemma3_text", "llama", "gpt_neox", "deepseek_v3"])
+def test_the_zero_power_rule_is_this_transformers(model_type):
+    """hf_rules.json's zero_power_refused, which the T1 mend reads, probed again from the installed
+    transformers (types that have the rule and types that do not)."""
+    from hf_class_rules import _base, zero_power_refused
+
+    from ffnlab.sizing.hf.rules import ZERO_POWER_REFUSED
+
+    config, _, text_type = _base(model_type)
+    assert tuple(zero_power_refused(config, text_type)) == ZERO_POWER_REFUSED.get(text_type, ())

@@ -29,6 +29,7 @@ from ffnlab.sizing.hf.rules import (
     ROPE_THETA_NUMBER,
     SUB_CONFIG_KINDS,
     UNIT_INTERVAL,
+    ZERO_POWER_REFUSED,
 )
 from ffnlab.validation import integer, show
 
@@ -863,6 +864,13 @@ class ConfigKeys:
             require(json_kind(prob) not in ("int", "float") or 0 <= prob <= 1,
                     f"config.json key {self.written_name(key)!r} is {show(prob)}, outside [0, 1]: transformers' "
                     f"{self.model_type} model refuses it")
+        layers = self.data.get("num_hidden_layers", self.class_defaults.get("num_hidden_layers"))
+        layered = json_kind(layers) != "int" or layers > 0  # with no layers, no attention raises it
+        for key in ZERO_POWER_REFUSED.get(self.model_type, ()) if layered else ():  # raised to a negative power
+            value = self.data.get(key)  # by each layer's attention while it is built, read or not
+            require(json_kind(value) not in ("int", "float") or value != 0,
+                    f"config.json key {self.written_name(key)!r} is {show(value)}: transformers' {self.model_type} "
+                    "model raises it to a negative power while it is built and refuses 0")
         for key in NEGATIVE_REFUSED.get(self.model_type, ()):  # a tensor's size, read or not
             value, name = self.data.get(key), self.written_name(key)
             require(value is None or json_kind(value) in ("int", "float") and value >= 0,

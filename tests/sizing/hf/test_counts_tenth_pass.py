@@ -150,7 +150,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset({"T1"})
+MENDED: frozenset[str] = frozenset({"T1", "T2"})
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always
@@ -397,6 +397,24 @@ def _t1_cases() -> dict[str, dict[str, Any]]:
 CLASS_CASES.update(_t1_cases())
 
 
+def _t2_cases() -> dict[str, dict[str, Any]]:
+    """A written head_dim under scaled RoPE, on every translated type (whether its attention reads it
+    or not): dynamic at width 2, two-entry longrope lists at widths 6 (refused) and 4 (built)."""
+    out: dict[str, dict[str, Any]] = {}
+    for mt, base in sorted(_DEFAULTS.items()):
+        out[f"T2/{mt}/head_dim=2/dynamic"] = {**base, "head_dim": 2, "rope_parameters": dict(_DYNAMIC)}
+        for head_dim in (6, 4):
+            out[f"T2/{mt}/head_dim={head_dim}/longrope-2"] = {
+                **base,
+                "head_dim": head_dim,
+                "rope_parameters": copy.deepcopy(_LONGROPE),
+            }
+    return out
+
+
+CLASS_CASES.update(_t2_cases())
+
+
 @pytest.mark.parametrize("name", sorted(CLASS_CASES))
 def test_a_mended_class_counts_or_is_refused_as_transformers_does(tmp_path, name):
     rec = check(copy.deepcopy(CLASS_CASES[name]), tmp_path)
@@ -415,3 +433,31 @@ def test_the_zero_power_rule_is_this_transformers(model_type):
 
     config, _, text_type = _base(model_type)
     assert tuple(zero_power_refused(config, text_type)) == ZERO_POWER_REFUSED.get(text_type, ())
+
+
+def test_the_rope_width_is_the_one_transformers_rope_functions_read():
+    """``keys.rope_head_dim``, the head width ffnlab checks scaled RoPE against, is what transformers'
+    RoPE functions read (``getattr(config, "head_dim", hidden_size // num_attention_heads)``) from the
+    config it builds, on every translated type, with head_dim written (6, 10) and without."""
+    import transformers
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.sizing.hf import translate_hf_dict
+    from ffnlab.sizing.hf.keys import rope_head_dim
+
+    compared = 0
+    for mt, base in sorted(_DEFAULTS.items()):
+        for head_dim in (None, 6, 10):
+            config = dict(base) if head_dim is None else {**base, "head_dim": head_dim}
+            try:
+                cfg = translate_hf_dict(copy.deepcopy(config))[0]
+            except FfnlabError:  # refused by ffnlab: nothing to check a width against
+                continue
+            built = transformers.CONFIG_MAPPING[mt].from_dict(
+                {k: v for k, v in copy.deepcopy(config).items() if k != "model_type"}
+            )
+            theirs = getattr(built, "head_dim", built.hidden_size // built.num_attention_heads)
+            width = (cfg.attn.qk_rope_head_dim or 0) if cfg.is_mla else cfg.head_dim
+            assert rope_head_dim(config, mt, width, mla=cfg.is_mla) == theirs, (mt, head_dim)
+            compared += 1
+    assert compared > 100

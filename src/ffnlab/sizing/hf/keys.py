@@ -285,16 +285,36 @@ def check_even_rotary(data: Mapping[str, object], model_type: str, head_dim: int
                 f"transformers' {model_type} config refuses an odd rotary dimension")
 
 
+def rope_head_dim(data: Mapping[str, object], model_type: str, width: int, *, mla: bool = False) -> int:
+    """The head width transformers 5.25's RoPE functions compute with (``modeling_rope_utils.py``:
+    the dynamic, yarn and longrope inits and longrope's validator read ``getattr(config, "head_dim",
+    hidden_size // num_attention_heads)``, the linear and llama3 inits ``getattr(config, "head_dim",
+    None) or hidden_size // num_attention_heads``): an integer ``head_dim`` written in config.json is
+    kept on every translated config as written (probed: tests/sizing/hf/test_counts_tenth_pass.py),
+    whether or not the attention reads it (GPT-NeoX and StableLM split hidden_size by the heads;
+    DeepSeek-V3's MLA rotates qk_rope_head_dim), except where an MLA config declares head_dim and
+    overwrites it with qk_rope_head_dim (DeepSeek-V2); else the config's own, ``width`` (the
+    attention's rotary head width, which the class's head_dim or hidden_size // heads equals). A
+    written 0 is kept too: only the linear and llama3 inits fall back from it, and a width of 0
+    raises in none of them."""
+    written = data.get("head_dim")
+    if json_kind(written) != "int" or (mla and "head_dim" in FIELD_KINDS.get(model_type, {})):
+        return width
+    assert isinstance(written, int)
+    return written
+
+
 def check_scaled_rope_widths(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
     """Refuse a scaled RoPE (``rope_type`` other than default) whose rotary width transformers'
     RoPE functions cannot compute with (5.25 ``modeling_rope_utils.py``: each takes the width
-    int(head_dim x partial_rotary_factor), the factor from the dict, then config.json, then the
-    class): a negative width (``torch.arange(0, width, 2)`` refuses it), ``dynamic`` at width 2
-    (its exponent divides by width - 2), ``yarn`` at an odd width above 1 (its ramp has width // 2
-    entries, its frequencies one more), ``longrope`` factor lists that do not broadcast against the
-    width's ceil(width / 2) frequencies. For the types whose model computes RoPE; for every type, a
-    null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under the RoPE types that multiply
-    it (dynamic, yarn, longrope; longrope's validator does so even where no RoPE is computed)."""
+    int(head_dim x partial_rotary_factor), ``head_dim`` as :func:`rope_head_dim` finds it, the factor
+    from the dict, then config.json, then the class): a negative width (``torch.arange(0, width, 2)``
+    refuses it), ``dynamic`` at width 2 (its exponent divides by width - 2), ``yarn`` at an odd width
+    above 1 (its ramp has width // 2 entries, its frequencies one more), ``longrope`` factor lists
+    that do not broadcast against the width's ceil(width / 2) frequencies. For the types whose model
+    computes RoPE; for every type, a null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under
+    the RoPE types that multiply it (dynamic, yarn, longrope; longrope's validator does so even where
+    no RoPE is computed)."""
     computes = "computes" in ROPE_SCALING.get(model_type, frozenset())
     if "head_dim" in data and data["head_dim"] is None and model_type in HEAD_DIM_NULL_KEPT:
         for label, group in rope_groups(data, model_type):

@@ -150,7 +150,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset({"T1", "T2"})
+MENDED: frozenset[str] = frozenset({"T1", "T2", "T3"})
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always
@@ -413,6 +413,37 @@ def _t2_cases() -> dict[str, dict[str, Any]]:
 
 
 CLASS_CASES.update(_t2_cases())
+
+
+def _t3_cases() -> dict[str, dict[str, Any]]:
+    """A scaled RoPE the width cannot take (dynamic at 2, longrope lists of the wrong length, yarn at
+    an odd width) under each layer type of a per-layer-type rope_parameters, on the types with one
+    rotary embedding per layer type, and inside Gemma 3's text_config."""
+    yarn = {"rope_type": "yarn", "factor": 2.0, "rope_theta": 10000.0, "original_max_position_embeddings": 16}
+    per_kind = {"dynamic": (2, _DYNAMIC), "longrope": (6, _LONGROPE), "yarn": (3, yarn)}
+    out: dict[str, dict[str, Any]] = {}
+    for mt in ("gemma3_text", "olmo3"):
+        for layer in ("sliding_attention", "full_attention"):
+            for kind, (head_dim, params) in per_kind.items():
+                rope = {
+                    "full_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                    layer: copy.deepcopy(params),
+                }
+                out[f"T3/{mt}/{layer}={kind}/head_dim={head_dim}"] = {
+                    **_DEFAULTS[mt],
+                    "head_dim": head_dim,
+                    "num_hidden_layers": 6,
+                    "rope_parameters": rope,
+                }
+    rope = {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}, "sliding_attention": _LONGROPE}
+    out["T3/gemma3/text_config.sliding_attention=longrope-2"] = _wrapped(
+        "gemma3", {"head_dim": 6, "rope_parameters": copy.deepcopy(rope)}
+    )
+    return out
+
+
+CLASS_CASES.update(_t3_cases())
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_CASES))

@@ -310,22 +310,28 @@ def check_scaled_rope_widths(data: Mapping[str, object], model_type: str, head_d
     int(head_dim x partial_rotary_factor), ``head_dim`` as :func:`rope_head_dim` finds it, the factor
     from the dict, then config.json, then the class): a negative width (``torch.arange(0, width, 2)``
     refuses it), ``dynamic`` at width 2 (its exponent divides by width - 2), ``yarn`` at an odd width
-    above 1 (its ramp has width // 2 entries, its frequencies one more), ``longrope`` factor lists
-    that do not broadcast against the width's ceil(width / 2) frequencies. For the types whose model
-    computes RoPE; for every type, a null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under
-    the RoPE types that multiply it (dynamic, yarn, longrope; longrope's validator does so even where
-    no RoPE is computed)."""
-    computes = "computes" in ROPE_SCALING.get(model_type, frozenset())
+    above 1 (its ramp has width // 2 entries, its frequencies one more), ``longrope`` factor lists that
+    do not broadcast against the width's ceil(width / 2) frequencies. For the types whose model
+    computes RoPE, each dict it computes with: the flat one, or on the types with one rotary
+    embedding per layer type (:data:`LAYER_PATTERN`), each used layer type's (its factor from its own
+    dict, else 1). For every type, a null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under
+    the RoPE types that multiply it (dynamic, yarn, longrope; longrope's validator does so even where no
+    RoPE is computed)."""
+    computes = "computes" in ROPE_SCALING.get(model_type, frozenset()) or model_type in LAYER_PATTERN
     if "head_dim" in data and data["head_dim"] is None and model_type in HEAD_DIM_NULL_KEPT:
         for label, group in rope_groups(data, model_type):
             kind = rope_kind(group) if group else "default"
             require(kind != "longrope" and not (computes and kind in ("dynamic", "yarn")),
                     f"config.json key 'head_dim' is null and {label!r} asks for {kind} RoPE, which transformers "
                     f"computes from head_dim: its {model_type} config keeps the null and refuses it")
-    if not computes or model_type in LAYER_PATTERN:
+    if not computes:
         return
-    default = top_partial_rotary(data, model_type)
-    for label, group in rope_groups(data, model_type):
+    if model_type in LAYER_PATTERN:  # each used layer type's own dict, as its rotary embedding computes with it
+        groups: list[tuple[str, dict[str, Any]]] = [(label, p) for label, p, *_ in rope_value_dicts(data, model_type)]
+        default: Any = 1.0
+    else:
+        groups, default = rope_groups(data, model_type), top_partial_rotary(data, model_type)
+    for label, group in groups:
         kind = rope_kind(group) if group else "default"
         partial: Any = group.get("partial_rotary_factor", default)
         if kind == "default" or json_kind(partial) not in ("int", "float"):

@@ -150,7 +150,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset({"T1", "T2", "T3"})
+MENDED: frozenset[str] = frozenset({"T1", "T2", "T3", "T4"})
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always
@@ -444,6 +444,24 @@ def _t3_cases() -> dict[str, dict[str, Any]]:
 
 
 CLASS_CASES.update(_t3_cases())
+
+
+def _t4_cases() -> dict[str, dict[str, Any]]:
+    """quantization_config of every JSON kind on every translated type (one kind each, rotating), and
+    on each multimodal type, outside and inside its text_config."""
+    kinds: list[Any] = ["fp8", "", 0, 1.5, True, False, [], [{"quant_method": "fp8"}], None, {}, {"bits": 4}]
+    out: dict[str, dict[str, Any]] = {}
+    for i, (mt, base) in enumerate(sorted(_DEFAULTS.items())):
+        value = kinds[i % len(kinds)]
+        out[f"T4/{mt}/quantization_config={json.dumps(value)}"] = {**base, "quantization_config": value}
+    for outer in sorted(_WRAPPED):
+        out[f"T4/{outer}/quantization_config=7"] = _wrapped(outer, quantization_config=7)
+        out[f"T4/{outer}/text_config.quantization_config=[]"] = _wrapped(outer, {"quantization_config": []})
+        out[f"T4/{outer}/quantization_config={{}}"] = _wrapped(outer, quantization_config={})
+    return out
+
+
+CLASS_CASES.update(_t4_cases())
 
 
 @pytest.mark.parametrize("name", sorted(CLASS_CASES))

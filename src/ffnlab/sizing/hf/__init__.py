@@ -80,6 +80,7 @@ from ffnlab.sizing.hf.keys import (
     check_rope_not_nested,
     check_rope_values,
     check_scaled_rope_widths,
+    check_settable,
     computed_layer_types,
     rope_head_dim,
 )
@@ -203,6 +204,8 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     require(model_type not in MULTIMODAL or data.get("per_layer_config") is None,
             f"config.json ({model_type}): per_layer_config is set at the top level, but transformers' {model_type} "
             "config has no layers of its own to apply it to")
+    if model_type in MULTIMODAL:  # the outer config class is built too: its own keys refused as its class does
+        check_settable(data, model_type)
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]

@@ -819,7 +819,18 @@ def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> 
     require(dtype is None or isinstance(dtype, str) and dtype in BUILD_DTYPES,
             f"config.json key {key!r} must name a floating-point torch dtype transformers builds a model "
             f"under ({', '.join(sorted(BUILD_DTYPES))}), got {show(dtype)}")
+    check_settable(data, model_type)
     check_generic(data, model_type, n_layers)
+
+
+def check_settable(data: Mapping[str, object], model_type: str) -> None:
+    """Refuse the keys any config class of transformers 5.25 refuses whatever the type reads: a
+    ``quantization_config`` that is neither an object nor null, on which the build calls
+    ``to_dict``. For a multimodal config, its outer keys as well as its text_config's."""
+    quant = data.get("quantization_config")
+    require(quant is None or isinstance(quant, dict),
+            f"config.json key 'quantization_config' must be an object or null, got {show(quant)}: transformers' "
+            f"{model_type} build calls its to_dict() and refuses it")
 
 
 def _int_text(key: str) -> bool:

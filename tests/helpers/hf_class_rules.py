@@ -460,6 +460,34 @@ def zero_power_refused(config: dict[str, Any], text_type: str) -> list[str]:
     return out
 
 
+def read_only_keys() -> dict[str, list[str]]:
+    """The names of PreTrainedConfig's properties without a setter (``"*"``), and each model type's
+    further ones (its config class's, beyond those): transformers' config constructor refuses a
+    key of that name, whatever its value ("property ... has no setter"). Read from the classes
+    themselves (no build)."""
+    from transformers import CONFIG_MAPPING, PreTrainedConfig
+
+    def names(cls: Any) -> set[str]:
+        seen: dict[str, Any] = {}
+        for klass in cls.__mro__:
+            for key, value in vars(klass).items():
+                seen.setdefault(key, value)
+        return {k for k, v in seen.items() if isinstance(v, property) and v.fset is None}
+
+    base = names(PreTrainedConfig)
+    out = {"*": sorted(base)}
+    for mt in sorted(set(MODEL_TYPES) | {t for m in MODEL_TYPES for t in _text_types(m)}):
+        extra = names(CONFIG_MAPPING[mt]) - base
+        if extra:
+            out[mt] = sorted(extra)
+    return out
+
+
+def _text_types(model_type: str) -> list[str]:
+    """The model type of a multimodal type's text_config (none for a text type)."""
+    return [t for t in (_base(model_type)[2],) if t != model_type]
+
+
 def table() -> dict[str, Any]:
     warnings.filterwarnings("ignore")
     import transformers
@@ -486,7 +514,8 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to "
         "1, negative_refused the integer fields whose value -5 a type's model refuses, zero_power_refused the number "
         "fields whose value 0 a type's model raises to a negative power while it is built (and so refuses), "
-        "rope_scaling how a type treats "
+        "read_only_keys the names of PreTrainedConfig's properties without a setter (*) and of each type's config "
+        "class's further ones, which transformers refuses as keys whatever their value, rope_scaling how a type treats "
         "a rope_scaling dict (computes: its model computes RoPE from it and refuses an unknown rope_type; "
         "factor-number: a string factor is refused; fills-theta / fills-original: its standardisation fills a missing "
         "rope_theta / original_max_position_embeddings; refuses-TYPE: that scaling type is refused with complete "
@@ -525,6 +554,7 @@ def render(t: dict[str, Any]) -> str:
            "rope_theta_log": sorted(mt for mt, p in types if "log" in p["rope_theta"]),
            "negative_refused": {mt: p["negative_refused"] for mt, p in types if p["negative_refused"]},
            "zero_power_refused": {mt: p["zero_power_refused"] for mt, p in types if p["zero_power_refused"]},
+           "read_only_keys": read_only_keys(),
            "rope_scaling": {mt: p["rope_scaling"] for mt, p in types if p["rope_scaling"]},
            "rope_required_keys": ROPE_REQUIRED_KEYS,
            "pad_in_embedding": sorted(mt for mt, p in types if p["pad_in_embedding"]),

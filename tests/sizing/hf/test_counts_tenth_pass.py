@@ -150,7 +150,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset({"T1", "T2", "T3", "T4"})
+MENDED: frozenset[str] = frozenset({"T1", "T2", "T3", "T4", "T5"})
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always
@@ -464,6 +464,29 @@ def _t4_cases() -> dict[str, dict[str, Any]]:
 CLASS_CASES.update(_t4_cases())
 
 
+def _t5_cases() -> dict[str, dict[str, Any]]:
+    """The read-only properties' names (hf_rules.json's read_only_keys) as keys, any value, on every
+    translated type (one name and value each, rotating; a type's own ones all), and on each
+    multimodal type, outside and inside its text_config."""
+    from ffnlab.sizing.hf.rules import READ_ONLY_KEYS
+
+    names = sorted(READ_ONLY_KEYS["*"])
+    values: list[Any] = [None, True, {}, 0]
+    out: dict[str, dict[str, Any]] = {}
+    for i, (mt, base) in enumerate(sorted(_DEFAULTS.items())):
+        for key in [*sorted(READ_ONLY_KEYS.get(mt, ())), names[i % len(names)]]:
+            value = values[i % len(values)]
+            out[f"T5/{mt}/{key}={json.dumps(value)}"] = {**base, key: value}
+    for i, outer in enumerate(sorted(_WRAPPED)):
+        key = names[i % len(names)]
+        out[f"T5/{outer}/{key}=null"] = _wrapped(outer, **{key: None})
+        out[f"T5/{outer}/text_config.{key}=false"] = _wrapped(outer, {key: False})
+    return out
+
+
+CLASS_CASES.update(_t5_cases())
+
+
 @pytest.mark.parametrize("name", sorted(CLASS_CASES))
 def test_a_mended_class_counts_or_is_refused_as_transformers_does(tmp_path, name):
     rec = check(copy.deepcopy(CLASS_CASES[name]), tmp_path)
@@ -510,3 +533,14 @@ def test_the_rope_width_is_the_one_transformers_rope_functions_read():
             assert rope_head_dim(config, mt, width, mla=cfg.is_mla) == theirs, (mt, head_dim)
             compared += 1
     assert compared > 100
+
+
+def test_the_read_only_keys_are_this_transformers():
+    """hf_rules.json's read_only_keys, which the T5 mend reads, derived again from the installed
+    transformers' config classes."""
+    from hf_class_rules import read_only_keys
+
+    from ffnlab.sizing.hf.rules import READ_ONLY_KEYS
+
+    assert {mt: frozenset(v) for mt, v in read_only_keys().items()} == READ_ONLY_KEYS
+    assert {"use_return_dict", "is_heterogeneous", "per_layer_attributes"} <= READ_ONLY_KEYS["*"]

@@ -21,6 +21,7 @@ from ffnlab.sizing.hf.rules import (
     PAD_IN_EMBEDDING,
     PARTIAL_ROTARY_REFUSED,
     PARTIAL_ROTARY_TOP_IGNORED,
+    READ_ONLY_KEYS,
     ROPE_DEFAULTS,
     ROPE_NESTED_REFUSED,
     ROPE_REQUIRED_KEYS,
@@ -824,9 +825,15 @@ def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> 
 
 
 def check_settable(data: Mapping[str, object], model_type: str) -> None:
-    """Refuse the keys any config class of transformers 5.25 refuses whatever the type reads: a
-    ``quantization_config`` that is neither an object nor null, on which the build calls
-    ``to_dict``. For a multimodal config, its outer keys as well as its text_config's."""
+    """Refuse the keys any config class of transformers 5.25 refuses whatever the type reads: one
+    named after a read-only property of its config (:data:`READ_ONLY_KEYS`: PreTrainedConfig's
+    use_return_dict, is_heterogeneous, ...; Falcon's head_dim), any value, null included, which its
+    constructor cannot set; a ``quantization_config`` that is neither an object nor null, on which
+    the build calls ``to_dict``. For a multimodal config, its outer keys as well as its text_config's."""
+    read_only = READ_ONLY_KEYS.get("*", frozenset()) | READ_ONLY_KEYS.get(model_type, frozenset())
+    named = sorted(k for k in data if k in read_only)
+    require(not named, f"config.json key {named[0]!r} names a read-only property of transformers' {model_type} "
+                       "config: its constructor cannot set it (it has no setter) and refuses it" if named else "")
     quant = data.get("quantization_config")
     require(quant is None or isinstance(quant, dict),
             f"config.json key 'quantization_config' must be an object or null, got {show(quant)}: transformers' "

@@ -199,6 +199,7 @@ def probe(model_type: str) -> dict[str, Any]:
             "layer_type_values": layer_type_values(config, text_type),
             "sub_config_kinds": sub_config_kinds(text_type),
             "negative_refused": negative_refused(config, text_type),
+            "zero_power_refused": zero_power_refused(config, text_type),
             "text_type": text_type, "null_refused": refused, "missing_refused": missing,
             "head_dim_typed": head_dim_typed, "field_kinds": field_kinds(text_type),
             "text_config_refused": text_refused,
@@ -427,6 +428,66 @@ def negative_refused(config: dict[str, Any], text_type: str) -> list[str]:
             if kinds == ["int"] and not _builds(_with(config, key, -5))]
 
 
+def _refusal(config: dict[str, Any]) -> str | None:
+    """transformers' refusal of ``config`` (its message), or None where it builds."""
+    try:
+        hf_param_count(config)
+    except Exception as e:  # noqa: BLE001 - any refusal counts
+        return str(e)
+    return None
+
+
+def zero_power_refused(config: dict[str, Any], text_type: str) -> list[str]:
+    """The number fields (annotated int or float) that size no weight (1 and 2 build the same
+    count) and whose value 0 the type's model refuses because it raises the value to a negative
+    power while it is built (Python's "0.0 cannot be raised to a negative power": Gemma 2 and 3's
+    query_pre_attn_scalar ** -0.5), read by ffnlab or not. A width whose 0 makes a head width 0
+    (hidden_size, head_dim) is a size, refused by the translators on their own terms."""
+    if not _builds(config):
+        return []
+    out = []
+    for key, kinds in field_kinds(text_type).items():
+        if {"int", "float"} & set(kinds) and not {"bool", "str", "list"} & set(kinds):
+            why = _refusal(_with(config, key, 0 if "int" in kinds else 0.0))
+            if why is None or "negative power" not in why:
+                continue
+            try:
+                sizes = hf_param_count(_with(config, key, 1)) != hf_param_count(_with(config, key, 2))
+            except Exception:  # noqa: BLE001 - 1 or 2 refused: a size or a constrained value
+                sizes = True
+            if not sizes:
+                out.append(key)
+    return out
+
+
+def read_only_keys() -> dict[str, list[str]]:
+    """The names of PreTrainedConfig's properties without a setter (``"*"``), and each model type's
+    further ones (its config class's, beyond those): transformers' config constructor refuses a
+    key of that name, whatever its value ("property ... has no setter"). Read from the classes
+    themselves (no build)."""
+    from transformers import CONFIG_MAPPING, PreTrainedConfig
+
+    def names(cls: Any) -> set[str]:
+        seen: dict[str, Any] = {}
+        for klass in cls.__mro__:
+            for key, value in vars(klass).items():
+                seen.setdefault(key, value)
+        return {k for k, v in seen.items() if isinstance(v, property) and v.fset is None}
+
+    base = names(PreTrainedConfig)
+    out = {"*": sorted(base)}
+    for mt in sorted(set(MODEL_TYPES) | {t for m in MODEL_TYPES for t in _text_types(m)}):
+        extra = names(CONFIG_MAPPING[mt]) - base
+        if extra:
+            out[mt] = sorted(extra)
+    return out
+
+
+def _text_types(model_type: str) -> list[str]:
+    """The model type of a multimodal type's text_config (none for a text type)."""
+    return [t for t in (_base(model_type)[2],) if t != model_type]
+
+
 def table() -> dict[str, Any]:
     warnings.filterwarnings("ignore")
     import transformers
@@ -451,7 +512,10 @@ NOTE = ("What transformers refuses in a config.json, per model type, probed (not
         "float, bool, str, null and list alone), head_dim_typed the types that refuse a head_dim written as a string, "
         "rope_theta_number the types whose model refuses a rope_theta (top level, in a flat rope_parameters or in one "
         "dict per layer type) that is not a number, rope_theta_log those that also refuse one not above 0 or equal to "
-        "1, negative_refused the integer fields whose value -5 a type's model refuses, rope_scaling how a type treats "
+        "1, negative_refused the integer fields whose value -5 a type's model refuses, zero_power_refused the number "
+        "fields whose value 0 a type's model raises to a negative power while it is built (and so refuses), "
+        "read_only_keys the names of PreTrainedConfig's properties without a setter (*) and of each type's config "
+        "class's further ones, which transformers refuses as keys whatever their value, rope_scaling how a type treats "
         "a rope_scaling dict (computes: its model computes RoPE from it and refuses an unknown rope_type; "
         "factor-number: a string factor is refused; fills-theta / fills-original: its standardisation fills a missing "
         "rope_theta / original_max_position_embeddings; refuses-TYPE: that scaling type is refused with complete "
@@ -489,6 +553,8 @@ def render(t: dict[str, Any]) -> str:
            "rope_theta_number": sorted(mt for mt, p in types if "number" in p["rope_theta"]),
            "rope_theta_log": sorted(mt for mt, p in types if "log" in p["rope_theta"]),
            "negative_refused": {mt: p["negative_refused"] for mt, p in types if p["negative_refused"]},
+           "zero_power_refused": {mt: p["zero_power_refused"] for mt, p in types if p["zero_power_refused"]},
+           "read_only_keys": read_only_keys(),
            "rope_scaling": {mt: p["rope_scaling"] for mt, p in types if p["rope_scaling"]},
            "rope_required_keys": ROPE_REQUIRED_KEYS,
            "pad_in_embedding": sorted(mt for mt, p in types if p["pad_in_embedding"]),

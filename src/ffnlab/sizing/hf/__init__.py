@@ -80,7 +80,9 @@ from ffnlab.sizing.hf.keys import (
     check_rope_not_nested,
     check_rope_values,
     check_scaled_rope_widths,
+    check_settable,
     computed_layer_types,
+    rope_head_dim,
 )
 from ffnlab.sizing.hf.rules import (
     FIELD_KINDS,
@@ -202,6 +204,8 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
     require(model_type not in MULTIMODAL or data.get("per_layer_config") is None,
             f"config.json ({model_type}): per_layer_config is set at the top level, but transformers' {model_type} "
             "config has no layers of its own to apply it to")
+    if model_type in MULTIMODAL:  # the outer config class is built too: its own keys refused as its class does
+        check_settable(data, model_type)
     raw_inner = data.get("text_config") if model_type in MULTIMODAL else None
     text = text_config(data)
     text_type = text["model_type"]
@@ -239,9 +243,12 @@ def translate_hf_dict(data: Any, name: str = "") -> tuple[ModelConfig, dict[str,
         # DeepSeek-V3 does not declare head_dim: its config sets it to qk_rope_head_dim, then a written
         # head_dim over it, and RoPE validation reads that (V2 declares it, so it is overwritten)
         check_even_rotary(text, text_type, text["head_dim"])
-    rotary_width = (cfg.attn.qk_rope_head_dim or 0) if cfg.is_mla else cfg.head_dim
-    check_rope_values(text, text_type, rotary_width)
-    check_scaled_rope_widths(text, text_type, rotary_width)
+    # the head width transformers' RoPE functions compute with (config.head_dim where written, even
+    # on a type whose attention does not read it), not necessarily the attention's own
+    rope_dim = rope_head_dim(text, text_type, (cfg.attn.qk_rope_head_dim or 0) if cfg.is_mla else cfg.head_dim,
+                             mla=cfg.is_mla)
+    check_rope_values(text, text_type, rope_dim)
+    check_scaled_rope_widths(text, text_type, rope_dim)
     check_rope_not_nested(text, text_type, _layer_types(text, text_type, cfg))
     named = replace(cfg, name=name or data.get("_name_or_path") or model_type)
     return validate(named, grouped=False), dict(keys.defaulted)

@@ -1,17 +1,14 @@
 """Falcon (falcon): multi-query or grouped KV heads, parallel attention with one or two norms.
 FalconConfig's head_dim is a read-only property: a config.json setting it is refused, as
-transformers refuses it."""
+transformers refuses it, with the other read-only keys (``keys.check_settable``)."""
 
 from __future__ import annotations
 
-from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    require("head_dim" not in k.data, "config.json sets 'head_dim': transformers builds no falcon model with it "
-                                      "(FalconConfig.head_dim is hidden_size // heads, read-only)")
     # FalconConfig.__post_init__ (transformers 5.25, models/falcon/configuration_falcon.py) pops the
     # legacy n_embed from its kwargs and, when it is not null, takes it as hidden_size (then
     # validated as that field, and the default ffn_hidden_size is 4 x it): n_embed wins

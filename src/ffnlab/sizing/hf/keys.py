@@ -21,6 +21,7 @@ from ffnlab.sizing.hf.rules import (
     PAD_IN_EMBEDDING,
     PARTIAL_ROTARY_REFUSED,
     PARTIAL_ROTARY_TOP_IGNORED,
+    READ_ONLY_KEYS,
     ROPE_DEFAULTS,
     ROPE_NESTED_REFUSED,
     ROPE_REQUIRED_KEYS,
@@ -29,6 +30,7 @@ from ffnlab.sizing.hf.rules import (
     ROPE_THETA_NUMBER,
     SUB_CONFIG_KINDS,
     UNIT_INTERVAL,
+    ZERO_POWER_REFUSED,
 )
 from ffnlab.validation import integer, show
 
@@ -284,27 +286,53 @@ def check_even_rotary(data: Mapping[str, object], model_type: str, head_dim: int
                 f"transformers' {model_type} config refuses an odd rotary dimension")
 
 
+def rope_head_dim(data: Mapping[str, object], model_type: str, width: int, *, mla: bool = False) -> int:
+    """The head width transformers 5.25's RoPE functions compute with (``modeling_rope_utils.py``:
+    the dynamic, yarn and longrope inits and longrope's validator read ``getattr(config, "head_dim",
+    hidden_size // num_attention_heads)``, the linear and llama3 inits ``getattr(config, "head_dim",
+    None) or hidden_size // num_attention_heads``): an integer ``head_dim`` written in config.json is
+    kept on every translated config as written (probed: tests/sizing/hf/test_counts_tenth_pass.py),
+    whether or not the attention reads it (GPT-NeoX and StableLM split hidden_size by the heads;
+    DeepSeek-V3's MLA rotates qk_rope_head_dim), except where an MLA config declares head_dim and
+    overwrites it with qk_rope_head_dim (DeepSeek-V2); else the config's own, ``width`` (the
+    attention's rotary head width, which the class's head_dim or hidden_size // heads equals). A
+    written 0 is kept too: only the linear and llama3 inits fall back from it, and a width of 0
+    raises in none of them."""
+    written = data.get("head_dim")
+    if json_kind(written) != "int" or (mla and "head_dim" in FIELD_KINDS.get(model_type, {})):
+        return width
+    assert isinstance(written, int)
+    return written
+
+
 def check_scaled_rope_widths(data: Mapping[str, object], model_type: str, head_dim: int) -> None:
     """Refuse a scaled RoPE (``rope_type`` other than default) whose rotary width transformers'
     RoPE functions cannot compute with (5.25 ``modeling_rope_utils.py``: each takes the width
-    int(head_dim x partial_rotary_factor), the factor from the dict, then config.json, then the
-    class): a negative width (``torch.arange(0, width, 2)`` refuses it), ``dynamic`` at width 2
-    (its exponent divides by width - 2), ``yarn`` at an odd width above 1 (its ramp has width // 2
-    entries, its frequencies one more), ``longrope`` factor lists that do not broadcast against the
-    width's ceil(width / 2) frequencies. For the types whose model computes RoPE; for every type, a
-    null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under the RoPE types that multiply
-    it (dynamic, yarn, longrope; longrope's validator does so even where no RoPE is computed)."""
-    computes = "computes" in ROPE_SCALING.get(model_type, frozenset())
+    int(head_dim x partial_rotary_factor), ``head_dim`` as :func:`rope_head_dim` finds it, the factor
+    from the dict, then config.json, then the class): a negative width (``torch.arange(0, width, 2)``
+    refuses it), ``dynamic`` at width 2 (its exponent divides by width - 2), ``yarn`` at an odd width
+    above 1 (its ramp has width // 2 entries, its frequencies one more), ``longrope`` factor lists that
+    do not broadcast against the width's ceil(width / 2) frequencies. For the types whose model
+    computes RoPE, each dict it computes with: the flat one, or on the types with one rotary
+    embedding per layer type (:data:`LAYER_PATTERN`), each used layer type's (its factor from its own
+    dict, else 1). For every type, a null head_dim its config keeps (:data:`HEAD_DIM_NULL_KEPT`) under
+    the RoPE types that multiply it (dynamic, yarn, longrope; longrope's validator does so even where no
+    RoPE is computed)."""
+    computes = "computes" in ROPE_SCALING.get(model_type, frozenset()) or model_type in LAYER_PATTERN
     if "head_dim" in data and data["head_dim"] is None and model_type in HEAD_DIM_NULL_KEPT:
         for label, group in rope_groups(data, model_type):
             kind = rope_kind(group) if group else "default"
             require(kind != "longrope" and not (computes and kind in ("dynamic", "yarn")),
                     f"config.json key 'head_dim' is null and {label!r} asks for {kind} RoPE, which transformers "
                     f"computes from head_dim: its {model_type} config keeps the null and refuses it")
-    if not computes or model_type in LAYER_PATTERN:
+    if not computes:
         return
-    default = top_partial_rotary(data, model_type)
-    for label, group in rope_groups(data, model_type):
+    if model_type in LAYER_PATTERN:  # each used layer type's own dict, as its rotary embedding computes with it
+        groups: list[tuple[str, dict[str, Any]]] = [(label, p) for label, p, *_ in rope_value_dicts(data, model_type)]
+        default: Any = 1.0
+    else:
+        groups, default = rope_groups(data, model_type), top_partial_rotary(data, model_type)
+    for label, group in groups:
         kind = rope_kind(group) if group else "default"
         partial: Any = group.get("partial_rotary_factor", default)
         if kind == "default" or json_kind(partial) not in ("int", "float"):
@@ -792,7 +820,24 @@ def check_common(data: Mapping[str, object], model_type: str, n_layers: Any) -> 
     require(dtype is None or isinstance(dtype, str) and dtype in BUILD_DTYPES,
             f"config.json key {key!r} must name a floating-point torch dtype transformers builds a model "
             f"under ({', '.join(sorted(BUILD_DTYPES))}), got {show(dtype)}")
+    check_settable(data, model_type)
     check_generic(data, model_type, n_layers)
+
+
+def check_settable(data: Mapping[str, object], model_type: str) -> None:
+    """Refuse the keys any config class of transformers 5.25 refuses whatever the type reads: one
+    named after a read-only property of its config (:data:`READ_ONLY_KEYS`: PreTrainedConfig's
+    use_return_dict, is_heterogeneous, ...; Falcon's head_dim), any value, null included, which its
+    constructor cannot set; a ``quantization_config`` that is neither an object nor null, on which
+    the build calls ``to_dict``. For a multimodal config, its outer keys as well as its text_config's."""
+    read_only = READ_ONLY_KEYS.get("*", frozenset()) | READ_ONLY_KEYS.get(model_type, frozenset())
+    named = sorted(k for k in data if k in read_only)
+    require(not named, f"config.json key {named[0]!r} names a read-only property of transformers' {model_type} "
+                       "config: its constructor cannot set it (it has no setter) and refuses it" if named else "")
+    quant = data.get("quantization_config")
+    require(quant is None or isinstance(quant, dict),
+            f"config.json key 'quantization_config' must be an object or null, got {show(quant)}: transformers' "
+            f"{model_type} build calls its to_dict() and refuses it")
 
 
 def _int_text(key: str) -> bool:
@@ -863,6 +908,13 @@ class ConfigKeys:
             require(json_kind(prob) not in ("int", "float") or 0 <= prob <= 1,
                     f"config.json key {self.written_name(key)!r} is {show(prob)}, outside [0, 1]: transformers' "
                     f"{self.model_type} model refuses it")
+        layers = self.data.get("num_hidden_layers", self.class_defaults.get("num_hidden_layers"))
+        layered = json_kind(layers) != "int" or layers > 0  # with no layers, no attention raises it
+        for key in ZERO_POWER_REFUSED.get(self.model_type, ()) if layered else ():  # raised to a negative power
+            value = self.data.get(key)  # by each layer's attention while it is built, read or not
+            require(json_kind(value) not in ("int", "float") or value != 0,
+                    f"config.json key {self.written_name(key)!r} is {show(value)}: transformers' {self.model_type} "
+                    "model raises it to a negative power while it is built and refuses 0")
         for key in NEGATIVE_REFUSED.get(self.model_type, ()):  # a tensor's size, read or not
             value, name = self.data.get(key), self.written_name(key)
             require(value is None or json_kind(value) in ("int", "float") and value >= 0,

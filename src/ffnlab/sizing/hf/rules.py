@@ -40,6 +40,10 @@ installed transformers. Read here once, into the names the translators use:
   heads (``absent``: head_dim left out; ``null``: head_dim null), where RoPE rotates it whole;
 * ``NEGATIVE_REFUSED``: the integer fields whose negative value a type's model refuses, read by
   ffnlab or not (GPT-J's ``n_positions`` sizes a buffer);
+* ``ZERO_POWER_REFUSED``: the number fields whose value 0 a type's model raises to a negative
+  power while it is built, and so refuses (Gemma 2 and 3's ``query_pre_attn_scalar ** -0.5``);
+* ``READ_ONLY_KEYS``: the names of PreTrainedConfig's properties without a setter (``"*"``) and of
+  each type's config class's further ones, which its constructor refuses as keys, any value;
 * ``HEADS_DIVIDE_HIDDEN``: the types whose config requires hidden_size % heads == 0;
 * ``CLASS_DEFAULTS``: each type's config-class defaults (integer, boolean, string and null fields);
 * ``WRAPPER_TEXT_DEFAULTS``: a multimodal type's text_config when config.json has none.
@@ -83,6 +87,8 @@ SUB_CONFIG_KINDS: dict[str, dict[str, dict[str, frozenset[str]]]] = {
 LAYER_TYPE_VALUES: dict[str, frozenset[str]] = {mt: frozenset(v) for mt, v in _TABLE["layer_type_values"].items()}
 NEGATIVE_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE.get("negative_refused",
                                                                                            {}).items()}
+ZERO_POWER_REFUSED: dict[str, tuple[str, ...]] = {mt: tuple(keys) for mt, keys in _TABLE["zero_power_refused"].items()}
+READ_ONLY_KEYS: dict[str, frozenset[str]] = {mt: frozenset(keys) for mt, keys in _TABLE["read_only_keys"].items()}
 HEADS_DIVIDE_HIDDEN: frozenset[str] = frozenset(_TABLE["heads_divide_hidden"])
 CLASS_DEFAULTS: dict[str, dict[str, object]] = _TABLE["class_defaults"]
 WRAPPER_TEXT_DEFAULTS: dict[str, dict[str, object]] = _TABLE["wrapper_text_defaults"]

@@ -7,6 +7,10 @@
   command's group) ends it as a Ctrl-C inside a command does: ``interrupted``, exit 130, no
   traceback (oracle: the exit status and stderr of a process that receives a real SIGINT at each
   of those moments, sent by a sitecustomize in a temporary folder when the module is looked up).
+* ``--engine-config FILE`` reads LoRA's dropout and targets where TRL's, axolotl's and torchtune's
+  configs state them, says which keys it used, lets an explicit flag override them, and says in
+  one line a set of targets ffnlab cannot price (oracle: peft's own count of the adapters for the
+  file's target_modules, on the same config.json; the file's own values).
 """
 
 from __future__ import annotations
@@ -89,3 +93,51 @@ def test_importing_ffnlab_imports_nothing_else():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                        env={**os.environ, "PYTHONPATH": SRC})
     assert p.stdout.split() == ["['ffnlab']"], p.stdout + p.stderr
+
+
+# -- LoRA dropout and targets from a launch config -------------------------------------------------
+
+def _size_json(tmp_path: Path, *args: str) -> tuple[dict, str]:
+    from hf_cases import case
+
+    (tmp_path / "config.json").write_text(json.dumps(case("llama", 1)))
+    p = _ffnlab(["size", "--from", "config.json", *args, "--json"], tmp_path)
+    assert p.returncode == 0, p.stderr[-1500:]
+    return json.loads(p.stdout), p.stderr
+
+
+def test_engine_config_reads_lora_dropout_and_targets(tmp_path):
+    pytest.importorskip("peft")
+    from finetune_oracle import peft_count
+    from hf_cases import case
+
+    (tmp_path / "sft.yaml").write_text("per_device_train_batch_size: 2\nuse_peft: true\nlora_r: 8\n"
+                                       "lora_dropout: 0.1\nlora_target_modules: [q_proj, v_proj]\n")
+    out, err = _size_json(tmp_path, "--engine-config", "sft.yaml")
+    assert out["finetune"]["lora"]["targets"] == ["qv"] and out["finetune"]["options"]["lora_dropout"] == 0.1
+    assert out["finetune"]["lora"]["trainable"] == peft_count(case("llama", 1), 8, ["q_proj", "v_proj"])[0]
+    assert "lora_dropout = 0.1 (lora_dropout 0.1); lora_target_modules = ['q_proj', 'v_proj'] (lora_targets qv)" in err
+    assert "not a memory setting" not in err  # was: "ignored, not a memory setting (2): lora_dropout, ..."
+    over, err = _size_json(tmp_path, "--engine-config", "sft.yaml", "--lora-targets", "attention",
+                           "--lora-dropout", "0")
+    assert over["finetune"]["lora"]["targets"] == ["attention"]
+    assert over["finetune"]["options"].get("lora_dropout", 0) == 0
+    assert "the command line's --lora-dropout, --lora-targets over the file's" in err
+    assert over["finetune"]["lora"]["trainable"] == peft_count(case("llama", 1), 8,
+                                                               ["q_proj", "k_proj", "v_proj", "o_proj"])[0]
+
+
+def test_engine_config_says_in_one_line_targets_it_cannot_price(tmp_path):
+    (tmp_path / "sft.yaml").write_text("use_peft: true\nlora_target_modules: [k_proj]\n")
+    out, err = _size_json(tmp_path, "--engine-config", "sft.yaml")
+    said = [line for line in err.splitlines() if "lora_target_modules" in line]
+    assert len(said) == 1 and "LoRA on k: not a set ffnlab prices" in said[0], err
+    assert said[0].startswith("  ignored, a value ffnlab does not model:"), said[0]
+
+
+def test_lora_keys_beside_a_full_run_are_left_out_not_refused(tmp_path):
+    (tmp_path / "sft.yaml").write_text("use_peft: false\nlora_r: 32\nlora_dropout: 0.05\n"
+                                       "lora_target_modules: [q_proj, v_proj]\n")
+    out, err = _size_json(tmp_path, "--engine-config", "sft.yaml")  # was: exit 2, "--lora-rank applies with ..."
+    assert out.get("finetune") is None  # every weight trains
+    assert "left out: lora_rank, lora_dropout, lora_targets (the run trains every weight" in err

@@ -11,6 +11,8 @@
   configs state them, says which keys it used, lets an explicit flag override them, and says in
   one line a set of targets ffnlab cannot price (oracle: peft's own count of the adapters for the
   file's target_modules, on the same config.json; the file's own values).
+* GPT-J with ``max_position_embeddings`` 10**30 is refused in one line naming the key, as
+  transformers refuses to build it (oracle: ``from_config`` on the meta device raising).
 """
 
 from __future__ import annotations
@@ -141,3 +143,21 @@ def test_lora_keys_beside_a_full_run_are_left_out_not_refused(tmp_path):
     out, err = _size_json(tmp_path, "--engine-config", "sft.yaml")  # was: exit 2, "--lora-rank applies with ..."
     assert out.get("finetune") is None  # every weight trains
     assert "left out: lora_rank, lora_dropout, lora_targets (the run trains every weight" in err
+
+
+# -- a GPT-J whose rotary table transformers cannot build ------------------------------------------
+
+def test_gptj_with_10_to_the_30_positions_is_one_error_line(tmp_path):
+    pytest.importorskip("transformers")
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = {"model_type": "gptj", "n_embd": 64, "n_head": 4, "n_layer": 1, "vocab_size": 50,
+              "max_position_embeddings": 10**30}
+    d = dict(config)
+    with pytest.raises(OverflowError), torch.device("meta"):  # transformers 5.25: "int too big to convert"
+        AutoModelForCausalLM.from_config(AutoConfig.for_model(d.pop("model_type"), **d))
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    p = _ffnlab(["size", "--from", "config.json"], tmp_path)  # was: exit 0 and a count
+    assert p.returncode == 2 and p.stdout == "", (p.returncode, p.stdout[-300:])
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith("error: config.json key 'max_position_embeddings'")

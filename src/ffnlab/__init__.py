@@ -12,10 +12,9 @@ modules, corpora, the trainer) and ``ffnlab.experiments`` (sweeps, statistics, r
 Names are imported lazily, so ``import ffnlab`` costs almost nothing.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import Any
+TYPE_CHECKING = False  # nothing imported at run time: the command line's Ctrl-C guard starts after this package
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 
@@ -40,8 +39,10 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name not in _EXPORTS:
         raise AttributeError(f"module 'ffnlab' has no attribute {name!r}")
+    from importlib import import_module
+
     module, _, attr = _EXPORTS[name].partition(":")
     return getattr(import_module(f".{module}", __name__), attr or name)

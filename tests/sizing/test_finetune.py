@@ -4,6 +4,7 @@ peft model built on the meta device from the same config.json, for the same rank
 from __future__ import annotations
 
 import pytest
+from finetune_oracle import peft_count
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.finetune import finetune_states, lora_params, parse_targets
@@ -21,20 +22,6 @@ PEFT_TARGETS = {"attention": {"llama": ["q_proj", "k_proj", "v_proj", "o_proj"],
                 # the LoRA paper's query and value; a fused q|k|v is one layer to peft
                 "qv": {"llama": ["q_proj", "v_proj"], "qwen2": ["q_proj", "v_proj"], "gpt_neox": ["query_key_value"],
                        "gpt2": ["c_attn"]}}
-
-
-def peft_count(config: dict, rank: int, targets) -> tuple[int, int]:
-    pytest.importorskip("peft")
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    d = dict(config)
-    cfg = AutoConfig.for_model(d.pop("model_type"), **d)
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
-    peft_model = get_peft_model(model, LoraConfig(r=rank, target_modules=targets))
-    return peft_model.get_nb_trainable_parameters()
 
 
 def small(model_type: str) -> dict:

@@ -51,6 +51,7 @@ from ffnlab.cli.serving_engine import (
     EngineFlags,
 )
 from ffnlab.errors import require
+from ffnlab.escape import one_line
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
 from ffnlab.sizing.memory.hardware import load_accelerators
@@ -585,6 +586,7 @@ def _show_fit(res: FitResult, name: str, what: str, gpus: int, top: int, tokens:
     if mode == "train":
         cols.append(Column("working", "buffers", gib, wide=True))
     cols.append(Column("per_gpu_bytes", "per GPU", gib))
+    name = one_line(name)  # a name of bytes that are not UTF-8 shown as its bytes, as error lines show it
     if fmt == "csv":  # one table per stream: the layouts (the terms, time and assumptions are in --json)
         render.emit(rows, cols, fmt)
         if not rows:

@@ -387,6 +387,12 @@ def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dty
         over.append("--engine")
     else:
         changes["engine"] = cfg.engine
+    adapters = [n for n in LORA_ONLY if n in changes]
+    if adapters and changes.get("finetune", mem.finetune) == "full":  # a LoRA key beside use_peft false, say
+        unused = adapters
+        changes = {k: v for k, v in changes.items() if k not in adapters}
+    else:
+        unused = []
     mem = replace(mem, **changes, given=mem.given | (set(changes) - {"engine"}))
     # the settings checked as the flags are before anything is said of them: a refused value is the
     # one error line, not the third line after what was "used"
@@ -401,6 +407,9 @@ def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dty
         print(f"  the command line's {', '.join(sorted(set(over)))} over the file's", file=sys.stderr)
     if left:
         print(f"  left out: {', '.join(left)} (fit searches the layout itself: give --gpus)", file=sys.stderr)
+    if unused:
+        print(f"  left out: {', '.join(unused)} (the run trains every weight: LoRA settings apply with "
+              "--finetune lora or qlora)", file=sys.stderr)
     unread = [k for k, why in cfg.ignored if why.startswith("not a memory setting")]
     odd = [f"{k} ({why})" for k, why in cfg.ignored if not why.startswith("not a memory setting")]
     if odd:

@@ -5,7 +5,8 @@ Oracles: small config files written here after the projects' own example configs
 ``examples/llama-3/qlora.yml``, a TRL ``trl sft --config`` YAML), whose values say what ffnlab
 must price, and a ``TrainingArguments`` JSON written by transformers itself. Every rule of the
 data names its source file; a key the rules do not know is reported as ignored, never dropped
-silently; an explicit flag overrides a key; a bad file is one error line.
+silently; an explicit flag overrides a key; a bad file is one error line. LoRA targets read from a
+file adapt what peft adapts for the same module names (peft's own count of the model it builds).
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ def test_an_axolotl_yaml(tmp_path: Path) -> None:
     got = _read(tmp_path, "qlora.yml", AXOLOTL)
     assert (got.fmt, got.engine) == ("axolotl", "hf-trainer")
     assert dict(got.settings) == {"finetune": "qlora", "seq_len": 4096, "lora_rank": 32, "grad_accum": 4,
-                                  "batch": 2, "optimizer": "adamw", "dtype": "bf16", "recompute": "full"}
+                                  "batch": 2, "optimizer": "adamw", "dtype": "bf16", "recompute": "full",
+                                  "lora_targets": "all-linear"}  # lora_target_linear: every linear layer
     assert "flash_attention" in dict(got.ignored) and "load_in_4bit" in dict(got.ignored)
 
 
@@ -199,3 +201,106 @@ def test_the_format_comes_from_the_suffix_and_the_keys() -> None:
 
     with pytest.raises(FfnlabError, match="--engine-config must be a .toml"):
         detect_format({}, ".ini")
+
+
+# -- LoRA dropout and targets (the keys of torchtune's, axolotl's and TRL's own configs) ---------------
+
+# the real 3B recipe's targets (q, v and the output projection, with the MLP): no set ffnlab prices
+TUNE_TARGETS = TUNE.replace("  lora_rank: 64\n",
+                            "  apply_lora_to_output: False\n  lora_rank: 64\n  lora_dropout: 0.0\n")
+PEFT_LLAMA = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def _peft_trainable(names: list[str] | str, rank: int = 8) -> int:
+    """peft's count of a small Llama's adapters for ``target_modules=names``."""
+    pytest.importorskip("peft")
+    from finetune_oracle import peft_count
+    from hf_cases import case
+
+    return peft_count(case("llama", 1), rank, names)[0]
+
+
+def _ours(targets: str, rank: int = 8) -> int:
+    from hf_cases import case
+
+    from ffnlab.sizing.finetune import lora_params, parse_targets
+    from ffnlab.sizing.hf import from_hf_dict
+
+    return lora_params(from_hf_dict(case("llama", 1)), rank, parse_targets(targets)).trainable
+
+
+@pytest.mark.parametrize("names", [["q_proj", "v_proj"], ["q_proj", "k_proj", "v_proj", "o_proj"],
+                                   ["gate_proj", "up_proj", "down_proj"], ["q_proj", "v_proj", "gate_proj", "up_proj",
+                                                                           "down_proj"], sorted(PEFT_LLAMA),
+                                   "all-linear"])
+@pytest.mark.parametrize("fmt", ["trl", "axolotl"])
+def test_peft_target_modules_are_priced_as_peft_adapts_them(tmp_path: Path, fmt: str, names) -> None:
+    base = TRL if fmt == "trl" else AXOLOTL.replace("lora_target_linear: true\n", "")
+    text = base + f"lora_dropout: 0.05\nlora_target_modules: {json.dumps(names)}\n"
+    got = _read(tmp_path, "c.yaml", text)
+    assert got.setting("lora_dropout") == 0.05
+    targets = got.setting("lora_targets")
+    assert isinstance(targets, str), dict(got.ignored)
+    assert _ours(targets) == _peft_trainable(names)
+    assert ("lora_target_modules", _text(names), f"lora_targets {targets}") in got.used
+
+
+def test_trl_passes_a_one_name_list_on_as_that_name(tmp_path: Path) -> None:
+    got = _read(tmp_path, "c.yaml", TRL + "lora_target_modules: [all-linear]\n")
+    assert got.setting("lora_targets") == "all-linear"
+    assert _ours("all-linear") == _peft_trainable("all-linear")  # what TRL hands peft
+    listed = _read(tmp_path, "c.yml", AXOLOTL.replace("lora_target_linear: true\n", "")
+                   + "lora_target_modules: [all-linear]\n")
+    assert listed.setting("lora_targets") is None  # in a list, a module name peft finds nowhere
+    with pytest.raises(ValueError, match="all-linear"):
+        _peft_trainable(["all-linear"])
+
+
+def _text(names) -> str:  # noqa: ANN001 - a list or a string, as the YAML wrote it
+    return str(names)
+
+
+@pytest.mark.parametrize("names", [["k_proj"], ["q_proj", "k_proj", "v_proj"], ["gate_proj"], ["up_proj", "down_proj"],
+                                   ["q_proj", "v_proj", "o_proj"], [*sorted(PEFT_LLAMA), "lm_head"],
+                                   ["c_attn"], "q_proj|v_proj", "model.layers.*.self_attn.(q|v)_proj"])
+def test_peft_targets_ffnlab_cannot_price_are_said_in_one_entry_not_approximated(tmp_path: Path, names) -> None:
+    got = _read(tmp_path, "c.yaml", TRL + f"lora_target_modules: {json.dumps(names)}\n")
+    assert got.setting("lora_targets") is None  # no other set priced in their place
+    why = dict(got.ignored)["lora_target_modules"]
+    assert "not a set ffnlab prices" in why or "does not map" in why or "regular expression" in why, why
+    if isinstance(names, list) and set(names) <= PEFT_LLAMA | {"lm_head"}:  # peft adapts a set of its own
+        priced = {_ours(t) for t in ("attention", "qv", "ffn", "all-linear", "qv,ffn")}
+        assert _peft_trainable(names) not in priced  # the oracle: no set ffnlab has adapts what peft does
+
+
+def test_axolotl_s_lora_target_linear_adds_every_linear_layer(tmp_path: Path) -> None:
+    got = _read(tmp_path, "c.yml", AXOLOTL + "lora_target_modules: [q_proj]\n")
+    assert got.setting("lora_targets") == "all-linear"  # axolotl unions the names with every linear one
+    off = _read(tmp_path, "off.yml", AXOLOTL.replace("lora_target_linear: true", "lora_target_linear: false")
+                + "lora_target_modules: [q_proj, v_proj]\n")
+    assert off.setting("lora_targets") == "qv"
+    assert ("lora_target_linear", "false", "lora_targets qv") in off.used
+
+
+def test_torchtune_s_attention_list_and_mlp_switch(tmp_path: Path) -> None:
+    real = _read(tmp_path, "3B_qlora_single_device.yaml", TUNE_TARGETS)
+    assert real.setting("lora_targets") is None and real.setting("lora_dropout") == 0.0
+    keys = "model.lora_attn_modules + model.apply_lora_to_mlp + model.apply_lora_to_output"
+    assert "LoRA on q, v, o, gate, up, down: not a set ffnlab prices" in dict(real.ignored)[keys]
+    qv_mlp = _read(tmp_path, "qv.yaml", TUNE_TARGETS.replace("'q_proj', 'v_proj', 'output_proj'", "'q_proj', 'v_proj'"))
+    assert qv_mlp.setting("lora_targets") == "qv,ffn"
+    every = _read(tmp_path, "all.yaml", TUNE_TARGETS.replace("'output_proj'", "'k_proj', 'output_proj'"))
+    assert every.setting("lora_targets") == "all-linear"
+    attn = _read(tmp_path, "attn.yaml", TUNE_TARGETS.replace("'output_proj'", "'k_proj', 'output_proj'")
+                 .replace("apply_lora_to_mlp: True", "apply_lora_to_mlp: False"))
+    assert attn.setting("lora_targets") == "attention"
+    head = _read(tmp_path, "head.yaml", TUNE_TARGETS.replace("apply_lora_to_output: False",
+                                                             "apply_lora_to_output: True"))
+    assert head.setting("lora_targets") is None and "head" in dict(head.ignored)[keys]
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1", "1", "true", "lots"])
+def test_a_dropout_outside_0_to_1_is_ignored_and_said(tmp_path: Path, value: str) -> None:
+    got = _read(tmp_path, "c.yaml", TRL + f"lora_dropout: {value}\n")
+    assert got.setting("lora_dropout") is None
+    assert dict(got.ignored)["lora_dropout"].endswith("is not one ffnlab models")  # read, and refused as a value

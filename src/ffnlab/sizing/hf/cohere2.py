@@ -27,5 +27,5 @@ def translate(k: ConfigKeys) -> ModelConfig:
 
 _translate = llama_like(
     {**COHERE_DEFAULTS, "sliding_window": 4096},
-    replace(COHERE_LAYOUT, qk_norm=None, sliding_every=4, pattern_key=True),
+    replace(COHERE_LAYOUT, qk_norm=None, sliding_every=4, pattern_key=True, layer_types_key=True),
 )

@@ -7,5 +7,6 @@ from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 translate = llama_like(
     {**LLAMA_DEFAULTS, "vocab_size": 102400, "intermediate_size": 16384, "sliding_window": 4096},
-    DecoderLayout(qkv_bias_key=None, norm_placement="post", qk_norm="head", sliding_every=4, pattern_key=True),
+    DecoderLayout(qkv_bias_key=None, norm_placement="post", qk_norm="head", sliding_every=4, pattern_key=True,
+                  layer_types_key=True),
 )

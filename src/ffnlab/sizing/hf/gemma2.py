@@ -6,7 +6,7 @@ from __future__ import annotations
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, llama_like
 
 GEMMA2_LAYOUT = DecoderLayout(
-    act_key="hidden_activation", norms_per_block=4, norm_placement="sandwich", sliding_every=2
+    act_key="hidden_activation", norms_per_block=4, norm_placement="sandwich", sliding_every=2, layer_types_key=True
 )
 
 translate = llama_like(

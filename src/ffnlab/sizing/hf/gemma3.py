@@ -28,5 +28,6 @@ translate = llama_like(
         qk_norm="head",
         sliding_every=6,
         pattern_key=True,
+        layer_types_key=True,
     ),
 )

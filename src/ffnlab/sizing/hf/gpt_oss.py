@@ -26,7 +26,7 @@ GPT_OSS_DEFAULTS = {
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = decoder(k, GPT_OSS_DEFAULTS, DecoderLayout(qkv_bias=True, sliding_every=2))
+    cfg = decoder(k, GPT_OSS_DEFAULTS, DecoderLayout(qkv_bias=True, sliding_every=2, layer_types_key=True))
     cfg = replace(cfg, attn=replace(cfg.attn, sinks=True))
     moe = replace(
         cfg.ffn,

@@ -9,16 +9,33 @@ from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.validation import show
 
+INT64_MAX = 2**63 - 1  # the most bytes (and elements) one torch tensor's storage can hold
+
+
+def table_bytes(positions: int, dim: int) -> int:
+    """Bytes of the largest tensor ``create_sinusoidal_positions(positions, dim)`` makes: the int64
+    ``arange(positions)``, or the fp32 table of sin and cos, ``positions x 2 ceil(dim / 2)``."""
+    return max(positions * 8, positions * 2 * -(-dim // 2) * 4)
+
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    # GPTJAttention builds its sinusoidal position table with torch.arange(n_positions) (transformers
-    # 5.25): an infinite count, which only max_position_embeddings can carry (set through
-    # attribute_map, unvalidated; a negative or NaN one is refused with the other tensor sizes), fails
+    # GPTJRotaryEmbedding builds its sinusoidal position table at init with torch.arange(n_positions)
+    # (transformers 5.25), on any device, the meta one too: an infinite count, which only
+    # max_position_embeddings can carry (set through attribute_map, unvalidated; a negative or NaN
+    # one is refused with the other tensor sizes), fails; so does a count whose table torch cannot
+    # size (above 2**63 - 1 bytes: "Storage size calculation overflowed", or an int64 overflow)
     positions = k.data.get("n_positions")
+    name = k.written_name("n_positions")
     require(not (isinstance(positions, float) and math.isinf(positions)),
-            f"config.json key {k.written_name('n_positions')!r} is {show(positions)}: transformers' gptj model "
+            f"config.json key {name!r} is {show(positions)}: transformers' gptj model "
             "builds a table of that many rotary positions (torch.arange refuses it)")
     d = k.get("n_embd", 4096)
+    rotary = k.data.get("rotary_dim", 64)
+    dim = rotary if isinstance(rotary, int) and not isinstance(rotary, bool) and rotary else d
+    if isinstance(positions, int) and not isinstance(positions, bool) and positions > 0:
+        require(table_bytes(positions, dim) <= INT64_MAX,
+                f"config.json key {name!r} is {show(positions)}: transformers' gptj model builds a table of that "
+                f"many rotary positions x {dim} at init, more than a torch tensor can hold (2**63 - 1 bytes)")
     return ModelConfig(
         d_model=d, n_layers=k.get("n_layer", 28), vocab_size=k.get("vocab_size", 50400),
         ffn=FFNSpec(k.act("activation_function", "gelu_new", gated=False), k.get("n_inner", 4 * d), bias=True),

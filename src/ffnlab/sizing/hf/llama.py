@@ -37,6 +37,11 @@ class DecoderLayout:
     lm_head_bias: bool = False
     sliding_every: int | None = None  # a sliding window in all layers but every n-th (1 = all)
     pattern_key: bool = False  # the family's config class reads ``sliding_window_pattern`` (Gemma 3, ...)
+    # the family's model (transformers 5.25) reads ``layer_types``: a layer slides where it says
+    # "sliding_attention". Without it or ``sliding_every``, sliding_window and layer_types are not
+    # read at all: LLaMA, Gemma, OLMo, GLM, Granite, ... build full attention in every layer whatever
+    # the config.json says (tests/sizing/hf/test_hf_sliding.py reads each built model's attention)
+    layer_types_key: bool = False
 
 
 def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> int:
@@ -54,16 +59,23 @@ def head_dim(k: ConfigKeys, defaults: dict[str, Any], d: int, n_heads: int) -> i
     return d // n_heads
 
 
-def sliding(
-    k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None,
-    pattern_key: bool = False,
-) -> dict[str, Any]:
-    """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
-    config lists them, else the family pattern (every n-th layer full, the others sliding)."""
-    window = k.window("sliding_window", window_default)
+def layer_types(k: ConfigKeys) -> list[Any] | None:
+    """config.json's ``layer_types``, for a family whose model reads it: a list, or None."""
     types = k.data.get("layer_types")
     require(types is None or isinstance(types, list),
             f"config.json key 'layer_types' must be a list, got {show(types)}")
+    return types
+
+
+def sliding(
+    k: ConfigKeys, n_layers: int, every: int | None, window_default: int | None = None,
+    pattern_key: bool = False, types_key: bool = True,
+) -> dict[str, Any]:
+    """``sliding_window`` and ``sliding_layers`` of AttentionSpec: from ``layer_types`` when the
+    config lists them and the family reads them (``types_key``), else the family pattern (every
+    n-th layer full, the others sliding)."""
+    window = k.window("sliding_window", window_default)
+    types = layer_types(k) if types_key else None
     if window is None or (types is None and every is None):
         return {}
     # Gemma 3, Cohere 2, EXAONE 4: every n-th layer global, n from the config when it says
@@ -103,7 +115,8 @@ def decoder(k: ConfigKeys, defaults: dict[str, Any], lay: DecoderLayout = Decode
         qk_norm=qk_on,
         qk_norm_kind=lay.qk_norm_kind,
         qk_norm_width=lay.qk_norm or "head",
-        **sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window"), lay.pattern_key),
+        **(sliding(k, n_layers, lay.sliding_every, defaults.get("sliding_window"), lay.pattern_key,
+                   lay.layer_types_key) if lay.sliding_every is not None or lay.layer_types_key else {}),
     )
     return ModelConfig(
         d_model=d,

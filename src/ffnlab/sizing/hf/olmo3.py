@@ -8,5 +8,5 @@ from ffnlab.sizing.hf.llama import llama_like
 from ffnlab.sizing.hf.olmo2 import OLMO2_DEFAULTS, OLMO2_LAYOUT
 
 translate = llama_like(
-    {**OLMO2_DEFAULTS, "sliding_window": 4096}, replace(OLMO2_LAYOUT, sliding_every=4)
+    {**OLMO2_DEFAULTS, "sliding_window": 4096}, replace(OLMO2_LAYOUT, sliding_every=4, layer_types_key=True)
 )

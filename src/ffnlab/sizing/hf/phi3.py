@@ -14,7 +14,7 @@ from ffnlab.validation import show
 
 _llama_like = llama_like(
     {**LLAMA_DEFAULTS, "hidden_size": 3072, "intermediate_size": 8192, "vocab_size": 32064},
-    DecoderLayout(qkv_bias_key=None),
+    DecoderLayout(qkv_bias_key=None, sliding_every=1),  # sliding_window (default none) in every layer
 )
 
 

@@ -26,7 +26,7 @@ QWEN2_MOE_DEFAULTS = {
 
 def translate(k: ConfigKeys) -> ModelConfig:
     layout = DecoderLayout(qkv_bias_key="qkv_bias", qkv_bias=True, out_bias_follows=False)
-    cfg = qwen_sliding(decoder(k, QWEN2_MOE_DEFAULTS, layout), k)
+    cfg = qwen_sliding(decoder(k, QWEN2_MOE_DEFAULTS, layout), k, "odd-below")
     if not k.count("num_experts", 60):
         return cfg
     moe = replace(

@@ -30,7 +30,7 @@ def qwen_moe_layers(k: ConfigKeys, n_layers: int) -> list[int]:
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
-    cfg = qwen_sliding(decoder(k, QWEN3_MOE_DEFAULTS, DecoderLayout(qk_norm="head")), k)
+    cfg = qwen_sliding(decoder(k, QWEN3_MOE_DEFAULTS, DecoderLayout(qk_norm="head")), k, "all")
     n_experts = k.count("num_experts", 128)
     if not n_experts:
         return cfg

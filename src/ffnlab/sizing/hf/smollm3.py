@@ -24,5 +24,5 @@ _translate = llama_like(
         "num_key_value_heads": 4,
         "tie_word_embeddings": True,
     },
-    DecoderLayout(mlp_bias_key="mlp_bias"),
+    DecoderLayout(mlp_bias_key="mlp_bias", layer_types_key=True),
 )

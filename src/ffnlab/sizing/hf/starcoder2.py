@@ -29,7 +29,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
             head_dim=k.get("head_dim", None, null=None) or floor_head_dim(d, n_heads),
             qkv_bias=bias,
             out_bias=bias,
-            **sliding(k, n_layers, 1),
+            **sliding(k, n_layers, 1, types_key=False),
         ),
         norm="layernorm",
         positions="rope",

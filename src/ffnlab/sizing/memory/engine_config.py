@@ -23,7 +23,18 @@ from ffnlab.errors import FfnlabError
 
 DATA = "engine_configs.json"
 SETTINGS = ("batch", "seq_len", "dtype", "grad_accum", "recompute", "recompute_every", "optimizer", "optimizer_impl",
-            "dp", "tp", "pp", "zero", "finetune", "lora_rank", "offload_activations", "compile_loss")
+            "dp", "tp", "pp", "zero", "finetune", "lora_rank", "lora_dropout", "lora_targets", "offload_activations",
+            "compile_loss")
+# the projections LoRA adapts, as ``targets`` rules name them, and the sets of them ffnlab prices
+# (``--lora-targets``, :func:`ffnlab.sizing.finetune.parse_targets`); "all-linear": every linear
+# layer but the head, as peft's and axolotl's lora_target_linear
+ATTENTION_PROJECTIONS = ("q", "k", "v", "o")
+FFN_PROJECTIONS = ("gate", "up", "down")
+PROJECTIONS = (*ATTENTION_PROJECTIONS, *FFN_PROJECTIONS, "head")
+ALL_LINEAR = "all-linear"
+PRICED_TARGETS = {frozenset(ATTENTION_PROJECTIONS): "attention", frozenset({"q", "v"}): "qv",
+                  frozenset(FFN_PROJECTIONS): "ffn", frozenset(ATTENTION_PROJECTIONS + FFN_PROJECTIONS): ALL_LINEAR,
+                  frozenset({"q", "v", *FFN_PROJECTIONS}): "qv,ffn"}
 
 
 class RuleSource(TypedDict):
@@ -41,13 +52,16 @@ class _KeyRule(TypedDict):
 
 class KeyRule(_KeyRule, total=False):
     """How one key of a format sets ffnlab's settings: ``sets`` the SETTINGS name its value gives
-    (``kind`` "int": a whole number, with ``also`` and, above one, ``also_above_one`` beside it), or
-    ``values``: the settings each written value gives (``match`` "contains": a value containing the
-    key)."""
+    (``kind`` "int": a whole number, with ``also`` and, above one, ``also_above_one`` beside it;
+    "fraction": a number in [0, 1); "targets": LoRA's targets, each value or listed module name in
+    ``targets`` giving the projections it adapts), or ``values``: the settings each written value
+    gives (``match`` "contains": a value containing the key)."""
 
     sets: str
-    kind: str  # "int" or "int-or-values"
+    kind: str  # "int", "int-or-values", "fraction" or "targets"
     note: str
+    targets: dict[str, list[str]]  # kind "targets": a value or listed name -> the projections it adapts
+    one_name_list_is_its_name: bool
     values: dict[str, dict[str, str | bool]]
     match: str
     also: dict[str, str]
@@ -144,6 +158,44 @@ def _whole(value: object) -> int | None:
     return None
 
 
+def _fraction(value: object) -> float | None:
+    """A number in [0, 1) (an int, a float, or a string of one), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value) if isinstance(value, (int, float, str)) else None
+    except ValueError:
+        return None
+    return x if x is not None and 0 <= x < 1 else None
+
+
+def _projections(rule: KeyRule, value: object) -> tuple[set[str], str]:
+    """The projections a ``targets`` key's value adapts, and why not where it names something the
+    rule does not know (a name outside ``targets``, a regular expression)."""
+    table = rule["targets"]
+    if isinstance(value, list) and len(value) == 1 and rule.get("one_name_list_is_its_name"):
+        value = value[0]  # TRL's ModelConfig passes a one-name list on as that string ("all-linear")
+    if isinstance(value, list):  # module names ("all-linear" only as the string, where peft reads it)
+        names = [_text(v) for v in value]
+        unknown = [n for n in names if n not in table or n == ALL_LINEAR]
+        if unknown:
+            return set(), f"module names ffnlab does not map: {', '.join(unknown)} (it reads {', '.join(table)})"
+    elif (text := _text(value)) in table:
+        names = [text]
+    else:
+        return set(), (f"{text!r} is not a list of module names ffnlab reads (a string is a regular expression "
+                       "peft matches against whole module names)" if isinstance(value, str) else
+                       f"value {value!r} is not one ffnlab models")
+    return {p for n in names for p in table[n]}, ""
+
+
+def _priced_targets(found: set[str]) -> str | None:
+    """The ``--lora-targets`` that adapts exactly ``found``, or None where no such set is priced."""
+    if ALL_LINEAR in found:
+        found = (found - {ALL_LINEAR}) | set(ATTENTION_PROJECTIONS + FFN_PROJECTIONS)
+    return PRICED_TARGETS.get(frozenset(found))
+
+
 def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
     """The settings ``data`` (a parsed launch config whose file ends in ``suffix``) gives, by the
     rules of its format."""
@@ -154,6 +206,7 @@ def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
     settings: dict[str, object] = {}
     used: list[tuple[str, str, str]] = []
     ignored: list[tuple[str, str]] = []
+    targets: dict[str, tuple[str, set[str], str]] = {}  # key -> (value as written, projections, why not)
     for key, value in leaves.items():
         rule = by_key.get(key)
         if rule is None:
@@ -165,7 +218,12 @@ def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
         got: dict[str, object] | None = None
         whole = _whole(value)
         kind = rule.get("kind")
-        if kind in ("int", "int-or-values") and whole is not None:
+        if kind == "targets":  # the file's keys together give one --lora-targets: read after the loop
+            targets[key] = (_text(value), *_projections(rule, value))
+            continue
+        if kind == "fraction":
+            got = None if (x := _fraction(value)) is None else {rule["sets"]: x}
+        elif kind in ("int", "int-or-values") and whole is not None:
             got = {rule["sets"]: whole, **rule.get("also", {})}
             if whole > 1:
                 got.update(rule.get("also_above_one", {}))
@@ -184,8 +242,41 @@ def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
         settings.update(got)
         what = ", ".join(f"{k} {v}" for k, v in got.items()) or "nothing more"
         used.append((key, _text(value), what))
+    _read_targets(targets, settings, used, ignored)
     return EngineConfig(fmt=fmt, engine=rules["engine"], settings=tuple(settings.items()), used=tuple(used),
                         ignored=tuple(ignored))
+
+
+def _read_targets(targets: dict[str, tuple[str, set[str], str]], settings: dict[str, object],
+                  used: list[tuple[str, str, str]], ignored: list[tuple[str, str]]) -> None:
+    """The LoRA targets a file's ``targets`` keys give together (torchtune's attention list and its
+    MLP and output switches; a peft target list beside axolotl's lora_target_linear): the one
+    ``--lora-targets`` that adapts exactly those projections, each key used for it; or, where a key
+    names what ffnlab does not read or the set is not one ffnlab prices, the keys ignored together
+    with why (one entry: the one line that says so): no nearby set is read in their place, and the
+    command line's --lora-targets (default all-linear) applies."""
+    if not targets:
+        return
+    keys = " + ".join(targets)
+    unread = [f"{k}: {why}" for k, (_, _, why) in targets.items() if why]
+    if unread:
+        ignored.append((keys, "; ".join(unread)))
+        return
+    found = set().union(*(p for _, p, _ in targets.values()))
+    if not found:  # switches off (lora_target_linear false, apply_lora_to_mlp false): they add no layer
+        used.extend((k, text, "nothing more") for k, (text, _, _) in targets.items())
+        return
+    priced = _priced_targets(found)
+    if priced is None:
+        named = [p for p in PROJECTIONS if p in found]
+        if ALL_LINEAR in found:
+            named = ["every linear layer", *(p for p in named if p == "head")]
+        ignored.append((keys, f"LoRA on {', '.join(named)}: not a set ffnlab prices (--lora-targets attention: "
+                              "q k v o; qv: q v; ffn: gate up down; attention,ffn; qv,ffn); the default all-linear "
+                              "stands unless --lora-targets is given"))
+        return
+    settings["lora_targets"] = priced
+    used.extend((k, text, f"lora_targets {priced}") for k, (text, _, _) in targets.items())
 
 
 __all__ = ["DATA", "SETTINGS", "EngineConfig", "EngineConfigsFile", "FormatRules", "KeyRule", "RuleSource",

@@ -152,8 +152,21 @@ def test_size_prints_the_peak_with_its_moment_and_the_sum_as_a_sum() -> None:
     p = run("size", "--d-model", "768", "--ratio", "4", "--n-layers", "12", "--format", "markdown")
     assert p.returncode == 0
     assert "| training: peak of the step, at " in p.stdout
-    assert "| training: sum of the terms (not all alive at once) |" in p.stdout
+    assert "| training: sum of the terms (not all alive at once, the step's transients left out) |" in p.stdout
     assert "training: total" not in p.stdout
+
+
+def test_the_sum_of_the_terms_says_it_leaves_out_the_steps_transients() -> None:
+    """A QLoRA step under full recompute peaks at the loss's backward, on tensors no term lists: its
+    peak is above the sum, which must not read as an upper bound."""
+    p = run("fit", "llama-3-8b", "--finetune", "qlora", "--gpu", "A100-80GB", "--gpus", "1", "--seq-len", "16000",
+            "--json")
+    assert p.returncode == 0
+    best = json.loads(p.stdout)["best"]
+    assert best["per_gpu_bytes"] > best["terms_sum_bytes"]
+    text = run("fit", "llama-3-8b", "--finetune", "qlora", "--gpu", "A100-80GB", "--gpus", "1", "--seq-len", "16000",
+               "--format", "markdown").stdout
+    assert ": not all alive at once, the step's transients left out); alive then:" in text
 
 
 def test_bad_step_flags_get_one_line_and_exit_2() -> None:

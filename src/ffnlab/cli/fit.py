@@ -31,6 +31,7 @@ from ffnlab.cli.memory_flags import (
 )
 from ffnlab.cli.memory_view import (
     TERM_COLS,
+    TERMS_SUM_NOTE,
     alive_text,
     engine_notes,
     engine_text,
@@ -629,7 +630,7 @@ def _show_best(res: FitResult, mode: str, fmt: str) -> None:
 
         assert best.terms_sum_bytes is not None
         line = (f"peak of the step: {gib(best.per_gpu_bytes)} per GPU, at {best.peak_moment} (the terms "
-                f"sum to {gib(best.terms_sum_bytes)}, not all alive at once); alive then: "
+                f"sum to {gib(best.terms_sum_bytes)}: {TERMS_SUM_NOTE}); alive then: "
                 f"{alive_text(best.peak_alive or ())}")
         print(line if fmt == "markdown" else textwrap.fill(line, max(40, render.table_width())))
 

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from ffnlab.sizing.memory.step_figure import StepFigure
     from ffnlab.sizing.memory.workload import Workload
 
+# what the sum of the terms is not: the terms are never all alive at once, and they leave out the
+# tensors the step makes and frees (the loss's, a recomputed layer's), so the peak may be above it
+TERMS_SUM_NOTE = "not all alive at once, the step's transients left out"
+
 
 def note(text: str) -> None:
     """A line that tells the user a flag had no effect (stderr, so tables stay clean)."""
@@ -94,7 +98,7 @@ def memory_pairs(mem: MemorySummary) -> list[tuple[str, Any]]:
     working = [r for r in mem.training_terms or () if r.group == "working"]
     pairs += [(f"training: {r.term}", gib(r.per_gpu_bytes)) for r in working]
     pairs += [
-        ("training: sum of the terms (not all alive at once)", gib(mem.terms_sum_bytes)),
+        (f"training: sum of the terms ({TERMS_SUM_NOTE})", gib(mem.terms_sum_bytes)),
         (f"training: peak of the step, at {mem.peak_moment}", gib(mem.peak_bytes)),
         ("training: alive at the peak", alive_text(mem.peak_alive or ())),
     ]

@@ -187,6 +187,7 @@ def refused_untouched(root: Path, *argv: str, fragment: str = "") -> str:
 
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
+FIT_H100 = ["fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100"]
 
 
 # -- numeric flags at their edges: one line each -------------------------------------------------------
@@ -259,14 +260,39 @@ def test_an_empty_engine_version_is_refused_or_said(tmp_path, argv):
     assert r.code == 2 or "not known" in r.stderr, (r.code, r.stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="C2")
 @pytest.mark.parametrize(
     "argv",
-    [["size", "--d-model", "2G", "--ratio", "4"], ["fit", "--gpus", "2Ti", "--gpu", "H100", "llama-3-8b"]],
-    ids=["d-model-2G", "gpus-2Ti"],
+    [
+        ["size", "--d-model", "2G", "--ratio", "4"],
+        ["fit", "--gpus", "2Ti", "--gpu", "H100", "llama-3-8b"],
+        ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "1G"],
+        ["fit", "--gpus", "auto", "--gpu", "H100", "--max-gpus", "2Ti", "llama-3-8b"],
+    ],
+    ids=["d-model-2G", "gpus-2Ti", "n-layers-1G", "max-gpus-2Ti"],
 )
 def test_a_count_with_a_suffix_past_its_bound_is_one_line(tmp_path, argv):
     assert_refused(cli(*argv, where=tmp_path))
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        # "the serving engine's flags ... ignored", then the refusal of --offload
+        ([*FIT_H100, "--gpu-memory-utilization", "0.8", "--offload", "optimizer"], "--offload"),
+        # "--seq-len 8k read as 8,000", then the refusal of the engine
+        ([*FIT_H100, "--seq-len", "8k", "--engine", "nope"], "--engine"),
+    ],
+    ids=["ignored-flag-then-offload", "count-then-engine"],
+)
+def test_a_note_said_before_a_later_refusal_is_not_printed(tmp_path, argv, fragment):
+    assert_refused(cli(*argv, where=tmp_path), fragment)
+
+
+def test_notes_of_an_answer_that_is_no_are_kept(tmp_path):
+    # exit 1 is an answer, not a refusal: the note on how --seq-len was read is still said
+    r = cli("fit", "llama-3-70b", "--gpus", "1", "--gpu", "L4", "--seq-len", "8k", "--json", where=tmp_path)
+    assert r.code == 1 and strict_json(r.stdout)["verdict"] != "fits", r.stderr
+    assert "note: --seq-len 8k read as 8,000" in r.stderr.splitlines()
 
 
 def test_a_count_with_a_suffix_in_bounds_is_noted_once(tmp_path):
@@ -642,7 +668,6 @@ def test_generate_past_its_bounds_is_one_line(trained, argv, fragment):
     assert_refused(cli("generate", "run", "--prompt", "hi", *argv, where=trained), fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="C2")
 @pytest.mark.parametrize("tokens", ["1e9", "1m"])
 def test_generate_tokens_with_a_suffix_past_the_bound_is_one_line(trained, tokens):
     assert_refused(cli("generate", "run", "--prompt", "hi", "--tokens", tokens, where=trained), "--tokens")

@@ -406,7 +406,6 @@ def test_a_launch_config_refused_alone_is_one_line(tmp_path, name, text, fragmen
     assert not (tmp_path / "PWNED").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="C1")
 @pytest.mark.parametrize(
     "name, text, fragment",
     [
@@ -417,6 +416,35 @@ def test_a_launch_config_refused_alone_is_one_line(tmp_path, name, text, fragmen
 def test_a_launch_config_refused_against_the_model_is_one_line(tmp_path, name, text, fragment):
     (tmp_path / name).write_text(text)
     assert_refused(cli(*SIZE, "--engine-config", name, "--json", where=tmp_path), fragment)
+
+
+PEFT_YAML = "per_device_train_batch_size: 2\nlora_r: 8\nuse_peft: true\n"
+
+
+@pytest.mark.parametrize(
+    "argv, name, text, fragment",
+    [
+        (["size", "--from", "llama-3-8b"], "t8.toml", "[parallelism]\npipeline_parallel_degree = 1000000000\n", "--pp"),
+        ([*FIT_H100, "--mode", "serve"], "y.yaml", PEFT_YAML, "--mode serve"),
+        ([*FIT_H100, "--tokens", "1T"], "y.yaml", PEFT_YAML, "--tokens"),
+    ],
+    ids=["size-from-pp", "fit-serve-peft", "fit-tokens-peft"],
+)
+def test_a_launch_config_refused_by_the_command_is_one_line(tmp_path, argv, name, text, fragment):
+    (tmp_path / name).write_text(text)
+    assert_refused(cli(*argv, "--engine-config", name, "--json", where=tmp_path), fragment)
+
+
+def test_a_launch_config_report_still_comes_after_the_notes_before_it(tmp_path):
+    (tmp_path / "t.toml").write_text("[training]\nlocal_batch_size = 2\n")
+    r = cli(*SIZE, "--seq-len", "4k", "--engine-config", "t.toml", "--json", where=tmp_path)
+    assert r.code == 0, r.stderr
+    lines = r.stderr.splitlines()
+    # in the order said: the count as the parser read it, then the file's report, its key used
+    assert lines[0] == "note: --seq-len 4k read as 4,000"
+    assert lines[1].startswith("engine config t.toml:") and "local_batch_size = 2" in lines[2]
+    plain = cli(*SIZE, "--json", where=tmp_path)
+    assert strict_json(r.stdout)["model"]["params"] == strict_json(plain.stdout)["model"]["params"]
 
 
 @pytest.mark.parametrize(

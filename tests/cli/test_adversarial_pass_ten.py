@@ -301,7 +301,6 @@ def test_a_count_with_a_suffix_in_bounds_is_noted_once(tmp_path):
     assert [x for x in r.stderr.splitlines() if x.strip()] == ["note: --gpus 1k read as 1,000"]
 
 
-@pytest.mark.xfail(strict=True, reason="C3")
 def test_a_throughput_target_past_any_gpu_count_is_refused(tmp_path):
     r = cli(
         "fit",
@@ -321,6 +320,37 @@ def test_a_throughput_target_past_any_gpu_count_is_refused(tmp_path):
         assert strict_json(r.stdout)["target"]["gpus"] <= 1024, "a 307-digit GPU count"
     else:
         assert_refused(r, "--target-tokens-per-s")
+
+
+SERVE_L4 = ["fit", "llama-3-8b", "--gpus", "auto", "--mode", "serve", "--gpu", "L4", "--json"]
+
+
+def test_a_throughput_target_past_max_gpus_is_a_no(tmp_path):
+    r = cli(*SERVE_L4, "--target-tokens-per-s", "1e6", where=tmp_path)
+    assert r.code == 1, r.stderr  # as --gpus auto finding nothing within --max-gpus
+    t = strict_json(r.stdout)["target"]
+    # oracle: the replicas are the target over one replica's speed, rounded up; past the default 1,024
+    assert t["replicas"] == math.ceil(1e6 / t["tokens_per_s_per_replica"])
+    assert t["gpus"] == t["replicas"] * t["gpus_per_replica"] > t["max_gpus"] == 1024
+    assert t["reached"] is False
+    wider = cli(*SERVE_L4, "--target-tokens-per-s", "1e6", "--max-gpus", str(t["gpus"]), where=tmp_path)
+    assert wider.code == 0, wider.stderr
+    w = strict_json(wider.stdout)["target"]
+    assert (w["gpus"], w["reached"]) == (t["gpus"], True)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        # 1e15 tokens/s at about 219 per H100 replica: about 4.6e12 GPUs, past 2**40 whatever --max-gpus says
+        ([*FIT_H100, "--mode", "serve", "--target-tokens-per-s", "1e15", "--max-gpus", str(2**40)], "--target"),
+        ([*FIT_H100, "--mode", "serve", "--target-tokens-per-s", "100", "--max-gpus", "0"], "--max-gpus"),
+        ([*FIT_H100, "--mode", "serve", "--target-tokens-per-s", "100", "--max-gpus", "2Ti"], "--max-gpus"),
+    ],
+    ids=["target-past-2**40", "max-gpus-0", "max-gpus-2Ti"],
+)
+def test_a_throughput_target_past_any_gpu_count_or_limit_is_one_line(tmp_path, argv, fragment):
+    assert_refused(cli(*argv, where=tmp_path), fragment)
 
 
 def test_a_throughput_target_within_reach_is_answered(tmp_path):

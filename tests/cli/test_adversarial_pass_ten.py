@@ -246,18 +246,23 @@ def test_an_unknown_engine_version_is_priced_as_the_newest_and_says_so(tmp_path,
     assert got["training_memory_bytes"] == want["training_memory_bytes"]
 
 
-@pytest.mark.xfail(strict=True, reason="C6")
 @pytest.mark.parametrize(
     "argv",
     [
         [*SIZE, "--engine", "hf-trainer@"],
         ["fit", "--gpus", "8", "--gpu", "H100", "--mode", "serve", "--engine", "vllm@", "llama-3-8b"],
+        [*SIZE, "--engine", "torchtitan@"],
+        ["fit", "--gpus", "8", "--gpu", "H100", "--engine", "trl@", "llama-3-8b"],
+        ["size", "--from", "llama-3-8b", "--gpu", "H100", "--engine", "sglang@"],
+        ["size", "--from", "llama-3-8b", "--gpu", "H100", "--engine", "vllm@"],
     ],
-    ids=["hf-trainer@", "vllm@"],
+    ids=["hf-trainer@", "vllm@", "torchtitan@", "fit-trl@", "size-sglang@", "size-vllm@"],
 )
 def test_an_empty_engine_version_is_refused_or_said(tmp_path, argv):
     r = cli(*argv, where=tmp_path)
     assert r.code == 2 or "not known" in r.stderr, (r.code, r.stderr)
+    if r.code == 2:  # one line that names the engine as given
+        assert argv[argv.index("--engine") + 1] in assert_refused(r, "--engine")
 
 
 @pytest.mark.parametrize(

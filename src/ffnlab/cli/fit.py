@@ -53,6 +53,7 @@ from ffnlab.cli.serving_engine import (
 from ffnlab.errors import require
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
+from ffnlab.sizing.engine_spec import engine_name
 from ffnlab.sizing.memory.hardware import load_accelerators
 from ffnlab.validation import count, integer, number
 
@@ -407,7 +408,7 @@ def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | N
     from ffnlab.sizing.serving_engines import engine_names
     from ffnlab.sizing.serving_speed import speed_engines
 
-    if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
+    if spec is not None and engine_name(spec) in speed_engines() - set(engine_names()):
         note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
         return None
     eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)  # a bad --engine-config is refused either way
@@ -723,7 +724,7 @@ def _engines_for(cfg: Any, rows: list[Any], work: Workload, ask: FitAsk, spec: s
     from ffnlab.sizing.serving_engines import engine_names
     from ffnlab.sizing.serving_speed import speed_engines
 
-    if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
+    if spec is not None and engine_name(spec) in speed_engines() - set(engine_names()):
         note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
         return {}
     eng, engine_knobs, _ = knobs.resolve(spec, work.seq_len)

@@ -100,7 +100,9 @@ def matching_fractions(engine: str | None, gpu: str, batch: int, tp: int = 1) ->
     an engine)."""
     if engine is None:
         return []
-    name = engine.partition("@")[0].lower()
+    from ffnlab.sizing.engine_spec import engine_name
+
+    name = engine_name(engine)
     return [implied_fraction(c) for c in speed_cases()
             if c["engine"] == name and c["gpu"] == gpu and c["batch"] == batch and c["tp"] == tp]
 

@@ -38,6 +38,7 @@ try:
     import typer
 
     from ffnlab import interrupt
+    from ffnlab.cli import notes
     from ffnlab.cli.app import app, tidy_help, version_line
     from ffnlab.errors import EXIT_USAGE, FfnlabError
     from ffnlab.escape import terminal
@@ -159,7 +160,8 @@ def _stdout_closed() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: user errors print one line and exit 2; Ctrl-C prints ``interrupted``, exit 130."""
+    """Console entry point: user errors print one line and exit 2 (the notes said before it dropped:
+    :func:`ffnlab.cli.notes.held`); Ctrl-C prints ``interrupted``, exit 130."""
     console = argv is None  # the real command line (not a caller in this process)
     _standard_streams()
     try:  # the command's group and the libraries it imports, before the command runs
@@ -169,8 +171,12 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         _interrupted(console)
     try:
-        with interrupt.kept_from_finalizers():  # a Ctrl-C that lands in a finalizer stops the command all the same
+        # a Ctrl-C that lands in a finalizer stops the command all the same; the notes said on the
+        # way (a count read with a suffix, a launch config's report) wait for the command to get past
+        # its checks: a refusal, raised to the handlers below, drops them and is the one line
+        with interrupt.kept_from_finalizers(), notes.held():
             rc = _invoke(command, argv)
+            notes.release()
             interrupt.check()
             sys.stdout.flush()  # drained here, so a Ctrl-C or a closed pipe meets the handlers below
             sys.stderr.flush()

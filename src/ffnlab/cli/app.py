@@ -8,7 +8,6 @@ Also the conventions every command follows: ``--version``, shell completion (typ
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ffnlab import __version__, render
+from ffnlab.cli.notes import say
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.netwait import TIMEOUT_HELP
@@ -182,16 +182,18 @@ def counted(flag: str, *, total: bool = False) -> Callable[[Any], int]:
     """The ``parser`` of a count flag (``typer.Option(..., parser=counted("--seq-len"))``):
     :func:`ffnlab.validation.count`, a size by vLLM's convention (``8k`` = 8,000, ``8K`` = ``8Ki``
     = 8,192) or, ``total``, a token or parameter total in decimal (``15T``). A value written with
-    a suffix is echoed on stderr (``note: --seq-len 8k read as 8,000``); one that cannot be read
-    is a usage error naming the flag and the forms it takes (:class:`CountError`)."""
+    a suffix is echoed on stderr (``note: --seq-len 8k read as 8,000``) once the command is past
+    its checks (:func:`ffnlab.cli.notes.say`: a value refused later, out of its range, is the one
+    error line, not the second line after the note); one that cannot be read is a usage error
+    naming the flag and the forms it takes (:class:`CountError`)."""
 
     def parse(value: Any) -> int:
         try:
             n, suffixed = count(value, flag, total=total)
         except ValueError as e:  # not a ValueError to typer: its own message would drop the forms
             raise CountError(str(e)) from None
-        if suffixed:
-            print(f"note: {flag} {str(value).strip()} read as {n:,}", file=sys.stderr)
+        if suffixed:  # said once the command is past its checks: a value out of range is the one line
+            say(f"note: {flag} {str(value).strip()} read as {n:,}")
         return n
     parse.__name__ = "count"  # the type help shows: <count> (a number, or one with a suffix)
     return parse

@@ -55,6 +55,7 @@ from ffnlab.errors import require
 from ffnlab.escape import one_line
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
+from ffnlab.sizing.engine_spec import engine_name
 from ffnlab.sizing.memory.hardware import load_accelerators
 from ffnlab.validation import count, integer, number
 
@@ -194,7 +195,8 @@ def fit(
                                   help="GPUs available, or auto: the fewest GPUs of --gpu that fit "
                                                       "(powers of two up to --max-gpus)."),
     max_gpus: int = typer.Option(1024, "--max-gpus", parser=counted("--max-gpus"),
-                                 help="With --gpus auto: the most GPUs to try."),
+                                 help="With --gpus auto: the most GPUs to try; with --target-tokens-per-s: the "
+                                      "most GPUs the target may take (more: not reached, exit 1)."),
     gpu: str = typer.Option(None, "--gpu", help=GPU_HELP),
     gpu_memory: float = typer.Option(None, "--gpu-memory", help="Any other card: its usable memory in GiB (with "
                                                                 "--gpu, that card's peaks for the time estimate)."),
@@ -226,7 +228,8 @@ def fit(
     target_tokens_per_s: float = typer.Option(None, "--target-tokens-per-s", metavar="N",
                                               rich_help_panel=ENGINE_PANEL,
                                               help="With --mode serve: the GPUs that reach N tokens/s of decode at "
-                                                   "--batch, at the measured fraction of the roofline bound."),
+                                                   "--batch, at the measured fraction of the roofline bound (at "
+                                                   "most --max-gpus of them: more is not reached, exit 1)."),
     as_json: bool = JSON_OPTION,
     fmt: str = FORMAT_OPTION,
     wide: bool = WIDE_OPTION,
@@ -238,7 +241,7 @@ def fit(
 
     Exit status: 0 when a layout fits (on some accelerator, when comparing them; for every model,
     when comparing models), 1 when nothing fits (said as borderline when it would fit only inside
-    the reserve), 2 on bad input."""
+    the reserve) or --target-tokens-per-s needs more than --max-gpus GPUs, 2 on bad input."""
     set_timeout(timeout)
     from ffnlab.sizing.memory.fit import MAX_GPUS, context_limit
     from ffnlab.sizing.models import resolve
@@ -248,6 +251,7 @@ def fit(
     if auto:
         require(gpu is not None or gpu_memory is not None,
                 "--gpus auto searches one kind of GPU: give --gpu (or --gpu-memory)")
+    if auto or target_tokens_per_s is not None:  # the GPUs either may take
         integer(max_gpus, "--max-gpus", 1, MAX_GPUS)
     gpus = 1 if auto else int(gpus_flag)
     _check_flags(fmt, gpus, max_tp, top, mode, precision, mfu, reserve)
@@ -332,7 +336,7 @@ def fit(
     search = {"gpus_search": {"tried": tried, "max_gpus": max_gpus,
                               "found": gpus if res.best else None}} if auto else {}
     engine = _engine(cfg, res, work, ask, serving_engine, knobs, gpu, gpu_memory) if mode == "serve" else None
-    speed = _speed(res, serving_engine, gpu, work.batch, target_tokens_per_s) if mode == "serve" else None
+    speed = _speed(res, serving_engine, gpu, work.batch, target_tokens_per_s, max_gpus) if mode == "serve" else None
     if as_json:
         render.emit_json({"model": name, **_options_json(work, ask), "verdict": _verdict(res), **search,
                           **res.as_dict(), **({"engine": engine[0].as_dict()} if engine else {}),
@@ -359,14 +363,14 @@ def fit(
             write_step_plot(plot, cfg, name, work, res.best.layout, overwrite)
         else:
             note("--plot draws the smallest layout that fits: nothing fits, so no figure was written")
-    if res.best is None:
-        raise typer.Exit(EXIT_NO_FIT)
+    if res.best is None or not (speed or {}).get("target", {}).get("reached", True):
+        raise typer.Exit(EXIT_NO_FIT)  # nothing fits, or the target needs more than --max-gpus GPUs
 
 
 def _speed(res: FitResult, engine: str | None, gpu: str | None, batch: int,
-           target: float | None) -> dict[str, Any] | None:
+           target: float | None, max_gpus: int) -> dict[str, Any] | None:
     """The published fractions of the roofline bound for this engine, GPU and batch, and, with a
-    target, the GPUs that reach it; None when there is neither."""
+    target, the GPUs that reach it (not ``reached`` past ``max_gpus``); None when there is neither."""
     from ffnlab.sizing.serving_speed import gpus_for_target, matching_fractions
 
     sv = res.serving
@@ -383,7 +387,8 @@ def _speed(res: FitResult, engine: str | None, gpu: str | None, batch: int,
         best = res.best
         assert best is not None
         per_replica = best.layout.tp * best.layout.pp
-        out["target"] = gpus_for_target(target, sv.speed.tokens_per_s_total, per_replica, fractions).as_dict()
+        out["target"] = gpus_for_target(target, sv.speed.tokens_per_s_total, per_replica, fractions,
+                                        max_gpus=max_gpus).as_dict()
     return out or None
 
 
@@ -397,8 +402,9 @@ def _speed_lines(speed: dict[str, Any]) -> list[str]:
     t = speed.get("target")
     if t:
         lines.append(f"for {t['target_tokens_per_s']:,g} tokens/s of decode: {t['replicas']:,} replicas x "
-                     f"{t['gpus_per_replica']} GPUs = {t['gpus']:,} GPUs, each replica at "
-                     f"{t['tokens_per_s_per_replica']:,.0f} "
+                     f"{t['gpus_per_replica']} GPUs = {t['gpus']:,} GPUs"
+                     + ("" if t["reached"] else f", more than --max-gpus {t['max_gpus']:,}: not reached") +
+                     f", each replica at {t['tokens_per_s_per_replica']:,.0f} "
                      f"tokens/s (fraction {t['fraction']:.2f} of the roofline bound, from {t['fraction_from']})")
     return lines
 
@@ -411,7 +417,7 @@ def _engine(cfg: Any, res: FitResult, work: Workload, ask: FitAsk, spec: str | N
     from ffnlab.sizing.serving_engines import engine_names
     from ffnlab.sizing.serving_speed import speed_engines
 
-    if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
+    if spec is not None and engine_name(spec) in speed_engines() - set(engine_names()):
         note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
         return None
     eng, engine_knobs, said = knobs.resolve(spec, work.seq_len)  # a bad --engine-config is refused either way
@@ -726,7 +732,7 @@ def _engines_for(cfg: Any, rows: list[Any], work: Workload, ask: FitAsk, spec: s
     from ffnlab.sizing.serving_engines import engine_names
     from ffnlab.sizing.serving_speed import speed_engines
 
-    if spec is not None and spec.partition("@")[0].lower() in speed_engines() - set(engine_names()):
+    if spec is not None and engine_name(spec) in speed_engines() - set(engine_names()):
         note(f"{spec}: published speeds only, no memory profile: the engine's cache sizing is not shown")
         return {}
     eng, engine_knobs, _ = knobs.resolve(spec, work.seq_len)

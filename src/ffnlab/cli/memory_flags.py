@@ -357,12 +357,13 @@ def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dty
     applied under the command line's own flags, its engine under ``--engine``; the settings become
     explicit, so the engine's profile does not override them. ``layout`` False (``fit``, which
     searches layouts): its parallel sizes are left out. Says on stderr which keys it used, which the
-    command line overrode and which it ignored. Returns the flags, ``seq_len`` and ``dtype``."""
+    command line overrode and which it ignored, once the command is past its checks
+    (:func:`ffnlab.cli.notes.say`). Returns the flags, ``seq_len`` and ``dtype``."""
     if path is None:
         return mem, seq_len, dtype
-    import sys
     from pathlib import Path
 
+    from ffnlab.cli.notes import say
     from ffnlab.files import read_mapping
     from ffnlab.sizing.memory.engine_config import detect_format, read_engine_config
 
@@ -401,21 +402,23 @@ def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dty
     check_seq_len(seq_len)
     mem.workload(seq_len=seq_len, dtype=dtype, finetune=False)
     used = "; ".join(f"{k} = {v} ({what})" for k, v, what in cfg.used) or "no key ffnlab reads"
-    print(f"engine config {path}: {cfg.title}, engine {cfg.engine}", file=sys.stderr)
-    print(f"  used: {used}", file=sys.stderr)
+    # said once the command is past its checks against the model too (a pipeline deeper than its
+    # layers, adapters with no --from model): a refusal there is the one line, not the last of five
+    say(f"engine config {path}: {cfg.title}, engine {cfg.engine}")
+    say(f"  used: {used}")
     if over:
-        print(f"  the command line's {', '.join(sorted(set(over)))} over the file's", file=sys.stderr)
+        say(f"  the command line's {', '.join(sorted(set(over)))} over the file's")
     if left:
-        print(f"  left out: {', '.join(left)} (fit searches the layout itself: give --gpus)", file=sys.stderr)
+        say(f"  left out: {', '.join(left)} (fit searches the layout itself: give --gpus)")
     if unused:
-        print(f"  left out: {', '.join(unused)} (the run trains every weight: LoRA settings apply with "
-              "--finetune lora or qlora)", file=sys.stderr)
+        say(f"  left out: {', '.join(unused)} (the run trains every weight: LoRA settings apply with "
+            "--finetune lora or qlora)")
     unread = [k for k, why in cfg.ignored if why.startswith("not a memory setting")]
     odd = [f"{k} ({why})" for k, why in cfg.ignored if not why.startswith("not a memory setting")]
     if odd:
-        print(f"  ignored, a value ffnlab does not model: {'; '.join(odd)}", file=sys.stderr)
+        say(f"  ignored, a value ffnlab does not model: {'; '.join(odd)}")
     if unread:
-        print(f"  ignored, not a memory setting ({len(unread)}): {', '.join(unread)}", file=sys.stderr)
+        say(f"  ignored, not a memory setting ({len(unread)}): {', '.join(unread)}")
     return mem, seq_len, dtype
 
 

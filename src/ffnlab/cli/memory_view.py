@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ffnlab import render
+from ffnlab.cli.notes import say
 from ffnlab.escape import one_line
 from ffnlab.render import Column, gib, in_gib
 
@@ -26,8 +27,9 @@ TERMS_SUM_NOTE = "not all alive at once, the step's transients left out"
 
 
 def note(text: str) -> None:
-    """A line that tells the user a flag had no effect (stderr, so tables stay clean)."""
-    print(f"note: {text}", file=sys.stderr)
+    """A line that tells the user a flag had no effect (stderr, so tables stay clean), said once
+    the command is past its checks (:func:`ffnlab.cli.notes.say`: a refusal is the one line)."""
+    say(f"note: {text}")
 
 
 def engine_text(engine: Engine | None) -> str:

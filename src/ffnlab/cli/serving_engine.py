@@ -17,6 +17,7 @@ from ffnlab.cli.memory_view import note
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_text
 from ffnlab.render import gib
+from ffnlab.sizing.engine_spec import engine_name
 from ffnlab.sizing.serving_engines import EngineKnobs
 from ffnlab.validation import integer, number
 
@@ -74,7 +75,7 @@ class EngineFlags:
                 raise FfnlabError(f"--engine-config: cannot read {self.engine_config}: {e.strerror}") from None
             cmd = read_engine_command(text)
             if spec is not None:
-                require(spec.partition("@")[0].lower() == cmd.engine,
+                require(engine_name(spec) == cmd.engine,
                         f"--engine {spec} but --engine-config launches {cmd.engine}")
             spec = spec or cmd.engine
             base = {k: v for k, v in vars(cmd.knobs).items() if v not in (None, False)}

@@ -59,6 +59,7 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, decimals, gib, human, in_gib, mib, pct
 from ffnlab.sizing.config import MAX_LAYERS
+from ffnlab.sizing.engine_spec import engine_name
 from ffnlab.sizing.kinds import DEFAULT_KIND
 from ffnlab.validation import choice, number, show
 
@@ -163,7 +164,7 @@ def size(
                            mem_fraction_static=mem_fraction_static)
     knobs.check()
     serving_engine = None
-    if gpu is not None and mem.engine is not None and mem.engine.partition("@")[0].lower() in _serving_engines():
+    if gpu is not None and mem.engine is not None and engine_name(mem.engine) in _serving_engines():
         serving_engine, mem = mem.engine, replace(mem, engine=MemoryFlags().engine)  # --engine names the serving engine
     if knobs.given() or serving_engine:
         require(gpu is not None and from_model is not None,

@@ -121,12 +121,14 @@ def engine_names() -> tuple[str, ...]:
 def engine_profile(spec: str) -> tuple[str, str, ServingProfile]:
     """The engine, version and facts of ``NAME[@VERSION]`` (the engine's default version without
     one); an unknown name or version is refused with the choices."""
-    name, _, version = spec.partition("@")
+    from ffnlab.sizing.engine_spec import split_engine
+
+    name, given = split_engine(spec)  # NAME@ with no version: refused
     engines = _data()["engines"]
     if name.lower() not in engines:
         raise FfnlabError(f"unknown serving engine {show(name)}: choose one of {', '.join(engines)}")
     eng = engines[name.lower()]
-    version = version or eng["default"]
+    version = given or eng["default"]
     if version not in eng["versions"]:
         raise FfnlabError(f"{eng['display']} has no profile {show(version)}: choose one of "
                           f"{', '.join(eng['versions'])}")

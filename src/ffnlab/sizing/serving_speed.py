@@ -100,14 +100,17 @@ def matching_fractions(engine: str | None, gpu: str, batch: int, tp: int = 1) ->
     an engine)."""
     if engine is None:
         return []
-    name = engine.partition("@")[0].lower()
+    from ffnlab.sizing.engine_spec import engine_name
+
+    name = engine_name(engine)
     return [implied_fraction(c) for c in speed_cases()
             if c["engine"] == name and c["gpu"] == gpu and c["batch"] == batch and c["tp"] == tp]
 
 
 @dataclass(frozen=True)
 class TargetSizing(Result):
-    """GPUs for a target aggregate decode throughput."""
+    """GPUs for a target aggregate decode throughput; ``reached``: within ``max_gpus`` (the most
+    GPUs the caller would take: ``fit --max-gpus``)."""
 
     target_tokens_per_s: float
     fraction: float
@@ -116,14 +119,24 @@ class TargetSizing(Result):
     replicas: int
     gpus_per_replica: int
     gpus: int
+    max_gpus: int
+    reached: bool  # gpus <= max_gpus
 
 
 def gpus_for_target(target: float, bound_per_replica: float, gpus_per_replica: int,
-                    fractions: list[MeasuredFraction]) -> TargetSizing:
+                    fractions: list[MeasuredFraction], *, max_gpus: int | None = None) -> TargetSizing:
     """Replicas of ``gpus_per_replica`` GPUs that reach ``target`` tokens/s when each reaches the
-    lowest matching published fraction of its bound (fraction 1 without one: a lower bound on GPUs)."""
+    lowest matching published fraction of its bound (fraction 1 without one: a lower bound on GPUs).
+
+    A target that needs more GPUs than any GPU count ffnlab takes (2**40, as ``--gpus`` and
+    ``--max-gpus``) is refused, so the count stays a count (1e308 tokens/s asked 5e306 GPUs);
+    one that needs more than ``max_gpus`` (default 2**40) is sized and marked not ``reached``."""
+    from ffnlab.sizing.memory.fit import MAX_GPUS
+
     require(target > 0, f"--target-tokens-per-s must be > 0, got {target}")
     require(bound_per_replica > 0, "no speed bound for this layout")
+    limit = MAX_GPUS if max_gpus is None else max_gpus
+    require(1 <= limit <= MAX_GPUS, f"--max-gpus must be in [1, 2**40], got {limit}")
     if fractions:
         worst = min(fractions, key=lambda f: f.fraction)
         fraction, whence = worst.fraction, (f"{worst.engine} on {_gpus(worst)}, {worst.model} at batch {worst.batch}: "
@@ -131,10 +144,16 @@ def gpus_for_target(target: float, bound_per_replica: float, gpus_per_replica: i
     else:
         fraction, whence = 1.0, "the roofline bound itself (no published speed for this engine, GPU and batch)"
     per = bound_per_replica * fraction
-    replicas = max(math.ceil(target / per), 1)
+    need = target / per  # a float, inf past its range: compared before any ceil
+    past = f"--target-tokens-per-s {target:g} needs more than 2**40 GPUs ({gpus_per_replica} per replica, " \
+           f"each at about {per:,.3g} tokens/s): past any GPU count ffnlab sizes"
+    require(need * gpus_per_replica <= MAX_GPUS, past)
+    replicas = max(math.ceil(need), 1)
+    gpus = replicas * gpus_per_replica
+    require(gpus <= MAX_GPUS, past)  # the float test above, exactly
     return TargetSizing(target_tokens_per_s=target, fraction=fraction, fraction_from=whence,
                         tokens_per_s_per_replica=per, replicas=replicas, gpus_per_replica=gpus_per_replica,
-                        gpus=replicas * gpus_per_replica)
+                        gpus=gpus, max_gpus=limit, reached=gpus <= limit)
 
 
 def _gpus(f: MeasuredFraction) -> str:

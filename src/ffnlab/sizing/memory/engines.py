@@ -153,7 +153,9 @@ def engine_names() -> tuple[str, ...]:
 
 def resolve(spec: str) -> Engine:
     """``NAME[@VERSION]`` as an :class:`Engine`; a bad name raises one line naming the known ones."""
-    name, _, version = spec.partition("@")
+    from ffnlab.sizing.engine_spec import split_engine
+
+    name, version = split_engine(spec)  # NAME@ with no version: refused
     engines = engines_data()["engines"]
     if name not in engines:
         raise FfnlabError(f"--engine must be one of {', '.join(engines)} (NAME[@VERSION]), got {spec!r}")

@@ -976,11 +976,13 @@ def test_a_report_of_a_half_written_sweep_is_refused(tmp_path, how):
     assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "not finished")
 
 
-@pytest.mark.xfail(strict=True, reason="C9")
-def test_a_refused_report_of_a_half_written_sweep_leaves_no_folder(tmp_path):
+@pytest.mark.parametrize("out", ["new", "default", "empty", "nested"])
+def test_a_refused_report_of_a_half_written_sweep_leaves_no_folder(tmp_path, out):
     from fake_sweeps import fake_sweep
 
     fake_sweep(tmp_path / "sw", {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.01, 1.0)}, seeds=2, noise=0.01)
     (tmp_path / "sw" / "runs" / "gelu-r2-s1" / "summary.json").unlink()
-    assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "not finished")
-    assert not (tmp_path / "rr").exists(), sorted(p.name for p in (tmp_path / "rr").iterdir())
+    (tmp_path / "empty").mkdir()
+    argv = {"new": ["--out", "rr"], "default": [], "empty": ["--out", "empty"], "nested": ["--out", "a/b/rr"]}[out]
+    # oracle: the tree before the call; a refusal adds no folder (rr, sw/report, a/) and no marker
+    refused_untouched(tmp_path, "report", "sw", *argv, fragment="not finished")

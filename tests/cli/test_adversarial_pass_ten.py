@@ -962,7 +962,7 @@ def test_a_facts_corpus_with_ten_million_character_values_is_refused_fast(tmp_pa
 
 
 @pytest.mark.parametrize(
-    "how", ["summary-gone", pytest.param("status-running", marks=pytest.mark.xfail(strict=True, reason="C10"))]
+    "how", ["summary-gone", "status-running", "steps-short", "steps-a-string", "status-absent"]
 )
 def test_a_report_of_a_half_written_sweep_is_refused(tmp_path, how):
     from fake_sweeps import fake_sweep
@@ -971,8 +971,12 @@ def test_a_report_of_a_half_written_sweep_is_refused(tmp_path, how):
     summary = tmp_path / "sw" / "runs" / "gelu-r2-s1" / "summary.json"
     if how == "summary-gone":
         summary.unlink()
-    else:
-        summary.write_text(json.dumps({**json.loads(summary.read_text()), "status": "running"}))
+    else:  # oracle: the trainer writes summary.json once, at the end: status "finished", steps == max_steps
+        saved = json.loads(summary.read_text())
+        changed = {"status-running": {"status": "running"}, "steps-short": {"steps": saved["steps"] - 1},
+                   "steps-a-string": {"steps": str(saved["steps"])}, "status-absent": {}}[how]
+        summary.write_text(json.dumps({k: v for k, v in {**saved, **changed}.items()
+                                       if not (how == "status-absent" and k == "status")}))
     assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "not finished")
 
 

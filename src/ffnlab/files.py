@@ -561,9 +561,66 @@ def _fail(message: str) -> FfnlabError:
     return FfnlabError(message)
 
 
+# The variables that name a folder ffnlab or a library it imports derives its caches from. Set but
+# empty, each reads as unset (the XDG base-directory rule): Python's expanduser takes an empty HOME
+# as the file system's root ("~/.cache" -> "/.cache"), and huggingface_hub an empty HF_HOME or
+# XDG_CACHE_HOME as the working folder.
+LOCATION_ENV = ("HOME", "XDG_CACHE_HOME", "FFNLAB_CACHE", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
+                "HF_DATASETS_CACHE")
+
+
+def drop_empty_locations() -> None:
+    """Remove the :data:`LOCATION_ENV` variables set to an empty string, and an ``XDG_CACHE_HOME``
+    that is not absolute (the XDG rule: ignored), from this process's environment, before any
+    library reads them (huggingface_hub and datasets read theirs at import)."""
+    for name in LOCATION_ENV:
+        if os.environ.get(name) == "":
+            del os.environ[name]
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg is not None and not os.path.isabs(xdg):
+        del os.environ["XDG_CACHE_HOME"]
+
+
+def user_home(remedy: str) -> Path:
+    """The user's home folder: ``$HOME`` when set and not empty, else the password database's
+    entry for this user. Refused in one line naming HOME and ``remedy`` (what to set instead)
+    when neither gives an absolute folder other than the file system's root: a cache derived from
+    it would land in a folder nobody named (``/.cache``)."""
+    home = os.environ.get("HOME") or ""
+    came = "HOME"
+    if not home:
+        came = "HOME is unset or empty and the password database"
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            home = ""
+    if not home or not os.path.isabs(home) or os.path.dirname(os.path.normpath(home)) == os.path.normpath(home):
+        shown = repr(home) if home else "no folder"
+        raise _fail(f"no usable home folder ({came} gives {shown}); {remedy}")
+    return Path(home)
+
+
+def check_hf_home() -> None:
+    """Before huggingface_hub or datasets is imported (they read their cache folders then): the
+    empty location variables dropped (:func:`drop_empty_locations`), and refused in one line when
+    their cache would be derived from no usable home (no HF_HOME, no XDG_CACHE_HOME)."""
+    drop_empty_locations()
+    hf_home = os.environ.get("HF_HOME")
+    if hf_home:
+        expand_user(hf_home)  # "~/hf" with no usable home: refused as any ~ path is
+    elif not os.environ.get("XDG_CACHE_HOME"):
+        user_home("set HF_HOME to the folder for the Hugging Face cache")
+
+
 def expand_user(path: str | Path) -> Path:
-    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would; an unknown user (or
-    no home folder) is one :class:`ffnlab.errors.FfnlabError` line, not pathlib's RuntimeError."""
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would; ``~`` is
+    :func:`user_home` (an empty HOME reads as unset, never as the root). An unknown user (or no
+    home folder) is one :class:`ffnlab.errors.FfnlabError` line, not pathlib's RuntimeError."""
+    text = str(path)
+    if text == "~" or text.startswith("~" + os.sep):
+        return user_home(f"give a path without ~ instead of {text[:200]!r}") / text[1:].lstrip(os.sep)
     try:
         return Path(path).expanduser()
     except RuntimeError:

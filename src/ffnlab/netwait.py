@@ -105,6 +105,9 @@ def bounded(what: str) -> Iterator[Wait]:
     """Run one network call (``what``: e.g. ``org/name config.json``) as described in the module
     docstring; a failure of the wait becomes one :class:`ffnlab.errors.FfnlabError` line."""
     global _current
+    from ffnlab.files import check_hf_home
+
+    check_hf_home()  # before huggingface_hub is imported: it reads its cache folder then
     check_endpoint()
     install()
     wait = Wait(what, timeout())

@@ -734,7 +734,6 @@ def test_an_odd_ffnlab_cache_is_one_line_and_writes_nothing(tmp_path, monkeypatc
     refused_untouched(tmp_path, "train", "t.yaml", "--out", "r", fragment=fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="C4")
 def test_an_empty_home_does_not_put_the_cache_at_the_root(monkeypatch):
     from ffnlab.training.corpus.prepare import default_cache_dir
 
@@ -749,6 +748,76 @@ def test_an_empty_home_does_not_put_the_cache_at_the_root(monkeypatch):
         assert "HOME" in str(e)
         return
     assert Path(where).parent != Path("/.cache"), where
+
+
+class _NoHome:
+    """The password database's entry for a user whose home is the root (or who has none)."""
+
+    def __init__(self, home: str | None) -> None:
+        self.home = home
+
+    def __call__(self, uid: int) -> object:
+        if self.home is None:
+            raise KeyError(uid)
+        return type("pw", (), {"pw_dir": self.home})()
+
+
+@pytest.mark.parametrize("home_env", ["", None], ids=["HOME-empty", "HOME-unset"])
+@pytest.mark.parametrize("passwd", ["/", None, "relative"], ids=["passwd-root", "passwd-none", "passwd-relative"])
+def test_no_usable_home_is_refused_where_a_folder_would_come_from_it(monkeypatch, home_env, passwd):
+    import pwd
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import check_hf_home, expand_user
+    from ffnlab.training.corpus.prepare import default_cache_dir
+
+    for name in ("FFNLAB_CACHE", "XDG_CACHE_HOME", "HF_HOME"):
+        monkeypatch.setenv(name, "")  # empty: read as unset
+    if home_env is None:
+        monkeypatch.delenv("HOME")
+    else:
+        monkeypatch.setenv("HOME", home_env)
+    monkeypatch.setattr(pwd, "getpwuid", _NoHome(passwd))
+    # oracle: with no home folder, every folder derived from one is a folder nobody named
+    with pytest.raises(FfnlabError, match="HOME.*FFNLAB_CACHE"):
+        default_cache_dir()
+    with pytest.raises(FfnlabError, match="HOME.*HF_HOME"):
+        check_hf_home()
+    with pytest.raises(FfnlabError, match="HOME"):
+        expand_user("~/runs/x")
+
+
+def test_an_empty_home_reads_as_unset_for_tilde_and_the_caches(monkeypatch):
+    import pwd
+
+    from ffnlab.files import check_hf_home, expand_user
+    from ffnlab.training.corpus.prepare import default_cache_dir
+
+    monkeypatch.setattr(pwd, "getpwuid", _NoHome("/home/someone"))
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.setenv("FFNLAB_CACHE", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")  # relative: ignored (the XDG rule)
+    monkeypatch.setenv("HF_HOME", "")
+    # oracle: the XDG rule (empty = unset) and the password database's home
+    assert expand_user("~/a/b") == Path("/home/someone/a/b")
+    assert expand_user("~//a") == Path("/home/someone/a")
+    assert default_cache_dir() == Path("/home/someone/.cache/ffnlab")
+    check_hf_home()
+    assert "HF_HOME" not in os.environ and "XDG_CACHE_HOME" not in os.environ and "HOME" not in os.environ
+
+
+def test_train_with_no_usable_home_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    import pwd
+
+    write_corpus(tmp_path)
+    text = TRAIN_YAML.replace(", cache_dir: cache", "").replace("max_steps: 4", "max_steps: 1")
+    (tmp_path / "t.yaml").write_text(text)
+    for name in ("HOME", "FFNLAB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.setattr(pwd, "getpwuid", _NoHome("/"))
+    root_cache = Path("/.cache").exists()
+    refused_untouched(tmp_path, "train", "t.yaml", "--out", "r", fragment="FFNLAB_CACHE")
+    assert Path("/.cache").exists() == root_cache
 
 
 # -- the Hub -----------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from ffnlab import interrupt
 from ffnlab.cli.app import app, tidy_help, version_line
 from ffnlab.errors import EXIT_USAGE, FfnlabError
 from ffnlab.escape import terminal
+from ffnlab.files import drop_empty_locations
 from ffnlab.validation import clip
 
 # command modules, in the order of --help
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors print one line and exit 2; Ctrl-C prints ``interrupted``, exit 130."""
     console = argv is None  # the real command line (not a caller in this process)
     _standard_streams()
+    drop_empty_locations()  # HOME= and the like read as unset, before any library reads them
     register(sys.argv[1:] if argv is None else argv)
     command = tidy_help(typer.main.get_command(app))
     click_errors = _click_errors()

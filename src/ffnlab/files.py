@@ -551,6 +551,41 @@ def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
         raise
 
 
+def write_all_atomic(files: dict[Path, str | bytes]) -> None:
+    """Write several files (all in existing folders) so that a refusal changes none of them.
+
+    Every name is checked first (a folder there refuses the whole write, "nothing was written"),
+    then every file is written to a marked temporary beside its name; only when all are written
+    are they renamed into place, in order. A rename that still fails says which files were
+    replaced before it: the "nothing was written" of one line is said only when it is true."""
+    items = [(Path(p), d) for p, d in files.items()]
+    for path, _ in items:
+        if os.path.isdir(path) and not os.path.islink(path):  # a rename over it would fail: before any
+            raise cannot_write(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in items:
+            try:
+                tmp = new_temp_dir(path.parent, path.name)
+                staged.append((tmp, path))
+                with open(tmp / "data", "xb") as fh:
+                    fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            except OSError as e:
+                raise cannot_write(path, e) from None
+        interrupt.check()  # a Ctrl-C a finalizer dropped while the files were written: none committed
+        for i, (tmp, path) in enumerate(staged):
+            try:
+                os.replace(tmp / "data", path)
+            except OSError as e:
+                done = ", ".join(p.name for _, p in staged[:i])
+                raise cannot_write(path, e, then=f"{done} already replaced" if done else "nothing was written") \
+                    from None
+            _note_made(path)
+    finally:
+        for tmp, _ in staged:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 # -- reading: the one reader of user text files --------------------------------------------------
 
 MAX_TEXT_BYTES = 16 * 2**20  # configs, specs, sweep records and claims files are small; 16 MiB is generous

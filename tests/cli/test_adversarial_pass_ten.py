@@ -538,6 +538,19 @@ TAMPER = {
         "duplicate",
     ),
     "model.json-a-folder": (lambda r: ((r / "model.json").unlink(), (r / "model.json").mkdir()), "model.json"),
+    # the same class: a name a later file of the run goes to, refused after the earlier ones were changed
+    "model.json-a-full-folder": (
+        lambda r: (
+            (r / "model.json").unlink(),
+            (r / "model.json").mkdir(),
+            (r / "model.json" / "keep").write_text("k"),
+        ),
+        "model.json",
+    ),
+    "metrics-gone-model.json-a-folder": (
+        lambda r: ((r / "model.json").unlink(), (r / "model.json").mkdir(), (r / "metrics.jsonl").unlink()),
+        "model.json",
+    ),
     "metrics-a-folder": (lambda r: ((r / "metrics.jsonl").unlink(), (r / "metrics.jsonl").mkdir()), "metrics"),
     "state-a-fifo": (
         lambda r: (
@@ -587,11 +600,7 @@ def _json_edit(path: Path, **changes) -> None:  # noqa: ANN003
 
 
 @pytest.mark.parametrize(
-    "how",
-    [
-        pytest.param(h, marks=pytest.mark.xfail(strict=True, reason="C7")) if h == "model.json-a-folder" else h
-        for h in sorted(TAMPER)
-    ],
+    "how", sorted(TAMPER)
 )
 def test_a_run_tampered_between_steps_is_refused_and_left_as_it_was(trained, tmp_path, how):
     run = _at_step_two(trained, tmp_path)
@@ -599,8 +608,34 @@ def test_a_run_tampered_between_steps_is_refused_and_left_as_it_was(trained, tmp
     change(run)
     before = snapshot(run)
     assert_refused(cli("train", "--out", "run", "--resume", where=tmp_path), fragment)
-    assert snapshot(run) == before
+    assert snapshot(run) == before  # oracle: the tree before; a refusal that says "nothing was written" keeps it
     assert not list(run.rglob(".ffnlab-tmp-*"))
+
+
+def test_a_write_of_several_files_says_nothing_was_written_only_when_true(tmp_path, monkeypatch):
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import write_all_atomic
+
+    for name in "abc":
+        (tmp_path / name).write_text("old")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FfnlabError, match=r"d \(.*\); nothing was written"):
+        write_all_atomic({tmp_path / "a": "new", tmp_path / "d": "new"})
+    assert [(tmp_path / n).read_text() for n in "abc"] == ["old"] * 3
+    real, calls = os.replace, []
+
+    def replace_then_fail(src, dst):  # noqa: ANN001, ANN202 - the second rename fails (a disk gone)
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_then_fail)
+    # oracle: the files themselves, read back after the failure
+    with pytest.raises(FfnlabError, match=r"cannot write .*b \(Input/output error\); a already replaced"):
+        write_all_atomic({tmp_path / "a": "new", tmp_path / "b": "new", tmp_path / "c": "new"})
+    assert [(tmp_path / n).read_text() for n in "abc"] == ["new", "old", "old"]
+    assert not list(tmp_path.glob(".ffnlab-tmp-*"))
 
 
 def test_a_checkpoint_link_out_is_refused_and_what_it_leads_to_is_kept(trained, tmp_path):

@@ -960,7 +960,6 @@ def test_an_odd_hub_config_is_one_line(tmp_path, config, fragment):
     _one_line(_Hub(config).run(tmp_path, "table", "org/tiny"), fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="C5")
 def test_a_hub_config_over_the_limit_is_refused_before_it_is_downloaded(tmp_path):
     hub = _Hub(json.dumps({**LLAMA, "pad": "x" * 20_000_000}).encode())
     _one_line(hub.run(tmp_path, "table", "org/tiny"), "limit")

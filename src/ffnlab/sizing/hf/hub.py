@@ -17,8 +17,10 @@ Hub id is actually fetched, so the sizing commands start as fast without it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import expand_user
+from ffnlab.files import MAX_TEXT_BYTES, expand_user
 from ffnlab.netwait import redact
 
 if TYPE_CHECKING:
@@ -39,6 +41,9 @@ AUTH_HINT = "log in with `hf auth login` or set HF_TOKEN to a token with access"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
                    "merges.txt", "tokenizer.model", "generation_config.json")
 WEIGHTS, WEIGHTS_INDEX = "model.safetensors", "model.safetensors.index.json"
+# the files ffnlab reads itself, with files.read_text's limit: one announced larger is refused
+# before its body is fetched, one sent larger is stopped at the limit (netwait.bounded)
+LIMITED = {"config.json": MAX_TEXT_BYTES, WEIGHTS_INDEX: MAX_TEXT_BYTES}
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,7 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
     optional file)."""
     from ffnlab.netwait import bounded
 
-    with bounded(f"{target.label} {filename}") as wait:
+    with bounded(f"{target.label} {filename}", max_bytes=LIMITED.get(filename)) as wait:
         return _download_unbounded(target, filename, optional, wait)
 
 
@@ -141,10 +146,16 @@ def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any)
         disable_progress_bars()
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity(logging.ERROR)  # its retry warnings would break the one-error-line contract
+    before = _cache_entries(constants.HF_HUB_CACHE, target.repo)
     try:
         with warnings.catch_warnings():  # its disk-space warning would break the one-error-line contract
             warnings.simplefilter("ignore", UserWarning)
-            return Path(hf_hub_download(target.repo, filename, revision=target.revision))
+            try:
+                return Path(hf_hub_download(target.repo, filename, revision=target.revision))
+            except BaseException:
+                if wait.over_limit:  # stopped mid-transfer: the library removed its partial file; the rest here
+                    _remove_new_entries(before)
+                raise
     except errors.GatedRepoError:
         raise FfnlabError(f"{target.repo} is gated: accept its terms on its Hub page, then {AUTH_HINT}") from None
     except errors.RepositoryNotFoundError:
@@ -182,6 +193,41 @@ def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any)
         hf_logging.set_verbosity(verbosity)
         if quiet:
             enable_progress_bars()
+
+
+def _cache_entries(cache: str, repo: str) -> tuple[list[Path], set[Path]]:
+    """What a download of ``repo`` may create in the HF cache ``cache``: the folders it would make
+    (the cache folder up from the first that exists, the repo's folder and its lock folder), and
+    what exists there now."""
+    from huggingface_hub.file_download import repo_folder_name
+
+    name = repo_folder_name(repo_id=repo, repo_type="model")
+    top = Path(cache)
+    roots = [top / name, top / ".locks" / name, top / ".locks", top / "CACHEDIR.TAG", top]
+    up = top.parent
+    while not up.exists() and up != up.parent:
+        roots.append(up)
+        up = up.parent
+    seen = {p for p in roots if os.path.lexists(p)}
+    for root in roots[:2]:
+        if root.is_dir() and not root.is_symlink():
+            seen |= {Path(where) / n for where, dirs, names in os.walk(root) for n in dirs + names}
+    return roots, seen
+
+
+def _remove_new_entries(before: tuple[list[Path], set[Path]]) -> None:
+    """Remove what appeared under the roots of :func:`_cache_entries` since it was taken (this
+    process's refused download made it: refs, lock, empty blob and snapshot folders, the cache's
+    own folders), files first, then the folders left empty, deepest first; nothing that was there."""
+    roots, seen = before
+    new: list[Path] = []
+    for root in roots[:2]:
+        if root.is_dir() and not root.is_symlink():
+            new += [Path(where) / n for where, dirs, names in os.walk(root) for n in dirs + names]
+    new += roots
+    for p in sorted({p for p in new if p not in seen and os.path.lexists(p)}, key=lambda q: -len(q.parts)):
+        with contextlib.suppress(OSError):
+            p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
 
 
 def _not_cached(target: HubId, filename: str, constants: Any, status: int | None = None,

@@ -1009,6 +1009,7 @@ SPEC = {
         (("base", "model"), "d_model", 2**40, "d_model"),
         (("base", "model"), "n_layers", 10**9, "n_layers"),
         (("base", "data"), "tokenizer", "gpt2", "tokenizer"),
+        (("base", "data"), "corpus", "facts:value_len=10000000", "value_len"),  # C8's class, in a spec
     ],
 )
 def test_a_sweep_spec_at_its_edges_is_one_line(tmp_path, where, key, value, fragment):
@@ -1083,6 +1084,20 @@ def test_a_facts_corpus_with_ten_million_character_values_is_refused_fast(tmp_pa
         pytest.fail("no answer within 10 s (facts.check_spec computes 26 ** value_len)")
     one = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 2 and len(one) == 1 and "value_len" in one[0], p.stderr[-1000:]
+
+
+def test_a_facts_corpus_past_its_bounds_is_refused_before_torch_loads(tmp_path):
+    # oracle: sys.modules; the spec is checked with the run config, before any heavy import
+    (tmp_path / "t.yaml").write_text(TRAIN_YAML.replace("max_steps: 4", "max_steps: 1"))
+    code = (
+        "import sys\nfrom ffnlab.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+        "    print('torch' in sys.modules, e.code, file=sys.stderr)\n"
+    )
+    argv = ["train", "t.yaml", "--out", "r", "--set", "data.corpus=facts:value_len=33"]
+    p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": SRC})
+    assert p.stderr.splitlines()[-1] == "False 2", p.stderr[-1000:]
+    assert not (tmp_path / "r").exists()
 
 
 # -- a report of a half-written sweep ----------------------------------------------------------------

@@ -551,6 +551,41 @@ def staged_dir(final: str | Path, *, keep_mark: bool = False) -> Iterator[Path]:
         raise
 
 
+def write_all_atomic(files: dict[Path, str | bytes]) -> None:
+    """Write several files (all in existing folders) so that a refusal changes none of them.
+
+    Every name is checked first (a folder there refuses the whole write, "nothing was written"),
+    then every file is written to a marked temporary beside its name; only when all are written
+    are they renamed into place, in order. A rename that still fails says which files were
+    replaced before it: the "nothing was written" of one line is said only when it is true."""
+    items = [(Path(p), d) for p, d in files.items()]
+    for path, _ in items:
+        if os.path.isdir(path) and not os.path.islink(path):  # a rename over it would fail: before any
+            raise cannot_write(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in items:
+            try:
+                tmp = new_temp_dir(path.parent, path.name)
+                staged.append((tmp, path))
+                with open(tmp / "data", "xb") as fh:
+                    fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            except OSError as e:
+                raise cannot_write(path, e) from None
+        interrupt.check()  # a Ctrl-C a finalizer dropped while the files were written: none committed
+        for i, (tmp, path) in enumerate(staged):
+            try:
+                os.replace(tmp / "data", path)
+            except OSError as e:
+                done = ", ".join(p.name for _, p in staged[:i])
+                raise cannot_write(path, e, then=f"{done} already replaced" if done else "nothing was written") \
+                    from None
+            _note_made(path)
+    finally:
+        for tmp, _ in staged:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 # -- reading: the one reader of user text files --------------------------------------------------
 
 MAX_TEXT_BYTES = 16 * 2**20  # configs, specs, sweep records and claims files are small; 16 MiB is generous
@@ -561,9 +596,66 @@ def _fail(message: str) -> FfnlabError:
     return FfnlabError(message)
 
 
+# The variables that name a folder ffnlab or a library it imports derives its caches from. Set but
+# empty, each reads as unset (the XDG base-directory rule): Python's expanduser takes an empty HOME
+# as the file system's root ("~/.cache" -> "/.cache"), and huggingface_hub an empty HF_HOME or
+# XDG_CACHE_HOME as the working folder.
+LOCATION_ENV = ("HOME", "XDG_CACHE_HOME", "FFNLAB_CACHE", "HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE",
+                "HF_DATASETS_CACHE")
+
+
+def drop_empty_locations() -> None:
+    """Remove the :data:`LOCATION_ENV` variables set to an empty string, and an ``XDG_CACHE_HOME``
+    that is not absolute (the XDG rule: ignored), from this process's environment, before any
+    library reads them (huggingface_hub and datasets read theirs at import)."""
+    for name in LOCATION_ENV:
+        if os.environ.get(name) == "":
+            del os.environ[name]
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg is not None and not os.path.isabs(xdg):
+        del os.environ["XDG_CACHE_HOME"]
+
+
+def user_home(remedy: str) -> Path:
+    """The user's home folder: ``$HOME`` when set and not empty, else the password database's
+    entry for this user. Refused in one line naming HOME and ``remedy`` (what to set instead)
+    when neither gives an absolute folder other than the file system's root: a cache derived from
+    it would land in a folder nobody named (``/.cache``)."""
+    home = os.environ.get("HOME") or ""
+    came = "HOME"
+    if not home:
+        came = "HOME is unset or empty and the password database"
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            home = ""
+    if not home or not os.path.isabs(home) or os.path.dirname(os.path.normpath(home)) == os.path.normpath(home):
+        shown = repr(home) if home else "no folder"
+        raise _fail(f"no usable home folder ({came} gives {shown}); {remedy}")
+    return Path(home)
+
+
+def check_hf_home() -> None:
+    """Before huggingface_hub or datasets is imported (they read their cache folders then): the
+    empty location variables dropped (:func:`drop_empty_locations`), and refused in one line when
+    their cache would be derived from no usable home (no HF_HOME, no XDG_CACHE_HOME)."""
+    drop_empty_locations()
+    hf_home = os.environ.get("HF_HOME")
+    if hf_home:
+        expand_user(hf_home)  # "~/hf" with no usable home: refused as any ~ path is
+    elif not os.environ.get("XDG_CACHE_HOME"):
+        user_home("set HF_HOME to the folder for the Hugging Face cache")
+
+
 def expand_user(path: str | Path) -> Path:
-    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would; an unknown user (or
-    no home folder) is one :class:`ffnlab.errors.FfnlabError` line, not pathlib's RuntimeError."""
+    """``path`` with a leading ``~`` or ``~user`` expanded, as a shell would; ``~`` is
+    :func:`user_home` (an empty HOME reads as unset, never as the root). An unknown user (or no
+    home folder) is one :class:`ffnlab.errors.FfnlabError` line, not pathlib's RuntimeError."""
+    text = str(path)
+    if text == "~" or text.startswith("~" + os.sep):
+        return user_home(f"give a path without ~ instead of {text[:200]!r}") / text[1:].lstrip(os.sep)
     try:
         return Path(path).expanduser()
     except RuntimeError:

@@ -94,6 +94,8 @@ class Wait:
     failed: dict[str, str] = field(default_factory=dict)
     last_failed: str | None = None
     last_answer: str | None = None  # the status line of the last response, e.g. "204 No Content"
+    max_bytes: int | None = None  # the most a file of this call may hold (None: no bound)
+    over_limit: bool = False  # the call was stopped at max_bytes (announced, or sent past it)
 
     def fail(self, url: str, message: str) -> None:
         self.failed.setdefault(url, f"{self.what}: {message}")
@@ -101,13 +103,19 @@ class Wait:
 
 
 @contextlib.contextmanager
-def bounded(what: str) -> Iterator[Wait]:
+def bounded(what: str, max_bytes: int | None = None) -> Iterator[Wait]:
     """Run one network call (``what``: e.g. ``org/name config.json``) as described in the module
-    docstring; a failure of the wait becomes one :class:`ffnlab.errors.FfnlabError` line."""
+    docstring; a failure of the wait becomes one :class:`ffnlab.errors.FfnlabError` line. With
+    ``max_bytes``, a response announcing a larger file (its Content-Length, or the Hub's
+    X-Linked-Size) is refused before its body is read, and a body that sends more than that
+    (announcing no length, or a false one) is stopped there (:func:`_over_limit`)."""
     global _current
+    from ffnlab.files import check_hf_home
+
+    check_hf_home()  # before huggingface_hub is imported: it reads its cache folder then
     check_endpoint()
     install()
-    wait = Wait(what, timeout())
+    wait = Wait(what, timeout(), max_bytes=max_bytes)
     outer, _current = _current, wait
     library = _library_timeouts(wait.seconds)
     try:
@@ -266,8 +274,31 @@ class BoundedTransport:
             asked = _drop_wait_headers(response.headers)
             kind += f"; it asked for a wait of {asked}" if asked else ""
             fail(f"the Hub at {host} answered {status} {response.reason_phrase or ''} ({kind})".replace("  ", " "))
+        announced = _announced_size(response.headers, status)
+        if wait is not None and wait.max_bytes is not None and announced is not None and announced > wait.max_bytes:
+            response.close()  # its body is never read
+            raise _over_limit(wait, fail, f"the Hub announces {announced:,} bytes, over the {wait.max_bytes:,}-byte "
+                                          "limit for such files; nothing was downloaded")
         response.stream = _stall_reported()(response.stream, host, seconds, fail, wait)
         return response
+
+
+def _announced_size(headers: Any, status: int) -> int | None:
+    """The size of the file a response announces: the Hub's X-Linked-Size (on a redirect to the
+    file's storage too), else a successful answer's Content-Length; None when neither is a number."""
+    for name, ok in (("x-linked-size", True), ("content-length", 200 <= status < 300)):
+        raw = headers.get(name)
+        if ok and raw is not None and str(raw).strip().isdigit():
+            return int(str(raw).strip())
+    return None
+
+
+def _over_limit(wait: Wait, fail: Callable[[str], None], message: str) -> GaveUp:
+    """The wait's refusal of a file over its ``max_bytes``: recorded as the call's failure (its
+    one line), marked, and raised as :class:`GaveUp` (no library retries it)."""
+    fail(message)
+    wait.over_limit = True
+    return GaveUp(wait.last_failed or message)
 
 
 @functools.cache
@@ -325,12 +356,19 @@ def _stall_reported() -> type:
 
         def __iter__(self) -> Iterator[bytes]:
             chunks = iter(self._inner)
+            limit = self._wait.max_bytes if self._wait is not None else None
+            received = 0
             try:
                 while True:
                     try:
                         chunk = self._read_from(chunks)
                     except StopIteration:
                         return
+                    received += len(chunk)
+                    if limit is not None and received > limit:  # no length announced, or a false one
+                        assert self._wait is not None  # a limit comes with its wait
+                        raise _over_limit(self._wait, self._fail, f"the Hub sent more than the {limit:,}-byte limit "
+                                                                  "for such files; the transfer was stopped")
                     yield chunk
             except httpx.TimeoutException:
                 self._fail(f"the Hub at {self._host} stopped sending for {self._seconds:g} s (--timeout): the "

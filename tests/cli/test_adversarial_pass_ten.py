@@ -627,6 +627,19 @@ TAMPER = {
         "duplicate",
     ),
     "model.json-a-folder": (lambda r: ((r / "model.json").unlink(), (r / "model.json").mkdir()), "model.json"),
+    # the same class: a name a later file of the run goes to, refused after the earlier ones were changed
+    "model.json-a-full-folder": (
+        lambda r: (
+            (r / "model.json").unlink(),
+            (r / "model.json").mkdir(),
+            (r / "model.json" / "keep").write_text("k"),
+        ),
+        "model.json",
+    ),
+    "metrics-gone-model.json-a-folder": (
+        lambda r: ((r / "model.json").unlink(), (r / "model.json").mkdir(), (r / "metrics.jsonl").unlink()),
+        "model.json",
+    ),
     "metrics-a-folder": (lambda r: ((r / "metrics.jsonl").unlink(), (r / "metrics.jsonl").mkdir()), "metrics"),
     "state-a-fifo": (
         lambda r: (
@@ -676,11 +689,7 @@ def _json_edit(path: Path, **changes) -> None:  # noqa: ANN003
 
 
 @pytest.mark.parametrize(
-    "how",
-    [
-        pytest.param(h, marks=pytest.mark.xfail(strict=True, reason="C7")) if h == "model.json-a-folder" else h
-        for h in sorted(TAMPER)
-    ],
+    "how", sorted(TAMPER)
 )
 def test_a_run_tampered_between_steps_is_refused_and_left_as_it_was(trained, tmp_path, how):
     run = _at_step_two(trained, tmp_path)
@@ -688,8 +697,34 @@ def test_a_run_tampered_between_steps_is_refused_and_left_as_it_was(trained, tmp
     change(run)
     before = snapshot(run)
     assert_refused(cli("train", "--out", "run", "--resume", where=tmp_path), fragment)
-    assert snapshot(run) == before
+    assert snapshot(run) == before  # oracle: the tree before; a refusal that says "nothing was written" keeps it
     assert not list(run.rglob(".ffnlab-tmp-*"))
+
+
+def test_a_write_of_several_files_says_nothing_was_written_only_when_true(tmp_path, monkeypatch):
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import write_all_atomic
+
+    for name in "abc":
+        (tmp_path / name).write_text("old")
+    (tmp_path / "d").mkdir()
+    with pytest.raises(FfnlabError, match=r"d \(.*\); nothing was written"):
+        write_all_atomic({tmp_path / "a": "new", tmp_path / "d": "new"})
+    assert [(tmp_path / n).read_text() for n in "abc"] == ["old"] * 3
+    real, calls = os.replace, []
+
+    def replace_then_fail(src, dst):  # noqa: ANN001, ANN202 - the second rename fails (a disk gone)
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_then_fail)
+    # oracle: the files themselves, read back after the failure
+    with pytest.raises(FfnlabError, match=r"cannot write .*b \(Input/output error\); a already replaced"):
+        write_all_atomic({tmp_path / "a": "new", tmp_path / "b": "new", tmp_path / "c": "new"})
+    assert [(tmp_path / n).read_text() for n in "abc"] == ["new", "old", "old"]
+    assert not list(tmp_path.glob(".ffnlab-tmp-*"))
 
 
 def test_a_checkpoint_link_out_is_refused_and_what_it_leads_to_is_kept(trained, tmp_path):
@@ -822,7 +857,6 @@ def test_an_odd_ffnlab_cache_is_one_line_and_writes_nothing(tmp_path, monkeypatc
     refused_untouched(tmp_path, "train", "t.yaml", "--out", "r", fragment=fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="C4")
 def test_an_empty_home_does_not_put_the_cache_at_the_root(monkeypatch):
     from ffnlab.training.corpus.prepare import default_cache_dir
 
@@ -837,6 +871,76 @@ def test_an_empty_home_does_not_put_the_cache_at_the_root(monkeypatch):
         assert "HOME" in str(e)
         return
     assert Path(where).parent != Path("/.cache"), where
+
+
+class _NoHome:
+    """The password database's entry for a user whose home is the root (or who has none)."""
+
+    def __init__(self, home: str | None) -> None:
+        self.home = home
+
+    def __call__(self, uid: int) -> object:
+        if self.home is None:
+            raise KeyError(uid)
+        return type("pw", (), {"pw_dir": self.home})()
+
+
+@pytest.mark.parametrize("home_env", ["", None], ids=["HOME-empty", "HOME-unset"])
+@pytest.mark.parametrize("passwd", ["/", None, "relative"], ids=["passwd-root", "passwd-none", "passwd-relative"])
+def test_no_usable_home_is_refused_where_a_folder_would_come_from_it(monkeypatch, home_env, passwd):
+    import pwd
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import check_hf_home, expand_user
+    from ffnlab.training.corpus.prepare import default_cache_dir
+
+    for name in ("FFNLAB_CACHE", "XDG_CACHE_HOME", "HF_HOME"):
+        monkeypatch.setenv(name, "")  # empty: read as unset
+    if home_env is None:
+        monkeypatch.delenv("HOME")
+    else:
+        monkeypatch.setenv("HOME", home_env)
+    monkeypatch.setattr(pwd, "getpwuid", _NoHome(passwd))
+    # oracle: with no home folder, every folder derived from one is a folder nobody named
+    with pytest.raises(FfnlabError, match="HOME.*FFNLAB_CACHE"):
+        default_cache_dir()
+    with pytest.raises(FfnlabError, match="HOME.*HF_HOME"):
+        check_hf_home()
+    with pytest.raises(FfnlabError, match="HOME"):
+        expand_user("~/runs/x")
+
+
+def test_an_empty_home_reads_as_unset_for_tilde_and_the_caches(monkeypatch):
+    import pwd
+
+    from ffnlab.files import check_hf_home, expand_user
+    from ffnlab.training.corpus.prepare import default_cache_dir
+
+    monkeypatch.setattr(pwd, "getpwuid", _NoHome("/home/someone"))
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.setenv("FFNLAB_CACHE", "")
+    monkeypatch.setenv("XDG_CACHE_HOME", "rel")  # relative: ignored (the XDG rule)
+    monkeypatch.setenv("HF_HOME", "")
+    # oracle: the XDG rule (empty = unset) and the password database's home
+    assert expand_user("~/a/b") == Path("/home/someone/a/b")
+    assert expand_user("~//a") == Path("/home/someone/a")
+    assert default_cache_dir() == Path("/home/someone/.cache/ffnlab")
+    check_hf_home()
+    assert "HF_HOME" not in os.environ and "XDG_CACHE_HOME" not in os.environ and "HOME" not in os.environ
+
+
+def test_train_with_no_usable_home_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    import pwd
+
+    write_corpus(tmp_path)
+    text = TRAIN_YAML.replace(", cache_dir: cache", "").replace("max_steps: 4", "max_steps: 1")
+    (tmp_path / "t.yaml").write_text(text)
+    for name in ("HOME", "FFNLAB_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.setenv(name, "")
+    monkeypatch.setattr(pwd, "getpwuid", _NoHome("/"))
+    root_cache = Path("/.cache").exists()
+    refused_untouched(tmp_path, "train", "t.yaml", "--out", "r", fragment="FFNLAB_CACHE")
+    assert Path("/.cache").exists() == root_cache
 
 
 # -- the Hub -----------------------------------------------------------------------------------------
@@ -944,7 +1048,6 @@ def test_an_odd_hub_config_is_one_line(tmp_path, config, fragment):
     _one_line(_Hub(config).run(tmp_path, "table", "org/tiny"), fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="C5")
 def test_a_hub_config_over_the_limit_is_refused_before_it_is_downloaded(tmp_path):
     hub = _Hub(json.dumps({**LLAMA, "pad": "x" * 20_000_000}).encode())
     _one_line(hub.run(tmp_path, "table", "org/tiny"), "limit")
@@ -994,6 +1097,7 @@ SPEC = {
         (("base", "model"), "d_model", 2**40, "d_model"),
         (("base", "model"), "n_layers", 10**9, "n_layers"),
         (("base", "data"), "tokenizer", "gpt2", "tokenizer"),
+        (("base", "data"), "corpus", "facts:value_len=10000000", "value_len"),  # C8's class, in a spec
     ],
 )
 def test_a_sweep_spec_at_its_edges_is_one_line(tmp_path, where, key, value, fragment):
@@ -1025,16 +1129,40 @@ def test_a_yaml_typed_value_in_a_spec_is_one_line(tmp_path, value, fragment):
         ("facts:subjects=1000000000000,relations=2,values=4,value_len=1", "subjects"),
         ("facts:subjects=24,relations=0,values=4,value_len=1", "relations"),
         ("facts:subjects=-1", "subjects"),
+        # the same class, each parameter at its edge: refused by check_spec at once
+        ("facts:value_len=0", "value_len"),
+        ("facts:value_len=33", "value_len"),
+        ("facts:value_len=" + "9" * 4000, "value_len"),
+        ("facts:values=1000001,value_len=5", "values"),
+        ("facts:values=37,value_len=1", "values"),
+        ("facts:seed=-1", "seed"),
+        ("facts:seed=" + "9" * 30, "seed"),
+        ("facts:holdout=" + "9" * 30, "holdout"),
+        ("facts:subjects=1000000,relations=9", "8,000,000 facts"),
+        ("facts:relations=9,style=bio", "relations"),
     ],
 )
 def test_a_facts_corpus_past_its_bounds_is_refused(tmp_path, corpus, fragment):
+    import time
+
+    from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus.facts import parse_spec
 
-    with pytest.raises(Exception, match=fragment):
+    t0 = time.perf_counter()
+    with pytest.raises(FfnlabError, match=fragment):
         parse_spec(corpus)
+    assert time.perf_counter() - t0 < 0.5  # oracle: no bank built, no big integer computed
 
 
-@pytest.mark.xfail(strict=True, reason="C8")
+def test_a_facts_corpus_at_its_bounds_is_accepted():
+    from ffnlab.training.corpus.facts import MAX_FACTS, MAX_VALUE_LEN, parse_spec
+
+    # oracle: the documented limits (docs/capacity.md) are inclusive
+    assert parse_spec(f"facts:value_len={MAX_VALUE_LEN},values=1000000").value_len == 32
+    assert parse_spec("facts:subjects=1000000,relations=8").subjects * 8 == MAX_FACTS
+    assert parse_spec(f"facts:seed={2**63 - 1}").seed == 2**63 - 1
+
+
 def test_a_facts_corpus_with_ten_million_character_values_is_refused_fast(tmp_path):
     (tmp_path / "t.yaml").write_text(TRAIN_YAML.replace("max_steps: 4", "max_steps: 1"))
     corpus = "data.corpus=facts:subjects=24,relations=2,values=4,value_len=10000000"
@@ -1046,11 +1174,25 @@ def test_a_facts_corpus_with_ten_million_character_values_is_refused_fast(tmp_pa
     assert p.returncode == 2 and len(one) == 1 and "value_len" in one[0], p.stderr[-1000:]
 
 
+def test_a_facts_corpus_past_its_bounds_is_refused_before_torch_loads(tmp_path):
+    # oracle: sys.modules; the spec is checked with the run config, before any heavy import
+    (tmp_path / "t.yaml").write_text(TRAIN_YAML.replace("max_steps: 4", "max_steps: 1"))
+    code = (
+        "import sys\nfrom ffnlab.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+        "    print('torch' in sys.modules, e.code, file=sys.stderr)\n"
+    )
+    argv = ["train", "t.yaml", "--out", "r", "--set", "data.corpus=facts:value_len=33"]
+    p = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": SRC})
+    assert p.stderr.splitlines()[-1] == "False 2", p.stderr[-1000:]
+    assert not (tmp_path / "r").exists()
+
+
 # -- a report of a half-written sweep ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
-    "how", ["summary-gone", pytest.param("status-running", marks=pytest.mark.xfail(strict=True, reason="C10"))]
+    "how", ["summary-gone", "status-running", "steps-short", "steps-a-string", "status-absent"]
 )
 def test_a_report_of_a_half_written_sweep_is_refused(tmp_path, how):
     from fake_sweeps import fake_sweep
@@ -1059,16 +1201,22 @@ def test_a_report_of_a_half_written_sweep_is_refused(tmp_path, how):
     summary = tmp_path / "sw" / "runs" / "gelu-r2-s1" / "summary.json"
     if how == "summary-gone":
         summary.unlink()
-    else:
-        summary.write_text(json.dumps({**json.loads(summary.read_text()), "status": "running"}))
+    else:  # oracle: the trainer writes summary.json once, at the end: status "finished", steps == max_steps
+        saved = json.loads(summary.read_text())
+        changed = {"status-running": {"status": "running"}, "steps-short": {"steps": saved["steps"] - 1},
+                   "steps-a-string": {"steps": str(saved["steps"])}, "status-absent": {}}[how]
+        summary.write_text(json.dumps({k: v for k, v in {**saved, **changed}.items()
+                                       if not (how == "status-absent" and k == "status")}))
     assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "not finished")
 
 
-@pytest.mark.xfail(strict=True, reason="C9")
-def test_a_refused_report_of_a_half_written_sweep_leaves_no_folder(tmp_path):
+@pytest.mark.parametrize("out", ["new", "default", "empty", "nested"])
+def test_a_refused_report_of_a_half_written_sweep_leaves_no_folder(tmp_path, out):
     from fake_sweeps import fake_sweep
 
     fake_sweep(tmp_path / "sw", {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.01, 1.0)}, seeds=2, noise=0.01)
     (tmp_path / "sw" / "runs" / "gelu-r2-s1" / "summary.json").unlink()
-    assert_refused(cli("report", "sw", "--out", "rr", where=tmp_path), "not finished")
-    assert not (tmp_path / "rr").exists(), sorted(p.name for p in (tmp_path / "rr").iterdir())
+    (tmp_path / "empty").mkdir()
+    argv = {"new": ["--out", "rr"], "default": [], "empty": ["--out", "empty"], "nested": ["--out", "a/b/rr"]}[out]
+    # oracle: the tree before the call; a refusal adds no folder (rr, sw/report, a/) and no marker
+    refused_untouched(tmp_path, "report", "sw", *argv, fragment="not finished")

@@ -381,12 +381,13 @@ def _fake_sweep(root: Path, curves: dict[str, list[list[float]]], tokens: list[i
                 json.dumps({"kind": "eval", "step": i, "tokens": t, "val_loss": v}) + "\n"
                 for i, (t, v) in enumerate(zip(tokens, losses, strict=True))))
             (d / "summary.json").write_text(json.dumps({
-                "status": "finished", "final_val_loss": losses[-1], "final_val_ppl": math.exp(losses[-1]),
-                "final_val_bpb": losses[-1] / math.log(2), "wall_s": 1.0, "tokens": tokens[-1],
-                "train_flops": 1.0, "device": "cpu", "tokenizer": "byte"}))
+                "status": "finished", "steps": len(tokens), "final_val_loss": losses[-1],
+                "final_val_ppl": math.exp(losses[-1]), "final_val_bpb": losses[-1] / math.log(2), "wall_s": 1.0,
+                "tokens": tokens[-1], "train_flops": 1.0, "device": "cpu", "tokenizer": "byte"}))
             runs.append({"run": name, "arm": arm, "seed": seed, "d_model": 64, "d_ff": 256 if kind == "gelu" else 171,
                          "params_non_embedding": 1000, "train_flops_per_token": 100,
-                         "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}}}})
+                         "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}},
+                                    "train": {"max_steps": len(tokens)}}})
     spec = {"name": "fake", "control": "iso-params", "tolerance": 0.02, "reference": "gelu-r4",
             "seeds": [0, 1, 2], "base": {}, "description": "", "maturity": 0.01}  # toy runs declared mature
     (root / "sweep.json").write_text(json.dumps({"spec": spec, "runs": runs}))

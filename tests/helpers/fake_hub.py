@@ -16,7 +16,10 @@ and stalls before the headers end, "garbage" answers bytes that are not HTTP, "r
 answers every request with a redirect to itself, "retry-after" answers ``status`` (429 by
 default there) with a ``Retry-After`` of ``retry_after`` seconds ("get-retry-after": to a GET only,
 the file's HEAD answered as usual), "bad-json" serves every file as
-``{"model_type":`` (a truncated config.json).
+``{"model_type":`` (a truncated config.json). For the tenth pass: "no-length" answers a file
+with no Content-Length (the body ends when the connection closes), "false-length" announces 100
+bytes to a HEAD and sends a GET's whole file with no length; ``sent`` counts the body bytes the
+server wrote, in 1 MiB pieces (what a client that stops reading leaves unsent is not counted).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class FakeHub:
     chunks: int = 6
     gap: float = 0.4
     retry_after: int = 100_000
+    sent: int = 0  # body bytes written to clients
     released: threading.Event = field(default_factory=threading.Event)
 
     def release(self) -> None:
@@ -81,7 +85,11 @@ class FakeHub:
 
             def _send(self, status: int, headers: dict[str, str], content: bytes = b"", body: bool = False) -> None:
                 self.send_response(status)
-                for k, v in {**headers, "Content-Length": str(len(content))}.items():
+                length: str | None = str(len(content))
+                if status == 200 and hub.misbehave in ("no-length", "false-length"):
+                    length = "100" if hub.misbehave == "false-length" and not body else None
+                    self.close_connection = True  # HTTP/1.0: the body ends with the connection
+                for k, v in {**headers, **({"Content-Length": length} if length is not None else {})}.items():
                     self.send_header(k, v)
                 self.end_headers()
                 if body and hub.misbehave == "stall-body" and status == 200:
@@ -100,7 +108,12 @@ class FakeHub:
                         if hub.released.wait(hub.gap):
                             break
                 elif body:
-                    self.wfile.write(content)
+                    try:
+                        for start in range(0, len(content), 1 << 20):
+                            self.wfile.write(content[start:start + (1 << 20)])
+                            hub.sent += len(content[start:start + (1 << 20)])
+                    except OSError:  # the client stopped reading
+                        self.close_connection = True
 
             def _error(self, status: int, code: str | None, commit: str | None = None) -> None:
                 headers = {"X-Error-Code": code} if code else {}

@@ -42,12 +42,14 @@ def fake_sweep(root: Path, arms: dict[str, tuple[float, float]], seeds: int, noi
                 json.dumps({"kind": "eval", "step": i, "tokens": t, "val_loss": v}) + "\n"
                 for i, (t, v) in enumerate(zip(TOKENS, losses, strict=True)) if math.isfinite(v)))
             (d / "summary.json").write_text(json.dumps({
-                "status": "finished", "final_val_loss": losses[-1], "final_val_ppl": math.exp(losses[-1]),
-                "final_val_bpb": losses[-1] / math.log(2), "wall_s": 1.0, "tokens": TOKENS[-1],
+                "status": "finished", "steps": len(TOKENS), "final_val_loss": losses[-1],
+                "final_val_ppl": math.exp(losses[-1]), "final_val_bpb": losses[-1] / math.log(2), "wall_s": 1.0,
+                "tokens": TOKENS[-1],
                 "train_flops": 1.0, "device": "cpu", "tokenizer": "byte"}))
             runs.append({"run": name, "arm": arm, "seed": seed, "d_model": d_model, "d_ff": round(ratio * d_model),
                          "params_non_embedding": 1000, "train_flops_per_token": 100,
-                         "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}}}})
+                         "config": {"model": {"ffn": {"kind": kind, "rule": "ratio"}},
+                                    "train": {"max_steps": len(TOKENS)}}})
     # the toy runs declare themselves mature (their tokens per parameter), so these tests judge the
     # verdict engine; test_verdicts.py's test_the_maturity_rule_* runs the same toy at the default maturity
     spec = {"name": "fake", "control": "iso-params", "tolerance": 0.02, "reference": "gelu-r4",

@@ -42,6 +42,7 @@ try:
     from ffnlab.cli.app import app, tidy_help, version_line
     from ffnlab.errors import EXIT_USAGE, FfnlabError
     from ffnlab.escape import terminal
+    from ffnlab.files import drop_empty_locations
     from ffnlab.validation import clip
 except KeyboardInterrupt:
     _interrupted_while_importing()
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     :func:`ffnlab.cli.notes.held`); Ctrl-C prints ``interrupted``, exit 130."""
     console = argv is None  # the real command line (not a caller in this process)
     _standard_streams()
+    drop_empty_locations()  # HOME= and the like read as unset, before any library reads them
     try:  # the command's group and the libraries it imports, before the command runs
         register(sys.argv[1:] if argv is None else argv)
         command = tidy_help(typer.main.get_command(app))

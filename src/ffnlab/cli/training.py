@@ -76,8 +76,6 @@ def train(
     """
     from ffnlab.files import provisional_dir, refuse_link
     from ffnlab.netwait import set_timeout
-    from ffnlab.training.trainer import TrainingDiverged
-    from ffnlab.training.trainer import train as run_train
 
     set_timeout(timeout)  # an hf: corpus is downloaded under it
     values: dict[str, str | int | float | None] = {
@@ -98,6 +96,9 @@ def train(
         return
     if not (no_export_check or (resume and (out / "config.yaml").is_file())):  # a resumed run was checked
         _require_exportable(cfg)
+    from ffnlab.training.trainer import TrainingDiverged  # torch: once the config is known to be good
+    from ffnlab.training.trainer import train as run_train
+
     try:
         refuse_link(out, "the run folder")
         with provisional_dir(_first_missing(out)):  # a refused run leaves no runs/ folder behind

@@ -311,6 +311,11 @@ def check(cfg: RunConfig) -> None:
     require(m.ffn.top_k <= max(m.ffn.n_experts, 0), f"config: model.ffn.top_k must be <= model.ffn.n_experts="
             f"{m.ffn.n_experts}, got {m.ffn.top_k}")
     check_trainable(model_config(cfg, vocab_size=256))  # shape errors surface before any data work
+    corpus = cfg.data.corpus.strip() if isinstance(cfg.data.corpus, str) else ""
+    if corpus.startswith("facts:"):  # its bounds checked with the config, before torch or any data work
+        from ffnlab.training.corpus.facts import parse_spec
+
+        parse_spec(corpus)
 
 
 def resolve_layout(m: ModelSection) -> None:

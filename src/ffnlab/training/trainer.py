@@ -27,7 +27,7 @@ from typing import Any, TypedDict, cast
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import append_text, check_inside, make_dir, write_atomic
+from ffnlab.files import append_text, check_inside, make_dir, write_all_atomic, write_atomic
 from ffnlab.interrupt import stop_between_steps
 from ffnlab.provenance import git_commit
 from ffnlab.sizing.config import ModelConfig
@@ -147,11 +147,18 @@ class MetricsLog:
 
     def truncate_after(self, step: int, *, eval_at_step: bool = True) -> None:
         """Drop records past ``step`` (and the eval at ``step`` unless ``eval_at_step``)."""
+        kept = self.kept_through(step, eval_at_step=eval_at_step)
+        if kept is not None:
+            write_atomic(self.path, kept)
+
+    def kept_through(self, step: int, *, eval_at_step: bool = True) -> str | None:
+        """The file's text with the records past ``step`` dropped (and the eval at ``step`` unless
+        ``eval_at_step``), read and validated, nothing written; None when there is no file to cut."""
         if not (self.enabled and self.path.exists()):
-            return
+            return None
         keep = [json.dumps(r) for r in read_records(self.path)
                 if r["step"] < step or (r["step"] == step and (eval_at_step or r["kind"] != "eval"))]
-        write_atomic(self.path, "".join(ln + "\n" for ln in keep))
+        return "".join(ln + "\n" for ln in keep)
 
     def write(self, record: MetricRecord) -> None:
         if self.enabled:
@@ -318,14 +325,18 @@ def _restore(out: Path, continuing: bool, model: torch.nn.Module, opt: torch.opt
 
 def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, prepared_dir: str, step: int,
                      log: MetricsLog) -> None:
-    """Metrics past the restored step dropped (the file validated first), then config.yaml and model.json."""
+    """Metrics past the restored step dropped (the file validated first), config.yaml and model.json,
+    written all or none (:func:`ffnlab.files.write_all_atomic`): a refusal of any of them (a folder
+    where model.json goes) leaves the run's files as they were."""
     import yaml
 
     # a run restored at its last step is evaluated again (its eval record may be missing)
-    log.truncate_after(step, eval_at_step=step < cfg.train.max_steps)
-    write_atomic(out / "config.yaml", yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-    write_atomic(out / "model.json", json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
-                                                 "prepared_data": prepared_dir}, indent=1))
+    metrics = log.kept_through(step, eval_at_step=step < cfg.train.max_steps)
+    files: dict[Path, str | bytes] = {} if metrics is None else {log.path: metrics}
+    files[out / "config.yaml"] = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    files[out / "model.json"] = json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
+                                           "prepared_data": prepared_dir}, indent=1)
+    write_all_atomic(files)
 
 
 def _peak(cfg: RunConfig, mcfg: ModelConfig, info: DistInfo) -> Peak:

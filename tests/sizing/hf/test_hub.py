@@ -195,3 +195,48 @@ def test_probe_takes_a_hub_id(hub, tmp_path):
     assert (tmp_path / "probes" / "probe-me" / "probe.json").is_file()
     fetched = {path.rsplit("/", 1)[1] for method, path, _ in seen(fake, n) if method == "GET"}
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= fetched and "pytorch_model.bin" not in fetched
+
+
+# -- a config.json over files.read_text's limit (16 MiB): never fetched whole -------------------------
+
+LIMIT = 16 * 2**20  # ffnlab.files.MAX_TEXT_BYTES, the limit the refusal names
+
+
+@pytest.mark.parametrize("misbehave", [None, "no-length", "false-length"])
+def test_a_config_json_over_the_limit_is_refused_and_not_fetched_whole(tmp_path, misbehave):
+    big = blob({**LLAMA, "pad": "x" * 40_000_000})  # 40 MB
+    fake = FakeHub(misbehave=misbehave)
+    fake.add("org/big", {"main": {"config.json": big}})
+    server, url = fake.serve()
+    try:
+        p = ffnlab(url, tmp_path / "hf", "audit", "org/big", "--json", "--timeout", "5")
+    finally:
+        server.shutdown()
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert p.returncode == 2 and "Traceback" not in p.stderr and len(lines) == 1, p.stderr[-2000:]
+    assert f"{LIMIT:,}-byte limit" in lines[0], lines[0]
+    # oracle: the bytes the server wrote; announced, none; unannounced, the limit and what the
+    # sockets' buffers took before the client closed, far short of the 40 MB file
+    if misbehave is None:
+        assert fake.sent == 0 and "announces" in lines[0]
+    else:
+        assert fake.sent < 32 * 2**20 and "stopped" in lines[0], fake.sent
+    # and the partial body is gone from the HF cache (the library removes it); its refs and lock,
+    # a few bytes, stay: ffnlab deletes nothing in a shared cache that another process may be using
+    left = [p for p in (tmp_path / "hf").rglob("*") if not p.is_dir()] if (tmp_path / "hf").exists() else []
+    assert not any("blobs" in p.parts or "snapshots" in p.parts for p in left), left
+    assert sum(p.stat().st_size for p in left) < 1024, [(p, p.stat().st_size) for p in left]
+
+
+def test_a_config_json_at_the_limit_is_read(tmp_path):
+    text = json.dumps({**LLAMA, "pad": ""})
+    padded = blob({**LLAMA, "pad": "x" * (LIMIT - len(text))})
+    assert len(padded) == LIMIT
+    fake = FakeHub(misbehave="no-length")
+    fake.add("org/edge", {"main": {"config.json": padded}})
+    server, url = fake.serve()
+    try:
+        p = ffnlab(url, tmp_path / "hf", "audit", "org/edge", "--json")
+    finally:
+        server.shutdown()
+    assert audit_json(p)["name"] == "org/edge"

@@ -149,8 +149,8 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     record = load_sweep(sweep_dir)  # the whole sweep folder validated before any report folder exists
     out = Path(out_dir) if out_dir else Path(sweep_dir) / "report"
     root = out if out_dir else Path(sweep_dir)  # the folder the user named: nothing is written outside it
-    claim_report_dir(out, root)
-    result = analyse(sweep_dir)
+    check_report_dir(out, root)  # a folder that cannot be the report's: refused before hours of analysis
+    result = analyse(sweep_dir)  # every refusal of the sweep's runs comes before the folder is made
     images = figures(result)
     claims = json_safe({**{k: v.as_dict() for k, v in result.claims.items()},
                         **{trend_key(t, result.trends): _trend_claim(t) for t in result.trends}})
@@ -164,6 +164,7 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, *, ti
     note = sweep_warning(sweep_dir)
     model = report_model(result, provenance(result), title=title or f"ffnlab sweep report: {result.sweep.name}",
                          warnings=[note] if note else [], claim_rows=claim_rows, audit_rows=audit_rows)
+    claim_report_dir(out, root)  # the first write: everything that can refuse is behind us
     paths = write_page(out, model, images, FIGURE_TITLES, root=root)
     serial = result.as_dict()
     serial["provenance"] = dict(model["provenance"])
@@ -185,6 +186,14 @@ def _trend_claim(t: TrendResult) -> dict[str, object]:
 def claim_report_dir(out: Path, root: Path | None = None) -> None:
     """Make ``out`` a report folder, refusing one that holds anything else (never overwrite), or
     (with ``root``) one that leads outside ``root`` through a symlink."""
+    check_report_dir(out, root)
+    make_dir(out, root)
+    write_atomic(out / MARKER, "written by ffnlab report; its files are rewritten on each run\n")
+
+
+def check_report_dir(out: Path, root: Path | None = None) -> None:
+    """Refuse ``out`` as :func:`claim_report_dir` would, creating nothing (it removes only the
+    marked temporary folders an earlier, killed report write of ffnlab's left in it)."""
     if root is not None:
         check_inside(out, root, "the report folder")
     if out.exists():
@@ -198,5 +207,3 @@ def claim_report_dir(out: Path, root: Path | None = None) -> None:
         require((out / MARKER).exists() or not foreign,
                 f"{out} holds files that are not an ffnlab report ({', '.join(sorted(foreign)[:3])}); choose another "
                 f"--out")
-    make_dir(out, root)
-    write_atomic(out / MARKER, "written by ffnlab report; its files are rewritten on each run\n")

@@ -31,6 +31,7 @@ from typing import Any
 
 from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
+from ffnlab.experiments.sweep.runs import finished_summary
 from ffnlab.experiments.sweep.spec import ResolvedRun, SweepSpec, resolve
 from ffnlab.files import (
     check_inside,
@@ -51,19 +52,9 @@ SWEEP_FOLDERS = ("configs", "logs", "runs")  # a sweep folder's folders; none ma
 
 
 def run_finished(run_dir: Path, max_steps: int, *, evaluated: bool = False) -> bool:
-    """Whether the run's summary says it finished ``max_steps`` (``evaluated``: and its metrics,
-    which must be valid, hold the eval record of that step; otherwise it is resumed to write it)."""
-    try:
-        s = read_mapping(run_dir / "summary.json", "run summary", fmt="JSON")
-    except (OSError, FfnlabError):  # absent, torn by a kill, not a file: not finished
-        return False
-    if not (isinstance(s, dict) and s.get("status") == "finished" and s.get("steps") == max_steps):
-        return False
-    try:
-        return not evaluated or any(r["step"] == max_steps
-                                    for r in read_records(run_dir / "metrics.jsonl", kinds=("eval",)))
-    except OSError:
-        return False
+    """Whether the run finished ``max_steps`` (:func:`ffnlab.experiments.sweep.runs.finished_summary`,
+    the one test of it that the analysis uses too)."""
+    return finished_summary(run_dir, max_steps, evaluated=evaluated) is not None
 
 
 def _same_run(path: Path, config: dict[str, Any]) -> bool:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import expand_user
+from ffnlab.files import MAX_TEXT_BYTES, expand_user
 from ffnlab.netwait import redact
 
 if TYPE_CHECKING:
@@ -39,6 +39,9 @@ AUTH_HINT = "log in with `hf auth login` or set HF_TOKEN to a token with access"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
                    "merges.txt", "tokenizer.model", "generation_config.json")
 WEIGHTS, WEIGHTS_INDEX = "model.safetensors", "model.safetensors.index.json"
+# the files ffnlab reads itself, with files.read_text's limit: one announced larger is refused
+# before its body is fetched, one sent larger is stopped at the limit (netwait.bounded)
+LIMITED = {"config.json": MAX_TEXT_BYTES, WEIGHTS_INDEX: MAX_TEXT_BYTES}
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,7 @@ def _download(target: HubId, filename: str, optional: bool = False) -> Path | No
     optional file)."""
     from ffnlab.netwait import bounded
 
-    with bounded(f"{target.label} {filename}") as wait:
+    with bounded(f"{target.label} {filename}", max_bytes=LIMITED.get(filename)) as wait:
         return _download_unbounded(target, filename, optional, wait)
 
 
@@ -144,6 +147,9 @@ def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any)
     try:
         with warnings.catch_warnings():  # its disk-space warning would break the one-error-line contract
             warnings.simplefilter("ignore", UserWarning)
+            # stopped mid-transfer, the library removes its partial file; its refs and lock (a few
+            # bytes of metadata) stay: another process may be downloading the same repo, and ffnlab
+            # deletes only what it made itself
             return Path(hf_hub_download(target.repo, filename, revision=target.revision))
     except errors.GatedRepoError:
         raise FfnlabError(f"{target.repo} is gated: accept its terms on its Hub page, then {AUTH_HINT}") from None

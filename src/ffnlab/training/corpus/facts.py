@@ -32,7 +32,14 @@ PREFIX = "facts:"
 STYLES = ("compact", "bio")
 SUBJECT_LEN = 5  # letters per subject name (26^5 = 11.9M names; drawn without repetition)
 ALPHABET = string.ascii_lowercase + string.digits
+# The bounds of a spec's parameters, each checked before anything is built (a spec is typed by a
+# user: ``value_len=10000000`` once meant a 36**10**7 integer computed before any bound).
 MAX_SUBJECTS = 1_000_000
+MAX_RELATIONS = 64  # compact style; bio has len(BIO_RELATIONS)
+MAX_VALUES = 1_000_000  # strings in one relation's pool
+MAX_VALUE_LEN = 32  # characters of one value: 36**32 possible strings, far past MAX_VALUES
+MAX_FACTS = 8_000_000  # subjects x relations: each fact is kept in memory with its prompt
+MAX_SEED = 2**63 - 1
 
 # bio style: relation names and sentence paraphrases; {s} is the subject, {v} the value.
 BIO_RELATIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -105,15 +112,19 @@ class FactBank:
 
 
 def check_spec(s: FactSpec) -> FactSpec:
+    """``s`` if every parameter is within its bound (``MAX_*`` above), else one error line; no
+    check computes more than small integers, so any spec is answered at once."""
     require(s.style in STYLES, f"facts: style must be one of {', '.join(STYLES)}, got {s.style!r}")
     require(10 <= s.subjects <= MAX_SUBJECTS, f"facts: subjects must be 10..{MAX_SUBJECTS}, got {s.subjects}")
-    limit = len(BIO_RELATIONS) if s.style == "bio" else 64
+    limit = len(BIO_RELATIONS) if s.style == "bio" else MAX_RELATIONS
     require(1 <= s.relations <= limit, f"facts: relations must be 1..{limit} for style {s.style}, got {s.relations}")
-    require(s.value_len >= 1, f"facts: value_len must be >= 1, got {s.value_len}")
-    require(2 <= s.values <= min(len(ALPHABET) ** s.value_len, 1_000_000),
-            f"facts: values must be 2..{min(len(ALPHABET) ** s.value_len, 1_000_000)} for value_len "
-            f"{s.value_len}, got {s.values}")
+    require(1 <= s.value_len <= MAX_VALUE_LEN, f"facts: value_len must be 1..{MAX_VALUE_LEN}, got {s.value_len}")
+    most = min(len(ALPHABET) ** s.value_len, MAX_VALUES)  # value_len <= 32 here: a small power
+    require(2 <= s.values <= most, f"facts: values must be 2..{most} for value_len {s.value_len}, got {s.values}")
     require(2 <= s.holdout <= s.subjects, f"facts: holdout must be 2..subjects, got {s.holdout}")
+    require(0 <= s.seed <= MAX_SEED, f"facts: seed must be 0..{MAX_SEED}, got {s.seed}")
+    require(s.subjects * s.relations <= MAX_FACTS,
+            f"facts: subjects x relations must be at most {MAX_FACTS:,} facts, got {s.subjects:,} x {s.relations}")
     return s
 
 

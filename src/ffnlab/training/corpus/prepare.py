@@ -56,6 +56,7 @@ from ffnlab.files import (
     new_temp_dir,
     publish_dir,
     remove_stale,
+    user_home,
     writable_folder,
     write_atomic,
 )
@@ -98,11 +99,17 @@ _KEY = re.compile(r"[0-9a-f]{16}")  # a settings_key
 
 
 def default_cache_dir() -> Path:
-    """ffnlab's cache folder: $FFNLAB_CACHE, else $XDG_CACHE_HOME/ffnlab, else ~/.cache/ffnlab."""
+    """ffnlab's cache folder: $FFNLAB_CACHE, else $XDG_CACHE_HOME/ffnlab (an absolute one), else
+    ~/.cache/ffnlab. An empty variable reads as unset; with no usable home folder (HOME empty or
+    unset and none in the password database, or the file system's root) it is one error line
+    asking for FFNLAB_CACHE or data.cache_dir (:func:`ffnlab.files.user_home`)."""
     if os.environ.get(CACHE_ENV):
         return expand_user(os.environ[CACHE_ENV])
     xdg = os.environ.get("XDG_CACHE_HOME")
-    return (expand_user(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache") / "ffnlab"
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "ffnlab"
+    home = user_home(f"set {CACHE_ENV} to the folder for ffnlab's cache, or data.cache_dir in the run config")
+    return home / ".cache" / "ffnlab"
 
 
 def corpus_cache_dir(cache_dir: str | Path | None = None) -> Path:

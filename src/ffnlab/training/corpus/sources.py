@@ -215,6 +215,9 @@ def _path_source(path: Path) -> Source:
 
 
 def _import_datasets() -> Any:
+    from ffnlab.files import check_hf_home
+
+    check_hf_home()  # datasets reads its cache folder at import
     try:
         import datasets
     except ImportError:

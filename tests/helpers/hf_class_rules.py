@@ -244,16 +244,33 @@ ROPE_REQUIRED_KEYS = {
     "llama3": ["factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor", "rope_theta"],
     "proportional": ["rope_theta"],
 }
-# complete RoPE parameters of each scaling type transformers 5.25 computes (ROPE_INIT_FUNCTIONS)
-# but longrope (its factor lists are as long as half the rotary width): a type that refuses one
-# of these refuses that scaling type whatever it holds (Phi-3 validates its own)
+# complete RoPE parameters of each RoPE type transformers 5.25 computes (ROPE_INIT_FUNCTIONS, and
+# default) but longrope (its factor lists are as long as half the rotary width, and PhiMoE requires
+# its own mscales besides: no complete dict fits every type): a type that refuses one of these
+# refuses that RoPE type whatever it holds (Phi-3 and PhiMoE validate their own list of kinds).
+# rope_kinds() takes the kinds from transformers itself, so a kind it adds fails the probe here
 COMPLETE_SCALING = {
+    "default": {"rope_type": "default", "rope_theta": 10000.0},
     "linear": {"rope_type": "linear", "factor": 2.0},
     "dynamic": {"rope_type": "dynamic", "factor": 2.0},
     "yarn": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 16},
     "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                "original_max_position_embeddings": 16, "rope_theta": 10000.0},
+    "proportional": {"rope_type": "proportional", "rope_theta": 10000.0},
 }
+UNPROBED_KINDS = frozenset({"longrope"})
+
+
+def rope_kinds() -> list[str]:
+    """Every RoPE type the installed transformers computes (``ROPE_INIT_FUNCTIONS``, and default),
+    less :data:`UNPROBED_KINDS`; a kind without complete parameters here is an error, not a gap."""
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    kinds = sorted({"default", *ROPE_INIT_FUNCTIONS} - UNPROBED_KINDS)
+    unknown = [k for k in kinds if k not in COMPLETE_SCALING]
+    if unknown:
+        raise RuntimeError(f"transformers computes RoPE types without complete parameters here: {unknown}")
+    return kinds
 
 
 def rope_scaling_rules(config: dict[str, Any]) -> list[str]:
@@ -279,8 +296,17 @@ def rope_scaling_rules(config: dict[str, Any]) -> list[str]:
         tags.append("fills-theta")
     if builds({k: v for k, v in COMPLETE_SCALING["yarn"].items() if k != "original_max_position_embeddings"}):
         tags.append("fills-original")
-    tags += [f"refuses-{name}" for name, scaling in COMPLETE_SCALING.items() if not builds(scaling)]
+    tags += rope_kind_refusals(config)
     return tags
+
+
+def rope_kind_refusals(config: dict[str, Any]) -> list[str]:
+    """The tags "refuses-<kind>" for each RoPE type (:func:`rope_kinds`) a type refuses with complete
+    parameters (its config class validates a list of its own, or its model cannot compute it)."""
+    if config.get("text_config", config).get("max_position_embeddings", 0) is None:  # dynamic and yarn scale it
+        config = _with(config, "max_position_embeddings", 64)
+    return [f"refuses-{kind}" for kind in rope_kinds()
+            if not _builds(_with(config, "rope_scaling", json.loads(json.dumps(COMPLETE_SCALING[kind]))))]
 
 
 def rope_default(model_type: str) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ attention, SSM layers; widths, experts, layer layout) is pure Python in
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import logging
 import warnings
@@ -19,7 +20,13 @@ from functools import lru_cache
 from typing import Any
 
 from ffnlab.errors import FfnlabError
-from ffnlab.sizing.hf.fallback import BASE_KIND, INSTALL_HINT
+from ffnlab.sizing.hf.fallback import (
+    BASE_KIND,
+    DEPTH_KEYS,
+    INSTALL_HINT,
+    layer_count_candidates,
+    refuse_layer_count,
+)
 from ffnlab.sizing.hf.structure import CountedModel, ModuleNode
 from ffnlab.validation import show
 
@@ -198,6 +205,68 @@ def _config_dict(hf_cfg: Any) -> dict[str, Any]:
     return out
 
 
+def _with_path(fields: dict[str, Any], changes: dict[tuple[str, ...], int]) -> dict[str, Any]:
+    """A deep copy of ``fields`` with the values at ``changes``' paths replaced."""
+    trial = copy.deepcopy(fields)
+    for path, value in changes.items():
+        target = trial
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return trial
+
+
+def _built_size(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> int | None:
+    """How much transformers' model of ``fields`` (meta device) holds by count: its modules and
+    the entries of every container its modules keep (a per-layer list, such as Bailing's regexes
+    for its num_nextn_predict_layers MTP layers, grows with a layer count too); None where it refuses."""
+    containers = (list, tuple, dict, set, frozenset)
+    try:
+        with _quiet():
+            cfg = config_class.from_dict(copy.deepcopy(fields))
+            with torch.device("meta"):
+                model = auto.from_config(cfg)
+    except Exception:  # noqa: BLE001 - a refusal: nothing to compare
+        return None
+    return sum(1 + sum(len(v) for v in vars(m).values() if isinstance(v, containers)) for m in model.modules())
+
+
+def _depth(fields: dict[str, Any]) -> int:
+    """The most layers any stack of the config has (its :data:`DEPTH_KEYS`, at any depth), 0 if none."""
+    found = [0]
+
+    def walk(obj: object, level: int) -> None:
+        if isinstance(obj, dict) and level <= 4:
+            for key, value in obj.items():
+                if key in DEPTH_KEYS and isinstance(value, int) and not isinstance(value, bool):
+                    found.append(value)
+                walk(value, level + 1)
+
+    walk(fields, 0)
+    return max(found)
+
+
+def _check_layer_counts(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> None:
+    """Refuse a key named like a layer count (:func:`layer_count_candidates`: above the most layers
+    ffnlab builds) when it sizes the model transformers builds: past the config's deepest stack (d
+    layers), the model holds more with it at d + 2 than at d + 1 (:func:`_built_size`; the other
+    such keys at d + 1). A threshold, an interval or an index (max_window_layers,
+    global_attn_every_n_layers, vision_feature_layer) changes nothing past the last layer, and the
+    model is built as written. Where transformers refuses either trial, the key stays a layer
+    count (refused, as before: building it could not end)."""
+    found = layer_count_candidates(fields)
+    if not found:
+        return
+    d = _depth(fields)
+    base = {path: d + 1 for path, _ in found}
+    size = _built_size(torch, config_class, auto, _with_path(fields, base))
+    for path, n in found:
+        trial = _with_path(fields, {**base, path: d + 2})
+        more = None if size is None else _built_size(torch, config_class, auto, trial)
+        if more is None or more != size:
+            refuse_layer_count(path, n)
+
+
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:
     """Build the model of config.json ``data`` on the meta device; return its tree and facts.
 
@@ -220,6 +289,7 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
         raise FfnlabError(f"transformers {transformers.__version__} maps no model class to model_type "
                           f"{model_type!r} (a part of another model's config): there is nothing to count")
     fields = {k: v for k, v in data.items() if k != "model_type"}
+    _check_layer_counts(torch, CONFIG_MAPPING[model_type], auto, fields)
     try:
         with _quiet():
             hf_cfg = CONFIG_MAPPING[model_type].from_dict(fields)

@@ -138,7 +138,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset()
+MENDED: frozenset[str] = frozenset({"U1", "U2", "U3", "U4"})
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always
@@ -260,20 +260,10 @@ SLIDING: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "smollm3/use_sliding_window+window=2": ("smollm3", {"sliding_window": 2, "use_sliding_window": True}),
 }
-SLIDING_U4 = frozenset(
-    n
-    for n in SLIDING
-    if n.startswith("smollm3/use_sliding_window") and "layer_types" not in n and "without-window" not in n
-)
 
 
 def _sliding_params() -> list[Any]:
-    return [
-        pytest.param(n, id=n, marks=pytest.mark.xfail(strict=True, reason=f"finding U4: {LABELS['U4']}"))
-        if n in SLIDING_U4
-        else n
-        for n in sorted(SLIDING)
-    ]
+    return sorted(SLIDING)  # U4's variants (SmolLM3's NoPE layers sliding) mended: plain tests
 
 
 def _config(name: str) -> dict[str, Any]:

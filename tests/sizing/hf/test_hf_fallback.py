@@ -1,11 +1,14 @@
 """The transformers fallback of ``audit``: model types without a translator, counted on the meta device."""
 
+import copy
 import json
 import subprocess
 import sys
 
 import pytest
 from cli_run import run
+from hf_counts_all import check
+from paths import DATA
 
 from ffnlab.errors import FfnlabError
 from ffnlab.sizing.audit import audit as sizing_audit
@@ -210,3 +213,103 @@ def test_the_fallback_says_so_on_a_terminal(tmp_path):
     seen = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 0
     assert "building it with transformers on the meta device" in seen and "\x1b[K" in seen
+
+
+# -- keys named like a layer count: which size the model is transformers' to say --------------------
+# (oracle: transformers' own build of the config, or its refusal, hf_counts_all.check)
+
+_ELEVENTH = {r["id"]: r["config"] for r in json.loads((DATA / "hf_counts_eleventh_pass.json").read_text())["records"]}
+
+
+def _set(config: dict, path: str, value: int) -> dict:
+    config = copy.deepcopy(config)
+    target = config
+    *outer, last = path.split(".")
+    for key in outer:
+        target = target[key]
+    target[last] = value
+    return config
+
+
+# (finding input, the key's path, the value): a threshold, an interval or an index, built at once
+NOT_LAYER_COUNTS = {
+    f"{base.split('/')[1]}/{path}={value}": (base, path, value)
+    for base, path in (
+        ("U3/afmoe/global_attn_every_n_layers=10001", "global_attn_every_n_layers"),
+        ("U3/ergo/global_attention_every_n_layers=10001", "global_attention_every_n_layers"),
+        ("U3/llava/vision_feature_layer=10001", "vision_feature_layer"),
+        ("U3/aria/vision_feature_layer=10001", "vision_feature_layer"),
+        ("U3/qwen3_next/max_window_layers=10001", "max_window_layers"),
+        ("U3/qwen2_vl/text_config.max_window_layers=10001", "text_config.max_window_layers"),
+    )
+    for value in (10**6, 2**40)
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_LAYER_COUNTS))
+def test_a_key_named_like_layers_that_sizes_nothing_is_counted(tmp_path, name):
+    base, path, value = NOT_LAYER_COUNTS[name]
+    rec = check(_set(_ELEVENTH[base], path, value), tmp_path)
+    assert rec["status"] == "exact", (rec["reason"], rec["audit"], rec["reference"])
+
+
+_BAILING = {"model_type": "bailing_hybrid", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 64, "max_position_embeddings": 64,
+            **IDS}
+
+
+def test_a_key_that_sizes_what_transformers_builds_is_a_layer_count(tmp_path):
+    """Bailing's num_nextn_predict_layers: its model keeps one entry per MTP layer (a regex each), so
+    above 10,000 it is refused as a layer count; at 10,000 it is built and counted exactly."""
+    refused = _audit_or_error(tmp_path, {**_BAILING, "num_nextn_predict_layers": 10_001})
+    assert isinstance(refused, FfnlabError) and "10,001 layers: ffnlab builds at most" in str(refused)
+    rec = check({**_BAILING, "num_nextn_predict_layers": 10_000}, tmp_path)
+    assert rec["status"] == "exact", (rec["reason"], rec["audit"], rec["reference"])
+
+
+def _audit_or_error(tmp_path, config: dict):  # noqa: ANN202
+    try:
+        return sizing_audit(_write(tmp_path, config), count_with_transformers)
+    except FfnlabError as e:
+        return e
+
+
+def _depth_key_cases() -> list[tuple[str, str]]:
+    from hf_cases import MODEL_TYPES, case
+
+    from ffnlab.sizing.hf.fallback import DEPTH_KEYS
+
+    return [(mt, key) for mt in MODEL_TYPES for key in sorted(DEPTH_KEYS)
+            if isinstance(case(mt, 1).get(key), int) and not isinstance(case(mt, 1).get(key), bool)]
+
+
+@pytest.mark.parametrize(("model_type", "key"), _depth_key_cases())
+def test_each_depth_key_sizes_the_model_transformers_builds(model_type, key):
+    """fallback.DEPTH_KEYS are refused above 10,000 before transformers is imported: on every type
+    of the test cases that has one, transformers' model holds more with it at 2 than at 1."""
+    from hf_cases import case
+    from transformers import CONFIG_MAPPING
+
+    from ffnlab.training.hf_count import _built_size, _libraries, auto_kind
+
+    torch, transformers = _libraries()
+    auto, _ = auto_kind(transformers, model_type)
+    fields = {k: v for k, v in case(model_type, 1).items() if k != "model_type"}
+    sizes = [_built_size(torch, CONFIG_MAPPING[model_type], auto, {**fields, key: n}) for n in (1, 2)]
+    if None in sizes:
+        pytest.skip(f"{model_type} with {key} 1 or 2 is not built (another key must agree with it)")
+    assert sizes[1] > sizes[0], sizes
+
+
+@pytest.mark.parametrize("model_type", ["qwen2", "qwen2_moe", "qwen3"])
+@pytest.mark.parametrize("value", [-(2**60), -1, 2**53 + 1, 10**30])
+@pytest.mark.parametrize("usw", [True, False])
+def test_qwen_max_window_layers_is_any_integer_as_transformers_builds_it(tmp_path, model_type, value, usw):
+    """A threshold the config compares each layer index with: the translator counts any integer,
+    as transformers builds it (no fallback)."""
+    from hf_cases import case
+
+    config = {**case(model_type, 1), "max_window_layers": value, "use_sliding_window": usw, "sliding_window": 16}
+    rec = check(config, tmp_path)
+    assert rec["status"] == "exact", (rec["reason"], rec["audit"], rec["reference"])
+    assert rec["audit"]["by"] == "translator", rec["audit"]

@@ -97,3 +97,26 @@ def test_qwen2_5_vl_s_text_model_slides_from_its_own_max_window_layers() -> None
     expected = tuple(i for i, t in enumerate(theirs.layer_types) if t == "sliding_attention")
     assert expected == (80, 81, 82, 83)  # the class default, not Qwen2's 28
     assert _ours({"model_type": "qwen2_5_vl_text", **keys}) == (32, expected)
+
+
+# SmolLM3 without layer_types: its config makes the layers without RoPE (no_rope_layers 0, or every
+# no_rope_layer_interval-th layer) sliding when use_sliding_window and a window are set
+SMOLLM3_NOPE = {
+    "default-interval": {"use_sliding_window": True},
+    "interval=3": {"use_sliding_window": True, "no_rope_layer_interval": 3},
+    "interval=1": {"use_sliding_window": True, "no_rope_layer_interval": 1},
+    "interval=-3": {"use_sliding_window": True, "no_rope_layer_interval": -3},
+    "interval=9": {"use_sliding_window": True, "no_rope_layer_interval": 9},
+    "no_rope_layers": {"use_sliding_window": True, "no_rope_layers": [1, 0, 0, 1, 1, 1, 1, 0]},
+    "no_rope_layers-longer": {"use_sliding_window": True, "no_rope_layers": [0, 1, 1, 1, 1, 1, 1, 0, 0, 0]},
+    "use_sliding_window-false": {"use_sliding_window": False},
+    "use_sliding_window-false+layer_types": {"use_sliding_window": False, "layer_types": ["sliding_attention"] * 8},
+    "layer_types": {"use_sliding_window": True, "layer_types": ["full_attention", "sliding_attention"] * 4},
+}
+
+
+@pytest.mark.parametrize("name", SMOLLM3_NOPE)
+def test_smollm3_slides_its_rope_less_layers_as_its_config_computes(name: str) -> None:
+    config = case("smollm3", 1)
+    config.update(num_hidden_layers=8, sliding_window=WINDOW, **SMOLLM3_NOPE[name])
+    assert _ours(config) == _built_sliding(config)

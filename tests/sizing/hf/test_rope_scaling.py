@@ -49,6 +49,15 @@ CASES = {  # id -> (model type, edit, transformers' verdict)
     "phi-default-with-string-factor": ("phi", _scaling(rope_type="default", factor="x"), "exact"),
     "stablelm-empty-scaling": ("stablelm", set_keys(rope_scaling={}), "exact"),
     "phi3-linear": ("phi3", _scaling(rope_type="linear", factor=2.0), "refused"),
+    "phi3-proportional": ("phi3", _scaling(rope_type="proportional", rope_theta=10000.0), "refused"),
+    "phi3-proportional-parameters": (
+        "phi3", set_keys(rope_parameters={"rope_type": "proportional", "rope_theta": 500.0}), "refused"),
+    "phi3-proportional-type-alias": ("phi3", _scaling(type="proportional", rope_theta=10000.0), "refused"),
+    "phi3-default": ("phi3", set_keys(rope_parameters={"rope_type": "default", "rope_theta": 500.0}), "exact"),
+    "phimoe-proportional": ("phimoe", _scaling(rope_type="proportional", rope_theta=10000.0), "refused"),
+    "llama-proportional": ("llama", _scaling(rope_type="proportional", rope_theta=10000.0), "exact"),
+    "qwen3-proportional-partial": (
+        "qwen3", _scaling(rope_type="proportional", rope_theta=10000.0, partial_rotary_factor=0.5), "exact"),
     "phi3-longrope-short-list": ("phi3", _scaling(rope_type="longrope", factor=2.0, short_factor=[1.0],
                                                   long_factor=[1.0], original_max_position_embeddings=16), "refused"),
     "phimoe-longrope-without-mscale": (
@@ -140,3 +149,25 @@ def test_a_json_1e309_factor_is_one_error_line(tmp_path, command):
     (tmp_path / "config.json").write_text('{"model_type": "phi3", "partial_rotary_factor": 1e309}')
     assert reference({"model_type": "phi3", "partial_rotary_factor": float("inf")}).get("refused")
     assert_usage_error(run(*command.split(), str(tmp_path / "config.json")), "partial_rotary_factor")
+
+
+def _probed_types() -> list[str]:
+    from hf_class_rules import MODEL_TYPES
+
+    return list(MODEL_TYPES)
+
+
+@pytest.mark.parametrize("model_type", _probed_types())
+def test_the_rope_kinds_each_type_refuses_are_this_transformers(model_type):
+    """hf_rules.json's "refuses-<kind>" tags, which check_rope_scaling reads, derived again from the
+    installed transformers: every RoPE type it computes (ROPE_INIT_FUNCTIONS and default, less
+    longrope, whose complete dict depends on the type), built with complete parameters."""
+    from hf_class_rules import _base, _builds, rope_kind_refusals
+
+    from ffnlab.sizing.hf.rules import ROPE_SCALING
+
+    config, _, text_type = _base(model_type)
+    if not _builds(config):
+        pytest.skip(f"{model_type}'s probe case does not build")
+    held = {t for t in ROPE_SCALING.get(text_type, frozenset()) if t.startswith("refuses-")}
+    assert set(rope_kind_refusals(config)) == held

@@ -90,26 +90,59 @@ def untranslated_type(data: Mapping[str, object], supported: tuple[str, ...]) ->
 
 
 def is_layer_count(key: str) -> bool:
-    """Whether a config key names a number of layers: its last word is layer(s) (num_hidden_layers,
-    n_layer, encoder_layers); not a size per layer (Gemma-3n's vocab_size_per_layer_input) nor
-    a layer index."""
+    """Whether a config key may name a number of layers: its last word is layer(s) (num_hidden_layers,
+    n_layer, encoder_layers); not a size per layer (Gemma-3n's vocab_size_per_layer_input). A
+    candidate only: many such keys are a threshold, an interval or an index (max_window_layers,
+    global_attn_every_n_layers, vision_feature_layer); which of them size the model transformers
+    builds is its to say (:func:`layer_count_candidates`, judged by the counter)."""
     return key.lower().rsplit("_", 1)[-1] in ("layer", "layers")
+
+
+def layer_count_candidates(data: Mapping[str, object]) -> list[tuple[tuple[str, ...], int]]:
+    """The keys (as paths through nested dicts, up to 4 deep) named like a layer count whose
+    integer value is above :data:`MAX_LAYERS`, with that value: the counter builds the model only
+    once transformers shows none of them sizes its modules (each set to 1, then 2)."""
+    found: list[tuple[tuple[str, ...], int]] = []
+
+    def walk(obj: object, path: tuple[str, ...]) -> None:
+        if not isinstance(obj, dict) or len(path) > 4:
+            return
+        for key, value in obj.items():
+            n = _int(value)
+            if n is not None and n > MAX_LAYERS and isinstance(key, str) and is_layer_count(key):
+                found.append(((*path, key), n))
+            walk(value, (*path, key))
+
+    walk(data, ())
+    return found
+
+
+# keys that size a model's stack of layers wherever a config has them (each checked, on every type
+# of tests/helpers/hf_cases.py that has it, by building transformers' model with it at 1 and 2:
+# tests/sizing/hf/test_hf_fallback.py): refused above MAX_LAYERS before transformers is imported
+DEPTH_KEYS = frozenset({"num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
+                        "decoder_layers", "num_decoder_layers"})
+
+
+def refuse_layer_count(path: tuple[str, ...], n: int) -> None:
+    raise FfnlabError(f"config.json key {'.'.join(path)!r} = {n:,} layers: ffnlab builds at most "
+                      f"{MAX_LAYERS:,} layers through transformers")
 
 
 def check_buildable(data: Mapping[str, object]) -> None:
     """Refuse, from the config's own numbers, a model too large to build in bounded time
-    (transformers builds any size, one module object per layer, even on the meta device)."""
+    (transformers builds any size, one module object per layer, even on the meta device); the
+    other keys named like a layer count than :data:`DEPTH_KEYS` are the counter's to judge
+    (:func:`layer_count_candidates`)."""
     def walk(obj: object, depth: int = 0) -> list[Mapping[str, object]]:
         if not isinstance(obj, dict) or depth > 4:
             return []
         return [obj] + [d for v in obj.values() for d in walk(v, depth + 1)]
 
+    for path, n in layer_count_candidates(data):
+        if path[-1] in DEPTH_KEYS:
+            refuse_layer_count(path, n)
     for cfg in walk(data):
-        for key, value in cfg.items():
-            n = _int(value)
-            if n is not None and is_layer_count(key):
-                require(n <= MAX_LAYERS, f"config.json key {key!r} = {n:,} layers: ffnlab builds at most "
-                                         f"{MAX_LAYERS:,} layers through transformers")
         width = first_int(cfg, ("hidden_size", "d_model", "n_embd"))
         layers = first_int(cfg, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
         ff = first_int(cfg, ("intermediate_size", "ffn_dim", "d_ff", "n_inner")) or (4 * width if width else 0)

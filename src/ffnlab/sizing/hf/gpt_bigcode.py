@@ -4,12 +4,15 @@ attention (one key/value head) by default."""
 from __future__ import annotations
 
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.init_buffers import check_init_buffers
 from ffnlab.sizing.hf.keys import ConfigKeys
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
     d = k.get("n_embd", 768)
     n_heads = k.get("n_head", 12)
+    positions = k.get("n_positions", 1024)
+    check_init_buffers("gpt_bigcode", {"positions": positions}, None, k.written_name("n_positions"))
     return ModelConfig(
         d_model=d,
         n_layers=k.get("n_layer", 12),
@@ -27,6 +30,6 @@ def translate(k: ConfigKeys) -> ModelConfig:
         ),
         norm="layernorm",
         positions="learned",
-        max_positions=k.get("n_positions", 1024),
+        max_positions=positions,
         tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.init_buffers import check_init_buffers
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.validation import show
 
@@ -37,6 +38,8 @@ def translate(k: ConfigKeys) -> ModelConfig:
     require(not odd, f"config.json: {source} names {', '.join(odd)}: transformers' gpt_neo model builds only "
                      "'global' and 'local' layers")
     local = tuple(i for i, t in enumerate(expanded[:n_layers]) if t == "local")
+    positions = k.get("max_position_embeddings", 2048)
+    check_init_buffers("gpt_neo", {"positions": positions}, n_layers, k.written_name("max_position_embeddings"))
     window = {"sliding_window": k.get("window_size", 256), "sliding_layers": local} if local else {}
     return ModelConfig(
         d_model=d,
@@ -50,6 +53,6 @@ def translate(k: ConfigKeys) -> ModelConfig:
         attn=AttentionSpec(k.get("num_heads", 16), out_bias=True, **window),
         norm="layernorm",
         positions="learned",
-        max_positions=k.get("max_position_embeddings", 2048),
+        max_positions=positions,
         tied_embeddings=k.get("tie_word_embeddings", True, kind=bool),
     )

@@ -6,16 +6,9 @@ import math
 
 from ffnlab.errors import require
 from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig
+from ffnlab.sizing.hf.init_buffers import check_init_buffers
 from ffnlab.sizing.hf.keys import ConfigKeys
 from ffnlab.validation import show
-
-INT64_MAX = 2**63 - 1  # the most bytes (and elements) one torch tensor's storage can hold
-
-
-def table_bytes(positions: int, dim: int) -> int:
-    """Bytes of the largest tensor ``create_sinusoidal_positions(positions, dim)`` makes: the int64
-    ``arange(positions)``, or the fp32 table of sin and cos, ``positions x 2 ceil(dim / 2)``."""
-    return max(positions * 8, positions * 2 * -(-dim // 2) * 4)
 
 
 def translate(k: ConfigKeys) -> ModelConfig:
@@ -32,12 +25,10 @@ def translate(k: ConfigKeys) -> ModelConfig:
     d = k.get("n_embd", 4096)
     rotary = k.data.get("rotary_dim", 64)
     dim = rotary if isinstance(rotary, int) and not isinstance(rotary, bool) and rotary else d
-    if isinstance(positions, int) and not isinstance(positions, bool) and positions > 0:
-        require(table_bytes(positions, dim) <= INT64_MAX,
-                f"config.json key {name!r} is {show(positions)}: transformers' gptj model builds a table of that "
-                f"many rotary positions x {dim} at init, more than a torch tensor can hold (2**63 - 1 bytes)")
+    n_layers = k.get("n_layer", 28)
+    check_init_buffers("gptj", {"positions": positions, "rotary_pairs_x2": 2 * -(-dim // 2)}, n_layers, name)
     return ModelConfig(
-        d_model=d, n_layers=k.get("n_layer", 28), vocab_size=k.get("vocab_size", 50400),
+        d_model=d, n_layers=n_layers, vocab_size=k.get("vocab_size", 50400),
         ffn=FFNSpec(k.act("activation_function", "gelu_new", gated=False), k.get("n_inner", 4 * d), bias=True),
         attn=AttentionSpec(k.get("n_head", 16)), norm="layernorm", norms_per_block=1,
         norm_placement="parallel", positions="rope",

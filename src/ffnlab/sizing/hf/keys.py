@@ -979,13 +979,13 @@ class ConfigKeys:
             require(isinstance(value, str), f"config.json key {key!r} must be a string, got {show(value)}")
         return value
 
-    def count(self, key: str, default: int, *, lo: int = 0) -> int:
-        """An integer that may be 0 (or down to ``lo``): layer indices, shared-expert and MTP
-        counts; absent or null gives the class default, else ``default``."""
+    def count(self, key: str, default: int, *, lo: int | None = 0, hi: int | None = MAX_INT) -> int:
+        """An integer that may be 0 (or down to ``lo``, up to ``hi``; None: unbounded): layer
+        indices, shared-expert and MTP counts; absent or null gives the class default, else ``default``."""
         value = self.get(key, default, kind=object)
         if value is None:
             return default
-        return integer(value, f"config.json key {key!r} (an integer)", lo, MAX_INT)
+        return integer(value, f"config.json key {key!r} (an integer)", lo, hi)
 
     def window(self, key: str = "sliding_window", default: int | None = None) -> int | None:
         """A sliding window in tokens; null or 0 means none (transformers builds both)."""

@@ -39,7 +39,8 @@ def qwen_sliding(cfg: ModelConfig, k: ConfigKeys, pattern: str = "from", max_win
     elif pattern == "all":
         layers = tuple(range(n))
     else:
-        edge = k.count("max_window_layers", max_window_layers)
+        # a threshold the config compares each layer index with (transformers builds any integer)
+        edge = k.count("max_window_layers", max_window_layers, lo=None, hi=None)
         layers = tuple(i for i in range(n) if (i >= edge if pattern == "from" else (i + 1) % 2 and i < edge))
     if not layers:
         return cfg

@@ -91,6 +91,14 @@ def test_sweep_progress_reads_a_sweep_folder(tmp_path):
     assert got[0].curve[-1] == (40 * 2048, 2.5)
 
 
+@pytest.mark.parametrize("params", [[], "many", {"non_embedding": 0, "total": 99}, {"non_embedding": 5}])
+def test_a_run_without_usable_counts_is_left_out_of_the_progress(tmp_path, params):
+    sweep = write_sweep(tmp_path / "s", steps=40, tokens_per_step=2048, params=100_000, losses=[3.0, 2.8, 2.7, 2.5])
+    (sweep / "runs" / "a-s0" / "model.json").write_text(json.dumps({"params": params}))
+    # oracle: the other run, read as in test_sweep_progress_reads_a_sweep_folder
+    assert [(r.params, r.tokens) for r in sweep_progress(sweep)] == [(100_000, 40 * 2048)]
+
+
 def test_claims_evidence_finds_the_report_in_a_sweep_folder_and_warns(capsys, tmp_path):
     sweep = write_sweep(tmp_path / "toy", steps=40, tokens_per_step=2048, params=100_000,
                         losses=[3.0, 2.8, 2.7, 2.5])

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ffnlab.errors import FfnlabError
+
 TOKENS_PER_PARAM_OPTIMAL = 20.0  # Hoffmann et al. 2022 (Chinchilla)
 TOKENS_PER_PARAM_FLOOR = 1.0  # below this a run saw under 1/20 of a compute-optimal budget
 STILL_FALLING = 0.02  # relative fall of the validation loss over the last part of training
@@ -168,10 +170,13 @@ def _json(path: Path) -> Any:
 
 def run_progress(run_dir: Path, planned_steps: int) -> RunProgress | None:
     """A run folder's progress from its metrics.jsonl and model.json (None if unreadable)."""
-    from ffnlab.training.runfiles import read_records
+    from ffnlab.training.runfiles import read_records, run_params
 
     model = _json(run_dir / "model.json") or _json(run_dir / "summary.json")  # a kept report has only the summary
-    params = model.get("params", {}).get("non_embedding") if isinstance(model, dict) else None
+    try:  # params checked as every reader of a run file checks them (both counts integers >= 1)
+        params = run_params(model.get("params") if isinstance(model, dict) else None, str(run_dir)).non_embedding
+    except FfnlabError:  # no counts: no tokens per parameter to judge (as an unreadable file)
+        return None
     try:
         records = read_records(run_dir / "metrics.jsonl")
     except (OSError, UnicodeDecodeError):
@@ -181,7 +186,7 @@ def run_progress(run_dir: Path, planned_steps: int) -> RunProgress | None:
     curve = tuple((int(r["tokens"]), float(r["val_loss"])) for r in records
                   if r.get("kind") == "eval" and isinstance(r.get("tokens"), int)
                   and isinstance(r.get("val_loss"), (int, float)))
-    if not isinstance(params, int) or not steps or not tokens:
+    if not steps or not tokens:
         return None
     return RunProgress(tokens=max(tokens), params=params, steps=max(steps), planned_steps=planned_steps,
                        curve=curve)

@@ -983,7 +983,6 @@ def test_a_tampered_sweep_record_is_one_line(tmp_path, how, fragment):
     refused_untouched(tmp_path, "report", "sw", "--out", "rr", fragment=fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="D6")
 def test_a_sweep_record_of_runs_without_parameters_is_one_line(tmp_path):
     _each_run("params_non_embedding", 0)(_fake(tmp_path))
     try:
@@ -991,6 +990,23 @@ def test_a_sweep_record_of_runs_without_parameters_is_one_line(tmp_path):
     except TypeError as e:
         pytest.fail(f"traceback: {e}")
     assert_refused(r, "params_non_embedding")
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        _record(lambda r: r["runs"][0].update(params_non_embedding=0)),
+        _record(lambda r: r["runs"][-1].update(params_non_embedding=-5)),
+        _each_run("params_non_embedding", 0.5),
+        _each_run("params_non_embedding", True),
+        _each_run("params_non_embedding", None),
+    ],
+    ids=["first-zero", "last-negative", "all-half", "all-true", "all-null"],
+)
+def test_a_sweep_record_with_any_run_without_parameters_is_one_line(tmp_path, how):
+    # one run of none is enough: its tokens per parameter would be undefined in the maturity and the trends
+    how(_fake(tmp_path))
+    refused_untouched(tmp_path, "report", "sw", "--out", "rr", fragment="params_non_embedding")
 
 
 @pytest.mark.parametrize("params", [[], "many", {"total": 0, "non_embedding": 0}, {"total": 9, "non_embedding": 10}])

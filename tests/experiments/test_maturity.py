@@ -14,8 +14,11 @@ from cli_inproc import run_cli
 from paths import ROOT
 
 from ffnlab.experiments.analysis.maturity import (
+    CellMaturity,
     RunProgress,
     assess,
+    cell_maturity,
+    immature_reason,
     late_fall,
     loss_at,
     sweep_progress,
@@ -65,6 +68,15 @@ def test_unfinished_runs_and_the_median():
     assert assess([TRAINED, half]) == ["1 of 2 runs stopped before their planned steps"]
     few = RunProgress(tokens=100_000, params=1_000_000, steps=10_000, planned_steps=10_000, curve=TRAINED.curve)
     assert assess([TRAINED, TRAINED, few]) == []  # one odd run does not decide: the median does
+
+
+def test_a_cell_with_no_parameter_count_reads_unknown_in_every_text():
+    # no run with a count: no tokens per parameter (None), never a number; every text says "unknown"
+    m = cell_maturity([RunProgress(tokens=5, params=0, steps=1, planned_steps=1, curve=())], 20)
+    assert m == CellMaturity(tokens_per_param=None, late_fall=None, needs=20.0) and not m.mature
+    assert m.text() == "trained to unknown tokens/param (needs 20)"
+    assert immature_reason(m, "supported").startswith("trained to unknown tokens/param; needs 20 ")
+    assert immature_reason(CellMaturity(0.5, None, 20.0), "supported").startswith("trained to 0.5 tokens/param;")
 
 
 def write_sweep(root: Path, steps: int, tokens_per_step: int, params: int, losses: list[float]) -> Path:

@@ -122,9 +122,12 @@ class CellMaturity:
     def mature(self) -> bool:
         return self.tokens_per_param is not None and self.tokens_per_param >= self.needs
 
+    def trained_to(self) -> str:
+        """Tokens per parameter as the text shows them ("unknown" when no run has a count)."""
+        return "unknown" if self.tokens_per_param is None else f"{self.tokens_per_param:.3g}"
+
     def text(self) -> str:
-        tpp = "unknown" if self.tokens_per_param is None else f"{self.tokens_per_param:.3g}"
-        out = f"trained to {tpp} tokens/param (needs {self.needs:g})"
+        out = f"trained to {self.trained_to()} tokens/param (needs {self.needs:g})"
         if self.late_fall is not None:
             out += f"; validation loss fell {self.late_fall:.1%} over the last quarter"
         return out
@@ -145,7 +148,7 @@ def cell_maturity(runs: Sequence[RunProgress], needs: float = TOKENS_PER_PARAM_O
 def immature_reason(m: CellMaturity, verdict: str) -> str:
     """Why a decided verdict on an optimal ratio reads inconclusive at maturity ``m``: the words put
     first in its evidence."""
-    return (f"trained to {m.tokens_per_param:.3g} tokens/param; needs {m.needs:g} (the spec's maturity) "
+    return (f"trained to {m.trained_to()} tokens/param; needs {m.needs:g} (the spec's maturity) "
             f"before an optimal ratio is decided; at this maturity the runs say {verdict}: ")
 
 

@@ -14,8 +14,11 @@ from cli_inproc import run_cli
 from paths import ROOT
 
 from ffnlab.experiments.analysis.maturity import (
+    CellMaturity,
     RunProgress,
     assess,
+    cell_maturity,
+    immature_reason,
     late_fall,
     loss_at,
     sweep_progress,
@@ -67,6 +70,15 @@ def test_unfinished_runs_and_the_median():
     assert assess([TRAINED, TRAINED, few]) == []  # one odd run does not decide: the median does
 
 
+def test_a_cell_with_no_parameter_count_reads_unknown_in_every_text():
+    # no run with a count: no tokens per parameter (None), never a number; every text says "unknown"
+    m = cell_maturity([RunProgress(tokens=5, params=0, steps=1, planned_steps=1, curve=())], 20)
+    assert m == CellMaturity(tokens_per_param=None, late_fall=None, needs=20.0) and not m.mature
+    assert m.text() == "trained to unknown tokens/param (needs 20)"
+    assert immature_reason(m, "supported").startswith("trained to unknown tokens/param; needs 20 ")
+    assert immature_reason(CellMaturity(0.5, None, 20.0), "supported").startswith("trained to 0.5 tokens/param;")
+
+
 def write_sweep(root: Path, steps: int, tokens_per_step: int, params: int, losses: list[float]) -> Path:
     """A sweep folder in ffnlab's layout: sweep.json, runs/NAME/{model.json,metrics.jsonl}."""
     runs = []
@@ -89,6 +101,14 @@ def test_sweep_progress_reads_a_sweep_folder(tmp_path):
     got = sweep_progress(sweep)
     assert [r.steps for r in got] == [40, 40] and got[0].tokens == 40 * 2048 and got[0].params == 100_000
     assert got[0].curve[-1] == (40 * 2048, 2.5)
+
+
+@pytest.mark.parametrize("params", [[], "many", {"non_embedding": 0, "total": 99}, {"non_embedding": 5}])
+def test_a_run_without_usable_counts_is_left_out_of_the_progress(tmp_path, params):
+    sweep = write_sweep(tmp_path / "s", steps=40, tokens_per_step=2048, params=100_000, losses=[3.0, 2.8, 2.7, 2.5])
+    (sweep / "runs" / "a-s0" / "model.json").write_text(json.dumps({"params": params}))
+    # oracle: the other run, read as in test_sweep_progress_reads_a_sweep_folder
+    assert [(r.params, r.tokens) for r in sweep_progress(sweep)] == [(100_000, 40 * 2048)]
 
 
 def test_claims_evidence_finds_the_report_in_a_sweep_folder_and_warns(capsys, tmp_path):

@@ -188,7 +188,8 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> CapacityM
     """Measure an ffnlab run trained on a facts corpus; cached as ``RUN/capacity.json``."""
     from ffnlab.training import runconfig
     from ffnlab.training.corpus import load_prepared
-    from ffnlab.training.export import load_run_model
+    from ffnlab.training.export import load_run_checkpoint
+    from ffnlab.training.runfiles import read_run_summary
 
     run = Path(run_dir)
     cfg = runconfig.load(run / "config.yaml") if (run / "config.yaml").is_file() else None
@@ -199,20 +200,23 @@ def measure_run(run_dir: str | Path, checkpoint: str | None = None) -> CapacityM
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model = load_run_model(run, checkpoint).to(device)
-    meta = read_mapping(run / "model.json", "run model file", fmt="JSON")
-    params = meta["params"]
+    loaded, state = load_run_checkpoint(run, checkpoint)  # model.json checked field by field
+    model = loaded.to(device)
+    params = state.files.params
+    # summary.json checked before the measure (minutes on a large bank) is spent
+    summary = read_run_summary(run / "summary.json") if (run / "summary.json").is_file() else None
+    train_tokens = load_prepared(state.files.prepared_data).train_tokens
+    require(train_tokens > 0, f"the prepared corpus {state.files.prepared_data} of {run} has no training tokens")
+    tokens = summary.tokens if summary is not None else cfg.train.max_steps * cfg.tokens_per_step()
     result = measure_logits(lambda ids: model(ids)[0], bank, device=device)
-    summary = read_mapping(run / "summary.json", "run summary", fmt="JSON") if (run / "summary.json").is_file() else {}
-    train_tokens = load_prepared(meta["prepared_data"]).train_tokens
-    tokens = summary.get("tokens", cfg.train.max_steps * cfg.tokens_per_step())
     bits = result["trained"]["bits"]
     measured: CapacityMeasure = {
         **result, "run": str(run), "corpus": bank.spec.spec(), "facts_trained": len(bank.trained_facts()),
-        "params_total": params["total"], "params_non_embedding": params["non_embedding"],
-        "bits_per_param": bits / params["non_embedding"], "bits_per_param_total": bits / params["total"],
+        "params_total": params.total, "params_non_embedding": params.non_embedding,
+        "bits_per_param": bits / params.non_embedding, "bits_per_param_total": bits / params.total,
         "tokens": tokens, "corpus_train_tokens": train_tokens, "exposures": tokens / train_tokens,
-        "final_val_loss": summary.get("final_val_loss"), "final_train_loss": summary.get("final_train_loss"),
+        "final_val_loss": summary.final_val_loss if summary is not None else None,
+        "final_train_loss": summary.final_train_loss if summary is not None else None,
         "summary_sha256": summary_fingerprint(run),
     }
     if checkpoint is None:

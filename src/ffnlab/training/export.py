@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING, TypedDict
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import cannot_write, exchange, make_dir, new_temp_dir, read_mapping, remove_stale, staged_dir
+from ffnlab.files import cannot_write, exchange, make_dir, new_temp_dir, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
-from ffnlab.validation import confined, safe_name, show
+from ffnlab.validation import confined, safe_name
 
 # ffnlab activation name -> transformers ACT2FN name
 HF_ACT = {"silu": "silu", "gelu": "gelu", "gelu_tanh": "gelu_pytorch_tanh", "relu": "relu",
@@ -52,6 +52,7 @@ OLMO_EPS = 1e-5  # OLMo's parameter-free LayerNorm has a fixed epsilon
 if TYPE_CHECKING:
     from ffnlab.training.export_tokenizer import GenerationConfig
     from ffnlab.training.runconfig import RunConfig
+    from ffnlab.training.runfiles import RunModelFile
 
 Tensors = dict[str, torch.Tensor]
 
@@ -573,6 +574,7 @@ class RunCheckpoint:
     path: Path
     max_steps: int  # the run's train.max_steps
     config: RunConfig
+    files: RunModelFile  # the run's model.json, checked (its prepared corpus names the BPE tokenizer)
 
 
 def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> tuple[torch.nn.Module, RunCheckpoint]:
@@ -581,6 +583,7 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     from ffnlab.training.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.memory import check_fits
     from ffnlab.training.nn import build_model
+    from ffnlab.training.runfiles import read_run_model
 
     run = Path(run_dir)
     require((run / "config.yaml").is_file() and (run / "model.json").is_file(),
@@ -588,10 +591,8 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     cfg = runconfig.load(run / "config.yaml")
     ckpt = (confined(run / "checkpoints", safe_name(checkpoint, "--checkpoint"), "--checkpoint")
             if checkpoint else latest_checkpoint(run))  # a name inside checkpoints/, never a path
-    try:
-        mcfg = ModelConfig.from_dict(read_mapping(run / "model.json", "run model file", fmt="JSON")["model"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise FfnlabError(f"{run}/model.json is corrupt ({show(str(e), 200)})") from None
+    files = read_run_model(run)  # every field checked, one line naming model.json and the key
+    mcfg = files.model
     check_fits(cfg, "cpu", vocab_size=mcfg.vocab_size, gpu=None)
     model = build_model(mcfg, max_seq_len=cfg.train.seq_len, rope_theta=cfg.model.rope_theta,
                         norm_eps=cfg.model.norm_eps)
@@ -602,7 +603,7 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     assert ckpt is not None
     state = load_checkpoint(ckpt, model, None)
     return model.eval(), RunCheckpoint(step=int(state["step"]), tokens=state.get("tokens"), path=ckpt,
-                                       max_steps=cfg.train.max_steps, config=cfg)
+                                       max_steps=cfg.train.max_steps, config=cfg, files=files)
 
 
 def run_is_active(run: Path) -> bool:
@@ -649,7 +650,7 @@ def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None 
     model, state = load_run_checkpoint(run, checkpoint)
     cfg: ModelConfig = model.cfg  # type: ignore[assignment]
     layout, _, config = model_files(model)  # refused here, before the tokenizer is looked for
-    prepared = read_mapping(run / "model.json", "run model file", fmt="JSON").get("prepared_data")
+    prepared = state.files.prepared_data
     max_len = int(config.get("max_position_embeddings") or config["n_positions"])
     tokenizer = tokenizer_files(state.config.data.tokenizer, prepared, cfg.vocab_size, max_len)
     table = cfg.max_positions if cfg.positions == "learned" else None

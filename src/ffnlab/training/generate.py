@@ -20,20 +20,19 @@ from typing import Any
 import torch
 
 from ffnlab.errors import require
-from ffnlab.files import read_mapping
 from ffnlab.validation import SEED_MAX, integer, number, utf8_text
 
 MAX_NEW_TOKENS = 100_000
 
 
-def run_tokenizer(run: Path, tokenizer: str) -> Any:
-    """The tokenizer a run trained with: bytes, or the prepared corpus's BPE (``model.json`` names it)."""
+def run_tokenizer(run: Path, tokenizer: str, prepared: str) -> Any:
+    """The tokenizer a run trained with: bytes, or the BPE of its prepared corpus ``prepared``
+    (``model.json``'s prepared_data, checked by :func:`ffnlab.training.runfiles.read_run_model`)."""
     from ffnlab.training.corpus.tokenizers import BpeTokenizer, ByteTokenizer
 
     if tokenizer == "byte":
         return ByteTokenizer()
-    prepared = read_mapping(run / "model.json", "run model file", fmt="JSON").get("prepared_data")
-    path = Path(prepared or "") / "tokenizer.json"
+    path = Path(prepared) / "tokenizer.json"
     require(path.is_file(), f"{run}'s BPE tokenizer is gone ({path}); rerun 'ffnlab train' with the run's data "
                             "settings to rebuild the prepared corpus")
     from tokenizers import Tokenizer
@@ -67,7 +66,7 @@ def generate(run_dir: str | Path, prompt: str, *, new_tokens: int = 200, tempera
     integer(seed, "--seed", 0, SEED_MAX)
     run = Path(run_dir)
     model, state = load_run_checkpoint(run, checkpoint)
-    tok = run_tokenizer(run, state.config.data.tokenizer)
+    tok = run_tokenizer(run, state.config.data.tokenizer, state.files.prepared_data)
     ids = [int(i) for i in tok.encode(prompt)]
     require(bool(ids), "the prompt encodes to no tokens")
     window = int(model.max_seq_len)  # type: ignore[arg-type]

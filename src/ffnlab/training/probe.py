@@ -19,7 +19,6 @@ of :data:`HF_LAYOUTS` (LLaMA-style gate/up/down, GPT-2, GPT-NeoX). Nothing is do
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -93,11 +92,12 @@ def _get(obj: Any, path: str) -> Any:
 
 def open_ffnlab_run(run: Path) -> Probed:
     from ffnlab.training.corpus import load_prepared
-    from ffnlab.training.export import load_run_model
+    from ffnlab.training.export import load_run_checkpoint
     from ffnlab.training.nn.ffn import DenseFFN
     from ffnlab.training.nn.model import DecoderLM
 
-    model = cast(DecoderLM, load_run_model(run))  # a run folder's model is always ffnlab's DecoderLM
+    loaded, state = load_run_checkpoint(run)
+    model = cast(DecoderLM, loaded)  # a run folder's model is always ffnlab's DecoderLM
     sites = []
     for i, block in enumerate(model.blocks):
         ffn = block.ffn
@@ -105,8 +105,7 @@ def open_ffnlab_run(run: Path) -> Probed:
         assert isinstance(ffn, DenseFFN)  # the require above
         sites.append(Site(i, ffn.w_out, ffn.w_out.weight.detach().t(), ffn.act, ffn.w_in if ffn.gated else None,
                           None, fused=ffn.gated, gated=ffn.gated))
-    prepared = json.loads((run / "model.json").read_text()).get("prepared_data")
-    tok = load_prepared(prepared).tokenizer()
+    tok = load_prepared(state.files.prepared_data).tokenizer()  # model.json's, checked by the loader
     codec = TextCodec(tok.name, lambda t: [int(x) for x in tok.encode(t)], tok.decode)
     return Probed(run.name, model, lambda ids: model(ids), sites, model.lm_head.weight.detach(), codec,
                   model.max_seq_len, f"ffnlab run ({model.cfg.ffn.kind}, d_ff {model.cfg.ffn.d_ff})")

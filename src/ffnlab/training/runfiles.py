@@ -1,4 +1,11 @@
-"""Reading a run folder's files (no torch): the validating metrics reader; writes are in ffnlab.files."""
+"""Reading a run folder's files (no torch): the one typed reader of ``model.json`` and of
+``summary.json``, and the validating metrics reader; writes are in ffnlab.files.
+
+Every command that reads a run folder (``generate``, ``export``, ``probe``, ``capacity``, the sweep
+record and its maturity) reads ``model.json`` with :func:`read_run_model` and ``summary.json`` with
+:func:`read_run_summary`: each field is checked once, here, and a tampered one is one
+:class:`ffnlab.errors.FfnlabError` line naming the file and the key.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,15 @@ import json
 import math
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
 from ffnlab.errors import FfnlabError
-from ffnlab.validation import show
+from ffnlab.validation import integer, number, show
+
+if TYPE_CHECKING:
+    from ffnlab.sizing.config import ModelConfig
 
 MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
 EVAL_KEYS = ("tokens", "val_loss")
@@ -48,6 +59,114 @@ class EvalRecord(TypedDict):
 
 
 MetricRecord = Union[TrainRecord, EvalRecord]
+
+
+MAX_PARAMS = 2**62
+MAX_TOKENS = 2**62
+SUMMARY_NUMBERS = ("final_val_loss", "final_val_ppl", "final_val_bpb", "final_train_loss", "wall_s", "train_flops")
+
+
+@dataclass(frozen=True)
+class RunParams:
+    """A run's parameter counts (``params`` of model.json and of summary.json): both >= 1."""
+
+    total: int
+    non_embedding: int
+
+
+def run_params(value: Any, where: str) -> RunParams:
+    """``params`` of a run file (``where`` names it) checked: a mapping whose ``total`` and
+    ``non_embedding`` are integers, 1 <= non_embedding <= total (a model with a layer has some)."""
+    if not isinstance(value, dict):
+        raise FfnlabError(f"{where}: params must be a mapping of parameter counts, got {show(value)}")
+    for key in ("total", "non_embedding"):
+        if key not in value:
+            raise FfnlabError(f"{where}: params has no {key!r}")
+    total = integer(value["total"], f"{where}: params.total", 1, MAX_PARAMS)
+    non_embedding = integer(value["non_embedding"], f"{where}: params.non_embedding", 1, total)
+    return RunParams(total=total, non_embedding=non_embedding)
+
+
+@dataclass(frozen=True)
+class RunModelFile:
+    """``model.json`` of a run folder, checked field by field (:func:`read_run_model`)."""
+
+    path: Path
+    model: ModelConfig
+    params: RunParams
+    prepared_data: str  # the prepared corpus's folder (its tokenizer, its token counts)
+
+
+def read_run_model(run_dir: str | Path) -> RunModelFile:
+    """``RUN/model.json``, every field checked: ``model`` a model config ffnlab builds, ``params``
+    (:func:`run_params`), ``prepared_data`` a non-empty path. One error line naming the file and
+    the key otherwise; nothing is written."""
+    from ffnlab.files import read_mapping
+    from ffnlab.sizing.config import ModelConfig
+
+    path = Path(run_dir) / "model.json"
+    meta = read_mapping(path, "run model file", fmt="JSON")
+    for key in ("model", "params", "prepared_data"):
+        if key not in meta:
+            raise FfnlabError(f"{path} has no {key!r}; is it a run folder written by ffnlab?")
+    if not isinstance(meta["model"], dict):
+        raise FfnlabError(f"{path}: model must be a mapping, got {show(meta['model'])}")
+    try:
+        model = ModelConfig.from_dict(meta["model"])
+    except FfnlabError as e:
+        raise FfnlabError(f"{path}: model is not a valid model config ({show(str(e), 200)})") from None
+    except (KeyError, TypeError, ValueError) as e:
+        raise FfnlabError(f"{path} is corrupt: model ({show(str(e), 200)})") from None
+    prepared = meta["prepared_data"]
+    if not isinstance(prepared, str) or not prepared.strip() or "\x00" in prepared:
+        raise FfnlabError(f"{path}: prepared_data must be the path of the prepared corpus, got {show(prepared)}")
+    return RunModelFile(path=path, model=model, params=run_params(meta["params"], str(path)), prepared_data=prepared)
+
+
+@dataclass(frozen=True)
+class RunSummaryFile:
+    """``summary.json`` of a finished run, checked field by field (:func:`read_run_summary`);
+    a figure the run did not record (no evaluation) is None."""
+
+    path: Path
+    status: str | None  # absent from summaries written before it was kept
+    tokens: int
+    final_val_loss: float | None
+    final_val_ppl: float | None
+    final_val_bpb: float | None
+    final_train_loss: float | None
+    wall_s: float | None
+    train_flops: float | None
+    params: RunParams | None  # absent from summaries written before it was kept
+
+    def need(self, *keys: str) -> RunSummaryFile:
+        """This summary, refused in one line if any of ``keys`` is absent or null."""
+        for key in keys:
+            if getattr(self, key) is None:
+                raise FfnlabError(f"{self.path} has no {key!r}")
+        return self
+
+
+def read_run_summary(path: str | Path) -> RunSummaryFile:
+    """A run's ``summary.json`` at ``path``: ``tokens`` an integer >= 0, each figure of
+    :data:`SUMMARY_NUMBERS` a finite number >= 0 or null, ``status`` a string, ``params``
+    (:func:`run_params`) when present. One error line naming the file and the key otherwise."""
+    from ffnlab.files import read_mapping
+
+    path = Path(path)
+    s = read_mapping(path, "run summary", fmt="JSON")
+    if "tokens" not in s:
+        raise FfnlabError(f"{path} has no 'tokens'")
+    tokens = integer(s["tokens"], f"{path}: tokens", 0, MAX_TOKENS)
+    figures: dict[str, float | None] = {}
+    for key in SUMMARY_NUMBERS:
+        value = s.get(key)
+        figures[key] = None if value is None else number(value, f"{path}: {key}", 0, text_ok=False)
+    status = s.get("status")
+    if status is not None and not isinstance(status, str):
+        raise FfnlabError(f"{path}: status must be a string, got {show(status)}")
+    params = run_params(s["params"], str(path)) if s.get("params") is not None else None
+    return RunSummaryFile(path=path, status=status, tokens=tokens, params=params, **figures)
 
 
 def _bad(path: Path, n: int, why: str) -> FfnlabError:

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from ffnlab.errors import FfnlabError
+
 TOKENS_PER_PARAM_OPTIMAL = 20.0  # Hoffmann et al. 2022 (Chinchilla)
 TOKENS_PER_PARAM_FLOOR = 1.0  # below this a run saw under 1/20 of a compute-optimal budget
 STILL_FALLING = 0.02  # relative fall of the validation loss over the last part of training
@@ -120,9 +122,12 @@ class CellMaturity:
     def mature(self) -> bool:
         return self.tokens_per_param is not None and self.tokens_per_param >= self.needs
 
+    def trained_to(self) -> str:
+        """Tokens per parameter as the text shows them ("unknown" when no run has a count)."""
+        return "unknown" if self.tokens_per_param is None else f"{self.tokens_per_param:.3g}"
+
     def text(self) -> str:
-        tpp = "unknown" if self.tokens_per_param is None else f"{self.tokens_per_param:.3g}"
-        out = f"trained to {tpp} tokens/param (needs {self.needs:g})"
+        out = f"trained to {self.trained_to()} tokens/param (needs {self.needs:g})"
         if self.late_fall is not None:
             out += f"; validation loss fell {self.late_fall:.1%} over the last quarter"
         return out
@@ -143,7 +148,7 @@ def cell_maturity(runs: Sequence[RunProgress], needs: float = TOKENS_PER_PARAM_O
 def immature_reason(m: CellMaturity, verdict: str) -> str:
     """Why a decided verdict on an optimal ratio reads inconclusive at maturity ``m``: the words put
     first in its evidence."""
-    return (f"trained to {m.tokens_per_param:.3g} tokens/param; needs {m.needs:g} (the spec's maturity) "
+    return (f"trained to {m.trained_to()} tokens/param; needs {m.needs:g} (the spec's maturity) "
             f"before an optimal ratio is decided; at this maturity the runs say {verdict}: ")
 
 
@@ -168,10 +173,13 @@ def _json(path: Path) -> Any:
 
 def run_progress(run_dir: Path, planned_steps: int) -> RunProgress | None:
     """A run folder's progress from its metrics.jsonl and model.json (None if unreadable)."""
-    from ffnlab.training.runfiles import read_records
+    from ffnlab.training.runfiles import read_records, run_params
 
     model = _json(run_dir / "model.json") or _json(run_dir / "summary.json")  # a kept report has only the summary
-    params = model.get("params", {}).get("non_embedding") if isinstance(model, dict) else None
+    try:  # params checked as every reader of a run file checks them (both counts integers >= 1)
+        params = run_params(model.get("params") if isinstance(model, dict) else None, str(run_dir)).non_embedding
+    except FfnlabError:  # no counts: no tokens per parameter to judge (as an unreadable file)
+        return None
     try:
         records = read_records(run_dir / "metrics.jsonl")
     except (OSError, UnicodeDecodeError):
@@ -181,7 +189,7 @@ def run_progress(run_dir: Path, planned_steps: int) -> RunProgress | None:
     curve = tuple((int(r["tokens"]), float(r["val_loss"])) for r in records
                   if r.get("kind") == "eval" and isinstance(r.get("tokens"), int)
                   and isinstance(r.get("val_loss"), (int, float)))
-    if not isinstance(params, int) or not steps or not tokens:
+    if not steps or not tokens:
         return None
     return RunProgress(tokens=max(tokens), params=params, steps=max(steps), planned_steps=planned_steps,
                        curve=curve)

@@ -68,7 +68,8 @@ def _run(entry: object, i: int, where: str) -> RunEntry:
     integer(entry["seed"], f"{here}.seed", 0)
     for key in RUN_INTS:
         integer(entry[key], f"{here}.{key}", 1)
-    integer(entry["params_non_embedding"], f"{here}.params_non_embedding", 0)
+    # >= 1: every run has layers; 0 would leave its tokens per parameter undefined downstream
+    integer(entry["params_non_embedding"], f"{here}.params_non_embedding", 1)
     number(entry["train_flops_per_token"], f"{here}.train_flops_per_token", 0, lo_open=True, text_ok=False)
     ffn = entry["config"].get("model", {}).get("ffn") if isinstance(entry["config"], dict) else None
     require(isinstance(ffn, dict) and isinstance(ffn.get("kind"), str) and isinstance(ffn.get("rule"), str),

@@ -464,8 +464,9 @@ def test_a_key_given_twice_is_one_line(tmp_path, name):
     assert os.listdir(tmp_path) == [name]
 
 
-def _config_with(tmp_path: Path, key: str, value: str) -> str:
-    text = json.dumps({k: v for k, v in LLAMA.items() if k != key})[:-1] + f', "{key}": {value}}}'
+def _config_with(tmp_path: Path, key: str, value: str, model_type: str | None = None) -> str:
+    base = {k: v for k, v in LLAMA.items() if k != key} | ({"model_type": model_type} if model_type else {})
+    text = json.dumps(base)[:-1] + f', "{key}": {value}}}'
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "config.json").write_text(text)
     return "c"
@@ -481,11 +482,24 @@ def test_a_nan_in_a_config_key_ffnlab_does_not_use_keeps_json_strict(tmp_path, a
     _strict(r.stdout)
 
 
-@pytest.mark.parametrize("key, value", [("max_position_embeddings", "Infinity"), ("sliding_window", "Infinity"),
-                                        ("num_key_value_heads", "-Infinity"), ("tie_word_embeddings", "NaN")])
-def test_a_non_finite_config_value_ffnlab_uses_is_one_line(tmp_path, key, value):
-    model = _config_with(tmp_path, key, value)
+# sliding_window on mistral, which slides every layer by it (llama's 5.25 classes never read it:
+# tests/sizing/hf/test_hf_sliding.py)
+@pytest.mark.parametrize("key, value, model_type", [("max_position_embeddings", "Infinity", None),
+                                                    ("sliding_window", "Infinity", "mistral"),
+                                                    ("num_key_value_heads", "-Infinity", None),
+                                                    ("tie_word_embeddings", "NaN", None)])
+def test_a_non_finite_config_value_ffnlab_uses_is_one_line(tmp_path, key, value, model_type):
+    model = _config_with(tmp_path, key, value, model_type)
     assert_refused(cli("size", "--from", model, "--json", where=tmp_path), key)
+
+
+def test_a_non_finite_window_a_llama_never_reads_is_counted_with_strict_json(tmp_path):
+    """transformers' LlamaConfig keeps an unknown sliding_window as an attribute and builds the model,
+    which never reads it; ffnlab counts it too, and its JSON stays strict."""
+    model = _config_with(tmp_path, "sliding_window", "Infinity")
+    r = cli("size", "--from", model, "--json", where=tmp_path)
+    assert r.code == 0, r.stderr[-2000:]
+    _strict(r.stdout)
 
 
 NESTED = {  # file -> (command, text, fragment)

@@ -313,7 +313,6 @@ def test_a_launch_config_refused_alone_is_one_line(tmp_path, name, text, fragmen
     refused_untouched(tmp_path, *SIZE, "--engine-config", name, fragment=fragment)
 
 
-@pytest.mark.xfail(strict=True, reason="D1")
 @pytest.mark.parametrize(
     "name, text",
     [
@@ -333,6 +332,46 @@ def test_a_digit_string_int_cannot_read_is_one_line(tmp_path, name, text):
         pytest.fail(f"traceback: {e}")
     lines = [x for x in r.stderr.splitlines() if x.strip()]
     assert r.code == 0 or (r.code == 2 and len(lines) == 1), r.stderr
+
+
+# D1's class, more inputs: a number written as a string in digits int reads as another number
+# (Arabic-Indic, full-width), in digits it cannot read (circled), longer than any setting needs
+# (31 digits, under Python's limit), a fraction in another script's digits or with an exponent
+# past +-30: each refused in one line naming the file and the key (mended with one strict reader)
+@pytest.mark.parametrize(
+    "name, text, key",
+    [
+        ("arabic.yaml", 'per_device_train_batch_size: "\u0661\u0662"\n', "per_device_train_batch_size"),
+        ("wide.json", '{"gradient_accumulation_steps": "\uff18"}', "gradient_accumulation_steps"),
+        ("circled.yaml", 'micro_batch_size: "\u2460"\nsequence_len: 512\n', "micro_batch_size"),
+        ("long31.toml", f'[training]\nseq_len = "{"1" * 31}"\n', "training.seq_len"),
+        ("drop.yaml", 'use_peft: true\nlora_dropout: "\u0660.\u0665"\n', "lora_dropout"),
+        ("tiny.yaml", 'use_peft: true\nlora_dropout: "1e-400"\n', "lora_dropout"),
+    ],
+    ids=["arabic-indic", "full-width", "circled", "31-digits", "dropout-arabic-indic", "dropout-exponent"],
+)
+def test_a_number_string_not_in_bounded_ascii_is_refused_naming_file_and_key(tmp_path, name, text, key):
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    line = refused_untouched(tmp_path, *LORA, "--engine-config", name, fragment=key)
+    assert line.startswith(f"error: {name}: {key} must be"), line
+
+
+def test_a_number_string_in_ascii_digits_reads_as_the_number_itself(tmp_path):
+    # oracle: the same file with the numbers unquoted (YAML's own integers and floats)
+    (tmp_path / "quoted.yaml").write_text(
+        'use_peft: true\nlora_r: " 8 "\nlora_dropout: "0.05"\nper_device_train_batch_size: "2"\n'
+    )
+    (tmp_path / "plain.yaml").write_text(
+        "use_peft: true\nlora_r: 8\nlora_dropout: 0.05\nper_device_train_batch_size: 2\n"
+    )
+    quoted = cli(*LORA, "--engine-config", "quoted.yaml", "--json", where=tmp_path)
+    plain = cli(*LORA, "--engine-config", "plain.yaml", "--json", where=tmp_path)
+    (tmp_path / "none.yaml").write_text("use_peft: true\n")
+    default = cli(*LORA, "--engine-config", "none.yaml", "--json", where=tmp_path)
+    read = {k: strict_json(quoted.stdout)["finetune"][k] for k in ("batch", "options")}
+    assert read == {k: strict_json(plain.stdout)["finetune"][k] for k in ("batch", "options")}
+    assert _finetune(quoted) == _finetune(plain) != _finetune(default)  # the numbers were read, not ignored
+    assert read["batch"] == 2 and read["options"]["rank"] == 8 and read["options"]["lora_dropout"] == 0.05
 
 
 # -- long values in error lines ------------------------------------------------------------------------

@@ -137,7 +137,8 @@ def detect_format(data: Mapping[str, object], suffix: str) -> str:
     if suffix == ".json":
         return "transformers"
     if suffix not in (".yaml", ".yml"):
-        raise FfnlabError(f"--engine-config must be a .toml, .yaml, .yml or .json file, got {suffix or 'no suffix'!r}")
+        raise FfnlabError("--engine-config must be a .toml, .yaml, .yml or .json file, got "
+                          f"{show(suffix or 'no suffix')}")
     if any(k.endswith("_component_") for k in _leaves(data)):
         return "torchtune"
     if {"base_model", "micro_batch_size", "sequence_len"} & set(data):
@@ -214,13 +215,13 @@ def _projections(rule: KeyRule, value: object) -> tuple[set[str], str]:
         names = [_text(v) for v in value]
         unknown = [n for n in names if n not in table or n == ALL_LINEAR]
         if unknown:
-            return set(), f"module names ffnlab does not map: {', '.join(unknown)} (it reads {', '.join(table)})"
+            return set(), f"module names ffnlab does not map: {clip(', '.join(unknown))} (it reads {', '.join(table)})"
     elif (text := _text(value)) in table:
         names = [text]
     else:
-        return set(), (f"{text!r} is not a list of module names ffnlab reads (a string is a regular expression "
+        return set(), (f"{show(text)} is not a list of module names ffnlab reads (a string is a regular expression "
                        "peft matches against whole module names)" if isinstance(value, str) else
-                       f"value {value!r} is not one ffnlab models")
+                       f"value {show(value)} is not one ffnlab models")
     return {p for n in names for p in table[n]}, ""
 
 
@@ -254,7 +255,7 @@ def read_engine_config(data: Mapping[str, object], suffix: str, source: str = "l
         kind = rule.get("kind")
         whole = _whole(value, key, source) if kind in ("int", "int-or-values") else None
         if kind == "targets":  # the file's keys together give one --lora-targets: read after the loop
-            targets[key] = (_text(value), *_projections(rule, value))
+            targets[key] = (clip(_text(value)), *_projections(rule, value))
             continue
         if kind == "fraction":
             got = None if (x := _fraction(value, key, source)) is None else {rule["sets"]: x}
@@ -272,11 +273,11 @@ def read_engine_config(data: Mapping[str, object], suffix: str, source: str = "l
         elif "sets" in rule and kind is None:
             got = {rule["sets"]: value}
         if got is None:
-            ignored.append((key, f"value {value!r} is not one ffnlab models"))
+            ignored.append((key, f"value {show(value)} is not one ffnlab models"))
             continue
         settings.update(got)
         what = ", ".join(f"{k} {v}" for k, v in got.items()) or "nothing more"
-        used.append((key, _text(value), what))
+        used.append((key, clip(_text(value)), what))
     _read_targets(targets, settings, used, ignored)
     return EngineConfig(fmt=fmt, engine=rules["engine"], settings=tuple(settings.items()), used=tuple(used),
                         ignored=tuple(ignored))

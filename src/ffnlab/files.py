@@ -64,6 +64,7 @@ from typing import IO, Any
 
 from ffnlab import interrupt
 from ffnlab.errors import FfnlabError
+from ffnlab.validation import clip, show
 
 MARK = ".ffnlab-owned"  # the marker file in every folder ffnlab made and may remove
 TEMP_PREFIX = ".ffnlab-tmp-"
@@ -660,7 +661,7 @@ def expand_user(path: str | Path) -> Path:
         return Path(path).expanduser()
     except RuntimeError:
         head = str(path).split(os.sep, 1)[0]
-        raise _fail(f"cannot expand {head!r} in {str(path)[:200]!r}: no such user or home folder") from None
+        raise _fail(f"cannot expand {show(head)} in {show(str(path), 200)}: no such user or home folder") from None
 
 
 def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT_BYTES) -> str:
@@ -671,19 +672,19 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT
     """
     p = Path(path)
     if not p.exists():
-        raise _fail(f"{what} not found: no such file {p}")
+        raise _fail(f"{what} not found: no such file {clip(p)}")
     if not p.is_file():
-        raise _fail(f"{what} {p} is not a file")
+        raise _fail(f"{what} {clip(p)} is not a file")
     size = p.stat().st_size
     if size > max_bytes:
-        raise _fail(f"{what} {p} is {size:,} bytes, over the {max_bytes:,}-byte limit for such files")
+        raise _fail(f"{what} {clip(p)} is {size:,} bytes, over the {max_bytes:,}-byte limit for such files")
     raw = p.read_bytes()[: max_bytes + 1]
     if b"\x00" in raw:
-        raise _fail(f"{what} {p} is a binary file, not text")
+        raise _fail(f"{what} {clip(p)} is a binary file, not text")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise _fail(f"{what} {p} is not UTF-8 text (bad byte at offset {e.start})") from None
+        raise _fail(f"{what} {clip(p)} is not UTF-8 text (bad byte at offset {e.start})") from None
     return text.removeprefix("\ufeff")
 
 
@@ -853,14 +854,14 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False,
                     raise
                 raise ValueError(duplicate) from None
     except YamlRefused as e:
-        raise _fail(f"{where}: {e}") from None
+        raise _fail(f"{clip(where)}: {e}") from None
     except RecursionError:
-        raise _fail(f"{where}: cannot parse: not valid {fmt} (nested too deeply)") from None
+        raise _fail(f"{clip(where)}: cannot parse: not valid {fmt} (nested too deeply)") from None
     except Exception as e:  # every parser has its own error types; all are the user's file
         if isinstance(e, ValueError) and "Exceeds the limit" in str(e):  # valid, but too long for Python to read
-            raise _fail(f"{where}: holds an integer of more than {sys.get_int_max_str_digits():,} digits, longer "
+            raise _fail(f"{clip(where)}: holds an integer of more than {sys.get_int_max_str_digits():,} digits, longer "
                         "than ffnlab reads (no setting needs more than 30)") from None
-        raise _fail(f"{where}: cannot parse: not valid {fmt} ({_first_line(e)})") from None
+        raise _fail(f"{clip(where)}: cannot parse: not valid {fmt} ({_first_line(e)})") from None
     raise ValueError(f"unknown format {fmt!r}")  # a programming error, not the user's
 
 
@@ -876,7 +877,7 @@ def read_data(path: str | Path, what: str = "file", *, fmt: str | None = None,
     p = Path(path)
     fmt = fmt or FORMATS.get(p.suffix.lower())
     if fmt is None:
-        raise _fail(f"{p}: {what} files must end in {', '.join(FORMATS)}")
+        raise _fail(f"{clip(p)}: {what} files must end in {', '.join(FORMATS)}")
     return parse_text(read_text(p, what, max_bytes=max_bytes), fmt, str(p), json_constants=json_constants,
                       duplicates=duplicates)
 
@@ -888,7 +889,7 @@ def read_mapping(path: str | Path, what: str = "file", *, fmt: str | None = None
     if data is None and empty_ok:
         return {}
     if not isinstance(data, dict):
-        raise _fail(f"{path}: the top level of a {what} must be a mapping, got {type(data).__name__}")
+        raise _fail(f"{clip(path)}: the top level of a {what} must be a mapping, got {type(data).__name__}")
     return data
 
 

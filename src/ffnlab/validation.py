@@ -57,6 +57,33 @@ def clip(text: Any, limit: int = CLIP, length: int | None = None) -> str:
     return f"{text[: max(limit - 3, 1)]}... ({total:,} characters)"
 
 
+_LONG = f"{{{CLIP + 1},}}"  # a regular expression's count: more than CLIP
+_LONG_QUOTED = re.compile(f"'([^'\\n]{_LONG})'|\"([^\"\\n]{_LONG})\"")
+_LONG_RUN = re.compile(f"\\S{_LONG}")
+_OPENERS, _CLOSERS = "'\"([", "'\".,:;)]?!"
+
+
+def clip_values(message: str, quoted: bool = False) -> str:
+    """``message``, an error line written by code that does not quote through :func:`show` (click's
+    usage errors: "Invalid value for '--lora-alpha': 'aaaa...' is not a valid float.", "No such
+    option: --xaaaa...", "No such command 'aaaa...'."), with each long value cut by :func:`clip`,
+    its length said, and the rest of the line as it was: every run of more than :data:`CLIP`
+    characters without a space (its brackets, quotes and closing punctuation kept outside the cut)
+    and, where ``quoted`` (a message whose quotes are all around values, as click's are, not the
+    apostrophes of prose), every quoted span of more than :data:`CLIP` characters."""
+    if quoted:
+        message = _LONG_QUOTED.sub(lambda m: (q := m.group(0)[0]) + clip(m.group(1) or m.group(2)) + q, message)
+
+    def cut(m: re.Match[str]) -> str:
+        run = m.group(0)
+        head = len(run) - len(run.lstrip(_OPENERS))
+        tail = len(run) - len(run.rstrip(_CLOSERS))
+        core = run[head:len(run) - tail]
+        return run[:head] + clip(core) + run[len(run) - tail:] if len(core) > CLIP else run
+
+    return _LONG_RUN.sub(cut, message)
+
+
 def show(value: Any, limit: int = 60) -> str:
     """A short, always printable ``repr`` of a user value (huge integers and strings abridged:
     :func:`clip`, with the length of a long string)."""

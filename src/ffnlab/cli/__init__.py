@@ -43,7 +43,7 @@ try:
     from ffnlab.errors import EXIT_USAGE, FfnlabError
     from ffnlab.escape import terminal
     from ffnlab.files import drop_empty_locations
-    from ffnlab.validation import clip
+    from ffnlab.validation import clip, clip_values
 except KeyboardInterrupt:
     _interrupted_while_importing()
 
@@ -138,10 +138,12 @@ def _say(line: str) -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
 
 
-def _error(message: str, code: int = EXIT_USAGE) -> None:
-    """Print ``message`` as the one ``error:`` line (newlines folded, control characters from
-    file or folder names made visible) and exit with ``code``."""
-    line = terminal(" ".join(str(message).split()), one_line=True) or "failed"
+def _error(message: str, code: int = EXIT_USAGE, *, quoted: bool = False) -> None:
+    """Print ``message`` as the one ``error:`` line (newlines folded, a long value cut to a prefix
+    and its length wherever a check did not cut it itself, control characters from file or folder
+    names made visible) and exit with ``code``. ``quoted``: the message quotes only values (click's
+    usage errors), so a long quoted span is cut too (:func:`ffnlab.validation.clip_values`)."""
+    line = terminal(" ".join(clip_values(str(message), quoted).split()), one_line=True) or "failed"
     _say(f"error: {line}")
     sys.exit(code)
 
@@ -195,7 +197,8 @@ def main(argv: list[str] | None = None) -> None:
         if type(e).__name__ == "NoArgsIsHelpError":  # bare 'ffnlab' printed the help
             sys.exit(0)
         code = getattr(e, "exit_code", EXIT_USAGE)
-        _error(e.format_message(), EXIT_USAGE if code == EXIT_USAGE else code)  # type: ignore[attr-defined]
+        _error(e.format_message(), EXIT_USAGE if code == EXIT_USAGE else code,  # type: ignore[attr-defined]
+               quoted=True)  # click quotes the value whole ("Invalid value for '--lora-alpha': 'aaa...'")
     except OSError as e:  # a path that is a file, a full disk, a permission: the user's environment
         _error(f"{e.strerror or e}: {clip(e.filename)}" if e.filename else str(e))  # a 100,000-character name: cut
     except MemoryError:  # the pre-checks estimate; an allocation can still fail

@@ -57,7 +57,7 @@ from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
 from ffnlab.sizing.engine_spec import engine_name
 from ffnlab.sizing.memory.hardware import load_accelerators
-from ffnlab.validation import count, integer, number
+from ffnlab.validation import count, integer, number, show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -102,7 +102,7 @@ def _count(text: str) -> int:
     from ffnlab.sizing.plan import parse_count
 
     n = parse_count(text, "--tokens")  # a total: 15T is 15e12 (the one count parser, decimal)
-    require(n <= MAX_TOKENS, f"--tokens must be at most 1e30, got {text!r}")
+    require(n <= MAX_TOKENS, f"--tokens must be at most 1e30, got {show(text)}")
     if not text.strip().isdigit():
         note(f"--tokens {text.strip()} read as {n:,}")
     return n
@@ -247,7 +247,7 @@ def fit(
     from ffnlab.sizing.models import resolve
 
     auto = gpus_flag == "auto"
-    require(auto or gpus_flag.isdigit(), f"--gpus must be a whole number of GPUs or auto, got {gpus_flag!r}")
+    require(auto or gpus_flag.isdigit(), f"--gpus must be a whole number of GPUs or auto, got {show(gpus_flag)}")
     if auto:
         require(gpu is not None or gpu_memory is not None,
                 "--gpus auto searches one kind of GPU: give --gpu (or --gpu-memory)")

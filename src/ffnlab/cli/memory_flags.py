@@ -369,7 +369,7 @@ def apply_engine_config(mem: MemoryFlags, path: str | None, *, seq_len: int, dty
 
     suffix = Path(path).suffix
     detect_format({}, suffix)  # a bad suffix: one line, before the file is read
-    cfg = read_engine_config(read_mapping(path, "launch config", empty_ok=True), suffix)
+    cfg = read_engine_config(read_mapping(path, "launch config", empty_ok=True), suffix, path)
     changes: dict[str, Any] = {}
     over: list[str] = []
     left: list[str] = []

@@ -38,16 +38,17 @@ def _layers(text: str | None) -> list[int] | None:
     from collections import Counter
 
     from ffnlab.errors import FfnlabError
+    from ffnlab.validation import show
 
     if not text:
         return None
     try:
         layers = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise FfnlabError(f"--layers takes comma-separated layer numbers, e.g. 0,2, got {text!r}") from None
+        raise FfnlabError(f"--layers takes comma-separated layer numbers, e.g. 0,2, got {show(text)}") from None
     twice = sorted(x for x, n in Counter(layers).items() if n > 1)
     if twice:
-        raise FfnlabError(f"--layers names layer {', '.join(map(str, twice))} more than once, got {text!r}")
+        raise FfnlabError(f"--layers names layer {', '.join(map(str, twice))} more than once, got {show(text)}")
     return layers
 
 

@@ -19,7 +19,7 @@ from ffnlab.files import read_text
 from ffnlab.render import gib
 from ffnlab.sizing.engine_spec import engine_name
 from ffnlab.sizing.serving_engines import EngineKnobs
-from ffnlab.validation import integer, number
+from ffnlab.validation import clip, integer, number
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -72,11 +72,11 @@ class EngineFlags:
                 # word in quadratic time, so a longer file is refused before it is split
                 text = read_text(path, "--engine-config launch line", max_bytes=MAX_LAUNCH_LINE_BYTES)
             except OSError as e:
-                raise FfnlabError(f"--engine-config: cannot read {self.engine_config}: {e.strerror}") from None
+                raise FfnlabError(f"--engine-config: cannot read {clip(self.engine_config)}: {e.strerror}") from None
             cmd = read_engine_command(text)
             if spec is not None:
                 require(engine_name(spec) == cmd.engine,
-                        f"--engine {spec} but --engine-config launches {cmd.engine}")
+                        f"--engine {clip(spec)} but --engine-config launches {cmd.engine}")
             spec = spec or cmd.engine
             base = {k: v for k, v in vars(cmd.knobs).items() if v not in (None, False)}
             said.append(f"--engine-config {path.name}: {cmd.engine}; used "

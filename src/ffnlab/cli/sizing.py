@@ -403,9 +403,9 @@ def plan(
         as_float: float | None = float(target)
     except ValueError:
         as_float = None
-    require(as_float is None or math.isfinite(as_float), f"parameter count must be a finite number, got {target!r}")
+    require(as_float is None or math.isfinite(as_float), f"parameter count must be a finite number, got {show(target)}")
     n = parse_count(target, "plan TARGET (a parameter count)")  # the title echoes the count read
-    require(n <= MAX_PLAN_TARGET, f"parameter count must be at most {MAX_PLAN_TARGET:.0e}, got {target!r}")
+    require(n <= MAX_PLAN_TARGET, f"parameter count must be at most {MAX_PLAN_TARGET:.0e}, got {show(target)}")
     if rule is None:
         rule = default_rule(ffn).rule
     if ratio is None and rule in ("ratio", "param-matched"):

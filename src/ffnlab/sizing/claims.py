@@ -25,6 +25,7 @@ from ffnlab.sizing.result import Result
 from ffnlab.sizing.verdicts import VERDICTS, Verdict
 from ffnlab.sizing.widths import WidthRule, param_matched_ratio, resolve_d_ff
 from ffnlab.sizing.zoo import ZooEntry, find, load_zoo
+from ffnlab.validation import clip, show
 
 Figure = Union[JsonScalar, Sequence["Figure"], Mapping[str, "Figure"], Mapping[int, "Figure"]]
 """One of a check's numbers: JSON data, or a table keyed by d_model (``golden_tool``'s widths)."""
@@ -101,7 +102,7 @@ def load_claims() -> tuple[Claim, ...]:
 def _cfg(name: str) -> ModelConfig:
     cfg = find(name).config()
     if cfg is None:
-        raise FfnlabError(f"zoo entry {name!r} has no published architecture")
+        raise FfnlabError(f"zoo entry {show(name)} has no published architecture")
     return cfg
 
 
@@ -238,7 +239,7 @@ def expert_design(name: str) -> ExpertDesign:
     from ffnlab.sizing.audit_rules import FINE_GRAINED_MAX
 
     row = audit_entry(find(name))
-    require(bool(row.n_experts), f"zoo entry {name!r} is not a mixture of experts")
+    require(bool(row.n_experts), f"zoo entry {show(name)} is not a mixture of experts")
     d, width = row.d_model, row.d_ff
     assert d is not None and width is not None and row.n_experts is not None  # an MoE entry has an architecture
     convention = Fraction(8, 3) * d if row.gated else Fraction(4 * d)
@@ -425,7 +426,7 @@ def load_evidence(report_dir: str | Path) -> dict[str, EvidenceEntry]:
         return {"alignment": alignment_evidence(data, path)}
     for key, entry in data.items():
         require(isinstance(entry, dict) and entry.get("verdict") in VERDICTS and isinstance(entry.get("evidence"), str),
-                f"{path}: entry {key!r} needs a verdict ({', '.join(VERDICTS)}) and an evidence string")
+                f"{clip(path)}: entry {show(key)} needs a verdict ({', '.join(VERDICTS)}) and an evidence string")
     return dict(data)
 
 

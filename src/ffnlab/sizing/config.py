@@ -308,11 +308,11 @@ def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
         _positive(a.n_kv_heads, "n_kv_heads")
         require(not grouped or a.n_heads % a.n_kv_heads == 0,
                 f"n_kv_heads={a.n_kv_heads} must divide n_heads={a.n_heads}")
-    require(cfg.norm in NORMS, f"norm must be one of {NORMS}, got {cfg.norm!r}")
-    require(cfg.positions in POSITIONS, f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
+    require(cfg.norm in NORMS, f"norm must be one of {NORMS}, got {show(cfg.norm)}")
+    require(cfg.positions in POSITIONS, f"positions must be one of {POSITIONS}, got {show(cfg.positions)}")
     placements = NORM_PLACEMENTS.get(cfg.norm_placement)
     require(placements is not None,
-            f"norm_placement must be one of {tuple(NORM_PLACEMENTS)}, got {cfg.norm_placement!r}")
+            f"norm_placement must be one of {tuple(NORM_PLACEMENTS)}, got {show(cfg.norm_placement)}")
     assert placements is not None  # the require above
     require(cfg.norms_per_block in placements,
             f"a {cfg.norm_placement} block has {' or '.join(map(str, placements))} norms, "
@@ -364,9 +364,9 @@ def _validate_layout(cfg: ModelConfig) -> None:
 def _validate_attention_extras(cfg: ModelConfig) -> None:
     """q/k norms, sliding windows and multi-head latent attention."""
     a = cfg.attn
-    require(a.qk_norm_kind in NORMS, f"qk_norm_kind must be one of {NORMS}, got {a.qk_norm_kind!r}")
+    require(a.qk_norm_kind in NORMS, f"qk_norm_kind must be one of {NORMS}, got {show(a.qk_norm_kind)}")
     require(a.qk_norm_width in QK_NORM_WIDTHS,
-            f"qk_norm_width must be one of {QK_NORM_WIDTHS}, got {a.qk_norm_width!r}")
+            f"qk_norm_width must be one of {QK_NORM_WIDTHS}, got {show(a.qk_norm_width)}")
     if a.sliding_window is not None:
         _positive(a.sliding_window, "sliding_window")
     if a.sliding_layers is not None:

@@ -73,7 +73,7 @@ from ffnlab.sizing.memory.step import (
 from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result
 from ffnlab.sizing.shapes import Matrix, matrices
-from ffnlab.validation import choice, integer
+from ffnlab.validation import choice, integer, show
 
 FINETUNE_MODES = ("full", "lora", "qlora")
 MAX_RANK = 2**20
@@ -100,7 +100,7 @@ def parse_targets(text: str) -> tuple[str, ...]:
     bad = [n for n in names if n not in TARGET_GROUPS + OTHER_GROUPS]
     require(bool(names) and not bad and not {"attention", QV} <= set(names),
             f"--lora-targets must be {ALL_LINEAR} or a comma-separated list of {', '.join(TARGET_GROUPS)} "
-            f"(or {QV}: the query and value projections only, in place of attention), got {text!r}")
+            f"(or {QV}: the query and value projections only, in place of attention), got {show(text)}")
     return tuple(dict.fromkeys(names))
 
 
@@ -198,7 +198,8 @@ def qlora_base(cfg: ModelConfig, base_format: str = "nf4", *, head_4bit: bool = 
     """QLoRA's frozen base: NF4 with double quantisation, or LLM.int8 (int8 and one fp32 scale per
     output row, ``Int8Params.SCB``). ``head_4bit``: the LM head in NF4 too (Lightning's
     ``BitsandbytesPrecision`` replaces every ``nn.Linear``, the head's included)."""
-    require(base_format in QLORA_BASES, f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {base_format!r}")
+    require(base_format in QLORA_BASES,
+            f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {show(base_format)}")
     require(not head_4bit or base_format == "nf4", "a 4-bit LM head is modelled with the nf4 base")
     if base_format == "nf4":
         wb = weight_bytes(cfg, "nf4")
@@ -226,7 +227,7 @@ def finetune_states(cfg: ModelConfig, lora: LoraCount, *, mode: str = "lora", dt
     counted). ``upcast_fp32`` (QLoRA): the base's unquantised parameters (embeddings, head, norms)
     in fp32, as peft's ``prepare_model_for_kbit_training`` casts every 16-bit parameter that is not
     a ``Params4bit``. ``head_4bit`` (QLoRA): the LM head in NF4 as well (:func:`qlora_base`)."""
-    require(mode in ("lora", "qlora"), f"--finetune must be lora or qlora for adapter states, got {mode!r}")
+    require(mode in ("lora", "qlora"), f"--finetune must be lora or qlora for adapter states, got {show(mode)}")
     if mode == "qlora":
         wb = qlora_base(cfg, base_format, head_4bit=head_4bit)
         base, rule = wb.total, wb.rule

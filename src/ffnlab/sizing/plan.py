@@ -22,17 +22,18 @@ from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.widths import WidthRule, make_rule, resolve_d_ff, short_int
 from ffnlab.validation import count as read_count
+from ffnlab.validation import show
 
 
 def parse_count(text: str | int | float, where: str = "parameter count") -> int:
     """Parse ``"125M"``, ``"7B"``, ``"1.3e9"`` or a number into an integer count: a total, its
     suffix decimal in any case (:func:`ffnlab.validation.count`, ``total=True``)."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        require(math.isfinite(text), f"{where} must be finite, got {text!r}")
+        require(math.isfinite(text), f"{where} must be finite, got {show(text)}")
         n = round(Fraction(text))
     else:
         n = read_count(text, where, total=True)[0]
-    require(n >= 1, f"{where} must be >= 1, got {text!r}")
+    require(n >= 1, f"{where} must be >= 1, got {show(text)}")
     return n
 
 

@@ -24,6 +24,7 @@ from ffnlab.sizing.widths import (
     param_matched_ratio,
     resolve_d_ff,
 )
+from ffnlab.validation import show
 
 if TYPE_CHECKING:  # the memory model is imported only when a whole model is sized
     from ffnlab.sizing.finetune import FinetuneSummary
@@ -132,9 +133,9 @@ def size_summary(d_model: int, kind: str, rule: WidthRule, *, n_layers: int | No
     gated = get_kind(kind).gated
     require(n_experts >= 0, f"--experts must be >= 0, got {n_experts}")
     require(not n_experts or 1 <= top_k <= n_experts, f"--top-k must be between 1 and --experts={n_experts}")
-    require(norm is None or norm in SIZE_NORMS, f"--norm must be one of {', '.join(SIZE_NORMS)}, got {norm!r}")
+    require(norm is None or norm in SIZE_NORMS, f"--norm must be one of {', '.join(SIZE_NORMS)}, got {show(norm)}")
     require(positions is None or positions in SIZE_POSITIONS,
-            f"--positions must be one of {', '.join(SIZE_POSITIONS)}, got {positions!r}")
+            f"--positions must be one of {', '.join(SIZE_POSITIONS)}, got {show(positions)}")
     spec = FFNSpec(kind=kind, d_ff=width, bias=bias, n_experts=n_experts, top_k=top_k if n_experts else 0)
     out = SizeSummary(
         d_model=d_model, ffn_kind=kind, gated=gated, rule=rule.describe(), d_ff=width,

@@ -26,7 +26,7 @@ from fractions import Fraction
 from ffnlab.errors import FfnlabError, require
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.result import Result
-from ffnlab.validation import fraction
+from ffnlab.validation import fraction, show
 
 RULES = ("explicit", "ratio", "param-matched", "llama", "golden")
 ROUNDINGS = ("up", "nearest", "down")
@@ -45,8 +45,8 @@ def parse_ratio(text: str | float | int | Fraction, what: str = "ratio") -> Frac
 def rounding_quotient(value: Fraction | int, multiple: int, mode: str = "up") -> int:
     """How many ``multiple``s ``value`` rounds to (up, nearest with halves up, or down), before
     :func:`round_to_multiple` clamps a 0 up to 1."""
-    require(isinstance(multiple, int) and multiple >= 1, f"multiple_of must be an integer >= 1, got {multiple!r}")
-    require(mode in ROUNDINGS, f"rounding must be one of {ROUNDINGS}, got {mode!r}")
+    require(isinstance(multiple, int) and multiple >= 1, f"multiple_of must be an integer >= 1, got {show(multiple)}")
+    require(mode in ROUNDINGS, f"rounding must be one of {ROUNDINGS}, got {show(mode)}")
     q = Fraction(value) / multiple
     if mode == "up":
         return math.ceil(q)
@@ -104,16 +104,16 @@ def make_rule(
     """Build and validate a :class:`WidthRule` from loose user input."""
     if rule is None:
         rule = "explicit" if d_ff is not None else "ratio"
-    require(rule in RULES, f"unknown width rule {rule!r}; choose one of: {', '.join(RULES)}")
-    require(rounding in ROUNDINGS, f"rounding must be one of {ROUNDINGS}, got {rounding!r}")
+    require(rule in RULES, f"unknown width rule {show(rule)}; choose one of: {', '.join(RULES)}")
+    require(rounding in ROUNDINGS, f"rounding must be one of {ROUNDINGS}, got {show(rounding)}")
     if multiple_of is not None:
         require(not isinstance(multiple_of, bool) and isinstance(multiple_of, int) and multiple_of >= 1,
-                f"multiple_of must be an integer >= 1, got {multiple_of!r}")
+                f"multiple_of must be an integer >= 1, got {show(multiple_of)}")
     if rule == "explicit":
         require(d_ff is not None, "the explicit rule needs d_ff")
         check_width(d_ff, "d_ff")
         return WidthRule("explicit", d_ff=d_ff)
-    require(d_ff is None, f"d_ff={d_ff} cannot be combined with the {rule!r} rule")
+    require(d_ff is None, f"d_ff={d_ff} cannot be combined with the {show(rule)} rule")
     if rule == "golden":
         require(ratio is None or parse_ratio(ratio) == GOLDEN_RATIO, "the golden rule fixes the ratio at 4")
         return WidthRule("golden", ratio=GOLDEN_RATIO, multiple_of=multiple_of or 1, rounding=rounding)
@@ -121,7 +121,7 @@ def make_rule(
         r = parse_ratio(ratio) if ratio is not None else Fraction(4)
         m = parse_ratio(multiplier, "multiplier") if multiplier is not None else None
         return WidthRule("llama", ratio=r, multiplier=m, multiple_of=multiple_of or 256, rounding=rounding)
-    require(ratio is not None, f"the {rule!r} rule needs a ratio (e.g. --ratio 4 or --ratio 8/3)")
+    require(ratio is not None, f"the {show(rule)} rule needs a ratio (e.g. --ratio 4 or --ratio 8/3)")
     require(multiplier is None, "multiplier applies to the llama rule only")
     assert ratio is not None  # the require above
     return WidthRule(rule, ratio=parse_ratio(ratio), multiple_of=multiple_of or 1, rounding=rounding)
@@ -133,7 +133,7 @@ def check_width(value: object, what: str) -> int:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise FfnlabError(f"{what} must be a positive integer, got {value!r}")
+            raise FfnlabError(f"{what} must be a positive integer, got {show(value)}")
     require(value > 0, f"{what} must be a positive integer, got {value}")
     require(value <= MAX_WIDTH, f"{what} must be at most {MAX_WIDTH:,}, got {short_int(value)}")
     return value

@@ -277,7 +277,7 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
     try:
         torch, transformers = _libraries()
     except ImportError:
-        raise FfnlabError(f"config.json model_type {model_type!r} is not supported; supported: "
+        raise FfnlabError(f"config.json model_type {show(model_type)} is not supported; supported: "
                           f"{', '.join(supported)}; or {INSTALL_HINT}") from None
     from transformers import CONFIG_MAPPING
 
@@ -287,7 +287,7 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
     auto, kind = auto_kind(transformers, model_type)
     if kind == BASE_KIND and not _has_model(model_type):
         raise FfnlabError(f"transformers {transformers.__version__} maps no model class to model_type "
-                          f"{model_type!r} (a part of another model's config): there is nothing to count")
+                          f"{show(model_type)} (a part of another model's config): there is nothing to count")
     fields = {k: v for k, v in data.items() if k != "model_type"}
     _check_layer_counts(torch, CONFIG_MAPPING[model_type], auto, fields)
     try:
@@ -301,7 +301,7 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
         if len(first) > 300:  # an error quotes at most this much (some list every layer)
             first = first[:297] + "..."
         raise FfnlabError(f"transformers {transformers.__version__} could not build model_type "
-                          f"{model_type!r} from this config.json: {first}") from None
+                          f"{show(model_type)} from this config.json: {first}") from None
     inputs = _embeddings(model, "get_input_embeddings")
     outputs = _embeddings(model, "get_output_embeddings")
     return {

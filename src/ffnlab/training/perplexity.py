@@ -41,6 +41,7 @@ import torch
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.training.wikitext import PROTOCOLS, Documents, byte_count, detokenize, word_count
+from ffnlab.validation import show
 
 DTYPES = {"auto": None, "float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEFAULT_STRIDE = 512  # the transformers docs' example
@@ -139,7 +140,7 @@ def model_context(config: Any, tokenizer: Any) -> int:
 def pick_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    require(device == "cpu" or device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], got {device!r}")
+    require(device == "cpu" or device.startswith("cuda"), f"--device must be auto, cpu or cuda[:N], got {show(device)}")
     require(device == "cpu" or torch.cuda.is_available(), f"--device {device}: no CUDA device here")
     return device
 
@@ -149,7 +150,7 @@ def load_model(target: str, *, device: str = "auto", dtype: str = "auto") -> Loa
     (downloaded into the HF cache: safetensors weights only)."""
     from ffnlab.sizing.hf.hub import fetch_model, hub_id
 
-    require(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    require(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {show(dtype)}")
     path = expand_user(target)
     hid = None if path.exists() else hub_id(target)
     if hid is not None:
@@ -451,7 +452,7 @@ class PerplexityRecord:
 def measure(lm: LoadedModel, docs: Documents, *, protocol: str, context: int | None, stride: int,
             batch: int, tick: Callable[[int], None] | None = None) -> PerplexityRecord:
     """The figures of ``lm`` on ``docs`` by ``protocol`` (documents, strided or both)."""
-    require(protocol in PROTOCOLS, f"--protocol must be one of {', '.join(PROTOCOLS)}, got {protocol!r}")
+    require(protocol in PROTOCOLS, f"--protocol must be one of {', '.join(PROTOCOLS)}, got {show(protocol)}")
     ctx = context or lm.context
     if ctx > lm.context:
         raise FfnlabError(f"--context {ctx} is longer than {lm.name}'s context of {lm.context} tokens")

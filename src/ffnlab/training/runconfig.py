@@ -255,7 +255,7 @@ def apply_overrides(data: ConfigTree, overrides: list[str],
 
     out = copy.deepcopy(data)
     for item in overrides:
-        require("=" in item, f"--set takes KEY=VALUE (e.g. model.ffn.ratio=4), got {item!r}")
+        require("=" in item, f"--set takes KEY=VALUE (e.g. model.ffn.ratio=4), got {show(item)}")
         key, raw = item.split("=", 1)
         try:
             value = load_yaml(raw) if raw.strip() else ""  # duplicate keys and alias bombs refused too
@@ -272,7 +272,7 @@ def apply_overrides(data: ConfigTree, overrides: list[str],
 def _set_dotted(out: ConfigTree, key: str, value: ConfigValue) -> None:
     """Set ``out[a][b][c] = value`` for the dotted ``key`` ``a.b.c``, making sections as needed."""
     parts = key.strip().split(".")
-    require(all(parts), f"--set: bad key {key!r}")
+    require(all(parts), f"--set: bad key {show(key)}")
     node = out
     for part in parts[:-1]:
         inner = node.setdefault(part, {})

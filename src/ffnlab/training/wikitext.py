@@ -24,6 +24,7 @@ from typing import Any
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.training.hub_datasets import load_hub_dataset
+from ffnlab.validation import clip, show
 
 PROTOCOLS = ("documents", "strided", "both")  # ffnlab perplexity --protocol (training/perplexity.py)
 DEFAULT_DATASET = "EleutherAI/wikitext_document_level"
@@ -116,9 +117,9 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
     path = expand_user(dataset)
     if path.exists():
         datasets.disable_progress_bars()  # a local file: no download to show
-        require(path.is_file(), f"--dataset {dataset}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
+        require(path.is_file(), f"--dataset {clip(dataset)}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
         builder = LOCAL_BUILDERS.get(path.suffix.lower())
-        require(builder is not None, f"--dataset {dataset}: unknown file type {path.suffix!r} "
+        require(builder is not None, f"--dataset {clip(dataset)}: unknown file type {show(path.suffix)} "
                                      f"(known: {', '.join(LOCAL_BUILDERS)})")
         assert builder is not None
         verbosity = datasets.logging.get_verbosity()

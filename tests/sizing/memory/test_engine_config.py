@@ -304,3 +304,32 @@ def test_a_dropout_outside_0_to_1_is_ignored_and_said(tmp_path: Path, value: str
     got = _read(tmp_path, "c.yaml", TRL + f"lora_dropout: {value}\n")
     assert got.setting("lora_dropout") is None
     assert dict(got.ignored)["lora_dropout"].endswith("is not one ffnlab models")  # read, and refused as a value
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ('gradient_accumulation_steps: "\u00b2"\n', "gradient_accumulation_steps"),
+        ('gradient_accumulation_steps: "\u0661\u0662"\n', "gradient_accumulation_steps"),  # int() reads 12
+        (f'gradient_accumulation_steps: "{"7" * 4400}"\n', "gradient_accumulation_steps"),  # past int()'s limit
+        ('lora_dropout: "\u0660.\u0665"\n', "lora_dropout"),  # float() reads 0.5
+        ('lora_dropout: "0.0_5"\n', "lora_dropout"),  # float() reads 0.05
+    ],
+)
+def test_a_number_string_outside_bounded_ascii_is_refused_naming_the_file_and_key(
+        tmp_path: Path, text: str, key: str) -> None:
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import read_mapping
+
+    path = tmp_path / "c.yaml"
+    path.write_text(TRL + text, encoding="utf-8")
+    with pytest.raises(FfnlabError) as e:
+        read_engine_config(read_mapping(path, "engine config"), path.suffix, "c.yaml")
+    message = str(e.value)
+    assert message.startswith(f"c.yaml: {key} must be") and "\n" not in message and len(message) < 300, message
+
+
+@pytest.mark.parametrize("value", ['" 4 "', '"4"', "4"])
+def test_a_whole_number_string_in_ascii_digits_is_the_number(tmp_path: Path, value: str) -> None:
+    got = _read(tmp_path, "c.yaml", TRL + f"gradient_accumulation_steps: {value}\n")
+    assert got.setting("grad_accum") == 4  # oracle: YAML's own integer 4 (the unquoted case)

@@ -21,6 +21,7 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.files import write_atomic
 from ffnlab.render import gib
 from ffnlab.sizing.memory.step_figure import StepFigure
+from ffnlab.validation import show
 
 FORMATS = (".svg", ".png")
 FONT = "font-family=\"DejaVu Sans, Arial, sans-serif\""
@@ -116,7 +117,7 @@ def png_bytes(fig: StepFigure) -> bytes:
 
 def _exists_line(path: str | Path) -> str:
     """The error line for a ``--plot FILE`` that is already there (a file, a link, anything)."""
-    return f"--plot: {str(path)!r} already exists; pass --overwrite to replace it (or name a new file)"
+    return f"--plot: {show(str(path))} already exists; pass --overwrite to replace it (or name a new file)"
 
 
 def check_plot_path(path: str | Path, overwrite: bool = False) -> Path:
@@ -125,9 +126,9 @@ def check_plot_path(path: str | Path, overwrite: bool = False) -> Path:
     refusal one error line)."""
     target = Path(path)
     suffix = target.suffix.lower()
-    require(suffix in FORMATS, f"--plot must name a .svg or .png file, got {str(path)!r}")
-    require(target.parent.is_dir(), f"--plot: the folder {str(target.parent)!r} does not exist")
-    require(not target.is_dir(), f"--plot: {str(path)!r} is a folder")
+    require(suffix in FORMATS, f"--plot must name a .svg or .png file, got {show(str(path))}")
+    require(target.parent.is_dir(), f"--plot: the folder {show(str(target.parent))} does not exist")
+    require(not target.is_dir(), f"--plot: {show(str(path))} is a folder")
     require(overwrite or not os.path.lexists(target), _exists_line(path))
     if suffix == ".png":
         _matplotlib()

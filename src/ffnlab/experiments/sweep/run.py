@@ -46,6 +46,7 @@ from ffnlab.training.locking import die_with_parent, folder_lock
 from ffnlab.training.memory import check_fits
 from ffnlab.training.progress import Progress
 from ffnlab.training.runfiles import last_step, read_records
+from ffnlab.validation import show
 
 MAX_WORKERS = 4096  # parallel runs of one sweep (as a spec's workers key allows)
 SWEEP_FOLDERS = ("configs", "logs", "runs")  # a sweep folder's folders; none may lead outside it
@@ -284,7 +285,7 @@ def _run_local(cmd: list[str], log: Path, threads: int) -> int:
 def execute(spec: SweepSpec, out: Path, *, backend: str = "local", address: str | None = None,
             workers: int | None = None, progress_mode: str = "auto") -> dict[str, str]:
     """Run every unfinished run; return {run: 'finished'|'skipped'|'failed (code)'}."""
-    require(backend in ("local", "ray"), f"--backend must be local or ray, got {backend!r}")
+    require(backend in ("local", "ray"), f"--backend must be local or ray, got {show(backend)}")
     require(workers is None or 1 <= workers <= MAX_WORKERS,
             f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
     out = Path(out)

@@ -277,7 +277,7 @@ def find_spec(name_or_path: str) -> Path:
         if cand.is_file():
             return cand
     known = sorted(x.stem for x in PRESET_DIR.glob("*.yaml")) if PRESET_DIR.is_dir() else []
-    raise FfnlabError(f"no sweep spec {name_or_path!r}: not a file, and not a preset "
+    raise FfnlabError(f"no sweep spec {show(name_or_path)}: not a file, and not a preset "
                       f"({', '.join(known) or 'none found'})")
 
 
@@ -343,7 +343,7 @@ def spec_from_dict(data: object) -> SweepSpec:
         try:
             arm_config(spec, arm, spec.seeds[0])
         except FfnlabError as e:
-            raise FfnlabError(f"sweep spec: arm {arm.name!r}: {e}") from None
+            raise FfnlabError(f"sweep spec: arm {show(arm.name)}: {e}") from None
     if spec.require_mature:
         short = [f"{name} trains {tpp:.3g}" for name, tpp in design_maturity(spec) if tpp < spec.maturity]
         require(not short, f"sweep spec {spec.name}: a design below its maturity rule ({spec.maturity:g} tokens per "
@@ -493,7 +493,7 @@ def _solve_width(spec: SweepSpec, arm: Arm, target: float, head_dim: int, vocab:
     n_heads = max(1, round(base_d / head_dim))
     widths = range(spec.d_step, 4 * base_d + 1, spec.d_step)
     require(len(widths) <= MAX_WIDTHS_TRIED,
-            f"sweep spec: the {spec.control} search for arm {arm.name!r} would try {len(widths):,} values of "
+            f"sweep spec: the {spec.control} search for arm {show(arm.name)} would try {len(widths):,} values of "
             f"d_model (up to 4 x {base_d}); raise d_step to at least {-(-4 * base_d // MAX_WIDTHS_TRIED)}")
     for d in widths:
         try:
@@ -504,7 +504,7 @@ def _solve_width(spec: SweepSpec, arm: Arm, target: float, head_dim: int, vocab:
         if best is None or err < best[0]:
             best = (err, d, n_heads)
     require(best is not None and best[0] <= spec.tolerance,
-            f"sweep: no d_model (step {spec.d_step}) keeps arm {arm.name!r} within {spec.tolerance:.0%} "
+            f"sweep: no d_model (step {spec.d_step}) keeps arm {show(arm.name)} within {spec.tolerance:.0%} "
             f"of the reference under {spec.control}" + (f" (best {best[0]:.1%})" if best else ""))
     assert best is not None
     return best[1], best[2], head_dim

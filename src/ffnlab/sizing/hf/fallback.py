@@ -41,6 +41,7 @@ from ffnlab.sizing.hf.structure import (
 )
 from ffnlab.sizing.memory.byte_rules import states_per_param
 from ffnlab.sizing.widths import Alignment, param_matched_ratio
+from ffnlab.validation import show
 
 LABEL = "counted by transformers"
 # what the auto class is when a model type has none with a language-model head (as training.hf_count names it)
@@ -442,7 +443,7 @@ def announced(counter: TransformersCounter, note: Callable[[str], None]) -> Tran
     first build imports torch and transformers, seconds), and erases the note when done."""
 
     def count(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:
-        note(f"model_type {data.get('model_type')!r} has no ffnlab translator: building it with "
+        note(f"model_type {show(data.get('model_type'))} has no ffnlab translator: building it with "
              "transformers on the meta device ...")
         try:
             return counter(data, supported)
@@ -464,7 +465,7 @@ def counted_structure(counted: CountedModel) -> Structure:
     cfg = {**(counted.get("config_json") or {}), **counted["config"]}
     note = None
     if kind == BASE_KIND:
-        note = (f"model_type {counted['config_json'].get('model_type')!r} has no language-model head in "
+        note = (f"model_type {show(counted['config_json'].get('model_type'))} has no language-model head in "
                 f"transformers {version}: counted its base model {cls} ({auto}), every parameter")
     return replace(s, counted_by=CountedBy(facts(cfg, s), label, counted["total"], note))
 
@@ -501,7 +502,7 @@ def audit_untranslated(path: str | Path, supported: tuple[str, ...], counter: Tr
         note = f"ffnlab's {mt} translator does not model this config ({refused}): counted by transformers"
         if not refused.startswith("config.json"):  # a reason, not the translator's refusal
             note = f"counted by transformers, not by ffnlab's {mt} translator: {refused}"
-    require(counter is not None, f"config.json model_type {model_type!r} is not supported; supported: "
+    require(counter is not None, f"config.json model_type {show(model_type)} is not supported; supported: "
                                  f"{', '.join(supported)}; `ffnlab audit` counts it with transformers "
                                  f"({INSTALL_HINT})")
     assert counter is not None

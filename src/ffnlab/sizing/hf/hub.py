@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import MAX_TEXT_BYTES, expand_user
 from ffnlab.netwait import redact
+from ffnlab.validation import show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -157,7 +158,7 @@ def _download_unbounded(target: HubId, filename: str, optional: bool, wait: Any)
         raise FfnlabError(f"{target.repo} is not on the Hub, or it is private ({AUTH_HINT}); "
                           "nor is it a zoo name or a local path") from None
     except errors.RevisionNotFoundError:
-        raise FfnlabError(f"{target.repo} has no revision {target.revision or 'main'!r}") from None
+        raise FfnlabError(f"{target.repo} has no revision {show(target.revision or 'main')}") from None
     except errors.RemoteEntryNotFoundError:
         if optional:
             return None

@@ -12,6 +12,7 @@ from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.hf.keys import ConfigKeys, json_kind, rope_groups, rope_kind
 from ffnlab.sizing.hf.llama import LLAMA_DEFAULTS, DecoderLayout, decoder
 from ffnlab.sizing.hf.moe import with_moe
+from ffnlab.validation import show
 
 PHIMOE_DEFAULTS = {
     **LLAMA_DEFAULTS,
@@ -27,7 +28,7 @@ def translate(k: ConfigKeys) -> ModelConfig:
             for key in ("short_mscale", "long_mscale"):
                 require(json_kind(group.get(key)) in ("int", "float"),
                         f"config.json key {label!r} scales RoPE, so its {key} must be a number, got "
-                        f"{group.get(key)!r}: transformers' phimoe config refuses it")
+                        f"{show(group.get(key))}: transformers' phimoe config refuses it")
     cfg = decoder(k, PHIMOE_DEFAULTS, DecoderLayout(norm="layernorm", sliding_every=1))
     cfg = replace(cfg, lm_head_bias=k.get("lm_head_bias", False, kind=bool))
     moe = replace(

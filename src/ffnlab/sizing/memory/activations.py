@@ -24,6 +24,7 @@ from ffnlab.sizing.counting import dense_ffn_params
 from ffnlab.sizing.memory import byte_rules
 from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, KV_DTYPES, dtype_bytes
 from ffnlab.sizing.memory.quant import WEIGHT_FORMATS, WeightBytes, matmul_params, weight_bytes
+from ffnlab.validation import show
 
 __all__ = ["WEIGHT_FORMATS", "WeightBytes", "matmul_params", "weight_bytes"]
 
@@ -427,7 +428,7 @@ def layer_activation_terms(cfg: ModelConfig, layer: int, *, seq_len: int, batch:
     projection's input when the down projection is frozen (ReLU's output stays: it is what ReLU
     keeps)."""
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
-    require(attention in ATTENTION, f"attention must be one of {', '.join(ATTENTION)}, got {attention!r}")
+    require(attention in ATTENTION, f"attention must be one of {', '.join(ATTENTION)}, got {show(attention)}")
     tokens = seq_len * batch
     spec = cfg.layer_ffn(layer)
     fz = frozen
@@ -660,7 +661,7 @@ def activation_memory(cfg: ModelConfig, *, seq_len: int, batch: int = 1, dtype: 
     (Megatron-LM); with sequence parallelism ``sp`` the d-sized terms are divided too
     (Korthikanti et al. 2022).
     """
-    require(recompute in RECOMPUTE, f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
+    require(recompute in RECOMPUTE, f"recompute must be one of {', '.join(RECOMPUTE)}, got {show(recompute)}")
     require(seq_len >= 1 and batch >= 1, "seq_len and batch must be >= 1")
     require(capacity_factor is None or capacity_factor > 0, "capacity factor must be > 0")
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
@@ -723,7 +724,7 @@ def kv_elements_per_token(cfg: ModelConfig, mla: str = "latent") -> tuple[int, s
     compressed latent ``kv_lora_rank + qk_rope_head_dim`` (what vLLM and SGLang store) or,
     expanded, ``n_heads x (qk_nope + qk_rope + v_head_dim)``. Sliding-window layers hold at most
     ``window`` tokens (:func:`kv_cache`)."""
-    require(mla in MLA_FORMS, f"MLA cache form must be one of {', '.join(MLA_FORMS)}, got {mla!r}")
+    require(mla in MLA_FORMS, f"MLA cache form must be one of {', '.join(MLA_FORMS)}, got {show(mla)}")
     a = cfg.attn
     if cfg.is_mla:
         rope = a.qk_rope_head_dim or 0

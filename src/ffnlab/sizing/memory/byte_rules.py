@@ -8,6 +8,7 @@ through transformers, serving weights, the audit's states column) takes its byte
 from __future__ import annotations
 
 from ffnlab.errors import require
+from ffnlab.validation import show
 
 # bytes per element; int4 packs two elements in a byte
 DTYPE_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
@@ -45,7 +46,7 @@ STATE_BYTES_PER_PARAM: dict[str, int] = {"adamw": 8, "sgd-momentum": 4, "sgd": 0
 
 def dtype_bytes(dtype: str, allowed: tuple[str, ...] = tuple(DTYPE_BYTES), what: str = "dtype") -> float:
     """Bytes per element of ``dtype``, refused with one line unless it is one of ``allowed``."""
-    require(dtype in allowed, f"{what} must be one of {', '.join(allowed)}, got {dtype!r}")
+    require(dtype in allowed, f"{what} must be one of {', '.join(allowed)}, got {show(dtype)}")
     return DTYPE_BYTES[dtype]
 
 

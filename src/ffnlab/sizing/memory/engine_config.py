@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import TypedDict
 
 from ffnlab.errors import FfnlabError
+from ffnlab.validation import MAX_DIGITS, clip, number, show
 
 DATA = "engine_configs.json"
 SETTINGS = ("batch", "seq_len", "dtype", "grad_accum", "recompute", "recompute_every", "optimizer", "optimizer_impl",
@@ -135,7 +137,8 @@ def detect_format(data: Mapping[str, object], suffix: str) -> str:
     if suffix == ".json":
         return "transformers"
     if suffix not in (".yaml", ".yml"):
-        raise FfnlabError(f"--engine-config must be a .toml, .yaml, .yml or .json file, got {suffix or 'no suffix'!r}")
+        raise FfnlabError("--engine-config must be a .toml, .yaml, .yml or .json file, got "
+                          f"{show(suffix or 'no suffix')}")
     if any(k.endswith("_component_") for k in _leaves(data)):
         return "torchtune"
     if {"base_model", "micro_batch_size", "sequence_len"} & set(data):
@@ -147,25 +150,58 @@ def _text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _whole(value: object) -> int | None:
-    """A whole number >= 1 (an int, or a string of digits), else None."""
+def _number_text(value: str, key: str, source: str, whole: bool) -> str | None:
+    """The one reader of a number a launch config writes as a string (``"4"``, ``"0.05"``): the
+    text, stripped, where it is a number in ASCII digits of bounded length; None where it is no
+    number Python would read either (``"abc"``, ``"auto"``, ``"nan"``: a value ffnlab does not
+    model, ignored and said); refused in one line naming the key and the file where it is one only
+    in another script or at a length no setting needs (``"\u00b2"``, Arabic-Indic digits, 4,400
+    digits): ``int`` would fail on the first and on Python's digit limit, or read another number
+    than the file's reader is known to."""
+    text = value.strip()
+    if whole:
+        if not text.isdigit():  # digits of any script (str.isdigit): a number meant, read strictly below
+            return None
+        if text.isascii() and len(text) <= MAX_DIGITS:
+            return text
+        expectation = f"a whole number in at most {MAX_DIGITS} ASCII digits"
+    else:
+        try:
+            if not math.isfinite(float(text)):  # "nan", "inf": no number ffnlab models, ignored and said
+                return None
+        except (ValueError, OverflowError):
+            return None
+        try:
+            return str(number(text, key))  # ASCII digits, bounded text and exponent
+        except FfnlabError:
+            expectation = "a number in ASCII digits (such as 0.05; exponents within +-30)"
+    raise FfnlabError(f"{clip(source)}: {key} must be {expectation}, got {show(value)}")
+
+
+def _whole(value: object, key: str, source: str) -> int | None:
+    """A whole number >= 1 (an int, or a string of ASCII digits: :func:`_number_text`), else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value if value >= 1 else None
-    if isinstance(value, str) and value.strip().isdigit() and int(value) >= 1:
-        return int(value)
+    if isinstance(value, str) and (text := _number_text(value, key, source, whole=True)) is not None:
+        n = int(text)
+        return n if n >= 1 else None
     return None
 
 
-def _fraction(value: object) -> float | None:
-    """A number in [0, 1) (an int, a float, or a string of one), else None."""
+def _fraction(value: object, key: str, source: str) -> float | None:
+    """A number in [0, 1) (an int, a float, or a string of one: :func:`_number_text`), else None."""
     if isinstance(value, bool):
         return None
-    try:
-        x = float(value) if isinstance(value, (int, float, str)) else None
-    except ValueError:
-        return None
+    x: float | None = None
+    if isinstance(value, (int, float)):
+        try:
+            x = float(value)
+        except OverflowError:  # an integer past a float's range
+            return None
+    elif isinstance(value, str) and (text := _number_text(value, key, source, whole=False)) is not None:
+        x = float(text)
     return x if x is not None and 0 <= x < 1 else None
 
 
@@ -179,13 +215,13 @@ def _projections(rule: KeyRule, value: object) -> tuple[set[str], str]:
         names = [_text(v) for v in value]
         unknown = [n for n in names if n not in table or n == ALL_LINEAR]
         if unknown:
-            return set(), f"module names ffnlab does not map: {', '.join(unknown)} (it reads {', '.join(table)})"
+            return set(), f"module names ffnlab does not map: {clip(', '.join(unknown))} (it reads {', '.join(table)})"
     elif (text := _text(value)) in table:
         names = [text]
     else:
-        return set(), (f"{text!r} is not a list of module names ffnlab reads (a string is a regular expression "
+        return set(), (f"{show(text)} is not a list of module names ffnlab reads (a string is a regular expression "
                        "peft matches against whole module names)" if isinstance(value, str) else
-                       f"value {value!r} is not one ffnlab models")
+                       f"value {show(value)} is not one ffnlab models")
     return {p for n in names for p in table[n]}, ""
 
 
@@ -196,9 +232,9 @@ def _priced_targets(found: set[str]) -> str | None:
     return PRICED_TARGETS.get(frozenset(found))
 
 
-def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
+def read_engine_config(data: Mapping[str, object], suffix: str, source: str = "launch config") -> EngineConfig:
     """The settings ``data`` (a parsed launch config whose file ends in ``suffix``) gives, by the
-    rules of its format."""
+    rules of its format; ``source``: the file, as a refusal of one of its values names it."""
     fmt = detect_format(data, suffix)
     rules = config_rules()["formats"][fmt]
     leaves = _leaves(data)
@@ -216,13 +252,13 @@ def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
             ignored.append((key, "empty"))
             continue
         got: dict[str, object] | None = None
-        whole = _whole(value)
         kind = rule.get("kind")
+        whole = _whole(value, key, source) if kind in ("int", "int-or-values") else None
         if kind == "targets":  # the file's keys together give one --lora-targets: read after the loop
-            targets[key] = (_text(value), *_projections(rule, value))
+            targets[key] = (clip(_text(value)), *_projections(rule, value))
             continue
         if kind == "fraction":
-            got = None if (x := _fraction(value)) is None else {rule["sets"]: x}
+            got = None if (x := _fraction(value, key, source)) is None else {rule["sets"]: x}
         elif kind in ("int", "int-or-values") and whole is not None:
             got = {rule["sets"]: whole, **rule.get("also", {})}
             if whole > 1:
@@ -237,11 +273,11 @@ def read_engine_config(data: Mapping[str, object], suffix: str) -> EngineConfig:
         elif "sets" in rule and kind is None:
             got = {rule["sets"]: value}
         if got is None:
-            ignored.append((key, f"value {value!r} is not one ffnlab models"))
+            ignored.append((key, f"value {show(value)} is not one ffnlab models"))
             continue
         settings.update(got)
         what = ", ".join(f"{k} {v}" for k, v in got.items()) or "nothing more"
-        used.append((key, _text(value), what))
+        used.append((key, clip(_text(value)), what))
     _read_targets(targets, settings, used, ignored)
     return EngineConfig(fmt=fmt, engine=rules["engine"], settings=tuple(settings.items()), used=tuple(used),
                         ignored=tuple(ignored))

@@ -29,6 +29,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, TypedDict, Union
 
 from ffnlab.errors import FfnlabError
+from ffnlab.validation import clip, show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.memory.workload import Workload
@@ -118,7 +119,7 @@ class Engine:
         """Said when the version asked for is unknown."""
         if self.requested is None:
             return None
-        return f"{self.name}@{self.requested} is not known: priced as {self.label}, the newest known"
+        return f"{clip(f'{self.name}@{self.requested}')} is not known: priced as {self.label}, the newest known"
 
     @property
     def published(self) -> str:
@@ -158,7 +159,7 @@ def resolve(spec: str) -> Engine:
     name, version = split_engine(spec)  # NAME@ with no version: refused
     engines = engines_data()["engines"]
     if name not in engines:
-        raise FfnlabError(f"--engine must be one of {', '.join(engines)} (NAME[@VERSION]), got {spec!r}")
+        raise FfnlabError(f"--engine must be one of {', '.join(engines)} (NAME[@VERSION]), got {show(spec)}")
     versions = engines[name]["versions"]
     chosen = next((v for v in versions if v["version"] == version), None)
     requested = version if version and chosen is None else None

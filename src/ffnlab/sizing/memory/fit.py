@@ -73,6 +73,7 @@ from ffnlab.sizing.memory.sharding import Sharding
 from ffnlab.sizing.memory.step import Alive, StepInputs
 from ffnlab.sizing.memory.workload import Workload
 from ffnlab.sizing.result import Result
+from ffnlab.validation import show
 
 if TYPE_CHECKING:  # the serving model is imported only when a serving layout fits
     from ffnlab.sizing.serving import Capacity, ServingSpeed
@@ -472,7 +473,7 @@ def fit(cfg: ModelConfig, work: Workload | None = None, *, gpus: int, accelerato
     ZeRO-3 runs in every layout tried. ``work.finetune`` lora / qlora: the fine-tuning step's peak,
     every GPU holding the whole model."""
     work = work or default_workload()
-    require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    require(mode in MODES, f"mode must be one of {', '.join(MODES)}, got {show(mode)}")
     adapters = work.adapters
     require(not adapters or mode == "train", "--finetune lora/qlora sizes a training step: not with --mode serve")
     require(1 <= gpus <= MAX_GPUS, f"--gpus must be in [1, 2**40], got {gpus}")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.memory.byte_rules import FP32_BYTES, INDEX_BYTES
+from ffnlab.validation import show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.memory.step import FinetuneStep, StepInputs, StepTimeline
@@ -53,7 +54,7 @@ def engines() -> tuple[str, ...]:
 def profile(engine: str) -> dict[str, Any]:
     """One engine's lists of kept tensors, refused with one line for an engine not in the file."""
     found = load()["engines"].get(engine)
-    require(found is not None, f"fused kernels must be one of {', '.join(engines())}, got {engine!r}")
+    require(found is not None, f"fused kernels must be one of {', '.join(engines())}, got {show(engine)}")
     assert found is not None
     return dict(found)
 
@@ -108,7 +109,7 @@ def check_step(work: Workload) -> None:
     describe (what can be told before a model is read: the command line checks it once the engine's
     facts and the flags are applied)."""
     engine = work.step.fused_kernels
-    require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {engine!r}")
+    require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {show(engine)}")
     o, ft = work.step, work.finetune
     if ft is not None and ft.adapters:
         require("attention" in ft.targets and "ffn" in ft.targets,
@@ -130,7 +131,7 @@ def check_step(work: Workload) -> None:
 def check_applies(cfg: ModelConfig, work: Workload, ft: FinetuneStep | None, engine: str) -> None:
     """Refuse, with one line, a step the engine's kernel lists do not describe: the step's options
     (:func:`check_step`), then the adapters and the model."""
-    require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {engine!r}")
+    require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {show(engine)}")
     require(ft is not None and ft.attention and ft.ffn and not ft.qv_only,
             "Unsloth's fused kernels need LoRA or QLoRA adapters on q, k, v, o, gate, up and down "
             f"(--finetune lora or qlora, --lora-targets all-linear; {NONE_HINT})")

@@ -88,7 +88,7 @@ class Accelerator:
         return self.usable_mib * MIB
 
     def peak_flops(self, precision: str = "bf16") -> float:
-        require(precision in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+        require(precision in PRECISIONS, f"precision must be one of {', '.join(PRECISIONS)}, got {show(precision)}")
         tf = self.bf16_tflops if precision == "bf16" else self.fp8_tflops
         require(tf is not None, f"{self.name} has no {precision} peak on record"
                 + ("" if self.bf16_tflops is not None else " (a --gpu-memory card: give --gpu for its peaks)"))

@@ -46,6 +46,7 @@ from ffnlab.sizing.memory.byte_rules import (
     dtype_bytes as bytes_of,
 )
 from ffnlab.sizing.shapes import matrices, vector_params
+from ffnlab.validation import show
 
 ADAM8BIT_BLOCK = 256
 PAGED_MIN_SIZE = 100_000  # bitsandbytes' get_state_buffer pages tensors of at least 1e5 values
@@ -107,7 +108,7 @@ def optimizer_state(cfg: ModelConfig, optimizer: str = "adamw", *, dtype_bytes: 
                     pure: bool = False) -> OptimizerState:
     """Optimizer state and master weights for the whole model (unsharded); ``pure``: pure
     low-precision training (state in the weights' dtype, no master copy)."""
-    require(optimizer in OPTIMIZERS, f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+    require(optimizer in OPTIMIZERS, f"--optimizer must be one of {', '.join(OPTIMIZERS)}, got {show(optimizer)}")
     p = count_params(cfg).total
     master = master_bytes(dtype_bytes, pure=pure) * p
     scale = state_scale(dtype_bytes, pure=pure)

@@ -41,6 +41,7 @@ from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.counting import count_params
 from ffnlab.sizing.memory.byte_rules import DTYPE_BYTES, FP32_BYTES, HALF_BYTES, PLAIN_WEIGHT_DTYPES
 from ffnlab.sizing.shapes import Matrix, matrices, vector_params
+from ffnlab.validation import show
 
 PLAIN_BITS: dict[str, int] = {d: int(8 * DTYPE_BYTES[d]) for d in PLAIN_WEIGHT_DTYPES}
 QUANTISED = ("attention", "ffn", "expert", "mtp_proj")  # what most formats convert
@@ -118,7 +119,7 @@ def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int | Non
     whole input); ``scale_bytes`` and ``zero_point`` shape the generic int8/int4 groups; ``mtp``
     adds the declared multi-token-prediction modules as DeepSeek-V3's checkpoint stores them.
     """
-    require(dtype in WEIGHT_FORMATS, f"weights dtype must be one of {', '.join(WEIGHT_FORMATS)}, got {dtype!r}")
+    require(dtype in WEIGHT_FORMATS, f"weights dtype must be one of {', '.join(WEIGHT_FORMATS)}, got {show(dtype)}")
     require(group_size is None or group_size >= 0, f"group size must be >= 0, got {group_size}")
     mats = matrices(cfg, mtp=mtp)
     total = sum(m.numel for m in mats) + vector_params(cfg, mtp=mtp)

@@ -54,6 +54,7 @@ from typing import Literal
 from ffnlab.errors import require
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.shapes import layer_params, matrices, root_params, vector_params
+from ffnlab.validation import show
 
 ZERO3_ENGINES = ("fsdp", "deepspeed")
 MAX_PREFETCH = 16
@@ -74,7 +75,8 @@ class Sharding:
     overlap_comm: bool | None = None  # DeepSpeed: None = its default (on at stage 3 only)
 
     def check(self) -> None:
-        require(self.zero3 in ZERO3_ENGINES, f"--zero3 must be one of {', '.join(ZERO3_ENGINES)}, got {self.zero3!r}")
+        require(self.zero3 in ZERO3_ENGINES,
+                f"--zero3 must be one of {', '.join(ZERO3_ENGINES)}, got {show(self.zero3)}")
         require(0 <= self.prefetch <= MAX_PREFETCH, f"--prefetch must be in [0, {MAX_PREFETCH}], got {self.prefetch}")
 
     def engine(self, zero: int) -> str:

@@ -36,7 +36,7 @@ from ffnlab.sizing.memory.byte_rules import (
 )
 from ffnlab.sizing.memory.quant import WEIGHT_FORMATS
 from ffnlab.sizing.memory.step import StepOptions
-from ffnlab.validation import choice, integer, number
+from ffnlab.validation import choice, integer, number, show
 
 if TYPE_CHECKING:  # ffnlab.sizing.finetune builds on the memory model
     from ffnlab.sizing.finetune import FinetuneOptions
@@ -55,7 +55,7 @@ def check_seq_len(seq_len: int) -> int:
 def check_train_dtype(dtype: str) -> str:
     """``dtype`` checked as the training ``--dtype`` of the memory estimate."""
     require(dtype in TRAIN_DTYPES,
-            f"--dtype must be one of {', '.join(TRAIN_DTYPES)} for the memory estimate, got {dtype!r}")
+            f"--dtype must be one of {', '.join(TRAIN_DTYPES)} for the memory estimate, got {show(dtype)}")
     return dtype
 
 

@@ -1,17 +1,63 @@
 """What the adversarial count passes' test files share (tests/sizing/hf/test_counts_*_pass.py):
-the findings as parameters (a strict xfail naming its root cause until the finding is mended), the
-check that each finding's input is still transformers' verdict as stored, and the day's rotation of
-the cases whose transformers verdict is rebuilt live."""
+audit's answer to a config and the check that it is transformers' stored verdict, the findings as
+parameters (a strict xfail naming its root cause until the finding is mended), the check that each
+finding's input is still transformers' verdict as stored, and the day's rotation of the cases whose
+transformers verdict is rebuilt live."""
 
 from __future__ import annotations
 
 import copy
 import datetime
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hf_counts_all import check
+
+
+def audit_file(path: Path) -> Any:
+    """audit's row of the config.json at ``path`` or its FfnlabError (anything else: a traceback,
+    the test fails)."""
+    from ffnlab.errors import FfnlabError
+    from ffnlab.sizing.audit import audit
+    from ffnlab.training.hf_count import count_with_transformers
+
+    try:
+        return audit(str(path), count_with_transformers)
+    except FfnlabError as e:
+        return e
+
+
+def audit_config(config: dict[str, Any], folder: Path) -> Any:
+    """:func:`audit_file` of ``config`` written as ``folder``/config.json."""
+    path = folder / "config.json"
+    path.write_text(json.dumps(config))
+    return audit_file(path)
+
+
+def assert_agrees(got: Any, total: int | None, auto: str | None = None) -> None:
+    """audit's answer ``got`` is transformers' verdict: refused in one line where ``total`` is None,
+    else that count; a model with no language-model head (``auto`` AutoModel) says what was counted."""
+    if total is None:  # transformers refuses: so must audit, in one line
+        assert isinstance(got, Exception), f"counted {got.params_total:,} where transformers refuses"
+        assert "\n" not in str(got) and len(str(got)) < 1000
+    else:
+        assert not isinstance(got, Exception), f"refused a model transformers builds ({total:,}): {got}"
+        assert got.params_total == total, f"audit {got.params_total:,} vs transformers {total:,}"
+        if auto == "AutoModel":  # no LM head: the row says what was counted
+            assert got.note and "no language-model head" in got.note, got.note
+
+
+def assert_counts_as_stored(config: dict[str, Any], total: int | None, auto: str | None, folder: Path,
+                            live: bool) -> None:
+    """audit agrees with the stored verdict of transformers; ``live``: that verdict rebuilt too."""
+    assert_agrees(audit_config(copy.deepcopy(config), folder), total, auto)
+    if live:  # the stored figure is still transformers' own
+        rec = check(copy.deepcopy(config), folder)
+        assert rec["reference"].get("total") == total, rec["reference"]
+        assert rec["reference"].get("auto") == auto
 
 
 def rotation(every: int) -> int:

@@ -60,15 +60,18 @@ rebuilds on every run. The pass changed nothing in src/.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import pytest
 
 pytest.importorskip("transformers")
 
-from count_passes import assert_finding_stored, finding_params, rotation  # noqa: E402
-from hf_counts_all import check  # noqa: E402
+from count_passes import (  # noqa: E402
+    assert_counts_as_stored,
+    assert_finding_stored,
+    finding_params,
+    rotation,
+)
 
 # id -> (config as thrown, transformers' total or None where it refuses, the auto class it built)
 CASES: dict[str, tuple[dict[str, Any], int | None, str | None]] = {
@@ -849,48 +852,21 @@ MENDED: frozenset[str] = frozenset({"H1"})
 LIVE_EVERY = 6
 
 
-def _audit(config: dict[str, Any], folder: Any) -> Any:
-    """audit's row of ``config`` or its FfnlabError (anything else fails the test: a traceback)."""
-    import json
-
-    from ffnlab.errors import FfnlabError
-    from ffnlab.sizing.audit import audit
-    from ffnlab.training.hf_count import count_with_transformers
-
-    path = folder / "config.json"
-    path.write_text(json.dumps(config))
-    try:
-        return audit(str(path), count_with_transformers)
-    except FfnlabError as e:
-        return e
 
 
-def _check(config: dict[str, Any], total: int | None, auto: str | None, folder: Any, live: bool) -> None:
-    got = _audit(copy.deepcopy(config), folder)
-    if total is None:  # transformers refuses: so must audit, in one line
-        assert isinstance(got, Exception), f"counted {got.params_total:,} where transformers refuses"
-        assert "\n" not in str(got) and len(str(got)) < 1000
-    else:
-        assert not isinstance(got, Exception), f"refused a model transformers builds ({total:,}): {got}"
-        assert got.params_total == total, f"audit {got.params_total:,} vs transformers {total:,}"
-        if auto == "AutoModel":  # no LM head: the row says what was counted
-            assert got.note and "no language-model head" in got.note, got.note
-    if live:  # the stored figure is still transformers' own
-        rec = check(copy.deepcopy(config), folder)
-        assert rec["reference"].get("total") == total, rec["reference"]
-        assert rec["reference"].get("auto") == auto
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_an_eighth_pass_config_counts_or_is_refused_as_transformers_does(tmp_path, name):
     config, total, auto = CASES[name]
-    _check(config, total, auto, tmp_path, live=sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY))
+    live = sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY)
+    assert_counts_as_stored(config, total, auto, tmp_path, live=live)
 
 
 @pytest.mark.parametrize("name", finding_params(FINDINGS, LABELS, MENDED))
 def test_an_eighth_pass_finding(tmp_path, name):
     config, total, auto, _ = FINDINGS[name]
-    _check(config, total, auto, tmp_path, live=False)
+    assert_counts_as_stored(config, total, auto, tmp_path, live=False)
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))

@@ -103,7 +103,6 @@ run). The pass changed nothing in src/.
 
 from __future__ import annotations
 
-import copy
 import json
 import subprocess
 import sys
@@ -114,8 +113,15 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from count_passes import assert_finding_stored, finding_params, rotation  # noqa: E402
-from hf_counts_all import check, reference_of_file  # noqa: E402
+from count_passes import (  # noqa: E402
+    assert_agrees,
+    assert_counts_as_stored,
+    assert_finding_stored,
+    audit_file,
+    finding_params,
+    rotation,
+)
+from hf_counts_all import reference_of_file  # noqa: E402
 from paths import DATA  # noqa: E402
 
 _STORED = json.loads((DATA / "hf_counts_ninth_pass.json").read_text())
@@ -147,41 +153,12 @@ MENDED: frozenset[str] = frozenset({"I1", "I2", "I3", "J1", "K1", "K2"})
 LIVE_EVERY = 6
 
 
-def _audit_file(path: Path) -> Any:
-    """audit's row of the config.json at ``path`` or its FfnlabError (anything else: a traceback, the test fails)."""
-    from ffnlab.errors import FfnlabError
-    from ffnlab.sizing.audit import audit
-    from ffnlab.training.hf_count import count_with_transformers
-
-    try:
-        return audit(str(path), count_with_transformers)
-    except FfnlabError as e:
-        return e
 
 
-def _audit(config: dict[str, Any], folder: Path) -> Any:
-    path = folder / "config.json"
-    path.write_text(json.dumps(config))
-    return _audit_file(path)
 
 
-def _agrees(got: Any, total: int | None, auto: str | None = None) -> None:
-    if total is None:  # transformers refuses: so must audit, in one line
-        assert isinstance(got, Exception), f"counted {got.params_total:,} where transformers refuses"
-        assert "\n" not in str(got) and len(str(got)) < 1000
-    else:
-        assert not isinstance(got, Exception), f"refused a model transformers builds ({total:,}): {got}"
-        assert got.params_total == total, f"audit {got.params_total:,} vs transformers {total:,}"
-        if auto == "AutoModel":  # no LM head: the row says what was counted
-            assert got.note and "no language-model head" in got.note, got.note
 
 
-def _check(config: dict[str, Any], total: int | None, auto: str | None, folder: Path, live: bool) -> None:
-    _agrees(_audit(copy.deepcopy(config), folder), total, auto)
-    if live:  # the stored figure is still transformers' own
-        rec = check(copy.deepcopy(config), folder)
-        assert rec["reference"].get("total") == total, rec["reference"]
-        assert rec["reference"].get("auto") == auto
 
 
 def test_the_stored_figures_are_of_the_pinned_transformers():
@@ -193,13 +170,14 @@ def test_the_stored_figures_are_of_the_pinned_transformers():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_ninth_pass_config_counts_or_is_refused_as_transformers_does(tmp_path, name):
     config, total, auto = CASES[name]
-    _check(config, total, auto, tmp_path, live=sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY))
+    live = sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY)
+    assert_counts_as_stored(config, total, auto, tmp_path, live=live)
 
 
 @pytest.mark.parametrize("name", finding_params(FINDINGS, LABELS, MENDED))
 def test_a_ninth_pass_finding(tmp_path, name):
     config, total, auto, _ = FINDINGS[name]
-    _check(config, total, auto, tmp_path, live=False)
+    assert_counts_as_stored(config, total, auto, tmp_path, live=False)
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
@@ -264,7 +242,7 @@ def _file_case(tmp_path: Path, raw: bytes) -> None:
     path = tmp_path / "config.json"
     path.write_bytes(raw)
     ref = reference_of_file(path)
-    _agrees(_audit_file(path), ref.get("total"), ref.get("auto"))
+    assert_agrees(audit_file(path), ref.get("total"), ref.get("auto"))
 
 
 @pytest.mark.parametrize("name", sorted(RAW))

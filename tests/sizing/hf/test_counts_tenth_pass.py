@@ -119,7 +119,13 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from count_passes import assert_finding_stored, finding_params, rotation  # noqa: E402
+from count_passes import (  # noqa: E402
+    assert_counts_as_stored,
+    assert_finding_stored,
+    audit_file,
+    finding_params,
+    rotation,
+)
 from hf_counts_all import check, exact_defaults, reference_of_file, verdict  # noqa: E402
 from paths import DATA  # noqa: E402
 
@@ -157,39 +163,12 @@ MENDED: frozenset[str] = frozenset({"T1", "T2", "T3", "T4", "T5"})
 LIVE_EVERY = 6
 
 
-def _audit_file(path: Path) -> Any:
-    """audit's row of the config.json at ``path`` or its FfnlabError (anything else: a traceback, the test fails)."""
-    from ffnlab.errors import FfnlabError
-    from ffnlab.sizing.audit import audit
-    from ffnlab.training.hf_count import count_with_transformers
-
-    try:
-        return audit(str(path), count_with_transformers)
-    except FfnlabError as e:
-        return e
 
 
-def _audit(config: dict[str, Any], folder: Path) -> Any:
-    path = folder / "config.json"
-    path.write_text(json.dumps(config))
-    return _audit_file(path)
 
 
-def _agrees(got: Any, total: int | None) -> None:
-    if total is None:  # transformers refuses: so must audit, in one line
-        assert isinstance(got, Exception), f"counted {got.params_total:,} where transformers refuses"
-        assert "\n" not in str(got) and len(str(got)) < 1000
-    else:
-        assert not isinstance(got, Exception), f"refused a model transformers builds ({total:,}): {got}"
-        assert got.params_total == total, f"audit {got.params_total:,} vs transformers {total:,}"
 
 
-def _check(config: dict[str, Any], total: int | None, auto: str | None, folder: Path, live: bool) -> None:
-    _agrees(_audit(copy.deepcopy(config), folder), total)
-    if live:  # the stored figure is still transformers' own
-        rec = check(copy.deepcopy(config), folder)
-        assert rec["reference"].get("total") == total, rec["reference"]
-        assert rec["reference"].get("auto") == auto
 
 
 def test_the_stored_figures_are_of_the_pinned_transformers():
@@ -201,13 +180,14 @@ def test_the_stored_figures_are_of_the_pinned_transformers():
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in sorted(CASES)])
 def test_a_tenth_pass_config_counts_or_is_refused_as_transformers_does(tmp_path, name):
     config, total, auto = CASES[name]
-    _check(config, total, auto, tmp_path, live=sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY))
+    live = sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY)
+    assert_counts_as_stored(config, total, auto, tmp_path, live=live)
 
 
 @pytest.mark.parametrize("name", finding_params(FINDINGS, LABELS, MENDED))
 def test_a_tenth_pass_finding(tmp_path, name):
     config, total, auto, _ = FINDINGS[name]
-    _check(config, total, auto, tmp_path, live=False)
+    assert_counts_as_stored(config, total, auto, tmp_path, live=False)
 
 
 @pytest.mark.parametrize("name", sorted(FINDINGS))
@@ -316,7 +296,7 @@ def _reference_of_file(path: Path) -> dict[str, Any]:
 def test_a_tenth_pass_file_counts_or_is_refused_as_transformers_reads_it(tmp_path, name):
     path = _file(tmp_path, FILES[name])
     ref = _reference_of_file(path)
-    got = _audit_file(path)
+    got = audit_file(path)
     row = {"refused": str(got)} if isinstance(got, Exception) else {"total": got.params_total}
     status, reason = verdict(ref, row)
     assert status in ("exact", "refused"), (reason, ref, row)

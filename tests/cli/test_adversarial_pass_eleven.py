@@ -173,7 +173,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, fake_hub_process, ffnlab_process, strict_json, write_corpus
+from adversarial_cli import SRC, fake_hub_process, strict_json, train_run, write_corpus
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
@@ -732,12 +732,7 @@ TRAIN_YAML = (
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("trained")
-    write_corpus(where)
-    (where / "t.yaml").write_text(TRAIN_YAML)
-    p = ffnlab_process(["train", "t.yaml", "--out", "run"], where, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return where
+    return train_run(tmp_path_factory.mktemp("trained"), TRAIN_YAML)
 
 
 def _copy(trained: Path, tmp_path: Path) -> Path:

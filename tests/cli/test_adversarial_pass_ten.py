@@ -158,33 +158,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, ffnlab_process, strict_json, write_corpus
-from fuzz_cli import assert_refused, cli
-
-
-def snapshot(root: Path) -> dict[str, tuple[str, bytes | None]]:
-    """Every path under ``root`` with its kind and (for files) bytes; a FIFO is named, never read."""
-    out: dict[str, tuple[str, bytes | None]] = {}
-    for p in sorted(root.rglob("*")):
-        rel = str(p.relative_to(root))
-        if p.is_symlink():
-            out[rel] = ("link", os.readlink(p).encode())
-        elif p.is_dir():
-            out[rel] = ("dir", None)
-        elif p.is_fifo():
-            out[rel] = ("fifo", None)
-        else:
-            out[rel] = ("file", p.read_bytes())
-    return out
-
-
-def refused_untouched(root: Path, *argv: str, fragment: str = "") -> str:
-    """``argv`` in ``root`` is refused in one line and leaves everything under ``root`` as it was."""
-    before = snapshot(root)
-    line = assert_refused(cli(*argv, where=root), fragment)
-    assert snapshot(root) == before, argv
-    return line
-
+from adversarial_cli import SRC, ffnlab_process, strict_json, train_run, write_corpus
+from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
 FIT_H100 = ["fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100"]
@@ -586,12 +561,7 @@ TRAIN_YAML = (
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    where = tmp_path_factory.mktemp("trained")
-    write_corpus(where)
-    (where / "t.yaml").write_text(TRAIN_YAML)
-    p = ffnlab_process(["train", "t.yaml", "--out", "run"], where, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    return where
+    return train_run(tmp_path_factory.mktemp("trained"), TRAIN_YAML)
 
 
 def _at_step_two(trained: Path, tmp_path: Path) -> Path:

@@ -28,6 +28,16 @@ def write_corpus(folder: Path) -> Path:
     return corpus
 
 
+def train_run(where: Path, config_yaml: str) -> Path:
+    """``ffnlab train t.yaml --out run`` in ``where`` (the corpus c.txt written there too), which
+    must succeed: the trained run the tampering tests copy."""
+    write_corpus(where)
+    (where / "t.yaml").write_text(config_yaml)
+    p = ffnlab_process(["train", "t.yaml", "--out", "run"], where, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return where
+
+
 def ffnlab_process(argv: list[str], where: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
     """``python -m ffnlab ARGV`` in ``where``, with this checkout's src first on the path."""
     return subprocess.run([sys.executable, "-m", "ffnlab", *argv], cwd=where, capture_output=True, text=True,

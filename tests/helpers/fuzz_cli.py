@@ -43,7 +43,8 @@ def cli(*argv: str, where: Path | None = None) -> Result:
 
 
 def snapshot(root: Path) -> dict[str, tuple[str, bytes | None]]:
-    """Every path under ``root`` with its kind and (for files) bytes: what a refusal must not change."""
+    """Every path under ``root`` with its kind and (for files) bytes: what a refusal must not change
+    (a FIFO is named, never read)."""
     out: dict[str, tuple[str, bytes | None]] = {}
     for p in sorted(root.rglob("*")):
         rel = str(p.relative_to(root))
@@ -51,6 +52,8 @@ def snapshot(root: Path) -> dict[str, tuple[str, bytes | None]]:
             out[rel] = ("link", os.readlink(p).encode())
         elif p.is_dir():
             out[rel] = ("dir", None)
+        elif p.is_fifo():
+            out[rel] = ("fifo", None)
         else:
             out[rel] = ("file", p.read_bytes())
     return out

@@ -173,7 +173,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, fake_hub_process, strict_json, train_run, write_corpus
+from adversarial_cli import SRC, fake_hub_process, strict_json, tiny_sweep_spec, train_run, write_corpus
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
@@ -1064,27 +1064,7 @@ def test_fit_plot_with_nothing_fitting_writes_no_figure(tmp_path):
 
 # -- sweep specs and sweep records -----------------------------------------------------------------------
 
-SPEC = {
-    "name": "s",
-    "control": "fixed-d-model",
-    "seeds": [0],
-    "base": {
-        "model": {"d_model": 32, "n_layers": 1, "n_heads": 2},
-        "data": {"corpus": "c.txt", "tokenizer": "byte"},
-        "train": {
-            "seq_len": 32,
-            "batch_size": 4,
-            "max_steps": 1,
-            "tensorboard": False,
-            "progress": "off",
-            "threads": 1,
-        },
-    },
-    "arms": [
-        {"name": "a", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 2}},
-        {"name": "b", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 4}},
-    ],
-}
+SPEC = tiny_sweep_spec(2, 4)
 HYP = {"id": "x", "sentence": "s", "comparison": "ratio_optimal", "claimed_effect": "big", "effect_source": "y"}
 
 

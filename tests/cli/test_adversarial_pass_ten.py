@@ -158,7 +158,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, ffnlab_process, strict_json, train_run, write_corpus
+from adversarial_cli import SRC, ffnlab_process, strict_json, tiny_sweep_spec, train_run, write_corpus
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
@@ -1027,24 +1027,7 @@ def test_a_hub_config_over_the_limit_is_refused_before_it_is_downloaded(tmp_path
 
 # -- sweep specs and corpora -------------------------------------------------------------------------
 
-SPEC = {
-    "name": "s",
-    "control": "fixed-d-model",
-    "seeds": [0],
-    "base": {
-        "model": {"d_model": 32, "n_layers": 1, "n_heads": 2},
-        "data": {"corpus": "c.txt", "tokenizer": "byte"},
-        "train": {
-            "seq_len": 32,
-            "batch_size": 4,
-            "max_steps": 1,
-            "tensorboard": False,
-            "progress": "off",
-            "threads": 1,
-        },
-    },
-    "arms": [{"name": "a", "ffn": {"kind": "gelu", "rule": "ratio", "ratio": 2}}],
-}
+SPEC = tiny_sweep_spec(2)
 
 
 @pytest.mark.parametrize(

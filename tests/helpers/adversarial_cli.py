@@ -28,6 +28,17 @@ def write_corpus(folder: Path) -> Path:
     return corpus
 
 
+def tiny_sweep_spec(*ratios: float) -> dict[str, Any]:
+    """A one-seed sweep spec of one-step byte-level runs on c.txt (:func:`write_corpus`), one GELU
+    arm per ratio, named a, b, ...: the smallest sweep the spec checks accept."""
+    train = {"seq_len": 32, "batch_size": 4, "max_steps": 1, "tensorboard": False, "progress": "off", "threads": 1}
+    return {"name": "s", "control": "fixed-d-model", "seeds": [0],
+            "base": {"model": {"d_model": 32, "n_layers": 1, "n_heads": 2},
+                     "data": {"corpus": "c.txt", "tokenizer": "byte"}, "train": train},
+            "arms": [{"name": chr(ord("a") + i), "ffn": {"kind": "gelu", "rule": "ratio", "ratio": r}}
+                     for i, r in enumerate(ratios)]}
+
+
 def train_run(where: Path, config_yaml: str) -> Path:
     """``ffnlab train t.yaml --out run`` in ``where`` (the corpus c.txt written there too), which
     must succeed: the trained run the tampering tests copy."""

@@ -60,7 +60,7 @@ from ffnlab.sizing.memory.byte_rules import (
     shape_free_states,
 )
 from ffnlab.sizing.memory.parallel import Layout
-from ffnlab.sizing.memory.quant import WeightBytes, nf4_matrix_bytes, weight_bytes
+from ffnlab.sizing.memory.quant import WeightBytes, weight_bytes
 from ffnlab.sizing.memory.sharding import WorkTerm, working_terms
 from ffnlab.sizing.memory.step import (
     Alive,
@@ -201,17 +201,9 @@ def qlora_base(cfg: ModelConfig, base_format: str = "nf4", *, head_4bit: bool = 
     require(base_format in QLORA_BASES,
             f"--qlora-base must be one of {', '.join(QLORA_BASES)}, got {show(base_format)}")
     require(not head_4bit or base_format == "nf4", "a 4-bit LM head is modelled with the nf4 base")
+    require(not head_4bit or not cfg.tied_embeddings, "a 4-bit LM head is modelled for an untied head")
     if base_format == "nf4":
-        wb = weight_bytes(cfg, "nf4")
-        if not head_4bit:
-            return wb
-        require(not cfg.tied_embeddings, "a 4-bit LM head is modelled for an untied head")
-        head = next(m for m in matrices(cfg) if m.part == "head")
-        data, meta = nf4_matrix_bytes(head)
-        return replace(wb, quantised_params=wb.quantised_params + head.numel,
-                       kept_params=wb.kept_params - head.numel, data=wb.data + data, scales=wb.scales + meta,
-                       kept=wb.kept - HALF_BYTES * head.numel,
-                       rule=wb.rule + f"; the LM head ({head.numel:,} params) in NF4 too: {data + meta:,} B")
+        return weight_bytes(cfg, "nf4", extra_parts=("head",) if head_4bit else ())
     return weight_bytes(cfg, "int8", group_size=0, scale_bytes=4)
 
 

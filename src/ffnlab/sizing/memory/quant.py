@@ -112,12 +112,14 @@ class WeightBytes:
 
 
 def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int | None = None, scale_bytes: int = 2,
-                 zero_point: bool = False, mtp: bool = False) -> WeightBytes:
+                 zero_point: bool = False, mtp: bool = False, extra_parts: tuple[str, ...] = ()) -> WeightBytes:
     """Serving weights of ``cfg`` in a plain dtype or a quantised format (:data:`FORMATS`).
 
     ``group_size`` overrides the format's group (AWQ, GPTQ, int8/int4; 0 = one group over the
     whole input); ``scale_bytes`` and ``zero_point`` shape the generic int8/int4 groups; ``mtp``
-    adds the declared multi-token-prediction modules as DeepSeek-V3's checkpoint stores them.
+    adds the declared multi-token-prediction modules as DeepSeek-V3's checkpoint stores them;
+    ``extra_parts`` converts more matrices than the format's own parts (e.g. the LM head, as
+    Lightning's bitsandbytes plugin does).
     """
     require(dtype in WEIGHT_FORMATS, f"weights dtype must be one of {', '.join(WEIGHT_FORMATS)}, got {show(dtype)}")
     require(group_size is None or group_size >= 0, f"group size must be >= 0, got {group_size}")
@@ -134,7 +136,7 @@ def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int | Non
                    describe=f"{f.name}, {'scale + zero point' if zero_point else 'one scale'} of {scale_bytes} B "
                             "per group")
     group = f.group if group_size is None else group_size
-    conv = [m for m in mats if m.part in f.parts]
+    conv = [m for m in mats if m.part in f.parts or m.part in extra_parts]
     q = sum(m.numel for m in conv)
     rest = total - q
     data = math.ceil(q * f.bits / 8)
@@ -149,13 +151,6 @@ def weight_bytes(cfg: ModelConfig, dtype: str = "bf16", *, group_size: int | Non
     rule = (f"{f.describe or f.name}{grouping}: {q:,} {where} params x {f.bits}/8 B + {meta:,} B of scales and "
             f"indices + {rest:,} other params x {HALF_BYTES} B")
     return WeightBytes(q, rest, data, meta, HALF_BYTES * rest, rule, expert_bytes)
-
-
-def nf4_matrix_bytes(m: Matrix) -> tuple[int, int]:
-    """(packed 4-bit values, metadata) of matrix ``m`` (all ``m.count`` copies) in ``nf4``, as
-    :func:`weight_bytes` counts a converted matrix."""
-    f = FORMATS["nf4"]
-    return math.ceil(m.numel * f.bits / 8), math.ceil(_meta(f, m, f.group) * m.count)
 
 
 def matmul_params(cfg: ModelConfig) -> int:

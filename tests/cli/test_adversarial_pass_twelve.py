@@ -3,7 +3,7 @@ checks, aimed at the mechanisms added since the eleventh (held notes, the typed 
 the engine spec reader, cut error lines, empty location variables, the Hub's byte limit, the one
 "finished" test) and at signals, full disks, long and odd paths; inputs kept as tests.
 
-The pass threw about 200 inputs, each a call of the CLI (in-process, or a subprocess where a Hub,
+The pass threw about 250 inputs, each a call of the CLI (in-process, or a subprocess where a Hub,
 a signal, a resource limit or two processes at once were the question), recording exit status,
 stderr lines, traceback, strict JSON and the files left:
 
@@ -30,16 +30,16 @@ stderr lines, traceback, strict JSON and the files left:
   'llama.cpp@b1', 0.8.0rc1, 6,000 characters.
 * launch config notes (3): TRL YAML whose lora_target_modules holds ESC [2J and U+202E, a
   lora_target_modules string with ESC, a config file named with ESC [2J.
-* the Hub (8, servers of the pass's own on 127.0.0.1): a config.json sent with
+* the Hub (7, servers of the pass's own on 127.0.0.1): a config.json sent with
   ``Content-Encoding: gzip`` (a 149-byte one; a 200 MB one in 204 KB, with and without
   Content-Length); huggingface_hub's own ``/api/agent-harnesses`` request stalling (``--timeout``
   10 and 1) or sending 300 MB; a stalling Hub for an ``hf:`` corpus with FFNLAB_TIMEOUT=2.
-* paths (26): ``export --hf`` and ``--plot`` with a name of bytes not UTF-8; a 300-byte component
+* paths (18): ``export --hf`` and ``--plot`` with a name of bytes not UTF-8; a 300-byte component
   as ``export --hf``, ``train --out``, ``probe --out``, ``--plot``, ``report``, ``generate``;
   the same inside a new folder (``a/LONG/b``) for export, train, probe and ``--plot``; 25
   components of 200 bytes; ``export``/``train``/``probe`` to ``lnk/../x`` where lnk is a link to
   a folder elsewhere (and ``train`` there refused early and late).
-* signals and full disks (36, subprocesses): SIGINT and SIGTERM to ``train`` at 3, 4.5 and 6 s;
+* signals and full disks (28, subprocesses): SIGINT and SIGTERM to ``train`` at 3, 4.5 and 6 s;
   ``train --resume`` after a SIGTERM left a checkpoint's temporary folder; a rerun over a run folder
   a SIGTERM left holding only .lock, or .lock, config.yaml and model.json; SIGINT to ``export`` at
   1.5-3.4 s (10 delays) and to ``report`` at 1.5-3.5 s; SIGTERM to ``export`` at 2.4-2.6 s;
@@ -50,6 +50,18 @@ stderr lines, traceback, strict JSON and the files left:
 * train configs (5, ``--print-config``): an alias bomb, a merge key, 40 MB, 50,000 nested lists,
   a ``!!python/name`` tag.
 * environment (5): HOME '//', '/./', '/tmp/..', '///' and a link to / (``train``, no cache set).
+* links out of a run folder (16: ``train --resume`` with and without more steps, ``capacity
+  measure``, ``export``): .lock a link to a new file elsewhere, metrics.jsonl, config.yaml and
+  checkpoints/ links to copies elsewhere (what they lead to compared before and after).
+* claims evidence (16, ``claims --evidence EV`` with and without ``--json``): a report's
+  claims.json with ESC and OSC sequences in an evidence string, a verdict "maybe", 100,000
+  characters of evidence, an unknown claim, an entry a list, an interval of 1e400, 100,000 claims.
+* special files as configs (15): a FIFO, a link to /dev/zero and a folder as ``--engine-config``,
+  ``sweep`` spec and ``train`` config; /proc/self/environ and /dev/stdin as ``--engine-config``;
+  a TrainingArguments ``deepspeed`` naming a FIFO, /dev/zero and itself; a link to
+  /proc/self/pagemap named pm.yaml as a train config.
+* a learned-positions run (2): ``generate --tokens 100`` past its 32 positions, a 60-character
+  prompt; a SIGINT to ``sweep`` at 9 s (1).
 
 Root (``id -u`` 0) ran this pass, so read-only folders and files without permission (chmod) were not
 tried: root reads and writes through them; a file-size limit stood in for a full disk.
@@ -112,8 +124,10 @@ E8. ``train --out RUN --resume`` of a finished run trains nothing, answers exit 
 
 Per class, inputs tried / failures: a trained run's model.json 19 / 4 (E1); run files 33 / 0;
 capacity measure --json 7 / 0; sweep records and "finished" 31 / 1 (E6); engine specs 35 / 3 (E2);
-launch config notes 3 / 3 (E2); the Hub 8 / 2 (E3); paths 26 / 4 (E4 2, E5 2); signals and full
-disks 36 / 0; run commands 5 / 1 (E8); train configs 5 / 0; environment 5 / 1 (E7).
+launch config notes 3 / 3 (E2); the Hub 7 / 2 (E3); paths 18 / 4 (E4 2, E5 2); signals and full
+disks 28 / 0; run commands 5 / 1 (E8); train configs 5 / 0; environment 5 / 1 (E7); links out of a
+run folder 16 / 0; claims evidence 16 / 0; special files 15 / 0; a learned-positions run and a sweep
+interrupted 3 / 0.
 
 Noted, not broken promises: a run's summary.json with a NaN loss counts as finished for ``sweep``
 (``experiments/sweep/runs.py`` ``finished_summary`` reads JSON constants), so the sweep skips it,
@@ -127,7 +141,10 @@ signal (exit -2) where others gave 130; ``generate`` of a run whose checkpoints 
 loop says "run has no checkpoint to export"; model.json a link to /dev/zero reads "is not an ffnlab
 run folder (no config.yaml/model.json)"; SIGTERM leaves a checkpoint's temporary folder, which the
 next ``train --resume`` removes; a ``train`` over a folder a SIGTERM left holding only .lock starts
-afresh.
+afresh; a train config that is a link to /proc/self/pagemap reads "error: [Errno 22] Invalid
+argument" (one line, but the file unnamed; ``files.py`` ``read_text`` reads a file whole before
+cutting it at its limit, which a /proc file reporting size 0 passes); the links out of a run folder
+were refused (.lock, checkpoints/) or replaced by the run's own files, what they led to untouched.
 """
 
 from __future__ import annotations

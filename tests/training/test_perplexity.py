@@ -273,6 +273,26 @@ def test_the_default_dataset_is_never_downloaded_unless_named(exported, capsys, 
     assert p.returncode == 2 and "not in the Hugging Face cache" in p.stderr and "--dataset" in p.stderr
 
 
+def test_a_local_dataset_is_read_before_a_model_is_loaded_and_a_hub_one_after(exported, capsys, monkeypatch,
+                                                                             tmp_path):
+    """A local file is read first, so a bad one is said before a model loads; a Hub dataset only
+    after the first model loaded. Oracle: with a model folder that is not one (no config.json),
+    the one error line names whichever was read first."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    (tmp_path / "nomodel").mkdir()
+    (tmp_path / "bad.txt").write_bytes(b"\xff\xfe not UTF-8\n")
+    p = run_cli(capsys, "perplexity", str(tmp_path / "nomodel"), "--dataset", str(tmp_path / "bad.txt"),
+                "--progress", "off")
+    assert p.returncode == 2 and "bad.txt: cannot read it as text" in p.stderr, p.stderr
+    p = run_cli(capsys, "perplexity", str(tmp_path / "nomodel"), "--dataset", "org/some-dataset", "--progress", "off")
+    assert p.returncode == 2 and "org/some-dataset" not in p.stderr and "nomodel" in p.stderr, p.stderr
+    # the same bad file with a good model: the same line, the model never built
+    p = run_cli(capsys, "perplexity", str(exported), "--dataset", str(tmp_path / "bad.txt"), "--progress", "off")
+    assert p.returncode == 2 and "bad.txt: cannot read it as text" in p.stderr, p.stderr
+
+
 def test_lm_eval_harness_agrees(exported, raw_fixture, tmp_path):
     """Where lm-evaluation-harness is installed: its windows, de-tokenizer, counts and rolling
     log-likelihoods on the same model (given an EOS token, its prefix) are ffnlab's."""

@@ -104,11 +104,15 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
 
     if cache:  # a cache folder it cannot write is said now, not after the measurement
         P.cache_folder()
+    from ffnlab.training.wikitext import is_local
+
     hub_named = any(hub_id(m) is not None and not os.path.exists(m) for m in models)
-    docs = None
+    # a local file is read first (a bad one is said in a second, before a model loads); a Hub
+    # dataset after the first model, so a wrong model is named before any download
+    docs = _documents(dataset, dataset_config, split, limit, hub_named) if dataset and is_local(dataset) else None
     out = []
     for target in models:
-        lm = P.load_model(target, device=device, dtype=dtype)  # a wrong model is named before any dataset work
+        lm = P.load_model(target, device=device, dtype=dtype)
         if docs is None:
             docs = _documents(dataset, dataset_config, split, limit, hub_named)
         ctx = context or lm.context

@@ -106,6 +106,11 @@ def _column(ds: Any, name: str) -> list[str]:
     raise FfnlabError(f"{name} has no 'page' or 'text' column (columns: {', '.join(ds.column_names)})")
 
 
+def is_local(dataset: str) -> bool:
+    """Whether ``dataset`` names a file or folder here (read locally) rather than a Hub dataset id."""
+    return expand_user(dataset).exists()
+
+
 def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_CONFIG,
                    split: str = DEFAULT_SPLIT, limit: int | None = None) -> Documents:
     """The test pages of ``dataset``: a local file (read with ``datasets``' local loaders, never
@@ -115,7 +120,7 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
     import datasets
 
     path = expand_user(dataset)
-    if path.exists():
+    if is_local(dataset):
         datasets.disable_progress_bars()  # a local file: no download to show
         require(path.is_file(), f"--dataset {clip(dataset)}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
         builder = LOCAL_BUILDERS.get(path.suffix.lower())
@@ -133,7 +138,7 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
         except Exception as e:  # noqa: BLE001 - whatever the loader raises is the file's fault
             cause = e.__cause__ or e
             first = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
-            raise FfnlabError(f"--dataset {dataset}: cannot read it as {builder}: {first}") from None
+            raise FfnlabError(f"--dataset {clip(dataset)}: cannot read it as {builder}: {first}") from None
         finally:
             datasets.logging.set_verbosity(verbosity)
         pages = split_articles("".join(_column(ds, dataset))) if builder == "text" else _column(ds, dataset)

@@ -72,11 +72,20 @@ def test_h200_preset_bridges_the_kept_cpu_cell_and_holds_parameters_equal():
         assert all(abs(r.params_non_embedding / ref - 1) <= spec.tolerance for r in arms)
 
 
-def test_cpu_dry_run_runs_every_section(tmp_path):
-    out, work = tmp_path / "out", tmp_path / "work"
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    """``gpu_check.py --device cpu``, run once: its output folder and its scratch folder, where each
+    section's own result file stays (``section-NAME.json``, what ``--section NAME --result`` writes)."""
+    base = tmp_path_factory.mktemp("gpu-check")
+    out, work = base / "out", base / "work"
     p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--device", "cpu",
                         "--out", str(out), "--work", str(work)], capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    return out, work
+
+
+def test_cpu_dry_run_runs_every_section(dry_run):
+    out, _ = dry_run
     doc = json.loads((out / "gpu-check-cpu.json").read_text())
     sec = doc["sections"]
     assert {k: v["status"] for k, v in sec.items()} == dict.fromkeys(
@@ -106,17 +115,13 @@ def test_cpu_dry_run_runs_every_section(tmp_path):
     assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md and "## Training-step peak memory" in md
 
 
-def test_memory_section_on_cpu_measures_what_the_step_suite_measures_and_tables_it(tmp_path):
-    """The memory section's CPU path, run as gpu_check runs it, against an independent oracle
-    (``memory_step_cases.measure``, the CPU suite's measurement), then memory_cuda.py's table of it."""
+def test_memory_section_on_cpu_measures_what_the_step_suite_measures_and_tables_it(dry_run, tmp_path):
+    """The memory section's CPU path, in the dry run's own subprocess (its ``--section memory
+    --result`` file), against an independent oracle (``memory_step_cases.measure``, the CPU suite's
+    measurement), then memory_cuda.py's table of it."""
     from memory_step_cases import CASES, measure, predict
 
-    work, result = tmp_path / "work", tmp_path / "section-memory.json"
-    work.mkdir()
-    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gpu_check.py"), "--section", "memory",
-                        "--device", "cpu", "--work", str(work), "--result", str(result)],
-                       capture_output=True, text=True, timeout=600)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    result = dry_run[1] / "section-memory.json"
     doc = json.loads(result.read_text())
     assert "partial" not in doc and doc["device"] == "cpu" and doc["torch"] and doc["transformers"]
     cases = {c.name: c for c in CASES}

@@ -4,7 +4,7 @@ For each model type of the pinned transformers (``CONFIG_MAPPING``) a record hol
 dict (the class's defaults shrunk to small widths, :func:`default_case`) and its variants (a null
 key, an explicit ``head_dim``, cross-attention, zero layers, a zero-wide shared expert:
 :func:`variants`), the reference count (the model :func:`ffnlab.training.hf_count.auto_kind`
-names, built on the meta device: seq2seq LM, causal LM, image-text-to-text, else the base model)
+names, built on the meta device: causal LM, seq2seq LM, image-text-to-text, else the base model)
 or transformers' refusal, ffnlab's ``audit`` of the same config, and the verdict:
 
 * ``exact``: audit's total equals transformers';

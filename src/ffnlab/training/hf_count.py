@@ -64,13 +64,15 @@ def _quiet() -> Iterator[None]:
 
 
 # the auto classes a count may be of, in the order they are tried, and what each one is
-AUTO_KINDS = (("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "sequence-to-sequence LM"),
-              ("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM", "causal LM"),
+# (causal LM first, as the reliability issue names the reference; a type with only a sequence-to-sequence
+# LM head, such as T5, is counted with that head rather than as the bare model)
+AUTO_KINDS = (("MODEL_FOR_CAUSAL_LM_MAPPING_NAMES", "AutoModelForCausalLM", "causal LM"),
+              ("MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES", "AutoModelForSeq2SeqLM", "sequence-to-sequence LM"),
               ("MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES", "AutoModelForImageTextToText", "image-text-to-text"))
 
 def model_class(transformers: Any, model_type: str) -> Any:
-    """The Auto class that builds the whole model with its LM head: seq2seq, else causal LM, else
-    image-text-to-text (vision-language models), else the bare model."""
+    """The Auto class that builds the model with its LM head: causal LM, else sequence-to-sequence
+    LM, else image-text-to-text (vision-language models), else the bare model."""
     return auto_kind(transformers, model_type)[0]
 
 

@@ -1,6 +1,6 @@
 """A second adversarial pass over ``audit``'s counts, with inputs new to the suite (written by
 someone who did not write the fixes it checks), kept as tests. Oracle: transformers' own model
-built from the same config.json on the meta device (its reference class: seq2seq LM, causal LM,
+built from the same config.json on the meta device (its reference class: causal LM, seq2seq LM,
 image-text-to-text, else the base model), or its refusal (``hf_counts_all.check``).
 
 The pass mutated the stored default config of every type ffnlab translates (53 types, 61 mutations

@@ -105,6 +105,30 @@ def test_bad_engine_input_is_one_line_exit_2(tmp_path: Path) -> None:
     assert_usage_error(run(*serve, "--engine", "sglang", "--engine-config", str(vllm)), "--engine-config")
 
 
+def test_engine_names_are_read_as_written_for_serving_and_training_alike() -> None:
+    """The engines' names are the lower-case ones data/serving_engines.json and data/engines.json
+    list; a name in other case is refused with them, for a serving engine as for a trainer (vLLM's
+    was lower-cased while hf-trainer's was not)."""
+    from ffnlab.sizing.memory.engines import engine_names
+    from ffnlab.sizing.serving_engines import engine_names as serving_names
+
+    serve = ("fit", "llama-3-8b", "--gpu", "H100", "--gpus", "1", "--mode", "serve")
+    for name in serving_names():
+        assert "unknown serving engine" not in run(*serve, "--engine", name).stderr  # (SGLang wants a flag more)
+        assert_usage_error(run(*serve, "--engine", name.upper()), f"choose one of {', '.join(serving_names())}")
+    trainer = ("size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2")
+    assert run(*trainer, "--engine", "hf-trainer").returncode == 0 and "hf-trainer" in engine_names()
+    assert_usage_error(run(*trainer, "--engine", "HF-Trainer"), "--engine must be one of hf-trainer")
+
+
+def test_a_serving_engine_in_size_without_a_gpu_says_what_it_needs() -> None:
+    """size prices a serving engine only for a real model on a GPU: without --gpu the line says so
+    (it said the name was not one of the training engines)."""
+    assert_usage_error(run("size", "--from", "llama-3-8b", "--engine", "vllm"), "needs --from MODEL and --gpu")
+    assert_usage_error(run("size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2", "--engine", "sglang"),
+                       "a serving engine (--engine vllm")
+
+
 def test_llamacpp_engine_prices_the_published_cache() -> None:
     """The published llama.cpp log of Llama-3-8B at -c 8192 (nehaai/kvcalc): a 1,024 MiB f16 cache."""
     log = CASES["llamacpp-llama3-8b-f16-8k"]["logged"]

@@ -164,12 +164,13 @@ def size(
                            mem_fraction_static=mem_fraction_static)
     knobs.check()
     serving_engine = None
-    if gpu is not None and mem.engine is not None and engine_name(mem.engine) in _serving_engines():
+    if mem.engine is not None and engine_name(mem.engine) in _serving_engines():
         serving_engine, mem = mem.engine, replace(mem, engine=MemoryFlags().engine)  # --engine names the serving engine
     if knobs.given() or serving_engine:
         require(gpu is not None and from_model is not None,
-                "the serving engine's flags (--gpu-memory-utilization ... --engine-config with a serving command line) "
-                "need --from MODEL and --gpu (size prices an engine for a real model)")
+                f"a serving engine (--engine {', '.join(_serving_engines())}, or its flags --gpu-memory-utilization "
+                "... --engine-config with a serving command line) needs --from MODEL and --gpu (size prices an engine "
+                "for a real model)")
     work = mem.workload(seq_len=seq_len, dtype=dtype, finetune=from_model is not None) if whole else None
     engine_notes(work.engine if work else None)
     lay = mem.layout() if whole else None

@@ -3,6 +3,9 @@
 (:func:`ffnlab.sizing.serving_engines.engine_profile`), and wherever a command only asks which
 engine a spec names.
 
+A name is read as written: the names are the lower-case ones the data files list (``vllm``,
+``hf-trainer``), as every other named choice of ffnlab's is, so ``VLLM`` is refused with them.
+
 ``NAME@`` with nothing after the ``@`` is refused: it is a version left out by mistake (a shell
 variable unset, ``--engine vllm@$V``), not a request for the default one, which is ``NAME`` alone.
 """
@@ -25,8 +28,8 @@ def split_engine(spec: str) -> tuple[str, str | None]:
 
 
 def engine_name(spec: str) -> str:
-    """The engine ``spec`` names, lower case (its version read as :func:`split_engine` reads it)."""
-    return split_engine(spec)[0].lower()
+    """The engine ``spec`` names, as written (its version read as :func:`split_engine` reads it)."""
+    return split_engine(spec)[0]
 
 
 __all__ = ["engine_name", "split_engine"]

@@ -125,14 +125,14 @@ def engine_profile(spec: str) -> tuple[str, str, ServingProfile]:
 
     name, given = split_engine(spec)  # NAME@ with no version: refused
     engines = _data()["engines"]
-    if name.lower() not in engines:
+    if name not in engines:
         raise FfnlabError(f"unknown serving engine {show(name)}: choose one of {', '.join(engines)}")
-    eng = engines[name.lower()]
+    eng = engines[name]
     version = given or eng["default"]
     if version not in eng["versions"]:
         raise FfnlabError(f"{eng['display']} has no profile {show(version)}: choose one of "
                           f"{', '.join(eng['versions'])}")
-    return name.lower(), version, eng["versions"][version].copy()
+    return name, version, eng["versions"][version].copy()
 
 
 @dataclass(frozen=True)

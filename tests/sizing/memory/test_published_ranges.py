@@ -35,10 +35,15 @@ def test_each_error_is_the_published_figure_against_the_prediction() -> None:
             errors = [e["error"] for e in got["cases"]]
             assert (got["low"], got["high"]) == (min(errors), max(errors))
         mine = [c for c in by_id.values() if c["trainer"] == name]
-        assert len(got["cases"]) + got["not_expressible"] + got.get("capacities", 0) == len(mine)
+        capacities = got.get("capacities", [])
+        assert len(got["cases"]) + got["not_expressible"] + len(capacities) == len(mine)
         expressed_capacities = [c for c in mine if c["memory_kind"] == "capacity"
                                 and published_peaks.pricing(c).expressible]
-        assert got.get("capacities", 0) == len(expressed_capacities)
+        assert [c["id"] for c in capacities] == [c["id"] for c in expressed_capacities]
+        for entry in capacities:  # ffnlab's longest fitting length, found again, over the published one
+            case = by_id[entry["id"]]
+            length, _ = published_peaks.predicted_capacity(case)
+            assert abs(length / case["figure"]["seq_len_fitting"] - entry["ratio"]) < 1e-4
 
 
 def test_the_phrase_names_the_range_or_says_there_is_none() -> None:
@@ -55,9 +60,11 @@ def test_the_phrase_names_the_range_or_says_there_is_none() -> None:
         else:
             assert text == "no published cases"
     assert published_ranges.range_text("no-such-engine") == "no published cases"
-    # Unsloth's one case is a capacity ffnlab expresses: said as such, not as "not expressible"
+    # Unsloth's one case is a capacity ffnlab expresses: said as such, with its ratio, not as "not expressible"
+    (cap,) = published_ranges.range_of("unsloth")["capacities"]
     assert resolve("unsloth").published == (
-        "published peaks: none; 1 published capacity expressed (a longest length, not a peak)")
+        f"published peaks: none; 1 published capacity expressed at {cap['ratio']:.3f}x its length "
+        "(a longest fitting length, not a peak)")
 
 
 def test_the_engine_json_carries_the_range() -> None:

@@ -28,7 +28,7 @@ from typing import TypedDict
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.finetune import FinetuneOptions, finetune_summary
 from ffnlab.sizing.memory.parallel import Layout, activation_offload, memory_summary
-from ffnlab.sizing.memory.published_ranges import CaseError, EngineRange
+from ffnlab.sizing.memory.published_ranges import CapacityRatio, CaseError, EngineRange
 from ffnlab.sizing.memory.step import StepOptions
 from ffnlab.sizing.memory.workload import Workload
 
@@ -521,17 +521,19 @@ def engine_ranges(engines: tuple[str, ...]) -> dict[str, EngineRange]:
     """Per engine name: ffnlab's error (predicted / published - 1, rounded to 1e-4) on each
     published peak of that trainer that ffnlab expresses (capacities left out: they are not a
     peak), the lowest and highest, how many of its cases ffnlab cannot express and (a key only
-    where there are any) how many capacities it expresses."""
+    where there are any) the capacities it expresses, each as ffnlab's longest fitting length over
+    the published one (:func:`compared`, rounded to 1e-4)."""
     out: dict[str, EngineRange] = {}
     for name in engines:
         errors: list[CaseError] = []
-        left_out = capacities = 0
+        capacities: list[CapacityRatio] = []
+        left_out = 0
         for case in cases():
             if case["trainer"] != name:
                 continue
             ours, price = predicted_peak(case)
             if price.expressible and case["memory_kind"] == "capacity":
-                capacities += 1
+                capacities.append({"id": case["id"], "ratio": round(compared(case)[0], 4)})
                 continue
             if not price.expressible or case["memory_kind"] == "capacity":
                 left_out += 1

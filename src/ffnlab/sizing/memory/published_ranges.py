@@ -25,7 +25,7 @@ DATA = "published_ranges.json"
 ABOUT = ("ffnlab's error (predicted / published - 1) on the published training peaks of "
          "data/published_peaks.json, per engine of data/engines.json: the cases of that trainer ffnlab "
          "expresses (capacities left out), their lowest and highest error, how many it cannot express, and "
-         "(where there are any) how many capacities it expresses. "
+         "(where there are any) each capacity it expresses, as its longest fitting length over the published one. "
          "Written by benchmarks/memory_published.py --write-ranges; tests/sizing/memory/test_published_ranges.py "
          "recomputes it and compares exactly.")
 
@@ -37,6 +37,13 @@ class CaseError(TypedDict):
     error: float  # predicted / published - 1, rounded to 1e-4
 
 
+class CapacityRatio(TypedDict):
+    """ffnlab on one published capacity: its longest fitting length over the published one."""
+
+    id: str  # the case's id in data/published_peaks.json
+    ratio: float  # rounded to 1e-4
+
+
 class EngineRange(TypedDict):
     """One engine's entry: its cases' errors, the lowest and highest, and how many are left out."""
 
@@ -44,8 +51,8 @@ class EngineRange(TypedDict):
     low: float | None  # None without a case
     high: float | None
     not_expressible: int
-    # capacity cases ffnlab expresses (a longest fitting length, not a peak: no error here); only where any
-    capacities: NotRequired[int]
+    # capacity cases ffnlab expresses (a longest fitting length, not a peak: a ratio of lengths); only where any
+    capacities: NotRequired[list[CapacityRatio]]
 
 
 class RangesFile(TypedDict):
@@ -75,12 +82,16 @@ def range_of(name: str) -> EngineRange:
 
 
 def range_text(name: str) -> str:
-    """``published peaks: 2 cases within -6.2%..-4.5%`` (and how many it cannot express), or
-    ``no published cases``."""
+    """``published peaks: 2 cases within -6.2%..-4.5%`` (and how many it cannot express, and the
+    capacities it expresses: ``1 published capacity expressed at 1.076x its length``), or ``no
+    published cases``."""
     got = range_of(name)
-    n, skipped, caps = len(got["cases"]), got["not_expressible"], got.get("capacities", 0)
+    n, skipped, caps = len(got["cases"]), got["not_expressible"], got.get("capacities", [])
     more = f"; {skipped} more not expressible yet" if skipped else ""
-    cap = f"{caps} published capacit{'y' if caps == 1 else 'ies'} expressed (a longest length, not a peak)"
+    ratios = sorted(c["ratio"] for c in caps)
+    at = f"{ratios[0]:.3f}x" if len(ratios) == 1 else f"{ratios[0]:.3f}x..{ratios[-1]:.3f}x" if ratios else ""
+    cap = (f"{len(caps)} published capacit{'y' if len(caps) == 1 else 'ies'} expressed at {at} "
+           f"{'its' if len(caps) == 1 else 'their'} length (a longest fitting length, not a peak)")
     if not n:
         if caps:
             return f"published peaks: none; {cap}{more}"
@@ -91,5 +102,6 @@ def range_text(name: str) -> str:
     return f"published peaks: {n} case{'s' if n > 1 else ''} within {low:+.1%}..{high:+.1%}{more}{caps_said}"
 
 
-__all__ = ["ABOUT", "DATA", "CaseError", "EngineRange", "RangesFile", "range_of", "range_text", "ranges_data",
+__all__ = ["ABOUT", "DATA", "CapacityRatio", "CaseError", "EngineRange", "RangesFile", "range_of", "range_text",
+           "ranges_data",
            "render_file"]

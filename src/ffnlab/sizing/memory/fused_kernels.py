@@ -128,32 +128,29 @@ def check_step(work: Workload) -> None:
             f"Unsloth's fused kernels are priced for one micro-batch per step (--grad-accum 1; {NONE_HINT})")
 
 
-def check_applies(cfg: ModelConfig, work: Workload, ft: FinetuneStep | None, engine: str) -> None:
-    """Refuse, with one line, a step the engine's kernel lists do not describe: the step's options
-    (:func:`check_step`), then the adapters and the model."""
-    require(engine == "unsloth", f"fused kernels must be one of {', '.join(engines())}, got {show(engine)}")
-    require(ft is not None and ft.attention and ft.ffn and not ft.qv_only,
-            "Unsloth's fused kernels need LoRA or QLoRA adapters on q, k, v, o, gate, up and down "
-            f"(--finetune lora or qlora, --lora-targets all-linear; {NONE_HINT})")
-    assert ft is not None
-    require(ft.dropout_mask_bytes is None,
-            f"Unsloth's fused LoRA kernels run only with lora_dropout 0 (--lora-dropout 0; {NONE_HINT})")
+def check_applies(cfg: ModelConfig, work: Workload, ft: FinetuneStep | None) -> None:
+    """Refuse, with one line, a step the engine's kernel lists do not describe: the engine, the
+    adapters and the step's options (:func:`check_step`, the one home of those rules), that there
+    is an adapter step at all, then the model."""
     check_step(work)
+    require(ft is not None, "Unsloth's fused kernels need LoRA or QLoRA adapters on q, k, v, o, gate, up and down "
+                            f"(--finetune lora or qlora, --lora-targets all-linear; {NONE_HINT})")
     require(cfg.encoder_layers == 0 and not any(cfg.layer_ffn(i).is_moe for i in range(cfg.n_layers)),
             f"Unsloth's fused kernels are priced for dense decoder-only models ({NONE_HINT})")
     require(cfg.layer_ffn(0).kind == "swiglu",
             f"Unsloth's fused LoRA MLP is priced for SwiGLU FFNs, got {cfg.layer_ffn(0).kind} ({NONE_HINT})")
 
 
-def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft: FinetuneStep,
-                        engine: str) -> StepTimeline:
-    """The step's moments with ``engine``'s fused kernels (:data:`DATA`): the loss's forward and
-    backward, the final norm's backward, each recomputed layer's FFN and attention backward, the
-    embedding's backward and the optimizer step."""
+def fused_step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, ft: FinetuneStep) -> StepTimeline:
+    """The step's moments with the fused kernels ``work.step.fused_kernels`` names (:data:`DATA`):
+    the loss's forward and backward, the final norm's backward, each recomputed layer's FFN and
+    attention backward, the embedding's backward and the optimizer step."""
     from ffnlab.sizing.memory.byte_rules import ACTIVATION_DTYPES, dtype_bytes
     from ffnlab.sizing.memory.step import Moment, StepTimeline
 
-    check_applies(cfg, work, ft, engine)
+    check_applies(cfg, work, ft)
+    engine = work.step.fused_kernels
+    assert engine is not None  # check_step refused anything else
     p = profile(engine)
     b = dtype_bytes(work.dtype, ACTIVATION_DTYPES, "activation dtype")
     n_tok = work.seq_len * work.batch

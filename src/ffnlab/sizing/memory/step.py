@@ -321,7 +321,7 @@ def step_timeline(cfg: ModelConfig, work: Workload, states: StepInputs, *, tp: i
                 f"--fused-kernels {o.fused_kernels} is priced for a LoRA or QLoRA step (--finetune lora or qlora) "
                 "on one GPU, or give --fused-kernels none")
         assert ft is not None
-        return fused_step_timeline(cfg, work, states, ft, o.fused_kernels)
+        return fused_step_timeline(cfg, work, states, ft)
     seq_len, batch, dtype, recompute, attention = work.seq_len, work.batch, work.dtype, work.recompute, work.attention
     b = dtype_bytes(dtype, ACTIVATION_DTYPES, "activation dtype")
     d, n_tok = cfg.d_model, seq_len * batch

@@ -379,7 +379,6 @@ def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
 # -- E4, E5: folders made where nothing was asked ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E4")
 def test_an_out_named_through_a_link_and_dotdot_makes_no_folder_beside(trained, tmp_path):
     _copy(trained, tmp_path)
     (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
@@ -391,6 +390,29 @@ def test_an_out_named_through_a_link_and_dotdot_makes_no_folder_beside(trained, 
     assert r.code == 0, r.stderr[-1500:]
     assert (tmp_path / "elsewhere" / "pr").is_dir()  # where the system's path leads: the probe is there
     assert not (tmp_path / "work" / "pr").exists(), "an empty pr/ made in the working folder"
+
+
+def test_a_run_named_through_a_link_and_dotdot_is_made_only_where_the_system_reads_it(trained, tmp_path):
+    # E4's class with another writer: train makes its run folder, .lock and checkpoints/ (make_dir each)
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "t.yaml").write_text(TRAIN_YAML)
+    (work / "cache").symlink_to(trained / "cache")
+    (work / "lnk").symlink_to(tmp_path / "elsewhere" / "sub")
+    before = snapshot(work)
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        r = cli("train", "t.yaml", "--out", "lnk/../tr", where=work)
+    finally:
+        torch.set_num_threads(threads)  # train.threads set this process's: give the next test its own
+    assert r.code == 0, r.stderr[-1500:]
+    # oracle: the file system; the run lies where the kernel reads lnk/../tr, and nothing is beside lnk
+    assert snapshot(work) == before, sorted(set(snapshot(work)) ^ set(before))
+    assert (tmp_path / "elsewhere" / "tr" / "summary.json").is_file()
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["sub", "tr"]
 
 
 @pytest.mark.xfail(strict=True, reason="E5")

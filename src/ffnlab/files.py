@@ -12,9 +12,10 @@ or the new:
   name is refused, not written through);
 * :func:`make_dir` creates a folder after the same check, where the system reads its name
   (:func:`system_path`: a link followed before the ``..`` after it, as the kernel does; the one
-  reading of a folder's name by everything that makes, notes or removes one); :func:`staged_dir`
-  builds a folder under a temporary name and renames it into place; :func:`publish_dir` moves a
-  finished folder into place, replacing an older one.
+  reading of a folder's name by everything that makes, notes or removes one), and removes again
+  the folders it made if a later one fails; :func:`staged_dir` builds a folder under a temporary
+  name and renames it into place; :func:`publish_dir` moves a finished folder into place,
+  replacing an older one.
 
 Deleting touches only what ffnlab created: every temporary and checkpoint folder holds a marker
 file (:data:`MARK`) written when it was made; :func:`remove_marked` and :func:`remove_stale`
@@ -150,27 +151,45 @@ def system_path(path: str | Path) -> str:
     return _walk(path)[0]
 
 
+def _unmake(folders: list[str], since: int = 0) -> None:
+    """Remove ``folders`` (made by this process after sequence number ``since``), last made first,
+    each only if it is still the one made (:func:`made_here`) and empty (``rmdir``): a folder another
+    process has written in, or made anew, stays."""
+    for d in reversed(folders):
+        if made_here(d, since):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+
 def make_dir(path: str | Path, root: str | Path | None = None) -> Path:
-    """Create folder ``path`` (and the folders on its way) after checking it stays inside ``root``;
-    the folders are made where the system reads ``path`` (:func:`_walk`)."""
+    """Create folder ``path`` (and the folders on its way) after checking it stays inside ``root``.
+
+    The folders are made where the system reads ``path`` (:func:`_walk`). If making one fails (a
+    name too long, a file in the way), those this call made are removed again (:func:`_unmake`)."""
     interrupt.check()  # a Ctrl-C a finalizer dropped: nothing more is written
     path = Path(path)
     if root is not None:
         check_inside(path, root)
-    for _ in range(100):  # a parent removed meanwhile by another process's cleanup: make it again
-        try:
-            for d in _walk(path)[1]:
-                try:
-                    os.mkdir(d)
-                except FileExistsError:
-                    continue  # made by another process: not this one's to remove
-                _note_made(d)
-            break
-        except FileNotFoundError:
-            continue
-    path.mkdir(parents=True, exist_ok=True)  # the usual errors for a file in the way (makes nothing more)
-    if root is not None:
-        check_inside(path, root)  # a link swapped in while the folder was made
+    made: list[str] = []
+    try:
+        for _ in range(100):  # a parent removed meanwhile by another process's cleanup: make it again
+            try:
+                for d in _walk(path)[1]:
+                    try:
+                        os.mkdir(d)
+                    except FileExistsError:
+                        continue  # made by another process: not this one's to remove
+                    _note_made(d)
+                    made.append(d)
+                break
+            except FileNotFoundError:
+                continue
+        path.mkdir(parents=True, exist_ok=True)  # the usual errors for a file in the way (makes nothing more)
+        if root is not None:
+            check_inside(path, root)  # a link swapped in while the folder was made
+    except BaseException:
+        _unmake(made)
+        raise
     return path
 
 
@@ -954,23 +973,19 @@ def provisional_dir(folder: Path) -> Iterator[Path]:
     holds only what this process made during the block (:func:`remove_made`), so a refused
     command leaves no output folder behind and a folder another process also writes in stays.
 
-    The folders above it that did not exist either (``--out new/deeper/run``: :func:`make_dir`
-    makes them too) go the same way, innermost first, each only if this process made it during
-    the block and it is empty by then (``rmdir``): a folder holding anything else stays."""
+    The folders on its way that did not exist either (``--out new/deeper/run``: :func:`make_dir`
+    makes them too) go the same way, whether ``folder`` went or was never made: innermost first,
+    each only if this process made it during the block and it is empty by then
+    (:func:`_unmake`): a folder holding anything else stays."""
     folder = Path(folder)
     existed = os.path.lexists(folder)
     resolved, missing = _walk(folder)
-    above = [] if existed else [d for d in reversed(missing) if d != resolved]  # innermost first
+    above = [] if existed else [d for d in missing if d != resolved]  # as make_dir will make them
     since = _SEQ[0]
     try:
         yield folder
     except BaseException:
-        if not existed and remove_made(folder, since):
-            for parent in above:
-                if not made_here(parent, since):
-                    break
-                try:
-                    os.rmdir(parent)  # only if empty
-                except OSError:
-                    break
+        if not existed:
+            remove_made(folder, since)
+            _unmake(above, since)
         raise

@@ -147,7 +147,7 @@ def _walk(path: str | Path) -> tuple[str, list[str]]:
 def system_path(path: str | Path) -> str:
     """The absolute path the system reads for ``path`` (:func:`_walk`): the one reading of a name
     by every function that makes, notes or removes a folder (:func:`make_dir`,
-    :func:`provisional_dir`, :func:`made_here`)."""
+    :func:`provisional_dir`, :func:`made_here`) and by the home check (:func:`user_home`)."""
     return _walk(path)[0]
 
 
@@ -672,8 +672,9 @@ def drop_empty_locations() -> None:
 def user_home(remedy: str) -> Path:
     """The user's home folder: ``$HOME`` when set and not empty, else the password database's
     entry for this user. Refused in one line naming HOME and ``remedy`` (what to set instead)
-    when neither gives an absolute folder other than the file system's root: a cache derived from
-    it would land in a folder nobody named (``/.cache``)."""
+    when neither gives an absolute folder other than the file system's root, read where it leads
+    (:func:`system_path`: a link to ``/``, ``lnk/..``, ``/tmp/..``): a cache derived from it would
+    land in a folder nobody named (``/.cache``)."""
     home = os.environ.get("HOME") or ""
     came = "HOME"
     if not home:
@@ -684,8 +685,11 @@ def user_home(remedy: str) -> Path:
             home = pwd.getpwuid(os.getuid()).pw_dir
         except (ImportError, KeyError):
             home = ""
-    if not home or not os.path.isabs(home) or os.path.dirname(os.path.normpath(home)) == os.path.normpath(home):
+    real = system_path(home) if home and os.path.isabs(home) else ""
+    if not real or os.path.dirname(real) == real:
         shown = repr(home) if home else "no folder"
+        if real and os.path.normpath(home) != real:
+            shown += f", which leads to {real}"
         raise _fail(f"no usable home folder ({came} gives {shown}); {remedy}")
     return Path(home)
 

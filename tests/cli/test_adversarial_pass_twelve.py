@@ -516,7 +516,6 @@ def test_a_tampered_run_summary_refuses_the_report_in_one_line(tmp_path, change,
 # -- E7: a home that is the root through a link ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E7")
 def test_a_home_linked_to_the_root_is_no_usable_home(tmp_path, monkeypatch):
     from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus.prepare import default_cache_dir
@@ -528,6 +527,23 @@ def test_a_home_linked_to_the_root_is_no_usable_home(tmp_path, monkeypatch):
     # asked, not written: where train would put its corpus cache (/.cache/ffnlab through the link)
     with pytest.raises(FfnlabError, match="HOME"):
         default_cache_dir()
+
+
+def test_a_home_that_leads_to_the_root_through_dotdot_after_a_link_is_no_usable_home(tmp_path, monkeypatch):
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import check_hf_home
+
+    top = Path(os.sep, tmp_path.parts[1])  # a folder right under the root (/tmp, say)
+    (tmp_path / "top").symlink_to(top)
+    home = str(tmp_path / "top" / "..")  # read as written, tmp_path; as the system reads it, the root
+    root, there = os.stat(os.sep), os.stat(home)
+    assert (there.st_dev, there.st_ino) == (root.st_dev, root.st_ino)  # oracle: the kernel's own reading
+    monkeypatch.setenv("HOME", home)
+    for name in ("HF_HOME", "XDG_CACHE_HOME", "FFNLAB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    # asked, not written: where huggingface_hub would put its cache (/.cache/huggingface)
+    with pytest.raises(FfnlabError, match=r"HOME gives .*, which leads to /\)"):
+        check_hf_home()
 
 
 @pytest.mark.parametrize("home", ["/", "//", "/./", "/tmp/..", "///"])

@@ -10,9 +10,12 @@ or the new:
   through a symlink on its path;
 * :func:`open_append` appends to a log (``O_NOFOLLOW``: a symlink, a hard link or a FIFO at the
   name is refused, not written through);
-* :func:`make_dir` creates a folder after the same check; :func:`staged_dir` builds a folder
-  under a temporary name and renames it into place; :func:`publish_dir` moves a finished folder
-  into place, replacing an older one.
+* :func:`make_dir` creates a folder after the same check, where the system reads its name
+  (:func:`system_path`: a link followed before the ``..`` after it, as the kernel does; the one
+  reading of a folder's name by everything that makes, notes or removes one), and removes again
+  the folders it made if a later one fails; :func:`staged_dir` builds a folder under a temporary
+  name and renames it into place; :func:`publish_dir` moves a finished folder into place,
+  replacing an older one.
 
 Deleting touches only what ffnlab created: every temporary and checkpoint folder holds a marker
 file (:data:`MARK`) written when it was made; :func:`remove_marked` and :func:`remove_stale`
@@ -87,13 +90,13 @@ def _note_made(path: str | Path) -> None:
     except OSError:
         return
     _SEQ[0] += 1
-    _MADE[os.path.abspath(path)] = (st.st_dev, st.st_ino, _SEQ[0])
+    _MADE[system_path(path)] = (st.st_dev, st.st_ino, _SEQ[0])
 
 
 def made_here(path: str | Path, since: int = 0) -> bool:
     """Whether ``path`` is a file or folder this process made (after sequence number ``since``)
     and still the same one (not replaced by another process's since)."""
-    made = _MADE.get(os.path.abspath(path))
+    made = _MADE.get(system_path(path))
     if made is None or made[2] <= since:
         return False
     try:
@@ -113,31 +116,80 @@ def check_inside(path: str | Path, root: str | Path, what: str = "") -> Path:
     return Path(path)
 
 
+def _walk(path: str | Path) -> tuple[str, list[str]]:
+    """``path`` read as the system reads it, and the folders on the way that do not exist yet, in
+    the order it reaches them: each component taken in turn, a link followed to where it leads and
+    a ``..`` taken after that (``lnk/../x`` is beside lnk's target, where the kernel puts it; never
+    the ``x`` beside ``lnk`` of ``os.path.abspath``), a missing folder counted as made there
+    (``new/../x`` needs ``new`` and ``x``). Where the way stops (a file, a link to nothing, a loop)
+    the rest is kept as written: nothing past it can be made."""
+    given = Path(path)
+    cur = given.anchor if given.is_absolute() else os.getcwd()  # getcwd: already as the system reads it
+    parts = given.parts[1:] if given.is_absolute() else given.parts
+    missing: list[str] = []
+    for i, name in enumerate(parts):
+        if name == os.pardir:
+            cur = os.path.dirname(cur)  # cur holds no link: its parent is its folder's parent
+            continue
+        nxt = os.path.join(cur, name)
+        if not os.path.lexists(nxt):
+            missing.append(nxt)
+            cur = nxt
+        elif os.path.islink(nxt) and os.path.isdir(nxt):
+            cur = os.path.realpath(nxt)
+        elif os.path.isdir(nxt):
+            cur = nxt
+        else:  # the system goes no further: a file, a link to nothing or to a file, a loop
+            return os.path.join(nxt, *parts[i + 1:]), missing
+    return cur, missing
+
+
+def system_path(path: str | Path) -> str:
+    """The absolute path the system reads for ``path`` (:func:`_walk`): the one reading of a name
+    by every function that makes, notes or removes a folder (:func:`make_dir`,
+    :func:`provisional_dir`, :func:`made_here`) and by the home check (:func:`user_home`)."""
+    return _walk(path)[0]
+
+
+def _unmake(folders: list[str], since: int = 0) -> None:
+    """Remove ``folders`` (made by this process after sequence number ``since``), last made first,
+    each only if it is still the one made (:func:`made_here`) and empty (``rmdir``): a folder another
+    process has written in, or made anew, stays."""
+    for d in reversed(folders):
+        if made_here(d, since):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+
+
 def make_dir(path: str | Path, root: str | Path | None = None) -> Path:
-    """Create folder ``path`` (and its parents) after checking it stays inside ``root``."""
+    """Create folder ``path`` (and the folders on its way) after checking it stays inside ``root``.
+
+    The folders are made where the system reads ``path`` (:func:`_walk`). If making one fails (a
+    name too long, a file in the way), those this call made are removed again (:func:`_unmake`)."""
     interrupt.check()  # a Ctrl-C a finalizer dropped: nothing more is written
     path = Path(path)
     if root is not None:
         check_inside(path, root)
-    for _ in range(100):  # a parent removed meanwhile by another process's cleanup: make it again
-        missing = []
-        p = Path(os.path.abspath(path))
-        while not os.path.lexists(p) and p != p.parent:
-            missing.append(p)
-            p = p.parent
-        try:
-            for d in reversed(missing):
-                try:
-                    os.mkdir(d)
-                except FileExistsError:
-                    continue  # made by another process: not this one's to remove
-                _note_made(d)
-            break
-        except FileNotFoundError:
-            continue
-    path.mkdir(parents=True, exist_ok=True)  # the usual errors for a file in the way
-    if root is not None:
-        check_inside(path, root)  # a link swapped in while the folder was made
+    made: list[str] = []
+    try:
+        for _ in range(100):  # a parent removed meanwhile by another process's cleanup: make it again
+            try:
+                for d in _walk(path)[1]:
+                    try:
+                        os.mkdir(d)
+                    except FileExistsError:
+                        continue  # made by another process: not this one's to remove
+                    _note_made(d)
+                    made.append(d)
+                break
+            except FileNotFoundError:
+                continue
+        path.mkdir(parents=True, exist_ok=True)  # the usual errors for a file in the way (makes nothing more)
+        if root is not None:
+            check_inside(path, root)  # a link swapped in while the folder was made
+    except BaseException:
+        _unmake(made)
+        raise
     return path
 
 
@@ -148,12 +200,12 @@ def writable_folder(path: str | Path, root: str | Path, what: str) -> Path:
     outside ``root`` through a symlink (:func:`check_inside`); never the bare "File exists" of the
     first write, after the work."""
     path = Path(path)
-    top, p = Path(os.path.abspath(root)), Path(os.path.abspath(path))
+    top, p = Path(system_path(root)), Path(system_path(path))
     while True:
         if os.path.lexists(p) and not os.path.isdir(p):
             kind = (f"a symbolic link to {os.path.realpath(p)}, which does not exist"
                     if not os.path.exists(p) else "not a folder")
-            where = f"{path}: {p}" if p != Path(os.path.abspath(path)) else str(path)
+            where = f"{path}: {p}" if p != Path(system_path(path)) else str(path)
             raise FfnlabError(f"{what} {where} is {kind}; move it away, or choose another cache folder")
         if p == top or p == p.parent:
             break
@@ -620,8 +672,9 @@ def drop_empty_locations() -> None:
 def user_home(remedy: str) -> Path:
     """The user's home folder: ``$HOME`` when set and not empty, else the password database's
     entry for this user. Refused in one line naming HOME and ``remedy`` (what to set instead)
-    when neither gives an absolute folder other than the file system's root: a cache derived from
-    it would land in a folder nobody named (``/.cache``)."""
+    when neither gives an absolute folder other than the file system's root, read where it leads
+    (:func:`system_path`: a link to ``/``, ``lnk/..``, ``/tmp/..``): a cache derived from it would
+    land in a folder nobody named (``/.cache``)."""
     home = os.environ.get("HOME") or ""
     came = "HOME"
     if not home:
@@ -632,8 +685,11 @@ def user_home(remedy: str) -> Path:
             home = pwd.getpwuid(os.getuid()).pw_dir
         except (ImportError, KeyError):
             home = ""
-    if not home or not os.path.isabs(home) or os.path.dirname(os.path.normpath(home)) == os.path.normpath(home):
+    real = system_path(home) if home and os.path.isabs(home) else ""
+    if not real or os.path.dirname(real) == real:
         shown = repr(home) if home else "no folder"
+        if real and os.path.normpath(home) != real:
+            shown += f", which leads to {real}"
         raise _fail(f"no usable home folder ({came} gives {shown}); {remedy}")
     return Path(home)
 
@@ -921,26 +977,19 @@ def provisional_dir(folder: Path) -> Iterator[Path]:
     holds only what this process made during the block (:func:`remove_made`), so a refused
     command leaves no output folder behind and a folder another process also writes in stays.
 
-    The folders above it that did not exist either (``--out new/deeper/run``: :func:`make_dir`
-    makes them too) go the same way, innermost first, each only if this process made it during
-    the block and it is empty by then (``rmdir``): a folder holding anything else stays."""
+    The folders on its way that did not exist either (``--out new/deeper/run``: :func:`make_dir`
+    makes them too) go the same way, whether ``folder`` went or was never made: innermost first,
+    each only if this process made it during the block and it is empty by then
+    (:func:`_unmake`): a folder holding anything else stays."""
     folder = Path(folder)
     existed = os.path.lexists(folder)
-    above = []  # the missing folders above ``folder``, innermost first
-    p = Path(os.path.abspath(folder)).parent
-    while not existed and not os.path.lexists(p) and p != p.parent:
-        above.append(p)
-        p = p.parent
+    resolved, missing = _walk(folder)
+    above = [] if existed else [d for d in missing if d != resolved]  # as make_dir will make them
     since = _SEQ[0]
     try:
         yield folder
     except BaseException:
-        if not existed and remove_made(folder, since):
-            for parent in above:
-                if not made_here(parent, since):
-                    break
-                try:
-                    os.rmdir(parent)  # only if empty
-                except OSError:
-                    break
+        if not existed:
+            remove_made(folder, since)
+            _unmake(above, since)
         raise

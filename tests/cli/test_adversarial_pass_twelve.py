@@ -379,7 +379,6 @@ def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
 # -- E4, E5: folders made where nothing was asked ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E4")
 def test_an_out_named_through_a_link_and_dotdot_makes_no_folder_beside(trained, tmp_path):
     _copy(trained, tmp_path)
     (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
@@ -393,7 +392,29 @@ def test_an_out_named_through_a_link_and_dotdot_makes_no_folder_beside(trained, 
     assert not (tmp_path / "work" / "pr").exists(), "an empty pr/ made in the working folder"
 
 
-@pytest.mark.xfail(strict=True, reason="E5")
+def test_a_run_named_through_a_link_and_dotdot_is_made_only_where_the_system_reads_it(trained, tmp_path):
+    # E4's class with another writer: train makes its run folder, .lock and checkpoints/ (make_dir each)
+    (tmp_path / "elsewhere" / "sub").mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "t.yaml").write_text(TRAIN_YAML)
+    (work / "cache").symlink_to(trained / "cache")
+    (work / "lnk").symlink_to(tmp_path / "elsewhere" / "sub")
+    before = snapshot(work)
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        r = cli("train", "t.yaml", "--out", "lnk/../tr", where=work)
+    finally:
+        torch.set_num_threads(threads)  # train.threads set this process's: give the next test its own
+    assert r.code == 0, r.stderr[-1500:]
+    # oracle: the file system; the run lies where the kernel reads lnk/../tr, and nothing is beside lnk
+    assert snapshot(work) == before, sorted(set(snapshot(work)) ^ set(before))
+    assert (tmp_path / "elsewhere" / "tr" / "summary.json").is_file()
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["sub", "tr"]
+
+
 @pytest.mark.parametrize(
     "argv",
     [["export", "run", "--hf", f"a/{LONG}/b"], ["probe", "run", "--out", f"a/{LONG}/b", "--tokens", "256"]],
@@ -402,6 +423,30 @@ def test_an_out_named_through_a_link_and_dotdot_makes_no_folder_beside(trained, 
 def test_a_refused_writer_leaves_no_folder_above_its_output(trained, tmp_path, argv):
     _copy(trained, tmp_path)
     refused_untouched(tmp_path, *argv, fragment="too long")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["export", "run", "--hf", f"g/h/{LONG}"], ["probe", "run", "--out", f"k/m/{LONG}", "--tokens", "256"]],
+    ids=["export-renamed-last", "probe-made-last"],
+)
+def test_a_writer_refused_at_its_own_name_leaves_no_folder_above_it(trained, tmp_path, argv):
+    # E5's class, failing at the output's own name: export's folders on the way are made whole and its
+    # rename fails (provisional_dir, the output never made); probe's make_dir fails at the last folder
+    _copy(trained, tmp_path)
+    refused_untouched(tmp_path, *argv, fragment="too long")
+
+
+def test_a_refused_writer_keeps_a_new_folder_another_process_wrote_in(tmp_path):
+    from ffnlab.files import make_dir, provisional_dir
+
+    out = tmp_path / "a" / "b" / "out"
+    with pytest.raises(OSError, match="refused"), provisional_dir(out):
+        make_dir(out.parent)
+        (tmp_path / "a" / "theirs.txt").write_text("another process's")  # not made by this process's ffnlab
+        raise OSError("refused")
+    # oracle: the file system; b (made here, empty) went, a (holding what another wrote) stays as it is
+    assert snapshot(tmp_path) == {"a": ("dir", None), "a/theirs.txt": ("file", b"another process's")}
 
 
 @pytest.mark.parametrize(
@@ -471,7 +516,6 @@ def test_a_tampered_run_summary_refuses_the_report_in_one_line(tmp_path, change,
 # -- E7: a home that is the root through a link ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E7")
 def test_a_home_linked_to_the_root_is_no_usable_home(tmp_path, monkeypatch):
     from ffnlab.errors import FfnlabError
     from ffnlab.training.corpus.prepare import default_cache_dir
@@ -483,6 +527,23 @@ def test_a_home_linked_to_the_root_is_no_usable_home(tmp_path, monkeypatch):
     # asked, not written: where train would put its corpus cache (/.cache/ffnlab through the link)
     with pytest.raises(FfnlabError, match="HOME"):
         default_cache_dir()
+
+
+def test_a_home_that_leads_to_the_root_through_dotdot_after_a_link_is_no_usable_home(tmp_path, monkeypatch):
+    from ffnlab.errors import FfnlabError
+    from ffnlab.files import check_hf_home
+
+    top = Path(os.sep, tmp_path.parts[1])  # a folder right under the root (/tmp, say)
+    (tmp_path / "top").symlink_to(top)
+    home = str(tmp_path / "top" / "..")  # read as written, tmp_path; as the system reads it, the root
+    root, there = os.stat(os.sep), os.stat(home)
+    assert (there.st_dev, there.st_ino) == (root.st_dev, root.st_ino)  # oracle: the kernel's own reading
+    monkeypatch.setenv("HOME", home)
+    for name in ("HF_HOME", "XDG_CACHE_HOME", "FFNLAB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    # asked, not written: where huggingface_hub would put its cache (/.cache/huggingface)
+    with pytest.raises(FfnlabError, match=r"HOME gives .*, which leads to /\)"):
+        check_hf_home()
 
 
 @pytest.mark.parametrize("home", ["/", "//", "/./", "/tmp/..", "///"])

@@ -101,7 +101,7 @@ def train(
 
     try:
         refuse_link(out, "the run folder")
-        with provisional_dir(_first_missing(out)):  # a refused run leaves no runs/ folder behind
+        with provisional_dir(out):  # a refused run leaves no runs/ folder behind
             summary = run_train(cfg, out, resume=resume)
     except TrainingDiverged as e:
         print(f"error: {e}", file=sys.stderr)
@@ -135,17 +135,6 @@ def _require_exportable(cfg: Any) -> None:
     if why is not None:
         raise FfnlabError(f"{why.replace('cannot export', 'ffnlab export could not write this model')} "
                           "(or pass --no-export-check to train it anyway)")
-
-
-def _first_missing(path: Path) -> Path:
-    """The outermost folder of ``path`` that does not exist yet (``path`` itself if its parent does)."""
-    path = path.absolute()
-    top = path
-    for parent in path.parents:
-        if parent.exists():
-            break
-        top = parent
-    return top
 
 
 def _say_how_to_resume(out: Path, cfg: Any) -> None:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, TypedDict
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import cannot_write, exchange, make_dir, new_temp_dir, remove_stale, staged_dir
+from ffnlab.files import cannot_write, exchange, make_dir, new_temp_dir, provisional_dir, remove_stale, staged_dir
 from ffnlab.sizing.config import ModelConfig
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.validation import confined, safe_name
@@ -476,21 +476,23 @@ def write_folder(out: Path, files: dict[str, bytes | Callable[[Path], None]], *,
     umask allows (safetensors itself creates files 0600), into a new marked temporary folder beside
     ``out``, then rename it to ``out``: a killed export leaves no half folder that would block its
     rerun, and a full disk is one error line (:func:`ffnlab.files.cannot_write`) naming ``named``
-    (the folder the user gave, where ``out`` is a temporary beside it) or ``out``."""
+    (the folder the user gave, where ``out`` is a temporary beside it) or ``out``. A refused write
+    leaves none of the folders it made above ``out`` (:func:`ffnlab.files.provisional_dir`)."""
     from safetensors import SafetensorError
 
-    make_dir(out.parent)
     mask = _umask()
     try:
-        with staged_dir(out) as tmp:
-            for name, content in files.items():
-                path = tmp / name
-                if callable(content):
-                    content(path)
-                else:
-                    path.write_bytes(content)
-                path.chmod(0o666 & ~mask)
-            tmp.chmod(0o777 & ~mask)
+        with provisional_dir(out):
+            make_dir(out.parent)
+            with staged_dir(out) as tmp:
+                for name, content in files.items():
+                    path = tmp / name
+                    if callable(content):
+                        content(path)
+                    else:
+                        path.write_bytes(content)
+                    path.chmod(0o666 & ~mask)
+                tmp.chmod(0o777 & ~mask)
     except FfnlabError:
         raise
     except (SafetensorError, OSError) as e:  # a full disk, a quota (not an OSError in safetensors)

@@ -202,13 +202,10 @@ def _edit_json(path: Path, change) -> None:  # noqa: ANN001
 # -- E1: a model.json bigger than its checkpoint ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E1")
-@pytest.mark.parametrize("argv", [GENERATE, EXPORT, PROBE, CAPACITY], ids=["generate", "export", "probe", "capacity"])
-def test_a_model_json_bigger_than_its_checkpoint_is_one_line_not_an_allocation(trained, tmp_path, argv):
-    run = _copy(trained, tmp_path)
-    _edit_json(run / "model.json", lambda m: m["model"].update(d_model=16384, n_layers=64))
-    # the model this model.json names holds ~275 GB of weights: under an address-space limit of what
-    # this process has plus 2 GiB, building it fails at its first 3 GiB tensor instead of swapping
+def _under_address_limit(argv: list[str], where: Path) -> str:
+    """``cli(argv)`` refused under an address-space limit of what this process has plus 2 GiB: a
+    model built whole fails at its first big tensor (torch's RuntimeError, the traceback a user
+    sees) instead of swapping; returns the one error line."""
     import ffnlab.training.export  # noqa: F401  (torch and the loader imported before the limit)
 
     with open("/proc/self/statm") as fh:
@@ -216,14 +213,39 @@ def test_a_model_json_bigger_than_its_checkpoint_is_one_line_not_an_allocation(t
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (have + 2 * 2**30, hard))
     try:
-        r = cli(*argv, where=tmp_path)
-    except RuntimeError as e:  # torch's allocator: the traceback a user sees
+        r = cli(*argv, where=where)
+    except RuntimeError as e:
         r = None
         error = str(e)[:200]
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     assert r is not None, error
-    assert_refused(r, "model.json")
+    return assert_refused(r, "model.json")
+
+
+@pytest.mark.parametrize("argv", [GENERATE, EXPORT, PROBE, CAPACITY], ids=["generate", "export", "probe", "capacity"])
+def test_a_model_json_bigger_than_its_checkpoint_is_one_line_not_an_allocation(trained, tmp_path, argv):
+    run = _copy(trained, tmp_path)
+    # the model this model.json names holds ~275 GB of weights
+    _edit_json(run / "model.json", lambda m: m["model"].update(d_model=16384, n_layers=64))
+    before = snapshot(tmp_path)
+    _under_address_limit(argv, tmp_path)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("argv", [GENERATE, EXPORT, PROBE, CAPACITY], ids=["generate", "export", "probe", "capacity"])
+def test_a_model_json_with_a_wider_ffn_than_its_checkpoint_is_one_line(trained, tmp_path, argv):
+    # a second input of E1's class: the same layers, one FFN 2**26 wide (24 GiB of float32 weights)
+    from safetensors.torch import load_file
+
+    run = _copy(trained, tmp_path)
+    _edit_json(run / "model.json", lambda m: m["model"]["ffn"].update(d_ff=2**26))
+    line = _under_address_limit(argv, tmp_path)
+    # oracle: the checkpoint's own tensors, read by safetensors: the line names an FFN weight and
+    # the shape the checkpoint holds for it
+    saved = load_file(str(run / "checkpoints" / "step-0000004" / "model.safetensors"))
+    named = [k for k in saved if f"weight {k} has shape {tuple(saved[k].shape)}," in line]
+    assert named and ".ffn." in named[0], line
 
 
 def test_a_model_json_that_differs_from_its_checkpoint_is_one_line(trained, tmp_path):

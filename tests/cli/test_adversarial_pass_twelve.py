@@ -258,7 +258,6 @@ def test_a_model_json_that_differs_from_its_checkpoint_is_one_line(trained, tmp_
 # -- E2: held notes with control characters -------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E2")
 @pytest.mark.parametrize("version", ["\x1b[2J", "5.25.0\x08\x08", "\u202e5"], ids=["esc", "backspace", "bidi"])
 def test_an_unknown_engine_versions_note_shows_control_characters_escaped(tmp_path, version):
     r = cli(*SIZE, "--engine", f"hf-trainer@{version}", where=tmp_path)
@@ -268,7 +267,6 @@ def test_an_unknown_engine_versions_note_shows_control_characters_escaped(tmp_pa
     assert version not in r.stderr, repr(r.stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="E2")
 @pytest.mark.parametrize("where", ["value", "name"])
 def test_a_launch_configs_report_shows_control_characters_escaped(tmp_path, where):
     text = 'use_peft: true\nlora_r: 8\nlora_target_modules: ["q_proj", "zz\\u001b[2J"]\n'
@@ -279,6 +277,36 @@ def test_a_launch_configs_report_shows_control_characters_escaped(tmp_path, wher
     assert r.code == 0, r.stderr[-500:]
     assert "engine config" in r.stderr
     assert "\x1b" not in r.stderr, repr(r.stderr)
+
+
+def test_a_note_naming_a_run_folder_with_control_characters_shows_them_escaped(trained, tmp_path):
+    # a second input of E2's class: a note that quotes a path (generate's "N tokens from RUN")
+    run = _copy(trained, tmp_path)
+    run.rename(tmp_path / "r\x1b[2J\u202e")
+    r = cli("generate", "r\x1b[2J\u202e", "--prompt", "hi", "--tokens", "3", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    # oracle: the name as written by hand with its escapes visible, and no raw control character
+    assert "tokens from r\\x1b[2J\\u202e at " in r.stderr, repr(r.stderr)
+    assert not any(c in r.stderr for c in "\x1b\u202e"), repr(r.stderr)
+
+
+@pytest.mark.parametrize("text", ["a\u2028error: faked", "a\nerror: faked", "a\rerror: faked", "a\x00b\x9bc"])
+def test_a_held_note_is_one_line_whatever_it_quotes(text):
+    # held or said at once, a note is one line on stderr with no control character: Python's own
+    # splitlines (which breaks at U+2028 too) and unicodedata's categories are the oracles
+    import contextlib
+    import io
+    import unicodedata
+
+    from ffnlab.cli import notes
+
+    for hold in (notes.held, contextlib.nullcontext):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), hold():
+            notes.say(f"note: {text}")
+        said = err.getvalue()
+        assert len(said.splitlines()) == 1, repr(said)
+        assert not [c for c in said[:-1] if unicodedata.category(c) in ("Cc", "Zl", "Zp")], repr(said)
 
 
 def test_a_refused_engine_version_with_control_characters_is_one_escaped_line(tmp_path):

@@ -516,7 +516,6 @@ def _summaries(sw: Path, change, runs: int = 4) -> None:  # noqa: ANN001
         _edit_json(summary, change)
 
 
-@pytest.mark.xfail(strict=True, reason="E6")
 def test_a_report_of_runs_all_set_aside_writes_no_library_warning(tmp_path):
     # ln 256 = 5.55 nats: every run no better than chance, set aside by the pre-registered rule
     _summaries(_fake(tmp_path), lambda s: s.update(final_val_loss=6.0))
@@ -526,6 +525,45 @@ def test_a_report_of_runs_all_set_aside_writes_no_library_warning(tmp_path):
     assert r.code == 0, r.stderr[-1500:]
     shown = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
     assert r.stderr == "" and not shown, shown
+
+
+def test_a_report_of_runs_all_diverged_says_no_run_is_shown_and_draws_no_empty_legend(tmp_path, monkeypatch):
+    # a second input of E6's class: every run set aside by the divergence rule (its last loss 5.0,
+    # below chance but far above its best), not by chance
+    import csv
+
+    from fake_sweeps import fake_sweep
+    from matplotlib.text import Text
+
+    from ffnlab.experiments.reporting import plots
+
+    names = [f"{arm}-s{seed}" for arm in ("gelu-r4", "gelu-r2") for seed in range(2)]
+    fake_sweep(
+        tmp_path / "sw",
+        {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.01, 1.0)},
+        seeds=2,
+        noise=0.01,
+        final=dict.fromkeys(names, 5.0),
+    )
+    drawn: list[tuple[set[str], int]] = []  # each figure's texts and its legends, as matplotlib holds them
+    real = plots._png
+
+    def png(fig):  # noqa: ANN001, ANN202
+        drawn.append(({t.get_text() for t in fig.findobj(Text)}, sum(ax.get_legend() is not None for ax in fig.axes)))
+        return real(fig)
+
+    monkeypatch.setattr(plots, "_png", png)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # matplotlib's empty-legend warning fails the report
+        r = cli("report", "sw", "--out", "rr", where=tmp_path)
+    assert r.code == 0 and r.stderr == "", r.stderr[-1500:]
+    # oracles: the report's own runs.csv sets every run aside as diverged; matplotlib's figures
+    with open(tmp_path / "rr" / "runs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(row["run"] for row in rows) == sorted(names)
+    assert all(row["left_out"].startswith("diverged") for row in rows), rows
+    empty = [legends for texts, legends in drawn if plots.NO_RUN in texts]
+    assert len(empty) == 2 and empty == [0, 0], drawn  # loss curves and frontier: said, no legend box
 
 
 @pytest.mark.parametrize(

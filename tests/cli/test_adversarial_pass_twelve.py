@@ -725,7 +725,6 @@ def test_an_export_past_a_file_size_limit_is_one_line_and_leaves_nothing(trained
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="E8")
 def test_a_resume_of_a_finished_run_changes_none_of_its_files(trained, tmp_path):
     import torch
 
@@ -739,6 +738,27 @@ def test_a_resume_of_a_finished_run_changes_none_of_its_files(trained, tmp_path)
     assert r.code == 0, r.stderr[-800:]
     after = snapshot(tmp_path)
     assert after == before, sorted(k for k in after if after[k] != before.get(k))
+
+
+def test_a_resume_of_a_finished_run_from_its_config_file_says_so_and_changes_nothing(trained, tmp_path):
+    # a second input of E8's class: the run's own config file named again (not the saved config.yaml);
+    # oracles: every byte under the folder (the snapshot), the sweep's test of "finished", the one line
+    import torch
+
+    from ffnlab.experiments.sweep.run import run_finished
+
+    run = _copy(trained, tmp_path)
+    shutil.copy(trained / "t.yaml", tmp_path / "t.yaml")
+    assert run_finished(run, 4, evaluated=True)
+    before = snapshot(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        r = cli("train", "t.yaml", "--out", "run", "--resume", where=tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+    assert r.code == 0 and r.stdout == "", (r.stdout, r.stderr[-800:])
+    assert r.stderr.splitlines() == ["run has already finished its 4 steps: nothing to train, no file changed"]
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ import re
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -275,18 +276,77 @@ class BoundedTransport:
             kind += f"; it asked for a wait of {asked}" if asked else ""
             fail(f"the Hub at {host} answered {status} {response.reason_phrase or ''} ({kind})".replace("  ", " "))
         announced = _announced_size(response.headers, status)
-        if wait is not None and wait.max_bytes is not None and announced is not None and announced > wait.max_bytes:
-            response.close()  # its body is never read
-            raise _over_limit(wait, fail, f"the Hub announces {announced:,} bytes, over the {wait.max_bytes:,}-byte "
-                                          "limit for such files; nothing was downloaded")
-        response.stream = _stall_reported()(response.stream, host, seconds, fail, wait)
+        coding = _coding(response.headers)
+        if wait is not None and wait.max_bytes is not None:
+            if announced is not None and announced > wait.max_bytes:
+                response.close()  # its body is never read
+                raise _over_limit(wait, fail, f"the Hub announces {announced:,} bytes, over the "
+                                              f"{wait.max_bytes:,}-byte limit for such files; nothing was downloaded")
+            if coding not in DECODED_SIZE:
+                response.close()
+                raise _over_limit(wait, fail, f"the Hub sent the file encoded as {str(coding)[:60]!r}, which ffnlab "
+                                              f"cannot count against the {wait.max_bytes:,}-byte limit for such files "
+                                              f"(it counts {', '.join(c for c in DECODED_SIZE if c)}); nothing was "
+                                              "downloaded")
+        response.stream = _stall_reported()(response.stream, host, seconds, fail, wait, coding)
         return response
+
+
+# the content codings whose decoded size a limited download counts (zlib's window bits for each;
+# None: no coding, the bytes sent are the file's): the HTTP library decodes the body above this
+# transport, so the limit on what is written is a limit on the decoded bytes
+DECODED_SIZE: dict[str | None, int | None] = {None: None, "gzip": zlib.MAX_WBITS | 16, "x-gzip": zlib.MAX_WBITS | 16,
+                                              "deflate": zlib.MAX_WBITS}
+
+
+def _coding(headers: Any) -> str | None:
+    """A response's Content-Encoding, lower case, ``identity`` left out (None: the body is the
+    file's bytes); several codings stay one string, which :data:`DECODED_SIZE` does not hold."""
+    raw = headers.get("content-encoding")
+    codings = [c.strip().lower() for c in str(raw or "").split(",") if c.strip().lower() not in ("", "identity")]
+    return ", ".join(codings) or None
+
+
+class DecodedSize:
+    """The size a body sent with a content coding of :data:`DECODED_SIZE` decodes to, counted chunk
+    by chunk as it arrives and never kept (at most ``STEP`` decoded bytes at a time), so that a
+    few KB that inflate to gigabytes are stopped at the limit, before the library decodes them."""
+
+    STEP = 2**20
+
+    def __init__(self, coding: str) -> None:
+        bits = DECODED_SIZE[coding]
+        assert bits is not None  # a coding, not the plain body
+        self._bits = bits
+        self._inflate = zlib.decompressobj(self._bits)
+        self._first = True
+        self._broken = False
+
+    def count(self, data: bytes, most: int) -> int:
+        """The decoded bytes of ``data``, the next chunk of the body; stops once past ``most``."""
+        n = 0
+        while data and not self._broken and n <= most:
+            try:
+                out = self._inflate.decompress(data, self.STEP)
+            except zlib.error:
+                if self._first and self._bits == zlib.MAX_WBITS:  # "deflate" sent raw, as the library reads it too
+                    self._bits, self._inflate = -zlib.MAX_WBITS, zlib.decompressobj(-zlib.MAX_WBITS)
+                    self._first = False
+                    continue
+                self._broken = True  # the library's decoder refuses the body itself
+                break
+            self._first = False
+            n += len(out)
+            data = self._inflate.unconsumed_tail
+        return n
 
 
 def _announced_size(headers: Any, status: int) -> int | None:
     """The size of the file a response announces: the Hub's X-Linked-Size (on a redirect to the
-    file's storage too), else a successful answer's Content-Length; None when neither is a number."""
-    for name, ok in (("x-linked-size", True), ("content-length", 200 <= status < 300)):
+    file's storage too), else a successful answer's Content-Length unless the body is encoded
+    (gzip: the length sent, not the file's); None when neither is a number."""
+    plain = _coding(headers) is None
+    for name, ok in (("x-linked-size", True), ("content-length", 200 <= status < 300 and plain)):
         raw = headers.get(name)
         if ok and raw is not None and str(raw).strip().isdigit():
             return int(str(raw).strip())
@@ -310,8 +370,9 @@ def _stall_reported() -> type:
 
     class StallReported(httpx.SyncByteStream):  # type: ignore[name-defined,misc,unused-ignore]
         def __init__(self, inner: Any, host: str, seconds: float, fail: Callable[[str], None],
-                     wait: Wait | None = None) -> None:
+                     wait: Wait | None = None, coding: str | None = None) -> None:
             self._inner, self._host, self._seconds, self._fail, self._wait = inner, host, seconds, fail, wait
+            self._coding = coding  # the body's content coding, one of DECODED_SIZE when the wait has a limit
             self._after = progress_after(seconds)
             self._guard = threading.Lock()
             self._reading: float | None = None  # since when the next bytes are awaited (None: not reading)
@@ -357,6 +418,8 @@ def _stall_reported() -> type:
         def __iter__(self) -> Iterator[bytes]:
             chunks = iter(self._inner)
             limit = self._wait.max_bytes if self._wait is not None else None
+            # what is written: the bytes sent, or what they decode to (counted before the library decodes them)
+            decoded = DecodedSize(self._coding) if limit is not None and self._coding is not None else None
             received = 0
             try:
                 while True:
@@ -364,11 +427,13 @@ def _stall_reported() -> type:
                         chunk = self._read_from(chunks)
                     except StopIteration:
                         return
-                    received += len(chunk)
-                    if limit is not None and received > limit:  # no length announced, or a false one
+                    if limit is not None:
+                        received += len(chunk) if decoded is None else decoded.count(chunk, limit - received)
+                    if limit is not None and received > limit:  # no length announced, a false one, or encoded
                         assert self._wait is not None  # a limit comes with its wait
-                        raise _over_limit(self._wait, self._fail, f"the Hub sent more than the {limit:,}-byte limit "
-                                                                  "for such files; the transfer was stopped")
+                        sent = f"more than the {limit:,}-byte limit for such files"
+                        sent += f" (decoded from {self._coding})" if decoded is not None else ""
+                        raise _over_limit(self._wait, self._fail, f"the Hub sent {sent}; the transfer was stopped")
                     yield chunk
             except httpx.TimeoutException:
                 self._fail(f"the Hub at {self._host} stopped sending for {self._seconds:g} s (--timeout): the "

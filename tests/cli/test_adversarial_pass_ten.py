@@ -565,10 +565,12 @@ def trained(tmp_path_factory) -> Path:
 
 
 def _at_step_two(trained: Path, tmp_path: Path) -> Path:
-    """A copy of the run as a crash after its step-2 checkpoint leaves it (step 4's removed)."""
+    """A copy of the run as a crash after its step-2 checkpoint leaves it (step 4's checkpoint and
+    the summary.json of a finished run removed)."""
     run = tmp_path / "run"
     shutil.copytree(trained / "run", run, symlinks=True)
     shutil.rmtree(run / "checkpoints" / "step-0000004")
+    (run / "summary.json").unlink()
     (tmp_path / "cache").symlink_to(trained / "cache")
     (tmp_path / "c.txt").symlink_to(trained / "c.txt")
     return run

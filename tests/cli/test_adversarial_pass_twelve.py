@@ -202,13 +202,10 @@ def _edit_json(path: Path, change) -> None:  # noqa: ANN001
 # -- E1: a model.json bigger than its checkpoint ----------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E1")
-@pytest.mark.parametrize("argv", [GENERATE, EXPORT, PROBE, CAPACITY], ids=["generate", "export", "probe", "capacity"])
-def test_a_model_json_bigger_than_its_checkpoint_is_one_line_not_an_allocation(trained, tmp_path, argv):
-    run = _copy(trained, tmp_path)
-    _edit_json(run / "model.json", lambda m: m["model"].update(d_model=16384, n_layers=64))
-    # the model this model.json names holds ~275 GB of weights: under an address-space limit of what
-    # this process has plus 2 GiB, building it fails at its first 3 GiB tensor instead of swapping
+def _under_address_limit(argv: list[str], where: Path) -> str:
+    """``cli(argv)`` refused under an address-space limit of what this process has plus 2 GiB: a
+    model built whole fails at its first big tensor (torch's RuntimeError, the traceback a user
+    sees) instead of swapping; returns the one error line."""
     import ffnlab.training.export  # noqa: F401  (torch and the loader imported before the limit)
 
     with open("/proc/self/statm") as fh:
@@ -216,14 +213,39 @@ def test_a_model_json_bigger_than_its_checkpoint_is_one_line_not_an_allocation(t
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (have + 2 * 2**30, hard))
     try:
-        r = cli(*argv, where=tmp_path)
-    except RuntimeError as e:  # torch's allocator: the traceback a user sees
+        r = cli(*argv, where=where)
+    except RuntimeError as e:
         r = None
         error = str(e)[:200]
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     assert r is not None, error
-    assert_refused(r, "model.json")
+    return assert_refused(r, "model.json")
+
+
+@pytest.mark.parametrize("argv", [GENERATE, EXPORT, PROBE, CAPACITY], ids=["generate", "export", "probe", "capacity"])
+def test_a_model_json_bigger_than_its_checkpoint_is_one_line_not_an_allocation(trained, tmp_path, argv):
+    run = _copy(trained, tmp_path)
+    # the model this model.json names holds ~275 GB of weights
+    _edit_json(run / "model.json", lambda m: m["model"].update(d_model=16384, n_layers=64))
+    before = snapshot(tmp_path)
+    _under_address_limit(argv, tmp_path)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("argv", [GENERATE, EXPORT, PROBE, CAPACITY], ids=["generate", "export", "probe", "capacity"])
+def test_a_model_json_with_a_wider_ffn_than_its_checkpoint_is_one_line(trained, tmp_path, argv):
+    # a second input of E1's class: the same layers, one FFN 2**26 wide (24 GiB of float32 weights)
+    from safetensors.torch import load_file
+
+    run = _copy(trained, tmp_path)
+    _edit_json(run / "model.json", lambda m: m["model"]["ffn"].update(d_ff=2**26))
+    line = _under_address_limit(argv, tmp_path)
+    # oracle: the checkpoint's own tensors, read by safetensors: the line names an FFN weight and
+    # the shape the checkpoint holds for it
+    saved = load_file(str(run / "checkpoints" / "step-0000004" / "model.safetensors"))
+    named = [k for k in saved if f"weight {k} has shape {tuple(saved[k].shape)}," in line]
+    assert named and ".ffn." in named[0], line
 
 
 def test_a_model_json_that_differs_from_its_checkpoint_is_one_line(trained, tmp_path):
@@ -236,7 +258,6 @@ def test_a_model_json_that_differs_from_its_checkpoint_is_one_line(trained, tmp_
 # -- E2: held notes with control characters -------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="E2")
 @pytest.mark.parametrize("version", ["\x1b[2J", "5.25.0\x08\x08", "\u202e5"], ids=["esc", "backspace", "bidi"])
 def test_an_unknown_engine_versions_note_shows_control_characters_escaped(tmp_path, version):
     r = cli(*SIZE, "--engine", f"hf-trainer@{version}", where=tmp_path)
@@ -246,7 +267,6 @@ def test_an_unknown_engine_versions_note_shows_control_characters_escaped(tmp_pa
     assert version not in r.stderr, repr(r.stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="E2")
 @pytest.mark.parametrize("where", ["value", "name"])
 def test_a_launch_configs_report_shows_control_characters_escaped(tmp_path, where):
     text = 'use_peft: true\nlora_r: 8\nlora_target_modules: ["q_proj", "zz\\u001b[2J"]\n'
@@ -257,6 +277,36 @@ def test_a_launch_configs_report_shows_control_characters_escaped(tmp_path, wher
     assert r.code == 0, r.stderr[-500:]
     assert "engine config" in r.stderr
     assert "\x1b" not in r.stderr, repr(r.stderr)
+
+
+def test_a_note_naming_a_run_folder_with_control_characters_shows_them_escaped(trained, tmp_path):
+    # a second input of E2's class: a note that quotes a path (generate's "N tokens from RUN")
+    run = _copy(trained, tmp_path)
+    run.rename(tmp_path / "r\x1b[2J\u202e")
+    r = cli("generate", "r\x1b[2J\u202e", "--prompt", "hi", "--tokens", "3", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    # oracle: the name as written by hand with its escapes visible, and no raw control character
+    assert "tokens from r\\x1b[2J\\u202e at " in r.stderr, repr(r.stderr)
+    assert not any(c in r.stderr for c in "\x1b\u202e"), repr(r.stderr)
+
+
+@pytest.mark.parametrize("text", ["a\u2028error: faked", "a\nerror: faked", "a\rerror: faked", "a\x00b\x9bc"])
+def test_a_held_note_is_one_line_whatever_it_quotes(text):
+    # held or said at once, a note is one line on stderr with no control character: Python's own
+    # splitlines (which breaks at U+2028 too) and unicodedata's categories are the oracles
+    import contextlib
+    import io
+    import unicodedata
+
+    from ffnlab.cli import notes
+
+    for hold in (notes.held, contextlib.nullcontext):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), hold():
+            notes.say(f"note: {text}")
+        said = err.getvalue()
+        assert len(said.splitlines()) == 1, repr(said)
+        assert not [c for c in said[:-1] if unicodedata.category(c) in ("Cc", "Zl", "Zp")], repr(said)
 
 
 def test_a_refused_engine_version_with_control_characters_is_one_escaped_line(tmp_path):
@@ -362,7 +412,6 @@ LLAMA = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="E3")
 def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
     # sent with no Content-Length (the tenth pass's C5 form); with one, the 24 MiB are inflated too
     raw = json.dumps({**LLAMA, "pad": "x" * (24 * 2**20)}).encode()  # 24 MiB inflated, ~25 KB sent
@@ -374,6 +423,34 @@ def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
     files = [f for f in (tmp_path / "hfhome").rglob("*") if f.is_file()]
     biggest = max((f.stat().st_size for f in files), default=0)
     assert len(lines) == 1 and "limit" in lines[0] and biggest <= LIMIT, (lines, f"{biggest:,} bytes kept")
+
+
+def test_a_gzip_encoded_config_with_a_length_past_the_limit_is_stopped_at_the_limit(tmp_path):
+    # a second input of E3's class: a Content-Length (of the compressed body) that passes the limit,
+    # and 40 MiB of another text inflated from it
+    raw = json.dumps({**LLAMA, "pad": "0123456789abcdef" * (40 * 2**16)}).encode()
+    hub = _GzipHub(raw, length=True)
+    assert len(hub.body) < LIMIT < len(raw)
+    p = hub.run(tmp_path, "table", "org/tiny")
+    lines = [x for x in p.stderr.splitlines() if x.startswith("error: ")]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-1500:]
+    files = [f for f in (tmp_path / "hfhome").rglob("*") if f.is_file()]
+    biggest = max((f.stat().st_size for f in files), default=0)
+    assert len(lines) == 1 and "limit" in lines[0] and biggest <= LIMIT, (lines, f"{biggest:,} bytes kept")
+
+
+def test_a_small_gzip_encoded_config_reads_as_the_file_it_encodes(tmp_path):
+    # the Hub sends text files gzip-encoded with no Content-Length: the limit counts, never refuses, them;
+    # oracle: the same config.json read from a folder
+    (tmp_path / "local").mkdir()
+    (tmp_path / "local" / "config.json").write_text(json.dumps(LLAMA))
+    local = cli("table", "local", "--json", where=tmp_path)
+    p = _GzipHub(json.dumps(LLAMA).encode(), length=False).run(tmp_path, "table", "org/tiny", "--json")
+    assert local.code == 0 and p.returncode == 0, p.stderr[-1500:]
+    drop = ("model", "name")
+    got = [{k: v for k, v in row.items() if k not in drop} for row in json.loads(p.stdout)]
+    want = [{k: v for k, v in row.items() if k not in drop} for row in json.loads(local.stdout)]
+    assert got == want
 
 
 # -- E4, E5: folders made where nothing was asked ---------------------------------------------------------
@@ -484,7 +561,6 @@ def _summaries(sw: Path, change, runs: int = 4) -> None:  # noqa: ANN001
         _edit_json(summary, change)
 
 
-@pytest.mark.xfail(strict=True, reason="E6")
 def test_a_report_of_runs_all_set_aside_writes_no_library_warning(tmp_path):
     # ln 256 = 5.55 nats: every run no better than chance, set aside by the pre-registered rule
     _summaries(_fake(tmp_path), lambda s: s.update(final_val_loss=6.0))
@@ -494,6 +570,45 @@ def test_a_report_of_runs_all_set_aside_writes_no_library_warning(tmp_path):
     assert r.code == 0, r.stderr[-1500:]
     shown = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught if issubclass(w.category, UserWarning)]
     assert r.stderr == "" and not shown, shown
+
+
+def test_a_report_of_runs_all_diverged_says_no_run_is_shown_and_draws_no_empty_legend(tmp_path, monkeypatch):
+    # a second input of E6's class: every run set aside by the divergence rule (its last loss 5.0,
+    # below chance but far above its best), not by chance
+    import csv
+
+    from fake_sweeps import fake_sweep
+    from matplotlib.text import Text
+
+    from ffnlab.experiments.reporting import plots
+
+    names = [f"{arm}-s{seed}" for arm in ("gelu-r4", "gelu-r2") for seed in range(2)]
+    fake_sweep(
+        tmp_path / "sw",
+        {"gelu-r4": (0.0, 1.0), "gelu-r2": (0.01, 1.0)},
+        seeds=2,
+        noise=0.01,
+        final=dict.fromkeys(names, 5.0),
+    )
+    drawn: list[tuple[set[str], int]] = []  # each figure's texts and its legends, as matplotlib holds them
+    real = plots._png
+
+    def png(fig):  # noqa: ANN001, ANN202
+        drawn.append(({t.get_text() for t in fig.findobj(Text)}, sum(ax.get_legend() is not None for ax in fig.axes)))
+        return real(fig)
+
+    monkeypatch.setattr(plots, "_png", png)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # matplotlib's empty-legend warning fails the report
+        r = cli("report", "sw", "--out", "rr", where=tmp_path)
+    assert r.code == 0 and r.stderr == "", r.stderr[-1500:]
+    # oracles: the report's own runs.csv sets every run aside as diverged; matplotlib's figures
+    with open(tmp_path / "rr" / "runs.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(row["run"] for row in rows) == sorted(names)
+    assert all(row["left_out"].startswith("diverged") for row in rows), rows
+    empty = [legends for texts, legends in drawn if plots.NO_RUN in texts]
+    assert len(empty) == 2 and empty == [0, 0], drawn  # loss curves and frontier: said, no legend box
 
 
 @pytest.mark.parametrize(
@@ -671,7 +786,6 @@ def test_an_export_past_a_file_size_limit_is_one_line_and_leaves_nothing(trained
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="E8")
 def test_a_resume_of_a_finished_run_changes_none_of_its_files(trained, tmp_path):
     import torch
 
@@ -685,6 +799,27 @@ def test_a_resume_of_a_finished_run_changes_none_of_its_files(trained, tmp_path)
     assert r.code == 0, r.stderr[-800:]
     after = snapshot(tmp_path)
     assert after == before, sorted(k for k in after if after[k] != before.get(k))
+
+
+def test_a_resume_of_a_finished_run_from_its_config_file_says_so_and_changes_nothing(trained, tmp_path):
+    # a second input of E8's class: the run's own config file named again (not the saved config.yaml);
+    # oracles: every byte under the folder (the snapshot), the sweep's test of "finished", the one line
+    import torch
+
+    from ffnlab.experiments.sweep.run import run_finished
+
+    run = _copy(trained, tmp_path)
+    shutil.copy(trained / "t.yaml", tmp_path / "t.yaml")
+    assert run_finished(run, 4, evaluated=True)
+    before = snapshot(tmp_path)
+    threads = torch.get_num_threads()
+    try:
+        r = cli("train", "t.yaml", "--out", "run", "--resume", where=tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+    assert r.code == 0 and r.stdout == "", (r.stdout, r.stderr[-800:])
+    assert r.stderr.splitlines() == ["run has already finished its 4 steps: nothing to train, no file changed"]
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.parametrize(

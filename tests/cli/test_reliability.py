@@ -218,6 +218,7 @@ DAMAGE = {
 def test_bad_checkpoint_is_refused_before_the_run_folder_changes(tmp_path, reference, cache, damage):
     run = tmp_path / "run"
     shutil.copytree(reference, run)
+    (run / "summary.json").unlink()  # killed after its last checkpoint: a finished run's resume reads none
     DAMAGE[damage](sorted((run / "checkpoints").glob("step-*"))[-1])
     n_metrics = len((run / "metrics.jsonl").read_text().splitlines())
     line = refused_untouched(tmp_path, *train_argv(run, cache), "--resume", fragment="step-0000012")

@@ -294,6 +294,7 @@ def test_missing_hf_dataset_exits_2(tmp_path, cache_dir):
 def test_corrupt_or_pickled_checkpoint_exits_2_and_keeps_files(tmp_path, cache_dir, capsys, checkpointed_run, damage):
     out = tmp_path / "run"
     shutil.copytree(checkpointed_run, out, symlinks=True)
+    (out / "summary.json").unlink()  # killed after its last checkpoint: a finished run's resume reads none
     ckpt = sorted((out / "checkpoints").glob("step-*"))[-1]
     target = ckpt / "model.safetensors"
     if damage == "truncate":

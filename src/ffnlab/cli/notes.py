@@ -21,13 +21,19 @@ import threading
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from ffnlab.escape import one_line
+
 _lock = threading.RLock()
 _pending: list[list[str]] = []  # one list of held lines per held() in force, innermost last
 _out: list[TextIO] = []  # the stderr each held() found, where its lines go
 
 
 def say(line: str) -> None:
-    """``line`` on stderr once the command is past its checks (:func:`held`); at once outside it."""
+    """``line`` on stderr once the command is past its checks (:func:`held`); at once outside it.
+    Every note passes here: its control characters (an escape sequence, a NUL, a bidi override
+    from a flag's value, a file or its name) are shown as escapes, as an error line's are
+    (:func:`ffnlab.escape.one_line`), so a note can neither act on the terminal nor fake a line."""
+    line = one_line(line)
     with _lock:
         if _pending:
             _pending[-1].append(line)

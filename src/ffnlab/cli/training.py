@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
+from ffnlab.cli.notes import say
 from ffnlab.escape import one_line
 
 if TYPE_CHECKING:
@@ -215,5 +216,5 @@ def generate(
     out = run_generate(run, prompt, new_tokens=tokens, temperature=temperature, top_k=top_k, seed=seed,
                        checkpoint=checkpoint)
     print(out.text)
-    print(f"note: {len(out.ids)} tokens from {run} at {out.checkpoint} (step {out.step:,})", file=sys.stderr)
+    say(f"note: {len(out.ids)} tokens from {run} at {out.checkpoint} (step {out.step:,})")
 

@@ -222,25 +222,59 @@ def _check_groups(path: Path, saved: Sequence[object], fresh: Sequence[ParamGrou
             raise _bad(path, str(e)) from None
 
 
+def _check_weights(path: Path, model: torch.nn.Module, saved: dict[str, tuple[tuple[int, ...], torch.dtype | None]],
+                   who: str) -> None:
+    """Every weight ``model`` needs is in ``saved`` (name: shape, dtype or None when not read) under
+    its name or a tied one's, with its shape (and dtype), and nothing else is; ``model`` may be on
+    the meta device, so nothing of its size is allocated to compare."""
+    expected = model.state_dict(keep_vars=True)  # the tensors themselves: tied weights are one object
+    aliases: dict[int, list[str]] = {}  # tied weights are saved once, under one of their names
+    for k, v in expected.items():
+        aliases.setdefault(id(v), []).append(k)
+    missing = sorted(k for k in expected if k not in saved
+                     and not any(a in saved for a in aliases[id(expected[k])]))
+    unexpected = sorted(set(saved) - set(expected))
+    if missing or unexpected:
+        raise FfnlabError(f"checkpoint {path} does not fit {who} (missing {missing[:3]}, "
+                          f"unexpected {unexpected[:3]}); was the config changed?")
+    for k, v in expected.items():
+        if k not in saved:
+            continue
+        shape, dtype = saved[k]
+        if shape != tuple(v.shape) or (dtype is not None and dtype != v.dtype):
+            has, needs = (f"{shape} ({dtype})", f"{tuple(v.shape)} ({v.dtype})") if dtype else (shape, tuple(v.shape))
+            raise _bad(path, f"weight {k} has shape {has}, {who} needs {needs}; was the config changed?")
+
+
+def _present(path: Path) -> None:
+    for name in ("model.safetensors", "optim.safetensors", "state.json"):
+        if not (path / name).is_file():
+            raise FfnlabError(f"checkpoint {path} is incomplete: {name} is missing")
+
+
+def check_shapes(path: Path, model: torch.nn.Module, who: str) -> None:
+    """The weights of the checkpoint at ``path`` have the names and shapes ``model`` needs, read
+    from ``model.safetensors``'s header alone: build ``model`` on the meta device (``with
+    torch.device("meta")``) to know before building it for real that the checkpoint holds it, so
+    a model bigger than the checkpoint is one line, never an allocation. ``who`` names the model
+    in that line; :func:`load_checkpoint` checks the rest."""
+    from safetensors import SafetensorError, safe_open
+
+    path = Path(path)
+    _present(path)
+    try:
+        with safe_open(str(path / "model.safetensors"), framework="pt") as fh:
+            saved: dict[str, tuple[tuple[int, ...], torch.dtype | None]] = {
+                k: (tuple(fh.get_slice(k).get_shape()), None) for k in fh.keys()}  # noqa: SIM118
+    except (SafetensorError, OSError, ValueError, RuntimeError) as e:
+        raise _corrupt(path, str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+    _check_weights(path, model, saved, who)
+
+
 def _check_tensors(path: Path, model: torch.nn.Module, opt: torch.optim.Optimizer | None,
                    weights: dict[str, torch.Tensor], tensors: dict[str, torch.Tensor],
                    scalars: dict[str, float]) -> None:
-    expected = model.state_dict()
-    aliases: dict[int, list[str]] = {}  # tied weights are saved once, under one of their names
-    for k, v in expected.items():
-        aliases.setdefault(v.data_ptr(), []).append(k)
-    missing = sorted(k for k in expected if k not in weights
-                     and not any(a in weights for a in aliases[expected[k].data_ptr()]))
-    unexpected = sorted(set(weights) - set(expected))
-    if missing or unexpected:
-        raise FfnlabError(f"checkpoint {path} does not fit this model (missing {missing[:3]}, "
-                          f"unexpected {unexpected[:3]}); was the config changed?")
-    for k, v in expected.items():
-        if k not in weights:
-            continue
-        if tuple(weights[k].shape) != tuple(v.shape) or weights[k].dtype != v.dtype:
-            raise _bad(path, f"weight {k} has shape {tuple(weights[k].shape)} ({weights[k].dtype}), this model "
-                             f"needs {tuple(v.shape)} ({v.dtype}); was the config changed?")
+    _check_weights(path, model, {k: (tuple(w.shape), w.dtype) for k, w in weights.items()}, "this model")
     rng = tensors.get("rng.cpu")
     if rng is None or rng.dtype != torch.uint8 or rng.shape != torch.get_rng_state().shape:
         raise _bad(path, "optim.safetensors has no valid CPU random state (rng.cpu)")
@@ -283,9 +317,7 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
     from safetensors.torch import load_file, load_model
 
     path = Path(path)
-    for name in ("model.safetensors", "optim.safetensors", "state.json"):
-        if not (path / name).is_file():
-            raise FfnlabError(f"checkpoint {path} is incomplete: {name} is missing")
+    _present(path)
     state = _read_state(path, max_steps, tokens_per_step)
     try:
         weights = load_file(str(path / "model.safetensors"))

@@ -582,7 +582,7 @@ class RunCheckpoint:
 def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> tuple[torch.nn.Module, RunCheckpoint]:
     """:func:`load_run_model` and the checkpoint it loaded (step, tokens, path, the run's config)."""
     from ffnlab.training import runconfig
-    from ffnlab.training.checkpoint import checkpoint_dirs, latest_checkpoint, load_checkpoint
+    from ffnlab.training.checkpoint import check_shapes, checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.memory import check_fits
     from ffnlab.training.nn import build_model
     from ffnlab.training.runfiles import read_run_model
@@ -596,13 +596,19 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     files = read_run_model(run)  # every field checked, one line naming model.json and the key
     mcfg = files.model
     check_fits(cfg, "cpu", vocab_size=mcfg.vocab_size, gpu=None)
-    model = build_model(mcfg, max_seq_len=cfg.train.seq_len, rope_theta=cfg.model.rope_theta,
-                        norm_eps=cfg.model.norm_eps)
     if checkpoint and (ckpt is None or not ckpt.is_dir()):
         names = [c.name for c in checkpoint_dirs(run)]
         raise FfnlabError(f"{run} has no checkpoint {checkpoint!r}; it has: {', '.join(names) or 'none'}")
     require(ckpt is not None and ckpt.is_dir(), f"{run} has no checkpoint to export")
     assert ckpt is not None
+
+    def build() -> torch.nn.Module:
+        return build_model(mcfg, max_seq_len=cfg.train.seq_len, rope_theta=cfg.model.rope_theta,
+                           norm_eps=cfg.model.norm_eps)
+
+    with torch.device("meta"):  # shapes only: model.json's model is built for real once the checkpoint holds it
+        check_shapes(ckpt, build(), f"the model of {files.path}")
+    model = build()
     state = load_checkpoint(ckpt, model, None)
     return model.eval(), RunCheckpoint(step=int(state["step"]), tokens=state.get("tokens"), path=ckpt,
                                        max_steps=cfg.train.max_steps, config=cfg, files=files)

@@ -1,5 +1,7 @@
 """Reading a run folder's files (no torch): the one typed reader of ``model.json`` and of
-``summary.json``, and the validating metrics reader; writes are in ffnlab.files.
+``summary.json``, the validating metrics reader, and the one test of a finished run
+(:func:`finished_summary`, for ``train --resume``, ``sweep`` and the analysis); writes are in
+ffnlab.files.
 
 Every command that reads a run folder (``generate``, ``export``, ``probe``, ``capacity``, the sweep
 record and its maturity) reads ``model.json`` with :func:`read_run_model` and ``summary.json`` with
@@ -167,6 +169,31 @@ def read_run_summary(path: str | Path) -> RunSummaryFile:
         raise FfnlabError(f"{path}: status must be a string, got {show(status)}")
     params = run_params(s["params"], str(path)) if s.get("params") is not None else None
     return RunSummaryFile(path=path, status=status, tokens=tokens, params=params, **figures)
+
+
+def finished_summary(run_dir: Path, max_steps: object, *, evaluated: bool = False) -> dict[str, Any] | None:
+    """The run's summary if it says the run finished ``max_steps`` steps (``evaluated``: and its
+    metrics, which must be valid, hold the eval record of that step), else None: absent, torn by a
+    kill, not a file, another status ("running"), another step count. The one test of "finished":
+    the sweep skips such a run and the analysis takes it; any other it reruns, and refuses;
+    ``train --resume`` of such a run trains nothing and writes nothing."""
+    from ffnlab.files import read_data
+
+    try:  # a NaN loss is the run's own record of blowing up (the analysis sets such a run aside)
+        s = read_data(run_dir / "summary.json", "run summary", fmt="JSON", json_constants=True)
+    except (OSError, FfnlabError):
+        return None
+    if not isinstance(s, dict) or s.get("status") != "finished":
+        return None
+    if type(s.get("steps")) is not int or s["steps"] != max_steps:  # a bool is no step count
+        return None
+    try:
+        evals = read_records(run_dir / "metrics.jsonl", kinds=("eval",)) if evaluated else []
+        if evaluated and not any(r["step"] == max_steps for r in evals):
+            return None
+    except OSError:
+        return None
+    return s
 
 
 def _bad(path: Path, n: int, why: str) -> FfnlabError:

@@ -119,18 +119,27 @@ def _at(value: float | None, step: int) -> str | None:
     return None if value is None else f"{value:.4g} (step {step})"
 
 
+def _continues(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
+    """Whether ``out_dir`` holds a run that ``cfg`` continues: False when it holds none; refused
+    without --resume, with a config changed beyond the resumable keys, or with a run folder
+    leading outside it. Reads only."""
+    saved = out_dir / "config.yaml"
+    if not saved.exists():
+        return False
+    require(resume, f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
+    old = runconfig.load(saved)
+    changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
+               and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
+    if changed:
+        raise FfnlabError(resume_refusal(out_dir, changed, old.to_dict(), cfg.to_dict()))
+    for sub in RUN_FOLDERS:  # before anything is read or written through them
+        check_inside(out_dir / sub, out_dir)
+    return True
+
+
 def open_run_dir(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
     """Create or reopen the run folder; return True if a previous run is being continued."""
-    saved = out_dir / "config.yaml"
-    if saved.exists():
-        require(resume, f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
-        old = runconfig.load(saved)
-        changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
-                   and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
-        if changed:
-            raise FfnlabError(resume_refusal(out_dir, changed, old.to_dict(), cfg.to_dict()))
-        for sub in RUN_FOLDERS:  # before anything is read or written through them
-            check_inside(out_dir / sub, out_dir)
+    if _continues(out_dir, cfg, resume):
         return True
     if out_dir.exists():
         require(not any(p.name != ".lock" for p in out_dir.iterdir()),
@@ -229,7 +238,8 @@ class Summary(TypedDict):
 
 
 def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> Summary | None:
-    """Train (or continue) the run in ``out_dir``; return its summary (None on ranks > 0)."""
+    """Train (or continue) the run in ``out_dir``; return its summary (None on ranks > 0, and for
+    a run that had already finished: :func:`already_finished`)."""
     from ffnlab.files import provisional_dir
     from ffnlab.training.locking import folder_lock
     from ffnlab.training.memory import check_fits, check_splits
@@ -237,6 +247,8 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> Summa
     info = setup(cfg.train.device)
     main = info.is_main
     try:
+        if already_finished(Path(out_dir), cfg, resume, info):
+            return None
         check_fits(cfg, info.device, world_size=info.world_size)  # before any folder or tensor exists
         # the corpus is checked before the run folder exists: a refused run never makes (or has to
         # remove) a folder another run may be starting in at the same moment
@@ -247,6 +259,30 @@ def train(cfg: RunConfig, out_dir: str | Path, *, resume: bool = False) -> Summa
             return _train(cfg, Path(out_dir), resume, info, data, prepared_dir)
     finally:
         teardown(info)
+
+
+def already_finished(out: Path, cfg: RunConfig, resume: bool, info: DistInfo) -> bool:
+    """Whether --resume names a run that has finished ``cfg``'s max_steps (its summary.json and last
+    evaluation: :func:`ffnlab.training.runfiles.finished_summary`, the test the sweep skips a run
+    by), its config checked first as any continued run's is and read under the run's lock (a lock
+    linked out of the folder is refused, a run another process trains is not read as finished):
+    then said in one line on rank 0, and nothing is trained, measured or written (every rank
+    learns it from rank 0)."""
+    from ffnlab.escape import one_line
+    from ffnlab.training.locking import folder_lock
+    from ffnlab.training.runfiles import finished_summary
+
+    steps = cfg.train.max_steps
+    done = False
+    if info.is_main and resume and _continues(out, cfg, resume):
+        with folder_lock(out, "ffnlab train"):
+            done = finished_summary(out, steps, evaluated=True) is not None
+    if broadcast_str("finished" if done else "", info) != "finished":
+        return False
+    if info.is_main:
+        print(one_line(f"{out} has already finished its {steps:,} steps: nothing to train, no file changed"),
+              file=sys.stderr, flush=True)
+    return True
 
 
 def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, prepared_dir: str) -> Summary | None:

@@ -40,7 +40,7 @@ def figure(rows: list[CapacityArmRow]) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from ffnlab.experiments.reporting.plots import FONT, colour, plain_text
+    from ffnlab.experiments.reporting.plots import FONT, colour, legend, plain_text
 
     plt.rcParams.update({"font.size": FONT})
     fig, ax = plt.subplots(figsize=(8.0, 4.6))
@@ -73,7 +73,7 @@ def figure(rows: list[CapacityArmRow]) -> bytes:
         ax.axhline(REFERENCE_BITS_PER_PARAM, color="k", lw=0.8, ls=":", label=note)
     else:
         ax.text(0.99, 0.98, f"off the axis: {note}", transform=ax.transAxes, ha="right", va="top", fontsize=FONT - 1)
-    ax.legend(fontsize=FONT - 1, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    legend(ax, fontsize=FONT - 1, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     plain_text(fig)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")

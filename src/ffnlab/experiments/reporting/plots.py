@@ -111,15 +111,31 @@ def loss_curves(arms: Sequence[ArmStats], target: float | None, tail: float = 0.
     if lo_y < hi_y:
         pad = 0.05 * (hi_y - lo_y)
         ax.set_ylim(lo_y - pad, hi_y + pad)
-    ax.legend(fontsize=FONT - 1, ncol=2)
+    if not kept:
+        _no_run(ax)
+    legend(ax, fontsize=FONT - 1, ncol=2)
     return _png(fig)
 
 
+def legend(ax: Any, **style: Any) -> None:
+    """``ax.legend(**style)``, or none when nothing drawn is labelled (every run set aside):
+    matplotlib would draw an empty box and warn on stderr, quoting this module's source. Every
+    legend of the report's figures is drawn here."""
+    if ax.get_legend_handles_labels()[1]:
+        ax.legend(**style)
+
+
 def _legend_below(ax: Any) -> None:
-    """The legend under the axes, off the data (none when nothing drawn is labelled)."""
-    if not ax.get_legend_handles_labels()[1]:
-        return
-    ax.legend(fontsize=FONT - 1, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+    """The legend under the axes, off the data."""
+    legend(ax, fontsize=FONT - 1, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
+
+
+NO_RUN = "no run is shown: every run was set aside (runs.csv says why)"
+
+
+def _no_run(ax: Any) -> None:
+    """Say on an empty plot that no run is drawn, rather than leave it blank."""
+    ax.text(0.5, 0.5, NO_RUN, transform=ax.transAxes, ha="center", va="center", fontsize=FONT)
 
 
 def _intervals(ax: Any, rows: Sequence[DecisionJSON], labels: list[str], colours: list[Any],
@@ -225,7 +241,7 @@ def kaplan(rows: Sequence[KaplanPoint], arms: Mapping[str, ArmStats]) -> bytes:
     ax.set_xticks(ticks)
     ax.set_xticklabels([f"{t:.3g}" for t in ticks])
     ax.minorticks_off()
-    ax.legend(fontsize=FONT - 1)
+    legend(ax, fontsize=FONT - 1)
     return _png(fig)
 
 
@@ -235,8 +251,10 @@ def frontier(arms: Sequence[ArmStats]) -> bytes:
         if a.runs:
             xs, ys = _mean_curve(a, flops=True)
             ax.plot(xs, ys, label=a.name, ls="--" if a.gated else "-", color=colour(a.gated, a.ratio_raw))
+    if not any(a.runs for a in arms):
+        _no_run(ax)
     ax.set_xscale("log")
-    ax.legend(fontsize=FONT - 1, ncol=2)
+    legend(ax, fontsize=FONT - 1, ncol=2)
     return _png(fig)
 
 
@@ -300,7 +318,7 @@ def scale_trend(cells: Sequence[CellResult], arms: Sequence[ArmStats], reference
     ax.axhline(0, color="k", lw=0.6)
     ax.set(xlabel="raw ratio d_ff / d_model", ylabel="loss relative to the cell's ratio-4 arm (%)",
            title="Loss vs ratio per cell: means with 95% intervals, fitted parabola with 95% band")
-    ax.legend(fontsize=FONT)
+    legend(ax, fontsize=FONT)
     ax.grid(alpha=0.3)
     low, high = (min(tested) / 2, max(tested) * 2) if tested else (0.5, 16.0)
     for i, t in enumerate(cells):
@@ -324,7 +342,7 @@ def scale_trend(cells: Sequence[CellResult], arms: Sequence[ArmStats], reference
                         f"{(t.tokens or 0) / t.params_non_embedding:.2g} tokens/param" for t in cells])
     bx.set(ylabel="best raw ratio (Fieller 95%)", title="Best ratio per cell (hollow: no bounded minimum inside the "
                                                        "tested ratios; the axis keeps to half/double the tested range)")
-    bx.legend(fontsize=FONT)
+    legend(bx, fontsize=FONT)
     bx.grid(alpha=0.3)
     fig.tight_layout()
     return _png(fig)

@@ -31,7 +31,6 @@ from typing import Any
 
 from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.sweep.runs import finished_summary
 from ffnlab.experiments.sweep.spec import ResolvedRun, SweepSpec, resolve
 from ffnlab.files import (
     check_inside,
@@ -45,7 +44,7 @@ from ffnlab.training import runconfig
 from ffnlab.training.locking import die_with_parent, folder_lock
 from ffnlab.training.memory import check_fits
 from ffnlab.training.progress import Progress
-from ffnlab.training.runfiles import last_step, read_records
+from ffnlab.training.runfiles import finished_summary, last_step, read_records
 from ffnlab.validation import show
 
 MAX_WORKERS = 4096  # parallel runs of one sweep (as a spec's workers key allows)
@@ -53,7 +52,7 @@ SWEEP_FOLDERS = ("configs", "logs", "runs")  # a sweep folder's folders; none ma
 
 
 def run_finished(run_dir: Path, max_steps: int, *, evaluated: bool = False) -> bool:
-    """Whether the run finished ``max_steps`` (:func:`ffnlab.experiments.sweep.runs.finished_summary`,
+    """Whether the run finished ``max_steps`` (:func:`ffnlab.training.runfiles.finished_summary`,
     the one test of it that the analysis uses too)."""
     return finished_summary(run_dir, max_steps, evaluated=evaluated) is not None
 

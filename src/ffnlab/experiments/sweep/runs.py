@@ -24,10 +24,9 @@ from typing import Literal, TypedDict, cast
 from ffnlab.errors import FfnlabError, require
 from ffnlab.experiments.sweep.record import SweepRecord
 from ffnlab.experiments.sweep.spec import SavedSpec
-from ffnlab.files import read_data
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.widths import param_matched_ratio
-from ffnlab.training.runfiles import read_records
+from ffnlab.training.runfiles import finished_summary, read_records
 
 DIVERGED_RISE = 0.10
 SummaryFigure = Literal["final_val_loss", "final_val_ppl", "final_val_bpb", "wall_s", "train_flops"]
@@ -120,28 +119,6 @@ def spec_arm_names(spec: SavedSpec) -> list[str]:
     return [f"{s['name']}.{n}" for s in scales for n in names] if scales else names
 
 
-def finished_summary(run_dir: Path, max_steps: object, *, evaluated: bool = False) -> RunSummary | None:
-    """The run's summary if it says the run finished ``max_steps`` steps (``evaluated``: and its
-    metrics, which must be valid, hold the eval record of that step), else None: absent, torn by a
-    kill, not a file, another status ("running"), another step count. The one test of "finished":
-    the sweep skips such a run and the analysis takes it; any other it reruns, and refuses."""
-    try:  # a NaN loss is the run's own record of blowing up (the analysis sets such a run aside)
-        s = read_data(run_dir / "summary.json", "run summary", fmt="JSON", json_constants=True)
-    except (OSError, FfnlabError):
-        return None
-    if not isinstance(s, dict) or s.get("status") != "finished":
-        return None
-    if type(s.get("steps")) is not int or s["steps"] != max_steps:  # a bool is no step count
-        return None
-    try:
-        evals = read_records(run_dir / "metrics.jsonl", kinds=("eval",)) if evaluated else []
-        if evaluated and not any(r["step"] == max_steps for r in evals):
-            return None
-    except OSError:
-        return None
-    return cast(RunSummary, s)
-
-
 def load(sweep_dir: str | Path) -> tuple[SweepRecord, list[ArmStats]]:
     """``sweep.json`` and every arm's runs (finished runs required; bad runs set aside)."""
     root = Path(sweep_dir)
@@ -171,7 +148,7 @@ def load(sweep_dir: str | Path) -> tuple[SweepRecord, list[ArmStats]]:
         if found is None:
             missing.append(r["run"])
             continue
-        summary = found
+        summary = cast(RunSummary, found)
         evals = [e for e in records if e.get("kind") == "eval"]
         run = RunResult(r["run"], r["arm"], r["seed"], summary, [float(e["tokens"]) for e in evals],
                         [float(e["val_loss"]) for e in evals], r["train_flops_per_token"])

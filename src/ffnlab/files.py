@@ -81,6 +81,8 @@ STALE_AFTER_S = 7 * 24 * 3600  # a marked temporary of another host is stale aft
 # provisional_dir delete, and only if the path still names the same inode.
 _MADE: dict[str, tuple[int, int, int]] = {}
 _SEQ = [0]
+_SETTLED: set[str] = set()  # provisional output folders a block has made lasting (:func:`settle`)
+_OPEN: dict[str, int] = {}  # provisional_dir blocks open per folder
 
 
 def _note_made(path: str | Path) -> None:
@@ -976,6 +978,8 @@ def provisional_dir(folder: Path) -> Iterator[Path]:
     """Yield ``folder``; if the block fails and ``folder`` did not exist before, remove it if it
     holds only what this process made during the block (:func:`remove_made`), so a refused
     command leaves no output folder behind and a folder another process also writes in stays.
+    Once the block has called :func:`settle` on ``folder`` (a run that has written its files), a
+    failure keeps it whatever it holds: only a refusal before that removes it.
 
     The folders on its way that did not exist either (``--out new/deeper/run``: :func:`make_dir`
     makes them too) go the same way, whether ``folder`` went or was never made: innermost first,
@@ -986,10 +990,24 @@ def provisional_dir(folder: Path) -> Iterator[Path]:
     resolved, missing = _walk(folder)
     above = [] if existed else [d for d in missing if d != resolved]  # as make_dir will make them
     since = _SEQ[0]
+    _OPEN[resolved] = _OPEN.get(resolved, 0) + 1
     try:
         yield folder
     except BaseException:
-        if not existed:
+        if not existed and resolved not in _SETTLED:
             remove_made(folder, since)
             _unmake(above, since)
         raise
+    finally:  # settled while any block for the folder (an API's inside a command's) is open
+        _OPEN[resolved] -= 1
+        if not _OPEN[resolved]:
+            del _OPEN[resolved]
+            _SETTLED.discard(resolved)
+
+
+def settle(folder: str | Path) -> None:
+    """Make ``folder``, the output of the :func:`provisional_dir` block running now, the command's
+    lasting output: from here on a failure of the block (a Ctrl-C, a loss that diverges, a full
+    disk) keeps it and everything in it, as a run stopped after it began keeps its files and
+    checkpoints to be resumed. Said by the block, not inferred from what the folder holds."""
+    _SETTLED.add(system_path(folder))

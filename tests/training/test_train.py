@@ -319,6 +319,28 @@ def test_non_finite_loss_stops_with_clear_message(tmp_path, cache_dir):
     assert not (out / "summary.json").exists()
 
 
+def test_a_run_stopped_after_it_began_keeps_its_files_without_a_lock_holding_them(tmp_path, cache_dir, capsys,
+                                                                                   monkeypatch):
+    """A new run's folder is provisional only until the run has written its files (``settle``): a
+    failure later (here a loss that diverges after the first checkpoints) keeps the run to be
+    resumed, whatever it holds. It must not rest on files ffnlab does not note as made (the lock,
+    the appended metrics.jsonl) happening to be there: with the lock taken away and every file
+    read as made by this process, the run folder was removed whole before ``settle`` (checked)."""
+    import contextlib
+
+    from ffnlab import files
+    from ffnlab.training import locking
+
+    monkeypatch.setattr(locking, "folder_lock", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr(files, "made_here", lambda path, since=0: os.path.lexists(path))
+    out = tmp_path / "new" / "run"
+    p = run_cli(capsys, *train_args(out, cache_dir, "train.max_steps=40", "train.checkpoint_every=1",
+                                    "train.lr=1e12", "train.warmup_steps=0", "train.grad_clip=1e30"))
+    assert p.returncode == 3 and "loss became" in p.stderr, (p.returncode, p.stderr)
+    assert (out / "config.yaml").is_file() and (out / "metrics.jsonl").is_file() and not (out / ".lock").exists()
+    assert any((out / "checkpoints").glob("step-*"))  # what a resume would start from
+
+
 def test_export_overwrite_replaces_an_earlier_export_and_nothing_else(tmp_path, cache_dir):
     """--overwrite swaps in the new export whole (the oracle: the later checkpoint's weights in
     the folder); a folder holding anything an export does not write is refused, untouched."""

@@ -27,7 +27,7 @@ from typing import Any, TypedDict, cast
 import torch
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.files import append_text, check_inside, make_dir, write_all_atomic, write_atomic
+from ffnlab.files import append_text, check_inside, make_dir, settle, write_all_atomic, write_atomic
 from ffnlab.interrupt import stop_between_steps
 from ffnlab.provenance import git_commit
 from ffnlab.sizing.config import ModelConfig
@@ -296,6 +296,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, p
     log = MetricsLog(out / "metrics.jsonl", info.is_main)
     if info.is_main:
         _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log)
+        settle(out)  # a run from here on: stopped later, it keeps its files to be resumed
     if continuing and info.is_main:
         remove_stale(out)  # temp folders of a write that a kill interrupted
     run = Run(cfg=cfg, out=out, info=info, data=data, train_arr=train_arr, val_arr=val_arr, mcfg=mcfg,

@@ -153,12 +153,11 @@ import shutil
 import struct
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, ffnlab_process, strict_json, tiny_sweep_spec, train_run, write_corpus
+from adversarial_cli import SRC, fake_hub_process, ffnlab_process, strict_json, tiny_sweep_spec, train_run, write_corpus
+from fake_hub import FakeHub
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
@@ -928,68 +927,11 @@ LLAMA = {
 }
 
 
-class _Hub:
-    """A Hub on 127.0.0.1 that serves one config.json for every path (or a redirect), counting bytes sent."""
-
-    def __init__(self, content: bytes = b"", location: str | None = None) -> None:
-        self.content, self.location, self.sent = content, location, 0
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a: object) -> None:
-                pass
-
-            def do_HEAD(self) -> None:
-                self._go(False)
-
-            def do_GET(self) -> None:
-                self._go(True)
-
-            def _go(self, body: bool) -> None:
-                if hub.location:
-                    self.send_response(302)
-                    self.send_header("Location", hub.location)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(200)
-                self.send_header("X-Repo-Commit", "a" * 40)
-                self.send_header("ETag", '"%s"' % ("b" * 64))
-                self.send_header("Content-Length", str(len(hub.content)))
-                self.end_headers()
-                if body:
-                    try:
-                        for i in range(0, len(hub.content), 1 << 20):
-                            self.wfile.write(hub.content[i : i + (1 << 20)])
-                            hub.sent += len(hub.content[i : i + (1 << 20)])
-                    except OSError:
-                        pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def run(self, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
-        env |= {
-            "HF_ENDPOINT": self.url,
-            "HF_HOME": str(tmp_path / "hfhome"),
-            "HF_HUB_OFFLINE": "0",
-            "HF_HUB_DISABLE_TELEMETRY": "1",
-            "FFNLAB_CACHE": str(tmp_path / "cache"),
-            "PYTHONPATH": SRC,
-        }
-        try:
-            return subprocess.run(
-                [sys.executable, "-m", "ffnlab", *argv, "--timeout", "3"],
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=tmp_path,
-                timeout=120,
-            )
-        finally:
-            self.server.shutdown()
+def _hub(tmp_path: Path, hub: FakeHub, *argv: str, config: bytes = b"") -> subprocess.CompletedProcess:
+    """``ffnlab ARGV`` against ``hub`` on 127.0.0.1 serving ``config`` as org/tiny's config.json."""
+    p, _ = fake_hub_process(tmp_path, hub.misbehave, *argv, "--timeout", "3",
+                            repos={"org/tiny": {"main": {"config.json": config}}}, hub=hub)
+    return p
 
 
 def _one_line(p: subprocess.CompletedProcess, fragment: str) -> str:
@@ -1003,8 +945,7 @@ def _one_line(p: subprocess.CompletedProcess, fragment: str) -> str:
 
 @pytest.mark.parametrize("location", ["http://localhost:1/elsewhere/config.json", "file:///etc/passwd"])
 def test_a_hub_redirect_to_another_host_is_one_line_and_not_followed(tmp_path, location):
-    hub = _Hub(location=location)
-    _one_line(hub.run(tmp_path, "table", "org/tiny"), "302")
+    _one_line(_hub(tmp_path, FakeHub(misbehave="redirect", location=location), "table", "org/tiny"), "302")
 
 
 @pytest.mark.parametrize(
@@ -1017,12 +958,13 @@ def test_a_hub_redirect_to_another_host_is_one_line_and_not_followed(tmp_path, l
     ],
 )
 def test_an_odd_hub_config_is_one_line(tmp_path, config, fragment):
-    _one_line(_Hub(config).run(tmp_path, "table", "org/tiny"), fragment)
+    _one_line(_hub(tmp_path, FakeHub(), "table", "org/tiny", config=config), fragment)
 
 
 def test_a_hub_config_over_the_limit_is_refused_before_it_is_downloaded(tmp_path):
-    hub = _Hub(json.dumps({**LLAMA, "pad": "x" * 20_000_000}).encode())
-    _one_line(hub.run(tmp_path, "table", "org/tiny"), "limit")
+    hub = FakeHub()
+    _one_line(_hub(tmp_path, hub, "table", "org/tiny", config=json.dumps({**LLAMA, "pad": "x" * 20_000_000}).encode()),
+              "limit")
     # oracle: the limit the refusal names; what was fetched past it is disk the user did not ask for
     assert hub.sent < 16 * 2**20, f"{hub.sent:,} bytes fetched"
 

@@ -155,14 +155,12 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
-import threading
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, strict_json, train_run
+from adversarial_cli import fake_hub_process, strict_json, train_run
+from fake_hub import FakeHub
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
@@ -334,71 +332,12 @@ def test_a_refused_engine_version_with_control_characters_is_one_escaped_line(tm
 LIMIT = 16 * 2**20
 
 
-class _GzipHub:
-    """A Hub on 127.0.0.1 serving one config.json with ``Content-Encoding: gzip`` (with or
-    without a Content-Length), counting the bytes it sent."""
-
-    def __init__(self, raw: bytes, length: bool) -> None:
-        self.body, self.sent = gzip.compress(raw, 1), 0
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a: object) -> None:
-                pass
-
-            def do_HEAD(self) -> None:
-                self._go(False)
-
-            def do_GET(self) -> None:
-                self._go(True)
-
-            def _go(self, body: bool) -> None:
-                if not self.path.endswith("/config.json"):
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(200)
-                self.send_header("X-Repo-Commit", "a" * 40)
-                self.send_header("ETag", '"%s"' % ("b" * 64))
-                self.send_header("Content-Encoding", "gzip")
-                if length:
-                    self.send_header("Content-Length", str(len(hub.body)))
-                else:
-                    self.close_connection = True  # the body ends with the connection
-                self.end_headers()
-                if body:
-                    try:
-                        self.wfile.write(hub.body)
-                        hub.sent += len(hub.body)
-                    except OSError:
-                        pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def run(self, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING", "FFNLAB_TIMEOUT"))}
-        env |= {
-            "HF_ENDPOINT": self.url,
-            "HF_HOME": str(tmp_path / "hfhome"),
-            "HF_HUB_OFFLINE": "0",
-            "HF_HUB_DISABLE_TELEMETRY": "1",
-            "FFNLAB_CACHE": str(tmp_path / "cache"),
-            "PYTHONPATH": SRC,
-        }
-        try:
-            return subprocess.run(
-                [sys.executable, "-m", "ffnlab", *argv, "--timeout", "5"],
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=tmp_path,
-                timeout=120,
-            )
-        finally:
-            self.server.shutdown()
+def _gzip_hub(tmp_path: Path, raw: bytes, length: bool, *argv: str) -> subprocess.CompletedProcess:
+    """``ffnlab ARGV`` against a Hub on 127.0.0.1 serving ``raw`` as org/tiny's config.json with
+    ``Content-Encoding: gzip`` (with or without a Content-Length)."""
+    p, _ = fake_hub_process(tmp_path, None if length else "no-length", *argv, "--timeout", "5",
+                            repos={"org/tiny": {"main": {"config.json": raw}}}, hub=FakeHub(gzip=True))
+    return p
 
 
 LLAMA = {
@@ -415,8 +354,7 @@ LLAMA = {
 def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
     # sent with no Content-Length (the tenth pass's C5 form); with one, the 24 MiB are inflated too
     raw = json.dumps({**LLAMA, "pad": "x" * (24 * 2**20)}).encode()  # 24 MiB inflated, ~25 KB sent
-    hub = _GzipHub(raw, length=False)
-    p = hub.run(tmp_path, "table", "org/tiny")
+    p = _gzip_hub(tmp_path, raw, False, "table", "org/tiny")
     lines = [x for x in p.stderr.splitlines() if x.startswith("error: ")]
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-1500:]
     # oracles: the limit the refusal names, and no file past it on disk (what the user did not ask for)
@@ -429,9 +367,8 @@ def test_a_gzip_encoded_config_with_a_length_past_the_limit_is_stopped_at_the_li
     # a second input of E3's class: a Content-Length (of the compressed body) that passes the limit,
     # and 40 MiB of another text inflated from it
     raw = json.dumps({**LLAMA, "pad": "0123456789abcdef" * (40 * 2**16)}).encode()
-    hub = _GzipHub(raw, length=True)
-    assert len(hub.body) < LIMIT < len(raw)
-    p = hub.run(tmp_path, "table", "org/tiny")
+    assert len(gzip.compress(raw, 1)) < LIMIT < len(raw)
+    p = _gzip_hub(tmp_path, raw, True, "table", "org/tiny")
     lines = [x for x in p.stderr.splitlines() if x.startswith("error: ")]
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-1500:]
     files = [f for f in (tmp_path / "hfhome").rglob("*") if f.is_file()]
@@ -445,7 +382,7 @@ def test_a_small_gzip_encoded_config_reads_as_the_file_it_encodes(tmp_path):
     (tmp_path / "local").mkdir()
     (tmp_path / "local" / "config.json").write_text(json.dumps(LLAMA))
     local = cli("table", "local", "--json", where=tmp_path)
-    p = _GzipHub(json.dumps(LLAMA).encode(), length=False).run(tmp_path, "table", "org/tiny", "--json")
+    p = _gzip_hub(tmp_path, json.dumps(LLAMA).encode(), False, "table", "org/tiny", "--json")
     assert local.code == 0 and p.returncode == 0, p.stderr[-1500:]
     drop = ("model", "name")
     got = [{k: v for k, v in row.items() if k not in drop} for row in json.loads(p.stdout)]

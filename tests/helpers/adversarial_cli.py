@@ -64,13 +64,14 @@ def one_error_line(p: subprocess.CompletedProcess) -> str:
 
 
 def fake_hub_process(tmp_path: Path, misbehave: str | None, *argv: str, repos: dict[str, Any] | None = None,
-                     **env_extra: str) -> tuple[subprocess.CompletedProcess, list]:
+                     hub: Any = None, **env_extra: str) -> tuple[subprocess.CompletedProcess, list]:
     """``ffnlab ARGV`` in a subprocess against a fake Hub on 127.0.0.1 (tests/helpers/fake_hub.py)
     holding ``repos`` and answering as ``misbehave`` says, with a fresh HF home and ffnlab cache
-    and the environment's own Hub settings removed; its result and the requests the Hub saw."""
+    and the environment's own Hub settings removed; its result and the requests the Hub saw.
+    ``hub``: a FakeHub set up by the caller (``location``, ``gzip``), read after (``sent``)."""
     from fake_hub import FakeHub
 
-    fake = FakeHub()
+    fake = hub if hub is not None else FakeHub()
     for repo, revisions in (repos or {}).items():
         fake.add(repo, revisions)
     fake.misbehave = misbehave

@@ -20,10 +20,14 @@ the file's HEAD answered as usual), "bad-json" serves every file as
 with no Content-Length (the body ends when the connection closes), "false-length" announces 100
 bytes to a HEAD and sends a GET's whole file with no length; ``sent`` counts the body bytes the
 server wrote, in 1 MiB pieces (what a client that stops reading leaves unsent is not counted).
+For the tenth and twelfth: "redirect" answers every request with a 302 to ``location``; ``gzip``
+sends every file gzip-encoded (``Content-Encoding: gzip``, the Content-Length the compressed
+body's, or none under "no-length"), as ``sent`` then counts.
 """
 
 from __future__ import annotations
 
+import gzip as gzip_module
 import hashlib
 import threading
 from dataclasses import dataclass, field
@@ -56,6 +60,8 @@ class FakeHub:
     chunks: int = 6
     gap: float = 0.4
     retry_after: int = 100_000
+    location: str | None = None  # where "redirect" sends every request
+    gzip: bool = False  # files sent gzip-encoded
     sent: int = 0  # body bytes written to clients
     released: threading.Event = field(default_factory=threading.Event)
 
@@ -85,6 +91,8 @@ class FakeHub:
 
             def _send(self, status: int, headers: dict[str, str], content: bytes = b"", body: bool = False) -> None:
                 self.send_response(status)
+                if status == 200 and hub.gzip:
+                    content, headers = gzip_module.compress(content, 1), {**headers, "Content-Encoding": "gzip"}
                 length: str | None = str(len(content))
                 if status == 200 and hub.misbehave in ("no-length", "false-length"):
                     length = "100" if hub.misbehave == "false-length" and not body else None
@@ -133,8 +141,8 @@ class FakeHub:
                     return self._error(hub.status, None)
                 if hub.misbehave == "retry-after" or hub.misbehave == "get-retry-after" and self.command == "GET":
                     return self._send(hub.status, {"Retry-After": str(hub.retry_after)})
-                if hub.misbehave == "redirect-loop":
-                    return self._send(302, {"Location": self.path})
+                if hub.misbehave in ("redirect-loop", "redirect"):
+                    return self._send(302, {"Location": hub.location if hub.misbehave == "redirect" else self.path})
                 if hub.misbehave == "headers-stall":
                     self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Repo-Commit: ")
                     self.wfile.flush()

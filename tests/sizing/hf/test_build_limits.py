@@ -1,0 +1,47 @@
+"""The bounds ``audit`` sets on a build through transformers, decided from the config transformers
+resolves (class defaults, aliases, the nested objects it reads): at most 10,000 layers; no bound on
+parameters (a meta-device build takes no longer for more of them). Each root class of the twelfth
+pass's findings (V1-V4, tests/sizing/hf/test_counts_twelfth_pass.py) with a second input, different
+from the pass's own. Oracle: transformers 5.25's own model of the same config on the meta device
+(``hf_counts_all.reference``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from count_passes import audit_config  # noqa: E402
+from hf_counts_all import exact_defaults, reference  # noqa: E402
+
+
+def _default(model_type: str, **changes: Any) -> dict[str, Any]:
+    return {**copy.deepcopy(exact_defaults()[model_type]), **changes}
+
+
+def _counts_as_transformers(config: dict[str, Any], folder: Any) -> int:
+    ref = reference(copy.deepcopy(config))
+    assert "total" in ref, ref
+    got = audit_config(copy.deepcopy(config), folder)
+    assert not isinstance(got, Exception), f"refused a model transformers builds ({ref['total']:,}): {got}"
+    assert got.params_total == ref["total"]
+    return ref["total"]
+
+
+# V1: no estimate of parameters from config.json's numbers
+def test_an_unread_object_of_huge_widths_is_counted_as_transformers_builds(tmp_path):
+    """AFMoE beside ``"speculator"`` of width 10**7 and 9,000 layers (an object its config does not
+    read): the old estimate was 6e18 parameters, transformers builds 158,508."""
+    config = _default("afmoe", speculator={"hidden_size": 10**7, "num_hidden_layers": 9000,
+                                           "intermediate_size": 10**7})
+    assert _counts_as_transformers(config, tmp_path) < 10**6
+
+
+def test_a_model_of_more_than_1e14_parameters_is_counted(tmp_path):
+    """A vocabulary of 2**31 - 1 at width 2**16 (AFMoE): transformers builds 2.8e14 parameters on the
+    meta device at once; audit counts them rather than refusing above an estimate of 1e14."""
+    config = _default("afmoe", vocab_size=2**31 - 1, hidden_size=2**16)
+    assert _counts_as_transformers(config, tmp_path) > 10**14

@@ -45,3 +45,21 @@ def test_a_model_of_more_than_1e14_parameters_is_counted(tmp_path):
     meta device at once; audit counts them rather than refusing above an estimate of 1e14."""
     config = _default("afmoe", vocab_size=2**31 - 1, hidden_size=2**16)
     assert _counts_as_transformers(config, tmp_path) > 10**14
+
+
+# V2: a layer count transformers does not read is no bound
+@pytest.mark.parametrize(("model_type", "changes"), [
+    ("afmoe", {"mtp": {"num_layers": 50_000}}),  # an object AFMoE's config does not read
+    ("openai-gpt", {"n_layer": 20_000, "num_hidden_layers": 2}),  # the attribute_map name transformers drops
+], ids=["afmoe-unread-object", "openai-gpt-dropped-alias"])
+def test_a_layer_count_transformers_does_not_read_is_no_bound(tmp_path, model_type, changes):
+    _counts_as_transformers(_default(model_type, **changes), tmp_path)
+
+
+# V3: the probe starts past the model's depth as transformers resolves it, class default included
+def test_a_threshold_past_a_class_default_depth_is_not_a_layer_count(tmp_path):
+    """Switch Transformers with num_decoder_layers 2 written and the encoder left to its default of
+    12 layers: num_sparse_encoder_layers 10,001 sets the sparse step (12 // 10,001) and sizes nothing;
+    a probe past the 2 layers written read it as a layer count."""
+    config = {k: v for k, v in _default("switch_transformers").items() if k != "num_layers"}
+    _counts_as_transformers({**config, "num_decoder_layers": 2, "num_sparse_encoder_layers": 10_001}, tmp_path)

@@ -117,27 +117,22 @@ def layer_count_candidates(data: Mapping[str, object]) -> list[tuple[tuple[str, 
     return found
 
 
-# keys that size a model's stack of layers wherever a config has them (each checked, on every type
-# of tests/helpers/hf_cases.py that has it, by building transformers' model with it at 1 and 2:
-# tests/sizing/hf/test_hf_fallback.py): refused above MAX_LAYERS before transformers is imported
+# keys that size a model's stack of layers wherever a config object transformers resolved holds them
+# at its top level (each checked, on every type of tests/helpers/hf_cases.py that has it, by building
+# transformers' model with it at 1 and 2: tests/sizing/hf/test_hf_fallback.py): refused above MAX_LAYERS
+# as soon as transformers has read the config, before anything is built
 DEPTH_KEYS = frozenset({"num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
                         "decoder_layers", "num_decoder_layers"})
 
 
+class BuildLimit(FfnlabError):
+    """ffnlab's own refusal of a model it will not build through transformers (more than
+    :data:`MAX_LAYERS` layers): not transformers' verdict."""
+
+
 def refuse_layer_count(path: tuple[str, ...], n: int) -> None:
-    raise FfnlabError(f"config.json key {'.'.join(path)!r} = {n:,} layers: ffnlab builds at most "
-                      f"{MAX_LAYERS:,} layers through transformers")
-
-
-def check_buildable(data: Mapping[str, object]) -> None:
-    """Refuse, from the config's own numbers, a model too deep to build in bounded time
-    (transformers builds one module object per layer, even on the meta device); the other keys
-    named like a layer count than :data:`DEPTH_KEYS` are the counter's to judge
-    (:func:`layer_count_candidates`). No bound on parameters: a meta-device build takes no longer
-    for more of them."""
-    for path, n in layer_count_candidates(data):
-        if path[-1] in DEPTH_KEYS:
-            refuse_layer_count(path, n)
+    raise BuildLimit(f"config.json key {'.'.join(path)!r} = {n:,} layers: ffnlab builds at most "
+                     f"{MAX_LAYERS:,} layers through transformers")
 
 
 def is_multimodal(counted: CountedModel) -> bool:
@@ -490,7 +485,6 @@ def audit_untranslated(path: str | Path, supported: tuple[str, ...], counter: Tr
                                  f"({INSTALL_HINT})")
     assert counter is not None
     try:
-        check_buildable(data)
         counted = counter(data, supported)
     except FfnlabError as e:  # both refuse: the translator's reason comes first, transformers' follows
         if note is None or refused is None:

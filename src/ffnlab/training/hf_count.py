@@ -26,6 +26,7 @@ from ffnlab.sizing.hf.fallback import (
     INSTALL_HINT,
     MAX_LAYERS,
     BuildLimit,
+    is_layer_count,
     layer_count_candidates,
     refuse_layer_count,
 )
@@ -233,6 +234,14 @@ def _built_size(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]
     return sum(1 + sum(len(v) for v in vars(m).values() if isinstance(v, containers)) for m in model.modules())
 
 
+# a key not named like a layer count is judged as one when the class's default for it is a count this
+# small (every stack depth of transformers 5.25's config classes, Qwen2.5-VL's vision depth 32 among
+# them; widths, vocabularies and positions default to more)
+_COUNT_DEFAULT = 1_000
+# names of an index, not a count (a token id defaults to 0, 1 or 2 and is written as 128,000)
+_INDEX_ENDINGS = ("_id", "_ids", "_index", "_idx")
+
+
 def _config_objects(transformers: Any, hf_cfg: Any) -> list[tuple[tuple[str, ...], Any]]:
     """The config transformers resolved and every sub-config object it holds (attributes that are
     configs, not plain dicts: a dict the class does not turn into a config is not read as one), each
@@ -251,6 +260,22 @@ def _config_objects(transformers: Any, hf_cfg: Any) -> list[tuple[tuple[str, ...
     return found
 
 
+_DEFAULTS: dict[str, Any] = {}
+
+
+def _class_defaults(config_class: Any) -> Any:
+    """An instance of ``config_class`` with its defaults (made once per class), or None where it
+    needs arguments."""
+    name = f"{config_class.__module__}.{config_class.__qualname__}"
+    if name not in _DEFAULTS:
+        try:
+            with _quiet():
+                _DEFAULTS[name] = config_class()
+        except Exception:  # noqa: BLE001 - no default instance: no default to compare with
+            _DEFAULTS[name] = None
+    return _DEFAULTS[name]
+
+
 def _held(obj: Any, key: str) -> Any:
     """The value config object ``obj`` holds under ``key`` (an attribute_map alias resolved), or None."""
     try:
@@ -264,6 +289,29 @@ def _at(fields: dict[str, Any], path: tuple[str, ...]) -> Any:
     for key in path:
         obj = obj.get(key) if isinstance(obj, dict) else None
     return obj
+
+
+def _count_like(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> list[tuple[tuple[str, ...], int]]:
+    """Keys of config.json above :data:`MAX_LAYERS` not named like a layer count that a config object
+    transformers resolved holds as written and whose class default is a count
+    (:data:`_COUNT_DEFAULT`): Qwen2.5-VL's vision_config.depth. Whether they size the model is the
+    probe's to say, as for the keys named like a layer count."""
+    found: list[tuple[tuple[str, ...], int]] = []
+    for path, obj in _config_objects(transformers, hf_cfg):
+        written = _at(fields, path)
+        if not isinstance(written, dict):
+            continue
+        defaults = _class_defaults(type(obj))
+        for key, value in written.items():
+            n = value if isinstance(value, int) and not isinstance(value, bool) else None
+            if (n is None or n <= MAX_LAYERS or not isinstance(key, str) or is_layer_count(key)
+                    or key.endswith(_INDEX_ENDINGS)):
+                continue
+            default = _held(defaults, key) if defaults is not None else None
+            if (_held(obj, key) == n and isinstance(default, int) and not isinstance(default, bool)
+                    and 0 <= default <= _COUNT_DEFAULT):
+                found.append(((*path, key), n))
+    return found
 
 
 def _depth(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> int:
@@ -313,8 +361,9 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     resolved, nested objects it reads turned into config objects):
 
     * a :data:`DEPTH_KEYS` key above it that the resolved config holds at its top level;
-    * any other key above it named like a layer count anywhere in config.json
-      (:func:`layer_count_candidates`) when it sizes the model transformers builds: past the model's
+    * any other key above it that may be a layer count (named like one anywhere in config.json,
+      :func:`layer_count_candidates`; or held by a resolved config object whose class defaults it to
+      a count, :func:`_count_like`) when it sizes the model transformers builds: past the model's
       deepest stack (d layers, :func:`_depth`), the model holds more with it at d + 2 than at d + 1
       (:func:`_built_size`; the other such keys at d + 1). A threshold, an interval or an index
       (max_window_layers, num_dense_layers, vision_feature_layer) changes nothing past the last layer,
@@ -328,7 +377,7 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     top = [(p, n) for p, n in named if len(p) == 1 and p[0] in DEPTH_KEYS and _held(hf_cfg, p[0]) == stand_ins[p]]
     for key, n in top:
         refuse_layer_count(key, n)
-    found = named
+    found = named + _count_like(transformers, hf_cfg, fields)
     if not found:
         return
     d = _depth(transformers, hf_cfg, fields)

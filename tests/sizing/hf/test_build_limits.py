@@ -8,6 +8,7 @@ from the pass's own. Oracle: transformers 5.25's own model of the same config on
 from __future__ import annotations
 
 import copy
+import signal
 from typing import Any
 
 import pytest
@@ -63,3 +64,37 @@ def test_a_threshold_past_a_class_default_depth_is_not_a_layer_count(tmp_path):
     a probe past the 2 layers written read it as a layer count."""
     config = {k: v for k, v in _default("switch_transformers").items() if k != "num_layers"}
     _counts_as_transformers({**config, "num_decoder_layers": 2, "num_sparse_encoder_layers": 10_001}, tmp_path)
+
+
+# V4: a depth not named like a layer count is bounded too
+class _StillBuilding(BaseException):
+    pass
+
+
+def test_a_vision_depth_above_10000_is_refused_in_one_line_at_once(tmp_path):
+    """Qwen2-VL's vision_config.depth: transformers' model grows with it (the oracle: its total at
+    depths 1 and 2), counted exactly at 3, and at 10**6 one error line within 5 s (building would take
+    about 2.5 ms a block: 40 minutes)."""
+    def at(depth: int) -> dict[str, Any]:
+        config = _default("qwen2_vl")
+        config["vision_config"]["depth"] = depth
+        return config
+
+    one, two = (reference(at(n))["total"] for n in (1, 2))
+    assert two > one
+    _counts_as_transformers(at(3), tmp_path)
+
+    def late(signum: int, frame: Any) -> None:
+        raise _StillBuilding
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, 5.0)
+    try:
+        got = audit_config(at(10**6), tmp_path)
+    except _StillBuilding:
+        pytest.fail("audit was still building the model after 5 s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert isinstance(got, Exception) and "\n" not in str(got), got
+    assert "'vision_config.depth' = 1,000,000 layers: ffnlab builds at most 10,000" in str(got)

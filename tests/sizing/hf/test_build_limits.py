@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("transformers")
 
 from count_passes import audit_config  # noqa: E402
-from hf_counts_all import exact_defaults, reference  # noqa: E402
+from hf_counts_all import check, exact_defaults, reference  # noqa: E402
 
 
 def _default(model_type: str, **changes: Any) -> dict[str, Any]:
@@ -98,3 +98,15 @@ def test_a_vision_depth_above_10000_is_refused_in_one_line_at_once(tmp_path):
         signal.signal(signal.SIGALRM, previous)
     assert isinstance(got, Exception) and "\n" not in str(got), got
     assert "'vision_config.depth' = 1,000,000 layers: ffnlab builds at most 10,000" in str(got)
+
+
+# the shared oracle: ffnlab's own limit is not transformers' refusal
+def test_check_tells_ffnlab_s_own_limit_from_transformers_refusal(tmp_path):
+    """``check`` of a model past ffnlab's 10,000-layer ceiling is "limit" (transformers was not
+    asked), not "refused" by both; a config transformers itself refuses stays "refused"."""
+    deep = check(_default("afmoe", num_hidden_layers=20_000), tmp_path)
+    assert deep["status"] == "limit" and "limit" in deep["reference"], deep["reference"]
+    broken = _default("lfm2_moe", num_hidden_layers=3)  # its layer_types list names 2 layers
+    ref = reference(copy.deepcopy(broken))
+    assert "refused" in ref, ref
+    assert check(broken, tmp_path)["status"] == "refused"

@@ -29,6 +29,7 @@ from ffnlab.sizing.hf.fallback import (
     is_layer_count,
     layer_count_candidates,
     refuse_layer_count,
+    refuse_unprobed,
 )
 from ffnlab.sizing.hf.structure import CountedModel, ModuleNode
 from ffnlab.validation import show
@@ -386,8 +387,10 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     for path, n in found:
         trial = _with_path(fields, {**base, path: d + 2})
         more = None if size is None else _built_size(torch, config_class, auto, trial)
-        if more is None or more != size:
+        if more is not None and more != size:
             refuse_layer_count(path, n)
+        if more is None:  # transformers refuses the trial: the key is not shown to size nothing
+            refuse_unprobed(path, n, d)
 
 
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:

@@ -135,6 +135,15 @@ def refuse_layer_count(path: tuple[str, ...], n: int) -> None:
                      f"{MAX_LAYERS:,} layers through transformers")
 
 
+def refuse_unprobed(path: tuple[str, ...], n: int, depth: int) -> None:
+    """Refuse a key that may be a layer count when transformers refuses the trial builds that would
+    show it is not one (with it at ``depth`` + 1 and + 2): the bound cannot be checked, and building
+    it as written might not end."""
+    raise BuildLimit(f"config.json key {'.'.join(path)!r} = {n:,}: transformers refuses this model with it at "
+                     f"{depth + 1:,} or {depth + 2:,}, so ffnlab cannot tell it from a layer count (it builds at "
+                     f"most {MAX_LAYERS:,} layers through transformers)")
+
+
 def is_multimodal(counted: CountedModel) -> bool:
     return bool(set(counted.get("sub_configs") or ()) - {"text_config"}) or (
         counted.get("auto") == "AutoModelForImageTextToText")

@@ -370,7 +370,8 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
       (max_window_layers, num_dense_layers, vision_feature_layer) changes nothing past the last layer,
       a key transformers does not read (an unknown nested object, the attribute_map name it drops)
       changes nothing at all, and the model is built as written. Where transformers refuses either
-      trial, the key stays a layer count (refused: building it could not end).
+      trial, the key is refused as one ffnlab cannot tell from a layer count (building it might not
+      end): :func:`~ffnlab.sizing.hf.fallback.refuse_unprobed`.
 
     Raises what transformers raises where it cannot read the config at all."""
     named = layer_count_candidates(fields)

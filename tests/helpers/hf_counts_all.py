@@ -155,6 +155,7 @@ def audited(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     the reference from the same build when audit built the model (``ref``)."""
     from ffnlab.errors import FfnlabError
     from ffnlab.sizing.audit import audit
+    from ffnlab.sizing.hf.fallback import BuildLimit
     from ffnlab.training.hf_count import count_with_transformers
 
     built: dict[str, Any] = {}
@@ -162,6 +163,9 @@ def audited(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     def counter(data: dict[str, Any], supported: tuple[str, ...]) -> dict[str, Any]:
         try:
             counted = count_with_transformers(data, supported)
+        except BuildLimit as e:  # ffnlab's own ceiling (layers, parameters): transformers was not asked
+            built["ref"] = {"limit": str(e)[:200]}
+            raise
         except FfnlabError as e:
             built["ref"] = {"refused": str(e)[:200]}
             raise
@@ -180,9 +184,12 @@ def audited(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def verdict(ref: dict[str, Any], got: dict[str, Any]) -> tuple[str, str | None]:
-    """(status, reason): exact, refused (both refuse) or off."""
+    """(status, reason): exact, refused (both refuse), limit (audit stopped at ffnlab's own ceiling
+    before or while transformers built: no verdict of transformers to compare with) or off."""
     if "traceback" in got:
         return "off", f"traceback {got['traceback']}"
+    if "limit" in ref:
+        return "limit", f"ffnlab's own build limit, not transformers' verdict: {ref['limit']}"
     if "total" in ref and got.get("total") == ref["total"]:
         return "exact", None
     if "refused" in ref and "refused" in got:

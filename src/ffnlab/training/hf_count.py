@@ -24,8 +24,12 @@ from ffnlab.sizing.hf.fallback import (
     BASE_KIND,
     DEPTH_KEYS,
     INSTALL_HINT,
+    MAX_LAYERS,
+    BuildLimit,
+    is_layer_count,
     layer_count_candidates,
     refuse_layer_count,
+    refuse_unprobed,
 )
 from ffnlab.sizing.hf.structure import CountedModel, ModuleNode
 from ffnlab.validation import show
@@ -233,40 +237,163 @@ def _built_size(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]
     return sum(1 + sum(len(v) for v in vars(m).values() if isinstance(v, containers)) for m in model.modules())
 
 
-def _depth(fields: dict[str, Any]) -> int:
-    """The most layers any stack of the config has (its :data:`DEPTH_KEYS`, at any depth), 0 if none."""
+# a key not named like a layer count is judged as one when the class's default for it is a count this
+# small (every stack depth of transformers 5.25's config classes, Qwen2.5-VL's vision depth 32 among
+# them; widths, vocabularies and positions default to more)
+_COUNT_DEFAULT = 1_000
+# names of an index, not a count (a token id defaults to 0, 1 or 2 and is written as 128,000)
+_INDEX_ENDINGS = ("_id", "_ids", "_index", "_idx")
+
+
+def _config_objects(transformers: Any, hf_cfg: Any) -> list[tuple[tuple[str, ...], Any]]:
+    """The config transformers resolved and every sub-config object it holds (attributes that are
+    configs, not plain dicts: a dict the class does not turn into a config is not read as one), each
+    with its path, up to 4 deep."""
+    base = transformers.PreTrainedConfig
+    found: list[tuple[tuple[str, ...], Any]] = []
+
+    def walk(obj: Any, path: tuple[str, ...]) -> None:
+        found.append((path, obj))
+        if len(path) < 4:
+            for key, value in vars(obj).items():
+                if isinstance(value, base):
+                    walk(value, (*path, key))
+
+    walk(hf_cfg, ())
+    return found
+
+
+_DEFAULTS: dict[str, Any] = {}
+
+
+def _class_defaults(config_class: Any) -> Any:
+    """An instance of ``config_class`` with its defaults (made once per class), or None where it
+    needs arguments."""
+    name = f"{config_class.__module__}.{config_class.__qualname__}"
+    if name not in _DEFAULTS:
+        try:
+            with _quiet():
+                _DEFAULTS[name] = config_class()
+        except Exception:  # noqa: BLE001 - no default instance: no default to compare with
+            _DEFAULTS[name] = None
+    return _DEFAULTS[name]
+
+
+def _held(obj: Any, key: str) -> Any:
+    """The value config object ``obj`` holds under ``key`` (an attribute_map alias resolved), or None."""
+    try:
+        return getattr(obj, key, None)
+    except Exception:  # noqa: BLE001 - a property that raises holds nothing
+        return None
+
+
+def _at(fields: dict[str, Any], path: tuple[str, ...]) -> Any:
+    obj: Any = fields
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _count_like(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> list[tuple[tuple[str, ...], int]]:
+    """Keys of config.json above :data:`MAX_LAYERS` not named like a layer count that a config object
+    transformers resolved holds as written and whose class default is a count
+    (:data:`_COUNT_DEFAULT`): Qwen2.5-VL's vision_config.depth. Whether they size the model is the
+    probe's to say, as for the keys named like a layer count."""
+    found: list[tuple[tuple[str, ...], int]] = []
+    for path, obj in _config_objects(transformers, hf_cfg):
+        written = _at(fields, path)
+        if not isinstance(written, dict):
+            continue
+        defaults = _class_defaults(type(obj))
+        for key, value in written.items():
+            n = value if isinstance(value, int) and not isinstance(value, bool) else None
+            if (n is None or n <= MAX_LAYERS or not isinstance(key, str) or is_layer_count(key)
+                    or key.endswith(_INDEX_ENDINGS)):
+                continue
+            default = _held(defaults, key) if defaults is not None else None
+            if (_held(obj, key) == n and isinstance(default, int) and not isinstance(default, bool)
+                    and 0 <= default <= _COUNT_DEFAULT):
+                found.append(((*path, key), n))
+    return found
+
+
+def _depth(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> int:
+    """The most layers any stack of the model has, up to :data:`MAX_LAYERS`: the :data:`DEPTH_KEYS`
+    of every config object transformers resolved (class defaults included: a stack left to its
+    default is as deep as the default) and of config.json at any depth; 0 if none."""
     found = [0]
+
+    def keep(value: object) -> None:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_LAYERS:
+            found.append(value)
+
+    for _, obj in _config_objects(transformers, hf_cfg):
+        for key in DEPTH_KEYS:
+            keep(_held(obj, key))
 
     def walk(obj: object, level: int) -> None:
         if isinstance(obj, dict) and level <= 4:
             for key, value in obj.items():
-                if key in DEPTH_KEYS and isinstance(value, int) and not isinstance(value, bool):
-                    found.append(value)
+                if key in DEPTH_KEYS:
+                    keep(value)
                 walk(value, level + 1)
 
     walk(fields, 0)
     return max(found)
 
 
-def _check_layer_counts(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> None:
-    """Refuse a key named like a layer count (:func:`layer_count_candidates`: above the most layers
-    ffnlab builds) when it sizes the model transformers builds: past the config's deepest stack (d
-    layers), the model holds more with it at d + 2 than at d + 1 (:func:`_built_size`; the other
-    such keys at d + 1). A threshold, an interval or an index (max_window_layers,
-    global_attn_every_n_layers, vision_feature_layer) changes nothing past the last layer, and the
-    model is built as written. Where transformers refuses either trial, the key stays a layer
-    count (refused, as before: building it could not end)."""
-    found = layer_count_candidates(fields)
+def _resolved(config_class: Any, fields: dict[str, Any],
+              named: list[tuple[tuple[str, ...], int]]) -> tuple[Any, dict[tuple[str, ...], int]]:
+    """The config transformers resolves from ``fields``, with each key of ``named`` (named like a
+    layer count, above :data:`MAX_LAYERS`) at a stand-in just above it (a config may make a list per
+    layer as it is read: a billion of them would not end), and the stand-ins by path. Where a
+    stand-in is refused (a layer_types list as long as the count), the config as written (the list
+    is as long as the file). Raises what transformers raises on the config as written."""
+    stand_ins = {path: MAX_LAYERS + 1 + i for i, (path, _) in enumerate(named)}
+    with _quiet():
+        if stand_ins:
+            with contextlib.suppress(Exception):
+                return config_class.from_dict(_with_path(fields, stand_ins)), stand_ins
+        return config_class.from_dict(copy.deepcopy(fields)), {path: n for path, n in named}
+
+
+def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: Any,
+                        fields: dict[str, Any]) -> None:
+    """Refuse a model of more than :data:`MAX_LAYERS` layers before building it, from the config
+    transformers resolves from ``fields`` (:func:`_resolved`: class defaults filled in, aliases
+    resolved, nested objects it reads turned into config objects):
+
+    * a :data:`DEPTH_KEYS` key above it that the resolved config holds at its top level;
+    * any other key above it that may be a layer count (named like one anywhere in config.json,
+      :func:`layer_count_candidates`; or held by a resolved config object whose class defaults it to
+      a count, :func:`_count_like`) when it sizes the model transformers builds: past the model's
+      deepest stack (d layers, :func:`_depth`), the model holds more with it at d + 2 than at d + 1
+      (:func:`_built_size`; the other such keys at d + 1). A threshold, an interval or an index
+      (max_window_layers, num_dense_layers, vision_feature_layer) changes nothing past the last layer,
+      a key transformers does not read (an unknown nested object, the attribute_map name it drops)
+      changes nothing at all, and the model is built as written. Where transformers refuses either
+      trial, the key is refused as one ffnlab cannot tell from a layer count (building it might not
+      end): :func:`~ffnlab.sizing.hf.fallback.refuse_unprobed`.
+
+    Raises what transformers raises where it cannot read the config at all."""
+    named = layer_count_candidates(fields)
+    hf_cfg, stand_ins = _resolved(config_class, fields, named)
+    top = [(p, n) for p, n in named if len(p) == 1 and p[0] in DEPTH_KEYS and _held(hf_cfg, p[0]) == stand_ins[p]]
+    for key, n in top:
+        refuse_layer_count(key, n)
+    found = named + _count_like(transformers, hf_cfg, fields)
     if not found:
         return
-    d = _depth(fields)
+    d = _depth(transformers, hf_cfg, fields)
     base = {path: d + 1 for path, _ in found}
     size = _built_size(torch, config_class, auto, _with_path(fields, base))
     for path, n in found:
         trial = _with_path(fields, {**base, path: d + 2})
         more = None if size is None else _built_size(torch, config_class, auto, trial)
-        if more is None or more != size:
+        if more is not None and more != size:
             refuse_layer_count(path, n)
+        if more is None:  # transformers refuses the trial: the key is not shown to size nothing
+            refuse_unprobed(path, n, d)
 
 
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:
@@ -291,12 +418,15 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
         raise FfnlabError(f"transformers {transformers.__version__} maps no model class to model_type "
                           f"{show(model_type)} (a part of another model's config): there is nothing to count")
     fields = {k: v for k, v in data.items() if k != "model_type"}
-    _check_layer_counts(torch, CONFIG_MAPPING[model_type], auto, fields)
+    config_class = CONFIG_MAPPING[model_type]
     try:
+        _check_layer_counts(torch, transformers, config_class, auto, fields)
         with _quiet():
-            hf_cfg = CONFIG_MAPPING[model_type].from_dict(fields)
+            hf_cfg = config_class.from_dict(fields)
             with torch.device("meta"):
                 model = auto.from_config(hf_cfg)
+    except BuildLimit:
+        raise
     except Exception as e:  # noqa: BLE001 - any failure inside transformers is the config's problem
         text = " ".join(line.strip() for line in str(e).splitlines() if line.strip())
         first = text or type(e).__name__

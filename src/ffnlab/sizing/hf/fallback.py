@@ -65,7 +65,6 @@ GATED_KIND = {"silu": "swiglu", "gelu": "geglu", "gelu_tanh": "geglu", "relu": "
 # a model whose config has sub-configs other than text_config is multimodal: ffnlab counts its
 # language model and head, as the translators do
 MAX_LAYERS = 10_000  # more layers than any published model by far; building them would not end
-MAX_PARAMS_ESTIMATE = 10**14  # 100T parameters, from the config's own numbers, before building
 
 
 def _int(value: Any) -> int | None:
@@ -118,43 +117,31 @@ def layer_count_candidates(data: Mapping[str, object]) -> list[tuple[tuple[str, 
     return found
 
 
-# keys that size a model's stack of layers wherever a config has them (each checked, on every type
-# of tests/helpers/hf_cases.py that has it, by building transformers' model with it at 1 and 2:
-# tests/sizing/hf/test_hf_fallback.py): refused above MAX_LAYERS before transformers is imported
+# keys that size a model's stack of layers wherever a config object transformers resolved holds them
+# at its top level (each checked, on every type of tests/helpers/hf_cases.py that has it, by building
+# transformers' model with it at 1 and 2: tests/sizing/hf/test_hf_fallback.py): refused above MAX_LAYERS
+# as soon as transformers has read the config, before anything is built
 DEPTH_KEYS = frozenset({"num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers",
                         "decoder_layers", "num_decoder_layers"})
 
 
+class BuildLimit(FfnlabError):
+    """ffnlab's own refusal of a model it will not build through transformers (more than
+    :data:`MAX_LAYERS` layers): not transformers' verdict."""
+
+
 def refuse_layer_count(path: tuple[str, ...], n: int) -> None:
-    raise FfnlabError(f"config.json key {'.'.join(path)!r} = {n:,} layers: ffnlab builds at most "
-                      f"{MAX_LAYERS:,} layers through transformers")
+    raise BuildLimit(f"config.json key {'.'.join(path)!r} = {n:,} layers: ffnlab builds at most "
+                     f"{MAX_LAYERS:,} layers through transformers")
 
 
-def check_buildable(data: Mapping[str, object]) -> None:
-    """Refuse, from the config's own numbers, a model too large to build in bounded time
-    (transformers builds any size, one module object per layer, even on the meta device); the
-    other keys named like a layer count than :data:`DEPTH_KEYS` are the counter's to judge
-    (:func:`layer_count_candidates`)."""
-    def walk(obj: object, depth: int = 0) -> list[Mapping[str, object]]:
-        if not isinstance(obj, dict) or depth > 4:
-            return []
-        return [obj] + [d for v in obj.values() for d in walk(v, depth + 1)]
-
-    for path, n in layer_count_candidates(data):
-        if path[-1] in DEPTH_KEYS:
-            refuse_layer_count(path, n)
-    for cfg in walk(data):
-        width = first_int(cfg, ("hidden_size", "d_model", "n_embd"))
-        layers = first_int(cfg, ("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
-        ff = first_int(cfg, ("intermediate_size", "ffn_dim", "d_ff", "n_inner")) or (4 * width if width else 0)
-        experts = first_int(cfg, ("num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts")) or 1
-        vocab = first_int(cfg, ("vocab_size",)) or 0
-        if width and layers:
-            estimate = layers * (4 * width * width + 3 * width * ff * experts) + 2 * vocab * width
-            about = f"{estimate:.3g}" if estimate < 10**300 else f"1e{int(estimate.bit_length() * 0.30103)}"  # no float
-            require(estimate <= MAX_PARAMS_ESTIMATE,
-                    f"config.json describes about {about} parameters (from its widths and "
-                    f"layer count): ffnlab builds at most {MAX_PARAMS_ESTIMATE:.0e} through transformers")
+def refuse_unprobed(path: tuple[str, ...], n: int, depth: int) -> None:
+    """Refuse a key that may be a layer count when transformers refuses the trial builds that would
+    show it is not one (with it at ``depth`` + 1 and + 2): the bound cannot be checked, and building
+    it as written might not end."""
+    raise BuildLimit(f"config.json key {'.'.join(path)!r} = {n:,}: transformers refuses this model with it at "
+                     f"{depth + 1:,} or {depth + 2:,}, so ffnlab cannot tell it from a layer count (it builds at "
+                     f"most {MAX_LAYERS:,} layers through transformers)")
 
 
 def is_multimodal(counted: CountedModel) -> bool:
@@ -507,7 +494,6 @@ def audit_untranslated(path: str | Path, supported: tuple[str, ...], counter: Tr
                                  f"({INSTALL_HINT})")
     assert counter is not None
     try:
-        check_buildable(data)
         counted = counter(data, supported)
     except FfnlabError as e:  # both refuse: the translator's reason comes first, transformers' follows
         if note is None or refused is None:

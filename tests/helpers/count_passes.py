@@ -1,8 +1,8 @@
 """What the adversarial count passes' test files share (tests/sizing/hf/test_counts_*_pass.py):
-audit's answer to a config and the check that it is transformers' stored verdict, the findings as
-parameters (a strict xfail naming its root cause until the finding is mended), the check that each
-finding's input is still transformers' verdict as stored, and the day's rotation of the cases whose
-transformers verdict is rebuilt live."""
+their stored cases and findings (:func:`stored_pass`), audit's answer to a config and the check
+that it is transformers' stored verdict, the findings as parameters (a strict xfail naming its root
+cause until the finding is mended), the check that each finding's input is still transformers'
+verdict as stored, and the day's rotation of the cases whose transformers verdict is rebuilt live."""
 
 from __future__ import annotations
 
@@ -15,6 +15,20 @@ from typing import Any
 
 import pytest
 from hf_counts_all import check
+
+# id -> (config as thrown, transformers' total or None where it refuses, the auto class it built)
+Cases = dict[str, tuple[dict[str, Any], int | None, str | None]]
+# finding id -> (config, transformers' total or None where it refuses, its auto class, finding)
+Findings = dict[str, tuple[dict[str, Any], int | None, str | None, str]]
+
+
+def stored_pass(path: Path) -> tuple[dict[str, Any], Cases, Findings]:
+    """A pass's stored file (``tests/data/hf_counts_*_pass.json``): the whole document, the cases
+    that were right and the findings' inputs, each with transformers' verdict as stored."""
+    doc: dict[str, Any] = json.loads(path.read_text())
+    cases = {r["id"]: (r["config"], r["total"], r["auto"]) for r in doc["records"] if "finding" not in r}
+    findings = {r["id"]: (r["config"], r["total"], r["auto"], r["finding"]) for r in doc["records"] if "finding" in r}
+    return doc, cases, findings
 
 
 def audit_file(path: Path) -> Any:

@@ -116,20 +116,13 @@ from count_passes import (  # noqa: E402
     assert_finding_stored,
     finding_params,
     rotation,
+    stored_pass,
 )
 from hf_cases import case  # noqa: E402
 from hf_counts_all import check  # noqa: E402
 from paths import DATA  # noqa: E402
 
-_STORED = json.loads((DATA / "hf_counts_eleventh_pass.json").read_text())
-# id -> (config as thrown, transformers' total or None where it refuses, the auto class it built)
-CASES: dict[str, tuple[dict[str, Any], int | None, str | None]] = {
-    r["id"]: (r["config"], r["total"], r["auto"]) for r in _STORED["records"] if "finding" not in r
-}
-# finding id -> (config, transformers' total or None where it refuses, its auto class, finding)
-FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
-    r["id"]: (r["config"], r["total"], r["auto"], r["finding"]) for r in _STORED["records"] if "finding" in r
-}
+_STORED, CASES, FINDINGS = stored_pass(DATA / "hf_counts_eleventh_pass.json")
 
 LABELS = {  # finding -> root cause (the module docstring has the detail)
     "U1": "phi3 rope_type proportional: Phi3Config.validate_rope refuses all but default/longrope; the rules "

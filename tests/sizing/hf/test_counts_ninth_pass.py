@@ -120,17 +120,12 @@ from count_passes import (  # noqa: E402
     audit_file,
     finding_params,
     rotation,
+    stored_pass,
 )
 from hf_counts_all import reference_of_file  # noqa: E402
 from paths import DATA  # noqa: E402
 
-_STORED = json.loads((DATA / "hf_counts_ninth_pass.json").read_text())
-# id -> (config as thrown, transformers' total or None where it refuses, the auto class it built)
-CASES: dict[str, tuple[dict[str, Any], int | None, str | None]] = {
-    r["id"]: (r["config"], r["total"], r["auto"]) for r in _STORED["records"] if "finding" not in r}
-# finding id -> (config, transformers' total or None where it refuses, its auto class, finding)
-FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
-    r["id"]: (r["config"], r["total"], r["auto"], r["finding"]) for r in _STORED["records"] if "finding" in r}
+_STORED, CASES, FINDINGS = stored_pass(DATA / "hf_counts_ninth_pass.json")
 
 LABELS = {  # finding -> root cause (the module docstring has the detail)
     "I1": "dtype naming a torch dtype from_config cannot build under (not floating, float8/float4) or not a "

@@ -125,21 +125,14 @@ from count_passes import (  # noqa: E402
     audit_file,
     finding_params,
     rotation,
+    stored_pass,
 )
 from hf_counts_all import check, exact_defaults, reference_of_file, verdict  # noqa: E402
 from paths import DATA  # noqa: E402
 
-_STORED = json.loads((DATA / "hf_counts_tenth_pass.json").read_text())
-# id -> (config as thrown, transformers' total or None where it refuses, the auto class it built)
-CASES: dict[str, tuple[dict[str, Any], int | None, str | None]] = {
-    r["id"]: (r["config"], r["total"], r["auto"]) for r in _STORED["records"] if "finding" not in r
-}
+_STORED, CASES, FINDINGS = stored_pass(DATA / "hf_counts_tenth_pass.json")
 # the real shapes audit counts through transformers (a full-width meta build: seconds each)
 SLOW = frozenset(r["id"] for r in _STORED["records"] if r.get("slow"))
-# finding id -> (config, transformers' total or None where it refuses, its auto class, finding)
-FINDINGS: dict[str, tuple[dict[str, Any], int | None, str | None, str]] = {
-    r["id"]: (r["config"], r["total"], r["auto"], r["finding"]) for r in _STORED["records"] if "finding" in r
-}
 
 LABELS = {  # finding -> root cause (the module docstring has the detail)
     "T1": "query_pre_attn_scalar 0 on Gemma 2 / Gemma 3 text: the attention raises it to -0.5 when built; "

@@ -351,16 +351,20 @@ LLAMA = {
 }
 
 
-def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
-    # sent with no Content-Length (the tenth pass's C5 form); with one, the 24 MiB are inflated too
-    raw = json.dumps({**LLAMA, "pad": "x" * (24 * 2**20)}).encode()  # 24 MiB inflated, ~25 KB sent
-    p = _gzip_hub(tmp_path, raw, False, "table", "org/tiny")
+def _assert_stopped_at_the_limit(p: subprocess.CompletedProcess, tmp_path: Path) -> None:
+    """Oracles: the limit the one refusal line names, and no file past it on disk in the HF home
+    (what the user did not ask for)."""
     lines = [x for x in p.stderr.splitlines() if x.startswith("error: ")]
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-1500:]
-    # oracles: the limit the refusal names, and no file past it on disk (what the user did not ask for)
     files = [f for f in (tmp_path / "hfhome").rglob("*") if f.is_file()]
     biggest = max((f.stat().st_size for f in files), default=0)
     assert len(lines) == 1 and "limit" in lines[0] and biggest <= LIMIT, (lines, f"{biggest:,} bytes kept")
+
+
+def test_a_gzip_encoded_config_past_the_limit_is_stopped_at_the_limit(tmp_path):
+    # sent with no Content-Length (the tenth pass's C5 form); with one, the 24 MiB are inflated too
+    raw = json.dumps({**LLAMA, "pad": "x" * (24 * 2**20)}).encode()  # 24 MiB inflated, ~25 KB sent
+    _assert_stopped_at_the_limit(_gzip_hub(tmp_path, raw, False, "table", "org/tiny"), tmp_path)
 
 
 def test_a_gzip_encoded_config_with_a_length_past_the_limit_is_stopped_at_the_limit(tmp_path):
@@ -368,12 +372,7 @@ def test_a_gzip_encoded_config_with_a_length_past_the_limit_is_stopped_at_the_li
     # and 40 MiB of another text inflated from it
     raw = json.dumps({**LLAMA, "pad": "0123456789abcdef" * (40 * 2**16)}).encode()
     assert len(gzip.compress(raw, 1)) < LIMIT < len(raw)
-    p = _gzip_hub(tmp_path, raw, True, "table", "org/tiny")
-    lines = [x for x in p.stderr.splitlines() if x.startswith("error: ")]
-    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr[-1500:]
-    files = [f for f in (tmp_path / "hfhome").rglob("*") if f.is_file()]
-    biggest = max((f.stat().st_size for f in files), default=0)
-    assert len(lines) == 1 and "limit" in lines[0] and biggest <= LIMIT, (lines, f"{biggest:,} bytes kept")
+    _assert_stopped_at_the_limit(_gzip_hub(tmp_path, raw, True, "table", "org/tiny"), tmp_path)
 
 
 def test_a_small_gzip_encoded_config_reads_as_the_file_it_encodes(tmp_path):

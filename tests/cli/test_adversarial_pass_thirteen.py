@@ -19,11 +19,17 @@ or the environment was the question), recording exit status, stderr lines and tr
   .txt, a FIFO, /dev/zero, a name with ESC.
 * engine names (9, ``fit llama-3-8b --mode serve --engine``): VLLM@0.8, Vllm, 'vllm ', hf-trainer,
   HF-TRAINER, full-width VLLM, vLLM@0.8.0, sglang@0.4, deepspeed@0.14: each refused in one line.
+* output paths (5, ``export run --hf``; 1, ``probe --out``; lnk a link to else/sub, flink a link
+  to a file): lnk/../../x1, flink/x2, c.txt/x3, lnk/../lnk/x4, a/b/../../../x5 (and ``probe``
+  to a/b/../../../pz).
+* resumes of tampered runs (4, ``train --out R --resume``, files hashed before and after): a
+  finished run with ``--set train.max_steps=2``; summary.json removed; the last checkpoint
+  (step-0000004) removed, summary.json kept; metrics.jsonl cut to its first 2 lines.
 * location variables (7, ``table org/tiny`` offline, no HF_HOME/XDG_CACHE_HOME/FFNLAB_CACHE unless
   said): HOME a file, HOME a link to a file, XDG_CACHE_HOME ``/``, a link to ``/``, a relative one,
   HF_HOME a link to ``/``, HOME ``~root``.
 
-Findings (3 root causes; each a strict xfail below):
+Findings (4 root causes; each a strict xfail below):
 
 F1. A run's model.json whose attention differs from the run's own config.yaml in a way the
    checkpoint's shapes cannot tell is used as it says: with ``"n_heads": 4`` in model.json (the
@@ -53,9 +59,18 @@ F3. A ``--dataset`` that names a file not here is taken for a Hub dataset id, af
    file first only when it is there; a name with one of the suffixes the help lists is never
    asked whether it was meant as a file.
 
+F4. A resume that only has to complete a run's record rewrites its config.yaml: a 4-step run
+   whose summary.json is gone (stopped after its last checkpoint; removed here) resumed with
+   ``train --out run --resume`` trains nothing, writes summary.json (exit 0), and rewrites
+   config.yaml with ``ratio: 4`` become ``ratio: 4.0`` (the same config, other bytes; the same with
+   metrics.jsonl cut to 2 lines). ``training/trainer.py`` ``_train`` calls ``_write_run_files``
+   (line 298) on every resume, which dumps the loaded config again (line 373) instead of keeping
+   the config.yaml the resume was checked against (E8's rewrite, mended only for a run
+   ``already_finished`` finds finished).
+
 Per class, inputs tried / failures: model.json against its checkpoint 100 / 4 (F1: n_heads 4 in
 each command); the resume hint and summary line 3 / 2 (F2); perplexity --dataset 8 / 2 (F3);
-engine names 9 / 0; location variables 7 / 0.
+engine names 9 / 0; output paths 6 / 0; tampered resumes 4 / 2 (F4); location variables 7 / 0.
 
 Noted, not broken promises: model.json with ``"total": 1`` in params is refused as "params.non_embedding
 must be an integer in [1, 1], got 12448" (one line, naming the field checked against the lie rather
@@ -65,8 +80,16 @@ each), ``generate`` and ``export`` do not need it; XDG_CACHE_HOME ``/`` puts the
 ignored (the XDG rule); HOME a file or a link to one reads "error: cannot fetch org/tiny
 config.json: [Errno 20] Not a directory: '.../c.txt/.cache/huggingface/token'" (one line).
 
-Not reached before the deadline: E3 (Hub encodings, chunked bodies, redirects), E4/E5 (links and
-``..`` in output paths), E6 (degenerate reports), E8 (tampered resumes).
+Also noted: ``export --hf a/b/../../../x5`` writes x5 beside the working folder and leaves the empty
+a/b it had to make to read ``..`` (as ``mkdir -p`` does; ``files.py`` ``_walk`` says so);
+``flink/x2`` (flink a link to a file) reads "cannot write flink/x2 (File exists); nothing was
+written" (one line, though the system's word is ENOTDIR); a run whose last checkpoint was removed
+but whose summary.json says finished is "already finished its 4 steps: nothing to train, no file
+changed", and ``generate``/``export`` would then use step-0000002; ``sglang@0.4`` is refused
+("SGLang has no profile '0.4'") where an unknown hf-trainer version is a note.
+
+Not reached before the deadline: E3 (Hub encodings, chunked bodies, redirects), E6 (degenerate
+reports), HOME ``~user`` forms beyond ``~root``.
 """
 
 from __future__ import annotations
@@ -217,3 +240,19 @@ def test_a_bad_local_dataset_is_said_before_the_model(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "bad.jsonl").write_text('{"page": 1}\n')
     assert_refused(cli("perplexity", "nomodel", "--dataset", "bad.jsonl", where=tmp_path), "holds int values")
+
+
+# -- F4: a resume that only has to write the summary rewrites config.yaml -----------------------------
+
+
+@pytest.mark.xfail(strict=True, reason="F4: _write_run_files rewrites config.yaml on every resume")
+def test_a_resume_that_only_writes_the_summary_keeps_config_yaml(trained, tmp_path):
+    # a run stopped after its last checkpoint and before its summary.json (removed here): the resume
+    # trains nothing and writes the summary; config.yaml, read back the same, keeps its bytes
+    run = _copy(trained, tmp_path)
+    (run / "summary.json").unlink()
+    before = (run / "config.yaml").read_bytes()
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert (run / "summary.json").is_file()  # the run's record completed
+    assert (run / "config.yaml").read_bytes() == before, (run / "config.yaml").read_text()[:400]

@@ -3,7 +3,7 @@ checks, aimed at what the twelfth pass's findings mended (E1-E8: a model.json ch
 checkpoint's shapes, escaped notes, links and ``..`` in output paths, a finished run left alone),
 with new inputs of the same classes; inputs kept as tests.
 
-The pass threw about 120 inputs, each a call of the CLI (in-process, or a subprocess where a signal
+The pass threw about 140 inputs, each a call of the CLI (in-process, or a subprocess where a signal
 or the environment was the question), recording exit status, stderr lines and traceback:
 
 * a trained run's model.json that disagrees with its checkpoint other than in size (100: 25

@@ -15,6 +15,10 @@ output's format, so it shows as the characters it is, never as formatting or com
 * :func:`csv_cell` - a spreadsheet cell: text starting with ``= + - @``, a tab or a line break
   that is not a plain number gets a leading ``'`` (OWASP's formula-injection advice), so a
   spreadsheet shows it instead of evaluating it.
+* :func:`shell_command` - a command line ffnlab prints for the user to run: each word quoted as a
+  POSIX shell reads it back (``shlex``), or, where it holds a character :func:`terminal` escapes,
+  in bash's ``$'...'`` form with those same escapes, so it pastes as the name it is and shows no
+  control character.
 * :func:`html` - HTML text and attribute values: ``& < > " '`` as entities, control characters
   made visible (templates that autoescape use :func:`visible` as their ``finalize`` hook).
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import html as _html
 import re
+import shlex
 from typing import Any
 
 # C0 controls but tab and newline, DEL, C1 controls; the bidi embedding/override/isolate marks and
@@ -70,6 +75,20 @@ def one_line(text: Any) -> str:
     return terminal(_LINE_BREAKS.sub(" ", str(text)), one_line=True)
 
 
+def shell_word(text: Any) -> str:
+    """``text`` as one shell word (see :func:`shell_command`)."""
+    word = str(text)
+    if not _CONTROL_OR_BREAK.search(word):
+        return shlex.quote(word)
+    body = word.replace("\\", "\\\\").replace("'", "\\'")  # bash's $'...': backslash and quote escaped
+    return "$'" + _CONTROL_OR_BREAK.sub(lambda m: _visible(m.group()), body) + "'"
+
+
+def shell_command(*words: Any) -> str:
+    """A command line of ``words`` that a shell splits back into them (:func:`shell_word`)."""
+    return " ".join(shell_word(w) for w in words)
+
+
 def terminal_text(text: Any, **style: Any) -> Any:
     """:func:`terminal` as a ``rich.text.Text``, which rich prints as it is (no markup)."""
     from rich.text import Text
@@ -103,4 +122,5 @@ def html(text: Any) -> str:
     return _html.escape(_CONTROL.sub(lambda m: _visible(m.group()), str(text)), quote=True)
 
 
-__all__ = ["csv_cell", "html", "markdown", "one_line", "terminal", "terminal_text", "visible"]
+__all__ = ["csv_cell", "html", "markdown", "one_line", "shell_command", "shell_word", "terminal", "terminal_text",
+           "visible"]

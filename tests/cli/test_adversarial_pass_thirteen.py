@@ -110,6 +110,7 @@ import io
 import json
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -215,15 +216,21 @@ def _hint(stderr: str) -> str:
     return lines[0].split("continue with: ", 1)[1]
 
 
-@pytest.mark.xfail(strict=True, reason="F2: the resume hint formats the run folder raw and unquoted")
-@pytest.mark.parametrize("out", ["r\x1b[2J", "my run"], ids=["escape", "space"])
+def _bash_words(command: str) -> list[str]:
+    """The words bash splits ``command`` into (its quoting, ``$'...'`` included)."""
+    p = subprocess.run(["bash", "-c", f'set -- {command}; printf "%s\\0" "$@"'], capture_output=True, check=True)
+    return [w.decode("utf-8", "surrogateescape") for w in p.stdout.split(b"\0")[:-1]]
+
+
+@pytest.mark.parametrize("out", ["r\x1b[2J", "my run", "it's \u202e\\x"], ids=["escape", "space", "quote-bidi"])
 def test_the_resume_hint_is_a_command_a_shell_reads_back(tmp_path, monkeypatch, out):
     code, stderr = _interrupted_train(tmp_path, out, monkeypatch)
     assert code == 130, (code, stderr)
-    assert "\x1b" not in stderr, repr(stderr)
-    # oracle: the shell's own splitting (shlex) gives back the folder the run was written to
-    words = shlex.split(_hint(stderr))
+    assert "\x1b" not in stderr and "\u202e" not in stderr, repr(stderr)
+    # oracle: the shell's own splitting (bash, where the hint is pasted) gives back the run's folder
+    words = _bash_words(_hint(stderr))
     assert words[:3] == ["ffnlab", "train", "--out"] and (tmp_path / words[3] / "config.yaml").is_file(), words
+    assert words[3:] == [out, "--resume"], words
 
 
 def test_the_resume_hint_of_a_plain_folder(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import typer
 
 from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
 from ffnlab.cli.notes import say
-from ffnlab.escape import one_line
+from ffnlab.escape import one_line, shell_command
 
 if TYPE_CHECKING:
     from ffnlab.training.runconfig import ConfigTree, RunConfig
@@ -147,7 +147,13 @@ def _say_how_to_resume(out: Path, cfg: Any) -> None:
     last = latest_checkpoint(out)
     where = (f"the last checkpoint is {last.name} (of {cfg.train.max_steps} steps)" if last
              else f"no checkpoint yet (one every {cfg.train.checkpoint_every} steps), so it restarts at step 0")
-    print(f"interrupted: {where}; continue with: ffnlab train --out {out} --resume", file=sys.stderr, flush=True)
+    print(one_line(f"interrupted: {where}; continue with: {resume_command(out)}"), file=sys.stderr, flush=True)
+
+
+def resume_command(out: Path | str) -> str:
+    """The command that continues the run in ``out``, as a shell reads it back (quoted, no control
+    character: :func:`ffnlab.escape.shell_command`)."""
+    return shell_command("ffnlab", "train", "--out", out, "--resume")
 
 
 HF_EXTRA = "pip install -e '.[hf]'"  # README's Install: the clone's own route to transformers
@@ -188,8 +194,7 @@ def export(
         print(one_line(f"note: {run} is still training; this is step {info.step:,}; export again later for a "
                        "later one"))
     elif not info.finished:
-        print(one_line(f"note: {run} stopped before its last step; continue it with: ffnlab train --out {run} "
-                       "--resume"))
+        print(one_line(f"note: {run} stopped before its last step; continue it with: {resume_command(run)}"))
     print(one_line(f"use: transformers.pipeline('text-generation', '{hf}')"))
     if not transformers_importable():  # make demo's .venv has none: that line would be a ModuleNotFoundError
         print(f"note: this Python has no transformers; add it (the [hf] extra) from the ffnlab folder: {HF_EXTRA}")

@@ -313,8 +313,8 @@ def report_model(result: Analysis, prov: list[tuple[str, str]], *, title: str, w
             ["arm", "FFN ratio (raw / param-matched)", "training FLOPs/token", "perplexity (95% CI)",
              "bits per byte (95% CI)"],
             [[r.arm, f"{r.ratio_raw:.3f} / {r.ratio_param_matched:.3f}", f"{r.train_flops_per_token:,.0f}",
-              f"{r.val_ppl:.3f} {bounds(r.val_ppl_lo, r.val_ppl_hi, '.3f')}",
-              f"{r.val_bpb:.4f} {bounds(r.val_bpb_lo, r.val_bpb_hi, '.4f')}"] for r in arms],
+              interval(r.val_ppl, r.val_ppl_lo, r.val_ppl_hi, 3, signed=False),
+              interval(r.val_bpb, r.val_bpb_lo, r.val_bpb_hi, 4, signed=False)] for r in arms],
             [False, True, True, True, True])]))
     sections.append(section("arms", "Arms", [], [table(
         ["arm", "FFN", "raw ratio", "p-m ratio", "d_model", "d_ff", "non-emb params", "FLOPs/token", "val loss",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import platform
 import time
@@ -116,9 +117,12 @@ def arms_csv(result: Analysis) -> str:
 
 
 def _csv(rows: list[list[Any]]) -> str:
-    """CSV text of ``rows``, each cell through :func:`ffnlab.escape.csv_cell` (no formulas from names)."""
+    """CSV text of ``rows``, each cell through :func:`ffnlab.escape.csv_cell` (no formulas from names);
+    a figure that is not a number (NaN: an arm whose runs were all set aside) is an empty cell, as
+    results.json's null, not "nan"."""
     buf = io.StringIO(newline="")
-    csv.writer(buf).writerows([[escape.csv_cell(c) for c in row] for row in rows])
+    csv.writer(buf).writerows([["" if isinstance(c, float) and math.isnan(c) else escape.csv_cell(c) for c in row]
+                               for row in rows])
     return buf.getvalue()
 
 

@@ -245,13 +245,21 @@ def test_the_resume_hint_of_a_plain_folder(tmp_path, monkeypatch):
 # -- F3: a missing local --dataset taken for a Hub dataset id -----------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="F3: a --dataset that is not here is read as a Hub id, after the model")
 def test_a_missing_local_dataset_file_is_said_before_the_model(tmp_path, monkeypatch):
     # a local file is read before any model (cli/evaluate.py); a name with a file suffix that is not
     # here is a typo'd file, and the one line should name it, not the Hub or the model
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     line = assert_refused(cli("perplexity", "nomodel", "--dataset", "data/test.txt", where=tmp_path))
-    assert "data/test.txt" in line, line
+    assert "data/test.txt" in line and "no such file" in line, line
+
+
+@pytest.mark.parametrize("name", ["./wiki.test.raw", "corpora/a/b", "~/held-out.parquet"])
+def test_a_missing_dataset_shaped_like_a_path_is_no_such_file(tmp_path, monkeypatch, name):
+    # a second input of F3's class: names no Hub dataset id can be (org/name, no file type) are files
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    line = assert_refused(cli("perplexity", "nomodel", "--dataset", name, where=tmp_path))
+    assert "no such file" in line and name in line, line
 
 
 # -- F4: a resume that only has to write the summary rewrites config.yaml -----------------------------

@@ -17,6 +17,7 @@ A local dataset is read with ``datasets``' local loaders (nothing is downloaded)
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -107,8 +108,14 @@ def _column(ds: Any, name: str) -> list[str]:
 
 
 def is_local(dataset: str) -> bool:
-    """Whether ``dataset`` names a file or folder here (read locally) rather than a Hub dataset id."""
-    return expand_user(dataset).exists()
+    """Whether ``dataset`` names a file or folder here (read locally) rather than a Hub dataset id
+    (``name`` or ``org/name``): one that exists, or one shaped like a path a Hub id cannot be (``./``,
+    ``/``, ``~``, more than one ``/``) or ending in a local file type (:data:`LOCAL_BUILDERS`), so a
+    file that is not there is said so, not looked for on the Hub."""
+    if expand_user(dataset).exists():
+        return True
+    suffix = os.path.splitext(dataset)[1].lower()
+    return dataset.startswith((".", "/", "~")) or dataset.count("/") > 1 or suffix in LOCAL_BUILDERS
 
 
 def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_CONFIG,
@@ -121,6 +128,7 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
 
     path = expand_user(dataset)
     if is_local(dataset):
+        require(path.exists(), f"--dataset {clip(dataset)}: no such file")
         datasets.disable_progress_bars()  # a local file: no download to show
         require(path.is_file(), f"--dataset {clip(dataset)}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
         builder = LOCAL_BUILDERS.get(path.suffix.lower())

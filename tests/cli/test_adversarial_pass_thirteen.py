@@ -32,7 +32,7 @@ or the environment was the question), recording exit status, stderr lines and tr
   said): HOME a file, HOME a link to a file, XDG_CACHE_HOME ``/``, a link to ``/``, a relative one,
   HF_HOME a link to ``/``, HOME ``~root``.
 
-Findings (5 root causes; each a strict xfail below):
+Findings (5 root causes; each a strict xfail below until mended; mended: F1):
 
 F1. A run's model.json whose attention differs from the run's own config.yaml in a way the
    checkpoint's shapes cannot tell is used as it says: with ``"n_heads": 4`` in model.json (the
@@ -43,7 +43,9 @@ F1. A run's model.json whose attention differs from the run's own config.yaml in
    ``training/export.py`` ``load_run_checkpoint`` (lines 593-611) reads config.yaml (``cfg``) and
    model.json (``files.model``) and compares model.json's model only with the checkpoint's shapes
    (``check_shapes``, line 610), never with the model config.yaml describes
-   (``runconfig.model_config(cfg, vocab_size=...)``).
+   (``runconfig.model_config(cfg, vocab_size=...)``). Mended: ``runfiles.check_run_model``, called
+   by ``load_run_checkpoint`` after the shapes and before the model is built, refuses in one line
+   naming both files and the keys.
 F2. The Ctrl-C resume hint writes the run folder raw and unquoted: ``train long.yaml --out
    $'r\\e[2J x'`` stopped by SIGINT after 5 s prints "interrupted: the last checkpoint is
    step-0000096 (of 400000 steps); continue with: ffnlab train --out r<ESC>[2J x --resume" (the
@@ -148,8 +150,16 @@ def _edit_model(run: Path, change) -> None:  # noqa: ANN001
 # -- F1: a model.json whose attention differs from config.yaml's, invisibly to the shapes ---------------
 
 
-@pytest.mark.xfail(strict=True, reason="F1: model.json compared with the checkpoint's shapes only")
-def test_a_model_json_with_other_heads_than_its_run_config_is_refused(trained, tmp_path):
+READERS = {
+    "generate": GENERATE,
+    "export": ["export", "run", "--hf", "hf"],
+    "probe": ["probe", "run", "--out", "pz"],
+    "capacity": ["capacity", "measure", "run"],
+}
+
+
+@pytest.mark.parametrize("command", list(READERS))
+def test_a_model_json_with_other_heads_than_its_run_config_is_refused(trained, tmp_path, command):
     from ffnlab.training import runconfig
 
     run = _copy(trained, tmp_path)
@@ -157,8 +167,46 @@ def test_a_model_json_with_other_heads_than_its_run_config_is_refused(trained, t
     assert runconfig.load(run / "config.yaml").model.n_heads == 2
     _edit_model(run, lambda m: m["attn"].update(n_heads=4))
     before = snapshot(tmp_path)
-    assert_refused(cli(*GENERATE, where=tmp_path), "model.json")
+    line = assert_refused(cli(*READERS[command], where=tmp_path), "model.json")
+    assert "config.yaml" in line and "attn.n_heads 4 vs 2" in line, line
+    assert snapshot(tmp_path) == before  # nothing written: no hf/, no pz, no capacity.json
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        (lambda m: m["attn"].update(n_heads=1), "attn.n_heads 1 vs 2"),  # head_dim 32: qkv still (96, 32)
+        (lambda m: m.update(max_positions=2**40), f"max_positions {2**40} vs 32"),  # RoPE: no position weights
+    ],
+    ids=["one-head", "max-positions"],
+)
+def test_a_model_json_its_shapes_cannot_tell_from_its_run_config_is_refused(trained, tmp_path, change, key):
+    # a second input of F1's class: changes the checkpoint's tensors do not show (oracle: the
+    # checkpoint loads into the edited model, as safetensors' shapes say), refused against config.yaml
+    from safetensors.torch import load_file
+
+    from ffnlab.sizing.config import ModelConfig
+    from ffnlab.training.nn import build_model
+
+    run = _copy(trained, tmp_path)
+    _edit_model(run, change)
+    edited = ModelConfig.from_dict(json.loads((run / "model.json").read_text())["model"])
+    saved = load_file(str(run / "checkpoints" / "step-0000004" / "model.safetensors"))
+    shapes = {k: tuple(v.shape) for k, v in build_model(edited, max_seq_len=32).state_dict().items()}
+    assert all(shapes.get(k) == tuple(v.shape) for k, v in saved.items()), "the shapes tell it"
+    before = snapshot(tmp_path)
+    line = assert_refused(cli(*GENERATE, where=tmp_path), "model.json")
+    assert "config.yaml" in line and key in line, line
     assert snapshot(tmp_path) == before
+
+
+def test_an_untouched_run_and_a_renamed_model_json_still_generate(trained, tmp_path):
+    # kept: model.json as the trainer wrote it agrees with config.yaml; its name is a label only
+    run = _copy(trained, tmp_path)
+    assert cli(*GENERATE, where=tmp_path).code == 0
+    _edit_model(run, lambda m: m.update(name="renamed"))
+    r = cli(*GENERATE, where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
 
 
 # kept: model.json changes the checkpoint's tensors do tell, each refused in one line naming model.json

@@ -19,7 +19,6 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -59,7 +58,7 @@ from ffnlab.training.peak import (
 )
 from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
-from ffnlab.training.runfiles import EvalRecord, MetricRecord, TrainRecord, read_records
+from ffnlab.training.runfiles import EvalRecord, MetricRecord, TrainRecord, differences, read_records, value_at
 from ffnlab.training.schedule import lr_at
 from ffnlab.training.threads import ThreadChoice, choose_threads, load_average
 
@@ -68,18 +67,6 @@ RUN_FOLDERS = ("checkpoints", "tb")  # folders of a run folder; none may lead ou
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
-
-
-def _differences(a: Mapping[str, object], b: Mapping[str, object], prefix: str = "") -> list[str]:
-    """The dotted keys whose values differ between two nested config dicts (any depth)."""
-    out = []
-    for k in sorted(set(a) | set(b)):
-        x, y = a.get(k), b.get(k)
-        if isinstance(x, dict) and isinstance(y, dict):
-            out += _differences(x, y, f"{prefix}{k}.")
-        elif x != y:
-            out.append(f"{prefix}{k}")
-    return out
 
 
 # why a change is not resumable, for the keys people change most
@@ -94,17 +81,10 @@ WHY_NOT_RESUMABLE = {
 }
 
 
-def _value(d: Mapping[str, object], dotted: str) -> object:
-    node: object = d
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 def resume_refusal(out_dir: Path, changed: list[str], old: runconfig.RunConfigDict,
                    new: runconfig.RunConfigDict) -> str:
     """Why ``--resume`` refuses a changed config, and what to do instead."""
-    parts = [f"{k} {_value(old, k)!r} -> {_value(new, k)!r}" for k in changed]
+    parts = [f"{k} {value_at(old, k)!r} -> {value_at(new, k)!r}" for k in changed]
     why = "; ".join(f"{k}: {WHY_NOT_RESUMABLE[k]}" for k in changed if k in WHY_NOT_RESUMABLE)
     return (f"cannot resume {out_dir}: the config differs in {', '.join(changed)} ({', '.join(parts)})"
             + (f"; {why}" if why else "")
@@ -128,7 +108,7 @@ def _continues(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
         return False
     require(resume, f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
     old = runconfig.load(saved)
-    changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
+    changed = [d for d in differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
                and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
     if changed:
         raise FfnlabError(resume_refusal(out_dir, changed, old.to_dict(), cfg.to_dict()))

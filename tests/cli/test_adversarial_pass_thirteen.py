@@ -32,7 +32,7 @@ or the environment was the question), recording exit status, stderr lines and tr
   said): HOME a file, HOME a link to a file, XDG_CACHE_HOME ``/``, a link to ``/``, a relative one,
   HF_HOME a link to ``/``, HOME ``~root``.
 
-Findings (5 root causes; each a strict xfail below until mended; mended: F1):
+Findings (5 root causes; each a strict xfail below until mended; mended: F1, F4):
 
 F1. A run's model.json whose attention differs from the run's own config.yaml in a way the
    checkpoint's shapes cannot tell is used as it says: with ``"n_heads": 4`` in model.json (the
@@ -71,7 +71,8 @@ F4. A resume that only has to complete a run's record rewrites its config.yaml: 
    metrics.jsonl cut to 2 lines). ``training/trainer.py`` ``_train`` calls ``_write_run_files``
    (line 298) on every resume, which dumps the loaded config again (line 373) instead of keeping
    the config.yaml the resume was checked against (E8's rewrite, mended only for a run
-   ``already_finished`` finds finished).
+   ``already_finished`` finds finished). Mended: ``_write_run_files`` leaves a file alone when it
+   already holds what would be written (the config read back, the JSON, the metrics text).
 
 F5. An arm whose every run is set aside shows "nan" as its perplexity and bits per byte: ``report``
    of a sweep whose gelu-r2 runs both end worse than chance writes the report.md row "| gelu-r2 |
@@ -297,7 +298,6 @@ def test_a_missing_local_dataset_file_is_said_before_the_model(tmp_path, monkeyp
 # -- F4: a resume that only has to write the summary rewrites config.yaml -----------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="F4: _write_run_files rewrites config.yaml on every resume")
 def test_a_resume_that_only_writes_the_summary_keeps_config_yaml(trained, tmp_path):
     # a run stopped after its last checkpoint and before its summary.json (removed here): the resume
     # trains nothing and writes the summary; config.yaml, read back the same, keeps its bytes
@@ -308,6 +308,35 @@ def test_a_resume_that_only_writes_the_summary_keeps_config_yaml(trained, tmp_pa
     assert r.code == 0, r.stderr[-500:]
     assert (run / "summary.json").is_file()  # the run's record completed
     assert (run / "config.yaml").read_bytes() == before, (run / "config.yaml").read_text()[:400]
+
+
+def test_a_resume_of_a_run_whose_metrics_were_cut_keeps_its_unchanged_files(trained, tmp_path):
+    # a second input of F4's class: metrics.jsonl cut to its first 2 lines (summary.json removed, so
+    # the run is not finished): the resume evaluates the last step again and writes the summary;
+    # oracle: the saved bytes of config.yaml and model.json, and metrics.jsonl's first 2 lines
+    run = _copy(trained, tmp_path)
+    (run / "summary.json").unlink()
+    head = b"".join((run / "metrics.jsonl").read_bytes().splitlines(keepends=True)[:2])
+    (run / "metrics.jsonl").write_bytes(head)
+    kept = {n: (run / n).read_bytes() for n in ("config.yaml", "model.json")}
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert {n: (run / n).read_bytes() for n in kept} == kept
+    assert (run / "metrics.jsonl").read_bytes().startswith(head)
+    assert (run / "summary.json").is_file()
+
+
+def test_a_resume_with_a_changed_resumable_key_writes_it_to_config_yaml(trained, tmp_path):
+    # kept: a file whose content does change is written (oracle: config.yaml read back)
+    from ffnlab.training import runconfig
+
+    run = _copy(trained, tmp_path)
+    (run / "summary.json").unlink()
+    model = (run / "model.json").read_bytes()
+    r = cli("train", "--out", "run", "--resume", "--set", "train.eval_every=4", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert runconfig.load(run / "config.yaml").train.eval_every == 4
+    assert (run / "model.json").read_bytes() == model
 
 
 # -- F5: an arm whose every run is set aside shows "nan" in the report's tables ------------------------

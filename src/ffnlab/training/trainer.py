@@ -19,6 +19,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -344,16 +345,31 @@ def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, 
                      log: MetricsLog) -> None:
     """Metrics past the restored step dropped (the file validated first), config.yaml and model.json,
     written all or none (:func:`ffnlab.files.write_all_atomic`): a refusal of any of them (a folder
-    where model.json goes) leaves the run's files as they were."""
+    where model.json goes) leaves the run's files as they were. A resumed run's file that already
+    holds what would be written (the same config read back, the same JSON, the same metrics text)
+    is left alone, its bytes included (``ratio: 4`` is not rewritten as ``ratio: 4.0``)."""
     import yaml
+
+    def same(path: Path, read: Callable[[Path], object], new: object) -> bool:
+        if not path.is_file() or path.is_symlink():  # a link planted at the name is replaced, as before
+            return False
+        try:
+            return read(path) == new
+        except (FfnlabError, OSError, ValueError):
+            return False
 
     # a run restored at its last step is evaluated again (its eval record may be missing)
     metrics = log.kept_through(step, eval_at_step=step < cfg.train.max_steps)
-    files: dict[Path, str | bytes] = {} if metrics is None else {log.path: metrics}
-    files[out / "config.yaml"] = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
-    files[out / "model.json"] = json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
-                                           "prepared_data": prepared_dir}, indent=1)
-    write_all_atomic(files)
+    model = {"model": mcfg.to_dict(), "params": counts.as_dict(), "prepared_data": prepared_dir}
+    files: dict[Path, str | bytes] = {}
+    if metrics is not None and not same(log.path, lambda p: p.read_bytes(), metrics.encode()):
+        files[log.path] = metrics
+    if not same(out / "config.yaml", lambda p: runconfig.load(p).to_dict(), cfg.to_dict()):
+        files[out / "config.yaml"] = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    if not same(out / "model.json", lambda p: json.loads(p.read_bytes()), json.loads(json.dumps(model))):
+        files[out / "model.json"] = json.dumps(model, indent=1)
+    if files:
+        write_all_atomic(files)
 
 
 def _peak(cfg: RunConfig, mcfg: ModelConfig, info: DistInfo) -> Peak:

@@ -32,7 +32,7 @@ or the environment was the question), recording exit status, stderr lines and tr
   said): HOME a file, HOME a link to a file, XDG_CACHE_HOME ``/``, a link to ``/``, a relative one,
   HF_HOME a link to ``/``, HOME ``~root``.
 
-Findings (5 root causes; each a strict xfail below):
+Findings (5 root causes; each a strict xfail below until mended; mended: F1, F4):
 
 F1. A run's model.json whose attention differs from the run's own config.yaml in a way the
    checkpoint's shapes cannot tell is used as it says: with ``"n_heads": 4`` in model.json (the
@@ -43,7 +43,9 @@ F1. A run's model.json whose attention differs from the run's own config.yaml in
    ``training/export.py`` ``load_run_checkpoint`` (lines 593-611) reads config.yaml (``cfg``) and
    model.json (``files.model``) and compares model.json's model only with the checkpoint's shapes
    (``check_shapes``, line 610), never with the model config.yaml describes
-   (``runconfig.model_config(cfg, vocab_size=...)``).
+   (``runconfig.model_config(cfg, vocab_size=...)``). Mended: ``runfiles.check_run_model``, called
+   by ``load_run_checkpoint`` after the shapes and before the model is built, refuses in one line
+   naming both files and the keys.
 F2. The Ctrl-C resume hint writes the run folder raw and unquoted: ``train long.yaml --out
    $'r\\e[2J x'`` stopped by SIGINT after 5 s prints "interrupted: the last checkpoint is
    step-0000096 (of 400000 steps); continue with: ffnlab train --out r<ESC>[2J x --resume" (the
@@ -69,7 +71,8 @@ F4. A resume that only has to complete a run's record rewrites its config.yaml: 
    metrics.jsonl cut to 2 lines). ``training/trainer.py`` ``_train`` calls ``_write_run_files``
    (line 298) on every resume, which dumps the loaded config again (line 373) instead of keeping
    the config.yaml the resume was checked against (E8's rewrite, mended only for a run
-   ``already_finished`` finds finished).
+   ``already_finished`` finds finished). Mended: ``_write_run_files`` leaves a file alone when it
+   already holds what would be written (the config read back, the JSON, the metrics text).
 
 F5. An arm whose every run is set aside shows "nan" as its perplexity and bits per byte: ``report``
    of a sweep whose gelu-r2 runs both end worse than chance writes the report.md row "| gelu-r2 |
@@ -150,8 +153,16 @@ def _edit_model(run: Path, change) -> None:  # noqa: ANN001
 # -- F1: a model.json whose attention differs from config.yaml's, invisibly to the shapes ---------------
 
 
-@pytest.mark.xfail(strict=True, reason="F1: model.json compared with the checkpoint's shapes only")
-def test_a_model_json_with_other_heads_than_its_run_config_is_refused(trained, tmp_path):
+READERS = {
+    "generate": GENERATE,
+    "export": ["export", "run", "--hf", "hf"],
+    "probe": ["probe", "run", "--out", "pz"],
+    "capacity": ["capacity", "measure", "run"],
+}
+
+
+@pytest.mark.parametrize("command", list(READERS))
+def test_a_model_json_with_other_heads_than_its_run_config_is_refused(trained, tmp_path, command):
     from ffnlab.training import runconfig
 
     run = _copy(trained, tmp_path)
@@ -159,8 +170,46 @@ def test_a_model_json_with_other_heads_than_its_run_config_is_refused(trained, t
     assert runconfig.load(run / "config.yaml").model.n_heads == 2
     _edit_model(run, lambda m: m["attn"].update(n_heads=4))
     before = snapshot(tmp_path)
-    assert_refused(cli(*GENERATE, where=tmp_path), "model.json")
+    line = assert_refused(cli(*READERS[command], where=tmp_path), "model.json")
+    assert "config.yaml" in line and "attn.n_heads 4 vs 2" in line, line
+    assert snapshot(tmp_path) == before  # nothing written: no hf/, no pz, no capacity.json
+
+
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        (lambda m: m["attn"].update(n_heads=1), "attn.n_heads 1 vs 2"),  # head_dim 32: qkv still (96, 32)
+        (lambda m: m.update(max_positions=2**40), f"max_positions {2**40} vs 32"),  # RoPE: no position weights
+    ],
+    ids=["one-head", "max-positions"],
+)
+def test_a_model_json_its_shapes_cannot_tell_from_its_run_config_is_refused(trained, tmp_path, change, key):
+    # a second input of F1's class: changes the checkpoint's tensors do not show (oracle: the
+    # checkpoint loads into the edited model, as safetensors' shapes say), refused against config.yaml
+    from safetensors.torch import load_file
+
+    from ffnlab.sizing.config import ModelConfig
+    from ffnlab.training.nn import build_model
+
+    run = _copy(trained, tmp_path)
+    _edit_model(run, change)
+    edited = ModelConfig.from_dict(json.loads((run / "model.json").read_text())["model"])
+    saved = load_file(str(run / "checkpoints" / "step-0000004" / "model.safetensors"))
+    shapes = {k: tuple(v.shape) for k, v in build_model(edited, max_seq_len=32).state_dict().items()}
+    assert all(shapes.get(k) == tuple(v.shape) for k, v in saved.items()), "the shapes tell it"
+    before = snapshot(tmp_path)
+    line = assert_refused(cli(*GENERATE, where=tmp_path), "model.json")
+    assert "config.yaml" in line and key in line, line
     assert snapshot(tmp_path) == before
+
+
+def test_an_untouched_run_and_a_renamed_model_json_still_generate(trained, tmp_path):
+    # kept: model.json as the trainer wrote it agrees with config.yaml; its name is a label only
+    run = _copy(trained, tmp_path)
+    assert cli(*GENERATE, where=tmp_path).code == 0
+    _edit_model(run, lambda m: m.update(name="renamed"))
+    r = cli(*GENERATE, where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
 
 
 # kept: model.json changes the checkpoint's tensors do tell, each refused in one line naming model.json
@@ -265,7 +314,6 @@ def test_a_missing_dataset_shaped_like_a_path_is_no_such_file(tmp_path, monkeypa
 # -- F4: a resume that only has to write the summary rewrites config.yaml -----------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="F4: _write_run_files rewrites config.yaml on every resume")
 def test_a_resume_that_only_writes_the_summary_keeps_config_yaml(trained, tmp_path):
     # a run stopped after its last checkpoint and before its summary.json (removed here): the resume
     # trains nothing and writes the summary; config.yaml, read back the same, keeps its bytes
@@ -276,6 +324,35 @@ def test_a_resume_that_only_writes_the_summary_keeps_config_yaml(trained, tmp_pa
     assert r.code == 0, r.stderr[-500:]
     assert (run / "summary.json").is_file()  # the run's record completed
     assert (run / "config.yaml").read_bytes() == before, (run / "config.yaml").read_text()[:400]
+
+
+def test_a_resume_of_a_run_whose_metrics_were_cut_keeps_its_unchanged_files(trained, tmp_path):
+    # a second input of F4's class: metrics.jsonl cut to its first 2 lines (summary.json removed, so
+    # the run is not finished): the resume evaluates the last step again and writes the summary;
+    # oracle: the saved bytes of config.yaml and model.json, and metrics.jsonl's first 2 lines
+    run = _copy(trained, tmp_path)
+    (run / "summary.json").unlink()
+    head = b"".join((run / "metrics.jsonl").read_bytes().splitlines(keepends=True)[:2])
+    (run / "metrics.jsonl").write_bytes(head)
+    kept = {n: (run / n).read_bytes() for n in ("config.yaml", "model.json")}
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert {n: (run / n).read_bytes() for n in kept} == kept
+    assert (run / "metrics.jsonl").read_bytes().startswith(head)
+    assert (run / "summary.json").is_file()
+
+
+def test_a_resume_with_a_changed_resumable_key_writes_it_to_config_yaml(trained, tmp_path):
+    # kept: a file whose content does change is written (oracle: config.yaml read back)
+    from ffnlab.training import runconfig
+
+    run = _copy(trained, tmp_path)
+    (run / "summary.json").unlink()
+    model = (run / "model.json").read_bytes()
+    r = cli("train", "--out", "run", "--resume", "--set", "train.eval_every=4", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert runconfig.load(run / "config.yaml").train.eval_every == 4
+    assert (run / "model.json").read_bytes() == model
 
 
 # -- F5: an arm whose every run is set aside shows "nan" in the report's tables ------------------------

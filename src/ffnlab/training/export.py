@@ -585,7 +585,7 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     from ffnlab.training.checkpoint import check_shapes, checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.memory import check_fits
     from ffnlab.training.nn import build_model
-    from ffnlab.training.runfiles import read_run_model
+    from ffnlab.training.runfiles import check_run_model, read_run_model
 
     run = Path(run_dir)
     require((run / "config.yaml").is_file() and (run / "model.json").is_file(),
@@ -608,6 +608,9 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
 
     with torch.device("meta"):  # shapes only: model.json's model is built for real once the checkpoint holds it
         check_shapes(ckpt, build(), f"the model of {files.path}")
+    # and before any weight is allocated, model.json against the run's own config.yaml, which the
+    # shapes cannot always tell apart (n_heads of the same width)
+    check_run_model(files, cfg, run / "config.yaml")
     model = build()
     state = load_checkpoint(ckpt, model, None)
     return model.eval(), RunCheckpoint(step=int(state["step"]), tokens=state.get("tokens"), path=ckpt,

@@ -15,6 +15,7 @@ import json
 import math
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
@@ -24,6 +25,7 @@ from ffnlab.validation import integer, number, show
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
+    from ffnlab.training.runconfig import RunConfig
 
 MAX_METRICS_BYTES = 2**30  # a metrics.jsonl of a long run is large, but not this large
 EVAL_KEYS = ("tokens", "val_loss")
@@ -123,6 +125,44 @@ def read_run_model(run_dir: str | Path) -> RunModelFile:
     if not isinstance(prepared, str) or not prepared.strip() or "\x00" in prepared:
         raise FfnlabError(f"{path}: prepared_data must be the path of the prepared corpus, got {show(prepared)}")
     return RunModelFile(path=path, model=model, params=run_params(meta["params"], str(path)), prepared_data=prepared)
+
+
+def differences(a: Mapping[str, object], b: Mapping[str, object], prefix: str = "") -> list[str]:
+    """The dotted keys whose values differ between two nested config dicts (any depth)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        x, y = a.get(k), b.get(k)
+        if isinstance(x, dict) and isinstance(y, dict):
+            out += differences(x, y, f"{prefix}{k}.")
+        elif x != y:
+            out.append(f"{prefix}{k}")
+    return out
+
+
+def check_run_model(files: RunModelFile, cfg: RunConfig, config_path: Path) -> None:
+    """Refuse a run whose model.json describes another model than its config.yaml (``cfg``, read
+    from ``config_path``) does, in one line naming both files and the keys: the trainer writes
+    model.json from config.yaml, so any difference is an edit, and one the checkpoint's shapes may
+    not tell (``attn.n_heads`` of the same width). The vocabulary size, which config.yaml leaves to
+    the corpus, is model.json's (the checkpoint's shapes check it); the name is a label."""
+    from ffnlab.training.runconfig import model_config
+
+    described = model_config(cfg, files.model.vocab_size).to_dict()
+    recorded = files.model.to_dict()
+    changed = [k for k in differences(recorded, described) if k != "name"]
+    if changed:
+        parts = [f"{k} {value_at(recorded, k)!r} vs {value_at(described, k)!r}" for k in changed[:4]]
+        more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
+        raise FfnlabError(f"{files.path} describes another model than {config_path}: "
+                          f"{', '.join(parts)}{more}; was either file changed after training?")
+
+
+def value_at(tree: Mapping[str, object], dotted: str) -> object:
+    """The value at a dotted key of a nested dict (None where it is absent)."""
+    node: object = tree
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -59,7 +59,7 @@ from ffnlab.training.peak import (
 )
 from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
-from ffnlab.training.runfiles import EvalRecord, MetricRecord, TrainRecord, read_records
+from ffnlab.training.runfiles import EvalRecord, MetricRecord, TrainRecord, differences, read_records, value_at
 from ffnlab.training.schedule import lr_at
 from ffnlab.training.threads import ThreadChoice, choose_threads, load_average
 
@@ -68,18 +68,6 @@ RUN_FOLDERS = ("checkpoints", "tb")  # folders of a run folder; none may lead ou
 
 class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
-
-
-def _differences(a: Mapping[str, object], b: Mapping[str, object], prefix: str = "") -> list[str]:
-    """The dotted keys whose values differ between two nested config dicts (any depth)."""
-    out = []
-    for k in sorted(set(a) | set(b)):
-        x, y = a.get(k), b.get(k)
-        if isinstance(x, dict) and isinstance(y, dict):
-            out += _differences(x, y, f"{prefix}{k}.")
-        elif x != y:
-            out.append(f"{prefix}{k}")
-    return out
 
 
 # why a change is not resumable, for the keys people change most
@@ -94,17 +82,10 @@ WHY_NOT_RESUMABLE = {
 }
 
 
-def _value(d: Mapping[str, object], dotted: str) -> object:
-    node: object = d
-    for part in dotted.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
-    return node
-
-
 def resume_refusal(out_dir: Path, changed: list[str], old: runconfig.RunConfigDict,
                    new: runconfig.RunConfigDict) -> str:
     """Why ``--resume`` refuses a changed config, and what to do instead."""
-    parts = [f"{k} {_value(old, k)!r} -> {_value(new, k)!r}" for k in changed]
+    parts = [f"{k} {value_at(old, k)!r} -> {value_at(new, k)!r}" for k in changed]
     why = "; ".join(f"{k}: {WHY_NOT_RESUMABLE[k]}" for k in changed if k in WHY_NOT_RESUMABLE)
     return (f"cannot resume {out_dir}: the config differs in {', '.join(changed)} ({', '.join(parts)})"
             + (f"; {why}" if why else "")
@@ -128,7 +109,7 @@ def _continues(out_dir: Path, cfg: RunConfig, resume: bool) -> bool:
         return False
     require(resume, f"{out_dir} already holds a run; pass --resume to continue it or choose another --out")
     old = runconfig.load(saved)
-    changed = [d for d in _differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
+    changed = [d for d in differences(old.to_dict(), cfg.to_dict()) if d not in runconfig.LOCATION_KEYS
                and not (d.startswith("train.") and d.split(".", 1)[1] in RESUMABLE_CHANGES)]
     if changed:
         raise FfnlabError(resume_refusal(out_dir, changed, old.to_dict(), cfg.to_dict()))
@@ -364,16 +345,31 @@ def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, 
                      log: MetricsLog) -> None:
     """Metrics past the restored step dropped (the file validated first), config.yaml and model.json,
     written all or none (:func:`ffnlab.files.write_all_atomic`): a refusal of any of them (a folder
-    where model.json goes) leaves the run's files as they were."""
+    where model.json goes) leaves the run's files as they were. A resumed run's file that already
+    holds what would be written (the same config read back, the same JSON, the same metrics text)
+    is left alone, its bytes included (``ratio: 4`` is not rewritten as ``ratio: 4.0``)."""
     import yaml
+
+    def same(path: Path, read: Callable[[Path], object], new: object) -> bool:
+        if not path.is_file() or path.is_symlink():  # a link planted at the name is replaced, as before
+            return False
+        try:
+            return read(path) == new
+        except (FfnlabError, OSError, ValueError):
+            return False
 
     # a run restored at its last step is evaluated again (its eval record may be missing)
     metrics = log.kept_through(step, eval_at_step=step < cfg.train.max_steps)
-    files: dict[Path, str | bytes] = {} if metrics is None else {log.path: metrics}
-    files[out / "config.yaml"] = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
-    files[out / "model.json"] = json.dumps({"model": mcfg.to_dict(), "params": counts.as_dict(),
-                                           "prepared_data": prepared_dir}, indent=1)
-    write_all_atomic(files)
+    model = {"model": mcfg.to_dict(), "params": counts.as_dict(), "prepared_data": prepared_dir}
+    files: dict[Path, str | bytes] = {}
+    if metrics is not None and not same(log.path, lambda p: p.read_bytes(), metrics.encode()):
+        files[log.path] = metrics
+    if not same(out / "config.yaml", lambda p: runconfig.load(p).to_dict(), cfg.to_dict()):
+        files[out / "config.yaml"] = yaml.safe_dump(cfg.to_dict(), sort_keys=False)
+    if not same(out / "model.json", lambda p: json.loads(p.read_bytes()), json.loads(json.dumps(model))):
+        files[out / "model.json"] = json.dumps(model, indent=1)
+    if files:
+        write_all_atomic(files)
 
 
 def _peak(cfg: RunConfig, mcfg: ModelConfig, info: DistInfo) -> Peak:

@@ -32,7 +32,7 @@ or the environment was the question), recording exit status, stderr lines and tr
   said): HOME a file, HOME a link to a file, XDG_CACHE_HOME ``/``, a link to ``/``, a relative one,
   HF_HOME a link to ``/``, HOME ``~root``.
 
-Findings (5 root causes; each a strict xfail below until mended; mended: F1, F4):
+Findings (5 root causes; each a strict xfail below until mended; all five mended since, each test now a check):
 
 F1. A run's model.json whose attention differs from the run's own config.yaml in a way the
    checkpoint's shapes cannot tell is used as it says: with ``"n_heads": 4`` in model.json (the

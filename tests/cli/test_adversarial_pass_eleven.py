@@ -167,13 +167,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import SRC, fake_hub_process, strict_json, tiny_sweep_spec, train_run, write_corpus
+from adversarial_cli import SRC, copy_run, fake_hub_process, strict_json, tiny_sweep_spec, train_run, write_corpus
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
@@ -735,11 +734,7 @@ def trained(tmp_path_factory) -> Path:
     return train_run(tmp_path_factory.mktemp("trained"), TRAIN_YAML)
 
 
-def _copy(trained: Path, tmp_path: Path) -> Path:
-    shutil.copytree(trained / "run", tmp_path / "run", symlinks=True)
-    (tmp_path / "cache").symlink_to(trained / "cache")
-    (tmp_path / "c.txt").symlink_to(trained / "c.txt")
-    return tmp_path / "run"
+_copy = copy_run
 
 
 @pytest.mark.parametrize(

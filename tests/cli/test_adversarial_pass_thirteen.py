@@ -113,22 +113,16 @@ import csv
 import io
 import json
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from adversarial_cli import strict_json, train_run
+from adversarial_cli import FACTS_RUN_YAML, copy_run, strict_json, train_run
 from fuzz_cli import assert_refused, cli, cwd, snapshot
 
 GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3"]
 
-TRAIN_YAML = (
-    "model: {d_model: 32, n_layers: 1, n_heads: 2}\n"
-    "data: {corpus: 'facts:subjects=24,relations=2,values=4', cache_dir: cache, tokenizer: byte}\n"
-    "train: {seq_len: 32, batch_size: 4, max_steps: 4, checkpoint_every: 2, eval_every: 2, eval_tokens: 64,"
-    " tensorboard: false, progress: 'off', threads: 1, warmup_steps: 0, peak_flops: 1.0e+12}\n"
-)
+TRAIN_YAML = FACTS_RUN_YAML
 
 
 @pytest.fixture(scope="module")
@@ -136,11 +130,7 @@ def trained(tmp_path_factory) -> Path:
     return train_run(tmp_path_factory.mktemp("trained"), TRAIN_YAML)
 
 
-def _copy(trained: Path, tmp_path: Path) -> Path:
-    shutil.copytree(trained / "run", tmp_path / "run", symlinks=True)
-    (tmp_path / "cache").symlink_to(trained / "cache")
-    (tmp_path / "c.txt").symlink_to(trained / "c.txt")
-    return tmp_path / "run"
+_copy = copy_run
 
 
 def _edit_model(run: Path, change) -> None:  # noqa: ANN001

@@ -159,7 +159,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from adversarial_cli import fake_hub_process, strict_json, train_run
+from adversarial_cli import FACTS_RUN_YAML, copy_run, fake_hub_process, strict_json, train_run
 from fake_hub import FakeHub
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
 
@@ -170,12 +170,7 @@ CAPACITY = ["capacity", "measure", "run"]
 PROBE = ["probe", "run", "--out", "p", "--tokens", "256", "--corpus", "c.txt"]
 LONG = "x" * 300
 
-TRAIN_YAML = (
-    "model: {d_model: 32, n_layers: 1, n_heads: 2}\n"
-    "data: {corpus: 'facts:subjects=24,relations=2,values=4', cache_dir: cache, tokenizer: byte}\n"
-    "train: {seq_len: 32, batch_size: 4, max_steps: 4, checkpoint_every: 2, eval_every: 2, eval_tokens: 64,"
-    " tensorboard: false, progress: 'off', threads: 1, warmup_steps: 0, peak_flops: 1.0e+12}\n"
-)
+TRAIN_YAML = FACTS_RUN_YAML
 
 
 @pytest.fixture(scope="module")
@@ -184,11 +179,9 @@ def trained(tmp_path_factory) -> Path:
 
 
 def _copy(trained: Path, tmp_path: Path) -> Path:
-    shutil.copytree(trained / "run", tmp_path / "run", symlinks=True)
-    (tmp_path / "run" / "capacity.json").unlink(missing_ok=True)
-    (tmp_path / "cache").symlink_to(trained / "cache")
-    (tmp_path / "c.txt").symlink_to(trained / "c.txt")
-    return tmp_path / "run"
+    run = copy_run(trained, tmp_path)
+    (run / "capacity.json").unlink(missing_ok=True)
+    return run
 
 
 def _edit_json(path: Path, change) -> None:  # noqa: ANN001

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,24 @@ def train_run(where: Path, config_yaml: str) -> Path:
     p = ffnlab_process(["train", "t.yaml", "--out", "run"], where, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     return where
+
+
+# the passes' 4-step run on a facts corpus, byte level (its peak FLOP/s given: no timing)
+FACTS_RUN_YAML = (
+    "model: {d_model: 32, n_layers: 1, n_heads: 2}\n"
+    "data: {corpus: 'facts:subjects=24,relations=2,values=4', cache_dir: cache, tokenizer: byte}\n"
+    "train: {seq_len: 32, batch_size: 4, max_steps: 4, checkpoint_every: 2, eval_every: 2, eval_tokens: 64,"
+    " tensorboard: false, progress: 'off', threads: 1, warmup_steps: 0, peak_flops: 1.0e+12}\n"
+)
+
+
+def copy_run(trained: Path, tmp_path: Path) -> Path:
+    """A copy of :func:`train_run`'s run as ``tmp_path/run``, beside links to its prepared-corpus
+    cache and its text, so a command run in ``tmp_path`` finds them where the run says."""
+    shutil.copytree(trained / "run", tmp_path / "run", symlinks=True)
+    (tmp_path / "cache").symlink_to(trained / "cache")
+    (tmp_path / "c.txt").symlink_to(trained / "c.txt")
+    return tmp_path / "run"
 
 
 def ffnlab_process(argv: list[str], where: Path, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:

@@ -23,7 +23,7 @@ DEVICE ?= cuda
 GPU_OUT ?= benchmarks/results
 GPU_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 
-.PHONY: demo test lint docs golden bench gpu-check gpu-bundle clean-venv
+.PHONY: demo test test-all lint docs golden bench gpu-check gpu-bundle clean-venv
 
 # The demo needs ffnlab and its runtime dependencies only; the tests add pytest, ruff,
 # transformers/datasets (parameter counts checked against Hugging Face) and Ray.
@@ -43,12 +43,18 @@ demo: $(BASE)
 # mypy (one process) runs beside the tests (its report is printed after theirs); idle workers take
 # queued tests from busy ones (worksteal), so the long tests at the end do not leave a core idle
 WORKERS ?= auto
+# `make test` (CI's command) leaves out the tests marked slow (end-to-end runs of minutes of CPU);
+# `make test-all` runs every test
+MARKS ?= not slow
 test: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks tools
 	$(PY) -m mypy > .mypy.log 2>&1 & mypy=$$!; \
-	$(PY) -m pytest -q -n $(WORKERS) --dist worksteal --durations=10; tests=$$?; \
+	$(PY) -m pytest -q -n $(WORKERS) --dist worksteal --durations=10 -m "$(MARKS)"; tests=$$?; \
 	wait $$mypy; typed=$$?; cat .mypy.log; rm -f .mypy.log; \
 	test $$tests -eq 0 && test $$typed -eq 0
+
+test-all:
+	$(MAKE) test MARKS=
 
 # Rewrite tests/golden/COMMAND.json, what each sizing command answers as JSON, and tests/golden/api_FUNCTION.json,
 # the results no flag can express (tests/project/test_golden.py checks them): run it after a deliberate change of

@@ -174,6 +174,7 @@ def test_the_rotation_reaches_every_report_that_keeps_its_runs(monkeypatch):
     assert set(_rebuilt_today()) == keeps_runs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("folder", _rebuilt_today(), ids=lambda p: p.name)
 def test_a_report_that_keeps_its_runs_rebuilds_to_the_same_claims(folder, tmp_path):
     from ffnlab.experiments.reporting.report import write_report

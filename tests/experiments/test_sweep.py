@@ -297,6 +297,7 @@ def _hand_verdicts(sweep: Path, reference: str, gated: str) -> dict[str, object]
             "tokens_ratio": [geometric, lo, hi]}
 
 
+@pytest.mark.slow
 def test_sweep_resumes_after_being_killed(tmp_path, micro_spec):
     spec = yaml.safe_load(micro_spec.read_text())
     # long enough that a run is still training after its first checkpoint when the watcher wakes
@@ -429,6 +430,7 @@ def _records(run_dir: Path, kind: str) -> list[dict]:
     return [r for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines()) if r["kind"] == kind]
 
 
+@pytest.mark.slow
 def test_ray_backend_on_a_local_instance(tmp_path, micro_spec):
     pytest.importorskip("ray")
     ray_bin = Path(sys.executable).parent / "ray"

@@ -84,6 +84,7 @@ def dry_run(tmp_path_factory):
     return out, work
 
 
+@pytest.mark.slow
 def test_cpu_dry_run_runs_every_section(dry_run):
     out, _ = dry_run
     doc = json.loads((out / "gpu-check-cpu.json").read_text())
@@ -115,6 +116,7 @@ def test_cpu_dry_run_runs_every_section(dry_run):
     assert md.startswith("# ffnlab CPU dry run") and "## GPU sweep" in md and "## Training-step peak memory" in md
 
 
+@pytest.mark.slow
 def test_memory_section_on_cpu_measures_what_the_step_suite_measures_and_tables_it(dry_run, tmp_path):
     """The memory section's CPU path, in the dry run's own subprocess (its ``--section memory
     --result`` file), against an independent oracle (``memory_step_cases.measure``, the CPU suite's

@@ -225,6 +225,7 @@ def test_every_seed_storing_nothing_is_a_clear_outcome_not_nan():
 # ---------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_capacity_preset_run_report_and_claims(tmp_path):
     import yaml
 

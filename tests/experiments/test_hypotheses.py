@@ -61,6 +61,7 @@ def test_the_report_uses_the_specs_own_words(tmp_path):
         assert phrase not in html and phrase not in md and phrase not in text, phrase
 
 
+@pytest.mark.slow
 def test_report_and_claims_name_a_custom_hypothesis_not_a_seed_claim(tmp_path):
     """`ffnlab report` prints each verdict under its hypothesis's id, and `ffnlab claims --evidence`
     does not take a custom ratio_optimal hypothesis (ratio 2 against 8 here) as the seed's

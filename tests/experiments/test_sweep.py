@@ -489,6 +489,7 @@ def test_a_sweep_trains_arms_no_transformers_layout_can_export(tmp_path, tmp_pat
     assert summary["status"] == "finished"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("to_group", [True, False], ids=["terminal Ctrl-C (process group)", "kill -INT of the sweep"])
 def test_ctrl_c_stops_the_sweep_and_trains_nothing_more(tmp_path, micro_spec, to_group):
     """SIGINT while the first of four runs trains: the sweep stops that run at its next step, starts

@@ -35,6 +35,7 @@ def tiny_spec(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_failing_run_fails_the_sweep_by_name_and_keeps_the_others(tmp_path, capsys):
     spec, out = tiny_spec(tmp_path), tmp_path / "sweep"
     (out / "runs").mkdir(parents=True)

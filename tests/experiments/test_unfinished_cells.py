@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_sweeps import scale_sweep
 from paths import ROOT
 
@@ -38,6 +39,7 @@ def tool(folder: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(TOOL), str(folder)], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_a_finished_sweep_prints_what_the_report_computes(tmp_path):
     sweep_with_steps(tmp_path)
     p = tool(tmp_path)

@@ -246,6 +246,7 @@ def test_a_fixed_best_ratio_makes_the_size_trend_true_when_precise(tmp_path):
     assert abs(t["slope"]) < 0.05 and -0.1 < t["lo"] < 0 < t["hi"] < 0.1 and t["verdict"] == "true"
 
 
+@pytest.mark.slow
 def test_segments_follow_a_straight_trend_and_flag_a_bent_one(tmp_path):
     sizes = {"s1": 10**5, "s2": 4 * 10**5, "s3": 16 * 10**5}
     scale_sweep(tmp_path / "straight", {"s1": 1.5, "s2": 3.0, "s3": 6.0}, sizes, sizes, 0.001)

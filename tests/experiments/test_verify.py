@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from cli_run import run
 
@@ -26,6 +27,7 @@ MICRO_VERIFY = {
 }
 
 
+@pytest.mark.slow
 def test_verify_end_to_end_decides_a_known_case(tmp_path, tmp_path_factory):
     spec = json.loads(json.dumps(MICRO_VERIFY))
     spec["base"]["data"]["cache_dir"] = str(tmp_path_factory.getbasetemp() / "sweep_cache")

@@ -362,6 +362,7 @@ def test_export_overwrite_replaces_an_earlier_export_and_nothing_else(tmp_path, 
     assert (hf / "notes.txt").read_text() == "mine" and all(torch.equal(after[k], second[k]) for k in second)
 
 
+@pytest.mark.slow
 def test_generate_continues_a_prompt_greedily_as_the_model_scores_it_and_by_seed(tmp_path, cache_dir):
     """--temperature 0 is the model's argmax each step (the oracle: a loop over the model's own
     logits here); sampling is the same text for the same seed."""

@@ -207,6 +207,7 @@ def test_a_config_transformers_saved_counts_through_its_translator(tmp_path):
     assert got.params_total == ref["total"] and got.counted_by is None
 
 
+@pytest.mark.slow
 def test_a_hub_config_with_tagged_floats_is_decoded(tmp_path):
     """A Hub download is read by the same reader: the row equals the local file's."""
     from fake_hub import FakeHub

@@ -150,6 +150,7 @@ def _cli(args: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, **kw)
 
 
+@pytest.mark.slow
 def test_transformers_warnings_never_reach_stderr(tmp_path):
     """Token ids outside the vocabulary make transformers log warnings while it builds: a counted
     config prints none, a refused one prints exactly one error line."""

@@ -159,6 +159,7 @@ import pytest
 from adversarial_cli import SRC, fake_hub_process, ffnlab_process, strict_json, tiny_sweep_spec, train_run, write_corpus
 from fake_hub import FakeHub
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
+from hub_waits import LLAMA
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
 FIT_H100 = ["fit", "llama-3-8b", "--gpus", "8", "--gpu", "H100"]
@@ -916,15 +917,6 @@ def test_train_with_no_usable_home_is_one_line_and_writes_nothing(tmp_path, monk
 
 # -- the Hub -----------------------------------------------------------------------------------------
 
-LLAMA = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 172,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 100,
-}
 
 
 def _hub(tmp_path: Path, hub: FakeHub, *argv: str, config: bytes = b"") -> subprocess.CompletedProcess:

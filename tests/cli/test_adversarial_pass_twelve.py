@@ -162,6 +162,7 @@ import pytest
 from adversarial_cli import FACTS_RUN_YAML, copy_run, fake_hub_process, strict_json, train_run
 from fake_hub import FakeHub
 from fuzz_cli import assert_refused, cli, refused_untouched, snapshot
+from hub_waits import LLAMA
 
 SIZE = ["size", "--d-model", "1024", "--ratio", "4", "--n-layers", "2"]
 GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3"]
@@ -333,15 +334,6 @@ def _gzip_hub(tmp_path: Path, raw: bytes, length: bool, *argv: str) -> subproces
     return p
 
 
-LLAMA = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 172,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 100,
-}
 
 
 def _assert_stopped_at_the_limit(p: subprocess.CompletedProcess, tmp_path: Path) -> None:

@@ -143,10 +143,6 @@ MENDED: frozenset[str] = frozenset({"U1", "U2", "U3", "U4"})
 LIVE_EVERY = 6
 
 
-
-
-
-
 def test_the_stored_figures_are_of_the_pinned_transformers():
     import transformers
 

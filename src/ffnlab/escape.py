@@ -17,8 +17,10 @@ output's format, so it shows as the characters it is, never as formatting or com
   spreadsheet shows it instead of evaluating it.
 * :func:`shell_command` - a command line ffnlab prints for the user to run: each word quoted as a
   POSIX shell reads it back (``shlex``), or, where it holds a character :func:`terminal` escapes,
-  in bash's ``$'...'`` form with those same escapes, so it pastes as the name it is and shows no
-  control character.
+  in bash's ``$'...'`` form with that character's UTF-8 bytes as ``\\xHH`` escapes (a name's
+  byte that is not UTF-8 as itself), so it pastes as the name it is, in any locale, and shows no
+  control character. A file or folder in such a command goes through :func:`path_arg` first, so
+  that ffnlab's own path options (``~`` expanded, ``-`` an option) read it back as that path too.
 * :func:`html` - HTML text and attribute values: ``& < > " '`` as entities, control characters
   made visible (templates that autoescape use :func:`visible` as their ``finalize`` hook).
 
@@ -75,13 +77,35 @@ def one_line(text: Any) -> str:
     return terminal(_LINE_BREAKS.sub(" ", str(text)), one_line=True)
 
 
+def _bytes(ch: str) -> str:
+    """``ch`` inside bash's ``$'...'``: its bytes in a file name as ``\\xHH`` each (bash writes
+    ``\\xHH`` as that one byte, whatever the locale: U+0085 is C2 85, not the byte 85), a name's byte
+    that is not UTF-8 (a surrogateescape'd ``\\udcHH``) as itself; a lone surrogate no name can hold
+    as :func:`_visible` shows it."""
+    try:
+        return "".join(f"\\x{b:02x}" for b in ch.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        return _visible(ch)
+
+
 def shell_word(text: Any) -> str:
     """``text`` as one shell word (see :func:`shell_command`)."""
     word = str(text)
     if not _CONTROL_OR_BREAK.search(word):
         return shlex.quote(word)
     body = word.replace("\\", "\\\\").replace("'", "\\'")  # bash's $'...': backslash and quote escaped
-    return "$'" + _CONTROL_OR_BREAK.sub(lambda m: _visible(m.group()), body) + "'"
+    return "$'" + _CONTROL_OR_BREAK.sub(lambda m: _bytes(m.group()), body) + "'"
+
+
+def path_arg(path: Any) -> str:
+    """``path`` (a file or folder) as a command-line argument that ffnlab's path options and
+    arguments (``cli.app.user_path``) read back as the same path: a relative one opening with ``~``
+    (a folder named ``~``, or ``~x``, which ``user_path`` would expand to a home folder) or with
+    ``-`` (which would be read as an option) written ``./~/run``, ``./-x``. ``pathlib`` drops the
+    ``./`` a user typed (``Path("./~/run") == Path("~/run")``), so every command ffnlab prints or
+    starts names its paths through this. Quote it for a shell with :func:`shell_word`."""
+    text = str(path)
+    return "./" + text if text.startswith(("~", "-")) else text
 
 
 def shell_command(*words: Any) -> str:
@@ -122,5 +146,5 @@ def html(text: Any) -> str:
     return _html.escape(_CONTROL.sub(lambda m: _visible(m.group()), str(text)), quote=True)
 
 
-__all__ = ["csv_cell", "html", "markdown", "one_line", "shell_command", "shell_word", "terminal", "terminal_text",
-           "visible"]
+__all__ = ["csv_cell", "html", "markdown", "one_line", "path_arg", "shell_command", "shell_word", "terminal",
+           "terminal_text", "visible"]

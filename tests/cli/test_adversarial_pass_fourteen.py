@@ -265,11 +265,15 @@ def _interrupted_train(tmp_path: Path, out: str, monkeypatch: pytest.MonkeyPatch
     return code, err.getvalue()
 
 
-def _hint_words(stderr: str) -> list[str]:
+def _hint_words(stderr: str, lead: str = "continue with: ") -> list[str]:
     """The words bash splits the hint's command into (its quoting, ``$'...'`` included)."""
-    lines = [x for x in stderr.splitlines() if "continue with: " in x]
+    lines = [x for x in stderr.splitlines() if lead in x]
     assert len(lines) == 1, repr(stderr)
-    command = lines[0].split("continue with: ", 1)[1]
+    return _bash_words(lines[0].split(lead, 1)[1])
+
+
+def _bash_words(command: str) -> list[str]:
+    """The words bash splits ``command`` into."""
     p = subprocess.run(["bash", "-c", f'set -- {command}; printf "%s\\0" "$@"'], capture_output=True, check=True)
     return [w.decode("utf-8", "surrogateescape") for w in p.stdout.split(b"\0")[:-1]]
 
@@ -282,8 +286,11 @@ def _folder_read(word: str, where: Path) -> Path:
         return Path(os.path.abspath(user_path(word)))
 
 
-@pytest.mark.xfail(strict=True, reason="F3: resume_command quotes a leading ~ that user_path expands")
-@pytest.mark.parametrize("out", ["./~/run", "./~nosuchuser/run"], ids=["tilde-slash", "tilde-user"])
+@pytest.mark.parametrize(
+    "out",
+    ["./~/run", "./~nosuchuser/run", "./~root/run", "./~"],
+    ids=["tilde-slash", "tilde-user", "tilde-root", "tilde"],
+)
 def test_the_resume_hint_of_a_folder_named_with_a_leading_tilde_leads_back_to_it(tmp_path, monkeypatch, out):
     # a folder whose name starts with ~, named ./~/run (the shell leaves it alone): the hint must name
     # the same folder when ffnlab reads it back, not $HOME/run (pasted: a fresh default run there)
@@ -305,10 +312,23 @@ def test_the_resume_hint_of_a_folder_named_with_a_leading_tilde_leads_back_to_it
     assert folder == Path(os.path.abspath(run)), (words[3], folder)
 
 
-@pytest.mark.xfail(strict=True, reason="F4: escape._visible writes U+0080-U+009F as bytes in $'...'")
-@pytest.mark.parametrize("out", ["r\x85x", "run\x9b2J"], ids=["NEL", "CSI"])
+def test_exports_continue_note_for_a_run_named_with_a_leading_tilde_leads_back_to_it(trained, tmp_path, monkeypatch):
+    # export ./~x of an unfinished run: its "continue it with" note, split by bash, read by --out's parser
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    run = copy_run(trained, tmp_path)
+    _unfinish(run)
+    run.rename(tmp_path / "~x")
+    r = cli("export", "./~x", "--hf", "hf", where=tmp_path)
+    assert r.code == 0, r.stderr[-800:]
+    words = _hint_words(r.stdout, "continue it with: ")
+    assert words[:3] == ["ffnlab", "train", "--out"] and words[4:] == ["--resume"], words
+    assert _folder_read(words[3], tmp_path) == tmp_path / "~x", words[3]
+
+
+@pytest.mark.parametrize("out", ["r\x85x", "run\x9b2J", "r\udc85\x85x"], ids=["NEL", "CSI", "byte-85-then-NEL"])
 def test_the_resume_hint_of_a_folder_named_with_a_c1_control_reads_back(tmp_path, monkeypatch, out):
-    # U+0085 and U+009B are characters (UTF-8 C2 85, C2 9B), not the bytes 0x85 and 0x9B
+    # U+0085 and U+009B are characters (UTF-8 C2 85, C2 9B), not the bytes 0x85 and 0x9B; the byte
+    # 0x85 (a name not UTF-8) beside U+0085 is a third name, of bytes 72 85 C2 85 78
     code, stderr = _interrupted_train(tmp_path, out, monkeypatch)
     assert code == 130, (code, stderr)
     assert "\x85" not in stderr and "\x9b" not in stderr, repr(stderr)
@@ -336,8 +356,8 @@ def test_the_resume_hint_of_other_odd_names_reads_back(tmp_path, monkeypatch, ou
 # -- F5: a sweep folder named with a leading ~ hands its runs a path they read as $HOME's ------------------
 
 
-@pytest.mark.xfail(strict=True, reason="F5: sweep _path_arg hands a leading ~ to the worker's user_path")
-def test_a_sweep_named_with_a_leading_tilde_trains_its_runs_in_its_own_folder(tmp_path, monkeypatch):
+@pytest.mark.parametrize("sw", ["./~/sw", "./~nosuchuser"], ids=["tilde-slash", "tilde-user"])
+def test_a_sweep_named_with_a_leading_tilde_trains_its_runs_in_its_own_folder(tmp_path, monkeypatch, sw):
     # the sweep's workers are ``python -m ffnlab train CONFIG --out RUN --resume ...``; the worker is
     # replaced by a recorder (no process, no training) and its arguments read by ffnlab's own parser
     from ffnlab.experiments.sweep import run as sweep_run
@@ -357,20 +377,48 @@ def test_a_sweep_named_with_a_leading_tilde_trains_its_runs_in_its_own_folder(tm
 
     monkeypatch.setattr(sweep_run.Children, "run", recorded)
     monkeypatch.setattr(sweep_run, "cpu_peak", lambda threads: 1e11)
-    r = cli("sweep", "s.json", "--out", "./~/sw", where=work)
+    r = cli("sweep", "s.json", "--out", sw, where=work)
     assert len(commands) == 1, (commands, r.code, r.stderr[-800:])
     argv = commands[0][commands[0].index("train") :]
     out = argv[argv.index("--out") + 1]
-    assert _folder_read(out, work) == work / "~" / "sw" / "runs" / "a-s0", out  # not $HOME/sw/runs/a-s0
+    assert _folder_read(out, work) == Path(os.path.abspath(work / sw / "runs" / "a-s0")), out  # not $HOME's
     r = cli(*argv, "--print-config", where=work)  # the config the worker would train
     assert r.code == 0, r.stderr[-500:]
+
+
+def test_a_sweep_named_with_a_leading_tilde_is_told_to_rerun_with_its_own_folder(tmp_path, monkeypatch):
+    # the Ctrl-C line's "rerun `ffnlab sweep SPEC --out OUT`", split by bash, read by --out's parser
+    from ffnlab.experiments.sweep import run as sweep_run
+
+    home, work = tmp_path / "home", tmp_path / "w"
+    home.mkdir()
+    work.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    write_corpus(work)
+    (work / "s.json").write_text(json.dumps(tiny_sweep_spec(4)))
+
+    def stopped(self, cmd, log, threads):  # noqa: ANN001, ANN202
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweep_run.Children, "run", stopped)
+    monkeypatch.setattr(sweep_run, "cpu_peak", lambda threads: 1e11)
+    r = cli("sweep", "s.json", "--out", "./~/sw", where=work)
+    assert r.code == 130, (r.code, r.stderr[-800:])
+    line = next(x for x in r.stderr.splitlines() if "rerun `" in x)
+    words = _bash_words(line.split("rerun `", 1)[1].split("`", 1)[0])
+    assert words[:3] == ["ffnlab", "sweep", "s.json"] and words[3] == "--out", words
+    assert _folder_read(words[4], work) == work / "~" / "sw", words[4]
 
 
 # -- F6: a --dataset no Hub id can be, taken for one ------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="F6: wikitext.is_local sends names no Hub id can be to the Hub")
-@pytest.mark.parametrize("name", ["held-out/", "my data"], ids=["trailing-slash", "space"])
+@pytest.mark.parametrize(
+    "name",
+    ["held-out/", "my data", "x.txt ", "a:b", "-"],
+    ids=["trailing-slash", "space", "trailing-space", "colon", "dash"],
+)
 def test_a_missing_dataset_no_hub_id_can_name_is_no_such_file(tmp_path, monkeypatch, name):
     # a Hub id is org/name of letters, digits, - _ . (huggingface_hub's own check refuses both);
     # with a model that is not here, the line should still be the missing file's

@@ -146,6 +146,49 @@ def test_terminal_keeps_newlines_unless_one_line():
     assert escape.terminal("a\nb\tc", one_line=True) == "a\\x0ab\\x09c"
 
 
+# ---------------------------------------------------------------- shell
+
+SHELL_WORDS = ["r\x85x", "run\x9b2J", "nb\xa0sp", "r\udcfdx", "r\udc85\x85x", "a\nb", "t\tab", "ls\u2028p",
+               "it's \\x41 \x1b[31m", "\u061c\u200e-x", "\u00e9t\u00e9", "$HOME`id`", "-", "--help", "~/x"]
+
+
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_shell_words_read_back_by_bash_as_the_same_bytes(locale):
+    """Oracle: bash itself, in a UTF-8 locale and in C (a name's bytes, not its characters, are
+    what a shell must reproduce: U+0085 is C2 85, the byte 0x85 a different name)."""
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("bash") is None:
+        pytest.skip("no bash")
+    line = escape.shell_command(*SHELL_WORDS)
+    assert not escape._CONTROL_OR_BREAK.search(line), line  # nothing a terminal would act on
+    p = subprocess.run(["bash", "-c", f'set -- {line}; printf "%s\\0" "$@"'], capture_output=True, check=True,
+                       env={**os.environ, "LC_ALL": locale})
+    got = p.stdout.split(b"\0")[:-1]
+    assert got == [w.encode("utf-8", "surrogateescape") for w in SHELL_WORDS], (line, got)
+
+
+@pytest.mark.parametrize("name", ["~", "~/run", "~root/run", "~nosuchuser/x", "-x", "--help", "-", "a/~b", "/abs/~x"])
+def test_path_args_read_back_by_ffnlabs_path_parser_as_the_same_path(name, tmp_path, monkeypatch):
+    """Oracle: the CLI's own --out parser (cli.app.user_path), after bash: the folder named, never
+    a home folder or an option."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    from ffnlab.cli.app import user_path
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    arg = escape.path_arg(Path(name))
+    assert not arg.startswith("-"), arg
+    p = subprocess.run(["bash", "-c", f"printf %s {escape.shell_word(arg)}"], capture_output=True, check=True)
+    word = p.stdout.decode()
+    assert os.path.abspath(user_path(word)) == os.path.abspath(name), (arg, word)
+
+
 def test_render_tables_escape_every_format(capsys):
     """The CLI's table printer (render.emit) sends each cell through escape for its format."""
     from ffnlab import render

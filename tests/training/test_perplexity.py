@@ -293,6 +293,33 @@ def test_a_local_dataset_is_read_before_a_model_is_loaded_and_a_hub_one_after(ex
     assert p.returncode == 2 and "bad.txt: cannot read it as text" in p.stderr, p.stderr
 
 
+def test_a_dataset_name_is_a_hub_id_exactly_when_huggingface_hub_says_so():
+    """Oracle: huggingface_hub's own validate_repo_id, on the pass's names, lengths at the limit and
+    200,000 random strings of the characters that matter; a name it refuses is a local path."""
+    import random
+
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    from ffnlab.training.wikitext import is_hub_id, is_local
+
+    def valid(name: str) -> bool:
+        try:
+            validate_repo_id(name)
+        except HFValidationError:
+            return False
+        return True
+
+    rng = random.Random(14)
+    names = ["", "_", "a" * 96, "a" * 97, "o/" + "a" * 96, "o/" + "a" * 97, "x.git", "a.gitx", "-a", "a-", "a--b",
+             "a..b", "a.-b", "a/b/c", "/a", "a/", "caf\u00e9", "my data", "held-out/", "a:b", "C:\\corpus", "-",
+             "EleutherAI/wikitext_document_level", "wikitext"]
+    assert [n for n in names if is_local(n)] == [n for n in names if not valid(n)]  # none of these exists here
+    names += ["".join(rng.choice("aZ9_-./ ~\\:\u00e9") for _ in range(rng.randint(0, 8))) for _ in range(200_000)]
+    wrong = [n for n in names if is_hub_id(n) != valid(n)]
+    assert not wrong, wrong[:10]
+
+
 def test_lm_eval_harness_agrees(exported, raw_fixture, tmp_path):
     """Where lm-evaluation-harness is installed: its windows, de-tokenizer, counts and rolling
     log-likelihoods on the same model (given an EOS token, its prefix) are ffnlab's."""

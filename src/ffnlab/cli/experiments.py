@@ -82,9 +82,9 @@ def sweep(
         print(f"error: {one_line(str(e))}", file=sys.stderr)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
-        import shlex
+        from ffnlab.escape import path_arg, shell_command
 
-        again = " ".join(["ffnlab", "sweep", shlex.quote(spec)] + (["--out", shlex.quote(str(out))] if out else []))
+        again = shell_command("ffnlab", "sweep", path_arg(spec), *(["--out", path_arg(out)] if out else []))
         print(one_line(f"interrupted; rerun `{again}` to continue (finished runs are kept, the "
                        "interrupted ones resume from their last checkpoint)"), file=sys.stderr, flush=True)
         raise SystemExit(130) from None

@@ -11,7 +11,7 @@ import typer
 
 from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
 from ffnlab.cli.notes import say
-from ffnlab.escape import one_line, shell_command
+from ffnlab.escape import one_line, path_arg, shell_command
 
 if TYPE_CHECKING:
     from ffnlab.training.runconfig import ConfigTree, RunConfig
@@ -151,9 +151,10 @@ def _say_how_to_resume(out: Path, cfg: Any) -> None:
 
 
 def resume_command(out: Path | str) -> str:
-    """The command that continues the run in ``out``, as a shell reads it back (quoted, no control
-    character: :func:`ffnlab.escape.shell_command`)."""
-    return shell_command("ffnlab", "train", "--out", out, "--resume")
+    """The command that continues the run in ``out``, as a shell and then ffnlab's ``--out`` read it
+    back (quoted, no control character: :func:`ffnlab.escape.shell_command`; a folder named ``~...``
+    or ``-...`` as ``./~...``: :func:`ffnlab.escape.path_arg`)."""
+    return shell_command("ffnlab", "train", "--out", path_arg(out), "--resume")
 
 
 HF_EXTRA = "pip install -e '.[hf]'"  # README's Install: the clone's own route to transformers

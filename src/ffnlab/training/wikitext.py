@@ -33,6 +33,18 @@ DEFAULT_CONFIG = "wikitext-103-raw-v1"  # the same test articles as lm-eval's wi
 DEFAULT_SPLIT = "test"
 LOCAL_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet", ".csv": "csv", ".raw": "text",
                   ".txt": "text"}
+# What a Hub repo id can be, as huggingface_hub checks one before any request (huggingface_hub 2.4.0,
+# utils/_validators.py, validate_repo_id, citing the Hub's own rule): "name" or "namespace/name";
+# each part 1 to 96 ASCII letters, digits, '-', '_' or '.', beginning and ending with a letter, digit
+# or '_'; no "--" or ".." anywhere; not ending in ".git". A --dataset that is none of these is a path.
+HUB_ID_PART_MAX = 96
+HUB_ID_PART_CHARS = "A-Za-z0-9_.-"
+HUB_ID_PART_ENDS = "A-Za-z0-9_"
+HUB_ID_FORBIDDEN = ("--", "..")
+HUB_ID_FORBIDDEN_END = ".git"
+_HUB_ID_PART = (f"[{HUB_ID_PART_ENDS}](?:[{HUB_ID_PART_CHARS}]{{0,{HUB_ID_PART_MAX - 2}}}"
+                f"[{HUB_ID_PART_ENDS}])?")
+_HUB_ID = re.compile(f"(?:{_HUB_ID_PART}/)?{_HUB_ID_PART}")
 
 _WORDS = re.compile(r"\s+")
 # (pattern, replacement) in the harness's order; plain string replacements are literal
@@ -107,15 +119,22 @@ def _column(ds: Any, name: str) -> list[str]:
     raise FfnlabError(f"{name} has no 'page' or 'text' column (columns: {', '.join(ds.column_names)})")
 
 
+def is_hub_id(name: str) -> bool:
+    """Whether ``name`` can be a Hub repo id (``name`` or ``org/name``) by the Hub's own rule
+    (:data:`HUB_ID_PART_CHARS` and the constants beside it)."""
+    return (_HUB_ID.fullmatch(name) is not None and not any(f in name for f in HUB_ID_FORBIDDEN)
+            and not name.endswith(HUB_ID_FORBIDDEN_END))
+
+
 def is_local(dataset: str) -> bool:
     """Whether ``dataset`` names a file or folder here (read locally) rather than a Hub dataset id
-    (``name`` or ``org/name``): one that exists, or one shaped like a path a Hub id cannot be (``./``,
-    ``/``, ``~``, more than one ``/``) or ending in a local file type (:data:`LOCAL_BUILDERS`), so a
-    file that is not there is said so, not looked for on the Hub."""
+    (``name`` or ``org/name``): one that exists, one that no Hub id can be (:func:`is_hub_id`: ``./x``,
+    ``/x``, ``~/x``, ``a/b/c``, ``mydir/``, ``my data``, ``C:\\corpus``) or one ending in a local
+    file type (:data:`LOCAL_BUILDERS`), so a file that is not there is said so, before any model
+    loads, not looked for on the Hub."""
     if expand_user(dataset).exists():
         return True
-    suffix = os.path.splitext(dataset)[1].lower()
-    return dataset.startswith((".", "/", "~")) or dataset.count("/") > 1 or suffix in LOCAL_BUILDERS
+    return not is_hub_id(dataset) or os.path.splitext(dataset)[1].lower() in LOCAL_BUILDERS
 
 
 def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_CONFIG,

@@ -208,18 +208,14 @@ def command(out: Path, run: ResolvedRun, threads: int, peak: float | None) -> li
     d_model moves, which e.g. the StableLM layout cannot express), so the export check is skipped:
     the sweep measures, it does not ship models."""
     sets = [f"train.threads={threads}", "train.progress=lines"] + ([f"train.peak_flops={peak}"] if peak else [])
-    args = [sys.executable, "-m", "ffnlab", "train", _path_arg(out / "configs" / f"{run.run}.yaml"),
-            "--out", _path_arg(out / "runs" / run.run), "--resume", "--no-export-check"]
+    # a sweep folder named -sw or ~/sw (./~/sw) as ./-sw/..., ./~/sw/...: not an option, not $HOME's
+    args = [sys.executable, "-m", "ffnlab", "train", escape.path_arg(out / "configs" / f"{run.run}.yaml"),
+            "--out", escape.path_arg(out / "runs" / run.run), "--resume", "--no-export-check"]
     for s in sets:
         args += ["--set", s]
     return args
 
 
-def _path_arg(path: Path) -> str:
-    """``path`` as a command-line argument: a relative path opening with '-' (a sweep folder named
-    ``-sw``) as ``./-sw/...``, so the worker does not read it as an option."""
-    text = str(path)
-    return os.path.join(".", text) if text.startswith("-") else text
 
 
 def _env(threads: int) -> dict[str, str]:

@@ -39,7 +39,8 @@ left (hashed before and after):
 
 Root (``id -u`` 0) ran this pass, as the twelfth's.
 
-Findings (6 root causes; each a strict xfail below):
+Findings (6 root causes; each a strict xfail below until mended; F1 and F2 mended since, their
+tests now checks):
 
 F1. ``train --out run --resume`` of a run whose config.yaml was edited after training, in a key its
    checkpoint's shapes cannot tell, trains the edited model from the checkpoint and rewrites
@@ -51,7 +52,9 @@ F1. ``train --out run --resume`` of a run whose config.yaml was edited after tra
    thirteenth pass's F1 mend, is called only by ``export.load_run_checkpoint`` (export.py line
    613); ``trainer._train`` restores the checkpoint (trainer.py line 276, shapes only) and
    ``_write_run_files`` writes model.json from config.yaml (lines 363, 370) without comparing the
-   model.json already there.
+   model.json already there. Mended: ``trainer._recorded_model`` calls ``check_run_model`` after
+   the checkpoint's shapes and before any run file is written, and for a finished run before it is
+   said finished.
 F2. config.yaml's ``model.rope_theta`` and ``model.norm_eps`` edited after training are used as they
    say: with ``rope_theta: 1.0e+5`` (trained with 10000.0), ``export --hf`` answers exit 0 and writes
    a config.json with ``"rope_theta": 100000.0`` (and max_position_embeddings 148,997 for 19,869), a
@@ -59,7 +62,10 @@ F2. config.yaml's ``model.rope_theta`` and ``model.norm_eps`` edited after train
    the built model (export.py lines 606-607, from ``cfg.model``), but model.json, which the trainer
    writes from ``ModelConfig`` (trainer.py line 363), records neither, so ``check_run_model``
    (which refuses an edited ``n_heads``, ``head_dim`` or ``seq_len`` as "was either file changed
-   after training?") has nothing to compare them with.
+   after training?") has nothing to compare them with. Mended: model.json's ``build`` records
+   ``runconfig.BUILD_KEYS`` (rope_theta, norm_eps: build_model's keywords besides seq_len, which
+   is the ModelConfig's max_positions), and ``check_run_model`` compares those it records (a run
+   written before records none, and loads as before).
 F3. The resume hint names another folder when the run folder's name starts with ``~``: ``train
    t.yaml --out ./~/run`` stopped by Ctrl-C prints "continue with: ffnlab train --out '~/run'
    --resume"; bash keeps '~/run' as written, and ffnlab's ``--out`` parser expands it to
@@ -172,34 +178,49 @@ def _unfinish(run: Path) -> None:
 # -- F1: a resume trains on a config.yaml edited in a way the checkpoint's shapes cannot tell -------------
 
 
-@pytest.mark.xfail(strict=True, reason="F1: trainer._train never checks model.json against an edited config.yaml")
-def test_a_resume_of_a_run_whose_config_yaml_was_edited_after_training_is_refused(trained, tmp_path):
+@pytest.mark.parametrize(
+    "old, new, key, unfinished",
+    [
+        ("n_heads: 2", "n_heads: 1", "n_heads", True),
+        ("rope_theta: 10000.0", "rope_theta: 500000.0", "rope_theta", True),  # the second input
+        ("n_heads: 2", "n_heads: 1", "n_heads", False),  # finished: no longer "already finished", exit 0
+    ],
+    ids=["n-heads-unfinished", "rope-theta-unfinished", "n-heads-finished"],
+)
+def test_a_resume_of_a_run_whose_config_yaml_was_edited_after_training_is_refused(
+    trained, tmp_path, old, new, key, unfinished
+):
     # config.yaml's n_heads 2 -> 1 (d_model 32: the fused qkv weight is (96, 32) either way, so the
-    # step-2 checkpoint loads); oracle: model.json, which the trainer wrote from the config it trained
+    # step-2 checkpoint loads), or its rope_theta (no shape at all); oracle: model.json, which the
+    # trainer wrote from the config it trained, and t.yaml, the config it trained
     run = copy_run(trained, tmp_path)
-    _unfinish(run)
-    assert json.loads((run / "model.json").read_text())["model"]["attn"]["n_heads"] == 2
-    _edit_config(run, "n_heads: 2", "n_heads: 1")
+    if unfinished:
+        _unfinish(run)
+    recorded = json.loads((run / "model.json").read_text())
+    assert recorded["model"]["attn"]["n_heads"] == 2 and recorded["build"]["rope_theta"] == 10000.0, recorded
+    _edit_config(run, old, new)
     before = _files(run)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     after = _files(run)
     assert after["model.json"] == before["model.json"], "model.json rewritten to the edited config"
     line = assert_refused(r, "config.yaml")
-    assert "model.json" in line and "n_heads" in line, line
+    assert "model.json" in line and key in line, line
     assert after == before
 
 
 # -- F2: config.yaml's rope_theta and norm_eps, edited after training, are used unchecked -----------------
 
 
-@pytest.mark.xfail(strict=True, reason="F2: model.json records no rope_theta or norm_eps to check config.yaml by")
 @pytest.mark.parametrize(
     "old, new, argv",
     [
         ("rope_theta: 10000.0", "rope_theta: 1.0e+5", ["export", "run", "--hf", "hf"]),
         ("norm_eps: 1.0e-05", "norm_eps: 0.5", GENERATE),
+        # the second inputs: the other command for each, norm_eps by a tenth only
+        ("rope_theta: 10000.0", "rope_theta: 500000.0", GENERATE),
+        ("norm_eps: 1.0e-05", "norm_eps: 1.0e-06", ["export", "run", "--hf", "hf"]),
     ],
-    ids=["rope-theta-export", "norm-eps-generate"],
+    ids=["rope-theta-export", "norm-eps-generate", "rope-theta-generate", "norm-eps-export"],
 )
 def test_a_config_yaml_whose_rope_or_norm_settings_were_edited_after_training_is_refused(
     trained, tmp_path, old, new, argv
@@ -216,6 +237,60 @@ def test_a_config_yaml_whose_rope_or_norm_settings_were_edited_after_training_is
     line = assert_refused(r, "config.yaml")
     assert old.split(":")[0] in line, line
     assert snapshot(tmp_path) == before
+
+
+def _as_written_before(run: Path, keep: tuple[str, ...] | None = None) -> None:
+    """model.json as ffnlab wrote it before it recorded ``build`` (``keep``: with only these keys of it)."""
+    meta = json.loads((run / "model.json").read_text())
+    build = meta.pop("build")
+    if keep is not None:
+        meta = {"model": meta["model"], "build": {k: build[k] for k in keep}, **meta}
+    (run / "model.json").write_text(json.dumps(meta, indent=1))
+
+
+def test_a_run_whose_model_json_records_no_build_settings_still_exports(trained, tmp_path):
+    # a run written before model.json recorded rope_theta and norm_eps: it loads, and exports what
+    # the same run with the record exports (the oracle: that export's files, byte for byte)
+    (tmp_path / "new").mkdir()
+    copy_run(trained, tmp_path / "new")
+    assert cli("export", "run", "--hf", "hf", where=tmp_path / "new").code == 0
+    run = copy_run(trained, tmp_path)
+    _as_written_before(run)
+    r = cli("export", "run", "--hf", "hf", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert _files(tmp_path / "hf") == _files(tmp_path / "new" / "hf")
+    # what it does record is still compared; what it does not is config.yaml's word (not compared)
+    _edit_config(run, "n_heads: 2", "n_heads: 1")
+    assert "n_heads" in assert_refused(cli(*GENERATE, where=tmp_path), "model.json")
+    _edit_config(run, "n_heads: 1", "n_heads: 2")
+    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 500000.0")
+    assert cli(*GENERATE, where=tmp_path).code == 0
+
+
+def test_a_model_json_recording_some_build_settings_compares_those(trained, tmp_path):
+    run = copy_run(trained, tmp_path)
+    _as_written_before(run, keep=("rope_theta",))
+    _edit_config(run, "norm_eps: 1.0e-05", "norm_eps: 0.5")  # not recorded: not compared
+    assert cli(*GENERATE, where=tmp_path).code == 0
+    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 1.0e+5")
+    before = snapshot(tmp_path)
+    assert "rope_theta" in assert_refused(cli(*GENERATE, where=tmp_path), "config.yaml")
+    assert snapshot(tmp_path) == before
+
+
+def test_a_resume_of_a_run_whose_model_json_records_no_build_settings_keeps_it(trained, tmp_path):
+    # the resumed run trains on; its model.json is not given settings the first steps' run never
+    # recorded (config.yaml's word is no record of them); oracle: its bytes, and the uninterrupted
+    # run's final loss (one thread, the same batches)
+    run = copy_run(trained, tmp_path)
+    final = json.loads((run / "summary.json").read_text())["final_val_loss"]
+    _unfinish(run)
+    _as_written_before(run)
+    model = (run / "model.json").read_bytes()
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert (run / "model.json").read_bytes() == model
+    assert json.loads((run / "summary.json").read_text())["final_val_loss"] == final
 
 
 def test_config_yaml_spellings_of_the_trained_values_still_export(trained, tmp_path):

@@ -603,8 +603,7 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     assert ckpt is not None
 
     def build() -> torch.nn.Module:
-        return build_model(mcfg, max_seq_len=cfg.train.seq_len, rope_theta=cfg.model.rope_theta,
-                           norm_eps=cfg.model.norm_eps)
+        return build_model(mcfg, seed=None, max_seq_len=cfg.train.seq_len, **runconfig.build_settings(cfg))
 
     with torch.device("meta"):  # shapes only: model.json's model is built for real once the checkpoint holds it
         check_shapes(ckpt, build(), f"the model of {files.path}")

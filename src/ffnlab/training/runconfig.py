@@ -326,6 +326,18 @@ def resolve_layout(m: ModelSection) -> None:
         m.positions = default_positions(m.ffn.kind)
 
 
+# The model settings config.yaml holds, besides those of the ModelConfig (model_config), that change
+# the built model's function: build_model's keyword arguments. model.json records them under "build"
+# (ffnlab.training.runfiles.check_run_model compares them with config.yaml's); train.seq_len, the
+# other keyword, is the ModelConfig's max_positions.
+BUILD_KEYS = ("rope_theta", "norm_eps")
+
+
+def build_settings(cfg: RunConfig) -> dict[str, float]:
+    """The settings of :data:`BUILD_KEYS` this run's model is built with."""
+    return {key: float(getattr(cfg.model, key)) for key in BUILD_KEYS}
+
+
 def prepare_data(data: DataSection, *, progress: bool = True) -> Any:
     """Tokenise (or reuse) the corpus a run config names; returns ``corpus.PreparedData``."""
     from ffnlab.training.corpus import prepare

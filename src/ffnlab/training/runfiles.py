@@ -99,14 +99,19 @@ class RunModelFile:
     model: ModelConfig
     params: RunParams
     prepared_data: str  # the prepared corpus's folder (its tokenizer, its token counts)
+    # ``build``: the settings beyond ``model`` the model was built with (runconfig.BUILD_KEYS), each
+    # absent one not recorded; None where model.json has no ``build`` (a run written before it was kept)
+    build: dict[str, float] | None = None
 
 
 def read_run_model(run_dir: str | Path) -> RunModelFile:
     """``RUN/model.json``, every field checked: ``model`` a model config ffnlab builds, ``params``
-    (:func:`run_params`), ``prepared_data`` a non-empty path. One error line naming the file and
-    the key otherwise; nothing is written."""
+    (:func:`run_params`), ``prepared_data`` a non-empty path, ``build`` (when present) a mapping of
+    some of :data:`ffnlab.training.runconfig.BUILD_KEYS` to numbers > 0. One error line naming the
+    file and the key otherwise; nothing is written."""
     from ffnlab.files import read_mapping
     from ffnlab.sizing.config import ModelConfig
+    from ffnlab.training.runconfig import BUILD_KEYS
 
     path = Path(run_dir) / "model.json"
     meta = read_mapping(path, "run model file", fmt="JSON")
@@ -124,7 +129,16 @@ def read_run_model(run_dir: str | Path) -> RunModelFile:
     prepared = meta["prepared_data"]
     if not isinstance(prepared, str) or not prepared.strip() or "\x00" in prepared:
         raise FfnlabError(f"{path}: prepared_data must be the path of the prepared corpus, got {show(prepared)}")
-    return RunModelFile(path=path, model=model, params=run_params(meta["params"], str(path)), prepared_data=prepared)
+    build = meta.get("build")
+    if build is not None:
+        if not isinstance(build, dict):
+            raise FfnlabError(f"{path}: build must be a mapping of model settings, got {show(build)}")
+        for key in build:
+            if key not in BUILD_KEYS:
+                raise FfnlabError(f"{path}: build has an unknown key {show(key)}; the keys are {', '.join(BUILD_KEYS)}")
+        build = {k: number(v, f"{path}: build.{k}", 0, lo_open=True, text_ok=False) for k, v in build.items()}
+    return RunModelFile(path=path, model=model, params=run_params(meta["params"], str(path)), prepared_data=prepared,
+                        build=build)
 
 
 def differences(a: Mapping[str, object], b: Mapping[str, object], prefix: str = "") -> list[str]:
@@ -143,12 +157,21 @@ def check_run_model(files: RunModelFile, cfg: RunConfig, config_path: Path) -> N
     """Refuse a run whose model.json describes another model than its config.yaml (``cfg``, read
     from ``config_path``) does, in one line naming both files and the keys: the trainer writes
     model.json from config.yaml, so any difference is an edit, and one the checkpoint's shapes may
-    not tell (``attn.n_heads`` of the same width). The vocabulary size, which config.yaml leaves to
-    the corpus, is model.json's (the checkpoint's shapes check it); the name is a label."""
-    from ffnlab.training.runconfig import model_config
+    not tell (``attn.n_heads`` of the same width, ``rope_theta``, ``norm_eps``). The vocabulary
+    size, which config.yaml leaves to the corpus, is model.json's (the checkpoint's shapes check
+    it); the name is a label. The one home of this rule: ``export``/``generate`` (the checkpoint
+    loader) and ``train --resume`` call it.
+
+    A build setting model.json does not record (a run written before ``build`` was kept, or before
+    one of its keys was) is not compared: such a run keeps loading, on config.yaml's word for it."""
+    from ffnlab.training.runconfig import build_settings, model_config
 
     described = model_config(cfg, files.model.vocab_size).to_dict()
     recorded = files.model.to_dict()
+    settings = build_settings(cfg)
+    for key, value in (files.build or {}).items():  # only what is recorded
+        assert key not in recorded, key  # BUILD_KEYS are no ModelConfig field
+        recorded[key], described[key] = value, settings[key]
     changed = [k for k in differences(recorded, described) if k != "name"]
     if changed:
         parts = [f"{k} {value_at(recorded, k)!r} vs {value_at(described, k)!r}" for k in changed[:4]]

@@ -59,7 +59,17 @@ from ffnlab.training.peak import (
 )
 from ffnlab.training.progress import Progress, start_line
 from ffnlab.training.runconfig import RESUMABLE_CHANGES, RunConfig
-from ffnlab.training.runfiles import EvalRecord, MetricRecord, TrainRecord, differences, read_records, value_at
+from ffnlab.training.runfiles import (
+    EvalRecord,
+    MetricRecord,
+    RunModelFile,
+    TrainRecord,
+    check_run_model,
+    differences,
+    read_records,
+    read_run_model,
+    value_at,
+)
 from ffnlab.training.schedule import lr_at
 from ffnlab.training.threads import ThreadChoice, choose_threads, load_average
 
@@ -258,6 +268,8 @@ def already_finished(out: Path, cfg: RunConfig, resume: bool, info: DistInfo) ->
     if info.is_main and resume and _continues(out, cfg, resume):
         with folder_lock(out, "ffnlab train"):
             done = finished_summary(out, steps, evaluated=True) is not None
+            if done:  # a finished run whose config.yaml describes another model than it trained is refused
+                _recorded_model(out, cfg)
     if broadcast_str("finished" if done else "", info) != "finished":
         return False
     if info.is_main:
@@ -274,9 +286,12 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, p
     mcfg, counts, model, opt = _build(cfg, data.vocab_size, info.device)
     # the checkpoint is loaded (and validated) before any run file is touched: a bad one leaves the run as it was
     step, elapsed_before = _restore(out, continuing, model, opt, cfg)
+    # then, before any run file is touched, the record of the model trained so far against config.yaml
+    # (settings the checkpoint's shapes cannot tell: n_heads of the same width, rope_theta, norm_eps)
+    recorded = _recorded_model(out, cfg) if continuing else None
     log = MetricsLog(out / "metrics.jsonl", info.is_main)
     if info.is_main:
-        _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log)
+        _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log, recorded)
         settle(out)  # a run from here on: stopped later, it keeps its files to be resumed
     if continuing and info.is_main:
         remove_stale(out)  # temp folders of a write that a kill interrupted
@@ -322,8 +337,7 @@ def _build(cfg: RunConfig, vocab_size: int, device: str) -> tuple[ModelConfig, A
 
     t = cfg.train
     mcfg = runconfig.model_config(cfg, vocab_size)
-    model = build_model(mcfg, seed=t.seed, max_seq_len=t.seq_len, rope_theta=cfg.model.rope_theta,
-                        norm_eps=cfg.model.norm_eps).to(device)
+    model = build_model(mcfg, seed=t.seed, max_seq_len=t.seq_len, **runconfig.build_settings(cfg)).to(device)
     counts = count_params(mcfg)
     n_built = sum(p.numel() for p in model.parameters())
     assert n_built == counts.total, (n_built, counts.total)  # one source of truth for sizes
@@ -341,13 +355,28 @@ def _restore(out: Path, continuing: bool, model: torch.nn.Module, opt: torch.opt
     return state["step"], float(state.get("elapsed_s", 0.0))
 
 
+def _recorded_model(out: Path, cfg: RunConfig) -> RunModelFile | None:
+    """A continued run's model.json (None where there is none: nothing recorded), refused in one
+    line where it describes another model than ``cfg`` (:func:`ffnlab.training.runfiles.check_run_model`):
+    resuming would train, and record, a model the steps already taken did not."""
+    if not (out / "model.json").is_file():  # a folder at the name is refused where it would be written
+        return None
+    files = read_run_model(out)
+    check_run_model(files, cfg, out / "config.yaml")
+    return files
+
+
 def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, prepared_dir: str, step: int,
-                     log: MetricsLog) -> None:
+                     log: MetricsLog, recorded: RunModelFile | None = None) -> None:
     """Metrics past the restored step dropped (the file validated first), config.yaml and model.json,
     written all or none (:func:`ffnlab.files.write_all_atomic`): a refusal of any of them (a folder
     where model.json goes) leaves the run's files as they were. A resumed run's file that already
     holds what would be written (the same config read back, the same JSON, the same metrics text)
-    is left alone, its bytes included (``ratio: 4`` is not rewritten as ``ratio: 4.0``)."""
+    is left alone, its bytes included (``ratio: 4`` is not rewritten as ``ratio: 4.0``).
+
+    model.json's ``build`` of a run restored from a checkpoint records no more than ``recorded``
+    (its model.json, checked) did: a run written before a setting was recorded was trained with a
+    value only config.yaml's word tells, which a resume does not turn into a record."""
     import yaml
 
     def same(path: Path, read: Callable[[Path], object], new: object) -> bool:
@@ -360,7 +389,12 @@ def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, 
 
     # a run restored at its last step is evaluated again (its eval record may be missing)
     metrics = log.kept_through(step, eval_at_step=step < cfg.train.max_steps)
-    model = {"model": mcfg.to_dict(), "params": counts.as_dict(), "prepared_data": prepared_dir}
+    settings = runconfig.build_settings(cfg)
+    build: dict[str, float] | None = settings
+    if step and recorded is not None:
+        build = None if recorded.build is None else {k: v for k, v in settings.items() if k in recorded.build}
+    model = {"model": mcfg.to_dict(), **({"build": build} if build is not None else {}),
+             "params": counts.as_dict(), "prepared_data": prepared_dir}
     files: dict[Path, str | bytes] = {}
     if metrics is not None and not same(log.path, lambda p: p.read_bytes(), metrics.encode()):
         files[log.path] = metrics

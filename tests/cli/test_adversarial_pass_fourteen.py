@@ -39,8 +39,10 @@ left (hashed before and after):
 
 Root (``id -u`` 0) ran this pass, as the twelfth's.
 
-Findings (6 root causes; each a strict xfail below until mended; F1 and F2 mended since, their
-tests now checks):
+Findings (6 root causes; each a strict xfail below until mended; all six mended since, each test
+now a check with a second input: F1-F2 by ``runfiles.check_run_model`` on resume and a ``"build"``
+record in model.json, F3-F5 by ``escape.path_arg`` and UTF-8 bytes in ``$'...'``, F6 by
+``wikitext.is_hub_id``):
 
 F1. ``train --out run --resume`` of a run whose config.yaml was edited after training, in a key its
    checkpoint's shapes cannot tell, trains the edited model from the checkpoint and rewrites

@@ -119,6 +119,15 @@ totals and classes stored in ``tests/data/hf_counts_fourteenth_pass.json`` (comp
 run, and the class checked in the verdict of each row counted through transformers; one case in six,
 rotating by the day, rebuilt through transformers live); the 22 findings' inputs (their transformers
 verdicts rebuilt on every run, W5's only in ``make test-all``: 4 s). The pass changed nothing in src/.
+
+Mended since (branch mend14-counts), each finding's inputs now plain checks, with a second input of its
+own (the ``test_a_second_input_*``, ConvNeXt / Nemotron-H, Mimi 1e9 and Falcon tests at the end):
+W1, a key transformers refuses at d + 1 / d + 2 is built as written unless it is named like a layer
+count; W3 / W4, a top-level layer count is refused without a build only where the config class defines
+it (and not an encoder's depth), else probed; W5, a count whose unit adds no single block with a linear
+map is bounded by the modules it makes (``fallback.MAX_MODULES``), not called layers; W2, stage
+``depths`` and per-layer lists are summed against the ceiling; W6, a translated row's note names
+transformers' reference class (``ffnlab.sizing.hf.reference``).
 """
 
 from __future__ import annotations
@@ -162,7 +171,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
 }
 
 # the findings mended since the pass: their inputs run as plain tests (audit agrees with transformers)
-MENDED: frozenset[str] = frozenset()
+MENDED: frozenset[str] = frozenset({"W1", "W3", "W4", "W5"})  # W2, W6: their own tests below
 
 # the cases whose transformers verdict is rebuilt live on a run (the rest compare audit with the
 # stored figure): one in LIVE_EVERY, rotating by the day; the findings always (W5's in make test-all)
@@ -187,7 +196,14 @@ def test_a_fourteenth_pass_config_counts_or_is_refused_as_transformers_does(tmp_
         assert (ref.get("total"), ref.get("auto"), ref.get("class")) == (total, auto, CLASSES[name]), ref
 
 
-@pytest.mark.parametrize("name", finding_params(FINDINGS, LABELS, MENDED))
+def _slow_marked(params: list[Any]) -> list[Any]:
+    return [
+        pytest.param(*p.values, id=p.id, marks=(*p.marks, pytest.mark.slow)) if p.values[0] in SLOW else p
+        for p in params
+    ]
+
+
+@pytest.mark.parametrize("name", _slow_marked(finding_params(FINDINGS, LABELS, MENDED)))
 def test_a_fourteenth_pass_finding(tmp_path, name):
     config, total, auto, _ = FINDINGS[name]
     assert_counts_as_stored(config, total, auto, tmp_path, live=False)
@@ -221,7 +237,6 @@ def _swin(depth: int) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(strict=True, reason=f"finding W2: {LABELS['W2']}")
 def test_audit_answers_a_swin_stage_of_1e9_blocks_in_one_line_at_once(tmp_path):
     """A billion Swin blocks in one stage of ``depths`` (transformers builds each, about 4 ms on the
     meta device: weeks): audit refuses in one line, as it does a layer count above 10,000, within 1 s."""
@@ -245,8 +260,7 @@ def test_audit_answers_a_swin_stage_of_1e9_blocks_in_one_line_at_once(tmp_path):
     assert isinstance(got, Exception) and "\n" not in str(got), got
 
 
-@pytest.mark.xfail(strict=True, reason=f"finding W6: {LABELS['W6']}")
-@pytest.mark.parametrize("model_type", ["llama", "t5", "gpt2"])
+@pytest.mark.parametrize("model_type", ["llama", "t5", "gpt2", "falcon"])
 def test_a_translated_row_says_which_class_it_counted(tmp_path, model_type):
     """The row of a type ffnlab translates counts what transformers' reference class holds, and says
     which class that is, as a row counted through transformers does."""
@@ -259,3 +273,101 @@ def test_a_translated_row_says_which_class_it_counted(tmp_path, model_type):
     assert row.counted_by is None  # the translator's count, not transformers'
     said = " ".join(x for x in (row.verdict, row.note or "") if x)
     assert ref["class"] in said, said
+
+
+# a second input per finding, new to the suite; the oracle is transformers' own model of the same config
+def _exact(model_type: str, **changes: Any) -> dict[str, Any]:
+    from hf_counts_all import exact_defaults
+
+    return {**copy.deepcopy(exact_defaults()[model_type]), **changes}
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        _exact("electra", hidden_size=10_240, num_attention_heads=80),  # W1: a width heads divide, not d + 1
+        _exact("camembert", n_layers=15_000),  # W3: a layer count CamemBERT never reads
+        _exact("mbart", encoder_layers=15_000),  # W4: an encoder MBartForCausalLM does not build
+    ],
+    ids=["W1-electra-width", "W3-camembert-unread-n_layers", "W4-mbart-encoder"],
+)
+def test_a_second_input_of_a_mended_finding_counts_as_transformers_builds(tmp_path, config):
+    ref = reference(copy.deepcopy(config))
+    assert "total" in ref, ref
+    assert_agrees(audit_config(copy.deepcopy(config), tmp_path), ref["total"], ref["auto"])
+
+
+def _refused_at_once(config: dict[str, Any], folder: Any, within: float) -> str:
+    """audit's one-line refusal of ``config``, given within ``within`` seconds (transformers would
+    take far longer to build it)."""
+
+    def late(signum: int, frame: Any) -> None:
+        raise _StillBuilding
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, within)
+    try:
+        got = audit_config(config, folder)
+    except _StillBuilding:
+        pytest.fail(f"audit was still building the model after {within} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert isinstance(got, Exception) and "\n" not in str(got), got
+    return str(got)
+
+
+def test_a_convnext_stage_and_a_nemotron_h_layer_list_past_the_ceiling_are_refused(tmp_path):
+    """W2's second input: ConvNeXt with 1e9 blocks in one stage of ``depths`` (transformers' model grows
+    with a stage: the oracle builds 1 and 2 blocks there) and Nemotron-H's layers_block_type of 10,001
+    entries: each refused as more than 10,000 layers in one line at once; 4 entries are counted as
+    transformers builds them."""
+
+    def convnext(depth: int) -> dict[str, Any]:
+        return {"model_type": "convnext", "hidden_sizes": [4, 4, 4, 4], "depths": [1, 1, depth, 1]}
+
+    one, two = (reference(convnext(n))["total"] for n in (1, 2))
+    assert two > one
+    assert "'depths' = 1,000,000,003 layers" in _refused_at_once(convnext(10**9), tmp_path, 2.0)
+    hybrid = _exact("nemotron_h", num_hidden_layers=4, layers_block_type=["mamba", "attention", "moe", "mamba"])
+    ref = reference(copy.deepcopy(hybrid))
+    assert_agrees(audit_config(copy.deepcopy(hybrid), tmp_path), ref.get("total"), ref.get("auto"))
+    deep = _exact("nemotron_h", num_hidden_layers=10_001, layers_block_type=["mamba"] * 10_001)
+    assert "10,001 layers" in _refused_at_once(deep, tmp_path, 5.0)
+
+
+def test_a_module_count_that_is_not_a_layer_count_is_bounded_as_build_cost(tmp_path):
+    """W5's second input: Mimi's num_quantizers at 1e9 (one codebook each, holding buffers, no linear
+    map: not a layer; transformers' model holds one more module object tree with each, the oracle: its
+    modules at 8 and 9 built on the meta device) is refused at once by the bound on the modules a build
+    makes, said as such, not as layers."""
+    import torch
+    import transformers
+
+    def mimi(n: int) -> dict[str, Any]:
+        return {"model_type": "mimi", "num_quantizers": n, "num_semantic_quantizers": 1}
+
+    def modules(n: int) -> int:
+        cfg = transformers.MimiConfig(num_quantizers=n, num_semantic_quantizers=1)
+        with torch.device("meta"):
+            return len(list(transformers.AutoModel.from_config(cfg).modules()))
+
+    assert modules(9) > modules(8)
+    said = _refused_at_once(mimi(10**9), tmp_path, 5.0)
+    assert "modules (not layers)" in said and "layers:" not in said, said
+
+
+def test_the_reference_classes_a_translated_row_names_are_transformers_own():
+    """W6: the table a translated row names its class from is what transformers' auto mappings give,
+    in the order the fallback tries them (every translated type but those counted whole)."""
+    import transformers
+
+    from ffnlab.sizing.audit import SUPPORTED_MODEL_TYPES, WHOLE_MODEL_TYPES
+    from ffnlab.sizing.hf.reference import REFERENCE_CLASSES
+    from ffnlab.training.hf_count import auto_kind
+
+    assert set(REFERENCE_CLASSES) == set(SUPPORTED_MODEL_TYPES) - set(WHOLE_MODEL_TYPES)
+    for model_type, (cls, (auto_name, kind)) in REFERENCE_CLASSES.items():
+        auto, got_kind = auto_kind(transformers, model_type)
+        assert (auto.__name__, got_kind) == (auto_name, kind), model_type
+        assert auto._model_mapping._model_mapping[model_type] == cls, model_type

@@ -405,11 +405,6 @@ def _check_listed_depths(transformers: Any, hf_cfg: Any, fields: dict[str, Any])
                 refuse_layer_count((*path, key), n)
 
 
-# DEPTH_KEYS that size a stack every reference class of a config class defining them builds (an encoder's
-# depth is not among them: the causal LM of an encoder-decoder type builds its decoder alone)
-_OWN_DEPTH_KEYS = DEPTH_KEYS - {"encoder_layers"}
-
-
 def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: Any,
                         fields: dict[str, Any]) -> None:
     """Refuse a model of more than :data:`MAX_LAYERS` layers before building it, from the config
@@ -417,18 +412,16 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     resolved, nested objects it reads turned into config objects), by what the model transformers
     builds does with each key that may be a layer count, never by the key being present alone:
 
-    * a key of :data:`_OWN_DEPTH_KEYS` above it at the top level that the config class itself defines
-      (its default instance holds it: BERT's num_hidden_layers, not an n_layer BERT keeps as an extra
-      attribute it never reads) and the resolved config holds as written: refused before anything is
-      built (each such key is checked to size transformers' model: tests/sizing/hf/test_hf_fallback.py);
     * a stack held in a list (stage ``depths``, a per-layer list): :func:`_check_listed_depths`;
     * a key above it named like a layer count anywhere in config.json (:func:`layer_count_candidates`)
       or held by a resolved config object whose class defaults it to a count (:func:`_count_like`):
       past the model's deepest stack (d layers, :func:`_depth`) it is built at d + 1 and d + 2 (the
       other such keys at d + 1, :func:`_built`). A key that changes nothing (a threshold, an interval,
-      an index, a key the reference class never reads, an encoder the causal LM does not build) is
-      built as written. A key named like a layer count that grows the model is refused as layers; one
-      that is not named so is a layer count when one unit of it adds one block holding a linear map
+      an index, a key the reference class never reads, an encoder the causal LM does not build, a
+      layer count the class defines and derives or does not build as written: ALBERT's
+      num_hidden_layers over its shared groups, Swin's num_layers from its depths) is built as
+      written. A key named like a layer count that grows the model is refused as layers; one that is
+      not named so is a layer count when one unit of it adds one block holding a linear map
       (Qwen2.5-VL's vision_config.depth); a count of other modules (experts in every layer, codebooks,
       quantizers) is no layer count and is bounded only by the modules it builds
       (:data:`~ffnlab.sizing.hf.fallback.MAX_MODULES`, extrapolated from the two trials).
@@ -439,13 +432,7 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
 
     Raises what transformers raises where it cannot read the config at all."""
     named = layer_count_candidates(fields)
-    hf_cfg, stand_ins = _resolved(config_class, fields, named)
-    defaults = _class_defaults(config_class)
-    for path, n in named:  # the class's own stack depth, read as written: refused before anything is built
-        key = path[0]
-        if (len(path) == 1 and key in _OWN_DEPTH_KEYS and _held(hf_cfg, key) == stand_ins[path]
-                and defaults is not None and key in vars(defaults) and isinstance(_held(defaults, key), int)):
-            refuse_layer_count(path, n)
+    hf_cfg, _ = _resolved(config_class, fields, named)
     _check_listed_depths(transformers, hf_cfg, fields)
     found = [(p, n, True) for p, n in named] + [(p, n, False) for p, n in _count_like(transformers, hf_cfg, fields)]
     if not found:

@@ -288,8 +288,9 @@ def _exact(model_type: str, **changes: Any) -> dict[str, Any]:
         _exact("electra", hidden_size=10_240, num_attention_heads=80),  # W1: a width heads divide, not d + 1
         _exact("camembert", n_layers=15_000),  # W3: a layer count CamemBERT never reads
         _exact("mbart", encoder_layers=15_000),  # W4: an encoder MBartForCausalLM does not build
+        _exact("albert", num_hidden_layers=20_000),  # W3: a depth ALBERT's class defines over shared groups
     ],
-    ids=["W1-electra-width", "W3-camembert-unread-n_layers", "W4-mbart-encoder"],
+    ids=["W1-electra-width", "W3-camembert-unread-n_layers", "W4-mbart-encoder", "W3-albert-shared-groups"],
 )
 def test_a_second_input_of_a_mended_finding_counts_as_transformers_builds(tmp_path, config):
     ref = reference(copy.deepcopy(config))

@@ -394,14 +394,18 @@ def _listed_depth(key: str, value: Any) -> int | None:
 def _check_listed_depths(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> None:
     """Refuse a stack held in a list above :data:`MAX_LAYERS` layers in all: the stage depths a
     config object transformers resolved holds (their sum), or the entries of its per-layer list, as
-    config.json writes them (a resolved object may hold a list it rebuilt)."""
+    config.json writes them (a resolved object may hold a list it rebuilt). Only a key the object's
+    class defines (its default instance has it): a list the class never reads, kept as an extra
+    attribute (BERT's ``depths``), sizes nothing and is built as written."""
     for path, obj in _config_objects(transformers, hf_cfg):
         written = _at(fields, path)
         if not isinstance(written, dict):
             continue
+        defaults = _class_defaults(type(obj))
         for key, value in written.items():
             n = _listed_depth(key, value) if isinstance(key, str) else None
-            if n is not None and n > MAX_LAYERS and _listed_depth(key, _held(obj, key)) is not None:
+            if (n is not None and n > MAX_LAYERS and _listed_depth(key, _held(obj, key)) is not None
+                    and defaults is not None and (key in vars(defaults) or _held(defaults, key) is not None)):
                 refuse_layer_count((*path, key), n)
 
 

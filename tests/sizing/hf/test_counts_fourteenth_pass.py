@@ -335,6 +335,10 @@ def test_a_convnext_stage_and_a_nemotron_h_layer_list_past_the_ceiling_are_refus
     assert_agrees(audit_config(copy.deepcopy(hybrid), tmp_path), ref.get("total"), ref.get("auto"))
     deep = _exact("nemotron_h", num_hidden_layers=10_001, layers_block_type=["mamba"] * 10_001)
     assert "10,001 layers" in _refused_at_once(deep, tmp_path, 5.0)
+    unread = _exact("bert", depths=[1, 10**9])  # a list BERT keeps as an extra attribute and never reads
+    ref = reference(copy.deepcopy(unread))
+    assert "total" in ref, ref
+    assert_agrees(audit_config(copy.deepcopy(unread), tmp_path), ref["total"], ref["auto"])
 
 
 def test_a_module_count_that_is_not_a_layer_count_is_bounded_as_build_cost(tmp_path):

@@ -121,12 +121,13 @@ rotating by the day, rebuilt through transformers live); the 22 findings' inputs
 verdicts rebuilt on every run, W5's only in ``make test-all``: 4 s). The pass changed nothing in src/.
 
 Mended since (branch mend14-counts), each finding's inputs now plain checks, with a second input of its
-own (the ``test_a_second_input_*``, ConvNeXt / Nemotron-H, Mimi 1e9 and Falcon tests at the end):
-W1, a key transformers refuses at d + 1 / d + 2 is built as written unless it is named like a layer
-count; W3 / W4, a top-level layer count is refused without a build only where the config class defines
-it (and not an encoder's depth), else probed; W5, a count whose unit adds no single block with a linear
-map is bounded by the modules it makes (``fallback.MAX_MODULES``), not called layers; W2, stage
-``depths`` and per-layer lists are summed against the ceiling; W6, a translated row's note names
+own (the ``test_a_second_input_*``, ConvNeXt / Nemotron-H / BERT-depths, Mimi 1e9 and Falcon tests at the
+end): W1, a key transformers refuses at d + 1 / d + 2 is built as written unless it is named like a
+layer count; W3 / W4, no key is refused for being present: every key named like a layer count goes
+through the probe (ALBERT's num_hidden_layers 20,000 over its shared groups is counted); W5, a count
+whose unit adds no single block with a linear map is bounded by the modules it makes
+(``fallback.MAX_MODULES``), said as such, not called layers; W2, stage ``depths`` and per-layer lists
+the config class defines are summed against the ceiling; W6, a translated row's note names
 transformers' reference class (``ffnlab.sizing.hf.reference``).
 """
 

@@ -28,6 +28,7 @@ from ffnlab.sizing.hf import (
     unknowns,
 )
 from ffnlab.sizing.hf.fallback import TransformersCounter, audit_untranslated, row_of
+from ffnlab.sizing.hf.reference import reference_note
 from ffnlab.sizing.hf.structure import Structure
 from ffnlab.sizing.memory.optimizers import training_memory
 from ffnlab.sizing.models import ResolvedModel, resolve
@@ -238,6 +239,8 @@ def _audit_file(model: ResolvedModel, counter: TransformersCounter | None
         if found is not None:
             return found
     multimodal = MULTIMODAL_NOTE if model_type in MULTIMODAL else None
-    note = "; ".join(x for x in (multimodal, defaults_note(raw, model.defaulted)) if x) or None
+    # the class whose parameters the translator counts, named as a row counted through transformers names it
+    reference = reference_note(model_type)
+    note = "; ".join(x for x in (multimodal, reference, defaults_note(raw, model.defaulted)) if x) or None
     return audit_config(cfg, name=cfg.name, model_type=model_type if isinstance(model_type, str) else None,
                         source=str(p), note=note, unknown=unknowns(raw)), cfg

@@ -25,10 +25,12 @@ from ffnlab.sizing.hf.fallback import (
     DEPTH_KEYS,
     INSTALL_HINT,
     MAX_LAYERS,
+    MAX_MODULES,
     BuildLimit,
     is_layer_count,
     layer_count_candidates,
     refuse_layer_count,
+    refuse_module_count,
     refuse_unprobed,
 )
 from ffnlab.sizing.hf.structure import CountedModel, ModuleNode
@@ -226,6 +228,14 @@ def _built_size(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]
     """How much transformers' model of ``fields`` (meta device) holds by count: its modules and
     the entries of every container its modules keep (a per-layer list, such as Bailing's regexes
     for its num_nextn_predict_layers MTP layers, grows with a layer count too); None where it refuses."""
+    built = _built(torch, config_class, auto, fields)
+    return None if built is None else built[0]
+
+
+def _built(torch: Any, config_class: Any, auto: Any,
+           fields: dict[str, Any]) -> tuple[int, dict[str, bool]] | None:
+    """:func:`_built_size` and the model's module paths, each with whether its subtree holds a linear
+    map (``nn.Linear`` or GPT-2's Conv1D); None where transformers refuses."""
     containers = (list, tuple, dict, set, frozenset)
     try:
         with _quiet():
@@ -234,7 +244,15 @@ def _built_size(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]
                 model = auto.from_config(cfg)
     except Exception:  # noqa: BLE001 - a refusal: nothing to compare
         return None
-    return sum(1 + sum(len(v) for v in vars(m).values() if isinstance(v, containers)) for m in model.modules())
+    size = sum(1 + sum(len(v) for v in vars(m).values() if isinstance(v, containers)) for m in model.modules())
+    linear = {name: any(isinstance(x, torch.nn.Linear) or type(x).__name__ == "Conv1D" for x in m.modules())
+              for name, m in model.named_modules()}
+    return size, linear
+
+
+def _new_blocks(before: dict[str, bool], after: dict[str, bool]) -> list[str]:
+    """The roots of the modules ``after`` holds and ``before`` does not (each a new subtree)."""
+    return [p for p in after if p not in before and (p.rsplit(".", 1)[0] if "." in p else "") in before]
 
 
 # a key not named like a layer count is judged as one when the class's default for it is a count this
@@ -357,43 +375,95 @@ def _resolved(config_class: Any, fields: dict[str, Any],
         return config_class.from_dict(copy.deepcopy(fields)), {path: n for path, n in named}
 
 
+# keys whose list (or string) holds one entry per layer, and keys whose list of ints holds the depth
+# of each stage (Swin, ConvNeXt, ResNet ``depths``)
+_PER_LAYER_LISTS = ("layer_types", "layers_block_type", "hybrid_override_pattern", "block_types")
+
+
+def _listed_depth(key: str, value: Any) -> int | None:
+    """The layers a list-valued key holds: the sum of a stage list's ints (``depths``), the length of
+    a per-layer list or pattern (:data:`_PER_LAYER_LISTS`); None for any other key."""
+    if key.endswith("depths") and isinstance(value, (list, tuple)) and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in value):
+        return sum(x for x in value if x > 0)
+    if key in _PER_LAYER_LISTS and isinstance(value, (list, tuple, str)):
+        return len(value)
+    return None
+
+
+def _check_listed_depths(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> None:
+    """Refuse a stack held in a list above :data:`MAX_LAYERS` layers in all: the stage depths a
+    config object transformers resolved holds (their sum), or the entries of its per-layer list, as
+    config.json writes them (a resolved object may hold a list it rebuilt). Only a key the object's
+    class defines (its default instance has it): a list the class never reads, kept as an extra
+    attribute (BERT's ``depths``), sizes nothing and is built as written."""
+    for path, obj in _config_objects(transformers, hf_cfg):
+        written = _at(fields, path)
+        if not isinstance(written, dict):
+            continue
+        defaults = _class_defaults(type(obj))
+        for key, value in written.items():
+            n = _listed_depth(key, value) if isinstance(key, str) else None
+            if (n is not None and n > MAX_LAYERS and _listed_depth(key, _held(obj, key)) is not None
+                    and defaults is not None and (key in vars(defaults) or _held(defaults, key) is not None)):
+                refuse_layer_count((*path, key), n)
+
+
 def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: Any,
                         fields: dict[str, Any]) -> None:
     """Refuse a model of more than :data:`MAX_LAYERS` layers before building it, from the config
     transformers resolves from ``fields`` (:func:`_resolved`: class defaults filled in, aliases
-    resolved, nested objects it reads turned into config objects):
+    resolved, nested objects it reads turned into config objects), by what the model transformers
+    builds does with each key that may be a layer count, never by the key being present alone:
 
-    * a :data:`DEPTH_KEYS` key above it that the resolved config holds at its top level;
-    * any other key above it that may be a layer count (named like one anywhere in config.json,
-      :func:`layer_count_candidates`; or held by a resolved config object whose class defaults it to
-      a count, :func:`_count_like`) when it sizes the model transformers builds: past the model's
-      deepest stack (d layers, :func:`_depth`), the model holds more with it at d + 2 than at d + 1
-      (:func:`_built_size`; the other such keys at d + 1). A threshold, an interval or an index
-      (max_window_layers, num_dense_layers, vision_feature_layer) changes nothing past the last layer,
-      a key transformers does not read (an unknown nested object, the attribute_map name it drops)
-      changes nothing at all, and the model is built as written. Where transformers refuses either
-      trial, the key is refused as one ffnlab cannot tell from a layer count (building it might not
-      end): :func:`~ffnlab.sizing.hf.fallback.refuse_unprobed`.
+    * a stack held in a list (stage ``depths``, a per-layer list): :func:`_check_listed_depths`;
+    * a key above it named like a layer count anywhere in config.json (:func:`layer_count_candidates`)
+      or held by a resolved config object whose class defaults it to a count (:func:`_count_like`):
+      past the model's deepest stack (d layers, :func:`_depth`) it is built at d + 1 and d + 2 (the
+      other such keys at d + 1, :func:`_built`). A key that changes nothing (a threshold, an interval,
+      an index, a key the reference class never reads, an encoder the causal LM does not build, a
+      layer count the class defines and derives or does not build as written: ALBERT's
+      num_hidden_layers over its shared groups, Swin's num_layers from its depths) is built as
+      written. A key named like a layer count that grows the model is refused as layers; one that is
+      not named so is a layer count when one unit of it adds one block holding a linear map
+      (Qwen2.5-VL's vision_config.depth); a count of other modules (experts in every layer, codebooks,
+      quantizers) is no layer count and is bounded only by the modules it builds
+      (:data:`~ffnlab.sizing.hf.fallback.MAX_MODULES`, extrapolated from the two trials).
+    * where transformers refuses the trials, a key named like a layer count is refused as one ffnlab
+      cannot tell from a layer count (:func:`~ffnlab.sizing.hf.fallback.refuse_unprobed`); any other
+      key (a width whose heads do not divide d + 1, a vocabulary its pad id does not fit) is built as
+      written, transformers' own verdict.
 
     Raises what transformers raises where it cannot read the config at all."""
     named = layer_count_candidates(fields)
-    hf_cfg, stand_ins = _resolved(config_class, fields, named)
-    top = [(p, n) for p, n in named if len(p) == 1 and p[0] in DEPTH_KEYS and _held(hf_cfg, p[0]) == stand_ins[p]]
-    for key, n in top:
-        refuse_layer_count(key, n)
-    found = named + _count_like(transformers, hf_cfg, fields)
+    hf_cfg, _ = _resolved(config_class, fields, named)
+    _check_listed_depths(transformers, hf_cfg, fields)
+    found = [(p, n, True) for p, n in named] + [(p, n, False) for p, n in _count_like(transformers, hf_cfg, fields)]
     if not found:
         return
     d = _depth(transformers, hf_cfg, fields)
-    base = {path: d + 1 for path, _ in found}
-    size = _built_size(torch, config_class, auto, _with_path(fields, base))
-    for path, n in found:
-        trial = _with_path(fields, {**base, path: d + 2})
-        more = None if size is None else _built_size(torch, config_class, auto, trial)
-        if more is not None and more != size:
+    held = {path: d + 1 for path, _, _ in found}
+    base = _built(torch, config_class, auto, _with_path(fields, held))
+    if base is None:  # a key transformers refuses at d + 1 (a width): the named keys alone, the rest as written
+        held = {path: d + 1 for path, _, is_named in found if is_named}
+        base = _built(torch, config_class, auto, _with_path(fields, held)) if held else None
+    for path, n, is_named in found:
+        if path not in held:  # not probed: built as written
+            continue
+        more = None if base is None else _built(torch, config_class, auto, _with_path(fields, {**held, path: d + 2}))
+        if more is None:
+            if is_named:
+                refuse_unprobed(path, n, d)
+            continue
+        assert base is not None
+        if more[0] == base[0]:
+            continue
+        blocks = _new_blocks(base[1], more[1])
+        if is_named or (len(blocks) == 1 and more[1][blocks[0]]):
             refuse_layer_count(path, n)
-        if more is None:  # transformers refuses the trial: the key is not shown to size nothing
-            refuse_unprobed(path, n, d)
+        per = more[0] - base[0]
+        if per > 0 and base[0] + (n - d - 1) * per > MAX_MODULES:
+            refuse_module_count(path, n, base[0] + (n - d - 1) * per)
 
 
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:

@@ -115,12 +115,13 @@ def test_check_tells_ffnlab_s_own_limit_from_transformers_refusal(tmp_path):
 def test_a_count_like_key_is_judged_by_what_transformers_builds(tmp_path):
     """GPT-J's rotary_dim (class default 64, so a candidate) at 20,000: transformers' model does not
     grow with it and is counted exactly; with a width transformers refuses (n_embd 66 for 4 heads,
-    the oracle's refusal), the probe cannot show it sizes nothing, and audit says so in one line
-    rather than calling rotary_dim 20,000 layers."""
+    the oracle's refusal), the probe cannot build it, so the config is built as written and refused
+    with transformers' own reason in one line (not as 20,000 layers, not as ffnlab's own limit)."""
     _counts_as_transformers(_default("gptj", rotary_dim=20_000), tmp_path)
     config = _default("gptj", rotary_dim=20_000, n_embd=66, n_head=4)
     assert "refused" in reference(copy.deepcopy(config))
     got = audit_config(config, tmp_path)
     assert isinstance(got, Exception) and "\n" not in str(got), got
-    assert "'rotary_dim' = 20,000: transformers refuses this model with it at" in str(got), got
-    assert "20,000 layers" not in str(got)
+    assert "embed_dim must be divisible by num_attention_heads" in str(got), got
+    assert "layers" not in str(got) and "cannot tell" not in str(got)
+    assert check(config, tmp_path)["status"] == "refused"

@@ -164,20 +164,20 @@ def test_transformers_warnings_never_reach_stderr(tmp_path):
 
 
 def test_a_huge_layer_count_is_refused_before_building(tmp_path):
-    """A BERT config with 100,000 layers: refused from the config transformers reads (its
-    num_hidden_layers, as transformers holds it), before any model is built: BERT's modeling module
-    (imported by transformers only to build a model) is never loaded."""
+    """A BERT config with 100,000 layers: refused in one line, exit status 2, from two trial builds at 1
+    and 2 layers that show transformers' model grows with num_hidden_layers, never the model as written
+    (the whole ``ffnlab audit`` process, torch's import included, ends within 40 s, where transformers'
+    own build of a tiny Llama's 10,000 layers alone took 21.6 s here: 100,000 would take minutes)."""
     pytest.importorskip("transformers")
     cfg = {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 100_000, "num_attention_heads": 4,
            "intermediate_size": 128, "vocab_size": 100}
     code = ("import sys, ffnlab.cli\n"
             f"sys.argv = ['ffnlab', 'audit', {_write(tmp_path, cfg)!r}]\n"
             "try:\n    ffnlab.cli.main()\nexcept SystemExit as e:\n    code = e.code\n"
-            "print('MODELING', 'transformers.models.bert.modeling_bert' in sys.modules, 'CODE', code)\n")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+            "print('CODE', code)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=40)
     lines = [x for x in p.stderr.splitlines() if x.strip()]
-    assert "MODELING False CODE 2" in p.stdout and len(lines) == 1 and "100,000 layers" in lines[0], (p.stdout,
-                                                                                                    p.stderr)
+    assert "CODE 2" in p.stdout and len(lines) == 1 and "100,000 layers" in lines[0], (p.stdout, p.stderr)
 
 
 def test_several_untranslated_files_in_one_audit(tmp_path, capsys):
@@ -293,9 +293,9 @@ def _depth_key_cases() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("model_type", "key"), _depth_key_cases())
 def test_each_depth_key_sizes_the_model_transformers_builds(model_type, key):
-    """fallback.DEPTH_KEYS are refused above 10,000 where the config transformers resolved holds them at
-    its top level, without a trial build: on every type of the test cases that has one, transformers'
-    model holds more with it at 2 than at 1."""
+    """fallback.DEPTH_KEYS size the model transformers builds on every type of the test cases that has
+    one (it holds more with the key at 2 than at 1), as the probe finds before refusing one above 10,000
+    layers."""
     from hf_cases import case
     from transformers import CONFIG_MAPPING
 

@@ -135,6 +135,18 @@ def refuse_layer_count(path: tuple[str, ...], n: int) -> None:
                      f"{MAX_LAYERS:,} layers through transformers")
 
 
+# a bound on the modules a build through transformers makes for a count that is not a layer count (experts
+# in every layer, codebooks, quantizers), extrapolated from two trial builds: not a layer count, a bound
+# on build time (transformers makes module objects even on the meta device)
+MAX_MODULES = 1_000_000
+
+
+def refuse_module_count(path: tuple[str, ...], n: int, modules: int) -> None:
+    raise BuildLimit(f"config.json key {'.'.join(path)!r} = {n:,} would make transformers build about {modules:,} "
+                     f"modules (not layers): ffnlab builds at most {MAX_MODULES:,} modules through transformers "
+                     "(a bound on build time)")
+
+
 def refuse_unprobed(path: tuple[str, ...], n: int, depth: int) -> None:
     """Refuse a key that may be a layer count when transformers refuses the trial builds that would
     show it is not one (with it at ``depth`` + 1 and + 2): the bound cannot be checked, and building

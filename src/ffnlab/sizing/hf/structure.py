@@ -450,13 +450,17 @@ def _leaves(node: ModuleNode, path: str = "") -> list[_Item]:
     return out
 
 
+# the most linear maps one FFN module holds (gate, up, down and a few more): a subtree with more is not one FFN
+_FFN_LINEARS = 16
+
+
 def _ffn_module(node: ModuleNode, d: int) -> tuple[int, bool, bool] | None:
     """(d_ff, gated, bias) of a module that is exactly one FFN (its whole subtree)."""
     if node["k"] not in ("module",) or _word(node, _ATTENTION_WORDS) or _container(node):
         return None
     items = _leaves(node)
-    if any(i.kind in ("conv", "embedding") for i in items):
-        return None
+    if any(i.kind in ("conv", "embedding") for i in items) or sum(i.kind == "linear" for i in items) > _FFN_LINEARS:
+        return None  # a whole layer of experts is no one FFN (reading it as one costs seconds at 16,384 experts)
     found = ffn_pattern(items, d, _word(node, _FFN_WORDS))
     if found is None:
         return None

@@ -125,9 +125,7 @@ making folders both need; the hint under a locale that is not UTF-8.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import os
 import re
@@ -137,7 +135,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import FACTS_RUN_YAML, copy_run, tiny_sweep_spec, write_corpus
+from adversarial_cli import FACTS_RUN_YAML, copy_run, interrupted_train, tiny_sweep_spec, write_corpus
 from fuzz_cli import assert_refused, cli, cwd, snapshot
 
 GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3", "--temperature", "0"]
@@ -319,29 +317,6 @@ def test_a_config_yaml_with_a_key_twice_is_one_line(trained, tmp_path):
 # -- F3, F4: the Ctrl-C resume hint for a folder named with a leading ~ or a C1 control character --------
 
 
-def _interrupted_train(tmp_path: Path, out: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
-    """``train t.yaml --out OUT`` in-process, its trainer replaced by one that writes the run's
-    config.yaml (a run that began) and is stopped by Ctrl-C; exit status and stderr."""
-    from ffnlab.cli import main
-    from ffnlab.training import trainer
-
-    def stopped(cfg, out_dir, *, resume=False):  # noqa: ANN001, ANN202
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "config.yaml").write_text(FACTS_RUN_YAML)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(trainer, "train", stopped)
-    (tmp_path / "t.yaml").write_text(FACTS_RUN_YAML)
-    err = io.StringIO()
-    code = 0
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), cwd(tmp_path):
-        try:
-            main(["train", "t.yaml", "--out", out])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return code, err.getvalue()
-
-
 def _hint_words(stderr: str, lead: str = "continue with: ") -> list[str]:
     """The words bash splits the hint's command into (its quoting, ``$'...'`` included)."""
     lines = [x for x in stderr.splitlines() if lead in x]
@@ -376,7 +351,7 @@ def test_the_resume_hint_of_a_folder_named_with_a_leading_tilde_leads_back_to_it
     monkeypatch.setenv("HOME", str(home))
     work = tmp_path / "w"
     work.mkdir()
-    code, stderr = _interrupted_train(work, out, monkeypatch)
+    code, stderr = interrupted_train(work, out, monkeypatch)
     assert code == 130, (code, stderr)
     run = work / out
     assert (run / "config.yaml").is_file()
@@ -406,7 +381,7 @@ def test_exports_continue_note_for_a_run_named_with_a_leading_tilde_leads_back_t
 def test_the_resume_hint_of_a_folder_named_with_a_c1_control_reads_back(tmp_path, monkeypatch, out):
     # U+0085 and U+009B are characters (UTF-8 C2 85, C2 9B), not the bytes 0x85 and 0x9B; the byte
     # 0x85 (a name not UTF-8) beside U+0085 is a third name, of bytes 72 85 C2 85 78
-    code, stderr = _interrupted_train(tmp_path, out, monkeypatch)
+    code, stderr = interrupted_train(tmp_path, out, monkeypatch)
     assert code == 130, (code, stderr)
     assert "\x85" not in stderr and "\x9b" not in stderr, repr(stderr)
     words = _hint_words(stderr)
@@ -421,7 +396,7 @@ def test_the_resume_hint_of_a_folder_named_with_a_c1_control_reads_back(tmp_path
 )
 def test_the_resume_hint_of_other_odd_names_reads_back(tmp_path, monkeypatch, out):
     # kept: each hint splits back, under bash, into a word that ffnlab's --out reads as the run's folder
-    code, stderr = _interrupted_train(tmp_path, out, monkeypatch)
+    code, stderr = interrupted_train(tmp_path, out, monkeypatch)
     assert code == 130, (code, stderr)
     run = tmp_path / out
     assert (run / "config.yaml").is_file()

@@ -108,17 +108,15 @@ losses over several seeds, HOME ``~user`` forms beyond ``~root``.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import json
 import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
-from adversarial_cli import FACTS_RUN_YAML, copy_run, strict_json, train_run
-from fuzz_cli import assert_refused, cli, cwd, snapshot
+from adversarial_cli import FACTS_RUN_YAML, copy_run, interrupted_train, strict_json, train_run
+from fuzz_cli import assert_refused, cli, snapshot
 
 GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3"]
 
@@ -227,29 +225,6 @@ def test_a_model_json_its_checkpoint_contradicts_is_one_line(trained, tmp_path, 
 # -- F2: the Ctrl-C resume hint -----------------------------------------------------------------------
 
 
-def _interrupted_train(tmp_path: Path, out: str, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
-    """``train t.yaml --out OUT`` in-process, its trainer replaced by one that writes the run's
-    config.yaml (a run that began) and is stopped by Ctrl-C; exit status and stderr."""
-    from ffnlab.cli import main
-    from ffnlab.training import trainer
-
-    def stopped(cfg, out_dir, *, resume=False):  # noqa: ANN001, ANN202
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / "config.yaml").write_text(TRAIN_YAML)
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(trainer, "train", stopped)
-    (tmp_path / "t.yaml").write_text(TRAIN_YAML)
-    err = io.StringIO()
-    code = 0
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), cwd(tmp_path):
-        try:
-            main(["train", "t.yaml", "--out", out])
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-    return code, err.getvalue()
-
-
 def _hint(stderr: str) -> str:
     lines = [x for x in stderr.splitlines() if "continue with: " in x]
     assert len(lines) == 1, repr(stderr)
@@ -264,7 +239,7 @@ def _bash_words(command: str) -> list[str]:
 
 @pytest.mark.parametrize("out", ["r\x1b[2J", "my run", "it's \u202e\\x"], ids=["escape", "space", "quote-bidi"])
 def test_the_resume_hint_is_a_command_a_shell_reads_back(tmp_path, monkeypatch, out):
-    code, stderr = _interrupted_train(tmp_path, out, monkeypatch)
+    code, stderr = interrupted_train(tmp_path, out, monkeypatch)
     assert code == 130, (code, stderr)
     assert "\x1b" not in stderr and "\u202e" not in stderr, repr(stderr)
     # oracle: the shell's own splitting (bash, where the hint is pasted) gives back the run's folder
@@ -275,7 +250,7 @@ def test_the_resume_hint_is_a_command_a_shell_reads_back(tmp_path, monkeypatch, 
 
 def test_the_resume_hint_of_a_plain_folder(tmp_path, monkeypatch):
     # kept: the hint's form for a folder whose name needs neither escape nor quote
-    code, stderr = _interrupted_train(tmp_path, "runs/a", monkeypatch)
+    code, stderr = interrupted_train(tmp_path, "runs/a", monkeypatch)
     assert code == 130, (code, stderr)
     assert shlex.split(_hint(stderr)) == ["ffnlab", "train", "--out", "runs/a", "--resume"]
     assert (tmp_path / "runs" / "a" / "config.yaml").is_file()  # the run that began is kept

@@ -106,3 +106,32 @@ def fake_hub_process(tmp_path: Path, misbehave: str | None, *argv: str, repos: d
         fake.release()
         server.shutdown()
     return p, list(fake.requests)
+
+
+def interrupted_train(tmp_path: Path, out: str, monkeypatch: Any) -> tuple[int, str]:
+    """``train t.yaml --out OUT`` in-process from ``tmp_path``, its trainer replaced by one that
+    writes the run's config.yaml (a run that began) and is stopped by Ctrl-C; exit status and
+    stderr (the resume hint the passes split with bash)."""
+    import contextlib
+    import io
+
+    from fuzz_cli import cwd
+
+    from ffnlab.cli import main
+    from ffnlab.training import trainer
+
+    def stopped(cfg, out_dir, *, resume=False):  # noqa: ANN001, ANN202
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "config.yaml").write_text(FACTS_RUN_YAML)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer, "train", stopped)
+    (tmp_path / "t.yaml").write_text(FACTS_RUN_YAML)
+    err = io.StringIO()
+    code = 0
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), cwd(tmp_path):
+        try:
+            main(["train", "t.yaml", "--out", out])
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return code, err.getvalue()

@@ -309,11 +309,15 @@ def _sweep_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str, se
     return r.code, r.stderr, len(started) - 1
 
 
-@pytest.mark.xfail(strict=True, reason="G4: prepare_sweep compares the spec as parsed (sweep/run.py:93)")
 @pytest.mark.parametrize(
     "first, second",
-    [("rope_theta: 1.0e+4", "rope_theta: 1e4"), ("norm_eps: 1.0e-05", "norm_eps: '0.00001'")],
-    ids=["rope-theta-1e4", "norm-eps-text"],
+    [
+        ("rope_theta: 1.0e+4", "rope_theta: 1e4"),
+        ("norm_eps: 1.0e-05", "norm_eps: '0.00001'"),
+        ("rope_theta: 10000.0", "rope_theta: 1e+4"),
+        ("norm_eps: 1.0e-05", "norm_eps: 1e-5"),
+    ],
+    ids=["rope-theta-1e4", "norm-eps-text", "rope-theta-1e+4", "norm-eps-1e-5"],
 )
 def test_a_sweep_spec_with_a_number_spelled_otherwise_is_the_same_sweep(tmp_path, monkeypatch, first, second):
     # oracle: the run config each spelling resolves to (equal), and train --resume, which takes the
@@ -339,6 +343,29 @@ def test_a_sweep_spec_with_an_integer_for_a_float_is_the_same_sweep(tmp_path, mo
     shutil.rmtree(tmp_path / "sw")
     code, stderr, started = _sweep_twice(tmp_path, monkeypatch, "rope_theta: 10000.0", "rope_theta: 500000.0")
     assert code == 2 and "holds a different sweep" in stderr and started == 0, (code, stderr[-500:])
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [("rope_theta: 1.0e+4", "rope_theta: 5e5"), ("norm_eps: 1.0e-05", "norm_eps: '0.0001'")],
+    ids=["rope-theta-5e5-text", "norm-eps-text-other"],
+)
+def test_a_sweep_spec_with_another_number_spelled_as_text_is_another_sweep(tmp_path, monkeypatch, first, second):
+    # a real difference, spelled as YAML 1.1 text ("5e5" is read as a string, resolved to 500000.0),
+    # is still refused before any work: oracle, the run configs the two lines resolve to differ
+    import yaml
+
+    from ffnlab.training import runconfig
+
+    def resolved(line: str) -> dict:
+        key, value = line.split(": ")
+        return runconfig.from_dict({"model": {key: yaml.safe_load(value)}}).to_dict()
+
+    assert isinstance(yaml.safe_load(second.split(": ")[1]), str)
+    assert resolved(first) != resolved(second)
+    code, stderr, started = _sweep_twice(tmp_path, monkeypatch, first, second)
+    assert code == 2 and "holds a different sweep (its spec differs)" in stderr and started == 0, (code, stderr)
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr, stderr
 
 
 # -- kept: model.json's build tampered --------------------------------------------------------------------

@@ -223,13 +223,21 @@ def test_exports_use_line_of_other_names_reads_back(tmp_path, monkeypatch, hf):
 # -- G2: a resume of a run whose model.json is gone writes config.yaml's word as its record -----------------
 
 
-@pytest.mark.xfail(strict=True, reason="G2: no model.json read, every build setting written (trainer.py:362, 393)")
-def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_setting(trained, tmp_path):
-    # steps 1-2 were trained with rope_theta 10000.0 (t.yaml, the oracle); config.yaml now says 500000.0
+@pytest.mark.parametrize(
+    "key, trained_with, edited",
+    [("rope_theta", "10000.0", "500000.0"), ("norm_eps", "1.0e-05", "0.001")],
+    ids=["rope-theta", "norm-eps"],
+)
+def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_setting(
+    trained, tmp_path, key, trained_with, edited
+):
+    # steps 1-2 were trained with rope_theta 10000.0 and norm_eps 1e-05 (t.yaml and the defaults, the
+    # oracle); config.yaml now says otherwise. Mended (G2): a resumed run records no build setting
+    # its own model.json did not (trainer._write_run_files)
     run = copy_run(trained, tmp_path)
     _unfinish(run)
     (run / "model.json").unlink()
-    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 500000.0")
+    _edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
     before = snapshot(tmp_path)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     if r.code == 2:  # refused: one line, nothing changed
@@ -238,7 +246,7 @@ def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_se
         return
     assert r.code == 0, r.stderr[-500:]
     build = json.loads((run / "model.json").read_text()).get("build") or {}
-    assert build.get("rope_theta") in (None, 10000.0), build  # never a record of what steps 1-2 did not use
+    assert build.get(key) in (None, float(trained_with)), build  # never a record of what steps 1-2 did not use
 
 
 def test_a_resume_of_a_run_without_model_json_and_config_as_trained_keeps_training(trained, tmp_path):

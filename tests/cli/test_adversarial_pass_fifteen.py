@@ -223,13 +223,21 @@ def test_exports_use_line_of_other_names_reads_back(tmp_path, monkeypatch, hf):
 # -- G2: a resume of a run whose model.json is gone writes config.yaml's word as its record -----------------
 
 
-@pytest.mark.xfail(strict=True, reason="G2: no model.json read, every build setting written (trainer.py:362, 393)")
-def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_setting(trained, tmp_path):
-    # steps 1-2 were trained with rope_theta 10000.0 (t.yaml, the oracle); config.yaml now says 500000.0
+@pytest.mark.parametrize(
+    "key, trained_with, edited",
+    [("rope_theta", "10000.0", "500000.0"), ("norm_eps", "1.0e-05", "0.001")],
+    ids=["rope-theta", "norm-eps"],
+)
+def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_setting(
+    trained, tmp_path, key, trained_with, edited
+):
+    # steps 1-2 were trained with rope_theta 10000.0 and norm_eps 1e-05 (t.yaml and the defaults, the
+    # oracle); config.yaml now says otherwise. Mended (G2): a resumed run records no build setting
+    # its own model.json did not (trainer._write_run_files)
     run = copy_run(trained, tmp_path)
     _unfinish(run)
     (run / "model.json").unlink()
-    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 500000.0")
+    _edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
     before = snapshot(tmp_path)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     if r.code == 2:  # refused: one line, nothing changed
@@ -238,7 +246,7 @@ def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_se
         return
     assert r.code == 0, r.stderr[-500:]
     build = json.loads((run / "model.json").read_text()).get("build") or {}
-    assert build.get("rope_theta") in (None, 10000.0), build  # never a record of what steps 1-2 did not use
+    assert build.get(key) in (None, float(trained_with)), build  # never a record of what steps 1-2 did not use
 
 
 def test_a_resume_of_a_run_without_model_json_and_config_as_trained_keeps_training(trained, tmp_path):
@@ -309,11 +317,15 @@ def _sweep_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: str, se
     return r.code, r.stderr, len(started) - 1
 
 
-@pytest.mark.xfail(strict=True, reason="G4: prepare_sweep compares the spec as parsed (sweep/run.py:93)")
 @pytest.mark.parametrize(
     "first, second",
-    [("rope_theta: 1.0e+4", "rope_theta: 1e4"), ("norm_eps: 1.0e-05", "norm_eps: '0.00001'")],
-    ids=["rope-theta-1e4", "norm-eps-text"],
+    [
+        ("rope_theta: 1.0e+4", "rope_theta: 1e4"),
+        ("norm_eps: 1.0e-05", "norm_eps: '0.00001'"),
+        ("rope_theta: 10000.0", "rope_theta: 1e+4"),
+        ("norm_eps: 1.0e-05", "norm_eps: 1e-5"),
+    ],
+    ids=["rope-theta-1e4", "norm-eps-text", "rope-theta-1e+4", "norm-eps-1e-5"],
 )
 def test_a_sweep_spec_with_a_number_spelled_otherwise_is_the_same_sweep(tmp_path, monkeypatch, first, second):
     # oracle: the run config each spelling resolves to (equal), and train --resume, which takes the
@@ -339,6 +351,29 @@ def test_a_sweep_spec_with_an_integer_for_a_float_is_the_same_sweep(tmp_path, mo
     shutil.rmtree(tmp_path / "sw")
     code, stderr, started = _sweep_twice(tmp_path, monkeypatch, "rope_theta: 10000.0", "rope_theta: 500000.0")
     assert code == 2 and "holds a different sweep" in stderr and started == 0, (code, stderr[-500:])
+
+
+@pytest.mark.parametrize(
+    "first, second",
+    [("rope_theta: 1.0e+4", "rope_theta: 5e5"), ("norm_eps: 1.0e-05", "norm_eps: '0.0001'")],
+    ids=["rope-theta-5e5-text", "norm-eps-text-other"],
+)
+def test_a_sweep_spec_with_another_number_spelled_as_text_is_another_sweep(tmp_path, monkeypatch, first, second):
+    # a real difference, spelled as YAML 1.1 text ("5e5" is read as a string, resolved to 500000.0),
+    # is still refused before any work: oracle, the run configs the two lines resolve to differ
+    import yaml
+
+    from ffnlab.training import runconfig
+
+    def resolved(line: str) -> dict:
+        key, value = line.split(": ")
+        return runconfig.from_dict({"model": {key: yaml.safe_load(value)}}).to_dict()
+
+    assert isinstance(yaml.safe_load(second.split(": ")[1]), str)
+    assert resolved(first) != resolved(second)
+    code, stderr, started = _sweep_twice(tmp_path, monkeypatch, first, second)
+    assert code == 2 and "holds a different sweep (its spec differs)" in stderr and started == 0, (code, stderr)
+    assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr, stderr
 
 
 # -- kept: model.json's build tampered --------------------------------------------------------------------

@@ -375,8 +375,10 @@ def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, 
     is left alone, its bytes included (``ratio: 4`` is not rewritten as ``ratio: 4.0``).
 
     model.json's ``build`` of a run restored from a checkpoint records no more than ``recorded``
-    (its model.json, checked) did: a run written before a setting was recorded was trained with a
-    value only config.yaml's word tells, which a resume does not turn into a record."""
+    (its model.json, checked) did, and nothing where there is none (``recorded`` None: model.json
+    removed): a run written before a setting was recorded, or whose record is gone, was trained with
+    a value only config.yaml's word tells, which a resume does not turn into a record. Only a run
+    that starts at step 0 records every build setting, the ones it is about to train with."""
     import yaml
 
     def same(path: Path, read: Callable[[Path], object], new: object) -> bool:
@@ -391,8 +393,9 @@ def _write_run_files(out: Path, cfg: RunConfig, mcfg: ModelConfig, counts: Any, 
     metrics = log.kept_through(step, eval_at_step=step < cfg.train.max_steps)
     settings = runconfig.build_settings(cfg)
     build: dict[str, float] | None = settings
-    if step and recorded is not None:
-        build = None if recorded.build is None else {k: v for k, v in settings.items() if k in recorded.build}
+    if step:  # restored: the steps taken are recorded only where the run's own model.json said so
+        build = None if recorded is None or recorded.build is None else {
+            k: v for k, v in settings.items() if k in recorded.build}
     model = {"model": mcfg.to_dict(), **({"build": build} if build is not None else {}),
              "params": counts.as_dict(), "prepared_data": prepared_dir}
     files: dict[Path, str | bytes] = {}

@@ -74,6 +74,43 @@ def _trained(runs: object) -> object:
             if isinstance(r, dict) and isinstance(r.get("config"), dict) else r for r in runs]
 
 
+def _as_trained(spec: object) -> object:
+    """A spec as a sweep record holds it (``asdict``, or whatever JSON a record read back holds) with
+    what feeds the run configs (``base``, each arm's ``ffn``, each scale's ``model`` and ``train``)
+    replaced by the run config each (scale, arm) resolves to before its width is solved
+    (:func:`ffnlab.experiments.sweep.spec.arm_config`, seed left as the base says): ``rope_theta: 1e4``
+    and ``1.0e+4``, ``norm_eps: '0.00001'`` and ``1e-05`` are the same sweep; what resolves to another
+    run is not. A spec whose parts do not resolve (a record written by hand) is returned as it is."""
+    if not isinstance(spec, dict):
+        return spec
+    base, arms, scales = spec.get("base"), spec.get("arms"), spec.get("scales", [])
+
+    def mapping(d: object, *keys: str) -> bool:  # d a dict, and each of its keys absent or a dict
+        return isinstance(d, dict) and all(isinstance(d.get(k, {}), dict) for k in keys)
+
+    if not (mapping(base, "model", "train") and isinstance(arms, list) and isinstance(scales, list)
+            and all(mapping(a, "ffn") for a in arms) and all(mapping(c, "model", "train") for c in scales)):
+        return spec
+    assert isinstance(base, dict)
+    configs = []
+    try:
+        for scale in scales or [{}]:
+            for arm in arms:  # as at_scale, then arm_config, build each run's config
+                data = json.loads(json.dumps(base))
+                model = data.setdefault("model", {})
+                model.update(scale.get("model", {}))
+                data.setdefault("train", {}).update(scale.get("train", {}))
+                if not isinstance(model.get("ffn", {}), dict):  # a scale's model set ffn to no mapping
+                    return spec
+                model["ffn"] = {**model.get("ffn", {}), **arm.get("ffn", {})}
+                configs.append(runconfig.from_dict(data).to_dict())
+    except FfnlabError:
+        return spec
+    return {**spec, "base": None, "configs": configs,
+            "arms": [{k: v for k, v in a.items() if k != "ffn"} for a in arms],
+            "scales": [{k: v for k, v in c.items() if k not in ("model", "train")} for c in scales]}
+
+
 def steps_done(run_dir: Path) -> int:
     """Latest logged step of a run (0 if none), read from the tail of its metrics file (a poll)."""
     return last_step(run_dir / "metrics.jsonl")
@@ -90,7 +127,9 @@ def prepare_sweep(spec: SweepSpec, out: Path) -> list[ResolvedRun]:
         # keys added to specs since that folder was written (e.g. comparisons, margin, scales) take
         # their defaults, so a folder from an older ffnlab still resumes when nothing else differs
         saved = {**{k: v for k, v in new.items() if k not in saved}, **saved} if isinstance(saved, dict) else saved
-        require(saved == new, f"{out} holds a different sweep (its spec differs); use another --out")
+        # compared as the runs they resolve to: a number spelled otherwise (1e4, 1.0e+4) is the same sweep
+        require(_as_trained(saved) == _as_trained(new),
+                f"{out} holds a different sweep (its spec differs); use another --out")
     data = runconfig.prepare_data(runconfig.from_dict(spec.base).data)
     runs = resolve(spec, data.vocab_size)
     from ffnlab.training.distributed import pick_device  # torch: only once a sweep runs

@@ -195,21 +195,43 @@ def _python_reads(snippet: str) -> object:
     return ast.literal_eval(call.args[1])
 
 
-@pytest.mark.xfail(strict=True, reason="G1: the use: line quotes the folder as it is (cli/training.py:199)")
 @pytest.mark.parametrize(
     "hf",
-    ["it's", "a\\nb", "back\\", "t\tx", "new\nline", "r\udcfdx"],
-    ids=["quote", "backslash-n", "trailing-backslash", "tab", "newline", "not-utf8"],
+    [
+        "it's",
+        "a\\nb",
+        "back\\",
+        "t\tx",
+        "new\nline",
+        "r\udcfdx",
+        # second inputs (the mend's): both quotes and a backslash before the closing one; a bidi
+        # override (Trojan Source) and U+2028; the byte 85 alone (not UTF-8) beside U+0085's C2 85
+        "q'\"\\'",
+        "rtl\u202eexe\u2028x",
+        "b\udc85\x85",
+    ],
+    ids=[
+        "quote",
+        "backslash-n",
+        "trailing-backslash",
+        "tab",
+        "newline",
+        "not-utf8",
+        "quotes-backslash",
+        "bidi-separator",
+        "byte-85",
+    ],
 )
 def test_exports_use_line_names_the_folder_it_wrote_to_python(tmp_path, monkeypatch, hf):
-    # oracle: Python's own parser of the line, and the folder written
+    # oracle: Python's own parser of the line (ast.literal_eval and compile), and the folder written,
+    # compared as the bytes the file system holds (os.fsencode) and found by os.path.isdir
     snippet = _use_line(tmp_path, hf, monkeypatch)
     assert (tmp_path / hf).is_dir()
-    try:
-        folder = _python_reads(snippet)
-    except SyntaxError as e:
-        pytest.fail(f"the use: line is no Python: {snippet!r} ({e})")
-    assert folder == hf, (snippet, folder)
+    compile(snippet, "<use: line>", "eval")
+    folder = _python_reads(snippet)
+    assert isinstance(folder, str) and folder == hf, (snippet, folder)
+    assert os.fsencode(folder) == os.fsencode(hf) and os.path.isdir(os.path.join(tmp_path, folder))
+    assert not any(c in snippet for c in "\t\n\r\x85\u2028\u202e") and snippet.isprintable(), snippet
 
 
 @pytest.mark.parametrize("hf", ["plain \u00e9", "r\x85x", "~x"], ids=["utf8", "NEL", "tilde"])

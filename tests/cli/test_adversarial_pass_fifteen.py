@@ -277,8 +277,8 @@ def test_a_resume_of_a_run_without_model_json_and_config_as_trained_keeps_traini
 # -- G3: the default dataset, not named, read as a local folder of its name ---------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="G3: DEFAULT_DATASET goes through is_local (evaluate.py:70,76; wikitext.py:135)")
-def test_the_default_dataset_is_not_read_from_a_folder_of_its_name(tmp_path, monkeypatch):
+@pytest.mark.parametrize("beside", ["folder", "file"])
+def test_the_default_dataset_is_not_read_from_a_folder_of_its_name(tmp_path, monkeypatch, beside):
     # the model loader is replaced by a stand-in (the dataset is the question) and the measure stopped
     # once the documents are read; oracle: the same command in a folder without the folder of that name
     from ffnlab.training import perplexity as P
@@ -293,12 +293,34 @@ def test_the_default_dataset_is_not_read_from_a_folder_of_its_name(tmp_path, mon
     monkeypatch.setattr(P, "cache_key", documents_read)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "plain").mkdir()
-    (tmp_path / "beside" / "EleutherAI" / "wikitext_document_level").mkdir(parents=True)
+    # the first input: an empty folder of the default's name; the second (the mend's): a file of that
+    # name holding a WikiText article
+    default = tmp_path / "beside" / "EleutherAI" / "wikitext_document_level"
+    if beside == "folder":
+        default.mkdir(parents=True)
+    else:
+        default.parent.mkdir(parents=True)
+        default.write_text(" = Local = \n\n a page read from the working folder \n")
     want = cli("perplexity", "e1", "--no-cache", "--progress", "off", where=tmp_path / "plain")
     assert want.code in (2, 3) and "Traceback" not in want.stderr, (want.code, want.stderr[-500:])
     r = cli("perplexity", "e1", "--no-cache", "--progress", "off", where=tmp_path / "beside")
     assert "--dataset EleutherAI/wikitext_document_level: give a file" not in r.stderr, r.stderr
     assert (r.code, r.stderr) == (want.code, want.stderr)
+    # kept: named, the same name is the local folder or file (read here: refused as no file, or as a
+    # file of no known type, naming the --dataset given)
+    named = cli(
+        "perplexity",
+        "e1",
+        "--dataset",
+        "EleutherAI/wikitext_document_level",
+        "--no-cache",
+        "--progress",
+        "off",
+        where=tmp_path / "beside",
+    )
+    assert_refused(named)
+    assert named.stderr.startswith("error: --dataset EleutherAI/wikitext_document_level: "), named.stderr
+    assert ("give a file" if beside == "folder" else "unknown file type") in named.stderr, named.stderr
 
 
 # -- G4: a sweep spec's number spelled otherwise, refused as another sweep ----------------------------------

@@ -21,6 +21,10 @@ output's format, so it shows as the characters it is, never as formatting or com
   byte that is not UTF-8 as itself), so it pastes as the name it is, in any locale, and shows no
   control character. A file or folder in such a command goes through :func:`path_arg` first, so
   that ffnlab's own path options (``~`` expanded, ``-`` an option) read it back as that path too.
+* :func:`python_str` - a name in a line of Python ffnlab prints for the user to paste: a Python
+  string literal that evaluates to exactly that name (a byte that is not UTF-8 as the
+  ``\\udcHH`` that ``os.fsdecode`` makes of it, so ``os.fsencode`` gives the name's own bytes),
+  every character :func:`terminal` escapes written as a ``\\x``/``\\u`` escape.
 * :func:`html` - HTML text and attribute values: ``& < > " '`` as entities, control characters
   made visible (templates that autoescape use :func:`visible` as their ``finalize`` hook).
 
@@ -113,6 +117,18 @@ def shell_command(*words: Any) -> str:
     return " ".join(shell_word(w) for w in words)
 
 
+def python_str(text: Any) -> str:
+    """``text`` (a file or folder name) as a Python string literal that evaluates to exactly it
+    (:func:`shell_word`'s counterpart for a line of Python): quotes and backslashes escaped; tabs,
+    newlines, control characters, bidi marks and line separators (every character that is not
+    printable, a superset of what :func:`terminal` escapes) as ``\\t``, ``\\n``, ``\\xHH``,
+    ``\\uHHHH`` escapes, which Python reads back as the same character; a name's byte that is not
+    UTF-8 (a surrogateescape'd ``\\udcHH``) as ``\\udcHH``, the string ``os.fsdecode`` makes of the
+    name's bytes, which every file function of Python's encodes back to that byte. This is Python's
+    own ``repr`` of the string: the literal its parser reads as that string, on one line."""
+    return repr(str(text))
+
+
 def terminal_text(text: Any, **style: Any) -> Any:
     """:func:`terminal` as a ``rich.text.Text``, which rich prints as it is (no markup)."""
     from rich.text import Text
@@ -146,5 +162,5 @@ def html(text: Any) -> str:
     return _html.escape(_CONTROL.sub(lambda m: _visible(m.group()), str(text)), quote=True)
 
 
-__all__ = ["csv_cell", "html", "markdown", "one_line", "path_arg", "shell_command", "shell_word", "terminal",
-           "terminal_text", "visible"]
+__all__ = ["csv_cell", "html", "markdown", "one_line", "path_arg", "python_str", "shell_command", "shell_word",
+           "terminal", "terminal_text", "visible"]

@@ -195,21 +195,43 @@ def _python_reads(snippet: str) -> object:
     return ast.literal_eval(call.args[1])
 
 
-@pytest.mark.xfail(strict=True, reason="G1: the use: line quotes the folder as it is (cli/training.py:199)")
 @pytest.mark.parametrize(
     "hf",
-    ["it's", "a\\nb", "back\\", "t\tx", "new\nline", "r\udcfdx"],
-    ids=["quote", "backslash-n", "trailing-backslash", "tab", "newline", "not-utf8"],
+    [
+        "it's",
+        "a\\nb",
+        "back\\",
+        "t\tx",
+        "new\nline",
+        "r\udcfdx",
+        # second inputs (the mend's): both quotes and a backslash before the closing one; a bidi
+        # override (Trojan Source) and U+2028; the byte 85 alone (not UTF-8) beside U+0085's C2 85
+        "q'\"\\'",
+        "rtl\u202eexe\u2028x",
+        "b\udc85\x85",
+    ],
+    ids=[
+        "quote",
+        "backslash-n",
+        "trailing-backslash",
+        "tab",
+        "newline",
+        "not-utf8",
+        "quotes-backslash",
+        "bidi-separator",
+        "byte-85",
+    ],
 )
 def test_exports_use_line_names_the_folder_it_wrote_to_python(tmp_path, monkeypatch, hf):
-    # oracle: Python's own parser of the line, and the folder written
+    # oracle: Python's own parser of the line (ast.literal_eval and compile), and the folder written,
+    # compared as the bytes the file system holds (os.fsencode) and found by os.path.isdir
     snippet = _use_line(tmp_path, hf, monkeypatch)
     assert (tmp_path / hf).is_dir()
-    try:
-        folder = _python_reads(snippet)
-    except SyntaxError as e:
-        pytest.fail(f"the use: line is no Python: {snippet!r} ({e})")
-    assert folder == hf, (snippet, folder)
+    compile(snippet, "<use: line>", "eval")
+    folder = _python_reads(snippet)
+    assert isinstance(folder, str) and folder == hf, (snippet, folder)
+    assert os.fsencode(folder) == os.fsencode(hf) and os.path.isdir(os.path.join(tmp_path, folder))
+    assert not any(c in snippet for c in "\t\n\r\x85\u2028\u202e") and snippet.isprintable(), snippet
 
 
 @pytest.mark.parametrize("hf", ["plain \u00e9", "r\x85x", "~x"], ids=["utf8", "NEL", "tilde"])
@@ -263,8 +285,8 @@ def test_a_resume_of_a_run_without_model_json_and_config_as_trained_keeps_traini
 # -- G3: the default dataset, not named, read as a local folder of its name ---------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="G3: DEFAULT_DATASET goes through is_local (evaluate.py:70,76; wikitext.py:135)")
-def test_the_default_dataset_is_not_read_from_a_folder_of_its_name(tmp_path, monkeypatch):
+@pytest.mark.parametrize("beside", ["folder", "file"])
+def test_the_default_dataset_is_not_read_from_a_folder_of_its_name(tmp_path, monkeypatch, beside):
     # the model loader is replaced by a stand-in (the dataset is the question) and the measure stopped
     # once the documents are read; oracle: the same command in a folder without the folder of that name
     from ffnlab.training import perplexity as P
@@ -279,12 +301,34 @@ def test_the_default_dataset_is_not_read_from_a_folder_of_its_name(tmp_path, mon
     monkeypatch.setattr(P, "cache_key", documents_read)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "plain").mkdir()
-    (tmp_path / "beside" / "EleutherAI" / "wikitext_document_level").mkdir(parents=True)
+    # the first input: an empty folder of the default's name; the second (the mend's): a file of that
+    # name holding a WikiText article
+    default = tmp_path / "beside" / "EleutherAI" / "wikitext_document_level"
+    if beside == "folder":
+        default.mkdir(parents=True)
+    else:
+        default.parent.mkdir(parents=True)
+        default.write_text(" = Local = \n\n a page read from the working folder \n")
     want = cli("perplexity", "e1", "--no-cache", "--progress", "off", where=tmp_path / "plain")
     assert want.code in (2, 3) and "Traceback" not in want.stderr, (want.code, want.stderr[-500:])
     r = cli("perplexity", "e1", "--no-cache", "--progress", "off", where=tmp_path / "beside")
     assert "--dataset EleutherAI/wikitext_document_level: give a file" not in r.stderr, r.stderr
     assert (r.code, r.stderr) == (want.code, want.stderr)
+    # kept: named, the same name is the local folder or file (read here: refused as no file, or as a
+    # file of no known type, naming the --dataset given)
+    named = cli(
+        "perplexity",
+        "e1",
+        "--dataset",
+        "EleutherAI/wikitext_document_level",
+        "--no-cache",
+        "--progress",
+        "off",
+        where=tmp_path / "beside",
+    )
+    assert_refused(named)
+    assert named.stderr.startswith("error: --dataset EleutherAI/wikitext_document_level: "), named.stderr
+    assert ("give a file" if beside == "folder" else "unknown file type") in named.stderr, named.stderr
 
 
 # -- G4: a sweep spec's number spelled otherwise, refused as another sweep ----------------------------------

@@ -189,6 +189,33 @@ def test_path_args_read_back_by_ffnlabs_path_parser_as_the_same_path(name, tmp_p
     assert os.path.abspath(user_path(word)) == os.path.abspath(name), (arg, word)
 
 
+PYTHON_NAMES = [*SHELL_WORDS, "it's", 'say "x"', "q'\"\\'", "a\\nb", "back\\", "\\x41\\u0041", "nul\x00", "\x7f\x9b",
+                "rtl \u202eexe.txt", "\u2066iso\u2069", "\U0001f600", "\udcff\udc80", "cr\rlf"]
+
+
+def test_python_str_is_a_literal_a_fresh_python_reads_as_the_same_name(tmp_path):
+    """Oracle: another Python process, parsing the literals from a UTF-8 source file as pasted code
+    is, finds each folder made here by its bytes (os.fsencode) and writes back those bytes."""
+    import os
+    import subprocess
+    import sys
+
+    names = [n for n in PYTHON_NAMES if "\x00" not in n and "/" not in n]
+    for name in names:
+        os.mkdir(os.path.join(os.fsencode(tmp_path), os.fsencode(name)))
+    literals = [escape.python_str(n) for n in PYTHON_NAMES]
+    for lit in literals:  # one printable line each: nothing a terminal acts on, no line a paste splits
+        assert lit.isprintable() and not escape._CONTROL_OR_BREAK.search(lit), lit
+    script = tmp_path / "paste.py"
+    script.write_text("import os, sys\n"
+                      f"names = [{', '.join(literals)}]\n"
+                      "print(' '.join(os.fsencode(n).hex() for n in names))\n"
+                      f"sys.stderr.write(str(sum(os.path.isdir(n) for n in names)))\n", encoding="utf-8")
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, check=True, cwd=tmp_path)
+    assert [bytes.fromhex(h) for h in p.stdout.decode().split()] == [os.fsencode(n) for n in PYTHON_NAMES]
+    assert int(p.stderr) == len(names)
+
+
 def test_render_tables_escape_every_format(capsys):
     """The CLI's table printer (render.emit) sends each cell through escape for its format."""
     from ffnlab import render

@@ -61,19 +61,20 @@ PPL_COLS = [
 
 
 def _documents(dataset: str | None, config: str | None, split: str, limit: int | None, hub_named: bool) -> Any:
-    """The test documents; the default dataset only from the HF cache unless a Hub model was named."""
+    """The test documents; the default dataset (``dataset`` None) from the Hub, never a folder here of its
+    name, and only from the HF cache unless a Hub model was named."""
     from ffnlab.training import wikitext
 
     if dataset is not None:
         return wikitext.load_documents(dataset, config, split, limit)
     if hub_named:
-        return wikitext.load_documents(wikitext.DEFAULT_DATASET, config or wikitext.DEFAULT_CONFIG, split, limit)
+        return wikitext.load_documents(None, config or wikitext.DEFAULT_CONFIG, split, limit)
     import datasets
 
     was = datasets.config.HF_HUB_OFFLINE
     datasets.config.HF_HUB_OFFLINE = True  # not named: never downloaded
     try:
-        return wikitext.load_documents(wikitext.DEFAULT_DATASET, config or wikitext.DEFAULT_CONFIG, split, limit)
+        return wikitext.load_documents(None, config or wikitext.DEFAULT_CONFIG, split, limit)
     except FfnlabError:
         raise
     except Exception as e:  # noqa: BLE001 - datasets raises many kinds for "not in the cache"

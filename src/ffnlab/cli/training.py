@@ -11,7 +11,7 @@ import typer
 
 from ffnlab.cli.app import TIMEOUT_OPTION, TRAINING, app, counted, user_path
 from ffnlab.cli.notes import say
-from ffnlab.escape import one_line, path_arg, shell_command
+from ffnlab.escape import one_line, path_arg, python_str, shell_command
 
 if TYPE_CHECKING:
     from ffnlab.training.runconfig import ConfigTree, RunConfig
@@ -196,7 +196,7 @@ def export(
                        "later one"))
     elif not info.finished:
         print(one_line(f"note: {run} stopped before its last step; continue it with: {resume_command(run)}"))
-    print(one_line(f"use: transformers.pipeline('text-generation', '{hf}')"))
+    print(one_line(f"use: transformers.pipeline('text-generation', {python_str(hf)})"))  # pastes as this folder
     if not transformers_importable():  # make demo's .venv has none: that line would be a ModuleNotFoundError
         print(f"note: this Python has no transformers; add it (the [hf] extra) from the ffnlab folder: {HF_EXTRA}")
 

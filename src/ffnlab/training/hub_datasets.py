@@ -13,13 +13,16 @@ from typing import Any
 from ffnlab.errors import FfnlabError
 
 
-def load_hub_dataset(dataset: str, config: str | None, split: str | None = None) -> Any:
+def load_hub_dataset(dataset: str, config: str | None, split: str | None = None, *,
+                     hub_only: bool = False) -> Any:
     """``datasets.load_dataset`` of a Hub dataset as one bounded wait (:func:`ffnlab.netwait.bounded`:
     --timeout to connect and between bytes, not on the whole download; no silent retries, and the
     library's retry lines silenced); its failures as one line saying what happened: a timeout, a
     broken connection or a server error (the wait's own line), a dataset the Hub does not have, or
     the library's own reason. Offline (only the HF cache read) it is the library's call as it is.
-    ``split`` None: every split (a ``DatasetDict``), as ``load_dataset`` gives them."""
+    ``split`` None: every split (a ``DatasetDict``), as ``load_dataset`` gives them. ``hub_only``: the
+    Hub's dataset (or the HF cache's copy of it) even where a folder here has its name, which
+    ``load_dataset`` would read instead (``hf://datasets/``, the library's own "remote only" form)."""
     import warnings
 
     import datasets
@@ -27,8 +30,9 @@ def load_hub_dataset(dataset: str, config: str | None, split: str | None = None)
 
     from ffnlab.netwait import bounded
 
+    path = "hf://datasets/" + dataset if hub_only else dataset
     if datasets.config.HF_HUB_OFFLINE:  # no request made: nothing to bound; the caller says what is missing
-        return datasets.load_dataset(dataset, config, split=split)
+        return datasets.load_dataset(path, config, split=split)
     label = ":".join(x for x in (dataset, config) if x)
     levels = hf_logging.get_verbosity(), datasets.logging.get_verbosity()
     hf_logging.set_verbosity(hf_logging.ERROR)  # "Retrying in 8s [Retry 1/5]": not the one error line
@@ -37,7 +41,7 @@ def load_hub_dataset(dataset: str, config: str | None, split: str | None = None)
         with bounded(f"dataset {label!r}"), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             try:
-                return datasets.load_dataset(dataset, config, split=split)
+                return datasets.load_dataset(path, config, split=split)
             except FfnlabError:
                 raise
             except Exception as e:  # noqa: BLE001 - a failed wait (timeout, 5xx) is said by bounded instead

@@ -137,16 +137,21 @@ def is_local(dataset: str) -> bool:
     return not is_hub_id(dataset) or os.path.splitext(dataset)[1].lower() in LOCAL_BUILDERS
 
 
-def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_CONFIG,
+def load_documents(dataset: str | None = None, config: str | None = DEFAULT_CONFIG,
                    split: str = DEFAULT_SPLIT, limit: int | None = None) -> Documents:
-    """The test pages of ``dataset``: a local file (read with ``datasets``' local loaders, never
-    downloaded) or a Hub dataset id (downloaded into the HF cache unless it is there)."""
+    """The test pages of ``dataset``, a name the user gave: a local file (:func:`is_local`; read with
+    ``datasets``' local loaders, never downloaded) or a Hub dataset id (downloaded into the HF cache
+    unless it is there). ``None``, no name given: :data:`DEFAULT_DATASET`, a Hub dataset, never a
+    file or folder here of its name (whose errors would name a --dataset never given)."""
     import hashlib
 
     import datasets
 
+    hub = dataset is None
+    if dataset is None:
+        dataset = DEFAULT_DATASET
     path = expand_user(dataset)
-    if is_local(dataset):
+    if not hub and is_local(dataset):
         require(path.exists(), f"--dataset {clip(dataset)}: no such file")
         datasets.disable_progress_bars()  # a local file: no download to show
         require(path.is_file(), f"--dataset {clip(dataset)}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
@@ -171,7 +176,7 @@ def load_documents(dataset: str = DEFAULT_DATASET, config: str | None = DEFAULT_
         pages = split_articles("".join(_column(ds, dataset))) if builder == "text" else _column(ds, dataset)
         name = str(path)
     else:
-        ds = load_hub_dataset(dataset, config, split)
+        ds = load_hub_dataset(dataset, config, split, hub_only=True)  # not local: never a folder of its name
         pages = _column(ds, dataset)
         name = ":".join(x for x in (dataset, config, split) if x)
     pages = [p for p in pages if p.strip()]

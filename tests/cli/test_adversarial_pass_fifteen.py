@@ -255,7 +255,8 @@ def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_se
 ):
     # steps 1-2 were trained with rope_theta 10000.0 and norm_eps 1e-05 (t.yaml and the defaults, the
     # oracle); config.yaml now says otherwise. Mended (G2): a resumed run records no build setting
-    # its own model.json did not (trainer._write_run_files)
+    # its own model.json did not (trainer._write_run_files), and a checkpoint recording its build
+    # settings refuses the resume (the test below)
     run = copy_run(trained, tmp_path)
     _unfinish(run)
     (run / "model.json").unlink()
@@ -276,6 +277,74 @@ def test_a_resume_of_a_run_without_model_json_and_config_as_trained_keeps_traini
     run = copy_run(trained, tmp_path)
     final = json.loads((run / "summary.json").read_text())["final_val_loss"]
     _unfinish(run)
+    (run / "model.json").unlink()
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    assert json.loads((run / "summary.json").read_text())["final_val_loss"] == final
+
+
+@pytest.mark.parametrize(
+    "key, trained_with, edited",
+    [("rope_theta", "10000.0", "500000.0"), ("norm_eps", "1.0e-05", "0.001")],
+    ids=["rope-theta", "norm-eps"],
+)
+def test_a_resume_of_a_run_without_model_json_refuses_an_edited_build_setting(
+    trained, tmp_path, key, trained_with, edited
+):
+    # the step-2 checkpoint's state.json records the settings steps 1-2 were built with (the oracle:
+    # t.yaml and the defaults, 10000.0 and 1e-05); config.yaml now says otherwise and model.json is
+    # gone. Mended (G2): refused in one line, no step trained, every file as it was
+    run = copy_run(trained, tmp_path)
+    _unfinish(run)
+    state = json.loads((run / "checkpoints" / "step-0000002" / "state.json").read_text())
+    assert state["build"][key] == float(trained_with), state.get("build")
+    (run / "model.json").unlink()
+    _edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
+    before = snapshot(tmp_path)
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert_refused(r)
+    assert "step-0000002/state.json describes another model than" in r.stderr, r.stderr
+    assert f"{key} {float(trained_with)!r} vs {float(edited)!r}" in r.stderr, r.stderr
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "build, said",
+    [
+        ('"10000.0"', "must be a mapping"),
+        ('{"rope_theta": "10000.0"}', "build.rope_theta"),
+        ('{"seq_len": 32}', "unknown key"),
+        ('{"norm_eps": 0}', "build.norm_eps"),
+    ],
+    ids=["text", "text-value", "unknown-key", "zero"],
+)
+def test_a_checkpoint_whose_build_record_is_tampered_is_refused(trained, tmp_path, build, said):
+    # the checkpoint's build is checked as model.json's is (runfiles.build_record): one line naming
+    # state.json and the key, every file as it was
+    run = copy_run(trained, tmp_path)
+    _unfinish(run)
+    path = run / "checkpoints" / "step-0000002" / "state.json"
+    state = json.loads(path.read_text())
+    state["build"] = json.loads(build)
+    path.write_text(json.dumps(state, indent=1))
+    before = snapshot(tmp_path)
+    r = cli("train", "--out", "run", "--resume", where=tmp_path)
+    assert_refused(r)
+    assert "state.json" in r.stderr and said in r.stderr, r.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_a_resume_from_a_checkpoint_written_before_it_kept_build_settings_trains_on(trained, tmp_path):
+    # kept: a checkpoint with no ``build`` in its state.json (as every one written before it was kept),
+    # model.json gone, config.yaml as trained: compared on nothing, it resumes bit-exact (the
+    # uninterrupted run's loss, the oracle)
+    run = copy_run(trained, tmp_path)
+    final = json.loads((run / "summary.json").read_text())["final_val_loss"]
+    _unfinish(run)
+    path = run / "checkpoints" / "step-0000002" / "state.json"
+    state = json.loads(path.read_text())
+    del state["build"]
+    path.write_text(json.dumps(state, indent=1))
     (run / "model.json").unlink()
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     assert r.code == 0, r.stderr[-500:]

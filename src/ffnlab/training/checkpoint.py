@@ -1,7 +1,8 @@
 """Checkpoints: safetensors for every tensor, JSON for the rest; nothing is ever unpickled.
 
 A checkpoint is a folder ``checkpoints/step-NNNNNNN/`` holding ``model.safetensors``,
-``optim.safetensors`` (optimizer moments and RNG states) and ``state.json``. It is written into
+``optim.safetensors`` (optimizer moments and RNG states) and ``state.json`` (with the build
+settings the model was trained with, ``build``, which the weights' shapes cannot tell). It is written into
 a temporary folder (marked as ffnlab's) and renamed into place, so a killed process leaves either
 the previous checkpoint or the new one, never half of one. Only the newest ``keep_last`` are
 kept: older ones are deleted only if they carry ffnlab's marker (:data:`ffnlab.files.MARK`),
@@ -33,6 +34,7 @@ from ffnlab.files import (
     publish_dir,
     read_text,
 )
+from ffnlab.training.runfiles import build_record
 from ffnlab.validation import integer, number, show
 
 FORMAT = 1
@@ -43,7 +45,12 @@ _STEP_DIR = re.compile(r"^step-(\d{7})$")
 ParamGroup = dict[str, Union[float, None, Sequence[float]]]
 
 
-class StepState(TypedDict):
+class _StepBuild(TypedDict, total=False):
+    # the settings the model was built with (runconfig.build_settings); a resume compares them
+    build: dict[str, float]
+
+
+class StepState(_StepBuild):
     """Where the run stands when a checkpoint is written (the trainer's part of state.json)."""
 
     step: int
@@ -61,6 +68,7 @@ class OptimizerState(TypedDict):
 class _SavedProgress(TypedDict, total=False):
     tokens: int | None  # absent or null in a checkpoint whose reader knows no tokens per step
     elapsed_s: float  # absent: 0.0
+    build: dict[str, float] | None  # absent or null in a checkpoint written before it was kept
 
 
 class CheckpointState(_SavedProgress):
@@ -184,6 +192,11 @@ def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) 
     if tokens_per_step is not None and tokens != step * tokens_per_step:
         raise _bad(path, f"state.json tokens={tokens} disagrees with step {step} x {tokens_per_step} tokens "
                          "per step of this config")
+    if "build" in state:
+        try:
+            state["build"] = build_record(state["build"], "state.json")
+        except FfnlabError as e:
+            raise _bad(path, str(e)) from None
     opt = state.get("optimizer")
     if not (isinstance(opt, dict) and isinstance(opt.get("param_groups"), list)
             and isinstance(opt.get("scalars"), dict)):
@@ -309,8 +322,10 @@ def load_checkpoint(path: Path, model: torch.nn.Module, opt: torch.optim.Optimiz
     """Validate the whole checkpoint at ``path``, then restore model (and optimizer, RNG) from it.
 
     Checked before anything is restored: files present; ``state.json`` types, step in
-    [0, ``max_steps``] and tokens = step x ``tokens_per_step`` (when given); every weight's name,
-    shape and dtype against ``model``; optimizer groups, moments (shape, finite) and steps;
+    [0, ``max_steps``] and tokens = step x ``tokens_per_step`` (when given), ``build`` (when
+    present: :func:`ffnlab.training.runfiles.build_record`; the caller compares it with its
+    config); every weight's name, shape and dtype against ``model``; optimizer groups, moments
+    (shape, finite) and steps;
     the RNG state. Any failure is one :class:`ffnlab.errors.FfnlabError`; the run folder is never written.
     """
     from safetensors import SafetensorError

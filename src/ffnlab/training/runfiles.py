@@ -111,7 +111,6 @@ def read_run_model(run_dir: str | Path) -> RunModelFile:
     file and the key otherwise; nothing is written."""
     from ffnlab.files import read_mapping
     from ffnlab.sizing.config import ModelConfig
-    from ffnlab.training.runconfig import BUILD_KEYS
 
     path = Path(run_dir) / "model.json"
     meta = read_mapping(path, "run model file", fmt="JSON")
@@ -129,16 +128,24 @@ def read_run_model(run_dir: str | Path) -> RunModelFile:
     prepared = meta["prepared_data"]
     if not isinstance(prepared, str) or not prepared.strip() or "\x00" in prepared:
         raise FfnlabError(f"{path}: prepared_data must be the path of the prepared corpus, got {show(prepared)}")
-    build = meta.get("build")
-    if build is not None:
-        if not isinstance(build, dict):
-            raise FfnlabError(f"{path}: build must be a mapping of model settings, got {show(build)}")
-        for key in build:
-            if key not in BUILD_KEYS:
-                raise FfnlabError(f"{path}: build has an unknown key {show(key)}; the keys are {', '.join(BUILD_KEYS)}")
-        build = {k: number(v, f"{path}: build.{k}", 0, lo_open=True, text_ok=False) for k, v in build.items()}
     return RunModelFile(path=path, model=model, params=run_params(meta["params"], str(path)), prepared_data=prepared,
-                        build=build)
+                        build=build_record(meta.get("build"), str(path)))
+
+
+def build_record(build: object, where: str) -> dict[str, float] | None:
+    """A ``build`` record (model.json's, a checkpoint's state.json's) checked: a mapping of some of
+    :data:`ffnlab.training.runconfig.BUILD_KEYS` to numbers > 0, or None where absent (null): none
+    kept. One error line starting with ``where`` and naming the key otherwise."""
+    from ffnlab.training.runconfig import BUILD_KEYS
+
+    if build is None:
+        return None
+    if not isinstance(build, dict):
+        raise FfnlabError(f"{where}: build must be a mapping of model settings, got {show(build)}")
+    for key in build:
+        if key not in BUILD_KEYS:
+            raise FfnlabError(f"{where}: build has an unknown key {show(key)}; the keys are {', '.join(BUILD_KEYS)}")
+    return {k: number(v, f"{where}: build.{k}", 0, lo_open=True, text_ok=False) for k, v in build.items()}
 
 
 def differences(a: Mapping[str, object], b: Mapping[str, object], prefix: str = "") -> list[str]:
@@ -164,19 +171,32 @@ def check_run_model(files: RunModelFile, cfg: RunConfig, config_path: Path) -> N
 
     A build setting model.json does not record (a run written before ``build`` was kept, or before
     one of its keys was) is not compared: such a run keeps loading, on config.yaml's word for it."""
-    from ffnlab.training.runconfig import build_settings, model_config
+    from ffnlab.training.runconfig import model_config
 
     described = model_config(cfg, files.model.vocab_size).to_dict()
-    recorded = files.model.to_dict()
+    check_recorded(files.path, files.model.to_dict(), described, files.build, cfg, config_path)
+
+
+def check_recorded(record: Path, recorded: dict[str, Any], described: dict[str, Any],
+                   build: Mapping[str, float] | None, cfg: RunConfig, config_path: Path) -> None:
+    """The rule of :func:`check_run_model`, for any record of the model trained: ``recorded`` (a
+    model dict as ``record`` holds it, or {} where it holds none) against ``described`` (what
+    ``cfg``, read from ``config_path``, builds), and each build setting ``build`` records against
+    ``cfg``'s (:func:`ffnlab.training.runconfig.build_settings`); a setting not recorded (``build``
+    None: a record written before it was kept) is not compared. One line naming both files and the
+    keys where they differ (``name``, a label, is not compared)."""
+    from ffnlab.training.runconfig import build_settings
+
+    recorded, described = dict(recorded), dict(described)
     settings = build_settings(cfg)
-    for key, value in (files.build or {}).items():  # only what is recorded
+    for key, value in (build or {}).items():  # only what is recorded
         assert key not in recorded, key  # BUILD_KEYS are no ModelConfig field
         recorded[key], described[key] = value, settings[key]
     changed = [k for k in differences(recorded, described) if k != "name"]
     if changed:
         parts = [f"{k} {value_at(recorded, k)!r} vs {value_at(described, k)!r}" for k in changed[:4]]
         more = f" and {len(changed) - 4} more" if len(changed) > 4 else ""
-        raise FfnlabError(f"{files.path} describes another model than {config_path}: "
+        raise FfnlabError(f"{record} describes another model than {config_path}: "
                           f"{', '.join(parts)}{more}; was either file changed after training?")
 
 

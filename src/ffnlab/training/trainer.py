@@ -64,6 +64,7 @@ from ffnlab.training.runfiles import (
     MetricRecord,
     RunModelFile,
     TrainRecord,
+    check_recorded,
     check_run_model,
     differences,
     read_records,
@@ -285,10 +286,13 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, p
     train_arr, val_arr = data.train(), data.val()
     mcfg, counts, model, opt = _build(cfg, data.vocab_size, info.device)
     # the checkpoint is loaded (and validated) before any run file is touched: a bad one leaves the run as it was
-    step, elapsed_before = _restore(out, continuing, model, opt, cfg)
+    step, elapsed_before, trained = _restore(out, continuing, model, opt, cfg)
     # then, before any run file is touched, the record of the model trained so far against config.yaml
     # (settings the checkpoint's shapes cannot tell: n_heads of the same width, rope_theta, norm_eps)
     recorded = _recorded_model(out, cfg) if continuing else None
+    if trained is not None:  # and the checkpoint's own record of its build settings (model.json may be gone);
+        # a checkpoint written before state.json kept them records none: it is compared on nothing
+        check_recorded(trained[0], {}, {}, trained[1], cfg, out / "config.yaml")
     log = MetricsLog(out / "metrics.jsonl", info.is_main)
     if info.is_main:
         _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log, recorded)
@@ -345,14 +349,15 @@ def _build(cfg: RunConfig, vocab_size: int, device: str) -> tuple[ModelConfig, A
 
 
 def _restore(out: Path, continuing: bool, model: torch.nn.Module, opt: torch.optim.Optimizer,
-             cfg: RunConfig) -> tuple[int, float]:
-    """Load the latest checkpoint of a continued run: (step, seconds trained before); (0, 0.0) if none."""
+             cfg: RunConfig) -> tuple[int, float, tuple[Path, dict[str, float] | None] | None]:
+    """Load the latest checkpoint of a continued run: (step, seconds trained before, (its state.json,
+    the build settings it records)); (0, 0.0, None) if none."""
     ckpt = latest_checkpoint(out) if continuing else None
     if ckpt is None:
-        return 0, 0.0
+        return 0, 0.0, None
     # every part validated (types, shapes, step range, agreement with the config) before any is used
     state = load_checkpoint(ckpt, model, opt, max_steps=cfg.train.max_steps, tokens_per_step=cfg.tokens_per_step())
-    return state["step"], float(state.get("elapsed_s", 0.0))
+    return state["step"], float(state.get("elapsed_s", 0.0)), (ckpt / "state.json", state.get("build"))
 
 
 def _recorded_model(out: Path, cfg: RunConfig) -> RunModelFile | None:
@@ -571,7 +576,9 @@ def _evaluate(run: Run, tb: Any, step: int, val_starts: Any) -> float | None:
 def _checkpoint(run: Run, step: int, elapsed: float) -> None:
     if run.info.is_main:
         save_checkpoint(run.out, run.model, run.opt, {"step": step, "tokens": step * run.cfg.tokens_per_step(),
-                                                      "elapsed_s": elapsed}, run.cfg.train.keep_last)
+                                                      "elapsed_s": elapsed,
+                                                      "build": runconfig.build_settings(run.cfg)},
+                        run.cfg.train.keep_last)
     barrier(run.info)
 
 

@@ -44,7 +44,11 @@ traceback and the files left (hashed before and after):
 
 Root (``id -u`` 0) ran this pass, as the fourteenth's.
 
-Findings (4 root causes; each a strict xfail below until mended):
+Findings (4 root causes; each a strict xfail below until mended; all four mended since, each test
+now a check with a second input: G1 by ``escape.python_str``; G2 by a ``build`` record in each
+checkpoint's state.json, compared on resume by ``runfiles.check_recorded``; G3 by reading the default
+dataset as the Hub's (``hf://datasets/``), never a folder here; G4 by comparing a rerun's spec by the
+run configs it resolves to):
 
 G1. export's ``use:`` line, a line of Python to paste, names another folder or is no Python when the
    --hf folder's name holds a quote, a backslash, a tab, a newline or a byte that is not UTF-8:

@@ -376,37 +376,119 @@ def _resolved(config_class: Any, fields: dict[str, Any],
 
 
 # keys whose list (or string) holds one entry per layer, and keys whose list of ints holds the depth
-# of each stage (Swin, ConvNeXt, ResNet ``depths``)
+# of each stage (Swin, ConvNeXt, ResNet ``depths``): where transformers refuses the probe's trials of such
+# a list, it is refused as layers (it cannot be told from a stack); any other list is then built as written
 _PER_LAYER_LISTS = ("layer_types", "layers_block_type", "hybrid_override_pattern", "block_types")
 
 
+def _is_int_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(
+        isinstance(x, int) and not isinstance(x, bool) for x in value)
+
+
 def _listed_depth(key: str, value: Any) -> int | None:
-    """The layers a list-valued key holds: the sum of a stage list's ints (``depths``), the length of
-    a per-layer list or pattern (:data:`_PER_LAYER_LISTS`); None for any other key."""
-    if key.endswith("depths") and isinstance(value, (list, tuple)) and all(
-            isinstance(x, int) and not isinstance(x, bool) for x in value):
+    """The layers a list-valued key would hold were it a stack: the sum of a list of ints (stage depths,
+    block repeats), the length of any other list (or of a per-layer string, :data:`_PER_LAYER_LISTS`);
+    None for a value that is no list."""
+    if _is_int_list(value):
         return sum(x for x in value if x > 0)
-    if key in _PER_LAYER_LISTS and isinstance(value, (list, tuple, str)):
+    if isinstance(value, (list, tuple)) or (key in _PER_LAYER_LISTS and isinstance(value, str)):
         return len(value)
     return None
 
 
-def _check_listed_depths(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> None:
-    """Refuse a stack held in a list above :data:`MAX_LAYERS` layers in all: the stage depths a
-    config object transformers resolved holds (their sum), or the entries of its per-layer list, as
-    config.json writes them (a resolved object may hold a list it rebuilt). Only a key the object's
-    class defines (its default instance has it): a list the class never reads, kept as an extra
-    attribute (BERT's ``depths``), sizes nothing and is built as written."""
-    for path, obj in _config_objects(transformers, hf_cfg):
+def _stack_named(key: str) -> bool:
+    return key.endswith("depths") or key in _PER_LAYER_LISTS
+
+
+def _listed(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> list[tuple[tuple[str, ...], int]]:
+    """The lists of config.json, held by a config object transformers resolved, that would hold more
+    than :data:`MAX_LAYERS` layers were they a stack (:func:`_listed_depth`), whatever their name, with
+    those layers: whether they are a stack is the probe's to say (:func:`_check_listed_depths`)."""
+    found: list[tuple[tuple[str, ...], int]] = []
+    for path, _ in _config_objects(transformers, hf_cfg):
         written = _at(fields, path)
         if not isinstance(written, dict):
             continue
-        defaults = _class_defaults(type(obj))
         for key, value in written.items():
             n = _listed_depth(key, value) if isinstance(key, str) else None
-            if (n is not None and n > MAX_LAYERS and _listed_depth(key, _held(obj, key)) is not None
-                    and defaults is not None and (key in vars(defaults) or _held(defaults, key) is not None)):
-                refuse_layer_count((*path, key), n)
+            if n is not None and n > MAX_LAYERS:
+                found.append(((*path, key), n))
+    return found
+
+
+def _list_trials(value: Any, d: int) -> tuple[Any, Any]:
+    """Two small stand-ins for a listed stack, one unit apart: a list of ints with its largest entry at
+    1 and 2 (any other entry above :data:`MAX_LAYERS` at 1), any other list (or string) cut to d + 1 and
+    d + 2 entries (d the model's deepest stack)."""
+    if _is_int_list(value):
+        j = max(range(len(value)), key=lambda i: value[i])
+        small = [1 if x > MAX_LAYERS else x for x in value]
+        return [*small[:j], 1, *small[j + 1:]], [*small[:j], 2, *small[j + 1:]]
+    return value[: d + 1], value[: d + 2]
+
+
+def _check_listed_depths(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any],
+                         listed: list[tuple[tuple[str, ...], int]], held: dict[tuple[str, ...], Any],
+                         d: int) -> None:
+    """Refuse a list that holds a stack of more than :data:`MAX_LAYERS` layers in all, judged by what
+    transformers builds from it, never by its name or its presence: each list of ``listed`` is built
+    at two small stand-ins one unit apart (:func:`_list_trials`; the other lists at their smaller
+    stand-in, the counts of ``held`` at their trial values, so no trial is large). One that grows the
+    model by new blocks is a stack (EfficientNet's ``num_block_repeats``, HGNet-V2's
+    ``stage_num_blocks``, Swin's ``depths``, Nemotron-H's ``layers_block_type``) and is refused as its
+    layers; one that does not (HGNet-V2's ``depths``, which its backbone does not read; RecurrentGemma's
+    ``block_types``, a pattern cycled over its layers; a list of widths) is built as written. Where
+    transformers refuses the trials, a list named like a stack (``*depths``, :data:`_PER_LAYER_LISTS`) is
+    refused as layers, any other built as written (transformers' verdict)."""
+    small = {path: _list_trials(_at(fields, path), d)[0] for path, _ in listed}
+    for path, n in listed:
+        one, two = _list_trials(_at(fields, path), d)
+        base = _built(torch, config_class, auto, _with_path(fields, {**held, **small, path: one}))
+        more = None if base is None else _built(torch, config_class, auto,
+                                                _with_path(fields, {**held, **small, path: two}))
+        if base is None or more is None:
+            if _stack_named(path[-1]):
+                refuse_layer_count(path, n)
+            continue
+        if more[0] > base[0] and _new_blocks(base[1], more[1]):
+            refuse_layer_count(path, n)
+
+
+def _low(transformers: Any, hf_cfg: Any, path: tuple[str, ...]) -> int:
+    """The small value a count of other modules is first tried at: its class default (a count up to
+    :data:`_COUNT_DEFAULT`), at least 1."""
+    obj = dict(_config_objects(transformers, hf_cfg)).get(path[:-1])
+    defaults = _class_defaults(type(obj)) if obj is not None else None
+    default = _held(defaults, path[-1]) if defaults is not None else None
+    return max(default, 1) if isinstance(default, int) and not isinstance(default, bool) else 1
+
+
+def _check_module_cost(torch: Any, transformers: Any, config_class: Any, auto: Any, fields: dict[str, Any],
+                       hf_cfg: Any, named: dict[tuple[str, ...], int],
+                       counts: list[tuple[tuple[str, ...], int]], d: int) -> None:
+    """Refuse, before the probe's trials at d + 1, a count that is not named like a layer count whose
+    trial itself would pass :data:`MAX_MODULES`: each is first built at its class default and one more
+    (the named keys at ``named``, the other counts at their defaults: small builds), and the trial at
+    d + 1 extrapolated (a count of experts in each of d layers builds d-squared modules there). One whose
+    trial would pass the bound is refused as the modules it makes as written."""
+    low = {path: _low(transformers, hf_cfg, path) for path, _ in counts}
+    base = _built(torch, config_class, auto, _with_path(fields, {**named, **low}))
+    if base is None:
+        return
+    worst: tuple[int, tuple[str, ...], int, int] | None = None
+    trial = base[0]
+    for path, n in counts:
+        more = _built(torch, config_class, auto, _with_path(fields, {**named, **low, path: low[path] + 1}))
+        per = 0 if more is None else more[0] - base[0]
+        if per <= 0:
+            continue
+        grow = per * max(d + 1 - low[path], 0)
+        trial += grow
+        if worst is None or grow > worst[0]:
+            worst = (grow, path, n, base[0] + (n - low[path]) * per)
+    if worst is not None and trial > MAX_MODULES:
+        refuse_module_count(worst[1], worst[2], worst[3])
 
 
 def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: Any,
@@ -416,7 +498,8 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     resolved, nested objects it reads turned into config objects), by what the model transformers
     builds does with each key that may be a layer count, never by the key being present alone:
 
-    * a stack held in a list (stage ``depths``, a per-layer list): :func:`_check_listed_depths`;
+    * a list that would hold more than :data:`MAX_LAYERS` layers were it a stack (the sum of a list of
+      ints, the length of any other list), whatever its name: :func:`_check_listed_depths`;
     * a key above it named like a layer count anywhere in config.json (:func:`layer_count_candidates`)
       or held by a resolved config object whose class defaults it to a count (:func:`_count_like`):
       past the model's deepest stack (d layers, :func:`_depth`) it is built at d + 1 and d + 2 (the
@@ -428,7 +511,8 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
       not named so is a layer count when one unit of it adds one block holding a linear map
       (Qwen2.5-VL's vision_config.depth); a count of other modules (experts in every layer, codebooks,
       quantizers) is no layer count and is bounded only by the modules it builds
-      (:data:`~ffnlab.sizing.hf.fallback.MAX_MODULES`, extrapolated from the two trials).
+      (:data:`~ffnlab.sizing.hf.fallback.MAX_MODULES`, extrapolated from the two trials; the trials
+      themselves bounded first from two small builds, :func:`_check_module_cost`).
     * where transformers refuses the trials, a key named like a layer count is refused as one ffnlab
       cannot tell from a layer count (:func:`~ffnlab.sizing.hf.fallback.refuse_unprobed`); any other
       key (a width whose heads do not divide d + 1, a vocabulary its pad id does not fit) is built as
@@ -437,11 +521,20 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     Raises what transformers raises where it cannot read the config at all."""
     named = layer_count_candidates(fields)
     hf_cfg, _ = _resolved(config_class, fields, named)
-    _check_listed_depths(transformers, hf_cfg, fields)
-    found = [(p, n, True) for p, n in named] + [(p, n, False) for p, n in _count_like(transformers, hf_cfg, fields)]
-    if not found:
+    listed = _listed(transformers, hf_cfg, fields)
+    counts = _count_like(transformers, hf_cfg, fields)
+    found = [(p, n, True) for p, n in named] + [(p, n, False) for p, n in counts]
+    if not found and not listed:
         return
     d = _depth(transformers, hf_cfg, fields)
+    at_depth = {path: d + 1 for path, _ in named}
+    if listed:
+        low = {path: _low(transformers, hf_cfg, path) for path, _ in counts}
+        _check_listed_depths(torch, config_class, auto, fields, listed, {**at_depth, **low}, d)
+    if not found:
+        return
+    if counts:
+        _check_module_cost(torch, transformers, config_class, auto, fields, hf_cfg, at_depth, counts, d)
     held = {path: d + 1 for path, _, _ in found}
     base = _built(torch, config_class, auto, _with_path(fields, held))
     if base is None:  # a key transformers refuses at d + 1 (a width): the named keys alone, the rest as written

@@ -37,7 +37,11 @@ Classes (configs tried; off):
 * odd values transformers builds: RecurrentGemma hidden_size 33 over 2 heads, EfficientNet's repeat -1
   (2; 0).
 
-Findings (``FINDINGS`` and the X1 / X3 tests, strict xfails; no traceback anywhere):
+Findings (``FINDINGS`` and the X1 / X3 tests, strict xfails until mended; no traceback anywhere; all
+three mended since (``MENDED``), each with a second input: a list that would hold more than 10,000
+layers is built twice one unit apart and refused as layers only where the model gains blocks (X1, X2);
+a count that is not a layer count is first built at its class default and one more, and refused as
+build cost before any trial the estimate puts above ``fallback.MAX_MODULES`` (X3)):
 
 * X1, ``hf_count._listed_depth`` (src/ffnlab/training/hf_count.py:383-391) reads a stack held in a list
   only under a name ending in ``depths`` or in ``_PER_LAYER_LISTS`` (:380), and ``_count_like`` (:315-335)

@@ -670,6 +670,7 @@ SPEC = ("name: s\ncontrol: fixed-d-model\nseeds: [0]\nbase: {model: {d_model: 32
         "ratio: 2}}]\n")
 
 
+@pytest.mark.slow
 def test_a_sweep_into_a_folder_named_by_bytes_that_are_not_utf8(tmp_path):
     from adversarial_cli import write_corpus
 

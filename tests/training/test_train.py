@@ -111,6 +111,7 @@ def test_rerun_without_resume_refuses_and_keeps_the_run(tmp_path, cache_dir):
     assert (out / "metrics.jsonl").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_ddp_two_processes_match_one_process(tmp_path, cache_dir):
     common = ["train.max_steps=6", "train.eval_every=6", "train.log_every=1", "train.batch_size=8"]
     one, two = tmp_path / "one", tmp_path / "two"
@@ -341,6 +342,7 @@ def test_a_run_stopped_after_it_began_keeps_its_files_without_a_lock_holding_the
     assert any((out / "checkpoints").glob("step-*"))  # what a resume would start from
 
 
+@pytest.mark.slow
 def test_export_overwrite_replaces_an_earlier_export_and_nothing_else(tmp_path, cache_dir):
     """--overwrite swaps in the new export whole (the oracle: the later checkpoint's weights in
     the folder); a folder holding anything an export does not write is refused, untouched."""

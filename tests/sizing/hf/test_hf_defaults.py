@@ -20,6 +20,9 @@ from ffnlab.sizing.zoo import load_zoo
 PARTIAL = {"model_type": "llama", "hidden_size": 4096}
 TAKEN = ("keys missing from config.json, taken from transformers' llama config defaults: "
          "num_attention_heads 32, num_hidden_layers 32, intermediate_size 11,008, vocab_size 32,000")
+# a translated row names the class it counts (transformers' reference for llama) before the defaults
+COUNTED = ("counted by ffnlab's llama translator as transformers 5.25 builds it "
+           "(LlamaForCausalLM, AutoModelForCausalLM: causal LM)")
 
 
 def write(tmp_path: Path, data: dict) -> str:
@@ -49,12 +52,12 @@ def test_the_audit_keeps_the_count_and_names_the_defaults(tmp_path, capsys):
     path = write(tmp_path, PARTIAL)
     row = audit(path)
     assert row.params_total == 6_738_415_616
-    assert row.note == TAKEN
+    assert row.note == f"{COUNTED}; {TAKEN}"
     table = run_cli(capsys, "audit", path)
     assert table.returncode == 0, table.stderr
     assert f"partial: {TAKEN}" in " ".join(table.stdout.split())
     shown = run_cli(capsys, "audit", path, "--json")
-    assert json.loads(shown.stdout)[0]["note"] == TAKEN
+    assert json.loads(shown.stdout)[0]["note"] == f"{COUNTED}; {TAKEN}"
 
 
 def test_markdown_and_csv_name_the_defaults_too(tmp_path, capsys):

@@ -116,7 +116,14 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from adversarial_cli import FACTS_RUN_YAML, copy_run, tiny_sweep_spec, write_corpus
+from adversarial_cli import (
+    copy_run,
+    edit_config,
+    tiny_sweep_spec,
+    train_facts_run,
+    unfinish,
+    write_corpus,
+)
 from fuzz_cli import assert_refused, cli, cwd, snapshot
 
 GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3", "--temperature", "0"]
@@ -125,36 +132,7 @@ GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3", "--temperature
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     """The passes' 4-step facts run, trained in this process (``train t.yaml --out run``)."""
-    import torch
-
-    where = tmp_path_factory.mktemp("trained")
-    write_corpus(where)
-    (where / "t.yaml").write_text(FACTS_RUN_YAML)
-    threads = torch.get_num_threads()
-    try:
-        r = cli("train", "t.yaml", "--out", "run", where=where)
-    finally:
-        torch.set_num_threads(threads)
-    assert r.code == 0, r.stderr[-2000:]
-    return where
-
-
-def _files(run: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
-
-
-def _edit_config(run: Path, old: str, new: str) -> None:
-    path = run / "config.yaml"
-    text = path.read_text()
-    assert old in text, (old, text)
-    path.write_text(text.replace(old, new, 1))
-
-
-def _unfinish(run: Path) -> None:
-    """The run as a kill after its step-2 checkpoint leaves it: no summary.json, no step 4."""
-    (run / "summary.json").unlink()
-    shutil.rmtree(run / "checkpoints" / "step-0000004")
-
+    return train_facts_run(tmp_path_factory.mktemp("trained"))
 
 def _bash_words(command: str) -> list[str]:
     """The words bash splits ``command`` into."""
@@ -262,9 +240,9 @@ def test_a_resume_of_a_run_without_model_json_does_not_record_an_edited_build_se
     # its own model.json did not (trainer._write_run_files), and a checkpoint recording its build
     # settings refuses the resume (the test below)
     run = copy_run(trained, tmp_path)
-    _unfinish(run)
+    unfinish(run)
     (run / "model.json").unlink()
-    _edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
+    edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
     before = snapshot(tmp_path)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     if r.code == 2:  # refused: one line, nothing changed
@@ -280,7 +258,7 @@ def test_a_resume_of_a_run_without_model_json_and_config_as_trained_keeps_traini
     # kept: the same run, config.yaml untouched: it trains on, bit-exact (the uninterrupted run's loss)
     run = copy_run(trained, tmp_path)
     final = json.loads((run / "summary.json").read_text())["final_val_loss"]
-    _unfinish(run)
+    unfinish(run)
     (run / "model.json").unlink()
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     assert r.code == 0, r.stderr[-500:]
@@ -299,11 +277,11 @@ def test_a_resume_of_a_run_without_model_json_refuses_an_edited_build_setting(
     # t.yaml and the defaults, 10000.0 and 1e-05); config.yaml now says otherwise and model.json is
     # gone. Mended (G2): refused in one line, no step trained, every file as it was
     run = copy_run(trained, tmp_path)
-    _unfinish(run)
+    unfinish(run)
     state = json.loads((run / "checkpoints" / "step-0000002" / "state.json").read_text())
     assert state["build"][key] == float(trained_with), state.get("build")
     (run / "model.json").unlink()
-    _edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
+    edit_config(run, f"{key}: {trained_with}", f"{key}: {edited}")
     before = snapshot(tmp_path)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     assert_refused(r)
@@ -326,7 +304,7 @@ def test_a_checkpoint_whose_build_record_is_tampered_is_refused(trained, tmp_pat
     # the checkpoint's build is checked as model.json's is (runfiles.build_record): one line naming
     # state.json and the key, every file as it was
     run = copy_run(trained, tmp_path)
-    _unfinish(run)
+    unfinish(run)
     path = run / "checkpoints" / "step-0000002" / "state.json"
     state = json.loads(path.read_text())
     state["build"] = json.loads(build)
@@ -344,7 +322,7 @@ def test_a_resume_from_a_checkpoint_written_before_it_kept_build_settings_trains
     # uninterrupted run's loss, the oracle)
     run = copy_run(trained, tmp_path)
     final = json.loads((run / "summary.json").read_text())["final_val_loss"]
-    _unfinish(run)
+    unfinish(run)
     path = run / "checkpoints" / "step-0000002" / "state.json"
     state = json.loads(path.read_text())
     del state["build"]
@@ -594,7 +572,7 @@ def test_config_yaml_numbers_spelled_otherwise_are_the_trained_model(trained, tm
     # oracle: the untouched run's generated tokens; a finished run's resume says so and changes nothing
     run = copy_run(trained, tmp_path)
     want = cli(*GENERATE, where=tmp_path).stdout
-    _edit_config(run, old, new)
+    edit_config(run, old, new)
     before = snapshot(tmp_path)
     r = cli(*GENERATE, where=tmp_path)
     assert (r.code, r.stdout) == (0, want), r.stderr[-500:]
@@ -621,9 +599,9 @@ def test_an_unfinished_run_with_numbers_spelled_otherwise_resumes_bit_exact(trai
     # kept; oracle: the uninterrupted run's final loss (one thread, the same batches)
     run = copy_run(trained, tmp_path)
     final = json.loads((run / "summary.json").read_text())["final_val_loss"]
-    _unfinish(run)
-    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 2:46:40")
-    _edit_config(run, "norm_eps: 1.0e-05", "norm_eps: 0.00001")
+    unfinish(run)
+    edit_config(run, "rope_theta: 10000.0", "rope_theta: 2:46:40")
+    edit_config(run, "norm_eps: 1.0e-05", "norm_eps: 0.00001")
     kept = {f: (run / f).read_bytes() for f in ("config.yaml", "model.json")}
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
     assert r.code == 0, r.stderr[-500:]

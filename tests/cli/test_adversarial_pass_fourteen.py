@@ -129,13 +129,22 @@ import csv
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from adversarial_cli import FACTS_RUN_YAML, copy_run, interrupted_train, tiny_sweep_spec, write_corpus
+from adversarial_cli import (
+    FACTS_RUN_YAML,
+    copy_run,
+    edit_config,
+    interrupted_train,
+    run_files,
+    tiny_sweep_spec,
+    train_facts_run,
+    unfinish,
+    write_corpus,
+)
 from fuzz_cli import assert_refused, cli, cwd, snapshot
 
 GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3", "--temperature", "0"]
@@ -144,36 +153,7 @@ GENERATE = ["generate", "run", "--prompt", "hi", "--tokens", "3", "--temperature
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
     """The passes' 4-step facts run, trained in this process (``train t.yaml --out run``)."""
-    import torch
-
-    where = tmp_path_factory.mktemp("trained")
-    write_corpus(where)
-    (where / "t.yaml").write_text(FACTS_RUN_YAML)
-    threads = torch.get_num_threads()
-    try:
-        r = cli("train", "t.yaml", "--out", "run", where=where)
-    finally:
-        torch.set_num_threads(threads)
-    assert r.code == 0, r.stderr[-2000:]
-    return where
-
-
-def _files(run: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
-
-
-def _edit_config(run: Path, old: str, new: str) -> None:
-    path = run / "config.yaml"
-    text = path.read_text()
-    assert old in text, (old, text)
-    path.write_text(text.replace(old, new, 1))
-
-
-def _unfinish(run: Path) -> None:
-    """The run as a kill after its step-2 checkpoint leaves it: no summary.json, no step 4."""
-    (run / "summary.json").unlink()
-    shutil.rmtree(run / "checkpoints" / "step-0000004")
-
+    return train_facts_run(tmp_path_factory.mktemp("trained"))
 
 # -- F1: a resume trains on a config.yaml edited in a way the checkpoint's shapes cannot tell -------------
 
@@ -195,13 +175,13 @@ def test_a_resume_of_a_run_whose_config_yaml_was_edited_after_training_is_refuse
     # trainer wrote from the config it trained, and t.yaml, the config it trained
     run = copy_run(trained, tmp_path)
     if unfinished:
-        _unfinish(run)
+        unfinish(run)
     recorded = json.loads((run / "model.json").read_text())
     assert recorded["model"]["attn"]["n_heads"] == 2 and recorded["build"]["rope_theta"] == 10000.0, recorded
-    _edit_config(run, old, new)
-    before = _files(run)
+    edit_config(run, old, new)
+    before = run_files(run)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
-    after = _files(run)
+    after = run_files(run)
     assert after["model.json"] == before["model.json"], "model.json rewritten to the edited config"
     line = assert_refused(r, "config.yaml")
     assert "model.json" in line and key in line, line
@@ -228,7 +208,7 @@ def test_a_config_yaml_whose_rope_or_norm_settings_were_edited_after_training_is
     # oracle: the run's config as trained, its model.json (written from it) and the export of the
     # untouched run (rope_theta 10000.0); the checkpoint's shapes do not depend on either value
     run = copy_run(trained, tmp_path)
-    _edit_config(run, old, new)
+    edit_config(run, old, new)
     before = snapshot(tmp_path)
     r = cli(*argv, where=tmp_path)
     if r.code == 0 and (tmp_path / "hf" / "config.json").is_file():
@@ -258,21 +238,21 @@ def test_a_run_whose_model_json_records_no_build_settings_still_exports(trained,
     _as_written_before(run)
     r = cli("export", "run", "--hf", "hf", where=tmp_path)
     assert r.code == 0, r.stderr[-500:]
-    assert _files(tmp_path / "hf") == _files(tmp_path / "new" / "hf")
+    assert run_files(tmp_path / "hf") == run_files(tmp_path / "new" / "hf")
     # what it does record is still compared; what it does not is config.yaml's word (not compared)
-    _edit_config(run, "n_heads: 2", "n_heads: 1")
+    edit_config(run, "n_heads: 2", "n_heads: 1")
     assert "n_heads" in assert_refused(cli(*GENERATE, where=tmp_path), "model.json")
-    _edit_config(run, "n_heads: 1", "n_heads: 2")
-    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 500000.0")
+    edit_config(run, "n_heads: 1", "n_heads: 2")
+    edit_config(run, "rope_theta: 10000.0", "rope_theta: 500000.0")
     assert cli(*GENERATE, where=tmp_path).code == 0
 
 
 def test_a_model_json_recording_some_build_settings_compares_those(trained, tmp_path):
     run = copy_run(trained, tmp_path)
     _as_written_before(run, keep=("rope_theta",))
-    _edit_config(run, "norm_eps: 1.0e-05", "norm_eps: 0.5")  # not recorded: not compared
+    edit_config(run, "norm_eps: 1.0e-05", "norm_eps: 0.5")  # not recorded: not compared
     assert cli(*GENERATE, where=tmp_path).code == 0
-    _edit_config(run, "rope_theta: 10000.0", "rope_theta: 1.0e+5")
+    edit_config(run, "rope_theta: 10000.0", "rope_theta: 1.0e+5")
     before = snapshot(tmp_path)
     assert "rope_theta" in assert_refused(cli(*GENERATE, where=tmp_path), "config.yaml")
     assert snapshot(tmp_path) == before
@@ -284,7 +264,7 @@ def test_a_resume_of_a_run_whose_model_json_records_no_build_settings_keeps_it(t
     # run's final loss (one thread, the same batches)
     run = copy_run(trained, tmp_path)
     final = json.loads((run / "summary.json").read_text())["final_val_loss"]
-    _unfinish(run)
+    unfinish(run)
     _as_written_before(run)
     model = (run / "model.json").read_bytes()
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
@@ -296,8 +276,8 @@ def test_a_resume_of_a_run_whose_model_json_records_no_build_settings_keeps_it(t
 def test_config_yaml_spellings_of_the_trained_values_still_export(trained, tmp_path):
     # kept: YAML's other spellings of the same values (0x2, yes, CRLF line ends, a byte-order mark)
     run = copy_run(trained, tmp_path)
-    _edit_config(run, "n_heads: 2", "n_heads: 0x2")
-    _edit_config(run, "tied_embeddings: true", "tied_embeddings: yes")
+    edit_config(run, "n_heads: 2", "n_heads: 0x2")
+    edit_config(run, "tied_embeddings: true", "tied_embeddings: yes")
     text = (run / "config.yaml").read_text()
     (run / "config.yaml").write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
     r = cli("export", "run", "--hf", "hf", where=tmp_path)
@@ -308,7 +288,7 @@ def test_config_yaml_spellings_of_the_trained_values_still_export(trained, tmp_p
 def test_a_config_yaml_with_a_key_twice_is_one_line(trained, tmp_path):
     # kept: n_heads given twice (2, then 1) is refused, not read as its last value
     run = copy_run(trained, tmp_path)
-    _edit_config(run, "n_heads: 2", "n_heads: 2\n  n_heads: 1")
+    edit_config(run, "n_heads: 2", "n_heads: 2\n  n_heads: 1")
     before = snapshot(tmp_path)
     assert_refused(cli(*GENERATE, where=tmp_path), "duplicate key 'n_heads'")
     assert snapshot(tmp_path) == before
@@ -368,7 +348,7 @@ def test_exports_continue_note_for_a_run_named_with_a_leading_tilde_leads_back_t
     # export ./~x of an unfinished run: its "continue it with" note, split by bash, read by --out's parser
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     run = copy_run(trained, tmp_path)
-    _unfinish(run)
+    unfinish(run)
     run.rename(tmp_path / "~x")
     r = cli("export", "./~x", "--hf", "hf", where=tmp_path)
     assert r.code == 0, r.stderr[-800:]
@@ -531,10 +511,10 @@ def test_a_run_stopped_before_or_after_it_began_through_a_link_and_beside_anothe
 @pytest.mark.parametrize("flags", [["--threads", "2"], ["--set", "train.eval_every=1"]], ids=["threads", "eval-every"])
 def test_a_finished_run_resumed_with_cadence_or_thread_changes_keeps_every_byte(trained, tmp_path, flags):
     run = copy_run(trained, tmp_path)
-    before = _files(run)
+    before = run_files(run)
     r = cli("train", "--out", "run", "--resume", *flags, where=tmp_path)
     assert r.code == 0 and "already finished its 4 steps" in r.stderr, r.stderr[-500:]
-    assert _files(run) == before
+    assert run_files(run) == before
 
 
 # -- kept: a report whose arms are partly set aside, one arm named like a formula -------------------------

@@ -135,3 +135,39 @@ def interrupted_train(tmp_path: Path, out: str, monkeypatch: Any) -> tuple[int, 
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
     return code, err.getvalue()
+
+
+def train_facts_run(where: Path) -> Path:
+    """The passes' 4-step facts run trained in this process (``train t.yaml --out run`` in
+    ``where``, with its corpus), torch's thread count restored after; ``where``."""
+    import torch
+    from fuzz_cli import cli
+
+    write_corpus(where)
+    (where / "t.yaml").write_text(FACTS_RUN_YAML)
+    threads = torch.get_num_threads()
+    try:
+        r = cli("train", "t.yaml", "--out", "run", where=where)
+    finally:
+        torch.set_num_threads(threads)
+    assert r.code == 0, r.stderr[-2000:]
+    return where
+
+
+def run_files(run: Path) -> dict[str, bytes]:
+    """Every file under a run folder, by its relative path, with its bytes."""
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+def edit_config(run: Path, old: str, new: str) -> None:
+    """Replace ``old`` (which must be there) by ``new`` once in the run's config.yaml."""
+    path = run / "config.yaml"
+    text = path.read_text()
+    assert old in text, (old, text)
+    path.write_text(text.replace(old, new, 1))
+
+
+def unfinish(run: Path) -> None:
+    """The run as a kill after its step-2 checkpoint leaves it: no summary.json, no step 4."""
+    (run / "summary.json").unlink()
+    shutil.rmtree(run / "checkpoints" / "step-0000004")

@@ -97,3 +97,19 @@ def assert_finding_stored(findings: Mapping[str, tuple[Any, ...]], mended: froze
     assert rec["reference"].get("auto") == auto
     agreed = "refused" if total is None else "exact"
     assert rec["status"] == (agreed if finding in mended else "off"), rec
+
+
+def assert_named_case(name: str, cases: Cases, classes: Mapping[str, str | None], every: int,
+                      folder: Path) -> None:
+    """A pass's stored case ``name`` audited as transformers' stored verdict, its row naming the class
+    transformers built; one case in ``every`` (rotating by the day) rebuilt by transformers live."""
+    from hf_counts_all import reference
+
+    config, total, auto = cases[name]
+    row = audit_config(copy.deepcopy(config), folder)
+    assert_agrees(row, total, auto)
+    if total is not None and row.counted_by == "transformers":  # the row names transformers' reference class
+        assert f"({classes[name]}, {auto}:" in row.verdict, row.verdict
+    if sorted(cases).index(name) % every == rotation(every):  # the stored verdict is transformers' own
+        ref = reference(copy.deepcopy(config))
+        assert (ref.get("total"), ref.get("auto"), ref.get("class")) == (total, auto, classes[name]), ref

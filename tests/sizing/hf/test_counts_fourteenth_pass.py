@@ -145,9 +145,9 @@ pytest.importorskip("transformers")
 from count_passes import (  # noqa: E402
     assert_agrees,
     assert_counts_as_stored,
+    assert_named_case,
     audit_config,
     finding_params,
-    rotation,
     stored_pass,
 )
 from hf_counts_all import reference  # noqa: E402
@@ -187,14 +187,7 @@ def test_the_stored_figures_are_of_the_pinned_transformers():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_fourteenth_pass_config_counts_or_is_refused_as_transformers_does(tmp_path, name):
-    config, total, auto = CASES[name]
-    row = audit_config(copy.deepcopy(config), tmp_path)
-    assert_agrees(row, total, auto)
-    if total is not None and row.counted_by == "transformers":  # the row names transformers' reference class
-        assert f"({CLASSES[name]}, {auto}:" in row.verdict, row.verdict
-    if sorted(CASES).index(name) % LIVE_EVERY == rotation(LIVE_EVERY):  # the stored verdict is transformers' own
-        ref = reference(copy.deepcopy(config))
-        assert (ref.get("total"), ref.get("auto"), ref.get("class")) == (total, auto, CLASSES[name]), ref
+    assert_named_case(name, CASES, CLASSES, LIVE_EVERY, tmp_path)
 
 
 def _slow_marked(params: list[Any]) -> list[Any]:

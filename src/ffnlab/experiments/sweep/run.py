@@ -255,8 +255,6 @@ def command(out: Path, run: ResolvedRun, threads: int, peak: float | None) -> li
     return args
 
 
-
-
 def _env(threads: int) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
 

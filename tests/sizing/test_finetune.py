@@ -56,7 +56,7 @@ def test_mla_attention_adapters_are_peft_s():
 def test_rank_scales_the_adapters_linearly_and_bad_input_is_one_line():
     cfg = from_hf_dict(small("llama"))
     assert lora_params(cfg, 16).trainable == 2 * lora_params(cfg, 8).trainable
-    for bad in ("", "mlp", "attention,head"):
+    for bad in ("", "mlp", "attention,head", "attention,,ffn", "attention,", ",ffn", " , "):
         with pytest.raises(FfnlabError) as e:
             parse_targets(bad)
         assert "\n" not in str(e.value)

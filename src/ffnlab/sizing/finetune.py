@@ -93,12 +93,12 @@ FFN_MATRICES = ("gate", "up", "down")  # the FFN's own linear layers (not an emb
 
 def parse_targets(text: str) -> tuple[str, ...]:
     """``attention``, ``ffn``, ``all-linear``, ``qv``, or a comma-separated list of ``attention`` or
-    ``qv`` (not both) and ``ffn``."""
-    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    ``qv`` (not both) and ``ffn``; an empty item (``attention,,ffn``, a trailing comma) is refused."""
+    names = tuple(t.strip() for t in text.split(","))
     if names == (ALL_LINEAR,):
         return TARGET_GROUPS
     bad = [n for n in names if n not in TARGET_GROUPS + OTHER_GROUPS]
-    require(bool(names) and not bad and not {"attention", QV} <= set(names),
+    require(not bad and not {"attention", QV} <= set(names),
             f"--lora-targets must be {ALL_LINEAR} or a comma-separated list of {', '.join(TARGET_GROUPS)} "
             f"(or {QV}: the query and value projections only, in place of attention), got {show(text)}")
     return tuple(dict.fromkeys(names))

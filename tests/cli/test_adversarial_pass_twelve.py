@@ -722,14 +722,18 @@ def test_a_resume_of_a_finished_run_changes_none_of_its_files(trained, tmp_path)
     assert after == before, sorted(k for k in after if after[k] != before.get(k))
 
 
-def test_a_resume_of_a_finished_run_from_its_config_file_says_so_and_changes_nothing(trained, tmp_path):
+@pytest.mark.parametrize("lock", ["kept", "removed"])
+def test_a_resume_of_a_finished_run_from_its_config_file_says_so_and_changes_nothing(trained, tmp_path, lock):
     # a second input of E8's class: the run's own config file named again (not the saved config.yaml);
-    # oracles: every byte under the folder (the snapshot), the sweep's test of "finished", the one line
+    # oracles: every byte under the folder (the snapshot), the sweep's test of "finished", the one line.
+    # "removed": a run copied without its .lock (a dotfile) gets none from the look either
     import torch
 
     from ffnlab.experiments.sweep.run import run_finished
 
     run = _copy(trained, tmp_path)
+    if lock == "removed":
+        (run / ".lock").unlink()
     shutil.copy(trained / "t.yaml", tmp_path / "t.yaml")
     assert run_finished(run, 4, evaluated=True)
     before = snapshot(tmp_path)

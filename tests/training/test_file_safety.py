@@ -262,3 +262,18 @@ def test_a_marked_temporary_goes_only_once_its_owner_is_provably_gone(tmp_path):
     week = 8 * 24 * 3600
     os.utime(remote / MARK, (remote.stat().st_atime - week, remote.stat().st_mtime - week))
     assert remove_stale(tmp_path / "remote") == [remote]
+
+
+def test_a_reading_lock_removes_only_the_lock_file_it_created(tmp_path):
+    # oracle: the folder's listing before and after each block
+    from ffnlab.training.locking import folder_lock
+
+    with folder_lock(tmp_path, "look", reading=True):
+        assert (tmp_path / ".lock").is_file()
+    assert not (tmp_path / ".lock").exists()  # created by the look: gone with it
+    with folder_lock(tmp_path, "writer"):
+        pass
+    assert (tmp_path / ".lock").is_file()  # a writer's lock file stays, as every run keeps one
+    with folder_lock(tmp_path, "look", reading=True):
+        pass
+    assert (tmp_path / ".lock").is_file()  # there before the look: left as it was

@@ -5,8 +5,9 @@ lock behind. The lock file is opened with ``O_NOFOLLOW``: a symlink planted at `
 (dangling or not) is refused, never followed to create or open a file elsewhere. A lock file this
 process created is removed again when the block fails (while still held: a process that opened it
 meanwhile finds it unlinked after locking and starts over on the new name), so a refused command's
-provisional folder (:func:`ffnlab.files.provisional_dir`) can go; a lock file that was already
-there is left as it was. Also: children started by a sweep die with it (Linux ``PR_SET_PDEATHSIG``).
+provisional folder (:func:`ffnlab.files.provisional_dir`) can go, and when a block that only read
+the folder ends; a lock file that was already there is left as it was. Also: children started by a
+sweep die with it (Linux ``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ def _same_file(fd: int, lock: Path) -> bool:
 
 
 @contextlib.contextmanager
-def folder_lock(folder: Path, what: str) -> Iterator[None]:
-    """Hold ``folder/.lock`` exclusively, or fail at once naming ``what`` is already running."""
+def folder_lock(folder: Path, what: str, *, reading: bool = False) -> Iterator[None]:
+    """Hold ``folder/.lock`` exclusively, or fail at once naming ``what`` is already running.
+    ``reading``: the block only reads the folder, so a lock file this call created is removed when
+    it ends, whichever way (a finished run looked at by ``--resume`` is left as it was)."""
     make_dir(folder)
     try:
         import fcntl
@@ -79,13 +82,13 @@ def folder_lock(folder: Path, what: str) -> Iterator[None]:
         os.close(fd)  # locked a file its creator removed meanwhile: lock the one now at the name
     else:
         raise FfnlabError(f"cannot lock {lock}: another process keeps replacing it")
+    failed = True
     try:
         yield
-    except BaseException:
-        if created and _same_file(fd, lock):
-            os.unlink(lock)  # while held: whoever opened it meanwhile sees, once locked, that it is gone
-        raise
+        failed = False
     finally:
+        if (failed or reading) and created and _same_file(fd, lock):
+            os.unlink(lock)  # while held: whoever opened it meanwhile sees, once locked, that it is gone
         os.close(fd)
 
 

@@ -267,7 +267,7 @@ def already_finished(out: Path, cfg: RunConfig, resume: bool, info: DistInfo) ->
     steps = cfg.train.max_steps
     done = False
     if info.is_main and resume and _continues(out, cfg, resume):
-        with folder_lock(out, "ffnlab train"):
+        with folder_lock(out, "ffnlab train", reading=True):
             done = finished_summary(out, steps, evaluated=True) is not None
             if done:  # a finished run whose config.yaml describes another model than it trained is refused
                 _recorded_model(out, cfg)

@@ -316,6 +316,25 @@ def test_a_checkpoint_whose_build_record_is_tampered_is_refused(trained, tmp_pat
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("command", ["export", "generate"])
+def test_export_and_generate_refuse_a_checkpoint_trained_with_other_build_settings(trained, tmp_path, command):
+    # G2's class after training: config.yaml and model.json both edited to rope_theta 500000.0 (they
+    # agree), while step-0000004's state.json records the 10000.0 its weights were trained with (the
+    # oracle: t.yaml and the default). Refused in one line naming state.json, nothing written
+    run = copy_run(trained, tmp_path)
+    edit_config(run, "rope_theta: 10000.0", "rope_theta: 500000.0")
+    meta = json.loads((run / "model.json").read_text())
+    meta["build"]["rope_theta"] = 500000.0
+    (run / "model.json").write_text(json.dumps(meta, indent=1))
+    assert json.loads((run / "checkpoints" / "step-0000004" / "state.json").read_text())["build"]["rope_theta"] == 1e4
+    before = snapshot(tmp_path)
+    r = cli(*(["export", "run", "--hf", "hf"] if command == "export" else GENERATE), where=tmp_path)
+    assert_refused(r)
+    assert "step-0000004/state.json describes another model than" in r.stderr, r.stderr
+    assert "rope_theta 10000.0 vs 500000.0" in r.stderr, r.stderr
+    assert snapshot(tmp_path) == before
+
+
 def test_a_resume_from_a_checkpoint_written_before_it_kept_build_settings_trains_on(trained, tmp_path):
     # kept: a checkpoint with no ``build`` in its state.json (as every one written before it was kept),
     # model.json gone, config.yaml as trained: compared on nothing, it resumes bit-exact (the

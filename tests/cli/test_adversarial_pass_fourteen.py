@@ -220,12 +220,14 @@ def test_a_config_yaml_whose_rope_or_norm_settings_were_edited_after_training_is
 
 
 def _as_written_before(run: Path, keep: tuple[str, ...] | None = None) -> None:
-    """model.json as ffnlab wrote it before it recorded ``build`` (``keep``: with only these keys of it)."""
-    meta = json.loads((run / "model.json").read_text())
-    build = meta.pop("build")
-    if keep is not None:
-        meta = {"model": meta["model"], "build": {k: build[k] for k in keep}, **meta}
-    (run / "model.json").write_text(json.dumps(meta, indent=1))
+    """model.json, and each checkpoint's state.json, as ffnlab wrote them before they recorded ``build``
+    (``keep``: with only these keys of it)."""
+    for path in [run / "model.json", *sorted(run.glob("checkpoints/step-*/state.json"))]:
+        meta = json.loads(path.read_text())
+        build = meta.pop("build")
+        if keep is not None:
+            meta = {**meta, "build": {k: build[k] for k in keep}}
+        path.write_text(json.dumps(meta, indent=1))
 
 
 def test_a_run_whose_model_json_records_no_build_settings_still_exports(trained, tmp_path):

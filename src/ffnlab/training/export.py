@@ -585,7 +585,7 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     from ffnlab.training.checkpoint import check_shapes, checkpoint_dirs, latest_checkpoint, load_checkpoint
     from ffnlab.training.memory import check_fits
     from ffnlab.training.nn import build_model
-    from ffnlab.training.runfiles import check_run_model, read_run_model
+    from ffnlab.training.runfiles import check_build, check_run_model, read_run_model
 
     run = Path(run_dir)
     require((run / "config.yaml").is_file() and (run / "model.json").is_file(),
@@ -612,6 +612,8 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     check_run_model(files, cfg, run / "config.yaml")
     model = build()
     state = load_checkpoint(ckpt, model, None)
+    # and the checkpoint's own record of its build settings: its weights were trained with those
+    check_build(ckpt / "state.json", state.get("build"), cfg, run / "config.yaml")
     return model.eval(), RunCheckpoint(step=int(state["step"]), tokens=state.get("tokens"), path=ckpt,
                                        max_steps=cfg.train.max_steps, config=cfg, files=files)
 

@@ -200,6 +200,14 @@ def check_recorded(record: Path, recorded: dict[str, Any], described: dict[str, 
                           f"{', '.join(parts)}{more}; was either file changed after training?")
 
 
+def check_build(record: Path, build: Mapping[str, float] | None, cfg: RunConfig, config_path: Path) -> None:
+    """A checkpoint's own record of the build settings it was trained with (its state.json's
+    ``build``, None where it was written before they were kept) against ``cfg``'s, by the rule of
+    :func:`check_recorded`: ``train --resume`` and the checkpoint loader of ``export``/``generate``
+    call it, so a run whose model.json is gone or was rewritten still answers for its weights."""
+    check_recorded(record, {}, {}, build, cfg, config_path)
+
+
 def value_at(tree: Mapping[str, object], dotted: str) -> object:
     """The value at a dotted key of a nested dict (None where it is absent)."""
     node: object = tree

@@ -64,7 +64,7 @@ from ffnlab.training.runfiles import (
     MetricRecord,
     RunModelFile,
     TrainRecord,
-    check_recorded,
+    check_build,
     check_run_model,
     differences,
     read_records,
@@ -292,7 +292,7 @@ def _train(cfg: RunConfig, out: Path, resume: bool, info: DistInfo, data: Any, p
     recorded = _recorded_model(out, cfg) if continuing else None
     if trained is not None:  # and the checkpoint's own record of its build settings (model.json may be gone);
         # a checkpoint written before state.json kept them records none: it is compared on nothing
-        check_recorded(trained[0], {}, {}, trained[1], cfg, out / "config.yaml")
+        check_build(trained[0], trained[1], cfg, out / "config.yaml")
     log = MetricsLog(out / "metrics.jsonl", info.is_main)
     if info.is_main:
         _write_run_files(out, cfg, mcfg, counts, prepared_dir, step, log, recorded)

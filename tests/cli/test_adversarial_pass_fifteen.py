@@ -707,6 +707,16 @@ def test_a_missing_dataset_no_hub_id_can_name_is_no_such_file_before_the_model(t
     assert "nomodel" not in line and "\n" not in line, line
 
 
+@pytest.mark.parametrize("name, said", [("", "the path is empty"), (" ", "--dataset ' ': no such file"),
+                                         ("\t", "--dataset '\\t': no such file")], ids=["empty", "space", "tab"])
+def test_an_empty_or_blank_dataset_name_is_refused_and_shown_before_the_model(tmp_path, monkeypatch, name, said):
+    # noted by the fifteenth pass: '' was read as the working folder ("give a file", after the model),
+    # ' ' was shown as nothing; now refused as every empty path is (user_path), and quoted
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    line = assert_refused(cli("perplexity", "nomodel", "--dataset", name, where=tmp_path), said)
+    assert "nomodel" not in line, line
+
+
 def test_a_96_character_dataset_name_is_a_hub_id_and_a_folder_here_is_local(tmp_path, monkeypatch):
     # 96 characters (and 96/96) can be Hub ids: the model is named first; org/name, a folder here, is local
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

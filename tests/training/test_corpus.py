@@ -306,6 +306,22 @@ def test_hf_unknown_dataset_fails_offline_without_touching_the_network(hf_cache,
     assert attempts == []
 
 
+@pytest.mark.parametrize("name", ["my data", "mydir/", "a--b", "x.git", "-x", "caf\u00e9", "a/b/c", "x" * 97])
+def test_an_hf_name_no_hub_id_can_be_and_no_folder_here_is_refused_before_any_lookup(name, tmp_path, monkeypatch):
+    # oracle: huggingface_hub's own validate_repo_id refuses each name; no folder of the name is here
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    with pytest.raises(HFValidationError):
+        validate_repo_id(name)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(FfnlabError, match="no Hub dataset id can be that") as e:
+        resolve_source("hf:" + name)
+    assert "\n" not in str(e.value)
+    (tmp_path / "mydir").mkdir()  # a folder saved here is still read as one, whatever its name
+    assert resolve_source("hf:mydir/").spec == f"hf:{(tmp_path / 'mydir').resolve()}"
+
+
 def test_hf_specs_are_normalised(hf_data):
     assert resolve_source("wikitext-2-raw-v1").spec == "hf:Salesforce/wikitext:wikitext-2-raw-v1"
     assert resolve_source("hf:a/b:c").spec == "hf:a/b:c"

@@ -137,6 +137,12 @@ def is_local(dataset: str) -> bool:
     return not is_hub_id(dataset) or os.path.splitext(dataset)[1].lower() in LOCAL_BUILDERS
 
 
+def _shown(dataset: str) -> str:
+    """``dataset`` as an error line names it: as written, or quoted where blanks at its ends or a
+    character that does not print would otherwise not be seen (``--dataset ' '``)."""
+    return clip(dataset) if dataset.strip() == dataset and dataset.isprintable() else show(dataset)
+
+
 def load_documents(dataset: str | None = None, config: str | None = DEFAULT_CONFIG,
                    split: str = DEFAULT_SPLIT, limit: int | None = None) -> Documents:
     """The test pages of ``dataset``, a name the user gave: a local file (:func:`is_local`; read with
@@ -152,11 +158,11 @@ def load_documents(dataset: str | None = None, config: str | None = DEFAULT_CONF
         dataset = DEFAULT_DATASET
     path = expand_user(dataset)
     if not hub and is_local(dataset):
-        require(path.exists(), f"--dataset {clip(dataset)}: no such file")
+        require(path.exists(), f"--dataset {_shown(dataset)}: no such file")
         datasets.disable_progress_bars()  # a local file: no download to show
-        require(path.is_file(), f"--dataset {clip(dataset)}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
+        require(path.is_file(), f"--dataset {_shown(dataset)}: give a file (.raw, .txt, .jsonl, .json, .parquet, .csv)")
         builder = LOCAL_BUILDERS.get(path.suffix.lower())
-        require(builder is not None, f"--dataset {clip(dataset)}: unknown file type {show(path.suffix)} "
+        require(builder is not None, f"--dataset {_shown(dataset)}: unknown file type {show(path.suffix)} "
                                      f"(known: {', '.join(LOCAL_BUILDERS)})")
         assert builder is not None
         verbosity = datasets.logging.get_verbosity()
@@ -170,7 +176,7 @@ def load_documents(dataset: str | None = None, config: str | None = DEFAULT_CONF
         except Exception as e:  # noqa: BLE001 - whatever the loader raises is the file's fault
             cause = e.__cause__ or e
             first = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
-            raise FfnlabError(f"--dataset {clip(dataset)}: cannot read it as {builder}: {first}") from None
+            raise FfnlabError(f"--dataset {_shown(dataset)}: cannot read it as {builder}: {first}") from None
         finally:
             datasets.logging.set_verbosity(verbosity)
         pages = split_articles("".join(_column(ds, dataset))) if builder == "text" else _column(ds, dataset)

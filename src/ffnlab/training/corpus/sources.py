@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
+from ffnlab.validation import show
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -306,6 +307,12 @@ def _hf_source(name: str, config: str | None, column: str) -> Source:
     local = expand_user(name)
     if local.is_dir():
         name = str(local.resolve())
+    else:  # not a folder saved here: a Hub id, by the Hub's own rule, or no dataset at all
+        from ffnlab.training.wikitext import is_hub_id
+
+        require(is_hub_id(name), f"corpus {show(HF_PREFIX + name)}: no folder {show(name)} is here and no Hub "
+                                 "dataset id can be that (name or org/name: letters, digits, '-', '_', "
+                                 "'.', no '--' or '..', 96 characters at most each)")
     spec = HF_PREFIX + name + (f":{config}" if config else "")
     return Source(spec, "hf", None, _hf_loader(name, config, column))
 

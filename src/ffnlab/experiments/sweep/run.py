@@ -31,7 +31,7 @@ from typing import Any
 
 from ffnlab import escape
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.sweep.spec import ResolvedRun, SweepSpec, resolve
+from ffnlab.experiments.sweep.spec import ResolvedRun, SweepSpec, arm_config, at_scale, resolve, saved_spec
 from ffnlab.files import (
     check_inside,
     make_dir,
@@ -77,34 +77,29 @@ def _trained(runs: object) -> object:
 def _as_trained(spec: object) -> object:
     """A spec as a sweep record holds it (``asdict``, or whatever JSON a record read back holds) with
     what feeds the run configs (``base``, each arm's ``ffn``, each scale's ``model`` and ``train``)
-    replaced by the run config each (scale, arm) resolves to before its width is solved
-    (:func:`ffnlab.experiments.sweep.spec.arm_config`, seed left as the base says): ``rope_theta: 1e4``
-    and ``1.0e+4``, ``norm_eps: '0.00001'`` and ``1e-05`` are the same sweep; what resolves to another
-    run is not. A spec whose parts do not resolve (a record written by hand) is returned as it is."""
+    replaced by the run config each (scale, arm) resolves to before its width is solved: the record
+    read as :func:`ffnlab.experiments.sweep.spec.saved_spec` reads it, each scale's sweep by
+    :func:`~ffnlab.experiments.sweep.spec.at_scale` and each arm's config by
+    :func:`~ffnlab.experiments.sweep.spec.arm_config` (one seed for all: every run's seed is the spec's
+    ``seeds``, compared as they are). ``rope_theta: 1e4`` and ``1.0e+4``, ``norm_eps: '0.00001'`` and
+    ``1e-05`` are the same sweep; what resolves to another run is not. A spec whose parts do not
+    resolve (a record written by hand) is returned as it is."""
     if not isinstance(spec, dict):
         return spec
-    base, arms, scales = spec.get("base"), spec.get("arms"), spec.get("scales", [])
 
     def mapping(d: object, *keys: str) -> bool:  # d a dict, and each of its keys absent or a dict
         return isinstance(d, dict) and all(isinstance(d.get(k, {}), dict) for k in keys)
 
-    if not (mapping(base, "model", "train") and isinstance(arms, list) and isinstance(scales, list)
-            and all(mapping(a, "ffn") for a in arms) and all(mapping(c, "model", "train") for c in scales)):
+    arms, scales = spec.get("arms"), spec.get("scales", [])
+    if not (mapping(spec.get("base"), "model", "train") and isinstance(arms, list) and isinstance(scales, list)
+            and all(mapping(a, "ffn") and "name" in a for a in arms)
+            and all(mapping(c, "model", "train") and "name" in c for c in scales)):
         return spec
-    assert isinstance(base, dict)
-    configs = []
     try:
-        for scale in scales or [{}]:
-            for arm in arms:  # as at_scale, then arm_config, build each run's config
-                data = json.loads(json.dumps(base))
-                model = data.setdefault("model", {})
-                model.update(scale.get("model", {}))
-                data.setdefault("train", {}).update(scale.get("train", {}))
-                if not isinstance(model.get("ffn", {}), dict):  # a scale's model set ffn to no mapping
-                    return spec
-                model["ffn"] = {**model.get("ffn", {}), **arm.get("ffn", {})}
-                configs.append(runconfig.from_dict(data).to_dict())
-    except FfnlabError:
+        parsed = saved_spec(spec)  # type: ignore[arg-type]
+        cells = [at_scale(parsed, scale) for scale in parsed.scales] or [parsed]
+        configs = [arm_config(cell, arm, 0).to_dict() for cell in cells for arm in cell.arms]
+    except (FfnlabError, TypeError, ValueError, KeyError):  # a scale's model.ffn no mapping, a field unread
         return spec
     return {**spec, "base": None, "configs": configs,
             "arms": [{k: v for k, v in a.items() if k != "ffn"} for a in arms],

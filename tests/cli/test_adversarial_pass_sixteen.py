@@ -4,10 +4,11 @@ model.json and each checkpoint's state.json with ``runfiles.check_recorded``, ``
 and ``path_arg``/``shell_word``, the default dataset read as ``hf://datasets/``), with new inputs of
 those classes and of the older guarantees; inputs kept as tests.
 
-The pass threw 3,304 inputs, each a call of the CLI in-process (a stand-in trainer, sweep worker,
-exporter or model loader where only what is printed or read was the question), recording exit
-status, stderr lines, traceback, strict JSON (NaN and Infinity refused) and the files left (every
-path's bytes before and after):
+The pass threw 3,304 inputs, each a call of the CLI in-process unless said (a stand-in trainer,
+sweep worker, exporter or model loader where only what is printed or read was the question; 442
+calls of ``_as_trained`` itself; 234 with a second process), recording exit status, stderr lines,
+traceback, strict JSON (NaN and Infinity refused) and the files left (every path's bytes before and
+after):
 
 * sizing flags (2,200: ``size`` twice, ``plan``, ``explain``, ``fit``; 55 flags x 20 values x with and
   without --json): nan, inf, -inf, 1e400, 0, -1, 1e308, 400 nines, 0x10, 1_000, U+0664 (Arabic-Indic

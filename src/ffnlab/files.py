@@ -833,12 +833,18 @@ def _show_key(key: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _unique_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    """A JSON object's members, refusing a key given twice (json keeps the last silently)."""
+class DuplicateKey(ValueError):
+    """A JSON object gave a key twice (:func:`unique_pairs`)."""
+
+
+def unique_pairs(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A JSON object's members, refusing a key given twice (json keeps the last silently): the
+    ``object_pairs_hook`` of every file ffnlab reads back (configs, model.json, a checkpoint's
+    state.json, metrics.jsonl's records)."""
     out: dict[Any, Any] = {}
     for k, v in pairs:
         if k in out:
-            raise ValueError(f"duplicate key {_show_key(k)}")
+            raise DuplicateKey(f"duplicate key {_show_key(k)}")
         out[k] = v
     return out
 
@@ -893,7 +899,7 @@ def parse_text(text: str, fmt: str, where: str, *, json_constants: bool = False,
     """
     try:
         if fmt == "JSON":
-            hook = _unique_pairs if duplicates is None else _last_pairs(duplicates)
+            hook = unique_pairs if duplicates is None else _last_pairs(duplicates)
             if json_constants:
                 return json.loads(text, object_pairs_hook=hook)
             return json.loads(text, parse_constant=_no_constant, object_pairs_hook=hook)

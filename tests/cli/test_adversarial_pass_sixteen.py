@@ -308,7 +308,6 @@ def test_dataset_names_no_hub_id_can_be_are_no_such_file(tmp_path, monkeypatch, 
 # -- H3: a checkpoint's state.json giving a key twice ---------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="H3: state.json's duplicate keys read as the last one, not refused")
 @pytest.mark.parametrize(
     "old, new",
     [
@@ -327,22 +326,24 @@ def test_a_checkpoint_state_with_a_key_twice_is_refused(trained, tmp_path, old, 
     path.write_text(text.replace(old, new, 1))
     before = snapshot(tmp_path)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
-    assert_refused(r, "duplicate key")  # today: exit 0, steps 3-4 trained
+    assert_refused(r, "duplicate key")  # mended (H3); before: exit 0, steps 3-4 trained
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="H3: metrics.jsonl's duplicate keys read as the last one, then rewritten")
-def test_a_metrics_line_with_a_key_twice_is_refused(trained, tmp_path):
+@pytest.mark.parametrize("where", ["eval-step-2", "last-line"])
+def test_a_metrics_line_with_a_key_twice_is_refused(trained, tmp_path, where):
     # oracle: files.read_mapping's rule for every other run file; the line says two losses at step 2
     run = copy_run(trained, tmp_path)
     unfinish(run)
     lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
     (i,) = [n for n, x in enumerate(lines) if '"kind": "eval"' in x and '"step": 2,' in x]
+    if where == "last-line":  # mended (H3); a second input: the last line, which a kill may cut short, is
+        del lines[i + 1 :]  # still a whole record that says two things
     lines[i] = lines[i].replace('"val_loss": ', '"val_loss": 99.0, "val_loss": ', 1)
     (run / "metrics.jsonl").write_text("".join(lines))
     before = snapshot(tmp_path)
     r = cli("train", "--out", "run", "--resume", where=tmp_path)
-    assert_refused(r, "duplicate key")  # today: exit 0, metrics.jsonl rewritten without the 99.0
+    assert_refused(r, "duplicate key")  # mended (H3); before: exit 0, rewritten without the 99.0
     assert snapshot(tmp_path) == before
 
 

@@ -172,7 +172,8 @@ def remove_stale(run_dir: Path) -> list[Path]:
 
 def _read_state(path: Path, max_steps: int | None, tokens_per_step: int | None) -> CheckpointState:
     try:
-        state = json.loads(read_text(path / "state.json", "state"), parse_constant=_no_constant)
+        state = json.loads(read_text(path / "state.json", "state"), parse_constant=_no_constant,
+                           object_pairs_hook=files.unique_pairs)  # a key twice: refused, not its last value
     except FfnlabError as e:  # binary, not UTF-8, too large
         raise _bad(path, str(e).replace(str(path / "state.json"), "state.json")) from None
     except (ValueError, RecursionError) as e:

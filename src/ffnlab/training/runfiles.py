@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
 from ffnlab.errors import FfnlabError
+from ffnlab.files import DuplicateKey, unique_pairs
 from ffnlab.validation import integer, number, show
 
 if TYPE_CHECKING:
@@ -346,9 +347,11 @@ def read_records(path: Path, *, kinds: tuple[str, ...] | None = None,
         while line is not None:
             following = next(lines, None)
             try:
-                rec = json.loads(line.decode("utf-8"))
+                rec = json.loads(line.decode("utf-8"), object_pairs_hook=unique_pairs)
             except UnicodeDecodeError as e:
                 raise _bad(path, n, f"is not UTF-8 text (bad byte at offset {e.start})") from None
+            except DuplicateKey as e:  # a whole record, on any line: two values for one figure
+                raise _bad(path, n, f"gives a key twice ({e})") from None
             except (ValueError, RecursionError):
                 if following is None:  # the line a kill cut short
                     break

@@ -146,6 +146,9 @@ def measure_logits(logits_fn: LogitsFn, bank: FactBank, *, device: str = "cpu") 
 
     def measure(facts: Sequence[Fact]) -> FactSetBits:
         losses = value_losses(logits_fn, facts, device=device)
+        # max(0, H - NaN) is 0 in Python: a model whose losses are not finite would read as storing nothing
+        require(all(math.isfinite(x) for x in losses), "the model's losses on the facts are not finite (NaN or "
+                "infinite weights: a run that diverged stores no measurable bits); try an earlier checkpoint")
         return {**stored_bits(losses, [f.relation for f in facts], bank.spec.bits_per_fact),
                 "mean_value_loss_nats": sum(losses) / len(losses)}
 

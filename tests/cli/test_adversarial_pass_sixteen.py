@@ -662,8 +662,12 @@ def test_a_hand_edited_sweep_record_is_one_line_and_no_change(tmp_path, monkeypa
         (lambda s: s["base"]["model"].__setitem__("ffn", {"kind": "gelu"}), True),
         (lambda s: s.__setitem__("scales", [{"name": "x", "model": {}}]), None),
         (lambda s: s["arms"][1].pop("ffn"), False),
+        # noted by the pass and mended since: where the corpus cache lives, and a base seed every run's
+        # own seed replaces, are no part of what is trained (runconfig.LOCATION_KEYS; arm_config's seed)
+        (lambda s: s["base"]["data"].__setitem__("cache_dir", "elsewhere"), True),
+        (lambda s: s["base"]["train"].__setitem__("seed", 7), True),
     ],
-    ids=["base-ffn-overridden", "scale", "arm-without-ffn"],
+    ids=["base-ffn-overridden", "scale", "arm-without-ffn", "cache-dir", "base-seed"],
 )
 def test_a_sweep_spec_is_compared_by_the_runs_it_resolves_to(tmp_path, monkeypatch, edit, same):
     # oracle: the run configs the specs resolve to (arm_config merges each arm's ffn over the base's):

@@ -81,8 +81,9 @@ def _as_trained(spec: object) -> object:
     read as :func:`ffnlab.experiments.sweep.spec.saved_spec` reads it, each scale's sweep by
     :func:`~ffnlab.experiments.sweep.spec.at_scale` and each arm's config by
     :func:`~ffnlab.experiments.sweep.spec.arm_config` (one seed for all: every run's seed is the spec's
-    ``seeds``, compared as they are). ``rope_theta: 1e4`` and ``1.0e+4``, ``norm_eps: '0.00001'`` and
-    ``1e-05`` are the same sweep; what resolves to another run is not. A spec whose parts do not
+    ``seeds``, compared as they are) without :data:`ffnlab.training.runconfig.LOCATION_KEYS`.
+    ``rope_theta: 1e4`` and ``1.0e+4``, ``norm_eps: '0.00001'`` and ``1e-05``, another
+    ``data.cache_dir`` are the same sweep; what resolves to another run is not. A spec whose parts do not
     resolve (a record written by hand) is returned as it is."""
     if not isinstance(spec, dict):
         return spec
@@ -98,7 +99,8 @@ def _as_trained(spec: object) -> object:
     try:
         parsed = saved_spec(spec)  # type: ignore[arg-type]
         cells = [at_scale(parsed, scale) for scale in parsed.scales] or [parsed]
-        configs = [arm_config(cell, arm, 0).to_dict() for cell in cells for arm in cell.arms]
+        configs = [runconfig.without_locations(dict(arm_config(cell, arm, 0).to_dict()))
+                   for cell in cells for arm in cell.arms]  # where files live is no part of what is trained
     except (FfnlabError, TypeError, ValueError, KeyError):  # a scale's model.ffn no mapping, a field unread
         return spec
     return {**spec, "base": None, "configs": configs,

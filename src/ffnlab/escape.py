@@ -40,12 +40,14 @@ from typing import Any
 
 # C0 controls but tab and newline, DEL, C1 controls; the bidi embedding/override/isolate marks and
 # the line/paragraph separators reorder or break what a reader sees (CVE-2021-42574 "Trojan Source");
+# the zero-width space, word joiner and byte-order mark show nothing at all (``wiki<U+200B>text`` reads
+# as wikitext), so a name holding one is shown with it as an escape;
 # lone surrogates: a file or folder name of bytes that are not UTF-8 (Python's surrogateescape,
 # ``$'\xfd'``), which no UTF-8 stream can print: shown as the byte they stand for (``\xfd``)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                      "\ud800-\udfff]")
-_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                               "\ud800-\udfff]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+                      "\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
+_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+                               "\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
 _LINE_BREAKS = re.compile("\r\n|[\r\n\t\u2028\u2029]")
 _MARKDOWN_SYNTAX = re.compile(r"([\\`|\[\]])")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -26,11 +26,13 @@ HOSTILE = [
     "\x1b[31mred\x1b[0m \x1b]8;;http://127.0.0.1/\x07link\x1b]8;;\x07",
     "bell\x07 backspace\x08 nul\x00 c1\x9b",
     "rtl \u202eexe.txt",
+    "wiki\u200btext \ufeffbom \u2060joined",
     "[link=mailto:a@b]mail[/link] [/nope] [bold]x",
     "=HYPERLINK(\"http://127.0.0.1\",\"x\")",
     "&lt;b&gt; &amp; entity",
 ]
-CONTROLS = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]] + ["\u202e", "\u2066"]
+CONTROLS = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]] + ["\u202e", "\u2066",
+                                                                                           "\u200b", "\u2060", "\ufeff"]
 
 
 def _visible(text: str) -> str:
@@ -149,7 +151,8 @@ def test_terminal_keeps_newlines_unless_one_line():
 # ---------------------------------------------------------------- shell
 
 SHELL_WORDS = ["r\x85x", "run\x9b2J", "nb\xa0sp", "r\udcfdx", "r\udc85\x85x", "a\nb", "t\tab", "ls\u2028p",
-               "it's \\x41 \x1b[31m", "\u061c\u200e-x", "\u00e9t\u00e9", "$HOME`id`", "-", "--help", "~/x"]
+               "it's \\x41 \x1b[31m", "\u061c\u200e-x", "wiki\u200btext", "\ufeffx\u2060", "\u00e9t\u00e9", "$HOME`id`",
+               "-", "--help", "~/x"]
 
 
 @pytest.mark.parametrize("locale", ["C.UTF-8", "C"])

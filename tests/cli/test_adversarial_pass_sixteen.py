@@ -740,6 +740,18 @@ def test_a_probe_of_a_run_whose_weights_are_not_finite_is_one_line(trained, tmp_
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("fill", [float("nan"), float("-inf")], ids=["nan", "minus-inf"])
+def test_an_export_of_a_run_whose_weights_are_not_finite_is_refused(trained, tmp_path, fill):
+    # noted by the pass (exit 0, a model folder written) and mended: refused as generate refuses the same
+    # weights, no --hf folder made; the run's earlier checkpoint, whose weights are finite, still exports
+    _diverged(trained, tmp_path, fill)
+    before = snapshot(tmp_path)
+    assert "step-0000004" in assert_refused(cli("export", "run", "--hf", "hf", where=tmp_path), "not finite")
+    assert snapshot(tmp_path) == before
+    r = cli("export", "run", "--hf", "hf", "--checkpoint", "step-0000002", where=tmp_path)
+    assert r.code == 0 and (tmp_path / "hf" / "config.json").is_file(), r.stderr[-500:]
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -660,6 +660,11 @@ def export_run(run_dir: str | Path, out_dir: str | Path, checkpoint: str | None 
 
     run = Path(run_dir)
     model, state = load_run_checkpoint(run, checkpoint)
+    # weights that are not finite give no text (generate and perplexity refuse them): not written as a model
+    weights = model.state_dict().items()
+    bad = next((name for name, t in weights if t.is_floating_point() and not bool(t.isfinite().all())), None)
+    require(bad is None, f"{state.path.name} of {run} holds weights that are not finite (NaN or infinity, {bad}): "
+                         "the run diverged; export an earlier --checkpoint")
     cfg: ModelConfig = model.cfg  # type: ignore[assignment]
     layout, _, config = model_files(model)  # refused here, before the tokenizer is looked for
     prepared = state.files.prepared_data

@@ -146,8 +146,17 @@ def user_path_text(value: str) -> str:
     return str(_expanded(value)) if str(value).startswith("~") else value
 
 
+def named_text(value: str) -> str:
+    """The ``parser`` of an option naming a file or a Hub id that its loader reads as written
+    (``--dataset``: ``~`` expanded there, the error naming it as given): an empty name refused, as
+    :func:`user_path` refuses it."""
+    _named(value)
+    return value
+
+
 user_path.__name__ = "path"  # the type help shows: <path>, as typer's own Path type
 user_path_text.__name__ = "str"  # <str>, as before
+named_text.__name__ = "str"
 
 ENGINE_CONFIG_OPTION = typer.Option(None, "--engine-config", parser=user_path_text,
                                     help="A trainer's launch config whose settings "

@@ -21,13 +21,13 @@ from ffnlab.cli.app import (
     check_format,
     check_ints,
     counted,
-    user_path_text,
+    named_text,
 )
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import Column, decimals
 from ffnlab.validation import choice
 
-DATASET_OPTION = typer.Option(None, "--dataset", parser=user_path_text, help=(
+DATASET_OPTION = typer.Option(None, "--dataset", parser=named_text, help=(
     "Test documents: a Hub dataset id (downloaded when named) or a local file (.raw/.txt in WikiText's "
     "format, or .jsonl/.json/.parquet/.csv with a 'page' column). Default: "
     "EleutherAI/wikitext_document_level, wikitext-103-raw-v1, test (read from the HF cache; downloaded "

@@ -740,6 +740,39 @@ def test_a_probe_of_a_run_whose_weights_are_not_finite_is_one_line(trained, tmp_
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["latest", "named"])
+def test_an_export_whose_latest_checkpoint_a_running_trainer_replaces_reads_the_newer(
+    trained, tmp_path, monkeypatch, named
+):
+    # noted by the pass ("is incomplete", 30 of 76 tries while keep_last ran): the latest checkpoint is
+    # removed while it is read, a newer one having been written. Simulated: the first read of
+    # step-0000004 moves it to step-0000006 (the trainer's rename and delete in one). Not named, the
+    # newer one is read (oracle: the same weights' export, byte for byte); named, the line names it
+    run = copy_run(trained, tmp_path)
+    assert cli("export", "run", "--hf", "plain", where=tmp_path).code == 0
+    from ffnlab.training import checkpoint as ckpt_module
+
+    real = ckpt_module.check_shapes
+    moved: list[str] = []
+
+    def replaced_meanwhile(path, model, who):  # noqa: ANN001, ANN202
+        if not moved:
+            moved.append(path.name)
+            (run / "checkpoints" / "step-0000004").rename(run / "checkpoints" / "step-0000006")
+        return real(path, model, who)
+
+    monkeypatch.setattr(ckpt_module, "check_shapes", replaced_meanwhile)
+    args = ["--checkpoint", "step-0000004"] if named else []
+    r = cli("export", "run", "--hf", "hf", *args, where=tmp_path)
+    if named:
+        assert "step-0000004" in assert_refused(r) and not (tmp_path / "hf").exists()
+        return
+    assert r.code == 0 and "from step-0000006" in r.stdout, (r.stdout, r.stderr[-500:])
+    assert moved == ["step-0000004"]
+    weights = [(tmp_path / d / "model.safetensors").read_bytes() for d in ("hf", "plain")]
+    assert weights[0] == weights[1]
+
+
 @pytest.mark.parametrize("fill", [float("nan"), float("-inf")], ids=["nan", "minus-inf"])
 def test_an_export_of_a_run_whose_weights_are_not_finite_is_refused(trained, tmp_path, fill):
     # noted by the pass (exit 0, a model folder written) and mended: refused as generate refuses the same

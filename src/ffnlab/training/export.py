@@ -579,10 +579,19 @@ class RunCheckpoint:
     files: RunModelFile  # the run's model.json, checked (its prepared corpus names the BPE tokenizer)
 
 
+LATEST_TRIES = 5  # a run training now may replace its latest checkpoint while it is read: read the newer one
+
+
 def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> tuple[torch.nn.Module, RunCheckpoint]:
     """:func:`load_run_model` and the checkpoint it loaded (step, tokens, path, the run's config)."""
     from ffnlab.training import runconfig
-    from ffnlab.training.checkpoint import check_shapes, checkpoint_dirs, latest_checkpoint, load_checkpoint
+    from ffnlab.training.checkpoint import (
+        CheckpointState,
+        check_shapes,
+        checkpoint_dirs,
+        latest_checkpoint,
+        load_checkpoint,
+    )
     from ffnlab.training.memory import check_fits
     from ffnlab.training.nn import build_model
     from ffnlab.training.runfiles import check_build, check_run_model, read_run_model
@@ -605,15 +614,32 @@ def load_run_checkpoint(run_dir: str | Path, checkpoint: str | None = None) -> t
     def build() -> torch.nn.Module:
         return build_model(mcfg, seed=None, max_seq_len=cfg.train.seq_len, **runconfig.build_settings(cfg))
 
-    with torch.device("meta"):  # shapes only: model.json's model is built for real once the checkpoint holds it
-        check_shapes(ckpt, build(), f"the model of {files.path}")
-    # and before any weight is allocated, model.json against the run's own config.yaml, which the
-    # shapes cannot always tell apart (n_heads of the same width)
-    check_run_model(files, cfg, run / "config.yaml")
-    model = build()
-    state = load_checkpoint(ckpt, model, None)
-    # and the checkpoint's own record of its build settings: its weights were trained with those
-    check_build(ckpt / "state.json", state.get("build"), cfg, run / "config.yaml")
+    def load(ckpt: Path) -> tuple[torch.nn.Module, CheckpointState]:
+        with torch.device("meta"):  # shapes only: model.json's model is built for real once the checkpoint holds it
+            check_shapes(ckpt, build(), f"the model of {files.path}")
+        # and before any weight is allocated, model.json against the run's own config.yaml, which the
+        # shapes cannot always tell apart (n_heads of the same width)
+        check_run_model(files, cfg, run / "config.yaml")
+        model = build()
+        state = load_checkpoint(ckpt, model, None)
+        # and the checkpoint's own record of its build settings: its weights were trained with those
+        check_build(ckpt / "state.json", state.get("build"), cfg, run / "config.yaml")
+        return model, state
+
+    for _ in range(LATEST_TRIES):
+        try:
+            model, state = load(ckpt)
+            break
+        except FfnlabError:
+            # the latest checkpoint, not named, removed while it was read by the trainer still running in
+            # the run (keep_last), which has written a newer one since: that one is the latest now
+            newer = None if checkpoint else latest_checkpoint(run)
+            if newer is None or newer == ckpt:
+                raise
+            ckpt = newer
+    else:
+        raise FfnlabError(f"{run}: its latest checkpoint was replaced {LATEST_TRIES} times while it was read; "
+                          "name one with --checkpoint, or try again once the run has stopped")
     return model.eval(), RunCheckpoint(step=int(state["step"]), tokens=state.get("tokens"), path=ckpt,
                                        max_steps=cfg.train.max_steps, config=cfg, files=files)
 

@@ -255,19 +255,22 @@ def _perplexity_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *argv: st
     return r, read
 
 
-@pytest.mark.xfail(strict=True, reason="H1: a packaged builder's name (text) reads the working folder's files")
+BUILTIN = "the datasets library reads"  # the start of the refusal for a builder's name or a bucket
+
+
 def test_a_dataset_named_text_is_not_read_from_the_working_folder(tmp_path, monkeypatch):
-    # oracle: the folder's own notes.txt, which the user never named; the Hub's "text" is not in the
-    # (empty) HF cache and the machine is offline, so no document can be read: refused in one line
+    # H1, mended: oracle: the folder's own notes.txt, which the user never named; the Hub's "text" is
+    # not in the (empty) HF cache and the machine is offline, so no document can be read: refused in
+    # one line, naming the library's built-in loader, before any document is read
     (tmp_path / "here").mkdir()
     (tmp_path / "here" / "notes.txt").write_text(" = Private = \n\n my private notes are here \n")
     r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", "text", "--split", "train")
-    assert not read, read  # today: read, as dataset "text:train"
+    assert not read, read  # before the mend: read, as dataset "text:train"
     assert not isinstance(r, Exception), r
-    assert_refused(r)
+    line = assert_refused(r, f"--dataset text: {BUILTIN} 'text' as its built-in 'text' loader")
+    assert "org/name" in line and "./" in line, line  # what to give instead
 
 
-@pytest.mark.xfail(strict=True, reason="H1: a packaged builder's name ends in the library's traceback")
 @pytest.mark.parametrize(
     "name, file, text",
     [("text", "notes.txt", " = P = \n\n notes \n"), ("json", "x.json", '{"text": " = J = \\n\\n a page \\n"}\n')],
@@ -277,18 +280,148 @@ def test_a_dataset_named_as_a_packaged_builder_is_one_line(tmp_path, monkeypatch
     (tmp_path / "here").mkdir()
     (tmp_path / "here" / file).write_text(text)
     r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", name)
-    assert not isinstance(r, Exception), repr(r)  # today: ValueError / DatasetGenerationError
-    assert_refused(r)
+    assert not isinstance(r, Exception), repr(r)  # before the mend: ValueError / DatasetGenerationError
+    assert_refused(r, f"{BUILTIN} {name!r} as its built-in {name!r} loader")
     assert not read
 
 
-@pytest.mark.xfail(strict=True, reason="H2: --dataset buckets/x, a Hub id, read as a storage bucket: traceback")
+def _installed_builders() -> list[str]:
+    """The oracle: the installed datasets library's own table of packaged builders, each of whose
+    names ``load_dataset`` takes as that builder before it asks the Hub (datasets 5.2.0, load.py
+    line 1049)."""
+    from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+    return sorted(_PACKAGED_DATASETS_MODULES)
+
+
+def test_every_packaged_builder_name_of_the_installed_datasets_is_refused(tmp_path, monkeypatch):
+    # H1's second input: every name in the library's table (27 in datasets 5.2.0), not only the
+    # pass's, beside a notes.txt and an x.json the library would read; none is read, each one line
+    names = _installed_builders()
+    assert len(names) >= 20 and {"text", "json", "csv", "parquet", "xml"} <= set(names), names
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "notes.txt").write_text(" = P = \n\n notes \n")
+    (tmp_path / "here" / "x.json").write_text('{"text": " = J = \\n\\n a page \\n"}\n')
+    for name in names:
+        r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", name)
+        assert not isinstance(r, Exception), (name, repr(r))
+        assert_refused(r, f"--dataset {name}: {BUILTIN} {name!r} as its built-in {name!r} loader")
+        assert not read, (name, read)
+
+
+def test_the_recorded_builder_names_are_the_installed_librarys():
+    # the names kept as data (datasets 5.2.0's table) against the library installed: equal where it
+    # is 5.2.0; the refusal reads the installed table as well, so a newer one's names are refused too
+    import datasets
+
+    from ffnlab.training.hub_datasets import BUILDERS_5_2_0, packaged_builders
+
+    assert set(_installed_builders()) <= packaged_builders() and set(BUILDERS_5_2_0) <= packaged_builders()
+    if datasets.__version__ == "5.2.0":
+        assert sorted(BUILDERS_5_2_0) == _installed_builders()
+
+
+TINY_TRAIN_YAML = (
+    "model: {d_model: 32, n_layers: 1, n_heads: 2}\n"
+    "data: {corpus: c.txt, tokenizer: byte, cache_dir: cache}\n"
+    "train: {seq_len: 32, batch_size: 4, max_steps: 1, tensorboard: false, progress: 'off', "
+    "threads: 1}\n"
+)
+
+
+def _corpus_refused(where: Path, corpus: str, fragment: str) -> str:
+    """``train t.yaml --corpus CORPUS --out run`` in ``where`` (HF_HUB_OFFLINE set by the caller)
+    beside a notes.txt: refused in one line holding ``fragment``, no run folder, nothing changed."""
+    write_corpus(where)
+    (where / "notes.txt").write_text("my private notes are here\n" * 50)
+    (where / "t.yaml").write_text(TINY_TRAIN_YAML)
+    before = snapshot(where)
+    line = assert_refused(cli("train", "t.yaml", "--corpus", corpus, "--out", "run", where=where), fragment)
+    assert snapshot(where) == before and not (where / "run").exists()
+    return line
+
+
+@pytest.mark.parametrize("name", ["text", "json", "csv", "parquet"])
+def test_a_training_corpus_named_as_a_packaged_builder_is_refused_and_no_run_is_made(tmp_path, monkeypatch, name):
+    # H1 for --corpus hf:NAME (the pass noted hf:text trained, exit 0, on the folder's .txt files):
+    # refused in one line, no run folder, nothing here changed
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    line = _corpus_refused(tmp_path, f"hf:{name}", f"corpus hf:{name}: {BUILTIN} {name!r} as its built-in {name!r}")
+    assert "hf:org/name" in line, line
+
+
+def test_a_probe_corpus_named_as_a_packaged_builder_is_refused_before_the_model(tmp_path, monkeypatch):
+    # probe --corpus hf:text: the same home's line, before the model is opened (no such model here)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    (tmp_path / "notes.txt").write_text("my private notes are here\n" * 50)
+    line = assert_refused(
+        cli("probe", "nomodel", "--corpus", "hf:text", where=tmp_path),
+        f"corpus hf:text: {BUILTIN} 'text' as its built-in 'text' loader",
+    )
+    assert "nomodel" not in line and not (tmp_path / "probes").exists(), line
+
+
+@pytest.mark.parametrize(
+    "name", ["org/name", "Text", "text2", "texts", "text/x", "my-org/json", "buckets", "bucketsx/y", "xbuckets/y"]
+)
+def test_hub_id_like_names_still_go_to_the_hub(tmp_path, monkeypatch, name):
+    # the refusal's edge: names beside the builders' and the bucket prefix, which the library sends to
+    # the Hub; offline with an empty HF cache they are looked for there and said missing (not refused
+    # as a builder or a bucket), and nothing is read
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "notes.txt").write_text(" = P = \n\n notes \n")
+    r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", name)
+    assert not isinstance(r, Exception), repr(r)
+    line = assert_refused(
+        r, f"cannot load Hugging Face dataset '{name}': HF_HUB_OFFLINE is set and it is not in the HF cache"
+    )
+    assert BUILTIN not in line and not read, line
+
+
+def test_a_library_error_offline_is_one_line(tmp_path, monkeypatch):
+    # the offline path wraps what the library raises (before the mend: passed on, a traceback for a
+    # ValueError); oracle: datasets' own "Unknown split" error, raised by a stand-in load_dataset
+    import datasets
+
+    def unknown_split(*a, **kw):  # noqa: ANN002, ANN003, ANN202
+        raise ValueError("Unknown split \"test\". Should be one of ['train'].")
+
+    monkeypatch.setattr(datasets, "load_dataset", unknown_split)
+    (tmp_path / "here").mkdir()
+    r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", "org/name")
+    assert not isinstance(r, Exception), repr(r)
+    assert_refused(r, "cannot load Hugging Face dataset 'org/name': Unknown split \"test\"")
+    assert not read
+
+
 def test_a_dataset_in_a_namespace_called_buckets_is_one_line(tmp_path, monkeypatch):
     (tmp_path / "here").mkdir()
     r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", "buckets/x")
-    assert not isinstance(r, Exception), repr(r)  # today: ValueError: not enough values to unpack
-    assert_refused(r)
+    assert not isinstance(r, Exception), repr(r)  # before the mend: ValueError: not enough values to unpack
+    assert_refused(r, f"--dataset buckets/x: {BUILTIN} a name beginning 'buckets/' as a Hugging Face storage bucket")
     assert not read
+
+
+@pytest.mark.parametrize("name", ["buckets/my-data", "buckets/buckets", "buckets/text", "buckets/_"])
+def test_other_names_in_a_namespace_called_buckets_are_refused_everywhere(tmp_path, monkeypatch, name):
+    # H2's second input: other buckets/ names (each a Hub id by the Hub's rule), by perplexity, by a
+    # training corpus, and by load_hub_dataset itself (the home both use), online or not
+    import datasets
+
+    from ffnlab.errors import FfnlabError
+    from ffnlab.training.hub_datasets import load_hub_dataset
+
+    (tmp_path / "here").mkdir()
+    r, read = _perplexity_reads(tmp_path, monkeypatch, "--dataset", name)
+    assert not isinstance(r, Exception), repr(r)
+    assert_refused(r, f"--dataset {name}: {BUILTIN} a name beginning 'buckets/'")
+    assert not read
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _corpus_refused(tmp_path / "here", f"hf:{name}", f"corpus hf:{name}: {BUILTIN} a name beginning 'buckets/'")
+    for offline in (True, False):  # refused before any request, so never online
+        monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", offline)
+        with pytest.raises(FfnlabError, match="storage bucket"):
+            load_hub_dataset(name, None, hub_only=True)
 
 
 @pytest.mark.parametrize(

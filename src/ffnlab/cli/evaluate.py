@@ -46,6 +46,8 @@ PROGRESS_OPTION = typer.Option("auto", "--progress", help="auto, bar, lines or o
 CACHE_OPTION = typer.Option(True, "--cache/--no-cache", help="Reuse and keep results per model revision, dataset "
                             "and settings (~/.cache/ffnlab/perplexity, or $FFNLAB_CACHE).")
 
+DATASET_INSTEAD = "a file path like ./notes.txt, or a Hub dataset id org/name"  # for a name datasets misreads
+
 PPL_COLS = [
     Column("model", "model", justify="left"),
     Column("word_perplexity", "word ppl", lambda x: decimals(x, 2)),
@@ -72,12 +74,17 @@ def _documents(dataset: str | None, config: str | None, split: str, limit: int |
         return wikitext.load_documents(None, config or wikitext.DEFAULT_CONFIG, split, limit)
     import datasets
 
+    from ffnlab.training.hub_datasets import OfflineDatasetError
+
     was = datasets.config.HF_HUB_OFFLINE
     datasets.config.HF_HUB_OFFLINE = True  # not named: never downloaded
     try:
         return wikitext.load_documents(None, config or wikitext.DEFAULT_CONFIG, split, limit)
-    except FfnlabError:
-        raise
+    except FfnlabError as e:
+        if not (isinstance(e, OfflineDatasetError) and e.missing):
+            raise
+        raise FfnlabError(f"{wikitext.DEFAULT_DATASET} is not in the Hugging Face cache and was not named; "
+                          f"name it to download it: --dataset {wikitext.DEFAULT_DATASET} ({e.kind})") from None
     except Exception as e:  # noqa: BLE001 - datasets raises many kinds for "not in the cache"
         raise FfnlabError(f"{wikitext.DEFAULT_DATASET} is not in the Hugging Face cache and was not named; "
                           f"name it to download it: --dataset {wikitext.DEFAULT_DATASET} ({type(e).__name__})") from e
@@ -106,8 +113,11 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
 
     if cache:  # a cache folder it cannot write is said now, not after the measurement
         P.cache_folder()
+    from ffnlab.training.hub_datasets import check_hub_dataset_name
     from ffnlab.training.wikitext import is_local
 
+    if dataset and not is_local(dataset):  # a name datasets reads as its own loader or a bucket: said now
+        check_hub_dataset_name(dataset, f"--dataset {dataset}", DATASET_INSTEAD)
     hub_named = any(hub_id(m) is not None and not os.path.exists(m) for m in models)
     # a local file is read first (a bad one is said in a second, before a model loads); a Hub
     # dataset after the first model, so a wrong model is named before any download

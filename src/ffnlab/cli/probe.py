@@ -96,6 +96,7 @@ def probe(
     from ffnlab.errors import require
     from ffnlab.experiments.reporting.probe import write
     from ffnlab.netwait import set_timeout
+    from ffnlab.training.corpus.sources import resolve_source
     from ffnlab.training.probe import corpus_tokens, open_model
     from ffnlab.training.probe import probe as run_probe
 
@@ -105,6 +106,7 @@ def probe(
     source, name = _model_folder(model)
     folder = out or Path("probes") / name
     replacing = check_probe_folder(folder, overwrite)  # before the model is loaded and run
+    resolve_source(corpus)  # a corpus no source can be (hf:text, a datasets builder's name): said before the model
     probed = open_model(source)
     ids = corpus_tokens(probed, corpus, split, tokens)
     result = run_probe(probed, ids, layers=chosen, units=units, examples=examples,

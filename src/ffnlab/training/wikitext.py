@@ -131,7 +131,10 @@ def is_local(dataset: str) -> bool:
     (``name`` or ``org/name``): one that exists, one that no Hub id can be (:func:`is_hub_id`: ``./x``,
     ``/x``, ``~/x``, ``a/b/c``, ``mydir/``, ``my data``, ``C:\\corpus``) or one ending in a local
     file type (:data:`LOCAL_BUILDERS`), so a file that is not there is said so, before any model
-    loads, not looked for on the Hub."""
+    loads, not looked for on the Hub. A name that is not local is a Hub id only by the Hub's rule:
+    one the datasets library reads as its own packaged loader or a bucket (``text``, ``json``,
+    ``buckets/x``) is refused before any model loads
+    (:func:`ffnlab.training.hub_datasets.check_hub_dataset_name`), never passed on as a Hub id."""
     if expand_user(dataset).exists():
         return True
     return not is_hub_id(dataset) or os.path.splitext(dataset)[1].lower() in LOCAL_BUILDERS

@@ -313,6 +313,11 @@ def _hf_source(name: str, config: str | None, column: str) -> Source:
         require(is_hub_id(name), f"corpus {show(HF_PREFIX + name)}: no folder {show(name)} is here and no Hub "
                                  "dataset id can be that (name or org/name: letters, digits, '-', '_', "
                                  "'.', no '--' or '..', 96 characters at most each)")
+        from ffnlab.training.hub_datasets import check_hub_dataset_name
+
+        # a name datasets reads as its own loader (hf:text: this folder's .txt files) or a bucket
+        check_hub_dataset_name(name, f"corpus {HF_PREFIX + name}", "a file or folder path like ./notes.txt as the "
+                               "corpus, or a Hub dataset id hf:org/name")
     spec = HF_PREFIX + name + (f":{config}" if config else "")
     return Source(spec, "hf", None, _hf_loader(name, config, column))
 

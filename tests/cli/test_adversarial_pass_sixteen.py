@@ -201,7 +201,9 @@ from types import SimpleNamespace
 import pytest
 from adversarial_cli import (
     copy_run,
+    ffnlab_process,
     interrupted_train,
+    one_error_line,
     strict_json,
     tiny_sweep_spec,
     train_facts_run,
@@ -521,32 +523,81 @@ def measured(trained, tmp_path_factory) -> tuple[Path, Path, float]:
     return where, record, strict_json(r.stdout)[0]["word_perplexity"]
 
 
-@pytest.mark.xfail(strict=True, reason="H5: a cached figure of another type is printed, or ends in a traceback")
-@pytest.mark.parametrize("value", ['"x"', "[1]", "-5"], ids=["text", "list", "negative"])
-def test_a_perplexity_cache_record_of_another_type_is_not_the_answer(measured, tmp_path, monkeypatch, value):
-    # oracle: the measure itself (the first run's figure); a record no measure could write is measured
-    # again, as one with NaN is (perplexity.read_cache), or refused in one line
-    import re
+def _tampered_cache(measured: tuple[Path, Path, float], tmp_path: Path, field: str, value: str | None) -> Path:
+    """A cache of its own under ``tmp_path`` holding the measured record with ``field`` set to the JSON
+    text ``value`` (None: the record as measured), d.txt and a link e1 beside it; the record's path."""
     import shutil
 
-    where, record, word_ppl = measured
+    where, record, _ = measured
     cache = tmp_path / "fcache" / "perplexity"
     cache.mkdir(parents=True)
-    text = record.read_text()
-    tampered, n = re.subn(r'("word_perplexity": )[^,\n]+', lambda m: m.group(1) + value, text)
-    assert n == 1
-    (cache / record.name).write_text(tampered)
+    found = json.loads(record.read_text())
+    if value is not None:
+        assert field in found
+        found[field] = json.loads(value)
+    (cache / record.name).write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")  # as write_cache writes
     shutil.copy(where / "d.txt", tmp_path / "d.txt")
     (tmp_path / "e1").symlink_to(where / "e1")
+    return cache / record.name
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("word_perplexity", '"x"'),
+        ("word_perplexity", "[1]"),
+        ("word_perplexity", "-5"),
+        ("word_perplexity", "-5.0"),  # a float: the type right, the range not
+        ("word_perplexity", "0.5"),  # below 1: exp of a sum of -log p is never
+        ("word_perplexity", "true"),
+        ("word_perplexity", "null"),  # the other documents figures still there
+        ("word_perplexity", "1e308"),  # a float >= 1, not the byte and token perplexities' log-likelihood
+        ("bits_per_byte", "-0.5"),
+        ("tokens", "0"),
+        ("tokens", "2.5"),
+        ("documents", "true"),
+        ("context", "7"),  # another context than the one measured at (the cache key's own)
+        ("dataset", "1"),
+        ("protocol", "null"),
+    ],
+    ids=lambda v: v.strip('"'),
+)
+def test_a_perplexity_cache_record_no_measure_writes_is_measured_again(measured, tmp_path, monkeypatch, field, value):
+    # oracle: the measure itself (the first run's figure and record); a record no measure could write is
+    # measured again, as one holding NaN is (perplexity.read_cache), and the cache rewritten with the measure
+    where, record, word_ppl = measured
+    kept = _tampered_cache(measured, tmp_path, field, value)
     monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "fcache"))
     try:
-        r = cli("perplexity", "e1", "--dataset", "d.txt", "--progress", "off", where=tmp_path)
-    except Exception as e:  # noqa: BLE001 - the traceback a user sees (ValueError, TypeError)
+        r = cli("perplexity", "e1", "--dataset", "d.txt", "--json", "--progress", "off", where=tmp_path)
+    except Exception as e:  # noqa: BLE001 - the traceback a user saw ("x": ValueError, [1]: TypeError)
         pytest.fail(f"traceback: {e!r}")
-    if r.code == 2:
-        assert_refused(r)
-    else:
-        assert r.code == 0 and f"{word_ppl:.2f}" in r.stdout, (r.code, r.stdout[-800:])  # today: -5.00
+    assert r.code == 0, (r.code, r.stdout[-800:], r.stderr[-800:])
+    (row,) = strict_json(r.stdout)
+    assert row["cached"] is False and row["word_perplexity"] == word_ppl, row  # was: "x", -5 as the answer
+    assert json.loads(kept.read_text()) == json.loads(record.read_text())  # the measure replaced it
+
+
+@pytest.mark.parametrize("value", ['"x"', "-5"], ids=["text", "negative"])
+def test_the_table_of_a_tampered_perplexity_record_prints_the_measure(measured, tmp_path, monkeypatch, value):
+    # oracle: the first run's figure; the table (render.py's f"{:.2f}") printed -5.00 or ended in a traceback
+    *_, word_ppl = measured
+    _tampered_cache(measured, tmp_path, "word_perplexity", value)
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "fcache"))
+    r = cli("perplexity", "e1", "--dataset", "d.txt", "--progress", "off", where=tmp_path)
+    assert r.code == 0 and f"{word_ppl:.2f}" in r.stdout and "-5.00" not in r.stdout, (r.code, r.stdout[-800:])
+    assert "(cached)" not in r.stdout + r.stderr
+
+
+def test_a_perplexity_cache_record_as_measured_is_still_the_answer(measured, tmp_path, monkeypatch):
+    # the control: the checks above refuse no record a measure writes (the first run's, untouched)
+    *_, word_ppl = measured
+    _tampered_cache(measured, tmp_path, "word_perplexity", None)
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "fcache"))
+    r = cli("perplexity", "e1", "--dataset", "d.txt", "--json", "--progress", "off", where=tmp_path)
+    assert r.code == 0, r.stderr[-800:]
+    (row,) = strict_json(r.stdout)
+    assert row["cached"] is True and row["word_perplexity"] == word_ppl, row
 
 
 # -- H6: a local model folder whose weights are a pickle torch refuses ----------------------------------------
@@ -562,9 +613,21 @@ class _Touch:
         return (Path.touch, (self.path,))
 
 
-def _pickled_model(measured: tuple[Path, Path, float], tmp_path: Path) -> Path:
+class _System:
+    """A pickle whose loading would run ``touch path`` in a shell (the pass's "would run a command")."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):  # noqa: ANN204
+        import shlex
+
+        return (os.system, (f"touch {shlex.quote(str(self.path))}",))
+
+
+def _pickled_model(measured: tuple[Path, Path, float], tmp_path: Path, payload: type = _Touch) -> Path:
     """A model folder ``tmp_path/m``: e1's config and tokenizer, its weights a pytorch_model.bin holding
-    a :class:`_Touch` of ``tmp_path/PAYLOAD_RAN`` (no model.safetensors); d.txt beside it."""
+    a ``payload`` of ``tmp_path/PAYLOAD_RAN`` (no model.safetensors); d.txt beside it."""
     import pickle
     import shutil
 
@@ -574,58 +637,118 @@ def _pickled_model(measured: tuple[Path, Path, float], tmp_path: Path) -> Path:
     for f in (where / "e1").iterdir():
         if f.name != "model.safetensors":
             shutil.copy(f, folder / f.name)
-    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(_Touch(tmp_path / "PAYLOAD_RAN")))
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(payload(tmp_path / "PAYLOAD_RAN")))
     shutil.copy(where / "d.txt", tmp_path / "d.txt")
     return folder
 
 
-@pytest.mark.xfail(strict=True, reason="H6: perplexity of a folder whose .bin torch refuses ends in a traceback")
-def test_perplexity_of_a_folder_with_a_pickle_for_weights_is_one_line(measured, tmp_path):
-    _pickled_model(measured, tmp_path)
+@pytest.mark.parametrize("payload", [_Touch, _System], ids=["path-touch", "os-system"])
+def test_perplexity_of_a_folder_with_a_pickle_for_weights_is_one_line(measured, tmp_path, payload):
+    # oracle: torch's own weights-only loader refuses the file (asked directly below), and probe's line
+    import torch
+
+    folder = _pickled_model(measured, tmp_path, payload)
+    with pytest.raises(Exception, match="Weights only load failed"):
+        torch.load(folder / "pytorch_model.bin", weights_only=True)
     try:
         r = cli("perplexity", "m", "--dataset", "d.txt", "--no-cache", "--progress", "off", where=tmp_path)
-    except Exception as e:  # noqa: BLE001 - the traceback a user sees
-        pytest.fail(f"traceback: {e!r}")  # today: UnpicklingError ("Weights only load failed ...")
-    assert_refused(r)
+    except Exception as e:  # noqa: BLE001 - the traceback a user saw (UnpicklingError, 18 lines, exit 1)
+        pytest.fail(f"traceback: {e!r}")
+    line = assert_refused(r, "cannot load a causal LM from ")
+    assert "Weights only load failed" in line and line.startswith("error: cannot load a causal LM from m: "), line
+    probe_line = assert_refused(cli("probe", "m", "--tokens", "32", where=tmp_path), "cannot load a causal LM")
+    assert probe_line.split(": ", 2)[2] == line.split(": ", 2)[2]  # the same reason, said by one loader
     assert not (tmp_path / "PAYLOAD_RAN").exists()
 
 
-def test_probe_of_a_folder_with_a_pickle_for_weights_runs_no_code_and_is_one_line(measured, tmp_path):
-    # kept: probe says it in one line; neither command ran the payload (torch's weights-only loader)
-    _pickled_model(measured, tmp_path)
-    assert_refused(cli("probe", "m", "--tokens", "32", where=tmp_path), "cannot load a causal LM")
-    import contextlib
+def test_perplexity_of_a_folder_with_a_tokenizer_it_cannot_read_is_one_line(measured, tmp_path):
+    # a second input of the loader's class: transformers' tokenizer loader raising on a broken
+    # tokenizer.json (the oracle: AutoTokenizer itself raises on it), no traceback
+    from transformers import AutoTokenizer
 
-    # perplexity: H6's traceback today (its strict xfail above), one line once mended; no payload either way
-    with contextlib.suppress(Exception):
-        cli("perplexity", "m", "--dataset", "d.txt", "--no-cache", "--progress", "off", where=tmp_path)
+    folder = _pickled_model(measured, tmp_path)
+    (folder / "pytorch_model.bin").unlink()
+    import shutil
+
+    shutil.copy(measured[0] / "e1" / "model.safetensors", folder / "model.safetensors")
+    (folder / "tokenizer.json").write_text('{"model": 5}')
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever the library raises for it
+        AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    r = cli("perplexity", "m", "--dataset", "d.txt", "--no-cache", "--progress", "off", where=tmp_path)
+    assert_refused(r, "cannot load the tokenizer in m: ")
+
+
+@pytest.mark.parametrize("payload", [_Touch, _System], ids=["path-touch", "os-system"])
+def test_probe_of_a_folder_with_a_pickle_for_weights_runs_no_code_and_is_one_line(measured, tmp_path, payload):
+    # kept: neither command runs the payload (torch's weights-only loader); each says it in one line, in a
+    # process of its own too, where torch's warning before it refuses ("Detected pickle protocol 4 in the
+    # checkpoint", two lines on stderr) came before probe's and perplexity's error line
+    _pickled_model(measured, tmp_path, payload)
+    assert_refused(cli("probe", "m", "--tokens", "32", where=tmp_path), "cannot load a causal LM")
+    assert_refused(cli("perplexity", "m", "--dataset", "d.txt", "--no-cache", "--progress", "off", where=tmp_path))
+    for argv in (["probe", "m", "--tokens", "32"], ["perplexity", "m", "--dataset", "d.txt", "--no-cache"]):
+        line = one_error_line(ffnlab_process(argv, tmp_path, FFNLAB_CACHE=str(tmp_path / "fcache")))
+        assert line.startswith("error: cannot load a causal LM from m: Weights only load failed"), line
     assert not (tmp_path / "PAYLOAD_RAN").exists()
 
 
 # -- H7: a zoo model's Hub id, named or given by table --measure, refused as no Hub id ---------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="H7: perplexity/table --measure refuse a zoo model's Hub id as 'nor a Hub id'")
 @pytest.mark.parametrize(
-    "argv",
+    ("argv", "hub"),
     [
-        ["perplexity", "openai-community/gpt2", "--progress", "off"],
-        ["table", "gpt2", "--measure", "--progress", "off"],
-        ["table", "falcon-7b", "--measure", "--progress", "off"],
-        ["probe", "openai-community/gpt2"],
+        (["perplexity", "openai-community/gpt2", "--progress", "off"], "openai-community/gpt2"),
+        (["table", "gpt2", "--measure", "--progress", "off"], "openai-community/gpt2"),
+        (["table", "falcon-7b", "--measure", "--progress", "off"], "tiiuae/falcon-7b"),
+        (["probe", "openai-community/gpt2"], "openai-community/gpt2"),
+        # second inputs: another zoo entry's alias, an alias given to table, one in other letter case (the
+        # zoo's names are), a pinned alias (a Hub id before too: the control)
+        (["perplexity", "EleutherAI/pythia-70m", "--dataset", "d.txt", "--progress", "off"], "EleutherAI/pythia-70m"),
+        (["table", "openai-community/gpt2-medium", "--measure", "--progress", "off"], "openai-community/gpt2-medium"),
+        (["probe", "tiiuae/falcon-7b"], "tiiuae/falcon-7b"),
+        (["perplexity", "OpenAI-Community/GPT2", "--progress", "off"], "OpenAI-Community/GPT2"),
+        (["perplexity", "facebook/opt-125m@main", "--progress", "off"], "facebook/opt-125m@main"),
     ],
-    ids=["perplexity-alias", "table-gpt2", "table-falcon", "probe-alias"],
+    ids=[
+        "perplexity-alias",
+        "table-gpt2",
+        "table-falcon",
+        "probe-alias",
+        "perplexity-pythia",
+        "table-alias",
+        "probe-falcon",
+        "perplexity-case",
+        "perplexity-pinned",
+    ],
 )
-def test_a_zoo_models_hub_id_is_looked_for_on_the_hub(tmp_path, monkeypatch, argv):
+def test_a_zoo_models_hub_id_is_looked_for_on_the_hub(tmp_path, monkeypatch, argv, hub):
     # oracle: the same command with a Hub id the zoo does not hold, offline with an empty HF cache, says
     # the cache has no config.json of it; README: "ffnlab table gpt2 ... falcon-7b --measure fills the
-    # measured column" (never possible today: the id is read as a local path)
+    # measured column" (never possible before: the id was read as a local path)
+    from huggingface_hub import constants
+
+    from ffnlab.sizing.zoo import find
+
+    assert find(hub.split("@")[0]).aliases  # a zoo entry's id, not an id the zoo does not hold
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    other = assert_refused(cli("perplexity", "someorg/somemodel", "--progress", "off", where=tmp_path))
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))  # empty, whatever is here
+    (tmp_path / "d.txt").write_text(" = A = \n\n some words \n")
+    twin = [argv[0], "someorg/somemodel", *argv[2:]]  # the same command with a Hub id the zoo does not hold
+    if argv[0] == "table":  # table --measure loads a model as perplexity does (table of someorg/... reads its config)
+        twin = ["perplexity", "someorg/somemodel", "--progress", "off"]
+    other = assert_refused(cli(*twin, where=tmp_path))
     assert "has no config.json of someorg/somemodel" in other, other
     line = assert_refused(cli(*argv, where=tmp_path))
-    assert "nor a Hub id" not in line, line  # today: "openai-community/gpt2: not a transformers folder
-    assert "has no config.json of " in line, line  # (no config.json) nor a Hub id org/name[@rev]"
+    assert "nor a Hub id" not in line and "is not a folder" not in line, line  # as the pass found them
+    assert line == other.replace("someorg/somemodel", hub), (line, other)
+
+
+def test_a_bare_zoo_name_is_still_no_hub_id_to_load(tmp_path, monkeypatch):
+    # a zoo name of no org/name form (gpt2) names no Hub repo: perplexity and probe read it as a path, as before
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert_refused(cli("perplexity", "gpt2", "--progress", "off", where=tmp_path), "not a transformers folder")
+    assert_refused(cli("probe", "gpt2", where=tmp_path), "is not a folder")
 
 
 # -- kept: printed commands with hard names -------------------------------------------------------------------

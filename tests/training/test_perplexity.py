@@ -267,6 +267,51 @@ def test_a_cached_file_holding_a_figure_that_is_not_finite_is_not_served(exporte
         first["word_perplexity"]  # measured again and kept, strict
 
 
+def _documents_record(ll: float, tokens: int, words: int, nbytes: int):
+    """The record :func:`ffnlab.training.perplexity.measure` writes for a documents result of these sums."""
+    from ffnlab.training import perplexity as P
+
+    r = P.DocumentsResult(ll, tokens, words, nbytes, 3, False)
+    return P.PerplexityRecord(model="m", revision="local:0", dataset="d.txt", documents=3, context=64,
+                              dtype="float32", device="cpu", word_perplexity=r.word_perplexity,
+                              byte_perplexity=r.byte_perplexity, bits_per_byte=r.bits_per_byte,
+                              token_perplexity=r.token_perplexity, tokens=tokens, words=words, bytes=nbytes,
+                              protocol=P.DOCUMENTS_PROTOCOL.format(context=64))
+
+
+def test_every_record_a_measure_can_write_passes_the_cache_checks():
+    """Oracle: DocumentsResult's own figures (the measure's formulas) over 20,000 random sums, from a
+    near-perfect model (a summed log-likelihood of -1e-12) to a bad one (12 nats a token) and counts
+    from 1 to 10**8: read_cache's checks (PerplexityRecord.impossible) refuse none of them."""
+    import random
+
+    rng = random.Random(16)
+    refused = []
+    for _ in range(20_000):
+        tokens = rng.choice([1, 2, rng.randint(1, 10**4), rng.randint(1, 10**8)])
+        words, nbytes = max(1, int(tokens * rng.uniform(0.2, 1.0))), max(1, int(tokens * rng.uniform(1.0, 6.0)))
+        ll = -tokens * rng.choice([0.0, 1e-12, rng.uniform(0, 1e-6), rng.uniform(0, 12)])
+        rec = _documents_record(ll, tokens, words, nbytes)
+        if rec.impossible() is not None:
+            refused.append((ll, tokens, words, nbytes, rec.impossible()))
+    assert refused == []
+
+
+def test_a_record_no_measure_writes_is_named_by_the_cache_checks():
+    from dataclasses import replace
+
+    rec = _documents_record(-1234.5, 1000, 700, 4000)
+    assert rec.impossible() is None
+    for change, said in [({"word_perplexity": -5}, "word_perplexity -5"),  # an int: no measure writes one
+                         ({"word_perplexity": 0.5}, "word_perplexity 0.5"), ({"tokens": True}, "tokens True"),
+                         ({"words": 0}, "words 0"), ({"dataset": 1}, "dataset 1"),
+                         ({"word_perplexity": rec.word_perplexity * 1.001}, "byte_perplexity"),  # sums disagree
+                         ({"bits_per_byte": None}, "some given, some not"),
+                         ({"stride": 128, "strided_tokens": 5, "strided_token_perplexity": 2.0,
+                           "strided_protocol": "p"}, "stride 128: longer than the context 64")]:
+        assert said in (replace(rec, **change).impossible() or ""), change
+
+
 def test_the_default_dataset_is_never_downloaded_unless_named(exported, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty HF cache
     p = run_cli(capsys, "perplexity", str(exported), "--progress", "off")

@@ -118,7 +118,7 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
 
     if dataset and not is_local(dataset):  # a name datasets reads as its own loader or a bucket: said now
         check_hub_dataset_name(dataset, f"--dataset {dataset}", DATASET_INSTEAD)
-    hub_named = any(hub_id(m) is not None and not os.path.exists(m) for m in models)
+    hub_named = any(hub_id(m, weights=True) is not None and not os.path.exists(m) for m in models)
     # a local file is read first (a bad one is said in a second, before a model loads); a Hub
     # dataset after the first model, so a wrong model is named before any download
     docs = _documents(dataset, dataset_config, split, limit, hub_named) if dataset and is_local(dataset) else None
@@ -131,7 +131,9 @@ def measure_models(models: Sequence[str], *, dataset: str | None, dataset_config
         key = P.cache_key(revision=lm.revision, dataset=docs.name, fingerprint=docs.fingerprint,
                           protocol=protocol, context=ctx, stride=min(stride, ctx), dtype=lm.dtype)
         path = P.cache_path(P.cache_root(), f"{target}-{lm.revision}", key)
-        kept = P.read_cache(path) if cache else None
+        expect = P.settled_fields(revision=lm.revision, dataset=docs.name, documents=len(docs.pages),
+                                  protocol=protocol, context=ctx, stride=stride, dtype=lm.dtype)
+        kept = P.read_cache(path, expect) if cache else None  # none that no measure here writes: measured again
         if kept is not None:
             out.append(replace(kept, model=target, device=lm.device, cached=True))
             continue

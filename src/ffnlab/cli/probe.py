@@ -58,7 +58,7 @@ def _model_folder(model: str) -> tuple[Path, str]:
     from ffnlab.sizing.hf.hub import fetch_model, hub_id
     from ffnlab.validation import named
 
-    hid = hub_id(named(model, "the model folder or Hub id"))
+    hid = hub_id(named(model, "the model folder or Hub id"), weights=True)  # a zoo entry's org/name too
     if hid is None:
         folder = expand_user(model)
         return folder, folder.resolve().name

@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -152,7 +152,7 @@ def load_model(target: str, *, device: str = "auto", dtype: str = "auto") -> Loa
 
     require(dtype in DTYPES, f"--dtype must be one of {', '.join(DTYPES)}, got {show(dtype)}")
     path = expand_user(target)
-    hid = None if path.exists() else hub_id(target)
+    hid = None if path.exists() else hub_id(target, weights=True)  # a zoo entry's org/name too
     if hid is not None:
         folder = fetch_model(hid)
         revision = folder.name  # the snapshot folder is named by its commit
@@ -162,11 +162,12 @@ def load_model(target: str, *, device: str = "auto", dtype: str = "auto") -> Loa
         folder, revision = path, folder_revision(path)
     import transformers
 
+    from ffnlab.training.hf_load import load_causal_lm, load_tokenizer
+
     transformers.utils.logging.disable_progress_bar()  # ffnlab's own bar counts the windows
     dev = pick_device(device)
-    tok = transformers.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    model: Any = transformers.AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True,
-                                                                   dtype=DTYPES[dtype] or "auto")
+    tok = load_tokenizer(folder)  # what the folder makes them raise (a refused pickle...): one line
+    model: Any = load_causal_lm(folder, dtype=DTYPES[dtype] or "auto")
     model = model.to(dev).eval()
     used = str(next(model.parameters()).dtype).removeprefix("torch.")
     return LoadedModel(model, tok, target, revision, model_context(model.config, tok), dev, used)
@@ -352,8 +353,11 @@ def cache_path(root: Path, name: str, key: str) -> Path:
     return root / f"{safe}-{key}.json"
 
 
-def read_cache(path: Path) -> PerplexityRecord | None:
-    """The record :func:`write_cache` kept at ``path``; None if absent, unreadable or of another schema."""
+def read_cache(path: Path, expect: Mapping[str, object] | None = None) -> PerplexityRecord | None:
+    """The record :func:`write_cache` kept at ``path``; None (so the model is measured again and the
+    record rewritten) if absent, unreadable, of another schema, or one no measure writes
+    (:meth:`PerplexityRecord.impossible`: a figure of another type or out of its range, a NaN an
+    older ffnlab kept) or whose settings differ from ``expect`` (:func:`settled_fields`)."""
     try:
         found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -361,11 +365,18 @@ def read_cache(path: Path) -> PerplexityRecord | None:
     if not (isinstance(found, dict) and found.get("schema") == CACHE_SCHEMA):
         return None
     found.pop("schema")
+    if "cached" in found:  # write_cache never keeps it
+        return None
     try:
         record = PerplexityRecord(**found)
     except TypeError:  # a field it lacks or one it does not know
         return None
-    return record if record.not_finite() is None else None  # a NaN kept by an older ffnlab: measured again
+    if record.not_finite() is not None or record.impossible() is not None:
+        return None
+    for name, value in (expect or {}).items():  # types already checked: 2 is never 2.0 or True here
+        if getattr(record, name) != value:
+            return None
+    return record
 
 
 def write_cache(path: Path, record: PerplexityRecord) -> bool:
@@ -439,6 +450,55 @@ class PerplexityRecord:
     def as_dict(self) -> PerplexityRow:
         return cast(PerplexityRow, asdict(self))  # PerplexityRow names these fields
 
+    def impossible(self) -> str | None:
+        """What no measure writes, as ``name value: why`` (``word_perplexity -5: not a finite float >= 1``);
+        None for a record :func:`measure` can produce. Each field of its type (a figure a float, never
+        an int or a bool; a count an int); every figure finite; perplexities >= 1 and bits per byte
+        >= 0 (a sum of log-probabilities is <= 0); counts >= 1 (each divides a figure, a document set
+        is never empty); the stride at most the context; the documents protocol's fields all given or
+        all none, the strided protocol's likewise, at least one of the two; and the documents figures
+        one summed log-likelihood: ln(word ppl) x words = ln(byte ppl) x bytes = ln(token ppl) x
+        tokens = bits per byte x bytes x ln 2 (to 1e-9, far above float rounding)."""
+        for f in fields(self):
+            if f.name == "cached":
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.name not in _REQUIRED:
+                continue
+            if f.name in _LEAST_FIGURE:
+                least = _LEAST_FIGURE[f.name]
+                if not (type(value) is float and math.isfinite(value) and value >= least):
+                    return f"{f.name} {value!r}: not a finite float >= {least:g}"
+            elif f.name in _COUNTS:
+                if not (type(value) is int and value >= 1):
+                    return f"{f.name} {value!r}: not a whole number >= 1"
+            elif type(value) is not str:
+                return f"{f.name} {value!r}: not text"
+        for group in (_DOCUMENTS_FIELDS, _STRIDED_FIELDS):
+            if len({getattr(self, name) is None for name in group}) > 1:
+                return f"{', '.join(group)}: some given, some not"
+        if self.protocol is None and (self.strided_protocol is None or self.note is not None):
+            return "no protocol's figures" if self.strided_protocol is None else "a note with no documents figures"
+        if self.stride is not None and self.stride > self.context:
+            return f"stride {self.stride}: longer than the context {self.context}"
+        return self._inconsistent()
+
+    def _inconsistent(self) -> str | None:
+        """:meth:`impossible`'s last check: the documents figures' one log-likelihood."""
+        if self.protocol is None:
+            return None
+        figures = cast(tuple[float, float, float, float, int, int, int],
+                       (self.word_perplexity, self.byte_perplexity, self.bits_per_byte, self.token_perplexity,
+                        self.words, self.bytes, self.tokens))
+        word, byte, bpb, token, words, nbytes, tokens = figures
+        nll = math.log(word) * words
+        slack = 1e-12 * max(words, nbytes, tokens)  # a float's rounding is ~2e-16 per word, byte, token
+        for name, other in (("byte_perplexity", math.log(byte) * nbytes), ("bits_per_byte", bpb * nbytes * math.log(2)),
+                            ("token_perplexity", math.log(token) * tokens)):
+            if not math.isclose(other, nll, rel_tol=1e-9, abs_tol=slack):
+                return f"{name} {getattr(self, name)!r}: not the word perplexity's log-likelihood"
+        return None
+
     def not_finite(self) -> str | None:
         """The first figure that is NaN or infinite, as ``name value`` (``word_perplexity nan``); None
         if every figure is finite: the one place that decides whether a result may be cached."""
@@ -447,6 +507,28 @@ class PerplexityRecord:
             if isinstance(value, float) and not math.isfinite(value):
                 return f"{f.name} {value}"
         return None
+
+
+_LEAST_FIGURE = {"word_perplexity": 1.0, "byte_perplexity": 1.0, "bits_per_byte": 0.0, "token_perplexity": 1.0,
+                 "strided_token_perplexity": 1.0}  # exp of a sum of -log p >= 0; bits per byte that sum itself
+_COUNTS = ("documents", "context", "tokens", "words", "bytes", "strided_tokens", "stride")
+_REQUIRED = ("model", "revision", "dataset", "documents", "context", "dtype", "device")  # never None
+_DOCUMENTS_FIELDS = ("word_perplexity", "byte_perplexity", "bits_per_byte", "token_perplexity", "tokens", "words",
+                     "bytes", "protocol")
+_STRIDED_FIELDS = ("strided_token_perplexity", "strided_tokens", "stride", "strided_protocol")
+
+
+def settled_fields(*, revision: str, dataset: str, documents: int, protocol: str, context: int, stride: int,
+                   dtype: str) -> dict[str, object]:
+    """The fields :func:`measure` writes, whatever it scores, for a model at ``revision`` run in
+    ``dtype`` on ``documents`` pages of ``dataset`` by ``protocol`` at ``context`` tokens (``stride``
+    as asked: the record keeps it cut to the context): what a cached record must hold to answer."""
+    strided = protocol in ("strided", "both")
+    cut = min(stride, context)
+    return {"revision": revision, "dataset": dataset, "documents": documents, "context": context, "dtype": dtype,
+            "protocol": DOCUMENTS_PROTOCOL.format(context=context) if protocol in ("documents", "both") else None,
+            "stride": cut if strided else None,
+            "strided_protocol": STRIDED_PROTOCOL.format(context=context, stride=cut) if strided else None}
 
 
 def measure(lm: LoadedModel, docs: Documents, *, protocol: str, context: int | None, stride: int,

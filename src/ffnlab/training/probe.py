@@ -114,12 +114,9 @@ def open_ffnlab_run(run: Path) -> Probed:
 def _hf_codec(folder: Path, vocab: int) -> TextCodec:
     has_tok = any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json"))
     if has_tok:
-        from transformers import AutoTokenizer
+        from ffnlab.training.hf_load import load_tokenizer
 
-        try:
-            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        except Exception as e:  # many causes (missing files, unknown class): all the user's folder
-            raise FfnlabError(f"cannot load the tokenizer in {folder}: {' '.join(str(e).split())[:200]}") from None
+        tok = load_tokenizer(folder)  # its failures: one line naming the folder
         return TextCodec("hf", lambda t: tok(t, add_special_tokens=False)["input_ids"],
                          lambda ids: cast(str, tok.decode(ids)))  # one sequence of ids decodes to one str
     require(vocab >= 256, f"{folder} has no tokenizer and a vocabulary of {vocab} < 256: cannot read text")
@@ -128,17 +125,14 @@ def _hf_codec(folder: Path, vocab: int) -> TextCodec:
 
 def open_hf_folder(folder: Path) -> Probed:
     try:
-        from transformers import AutoModelForCausalLM
+        from transformers.utils import logging as hf_logging
     except ImportError:
         raise FfnlabError("probing a Hugging Face folder needs transformers: pip install 'ffnlab[hf]'") from None
-    from transformers.utils import logging as hf_logging
+    from ffnlab.training.hf_load import load_causal_lm
 
     disable_bars: Callable[[], None] = hf_logging.disable_progress_bar
     disable_bars()  # its bars would break the one-line error contract on stderr
-    try:
-        model: Any = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, dtype=torch.float32)
-    except Exception as e:  # bad config, missing weights, unknown architecture
-        raise FfnlabError(f"cannot load a causal LM from {folder}: {' '.join(str(e).split())[:200]}") from None
+    model: Any = load_causal_lm(folder, dtype=torch.float32)  # bad config, refused weights: one line
     model.eval()
     layout = None
     for name, lay in HF_LAYOUTS.items():

@@ -169,22 +169,26 @@ def test_sizing_without_a_hub_id_never_imports_huggingface_hub():
     assert p.stdout.strip().splitlines()[-1] == "False"
 
 
-def test_probe_takes_a_hub_id(hub, tmp_path):
-    """probe downloads config, safetensors weights and tokenizer files (never a .bin) and runs."""
-    pytest.importorskip("transformers")
+def _tiny_export(folder: Path) -> dict[str, bytes]:
+    """A 2-layer byte-level model exported by ``export_model`` into ``folder``: its files' bytes by name."""
     from ffnlab.sizing.config import AttentionSpec, FFNSpec, ModelConfig, validate
     from ffnlab.training.export import export_model
     from ffnlab.training.export_tokenizer import generation_config, tokenizer_files
     from ffnlab.training.nn import build_model
 
-    fake, url = hub
     cfg = validate(ModelConfig(d_model=32, n_layers=2, vocab_size=256, ffn=FFNSpec("swiglu", 24),
                                attn=AttentionSpec(n_heads=4, n_kv_heads=2), norm="rmsnorm", positions="rope",
                                max_positions=32))
-    folder = tmp_path / "exported"
     export_model(build_model(cfg, seed=0, max_seq_len=32), folder, tokenizer_files("byte", None, 256, 64),
                  generation_config())
-    files = {f.name: f.read_bytes() for f in folder.iterdir()}
+    return {f.name: f.read_bytes() for f in folder.iterdir()}
+
+
+def test_probe_takes_a_hub_id(hub, tmp_path):
+    """probe downloads config, safetensors weights and tokenizer files (never a .bin) and runs."""
+    pytest.importorskip("transformers")
+    fake, url = hub
+    files = _tiny_export(tmp_path / "exported")
     fake.add("org/probe-me", {"main": {**files, "pytorch_model.bin": b"a pickle ffnlab must not fetch"}})
     corpus = tmp_path / "text.txt"
     corpus.write_text("".join(f"line {i}: to be or not to be, that is the question\n" for i in range(300)))
@@ -195,6 +199,33 @@ def test_probe_takes_a_hub_id(hub, tmp_path):
     assert (tmp_path / "probes" / "probe-me" / "probe.json").is_file()
     fetched = {path.rsplit("/", 1)[1] for method, path, _ in seen(fake, n) if method == "GET"}
     assert {"config.json", "model.safetensors", "tokenizer.json"} <= fetched and "pytorch_model.bin" not in fetched
+
+
+def test_a_zoo_entrys_hub_id_loads_its_weights_from_the_hub(hub, tmp_path):
+    """A zoo entry's org/name alias is a Hub id to perplexity and probe (the zoo holds a shape, never
+    weights), as any org/name is; audit and size still read the zoo's config and ask the Hub nothing.
+    Oracle: the requests the fake Hub saw, and the same files measured as a local folder."""
+    pytest.importorskip("transformers")
+    fake, url = hub
+    files = _tiny_export(tmp_path / "exported")  # served as openai-community/gpt2 by this fake Hub only
+    fake.add("openai-community/gpt2", {"main": {**files, "pytorch_model.bin": b"a pickle ffnlab must not fetch"}})
+    (tmp_path / "d.txt").write_text(" = A = \n\n to be or not to be, that is the question \n\n = B = \n\n more \n")
+    n = len(fake.requests)
+    assert ffnlab(url, tmp_path / "hf", "audit", "openai-community/gpt2", "--json").returncode == 0
+    assert seen(fake, n) == []  # the zoo's config: nothing asked
+    env = ("--dataset", "d.txt", "--json", "--progress", "off", "--no-cache")
+    hub_run = ffnlab(url, tmp_path / "hf", "perplexity", "openai-community/gpt2", *env, cwd=tmp_path)
+    assert hub_run.returncode == 0, hub_run.stderr  # was: "not a transformers folder (no config.json) nor a Hub id"
+    fetched = {path.rsplit("/", 1)[1] for method, path, _ in seen(fake, n) if method == "GET"}
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= fetched and "pytorch_model.bin" not in fetched
+    local = ffnlab(url, tmp_path / "hf", "perplexity", "exported", *env, cwd=tmp_path)
+    assert local.returncode == 0, local.stderr
+    (a,), (b,) = json.loads(hub_run.stdout), json.loads(local.stdout)
+    assert a["model"] == "openai-community/gpt2" and a["word_perplexity"] == b["word_perplexity"]
+    p = ffnlab(url, tmp_path / "hf", "probe", "openai-community/gpt2", "--corpus", "d.txt", "--tokens", "64",
+               "--seq-len", "16", "--units", "1", "--examples", "1", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr  # was: "openai-community/gpt2 is not a folder"
+    assert (tmp_path / "probes" / "gpt2" / "probe.json").is_file()
 
 
 # -- a config.json over files.read_text's limit (16 MiB): never fetched whole -------------------------

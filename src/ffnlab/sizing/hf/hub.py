@@ -5,7 +5,8 @@ config, the safetensors weights and the tokenizer files. Everything goes through
 ``huggingface_hub.hf_hub_download``, so the HF cache is used and filled (``HF_HOME`` /
 ``HF_HUB_CACHE``), ``HF_TOKEN`` or a ``hf auth login`` token authenticates, ``HF_HUB_OFFLINE=1``
 answers from the cache alone, and ``HF_ENDPOINT`` picks the server. A zoo name or an existing
-local path is never sent anywhere: :func:`hub_id` says None for them.
+local path is never sent anywhere: :func:`hub_id` says None for them (a zoo entry's ``org/name``
+alias is a Hub id to the commands that load weights, which the zoo does not hold).
 
 Failures are one :class:`ffnlab.errors.FfnlabError` line each: a gated or private repo says how to
 authenticate, offline without a cached copy says so. Every download is one bounded wait
@@ -55,13 +56,18 @@ class HubId:
         return self.repo + (f"@{self.revision}" if self.revision else "")
 
 
-def hub_id(target: str) -> HubId | None:
+def hub_id(target: str, *, weights: bool = False) -> HubId | None:
     """``target`` as a Hub id, or None when it is a zoo name, an existing path, a path whose first
     folder exists here, a ``.json`` file name or not of the form ``org/name[@rev]`` (those are
-    never looked up on the Hub)."""
+    never looked up on the Hub).
+
+    ``weights=True`` (``perplexity``, ``probe``, ``table --measure``: commands that load a model's
+    weights) asks for the weights: the zoo holds a model's shape, never its weights, so a zoo entry's
+    ``org/name`` alias (``openai-community/gpt2``) is a Hub id there like any other. A bare zoo name
+    (``gpt2``) is of no ``org/name`` form and stays none."""
     from ffnlab.sizing.zoo import is_zoo_name
 
-    if is_zoo_name(target) or expand_user(target).exists() or target.endswith(".json"):
+    if (not weights and is_zoo_name(target)) or expand_user(target).exists() or target.endswith(".json"):
         return None
     if Path(target.split("/", 1)[0]).is_dir():  # runs/missing: a local path with a typo, not a Hub id
         return None

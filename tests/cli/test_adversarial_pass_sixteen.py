@@ -90,7 +90,13 @@ after):
 
 Root (``id -u`` 0) ran this pass, as the fifteenth's.
 
-Findings (7 root causes; each a strict xfail below until mended):
+Findings (7 root causes; each a strict xfail below until mended; all seven mended since, each test now
+a check with a second input: H1/H2 by ``hub_datasets.check_hub_dataset_name``, before any model loads,
+for --dataset and --corpus hf:NAME alike; H3 by ``files.unique_pairs`` in state.json and metrics.jsonl;
+H4 by refusing fact losses that are not finite before any figure or file; H5 by ``read_cache``
+checking each figure's type, range and agreement, a bad record measured again; H6 by one loader
+for perplexity and probe, ``training/hf_load.py``, that says any failure in one line; H7 by
+``hub_id(..., weights=True)``, a zoo entry's org/name read as the Hub id it is):
 
 H1. A ``--dataset`` that names one of datasets' packaged builders (text, json, csv, parquet, arrow,
    xml, ...: each a valid Hub id) is read from the working folder, not the Hub: ``perplexity e1
@@ -187,6 +193,11 @@ gone, and trying again would do; a local model folder whose pytorch_model.bin ho
 Hub model's .bin is never fetched (docs/hub.md).
 
 Not reached before the deadline: the Hub's answer online for the builder names and buckets/x.
+
+Of the notes, mended since: a sweep rerun that changes only base.data.cache_dir or base.train.seed
+is the same sweep; ``train --corpus hf:text`` is refused (H1's rule); ``export`` refuses weights that
+are not finite; U+200B and U+FEFF are shown as escapes; a checkpoint replaced under a read of the
+latest is read again from the newer one.
 """
 
 from __future__ import annotations

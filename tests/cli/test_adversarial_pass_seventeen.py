@@ -6,31 +6,35 @@ metrics.jsonl, ``--lora-targets``' empty items, ``hub_datasets.check_hub_dataset
 ``--dataset`` and ``--corpus hf:NAME``, ``sweep.run._as_trained`` without LOCATION_KEYS, and
 escape's U+200B/U+2060/U+FEFF), with new inputs of those classes and of the older guarantees.
 
-The pass threw 424 inputs, each a call of the CLI in-process unless said (a stand-in trainer or
-model loader where only what is refused or printed was the question), recording exit status, stderr
-lines, traceback and the files left (every path's bytes before and after):
+The pass threw 493 inputs, each a call of the CLI in-process unless said (a stand-in trainer, sweep
+worker or model loader where only what is refused or printed was the question), recording exit
+status, stderr lines, traceback, strict JSON (NaN and Infinity refused) and the files left (every
+path's bytes before and after):
 
-* checkpoint reads (24): state.json of the latest checkpoint with ``build.rope_theta`` 1e400 (read
+* checkpoint reads (32): state.json of the latest checkpoint with ``build.rope_theta`` 1e400 (read
   as inf by json), ``rope_theta`` twice with the same value, a duplicate key two levels down in an
   unknown key, each given to ``export``, ``generate`` and ``capacity measure --json`` (9, all one
   line naming step-0000004, no fallback to step 2, nothing written); the latest checkpoint renamed to
   step-0000006 during the first read (the trainer's rename and delete in one) under ``generate``,
-  ``capacity measure --json`` and ``probe --json`` (3: each read the newer one); weights all 1e30
-  (finite) given to ``export``, ``perplexity --json`` of that export, ``generate``, ``capacity
-  measure`` (4: all exit 0); metrics.jsonl lines with a number of 400 digits' exponent (2, one line);
-  ``generate --temperature`` 1e-320, 5e-324, 1e-45, 1e-300, 1e308, 1e-30 and ``--top-k`` 1e400,
-  21 nines, 257, ``--tokens`` 10**8 (10: exit 0 or one line).
+  ``capacity measure --json`` and ``probe --json`` (3: each read the newer one); ``export`` with the
+  latest renamed, its state.json deleted or its weights cut to 100 bytes at the start of
+  ``load_checkpoint`` and of ``_read_state`` (6: renamed, the newer one read; the others one line);
+  weights all 1e30 (finite) given to ``export``, ``perplexity --json`` of that export,
+  ``generate``, ``capacity measure`` (4: all exit 0); ``generate --temperature`` 1e-320, 5e-324,
+  1e-45, 1e-300, 1e308, 1e-30, ``--top-k`` 1e400, 21 nines, 257, ``--tokens`` 10**8 (10: exit 0 or
+  one line).
 * the reading lock (5): ``train --out run --resume`` of a finished run whose ``.lock`` is absent, a
   file, a folder, a symlink to a file outside, a hard link to a file outside: no file changed, the
   folder and the link each one line.
 * two processes on one folder (8, subprocesses): ``export run --hf exN`` twice at once, 4 times:
   each time one wrote, one said "exists and is not empty", no mixed folder.
-* corpus names (23; HF_HUB_OFFLINE=1): ``train t.yaml --corpus`` hf:, ``hf: ``, hf:text:cfg (a
+* corpus names (27; HF_HUB_OFFLINE=1): ``train t.yaml --corpus`` hf:, ``hf: ``, hf:text:cfg (a
   folder ``text`` here: read as that folder, as documented), hf:json:, hf:Text, hf:buckets,
   hf:buckets/, hf:Buckets/x, hf:hf://buckets/a/b, hf:text+U+200B, hf:a/b:, hf:~nouser, hf:-x,
-  hf:csv:default, hf:./json, hf:TEXT, hf:text., hf:.text, hf:webdataset:x; in subprocesses hf:Text,
-  hf:org/name, hf:a/b:cfg; ``sweep`` of a spec whose corpus is hf:text, hf:buckets/x (no folder);
-  ``sweep --estimate`` of hf:text, hf:wikitext, hf:Salesforce/wikitext (subprocesses).
+  hf:csv:default, hf:./json, hf:TEXT, hf:text., hf:.text, hf:webdataset:x (19); in subprocesses
+  hf:Text, hf:org/name, hf:a/b:cfg (3); ``sweep`` of a spec whose corpus is hf:text, hf:buckets/x (2,
+  one line, no folder); ``sweep --estimate`` of hf:text, hf:wikitext, hf:Salesforce/wikitext (3,
+  subprocesses).
 * ``--dataset`` names (25): '', ' ', TAB, ~, ~/nonexist.txt, 'text ', TEXT, hf://datasets/text,
   hf://buckets/a/b, text/, ./json, buckets/, buckets, -, text+U+200B, json.gz,
   hf://datasets/buckets/x, hf://datasets/json (18, in-process); in subprocesses ``perplexity e1
@@ -42,17 +46,28 @@ lines, traceback and the files left (every path's bytes before and after):
   U+2061-2064, U+3164, U+034F, U+E0041, U+FFF9, U+200E, U+061C, U+00A0, U+2028, U+2800, U+115F,
   U+FE0F, U+206F, U+206A) inside ``wiki..text`` through terminal, one_line, markdown, html,
   shell_word, python_str and csv_cell; each shell word read back by bash under C and C.UTF-8 and
-  each python_str by ``ast.literal_eval`` (all read back); then ``report`` and ``train --out
-  NAME --resume`` of wiki+U+2062+text, wiki+U+206F+text, wiki+U+180E+text (6).
+  each python_str by ``ast.literal_eval`` (all read back).
+* names with those characters on the command line (6): ``report`` and ``train --out NAME --resume``
+  of wiki+U+2062+text, wiki+U+206F+text, wiki+U+180E+text.
 * sweep records (9): ``report`` of a finished sweep whose sweep.json gives runs or spec twice, has
   no runs, runs ["x"] or [null], is a list, is nested 100,000 deep, holds NaN, names ffn kind
   "nosuch": each one line, nothing written.
-* flags and configs (166): ``train t.yaml --print-config`` with 14 flags x 10 values (nan, inf,
+* sweep reruns (10, workers a counter): the spec's arms reordered, seeds [0, 1], base.data.cache_dir
+  ~/elsewhere, base.train.eval_every 7, threads 2, an arm's ratio 4.0, corpus ./c.txt and its
+  absolute path, tokenizer bpe, max_steps 2: cache_dir and 4.0 reopen (2 workers), the rest refused
+  as another sweep, sw/ unchanged.
+* $FFNLAB_CACHE (4): its corpora/ a symlink outside, a dangling symlink, a file; the cache a file
+  (``train``): one line each, nothing written.
+* strict JSON (19): ``--json`` of size, plan (7e9, 1e-300, 1e300), explain (two), fit (plain, --mfu
+  1e-300, --tokens 1e30), zoo (plain, --family U+2062), claims, table (plain, --dataset), audit,
+  perplexity, probe and capacity measure of the trained run: JSON that strict parsing reads, or one
+  line.
+* flags and configs (170): ``train t.yaml --print-config`` with 14 flags x 10 values (nan, inf,
   -inf, 1e400, 1e-400, -0, 40 nines, U+0664, 0x10, 1_0); ``--set`` a key twice, lr nan and 1e400,
   ``model={}``, max_steps 1e3, a 12-deep list; a config with a key twice inside ``model``, ``train``
-  twice as blocks, an alias bomb of 9**7 values, a JSON config with a key twice inside ``train``;
-  ``sweep --estimate`` with --workers, --timeout, --gpu of nan, inf, 1e400, 0, -1, 40 nines; a JSON
-  spec with ``ratio`` twice inside an arm's ffn.
+  twice as blocks, an alias bomb of 9**7 values, a JSON config with a key twice inside ``train``, a
+  merge key beside an unknown anchor key; ``sweep --estimate`` with --workers, --timeout, --gpu of
+  nan, inf, 1e400, 0, -1, 40 nines; a JSON spec with ``ratio`` twice inside an arm's ffn.
 
 Root (``id -u`` 0) ran this pass.
 
@@ -65,8 +80,7 @@ H1. Offline, a Hub dataset name whose snake_case has a folder in the HF datasets
    perplexity e1 --dataset Text --split train`` prints two lines, "Using the latest cached version of
    the dataset since Text couldn't be found on the Hugging Face Hub (offline mode is enabled)." then
    "error: cannot load Hugging Face dataset 'Text': Couldn't find cache for Text (...)"; likewise
-   ``TEXT``, and ``train t.yaml --corpus hf:Text --out run``; a Hub id cached once and asked for with
-   another config offline goes the same way. ``training/hub_datasets.py`` ``load_hub_dataset``
+   ``TEXT``, and ``train t.yaml --corpus hf:Text --out run``. ``training/hub_datasets.py`` ``load_hub_dataset``
    (lines 97-103): the offline branch calls ``datasets.load_dataset`` without lowering the
    library's log verbosity, which the online branch does (lines 104-106, "not the one error line");
    datasets 5.2.0 load.py line 827 (``CachedDatasetModuleFactory.get_module``) logs the warning.
@@ -81,19 +95,21 @@ H2. Escape's mend (a5d3517) made U+200B, U+2060 and U+FEFF escapes because they 
    not their neighbours. (U+200C/U+200D, which join letters in Persian and emoji, U+00AD and the
    tag characters are left as they are: noted, not counted.)
 H3. ``train --out NAME --resume`` where NAME holds no run (no folder, or an empty one: a mistyped
-   run name) trains a new run from the default config, exit 0, where ``--resume`` is "Continue the
+   run name) starts the trainer on a new run of the default config, where ``--resume`` is "Continue the
    run in --out from its last checkpoint, with the config saved there" (train --help;
    docs/training.md line 213): ``train --out $'wiki\u2062text' --resume`` trained a 300-step
-   default model (821.4K params) for two minutes. ``cli/training.py`` ``_run_config`` (lines
-   125-127): with --resume, no config and no saved config.yaml it falls through to
-   ``runconfig.load(None, ...)``, the defaults. (Sweep workers pass their config file.)
+   default model (821.4K params, the bundled shakespeare corpus) for two minutes into a new folder of
+   that name. ``cli/training.py`` ``_run_config`` (lines 125-127): with --resume, no config and no
+   saved config.yaml it falls through to ``runconfig.load(None, ...)``, the defaults.
 
-Per class, inputs tried / failures: checkpoint reads 24 / 0; reading lock 5 / 0; two processes 8 /
-0; corpus names 23 / 1 (H1: hf:Text in a subprocess); --dataset names 25 / 2 (H1: Text and TEXT
-with the text builder's cache; tExt's snake_case t_ext has none); --lora-targets 10 / 0; escapes
-168 / 42 (H2: 7 characters x 6 formats; the 3 CLI lines of the 3 characters and 3 resume runs are
-those characters again); sweep records 9 / 0; flags and configs 166 / 3 (H3: the 3 ``train --out
-NAME --resume`` of a name that was no folder, met while trying the escapes).
+Per class, inputs tried / failures: checkpoint reads 32 / 0; reading lock 5 / 0; two processes 8 /
+0; corpus names 27 / 3 (H1: hf:Text and hf:TEXT in-process, the warning on the process's stderr; hf:Text
+in a subprocess); --dataset names 25 / 3 (H1: Text in the machine's own HF cache, which held a text/
+folder; Text and TEXT with the text builder's cache; tExt's snake_case t_ext has none); --lora-targets
+10 / 0; escapes 168 / 42 (H2: 7 characters x the 6 formats but python_str); names on the command
+line 6 / 6 (H2: the 3 report lines; H3: the 3 ``train --out NAME --resume``, which trained the
+default config, each progress line labelled with the character as it is); sweep records 9 / 0;
+sweep reruns 10 / 0; $FFNLAB_CACHE 4 / 0; strict JSON 19 / 0; flags and configs 170 / 0.
 
 Noted, not broken promises: ``--set model.d_model=64 --set model.d_model=32`` takes the last, and
 ``--set model={}`` replaces the model section by the defaults (d_model 128), with no word; ``sweep
@@ -103,10 +119,13 @@ exit 0 (the norm layers keep the logits finite); a finished run's ``.lock`` that
 file outside is opened and locked (not written); ``--dataset ' '`` and ``'text '`` say "no such
 file" (read as paths); ``hf:text:cfg`` beside a folder ``text`` names the folder's absolute path
 with ``:cfg`` in its line; ``--workers`` of 40 nines says "cannot read" where it is an integer out
-of range.
+of range; ``--lr`` and ``--seed`` read U+0664 (Arabic-Indic four) as 4, as Python's float and int do.
 
-Not reached before the deadline: ``_as_trained`` with new spec edits (the sixteenth's 489 stand),
-symlinks under $FFNLAB_CACHE other than the prepared corpus, strict JSON of every ``--json``.
+Also noted: a sweep rerun whose spec lists the same arms in another order, adds a seed, or names the
+corpus ./c.txt or by its absolute path is refused as another sweep (conservative, nothing mixed).
+
+Not reached before the deadline: the Hub's answer online for H1's names; ``--json`` of every
+subcommand with hostile values (the sixteenth's 2,200 sizing inputs stand).
 """
 
 from __future__ import annotations
@@ -489,6 +508,54 @@ def test_a_dataset_named_blank_or_home_is_one_line(tmp_path, monkeypatch):
     assert_refused(cli("perplexity", "nomodel", "--dataset", " ", "--no-cache", where=tmp_path), "no such file")
     assert_refused(cli("perplexity", "nomodel", "--dataset", "~", "--no-cache", where=tmp_path), "give a file")
     shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+# -- kept: sweep reruns compared by the runs they resolve to, a checkpoint lost mid-read -------------------------
+
+
+@pytest.mark.parametrize(
+    "edit, same",
+    [
+        (lambda s: s["base"]["data"].__setitem__("cache_dir", "~/elsewhere"), True),
+        (lambda s: s["arms"][0]["ffn"].__setitem__("ratio", 4.0), True),
+        (lambda s: s["base"]["train"].__setitem__("max_steps", 2), False),
+        (lambda s: s["base"]["data"].__setitem__("tokenizer", "bpe"), False),
+    ],
+    ids=["cache-tilde", "ratio-float", "max-steps", "tokenizer"],
+)
+def test_a_sweep_rerun_reopens_only_on_the_same_runs(tmp_path, monkeypatch, edit, same):
+    # oracle: the run configs each spec resolves to (another cache folder and 4 as 4.0 train the same
+    # runs; two steps or another tokenizer do not); refused reruns start nothing and change nothing
+    sys.path.insert(0, str(Path(__file__).parent))
+    try:
+        from test_adversarial_pass_sixteen import _sweep_rerun
+    finally:
+        sys.path.remove(str(Path(__file__).parent))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # ~/elsewhere: a cache made inside this test's folder
+    r, started, changed = _sweep_rerun(tmp_path, monkeypatch, edit_spec=edit)
+    if same:
+        assert (r.code, started) == (0, 2), r.stderr[-500:]
+    else:
+        assert_refused(r, "holds a different sweep")
+        assert (started, changed) == (0, False)
+
+
+def test_a_latest_checkpoint_losing_its_state_mid_read_is_one_line(trained, tmp_path, monkeypatch):
+    # no newer checkpoint was written: the latest is said incomplete (not step 2 read in silence)
+    from ffnlab.training import checkpoint as ckpt_module
+
+    run = copy_run(trained, tmp_path)
+    real, done = ckpt_module.load_checkpoint, []
+
+    def state_lost(path, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if not done:
+            done.append(path.name)
+            (run / "checkpoints" / "step-0000004" / "state.json").unlink()
+        return real(path, *a, **kw)
+
+    monkeypatch.setattr(ckpt_module, "load_checkpoint", state_lost)
+    line = assert_refused(cli("export", "run", "--hf", "hf", where=tmp_path), "state.json is missing")
+    assert "step-0000004" in line and done == ["step-0000004"] and not (tmp_path / "hf").exists()
 
 
 if __name__ == "__main__":  # pragma: no cover

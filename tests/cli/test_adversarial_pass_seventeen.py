@@ -99,7 +99,8 @@ H3. ``train --out NAME --resume`` where NAME holds no run (no folder, or an empt
    run in --out from its last checkpoint, with the config saved there" (train --help;
    docs/training.md line 213): ``train --out $'wiki\u2062text' --resume`` trained a 300-step
    default model (821.4K params, the bundled shakespeare corpus) for two minutes into a new folder of
-   that name. ``cli/training.py`` ``_run_config`` (lines 125-127): with --resume, no config and no
+   that name (and ``train --out runs/exp2 --resume --set train.max_steps=1`` trained one step and
+   exited 0). ``cli/training.py`` ``_run_config`` (lines 125-127): with --resume, no config and no
    saved config.yaml it falls through to ``runconfig.load(None, ...)``, the defaults.
 
 Per class, inputs tried / failures: checkpoint reads 32 / 0; reading lock 5 / 0; two processes 8 /

@@ -94,17 +94,18 @@ def load_hub_dataset(dataset: str, config: str | None, split: str | None = None,
     check_hub_dataset_name(dataset, f"dataset {dataset!r}", "a file path like ./notes.txt or a Hub id org/name")
     path = "hf://datasets/" + dataset if hub_only else dataset
     label = ":".join(x for x in (dataset, config) if x)
-    if datasets.config.HF_HUB_OFFLINE:  # no request made: nothing to bound
-        try:
-            return datasets.load_dataset(path, config, split=split)
-        except FfnlabError:
-            raise
-        except Exception as e:  # noqa: BLE001 - the library's many kinds for "not in the cache", "no such split"
-            raise _offline_error(e, label) from None
     levels = hf_logging.get_verbosity(), datasets.logging.get_verbosity()
     hf_logging.set_verbosity(hf_logging.ERROR)  # "Retrying in 8s [Retry 1/5]": not the one error line
+    # nor, offline, "Using the latest cached version of the dataset since ... couldn't be found" before it
     datasets.logging.set_verbosity(datasets.logging.ERROR)
     try:
+        if datasets.config.HF_HUB_OFFLINE:  # no request made: nothing to bound
+            try:
+                return datasets.load_dataset(path, config, split=split)
+            except FfnlabError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the library's many kinds for "not in the cache", "no such split"
+                raise _offline_error(e, label) from None
         with bounded(f"dataset {label!r}"), warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             try:

@@ -38,16 +38,21 @@ import re
 import shlex
 from typing import Any
 
-# C0 controls but tab and newline, DEL, C1 controls; the bidi embedding/override/isolate marks and
-# the line/paragraph separators reorder or break what a reader sees (CVE-2021-42574 "Trojan Source");
-# the zero-width space, word joiner and byte-order mark show nothing at all (``wiki<U+200B>text`` reads
-# as wikitext), so a name holding one is shown with it as an escape;
-# lone surrogates: a file or folder name of bytes that are not UTF-8 (Python's surrogateescape,
-# ``$'\xfd'``), which no UTF-8 stream can print: shown as the byte they stand for (``\xfd``)
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
-                      "\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
-_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
-                               "\u2060\u2066-\u2069\ufeff\ud800-\udfff]")
+# Unicode's format characters (category Cf, as of Unicode 15.0): each shows nothing or reorders what a
+# reader sees (the bidi marks of CVE-2021-42574 "Trojan Source"; ``wiki<U+200B>text`` reads as
+# wikitext), so a name holding one is shown with it as an escape. Kept as data, checked against
+# Python's unicodedata by test_escape; the zero-width non-joiner and joiner (U+200C, U+200D) are left
+# out: they shape the letters of Persian and Indic words and join emoji, and show in what they join.
+FORMAT_CHARACTERS = ("\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b\u200e\u200f"
+                     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+                     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+                     "\U000e0020-\U000e007f")
+# with the C0 controls but tab and newline, DEL, C1 controls, the line and paragraph separators
+# (which break a line) and lone surrogates: a file or folder name of bytes that are not UTF-8
+# (Python's surrogateescape, ``$'\xfd'``), which no UTF-8 stream can print: shown as the byte they
+# stand for (``\xfd``)
+_CONTROL = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{FORMAT_CHARACTERS}\ud800-\udfff]")
+_CONTROL_OR_BREAK = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{FORMAT_CHARACTERS}\ud800-\udfff]")
 _LINE_BREAKS = re.compile("\r\n|[\r\n\t\u2028\u2029]")
 _MARKDOWN_SYNTAX = re.compile(r"([\\`|\[\]])")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
@@ -59,6 +64,8 @@ def _visible(ch: str) -> str:
     code = ord(ch)
     if 0xDC80 <= code <= 0xDCFF:  # the byte a surrogateescape'd name holds
         return f"\\x{code - 0xDC00:02x}"
+    if code > 0xFFFF:  # a tag or other astral format character: Python's 8-digit form, never ambiguous
+        return f"\\U{code:08x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

@@ -143,6 +143,21 @@ def test_terminal_table_shows_markup_and_escapes_as_text(text):
             assert piece in out, out  # the markup shows as the characters typed
 
 
+def test_every_format_character_but_the_joiners_is_shown_as_an_escape():
+    """Oracle: Python's unicodedata (category Cf), not escape's own table; the joiners U+200C and
+    U+200D, which shape Persian and Indic words and join emoji, are kept as they are."""
+    import sys
+    import unicodedata
+
+    joiners = {"\u200c", "\u200d"}
+    formats = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+    assert len(formats) > 150, len(formats)
+    shown = {ch: escape.terminal(f"a{ch}b") for ch in formats}
+    assert [ch for ch, text in shown.items() if (ch in text) != (ch in joiners)] == []
+    assert escape.terminal("\U000e0041") == "\\U000e0041"  # a tag: Python's 8-digit form
+    assert escape.terminal("\u2062") == "\\u2062"
+
+
 def test_terminal_keeps_newlines_unless_one_line():
     assert escape.terminal("a\nb\tc\x1b") == "a\nb\tc\\x1b"
     assert escape.terminal("a\nb\tc", one_line=True) == "a\\x0ab\\x09c"

@@ -419,12 +419,14 @@ def _listed(transformers: Any, hf_cfg: Any, fields: dict[str, Any]) -> list[tupl
 
 def _list_trials(value: Any, d: int) -> tuple[Any, Any]:
     """Two small stand-ins for a listed stack, one unit apart: a list of ints with its largest entry at
-    1 and 2 (any other entry above :data:`MAX_LAYERS` at 1), any other list (or string) cut to d + 1 and
-    d + 2 entries (d the model's deepest stack)."""
+    d + 1 and d + 2 and any other entry above :data:`MAX_LAYERS` at d + 1 (d the model's deepest stack:
+    a stage of that many blocks is small, and an entry that is a layer index stays past the last layer,
+    where transformers ignores it, as it is written), any other list (or string) cut to d + 1 and d + 2
+    entries."""
     if _is_int_list(value):
         j = max(range(len(value)), key=lambda i: value[i])
-        small = [1 if x > MAX_LAYERS else x for x in value]
-        return [*small[:j], 1, *small[j + 1:]], [*small[:j], 2, *small[j + 1:]]
+        small = [d + 1 if x > MAX_LAYERS else x for x in value]
+        return [*small[:j], d + 1, *small[j + 1:]], [*small[:j], d + 2, *small[j + 1:]]
     return value[: d + 1], value[: d + 2]
 
 
@@ -464,31 +466,148 @@ def _low(transformers: Any, hf_cfg: Any, path: tuple[str, ...]) -> int:
     return max(default, 1) if isinstance(default, int) and not isinstance(default, bool) else 1
 
 
-def _check_module_cost(torch: Any, transformers: Any, config_class: Any, auto: Any, fields: dict[str, Any],
-                       hf_cfg: Any, named: dict[tuple[str, ...], int],
-                       counts: list[tuple[tuple[str, ...], int]], d: int) -> None:
-    """Refuse, before the probe's trials at d + 1, a count that is not named like a layer count whose
-    trial itself would pass :data:`MAX_MODULES`: each is first built at its class default and one more
-    (the named keys at ``named``, the other counts at their defaults: small builds), and the trial at
-    d + 1 extrapolated (a count of experts in each of d layers builds d-squared modules there). One whose
-    trial would pass the bound is refused as the modules it makes as written."""
-    low = {path: _low(transformers, hf_cfg, path) for path, _ in counts}
-    base = _built(torch, config_class, auto, _with_path(fields, {**named, **low}))
-    if base is None:
-        return
-    worst: tuple[int, tuple[str, ...], int, int] | None = None
-    trial = base[0]
-    for path, n in counts:
-        more = _built(torch, config_class, auto, _with_path(fields, {**named, **low, path: low[path] + 1}))
-        per = 0 if more is None else more[0] - base[0]
-        if per <= 0:
+def _module_count(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> int | None:
+    """The modules transformers' model of ``fields`` holds (meta device); None where it refuses."""
+    try:
+        with _quiet():
+            cfg = config_class.from_dict(copy.deepcopy(fields))
+            with torch.device("meta"):
+                model = auto.from_config(cfg)
+    except Exception:  # noqa: BLE001 - a refusal: nothing to estimate from
+        return None
+    return sum(1 for _ in model.modules())
+
+
+# the build-cost estimate holds every count it moves at this value and one more (small builds)
+_COST_TRIAL = 2
+# the most counts it extrapolates together (2 ** this many trial builds at most)
+_COST_COUNTS = 6
+
+
+def _cost_groups(transformers: Any, hf_cfg: Any, fields: dict[str, Any],
+                 skip: set[tuple[str, ...]]) -> dict[int, list[tuple[str, ...]]]:
+    """The counts of config.json a build's modules may grow with, grouped by their written value: an int
+    above :data:`_COST_TRIAL` + 1 (and up to :data:`MAX_LAYERS`) held by a config object transformers
+    resolved, named like a layer count or defaulted by its class to a count (:data:`_COUNT_DEFAULT`), not
+    an index; and the lists (or per-layer strings) of those objects as long as one of those values (one
+    entry per layer). Counts written equal move together in the trials (Switch Transformers' encoder,
+    decoder and sparse layers), so a relation between them the model checks holds in every trial."""
+    groups: dict[int, list[tuple[str, ...]]] = {}
+    lists: list[tuple[tuple[str, ...], int]] = []
+    for path, obj in _config_objects(transformers, hf_cfg):
+        written = _at(fields, path)
+        if not isinstance(written, dict):
             continue
-        grow = per * max(d + 1 - low[path], 0)
-        trial += grow
-        if worst is None or grow > worst[0]:
-            worst = (grow, path, n, base[0] + (n - low[path]) * per)
-    if worst is not None and trial > MAX_MODULES:
-        refuse_module_count(worst[1], worst[2], worst[3])
+        defaults = _class_defaults(type(obj))
+        for key, value in written.items():
+            if not isinstance(key, str) or (*path, key) in skip:
+                continue
+            if isinstance(value, (list, tuple)) or (key in _PER_LAYER_LISTS and isinstance(value, str)):
+                lists.append(((*path, key), len(value)))
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or not _COST_TRIAL + 1 < value <= MAX_LAYERS:
+                continue
+            if key.endswith(_INDEX_ENDINGS):
+                continue
+            default = _held(defaults, key) if defaults is not None else None
+            if is_layer_count(key) or key in DEPTH_KEYS or (
+                    _held(obj, key) == value and isinstance(default, int) and not isinstance(default, bool)
+                    and 0 <= default <= _COUNT_DEFAULT):
+                groups.setdefault(value, []).append((*path, key))
+    for path, n in lists:
+        if n in groups:
+            groups[n].append(path)
+    return groups
+
+
+def _at_value(fields: dict[str, Any], paths: list[tuple[str, ...]], value: int) -> dict[tuple[str, ...], Any]:
+    """The changes that set each count of ``paths`` to ``value`` and cut each list among them to that long."""
+    out: dict[tuple[str, ...], Any] = {}
+    for path in paths:
+        written = _at(fields, path)
+        out[path] = written[:value] if isinstance(written, (list, tuple, str)) else value
+    return out
+
+
+def _is_layer_key(path: tuple[str, ...]) -> bool:
+    return is_layer_count(path[-1]) or path[-1] in DEPTH_KEYS
+
+
+def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: Any, fields: dict[str, Any],
+                      hf_cfg: Any, held: dict[tuple[str, ...], Any],
+                      counts: list[tuple[tuple[str, ...], int]], d: int) -> int | None:
+    """Refuse, before anything large is built, a config whose model (or the probe's trial of it, a count of
+    ``counts`` above :data:`MAX_LAYERS` at d + 1) would hold more than :data:`MAX_MODULES` modules,
+    estimated from small builds alone, whatever side of :data:`MAX_LAYERS` its counts are.
+
+    The counts a model's modules may grow with (:func:`_cost_groups`; ``counts``; the keys of ``held`` at
+    their small stand-ins throughout) are all set to :data:`_COST_TRIAL`, and each group one more: those
+    that grow the model (where the small build times each count's growth from 2 passes the bound) are
+    built at every corner of {2, 3} (up to :data:`_COST_COUNTS` of them, the
+    largest; any other at 2), and the modules extrapolated to the written values as the multilinear
+    function of the counts those corners fix (exact where the modules are a sum of products of counts:
+    experts in every layer, networks in every layer). The refusal names the count that adds the most
+    modules, one that is not named like a layer count first (experts before layers), and the modules
+    of the model as written. Returns that estimate of the model as written (None where transformers
+    refuses a trial: nothing is estimated)."""
+    big = dict(counts)
+    groups = _cost_groups(transformers, hf_cfg, fields, set(held) | set(big))
+    for path, n in counts:
+        groups.setdefault(n, []).append(path)
+    if not groups:
+        return None
+    t = _COST_TRIAL
+    small = {**held, **{p: v for n, paths in groups.items() for p, v in _at_value(fields, paths, t).items()}}
+
+    def count(point: dict[int, int]) -> int | None:
+        changes = dict(small)
+        for n, value in point.items():
+            changes.update(_at_value(fields, groups[n], value))
+        return _module_count(torch, config_class, auto, _with_path(fields, changes))
+
+    base = count({})
+    if base is None:
+        return None
+    # no more than the small build times each count's growth from 2 (a sum of products of counts with
+    # nonnegative coefficients grows no faster): within the bound, nothing more is built
+    at = {n: min(n, d + 1) if n > MAX_LAYERS else n for n in groups}
+    bound = base
+    for n in groups:
+        bound = bound * at[n] // t + 1
+    if bound <= MAX_MODULES:
+        return None
+    grow = {n: count({n: t + 1}) for n in groups}
+    moving = sorted((n for n, m in grow.items() if m is not None and m > base), reverse=True)[:_COST_COUNTS]
+    if not moving:
+        return base
+    corners: dict[tuple[int, ...], int] = {}
+    for mask in range(1 << len(moving)):
+        bits = tuple((mask >> i) & 1 for i in range(len(moving)))
+        ones = [n for n, b in zip(moving, bits, strict=True) if b]
+        m = base if not ones else grow[ones[0]] if len(ones) == 1 else count({n: t + 1 for n in ones})
+        if m is None:
+            return None
+        corners[bits] = m
+
+    def modules(x: dict[int, int]) -> int:
+        total = 0
+        for bits, m in corners.items():
+            w = m
+            for n, b in zip(moving, bits, strict=True):
+                w *= x[n] - t if b else t + 1 - x[n]
+            total += w
+        return total
+
+    written = {n: n for n in moving}
+    trial = {n: at[n] for n in moving}
+    if modules(trial) <= MAX_MODULES:
+        return modules(written)
+    adds = {n: modules(trial) - modules({**trial, n: t}) for n in moving}
+    worst = max(moving, key=lambda n: (any(not _is_layer_key(p) for p in groups[n]), adds[n]))
+    paths = [p for p in groups[worst] if isinstance(_at(fields, p), int)]
+    path = next((p for p in paths if not _is_layer_key(p)), paths[0])
+    refuse_module_count(path, worst, modules(written))
+    return None
 
 
 def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: Any,
@@ -499,7 +618,8 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     builds does with each key that may be a layer count, never by the key being present alone:
 
     * a list that would hold more than :data:`MAX_LAYERS` layers were it a stack (the sum of a list of
-      ints, the length of any other list), whatever its name: :func:`_check_listed_depths`;
+      ints, the length of any other list), whatever its name: :func:`_check_listed_depths` (a list of
+      layer indices, whose trials stay past the last layer, grows nothing and is built as written);
     * a key above it named like a layer count anywhere in config.json (:func:`layer_count_candidates`)
       or held by a resolved config object whose class defaults it to a count (:func:`_count_like`):
       past the model's deepest stack (d layers, :func:`_depth`) it is built at d + 1 and d + 2 (the
@@ -511,8 +631,10 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
       not named so is a layer count when one unit of it adds one block holding a linear map
       (Qwen2.5-VL's vision_config.depth); a count of other modules (experts in every layer, codebooks,
       quantizers) is no layer count and is bounded only by the modules it builds
-      (:data:`~ffnlab.sizing.hf.fallback.MAX_MODULES`, extrapolated from the two trials; the trials
-      themselves bounded first from two small builds, :func:`_check_module_cost`).
+      (:data:`~ffnlab.sizing.hf.fallback.MAX_MODULES`, extrapolated from the two trials).
+    * before any of those builds, the modules of the model as written, and of the probe's trial, are
+      estimated from small builds with every count at 2 and 3 (:func:`_check_build_cost`), whatever side
+      of :data:`MAX_LAYERS` the counts are: past :data:`MAX_MODULES` the config is refused as build cost.
     * where transformers refuses the trials, a key named like a layer count is refused as one ffnlab
       cannot tell from a layer count (:func:`~ffnlab.sizing.hf.fallback.refuse_unprobed`); any other
       key (a width whose heads do not divide d + 1, a vocabulary its pad id does not fit) is built as
@@ -524,17 +646,18 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
     listed = _listed(transformers, hf_cfg, fields)
     counts = _count_like(transformers, hf_cfg, fields)
     found = [(p, n, True) for p, n in named] + [(p, n, False) for p, n in counts]
+    d = _depth(transformers, hf_cfg, fields)
+    stand_ins = {path: _COST_TRIAL for path, _ in named}
+    stand_ins.update({path: _list_trials(_at(fields, path), _COST_TRIAL)[0] for path, _ in listed})
+    estimate = _check_build_cost(torch, transformers, config_class, auto, fields, hf_cfg, stand_ins, counts, d)
     if not found and not listed:
         return
-    d = _depth(transformers, hf_cfg, fields)
     at_depth = {path: d + 1 for path, _ in named}
     if listed:
         low = {path: _low(transformers, hf_cfg, path) for path, _ in counts}
         _check_listed_depths(torch, config_class, auto, fields, listed, {**at_depth, **low}, d)
     if not found:
         return
-    if counts:
-        _check_module_cost(torch, transformers, config_class, auto, fields, hf_cfg, at_depth, counts, d)
     held = {path: d + 1 for path, _, _ in found}
     base = _built(torch, config_class, auto, _with_path(fields, held))
     if base is None:  # a key transformers refuses at d + 1 (a width): the named keys alone, the rest as written
@@ -556,7 +679,9 @@ def _check_layer_counts(torch: Any, transformers: Any, config_class: Any, auto: 
             refuse_layer_count(path, n)
         per = more[0] - base[0]
         if per > 0 and base[0] + (n - d - 1) * per > MAX_MODULES:
-            refuse_module_count(path, n, base[0] + (n - d - 1) * per)
+            # the figure: the modules of the model as written where the small builds estimated them
+            refuse_module_count(path, n, estimate if estimate and estimate > MAX_MODULES else
+                                base[0] + (n - d - 1) * per)
 
 
 def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) -> CountedModel:

@@ -260,6 +260,7 @@ def test_the_probe_trial_of_an_expert_count_stays_within_the_build_cost_bound(tm
         raise _Trial(fields)
 
     monkeypatch.setattr(hf_count, "_built", trial)
+    monkeypatch.setattr(hf_count, "_module_count", trial)  # the build-cost estimate's small builds
     try:
         audit_config(_switch(layers, 10_001), tmp_path)
     except _Trial as t:
@@ -286,7 +287,11 @@ def test_an_expert_count_whose_trial_would_pass_the_bound_is_refused_as_build_co
         asked.append(fit(fields["num_layers"], fields["num_experts"]))
         return asked[-1], {}
 
+    def modules(torch_: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> Any:
+        return counted(torch_, config_class, auto, fields)[0]  # the build-cost estimate's small builds
+
     monkeypatch.setattr(hf_count, "_built", counted)
+    monkeypatch.setattr(hf_count, "_module_count", modules)
     got = audit_config(_switch(layers, 10_001), tmp_path)
     assert isinstance(got, Exception) and "\n" not in str(got), got
     assert "'num_experts' = 10,001" in str(got) and "modules" in str(got), got

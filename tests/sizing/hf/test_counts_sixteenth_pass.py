@@ -85,6 +85,19 @@ totals and classes), a third of them (rotating by the day) compared with audit o
 six, rotating by the day, rebuilt through transformers live; each Y2 input as a strict xfail with its
 transformers verdict rebuilt on every run; Y1 / Y3 as the bounded check at the end (the work counted, not
 timed). The pass changed nothing in src/.
+
+Mended (Y1-Y3, ``hf_count._check_build_cost`` and ``_list_trials``): before anything large is built, the
+modules of the model as written (and of the probe's trial of a count above 10,000 at d + 1) are estimated
+from small builds, whatever side of 10,000 its counts are: every count (an int held by a resolved config
+object, named like a layer count or defaulted by its class to a count up to 1,000; counts written equal
+move together, and a list as long as one of them is cut with it) at 2, each growing one at 3, and where the
+small build times each count's growth could pass ``MAX_MODULES``, every corner of {2, 3} of the counts that
+grow the model (up to 6), extrapolated as the multilinear function those corners fix: exact for experts or
+networks in every layer (Switch 100 + 100 layers of 10,000 experts: 10,004,215, transformers' own count).
+The refusal names the count that adds the most modules, one not named like a layer count first, and the
+model's modules. A list of ints past the ceiling is built at its largest entry d + 1 and d + 2 (d the
+deepest stack): a stage list grows by a block, an index past the last layer stays past it and grows
+nothing (Y2), judged by what transformers builds, not by the key's name.
 """
 
 from __future__ import annotations
@@ -119,7 +132,7 @@ LABELS = {  # finding -> root cause (the module docstring has the detail)
     "Y3": "hf_count._check_module_cost builds its two trials with the layer counts as written (up to 10,000): "
     "the trials themselves pass MAX_MODULES",
 }
-MENDED: frozenset[str] = frozenset()
+MENDED: frozenset[str] = frozenset({"Y1", "Y2", "Y3"})
 
 LIVE_EVERY = 6
 # the stored cases audited on a run: one in SAMPLE_EVERY, rotating by the day (all of them in three days);
@@ -299,9 +312,10 @@ def test_a_build_past_the_module_bound_is_refused_whatever_side_of_10000_its_cou
     over 10,001, 10,000 or 9,999 experts (transformers' own count, :func:`_modules`); 10,000 + 10,000
     layers of 64 experts about 7e6; MobileBERT with 100 layers of 10,000 or 10,001 feed-forward networks
     about 7e6. audit must refuse each in one line as build cost after asking transformers for no build past
-    the bound. It does so at 10,001; it asks for the model itself at 10,000 or 9,999, and of 64 experts over
-    10,000 layers, none of its counts above 10,000 (Y1); over 10,000 layers of 10,001 experts its first
-    cost trial is 1,220,015 modules (Y3)."""
+    the bound, naming the modules transformers' model as written holds. Before the mend it did so at 10,001
+    only (naming modules and their containers' entries, 28,014,562 for 10,005,215 modules); it asked for the
+    model itself at 10,000 or 9,999, and of 64 experts over 10,000 layers, none of its counts above 10,000
+    (Y1); over 10,000 layers of 10,001 experts its first cost trial was 1,220,015 modules (Y3)."""
     from ffnlab.sizing.hf.fallback import MAX_MODULES
 
     make, _, keys = _MODELS[model]
@@ -313,4 +327,29 @@ def test_a_build_past_the_module_bound_is_refused_whatever_side_of_10000_its_cou
         pytest.fail(f"audit asked transformers to build {e} (bound {MAX_MODULES:,}); builds asked: {asked}")
     assert isinstance(got, Exception) and "\n" not in str(got), got
     assert f"'{keys[1]}' = {count:,}" in str(got) and "modules" in str(got), got
+    # the figure is the modules of transformers' own model as written (not modules and their entries)
+    assert f"about {_modules(model)(layers, count):,} modules" in str(got), got
     assert asked and max(asked) <= MAX_MODULES, asked
+
+
+@pytest.mark.parametrize("model", sorted(_MODELS))
+def test_the_build_cost_bound_falls_between_the_modules_transformers_builds(tmp_path, monkeypatch, model):
+    """The estimate behind Y1's mend is transformers' own count, not a bound above it: with the module bound
+    lowered to 5,000 (``hf_count.MAX_MODULES``), the config of 10 layers whose model holds the most modules
+    up to it (:func:`_modules`) is counted, with transformers' own total (``hf_counts_all.reference``), and
+    one count more, past it, is refused as that many modules."""
+    from ffnlab.training import hf_count
+
+    bound = 5_000
+    make, _, keys = _MODELS[model]
+    fit = _modules(model)
+    count = max(c for c in range(1, bound) if fit(10, c) <= bound)
+    monkeypatch.setattr(hf_count, "MAX_MODULES", bound)
+    under, over = make(10, count), make(10, count + 1)
+    got = audit_config(under, tmp_path)
+    assert not isinstance(got, Exception), got
+    assert got.params_total == reference(copy.deepcopy(under))["total"], got
+    refused = audit_config(over, tmp_path)
+    assert isinstance(refused, Exception) and "\n" not in str(refused), refused
+    assert f"'{keys[1]}' = {count + 1:,}" in str(refused), refused
+    assert f"about {fit(10, count + 1):,} modules" in str(refused), refused

@@ -167,7 +167,8 @@ def test_a_huge_layer_count_is_refused_before_building(tmp_path, capsys, monkeyp
     """A BERT config with 100,000 layers: refused in one line, exit status 2, from two trial builds at 1
     and 2 layers that show transformers' model grows with num_hidden_layers, never the model as written.
     Oracle: transformers' own BertLayer constructor, counted while audit runs (3 layers in all for the
-    two trials; the model as written would construct 100,000)."""
+    two trials, 2 more for the build-cost estimate's one small build; the model as written would construct
+    100,000)."""
     pytest.importorskip("transformers")
     from cli_inproc import run_cli
     from transformers.models.bert import modeling_bert
@@ -185,7 +186,8 @@ def test_a_huge_layer_count_is_refused_before_building(tmp_path, capsys, monkeyp
     p = run_cli(capsys, "audit", _write(tmp_path, cfg))
     lines = [x for x in p.stderr.splitlines() if x.strip()]
     assert p.returncode == 2 and len(lines) == 1 and "100,000 layers" in lines[0], (p.stdout, p.stderr)
-    assert 0 < len(built) <= 3, len(built)  # the trials' layers only
+    # the trials' layers only: 2 for the build-cost estimate's small build, 1 and 2 for the probe's trials
+    assert 0 < len(built) <= 5, len(built)
 
 
 def test_several_untranslated_files_in_one_audit(tmp_path, capsys):

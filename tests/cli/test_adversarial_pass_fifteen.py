@@ -119,6 +119,7 @@ import pytest
 from adversarial_cli import (
     copy_run,
     edit_config,
+    export_use_line,
     tiny_sweep_spec,
     train_facts_run,
     unfinish,
@@ -134,6 +135,7 @@ def trained(tmp_path_factory) -> Path:
     """The passes' 4-step facts run, trained in this process (``train t.yaml --out run``)."""
     return train_facts_run(tmp_path_factory.mktemp("trained"))
 
+
 def _bash_words(command: str) -> list[str]:
     """The words bash splits ``command`` into."""
     p = subprocess.run(["bash", "-c", f'set -- {command}; printf "%s\\0" "$@"'], capture_output=True, check=True)
@@ -144,30 +146,8 @@ def _bash_words(command: str) -> list[str]:
 
 
 def _use_line(tmp_path: Path, hf: str, monkeypatch: pytest.MonkeyPatch) -> str:
-    """``export run --hf HF`` with the exporter replaced by one that makes the folder and says it wrote
-    a finished run's export; its ``use:`` line (found with real exports, as the docstring says)."""
-    from ffnlab.training import export
-
-    def wrote(run, hf_dir, checkpoint=None, *, overwrite=False):  # noqa: ANN001, ANN202
-        Path(hf_dir).mkdir()
-        return SimpleNamespace(
-            architecture="LlamaForCausalLM",
-            layout="llama",
-            checkpoint="step-0000004",
-            step=4,
-            max_steps=4,
-            max_positions=19869,
-            train_len=32,
-            active=False,
-            finished=True,
-        )
-
-    monkeypatch.setattr(export, "export_run", wrote)
-    r = cli("export", "run", "--hf", hf, where=tmp_path)
-    assert r.code == 0, r.stderr[-500:]
-    lines = [x for x in r.stdout.splitlines() if x.startswith("use: ")]
-    assert len(lines) == 1, r.stdout
-    return lines[0][len("use: ") :]
+    """Export's ``use:`` line for ``--hf HF`` (found with real exports, as the docstring says)."""
+    return export_use_line(tmp_path, hf, monkeypatch)
 
 
 def _python_reads(snippet: str) -> object:
@@ -707,8 +687,11 @@ def test_a_missing_dataset_no_hub_id_can_name_is_no_such_file_before_the_model(t
     assert "nomodel" not in line and "\n" not in line, line
 
 
-@pytest.mark.parametrize("name, said", [("", "the path is empty"), (" ", "--dataset ' ': no such file"),
-                                         ("\t", "--dataset '\\t': no such file")], ids=["empty", "space", "tab"])
+@pytest.mark.parametrize(
+    "name, said",
+    [("", "the path is empty"), (" ", "--dataset ' ': no such file"), ("\t", "--dataset '\\t': no such file")],
+    ids=["empty", "space", "tab"],
+)
 def test_an_empty_or_blank_dataset_name_is_refused_and_shown_before_the_model(tmp_path, monkeypatch, name, said):
     # noted by the fifteenth pass: '' was read as the working folder ("give a file", after the model),
     # ' ' was shown as nothing; now refused as every empty path is (user_path), and quoted

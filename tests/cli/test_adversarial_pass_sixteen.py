@@ -823,26 +823,9 @@ def test_exports_use_line_of_hard_names_reads_back(tmp_path, monkeypatch, hf):
     # the exporter replaced (the line is the question); oracle: Python's parser of the line
     import ast
 
-    from ffnlab.training import export
+    from adversarial_cli import export_use_line
 
-    def wrote(run, hf_dir, checkpoint=None, *, overwrite=False):  # noqa: ANN001, ANN202
-        Path(hf_dir).mkdir()
-        return SimpleNamespace(
-            architecture="LlamaForCausalLM",
-            layout="llama",
-            checkpoint="step-0000004",
-            step=4,
-            max_steps=4,
-            max_positions=19869,
-            train_len=32,
-            active=False,
-            finished=True,
-        )
-
-    monkeypatch.setattr(export, "export_run", wrote)
-    r = cli("export", "run", "--hf", hf, where=tmp_path)
-    assert r.code == 0, r.stderr[-500:]
-    snippet = next(x for x in r.stdout.splitlines() if x.startswith("use: "))[len("use: ") :]
+    snippet = export_use_line(tmp_path, hf, monkeypatch)
     call = ast.parse(snippet, mode="eval").body
     assert isinstance(call, ast.Call) and ast.literal_eval(call.args[1]) == hf, snippet
     assert (tmp_path / hf).is_dir()

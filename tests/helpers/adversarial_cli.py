@@ -171,3 +171,26 @@ def unfinish(run: Path) -> None:
     """The run as a kill after its step-2 checkpoint leaves it: no summary.json, no step 4."""
     (run / "summary.json").unlink()
     shutil.rmtree(run / "checkpoints" / "step-0000004")
+
+
+def export_use_line(tmp_path: Path, hf: str, monkeypatch: Any) -> str:
+    """``export run --hf HF`` in ``tmp_path`` with the exporter replaced by one that makes the folder
+    and says it wrote a finished run's export (the printed line is the question); its ``use:`` line,
+    the line of Python to paste, without ``use: ``."""
+    from types import SimpleNamespace
+
+    from fuzz_cli import cli
+
+    from ffnlab.training import export
+
+    def wrote(run: Any, hf_dir: Any, checkpoint: Any = None, *, overwrite: bool = False) -> SimpleNamespace:
+        Path(hf_dir).mkdir()
+        return SimpleNamespace(architecture="LlamaForCausalLM", layout="llama", checkpoint="step-0000004", step=4,
+                               max_steps=4, max_positions=19869, train_len=32, active=False, finished=True)
+
+    monkeypatch.setattr(export, "export_run", wrote)
+    r = cli("export", "run", "--hf", hf, where=tmp_path)
+    assert r.code == 0, r.stderr[-500:]
+    lines = [x for x in r.stdout.splitlines() if x.startswith("use: ")]
+    assert len(lines) == 1, r.stdout
+    return lines[0][len("use: ") :]

@@ -193,10 +193,9 @@ def _offline_with_cached_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     return tmp_path / "here"
 
 
-@pytest.mark.parametrize("name", ["Text", "TEXT"])
-def test_an_offline_dataset_named_like_a_cached_builder_is_one_line(tmp_path, monkeypatch, name):
-    # oracle: the promise's one line; the library's own warning is on the same stderr (a subprocess
-    # shows it: HF_HUB_OFFLINE=1 ffnlab perplexity e1 --dataset Text --split train)
+def _perplexity_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str) -> tuple[object, str]:
+    """``perplexity e1 --dataset NAME --split train`` offline beside the seeded cache
+    (:func:`_offline_with_cached_builder`), the model loader a stand-in: its result and stderr."""
     from ffnlab.training import perplexity as P
 
     here = _offline_with_cached_builder(tmp_path, monkeypatch)
@@ -205,19 +204,15 @@ def test_an_offline_dataset_named_like_a_cached_builder_is_one_line(tmp_path, mo
         "load_model",
         lambda target, **kw: SimpleNamespace(context=32, revision="local", dtype="float32", device="cpu"),
     )
-    r, err = _stderr_with_library_log(
-        monkeypatch,
-        "perplexity",
-        "e1",
-        "--dataset",
-        name,
-        "--split",
-        "train",
-        "--no-cache",
-        "--progress",
-        "off",
-        where=here,
-    )
+    argv = ["perplexity", "e1", "--dataset", name, "--split", "train", "--no-cache", "--progress", "off"]
+    return _stderr_with_library_log(monkeypatch, *argv, where=here)
+
+
+@pytest.mark.parametrize("name", ["Text", "TEXT"])
+def test_an_offline_dataset_named_like_a_cached_builder_is_one_line(tmp_path, monkeypatch, name):
+    # oracle: the promise's one line; the library's own warning is on the same stderr (a subprocess
+    # shows it: HF_HUB_OFFLINE=1 ffnlab perplexity e1 --dataset Text --split train)
+    r, err = _perplexity_offline(tmp_path, monkeypatch, name)
     assert not isinstance(r, Exception), repr(r)
     assert r.code == 2, (r.code, err)
     lines = [x for x in err.splitlines() if x.strip()]
@@ -238,27 +233,7 @@ def test_an_offline_corpus_named_like_a_cached_builder_is_one_line(tmp_path, mon
 
 def test_an_offline_dataset_with_no_cached_folder_is_one_line(tmp_path, monkeypatch):
     # kept: the edge of H1: tExt's snake_case (t_ext) has no folder in that cache: one line
-    from ffnlab.training import perplexity as P
-
-    here = _offline_with_cached_builder(tmp_path, monkeypatch)
-    monkeypatch.setattr(
-        P,
-        "load_model",
-        lambda target, **kw: SimpleNamespace(context=32, revision="local", dtype="float32", device="cpu"),
-    )
-    r, err = _stderr_with_library_log(
-        monkeypatch,
-        "perplexity",
-        "e1",
-        "--dataset",
-        "tExt",
-        "--split",
-        "train",
-        "--no-cache",
-        "--progress",
-        "off",
-        where=here,
-    )
+    r, err = _perplexity_offline(tmp_path, monkeypatch, "tExt")
     assert not isinstance(r, Exception), repr(r)
     assert "Using the latest cached" not in err, err
     assert_refused(r, "HF_HUB_OFFLINE is set and it is not in the HF cache")

@@ -144,7 +144,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from adversarial_cli import FACTS_RUN_YAML, copy_run, train_facts_run, write_corpus
+from adversarial_cli import FACTS_RUN_YAML, copy_run, sweep_rerun, train_facts_run, write_corpus
 from fuzz_cli import assert_refused, cli, snapshot
 
 
@@ -501,13 +501,8 @@ def test_a_dataset_named_blank_or_home_is_one_line(tmp_path, monkeypatch):
 def test_a_sweep_rerun_reopens_only_on_the_same_runs(tmp_path, monkeypatch, edit, same):
     # oracle: the run configs each spec resolves to (another cache folder and 4 as 4.0 train the same
     # runs; two steps or another tokenizer do not); refused reruns start nothing and change nothing
-    sys.path.insert(0, str(Path(__file__).parent))
-    try:
-        from test_adversarial_pass_sixteen import _sweep_rerun
-    finally:
-        sys.path.remove(str(Path(__file__).parent))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))  # ~/elsewhere: a cache made inside this test's folder
-    r, started, changed = _sweep_rerun(tmp_path, monkeypatch, edit_spec=edit)
+    r, started, changed = sweep_rerun(tmp_path, monkeypatch, edit_spec=edit)
     if same:
         assert (r.code, started) == (0, 2), r.stderr[-500:]
     else:

@@ -216,6 +216,7 @@ from adversarial_cli import (
     interrupted_train,
     one_error_line,
     strict_json,
+    sweep_rerun,
     tiny_sweep_spec,
     train_facts_run,
     unfinish,
@@ -856,36 +857,9 @@ def test_odd_yaml_in_a_sweep_spec_is_one_line_and_no_folder(tmp_path, monkeypatc
     assert snapshot(tmp_path) == before
 
 
-def _sweep_rerun(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit_record=None, edit_spec=None):  # noqa: ANN001
-    """``sweep s.json --out sw`` (workers a counter), sweep.json then edited by ``edit_record`` and
-    the spec by ``edit_spec``, and the same command again: its result, workers started, and whether
-    sw/ changed."""
-    from ffnlab.experiments.sweep import run as sweep_run
-
-    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
-    started: list = []
-    monkeypatch.setattr(sweep_run.Children, "run", lambda self, cmd, log, threads: started.append(cmd) or 0)
-    monkeypatch.setattr(sweep_run, "cpu_peak", lambda threads: 1e11)
-    monkeypatch.setattr(sweep_run, "POLL_S", 0.01)  # the stand-in workers finish at once
-    write_corpus(tmp_path)
-    spec = tiny_sweep_spec(4, 2)
-    (tmp_path / "s.json").write_text(json.dumps(spec))
-    assert cli("sweep", "s.json", "--out", "sw", "--no-report", where=tmp_path).code == 0
-    record = json.loads((tmp_path / "sw" / "sweep.json").read_text())
-    if edit_record:
-        edit_record(record)
-        (tmp_path / "sw" / "sweep.json").write_text(json.dumps(record, indent=1))
-    if edit_spec:
-        edit_spec(spec)
-        (tmp_path / "s.json").write_text(json.dumps(spec))
-    before, n = snapshot(tmp_path / "sw"), len(started)
-    r = cli("sweep", "s.json", "--out", "sw", "--no-report", where=tmp_path)
-    return r, len(started) - n, snapshot(tmp_path / "sw") != before
-
-
 @pytest.mark.parametrize("key", ["comparisons", "scales", "trends", "maturity"])
 def test_a_sweep_record_from_an_older_ffnlab_without_a_spec_key_resumes(tmp_path, monkeypatch, key):
-    r, started, changed = _sweep_rerun(tmp_path, monkeypatch, edit_record=lambda rec: rec["spec"].pop(key))
+    r, started, changed = sweep_rerun(tmp_path, monkeypatch, edit_record=lambda rec: rec["spec"].pop(key))
     assert (r.code, started, changed) == (0, 2, False), r.stderr[-500:]
 
 
@@ -901,7 +875,7 @@ def test_a_sweep_record_from_an_older_ffnlab_without_a_spec_key_resumes(tmp_path
     ids=["spec-null", "ffn-list", "arm-text", "config-text", "run-up"],
 )
 def test_a_hand_edited_sweep_record_is_one_line_and_no_change(tmp_path, monkeypatch, edit):
-    r, started, changed = _sweep_rerun(tmp_path, monkeypatch, edit_record=edit)
+    r, started, changed = sweep_rerun(tmp_path, monkeypatch, edit_record=edit)
     assert_refused(r, "holds a different sweep")
     assert (started, changed) == (0, False)
 
@@ -922,7 +896,7 @@ def test_a_hand_edited_sweep_record_is_one_line_and_no_change(tmp_path, monkeypa
 def test_a_sweep_spec_is_compared_by_the_runs_it_resolves_to(tmp_path, monkeypatch, edit, same):
     # oracle: the run configs the specs resolve to (arm_config merges each arm's ffn over the base's):
     # the same runs rerun (2 workers), other runs (an arm without ffn, runs named by a scale) refused
-    r, started, changed = _sweep_rerun(tmp_path, monkeypatch, edit_spec=edit)
+    r, started, changed = sweep_rerun(tmp_path, monkeypatch, edit_spec=edit)
     if same:
         assert (r.code, started) == (0, 2), r.stderr[-500:]
     else:

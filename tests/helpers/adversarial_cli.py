@@ -194,3 +194,33 @@ def export_use_line(tmp_path: Path, hf: str, monkeypatch: Any) -> str:
     lines = [x for x in r.stdout.splitlines() if x.startswith("use: ")]
     assert len(lines) == 1, r.stdout
     return lines[0][len("use: ") :]
+
+
+def sweep_rerun(tmp_path: Path, monkeypatch: Any, edit_record: Any = None,
+                edit_spec: Any = None) -> tuple[Any, int, bool]:
+    """``sweep s.json --out sw`` (workers a counter), sweep.json then edited by ``edit_record`` and
+    the spec by ``edit_spec``, and the same command again: its result, workers started, and whether
+    sw/ changed."""
+    from fuzz_cli import cli, snapshot
+
+    from ffnlab.experiments.sweep import run as sweep_run
+
+    monkeypatch.setenv("FFNLAB_CACHE", str(tmp_path / "cache"))
+    started: list = []
+    monkeypatch.setattr(sweep_run.Children, "run", lambda self, cmd, log, threads: started.append(cmd) or 0)
+    monkeypatch.setattr(sweep_run, "cpu_peak", lambda threads: 1e11)
+    monkeypatch.setattr(sweep_run, "POLL_S", 0.01)  # the stand-in workers finish at once
+    write_corpus(tmp_path)
+    spec = tiny_sweep_spec(4, 2)
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    assert cli("sweep", "s.json", "--out", "sw", "--no-report", where=tmp_path).code == 0
+    record = json.loads((tmp_path / "sw" / "sweep.json").read_text())
+    if edit_record:
+        edit_record(record)
+        (tmp_path / "sw" / "sweep.json").write_text(json.dumps(record, indent=1))
+    if edit_spec:
+        edit_spec(spec)
+        (tmp_path / "s.json").write_text(json.dumps(spec))
+    before, n = snapshot(tmp_path / "sw"), len(started)
+    r = cli("sweep", "s.json", "--out", "sw", "--no-report", where=tmp_path)
+    return r, len(started) - n, snapshot(tmp_path / "sw") != before

@@ -1,0 +1,322 @@
+"""The seventeenth adversarial count pass's inputs and their verdicts: ``tests/data/hf_counts_seventeenth_pass.json``.
+
+Each case is a config.json made from a stored default (``hf_counts_all.exact_defaults``) or written out by
+hand; transformers' verdict (``hf_counts_all.reference``: its own model built on the meta device) and
+audit's (``hf_counts_all.audited``) are each taken in a subprocess under a time limit (transformers itself
+may not end). The figures table goes to stdout; ``--write`` stores every case both sides answered in time
+(total, auto class and class as transformers built them; a finding's id where audit is off).
+
+    PYTHONPATH=src:tests/helpers python tools/count_pass_seventeen.py            # the table only
+    PYTHONPATH=src:tests/helpers python tools/count_pass_seventeen.py --write    # and the stored file
+    PYTHONPATH=src:tests/helpers python tools/count_pass_seventeen.py --only olmoe  # ids containing olmoe
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "tests" / "data" / "hf_counts_seventeenth_pass.json"
+TIMEOUT_S = 45
+# the finding a case audit is off on is stored as, by the pass's class of the case (the test file's LABELS)
+FINDING_OF = {"estimate": "Z2"}
+
+# the child: both sides' verdicts on each config of a list, one json line per config; each side time-boxed
+# by an alarm (a build of transformers is Python code: the alarm stops it)
+_CHILD = """
+import json, signal, sys, tempfile, time
+from pathlib import Path
+from hf_counts_all import audited, reference
+limit = int(sys.argv[2])
+
+class Late(BaseException):
+    pass
+
+def late(*_):
+    raise Late()
+
+signal.signal(signal.SIGALRM, late)
+for cid, config in json.loads(Path(sys.argv[1]).read_text()):
+    row = {"id": cid}
+    for mode in ("ref", "audit"):
+        t = time.time()
+        signal.alarm(limit)
+        try:
+            if mode == "ref":
+                out = reference(json.loads(json.dumps(config)))
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = audited(json.loads(json.dumps(config)), Path(tmp))
+                out.pop("ref", None)
+        except Late:
+            out = {"timeout": limit}
+        finally:
+            signal.alarm(0)
+        out["s"] = round(time.time() - t, 2)
+        row[mode] = out
+    print(json.dumps(row), flush=True)
+"""
+
+
+def _child(batch: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each config's two verdicts, from one child process, up to the first it dies on."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cases.json"
+        path.write_text(json.dumps(batch))
+        env = {
+            "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests' / 'helpers'}",
+            "PATH": "/usr/bin:/bin",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_VERBOSITY": "error",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _CHILD, str(path), str(TIMEOUT_S)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+            cwd=ROOT,
+        )
+        rows: dict[str, dict[str, Any]] = {}
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("{"):
+                row = json.loads(line)
+                rows[row.pop("id")] = row
+        proc.wait()
+    return rows
+
+
+def _verdicts(batch: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Each config's two verdicts; where the child dies (a build past its time box that the alarm did not
+    stop), that config is given no verdict and a new child takes the rest."""
+    rows: dict[str, dict[str, Any]] = {}
+    while batch:
+        rows.update(_child(batch))
+        left = [case for case in batch if case[0] not in rows]
+        if left:
+            rows[left[0][0]] = {"ref": {"timeout": TIMEOUT_S, "died": True}, "audit": {"timeout": TIMEOUT_S}}
+            left = left[1:]
+        batch = left
+    return rows
+
+
+def _defaults() -> dict[str, dict[str, Any]]:
+    from hf_counts_all import exact_defaults
+
+    return exact_defaults()
+
+
+def _edit(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if "__" in key:  # text_config__hidden_size: a nested key
+            outer, inner = key.split("__", 1)
+            out[outer] = {**out.get(outer, {}), inner: value}
+        else:
+            out[key] = value
+    return out
+
+
+def _drop(base: dict[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in base.items() if k not in keys}
+
+
+def cases() -> dict[str, tuple[str, dict[str, Any]]]:
+    """id -> (class of the pass, config)."""
+    d = _defaults()
+    out: dict[str, tuple[str, dict[str, Any]]] = {}
+
+    def add(cls: str, name: str, config: dict[str, Any]) -> None:
+        out[f"{cls}/{config['model_type']}/{name}"] = (cls, config)
+
+    def switch(layers: int, sparse: int, experts: int, **more: Any) -> dict[str, Any]:
+        return {
+            "model_type": "switch_transformers",
+            "d_model": 8,
+            "d_kv": 4,
+            "d_ff": 8,
+            "num_heads": 2,
+            "vocab_size": 32,
+            "num_layers": layers,
+            "num_decoder_layers": layers,
+            "num_sparse_encoder_layers": sparse,
+            "num_sparse_decoder_layers": sparse,
+            "num_experts": experts,
+            **more,
+        }
+
+    # the build-cost estimate where the modules are no sum of products of the counts: Switch Transformers'
+    # sparse layers are every (layers // sparse)-th layer (a floor), NLLB-MoE's every sparse_step-th
+    for layers, sparse, experts in [(1_000, 4, 500), (1_000, 5, 300), (2_000, 4, 200), (600, 4, 400), (40, 4, 1_000)]:
+        add("estimate", f"layers={layers}-sparse={sparse}-experts={experts}", switch(layers, sparse, experts))
+    for layers, step, experts in [(200, 8, 500), (100, 50, 2_000)]:
+        add(
+            "estimate",
+            f"layers={layers}-sparse_step={step}-experts={experts}",
+            _edit(
+                d["nllb-moe"],
+                encoder_layers=layers,
+                decoder_layers=layers,
+                encoder_sparse_step=step,
+                decoder_sparse_step=step,
+                num_experts=experts,
+            ),
+        )
+    # lists of ints that are no stack and sum past the 10,000-layer ceiling: HunYuan-MoE's experts per layer,
+    # RegNet's widths (facebook/regnet-y-10b-seer's hidden_sizes sum to 45,450)
+    hy = d["hunyuan_v1_moe"]
+    for experts in ([6_000, 6_000], [5_001, 5_000], [10_001, 1], [3, 10_001]):
+        add("lists", f"num_experts={json.dumps(experts)}", _edit(hy, num_experts=experts))
+    add("lists", "moe_topk=[10001,10001]", _edit(hy, moe_topk=[10_001, 10_001]))
+    add(
+        "lists",
+        "regnet-y-10b-seer",
+        {
+            "model_type": "regnet",
+            "depths": [2, 7, 17, 1],
+            "hidden_sizes": [2_020, 4_040, 11_110, 28_280],
+            "groups_width": 1_010,
+            "layer_type": "y",
+            "embedding_size": 32,
+            "num_channels": 3,
+        },
+    )
+    add(
+        "lists",
+        "regnet-widths-5001-5001",
+        {
+            "model_type": "regnet",
+            "depths": [1, 1],
+            "hidden_sizes": [5_001, 5_001],
+            "groups_width": 8,
+            "embedding_size": 8,
+        },
+    )
+    # lists of layer indices inside the model whose entries sum past the ceiling: every layer of 150 listed
+    # (the largest index, 149, is tried past the last layer, where it grows nothing)
+    for mt, key in (
+        ("qwen3_next", "mlp_only_layers"),
+        ("llama4_text", "moe_layers"),
+        ("llama4_text", "no_rope_layers"),
+    ):
+        if mt in d:
+            add("lists", f"150-layers-{key}=range(150)", _edit(d[mt], num_hidden_layers=150, **{key: list(range(150))}))
+            add(
+                "lists",
+                f"150-layers-{key}=range(149)+[10001]",
+                _edit(d[mt], num_hidden_layers=150, **{key: [*range(149), 10_001]}),
+            )
+    # untried model types: the stored default, a deeper stack, and its experts at 300 over 300 layers
+    for mt in (
+        "nllb-moe",
+        "jetmoe",
+        "cohere2_moe",
+        "sarvam_moe",
+        "param2moe",
+        "exaone_moe",
+        "granitemoeshared",
+        "glm4_moe_lite",
+        "mimo_v2_flash",
+        "hy_v3",
+        "laguna",
+        "xlstm",
+        "solar_open",
+        "zaya",
+        "olmo_hybrid",
+        "rwkv",
+        "mobilebert",
+        "regnet",
+        "segformer",
+        "pvt_v2",
+        "reformer",
+        "prophetnet",
+        "xlnet",
+    ):
+        if mt not in d:
+            continue
+        base = d[mt]
+        add("types", "default", base)
+        for key in ("num_hidden_layers", "num_layers", "encoder_layers"):
+            if isinstance(base.get(key), int):
+                add("types", f"{key}=7", _edit(base, **{key: 7}))
+                for ek in ("num_experts", "num_local_experts", "n_routed_experts"):
+                    if isinstance(base.get(ek), int):
+                        add("types", f"{key}={ek}=300", _edit(base, **{key: 300, ek: 300}))
+                break
+    return out
+
+
+def run(only: str | None = None) -> list[dict[str, Any]]:
+    import transformers
+
+    records: list[dict[str, Any]] = []
+    chosen = {cid: case for cid, case in cases().items() if not only or only in cid}
+    rows = _verdicts([(cid, config) for cid, (_, config) in chosen.items()])
+    for cid, (cls, config) in chosen.items():
+        row = rows.get(cid, {"ref": {"traceback": "the child died"}, "audit": {"traceback": "the child died"}})
+        ref, got = row["ref"], row["audit"]
+        if "total" in ref:
+            status = "exact" if got.get("total") == ref["total"] else "off"
+        elif "refused" in ref:
+            status = "refused" if "refused" in got else "off"
+        else:
+            status = "no-verdict"
+        if "traceback" in got or "timeout" in got:
+            status = "off"
+        records.append(
+            {
+                "id": cid,
+                "class_of_pass": cls,
+                "config": config,
+                "status": status,
+                "total": ref.get("total"),
+                "auto": ref.get("auto"),
+                "class": ref.get("class"),
+                "ref": ref,
+                "audit": got,
+                "transformers": transformers.__version__,
+            }
+        )
+        print(f"{status:10} {cid:70} ref={json.dumps(ref)[:110]} audit={json.dumps(got)[:150]}", flush=True)
+    return records
+
+
+def dump(doc: dict[str, Any]) -> str:
+    """The stored file's text: one record a line (some configs hold lists of 10,001 entries)."""
+    lines = [json.dumps(r, sort_keys=True) for r in doc["records"]]
+    return f'{{"transformers": {json.dumps(doc["transformers"])}, "records": [\n' + ",\n".join(lines) + "\n]}\n"
+
+
+def main(argv: list[str]) -> None:
+    only = argv[argv.index("--only") + 1] if "--only" in argv else None
+    records = run(only)
+    tally: dict[str, dict[str, int]] = {}
+    for r in records:
+        tally.setdefault(r["class_of_pass"], {}).setdefault(r["status"], 0)
+        tally[r["class_of_pass"]][r["status"]] += 1
+    print(json.dumps(tally))
+    if "--write" in argv:
+        keep = [
+            {k: r[k] for k in ("id", "config", "total", "auto", "class")}
+            | ({"finding": FINDING_OF[r["class_of_pass"]]} if r["status"] == "off" else {})
+            for r in records
+            if r["status"] in ("exact", "refused")
+            or (
+                r["status"] == "off"
+                and r["class_of_pass"] in FINDING_OF
+                and "total" in r["ref"]
+                and "refused" in r["audit"]
+            )
+        ]
+        OUT.write_text(dump({"transformers": records[0]["transformers"], "records": keep}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -16,6 +16,7 @@ import io
 import logging
 import warnings
 from collections.abc import Iterator
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +30,7 @@ from ffnlab.sizing.hf.fallback import (
     BuildLimit,
     is_layer_count,
     layer_count_candidates,
+    refuse_built_modules,
     refuse_layer_count,
     refuse_module_count,
     refuse_unprobed,
@@ -67,6 +69,39 @@ def _quiet() -> Iterator[None]:
             yield
     finally:
         logging.disable(previous)
+
+
+@contextlib.contextmanager
+def _modules_made_at_most(limit: int) -> Iterator[None]:
+    """Count every ``torch.nn.Module`` made inside (each runs ``Module.__init__`` once, leaf or not,
+    registered or not) and stop the build with :func:`refuse_built_modules` at the ``limit`` + 1st: the
+    bound on a build through transformers, whatever an estimate from small builds said."""
+    import torch
+
+    module_init = torch.nn.Module.__init__
+    made = 0
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> None:
+        nonlocal made
+        made += 1
+        if made > limit:
+            refuse_built_modules(limit)
+        module_init(self, *args, **kwargs)
+
+    torch.nn.Module.__init__ = counted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.nn.Module.__init__ = module_init  # type: ignore[method-assign]
+
+
+def _meta_model(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> tuple[Any, Any]:
+    """transformers' config and model of config.json ``fields`` on the meta device, quietly, making at
+    most :data:`MAX_MODULES` modules (:class:`BuildLimit` past it; anything transformers raises, as raised)."""
+    with _quiet():
+        cfg = config_class.from_dict(copy.deepcopy(fields))
+        with torch.device("meta"), _modules_made_at_most(MAX_MODULES):
+            return cfg, auto.from_config(cfg)
 
 
 # the auto classes a count may be of, in the order they are tried, and what each one is
@@ -238,10 +273,9 @@ def _built(torch: Any, config_class: Any, auto: Any,
     map (``nn.Linear`` or GPT-2's Conv1D); None where transformers refuses."""
     containers = (list, tuple, dict, set, frozenset)
     try:
-        with _quiet():
-            cfg = config_class.from_dict(copy.deepcopy(fields))
-            with torch.device("meta"):
-                model = auto.from_config(cfg)
+        _, model = _meta_model(torch, config_class, auto, fields)
+    except BuildLimit:
+        raise
     except Exception:  # noqa: BLE001 - a refusal: nothing to compare
         return None
     size = sum(1 + sum(len(v) for v in vars(m).values() if isinstance(v, containers)) for m in model.modules())
@@ -469,20 +503,21 @@ def _low(transformers: Any, hf_cfg: Any, path: tuple[str, ...]) -> int:
 def _module_count(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> int | None:
     """The modules transformers' model of ``fields`` holds (meta device); None where it refuses."""
     try:
-        with _quiet():
-            cfg = config_class.from_dict(copy.deepcopy(fields))
-            with torch.device("meta"):
-                model = auto.from_config(cfg)
+        _, model = _meta_model(torch, config_class, auto, fields)
+    except BuildLimit:
+        raise
     except Exception:  # noqa: BLE001 - a refusal: nothing to estimate from
         return None
     return sum(1 for _ in model.modules())
 
 
-# the build-cost estimate holds every count it moves at this value and one more (small builds)
+# the build-cost estimate holds every count it moves at this value and the next few (small builds)
 _COST_TRIAL = 2
-# the most counts it extrapolates together (2 ** this many trial builds at most)
-_COST_COUNTS = 6
-
+# the most small builds its fit may take (the grid of the counts it moves)
+_COST_BUILDS = 64
+# a count written at most this is held at its written value where transformers refuses the small
+# builds with it moved (heads that must divide a width): small, so every build stays small
+_COST_HOLD = 16
 
 def _cost_groups(transformers: Any, hf_cfg: Any, fields: dict[str, Any],
                  skip: set[tuple[str, ...]]) -> dict[int, list[tuple[str, ...]]]:
@@ -533,6 +568,30 @@ def _is_layer_key(path: tuple[str, ...]) -> bool:
     return is_layer_count(path[-1]) or path[-1] in DEPTH_KEYS
 
 
+def _lagrange(nodes: list[int], x: int) -> list[Fraction]:
+    """The weights that give a polynomial's value at ``x`` from its values at ``nodes`` (degree below
+    their number)."""
+    weights = []
+    for j, xj in enumerate(nodes):
+        w = Fraction(1)
+        for i, xi in enumerate(nodes):
+            if i != j:
+                w *= Fraction(x - xi, xj - xi)
+        weights.append(w)
+    return weights
+
+
+def _fit_points(moving: list[int], degree: dict[int, int]) -> list[dict[int, int]] | None:
+    """The grid the fit is taken on: each moving group at :data:`_COST_TRIAL` up to that + its degree;
+    None past :data:`_COST_BUILDS` builds."""
+    points: list[dict[int, int]] = [{}]
+    for n in moving:
+        points = [{**p, n: _COST_TRIAL + i} for p in points for i in range(degree[n] + 1)]
+        if len(points) > _COST_BUILDS:
+            return None
+    return points
+
+
 def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: Any, fields: dict[str, Any],
                       hf_cfg: Any, held: dict[tuple[str, ...], Any],
                       counts: list[tuple[tuple[str, ...], int]], d: int) -> int | None:
@@ -540,16 +599,20 @@ def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: An
     ``counts`` above :data:`MAX_LAYERS` at d + 1) would hold more than :data:`MAX_MODULES` modules,
     estimated from small builds alone, whatever side of :data:`MAX_LAYERS` its counts are.
 
-    The counts a model's modules may grow with (:func:`_cost_groups`; ``counts``; the keys of ``held`` at
-    their small stand-ins throughout) are all set to :data:`_COST_TRIAL`, and each group one more: those
-    that grow the model (where the small build times each count's growth from 2 passes the bound) are
-    built at every corner of {2, 3} (up to :data:`_COST_COUNTS` of them, the
-    largest; any other at 2), and the modules extrapolated to the written values as the multilinear
-    function of the counts those corners fix (exact where the modules are a sum of products of counts:
-    experts in every layer, networks in every layer). The refusal names the count that adds the most
-    modules, one that is not named like a layer count first (experts before layers), and the modules
-    of the model as written. Returns that estimate of the model as written (None where transformers
-    refuses a trial: nothing is estimated)."""
+    The counts a model's modules may grow with (:func:`_cost_groups`, counts written equal moved as one
+    group; ``counts``; the keys of ``held`` at their small stand-ins throughout) are set to
+    :data:`_COST_TRIAL` (a group written at most :data:`_COST_HOLD` is held as written where transformers
+    refuses that build). A group of k counts may grow the modules as a polynomial of degree k in its value
+    (Switch Transformers' layers, sparse layers and experts written 400 each: layers times experts);
+    those that grow the model are built on the grid of :data:`_COST_TRIAL` to that + k (at most
+    :data:`_COST_BUILDS` builds, the largest groups first; any other held), and the modules extrapolated to
+    the written values by the polynomial through that grid. The fit is trusted only where it also gives
+    the modules of builds it was not taken from (every group one step past its grid, alone and together):
+    a model whose modules are no such polynomial (Switch's sparse layers, every (layers // sparse)-th
+    layer) is not refused by the estimate, and its build is bounded as it is made
+    (:func:`_modules_made_at_most`). The refusal names the count that adds the most modules, one that is
+    not named like a layer count first (experts before layers), and the modules of the model as written.
+    Returns that estimate of the model as written (None where nothing is estimated)."""
     big = dict(counts)
     groups = _cost_groups(transformers, hf_cfg, fields, set(held) | set(big))
     for path, n in counts:
@@ -557,47 +620,63 @@ def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: An
     if not groups:
         return None
     t = _COST_TRIAL
-    small = {**held, **{p: v for n, paths in groups.items() for p, v in _at_value(fields, paths, t).items()}}
+    fixed: dict[tuple[str, ...], Any] = dict(held)
 
     def count(point: dict[int, int]) -> int | None:
-        changes = dict(small)
-        for n, value in point.items():
-            changes.update(_at_value(fields, groups[n], value))
+        changes = dict(fixed)
+        for n, paths in groups.items():
+            changes.update(_at_value(fields, paths, point.get(n, t)))
         return _module_count(torch, config_class, auto, _with_path(fields, changes))
 
     base = count({})
-    if base is None:
-        return None
-    # no more than the small build times each count's growth from 2 (a sum of products of counts with
-    # nonnegative coefficients grows no faster): within the bound, nothing more is built
+    for n in sorted(groups):  # the small groups held as written, fewest first, until transformers builds
+        if base is not None or n > _COST_HOLD:
+            break
+        fixed.update(_at_value(fields, groups.pop(n), n))
+        base = count({})
+    if base is None or not groups:
+        return None if base is None else base
+    degree = {n: len(paths) for n, paths in groups.items()}
+    # no more than the small build times each group's growth from 2 to the power of its counts (a
+    # polynomial with nonnegative coefficients grows no faster): within the bound, nothing more is built
     at = {n: min(n, d + 1) if n > MAX_LAYERS else n for n in groups}
     bound = base
     for n in groups:
-        bound = bound * at[n] // t + 1
+        for _ in range(degree[n]):
+            bound = bound * at[n] // t + 1
     if bound <= MAX_MODULES:
         return None
     grow = {n: count({n: t + 1}) for n in groups}
-    moving = sorted((n for n, m in grow.items() if m is not None and m > base), reverse=True)[:_COST_COUNTS]
+    moving: list[int] = []
+    for n in sorted((n for n, m in grow.items() if m is not None and m > base), reverse=True):
+        if _fit_points([*moving, n], degree) is not None:
+            moving.append(n)
     if not moving:
         return base
-    corners: dict[tuple[int, ...], int] = {}
-    for mask in range(1 << len(moving)):
-        bits = tuple((mask >> i) & 1 for i in range(len(moving)))
-        ones = [n for n, b in zip(moving, bits, strict=True) if b]
-        m = base if not ones else grow[ones[0]] if len(ones) == 1 else count({n: t + 1 for n in ones})
+    points = _fit_points(moving, degree)
+    assert points is not None
+    values = {}
+    for point in points:
+        m = count(point)
         if m is None:
             return None
-        corners[bits] = m
+        values[tuple(point[n] for n in moving)] = m
 
     def modules(x: dict[int, int]) -> int:
-        total = 0
-        for bits, m in corners.items():
-            w = m
-            for n, b in zip(moving, bits, strict=True):
-                w *= x[n] - t if b else t + 1 - x[n]
+        weights = [_lagrange(list(range(t, t + degree[n] + 1)), x[n]) for n in moving]
+        total = Fraction(0)
+        for key, m in values.items():
+            w = Fraction(m)
+            for i, v in enumerate(key):
+                w *= weights[i][v - t]
             total += w
-        return total
+        return round(total)
 
+    past = {n: t + degree[n] + 1 for n in moving}
+    checks = [{**{k: t for k in moving}, n: past[n]} for n in moving] + [past]
+    for point in checks:
+        if count(point) != modules(point):  # no polynomial of that degree: nothing is estimated
+            return None
     written = {n: n for n in moving}
     trial = {n: at[n] for n in moving}
     if modules(trial) <= MAX_MODULES:
@@ -605,7 +684,7 @@ def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: An
     adds = {n: modules(trial) - modules({**trial, n: t}) for n in moving}
     worst = max(moving, key=lambda n: (any(not _is_layer_key(p) for p in groups[n]), adds[n]))
     paths = [p for p in groups[worst] if isinstance(_at(fields, p), int)]
-    path = next((p for p in paths if not _is_layer_key(p)), paths[0])
+    path = next((p for p in paths if not _is_layer_key(p)), paths[0] if paths else groups[worst][0])
     refuse_module_count(path, worst, modules(written))
     return None
 
@@ -709,10 +788,7 @@ def count_with_transformers(data: dict[str, Any], supported: tuple[str, ...]) ->
     config_class = CONFIG_MAPPING[model_type]
     try:
         _check_layer_counts(torch, transformers, config_class, auto, fields)
-        with _quiet():
-            hf_cfg = config_class.from_dict(fields)
-            with torch.device("meta"):
-                model = auto.from_config(hf_cfg)
+        hf_cfg, model = _meta_model(torch, config_class, auto, fields)
     except BuildLimit:
         raise
     except Exception as e:  # noqa: BLE001 - any failure inside transformers is the config's problem

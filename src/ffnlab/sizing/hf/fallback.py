@@ -147,6 +147,13 @@ def refuse_module_count(path: tuple[str, ...], n: int, modules: int) -> None:
                      "(a bound on build time)")
 
 
+def refuse_built_modules(limit: int = MAX_MODULES) -> None:
+    """Refuse a config whose build through transformers was stopped at ``limit`` modules made (counted
+    as they are made, whatever the estimate from small builds said)."""
+    raise BuildLimit(f"config.json makes transformers build more than {limit:,} modules (stopped there): "
+                     f"ffnlab builds at most {limit:,} modules through transformers (a bound on build time)")
+
+
 def refuse_unprobed(path: tuple[str, ...], n: int, depth: int) -> None:
     """Refuse a key that may be a layer count when transformers refuses the trial builds that would
     show it is not one (with it at ``depth`` + 1 and + 2): the bound cannot be checked, and building

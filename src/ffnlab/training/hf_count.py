@@ -622,17 +622,23 @@ def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: An
     t = _COST_TRIAL
     fixed: dict[tuple[str, ...], Any] = dict(held)
 
+    made: dict[tuple[tuple[int, int], ...], int | None] = {}  # each small build once
+
     def count(point: dict[int, int]) -> int | None:
-        changes = dict(fixed)
-        for n, paths in groups.items():
-            changes.update(_at_value(fields, paths, point.get(n, t)))
-        return _module_count(torch, config_class, auto, _with_path(fields, changes))
+        key = tuple((n, point.get(n, t)) for n in sorted(groups))
+        if key not in made:
+            changes = dict(fixed)
+            for n, value in key:
+                changes.update(_at_value(fields, groups[n], value))
+            made[key] = _module_count(torch, config_class, auto, _with_path(fields, changes))
+        return made[key]
 
     base = count({})
     for n in sorted(groups):  # the small groups held as written, fewest first, until transformers builds
         if base is not None or n > _COST_HOLD:
             break
         fixed.update(_at_value(fields, groups.pop(n), n))
+        made.clear()
         base = count({})
     if base is None or not groups:
         return None if base is None else base

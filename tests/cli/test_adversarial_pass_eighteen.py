@@ -1,4 +1,197 @@
-r"""An eighteenth adversarial pass over the CLI's promises (interim: findings J1-J8 below as strict xfails)."""
+r"""An eighteenth adversarial pass over the CLI's promises, by someone who wrote none of the fixes it
+checks, aimed at the subcommands the recent passes barely touched (``fit --mode serve`` and ``size
+--gpu`` with ``--engine-config`` launch lines, trainer configs given to ``fit`` and ``size``,
+``report`` of hand-edited sweep records, ``zoo``, ``table``, ``claims``, ``plan``, ``explain``,
+``verify``, ``capacity run``, ``sweep --estimate``, ``--plot``) and at the latest mends
+(``files.unique_pairs`` in state.json and metrics.jsonl, ``escape.FORMAT_CHARACTERS``, ``train --out
+X --resume`` without a config file, ``--dataset``/``hf:NAME`` name checks), with inputs none of the
+seventeen passes threw.
+
+The pass threw 754 inputs, each a call of the CLI in-process unless said (a stand-in trainer, sweep
+worker or model loader where only what is refused, printed or started was the question;
+HF_HUB_OFFLINE=1, no network), recording exit status, stderr lines, traceback, strict JSON (NaN and
+Infinity refused) and the files left (every path's bytes before and after):
+
+* serving launch lines (107; ``fit llama-2-7b --mode serve --gpu H100 --engine-config FILE``, and
+  ``size --from llama-2-7b --gpu H100``): --gpu-memory-utilization nan, inf, 1e400, -0.5, 0, 0.0, 5,
+  '', 0x1p-1, Arabic-Indic 0.9, 1e-320, twice, as --gpu_memory_utilization=; --max-num-seqs 1e3,
+  U+0664, -8, +8, ' 8 ', "8", 8=9, $SEQS, `echo 8`, 2**40, 2**41, 4,000 and 5,000 nines;
+  --block-size 0, 3, 2**40; --max-model-len 1, 1k, 100000, 2**40; -tp 0, 3, 16, 1024, 2**40 (fit,
+  size, fit --gpus 2); --max-num-batched-tokens 1, 2**40; --enforce-eager=false, --enforce-eager 1;
+  an open quote, NUL, ESC and U+2062 and U+202E in the model, a flag and the file's name, an OSC
+  title sequence with --format markdown; ``vllm``, ``vllm serve``, ``vllm serve --model``,
+  ``uvx``/``sudo``/``VAR=x`` before vllm, ``python -m vllm.entrypoints...``, ``llama-server``, two
+  commands in one file, 2,000 continuation lines, 5,000 unknown flags, a 130,000-letter word, a
+  200 KiB file, an empty file, a comment, a BOM, CRLF, a trailing backslash, ``--``; SGLang's
+  --mem-fraction-static nan, inf, 2, -1, 0, --context-length 0 and 1e5, --tp 2**40, ``sglang
+  serve``; --engine llama.cpp, sglang and vllm@0.19.0 beside a vLLM line; the file a folder, a FIFO,
+  missing, named ``l`` and ``.sh``; JSON of each answer.
+* trainer configs (136; 66 files, each to ``fit llama-2-7b --gpu H100 --json`` and ``size --d-model
+  4096 --n-layers 32 --ratio 4 --json``, and 4 flags compared): TRL, axolotl, torchtune YAML,
+  torchtitan TOML, TrainingArguments JSON with a batch of 30 nines, 4,400 nines, -4, 4.5, .nan,
+  '\u0664', [4], {a: 1}, a date; keys twice (plain, quoted, ``true``/``1``, a merge key), a complex
+  key, ESC in a key and a value, an alias bomb, 100,000-deep lists and 5,000-deep maps, a python
+  tag, a list, UTF-16, Latin-1, max_length 1e11, max_length beside max_seq_length, grad accum 1e12,
+  lora_r 1e12, lora_dropout '1e-999', '1e40', 1e400, target lists of ESC, a map, a nested list;
+  torchtune's _component_ a list and ESC; a dotted key beside its nested path (YAML, TOML both
+  ways); TOML nan, inf, a date, 23 digits, a bad table, a BOM, dp 1,000,000 with tp 3,
+  selective_ac_option U+0664 and 99999999999; JSON NaN, 1e400, 5,000 digits, null, trailing data,
+  bf16 1, a .JSON suffix, a .yml.txt file.
+* other subcommands' flags (155): ``zoo --family`` U+2062, gpt+U+200B+2, NUL, a lone surrogate,
+  %s%n, ``--format`` html, CSV, ''; ``table`` --seq-len 0, 1e400, 2**40, 2**41, gpt2 twice, GPT2,
+  gpt2@main, org/na+U+2062+me, 200 letters, --limit 0, --batch 0, --context -1, --timeout nan, 0,
+  1e400, --dtype float8, --device cuda:99, --progress x, ``.``, /dev/null, /proc/self/environ;
+  ``claims --evidence`` /dev/zero, /proc/self/mem, '', hf:x, ~nouser/x; ``plan`` 7e9, 7B, 7b,
+  1e-400, U+0667e9, nan, inf, 1e30, 100, --tolerance nan, 0, 1e400, --head-dims '', 0, 64,,128, -64,
+  1e400, 5,000 items, --aspect-band 160:32, nan:inf, 0:0, 1:2:3, ':', --kv-groups 0, 2**40,
+  --d-multiple 0, 2**40, --multiplier nan, 1/0, --ratio 8/0, 0/0, 1e400/1, -8/-3, 8/3/1, --vocab 0;
+  ``explain`` d_ff 0, d_model 2**41, d_ff 2**40, --ffn ESC; ``size --from`` nosuch, '', /dev/null,
+  ., GPT2, a/b@ESC, 300 letters, --gpu nosuch, h100, H100+U+200B, '', --engine vllm@0.0.0, 400
+  nines, llama.cpp, sglang --mem-fraction-static 1 and 1e-300, --gpu-memory-utilization 1e-300,
+  --max-num-seqs and --block-size 2**31, --seq-len 2**40, deepseek-v3; ``fit`` --target-tokens-per-s
+  1e400, nan, 1e-300, 1e30, --mode SERVE, --engine trl (serve), vllm (train), two models, gpt2
+  twice, --max-gpus 0 and 2**40, --gpu-memory 1e-300 and 1e300, --reserve 1e300 and -1, --top 0 and
+  2**40, --plot /dev/null, x.txt, sub/x.svg, .; ``verify`` --preset nosuch, '', /etc/passwd,
+  --workers 0, --backend x, --timeout -1, --out /dev/null; ``report`` /dev/null, '', .;
+  ``capacity run`` nosuch, '', /dev/null, --workers 0, --backend x, --out /dev/null.
+* ``train --out run --resume`` without a config file (24, the trainer a stand-in, 3 as processes):
+  run a file; config.yaml empty, ``{}``, a comment, ``---``, null, ``~``, blank lines, ``model: {}``,
+  a folder, a list, ``train`` twice, a FIFO, a dangling link, a link to a file outside, with a BOM;
+  only config.yml, only CONFIG.YAML, only checkpoints/; run a link to a folder; ``--set
+  train.max_steps=1``; as processes an empty config.yaml with and without ``--set``.
+* dataset and corpus names (49; the model loader a stand-in): ``perplexity e1 --dataset`` Parquet,
+  JSON, hf://datasets/Text, org/name/extra, org//name, /text, text\x, 97 letters/b, org/name@,
+  org/name@ESC, 'org/na me', org/name+LF, org/name+U+2062, .hidden/x, org/.x, org/x., org/-x,
+  org/x--y, org/x..y, datasets/text, hf:text, hf://text, s3://, https://, file:///etc/passwd, gs://,
+  org/name:cfg, C:\x.txt, buckets, Buckets/x/y, org/buckets; ``train --corpus`` hf:Parquet,
+  hf:org/name/extra, hf:org//name, hf:org/name@, hf:org/name@ESC, hf:org/na me, hf:s3://b/x,
+  hf:https://x/y, hf:file:///etc/passwd, hf:org/name:ESC, hf:org/name::, hf:org/x..y, 97 letters,
+  hf:datasets/text, hf:HF:text, HF:text, hf:org/buckets, hf:text+U+0301.
+* sweep records given to ``report`` (122; a finished three-seed sweep, tests/helpers/fake_sweeps.py):
+  a run's summary.json with status or final_val_loss twice, NaN, 1e400, "x", a list, empty; its
+  metrics.jsonl with val_loss or tokens twice, NaN, -1e300, "4", step true, 5,000 digits, a line
+  100,000 deep, tokens going back, a garbage, a cut or a NUL last line; an arm named ESC, <script>,
+  =HYPERLINK(...), a|b`c[d](e), with U+2062, with LF; spec description and name of HTML and ESC;
+  spec fields of other types (60: margin, tolerance, maturity, seeds, comparisons, claims, control,
+  reference, name, description, base, hypotheses, target_loss, arms); a run listed twice (3 ways);
+  a run named ../../outside and /etc; vocab_size "x"; runs/ and a run linked outside; the report
+  folder a link outside, a file, holding the user's files, its report.md, index.html, CSVs and
+  JSONs links to files outside, plots/ a link or a file, its mark gone or a folder, a user's file
+  in report/, plots/ and runs/ of a first report, report.md edited; ``report --out`` under a linked
+  folder; ``claims --evidence`` of a report whose spec text is ESC and BEL.
+* capacity presets (26; ``capacity run p.yaml``, workers a counter): exposures nan, 0, 10**30, "300",
+  1e400; budgets [], a budget twice, named ../../x, ESC, with U+2062, None, d_model 10**12, model a
+  list; name ../../x, None; sweep None; corpus shakespeare, facts with 10**9 subjects, nan, a key
+  twice, ESC; an unknown key; seeds [0, 0]; a key twice in the text, an alias bomb, JSON NaN.
+* sweep specs (55; ``sweep s.json --estimate``): margin, tolerance, maturity, comparisons, claims,
+  hypotheses, target_loss, decide_at, require_mature, d_step, workers, threads_per_worker and
+  description of other types and ranges (51); margin "0.01", tolerance "0.05", maturity "20",
+  workers 0 swept (workers a counter) and the saved sweep.json read back (4).
+* ``--plot`` (30; ``fit gpt2 --gpu H100`` and ``size``): the file a link to a file outside, a
+  dangling link, a hard link to a file outside, a FIFO, the user's file, a folder, each with and
+  without --overwrite; under a folder that is a link outside; x.SVG, -x.svg, x.svg.png; ``train
+  --out`` and ``verify --out`` under a linked folder.
+* model paths (50): a config.json in a folder named with ESC, U+2062, U+202E, BEL and LF, given to
+  ``fit`` (train, serve, markdown, two models, --seq-len 1000000), ``size --from`` (plain, --gpu
+  markdown), ``table`` (plain, csv) and ``audit``.
+
+Root (``id -u`` 0) ran this pass.
+
+Findings (9 root causes; each a strict xfail below until mended):
+
+J1. A launch line's ``--gpu-memory-utilization 0`` (or ``=0.0``) is priced as the default 0.9 and said
+   to be used: ``fit llama-2-7b --mode serve --gpu H100 --engine-config launch.sh`` with ``vllm serve
+   m --gpu-memory-utilization 0`` exits 0, prints "--engine-config launch.sh: vllm; used
+   --gpu-memory-utilization 0" and "total CUDA reports: 79.22 GiB x gpu_memory_utilization 0.9 =
+   71.30 GiB requested", where the flag ``--gpu-memory-utilization 0`` is refused ("must be > 0");
+   SGLang's ``--mem-fraction-static 0`` is refused as if none were given ("SGLang picks its default
+   --mem-fraction-static by a heuristic: give --mem-fraction-static"). ``cli/serving_engine.py``
+   ``EngineFlags.resolve`` line 81 keeps the line's knobs ``if v not in (None, False)``, and ``0.0 ==
+   False``; the range check that refuses nan, 5 and -0.5 from the same line never sees the 0.
+J2. A launch line's words and its file's name are printed as they are in ``fit --mode serve``'s
+   text and Markdown output: ESC[2J (clears the screen), U+2062, U+202E, an OSC title sequence and BEL
+   reach the terminal in "--engine-config launch.sh: vllm; used nothing; ignored \x1b[2Jm ...", where
+   ``size --gpu``'s table shows the same line escaped. ``cli/serving_engine.py`` lines 82-83 build the
+   line from the raw words and ``path.name``; ``cli/fit.py`` ``_print_lines`` (lines 173-186) prints
+   it without ``escape.terminal``.
+J3. A launch line's tensor-parallel size is priced unchecked: ``-tp 3`` for llama-2-7b (32 heads) gives
+   "tp 3 ... model weights: 4.18 GiB ... KV cache: 383,616 tokens" (fit and size, exit 0), and ``-tp
+   1099511627776`` "model weights: 0.00 GiB ... KV cache: 4,494,128 tokens", where ``size --from
+   llama-2-7b --gpu H100 --tp 3`` is refused "--tp 3 must divide n_heads=32" (vLLM refuses such a
+   launch too). ``sizing/serving_engines.py`` ``read_engine_command`` (lines 459-462) bounds it to [1,
+   2**40] only and ``engine_estimate`` (line 297) takes ``knobs.tp or tp`` as it is.
+J4. A trainer config that gives one setting as a dotted key and as its nested path is read as one of
+   them without a word of the other: a torchtune YAML with ``tokenizer: {max_seq_len: 1024}`` and
+   ``tokenizer.max_seq_len: 8192`` is priced at seq_len 8192 ("used: tokenizer.max_seq_len = 8192"),
+   where torchtune (OmegaConf keeps "a.b" a key of its own) trains at 1024; a torchtitan TOML with
+   ``"training.seq_len" = 8192`` before ``[training] seq_len = 1024`` reads 1024 and says nothing of
+   8192; ``[training] seq_len = 2048`` then a ``["training.seq_len"]`` table loses 2048 to "value {}
+   is not one ffnlab models". The same key twice inside one mapping is refused ("duplicate key").
+   ``sizing/memory/engine_config.py`` ``_leaves`` (lines 117-127) writes both into one dict entry.
+J5. ``train --out run --resume`` where run/config.yaml is empty (or only a comment, ``---``, ``null``,
+   ``~``, blank lines) starts the default config: the stand-in trainer got max_steps 300, d_model 128,
+   and as a process ``HF_HUB_OFFLINE=1 ffnlab train --out run --resume`` printed "[run] 821.4K params
+   ...; 300 steps x 2,048 tokens" and trained (stopped at step 200 by ``timeout 40``), replacing the
+   empty config.yaml by the defaults; the mend of H3 says "a run to continue, never the defaults", and
+   ffnlab writes config.yaml whole. ``cli/training.py`` ``_run_config`` (lines 125-129) asks only
+   that config.yaml is a file; ``runconfig.read_file`` (line 244, ``empty_ok=True``) reads a document
+   with no mapping as {}.
+J6. ``report`` of a sweep whose sweep.json gives a spec field of another type ends in a traceback:
+   margin "x", "0.01", [1] or {} (TypeError, ``analysis/analyse.py`` line 210 ``margin_of``),
+   tolerance "x" or [1] (``reporting/model.py`` line 349), maturity "x" or [1] (analyse.py line 558),
+   seeds 5, comparisons "x" or [1] (AttributeError, analyse.py line 202), claims "x", [1],
+   ["nosuch"], [None] or {"a": 1} (KeyError, ``sweep/spec.py`` line 403), hypotheses "x", [1], {"a":
+   1} or [{"name": "x"}] (spec.py line 259); ``sweep --estimate`` refuses each of these in one line.
+   ``experiments/sweep/record.py`` ``load_sweep`` (lines 102-149) checks spec's name, reference,
+   control, base and scales only, and ``sweep/spec.py`` ``saved_spec`` (line 236) reads the rest "not
+   checked again".
+J7. ``report`` of a sweep whose sweep.json lists one run twice counts it twice: exit 0, results.json
+   gives gelu-r4 "n_seeds": 4 for the spec's seeds [0, 1, 2] and three runs in sw/runs, the mean and
+   interval drawn from four losses (the difference to the reference moves from 0.3500 to 0.3498
+   nats). ``experiments/sweep/record.py`` ``load_sweep`` (line 126) checks each entry, never that a
+   run is listed once.
+J8. A launch line's number out of range is said to be no number: ``--block-size 0`` says "error:
+   --engine-config: --block-size needs a number, got '0'", likewise ``-tp 0``, ``--max-num-seqs -8``,
+   ``--max-num-seqs 2199023255552`` and SGLang's ``--context-length 0``.
+   ``sizing/serving_engines.py`` ``read_engine_command`` (lines 458-464): the range check's
+   FfnlabError is a ValueError (``errors.py`` line 13), caught by the ``except ValueError`` meant for
+   ``int()``, so its own line "must be in [1, 2**40]" is never shown.
+J9. A line break in a model's path is printed as it is in one-line texts: ``size --from
+   $'m\nerror: disk full/config.json'`` prints "ffnlab size: m" and then a line "error: disk full";
+   likewise fit's title (train and serve) and audit's verdict line, while ESC, BEL, U+2062 and
+   U+202E in the same place are escapes. ``render.py`` ``print_table`` (line 266) and ``note``
+   (lines 364-371) show titles and notes through ``table_cell``/``escape.terminal`` (``escape.py``
+   lines 81-85), which keeps line breaks; ``escape.one_line`` ("so no line can be faked") is not used.
+
+Per class, inputs tried / failures: serving launch lines 107 / 20 (J1: 3; J2: 3; J3: 9, -tp 3, 1024
+and 2**40 in fit, size and fit --gpus 2; J8: 5); trainer configs 136 / 6 (J4: 3 files x fit and
+size); other subcommands' flags 155 / 0; --resume without a config file 24 / 7 (J5); dataset and
+corpus names 49 / 0; sweep records 122 / 24 (J6: 21; J7: 3); capacity presets 26 / 0; sweep specs
+55 / 0; --plot 30 / 0; model paths 50 / 5 (J9: size, fit, fit serve, fit --seq-len 1000000, audit).
+
+Noted, not broken promises: a launch line's value beside the same flag on the command line is said
+"used" though the flag's value is priced (the flag wins, as documented; the trainer config's note
+says so, the launch line's does not); ``--enforce-eager=false`` reads as --enforce-eager;
+``--max-num-seqs`` reads U+0664 as 4 (as vLLM's int() would); two commands in one file are read as
+one; a trainer config given to ``fit --mode serve`` sets --batch (there the concurrent sequences)
+from per_device_train_batch_size ("used: per_device_train_batch_size = 4 (batch 4)");
+``corpus facts:subjects=10,subjects=20`` takes one of the two without a word (as ``--set`` twice);
+``capacity run`` refusals found after the corpus is prepared (exposures 10**30, seeds [0, 0]) leave
+that corpus in $FFNLAB_CACHE (ffnlab's own cache); ``hf:file:///etc/passwd``, ``hf:s3://b/x`` and
+``hf:https://x/y`` pass the name check (offline: one line, "not in the HF cache"; the Hub's answer
+online not tried); ``plan 100`` (no shape within --tolerance) is
+refused, exit 2, as --tolerance's help says ("Refuse when no shape is this close"); ``claims
+--evidence /proc/self/mem`` says "error: [Errno 5] Input/output error" without the path; ``table
+gpt2 --dtype float8`` and ``--device cuda:99`` exit 0 (used only with --measure); a sweep record's
+spec margin -1 and target_loss "x" are reported (exit 0) where ``sweep`` refuses them; ``report``
+reads a run's metrics.jsonl whose last line is cut, garbage, NUL or 100,000 deep (the reader's
+tolerance of a last line a kill cut) and tokens going back; ``--plot`` under a folder that is a link
+writes through it (``files.refuse_link``: "a link higher up the path is the user's own layout and
+is followed"), as ``train --out`` and ``report --out`` do; ``train --out run --resume`` with
+config.yaml ``{}`` or ``model: {}`` starts the defaults (a config that says so).
+
+The pass changed nothing in src/.
+"""
 
 from __future__ import annotations
 
@@ -440,6 +633,17 @@ def test_report_never_writes_through_or_over_what_it_did_not_make(tmp_path, what
     assert snapshot(tmp_path) == before
 
 
+@pytest.mark.parametrize("where", ["plots", "runs", "."])
+def test_a_second_report_keeps_a_users_file_inside_the_first(tmp_path, where):
+    # report replaces its own report in place: a file the user put inside it stays, byte for byte
+    fake_sweep(tmp_path / "sw", ARMS, 3, 0.01)
+    assert cli("report", "sw", where=tmp_path).code == 0
+    mine = tmp_path / "sw" / "report" / where / "mine.txt"
+    mine.write_text("mine")
+    r = cli("report", "sw", where=tmp_path)
+    assert r.code == 0 and mine.read_text() == "mine", r.stderr[-500:]
+
+
 # -- J8: a launch line's number out of range said to be no number --------------------------------------------------
 
 
@@ -456,8 +660,9 @@ def test_report_never_writes_through_or_over_what_it_did_not_make(tmp_path, what
         "vllm serve m -tp 0",
         f"vllm serve m --max-num-seqs {2**41}",
         "python -m sglang.launch_server --model-path m --context-length 0",
+        "vllm serve m --max-num-seqs -8",
     ],
-    ids=["block-0", "tp-0", "seqs-2**41", "sglang-context-0"],
+    ids=["block-0", "tp-0", "seqs-2**41", "sglang-context-0", "seqs-minus-8"],
 )
 def test_a_launch_lines_number_out_of_range_is_said_as_out_of_range(tmp_path, line):
     # oracle: the check's own line, "--engine-config: FLAG must be in [1, 2**40], got N" (its text in
@@ -834,3 +1039,96 @@ def test_a_bad_capacity_preset_is_one_line_and_starts_nothing(tmp_path, monkeypa
     before = snapshot(tmp_path / "here")
     assert_refused(cli("capacity", "run", "p.yaml", "--out", "out", "--no-report", where=tmp_path / "here"), said)
     assert snapshot(tmp_path / "here") == before and not started
+
+
+# -- J9: a line break in a model's path printed as it is in a title ----------------------------------------------
+
+TINY_LLAMA = {
+    "model_type": "llama",
+    "hidden_size": 256,
+    "intermediate_size": 688,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "vocab_size": 1000,
+    "max_position_embeddings": 512,
+    "architectures": ["LlamaForCausalLM"],
+}
+TITLED = [
+    ["size", "--from", "{}/config.json"],
+    ["fit", "{}/config.json", "--gpu", "H100"],
+    ["fit", "{}/config.json", "--mode", "serve", "--gpu", "H100"],
+    ["audit", "{}/config.json"],
+]
+
+
+def _titled(tmp_path: Path, folder: str, argv: list[str]) -> object:
+    (tmp_path / folder).mkdir()
+    (tmp_path / folder / "config.json").write_text(json.dumps(TINY_LLAMA))
+    return cli(*[a.format(folder) for a in argv], where=tmp_path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="J9: render.py print_table (line 266) and note (line 369) show a title or a note through "
+    "table_cell / escape.terminal (escape.py lines 81-85), which keeps line breaks; escape.one_line, "
+    "'so no line can be faked', is not used for these one-line texts",
+)
+@pytest.mark.parametrize("argv", TITLED, ids=["size", "fit", "fit-serve", "audit"])
+def test_a_line_break_in_a_models_path_never_starts_a_line_of_its_own(tmp_path, argv):
+    # oracle: escape.one_line's rule, and ESC in the same folder name shown as \x1b (test below);
+    # today `size --from $'m\nerror: disk full/config.json'` prints a line "error: disk full/config.json"
+    r = _titled(tmp_path, "m\nerror: disk full", argv)
+    assert r.code == 0, r.stderr[-500:]
+    assert not any(x.startswith("error: disk full") for x in (r.stdout + r.stderr).splitlines()), r.stdout[:300]
+
+
+@pytest.mark.parametrize("ch", ["\x1b", "\u2062", "\u202e", "\x07"], ids=["esc", "invisible-times", "rlo", "bel"])
+@pytest.mark.parametrize("argv", TITLED, ids=["size", "fit", "fit-serve", "audit"])
+def test_a_control_in_a_models_path_is_an_escape(tmp_path, argv, ch):
+    # kept: the other side of J9: every other control in the same place is shown as an escape
+    r = _titled(tmp_path, f"m{ch}x", argv)
+    assert r.code == 0 and ch not in r.stdout + r.stderr, r.stdout[:300]
+
+
+# -- kept: --plot's file ------------------------------------------------------------------------------------------
+
+
+def _plot_target(tmp_path: Path, what: str) -> str:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "victim.svg").write_text("victim")
+    here = tmp_path / "here"
+    here.mkdir()
+    if what == "link-to-file":
+        (here / "x.svg").symlink_to(outside / "victim.svg")
+    elif what == "dangling-link":
+        (here / "x.svg").symlink_to(outside / "new.svg")
+    elif what == "hard-link":
+        os.link(outside / "victim.svg", here / "x.svg")
+    elif what == "fifo":
+        os.mkfifo(here / "x.svg")
+    elif what == "mine":
+        (here / "x.svg").write_text("mine")
+    return "x.svg"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["fit", "gpt2", "--gpu", "H100"], ["size", "--d-model", "512", "--n-layers", "4", "--ratio", "4"]],
+    ids=["fit", "size"],
+)
+@pytest.mark.parametrize("what", ["link-to-file", "dangling-link", "hard-link", "fifo", "mine"])
+def test_plot_replaces_only_the_name_it_was_given(tmp_path, argv, what):
+    # without --overwrite: one line, nothing changed; with it: the name in the folder replaced by
+    # the figure, never the file a link or a second name leads to outside
+    name = _plot_target(tmp_path, what)
+    before = snapshot(tmp_path)
+    assert_refused(cli(*argv, "--plot", name, where=tmp_path / "here"), "already exists")  # a FIFO too, unopened
+    assert snapshot(tmp_path) == before
+    r = cli(*argv, "--plot", name, "--overwrite", where=tmp_path / "here")
+    assert r.code == 0 and "wrote the step figure to x.svg" in r.stderr, r.stderr[-500:]
+    assert (tmp_path / "outside" / "victim.svg").read_text() == "victim"
+    assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == ["victim.svg"]
+    path = tmp_path / "here" / "x.svg"
+    assert not path.is_symlink() and path.read_text().lstrip().startswith(("<?xml", "<svg"))

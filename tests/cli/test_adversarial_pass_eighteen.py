@@ -7,12 +7,12 @@ checks, aimed at the subcommands the recent passes barely touched (``fit --mode 
 X --resume`` without a config file, ``--dataset``/``hf:NAME`` name checks), with inputs none of the
 seventeen passes threw.
 
-The pass threw 754 inputs, each a call of the CLI in-process unless said (a stand-in trainer, sweep
+The pass threw 763 inputs, each a call of the CLI in-process unless said (a stand-in trainer, sweep
 worker or model loader where only what is refused, printed or started was the question;
 HF_HUB_OFFLINE=1, no network), recording exit status, stderr lines, traceback, strict JSON (NaN and
 Infinity refused) and the files left (every path's bytes before and after):
 
-* serving launch lines (107; ``fit llama-2-7b --mode serve --gpu H100 --engine-config FILE``, and
+* serving launch lines (116; ``fit llama-2-7b --mode serve --gpu H100 --engine-config FILE``, and
   ``size --from llama-2-7b --gpu H100``): --gpu-memory-utilization nan, inf, 1e400, -0.5, 0, 0.0, 5,
   '', 0x1p-1, Arabic-Indic 0.9, 1e-320, twice, as --gpu_memory_utilization=; --max-num-seqs 1e3,
   U+0664, -8, +8, ' 8 ', "8", 8=9, $SEQS, `echo 8`, 2**40, 2**41, 4,000 and 5,000 nines;
@@ -20,7 +20,8 @@ Infinity refused) and the files left (every path's bytes before and after):
   size, fit --gpus 2); --max-num-batched-tokens 1, 2**40; --enforce-eager=false, --enforce-eager 1;
   an open quote, NUL, ESC and U+2062 and U+202E in the model, a flag and the file's name, an OSC
   title sequence with --format markdown; ``vllm``, ``vllm serve``, ``vllm serve --model``,
-  ``uvx``/``sudo``/``VAR=x`` before vllm, ``python -m vllm.entrypoints...``, ``llama-server``, two
+  ``uvx``/``sudo``/``VAR=x`` before vllm, ``python -m vllm.entrypoints...``, ``llama-server`` lines
+  (10: -m and -c with -np, -hf, -c alone; fit and size, with and without --engine llama.cpp), two
   commands in one file, 2,000 continuation lines, 5,000 unknown flags, a 130,000-letter word, a
   200 KiB file, an empty file, a comment, a BOM, CRLF, a trailing backslash, ``--``; SGLang's
   --mem-fraction-static nan, inf, 2, -1, 0, --context-length 0 and 1e5, --tp 2**40, ``sglang
@@ -97,7 +98,7 @@ Infinity refused) and the files left (every path's bytes before and after):
 
 Root (``id -u`` 0) ran this pass.
 
-Findings (9 root causes; each a strict xfail below until mended):
+Findings (10 root causes; each a strict xfail below until mended):
 
 J1. A launch line's ``--gpu-memory-utilization 0`` (or ``=0.0``) is priced as the default 0.9 and said
    to be used: ``fit llama-2-7b --mode serve --gpu H100 --engine-config launch.sh`` with ``vllm serve
@@ -162,9 +163,18 @@ J9. A line break in a model's path is printed as it is in one-line texts: ``size
    U+202E in the same place are escapes. ``render.py`` ``print_table`` (line 266) and ``note``
    (lines 364-371) show titles and notes through ``table_cell``/``escape.terminal`` (``escape.py``
    lines 81-85), which keeps line breaks; ``escape.one_line`` ("so no line can be faked") is not used.
+J10. ``--engine-config`` refuses a ``llama-server ...`` line, which ``fit --help`` and ``size --help``
+   say it reads ("Any other file: a 'vllm serve ...', 'python -m sglang.launch_server ...' or
+   'llama-server ...' line for the serving engine"): ``size --from llama-2-7b --gpu H100 --engine
+   llama.cpp --engine-config l.sh`` with ``llama-server -m x.gguf -c 8192 -np 4`` says "error:
+   --engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...' command
+   line", with or without --engine llama.cpp, from fit as from size (docs/serving.md names vLLM's and
+   SGLang's lines only). ``cli/app.py`` ``ENGINE_CONFIG_OPTION`` (lines 161-168) and
+   ``memory_flags.split_engine_config``'s docstring (line 345) promise it; ``sizing/serving_engines.py``
+   ``read_engine_command`` (lines 418-428) has no llama-server branch.
 
-Per class, inputs tried / failures: serving launch lines 107 / 20 (J1: 3; J2: 3; J3: 9, -tp 3, 1024
-and 2**40 in fit, size and fit --gpus 2; J8: 5); trainer configs 136 / 6 (J4: 3 files x fit and
+Per class, inputs tried / failures: serving launch lines 116 / 30 (J1: 3; J2: 3; J3: 9, -tp 3, 1024
+and 2**40 in fit, size and fit --gpus 2; J8: 5; J10: 10); trainer configs 136 / 6 (J4: 3 files x fit and
 size); other subcommands' flags 155 / 0; --resume without a config file 24 / 7 (J5); dataset and
 corpus names 49 / 0; sweep records 122 / 24 (J6: 21; J7: 3); capacity presets 26 / 0; sweep specs
 55 / 0; --plot 30 / 0; model paths 50 / 5 (J9: size, fit, fit serve, fit --seq-len 1000000, audit).
@@ -670,6 +680,30 @@ def test_a_launch_lines_number_out_of_range_is_said_as_out_of_range(tmp_path, li
     assert "must be in [1, 2**40]" in assert_refused(_serve(tmp_path, line), "--engine-config")
 
 
+# -- J10: a llama-server line, which --help says is read ----------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="J10: cli/app.py ENGINE_CONFIG_OPTION (lines 161-168) says a 'llama-server ...' line is read for "
+    "the serving engine; sizing/serving_engines.py read_engine_command (lines 418-428) knows vllm and sglang only",
+)
+@pytest.mark.parametrize("argv", [SIZE_SERVE, SERVE], ids=["size", "fit"])
+@pytest.mark.parametrize(
+    "line", ["llama-server -m x.gguf -c 8192 -np 4", "./llama-server -hf org/x-GGUF:Q4_K_M -c 8192"]
+)
+def test_a_llama_server_line_is_read_where_help_says_so(tmp_path, argv, line):
+    # oracle: fit --help and size --help, --engine-config: "Any other file: a 'vllm serve ...',
+    # 'python -m sglang.launch_server ...' or 'llama-server ...' line for the serving engine"; today
+    # "error: --engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...'
+    # command line" (docs/serving.md names the first two only)
+    from ffnlab.cli.app import ENGINE_CONFIG_OPTION
+
+    r = _serve(tmp_path, line, *argv, "--engine", "llama.cpp")
+    if "llama-server" in str(ENGINE_CONFIG_OPTION.help):
+        assert r.code == 0 and "llama.cpp" in r.stdout, r.stderr[-500:]
+
+
 # -- kept: launch lines and trainer configs ---------------------------------------------------------------------
 
 LAUNCH_REFUSED = [
@@ -689,7 +723,6 @@ LAUNCH_REFUSED = [
     ("vllm", "expected a 'vllm serve ...'"),
     ("", "expected a 'vllm serve ...'"),
     ("# nothing", "expected a 'vllm serve ...'"),
-    ("llama-server -m x.gguf -c 8192 -np 4", "expected a 'vllm serve ...'"),
     ("python -m vllm.entrypoints.openai.api_server --model m", "expected a 'vllm serve ...'"),
     ("python -m sglang.launch_server --model-path m --mem-fraction-static nan", "must be in (0, 1]"),
     ("python -m sglang.launch_server --model-path m --mem-fraction-static 2", "must be in (0, 1]"),

@@ -115,6 +115,14 @@ def table_cell(text: str) -> Text:
     return Text(escape.terminal(text))
 
 
+def line_cell(text: str) -> Text:
+    """:func:`table_cell` for a title or a note, one paragraph: line breaks and tabs shown as escapes
+    too (a path's line break starts no line of its own)."""
+    from rich.text import Text
+
+    return Text(escape.terminal(text, one_line=True))
+
+
 def markdown_cell(text: str) -> str:
     """A Markdown table cell: one line, pipes, HTML and link brackets escaped."""
     return escape.markdown(text)
@@ -262,8 +270,8 @@ def print_table(console: Any, rows: Sequence[Mapping[str, Any]], columns: Sequen
     """The table on ``console`` (a rich Console), its ``title`` first as a paragraph: left-aligned
     and wrapped at words to the console's width (a rich table title wraps to the table's width,
     centred: a long title over a narrow table stood as a column of short lines)."""
-    if title:
-        console.print(table_cell(title), style="table.title")
+    if title:  # one paragraph: a line break in it (a path's) is shown as an escape, never a line of its own
+        console.print(line_cell(title), style="table.title")
     console.print(rich_table(rows, columns, lines))
 
 
@@ -366,6 +374,6 @@ def note(text: str, fmt: str) -> None:
     """A line of prose after a table: wrapped at words beside a terminal table, as is beside
     Markdown, and on stderr beside CSV (so a CSV stream holds nothing but its one table)."""
     if fmt == "table":
-        console_for_tables().print(table_cell(text))
+        console_for_tables().print(line_cell(text))
     else:
-        print(escape.terminal(text), file=sys.stderr if fmt == "csv" else sys.stdout)
+        print(escape.terminal(text, one_line=True), file=sys.stderr if fmt == "csv" else sys.stdout)

@@ -320,12 +320,6 @@ def test_a_launch_lines_tensor_parallel_size_is_checked_as_tp_is(tmp_path, argv,
 # -- J4: a setting given twice, as a dotted key and nested ------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J4: sizing/memory/engine_config.py _leaves (lines 117-127) writes a dotted "
-    "key and the same path nested into one dict entry: the later wins, the other is neither used "
-    "nor listed as ignored",
-)
 @pytest.mark.parametrize(
     "name, text",
     [
@@ -364,11 +358,6 @@ def _resume_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[object,
     return r, started
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J5: cli/training.py _run_config (lines 125-129) asks only that config.yaml "
-    "is a file; runconfig.read_file (line 244, empty_ok) reads an empty one as {}, the defaults",
-)
 @pytest.mark.parametrize("text", ["", "# saved by ffnlab\n", "null\n"], ids=["empty", "comment", "null"])
 def test_resume_of_a_run_whose_config_holds_nothing_is_refused(tmp_path, monkeypatch, text):
     # oracle: the mend of H3, "a run to continue, never the defaults"; ffnlab writes config.yaml as
@@ -1102,12 +1091,6 @@ def _titled(tmp_path: Path, folder: str, argv: list[str]) -> object:
     return cli(*[a.format(folder) for a in argv], where=tmp_path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J9: render.py print_table (line 266) and note (line 369) show a title or a note through "
-    "table_cell / escape.terminal (escape.py lines 81-85), which keeps line breaks; escape.one_line, "
-    "'so no line can be faked', is not used for these one-line texts",
-)
 @pytest.mark.parametrize("argv", TITLED, ids=["size", "fit", "fit-serve", "audit"])
 def test_a_line_break_in_a_models_path_never_starts_a_line_of_its_own(tmp_path, argv):
     # oracle: escape.one_line's rule, and ESC in the same folder name shown as \x1b (test below);

@@ -120,12 +120,17 @@ def _run_config(config: Path | None, out: Path, resume: bool, overrides: list[st
     """The config file (or, with --resume and none given, the run's saved config.yaml, which must
     be there) plus the command line's --set overrides, then its flags (which win)."""
     from ffnlab.errors import require
+    from ffnlab.files import read_data
     from ffnlab.training import runconfig
 
     saved = out / "config.yaml"
     if resume and config is None:  # a run to continue, never the defaults: a typo in --out starts nothing
         require(saved.is_file(), f"--resume: {out} holds no run to continue (no config.yaml); give a config "
                                  "file to start one there, or name the run folder")
+        # ffnlab writes config.yaml whole: one that holds no document (empty, a comment, null) is no run
+        require(read_data(saved, "config file") is not None,
+                f"--resume: {saved} holds no config (empty or null), so there is no run to continue; give a "
+                "config file to start one there")
         return runconfig.from_dict(runconfig.apply_overrides(runconfig.read_file(saved), overrides, flags))
     return runconfig.load(config, overrides, flags)
 

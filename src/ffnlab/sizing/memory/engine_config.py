@@ -116,14 +116,18 @@ class EngineConfig:
 
 def _leaves(data: Mapping[str, object], prefix: str = "") -> dict[str, object]:
     """Every leaf of a nested mapping under its dotted key (lists are leaves). A launch config is
-    the user's file: whatever its parser gave, each leaf is checked where a rule reads it."""
+    the user's file: whatever its parser gave, each leaf is checked where a rule reads it. A key given
+    both dotted and nested (``a.b: 1`` beside ``a: {b: 2}``) is refused as the same key twice: the
+    engines read only the nested one (OmegaConf and tomllib keep ``"a.b"`` a key of its own)."""
     out: dict[str, object] = {}
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(_leaves(value, dotted + "."))
-        else:
-            out[dotted] = value
+        inner = _leaves(value, dotted + ".") if isinstance(value, dict) and value else {dotted: value}
+        for leaf, x in inner.items():
+            if leaf in out:
+                raise FfnlabError(f"--engine-config: {show(leaf)} is given twice (as a dotted key and nested); "
+                                  "give it once")
+            out[leaf] = x
     return out
 
 

@@ -736,7 +736,13 @@ def read_text(path: str | Path, what: str = "file", *, max_bytes: int = MAX_TEXT
     size = p.stat().st_size
     if size > max_bytes:
         raise _fail(f"{what} {clip(p)} is {size:,} bytes, over the {max_bytes:,}-byte limit for such files")
-    raw = p.read_bytes()[: max_bytes + 1]
+    try:  # never more than the limit and one byte (a /proc file says size 0 and may hold more)
+        with p.open("rb") as f:
+            raw = f.read(max_bytes + 1)
+    except OSError as e:  # /proc/self/mem: EIO; a FIFO's peer gone; permission
+        raise _fail(f"cannot read {what} {clip(p)}: {e.strerror or type(e).__name__}") from None
+    if len(raw) > max_bytes:
+        raise _fail(f"{what} {clip(p)} is over the {max_bytes:,}-byte limit for such files")
     if b"\x00" in raw:
         raise _fail(f"{what} {clip(p)} is a binary file, not text")
     try:

@@ -277,3 +277,24 @@ def test_a_reading_lock_removes_only_the_lock_file_it_created(tmp_path):
     with folder_lock(tmp_path, "look", reading=True):
         pass
     assert (tmp_path / ".lock").is_file()  # there before the look: left as it was
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc")
+def test_a_file_that_cannot_be_read_is_one_line_naming_it(tmp_path):
+    # oracle: the kernel's own answer (reading /proc/self/mem at offset 0 is EIO); the eighteenth CLI
+    # pass saw "error: [Errno 5] Input/output error" with no path
+    with pytest.raises(OSError):
+        Path("/proc/self/mem").read_bytes()
+    r = cli("claims", "--evidence", "/proc/self/mem", where=tmp_path)
+    assert_refused(r, "cannot read claims evidence /proc/self/mem")
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+def test_a_file_longer_than_its_size_says_is_refused_at_the_limit():
+    # oracle: the kernel says /proc/self/maps is 0 bytes long and gives more than 100 when read
+    from ffnlab import files
+
+    maps = Path("/proc/self/maps")
+    assert maps.stat().st_size == 0 and len(maps.read_bytes()) > 100
+    with pytest.raises(FfnlabError, match="over the 100-byte limit"):
+        files.read_text(maps, "config file", max_bytes=100)

@@ -451,17 +451,16 @@ def read_engine_command(text: str) -> EngineCommand:
         if knob is None:
             ignored.append(flag if value is None else f"{flag} {value}")
             continue
-        try:
-            if knob == "enforce_eager":
-                values[knob] = True
-            elif knob in _FLOAT_KNOBS:
-                values[knob] = float(str(value))
-            else:
-                values[knob] = int(str(value))
+        if knob == "enforce_eager":
+            values[knob] = True
+        else:
+            try:  # only the parse: the range checks' FfnlabError is a ValueError too, and says more
+                values[knob] = float(str(value)) if knob in _FLOAT_KNOBS else int(str(value))
+            except ValueError:
+                raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
+            if knob not in _FLOAT_KNOBS:
                 require(1 <= values[knob] <= 2**40, f"--engine-config: {flag} must be in [1, 2**40], got "
                                                     f"{show(values[knob])}")
-        except ValueError:
-            raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
         used.append(flag if knob == "enforce_eager" else f"{flag} {value}")
     return EngineCommand(engine=engine, knobs=EngineKnobs(**values), used=tuple(used), ignored=tuple(ignored),
                          model=model)

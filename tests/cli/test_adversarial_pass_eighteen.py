@@ -243,11 +243,6 @@ def _serve(tmp_path: Path, line: str, *argv: str) -> object:
 # -- J1: a launch line's share of 0 priced as the default 0.9 ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J1: cli/serving_engine.py line 81 keeps a launch line's knobs "
-    "'not in (None, False)', and 0.0 == False: a share of 0 becomes the engine's default",
-)
 @pytest.mark.parametrize(
     "line, flag",
     [

@@ -144,6 +144,16 @@ class EngineCache:
     tokens: int
 
 
+def check_share(value: float, flag: str) -> float:
+    """``value`` as a share of the total CUDA reports that the engine may use (vLLM's
+    ``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``): in (0, 1]. The one rule for
+    the flag, a launch line's value and :func:`engine_estimate`'s knob; ``flag`` names where it came
+    from in the error."""
+    require(math.isfinite(value) and 0 <= value <= 1, f"{flag} must be in (0, 1], got {show(value)}")
+    require(value > 0, f"{flag} must be > 0 (a share in (0, 1]): a share of 0 leaves the engine no memory")
+    return value
+
+
 def vllm_cache_bytes(total_bytes: float, utilization: float, *, weights_bytes: float, activation_bytes: float,
                      non_torch_bytes: float) -> int:
     """vLLM's KV cache bytes: ``utilization x total - (weights + activation peak) - non-torch``."""
@@ -304,7 +314,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     bpt = kv.bytes_per_token
     max_len = knobs.max_model_len or context_limit or 8192
     notes = [acc.cuda_total_assumption()]
-    used = {k: v for k, v in asdict(knobs).items() if v not in (None, False)}
+    used = {k: v for k, v in asdict(knobs).items() if v is not None and v is not False}  # 0.0 == False
     if name == "llama.cpp":  # -c max_model_len, one slot, the cache type nearest the KV dtype
         ctype = {"fp8": "q8_0", "int8": "q8_0", "fp32": "f32"}.get(kv_dtype, "f16")
         lc = llamacpp_cache(cfg, n_ctx=max_len, type_k=ctype, type_v=ctype, version=version)
@@ -326,7 +336,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
         require(frac is not None, "SGLang picks its default --mem-fraction-static by a heuristic: give "
                                   "--mem-fraction-static")
         assert frac is not None
-        require(0 < frac <= 1, f"--mem-fraction-static must be in (0, 1], got {frac}")
+        check_share(frac, "--mem-fraction-static")
         free_after = total - weights - non_torch
         cache = max(sglang_cache_bytes(total, frac, free_after_weights_bytes=free_after), 0)
         block, act, graphs = 1, 0, "captured inside the (1 - mem_fraction_static) share left outside the cache"
@@ -339,7 +349,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     else:
         util = knobs.gpu_memory_utilization if knobs.gpu_memory_utilization is not None \
             else prof["gpu_memory_utilization"]
-        require(0 < util <= 1, f"--gpu-memory-utilization must be in (0, 1], got {util}")
+        check_share(util, "--gpu-memory-utilization")
         block = knobs.block_size or prof["block_size"]
         seqs = knobs.max_num_seqs or prof.get("max_num_seqs", 256)
         rule = prof.get("activation")
@@ -458,7 +468,9 @@ def read_engine_command(text: str) -> EngineCommand:
                 values[knob] = float(str(value)) if knob in _FLOAT_KNOBS else int(str(value))
             except ValueError:
                 raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
-            if knob not in _FLOAT_KNOBS:
+            if knob in _FLOAT_KNOBS:
+                check_share(values[knob], f"--engine-config: {flag}")
+            else:
                 require(1 <= values[knob] <= 2**40, f"--engine-config: {flag} must be in [1, 2**40], got "
                                                     f"{show(values[knob])}")
         used.append(flag if knob == "enforce_eager" else f"{flag} {value}")
@@ -466,7 +478,8 @@ def read_engine_command(text: str) -> EngineCommand:
                          model=model)
 
 
-__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "engine_estimate", "engine_names",
+__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "check_share", "engine_estimate",
+           "engine_names",
            "llamacpp_cache", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency",
            "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

@@ -296,12 +296,6 @@ def test_size_shows_the_same_words_with_escapes(tmp_path, fmt):
 # -- J3: a launch line's tensor parallel size not checked against the model -----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J3: sizing/serving_engines.py read_engine_command (lines 459-462) bounds "
-    "-tp to [1, 2**40] only, and engine_estimate (line 297) takes knobs.tp as it is: no check that "
-    "it divides the heads, as size's --tp has",
-)
 @pytest.mark.parametrize("tp", ["3", str(2**40)])
 @pytest.mark.parametrize("argv", [SERVE, SIZE_SERVE], ids=["fit", "size"])
 def test_a_launch_lines_tensor_parallel_size_is_checked_as_tp_is(tmp_path, argv, tp):

@@ -300,12 +300,15 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     at tensor parallel ``tp``: each part, the cache, its blocks and tokens, and the concurrency at
     ``max_model_len`` (the knob, else the model's ``context_limit``, else 8,192)."""
     from ffnlab.sizing.memory.activations import kv_cache
+    from ffnlab.sizing.memory.parallel import check_tp
     from ffnlab.sizing.memory.quant import weight_bytes
 
     knobs = knobs or EngineKnobs()
     name, version, prof = engine_profile(spec)
     tp = knobs.tp or tp
     require(tp >= 1, f"tensor parallel size must be >= 1, got {tp}")
+    # a launch line's -tp / --tp-size is held to --tp's rule (the layout's tp was checked with its flag)
+    check_tp(cfg, tp, "--engine-config: tensor parallel size" if knobs.tp is not None else "--tp")
     total = acc.cuda_total_bytes
     weights = math.ceil(weight_bytes(cfg, weights_dtype, group_size=group_size).total / tp)
     non_torch_gib = prof.get("non_torch_gib", {"tp1": 0.0, "tp_gt_1": 0.0})

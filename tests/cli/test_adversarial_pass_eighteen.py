@@ -264,12 +264,6 @@ def test_a_launch_lines_share_of_zero_is_refused_as_the_flag_is(tmp_path, line, 
 # -- J2: a launch line's words printed as they are ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J2: cli/serving_engine.py lines 82-83 put the launch line's words and "
-    "the file's name in the line as they are, and cli/fit.py _print_lines (lines 173-186) prints "
-    "them unescaped (size's table escapes the same line)",
-)
 @pytest.mark.parametrize(
     "name, line, fmt",
     [

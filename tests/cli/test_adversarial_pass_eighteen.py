@@ -650,25 +650,23 @@ def test_a_launch_lines_number_out_of_range_is_said_as_out_of_range(tmp_path, li
 # -- J10: a llama-server line, which --help says is read ----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J10: cli/app.py ENGINE_CONFIG_OPTION (lines 161-168) says a 'llama-server ...' line is read for "
-    "the serving engine; sizing/serving_engines.py read_engine_command (lines 418-428) knows vllm and sglang only",
-)
 @pytest.mark.parametrize("argv", [SIZE_SERVE, SERVE], ids=["size", "fit"])
 @pytest.mark.parametrize(
     "line", ["llama-server -m x.gguf -c 8192 -np 4", "./llama-server -hf org/x-GGUF:Q4_K_M -c 8192"]
 )
-def test_a_llama_server_line_is_read_where_help_says_so(tmp_path, argv, line):
-    # oracle: fit --help and size --help, --engine-config: "Any other file: a 'vllm serve ...',
-    # 'python -m sglang.launch_server ...' or 'llama-server ...' line for the serving engine"; today
-    # "error: --engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...'
-    # command line" (docs/serving.md names the first two only)
+def test_help_names_the_launch_lines_the_reader_reads(tmp_path, argv, line):
+    # oracle: the reader's refusal of a llama-server line names the lines it reads (read_engine_command
+    # has no llama-server branch, and docs/serving.md names vLLM's and SGLang's lines only); fit
+    # --help and size --help, --engine-config, must promise those and no other. Before the mend the
+    # help said "Any other file: a 'vllm serve ...', 'python -m sglang.launch_server ...' or
+    # 'llama-server ...' line for the serving engine"
     from ffnlab.cli.app import ENGINE_CONFIG_OPTION
 
-    r = _serve(tmp_path, line, *argv, "--engine", "llama.cpp")
-    if "llama-server" in str(ENGINE_CONFIG_OPTION.help):
-        assert r.code == 0 and "llama.cpp" in r.stdout, r.stderr[-500:]
+    said = assert_refused(_serve(tmp_path, line, *argv, "--engine", "llama.cpp"), "--engine-config: expected")
+    promised = str(ENGINE_CONFIG_OPTION.help)
+    assert "llama-server" not in promised, promised
+    for form in ("'vllm serve ...'", "'python -m sglang.launch_server ...'"):
+        assert form in said and form in promised, (form, said, promised)
 
 
 # -- kept: launch lines and trainer configs ---------------------------------------------------------------------

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import GIB
+from ffnlab.sizing.engine_spec import LAUNCH_LINES
 from ffnlab.sizing.result import Result
 from ffnlab.validation import show
 
@@ -437,8 +438,7 @@ def read_engine_command(text: str) -> EngineCommand:
         if rest[:1] == ["serve"]:
             rest = rest[1:]
     else:
-        raise FfnlabError("--engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...' "
-                          "command line")
+        raise FfnlabError(f"--engine-config: expected {LAUNCH_LINES} command line")
     values: dict[str, Any] = {}  # EngineKnobs' fields, named by the flag tables at run time (EngineKnobs(**values))
     used: list[str] = []
     ignored: list[str] = []

@@ -243,11 +243,6 @@ def _serve(tmp_path: Path, line: str, *argv: str) -> object:
 # -- J1: a launch line's share of 0 priced as the default 0.9 ---------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J1: cli/serving_engine.py line 81 keeps a launch line's knobs "
-    "'not in (None, False)', and 0.0 == False: a share of 0 becomes the engine's default",
-)
 @pytest.mark.parametrize(
     "line, flag",
     [
@@ -269,12 +264,6 @@ def test_a_launch_lines_share_of_zero_is_refused_as_the_flag_is(tmp_path, line, 
 # -- J2: a launch line's words printed as they are ----------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J2: cli/serving_engine.py lines 82-83 put the launch line's words and "
-    "the file's name in the line as they are, and cli/fit.py _print_lines (lines 173-186) prints "
-    "them unescaped (size's table escapes the same line)",
-)
 @pytest.mark.parametrize(
     "name, line, fmt",
     [
@@ -301,12 +290,6 @@ def test_size_shows_the_same_words_with_escapes(tmp_path, fmt):
 # -- J3: a launch line's tensor parallel size not checked against the model -----------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J3: sizing/serving_engines.py read_engine_command (lines 459-462) bounds "
-    "-tp to [1, 2**40] only, and engine_estimate (line 297) takes knobs.tp as it is: no check that "
-    "it divides the heads, as size's --tp has",
-)
 @pytest.mark.parametrize("tp", ["3", str(2**40)])
 @pytest.mark.parametrize("argv", [SERVE, SIZE_SERVE], ids=["fit", "size"])
 def test_a_launch_lines_tensor_parallel_size_is_checked_as_tp_is(tmp_path, argv, tp):
@@ -647,12 +630,6 @@ def test_a_second_report_keeps_a_users_file_inside_the_first(tmp_path, where):
 # -- J8: a launch line's number out of range said to be no number --------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J8: sizing/serving_engines.py read_engine_command (lines 458-464): the "
-    "range check's FfnlabError is a ValueError, caught by the 'except ValueError' meant for int() "
-    "and said as 'needs a number'",
-)
 @pytest.mark.parametrize(
     "line",
     [
@@ -673,25 +650,23 @@ def test_a_launch_lines_number_out_of_range_is_said_as_out_of_range(tmp_path, li
 # -- J10: a llama-server line, which --help says is read ----------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="J10: cli/app.py ENGINE_CONFIG_OPTION (lines 161-168) says a 'llama-server ...' line is read for "
-    "the serving engine; sizing/serving_engines.py read_engine_command (lines 418-428) knows vllm and sglang only",
-)
 @pytest.mark.parametrize("argv", [SIZE_SERVE, SERVE], ids=["size", "fit"])
 @pytest.mark.parametrize(
     "line", ["llama-server -m x.gguf -c 8192 -np 4", "./llama-server -hf org/x-GGUF:Q4_K_M -c 8192"]
 )
-def test_a_llama_server_line_is_read_where_help_says_so(tmp_path, argv, line):
-    # oracle: fit --help and size --help, --engine-config: "Any other file: a 'vllm serve ...',
-    # 'python -m sglang.launch_server ...' or 'llama-server ...' line for the serving engine"; today
-    # "error: --engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...'
-    # command line" (docs/serving.md names the first two only)
+def test_help_names_the_launch_lines_the_reader_reads(tmp_path, argv, line):
+    # oracle: the reader's refusal of a llama-server line names the lines it reads (read_engine_command
+    # has no llama-server branch, and docs/serving.md names vLLM's and SGLang's lines only); fit
+    # --help and size --help, --engine-config, must promise those and no other. Before the mend the
+    # help said "Any other file: a 'vllm serve ...', 'python -m sglang.launch_server ...' or
+    # 'llama-server ...' line for the serving engine"
     from ffnlab.cli.app import ENGINE_CONFIG_OPTION
 
-    r = _serve(tmp_path, line, *argv, "--engine", "llama.cpp")
-    if "llama-server" in str(ENGINE_CONFIG_OPTION.help):
-        assert r.code == 0 and "llama.cpp" in r.stdout, r.stderr[-500:]
+    said = assert_refused(_serve(tmp_path, line, *argv, "--engine", "llama.cpp"), "--engine-config: expected")
+    promised = str(ENGINE_CONFIG_OPTION.help)
+    assert "llama-server" not in promised, promised
+    for form in ("'vllm serve ...'", "'python -m sglang.launch_server ...'"):
+        assert form in said and form in promised, (form, said, promised)
 
 
 # -- kept: launch lines and trainer configs ---------------------------------------------------------------------
@@ -707,7 +682,7 @@ LAUNCH_REFUSED = [
     ("vllm serve m --max-num-seqs 1e3", "needs a number"),
     ("vllm serve m --max-model-len 1k", "needs a number"),
     ("vllm serve m --max-num-seqs " + "9" * 5000, "a word of 5,000 characters"),
-    ("vllm serve m --max-num-seqs " + "9" * 4000, "needs a number"),
+    ("vllm serve m --max-num-seqs " + "9" * 4000, "must be in [1, 2**40]"),
     ("vllm serve m --max-num-seqs 'abc", "No closing quotation"),
     ("vllm serve m --max-num-seqs 4\x00", "binary file"),
     ("vllm", "expected a 'vllm serve ...'"),

@@ -20,6 +20,7 @@ from ffnlab.cli.notes import say
 from ffnlab.errors import FfnlabError, require
 from ffnlab.files import expand_user
 from ffnlab.netwait import TIMEOUT_HELP
+from ffnlab.sizing.engine_spec import LAUNCH_LINES
 from ffnlab.validation import choice, count, integer, named, show
 
 if TYPE_CHECKING:
@@ -163,9 +164,8 @@ ENGINE_CONFIG_OPTION = typer.Option(None, "--engine-config", parser=user_path_te
                                     "to price: a torchtitan .toml, a TRL, axolotl or torchtune .yaml, a transformers "
                                     "TrainingArguments .json (batch, sequence, precision, checkpointing, optimizer, "
                                     "parallel sizes, LoRA; data/engine_configs.json). Says which keys it used and "
-                                    "which it ignored; an explicit flag overrides a key. Any other file: a 'vllm serve "
-                                    "...', 'python -m sglang.launch_server ...' or 'llama-server ...' line for the "
-                                    "serving engine (fit --mode serve, size --gpu).")
+                                    "which it ignored; an explicit flag overrides a key. Any other file: "
+                                    f"{LAUNCH_LINES} line for the serving engine (fit --mode serve, size --gpu).")
 PLOT_OPTION = typer.Option(None, "--plot", parser=user_path_text,
                            help="Also write the step's memory timeline as a figure to FILE (.svg; "
                            ".png with matplotlib installed): live memory by moment, stacked by what is alive, the "

@@ -52,7 +52,7 @@ from ffnlab.cli.serving_engine import (
     EngineFlags,
 )
 from ffnlab.errors import require
-from ffnlab.escape import one_line
+from ffnlab.escape import markdown, one_line
 from ffnlab.netwait import set_timeout
 from ffnlab.render import Column, gib
 from ffnlab.sizing.engine_spec import engine_name
@@ -171,19 +171,22 @@ def _print_suggestions(res: FitResult, fmt: str) -> None:
 
 
 def _print_lines(title: str, lines: list[str], fmt: str) -> None:
-    """The assumptions under the tables (not in CSV, which stays one table)."""
+    """The assumptions under the tables (not in CSV, which stays one table), each one line with its
+    controls shown as escapes, as the tables show theirs: a launch line's words or a file's name
+    among them never clear the screen or fake a line."""
     if fmt == "csv":
         return
-    print(f"\n**{title}**\n" if fmt == "markdown" else title)
     if fmt == "markdown":
+        print(f"\n**{markdown(title)}**\n")
         for line in lines:
-            print(f"- {line}")
+            print(f"- {markdown(line)}")
         return
     import textwrap
 
+    print(one_line(title))
     width = max(40, render.table_width())
     for line in lines:  # wrapped to the terminal, as the tables are
-        print(textwrap.fill(line, width, initial_indent="  - ", subsequent_indent="    "))
+        print(textwrap.fill(one_line(line), width, initial_indent="  - ", subsequent_indent="    "))
 
 
 @app.command(rich_help_panel=SIZING)

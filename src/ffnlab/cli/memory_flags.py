@@ -341,8 +341,8 @@ TRAINER_CONFIG_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 def split_engine_config(path: str | None) -> tuple[str | None, str | None]:
     """``--engine-config FILE`` as (a serving engine's command line, a trainer's launch config):
-    a .toml, .yaml, .yml or .json file is a trainer's config, any other file a ``vllm serve`` /
-    ``sglang.launch_server`` / ``llama-server`` line."""
+    a .toml, .yaml, .yml or .json file is a trainer's config, any other file a ``vllm serve`` or
+    ``sglang.launch_server`` line (the ones ``engine_spec.LAUNCH_LINES`` names)."""
     if path is None:
         return None, None
     from pathlib import Path

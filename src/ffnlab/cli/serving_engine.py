@@ -18,8 +18,8 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_text
 from ffnlab.render import gib
 from ffnlab.sizing.engine_spec import engine_name
-from ffnlab.sizing.serving_engines import EngineKnobs
-from ffnlab.validation import clip, integer, number
+from ffnlab.sizing.serving_engines import EngineKnobs, check_share
+from ffnlab.validation import clip, integer
 
 if TYPE_CHECKING:
     from ffnlab.sizing.config import ModelConfig
@@ -51,8 +51,7 @@ class EngineFlags:
         for share, flag in ((k.gpu_memory_utilization, "--gpu-memory-utilization"),
                             (k.mem_fraction_static, "--mem-fraction-static")):
             if share is not None:
-                number(share, flag, 0, 1)
-                require(share > 0, f"{flag} must be > 0")
+                check_share(share, flag)
         for value, flag in ((k.max_num_batched_tokens, "--max-num-batched-tokens"),
                             (k.max_num_seqs, "--max-num-seqs"), (k.block_size, "--block-size")):
             if value is not None:
@@ -78,13 +77,19 @@ class EngineFlags:
                 require(engine_name(spec) == cmd.engine,
                         f"--engine {clip(spec)} but --engine-config launches {cmd.engine}")
             spec = spec or cmd.engine
-            base = {k: v for k, v in vars(cmd.knobs).items() if v not in (None, False)}
+            base = {k: v for k, v in vars(cmd.knobs).items() if _given(v)}
             said.append(f"--engine-config {path.name}: {cmd.engine}; used "
                         f"{', '.join(cmd.used) or 'nothing'}; ignored {', '.join(cmd.ignored) or 'nothing'}")
-        flags = {k: v for k, v in vars(self.knobs).items() if v not in (None, False)}
+        flags = {k: v for k, v in vars(self.knobs).items() if _given(v)}
         base.update(flags)
         base.setdefault("max_model_len", max_model_len)
         return spec or "vllm", EngineKnobs(**base), said
+
+
+def _given(value: object) -> bool:
+    """A knob that was set: not None and not a switch left off (by identity: ``0.0 == False``, and a
+    share of 0 is a value, refused by its range check, never the engine's default)."""
+    return value is not None and value is not False
 
 
 MAX_LAUNCH_LINE_BYTES = 128 * 1024

@@ -15,6 +15,10 @@ from __future__ import annotations
 from ffnlab.errors import require
 from ffnlab.validation import show
 
+# the serving launch lines --engine-config reads (ffnlab.sizing.serving_engines.read_engine_command),
+# named once for its refusal and for the --help that promises them
+LAUNCH_LINES = "a 'vllm serve ...' or 'python -m sglang.launch_server ...'"
+
 
 def split_engine(spec: str) -> tuple[str, str | None]:
     """The name and the version (None: none given) of ``NAME[@VERSION]``, as written; a version
@@ -32,4 +36,4 @@ def engine_name(spec: str) -> str:
     return split_engine(spec)[0]
 
 
-__all__ = ["engine_name", "split_engine"]
+__all__ = ["LAUNCH_LINES", "engine_name", "split_engine"]

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from ffnlab.errors import FfnlabError, require
 from ffnlab.render import GIB
+from ffnlab.sizing.engine_spec import LAUNCH_LINES
 from ffnlab.sizing.result import Result
 from ffnlab.validation import show
 
@@ -142,6 +143,16 @@ class EngineCache:
     cache_bytes: int
     blocks: int
     tokens: int
+
+
+def check_share(value: float, flag: str) -> float:
+    """``value`` as a share of the total CUDA reports that the engine may use (vLLM's
+    ``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``): in (0, 1]. The one rule for
+    the flag, a launch line's value and :func:`engine_estimate`'s knob; ``flag`` names where it came
+    from in the error."""
+    require(math.isfinite(value) and 0 <= value <= 1, f"{flag} must be in (0, 1], got {show(value)}")
+    require(value > 0, f"{flag} must be > 0 (a share in (0, 1]): a share of 0 leaves the engine no memory")
+    return value
 
 
 def vllm_cache_bytes(total_bytes: float, utilization: float, *, weights_bytes: float, activation_bytes: float,
@@ -290,12 +301,15 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     at tensor parallel ``tp``: each part, the cache, its blocks and tokens, and the concurrency at
     ``max_model_len`` (the knob, else the model's ``context_limit``, else 8,192)."""
     from ffnlab.sizing.memory.activations import kv_cache
+    from ffnlab.sizing.memory.parallel import check_tp
     from ffnlab.sizing.memory.quant import weight_bytes
 
     knobs = knobs or EngineKnobs()
     name, version, prof = engine_profile(spec)
     tp = knobs.tp or tp
     require(tp >= 1, f"tensor parallel size must be >= 1, got {tp}")
+    # a launch line's -tp / --tp-size is held to --tp's rule (the layout's tp was checked with its flag)
+    check_tp(cfg, tp, "--engine-config: tensor parallel size" if knobs.tp is not None else "--tp")
     total = acc.cuda_total_bytes
     weights = math.ceil(weight_bytes(cfg, weights_dtype, group_size=group_size).total / tp)
     non_torch_gib = prof.get("non_torch_gib", {"tp1": 0.0, "tp_gt_1": 0.0})
@@ -304,7 +318,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     bpt = kv.bytes_per_token
     max_len = knobs.max_model_len or context_limit or 8192
     notes = [acc.cuda_total_assumption()]
-    used = {k: v for k, v in asdict(knobs).items() if v not in (None, False)}
+    used = {k: v for k, v in asdict(knobs).items() if v is not None and v is not False}  # 0.0 == False
     if name == "llama.cpp":  # -c max_model_len, one slot, the cache type nearest the KV dtype
         ctype = {"fp8": "q8_0", "int8": "q8_0", "fp32": "f32"}.get(kv_dtype, "f16")
         lc = llamacpp_cache(cfg, n_ctx=max_len, type_k=ctype, type_v=ctype, version=version)
@@ -326,7 +340,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
         require(frac is not None, "SGLang picks its default --mem-fraction-static by a heuristic: give "
                                   "--mem-fraction-static")
         assert frac is not None
-        require(0 < frac <= 1, f"--mem-fraction-static must be in (0, 1], got {frac}")
+        check_share(frac, "--mem-fraction-static")
         free_after = total - weights - non_torch
         cache = max(sglang_cache_bytes(total, frac, free_after_weights_bytes=free_after), 0)
         block, act, graphs = 1, 0, "captured inside the (1 - mem_fraction_static) share left outside the cache"
@@ -339,7 +353,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     else:
         util = knobs.gpu_memory_utilization if knobs.gpu_memory_utilization is not None \
             else prof["gpu_memory_utilization"]
-        require(0 < util <= 1, f"--gpu-memory-utilization must be in (0, 1], got {util}")
+        check_share(util, "--gpu-memory-utilization")
         block = knobs.block_size or prof["block_size"]
         seqs = knobs.max_num_seqs or prof.get("max_num_seqs", 256)
         rule = prof.get("activation")
@@ -424,8 +438,7 @@ def read_engine_command(text: str) -> EngineCommand:
         if rest[:1] == ["serve"]:
             rest = rest[1:]
     else:
-        raise FfnlabError("--engine-config: expected a 'vllm serve ...' or 'python -m sglang.launch_server ...' "
-                          "command line")
+        raise FfnlabError(f"--engine-config: expected {LAUNCH_LINES} command line")
     values: dict[str, Any] = {}  # EngineKnobs' fields, named by the flag tables at run time (EngineKnobs(**values))
     used: list[str] = []
     ignored: list[str] = []
@@ -451,23 +464,25 @@ def read_engine_command(text: str) -> EngineCommand:
         if knob is None:
             ignored.append(flag if value is None else f"{flag} {value}")
             continue
-        try:
-            if knob == "enforce_eager":
-                values[knob] = True
-            elif knob in _FLOAT_KNOBS:
-                values[knob] = float(str(value))
+        if knob == "enforce_eager":
+            values[knob] = True
+        else:
+            try:  # only the parse: the range checks' FfnlabError is a ValueError too, and says more
+                values[knob] = float(str(value)) if knob in _FLOAT_KNOBS else int(str(value))
+            except ValueError:
+                raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
+            if knob in _FLOAT_KNOBS:
+                check_share(values[knob], f"--engine-config: {flag}")
             else:
-                values[knob] = int(str(value))
                 require(1 <= values[knob] <= 2**40, f"--engine-config: {flag} must be in [1, 2**40], got "
                                                     f"{show(values[knob])}")
-        except ValueError:
-            raise FfnlabError(f"--engine-config: {flag} needs a number, got {show(value)}") from None
         used.append(flag if knob == "enforce_eager" else f"{flag} {value}")
     return EngineCommand(engine=engine, knobs=EngineKnobs(**values), used=tuple(used), ignored=tuple(ignored),
                          model=model)
 
 
-__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "engine_estimate", "engine_names",
+__all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "check_share", "engine_estimate",
+           "engine_names",
            "llamacpp_cache", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency",
            "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

@@ -121,10 +121,17 @@ def most_experts(cfg: ModelConfig) -> int:
     return max((f.n_experts for f in cfg.layer_ffns()), default=0)
 
 
+def check_tp(cfg: ModelConfig, tp: int, flag: str = "--tp") -> None:
+    """Raise :class:`ffnlab.errors.FfnlabError` when ``tp`` GPUs cannot split ``cfg``'s attention
+    heads (vLLM and SGLang refuse such a launch too): the one rule for ``--tp`` and a serving
+    launch line's tensor-parallel size; ``flag`` names where it came from."""
+    require(cfg.attn.n_heads % tp == 0, f"{flag} {tp} must divide n_heads={cfg.attn.n_heads}")
+
+
 def check_layout(cfg: ModelConfig, lay: Layout) -> None:
     """Raise :class:`ffnlab.errors.FfnlabError` when ``lay`` cannot split ``cfg`` (its own
     fields were checked when it was made)."""
-    require(cfg.attn.n_heads % lay.tp == 0, f"--tp {lay.tp} must divide n_heads={cfg.attn.n_heads}")
+    check_tp(cfg, lay.tp)
     require(lay.pp <= cfg.n_layers, f"--pp {lay.pp} exceeds the {cfg.n_layers} layers")
     n_exp = most_experts(cfg)
     if lay.ep > 1:
@@ -509,6 +516,6 @@ def memory_summary(cfg: ModelConfig, work: Workload | None = None, lay: Layout |
 
 __all__ = ["DTYPE_BYTES", "GRAD_DTYPES", "STRUCTURE_KEYS", "TRAIN_DTYPES", "Alive", "activation_offload", "Layout",
            "MemorySummary",
-           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "host_terms", "memory_summary",
+           "Row", "Sharding", "StepOptions", "Workload", "check_layout", "check_tp", "host_terms", "memory_summary",
            "offload_modes", "serving_table", "stateless_timeline", "step_inputs", "table_total", "training_peak",
            "training_table"]

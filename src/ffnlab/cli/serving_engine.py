@@ -26,9 +26,6 @@ if TYPE_CHECKING:
     from ffnlab.sizing.memory.hardware import Accelerator
     from ffnlab.sizing.serving_engines import EngineEstimate
 
-ENGINE_HELP = ("Serving engine NAME[@VERSION] with --mode serve (vllm sglang; data/serving_engines.json, "
-               "default vllm); training engine otherwise.")
-
 
 @dataclass(frozen=True)
 class EngineFlags:
@@ -151,6 +148,6 @@ def engine_lines(e: EngineEstimate) -> list[str]:
     return lines
 
 
-__all__ = ["BLOCK_SIZE", "ENFORCE_EAGER", "ENGINE_HELP", "GPU_MEMORY_UTILIZATION", "MAX_NUM_BATCHED_TOKENS",
+__all__ = ["BLOCK_SIZE", "ENFORCE_EAGER", "GPU_MEMORY_UTILIZATION", "MAX_NUM_BATCHED_TOKENS",
            "MAX_NUM_SEQS", "MEM_FRACTION_STATIC", "EngineFlags", "context_line", "engine_lines", "engine_title",
            "estimate"]

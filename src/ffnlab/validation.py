@@ -364,8 +364,9 @@ def _describe(tp: Any) -> str:
     return _NAMES.get(origin or tp, "a value")
 
 
-def _convert(value: Any, tp: Any, where: str, ctx: str) -> tuple[bool, Any]:
-    """(True, converted) if ``value`` has type ``tp``; checks raise at once with the field's name."""
+def _convert(value: Any, tp: Any, where: str, ctx: str, text_ok: bool = True) -> tuple[bool, Any]:
+    """(True, converted) if ``value`` has type ``tp``; checks raise at once with the field's name.
+    ``text_ok``: a number may be given as text (``3e-4``, as YAML reads it)."""
     tp, checks = _split(tp)
     origin = typing.get_origin(tp)
     ok, out = False, value
@@ -373,17 +374,17 @@ def _convert(value: Any, tp: Any, where: str, ctx: str) -> tuple[bool, Any]:
         ok = True
     elif origin in (Union, types.UnionType):
         for arg in typing.get_args(tp):
-            ok, out = _convert(value, arg, where, ctx)
+            ok, out = _convert(value, arg, where, ctx, text_ok)
             if ok:
                 break
     elif dataclasses.is_dataclass(tp):
-        ok, out = True, build(tp, value, where, ctx)  # type: ignore[arg-type]
+        ok, out = True, build(tp, value, where, ctx, text_ok=text_ok)  # type: ignore[arg-type]
     elif origin is list or tp is list:
         if isinstance(value, list):
             (item,) = typing.get_args(tp) or (Any,)
             out = []
             for i, v in enumerate(value):
-                good, conv = _convert(v, item, f"{where}[{i}]", ctx)
+                good, conv = _convert(v, item, f"{where}[{i}]", ctx, text_ok)
                 if not good:
                     raise fail(f"{ctx}: {where}[{i}]", _describe(item), v)
                 out.append(conv)
@@ -400,11 +401,13 @@ def _convert(value: Any, tp: Any, where: str, ctx: str) -> tuple[bool, Any]:
     elif tp is float:
         if isinstance(value, (int, float, str)) and not isinstance(value, bool):
             try:
-                out, ok = number(value, where), True
+                out, ok = number(value, where, text_ok=text_ok), True
             except FfnlabError:
                 ok = isinstance(value, (int, float))  # a number, but not finite: refuse below
                 if ok:
                     raise fail(f"{ctx}: {where}", "a finite number", value) from None
+                if not text_ok and isinstance(value, str) and _NUMBER.fullmatch(value.strip()):  # a number as text
+                    raise fail(f"{ctx}: {where}", "a number, not text", value) from None
     elif tp is str:
         ok = isinstance(value, str)
     if ok:
@@ -421,11 +424,14 @@ def _hints_and_fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.
     return typing.get_type_hints(cls, include_extras=True), {f.name: f for f in dataclasses.fields(cls)}
 
 
-def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
-    """Build dataclass ``cls`` from the mapping ``data``, validating every field by its annotation.
+def check_fields(cls: type, data: Any, where: str = "", ctx: str = "config", *,
+                 text_ok: bool = True) -> dict[str, Any]:
+    """The keys ``data`` gives, as fields of dataclass ``cls``, each converted and validated by its
+    annotation (the rules :func:`build` applies); a key ``data`` lacks is the caller's to supply.
 
-    Unknown keys, missing required keys, wrong types and failed checks each raise one
-    :class:`ffnlab.errors.FfnlabError` line naming ``ctx`` and the dotted key.
+    Unknown keys, wrong types and failed checks each raise one :class:`ffnlab.errors.FfnlabError`
+    line naming ``ctx`` and the dotted key. ``text_ok=False``: a number must be one, not text (a
+    JSON record ffnlab wrote holds numbers as numbers).
     """
     if not isinstance(data, dict):
         raise fail(f"{ctx}: {where or 'the top level'}", "a mapping", data)
@@ -436,11 +442,21 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
         if key not in fields:
             close = difflib.get_close_matches(str(key), list(fields), n=1)
             raise FfnlabError(f"{ctx}: unknown key {here[:80]}" + (f" (did you mean {close[0]}?)" if close else ""))
-        ok, v = _convert(value, hints[key], here, ctx)
+        ok, v = _convert(value, hints[key], here, ctx, text_ok)
         if not ok:
             raise fail(f"{ctx}: {here}", _describe(hints[key]), value)
         kwargs[key] = v
-    for name, f in fields.items():
+    return kwargs
+
+
+def build(cls: type, data: Any, where: str = "", ctx: str = "config", *, text_ok: bool = True) -> Any:
+    """Build dataclass ``cls`` from the mapping ``data``, validating every field by its annotation.
+
+    Unknown keys, missing required keys, wrong types and failed checks each raise one
+    :class:`ffnlab.errors.FfnlabError` line naming ``ctx`` and the dotted key (:func:`check_fields`).
+    """
+    kwargs = check_fields(cls, data, where, ctx, text_ok=text_ok)
+    for name, f in _hints_and_fields(cls)[1].items():
         if name not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             key = f"{where}.{name}" if where else name
             raise FfnlabError(f"{ctx}: missing key {key!r}")
@@ -448,8 +464,8 @@ def build(cls: type, data: Any, where: str = "", ctx: str = "config") -> Any:
 
 
 __all__ = ["Check", "FfnlabError", "MAX_DIGITS", "NAME", "NONEMPTY_UNIQUE", "SEED_MAX", "above", "between",
-           "build", "case_twins", "choice", "confined", "fail", "fraction", "integer", "number", "one_of",
-           "safe_name", "show"]
+           "build", "case_twins", "check_fields", "choice", "confined", "fail", "fraction", "integer", "number",
+           "one_of", "safe_name", "show"]
 
 
 # Counts on the command line, one parser (:func:`count`) with two conventions. A size (a sequence

@@ -210,7 +210,7 @@ def test_a_cells_learning_rate_is_its_scales_else_the_bases_else_the_default():
     from ffnlab.training.runconfig import TrainSection
 
     spec = saved_spec({"base": {"train": {"lr": 0.003}},
-                       "scales": [{"name": "a", "train": {"lr": 0.006}}, {"name": "b", "train": {}}]})
+                       "scales": [{"name": "a", "model": {}, "train": {"lr": 0.006}}, {"name": "b", "model": {}}]})
     assert _cell_lr(spec, "a") == 0.006 and _cell_lr(spec, "b") == 0.003
-    bare = saved_spec({"base": {}, "scales": [{"name": "c"}]})
+    bare = saved_spec({"base": {}, "scales": [{"name": "c", "model": {}}]})
     assert _cell_lr(bare, "c") == TrainSection.lr

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from ffnlab.errors import FfnlabError, require
-from ffnlab.experiments.sweep.spec import SavedSpec
+from ffnlab.experiments.sweep.spec import SavedSpec, saved_spec
 from ffnlab.files import read_mapping
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.training.runfiles import read_records
-from ffnlab.validation import confined, integer, number, safe_name, show
+from ffnlab.validation import case_twins, confined, integer, number, safe_name, show
 
 if TYPE_CHECKING:
     from typing_extensions import NotRequired  # typing's own from Python 3.11
@@ -100,7 +100,9 @@ def _metrics(path: Path, finished: bool) -> None:
 
 
 def load_sweep(sweep_dir: str | Path) -> SweepRecord:
-    """The validated ``sweep.json`` of ``sweep_dir`` (its finished runs' files checked too)."""
+    """The validated ``sweep.json`` of ``sweep_dir`` (its finished runs' files checked too): each run
+    listed once (the analysis counts every entry), its spec by the rules a spec file meets
+    (:func:`ffnlab.experiments.sweep.spec.saved_spec`)."""
     root = Path(sweep_dir)
     require(root.is_dir() and (root / "sweep.json").is_file(), f"{root} is not a sweep folder (no sweep.json)")
     where = str(root / "sweep.json")
@@ -123,14 +125,23 @@ def load_sweep(sweep_dir: str | Path) -> SweepRecord:
         integer(record["vocab_size"], f"{where}: vocab_size", 1)
     runs = record["runs"]
     require(isinstance(runs, list) and runs, f"{where}: runs must be a non-empty list, got {show(runs)}")
+    named: dict[str, int] = {}  # each run once, and each (arm, seed): the analysis counts every entry
+    seeded: dict[tuple[str, int], int] = {}
     for i, entry in enumerate(runs):
         r = _run(entry, i, where)
+        first = named.setdefault(r["run"], i)
+        require(first == i, f"{where}: runs[{i}] lists run {show(r['run'])} again (as runs[{first}]); "
+                            "each run is listed once")
+        first = seeded.setdefault((r["arm"], r["seed"]), i)
+        require(first == i, f"{where}: runs[{i}] ({show(r['run'])}) repeats arm {show(r['arm'])} seed {r['seed']} "
+                            f"of runs[{first}] ({show(runs[first]['run'])}); each arm runs each seed once")
         run_dir = confined(root / "runs", r["run"], f"{where}: runs[{i}].run")
         finished = (run_dir / "summary.json").is_file()
         if finished:
             _summary(run_dir / "summary.json")
         if (run_dir / "metrics.jsonl").is_file():
             _metrics(run_dir / "metrics.jsonl", finished)
+    case_twins(list(named), f"{where}: runs")  # one folder on a case-insensitive file system
     scales = spec.get("scales") or []
     require(isinstance(scales, list) and all(isinstance(x, dict) for x in scales),
             f"{where}: spec.scales must be a list of mappings, got {show(scales)}")
@@ -142,4 +153,5 @@ def load_sweep(sweep_dir: str | Path) -> SweepRecord:
     require(ref in arms or bool(scaled & set(arms)),
             f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
+    saved_spec(spec, where, arms)  # the rest of the spec, by the rules a spec file meets
     return cast(SweepRecord, record)  # the keys the analysis reads checked above

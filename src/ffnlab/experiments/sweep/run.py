@@ -97,7 +97,7 @@ def _as_trained(spec: object) -> object:
             and all(mapping(c, "model", "train") and "name" in c for c in scales)):
         return spec
     try:
-        parsed = saved_spec(spec)  # type: ignore[arg-type]
+        parsed = saved_spec(spec)
         cells = [at_scale(parsed, scale) for scale in parsed.scales] or [parsed]
         configs = [runconfig.without_locations(dict(arm_config(cell, arm, 0).to_dict()))
                    for cell in cells for arm in cell.arms]  # where files live is no part of what is trained

@@ -37,6 +37,7 @@ from ffnlab.validation import (
     between,
     build,
     case_twins,
+    check_fields,
     fail,
     one_of,
     show,
@@ -233,32 +234,52 @@ def spec_field(spec: Mapping[str, object], name: str) -> Any:
     raise KeyError(f"the saved spec has no {name!r} (a field without a default)")
 
 
-def saved_spec(saved: SavedSpec) -> SweepSpec:
-    """The spec a sweep record saved (``sweep.json``'s ``spec``) as a :class:`SweepSpec`, for the
-    analysis: each field as :func:`spec_field` reads it (a field added since the record was written
-    takes its default), the arms as :class:`Arm` and the hypotheses as :func:`saved_hypotheses`
-    gives them (with their ``claims``). Not checked again: the record's reader
-    (:mod:`ffnlab.experiments.sweep.record`) checked what the analysis uses."""
-    values = {f.name: spec_field(saved, f.name) for f in fields(SweepSpec)
-              if f.name not in ("name", "arms", "seeds", "scales", "trends")}
-    hypotheses = [hypothesis_of(h) for h in saved_hypotheses(saved)]
-    arms = [Arm(name=str(a["name"]), ffn=dict(a.get("ffn") or {}), label=str(a.get("label") or a["name"]))
-            for a in saved.get("arms") or [] if isinstance(a, Mapping)]
-    scales = [Scale(name=str(x["name"]), model=dict(x.get("model") or {}), train=dict(x.get("train") or {}))
-              for x in saved.get("scales") or []]
-    trends = [Trend(name=str(t["name"]), axis=str(t["axis"]), scales=list(t["scales"]))
-              for t in saved.get("trends") or []]
-    return SweepSpec(**{**values, "name": str(saved.get("name") or ""), "arms": arms,
-                        "seeds": list(saved.get("seeds") or []), "hypotheses": hypotheses,
-                        "claims": [h.comparison for h in hypotheses], "scales": scales, "trends": trends})
+def saved_spec(saved: object, where: str = "sweep.json", run_arms: list[str] | None = None) -> SweepSpec:
+    """The spec a sweep record saved (``sweep.json``'s ``spec``) as a :class:`SweepSpec`, checked by
+    the rules a spec file meets (:func:`spec_from_dict`'s, one home): each field's type and range by
+    its annotation, the hypotheses, claims and comparisons, the scales, trends and ``decide_at``;
+    numbers must be JSON numbers (ffnlab writes no number as text). A field the record lacks or saved
+    as null reads as :func:`spec_field` reads it (its default: a record from an older ffnlab);
+    ``name``, ``arms`` and ``seeds``, which have none, as empty. The hypotheses are those
+    :func:`saved_hypotheses` gives, and ``claims`` their comparisons. ``run_arms``: the arms of the
+    record's runs ("SCALE.ARM" with scales), which the comparisons and hypotheses must name (the
+    analysis compares the runs); without it, the spec's own arms where it lists them. What the
+    runs' configs train (``base``, each arm's ``ffn``) is not resolved again: the runs were.
+
+    Raises one :class:`~ffnlab.errors.FfnlabError` line that starts with ``where``."""
+    try:
+        return _saved_spec(saved, run_arms)
+    except FfnlabError as e:
+        raise FfnlabError(f"{where}: {e}") from None
 
 
-def hypothesis_of(saved: SavedHypothesis) -> Hypothesis:
-    """A hypothesis as a sweep record saved it (or :func:`seed_hypotheses` states it); an
-    ``effect_source`` it does not name reads as None, as the record shows it."""
-    return Hypothesis(id=str(saved["id"]), sentence=str(saved["sentence"]), comparison=str(saved["comparison"]),
-                      arms=list(saved.get("arms") or []), margin=saved.get("margin"),
-                      claimed_effect=saved.get("claimed_effect"), effect_source=saved.get("effect_source"))
+def _saved_spec(saved: object, run_arms: list[str] | None) -> SweepSpec:
+    if not isinstance(saved, dict):
+        raise fail("sweep spec", "a mapping", saved)
+    laid_out = ("hypotheses", "scales", "trends")  # checked below, as spec_from_dict checks them
+    given = check_fields(SweepSpec, {k: v for k, v in saved.items() if v is not None and k not in laid_out},
+                         "", "sweep spec", text_ok=False)
+    kept = {f.name: spec_field(given, f.name) for f in fields(SweepSpec) if f.name not in ("name", "arms", "seeds")}
+    spec = SweepSpec(**{**kept, "name": given.get("name", ""), "arms": given.get("arms", []),
+                        "seeds": given.get("seeds", [])})
+    if "hypotheses" in saved:  # as saved (null: none)
+        hyps, text_ok = [] if saved["hypotheses"] is None else saved["hypotheses"], False
+    else:  # from before specs named hypotheses: its preset's or its claims', as a spec file states them
+        hyps, text_ok = saved_hypotheses({"name": spec.name, **({"claims": spec.claims} if spec.claims else {})}), True
+    if isinstance(hyps, list):  # an effect_source a hypothesis does not name reads as None, as the record shows it
+        hyps = [{"effect_source": None, **h} if isinstance(h, dict) else h for h in hyps]
+    spec.hypotheses = check_fields(SweepSpec, {"hypotheses": hyps}, "", "sweep spec", text_ok=text_ok)["hypotheses"]
+    for arm in spec.arms:
+        arm.label = arm.label or arm.name
+    _lay_out(spec, *(_listed(saved[key] if saved.get(key) is not None else [], key) for key in ("scales", "trends")))
+    names = [a.name for a in spec.arms] or None
+    if run_arms is not None:  # each cell's arms named without their scale: "s1.gelu-r4" is gelu-r4
+        prefixes = tuple(f"{x.name}." for x in spec.scales)
+        names = sorted({next((a.removeprefix(p) for p in prefixes if a.startswith(p)), a) for a in run_arms})
+    _check_hypotheses(spec, names)
+    _check_comparisons(spec, names)
+    spec.claims = [h.comparison for h in spec.hypotheses]
+    return spec
 
 
 def _some(names: list[str], limit: int = 12) -> str:
@@ -311,14 +332,37 @@ def spec_from_dict(data: object) -> SweepSpec:
     require(spec.reference in names, f"sweep spec: reference arm {show(spec.reference)} is not among the arms "
                                      f"({_some(names)})")
     _check_hypotheses(spec, names)
+    _check_comparisons(spec, names)
+    _lay_out(spec, scales, trends)
+    for arm in spec.arms:  # an arm that cannot train is named now, not as a failed width search
+        try:
+            arm_config(spec, arm, spec.seeds[0])
+        except FfnlabError as e:
+            raise FfnlabError(f"sweep spec: arm {show(arm.name)}: {e}") from None
+    if spec.require_mature:
+        short = [f"{name} trains {tpp:.3g}" for name, tpp in design_maturity(spec) if tpp < spec.maturity]
+        require(not short, f"sweep spec {spec.name}: a design below its maturity rule ({spec.maturity:g} tokens per "
+                           f"non-embedding parameter): {', '.join(short)}; train longer or a smaller model")
+    return spec
+
+
+def _check_comparisons(spec: SweepSpec, names: list[str] | None) -> None:
+    """``comparisons`` maps analyses to arms of the spec (``names``; None: not checked), a pair in order
+    for the paired analyses."""
     comparisons = spec.comparisons
     require(set(comparisons) <= set(ANALYSES),
             f"sweep spec: comparisons must map analyses ({', '.join(ANALYSES)}) to lists of arm names")
     for key, chosen in comparisons.items():
-        require(isinstance(chosen, list) and chosen and all(c in names for c in chosen),
+        require(isinstance(chosen, list) and chosen and all(isinstance(c, str) for c in chosen)
+                and (names is None or all(c in names for c in chosen)),
                 f"sweep spec: comparisons.{key} must list arms of this spec, got {show(chosen)}")
         require(key not in PAIRED or len(chosen) == 2,
                 f"sweep spec: comparisons.{key} names exactly two arms (in order), got {show(chosen)}")
+
+
+def _lay_out(spec: SweepSpec, scales: list[Any], trends: list[Any]) -> None:
+    """The spec's ``scales`` and ``trends`` (as given: lists of mappings) checked and read as
+    :class:`Scale` and :class:`Trend`, and ``decide_at`` one of the scales."""
     require(all(
         isinstance(x, dict) and {"name", "model"} <= set(x) <= {"name", "model", "train"}
         and isinstance(x["model"], dict) and isinstance(x.get("train", {}), dict)
@@ -339,16 +383,6 @@ def spec_from_dict(data: object) -> SweepSpec:
             f"of {', '.join(cells) or 'the scales'}]}}")
     spec.trends = [Trend(name=str(t["name"]), axis=str(t["axis"]), scales=[str(x) for x in t["scales"]])
                    for t in trends]
-    for arm in spec.arms:  # an arm that cannot train is named now, not as a failed width search
-        try:
-            arm_config(spec, arm, spec.seeds[0])
-        except FfnlabError as e:
-            raise FfnlabError(f"sweep spec: arm {show(arm.name)}: {e}") from None
-    if spec.require_mature:
-        short = [f"{name} trains {tpp:.3g}" for name, tpp in design_maturity(spec) if tpp < spec.maturity]
-        require(not short, f"sweep spec {spec.name}: a design below its maturity rule ({spec.maturity:g} tokens per "
-                           f"non-embedding parameter): {', '.join(short)}; train longer or a smaller model")
-    return spec
 
 
 def _listed(value: object, key: str) -> list[Any]:
@@ -358,11 +392,12 @@ def _listed(value: object, key: str) -> list[Any]:
     return value
 
 
-def _check_hypotheses(spec: SweepSpec, names: list[str]) -> None:
+def _check_hypotheses(spec: SweepSpec, names: list[str] | None) -> None:
     """Each hypothesis names its own id and comparison, once; its arms are the spec's. ``claims``
     without hypotheses asks for the seed document's claims by their analyses (the presets and
     ``verify`` test those): they become those claims' hypotheses (:func:`seed_hypotheses`);
-    with hypotheses, ``claims`` (kept by older sweep folders) must list their comparisons."""
+    with hypotheses, ``claims`` (kept by older sweep folders) must list their comparisons. ``names``:
+    the spec's arms (None: not checked)."""
     hyps = spec.hypotheses
     if not hyps:
         spec.hypotheses = [Hypothesis(**h) for h in seed_hypotheses(spec.claims)]
@@ -379,7 +414,7 @@ def _check_hypotheses(spec: SweepSpec, names: list[str]) -> None:
     spec.claims = list(kinds)
     for h in hyps:
         if h.arms:
-            require(all(a in names for a in h.arms),
+            require(names is None or all(a in names for a in h.arms),
                     f"sweep spec: hypothesis {h.id} compares arms of this spec, got {show(h.arms)}")
             require(h.comparison not in spec.comparisons or spec.comparisons[h.comparison] == h.arms,
                     f"sweep spec: hypothesis {h.id}'s arms differ from comparisons.{h.comparison}")
@@ -408,7 +443,7 @@ def seed_hypotheses(analyses: list[str]) -> list[SavedHypothesis]:
     return out
 
 
-def saved_hypotheses(spec: SavedSpec) -> list[SavedHypothesis]:
+def saved_hypotheses(spec: Mapping[str, Any]) -> list[SavedHypothesis]:
     """The hypotheses of a spec as a sweep record saved it. A record written before specs named
     hypotheses has none saved: a preset's reads its preset's (when they cover its ``claims``), any
     other its ``claims``' seed hypotheses (by default, as then, ratio_optimal, convergence_speed

@@ -201,6 +201,17 @@ is followed"), as ``train --out`` and ``report --out`` do; ``train --out run --r
 config.yaml ``{}`` or ``model: {}`` starts the defaults (a config that says so).
 
 The pass changed nothing in src/.
+
+Mended (each finding's tests now pass): J1 0 and 0.0 kept by identity (``cli/serving_engine._given``), the
+share's range in one home (``serving_engines.check_share``) for flag and line; J2 the lines under fit's
+tables through ``escape.one_line`` / ``escape.markdown`` (``cli/fit._print_lines``); J3 the line's
+tensor-parallel size through --tp's rule (``parallel.check_tp``); J4 ``engine_config._leaves`` refuses a
+leaf given twice; J5 --resume refuses a config.yaml that holds no document; J6 a saved sweep spec checked
+by the spec file's rules (``sweep/spec.saved_spec``, ``validation.check_fields``); J7 ``load_sweep``
+refuses a run, or an arm and seed, listed twice; J8 only ``int()``'s failure read as "needs a number";
+J9 titles and notes shown with breaks as escapes (``render.line_cell``); J10 the help names the launch
+lines the reader reads (``engine_spec.LAUNCH_LINES``). Also from its notes: ``files.read_text`` reads no
+further than its limit and names a file whose read fails (``claims --evidence /proc/self/mem``).
 """
 
 from __future__ import annotations

@@ -72,10 +72,11 @@ def _quiet() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _modules_made_at_most(limit: int) -> Iterator[None]:
+def _modules_made_at_most(limit: int, spent: list[int] | None = None) -> Iterator[None]:
     """Count every ``torch.nn.Module`` made inside (each runs ``Module.__init__`` once, leaf or not,
-    registered or not) and stop the build with :func:`refuse_built_modules` at the ``limit`` + 1st: the
-    bound on a build through transformers, whatever an estimate from small builds said."""
+    registered or not; added to ``spent[0]`` too) and stop the build with :func:`refuse_built_modules`
+    at the ``limit`` + 1st: the bound on a build through transformers, whatever an estimate from small
+    builds said."""
     import torch
 
     module_init = torch.nn.Module.__init__
@@ -84,6 +85,8 @@ def _modules_made_at_most(limit: int) -> Iterator[None]:
     def counted(self: Any, *args: Any, **kwargs: Any) -> None:
         nonlocal made
         made += 1
+        if spent is not None:
+            spent[0] += 1
         if made > limit:
             refuse_built_modules(limit)
         module_init(self, *args, **kwargs)
@@ -95,12 +98,14 @@ def _modules_made_at_most(limit: int) -> Iterator[None]:
         torch.nn.Module.__init__ = module_init  # type: ignore[method-assign]
 
 
-def _meta_model(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> tuple[Any, Any]:
+def _meta_model(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any], limit: int | None = None,
+                spent: list[int] | None = None) -> tuple[Any, Any]:
     """transformers' config and model of config.json ``fields`` on the meta device, quietly, making at
-    most :data:`MAX_MODULES` modules (:class:`BuildLimit` past it; anything transformers raises, as raised)."""
+    most ``limit`` (:data:`MAX_MODULES`) modules (:class:`BuildLimit` past it; anything transformers
+    raises, as raised); the modules made are added to ``spent[0]``."""
     with _quiet():
         cfg = config_class.from_dict(copy.deepcopy(fields))
-        with torch.device("meta"), _modules_made_at_most(MAX_MODULES):
+        with torch.device("meta"), _modules_made_at_most(MAX_MODULES if limit is None else limit, spent):
             return cfg, auto.from_config(cfg)
 
 
@@ -500,12 +505,18 @@ def _low(transformers: Any, hf_cfg: Any, path: tuple[str, ...]) -> int:
     return max(default, 1) if isinstance(default, int) and not isinstance(default, bool) else 1
 
 
-def _module_count(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> int | None:
-    """The modules transformers' model of ``fields`` holds (meta device); None where it refuses."""
+class _EstimateSpent(Exception):
+    """The build-cost estimate's small builds made :data:`_COST_MODULES` modules in all: it gives up."""
+
+
+def _module_count(torch: Any, config_class: Any, auto: Any, fields: dict[str, Any],
+                  spent: list[int]) -> int | None:
+    """The modules transformers' model of ``fields`` holds (meta device); None where it refuses.
+    :class:`_EstimateSpent` once the builds counted in ``spent`` made :data:`_COST_MODULES` modules."""
     try:
-        _, model = _meta_model(torch, config_class, auto, fields)
+        _, model = _meta_model(torch, config_class, auto, fields, max(_COST_MODULES - spent[0], 0), spent)
     except BuildLimit:
-        raise
+        raise _EstimateSpent from None
     except Exception:  # noqa: BLE001 - a refusal: nothing to estimate from
         return None
     return sum(1 for _ in model.modules())
@@ -515,6 +526,9 @@ def _module_count(torch: Any, config_class: Any, auto: Any, fields: dict[str, An
 _COST_TRIAL = 2
 # the most small builds its fit may take (the grid of the counts it moves)
 _COST_BUILDS = 64
+# the modules the estimate's small builds may make in all (about 1 s on the meta device): past it the
+# builds are not small (a list or a derived count held as written), and the estimate gives up
+_COST_MODULES = 20_000
 # a count written at most this is held at its written value where transformers refuses the small
 # builds with it moved (heads that must divide a width): small, so every build stays small
 _COST_HOLD = 16
@@ -595,6 +609,17 @@ def _fit_points(moving: list[int], degree: dict[int, int]) -> list[dict[int, int
 def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: Any, fields: dict[str, Any],
                       hf_cfg: Any, held: dict[tuple[str, ...], Any],
                       counts: list[tuple[tuple[str, ...], int]], d: int) -> int | None:
+    """:func:`_estimate_build_cost`, or None where its small builds made :data:`_COST_MODULES` modules
+    in all (they were not small: the build itself is bounded as it is made)."""
+    try:
+        return _estimate_build_cost(torch, transformers, config_class, auto, fields, hf_cfg, held, counts, d)
+    except _EstimateSpent:
+        return None
+
+
+def _estimate_build_cost(torch: Any, transformers: Any, config_class: Any, auto: Any, fields: dict[str, Any],
+                         hf_cfg: Any, held: dict[tuple[str, ...], Any],
+                         counts: list[tuple[tuple[str, ...], int]], d: int) -> int | None:
     """Refuse, before anything large is built, a config whose model (or the probe's trial of it, a count of
     ``counts`` above :data:`MAX_LAYERS` at d + 1) would hold more than :data:`MAX_MODULES` modules,
     estimated from small builds alone, whatever side of :data:`MAX_LAYERS` its counts are.
@@ -623,6 +648,7 @@ def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: An
     fixed: dict[tuple[str, ...], Any] = dict(held)
 
     made: dict[tuple[tuple[int, int], ...], int | None] = {}  # each small build once
+    spent = [0]  # the modules they made in all
 
     def count(point: dict[int, int]) -> int | None:
         key = tuple((n, point.get(n, t)) for n in sorted(groups))
@@ -630,7 +656,7 @@ def _check_build_cost(torch: Any, transformers: Any, config_class: Any, auto: An
             changes = dict(fixed)
             for n, value in key:
                 changes.update(_at_value(fields, groups[n], value))
-            made[key] = _module_count(torch, config_class, auto, _with_path(fields, changes))
+            made[key] = _module_count(torch, config_class, auto, _with_path(fields, changes), spent)
         return made[key]
 
     base = count({})

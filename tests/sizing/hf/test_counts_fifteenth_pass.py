@@ -256,7 +256,7 @@ def test_the_probe_trial_of_an_expert_count_stays_within_the_build_cost_bound(tm
     fit = _switch_modules()
     assert fit(layers, 10_001) > MAX_MODULES
 
-    def trial(torch_: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> Any:
+    def trial(torch_: Any, config_class: Any, auto: Any, fields: dict[str, Any], *spent: Any) -> Any:
         raise _Trial(fields)
 
     monkeypatch.setattr(hf_count, "_built", trial)
@@ -287,7 +287,7 @@ def test_an_expert_count_whose_trial_would_pass_the_bound_is_refused_as_build_co
         asked.append(fit(fields["num_layers"], fields["num_experts"]))
         return asked[-1], {}
 
-    def modules(torch_: Any, config_class: Any, auto: Any, fields: dict[str, Any]) -> Any:
+    def modules(torch_: Any, config_class: Any, auto: Any, fields: dict[str, Any], spent: Any) -> Any:
         return counted(torch_, config_class, auto, fields)[0]  # the build-cost estimate's small builds
 
     monkeypatch.setattr(hf_count, "_built", counted)

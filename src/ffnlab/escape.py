@@ -155,12 +155,14 @@ def markdown(text: Any) -> str:
 
 def csv_cell(value: Any) -> Any:
     """``value`` for a CSV cell: numbers as they are; text that a spreadsheet would run as a
-    formula gets a leading ``'``; other control characters shown as escapes; ``None`` empty."""
+    formula gets a leading ``'``; control characters shown as escapes, a carriage return too (ffnlab's
+    tables end rows in a line feed, which the writer quotes; a bare CR split the row for a reader and
+    overwrote it on a terminal); ``None`` empty."""
     if value is None:
         return ""
     if isinstance(value, (bool, int, float)):
         return value
-    s = _CONTROL.sub(lambda m: m.group() if m.group() in "\r" else _visible(m.group()), str(value))
+    s = _CONTROL.sub(lambda m: _visible(m.group()), str(value))
     if s.startswith(FORMULA_START) and not _NUMBER.fullmatch(s):
         return "'" + s
     return s

@@ -154,4 +154,24 @@ def load_sweep(sweep_dir: str | Path) -> SweepRecord:
             f"{where}: spec.reference {show(spec.get('reference'))} is not an arm "
                                            f"of its runs ({', '.join(arms[:6])})")
     saved_spec(spec, where, arms)  # the rest of the spec, by the rules a spec file meets
+    _check_seeds(spec.get("seeds"), runs, where)
     return cast(SweepRecord, record)  # the keys the analysis reads checked above
+
+
+def _check_seeds(seeds: object, runs: list[dict[str, object]], where: str) -> None:
+    """Every arm of the runs ran each of the spec's seeds (a record from before ffnlab saved them: its
+    runs' seeds), and no other: the analysis counts a seed of each arm for each entry."""
+    if seeds is None:
+        return
+    wanted = set(cast(list[object], seeds))
+    by_arm: dict[str, set[object]] = {}
+    for r in runs:
+        by_arm.setdefault(str(r["arm"]), set()).add(r["seed"])
+    for arm, ran in sorted(by_arm.items()):
+        if ran != wanted:
+            extra, missing = sorted(ran - wanted, key=str), sorted(wanted - ran, key=str)
+            said = "; ".join(x for x in (
+                f"runs seed(s) {', '.join(map(str, extra[:5]))} the spec does not name" if extra else "",
+                f"has no run of seed(s) {', '.join(map(str, missing[:5]))}{' ...' if len(missing) > 5 else ''} "
+                "the spec names" if missing else "") if x)
+            raise FfnlabError(f"{where}: arm {show(arm)} {said}; each arm runs each of the spec's seeds once")

@@ -13,13 +13,15 @@ may not end). The figures table goes to stdout; ``--write`` stores every case bo
 
 from __future__ import annotations
 
-import copy
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from count_pass_child import defaults as _defaults
+from count_pass_child import drop as _drop
+from count_pass_child import edit as _edit
+from count_pass_child import verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "hf_counts_sixteenth_pass.json"
@@ -27,105 +29,8 @@ TIMEOUT_S = 30
 # the finding a case audit is off on is stored as, by the pass's class of the case (the test file's LABELS)
 FINDING_OF = {"indices": "Y2"}
 
-# the child: both sides' verdicts on each config of a list, one json line per config; each side time-boxed
-# by an alarm (a build of transformers is Python code: the alarm stops it)
-_CHILD = """
-import json, signal, sys, tempfile, time
-from pathlib import Path
-from hf_counts_all import audited, reference
-limit = int(sys.argv[2])
-
-class Late(BaseException):
-    pass
-
-def late(*_):
-    raise Late()
-
-signal.signal(signal.SIGALRM, late)
-for cid, config in json.loads(Path(sys.argv[1]).read_text()):
-    row = {"id": cid}
-    for mode in ("ref", "audit"):
-        t = time.time()
-        signal.alarm(limit)
-        try:
-            if mode == "ref":
-                out = reference(json.loads(json.dumps(config)))
-            else:
-                with tempfile.TemporaryDirectory() as tmp:
-                    out = audited(json.loads(json.dumps(config)), Path(tmp))
-                out.pop("ref", None)
-        except Late:
-            out = {"timeout": limit}
-        finally:
-            signal.alarm(0)
-        out["s"] = round(time.time() - t, 2)
-        row[mode] = out
-    print(json.dumps(row), flush=True)
-"""
-
-
-def _child(batch: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each config's two verdicts, from one child process, up to the first it dies on."""
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cases.json"
-        path.write_text(json.dumps(batch))
-        env = {
-            "PYTHONPATH": f"{ROOT / 'src'}:{ROOT / 'tests' / 'helpers'}",
-            "PATH": "/usr/bin:/bin",
-            "HF_HUB_OFFLINE": "1",
-            "TRANSFORMERS_VERBOSITY": "error",
-        }
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, str(path), str(TIMEOUT_S)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-            cwd=ROOT,
-        )
-        rows: dict[str, dict[str, Any]] = {}
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            if line.startswith("{"):
-                row = json.loads(line)
-                rows[row.pop("id")] = row
-        proc.wait()
-    return rows
-
-
 def _verdicts(batch: list[tuple[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """Each config's two verdicts; where the child dies (a build past its time box that the alarm did not
-    stop), that config is given no verdict and a new child takes the rest."""
-    rows: dict[str, dict[str, Any]] = {}
-    while batch:
-        rows.update(_child(batch))
-        left = [case for case in batch if case[0] not in rows]
-        if left:
-            rows[left[0][0]] = {"ref": {"timeout": TIMEOUT_S, "died": True}, "audit": {"timeout": TIMEOUT_S}}
-            left = left[1:]
-        batch = left
-    return rows
-
-
-def _defaults() -> dict[str, dict[str, Any]]:
-    from hf_counts_all import exact_defaults
-
-    return exact_defaults()
-
-
-def _edit(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in changes.items():
-        if "__" in key:  # text_config__hidden_size: a nested key
-            outer, inner = key.split("__", 1)
-            out[outer] = {**out.get(outer, {}), inner: value}
-        else:
-            out[key] = value
-    return out
-
-
-def _drop(base: dict[str, Any], *keys: str) -> dict[str, Any]:
-    return {k: v for k, v in base.items() if k not in keys}
+    return verdicts(batch, TIMEOUT_S)
 
 
 def cases() -> dict[str, tuple[str, dict[str, Any]]]:

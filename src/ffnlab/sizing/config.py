@@ -325,11 +325,16 @@ def validate(cfg: ModelConfig, *, grouped: bool = True) -> ModelConfig:
     if cfg.embed_proj_dim is not None:
         _positive(cfg.embed_proj_dim, "embed_proj_dim")
     require(cfg.encoder_layers >= 0, "encoder_layers must be >= 0")
-    require(cfg.n_layers + cfg.encoder_layers <= MAX_LAYERS,
-            f"{cfg.n_layers + cfg.encoder_layers:,} layers: ffnlab sizes at most {MAX_LAYERS:,} (decoder and encoder "
-            "layers together), hundreds of times the deepest published model")
+    check_layer_bound(cfg.n_layers + cfg.encoder_layers)
     require(isinstance(cfg.mtp_layers, int) and cfg.mtp_layers >= 0, "mtp_layers must be >= 0")
     return cfg
+
+
+def check_layer_bound(n: int) -> None:
+    """Refuse more than :data:`MAX_LAYERS` layers (decoder and encoder together): checked before
+    anything is made per layer, so the work stays linear in a bounded depth."""
+    require(n <= MAX_LAYERS, f"{n:,} layers: ffnlab sizes at most {MAX_LAYERS:,} (decoder and encoder layers "
+                             "together), hundreds of times the deepest published model")
 
 
 def _validate_ffn(f: FFNSpec, where: str) -> None:

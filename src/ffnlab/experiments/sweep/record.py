@@ -9,6 +9,7 @@ runs without configs, eval records without tokens, non-UTF-8 bytes) never reache
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -158,12 +159,17 @@ def load_sweep(sweep_dir: str | Path) -> SweepRecord:
     return cast(SweepRecord, record)  # the keys the analysis reads checked above
 
 
+def run_seeds(runs: Iterable[Mapping[str, object]]) -> list[int]:
+    """The seeds a record's runs ran, in order: the spec's seeds where a record from before ffnlab
+    saved them has none."""
+    return sorted({cast(int, r["seed"]) for r in runs})
+
+
 def _check_seeds(seeds: object, runs: list[dict[str, object]], where: str) -> None:
-    """Every arm of the runs ran each of the spec's seeds (a record from before ffnlab saved them: its
-    runs' seeds), and no other: the analysis counts a seed of each arm for each entry."""
-    if seeds is None:
-        return
-    wanted = set(cast(list[object], seeds))
+    """Every arm of the runs ran each of the spec's seeds (a record from before ffnlab saved them: the
+    seeds its runs ran, :func:`load_sweep`), and no other: the analysis counts a seed of each arm for each
+    entry."""
+    wanted = set(run_seeds(runs) if seeds is None else cast(list[object], seeds))
     by_arm: dict[str, set[object]] = {}
     for r in runs:
         by_arm.setdefault(str(r["arm"]), set()).add(r["seed"])

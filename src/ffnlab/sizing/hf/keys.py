@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ffnlab.errors import FfnlabError, require
+from ffnlab.sizing.config import check_layer_bound
 from ffnlab.sizing.hf.aliases import ALIASES
 from ffnlab.sizing.hf.generic import check_generic
 from ffnlab.sizing.hf.rules import (
@@ -875,7 +876,11 @@ class ConfigKeys:
 
     def check(self) -> None:
         """Refuse what transformers refuses whether or not ffnlab reads the key: a null it does not
-        accept, the absence of a key its class defaults to an unusable null."""
+        accept, the absence of a key its class defaults to an unusable null. First, a layer count past
+        ffnlab's bound, before a translator makes anything per layer (a list of 10**9 layer indices)."""
+        for key in sorted(LAYER_COUNT_KEYS & set(self.data)):
+            if json_kind(self.data[key]) == "int":
+                check_layer_bound(self.data[key])
         for key in sorted(self.null_refused):  # as written too: a declared field null, set later
             # under its other name, is validated (and refused) before the other name sets it
             require(self.data.get(key, 0) is not None and self.written.get(key, 0) is not None,

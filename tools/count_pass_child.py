@@ -113,3 +113,38 @@ def edit(base: dict[str, Any], **changes: Any) -> dict[str, Any]:
 
 def drop(base: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {k: v for k, v in base.items() if k not in keys}
+
+
+def records_of(chosen: dict[str, tuple[str, dict[str, Any]]], rows: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each chosen case (id -> (class of the pass, config)) with both verdicts and its status: exact,
+    refused (by both), off, or no-verdict; printed a line each as it goes."""
+    import transformers
+
+    records: list[dict[str, Any]] = []
+    for cid, (cls, config) in chosen.items():
+        row = rows.get(cid, {"ref": {"traceback": "the child died"}, "audit": {"traceback": "the child died"}})
+        ref, got = row["ref"], row["audit"]
+        if "total" in ref:
+            status = "exact" if got.get("total") == ref["total"] else "off"
+        elif "refused" in ref:
+            status = "refused" if "refused" in got else "off"
+        else:
+            status = "no-verdict"
+        if "traceback" in got or "timeout" in got:
+            status = "off"
+        records.append(
+            {
+                "id": cid,
+                "class_of_pass": cls,
+                "config": config,
+                "status": status,
+                "total": ref.get("total"),
+                "auto": ref.get("auto"),
+                "class": ref.get("class"),
+                "ref": ref,
+                "audit": got,
+                "transformers": transformers.__version__,
+            }
+        )
+        print(f"{status:10} {cid:70} ref={json.dumps(ref)[:110]} audit={json.dumps(got)[:150]}", flush=True)
+    return records

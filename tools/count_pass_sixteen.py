@@ -21,7 +21,7 @@ from typing import Any
 from count_pass_child import defaults as _defaults
 from count_pass_child import drop as _drop
 from count_pass_child import edit as _edit
-from count_pass_child import verdicts
+from count_pass_child import records_of, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "hf_counts_sixteenth_pass.json"
@@ -273,38 +273,8 @@ def cases() -> dict[str, tuple[str, dict[str, Any]]]:
 
 
 def run(only: str | None = None) -> list[dict[str, Any]]:
-    import transformers
-
-    records: list[dict[str, Any]] = []
     chosen = {cid: case for cid, case in cases().items() if not only or only in cid}
-    rows = _verdicts([(cid, config) for cid, (_, config) in chosen.items()])
-    for cid, (cls, config) in chosen.items():
-        row = rows.get(cid, {"ref": {"traceback": "the child died"}, "audit": {"traceback": "the child died"}})
-        ref, got = row["ref"], row["audit"]
-        if "total" in ref:
-            status = "exact" if got.get("total") == ref["total"] else "off"
-        elif "refused" in ref:
-            status = "refused" if "refused" in got else "off"
-        else:
-            status = "no-verdict"
-        if "traceback" in got or "timeout" in got:
-            status = "off"
-        records.append(
-            {
-                "id": cid,
-                "class_of_pass": cls,
-                "config": config,
-                "status": status,
-                "total": ref.get("total"),
-                "auto": ref.get("auto"),
-                "class": ref.get("class"),
-                "ref": ref,
-                "audit": got,
-                "transformers": transformers.__version__,
-            }
-        )
-        print(f"{status:10} {cid:70} ref={json.dumps(ref)[:110]} audit={json.dumps(got)[:150]}", flush=True)
-    return records
+    return records_of(chosen, _verdicts([(cid, config) for cid, (_, config) in chosen.items()]))
 
 
 def dump(doc: dict[str, Any]) -> str:

@@ -337,3 +337,19 @@ def test_report_of_its_runs_seeds_names_them(tmp_path, edit, named):
     results = strict_json((tmp_path / "sw" / "report" / "results.json").read_text())
     assert [a["n_seeds"] for a in results["arms"]] == [3, 3]
     assert f", seeds {named}; equivalence margin" in (tmp_path / "sw" / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(("model_type", "key"), [("llama", "num_hidden_layers"), ("gpt2", "n_layer")])
+def test_a_negative_layer_count_counts_as_transformers_builds_it(tmp_path, model_type, key):
+    # oracle: transformers 5.25's own model of the same config.json (range(-100001) builds no layer);
+    # the pass saw exit 0 and left the count unchecked; the lead compared five types, all equal
+    import copy
+
+    from count_passes import audit_config
+    from hf_counts_all import exact_defaults, reference
+
+    base = next(v for v in exact_defaults().values() if v.get("model_type") == model_type)
+    config = {**copy.deepcopy(base), key: -100001}
+    ref = reference(copy.deepcopy(config))
+    got = audit_config(copy.deepcopy(config), tmp_path)
+    assert ref.get("total") is not None and getattr(got, "params_total", got) == ref["total"], (ref, got)

@@ -108,19 +108,13 @@ def _display(col: Column, row: Mapping[str, Any]) -> str:
 # ---------------------------------------------------------------- one escaping step per format
 
 
-def table_cell(text: str) -> Text:
-    """A terminal-table cell: plain ``rich.text.Text`` (never markup), controls shown as escapes."""
+def table_cell(text: str, *, one_line: bool = False) -> Text:
+    """A terminal-table cell: plain ``rich.text.Text`` (never markup), controls shown as escapes
+    (``one_line``, for a title or a note: line breaks and tabs too, so a path's line break starts no
+    line of its own)."""
     from rich.text import Text
 
-    return Text(escape.terminal(text))
-
-
-def line_cell(text: str) -> Text:
-    """:func:`table_cell` for a title or a note, one paragraph: line breaks and tabs shown as escapes
-    too (a path's line break starts no line of its own)."""
-    from rich.text import Text
-
-    return Text(escape.terminal(text, one_line=True))
+    return Text(escape.terminal(text, one_line=one_line))
 
 
 def markdown_cell(text: str) -> str:
@@ -271,7 +265,7 @@ def print_table(console: Any, rows: Sequence[Mapping[str, Any]], columns: Sequen
     and wrapped at words to the console's width (a rich table title wraps to the table's width,
     centred: a long title over a narrow table stood as a column of short lines)."""
     if title:  # one paragraph: a line break in it (a path's) is shown as an escape, never a line of its own
-        console.print(line_cell(title), style="table.title")
+        console.print(table_cell(title, one_line=True), style="table.title")
     console.print(rich_table(rows, columns, lines))
 
 
@@ -374,6 +368,6 @@ def note(text: str, fmt: str) -> None:
     """A line of prose after a table: wrapped at words beside a terminal table, as is beside
     Markdown, and on stderr beside CSV (so a CSV stream holds nothing but its one table)."""
     if fmt == "table":
-        console_for_tables().print(line_cell(text))
+        console_for_tables().print(table_cell(text, one_line=True))
     else:
         print(escape.terminal(text, one_line=True), file=sys.stderr if fmt == "csv" else sys.stdout)

@@ -209,7 +209,7 @@ tensor-parallel size through --tp's rule (``parallel.check_tp``); J4 ``engine_co
 leaf given twice; J5 --resume refuses a config.yaml that holds no document; J6 a saved sweep spec checked
 by the spec file's rules (``sweep/spec.saved_spec``, ``validation.check_fields``); J7 ``load_sweep``
 refuses a run, or an arm and seed, listed twice; J8 only ``int()``'s failure read as "needs a number";
-J9 titles and notes shown with breaks as escapes (``render.line_cell``); J10 the help names the launch
+J9 titles and notes shown with breaks as escapes (``render.table_cell(one_line=True)``); J10 the help names the launch
 lines the reader reads (``engine_spec.LAUNCH_LINES``). Also from its notes: ``files.read_text`` reads no
 further than its limit and names a file whose read fails (``claims --evidence /proc/self/mem``).
 """

@@ -533,6 +533,7 @@ _COST_MODULES = 20_000
 # builds with it moved (heads that must divide a width): small, so every build stays small
 _COST_HOLD = 16
 
+
 def _cost_groups(transformers: Any, hf_cfg: Any, fields: dict[str, Any],
                  skip: set[tuple[str, ...]]) -> dict[int, list[tuple[str, ...]]]:
     """The counts of config.json a build's modules may grow with, grouped by their written value: an int

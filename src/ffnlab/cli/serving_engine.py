@@ -18,7 +18,7 @@ from ffnlab.errors import FfnlabError, require
 from ffnlab.files import read_text
 from ffnlab.render import gib
 from ffnlab.sizing.engine_spec import engine_name
-from ffnlab.sizing.serving_engines import EngineKnobs, check_share
+from ffnlab.sizing.serving_engines import EngineKnobs, check_share, knob_given
 from ffnlab.validation import clip, integer
 
 if TYPE_CHECKING:
@@ -74,19 +74,13 @@ class EngineFlags:
                 require(engine_name(spec) == cmd.engine,
                         f"--engine {clip(spec)} but --engine-config launches {cmd.engine}")
             spec = spec or cmd.engine
-            base = {k: v for k, v in vars(cmd.knobs).items() if _given(v)}
+            base = {k: v for k, v in vars(cmd.knobs).items() if knob_given(v)}
             said.append(f"--engine-config {path.name}: {cmd.engine}; used "
                         f"{', '.join(cmd.used) or 'nothing'}; ignored {', '.join(cmd.ignored) or 'nothing'}")
-        flags = {k: v for k, v in vars(self.knobs).items() if _given(v)}
+        flags = {k: v for k, v in vars(self.knobs).items() if knob_given(v)}
         base.update(flags)
         base.setdefault("max_model_len", max_model_len)
         return spec or "vllm", EngineKnobs(**base), said
-
-
-def _given(value: object) -> bool:
-    """A knob that was set: not None and not a switch left off (by identity: ``0.0 == False``, and a
-    share of 0 is a value, refused by its range check, never the engine's default)."""
-    return value is not None and value is not False
 
 
 MAX_LAUNCH_LINE_BYTES = 128 * 1024

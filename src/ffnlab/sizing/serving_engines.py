@@ -145,6 +145,12 @@ class EngineCache:
     tokens: int
 
 
+def knob_given(value: object) -> bool:
+    """A knob that was set: not None and not a switch left off (by identity: ``0.0 == False``, and a
+    share of 0 is a value, refused by its range check, never the engine's default)."""
+    return value is not None and value is not False
+
+
 def check_share(value: float, flag: str) -> float:
     """``value`` as a share of the total CUDA reports that the engine may use (vLLM's
     ``--gpu-memory-utilization``, SGLang's ``--mem-fraction-static``): in (0, 1]. The one rule for
@@ -318,7 +324,7 @@ def engine_estimate(cfg: ModelConfig, acc: Accelerator, spec: str, *, tp: int = 
     bpt = kv.bytes_per_token
     max_len = knobs.max_model_len or context_limit or 8192
     notes = [acc.cuda_total_assumption()]
-    used = {k: v for k, v in asdict(knobs).items() if v is not None and v is not False}  # 0.0 == False
+    used = {k: v for k, v in asdict(knobs).items() if knob_given(v)}
     if name == "llama.cpp":  # -c max_model_len, one slot, the cache type nearest the KV dtype
         ctype = {"fp8": "q8_0", "int8": "q8_0", "fp32": "f32"}.get(kv_dtype, "f16")
         lc = llamacpp_cache(cfg, n_ctx=max_len, type_k=ctype, type_v=ctype, version=version)
@@ -482,7 +488,7 @@ def read_engine_command(text: str) -> EngineCommand:
 
 
 __all__ = ["EngineCommand", "EngineEstimate", "EngineKnobs", "LlamaCppCache", "check_share", "engine_estimate",
-           "engine_names",
+           "engine_names", "knob_given",
            "llamacpp_cache", "read_engine_command", "GIB", "EngineCache", "blocks_and_tokens", "concurrency",
            "engine_profile", "hybrid_concurrency", "gqa_bytes_per_token",
            "sglang_cache_bytes", "vllm_cache_bytes"]

@@ -24,7 +24,7 @@ from ffnlab.experiments.analysis import trend as tr
 from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import POWER, crossing, mean_ci, ratio_of_means
 from ffnlab.experiments.fmt import interval as fmt_iv
-from ffnlab.experiments.sweep.record import SweepRecord, run_seeds
+from ffnlab.experiments.sweep.record import SweepRecord, record_seeds
 from ffnlab.experiments.sweep.runs import ArmStats, load
 from ffnlab.experiments.sweep.spec import SEED_CLAIM_OF, Hypothesis, SavedSpec, SweepSpec, Trend, saved_spec
 from ffnlab.sizing.result import Result
@@ -810,9 +810,7 @@ def analyse(sweep_dir: str | Path) -> Analysis:
     on its own; the headline verdicts are those of ``decide_at`` (default: the last cell), ``cells``
     holds every cell's best ratio and verdicts, and ``trends`` the pre-registered trends."""
     record, arms = load(sweep_dir)
-    spec = saved_spec(record["spec"])
-    if not record["spec"].get("seeds"):  # a record from before ffnlab saved them: the seeds its runs ran
-        spec = replace(spec, seeds=run_seeds(record["runs"]))
+    spec = replace(saved_spec(record["spec"]), seeds=record_seeds(record))
     scales = spec.scales
     decide_at = str(spec.decide_at or (scales[-1].name if scales else ""))
     reference = f"{decide_at}.{spec.reference}" if scales else spec.reference

@@ -24,8 +24,7 @@ from typing import ClassVar, Literal, TypedDict, cast
 from ffnlab.errors import require
 from ffnlab.experiments.analysis import verdicts as vd
 from ffnlab.experiments.analysis.stats import mean_ci
-from ffnlab.experiments.sweep.record import load_sweep, run_seeds
-from ffnlab.experiments.sweep.spec import saved_spec
+from ffnlab.experiments.sweep.record import load_sweep, record_seeds
 from ffnlab.files import check_inside
 from ffnlab.sizing.kinds import get_kind
 from ffnlab.sizing.result import Result
@@ -316,9 +315,7 @@ def analyse(root: str | Path, *, remeasure: bool = False) -> CapacityResult:
     by_budget = {f.name: measure_sweep(f, remeasure=remeasure, root=Path(root)) for f in folders}
     arms = [a for v in by_budget.values() for a in v]
     first = load_sweep(folders[0])
-    # the spec's seeds (a record without them, written by hand: the seeds its runs name)
-    seeds = saved_spec(first["spec"]).seeds or run_seeds(first["runs"])
     return CapacityResult(root=str(root), corpus=first["spec"].get("base", {}).get("data", {}).get("corpus", "?"),
-                          seeds=seeds, arms=arm_rows(arms),
+                          seeds=record_seeds(first), arms=arm_rows(arms),
                           claims={"capacity_peak": verdict_peak(by_budget), "capacity_gated": verdict_gated(by_budget)},
                           reference_bits_per_param=REFERENCE_BITS_PER_PARAM)

@@ -165,6 +165,12 @@ def run_seeds(runs: Iterable[Mapping[str, object]]) -> list[int]:
     return sorted({cast(int, r["seed"]) for r in runs})
 
 
+def record_seeds(record: Mapping[str, Any]) -> list[int]:
+    """A record's seeds for the analysis: its spec's, or (a record from before ffnlab saved them) the
+    seeds its runs ran."""
+    return list(record["spec"].get("seeds") or run_seeds(record["runs"]))
+
+
 def _check_seeds(seeds: object, runs: list[dict[str, object]], where: str) -> None:
     """Every arm of the runs ran each of the spec's seeds (a record from before ffnlab saved them: the
     seeds its runs ran, :func:`load_sweep`), and no other: the analysis counts a seed of each arm for each
